@@ -1,0 +1,43 @@
+# ember: `make demo` runs the tour, `make test` runs every suite.
+# Both install missing Debian packages first (as root) and build.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps build demo test test-asan install bench clean
+
+all: build
+
+deps:
+	@./tools/deps.sh
+
+$(BUILD)/Makefile: CMakeLists.txt
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: deps $(BUILD)/Makefile
+	@$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS) 2>&1 | grep -vE "^(\[|make\[)" || true
+	@test -f $(BUILD)/ember/core.so
+
+demo: build
+	./bin/ember examples/tour.lua
+
+test: build
+	@./tools/run-tests.sh $(BUILD)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON >/dev/null
+	@$(MAKE) --no-print-directory -C $(ASAN_BUILD) -j$(JOBS) 2>&1 | grep -vE "^(\[|make\[)" || true
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
+	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ./tools/run-tests.sh $(ASAN_BUILD)
+
+PREFIX ?= /usr/local
+install: build
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

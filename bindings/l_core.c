@@ -1,0 +1,651 @@
+/*
+** l_core.c -- the Lua module ember.core: the tensor userdata and its one
+** __index/__newindex dispatch, dtype and device values, T.Size, argument
+** and option checking, and the collector hook of DESIGN §4.
+** A tensor userdata boxes exactly one em_tensor reference (or NULL after
+** __gc); every Lua object for a tensor is made by l_newbox.
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "l_ember.h"
+
+/* Registry keys: addresses of these statics (one set per lua_State). */
+static char K_TENSOR_MT, K_SIZE_MT, K_DTYPES, K_DTYPE_IDS, K_DEVICES, K_METHODS,
+    K_PROPS, K_MODULE, K_GCTHREAD;
+
+static em_dtype default_dtype = EM_FLOAT32;
+em_dtype l_default_dtype(void) { return default_dtype; }
+
+static void getreg(lua_State *L, char *key) {
+  lua_pushlightuserdata(L, key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+}
+
+/* -- Boxes -------------------------------------------------------------- */
+
+em_tensor **l_newbox(lua_State *L) {
+  em_tensor **box = lua_newuserdata(L, sizeof(em_tensor *));
+  *box = NULL;
+  getreg(L, &K_TENSOR_MT);
+  lua_setmetatable(L, -2);
+  return box;
+}
+
+em_tensor *l_totensor(lua_State *L, int idx) {
+  em_tensor **box = lua_touserdata(L, idx);
+  if (!box || !lua_getmetatable(L, idx)) return NULL;
+  getreg(L, &K_TENSOR_MT);
+  int ok = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return ok ? *box : NULL;
+}
+
+em_tensor *l_checktensor(lua_State *L, int idx, const char *op) {
+  em_tensor *t = l_totensor(L, idx);
+  if (!t)
+    l_errorf(L, "%s: expected a tensor for argument #%d, got %s", op, idx,
+               luaL_typename(L, idx));
+  return t;
+}
+
+int l_errorf(lua_State *L, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  luaL_where(L, 1);
+  lua_pushstring(L, buf);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+int l_error(lua_State *L) { return l_errorf(L, "%s", em_last_error()); }
+
+void l_push_result(lua_State *L, em_tensor *result, int idx) {
+  if (idx != 0 && l_totensor(L, idx) == result) {
+    em_tensor_release(result);
+    lua_pushvalue(L, idx);
+    return;
+  }
+  em_tensor **box = l_newbox(L);
+  *box = result;
+}
+
+void ember_lua_push_tensor(lua_State *L, em_tensor *t) {
+  em_tensor **box = l_newbox(L);
+  *box = t;
+}
+
+em_tensor *ember_lua_to_tensor(lua_State *L, int idx) { return l_totensor(L, idx); }
+
+/* -- Numbers and sizes -------------------------------------------------- */
+
+int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
+               luaL_typename(L, idx));
+  double v = lua_tonumber(L, idx);
+  if (!(v == floor(v)) || !(fabs(v) < 9223372036854775808.0))
+    l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
+               lua_tostring(L, idx));
+  return (int64_t)v;
+}
+
+static int is_size_table(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return 0;
+  if (lua_getmetatable(L, idx)) {
+    getreg(L, &K_SIZE_MT);
+    int is = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (is) return 1;
+  }
+  if (lua_objlen(L, idx) > 0) return 1;
+  lua_pushnil(L);
+  if (lua_next(L, idx) == 0) return 1;  /* {} is the empty size */
+  lua_pop(L, 2);
+  return 0;
+}
+
+int l_isopts(lua_State *L, int idx) {
+  return lua_istable(L, idx) && !lua_getmetatable(L, idx) && !is_size_table(L, idx);
+}
+
+int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next) {
+  int n = 0;
+  char what[32];
+  if (lua_type(L, idx) == LUA_TTABLE && is_size_table(L, idx)) {
+    int len = (int)lua_objlen(L, idx);
+    if (len > EM_MAX_DIMS)
+      l_errorf(L, "%s: %d dimensions requested, at most %d are supported", op, len,
+                 (int)EM_MAX_DIMS);
+    for (int i = 1; i <= len; i++) {
+      lua_rawgeti(L, idx, i);
+      snprintf(what, sizeof what, "size[%d]", i);
+      sizes[n++] = l_checkint(L, -1, op, what);
+      lua_pop(L, 1);
+    }
+    *next = idx + 1;
+  } else {
+    while (lua_type(L, idx + n) == LUA_TNUMBER) {
+      if (n == EM_MAX_DIMS)
+        l_errorf(L, "%s: more than %d dimensions requested", op, (int)EM_MAX_DIMS);
+      snprintf(what, sizeof what, "size[%d]", n + 1);
+      sizes[n] = l_checkint(L, idx + n, op, what);
+      n++;
+    }
+    *next = idx + n;
+  }
+  for (int i = 0; i < n; i++)
+    if (sizes[i] < 0) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (int j = 0; j < n; j++) {
+        char num[32];
+        snprintf(num, sizeof num, j ? ", %lld" : "%lld", (long long)sizes[j]);
+        luaL_addstring(&b, num);
+      }
+      luaL_pushresult(&b);
+      l_errorf(L, "%s: negative dimension %lld in size [%s]", op,
+                 (long long)sizes[i], lua_tostring(L, -1));
+    }
+  return n;
+}
+
+/* -- Options ------------------------------------------------------------ */
+
+void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allowed) {
+  if (lua_isnoneornil(L, idx)) return;
+  if (!lua_istable(L, idx))
+    l_errorf(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -1);
+      for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(k, *a) == 0;
+      if (!ok) l_errorf(L, "%s: unknown option '%s'", op, k);
+    } else {
+      l_errorf(L, "%s: unexpected positional entry in the options table", op);
+    }
+  }
+}
+
+int l_isdtype(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return 0;
+  getreg(L, &K_DTYPE_IDS);
+  lua_pushvalue(L, idx < 0 ? idx - 1 : idx);
+  lua_rawget(L, -2);
+  int is = !lua_isnil(L, -1);
+  lua_pop(L, 2);
+  return is;
+}
+
+static int todtype(lua_State *L, int idx) {
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    const char *name = lua_tostring(L, idx);
+    if (strncmp(name, "ember.", 6) == 0) name += 6;
+    return em_dtype_from_name(name);
+  }
+  if (!lua_istable(L, idx)) return -1;
+  getreg(L, &K_DTYPE_IDS);
+  lua_pushvalue(L, idx < 0 ? idx - 1 : idx);
+  lua_rawget(L, -2);
+  int id = lua_isnil(L, -1) ? -1 : (int)lua_tointeger(L, -1);
+  lua_pop(L, 2);
+  return id;
+}
+
+em_dtype l_checkdtype(lua_State *L, int idx, const char *op) {
+  int id = todtype(L, idx);
+  if (id < 0) {
+    if (lua_type(L, idx) == LUA_TSTRING)
+      l_errorf(L, "%s: unknown dtype '%s'", op, lua_tostring(L, idx));
+    l_errorf(L, "%s: expected a dtype, got %s", op, luaL_typename(L, idx));
+  }
+  return (em_dtype)id;
+}
+
+int l_optdtype(lua_State *L, int idx, const char *op, int def) {
+  if (!lua_istable(L, idx)) return def;
+  lua_getfield(L, idx, "dtype");
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); return def; }
+  int id = (int)l_checkdtype(L, lua_gettop(L), op);
+  lua_pop(L, 1);
+  return id;
+}
+
+int l_optbool(lua_State *L, int idx, const char *key, int def) {
+  if (!lua_istable(L, idx)) return def;
+  lua_getfield(L, idx, key);
+  int v = lua_isnil(L, -1) ? def : lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* -- dtype values ------------------------------------------------------- */
+
+void l_pushdtype(lua_State *L, em_dtype dt) {
+  getreg(L, &K_DTYPES);
+  lua_rawgeti(L, -1, (int)dt + 1);
+  lua_remove(L, -2);
+}
+
+static int dtype_tostring(lua_State *L) {
+  lua_getfield(L, 1, "name");
+  lua_pushfstring(L, "ember.%s", lua_tostring(L, -1));
+  return 1;
+}
+
+static void make_dtypes(lua_State *L, int module) {
+  lua_pushlightuserdata(L, &K_DTYPES);
+  lua_createtable(L, EM_NUM_DTYPES, 0);
+  lua_pushlightuserdata(L, &K_DTYPE_IDS);
+  lua_createtable(L, 0, EM_NUM_DTYPES);
+  lua_createtable(L, 0, 2); /* the metatable shared by dtype values */
+  lua_pushcfunction(L, dtype_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushliteral(L, "ember.dtype");
+  lua_setfield(L, -2, "__name");
+  int mt = lua_gettop(L), ids = mt - 1, arr = mt - 3;
+  for (int i = 0; i < EM_NUM_DTYPES; i++) {
+    em_dtype dt = (em_dtype)i;
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, em_dtype_name(dt));
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, (lua_Integer)em_dtype_size(dt));
+    lua_setfield(L, -2, "itemsize");
+    lua_pushboolean(L, em_dtype_kindof(dt) == EM_KIND_FLOAT);
+    lua_setfield(L, -2, "is_floating_point");
+    lua_pushboolean(L, em_dtype_is_signed(dt));
+    lua_setfield(L, -2, "is_signed");
+    lua_pushvalue(L, mt);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, arr, i + 1);
+    lua_pushvalue(L, -1);
+    lua_pushinteger(L, i);
+    lua_rawset(L, ids);
+    lua_setfield(L, module, em_dtype_name(dt));
+  }
+  static const char *const aliases[][2] = {
+      {"long", "int64"}, {"int", "int32"},     {"short", "int16"},
+      {"byte", "uint8"}, {"char", "int8"},     {"half", "float16"},
+      {"float", "float32"}, {"double", "float64"}};
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+    lua_getfield(L, module, aliases[i][1]);
+    lua_setfield(L, module, aliases[i][0]);
+  }
+  lua_pop(L, 1);                        /* metatable */
+  lua_rawset(L, LUA_REGISTRYINDEX);     /* K_DTYPE_IDS */
+  lua_rawset(L, LUA_REGISTRYINDEX);     /* K_DTYPES */
+}
+
+/* -- Device values -------------------------------------------------------
+** Interned by name, so `t.device == T.device("cpu")` holds. */
+
+static int parse_device(const char *s, em_device *d) {
+  if (strcmp(s, "cpu") == 0) { d->type = EM_CPU; d->index = 0; return 1; }
+  if (strcmp(s, "cuda") == 0) { d->type = EM_CUDA; d->index = 0; return 1; }
+  int idx, n = 0;
+  if (sscanf(s, "cuda:%d%n", &idx, &n) == 1 && s[n] == '\0' && idx >= 0) {
+    d->type = EM_CUDA; d->index = idx; return 1;
+  }
+  return 0;
+}
+
+static int device_tostring(lua_State *L) {
+  lua_getfield(L, 1, "_name");
+  return 1;
+}
+
+void l_pushdevice(lua_State *L, em_device dev) {
+  char name[32];
+  if (dev.type == EM_CPU) snprintf(name, sizeof name, "cpu");
+  else snprintf(name, sizeof name, "cuda:%d", dev.index);
+  getreg(L, &K_DEVICES);
+  lua_getfield(L, -1, name);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, dev.type == EM_CPU ? "cpu" : "cuda");
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, dev.index);
+    lua_setfield(L, -2, "index");
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "_name");
+    lua_getfield(L, -2, "__mt");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+  }
+  lua_remove(L, -2);
+}
+
+int l_isdevice(lua_State *L, int idx) {
+  if (!lua_istable(L, idx) || !lua_getmetatable(L, idx)) return 0;
+  getreg(L, &K_DEVICES);
+  lua_getfield(L, -1, "__mt");
+  int is = lua_rawequal(L, -1, -3);
+  lua_pop(L, 3);
+  return is;
+}
+
+em_device l_checkdevice(lua_State *L, int idx, const char *op) {
+  em_device d = em_cpu();
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    if (!parse_device(lua_tostring(L, idx), &d))
+      l_errorf(L, "%s: unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", op,
+                 lua_tostring(L, idx));
+    return d;
+  }
+  if (l_isdevice(L, idx)) {
+    lua_getfield(L, idx, "_name");
+    parse_device(lua_tostring(L, -1), &d);
+    lua_pop(L, 1);
+    return d;
+  }
+  l_errorf(L, "%s: expected a device, got %s", op, luaL_typename(L, idx));
+  return d;
+}
+
+em_device l_optdevice(lua_State *L, int idx, const char *op, em_device def) {
+  if (!lua_istable(L, idx)) return def;
+  lua_getfield(L, idx, "device");
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); return def; }
+  em_device d = l_checkdevice(L, lua_gettop(L), op);
+  lua_pop(L, 1);
+  return d;
+}
+
+static int l_device_new(lua_State *L) {
+  l_pushdevice(L, l_checkdevice(L, 1, "device"));
+  return 1;
+}
+
+/* -- Sizes and scalars --------------------------------------------------- */
+
+void l_pushsize(lua_State *L, int n, const int64_t *sizes) {
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushnumber(L, (lua_Number)sizes[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  getreg(L, &K_SIZE_MT);
+  lua_setmetatable(L, -2);
+}
+
+em_scalar l_checkscalar(lua_State *L, int idx, const char *op) {
+  em_scalar s = {EM_SCALAR_INT, 0, 0};
+  if (lua_type(L, idx) == LUA_TBOOLEAN) {
+    s.kind = EM_SCALAR_BOOL;
+    s.i = lua_toboolean(L, idx);
+    return s;
+  }
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    l_errorf(L, "%s: expected a number, got %s", op, luaL_typename(L, idx));
+  double v = lua_tonumber(L, idx);
+  if (v == floor(v) && fabs(v) < 9223372036854775808.0) {
+    s.i = (int64_t)v;
+    s.f = v;
+  } else {
+    s.kind = EM_SCALAR_FLOAT;
+    s.f = v;
+  }
+  return s;
+}
+
+void l_pushelement(lua_State *L, const em_tensor *t, int64_t pos, const char *op) {
+  em_dtype dt = em_tensor_dtype(t);
+  if (dt == EM_BOOL) {
+    int64_t v;
+    if (em_get_i64(t, pos, &v) != EM_OK) l_error(L);
+    lua_pushboolean(L, v != 0);
+  } else if (dt == EM_INT64) {
+    int64_t v;
+    if (em_get_i64(t, pos, &v) != EM_OK) l_error(L);
+    double d = (double)v;
+    if (d >= 9223372036854775808.0 || (int64_t)d != v)
+      l_errorf(L, "%s: int64 value %lld cannot be represented exactly as a Lua "
+                 "number (a double); use t:data() for exact int64 access",
+                 op, (long long)v);
+    lua_pushnumber(L, (lua_Number)v);
+  } else {
+    double v;
+    if (em_get_f64(t, pos, &v) != EM_OK) l_error(L);
+    lua_pushnumber(L, v);
+  }
+}
+
+/* -- The tensor metatable ------------------------------------------------ */
+
+static int l_tensor_gc(lua_State *L) {
+  em_tensor **box = lua_touserdata(L, 1);
+  if (box && *box) {
+    em_tensor_release(*box);
+    *box = NULL;
+  }
+  return 0;
+}
+
+/* upvalues: 1 methods, 2 property getters */
+static int l_tensor_index(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    if (!lua_isnil(L, -1)) return 1;
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(2));
+    if (lua_isnil(L, -1)) return 1;
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    return 1;
+  }
+  return l_index_get(L);
+}
+
+static int l_tensor_newindex(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    /* settable properties are "set_<name>" entries of the getters table */
+    lua_pushfstring(L, "set_%s", lua_tostring(L, 2));
+    lua_rawget(L, lua_upvalueindex(2));
+    if (lua_isnil(L, -1))
+      return l_errorf(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 3);
+    lua_call(L, 2, 0);
+    return 0;
+  }
+  return l_index_set(L);
+}
+
+static int l_tensor_len(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "#");
+  if (em_tensor_ndim(t) == 0) return l_errorf(L, "#: len() of a 0-d tensor");
+  lua_pushnumber(L, (lua_Number)em_tensor_sizes(t)[0]);
+  return 1;
+}
+
+/* Placeholder printing until the Lua layer installs its __tostring. */
+static int l_tensor_tostring(lua_State *L) {
+  lua_pushfstring(L, "ember.Tensor: %p", lua_topointer(L, 1));
+  return 1;
+}
+
+static void tablekey(lua_State *L, char *key) {
+  lua_pushlightuserdata(L, key);
+  lua_newtable(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+void l_add_methods(lua_State *L, const luaL_Reg *fns) {
+  getreg(L, &K_METHODS);
+  for (; fns->name; fns++) {
+    lua_pushcfunction(L, fns->func);
+    lua_setfield(L, -2, fns->name);
+  }
+  lua_pop(L, 1);
+}
+
+void l_add_props(lua_State *L, const luaL_Reg *fns) {
+  getreg(L, &K_PROPS);
+  for (; fns->name; fns++) {
+    lua_pushcfunction(L, fns->func);
+    lua_setfield(L, -2, fns->name);
+  }
+  lua_pop(L, 1);
+}
+
+void l_add_functions(lua_State *L, const luaL_Reg *fns) {
+  getreg(L, &K_MODULE);
+  for (; fns->name; fns++) {
+    lua_pushcfunction(L, fns->func);
+    lua_setfield(L, -2, fns->name);
+  }
+  lua_pop(L, 1);
+}
+
+/* -- Memory pressure (DESIGN §4) ----------------------------------------- */
+
+static const size_t SOFT_LIMIT_FLOOR = (size_t)256 << 20;
+
+static void l_pressure(void *ctx, size_t requested, int failed) {
+  lua_State *L = ctx;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  /* After a full collection the survivors are live; let them double before
+  ** the next forced collection, but never collect more often than every
+  ** SOFT_LIMIT_FLOOR bytes. */
+  size_t live = em_memory_live_bytes();
+  size_t next = live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR;
+  em_set_soft_limit(next + requested);
+  (void)failed;
+}
+
+static int l_memory_stats(lua_State *L) {
+  lua_createtable(L, 0, 2);
+  lua_pushnumber(L, (lua_Number)em_memory_live_bytes());
+  lua_setfield(L, -2, "live_bytes");
+  lua_pushnumber(L, (lua_Number)em_get_soft_limit());
+  lua_setfield(L, -2, "soft_limit");
+  return 1;
+}
+
+/* -- Module functions ----------------------------------------------------- */
+
+static int l_is_tensor(lua_State *L) {
+  lua_pushboolean(L, l_totensor(L, 1) != NULL);
+  return 1;
+}
+
+static int l_set_default_dtype(lua_State *L) {
+  em_dtype dt = l_checkdtype(L, 1, "set_default_dtype");
+  if (em_dtype_kindof(dt) != EM_KIND_FLOAT)
+    return l_errorf(L, "set_default_dtype: only floating-point types are supported "
+                      "as the default type, got ember.%s", em_dtype_name(dt));
+  default_dtype = dt;
+  return 0;
+}
+
+static int l_get_default_dtype(lua_State *L) {
+  l_pushdtype(L, default_dtype);
+  return 1;
+}
+
+static int l_use_deterministic(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  em_set_deterministic(lua_toboolean(L, 1));
+  return 0;
+}
+
+static int l_are_deterministic(lua_State *L) {
+  lua_pushboolean(L, em_get_deterministic());
+  return 1;
+}
+
+static int l_is_dtype(lua_State *L) {
+  lua_pushboolean(L, l_isdtype(L, 1));
+  return 1;
+}
+
+static int l_cuda_is_available(lua_State *L) {
+  lua_pushboolean(L, em_cuda_available());
+  return 1;
+}
+
+int luaopen_ember_core(lua_State *L) {
+  lua_settop(L, 0);
+  lua_newtable(L); /* 1: module */
+  lua_pushlightuserdata(L, &K_MODULE);
+  lua_pushvalue(L, 1);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  tablekey(L, &K_METHODS);
+  tablekey(L, &K_PROPS);
+  tablekey(L, &K_SIZE_MT);
+  tablekey(L, &K_DEVICES);
+  getreg(L, &K_DEVICES);
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, device_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_setfield(L, -2, "__mt");
+  lua_pop(L, 1);
+
+  /* the tensor metatable */
+  lua_pushlightuserdata(L, &K_TENSOR_MT);
+  lua_createtable(L, 0, 8);
+  getreg(L, &K_METHODS);
+  getreg(L, &K_PROPS);
+  lua_pushcclosure(L, l_tensor_index, 2);
+  lua_setfield(L, -2, "__index");
+  getreg(L, &K_METHODS);
+  getreg(L, &K_PROPS);
+  lua_pushcclosure(L, l_tensor_newindex, 2);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushcfunction(L, l_tensor_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, l_tensor_len);
+  lua_setfield(L, -2, "__len");
+  lua_pushcfunction(L, l_tensor_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushliteral(L, "ember.Tensor");
+  lua_setfield(L, -2, "__name");
+  lua_pushvalue(L, -1);
+  lua_setfield(L, 1, "_Tensor_mt");
+  lua_rawset(L, LUA_REGISTRYINDEX);
+
+  getreg(L, &K_METHODS);
+  lua_setfield(L, 1, "_methods");
+  getreg(L, &K_PROPS);
+  lua_setfield(L, 1, "_props");
+  getreg(L, &K_SIZE_MT);
+  lua_setfield(L, 1, "_Size_mt");
+  make_dtypes(L, 1);
+
+  static const luaL_Reg fns[] = {
+      {"is_tensor", l_is_tensor},
+      {"is_dtype", l_is_dtype},
+      {"device", l_device_new},
+      {"set_default_dtype", l_set_default_dtype},
+      {"get_default_dtype", l_get_default_dtype},
+      {"use_deterministic_algorithms", l_use_deterministic},
+      {"are_deterministic_algorithms_enabled", l_are_deterministic},
+      {"memory_stats", l_memory_stats},
+      {"_cuda_is_available", l_cuda_is_available},
+      {NULL, NULL}};
+  l_add_functions(L, fns);
+  l_open_tensor(L);
+  l_open_index(L);
+
+  /* the collector hook runs on a thread of our own, anchored in the
+  ** registry, so it never refers to a coroutine that may be collected */
+  lua_pushlightuserdata(L, &K_GCTHREAD);
+  lua_State *gcL = lua_newthread(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  em_set_pressure_hook(l_pressure, gcL);
+
+  lua_settop(L, 1);
+  return 1;
+}

@@ -1,0 +1,83 @@
+/*
+** l_ember.h -- helpers shared by the binding files (not installed).
+** Every binding function follows one pattern: check arguments with these
+** helpers (they raise "op: ..." Lua errors), make the result box first, call
+** the engine, and on failure raise em_last_error() -- nothing is held in C
+** across a raise, so nothing leaks.
+*/
+#ifndef EMBER_L_EMBER_H
+#define EMBER_L_EMBER_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "ember.h"
+#include "ember_lua.h"
+
+/* -- Tensors ------------------------------------------------------------ */
+
+/* A new box (a userdata holding NULL, with the tensor metatable) on the
+** stack top; store the engine's result in it. */
+em_tensor **l_newbox(lua_State *L);
+/* The tensor at idx or a "op: expected a tensor for argument #n" error. */
+em_tensor *l_checktensor(lua_State *L, int idx, const char *op);
+em_tensor *l_totensor(lua_State *L, int idx);  /* NULL if not a tensor */
+/* luaL_error with C's printf formats (%lld, %zu, %g): Lua's own
+** lua_pushfstring knows only %d %s %f %p %c. */
+int l_errorf(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Raises the engine's last error as a Lua error. */
+int l_error(lua_State *L);
+/* Pushes result; when it is the same tensor as the one at idx, pushes that
+** Lua object instead (so `t:to(t.dtype) == t`). Takes over the reference. */
+void l_push_result(lua_State *L, em_tensor *result, int idx);
+
+/* -- Numbers, sizes, options --------------------------------------------- */
+
+/* An integral Lua number in int64 range; else "op: expected an integer for
+** what, got 2.5". */
+int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what);
+/* Sizes as varargs numbers or a table (array or T.Size) starting at idx.
+** Returns ndim; *next is the first argument after the sizes. */
+int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next);
+/* Is the value at idx an options table (a table that is not a size list)? */
+int l_isopts(lua_State *L, int idx);
+/* Errors on keys not in allowed (NULL-terminated). idx may be none/nil. */
+void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allowed);
+/* Reads opts[key] as a dtype (a dtype value or name); def when absent. */
+int l_optdtype(lua_State *L, int idx, const char *op, int def);
+em_device l_optdevice(lua_State *L, int idx, const char *op, em_device def);
+int l_optbool(lua_State *L, int idx, const char *key, int def);
+/* A dtype value or name at idx (not an options table). */
+em_dtype l_checkdtype(lua_State *L, int idx, const char *op);
+em_device l_checkdevice(lua_State *L, int idx, const char *op);
+int l_isdtype(lua_State *L, int idx);
+int l_isdevice(lua_State *L, int idx);
+void l_pushdtype(lua_State *L, em_dtype dt);
+void l_pushdevice(lua_State *L, em_device dev);
+/* Pushes a T.Size. */
+void l_pushsize(lua_State *L, int n, const int64_t *sizes);
+/* A Lua number as an em_scalar (integral values are INT), or a boolean. */
+em_scalar l_checkscalar(lua_State *L, int idx, const char *op);
+/* Pushes an element read as the Lua value for its dtype. Errors for int64
+** beyond 2^53 (not exactly representable as a Lua number). */
+void l_pushelement(lua_State *L, const em_tensor *t, int64_t pos, const char *op);
+
+em_dtype l_default_dtype(void);
+
+/* -- Registration --------------------------------------------------------
+** Each binding file has an l_open_<area> that adds its functions with these:
+** methods (t:name()), properties (t.name, a getter taking the tensor), and
+** module functions (T.name). */
+void l_add_methods(lua_State *L, const luaL_Reg *fns);
+void l_add_props(lua_State *L, const luaL_Reg *fns);
+void l_add_functions(lua_State *L, const luaL_Reg *fns);
+
+/* The indexing entry points, called by __index/__newindex for keys that are
+** not strings (l_index.c). */
+int l_index_get(lua_State *L);  /* (t, key) -> value */
+int l_index_set(lua_State *L);  /* (t, key, value) */
+
+void l_open_tensor(lua_State *L);
+void l_open_index(lua_State *L);
+
+#endif

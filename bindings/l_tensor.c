@@ -1,0 +1,544 @@
+/*
+** l_tensor.c -- creation from data and shapes, conversion, copies, and
+** introspection: T.tensor, T.Tensor, empty/zeros/ones/full and *_like,
+** to and the casts, clone/contiguous/copy_/fill_/zero_, item/tolist, and
+** the metadata methods and properties.
+*/
+#include <math.h>
+#include <string.h>
+
+#include "l_ember.h"
+
+static const char *const creation_opts[] = {"dtype", "device", "requires_grad", NULL};
+
+/* Applies the requires_grad option to the fresh tensor on the stack top. */
+static void apply_requires_grad(lua_State *L, int opts, em_tensor *t) {
+  if (l_optbool(L, opts, "requires_grad", 0) &&
+      em_tensor_set_requires_grad(t, 1) != EM_OK)
+    l_error(L);
+}
+
+/* -- T.tensor: nested tables ---------------------------------------------- */
+
+typedef struct {
+  int ndim;
+  int64_t sizes[EM_MAX_DIMS];
+  int kind;          /* highest seen: 0 bool, 1 int, 2 float; -1 none */
+  int64_t count;
+} data_info;
+
+static void path_str(lua_State *L, int depth, const int64_t *path) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < depth; i++) {
+    char num[32];
+    snprintf(num, sizeof num, "[%lld]", (long long)path[i]);
+    luaL_addstring(&b, num);
+  }
+  luaL_pushresult(&b);
+}
+
+/* Walks value at idx at the given depth; checks the shape is rectangular. */
+static void scan_data(lua_State *L, int idx, int depth, data_info *info,
+                      int64_t *path, const char *op) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TTABLE && !l_totensor(L, idx)) {
+    int64_t n = (int64_t)lua_objlen(L, idx);
+    if (depth == info->ndim) {
+      if (info->count > 0 || depth >= EM_MAX_DIMS) {
+        path_str(L, depth, path);
+        l_errorf(L, "%s: ragged nested table: expected a number at %s, got a table",
+                   op, lua_tostring(L, -1));
+      }
+      info->sizes[info->ndim++] = n;
+    } else if (n != info->sizes[depth]) {
+      path_str(L, depth, path);
+      l_errorf(L, "%s: ragged nested table: expected %lld elements at %s, got %lld",
+                 op, (long long)info->sizes[depth],
+                 depth ? lua_tostring(L, -1) : "the top level", (long long)n);
+    }
+    for (int64_t i = 1; i <= n; i++) {
+      lua_rawgeti(L, idx, (int)i);
+      path[depth] = i;
+      scan_data(L, lua_gettop(L), depth + 1, info, path, op);
+      lua_pop(L, 1);
+    }
+    if (n == 0 && depth + 1 == info->ndim) info->count++; /* leaf level seen */
+    return;
+  }
+  if (depth != info->ndim) {
+    path_str(L, depth, path);
+    l_errorf(L, "%s: ragged nested table: expected a table at %s, got %s", op,
+               lua_tostring(L, -1), luaL_typename(L, idx));
+  }
+  int kind;
+  if (t == LUA_TBOOLEAN) kind = 0;
+  else if (t == LUA_TNUMBER) {
+    double v = lua_tonumber(L, idx);
+    kind = (v == floor(v) && fabs(v) < 9223372036854775808.0) ? 1 : 2;
+  } else {
+    path_str(L, depth, path);
+    l_errorf(L, "%s: expected numbers or booleans, got %s at %s", op,
+               luaL_typename(L, idx), depth ? lua_tostring(L, -1) : "the top level");
+    return;
+  }
+  if (kind > info->kind) info->kind = kind;
+  info->count++;
+}
+
+static void fill_data(lua_State *L, int idx, em_tensor *t, int64_t *pos, const char *op) {
+  if (lua_type(L, idx) == LUA_TTABLE) {
+    int n = (int)lua_objlen(L, idx);
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, idx, i);
+      fill_data(L, lua_gettop(L), t, pos, op);
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  if (em_set_flat(t, (*pos)++, l_checkscalar(L, idx, op)) != EM_OK) l_error(L);
+}
+
+/* Makes a tensor from a number, boolean or nested table at idx. dt < 0
+** infers: bool < int64 < the default float. Leaves it on the stack. */
+static em_tensor *tensor_from_data(lua_State *L, int idx, int dt, em_device dev,
+                                   const char *op) {
+  data_info info = {0, {0}, -1, 0};
+  int64_t path[EM_MAX_DIMS + 1];
+  scan_data(L, idx, 0, &info, path, op);
+  if (dt < 0)
+    dt = info.kind == 0 ? EM_BOOL : info.kind == 1 ? EM_INT64 : (int)l_default_dtype();
+  em_tensor **box = l_newbox(L);
+  if (em_empty(info.ndim, info.sizes, (em_dtype)dt, dev, box) != EM_OK) l_error(L);
+  int64_t pos = 0;
+  fill_data(L, idx, *box, &pos, op);
+  return *box;
+}
+
+static int l_tensor(lua_State *L) {
+  l_checkopts(L, 2, "tensor", creation_opts);
+  int dt = l_optdtype(L, 2, "tensor", -1);
+  em_device dev = l_optdevice(L, 2, "tensor", em_cpu());
+  em_tensor *src = l_totensor(L, 1);
+  if (src) { /* T.tensor(t) copies, as torch.tensor(array) does */
+    em_tensor **box = l_newbox(L);
+    if (em_to(src, dt < 0 ? em_tensor_dtype(src) : (em_dtype)dt, dev, 1, box) != EM_OK)
+      l_error(L);
+    apply_requires_grad(L, 2, *box);
+    return 1;
+  }
+  if (lua_isnoneornil(L, 1))
+    return l_errorf(L, "tensor: expected data (a number, boolean or table), got %s",
+                      luaL_typename(L, 1));
+  em_tensor *t = tensor_from_data(L, 1, dt, dev, "tensor");
+  apply_requires_grad(L, 2, t);
+  return 1;
+}
+
+/* T.Tensor(sizes...) uninitialised default float; T.Tensor(t) an alias of
+** t; T.Tensor{data} the default float type from data; T.Tensor() empty. */
+static int l_Tensor(lua_State *L) {
+  em_tensor *src = l_totensor(L, 1);
+  if (src) {
+    em_tensor **box = l_newbox(L);
+    if (em_alias(src, box) != EM_OK) l_error(L);
+    return 1;
+  }
+  em_dtype dt = l_default_dtype();
+  if (lua_istable(L, 1) && !lua_getmetatable(L, 1)) {
+    tensor_from_data(L, 1, (int)dt, em_cpu(), "Tensor");
+    return 1;
+  }
+  int64_t sizes[EM_MAX_DIMS];
+  int next, ndim = lua_isnoneornil(L, 1) ? 0 : l_checksizes(L, 1, "Tensor", sizes, &next);
+  if (lua_isnoneornil(L, 1)) { ndim = 1; sizes[0] = 0; }
+  em_tensor **box = l_newbox(L);
+  if (em_empty(ndim, sizes, dt, em_cpu(), box) != EM_OK) l_error(L);
+  return 1;
+}
+
+/* -- Shape constructors --------------------------------------------------- */
+
+typedef enum { FILL_NONE, FILL_ZERO, FILL_ONE, FILL_VALUE } fill_kind;
+
+static int make_filled(lua_State *L, const char *op, fill_kind fk) {
+  int64_t sizes[EM_MAX_DIMS];
+  int next = 1, ndim = 0;
+  if (!lua_isnoneornil(L, 1) && !l_isopts(L, 1))
+    ndim = l_checksizes(L, 1, op, sizes, &next);
+  em_scalar value = {EM_SCALAR_INT, 0, 0};
+  if (fk == FILL_ONE) value.i = 1;
+  if (fk == FILL_VALUE) value = l_checkscalar(L, next++, op);
+  l_checkopts(L, next, op, creation_opts);
+  int def = (int)l_default_dtype();
+  if (fk == FILL_VALUE) /* full infers from the value, as PyTorch does */
+    def = value.kind == EM_SCALAR_BOOL ? EM_BOOL
+          : value.kind == EM_SCALAR_INT ? EM_INT64 : def;
+  em_dtype dt = (em_dtype)l_optdtype(L, next, op, def);
+  em_device dev = l_optdevice(L, next, op, em_cpu());
+  em_tensor **box = l_newbox(L);
+  em_status st;
+  if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
+  else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
+  else st = em_full(ndim, sizes, value, dt, dev, box);
+  if (st != EM_OK) l_error(L);
+  apply_requires_grad(L, next, *box);
+  return 1;
+}
+
+static int l_empty(lua_State *L) { return make_filled(L, "empty", FILL_NONE); }
+static int l_zeros(lua_State *L) { return make_filled(L, "zeros", FILL_ZERO); }
+static int l_ones(lua_State *L) { return make_filled(L, "ones", FILL_ONE); }
+static int l_full(lua_State *L) { return make_filled(L, "full", FILL_VALUE); }
+
+static int make_like(lua_State *L, const char *op, fill_kind fk) {
+  em_tensor *src = l_checktensor(L, 1, op);
+  int next = 2;
+  em_scalar value = {EM_SCALAR_INT, fk == FILL_ONE, 0};
+  if (fk == FILL_VALUE) value = l_checkscalar(L, next++, op);
+  l_checkopts(L, next, op, creation_opts);
+  em_dtype dt = (em_dtype)l_optdtype(L, next, op, (int)em_tensor_dtype(src));
+  em_device dev = l_optdevice(L, next, op, em_tensor_device(src));
+  em_tensor **box = l_newbox(L);
+  int ndim = em_tensor_ndim(src);
+  const int64_t *sizes = em_tensor_sizes(src);
+  em_status st;
+  if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
+  else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
+  else st = em_full(ndim, sizes, value, dt, dev, box);
+  if (st != EM_OK) l_error(L);
+  apply_requires_grad(L, next, *box);
+  return 1;
+}
+
+static int l_empty_like(lua_State *L) { return make_like(L, "empty_like", FILL_NONE); }
+static int l_zeros_like(lua_State *L) { return make_like(L, "zeros_like", FILL_ZERO); }
+static int l_ones_like(lua_State *L) { return make_like(L, "ones_like", FILL_ONE); }
+static int l_full_like(lua_State *L) { return make_like(L, "full_like", FILL_VALUE); }
+
+/* -- Conversion ----------------------------------------------------------- */
+
+static const char *const to_opts[] = {"dtype", "device", "copy", NULL};
+
+/* t:to(dtype | device | tensor | {dtype=, device=, copy=}) and the
+** positional pair t:to(device, dtype). */
+static int l_to(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "to");
+  em_dtype dt = em_tensor_dtype(t);
+  em_device dev = em_tensor_device(t);
+  int copy = 0, top = lua_gettop(L);
+  for (int i = 2; i <= top; i++) {
+    em_tensor *other;
+    if (lua_isnil(L, i)) continue;
+    if ((other = l_totensor(L, i))) {
+      dt = em_tensor_dtype(other);
+      dev = em_tensor_device(other);
+    } else if (l_isdtype(L, i)) {
+      dt = l_checkdtype(L, i, "to");
+    } else if (l_isdevice(L, i)) {
+      dev = l_checkdevice(L, i, "to");
+    } else if (lua_type(L, i) == LUA_TSTRING) {
+      const char *s = lua_tostring(L, i);
+      if (em_dtype_from_name(strncmp(s, "ember.", 6) == 0 ? s + 6 : s) >= 0)
+        dt = l_checkdtype(L, i, "to");
+      else
+        dev = l_checkdevice(L, i, "to");
+    } else if (lua_istable(L, i)) {
+      l_checkopts(L, i, "to", to_opts);
+      dt = (em_dtype)l_optdtype(L, i, "to", (int)dt);
+      dev = l_optdevice(L, i, "to", dev);
+      copy = l_optbool(L, i, "copy", copy);
+    } else if (lua_type(L, i) == LUA_TBOOLEAN) {
+      copy = lua_toboolean(L, i);
+    } else {
+      return l_errorf(L, "to: expected a dtype, device, tensor or options table "
+                        "for argument #%d, got %s", i, luaL_typename(L, i));
+    }
+  }
+  em_tensor *out;
+  if (em_to(t, dt, dev, copy, &out) != EM_OK) l_error(L);
+  l_push_result(L, out, 1);
+  return 1;
+}
+
+static int cast_to(lua_State *L, em_dtype dt, const char *op) {
+  em_tensor *t = l_checktensor(L, 1, op);
+  em_tensor *out;
+  if (em_to(t, dt, em_tensor_device(t), 0, &out) != EM_OK) l_error(L);
+  l_push_result(L, out, 1);
+  return 1;
+}
+
+#define CAST_METHOD(NAME, DT) \
+  static int l_##NAME(lua_State *L) { return cast_to(L, DT, #NAME); }
+CAST_METHOD(float, EM_FLOAT32)
+CAST_METHOD(double, EM_FLOAT64)
+CAST_METHOD(half, EM_FLOAT16)
+CAST_METHOD(bfloat16, EM_BFLOAT16)
+CAST_METHOD(long, EM_INT64)
+CAST_METHOD(int, EM_INT32)
+CAST_METHOD(short, EM_INT16)
+CAST_METHOD(char, EM_INT8)
+CAST_METHOD(byte, EM_UINT8)
+CAST_METHOD(bool, EM_BOOL)
+
+static int move_to(lua_State *L, em_device dev, const char *op) {
+  em_tensor *t = l_checktensor(L, 1, op);
+  em_tensor *out;
+  if (em_to(t, em_tensor_dtype(t), dev, 0, &out) != EM_OK) l_error(L);
+  l_push_result(L, out, 1);
+  return 1;
+}
+
+static int l_cpu(lua_State *L) { return move_to(L, em_cpu(), "cpu"); }
+static int l_cuda(lua_State *L) {
+  em_device d = {EM_CUDA, 0};
+  if (lua_type(L, 2) == LUA_TNUMBER) d.index = (int)l_checkint(L, 2, "cuda", "device index");
+  return move_to(L, d, "cuda");
+}
+
+static int l_clone(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "clone");
+  em_tensor **box = l_newbox(L);
+  if (em_clone(t, box) != EM_OK) l_error(L);
+  return 1;
+}
+
+static int l_contiguous(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "contiguous");
+  em_tensor *out;
+  if (em_contiguous(t, &out) != EM_OK) l_error(L);
+  l_push_result(L, out, 1);
+  return 1;
+}
+
+static int l_copy_(lua_State *L) {
+  em_tensor *dst = l_checktensor(L, 1, "copy_");
+  em_tensor *src = l_checktensor(L, 2, "copy_");
+  if (em_copy_(dst, src) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int l_fill_(lua_State *L) {
+  em_tensor *dst = l_checktensor(L, 1, "fill_");
+  em_tensor *src = l_totensor(L, 2);
+  em_status st;
+  if (src) {
+    if (em_tensor_ndim(src) != 0)
+      return l_errorf(L, "fill_: only supports a 0-dimension value tensor, but got "
+                        "one with %d dimensions", em_tensor_ndim(src));
+    st = em_copy_(dst, src);
+  } else {
+    st = em_fill_(dst, l_checkscalar(L, 2, "fill_"));
+  }
+  if (st != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int l_zero_(lua_State *L) {
+  em_tensor *dst = l_checktensor(L, 1, "zero_");
+  em_scalar z = {EM_SCALAR_INT, 0, 0};
+  if (em_fill_(dst, z) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* -- Values --------------------------------------------------------------- */
+
+static int l_item(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "item");
+  int64_t n = em_tensor_numel(t);
+  if (n != 1)
+    return l_errorf(L, "item: a tensor with %lld elements cannot be converted to a "
+                      "Lua number (item needs exactly one element)", (long long)n);
+  l_pushelement(L, t, 0, "item");
+  return 1;
+}
+
+static void tolist_rec(lua_State *L, const em_tensor *t, int dim, int64_t *pos) {
+  int nd = em_tensor_ndim(t);
+  if (dim == nd) {
+    l_pushelement(L, t, (*pos)++, "tolist");
+    return;
+  }
+  int64_t n = em_tensor_sizes(t)[dim];
+  lua_createtable(L, n > 1 << 20 ? 1 << 20 : (int)n, 0);
+  for (int64_t i = 0; i < n; i++) {
+    tolist_rec(L, t, dim + 1, pos);
+    lua_rawseti(L, -2, (int)(i + 1));
+  }
+}
+
+static int l_tolist(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "tolist");
+  int64_t pos = 0;
+  tolist_rec(L, t, 0, &pos);
+  return 1;
+}
+
+/* -- Metadata ------------------------------------------------------------- */
+
+static int l_size(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "size");
+  int nd = em_tensor_ndim(t);
+  if (lua_isnoneornil(L, 2)) {
+    l_pushsize(L, nd, em_tensor_sizes(t));
+    return 1;
+  }
+  int axis;
+  if (nd == 0)
+    return l_errorf(L, "size: dimension specified as %s but tensor has no dimensions",
+                      lua_tostring(L, 2));
+  if (em_wrap_dim("size", l_checkint(L, 2, "size", "dim"), nd, &axis) != EM_OK) l_error(L);
+  lua_pushnumber(L, (lua_Number)em_tensor_sizes(t)[axis]);
+  return 1;
+}
+
+static int l_stride(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "stride");
+  int nd = em_tensor_ndim(t);
+  const int64_t *st = em_tensor_strides(t);
+  if (lua_isnoneornil(L, 2)) {
+    lua_createtable(L, nd, 0);
+    for (int i = 0; i < nd; i++) {
+      lua_pushnumber(L, (lua_Number)st[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
+  int axis;
+  if (nd == 0)
+    return l_errorf(L, "stride: dimension specified as %s but tensor has no dimensions",
+                      lua_tostring(L, 2));
+  if (em_wrap_dim("stride", l_checkint(L, 2, "stride", "dim"), nd, &axis) != EM_OK)
+    l_error(L);
+  lua_pushnumber(L, (lua_Number)st[axis]);
+  return 1;
+}
+
+#define NUMBER_METHOD(NAME, EXPR)                      \
+  static int l_##NAME(lua_State *L) {                  \
+    em_tensor *t = l_checktensor(L, 1, #NAME);         \
+    lua_pushnumber(L, (lua_Number)(EXPR));             \
+    return 1;                                          \
+  }
+NUMBER_METHOD(dim, em_tensor_ndim(t))
+NUMBER_METHOD(numel, em_tensor_numel(t))
+NUMBER_METHOD(storage_offset, em_tensor_offset(t))
+NUMBER_METHOD(element_size, em_dtype_size(em_tensor_dtype(t)))
+NUMBER_METHOD(nbytes, em_tensor_numel(t) * (int64_t)em_dtype_size(em_tensor_dtype(t)))
+NUMBER_METHOD(data_ptr, (uintptr_t)em_tensor_data(t))
+
+static int l_is_contiguous(lua_State *L) {
+  lua_pushboolean(L, em_tensor_is_contiguous(l_checktensor(L, 1, "is_contiguous")));
+  return 1;
+}
+
+static int l_is_floating_point(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "is_floating_point");
+  lua_pushboolean(L, em_dtype_kindof(em_tensor_dtype(t)) == EM_KIND_FLOAT);
+  return 1;
+}
+
+static int l_requires_grad_(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "requires_grad_");
+  int on = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
+  if (em_tensor_set_requires_grad(t, on) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Properties */
+static int p_shape(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "shape");
+  l_pushsize(L, em_tensor_ndim(t), em_tensor_sizes(t));
+  return 1;
+}
+static int p_ndim(lua_State *L) { return l_dim(L); }
+static int p_dtype(lua_State *L) {
+  l_pushdtype(L, em_tensor_dtype(l_checktensor(L, 1, "dtype")));
+  return 1;
+}
+static int p_device(lua_State *L) {
+  l_pushdevice(L, em_tensor_device(l_checktensor(L, 1, "device")));
+  return 1;
+}
+static int p_is_cuda(lua_State *L) {
+  lua_pushboolean(L, em_tensor_device(l_checktensor(L, 1, "is_cuda")).type == EM_CUDA);
+  return 1;
+}
+static int p_requires_grad(lua_State *L) {
+  lua_pushboolean(L, em_tensor_requires_grad(l_checktensor(L, 1, "requires_grad")));
+  return 1;
+}
+static int p_set_requires_grad(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "requires_grad");
+  luaL_checktype(L, 2, LUA_TBOOLEAN);
+  if (em_tensor_set_requires_grad(t, lua_toboolean(L, 2)) != EM_OK) l_error(L);
+  return 0;
+}
+static int p_is_leaf(lua_State *L) {
+  l_checktensor(L, 1, "is_leaf");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+void l_open_tensor(lua_State *L) {
+  static const luaL_Reg fns[] = {
+      {"tensor", l_tensor},         {"Tensor", l_Tensor},
+      {"empty", l_empty},           {"zeros", l_zeros},
+      {"ones", l_ones},             {"full", l_full},
+      {"empty_like", l_empty_like}, {"zeros_like", l_zeros_like},
+      {"ones_like", l_ones_like},   {"full_like", l_full_like},
+      {"clone", l_clone},           {NULL, NULL}};
+  static const luaL_Reg methods[] = {
+      {"to", l_to},
+      {"float", l_float},
+      {"double", l_double},
+      {"half", l_half},
+      {"bfloat16", l_bfloat16},
+      {"long", l_long},
+      {"int", l_int},
+      {"short", l_short},
+      {"char", l_char},
+      {"byte", l_byte},
+      {"bool", l_bool},
+      {"cpu", l_cpu},
+      {"cuda", l_cuda},
+      {"clone", l_clone},
+      {"contiguous", l_contiguous},
+      {"copy_", l_copy_},
+      {"fill_", l_fill_},
+      {"zero_", l_zero_},
+      {"item", l_item},
+      {"tolist", l_tolist},
+      {"size", l_size},
+      {"stride", l_stride},
+      {"dim", l_dim},
+      {"ndimension", l_dim},
+      {"numel", l_numel},
+      {"nelement", l_numel},
+      {"storage_offset", l_storage_offset},
+      {"element_size", l_element_size},
+      {"nbytes", l_nbytes},
+      {"data_ptr", l_data_ptr},
+      {"is_contiguous", l_is_contiguous},
+      {"is_floating_point", l_is_floating_point},
+      {"requires_grad_", l_requires_grad_},
+      {NULL, NULL}};
+  static const luaL_Reg props[] = {
+      {"shape", p_shape},
+      {"ndim", p_ndim},
+      {"dtype", p_dtype},
+      {"device", p_device},
+      {"is_cuda", p_is_cuda},
+      {"requires_grad", p_requires_grad},
+      {"set_requires_grad", p_set_requires_grad},
+      {"is_leaf", p_is_leaf},
+      {NULL, NULL}};
+  l_add_functions(L, fns);
+  l_add_methods(L, methods);
+  l_add_props(L, props);
+}

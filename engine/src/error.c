@@ -1,0 +1,35 @@
+/*
+** error.c -- the thread-local error message of DESIGN §2.
+** A failed call leaves its message here and returns a status; nothing else
+** in the engine reports errors.
+*/
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char em_errbuf[1024];
+
+const char *em_last_error(void) { return em_errbuf; }
+
+em_status em_fail(em_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(em_errbuf, sizeof em_errbuf, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+char *em_fmt_shape(char *buf, size_t n, int ndim, const int64_t *sizes) {
+  size_t used = 0;
+  int w = snprintf(buf, n, "[");
+  used = w > 0 ? (size_t)w : 0;
+  for (int i = 0; i < ndim && used < n; i++) {
+    w = snprintf(buf + used, n - used, i ? ", %lld" : "%lld",
+                 (long long)sizes[i]);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  if (used < n) snprintf(buf + used, n - used, "]");
+  return buf;
+}

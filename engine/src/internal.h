@@ -1,0 +1,121 @@
+/*
+** internal.h -- engine-private definitions: the storage and tensor structs,
+** the dtype X-macro list, scalar conversions, and the error helpers.
+**
+** Invariants every engine file relies on:
+** - A tensor holds exactly one reference to its storage, for its whole life.
+** - sizes/strides/offset are in elements; every element a tensor can address
+**   lies inside its storage (checked at construction, em_tensor_new).
+** - numel is the product of sizes and never overflows int64 (checked by
+**   em_numel_checked before any tensor exists).
+*/
+#ifndef EMBER_INTERNAL_H
+#define EMBER_INTERNAL_H
+
+#include "ember.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* -- Objects ------------------------------------------------------------ */
+
+struct em_storage {
+  atomic_int refcount;
+  void *data;            /* NULL when nbytes == 0 */
+  size_t nbytes;
+  em_device device;
+  em_deleter deleter;    /* called once with (deleter_ctx, data, nbytes) */
+  void *deleter_ctx;
+  atomic_uint_least64_t version;  /* shared by every view of this storage */
+};
+
+struct em_tensor {
+  atomic_int refcount;
+  int ndim;
+  em_dtype dtype;
+  em_storage *storage;   /* one reference, owned */
+  int64_t offset;        /* storage offset, in elements */
+  int64_t sizes[EM_MAX_DIMS];
+  int64_t strides[EM_MAX_DIMS];  /* in elements; 0 on broadcast dims */
+  bool requires_grad;
+  void *autograd;        /* reserved for autograd metadata */
+};
+
+/* -- Errors ------------------------------------------------------------- */
+
+/* Formats the thread-local message and returns code. */
+em_status em_fail(em_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends "[2, 3]" for a shape to buf (size n). Returns buf. */
+char *em_fmt_shape(char *buf, size_t n, int ndim, const int64_t *sizes);
+enum { EM_SHAPE_BUF = 16 * 24 + 4 };
+
+/* -- dtypes ------------------------------------------------------------- */
+
+typedef uint16_t em_half;      /* IEEE binary16 bits */
+typedef uint16_t em_bfloat16;  /* bfloat16 bits */
+
+/* The one list of dtypes: X(NAME_SUFFIX, ENUM, C_TYPE, KIND). Adding a dtype
+** touches this list (and the tables in dtype.c). */
+#define EM_FOR_EACH_DTYPE(X)                        \
+  X(b8, EM_BOOL, bool, EM_KIND_BOOL)                \
+  X(u8, EM_UINT8, uint8_t, EM_KIND_INT)             \
+  X(i8, EM_INT8, int8_t, EM_KIND_INT)               \
+  X(i16, EM_INT16, int16_t, EM_KIND_INT)            \
+  X(i32, EM_INT32, int32_t, EM_KIND_INT)            \
+  X(i64, EM_INT64, int64_t, EM_KIND_INT)            \
+  X(f16, EM_FLOAT16, em_half, EM_KIND_FLOAT)        \
+  X(bf16, EM_BFLOAT16, em_bfloat16, EM_KIND_FLOAT)  \
+  X(f32, EM_FLOAT32, float, EM_KIND_FLOAT)          \
+  X(f64, EM_FLOAT64, double, EM_KIND_FLOAT)
+
+float em_half_to_float(em_half h);
+em_half em_float_to_half(float f);       /* round to nearest even */
+float em_bf16_to_float(em_bfloat16 h);
+em_bfloat16 em_float_to_bf16(float f);   /* round to nearest even */
+
+/* Every dtype read as a "compute" value: bool/ints as int64, floats as
+** double; and written back from one, with the documented conversions:
+** float -> int truncates toward zero, NaN -> 0, out of range saturates;
+** int -> int wraps modulo 2^bits; anything -> bool is "!= 0" (NaN is true). */
+static inline int64_t em_sat_i64(double v, double lo, double hi) {
+  if (v != v) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return (int64_t)hi;
+  return (int64_t)v;
+}
+
+#define EM_LOAD_AS_F64_b8(p) ((double)*(const bool *)(p))
+#define EM_LOAD_AS_F64_u8(p) ((double)*(const uint8_t *)(p))
+#define EM_LOAD_AS_F64_i8(p) ((double)*(const int8_t *)(p))
+#define EM_LOAD_AS_F64_i16(p) ((double)*(const int16_t *)(p))
+#define EM_LOAD_AS_F64_i32(p) ((double)*(const int32_t *)(p))
+#define EM_LOAD_AS_F64_i64(p) ((double)*(const int64_t *)(p))
+#define EM_LOAD_AS_F64_f16(p) ((double)em_half_to_float(*(const em_half *)(p)))
+#define EM_LOAD_AS_F64_bf16(p) \
+  ((double)em_bf16_to_float(*(const em_bfloat16 *)(p)))
+#define EM_LOAD_AS_F64_f32(p) ((double)*(const float *)(p))
+#define EM_LOAD_AS_F64_f64(p) (*(const double *)(p))
+
+/* Size/overflow helpers. */
+bool em_mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
+/* Checks sizes (>= 0) and their product; names op in the message. */
+em_status em_numel_checked(const char *op, int ndim, const int64_t *sizes,
+                           int64_t *numel);
+void em_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
+
+/* Converts a scalar to dt's element bytes (at most 8), with the cast rules. */
+void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out);
+
+/* -- Internal constructors ---------------------------------------------- */
+
+/* Allocates the tensor struct only (no checks against the storage). */
+em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
+                          const int64_t *sizes, const int64_t *strides,
+                          em_dtype dt, em_tensor **out);
+/* Counted CPU allocation used by storages (hooks, soft limit, retry). */
+void *em_cpu_alloc_bytes(size_t nbytes);
+void em_cpu_free_bytes(void *p, size_t nbytes);
+
+#endif

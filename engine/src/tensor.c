@@ -1,0 +1,297 @@
+/*
+** tensor.c -- tensor objects: construction, refcounting, metadata queries,
+** and the empty/zeros/full constructors.
+** A tensor never addresses an element outside its storage: em_tensor_new and
+** em_as_strided check it, and every view op builds on them.
+*/
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* -- Sizes -------------------------------------------------------------- */
+
+bool em_mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+em_status em_numel_checked(const char *op, int ndim, const int64_t *sizes,
+                           int64_t *numel) {
+  char buf[EM_SHAPE_BUF];
+  if (ndim < 0 || ndim > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "%s: %d dimensions requested, at most %d are supported",
+                   op, ndim, (int)EM_MAX_DIMS);
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++)
+    if (sizes[i] < 0)
+      return em_fail(EM_E_VALUE, "%s: negative dimension %lld in size %s", op,
+                     (long long)sizes[i], em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  for (int i = 0; i < ndim; i++)
+    if (em_mul_overflow_i64(n, sizes[i], &n))
+      return em_fail(EM_E_VALUE, "%s: size %s has too many elements (overflows int64)",
+                     op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  *numel = n;
+  return EM_OK;
+}
+
+void em_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+}
+
+em_status em_wrap_dim(const char *op, int64_t dim, int ndim, int *axis) {
+  int n = ndim > 0 ? ndim : 1;
+  if (dim >= 1 && dim <= n) { *axis = (int)dim - 1; return EM_OK; }
+  if (dim <= -1 && dim >= -n) { *axis = (int)(n + dim); return EM_OK; }
+  if (dim == 0)
+    return em_fail(EM_E_INDEX, "%s: dimension 0 is invalid: dimensions are 1-based "
+                   "(expected to be in range of [%d, %d])", op, -n, n);
+  return em_fail(EM_E_INDEX, "%s: dimension %lld out of range (expected to be in range of [%d, %d])",
+                 op, (long long)dim, -n, n);
+}
+
+/* -- Objects ------------------------------------------------------------ */
+
+em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
+                          const int64_t *sizes, const int64_t *strides,
+                          em_dtype dt, em_tensor **out) {
+  em_tensor *t = malloc(sizeof *t);
+  if (!t) return em_fail(EM_E_NOMEM, "out of memory allocating a tensor");
+  atomic_init(&t->refcount, 1);
+  t->ndim = ndim;
+  t->dtype = dt;
+  t->storage = s;
+  em_storage_retain(s);
+  t->offset = offset;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+  }
+  t->requires_grad = false;
+  t->autograd = NULL;
+  *out = t;
+  return EM_OK;
+}
+
+void em_tensor_retain(em_tensor *t) {
+  if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+}
+
+void em_tensor_release(em_tensor *t) {
+  if (!t) return;
+  if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
+    return;
+  em_storage_release(t->storage);
+  free(t);
+}
+
+int em_tensor_refcount(const em_tensor *t) {
+  return atomic_load(&((em_tensor *)t)->refcount);
+}
+int em_tensor_ndim(const em_tensor *t) { return t->ndim; }
+const int64_t *em_tensor_sizes(const em_tensor *t) { return t->sizes; }
+const int64_t *em_tensor_strides(const em_tensor *t) { return t->strides; }
+int64_t em_tensor_offset(const em_tensor *t) { return t->offset; }
+em_dtype em_tensor_dtype(const em_tensor *t) { return t->dtype; }
+em_device em_tensor_device(const em_tensor *t) { return t->storage->device; }
+em_storage *em_tensor_storage(const em_tensor *t) { return t->storage; }
+
+int64_t em_tensor_numel(const em_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
+  return n;
+}
+
+void *em_tensor_data(const em_tensor *t) {
+  if (!t->storage->data) return NULL;
+  return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
+}
+
+int em_tensor_is_contiguous(const em_tensor *t) {
+  int64_t expected = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->sizes[i] == 0) return 1;
+    if (t->sizes[i] == 1) continue;
+    if (t->strides[i] != expected) return 0;
+    expected *= t->sizes[i];
+  }
+  return 1;
+}
+
+static int64_t dense_key(const em_tensor *t, int d) {
+  return t->sizes[d] < 2 ? INT64_MAX : t->strides[d];
+}
+
+int em_tensor_is_non_overlapping_and_dense(const em_tensor *t) {
+  if (em_tensor_is_contiguous(t)) return 1;
+  /* order dims by stride (singleton dims last), then require dense packing */
+  int perm[EM_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) {
+    int j = i;
+    while (j > 0 && dense_key(t, perm[j - 1]) > dense_key(t, i)) {
+      perm[j] = perm[j - 1];
+      j--;
+    }
+    perm[j] = i;
+  }
+  int64_t expected = 1;
+  for (int i = 0; i < t->ndim; i++) {
+    int d = perm[i];
+    if (t->sizes[d] == 0) return 1;
+    if (t->sizes[d] == 1) continue;
+    if (t->strides[d] != expected) return 0;
+    expected *= t->sizes[d];
+  }
+  return 1;
+}
+
+/* Checks that every element the metadata can address lies inside s. */
+static em_status check_bounds(const char *op, const em_storage *s, int64_t offset,
+                              int ndim, const int64_t *sizes,
+                              const int64_t *strides, em_dtype dt) {
+  char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+  int64_t numel;
+  em_status st = em_numel_checked(op, ndim, sizes, &numel);
+  if (st != EM_OK) return st;
+  if (offset < 0)
+    return em_fail(EM_E_VALUE, "%s: negative storage offset %lld", op, (long long)offset);
+  for (int i = 0; i < ndim; i++)
+    if (strides[i] < 0)
+      return em_fail(EM_E_VALUE, "%s: negative strides are not supported (strides %s)",
+                     op, em_fmt_shape(b1, sizeof b1, ndim, strides));
+  if (numel == 0) return EM_OK;
+  int64_t last = offset, step;
+  for (int i = 0; i < ndim; i++) {
+    if (em_mul_overflow_i64(sizes[i] - 1, strides[i], &step) ||
+        __builtin_add_overflow(last, step, &last))
+      goto outside;
+  }
+  int64_t itemsize = (int64_t)em_dtype_size(dt);
+  if ((uint64_t)last < s->nbytes / (uint64_t)itemsize) return EM_OK;
+outside:
+  return em_fail(EM_E_VALUE,
+                 "%s: size %s with strides %s and offset %lld reaches outside the "
+                 "storage of %zu elements",
+                 op, em_fmt_shape(b1, sizeof b1, ndim, sizes),
+                 em_fmt_shape(b2, sizeof b2, ndim, strides), (long long)offset,
+                 s->nbytes / em_dtype_size(dt));
+}
+
+em_status em_tensor_new(em_storage *s, int64_t offset, int ndim,
+                        const int64_t *sizes, const int64_t *strides,
+                        em_dtype dt, em_tensor **out) {
+  if ((unsigned)dt >= EM_NUM_DTYPES)
+    return em_fail(EM_E_TYPE, "tensor_new: invalid dtype %d", (int)dt);
+  em_status st = check_bounds("tensor_new", s, offset, ndim, sizes, strides, dt);
+  if (st != EM_OK) return st;
+  return em_tensor_alloc(s, offset, ndim, sizes, strides, dt, out);
+}
+
+em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
+                        const int64_t *strides, int64_t offset, em_tensor **out) {
+  em_status st = check_bounds("as_strided", t->storage, offset, ndim, sizes,
+                              strides, t->dtype);
+  if (st != EM_OK) return st;
+  return em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
+}
+
+em_status em_alias(const em_tensor *t, em_tensor **out) {
+  return em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
+                         t->dtype, out);
+}
+
+/* -- Creation ----------------------------------------------------------- */
+
+static atomic_int deterministic;
+void em_set_deterministic(int on) { atomic_store(&deterministic, on != 0); }
+int em_get_deterministic(void) { return atomic_load(&deterministic); }
+
+static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
+                                em_dtype dt, em_device dev, em_tensor **out) {
+  int64_t numel, nbytes;
+  char buf[EM_SHAPE_BUF];
+  if ((unsigned)dt >= EM_NUM_DTYPES)
+    return em_fail(EM_E_TYPE, "%s: invalid dtype %d", op, (int)dt);
+  em_status st = em_numel_checked(op, ndim, sizes, &numel);
+  if (st != EM_OK) return st;
+  if (em_mul_overflow_i64(numel, (int64_t)em_dtype_size(dt), &nbytes))
+    return em_fail(EM_E_VALUE, "%s: size %s is too large (the byte count overflows int64)",
+                   op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  em_storage *s;
+  st = em_storage_new((size_t)nbytes, dev, &s);
+  if (st == EM_E_NOMEM)
+    return em_fail(EM_E_NOMEM, "%s: out of memory: tried to allocate %lld bytes for a %s tensor of size %s",
+                   op, (long long)nbytes, em_dtype_name(dt),
+                   em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  if (st != EM_OK) return st;
+  int64_t strides[EM_MAX_DIMS];
+  em_contiguous_strides(ndim, sizes, strides);
+  st = em_tensor_alloc(s, 0, ndim, sizes, strides, dt, out);
+  em_storage_release(s);
+  return st;
+}
+
+static em_scalar scalar_max(em_dtype dt) {
+  em_scalar v = {EM_SCALAR_INT, 0, 0};
+  switch (dt) {
+    case EM_BOOL: v.i = 1; break;
+    case EM_UINT8: v.i = UINT8_MAX; break;
+    case EM_INT8: v.i = INT8_MAX; break;
+    case EM_INT16: v.i = INT16_MAX; break;
+    case EM_INT32: v.i = INT32_MAX; break;
+    case EM_INT64: v.i = INT64_MAX; break;
+    default: v.kind = EM_SCALAR_FLOAT; v.f = NAN; break;
+  }
+  return v;
+}
+
+em_status em_empty(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
+                   em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("empty", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  if (em_get_deterministic()) em_fill_(t, scalar_max(dt));
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_zeros(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
+                   em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("zeros", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  if (t->storage->data) memset(t->storage->data, 0, t->storage->nbytes);
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_full(int ndim, const int64_t *sizes, em_scalar value, em_dtype dt,
+                  em_device dev, em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("full", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  em_fill_(t, value);
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out) {
+  return empty_unfilled("empty_like", t->ndim, t->sizes,
+                        dt < 0 ? t->dtype : (em_dtype)dt, t->storage->device, out);
+}
+
+/* -- Autograd flags ------------------------------------------------------ */
+
+int em_tensor_requires_grad(const em_tensor *t) { return t->requires_grad; }
+
+em_status em_tensor_set_requires_grad(em_tensor *t, int on) {
+  if (on && em_dtype_kindof(t->dtype) != EM_KIND_FLOAT)
+    return em_fail(EM_E_TYPE,
+                   "requires_grad: only tensors of floating point dtype can require "
+                   "gradients, got ember.%s", em_dtype_name(t->dtype));
+  t->requires_grad = on != 0;
+  return EM_OK;
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# tools/run-tests.sh BUILD_DIR: runs the C tests (ctest) and the Lua specs
+# (busted under LuaJIT) and ends with one line "N passed, N failed" over
+# both suites. Exits non-zero on any failure.
+build=${1:-build}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here" || exit 1
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "== C tests (ctest) =="
+(cd "$build" && ctest --output-on-failure -V) >"$log" 2>&1
+crc=$?
+grep -E "^[0-9]+: (ok|FAIL)|tests passed|tests failed|Failed|\*\*\*" "$log" | grep -v "^[0-9]*: ok" 
+c_pass=$(grep -E "^[0-9]+: C-CASES" "$log" | awk '{p+=$3} END {print p+0}')
+c_fail=$(grep -E "^[0-9]+: C-CASES" "$log" | awk '{f+=$5} END {print f+0}')
+[ "$crc" -ne 0 ] && [ "$c_fail" -eq 0 ] && c_fail=1  # a crashed test binary
+echo "C: $c_pass passed, $c_fail failed"
+
+echo "== Lua specs (busted --lua=luajit) =="
+export LUA_PATH="$here/lua/?.lua;$here/lua/?/init.lua;$here/tests/lua/?.lua;;"
+export LUA_CPATH="$here/$build/?.so;;"
+busted --lua=luajit -o utfTerminal tests/lua >"$log" 2>&1
+brc=$?
+cat "$log"
+summary=$(grep -E "[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors?" "$log" | tail -1)
+l_pass=$(echo "$summary" | sed -E 's/^[^0-9]*([0-9]+) success.*/\1/')
+l_fail=$(echo "$summary" | sed -E 's/.* ([0-9]+) failures? \/ ([0-9]+) errors?.*/\1 \2/' | awk '{print $1+$2}')
+[ -z "$summary" ] && { l_pass=0; l_fail=1; }
+[ "$brc" -ne 0 ] && [ "$l_fail" -eq 0 ] && l_fail=1
+
+echo "$((c_pass + l_pass)) passed, $((c_fail + l_fail)) failed"
+[ $((c_fail + l_fail)) -eq 0 ]
