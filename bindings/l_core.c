@@ -638,6 +638,12 @@ int luaopen_ember_core(lua_State *L) {
   l_add_functions(L, fns);
   l_open_tensor(L);
   l_open_index(L);
+  l_open_view(L);
+  l_open_creation(L);
+  l_open_math(L);
+  l_open_reduce(L);
+  l_open_select(L);
+  l_open_interop(L);
 
   /* the collector hook runs on a thread of our own, anchored in the
   ** registry, so it never refers to a coroutine that may be collected */

@@ -79,5 +79,11 @@ int l_index_set(lua_State *L);  /* (t, key, value) */
 
 void l_open_tensor(lua_State *L);
 void l_open_index(lua_State *L);
+void l_open_view(lua_State *L);  /* views: narrow/select/transpose/permute/view/reshape/... (issue 3) */
+void l_open_creation(lua_State *L);  /* creation: arange/linspace/logspace/eye and the random generator (issue 2) */
+void l_open_math(lua_State *L);  /* math: elementwise ops, type promotion, metamethods (issue 5) */
+void l_open_reduce(lua_State *L);  /* reductions and linear algebra (issue 5) */
+void l_open_select(lua_State *L);  /* the index family and assembling: index_select/gather/scatter/cat/stack/split (issue 4) */
+void l_open_interop(lua_State *L);  /* sharing memory with the outside: FFI, .npy, save/load, DLPack (issue 6) */
 
 #endif

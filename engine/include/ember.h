@@ -240,6 +240,30 @@ int em_tensor_requires_grad(const em_tensor *t);
 /* Only floating-point tensors can require gradients. */
 em_status em_tensor_set_requires_grad(em_tensor *t, int on);
 
+/* -- Views (view.c) -------------------------------------------------------- */
+
+/* (end of Views) */
+
+/* -- Creation and random numbers (creation.c, random.c) -------------------- */
+
+/* (end of Creation and random numbers) */
+
+/* -- Math: type promotion and elementwise ops (promote.c, cpu/elementwise.c) --- */
+
+/* (end of Math: type promotion and elementwise ops) */
+
+/* -- Reductions and linear algebra (cpu/reduce.c, cpu/linalg.c) ------------ */
+
+/* (end of Reductions and linear algebra) */
+
+/* -- The index family and assembling (cpu/select.c, assemble.c) ------------ */
+
+/* (end of The index family and assembling) */
+
+/* -- Interop: DLPack, .npy, serialization (dlpack.c, npy.c, serialize.c) --- */
+
+/* (end of Interop: DLPack, .npy, serialization) */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,3 @@
+-- views: narrow/select/transpose/permute/view/reshape/... (issue 3): the parts written in Lua.
+return function(T, C)
+end
