@@ -1,0 +1,217 @@
+"""bench/bench.py [--quick] [--out FILE]: runs every workload of
+bench/workloads.txt in ember (Lua), PyTorch, NumPy and the C reference,
+alternating the contenders, at 1 thread and at all cores, and writes a table
+of medians and ratios (bench/results.md by default).
+
+Each contender is a long-lived worker process speaking a line protocol on
+stdin/stdout (setup NAME SCALE / time NAME INNER / threads N / quit); the
+worker times INNER calls with its own monotonic clock, so process start-up
+and pipe latency are not measured. Run by `make bench` with Debian's python3.
+"""
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def workloads():
+    out = []
+    for line in open(os.path.join(HERE, "workloads.txt")):
+        if line.startswith("#") or not line.strip():
+            continue
+        name, group, desc = line.split(None, 2)
+        out.append((name, group, desc.strip()))
+    return out
+
+
+class Worker:
+    def __init__(self, name, argv, env):
+        self.name = name
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        reply = self.p.stdout.readline().strip()
+        if not reply:
+            raise RuntimeError("%s worker died on %r" % (self.name, line))
+        return reply
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+        except Exception:
+            self.p.kill()
+
+
+def start_workers(threads, build):
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    env["EMBER_BUILD"] = build
+    py = "/usr/bin/python3"
+    ws = [Worker("ember", [os.path.join(ROOT, "bin", "ember"), os.path.join(HERE, "worker.lua")], env),
+          Worker("torch", [py, os.path.join(HERE, "worker_py.py"), "torch"], env),
+          Worker("numpy", [py, os.path.join(HERE, "worker_py.py"), "numpy"], env),
+          Worker("C", [os.path.join(build, "bench_cref")], env)]
+    for w in ws:
+        w.ask("threads %d" % threads)
+    return ws
+
+
+def measure(ws, name, scale, reps, target):
+    """Median seconds per call for each worker (None when it skips)."""
+    live, inner, samples, notes = [], {}, {}, {}
+    for w in ws:
+        r = w.ask("setup %s %d" % (name, scale))
+        if r != "ok":
+            notes[w.name] = r[5:]
+            continue
+        # calibrate: grow INNER until one timing takes at least `target`
+        n = 1
+        while True:
+            r = w.ask("time %s %d" % (name, n))
+            if not r.startswith("t "):
+                notes[w.name] = r[5:]
+                break
+            t = float(r[2:])
+            if t >= target or n >= 1 << 24:
+                inner[w.name] = n
+                live.append(w)
+                break
+            n = max(n * 2, int(n * target / max(t, 1e-9) * 1.2))
+    for w in live:
+        samples[w.name] = []
+    for _ in range(reps):  # alternate the contenders within each repetition
+        for w in live:
+            r = w.ask("time %s %d" % (name, inner[w.name]))
+            if r.startswith("t "):
+                samples[w.name].append(float(r[2:]) / inner[w.name])
+    med = {w.name: statistics.median(samples[w.name]) for w in live if samples[w.name]}
+    return med, notes
+
+
+MEMORY_SCRIPTS = {
+    "ember": ("lua", "local T = require 'ember'\nfor i = 1, {n} do local t = T.ones(16 * 1024 * 1024) end\n"
+              "for l in io.lines('/proc/self/status') do local v = l:match('^VmHWM:%s*(%d+)') if v then print(v) end end\n"),
+    "torch": ("py", "import torch\nfor i in range({n}):\n    t = torch.ones(16 * 1024 * 1024)\n"
+              "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])\n"),
+    "numpy": ("py", "import numpy as np\nfor i in range({n}):\n    t = np.ones(16 * 1024 * 1024, np.float32)\n"
+              "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])\n"),
+}
+
+
+def memory_peaks(n, build):
+    out = {}
+    env = dict(os.environ, EMBER_BUILD=build)
+    for name, (kind, src) in MEMORY_SCRIPTS.items():
+        code = src.replace("{n}", str(n))
+        argv = ([os.path.join(ROOT, "bin", "ember"), "-e", code] if kind == "lua"
+                else ["/usr/bin/python3", "-c", code])
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1200)
+            out[name] = int(r.stdout.strip().splitlines()[-1]) / 1024.0 if r.returncode == 0 else None
+        except Exception:
+            out[name] = None
+    return out
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    if s < 1e-6:
+        return "%.0f ns" % (s * 1e9)
+    if s < 1e-3:
+        return "%.2f µs" % (s * 1e6)
+    if s < 1:
+        return "%.2f ms" % (s * 1e3)
+    return "%.2f s" % s
+
+
+def ratio(a, b):
+    return "%.2f" % (a / b) if a and b else "-"
+
+
+def versions(build):
+    v = {}
+    v["cpu"] = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                     if l.startswith("model name")), platform.processor())
+    v["cores"] = os.cpu_count()
+    v["luajit"] = subprocess.run(["luajit", "-v"], capture_output=True, text=True).stdout.split(" --")[0]
+    for mod in ("torch", "numpy"):
+        r = subprocess.run(["/usr/bin/python3", "-c", "import %s; print(%s.__version__)" % (mod, mod)],
+                           capture_output=True, text=True)
+        v[mod] = r.stdout.strip() or "missing"
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libopenblas0-pthread"],
+                       capture_output=True, text=True)
+    v["openblas"] = r.stdout.strip() or "?"
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    v["commit"] = r.stdout.strip()
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes, 1 repetition (CI smoke run)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-release"))
+    ap.add_argument("--only", default="", help="comma-separated workload names")
+    args = ap.parse_args()
+    scale, reps, target = (16, 1, 0.002) if args.quick else (1, 5, 0.1)
+    wl = workloads()
+    if args.only:
+        keep = set(args.only.split(","))
+        wl = [w for w in wl if w[0] in keep]
+    thread_counts = sorted({1, os.cpu_count() or 1})
+    v = versions(args.build)
+    lines = ["# ember benchmarks", "",
+             "%s, run %s UTC at commit %s%s." % (
+                 v["cpu"], datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), v["commit"],
+                 " (QUICK MODE: small sizes, 1 repetition; not a measurement)" if args.quick else ""),
+             "", "Versions: %s, PyTorch %s, NumPy %s, OpenBLAS %s; %d cores." % (
+                 v["luajit"], v["torch"], v["numpy"], v["openblas"], v["cores"]),
+             "", "Medians of %d repetitions after a warm-up, contenders alternating; time per call. "
+             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % reps, ""]
+    for th in thread_counts:
+        ws = start_workers(th, args.build)
+        lines += ["## %d thread%s" % (th, "" if th == 1 else "s"), "",
+                  "| workload | ember | PyTorch | NumPy | C ref | ember/PyTorch | ember/NumPy | ember/C |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, group, desc in wl:
+            med, notes = measure(ws, name, scale, reps, target)
+            e = med.get("ember")
+            row = "| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                desc, fmt_time(e), fmt_time(med.get("torch")), fmt_time(med.get("numpy")),
+                fmt_time(med.get("C")), ratio(e, med.get("torch")), ratio(e, med.get("numpy")),
+                ratio(e, med.get("C")))
+            lines.append(row)
+            print(row, flush=True)
+            for who, why in notes.items():
+                if who == "ember" or not name.startswith("percall_") or who != "C":
+                    print("   (%s skipped %s: %s)" % (who, name, why), file=sys.stderr)
+        for w in ws:
+            w.close()
+        lines.append("")
+    n = 20 if args.quick else 2000
+    peaks = memory_peaks(n, args.build)
+    lines += ["## Memory", "", "Peak resident memory (VmHWM) of a loop making %d temporaries of 64 MB:" % n, ""]
+    for who, mb in peaks.items():
+        lines.append("- %s: %s" % (who, "%.0f MB" % mb if mb else "failed"))
+    lines.append("")
+    text = "\n".join(lines)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

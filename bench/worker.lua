@@ -1,0 +1,99 @@
+-- bench/worker.lua: the ember contender. Reads commands on stdin:
+--   setup NAME SCALE | time NAME INNER | threads N | quit
+-- and answers "ok", "skip REASON" or "t SECONDS" (total for INNER calls).
+local T = require "ember"
+local ffi = require "ffi"
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } em_bench_timespec;
+int clock_gettime(int clk, em_bench_timespec *ts);
+]]
+local ts = ffi.new("em_bench_timespec")
+local function now()
+  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local S = {} -- the current workload's state
+local fl = math.floor
+local M = 16 * 1024 * 1024
+
+local setups = {
+  percall_add1 = function() S.a, S.b = T.rand(1), T.rand(1) end,
+  percall_index = function() S.t = T.rand(4, 4) end,
+  percall_slice = function() S.t = T.rand(4, 4) end,
+  percall_transpose = function() S.t = T.rand(4, 4) end,
+  percall_view = function() S.t = T.rand(4, 4) end,
+  percall_shape = function() S.t = T.rand(4, 4) end,
+  percall_tensor = function() end,
+  percall_item = function() S.t = T.rand(1) end,
+  stream_add_out = function(k) S.a, S.b, S.c = T.rand(fl(M / k)), T.rand(fl(M / k)), T.empty(fl(M / k)) end,
+  stream_add_alloc = function(k) S.a, S.b = T.rand(fl(M / k)), T.rand(fl(M / k)) end,
+  stream_exp = function(k) S.a, S.c = T.rand(fl(M / k)), T.empty(fl(M / k)) end,
+  stream_sum = function(k) S.a = T.rand(fl(M / k)) end,
+  stream_bcast_out = function(k) local n = fl(4096 / k); S.a, S.b, S.c = T.rand(n, 1), T.rand(1, n), T.empty(n, n) end,
+  stream_bcast_alloc = function(k) local n = fl(4096 / k); S.a, S.b = T.rand(n, 1), T.rand(1, n) end,
+  layout_transpose = function(k) local n = fl(4096 / k); S.t = T.rand(n, n) end,
+  layout_clone_slice = function(k) local n = fl(4096 / k); S.t = T.rand(n, n) end,
+  sel_index_select = function(k)
+    S.t = T.rand(fl(4 * 1024 * 1024 / k), 16)
+    S.idx = T.randint(1, S.t:size(1) + 1, { fl(1024 * 1024 / k) })
+  end,
+  sel_masked_select = function(k) S.a = T.rand(fl(M / k)); S.mask = T.rand(fl(M / k)):lt(0.5) end,
+  asm_cat = function(k) S.list = {}; for i = 1, 64 do S.list[i] = T.rand(fl(16384 / k), 16) end end,
+  asm_stack = function(k) S.list = {}; for i = 1, 64 do S.list[i] = T.rand(fl(16384 / k), 16) end end,
+  mm_256 = function() S.a, S.b = T.rand(256, 256), T.rand(256, 256) end,
+  mm_1024 = function(k) local n = fl(1024 / k); S.a, S.b = T.rand(n, n), T.rand(n, n) end,
+  mm_2048 = function(k) local n = fl(2048 / k); S.a, S.b = T.rand(n, n), T.rand(n, n) end,
+  bmm_64x128 = function() S.a, S.b = T.rand(64, 128, 128), T.rand(64, 128, 128) end,
+}
+
+local bodies = {
+  percall_add1 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = a + b end end,
+  percall_index = function(n) local t = S.t; for _ = 1, n do local _ = t[1] end end,
+  percall_slice = function(n) local t, k = S.t, { {}, { 2, 3 } }; for _ = 1, n do local _ = t[k] end end,
+  percall_transpose = function(n) local t = S.t; for _ = 1, n do local _ = t:transpose(1, 2) end end,
+  percall_view = function(n) local t = S.t; for _ = 1, n do local _ = t:view(-1) end end,
+  percall_shape = function(n) local t = S.t; for _ = 1, n do local _ = t.shape end end,
+  percall_tensor = function(n) for _ = 1, n do local _ = T.tensor { 1, 2, 3 } end end,
+  percall_item = function(n) local t = S.t; for _ = 1, n do local _ = t:item() end end,
+  stream_add_out = function(n) local o = { out = S.c }; for _ = 1, n do T.add(S.a, S.b, o) end end,
+  stream_add_alloc = function(n) for _ = 1, n do local _ = S.a + S.b end end,
+  stream_exp = function(n) local o = { out = S.c }; for _ = 1, n do T.exp(S.a, o) end end,
+  stream_sum = function(n) for _ = 1, n do local _ = S.a:sum() end end,
+  stream_bcast_out = function(n) local o = { out = S.c }; for _ = 1, n do T.add(S.a, S.b, o) end end,
+  stream_bcast_alloc = function(n) for _ = 1, n do local _ = S.a + S.b end end,
+  layout_transpose = function(n) for _ = 1, n do local _ = S.t:transpose(1, 2):contiguous() end end,
+  layout_clone_slice = function(n) for _ = 1, n do local _ = S.t[{ {}, { 1, -1, 2 } }]:clone() end end,
+  sel_index_select = function(n) for _ = 1, n do local _ = S.t:index_select(1, S.idx) end end,
+  sel_masked_select = function(n) for _ = 1, n do local _ = S.a:masked_select(S.mask) end end,
+  asm_cat = function(n) for _ = 1, n do local _ = T.cat(S.list, 1) end end,
+  asm_stack = function(n) for _ = 1, n do local _ = T.stack(S.list, 1) end end,
+  mm_256 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
+  mm_1024 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
+  mm_2048 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
+  bmm_64x128 = function(n) for _ = 1, n do local _ = T.bmm(S.a, S.b) end end,
+}
+
+io.stdout:setvbuf("line")
+for line in io.lines() do
+  local cmd, a1, a2 = line:match("^(%S+)%s*(%S*)%s*(%S*)")
+  if cmd == "quit" then break
+  elseif cmd == "threads" then
+    if T.set_num_threads then T.set_num_threads(tonumber(a1)) end
+    print("ok")
+  elseif cmd == "setup" then
+    S = {}
+    collectgarbage()
+    local ok, err = pcall(setups[a1] or error, tonumber(a2) or 1)
+    if not setups[a1] then print("skip unknown workload")
+    elseif ok then print("ok")
+    else print("skip " .. tostring(err):gsub("\n", " ")) end
+  elseif cmd == "time" then
+    local f, n = bodies[a1], tonumber(a2)
+    local t0 = now()
+    local ok, err = pcall(f, n)
+    local t1 = now()
+    if ok then print(string.format("t %.9f", t1 - t0))
+    else print("skip " .. tostring(err):gsub("\n", " ")) end
+  end
+end

@@ -1,0 +1,144 @@
+"""bench/worker_py.py MODE: the PyTorch (MODE=torch) or NumPy (MODE=numpy)
+contender; same protocol as worker.lua (setup/time/threads/quit)."""
+import sys
+import time
+
+MODE = sys.argv[1]
+import numpy as np
+if MODE == "torch":
+    import torch
+
+M = 16 * 1024 * 1024
+S = {}
+
+
+def rand(*shape):
+    if MODE == "torch":
+        return torch.rand(*shape)
+    return np.random.rand(*shape).astype(np.float32)
+
+
+def empty(*shape):
+    return torch.empty(*shape) if MODE == "torch" else np.empty(shape, np.float32)
+
+
+def setup(name, k):
+    S.clear()
+    if name in ("percall_add1", "percall_item"):
+        S["a"], S["b"] = rand(1), rand(1)
+        S["t"] = S["a"]
+    elif name.startswith("percall_"):
+        S["t"] = rand(4, 4)
+    elif name == "stream_add_out":
+        S["a"], S["b"], S["c"] = rand(M // k), rand(M // k), empty(M // k)
+    elif name in ("stream_add_alloc",):
+        S["a"], S["b"] = rand(M // k), rand(M // k)
+    elif name == "stream_exp":
+        S["a"], S["c"] = rand(M // k), empty(M // k)
+    elif name == "stream_sum":
+        S["a"] = rand(M // k)
+    elif name in ("stream_bcast_out", "stream_bcast_alloc"):
+        n = 4096 // k
+        S["a"], S["b"], S["c"] = rand(n, 1), rand(1, n), empty(n, n)
+    elif name in ("layout_transpose", "layout_clone_slice"):
+        n = 4096 // k
+        S["t"] = rand(n, n)
+    elif name == "sel_index_select":
+        S["t"] = rand(4 * 1024 * 1024 // k, 16)
+        n = 1024 * 1024 // k
+        if MODE == "torch":
+            S["idx"] = torch.randint(0, S["t"].shape[0], (n,))
+        else:
+            S["idx"] = np.random.randint(0, S["t"].shape[0], n)
+    elif name == "sel_masked_select":
+        S["a"] = rand(M // k)
+        S["mask"] = rand(M // k) < 0.5
+    elif name in ("asm_cat", "asm_stack"):
+        S["list"] = [rand(16384 // k, 16) for _ in range(64)]
+    elif name.startswith("mm_"):
+        n = int(name[3:])
+        n = n // k if n > 256 else n
+        S["a"], S["b"] = rand(n, n), rand(n, n)
+    elif name == "bmm_64x128":
+        S["a"], S["b"] = rand(64, 128, 128), rand(64, 128, 128)
+    else:
+        return "skip unknown workload"
+    return "ok"
+
+
+def body(name):
+    a, b, c, t = S.get("a"), S.get("b"), S.get("c"), S.get("t")
+    T = MODE == "torch"
+    if name == "percall_add1":
+        return lambda: a + b
+    if name == "percall_index":
+        return lambda: t[0]
+    if name == "percall_slice":
+        return lambda: t[:, 1:3]
+    if name == "percall_transpose":
+        return (lambda: t.transpose(0, 1)) if T else (lambda: t.swapaxes(0, 1))
+    if name == "percall_view":
+        return (lambda: t.view(-1)) if T else (lambda: t.reshape(-1))
+    if name == "percall_shape":
+        return lambda: t.shape
+    if name == "percall_tensor":
+        return (lambda: torch.tensor([1, 2, 3])) if T else (lambda: np.array([1, 2, 3]))
+    if name == "percall_item":
+        return lambda: t.item()
+    if name in ("stream_add_out", "stream_bcast_out"):
+        return (lambda: torch.add(a, b, out=c)) if T else (lambda: np.add(a, b, out=c))
+    if name in ("stream_add_alloc", "stream_bcast_alloc"):
+        return lambda: a + b
+    if name == "stream_exp":
+        return (lambda: torch.exp(a, out=c)) if T else (lambda: np.exp(a, out=c))
+    if name == "stream_sum":
+        return lambda: a.sum()
+    if name == "layout_transpose":
+        return (lambda: t.t().contiguous()) if T else (lambda: np.ascontiguousarray(t.T))
+    if name == "layout_clone_slice":
+        return (lambda: t[:, ::2].clone()) if T else (lambda: t[:, ::2].copy())
+    if name == "sel_index_select":
+        idx = S["idx"]
+        return (lambda: t.index_select(0, idx)) if T else (lambda: np.take(t, idx, axis=0))
+    if name == "sel_masked_select":
+        m = S["mask"]
+        return (lambda: a.masked_select(m)) if T else (lambda: a[m])
+    if name == "asm_cat":
+        L = S["list"]
+        return (lambda: torch.cat(L, 0)) if T else (lambda: np.concatenate(L, 0))
+    if name == "asm_stack":
+        L = S["list"]
+        return (lambda: torch.stack(L, 0)) if T else (lambda: np.stack(L, 0))
+    if name.startswith("mm_"):
+        return (lambda: torch.mm(a, b)) if T else (lambda: a @ b)
+    if name == "bmm_64x128":
+        return (lambda: torch.bmm(a, b)) if T else (lambda: np.matmul(a, b))
+    return None
+
+
+def main():
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts:
+            continue
+        cmd = parts[0]
+        if cmd == "quit":
+            break
+        if cmd == "threads":
+            if MODE == "torch":
+                torch.set_num_threads(int(parts[1]))
+            print("ok", flush=True)
+        elif cmd == "setup":
+            try:
+                print(setup(parts[1], int(parts[2]) if len(parts) > 2 else 1), flush=True)
+            except Exception as e:  # a contender that cannot run a workload skips it
+                print("skip", str(e).replace("\n", " "), flush=True)
+        elif cmd == "time":
+            f, n = body(parts[1]), int(parts[2])
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            print("t %.9f" % (time.perf_counter() - t0), flush=True)
+
+
+main()
