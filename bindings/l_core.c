@@ -389,7 +389,8 @@ em_scalar l_checkscalar(lua_State *L, int idx, const char *op) {
   if (lua_type(L, idx) != LUA_TNUMBER)
     l_errorf(L, "%s: expected a number, got %s", op, luaL_typename(L, idx));
   double v = lua_tonumber(L, idx);
-  if (v == floor(v) && fabs(v) < 9223372036854775808.0) {
+  /* -0.0 stays a float, so a float destination keeps its sign */
+  if (v == floor(v) && fabs(v) < 9223372036854775808.0 && !(v == 0 && signbit(v))) {
     s.i = (int64_t)v;
     s.f = v;
   } else {
