@@ -111,7 +111,12 @@ static int is_size_table(lua_State *L, int idx) {
 }
 
 int l_isopts(lua_State *L, int idx) {
-  return lua_istable(L, idx) && !lua_getmetatable(L, idx) && !is_size_table(L, idx);
+  if (!lua_istable(L, idx)) return 0;
+  if (lua_getmetatable(L, idx)) { /* a T.Size or other object, not options */
+    lua_pop(L, 1);
+    return 0;
+  }
+  return !is_size_table(L, idx);
 }
 
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next) {
