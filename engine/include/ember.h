@@ -263,10 +263,12 @@ em_status em_eye(int64_t n, int64_t m, em_dtype dt, em_device dev,
                  em_tensor **out);
 
 /* The random generator (random.c, docs/random.md): Philox4x32-10, keyed by
-** the 64-bit seed. Every draw of an operation over n elements takes the
-** counter (offset + i, draw, 0) for element i (row-major), and the offset
-** then advances by n: the same seed gives the same numbers on every
-** machine and for any thread count. One generator per process. */
+** the 64-bit seed. An operation over n elements serves L of them from each
+** 128-bit block (L = 4, 2 or 1 by sampler and dtype): element i (row-major)
+** takes lane i % L of the block at counter (offset + i / L, draw, 0), and
+** the offset then advances by ceil(n / L). So the same seed gives the same
+** numbers on every machine, for any layout and any thread count. One
+** generator per process. */
 typedef struct em_rng_state {
   uint64_t seed;
   uint64_t offset;  /* counters consumed since the seed was set */

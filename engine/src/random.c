@@ -2,13 +2,15 @@
 ** random.c -- the random generator and the samplers built on it.
 ** Guarantees: the generator is counter-based (Philox4x32-10 keyed by the
 ** 64-bit seed). Every number an operation draws for element i (row-major,
-** 0-based) comes from the block Philox(counter = (offset + i, draw, 0),
-** key = seed), and the operation then advances offset by its element
-** count. So the same seed gives the same numbers on every machine, for
-** every layout of the destination and for any thread count. Algorithms
+** 0-based) comes from lane i % L of the block Philox(counter =
+** (offset + i / L, draw, 0), key = seed), L elements per block (4 for
+** float32 and narrower uniforms, 1 for integers, else 2), and the operation
+** then advances offset by its block count. So the same seed gives the same
+** numbers on every machine, for every layout of the destination and for
+** any thread count. Algorithms
 ** (docs/random.md): uniform floats take the top mantissa-many bits of a
 ** word (k / 2^bits, so [0, 1) never rounds up to 1); normals use Box-Muller
-** on two 53-bit uniforms; integers use Lemire's multiply-shift with
+** on two 53-bit uniforms (cos and sin halves for the two lanes); integers use Lemire's multiply-shift with
 ** rejection (no modulo bias), a rejected draw moving to the next "draw"
 ** counter of the same element.
 */
@@ -34,17 +36,21 @@ static inline void philox_round(uint32_t c[4], const uint32_t k[2]) {
   c[3] = lo0;
 }
 
-void em_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+/* Inlined into every sampler loop: the ten rounds then stay in registers. */
+static inline void philox10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
   uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
   uint32_t k[2] = {key[0], key[1]};
-  for (int r = 0; r < 10; r++) {
-    if (r) {
-      k[0] += 0x9E3779B9u;
-      k[1] += 0xBB67AE85u;
-    }
+  philox_round(c, k);
+  for (int r = 1; r < 10; r++) {
+    k[0] += 0x9E3779B9u;
+    k[1] += 0xBB67AE85u;
     philox_round(c, k);
   }
   out[0] = c[0]; out[1] = c[1]; out[2] = c[2]; out[3] = c[3];
+}
+
+void em_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+  philox10(ctr, key, out);
 }
 
 /* -- The generator ---------------------------------------------------------
@@ -120,7 +126,7 @@ static uint64_t reserve(uint64_t n, uint32_t key[2]) {
 /* The block for element index idx, draw number d. */
 static inline void block(uint64_t idx, uint32_t d, const uint32_t key[2], uint32_t out[4]) {
   const uint32_t ctr[4] = {(uint32_t)idx, (uint32_t)(idx >> 32), d, 0};
-  em_philox4x32_10(ctr, key, out);
+  philox10(ctr, key, out);
 }
 
 /* -- Bits to numbers ----------------------------------------------------- */
@@ -129,9 +135,9 @@ static inline double u53(uint32_t hi, uint32_t lo) {  /* [0, 1) */
   return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
 }
 
-/* Uniform in [0, 1) with `bits` random bits: k / 2^bits. */
-static inline double ubits(uint32_t w, int bits) {
-  return (double)(w >> (32 - bits)) * ldexp(1.0, -bits);
+/* Uniform in [0, 1) with `bits` random bits: k / 2^bits (scale = 2^-bits). */
+static inline double ubits(uint32_t w, int bits, double scale) {
+  return (double)(w >> (32 - bits)) * scale;
 }
 
 /* Lemire's unbiased multiply-shift for [0, range) (range > 0, 64-bit):
@@ -151,98 +157,120 @@ static inline uint64_t bounded(uint64_t idx, uint64_t range, const uint32_t key[
 }
 
 /* -- Sampling kernels -------------------------------------------------------
-** Each writes into a contiguous tensor; an element's index is its byte
-** offset from the first element over the element size. */
+** Each writes into a contiguous tensor; an element's index i is its byte
+** offset from the first element over the element size. One Philox block
+** (four 32-bit words) serves `lanes` consecutive elements: element i uses
+** lane i % lanes of block offset + i / lanes (docs/random.md has the table).
+** The kernel turns a block into its lanes' values once and reuses them. */
 
 typedef enum { S_UNIFORM, S_NORMAL, S_EXPONENTIAL, S_RANDOM, S_BERNOULLI } sampler;
 
 typedef struct {
   const char *base;
   int64_t itemsize;
-  uint64_t offset;
+  uint64_t offset;   /* first block of this operation */
   uint32_t key[2];
   sampler kind;
+  int lanes;         /* elements per block: 4, 2 or 1 */
   int bits;          /* uniform bits for the dtype (24 float32, 53 float64, ...) */
+  double scale;      /* 2^-bits */
   double a, b;       /* uniform from/to; normal mean/std; exponential lambda; p */
   int64_t low;       /* random_ */
   uint64_t range;
 } sample_ctx;
 
-static inline double draw_double(const sample_ctx *c, uint64_t idx) {
-  uint32_t w[4];
-  switch (c->kind) {
-    case S_UNIFORM: {
-      block(c->offset + idx, 0, c->key, w);
-      double u = c->bits == 53 ? u53(w[0], w[1]) : ubits(w[0], c->bits);
-      return c->a + u * (c->b - c->a);
-    }
-    case S_NORMAL: {
-      block(c->offset + idx, 0, c->key, w);
-      double u1 = 1.0 - u53(w[0], w[1]);  /* (0, 1]: log is finite */
-      double u2 = u53(w[2], w[3]);
-      return c->a + c->b * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-    }
-    case S_EXPONENTIAL: {
-      block(c->offset + idx, 0, c->key, w);
-      return -log1p(-u53(w[0], w[1])) / c->a;
-    }
-    case S_BERNOULLI: {
-      block(c->offset + idx, 0, c->key, w);
-      return u53(w[0], w[1]) < c->a ? 1.0 : 0.0;
-    }
-    default:
-      return (double)c->low + (double)bounded(c->offset + idx, c->range, c->key);
-  }
+static int lanes_for(sampler kind, int bits) {
+  if (kind == S_RANDOM) return 1;
+  if (kind == S_UNIFORM && bits < 53) return 4;
+  return 2;
 }
 
-static inline int64_t draw_int(const sample_ctx *c, uint64_t idx) {
-  if (c->kind == S_RANDOM)
-    return (int64_t)((uint64_t)c->low + bounded(c->offset + idx, c->range, c->key));
-  return (int64_t)draw_double(c, idx);
+/* The values of block b's lanes. */
+static inline void block_values(const sample_ctx *c, uint64_t b, double v[4], int64_t iv[4]) {
+  uint32_t w[4];
+  if (c->kind == S_RANDOM) {
+    iv[0] = (int64_t)((uint64_t)c->low + bounded(c->offset + b, c->range, c->key));
+    v[0] = (double)iv[0];
+    return;
+  }
+  block(c->offset + b, 0, c->key, w);
+  switch (c->kind) {
+    case S_UNIFORM:
+      if (c->lanes == 2) {
+        v[0] = c->a + u53(w[0], w[1]) * (c->b - c->a);
+        v[1] = c->a + u53(w[2], w[3]) * (c->b - c->a);
+      } else {
+        for (int l = 0; l < 4; l++)
+          v[l] = c->a + ubits(w[l], c->bits, c->scale) * (c->b - c->a);
+      }
+      break;
+    case S_NORMAL: {
+      /* Box-Muller: both halves of the pair, cos for lane 0, sin for lane 1 */
+      double u1 = 1.0 - u53(w[0], w[1]);  /* (0, 1]: log is finite */
+      double u2 = u53(w[2], w[3]);
+      double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+      v[0] = c->a + c->b * (r * cos(th));
+      v[1] = c->a + c->b * (r * sin(th));
+      break;
+    }
+    case S_EXPONENTIAL:
+      v[0] = -log1p(-u53(w[0], w[1])) / c->a;
+      v[1] = -log1p(-u53(w[2], w[3])) / c->a;
+      break;
+    default: /* S_BERNOULLI */
+      v[0] = u53(w[0], w[1]) < c->a ? 1.0 : 0.0;
+      v[1] = u53(w[2], w[3]) < c->a ? 1.0 : 0.0;
+      break;
+  }
+  for (int l = 0; l < c->lanes; l++) iv[l] = (int64_t)v[l];
 }
 
 /* Stores: floating dtypes take the double (rounded once); integer dtypes
-** take the int64 (random_) or the 0/1 of bernoulli. */
-#define RS_F_b8(p, v) (*(bool *)(p) = ((v) != 0))
+** the int64 (random_) or the 0/1 of bernoulli. */
 #define RS_F_f16(p, v) (*(em_half *)(p) = em_float_to_half((float)(v)))
 #define RS_F_bf16(p, v) (*(em_bfloat16 *)(p) = em_float_to_bf16((float)(v)))
 #define RS_F_f32(p, v) (*(float *)(p) = (float)(v))
 #define RS_F_f64(p, v) (*(double *)(p) = (v))
-#define RS_IS_FLOAT_b8 0
-#define RS_IS_FLOAT_u8 0
-#define RS_IS_FLOAT_i8 0
-#define RS_IS_FLOAT_i16 0
-#define RS_IS_FLOAT_i32 0
-#define RS_IS_FLOAT_i64 0
-#define RS_IS_FLOAT_f16 1
-#define RS_IS_FLOAT_bf16 1
-#define RS_IS_FLOAT_f32 1
-#define RS_IS_FLOAT_f64 1
-#define RS_STORE_b8(p, c, i) (*(bool *)(p) = draw_int(c, i) != 0)
-#define RS_STORE_u8(p, c, i) (*(uint8_t *)(p) = (uint8_t)draw_int(c, i))
-#define RS_STORE_i8(p, c, i) (*(int8_t *)(p) = (int8_t)draw_int(c, i))
-#define RS_STORE_i16(p, c, i) (*(int16_t *)(p) = (int16_t)draw_int(c, i))
-#define RS_STORE_i32(p, c, i) (*(int32_t *)(p) = (int32_t)draw_int(c, i))
-#define RS_STORE_i64(p, c, i) (*(int64_t *)(p) = draw_int(c, i))
-#define RS_STORE_f16(p, c, i) RS_F_f16(p, draw_double(c, i))
-#define RS_STORE_bf16(p, c, i) RS_F_bf16(p, draw_double(c, i))
-#define RS_STORE_f32(p, c, i) RS_F_f32(p, draw_double(c, i))
-#define RS_STORE_f64(p, c, i) RS_F_f64(p, draw_double(c, i))
+#define RS_STORE_b8(p, v, iv) (*(bool *)(p) = (iv) != 0)
+#define RS_STORE_u8(p, v, iv) (*(uint8_t *)(p) = (uint8_t)(iv))
+#define RS_STORE_i8(p, v, iv) (*(int8_t *)(p) = (int8_t)(iv))
+#define RS_STORE_i16(p, v, iv) (*(int16_t *)(p) = (int16_t)(iv))
+#define RS_STORE_i32(p, v, iv) (*(int32_t *)(p) = (int32_t)(iv))
+#define RS_STORE_i64(p, v, iv) (*(int64_t *)(p) = (iv))
+#define RS_STORE_f16(p, v, iv) RS_F_f16(p, v)
+#define RS_STORE_bf16(p, v, iv) RS_F_bf16(p, v)
+#define RS_STORE_f32(p, v, iv) RS_F_f32(p, v)
+#define RS_STORE_f64(p, v, iv) RS_F_f64(p, v)
 
 #define DEF_SAMPLE(S, E, CT, K)                                                \
   static void em_sample_##S(char **data, const int64_t *st, int64_t n,         \
                             void *ctx) {                                       \
     const sample_ctx *c = ctx;                                                 \
     char *p = data[0];                                                         \
+    const int64_t step = st[0];                                                \
+    const int lanes = c->lanes;                                                \
     uint64_t i = (uint64_t)((p - c->base) / c->itemsize);                      \
-    for (int64_t k = 0; k < n; k++, p += st[0], i++) RS_STORE_##S(p, c, i);    \
+    uint64_t b = i / (uint64_t)lanes;                                          \
+    int lane = (int)(i % (uint64_t)lanes);                                     \
+    double v[4];                                                               \
+    int64_t iv[4];                                                             \
+    block_values(c, b, v, iv);                                                 \
+    for (int64_t k = 0; k < n; k++, p += step) {                               \
+      if (lane == lanes) {                                                     \
+        lane = 0;                                                              \
+        block_values(c, ++b, v, iv);                                           \
+      }                                                                        \
+      RS_STORE_##S(p, v[lane], iv[lane]);                                      \
+      lane++;                                                                  \
+    }                                                                          \
   }
 EM_FOR_EACH_DTYPE(DEF_SAMPLE)
 #define SAMPLE_ROW(S, E, CT, K) [E] = em_sample_##S,
 static const em_loop1d sample_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(SAMPLE_ROW)};
 
-/* Chunks of this many elements run in parallel where OpenMP is built in;
-** the numbers do not depend on it (each element draws from its index). */
+/* Chunks of this many elements (a multiple of 4, so no block is split
+** between chunks) run in parallel where OpenMP is built in; the numbers do
+** not depend on it (each element draws from its index). */
 enum { SAMPLE_GRAIN = 1 << 15 };
 
 static void run_contiguous(em_tensor *t, sample_ctx *c) {
@@ -269,7 +297,8 @@ static em_status sample_into(const char *op, em_tensor *t, sample_ctx *c) {
                    "written-to tensor refers to a single memory location "
                    "(an expanded tensor?); clone() it before writing", op);
   int64_t n = em_tensor_numel(t);
-  c->offset = reserve((uint64_t)n, c->key);
+  c->lanes = lanes_for(c->kind, c->bits);
+  c->offset = reserve(((uint64_t)n + (uint64_t)c->lanes - 1) / (uint64_t)c->lanes, c->key);
   if (n == 0) return EM_OK;
   if (em_tensor_is_contiguous(t)) {
     run_contiguous(t, c);
@@ -314,6 +343,7 @@ em_status em_uniform_(em_tensor *t, double from, double to) {
   sample_ctx c = {0};
   c.kind = S_UNIFORM;
   c.bits = uniform_bits(t->dtype);
+  c.scale = ldexp(1.0, -c.bits);
   c.a = from;
   c.b = to;
   return sample_into("uniform_", t, &c);

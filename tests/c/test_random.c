@@ -40,7 +40,7 @@ TEST(same_seed_same_numbers) {
   em_manual_seed(42);
   CHECK(em_get_rng_state().offset == 0);
   CHECK_OK(em_normal_(a, 0, 1));
-  CHECK(em_get_rng_state().offset == 15);
+  CHECK(em_get_rng_state().offset == 8);  /* two normals per block */
   CHECK_OK(em_normal_(c, 0, 1));  /* the next numbers differ */
   em_manual_seed(42);
   CHECK_OK(em_normal_(b, 0, 1));

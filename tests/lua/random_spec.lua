@@ -64,14 +64,18 @@ describe("the generator", function()
 
   it("makes uniforms from bits as docs/random.md says", function()
     T.manual_seed(1234)
-    local d = flat(T.rand(5, { dtype = T.float64 }))
-    local f = flat(T.rand(5, { dtype = T.float32 })) -- the next counters: 5..9
+    local d = flat(T.rand(5, { dtype = T.float64 })) -- blocks 0..2, two lanes each
+    local f = flat(T.rand(9, { dtype = T.float32 })) -- blocks 3..5, four lanes each
     for i = 0, 4 do
-      local w = block(1234, i)
-      assert.equal((w[1] * 2 ^ 21 + floor(w[2] / 2 ^ 11)) * 2 ^ -53, d[i + 1])
-      local w2 = block(1234, 5 + i)
-      assert.equal(floor(w2[1] / 256) * 2 ^ -24, f[i + 1])
+      local w = block(1234, floor(i / 2))
+      local l = 2 * (i % 2)
+      assert.equal((w[l + 1] * 2 ^ 21 + floor(w[l + 2] / 2 ^ 11)) * 2 ^ -53, d[i + 1])
     end
+    for i = 0, 8 do
+      local w = block(1234, 3 + floor(i / 4))
+      assert.equal(floor(w[i % 4 + 1] / 256) * 2 ^ -24, f[i + 1])
+    end
+    assert.same({ seed = 1234, offset = 6 }, T.get_rng_state())
   end)
 
   it("makes normals by Box-Muller and integers by multiply-shift", function()
@@ -79,14 +83,15 @@ describe("the generator", function()
     local n = flat(T.randn(4, { dtype = T.float64 }))
     local r = flat(T.randint(0, 10, { 6 }))
     for i = 0, 3 do
-      local w = block(99, i)
+      local w = block(99, floor(i / 2))
       local u1 = 1 - (w[1] * 2 ^ 21 + floor(w[2] / 2 ^ 11)) * 2 ^ -53
       local u2 = (w[3] * 2 ^ 21 + floor(w[4] / 2 ^ 11)) * 2 ^ -53
-      local z = math.sqrt(-2 * math.log(u1)) * math.cos(6.283185307179586 * u2)
+      local rad, th = math.sqrt(-2 * math.log(u1)), 6.283185307179586 * u2
+      local z = i % 2 == 0 and rad * math.cos(th) or rad * math.sin(th)
       assert.is_true(math.abs(z - n[i + 1]) <= 1e-15 * math.max(1, math.abs(z)))
     end
     for i = 0, 5 do
-      local w = block(99, 4 + i)
+      local w = block(99, 2 + i)
       -- high 64 bits of (w1 * 2^32 + w2) * 10
       local hi = floor((w[1] * 10 + floor(w[2] * 10 / TWO32)) / TWO32)
       assert.equal(hi, r[i + 1])
@@ -110,9 +115,9 @@ describe("the generator", function()
 
   it("saves and restores its state as a Lua value", function()
     T.manual_seed(5)
-    T.rand(10)
+    T.rand(10) -- float32: four elements per block, so 3 blocks
     local s = T.get_rng_state()
-    assert.same({ seed = 5, offset = 10 }, s)
+    assert.same({ seed = 5, offset = 3 }, s)
     local x = flat(T.randn(6))
     T.rand(3)
     T.set_rng_state(s)
