@@ -236,7 +236,8 @@ return function(T, C)
       if dt ~= default and dt ~= T.int64 and dt ~= T.bool then
         suffixes[#suffixes + 1] = "dtype=" .. tostring(dt)
       end
-      body = tensor_str(t, indent)
+      -- the values are read on the host (a device tensor is copied first)
+      body = tensor_str(dev ~= "cpu" and t:cpu() or t, indent)
     end
     local gname = grad_fn_name(t)
     if gname then
