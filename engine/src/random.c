@@ -419,8 +419,8 @@ em_status em_bernoulli_(em_tensor *t, double p) {
 }
 
 /* -- bernoulli with a tensor of probabilities --------------------------------
-** u (float64 uniforms drawn like bernoulli_'s, one per element of t) is
-** compared with p broadcast to t's shape. */
+** u (float64 uniforms, one per element of t) is compared with p broadcast
+** to t's shape. */
 
 typedef struct { int bad; double badv; } pcheck_ctx;
 
@@ -433,30 +433,15 @@ static void em_check_prob_f64(char **data, const int64_t *st, int64_t n, void *c
   }
 }
 
-#define DEF_BERN_LT(S, E, CT, K)                                               \
-  static void em_bernoulli_lt_##S(char **data, const int64_t *st, int64_t n,   \
-                                  void *ctx) {                                 \
-    char *o = data[0];                                                         \
-    const char *u = data[1], *p = data[2];                                     \
-    (void)ctx;                                                                 \
-    for (int64_t k = 0; k < n; k++, o += st[0], u += st[1], p += st[2]) {      \
-      double v = *(const double *)u < *(const double *)p ? 1.0 : 0.0;          \
-      CR_STORE_##S(o, v);                                                      \
-    }                                                                          \
-  }
-#define CR_STORE_b8(p, v) (*(bool *)(p) = (v) != 0)
-#define CR_STORE_u8(p, v) (*(uint8_t *)(p) = (uint8_t)(v))
-#define CR_STORE_i8(p, v) (*(int8_t *)(p) = (int8_t)(v))
-#define CR_STORE_i16(p, v) (*(int16_t *)(p) = (int16_t)(v))
-#define CR_STORE_i32(p, v) (*(int32_t *)(p) = (int32_t)(v))
-#define CR_STORE_i64(p, v) (*(int64_t *)(p) = (int64_t)(v))
-#define CR_STORE_f16 RS_F_f16
-#define CR_STORE_bf16 RS_F_bf16
-#define CR_STORE_f32 RS_F_f32
-#define CR_STORE_f64 RS_F_f64
-EM_FOR_EACH_DTYPE(DEF_BERN_LT)
-#define BERN_ROW(S, E, CT, K) [E] = em_bernoulli_lt_##S,
-static const em_loop1d bern_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(BERN_ROW)};
+/* u (in place) becomes 1.0 where u < p, else 0.0; the cast copy then
+** writes it into t's dtype. */
+static void em_bernoulli_lt_f64(char **data, const int64_t *st, int64_t n, void *ctx) {
+  char *u = data[0];
+  const char *p = data[1];
+  (void)ctx;
+  for (int64_t k = 0; k < n; k++, u += st[0], p += st[1])
+    *(double *)u = *(const double *)u < *(const double *)p ? 1.0 : 0.0;
+}
 
 em_status em_bernoulli_tensor_(em_tensor *t, const em_tensor *p) {
   if (em_dtype_kindof(p->dtype) != EM_KIND_FLOAT)
@@ -484,13 +469,13 @@ em_status em_bernoulli_tensor_(em_tensor *t, const em_tensor *p) {
   }
   st = em_empty(t->ndim, t->sizes, EM_FLOAT64, t->storage->device, &u);
   if (st != EM_OK) goto done;
-  const em_tensor *ops[3] = {t, u, pd};
-  st = em_iter_build(&it, "bernoulli_", 3, ops, t->ndim, t->sizes, false);
+  const em_tensor *ops[2] = {u, pd};
+  st = em_iter_build(&it, "bernoulli_", 2, ops, t->ndim, t->sizes, false);
   if (st != EM_OK) goto done;
   st = em_uniform_(u, 0.0, 1.0);
   if (st != EM_OK) goto done;
-  if (it.numel > 0) em_iter_run(&it, bern_loops[t->dtype], NULL);
-  em_storage_bump_version(t->storage);
+  if (it.numel > 0) em_iter_run(&it, em_bernoulli_lt_f64, NULL);
+  st = em_copy_(t, u);
 done:
   em_tensor_release(pd);
   em_tensor_release(u);
