@@ -111,7 +111,12 @@ static int is_size_table(lua_State *L, int idx) {
 }
 
 int l_isopts(lua_State *L, int idx) {
-  return lua_istable(L, idx) && !lua_getmetatable(L, idx) && !is_size_table(L, idx);
+  if (!lua_istable(L, idx)) return 0;
+  if (lua_getmetatable(L, idx)) { /* a T.Size or other object, not options */
+    lua_pop(L, 1);
+    return 0;
+  }
+  return !is_size_table(L, idx);
 }
 
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next) {
@@ -389,7 +394,8 @@ em_scalar l_checkscalar(lua_State *L, int idx, const char *op) {
   if (lua_type(L, idx) != LUA_TNUMBER)
     l_errorf(L, "%s: expected a number, got %s", op, luaL_typename(L, idx));
   double v = lua_tonumber(L, idx);
-  if (v == floor(v) && fabs(v) < 9223372036854775808.0) {
+  /* -0.0 stays a float, so a float destination keeps its sign */
+  if (v == floor(v) && fabs(v) < 9223372036854775808.0 && !(v == 0 && signbit(v))) {
     s.i = (int64_t)v;
     s.f = v;
   } else {

@@ -246,6 +246,65 @@ em_status em_tensor_set_requires_grad(em_tensor *t, int on);
 
 /* -- Creation and random numbers (creation.c, random.c) -------------------- */
 
+/* Ranges. Values are PyTorch's: arange is half-open [start, end) with
+** ceil((end - start) / step) elements; integer dtypes compute in int64
+** (start, step truncated toward zero), floating dtypes in double, each
+** element rounded once. linspace/logspace use PyTorch's symmetric formula
+** (the first half counts up from start, the second half down from end).
+** bool is not accepted. */
+em_status em_arange(em_scalar start, em_scalar end, em_scalar step, em_dtype dt,
+                    em_device dev, em_tensor **out);
+em_status em_linspace(double start, double end, int64_t steps, em_dtype dt,
+                      em_device dev, em_tensor **out);
+em_status em_logspace(double start, double end, int64_t steps, double base,
+                      em_dtype dt, em_device dev, em_tensor **out);
+/* n x m with ones on the main diagonal (m < 0 means m = n). */
+em_status em_eye(int64_t n, int64_t m, em_dtype dt, em_device dev,
+                 em_tensor **out);
+
+/* The random generator (random.c, docs/random.md): Philox4x32-10, keyed by
+** the 64-bit seed. An operation over n elements serves L of them from each
+** 128-bit block (L = 4, 2 or 1 by sampler and dtype): element i (row-major)
+** takes lane i % L of the block at counter (offset + i / L, draw, 0), and
+** the offset then advances by ceil(n / L). So the same seed gives the same
+** numbers on every machine, for any layout and any thread count. One
+** generator per process. */
+typedef struct em_rng_state {
+  uint64_t seed;
+  uint64_t offset;  /* counters consumed since the seed was set */
+} em_rng_state;
+
+void em_manual_seed(uint64_t seed);      /* offset back to 0 */
+uint64_t em_initial_seed(void);
+/* Seeds from the operating system's entropy (a value below 2^53, so a Lua
+** number holds it exactly) and returns the seed. */
+uint64_t em_seed(void);
+em_rng_state em_get_rng_state(void);
+void em_set_rng_state(em_rng_state s);
+/* The raw generator: Philox4x32-10 of counter ctr under key. */
+void em_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                      uint32_t out[4]);
+
+/* In-place samplers; each fills every element of t (of any layout). */
+em_status em_uniform_(em_tensor *t, double from, double to);     /* floats */
+em_status em_normal_(em_tensor *t, double mean, double std);     /* floats */
+em_status em_exponential_(em_tensor *t, double lambd);           /* floats */
+/* Integers uniformly in [low, high), without modulo bias. */
+em_status em_random_(em_tensor *t, int64_t low, int64_t high);
+/* 1 with probability p (t any dtype but must not overlap itself). */
+em_status em_bernoulli_(em_tensor *t, double p);
+/* p broadcast to t's shape, each in [0, 1]. */
+em_status em_bernoulli_tensor_(em_tensor *t, const em_tensor *p);
+/* A random permutation of 1..n (1-based positions, docs/random.md). */
+em_status em_randperm(int64_t n, em_dtype dt, em_device dev, em_tensor **out);
+/* n 1-based category positions per row of probs (1-d or 2-d, floating,
+** non-negative, finite, with a positive sum); int64 of shape [n] or
+** [rows, n]. Without replacement, n may not exceed the number of
+** categories; as in PyTorch, once the categories of non-zero probability
+** are used up the zero-probability ones follow in index order. */
+em_status em_multinomial(const em_tensor *probs, int64_t n, int replacement,
+                         em_tensor **out);
+
 /* (end of Creation and random numbers) */
 
 /* -- Math: type promotion and elementwise ops (promote.c, cpu/elementwise.c) --- */

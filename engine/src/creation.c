@@ -1,0 +1,272 @@
+/*
+** creation.c -- ranges and the identity: arange, linspace, logspace, eye.
+** Guarantees: values are PyTorch's (half-open arange of
+** ceil((end - start) / step) elements; linspace's symmetric formula), each
+** element is computed from its own index (never by accumulating), so the
+** result does not depend on how the work is split, and every element is
+** rounded to the dtype once. Outputs are fresh contiguous tensors.
+*/
+#include "iter.h"
+
+#include <math.h>
+
+/* -- Stores: a double or an int64 into each dtype ---------------------------
+** Doubles convert with the engine's cast rules (truncate toward zero,
+** saturate, NaN -> 0); int64 values wrap modulo 2^bits like integer casts. */
+
+static inline int64_t cr_sat(double v, double lo, double hi) {
+  return em_sat_i64(v, lo, hi);
+}
+
+#define CR_STORE_F_b8(p, v) (*(bool *)(p) = ((v) != 0))
+#define CR_STORE_F_u8(p, v) (*(uint8_t *)(p) = (uint8_t)cr_sat(v, 0, 255))
+#define CR_STORE_F_i8(p, v) (*(int8_t *)(p) = (int8_t)cr_sat(v, -128, 127))
+#define CR_STORE_F_i16(p, v) (*(int16_t *)(p) = (int16_t)cr_sat(v, -32768, 32767))
+#define CR_STORE_F_i32(p, v) \
+  (*(int32_t *)(p) = (int32_t)cr_sat(v, -2147483648.0, 2147483647.0))
+#define CR_STORE_F_i64(p, v) \
+  (*(int64_t *)(p) = cr_sat(v, -9223372036854775808.0, 9223372036854775807.0))
+#define CR_STORE_F_f16(p, v) (*(em_half *)(p) = em_float_to_half((float)(v)))
+#define CR_STORE_F_bf16(p, v) (*(em_bfloat16 *)(p) = em_float_to_bf16((float)(v)))
+#define CR_STORE_F_f32(p, v) (*(float *)(p) = (float)(v))
+#define CR_STORE_F_f64(p, v) (*(double *)(p) = (v))
+
+#define CR_STORE_I_b8(p, v) (*(bool *)(p) = ((v) != 0))
+#define CR_STORE_I_u8(p, v) (*(uint8_t *)(p) = (uint8_t)(v))
+#define CR_STORE_I_i8(p, v) (*(int8_t *)(p) = (int8_t)(v))
+#define CR_STORE_I_i16(p, v) (*(int16_t *)(p) = (int16_t)(v))
+#define CR_STORE_I_i32(p, v) (*(int32_t *)(p) = (int32_t)(v))
+#define CR_STORE_I_i64(p, v) (*(int64_t *)(p) = (v))
+#define CR_STORE_I_f16(p, v) CR_STORE_F_f16(p, (double)(v))
+#define CR_STORE_I_bf16(p, v) CR_STORE_F_bf16(p, (double)(v))
+#define CR_STORE_I_f32(p, v) CR_STORE_F_f32(p, (double)(v))
+#define CR_STORE_I_f64(p, v) CR_STORE_F_f64(p, (double)(v))
+
+/* -- Kernels ---------------------------------------------------------------
+** The output is contiguous, so an element's row-major index is its byte
+** offset from the first element divided by the element size. */
+
+typedef struct {
+  const char *base;
+  int64_t itemsize;
+  /* arange */
+  double fstart, fstep;
+  int64_t istart, istep;
+  /* linspace / logspace */
+  double lstart, lend, lstep, lbase;
+  int64_t steps, halfway;
+  int log;
+} range_ctx;
+
+static inline double lin_value(const range_ctx *c, int64_t i) {
+  double v = i < c->halfway ? c->lstart + c->lstep * (double)i
+                            : c->lend - c->lstep * (double)(c->steps - i - 1);
+  return c->log ? pow(c->lbase, v) : v;
+}
+
+/* Integer arithmetic wraps, as int64 accumulation does in PyTorch. */
+static inline int64_t wrap_madd(int64_t a, int64_t b, int64_t i) {
+  return (int64_t)((uint64_t)a + (uint64_t)b * (uint64_t)i);
+}
+
+#define DEF_RANGE_KERNELS(S, E, CT, K)                                         \
+  static void em_arange_float_##S(char **data, const int64_t *st, int64_t n,   \
+                                  void *ctx) {                                 \
+    const range_ctx *c = ctx;                                                  \
+    char *p = data[0];                                                         \
+    int64_t i = (p - c->base) / c->itemsize;                                   \
+    for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
+      CR_STORE_F_##S(p, c->fstart + c->fstep * (double)i);                     \
+  }                                                                            \
+  static void em_arange_int_##S(char **data, const int64_t *st, int64_t n,     \
+                                void *ctx) {                                   \
+    const range_ctx *c = ctx;                                                  \
+    char *p = data[0];                                                         \
+    int64_t i = (p - c->base) / c->itemsize;                                   \
+    for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
+      CR_STORE_I_##S(p, wrap_madd(c->istart, c->istep, i));                    \
+  }                                                                            \
+  static void em_linspace_##S(char **data, const int64_t *st, int64_t n,       \
+                              void *ctx) {                                     \
+    const range_ctx *c = ctx;                                                  \
+    char *p = data[0];                                                         \
+    int64_t i = (p - c->base) / c->itemsize;                                   \
+    for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
+      CR_STORE_F_##S(p, lin_value(c, i));                                      \
+  }
+EM_FOR_EACH_DTYPE(DEF_RANGE_KERNELS)
+
+#define ARANGE_FLOAT_ROW(S, E, CT, K) [E] = em_arange_float_##S,
+#define ARANGE_INT_ROW(S, E, CT, K) [E] = em_arange_int_##S,
+#define LINSPACE_ROW(S, E, CT, K) [E] = em_linspace_##S,
+static const em_loop1d arange_float_loops[EM_NUM_DTYPES] = {
+    EM_FOR_EACH_DTYPE(ARANGE_FLOAT_ROW)};
+static const em_loop1d arange_int_loops[EM_NUM_DTYPES] = {
+    EM_FOR_EACH_DTYPE(ARANGE_INT_ROW)};
+static const em_loop1d linspace_loops[EM_NUM_DTYPES] = {
+    EM_FOR_EACH_DTYPE(LINSPACE_ROW)};
+
+/* Runs loop over the fresh contiguous tensor t. */
+static em_status run_fill(const char *op, em_tensor *t, em_loop1d loop, range_ctx *c) {
+  c->base = em_tensor_data(t);
+  c->itemsize = (int64_t)em_dtype_size(t->dtype);
+  if (em_tensor_numel(t) == 0) return EM_OK;
+  em_iter it;
+  const em_tensor *ops[1] = {t};
+  em_status st = em_iter_build(&it, op, 1, ops, t->ndim, t->sizes, false);
+  if (st != EM_OK) return st;
+  em_iter_run(&it, loop, c);
+  return EM_OK;
+}
+
+static em_status fill_or_release(const char *op, em_tensor *t, em_loop1d loop,
+                                 range_ctx *c, em_tensor **out) {
+  em_status st = run_fill(op, t, loop, c);
+  if (st != EM_OK) {
+    em_tensor_release(t);
+    return st;
+  }
+  *out = t;
+  return EM_OK;
+}
+
+/* -- arange ---------------------------------------------------------------- */
+
+static double scalar_f64(em_scalar s) {
+  return s.kind == EM_SCALAR_FLOAT ? s.f : (double)s.i;
+}
+
+/* A scalar as int64 the way PyTorch's Scalar::to<int64_t> reads it:
+** floats truncate toward zero; values outside int64 are an error. */
+static em_status scalar_i64(const char *op, const char *what, em_scalar s, int64_t *out) {
+  if (s.kind != EM_SCALAR_FLOAT) { *out = s.i; return EM_OK; }
+  if (!(s.f > -9223372036854775809.0 && s.f < 9223372036854775808.0))
+    return em_fail(EM_E_VALUE, "%s: %s %g cannot be converted to int64 without overflow",
+                   op, what, s.f);
+  *out = (int64_t)s.f;
+  return EM_OK;
+}
+
+em_status em_arange(em_scalar start, em_scalar end, em_scalar step, em_dtype dt,
+                    em_device dev, em_tensor **out) {
+  const char *op = "arange";
+  if ((unsigned)dt >= EM_NUM_DTYPES)
+    return em_fail(EM_E_TYPE, "arange: invalid dtype %d", (int)dt);
+  if (dt == EM_BOOL)
+    return em_fail(EM_E_TYPE, "arange: not implemented for dtype ember.bool");
+  double fs = scalar_f64(start), fe = scalar_f64(end), fst = scalar_f64(step);
+  if (!isfinite(fs) || !isfinite(fe))
+    return em_fail(EM_E_VALUE, "arange: unsupported range: %g -> %g", fs, fe);
+  range_ctx c = {0};
+  double size_d;
+  em_loop1d loop;
+  if (em_dtype_kindof(dt) == EM_KIND_INT) {
+    /* integer dtypes compute in int64 (PyTorch's accscalar type) */
+    int64_t xs = 0, xe = 0, xst = 0;
+    em_status st;
+    if ((st = scalar_i64(op, "start", start, &xs)) != EM_OK ||
+        (st = scalar_i64(op, "end", end, &xe)) != EM_OK ||
+        (st = scalar_i64(op, "step", step, &xst)) != EM_OK)
+      return st;
+    if (xst == 0) return em_fail(EM_E_VALUE, "arange: step must be nonzero");
+    if (!((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs)))
+      return em_fail(EM_E_VALUE,
+                     "arange: upper bound and lower bound inconsistent with step "
+                     "sign (start %lld, end %lld, step %lld)",
+                     (long long)xs, (long long)xe, (long long)xst);
+    if (dt == EM_INT64) {
+      /* exact: ceil((end - start) / step) in integers */
+      __int128 span = (__int128)xe - xs, q = span / xst;
+      if (q * xst != span) q++;
+      size_d = (double)q;
+    } else {
+      size_d = ceil((fe - fs) / fst);
+    }
+    c.istart = xs;
+    c.istep = xst;
+    loop = arange_int_loops[dt];
+  } else {
+    if (!(fst > 0 || fst < 0)) return em_fail(EM_E_VALUE, "arange: step must be nonzero");
+    if (!((fst > 0 && fe >= fs) || (fst < 0 && fe <= fs)))
+      return em_fail(EM_E_VALUE,
+                     "arange: upper bound and lower bound inconsistent with step "
+                     "sign (start %g, end %g, step %g)", fs, fe, fst);
+    size_d = ceil((fe - fs) / fst);
+    c.fstart = fs;
+    c.fstep = fst;
+    loop = arange_float_loops[dt];
+  }
+  if (!(size_d >= 0 && size_d < 9223372036854775807.0))
+    return em_fail(EM_E_VALUE, "arange: invalid size %g, possible overflow?", size_d);
+  int64_t n = (int64_t)size_d;
+  em_tensor *t;
+  em_status st = em_empty(1, &n, dt, dev, &t);
+  if (st != EM_OK) return st;
+  return fill_or_release(op, t, loop, &c, out);
+}
+
+/* -- linspace / logspace ----------------------------------------------------- */
+
+static em_status lin_common(const char *op, double start, double end, int64_t steps,
+                            double base, int log, em_dtype dt, em_device dev,
+                            em_tensor **out) {
+  if ((unsigned)dt >= EM_NUM_DTYPES)
+    return em_fail(EM_E_TYPE, "%s: invalid dtype %d", op, (int)dt);
+  if (steps < 0)
+    return em_fail(EM_E_VALUE, "%s: number of steps must be non-negative, got %lld",
+                   op, (long long)steps);
+  range_ctx c = {0};
+  c.lstart = start;
+  c.lend = end;
+  c.steps = steps;
+  c.halfway = steps / 2;
+  c.lstep = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;
+  c.lbase = base;
+  c.log = log;
+  if (steps == 1) c.halfway = 1; /* the one element is start */
+  em_tensor *t;
+  em_status st = em_empty(1, &steps, dt, dev, &t);
+  if (st != EM_OK) return st;
+  return fill_or_release(op, t, linspace_loops[dt], &c, out);
+}
+
+em_status em_linspace(double start, double end, int64_t steps, em_dtype dt,
+                      em_device dev, em_tensor **out) {
+  return lin_common("linspace", start, end, steps, 0, 0, dt, dev, out);
+}
+
+em_status em_logspace(double start, double end, int64_t steps, double base,
+                      em_dtype dt, em_device dev, em_tensor **out) {
+  return lin_common("logspace", start, end, steps, base, 1, dt, dev, out);
+}
+
+/* -- eye -------------------------------------------------------------------- */
+
+em_status em_eye(int64_t n, int64_t m, em_dtype dt, em_device dev, em_tensor **out) {
+  if (n < 0)
+    return em_fail(EM_E_VALUE, "eye: n must be greater or equal to 0, got %lld",
+                   (long long)n);
+  if (m < 0) m = n;
+  int64_t sizes[2] = {n, m};
+  em_tensor *t;
+  em_status st = em_zeros(2, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  int64_t k = n < m ? n : m;
+  if (k > 0) {
+    /* the diagonal is the view of size min(n, m) and stride m + 1 */
+    int64_t stride = m + 1;
+    em_tensor *diag;
+    em_scalar one = {EM_SCALAR_INT, 1, 1.0};
+    st = em_as_strided(t, 1, &k, &stride, 0, &diag);
+    if (st == EM_OK) {
+      st = em_fill_(diag, one);
+      em_tensor_release(diag);
+    }
+    if (st != EM_OK) {
+      em_tensor_release(t);
+      return st;
+    }
+  }
+  *out = t;
+  return EM_OK;
+}
