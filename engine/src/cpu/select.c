@@ -895,7 +895,7 @@ em_status em_nonzero(const em_tensor *t, em_tensor **out) {
   int64_t pos[EM_MAX_DIMS], *w = em_tensor_data(o);
   for (int d = 0; d < nd; d++) pos[d] = 1;
   for (int64_t i = 0; i < n; i++) {
-    if (m[i]) {
+    if (m[i] && nd > 0) { /* a 0-d tensor's rows have no columns */
       memcpy(w, pos, (size_t)nd * sizeof *w);
       w += nd;
     }
