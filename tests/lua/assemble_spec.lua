@@ -225,3 +225,15 @@ describe("repeat, tile, repeat_interleave, roll", function()
     raises(function() t:roll(1, 3) end, "dimension 3 out of range")
   end)
 end)
+
+describe("the seed walkthrough", function()
+  it("examples/seeds/selecting_and_assembling.lua runs and asserts every fact", function()
+    local lines = {}
+    local saved = _G.print -- the script runs in the global environment
+    _G.print = function(...) lines[#lines + 1] = table.concat({ ... }, " ") end
+    local ok, err = pcall(dofile, "examples/seeds/selecting_and_assembling.lua")
+    _G.print = saved
+    assert.is_true(ok, tostring(err))
+    assert.equal("all seed facts hold", lines[#lines])
+  end)
+end)
