@@ -364,10 +364,13 @@ em_status em_tensor_split_at(const em_tensor *t, int64_t dim, int64_t npos,
       if (end < 0) end = 0;
       if (end > size) end = size;
     }
+    /* each piece is the slice [previous bound, this bound) on its own, as
+    ** in PyTorch: out-of-order positions give empty (or overlapping)
+    ** pieces */
     int64_t len = end > start ? end - start : 0;
     st = narrow_view(t, axis, start, len, &outs[i]);
     if (st != EM_OK) { release_all(outs, i); return st; }
-    if (end > start) start = end;
+    start = end;
   }
   return EM_OK;
 }

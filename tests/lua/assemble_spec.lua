@@ -173,6 +173,10 @@ describe("split, chunk, tensor_split, unbind", function()
     assert.same({ {}, { 0, 1, 2, 3, 4, 5 }, {} }, { L(w[1]), L(w[2]), L(w[3]) })
     local m = T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:tensor_split({ 3 }, 2)
     assert.same({ { 1, 2 }, { 4, 5 } }, L(m[1]))
+    -- each piece is its own slice, as in PyTorch: positions out of order
+    -- give an empty piece and then restart from the later bound
+    local o = range(3):tensor_split { 3, -2 }
+    assert.same({ { 0, 1 }, {}, { 1, 2 } }, { L(o[1]), L(o[2]), L(o[3]) })
     raises(function() range(6):tensor_split { 0 } end, "position 0 is invalid")
     raises(function() range(6):tensor_split(T.tensor { 1.0, 2.5 }) end, "int64 or int32")
   end)

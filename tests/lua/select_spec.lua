@@ -362,6 +362,9 @@ local function close(a, b, dtype)
   if b ~= b then return a ~= a end
   if dtype == "float32" then return math.abs(a - b) <= 1e-5 * math.max(1, math.abs(b)) end
   if dtype == "float64" then return math.abs(a - b) <= 1e-12 * math.max(1, math.abs(b)) end
+  -- half types: accumulation order and one rounding step may differ
+  if dtype == "float16" then return math.abs(a - b) <= 2e-3 * math.max(1, math.abs(b)) end
+  if dtype == "bfloat16" then return math.abs(a - b) <= 1.6e-2 * math.max(1, math.abs(b)) end
   return a == b
 end
 
