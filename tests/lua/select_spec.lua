@@ -318,7 +318,12 @@ describe("nonzero, argwhere, where", function()
     assert.equal(T.int32, T.where(c, a, 7).dtype)
     assert.equal(T.int64, T.where(c, B { true, true, true }, 7).dtype)
     assert.equal(T.float64, T.where(c, a, T.tensor(2.0, { dtype = T.float64 })).dtype)
+    -- a 0-d tensor of the same category does not widen a dimensioned one
+    local h = T.tensor({ 1, 2, 3 }, { dtype = T.float16 })
+    assert.equal(T.float16, T.where(c, h, T.tensor(2.0, { dtype = T.float64 })).dtype)
+    assert.equal(T.int32, T.where(c, a, T.tensor(2, { dtype = T.int64 })).dtype)
     assert.equal(T.int64, T.where(c, 1, 0).dtype)
+    assert.equal(T.float32, T.where(c, 1, 0.5).dtype)
     assert.same({ 1, 0, 1 }, L(T.where(c, 1, 0)))
     local m = T.where(B { { true }, { false } }, T.tensor { 1, 2, 3 }, T.tensor { 0 })
     assert.same({ { 1, 2, 3 }, { 0, 0, 0 } }, L(m))
@@ -397,6 +402,12 @@ local run = {
   masked_scatter = function(x) x.x:masked_scatter_(x.mask, x.src); return x.x end,
   nonzero = function(x) return x.x:nonzero() end,
   where = function(x) return T.where(x.cond, x.a, x.b) end,
+  where_mixed = function(x, a)
+    local va, vb = x.a, x.b
+    if va == nil then va = a.a end
+    if vb == nil then vb = a.b end
+    return T.where(x.cond, va, vb)
+  end,
   scatter = function(x, a) return x.x:scatter_(a.dim, x.index, x.src, a.reduce) end,
   scatter_value = function(x, a) return x.x:scatter_(a.dim, x.index, a.value) end,
   scatter_add = function(x, a) return x.x:scatter_add_(a.dim, x.index, x.src) end,
