@@ -446,7 +446,23 @@ static int join(lua_State *L, const char *op, joiner fn) {
   return 1;
 }
 
-static int l_cat(lua_State *L) { return join(L, "cat", em_cat); }
+/* T.cat(list[, dim]), and Torch7's spelling T.cat(t1, t2, ...[, dim]). */
+static int l_cat(lua_State *L) {
+  if (l_totensor(L, 1)) {
+    int top = lua_gettop(L), n = 0;
+    while (n < top && l_totensor(L, n + 1)) n++;
+    lua_createtable(L, n, 0);
+    for (int i = 1; i <= n; i++) {
+      lua_pushvalue(L, i);
+      lua_rawseti(L, -2, i);
+    }
+    lua_replace(L, 1);           /* the list takes argument 1's place */
+    if (n + 1 <= top) lua_pushvalue(L, n + 1);
+    else lua_pushnil(L);
+    lua_replace(L, 2);           /* the dim (or nil) becomes argument 2 */
+  }
+  return join(L, "cat", em_cat);
+}
 static int l_stack(lua_State *L) { return join(L, "stack", em_stack); }
 
 typedef em_status (*stacker)(int64_t, const em_tensor *const *, em_tensor **);
