@@ -98,9 +98,18 @@ static int int_list(lua_State *L, int idx, const char *op, const char *what,
   return n;
 }
 
+/* A userdata scratch array for n piece sizes (n bounded: each piece
+** becomes a Lua value). */
+static int64_t *sizes_buf(lua_State *L, int64_t n) {
+  if (n > (1 << 30)) l_errorf(L, "too many pieces (%lld) for a Lua array", (long long)n);
+  return lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
+}
+
 /* Makes a Lua array of n fresh boxes on the stack top; returns a userdata
 ** scratch array of n em_tensor* (below it) for the engine to fill. */
 static em_tensor **result_list(lua_State *L, int64_t n, em_tensor ****boxes) {
+  if (n > (1 << 30))
+    l_errorf(L, "too many pieces (%lld) for a Lua array", (long long)n);
   em_tensor **outs = lua_newuserdata(L, sizeof(em_tensor *) * (size_t)(n ? n : 1));
   em_tensor ***bx = lua_newuserdata(L, sizeof(em_tensor **) * (size_t)(n ? n : 1));
   lua_createtable(L, (int)n, 0);
@@ -516,7 +525,7 @@ static int l_split(lua_State *L) {
   } else {
     int64_t size = l_checkint(L, 2, op, "split_size");
     if (em_split_sizes(dsize, size, &n, NULL) != EM_OK) l_error(L);
-    sizes = lua_newuserdata(L, sizeof(int64_t) * (size_t)n);
+    sizes = sizes_buf(L, n);
     em_split_sizes(dsize, size, &n, sizes);
   }
   return push_pieces(L, t, dim, n, sizes);
@@ -529,7 +538,7 @@ static int l_chunk(lua_State *L) {
   int64_t dim = opt_dim(L, 3, op, 1);
   int64_t dsize = split_dim_size(L, t, dim, op), n;
   if (em_chunk_sizes(dsize, chunks, &n, NULL) != EM_OK) l_error(L);
-  int64_t *sizes = lua_newuserdata(L, sizeof(int64_t) * (size_t)n);
+  int64_t *sizes = sizes_buf(L, n);
   em_chunk_sizes(dsize, chunks, &n, sizes);
   return push_pieces(L, t, dim, n, sizes);
 }
@@ -572,7 +581,7 @@ static int l_tensor_split(lua_State *L) {
   if (npos < 0) {
     int64_t n;
     if (em_sections_sizes(dsize, sections, &n, NULL) != EM_OK) l_error(L);
-    int64_t *sizes = lua_newuserdata(L, sizeof(int64_t) * (size_t)n);
+    int64_t *sizes = sizes_buf(L, n);
     em_sections_sizes(dsize, sections, &n, sizes);
     return push_pieces(L, t, dim, n, sizes);
   }

@@ -282,7 +282,8 @@ em_status em_split_with_sizes(const em_tensor *t, int64_t dim, int64_t n,
     if (sizes[i] < 0)
       return em_fail(EM_E_VALUE, "%s: split sizes must be non-negative, got %lld "
                      "(entry %lld)", op, (long long)sizes[i], (long long)i + 1);
-    sum += sizes[i];
+    if (__builtin_add_overflow(sum, sizes[i], &sum))
+      return em_fail(EM_E_VALUE, "%s: split sizes overflow int64", op);
   }
   if (sum != t->sizes[axis])
     return em_fail(EM_E_VALUE,
@@ -306,7 +307,7 @@ em_status em_split_sizes(int64_t dim_size, int64_t split_size, int64_t *n,
     if (sizes) sizes[0] = 0;
     return EM_OK;
   }
-  int64_t k = (dim_size + split_size - 1) / split_size;
+  int64_t k = dim_size / split_size + (dim_size % split_size != 0); /* ceil, no overflow */
   if (k < 1) k = 1;
   *n = k;
   if (sizes) {
@@ -320,7 +321,7 @@ em_status em_chunk_sizes(int64_t dim_size, int64_t chunks, int64_t *n, int64_t *
   if (chunks <= 0)
     return em_fail(EM_E_VALUE, "chunk: number of chunks must be greater than 0, got %lld",
                    (long long)chunks);
-  int64_t split_size = (dim_size + chunks - 1) / chunks;
+  int64_t split_size = dim_size / chunks + (dim_size % chunks != 0);
   if (split_size == 0 && dim_size == 0) { /* PyTorch: `chunks` empty pieces */
     *n = chunks;
     if (sizes)
