@@ -334,7 +334,6 @@ static int push_nonzero(lua_State *L, em_tensor *t, int as_tuple) {
   em_tensor **box = l_newbox(L);
   if (em_nonzero(t, box) != EM_OK) l_error(L);
   if (!as_tuple) return 1;
-  int nbox = lua_gettop(L);
   em_tensor *nz = *box;
   int64_t count = em_tensor_sizes(nz)[0];
   int nd = em_tensor_ndim(t);
@@ -352,7 +351,6 @@ static int push_nonzero(lua_State *L, em_tensor *t, int as_tuple) {
     }
   }
   fill_list(outs, bx, nd ? nd : 1);
-  (void)nbox;
   return 1;
 }
 

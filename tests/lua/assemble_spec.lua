@@ -5,6 +5,7 @@
 local T = require "ember"
 
 local unpack = unpack or table.unpack
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 
 local function L(t) return t:tolist() end
 local function shape_of(t)
@@ -241,7 +242,7 @@ describe("the seed walkthrough", function()
     local lines = {}
     local saved = _G.print -- the script runs in the global environment
     _G.print = function(...) lines[#lines + 1] = table.concat({ ... }, " ") end
-    local ok, err = pcall(dofile, "examples/seeds/selecting_and_assembling.lua")
+    local ok, err = pcall(dofile, here .. "/../../examples/seeds/selecting_and_assembling.lua")
     _G.print = saved
     assert.is_true(ok, tostring(err))
     assert.equal("all seed facts hold", lines[#lines])

@@ -346,7 +346,9 @@ end)
 
 -- -- Conformance fixtures -------------------------------------------------------
 
-local cases = dofile("tests/fixtures/select_cases.lua")
+-- found next to this spec, whatever the working directory
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local cases = dofile(here .. "/../fixtures/select_cases.lua")
 
 local function build(spec)
   local dt = T[spec.dtype]

@@ -369,7 +369,7 @@ static em_status scalar_tensor(em_scalar value, em_dtype dt, em_tensor **out) {
 ** gather_core: out (contiguous, shape n/sizes) = src[..idx..] where src is
 ** t restrided (t's strides, indexed axis stride 0) and idx is given with
 ** its own strides over the same shape. */
-static em_status gather_core(const char *op, const em_tensor *t, int axis,
+static em_status gather_core(const char *op, const em_tensor *t,
                              const em_tensor *idx, const int64_t *idx_strides,
                              int ndim, const int64_t *shape,
                              const int64_t *src_strides, int64_t elem_stride,
@@ -383,7 +383,6 @@ static em_status gather_core(const char *op, const em_tensor *t, int axis,
   index_ctx c = {elem_stride * (int64_t)em_dtype_size(t->dtype), 0, 0};
   const em_tensor *ops[3] = {o, &sv, &iv};
   st = run3(op, 3, ops, ndim, shape, gather_loops[t->dtype], &c);
-  (void)axis;
   if (st != EM_OK) { em_tensor_release(o); return st; }
   *out = o;
   return EM_OK;
@@ -423,7 +422,7 @@ em_status em_index_select(const em_tensor *t, int64_t dim,
                      op, (long long)len);
     }
   }
-  st = gather_core(op, t, axis, idx, is, nd, shape, ss, dim_stride(t, axis), out);
+  st = gather_core(op, t, idx, is, nd, shape, ss, dim_stride(t, axis), out);
   em_tensor_release(idx);
   return st;
 }
@@ -453,7 +452,7 @@ em_status em_gather(const em_tensor *t, int64_t dim, const em_tensor *index,
   int nd = index->ndim;
   int64_t ss[EM_MAX_DIMS];
   for (int i = 0; i < nd; i++) ss[i] = i == axis ? 0 : t->strides[i];
-  st = gather_core(op, t, axis, idx, idx->strides, nd, idx->sizes, ss,
+  st = gather_core(op, t, idx, idx->strides, nd, idx->sizes, ss,
                    dim_stride(t, axis), out);
   em_tensor_release(idx);
   return st;
@@ -469,7 +468,7 @@ em_status em_take(const em_tensor *t, const em_tensor *index, em_tensor **out) {
   st = em_contiguous(t, &tc);
   if (st != EM_OK) { em_tensor_release(idx); return st; }
   int64_t zero[EM_MAX_DIMS] = {0};
-  st = gather_core(op, tc, 0, idx, idx->strides, idx->ndim, idx->sizes, zero, 1, out);
+  st = gather_core(op, tc, idx, idx->strides, idx->ndim, idx->sizes, zero, 1, out);
   em_tensor_release(tc);
   em_tensor_release(idx);
   return st;
