@@ -317,6 +317,118 @@ em_status em_multinomial(const em_tensor *probs, int64_t n, int replacement,
 
 /* -- The index family and assembling (cpu/select.c, assemble.c) ------------ */
 
+/* Index tensors are int64 or int32 and hold 1-based positions; a negative
+** value counts from the end (-1 is the last). Every index is checked before
+** anything is read or written: an out-of-range value fails the call with
+** "op: index 5 is out of bounds for dimension 1 with size 4" and leaves
+** the destination of an in-place op unchanged. In-place ops (names ending
+** in _) require src to have self's dtype, as PyTorch does. */
+
+/* How scatter-like writes combine with what is already there. */
+typedef enum em_reduce {
+  EM_REDUCE_NONE = 0,   /* plain assignment (duplicates: one of them wins) */
+  EM_REDUCE_SUM = 1,    /* "add"/"sum" */
+  EM_REDUCE_PROD = 2,   /* "multiply"/"prod" */
+  EM_REDUCE_MEAN = 3,   /* scatter_reduce only */
+  EM_REDUCE_AMAX = 4,   /* scatter_reduce only */
+  EM_REDUCE_AMIN = 5    /* scatter_reduce only */
+} em_reduce;
+
+/* t's slices at positions index (a 1-d or 0-d index) along dim; a copy. */
+em_status em_index_select(const em_tensor *t, int64_t dim,
+                          const em_tensor *index, em_tensor **out);
+/* The elements of t where mask (bool) is true, t and mask broadcast
+** together, in row-major order; a 1-d copy. */
+em_status em_masked_select(const em_tensor *t, const em_tensor *mask,
+                           em_tensor **out);
+/* t read as 1-d in row-major order at positions index; index's shape. */
+em_status em_take(const em_tensor *t, const em_tensor *index, em_tensor **out);
+/* Writes src (index's element count) at the row-major positions index of
+** t; accumulate adds (duplicates sum) instead of assigning. */
+em_status em_put_(em_tensor *t, const em_tensor *index, const em_tensor *src,
+                  int accumulate);
+/* out[i][j][k] = t[index[i][j][k]][j][k] for dim 1 (and so on); index has
+** t's ndim and index.size(d) <= t.size(d) for d != dim. */
+em_status em_gather(const em_tensor *t, int64_t dim, const em_tensor *index,
+                    em_tensor **out);
+/* t[index[i][j][k]][j][k] (op)= src[i][j][k] for dim 1; src may be NULL
+** to write value instead. reduce: NONE, SUM or PROD. */
+em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
+                      const em_tensor *src, em_scalar value, em_reduce reduce);
+/* scatter_reduce: reduce is any em_reduce but NONE; include_self = 0
+** combines only the scattered values at the positions they reach. */
+em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
+                             const em_tensor *src, em_reduce reduce,
+                             int include_self);
+/* The index_* family: index is 1-d (or 0-d); src has t's shape with
+** index's length along dim. index_add_ adds alpha * src (duplicates sum). */
+em_status em_index_fill_(em_tensor *t, int64_t dim, const em_tensor *index,
+                         em_scalar value);
+em_status em_index_copy_(em_tensor *t, int64_t dim, const em_tensor *index,
+                         const em_tensor *src);
+em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
+                        const em_tensor *src, em_scalar alpha);
+/* mask (bool) broadcasts to t's shape. masked_scatter_ takes source's
+** elements in row-major order, one per true mask position. */
+em_status em_masked_fill_(em_tensor *t, const em_tensor *mask, em_scalar value);
+em_status em_masked_scatter_(em_tensor *t, const em_tensor *mask,
+                             const em_tensor *source);
+/* The 1-based positions of t's nonzero elements (NaN counts as nonzero),
+** one row each, in row-major order: int64 [count, ndim]. */
+em_status em_nonzero(const em_tensor *t, em_tensor **out);
+/* cond ? a : b elementwise; cond (bool), a and b broadcast together; the
+** result has dtype dt (the caller promotes; a and b are cast to it). */
+em_status em_where(const em_tensor *cond, const em_tensor *a,
+                   const em_tensor *b, em_dtype dt, em_tensor **out);
+
+/* -- Assembling (assemble.c) -- */
+
+/* PyTorch's promote_types for two dtypes (the type of a + b).
+** TODO(merge): superseded by em_promote_types from the math branch; cat,
+** stack and where (l_select.c) switch to it and this goes away. */
+em_dtype em_select_promote(em_dtype a, em_dtype b);
+/* Concatenates n tensors along dim into a new tensor of their promoted
+** dtype. 1-d empty tensors are skipped (PyTorch's legacy rule). */
+em_status em_cat(int64_t n, const em_tensor *const *ts, int64_t dim,
+                 em_tensor **out);
+/* Joins n tensors of one shape along a new dim (1..ndim+1 or negative). */
+em_status em_stack(int64_t n, const em_tensor *const *ts, int64_t dim,
+                   em_tensor **out);
+em_status em_hstack(int64_t n, const em_tensor *const *ts, em_tensor **out);
+em_status em_vstack(int64_t n, const em_tensor *const *ts, em_tensor **out);
+em_status em_dstack(int64_t n, const em_tensor *const *ts, em_tensor **out);
+/* Views of t along dim of the given sizes (they must sum to the dim's
+** size): outs receives n new references, sharing t's storage. */
+em_status em_split_with_sizes(const em_tensor *t, int64_t dim, int64_t n,
+                              const int64_t *sizes, em_tensor **outs);
+/* The sizes of split(split_size) / chunk(chunks) / tensor_split(sections)
+** along a dim of size dim_size: *n parts, written to sizes when sizes is
+** not NULL (call once with NULL to learn *n). */
+em_status em_split_sizes(int64_t dim_size, int64_t split_size, int64_t *n,
+                         int64_t *sizes);
+em_status em_chunk_sizes(int64_t dim_size, int64_t chunks, int64_t *n,
+                         int64_t *sizes);
+em_status em_sections_sizes(int64_t dim_size, int64_t sections, int64_t *n,
+                            int64_t *sizes);
+/* tensor_split at npos 1-based positions (split before each; clamped like
+** slice bounds; negative from the end): npos + 1 views. */
+em_status em_tensor_split_at(const em_tensor *t, int64_t dim, int64_t npos,
+                             const int64_t *positions, em_tensor **outs);
+/* The size(dim) views t.select(dim, i), i = 1..size. */
+em_status em_unbind(const em_tensor *t, int64_t dim, em_tensor **outs);
+/* PyTorch's repeat (nreps >= ndim) and tile (any nreps). */
+em_status em_repeat(const em_tensor *t, int nreps, const int64_t *reps,
+                    em_tensor **out);
+em_status em_tile(const em_tensor *t, int nreps, const int64_t *reps,
+                  em_tensor **out);
+/* Repeats each slice along dim (dim 0: of t flattened) repeats[i] times;
+** repeats is an integer tensor of one element or of size(dim) elements. */
+em_status em_repeat_interleave(const em_tensor *t, const em_tensor *repeats,
+                               int64_t dim, em_tensor **out);
+/* Rolls t by shifts[i] along dims[i]; ndims 0: t flattened, by shifts[0]. */
+em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts,
+                  int ndims, const int64_t *dims, em_tensor **out);
+
 /* (end of The index family and assembling) */
 
 /* -- Interop: DLPack, .npy, serialization (dlpack.c, npy.c, serialize.c) --- */

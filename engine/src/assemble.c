@@ -1,0 +1,618 @@
+/*
+** assemble.c -- joining and cutting tensors: cat/stack/hstack/vstack/dstack,
+** split/chunk/tensor_split/unbind, repeat/tile/repeat_interleave, roll.
+**
+** Guarantees:
+** - cat and stack return a new contiguous tensor of the operands' promoted
+**   dtype (PyTorch's promote_types); every element is moved by em_copy_,
+**   i.e. through the iterator and the cast kernels.
+** - split/chunk/tensor_split/unbind return views: new tensors sharing the
+**   input's storage (em_as_strided), never copies.
+** - Shapes are checked before anything is allocated; messages name the
+**   operation, the 1-based dim and the offending sizes.
+** - Intermediate views handed to em_copy_ are stack headers (a copy of a
+**   tensor struct with other sizes/strides/offset): em_copy_ never retains
+**   its arguments, so nothing here is allocated per operand.
+*/
+#include "iter.h"
+
+#include <stdlib.h>
+
+/* -- dtype promotion -----------------------------------------------------------
+** TODO(merge): replace with em_promote_types (written on the math branch).
+** PyTorch's promote_types: bool yields to anything; integers yield to
+** floats; uint8 with int8 is int16; float16 with bfloat16 is float32;
+** otherwise the wider type of the same kind (the enum is ordered that way). */
+em_dtype em_select_promote(em_dtype a, em_dtype b) {
+  if (a == b) return a;
+  if (a == EM_BOOL) return b;
+  if (b == EM_BOOL) return a;
+  em_dtype_kind ka = em_dtype_kindof(a), kb = em_dtype_kindof(b);
+  if (ka == EM_KIND_FLOAT && kb == EM_KIND_FLOAT) {
+    if ((a == EM_FLOAT16 && b == EM_BFLOAT16) || (a == EM_BFLOAT16 && b == EM_FLOAT16))
+      return EM_FLOAT32;
+    return a > b ? a : b;
+  }
+  if (ka == EM_KIND_FLOAT) return a;
+  if (kb == EM_KIND_FLOAT) return b;
+  if ((a == EM_UINT8 && b == EM_INT8) || (a == EM_INT8 && b == EM_UINT8))
+    return EM_INT16;
+  return a > b ? a : b;
+}
+
+/* -- Stack headers -------------------------------------------------------------- */
+
+/* v = t's header with other sizes/strides/offset; only for em_copy_ and
+** friends, which never retain their arguments. */
+static void header(em_tensor *v, const em_tensor *t, int ndim, const int64_t *sizes,
+                   const int64_t *strides, int64_t offset) {
+  memcpy((void *)v, (const void *)t, sizeof *v);
+  v->ndim = ndim;
+  v->offset = offset;
+  for (int i = 0; i < ndim; i++) {
+    v->sizes[i] = sizes[i];
+    v->strides[i] = strides[i];
+  }
+}
+
+/* t with size-1 dims inserted: atleast_1d/2d/3d as NumPy and PyTorch
+** define them (1-d [n] is [1, n] in 2-d and [1, n, 1] in 3-d). */
+static void atleast(em_tensor *v, const em_tensor *t, int want) {
+  int64_t sz[EM_MAX_DIMS], st[EM_MAX_DIMS];
+  int nd = t->ndim;
+  for (int i = 0; i < nd; i++) sz[i] = t->sizes[i], st[i] = t->strides[i];
+  if (nd < want) {
+    if (nd == 0) {
+      for (int i = 0; i < want; i++) sz[i] = 1, st[i] = 1;
+      nd = want;
+    } else if (nd == 1) {  /* [n] -> [1, n] (-> [1, n, 1]) */
+      sz[1] = sz[0], st[1] = st[0];
+      sz[0] = 1, st[0] = 1;
+      nd = 2;
+      if (want == 3) sz[2] = 1, st[2] = 1, nd = 3;
+    } else {  /* [m, n] -> [m, n, 1] */
+      sz[2] = 1, st[2] = 1;
+      nd = 3;
+    }
+  }
+  header(v, t, nd, sz, st, t->offset);
+}
+
+static em_status cpu_only(const char *op, const em_tensor *t) {
+  if (t->storage->device.type != EM_CPU)
+    return em_fail(EM_E_RUNTIME, "%s: only CPU tensors are supported", op);
+  return EM_OK;
+}
+
+/* -- cat / stack ------------------------------------------------------------------ */
+
+static bool legacy_empty(const em_tensor *t) {
+  return t->ndim == 1 && t->sizes[0] == 0;
+}
+
+static em_status cat_core(const char *op, int64_t n, const em_tensor *const *ts,
+                          int64_t dim, em_tensor **out) {
+  if (n <= 0) return em_fail(EM_E_VALUE, "%s: expected a non-empty list of tensors", op);
+  em_dtype dt = ts[0]->dtype;
+  const em_tensor *ref = NULL;
+  int64_t refi = 0;
+  for (int64_t i = 0; i < n; i++) {
+    em_status st = cpu_only(op, ts[i]);
+    if (st != EM_OK) return st;
+    if (ts[i]->ndim == 0)
+      return em_fail(EM_E_VALUE,
+                     "%s: zero-dimensional tensor (tensor %lld) cannot be concatenated",
+                     op, (long long)i + 1);
+    dt = em_select_promote(dt, ts[i]->dtype);
+    if (!ref && !legacy_empty(ts[i])) ref = ts[i], refi = i;
+  }
+  if (!ref) ref = ts[0];
+  int axis;
+  em_status st = em_wrap_dim(op, dim, ref->ndim, &axis);
+  if (st != EM_OK) return st;
+  int nd = ref->ndim;
+  int64_t shape[EM_MAX_DIMS];
+  memcpy(shape, ref->sizes, sizeof(int64_t) * (size_t)nd);
+  shape[axis] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const em_tensor *t = ts[i];
+    if (legacy_empty(t) && t != ref) continue;
+    if (t->ndim != nd)
+      return em_fail(EM_E_VALUE,
+                     "%s: tensors must have the same number of dimensions: tensor "
+                     "%lld has %d, tensor %lld has %d", op, (long long)refi + 1, nd,
+                     (long long)i + 1, t->ndim);
+    for (int d = 0; d < nd; d++)
+      if (d != axis && t->sizes[d] != ref->sizes[d])
+        return em_fail(EM_E_VALUE,
+                       "%s: sizes of tensors must match except in dimension %d, but "
+                       "in dimension %d tensor %lld has size %lld and tensor %lld "
+                       "has size %lld", op, axis + 1, d + 1, (long long)refi + 1,
+                       (long long)ref->sizes[d], (long long)i + 1,
+                       (long long)t->sizes[d]);
+    shape[axis] += t->sizes[axis];
+  }
+  em_tensor *o;
+  st = em_empty(nd, shape, dt, em_cpu(), &o);
+  if (st != EM_OK) return st;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n && st == EM_OK; i++) {
+    const em_tensor *t = ts[i];
+    if (legacy_empty(t) && t != ref) continue;
+    em_tensor part;
+    header(&part, o, nd, t->sizes, o->strides, o->offset + at * o->strides[axis]);
+    st = em_copy_(&part, t);
+    at += t->sizes[axis];
+  }
+  if (st != EM_OK) { em_tensor_release(o); return st; }
+  *out = o;
+  return EM_OK;
+}
+
+em_status em_cat(int64_t n, const em_tensor *const *ts, int64_t dim,
+                 em_tensor **out) {
+  return cat_core("cat", n, ts, dim, out);
+}
+
+/* Applies atleast(want) to every operand, then cat along dim (0 means:
+** hstack's rule, 1 if the first operand is 1-d, else 2). */
+static em_status cat_atleast(const char *op, int64_t n, const em_tensor *const *ts,
+                             int want, int64_t dim, em_tensor **out) {
+  if (n <= 0) return em_fail(EM_E_VALUE, "%s: expected a non-empty list of tensors", op);
+  em_tensor *views = malloc(sizeof(em_tensor) * (size_t)n);
+  const em_tensor **ptrs = malloc(sizeof(em_tensor *) * (size_t)n);
+  if (!views || !ptrs) {
+    free(views);
+    free(ptrs);
+    return em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    atleast(&views[i], ts[i], want);
+    ptrs[i] = &views[i];
+  }
+  if (dim == 0) dim = views[0].ndim == 1 ? 1 : 2;
+  em_status st = cat_core(op, n, ptrs, dim, out);
+  free(views);
+  free(ptrs);
+  return st;
+}
+
+em_status em_hstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+  return cat_atleast("hstack", n, ts, 1, 0, out);
+}
+em_status em_vstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+  return cat_atleast("vstack", n, ts, 2, 1, out);
+}
+em_status em_dstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+  return cat_atleast("dstack", n, ts, 3, 3, out);
+}
+
+em_status em_stack(int64_t n, const em_tensor *const *ts, int64_t dim,
+                   em_tensor **out) {
+  const char *op = "stack";
+  if (n <= 0) return em_fail(EM_E_VALUE, "%s: expected a non-empty list of tensors", op);
+  const em_tensor *ref = ts[0];
+  int nd = ref->ndim;
+  em_dtype dt = ref->dtype;
+  for (int64_t i = 0; i < n; i++) {
+    const em_tensor *t = ts[i];
+    em_status st = cpu_only(op, t);
+    if (st != EM_OK) return st;
+    bool same = t->ndim == nd;
+    for (int d = 0; same && d < nd; d++) same = t->sizes[d] == ref->sizes[d];
+    if (!same) {
+      char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+      return em_fail(EM_E_VALUE,
+                     "%s: expects each tensor to be equal size, but got %s at entry 1 "
+                     "and %s at entry %lld", op,
+                     em_fmt_shape(b1, sizeof b1, nd, ref->sizes),
+                     em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes), (long long)i + 1);
+    }
+    dt = em_select_promote(dt, t->dtype);
+  }
+  if (nd + 1 > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "%s: the result would have more than %d dimensions", op,
+                   (int)EM_MAX_DIMS);
+  int axis;
+  em_status st = em_wrap_dim(op, dim, nd + 1, &axis);
+  if (st != EM_OK) return st;
+  int64_t shape[EM_MAX_DIMS];
+  for (int d = 0, k = 0; d <= nd; d++) shape[d] = d == axis ? n : ref->sizes[k++];
+  em_tensor *o;
+  st = em_empty(nd + 1, shape, dt, em_cpu(), &o);
+  if (st != EM_OK) return st;
+  int64_t ost[EM_MAX_DIMS];
+  for (int d = 0, k = 0; d <= nd; d++)
+    if (d != axis) ost[k++] = o->strides[d];
+  for (int64_t i = 0; i < n && st == EM_OK; i++) {
+    em_tensor part;
+    header(&part, o, nd, ref->sizes, ost, o->offset + i * o->strides[axis]);
+    st = em_copy_(&part, ts[i]);
+  }
+  if (st != EM_OK) { em_tensor_release(o); return st; }
+  *out = o;
+  return EM_OK;
+}
+
+/* -- split family --------------------------------------------------------------------- */
+
+/* A view of t narrowed along axis to [start, start + len). */
+static em_status narrow_view(const em_tensor *t, int axis, int64_t start, int64_t len,
+                             em_tensor **out) {
+  int64_t sz[EM_MAX_DIMS];
+  memcpy(sz, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+  sz[axis] = len;
+  return em_as_strided(t, t->ndim, sz, t->strides,
+                       t->offset + (len > 0 ? start * t->strides[axis] : 0), out);
+}
+
+static void release_all(em_tensor **outs, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    em_tensor_release(outs[i]);
+    outs[i] = NULL;
+  }
+}
+
+/* Views of consecutive pieces of the given sizes (already checked). */
+static em_status pieces(const em_tensor *t, int axis, int64_t n, const int64_t *sizes,
+                        em_tensor **outs) {
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    em_status st = narrow_view(t, axis, at, sizes[i], &outs[i]);
+    if (st != EM_OK) { release_all(outs, i); return st; }
+    at += sizes[i];
+  }
+  return EM_OK;
+}
+
+static em_status split_axis(const char *op, const em_tensor *t, int64_t dim, int *axis) {
+  if (t->ndim == 0)
+    return em_fail(EM_E_VALUE, "%s: a 0-d tensor cannot be split", op);
+  return em_wrap_dim(op, dim, t->ndim, axis);
+}
+
+em_status em_split_with_sizes(const em_tensor *t, int64_t dim, int64_t n,
+                              const int64_t *sizes, em_tensor **outs) {
+  const char *op = "split";
+  int axis;
+  em_status st = split_axis(op, t, dim, &axis);
+  if (st != EM_OK) return st;
+  int64_t sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (sizes[i] < 0)
+      return em_fail(EM_E_VALUE, "%s: split sizes must be non-negative, got %lld "
+                     "(entry %lld)", op, (long long)sizes[i], (long long)i + 1);
+    if (__builtin_add_overflow(sum, sizes[i], &sum))
+      return em_fail(EM_E_VALUE, "%s: split sizes overflow int64", op);
+  }
+  if (sum != t->sizes[axis])
+    return em_fail(EM_E_VALUE,
+                   "%s: split sizes must sum exactly to %lld (the size of dimension "
+                   "%d), but they sum to %lld", op, (long long)t->sizes[axis],
+                   axis + 1, (long long)sum);
+  return pieces(t, axis, n, sizes, outs);
+}
+
+em_status em_split_sizes(int64_t dim_size, int64_t split_size, int64_t *n,
+                         int64_t *sizes) {
+  if (split_size < 0)
+    return em_fail(EM_E_VALUE, "split: split_size must be non-negative, got %lld",
+                   (long long)split_size);
+  if (split_size == 0) {
+    if (dim_size != 0)
+      return em_fail(EM_E_VALUE,
+                     "split: split_size can only be 0 if dimension size is 0, but "
+                     "got dimension size of %lld", (long long)dim_size);
+    *n = 1;
+    if (sizes) sizes[0] = 0;
+    return EM_OK;
+  }
+  int64_t k = dim_size / split_size + (dim_size % split_size != 0); /* ceil, no overflow */
+  if (k < 1) k = 1;
+  *n = k;
+  if (sizes) {
+    for (int64_t i = 0; i < k - 1; i++) sizes[i] = split_size;
+    sizes[k - 1] = dim_size - split_size * (k - 1);
+  }
+  return EM_OK;
+}
+
+em_status em_chunk_sizes(int64_t dim_size, int64_t chunks, int64_t *n, int64_t *sizes) {
+  if (chunks <= 0)
+    return em_fail(EM_E_VALUE, "chunk: number of chunks must be greater than 0, got %lld",
+                   (long long)chunks);
+  int64_t split_size = dim_size / chunks + (dim_size % chunks != 0);
+  if (split_size == 0 && dim_size == 0) { /* PyTorch: `chunks` empty pieces */
+    *n = chunks;
+    if (sizes)
+      for (int64_t i = 0; i < chunks; i++) sizes[i] = 0;
+    return EM_OK;
+  }
+  return em_split_sizes(dim_size, split_size, n, sizes);
+}
+
+em_status em_sections_sizes(int64_t dim_size, int64_t sections, int64_t *n,
+                            int64_t *sizes) {
+  if (sections <= 0)
+    return em_fail(EM_E_VALUE,
+                   "tensor_split: number of sections must be greater than 0, got %lld",
+                   (long long)sections);
+  *n = sections;
+  if (sizes) {
+    int64_t q = dim_size / sections, r = dim_size % sections;
+    for (int64_t i = 0; i < sections; i++) sizes[i] = q + (i < r ? 1 : 0);
+  }
+  return EM_OK;
+}
+
+em_status em_tensor_split_at(const em_tensor *t, int64_t dim, int64_t npos,
+                             const int64_t *positions, em_tensor **outs) {
+  const char *op = "tensor_split";
+  int axis;
+  em_status st = split_axis(op, t, dim, &axis);
+  if (st != EM_OK) return st;
+  int64_t size = t->sizes[axis];
+  for (int64_t i = 0; i < npos; i++)
+    if (positions[i] == 0)
+      return em_fail(EM_E_VALUE, "%s: position 0 is invalid: positions are 1-based "
+                     "(split before element p)", op);
+  int64_t start = 0;
+  for (int64_t i = 0; i <= npos; i++) {
+    int64_t end = size;
+    if (i < npos) {  /* before element p: 0-based p - 1; negative from the end */
+      int64_t p = positions[i];
+      end = p > 0 ? p - 1 : p + size;
+      if (end < 0) end = 0;
+      if (end > size) end = size;
+    }
+    /* each piece is the slice [previous bound, this bound) on its own, as
+    ** in PyTorch: out-of-order positions give empty (or overlapping)
+    ** pieces */
+    int64_t len = end > start ? end - start : 0;
+    st = narrow_view(t, axis, start, len, &outs[i]);
+    if (st != EM_OK) { release_all(outs, i); return st; }
+    start = end;
+  }
+  return EM_OK;
+}
+
+em_status em_unbind(const em_tensor *t, int64_t dim, em_tensor **outs) {
+  const char *op = "unbind";
+  int axis;
+  em_status st = split_axis(op, t, dim, &axis);
+  if (st != EM_OK) return st;
+  int64_t sz[EM_MAX_DIMS], str[EM_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (d != axis) sz[nd] = t->sizes[d], str[nd++] = t->strides[d];
+  for (int64_t i = 0; i < t->sizes[axis]; i++) {
+    st = em_as_strided(t, nd, sz, str, t->offset + i * t->strides[axis], &outs[i]);
+    if (st != EM_OK) { release_all(outs, i); return st; }
+  }
+  return EM_OK;
+}
+
+/* -- repeat / tile / repeat_interleave ------------------------------------------------- */
+
+em_status em_repeat(const em_tensor *t, int nreps, const int64_t *reps,
+                    em_tensor **out) {
+  const char *op = "repeat";
+  em_status st = cpu_only(op, t);
+  if (st != EM_OK) return st;
+  if (nreps < t->ndim)
+    return em_fail(EM_E_VALUE,
+                   "%s: number of dimensions of repeat dims (%d) can not be smaller "
+                   "than number of dimensions of tensor (%d)", op, nreps, t->ndim);
+  if (nreps > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "%s: %d repeat dims, at most %d are supported", op,
+                   nreps, (int)EM_MAX_DIMS);
+  int lead = nreps - t->ndim;
+  int64_t src_sz[EM_MAX_DIMS], src_st[EM_MAX_DIMS], shape[EM_MAX_DIMS];
+  for (int i = 0; i < nreps; i++) {
+    if (reps[i] < 0)
+      return em_fail(EM_E_VALUE, "%s: repeats must be non-negative, got %lld (entry %d)",
+                     op, (long long)reps[i], i + 1);
+    src_sz[i] = i < lead ? 1 : t->sizes[i - lead];
+    src_st[i] = i < lead ? 0 : t->strides[i - lead];
+  }
+  for (int i = 0; i < nreps; i++) shape[i] = src_sz[i];
+  int64_t numel;
+  for (int i = 0; i < nreps; i++)
+    if (em_mul_overflow_i64(shape[i], reps[i], &shape[i]))
+      return em_fail(EM_E_VALUE, "%s: the result is too large", op);
+  st = em_numel_checked(op, nreps, shape, &numel);
+  if (st != EM_OK) return st;
+  em_tensor *o;
+  st = em_empty(nreps, shape, t->dtype, em_cpu(), &o);
+  if (st != EM_OK) return st;
+  if (numel > 0) {
+    /* out dim i (size r*s, stride OS) read as (r, s) with strides (s*OS, OS);
+    ** the source as (r, s) with strides (0, its stride). Pairs with r == 1
+    ** or s == 1 need one dim only. */
+    int64_t vs[EM_MAX_DIMS], os[EM_MAX_DIMS], ss[EM_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < nreps && st == EM_OK; i++) {
+      int need = (reps[i] != 1) + (src_sz[i] != 1);
+      if (need == 0) need = 1;
+      if (k + need > EM_MAX_DIMS) {
+        st = em_fail(EM_E_VALUE,
+                     "%s: too many repeated dimensions (the copy needs more than %d)",
+                     op, (int)EM_MAX_DIMS);
+        break;
+      }
+      if (reps[i] != 1) vs[k] = reps[i], os[k] = src_sz[i] * o->strides[i], ss[k++] = 0;
+      if (src_sz[i] != 1 || reps[i] == 1)
+        vs[k] = src_sz[i], os[k] = o->strides[i], ss[k++] = src_st[i];
+    }
+    if (st == EM_OK) {
+      em_tensor dv, sv;
+      header(&dv, o, k, vs, os, o->offset);
+      header(&sv, t, k, vs, ss, t->offset);
+      st = em_copy_(&dv, &sv);
+    }
+  }
+  if (st != EM_OK) { em_tensor_release(o); return st; }
+  *out = o;
+  return EM_OK;
+}
+
+em_status em_tile(const em_tensor *t, int nreps, const int64_t *reps, em_tensor **out) {
+  int64_t full[EM_MAX_DIMS];
+  if (nreps >= t->ndim) return em_repeat(t, nreps, reps, out);
+  int lead = t->ndim - nreps;
+  for (int i = 0; i < t->ndim; i++) full[i] = i < lead ? 1 : reps[i - lead];
+  return em_repeat(t, t->ndim, full, out);
+}
+
+em_status em_repeat_interleave(const em_tensor *t, const em_tensor *repeats,
+                               int64_t dim, em_tensor **out) {
+  const char *op = "repeat_interleave";
+  if (repeats->dtype != EM_INT64 && repeats->dtype != EM_INT32)
+    return em_fail(EM_E_TYPE, "%s: repeats must be an int64 or int32 tensor, got %s",
+                   op, em_dtype_name(repeats->dtype));
+  if (repeats->ndim > 1)
+    return em_fail(EM_E_VALUE, "%s: repeats must be 0-d or 1-d, got %d dimensions", op,
+                   repeats->ndim);
+  em_status st = cpu_only(op, repeats);
+  if (st != EM_OK) return st;
+  em_tensor *flat = NULL, *rc = NULL, *idx = NULL;
+  const em_tensor *src = t;
+  int axis = 0;
+  int64_t n;
+  if (!t) { /* repeat_interleave(repeats): positions 1..n, each repeated */
+    n = em_tensor_numel(repeats);
+  } else if (dim == 0) { /* of t flattened (row-major) */
+    em_tensor *c;
+    st = em_contiguous(t, &c);
+    if (st != EM_OK) return st;
+    int64_t sz[1] = {em_tensor_numel(c)}, one[1] = {1};
+    st = em_as_strided(c, 1, sz, one, c->offset, &flat);
+    em_tensor_release(c);
+    if (st != EM_OK) return st;
+    src = flat;
+    n = sz[0];
+  } else {
+    st = em_wrap_dim(op, dim, t->ndim, &axis);
+    if (st != EM_OK) return st;
+    n = t->ndim ? t->sizes[axis] : 1;
+  }
+  int64_t nrep = em_tensor_numel(repeats);
+  if (t && nrep != 1 && nrep != n) {
+    em_tensor_release(flat);
+    return em_fail(EM_E_VALUE,
+                   "%s: repeats must have one element or as many as the dimension "
+                   "(%lld), got %lld", op, (long long)n, (long long)nrep);
+  }
+  st = em_empty(repeats->ndim, repeats->sizes, EM_INT64, em_cpu(), &rc);
+  if (st == EM_OK) st = em_copy_(rc, repeats);
+  int64_t total = 0;
+  const int64_t *r = st == EM_OK ? em_tensor_data(rc) : NULL;
+  for (int64_t i = 0; st == EM_OK && i < n; i++) {
+    int64_t ri = r[nrep == 1 ? 0 : i];
+    if (ri < 0)
+      st = em_fail(EM_E_VALUE, "%s: repeats can not be negative, got %lld", op,
+                   (long long)ri);
+    else if (__builtin_add_overflow(total, ri, &total))
+      st = em_fail(EM_E_VALUE, "%s: the result is too large", op);
+  }
+  int64_t isz[1] = {total};
+  if (st == EM_OK) st = em_empty(1, isz, EM_INT64, em_cpu(), &idx);
+  if (st == EM_OK) {
+    int64_t *w = em_tensor_data(idx);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = r[nrep == 1 ? 0 : i]; j > 0; j--) *w++ = i + 1;
+    if (!t) {
+      *out = idx;
+      idx = NULL;
+    } else {
+      st = em_index_select(src, axis + 1, idx, out);
+    }
+  }
+  em_tensor_release(idx);
+  em_tensor_release(rc);
+  em_tensor_release(flat);
+  return st;
+}
+
+/* -- roll ------------------------------------------------------------------------------ */
+
+/* dst = src rolled by shift along axis (same shapes, distinct storages). */
+static em_status roll_one(em_tensor *dst, const em_tensor *src, int axis, int64_t shift) {
+  int64_t n = src->sizes[axis];
+  int64_t s = n ? ((shift % n) + n) % n : 0;
+  if (s == 0) return em_copy_(dst, src);
+  int64_t sz[EM_MAX_DIMS];
+  memcpy(sz, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
+  em_tensor d, v;
+  /* dst[s:] = src[:n-s] */
+  sz[axis] = n - s;
+  header(&d, dst, dst->ndim, sz, dst->strides, dst->offset + s * dst->strides[axis]);
+  header(&v, src, src->ndim, sz, src->strides, src->offset);
+  em_status st = em_copy_(&d, &v);
+  if (st != EM_OK) return st;
+  /* dst[:s] = src[n-s:] */
+  sz[axis] = s;
+  header(&d, dst, dst->ndim, sz, dst->strides, dst->offset);
+  header(&v, src, src->ndim, sz, src->strides, src->offset + (n - s) * src->strides[axis]);
+  return em_copy_(&d, &v);
+}
+
+em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts, int ndims,
+                  const int64_t *dims, em_tensor **out) {
+  const char *op = "roll";
+  em_status st = cpu_only(op, t);
+  if (st != EM_OK) return st;
+  if (nshifts < 1)
+    return em_fail(EM_E_VALUE, "%s: expected at least one shift", op);
+  if (ndims == 0 && nshifts != 1)
+    return em_fail(EM_E_VALUE, "%s: without dims, expected one shift, got %d", op,
+                   nshifts);
+  if (ndims != 0 && ndims != nshifts)
+    return em_fail(EM_E_VALUE, "%s: shifts and dimensions must align: %d shifts, %d dims",
+                   op, nshifts, ndims);
+  int axes[EM_MAX_DIMS];
+  for (int i = 0; i < ndims; i++) {
+    if (t->ndim == 0)
+      return em_fail(EM_E_VALUE, "%s: a 0-d tensor has no dimension to roll", op);
+    st = em_wrap_dim(op, dims[i], t->ndim, &axes[i]);
+    if (st != EM_OK) return st;
+  }
+  em_tensor *o;
+  st = em_empty(t->ndim, t->sizes, t->dtype, em_cpu(), &o);
+  if (st != EM_OK) return st;
+  if (ndims == 0) { /* t flattened: roll a contiguous copy as 1-d */
+    em_tensor *c;
+    st = em_contiguous(t, &c);
+    if (st == EM_OK) {
+      em_tensor fs, fd;
+      int64_t sz[1] = {em_tensor_numel(t)}, one[1] = {1};
+      header(&fs, c, 1, sz, one, c->offset);
+      header(&fd, o, 1, sz, one, o->offset);
+      st = em_tensor_numel(t) ? roll_one(&fd, &fs, 0, shifts[0]) : EM_OK;
+      em_tensor_release(c);
+    }
+  } else { /* one pass per dim, ping-ponging through a temporary */
+    em_tensor *tmp = NULL;
+    const em_tensor *cur = t;
+    for (int i = 0; i < ndims && st == EM_OK; i++) {
+      em_tensor *dst = o;
+      if (i + 1 < ndims) {
+        /* the last pass writes o; earlier ones write a fresh temporary */
+        em_tensor *nt;
+        st = em_empty(t->ndim, t->sizes, t->dtype, em_cpu(), &nt);
+        if (st != EM_OK) break;
+        dst = nt;
+        st = roll_one(dst, cur, axes[i], shifts[i]);
+        em_tensor_release(tmp);
+        tmp = nt;
+        cur = nt;
+      } else {
+        st = roll_one(dst, cur, axes[i], shifts[i]);
+      }
+    }
+    em_tensor_release(tmp);
+  }
+  if (st != EM_OK) { em_tensor_release(o); return st; }
+  *out = o;
+  return EM_OK;
+}
