@@ -514,7 +514,8 @@ em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
   }
   if (p.nadv == 0) {
     em_tensor *view;
-    st = basic_view(t, &p, &view);
+    st = check_put_target(&p, t);
+    if (st == EM_OK) st = basic_view(t, &p, &view);
     if (st == EM_OK) {
       em_tensor v;
       strip_leading_ones(value, view->ndim, &v);
@@ -543,7 +544,8 @@ em_status em_index_fill_scalar_(em_tensor *t, int n, const em_index_item *items,
   }
   if (p.nadv == 0) {
     em_tensor *view;
-    st = basic_view(t, &p, &view);
+    st = check_put_target(&p, t);
+    if (st == EM_OK) st = basic_view(t, &p, &view);
     if (st == EM_OK) {
       st = em_fill_(view, value);
       em_tensor_release(view);
