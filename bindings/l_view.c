@@ -247,6 +247,9 @@ static int l_index_put_(lua_State *L) {
     idx[i - 1] = x; /* kept alive by the indices table */
     lua_pop(L, 1);
   }
+  int acc = lua_isnoneornil(L, 4) ? 0
+            : lua_istable(L, 4)   ? l_optbool(L, 4, "accumulate", 0)
+                                  : lua_toboolean(L, 4);
   em_tensor *v = l_totensor(L, 3);
   em_tensor *tmp = NULL;
   if (!v) {
@@ -256,9 +259,6 @@ static int l_index_put_(lua_State *L) {
       l_error(L);
     tmp = *box;
   }
-  int acc = lua_isnoneornil(L, 4) ? 0
-            : lua_istable(L, 4)   ? l_optbool(L, 4, "accumulate", 0)
-                                  : lua_toboolean(L, 4);
   if (em_index_put_tensors_(t, n, idx, v ? v : tmp, acc) != EM_OK) l_error(L);
   lua_settop(L, 1);
   return 1;
