@@ -303,3 +303,14 @@ describe("bad input", function()
     end)
   end
 end)
+
+describe("examples/seeds/tensors_and_storage.lua", function()
+  it("runs and every assertion of the seed holds", function()
+    local lines, real_print = {}, print
+    _G.print = function(...) lines[#lines + 1] = table.concat({...}, " ") end
+    local ok, err = pcall(dofile, "examples/seeds/tensors_and_storage.lua")
+    _G.print = real_print
+    assert(ok, err)
+    assert.equal("all assertions of the seed hold", lines[#lines])
+  end)
+end)
