@@ -307,7 +307,11 @@ end)
 describe("examples/seeds/tensors_and_storage.lua", function()
   it("runs and every assertion of the seed holds", function()
     local lines, real_print = {}, print
-    _G.print = function(...) lines[#lines + 1] = table.concat({...}, " ") end
+    _G.print = function(...)
+      local parts = {}
+      for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+      lines[#lines + 1] = table.concat(parts, " ")
+    end
     local ok, err = pcall(dofile, "examples/seeds/tensors_and_storage.lua")
     _G.print = real_print
     assert(ok, err)
