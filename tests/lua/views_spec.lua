@@ -315,6 +315,6 @@ describe("examples/seeds/tensors_and_storage.lua", function()
     local ok, err = pcall(dofile, "examples/seeds/tensors_and_storage.lua")
     _G.print = real_print
     assert(ok, err)
-    assert.equal("all assertions of the seed hold", lines[#lines])
+    assert.equal("\nall assertions of the seed hold", lines[#lines])
   end)
 end)
