@@ -134,6 +134,9 @@ static int shape_op(lua_State *L, const char *op,
 static int l_view(lua_State *L) { return shape_op(L, "view", em_view); }
 static int l_reshape(lua_State *L) { return shape_op(L, "reshape", em_reshape); }
 static int l_expand(lua_State *L) { return shape_op(L, "expand", em_expand); }
+static int l_broadcast_to(lua_State *L) {
+  return shape_op(L, "broadcast_to", em_broadcast_to);
+}
 
 static int l_flatten(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "flatten");
@@ -387,7 +390,7 @@ void l_open_view(lua_State *L) {
       {"squeeze", l_squeeze},
       {"unsqueeze", l_unsqueeze},
       {"expand", l_expand},
-      {"broadcast_to", l_expand},
+      {"broadcast_to", l_broadcast_to},
       {"as_strided", l_as_strided},
       {"unfold", l_unfold},
       {"diagonal", l_diagonal},

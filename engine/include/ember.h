@@ -295,6 +295,9 @@ em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out);
 /* Broadcasts to sizes (stride 0 on expanded dims; -1 keeps a size). */
 em_status em_expand(const em_tensor *t, int ndim, const int64_t *sizes,
                     em_tensor **out);
+/* em_expand under the name broadcast_to (its messages say so). */
+em_status em_broadcast_to(const em_tensor *t, int ndim, const int64_t *sizes,
+                          em_tensor **out);
 /* Slices of length size every step elements along dim, as a new last dim. */
 em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size,
                     int64_t step, em_tensor **out);

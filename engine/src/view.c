@@ -412,17 +412,17 @@ em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out) {
   return make_view(t, m, sizes, strides, t->offset, out);
 }
 
-/* PyTorch's inferExpandGeometry. */
-em_status em_expand(const em_tensor *t, int ndim, const int64_t *target,
-                    em_tensor **out) {
+/* PyTorch's inferExpandGeometry; op names the caller in messages. */
+static em_status expand_impl(const char *op, const em_tensor *t, int ndim,
+                             const int64_t *target, em_tensor **out) {
   char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
   if (ndim < t->ndim)
-    return em_fail(EM_E_VALUE, "expand: the number of sizes provided (%d) must be "
+    return em_fail(EM_E_VALUE, "%s: the number of sizes provided (%d) must be "
                    "greater or equal to the number of dimensions in the tensor (%d)",
-                   ndim, t->ndim);
+                   op, ndim, t->ndim);
   if (ndim > EM_MAX_DIMS)
-    return em_fail(EM_E_VALUE, "expand: %d dimensions requested, at most %d are "
-                   "supported", ndim, (int)EM_MAX_DIMS);
+    return em_fail(EM_E_VALUE, "%s: %d dimensions requested, at most %d are "
+                   "supported", op, ndim, (int)EM_MAX_DIMS);
   int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
   for (int i = ndim - 1; i >= 0; i--) {
     int d = t->ndim - (ndim - i);
@@ -434,20 +434,20 @@ em_status em_expand(const em_tensor *t, int ndim, const int64_t *target,
     int64_t want = target[i];
     if (want == -1) {
       if (d < 0)
-        return em_fail(EM_E_VALUE, "expand: the expanded size -1 is not allowed in a "
-                       "leading, non-existing dimension %d", i + 1);
+        return em_fail(EM_E_VALUE, "%s: the expanded size -1 is not allowed in a "
+                       "leading, non-existing dimension %d", op, i + 1);
       want = size;
     }
     if (want < 0)
-      return em_fail(EM_E_VALUE, "expand: invalid size %lld in %s", (long long)want,
+      return em_fail(EM_E_VALUE, "%s: invalid size %lld in %s", op, (long long)want,
                      em_fmt_shape(b1, sizeof b1, ndim, target));
     if (size != want) {
       if (size != 1)
         return em_fail(EM_E_VALUE,
-                       "expand: the expanded size of the tensor (%lld) must match the "
+                       "%s: the expanded size of the tensor (%lld) must match the "
                        "existing size (%lld) at non-singleton dimension %d; target "
                        "sizes %s, tensor sizes %s",
-                       (long long)want, (long long)size, i + 1,
+                       op, (long long)want, (long long)size, i + 1,
                        em_fmt_shape(b1, sizeof b1, ndim, target),
                        em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes));
       size = want;
@@ -457,9 +457,19 @@ em_status em_expand(const em_tensor *t, int ndim, const int64_t *target,
     strides[i] = stride;
   }
   int64_t numel;
-  em_status st = em_numel_checked("expand", ndim, sizes, &numel);
+  em_status st = em_numel_checked(op, ndim, sizes, &numel);
   if (st != EM_OK) return st;
   return make_view(t, ndim, sizes, strides, t->offset, out);
+}
+
+em_status em_expand(const em_tensor *t, int ndim, const int64_t *sizes,
+                    em_tensor **out) {
+  return expand_impl("expand", t, ndim, sizes, out);
+}
+
+em_status em_broadcast_to(const em_tensor *t, int ndim, const int64_t *sizes,
+                          em_tensor **out) {
+  return expand_impl("broadcast_to", t, ndim, sizes, out);
 }
 
 /* -- unfold / diagonal ---------------------------------------------------- */

@@ -279,6 +279,7 @@ describe("bad input", function()
     {function() return T.tensor(3):select(1, 1) end, "select: cannot be applied to a 0-dim tensor"},
     {function() return x:narrow(3, 3, 3) end, "narrow: start 3 with length 3 runs past the end of dimension 3 with size 4"},
     {function() return x:expand(2, 5, 4) end, "expand: the expanded size of the tensor (5) must match the existing size (3) at non-singleton dimension 2"},
+    {function() return x:broadcast_to{3, 3, 4} end, "broadcast_to: the expanded size of the tensor (3) must match the existing size (2) at non-singleton dimension 1"},
     {function() return x:expand(4) end, "must be greater or equal to the number of dimensions"},
     {function() return x:as_strided({5, 5}, {5, 1}) end, "as_strided: size [5, 5] with strides [5, 1] and offset 0 reaches outside the storage of 24 elements"},
     {function() return x:as_strided({2}, {1}, -1) end, "negative storage offset"},
