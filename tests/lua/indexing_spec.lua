@@ -185,6 +185,14 @@ describe("advanced indexing", function()
     assert.equal(T.Size{0, 4}, t[T.tensor{false, false, false}].shape)
   end)
 
+  it("a k-dim mask consumes k dims, also when items follow it (as NumPy)", function()
+    -- PyTorch 1.13 would apply the -2 to the mask's second dim instead
+    local y = arange(20):reshape(2, 2, 5)
+    local mask = T.tensor{{true, false}, {true, true}}
+    assert.same({3, 13, 18}, y[{ mask, -2 }]:tolist())
+    assert.same({{0, 1, 2, 3, 4}, {10, 11, 12, 13, 14}, {15, 16, 17, 18, 19}}, y[mask]:tolist())
+  end)
+
   it("assignment through an index or a mask modifies the source", function()
     local t = arange(12):reshape(3, 4)
     local mask = T.tensor{{false, false, false, false}, {false, false, true, true},
@@ -227,4 +235,48 @@ describe("advanced indexing", function()
       "index 5 is out of bounds for dimension 1 with size 3")
     assert.same(arange(12):reshape(3, 4):tolist(), t:tolist())
   end)
+end)
+
+describe("random index expressions vs PyTorch (tests/fixtures/index_random_cases.lua)", function()
+  local cases = dofile("tests/fixtures/index_random_cases.lua")
+  local function flat(t)
+    local out = {}
+    local function walk(v)
+      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end
+      else out[#out + 1] = v end
+    end
+    walk(t:tolist())
+    return out
+  end
+  for i, c in ipairs(cases) do
+    local label = #c.lua > 120 and c.lua:sub(1, 117) .. "..." or c.lua
+    it(string.format("#%d [%s] %s", i, table.concat(c.shape, ","), label), function()
+      local n = 1
+      for _, s in ipairs(c.shape) do n = n * s end
+      local x = arange(n):double():view(c.shape)
+      local before = flat(x)
+      local chunk = c.kind == "r" and ("local T, x = ...; return " .. c.lua)
+                    or ("local T, x = ...; " .. c.lua)
+      local f = assert(loadstring(chunk))
+      if c.error or c.oob then
+        -- (an out-of-range position is an error in ember even where the
+        -- result is empty and PyTorch never reads it)
+        assert.has_error(function() f(T, x) end)
+        assert.same(before, flat(x)) -- a failed write changes nothing
+        return
+      end
+      local r = f(T, x)
+      if c.kind ~= "r" then
+        assert.same(c.values, flat(x))
+        return
+      end
+      assert.same(c.size, r.shape:totable())
+      assert.same(c.values, flat(r))
+      if c.view then
+        assert.is_true(T.shares_storage(r, x))
+        assert.same(c.stride, r:stride())
+        assert.equal(c.offset, r:storage_offset())
+      end
+    end)
+  end
 end)
