@@ -437,6 +437,21 @@ static void strip_leading_ones(const em_tensor *v, int ndim, em_tensor *out) {
   }
 }
 
+/* The (stripped) value must broadcast to the indexed shape. */
+static em_status check_value_shape(const em_tensor *v, int ndim, const int64_t *sizes) {
+  bool ok = v->ndim <= ndim;
+  for (int i = 0; ok && i < v->ndim; i++) {
+    int64_t vs = v->sizes[v->ndim - 1 - i], ts = sizes[ndim - 1 - i];
+    ok = vs == ts || vs == 1;
+  }
+  if (ok) return EM_OK;
+  char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+  return em_fail(EM_E_VALUE, "index: shape mismatch: a value of shape %s cannot be "
+                 "broadcast to the indexed shape %s",
+                 em_fmt_shape(b1, sizeof b1, v->ndim, v->sizes),
+                 em_fmt_shape(b2, sizeof b2, ndim, sizes));
+}
+
 static em_status check_put_target(const plan *p, const em_tensor *t) {
   em_tensor view;
   memset(&view, 0, sizeof view);
@@ -465,6 +480,11 @@ static em_status scatter(em_tensor *t, const plan *p, const em_tensor *value,
   em_tensor base, offs, v;
   shaped_descriptors(t, p, &a, &base, &offs);
   strip_leading_ones(value, a.ndim, &v);
+  st = check_value_shape(&v, a.ndim, a.sizes);
+  if (st != EM_OK) {
+    em_tensor_release(a.offsets);
+    return st;
+  }
   em_iter it;
   const em_tensor *ops[3] = {&base, &v, &offs};
   st = em_iter_build(&it, "index_put_", 3, ops, a.ndim, a.sizes, false);
@@ -519,7 +539,8 @@ em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
     if (st == EM_OK) {
       em_tensor v;
       strip_leading_ones(value, view->ndim, &v);
-      st = em_copy_(view, &v);
+      st = check_value_shape(&v, view->ndim, view->sizes);
+      if (st == EM_OK) st = em_copy_(view, &v);
       em_tensor_release(view);
     }
   } else {

@@ -145,7 +145,10 @@ describe("assignment through an index", function()
 
   it("rejects values that do not broadcast", function()
     local x = arange(12):reshape(3, 4)
-    assert.has_error(function() x[{ {}, 2 }] = T.tensor{1, 2} end)
+    assert.has_error(function() x[{ {}, 2 }] = T.tensor{1, 2} end,
+      "index: shape mismatch: a value of shape [2] cannot be broadcast to the indexed shape [3]")
+    assert.has_error(function() x[T.tensor{1, 2}] = T.zeros(3, 4) end,
+      "index: shape mismatch: a value of shape [3, 4] cannot be broadcast to the indexed shape [2, 4]")
     assert.same(arange(12):reshape(3, 4):tolist(), x:tolist())
   end)
 end)
