@@ -99,6 +99,22 @@ static int p_mT(lua_State *L) {
   RETURN_BOX(em_mT(t, box));
 }
 
+/* ember has no complex dtypes, so the conjugate transposes are transposes:
+** H (matrices only, as PyTorch), mH and adjoint() (the last two dims). */
+static int p_H(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "H");
+  if (em_tensor_ndim(t) != 2 && em_tensor_ndim(t) != 0)
+    return l_errorf(L, "H: only supported on matrices (2-d tensors), got a %d-d "
+                      "tensor; use .mH to transpose the last two dims",
+                      em_tensor_ndim(t));
+  RETURN_BOX(em_reverse_dims(t, box));
+}
+
+static int p_mH(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "mH");
+  RETURN_BOX(em_mT(t, box));
+}
+
 static int l_permute(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "permute");
   int64_t dims[EM_MAX_DIMS];
@@ -395,12 +411,14 @@ void l_open_view(lua_State *L) {
       {"unfold", l_unfold},
       {"diagonal", l_diagonal},
       {"flip", l_flip},
+      {"adjoint", p_mH},
       {"index_put_", l_index_put_},
       {"untyped_storage", l_untyped_storage},
       {"is_non_overlapping_and_dense", l_is_nod},
       {NULL, NULL}};
   static const luaL_Reg fns[] = {{"shares_storage", l_shares_storage}, {NULL, NULL}};
-  static const luaL_Reg props[] = {{"T", p_T}, {"mT", p_mT}, {NULL, NULL}};
+  static const luaL_Reg props[] = {
+      {"T", p_T}, {"mT", p_mT}, {"H", p_H}, {"mH", p_mH}, {NULL, NULL}};
   l_add_methods(L, both);
   l_add_functions(L, both);
   l_add_functions(L, fns);

@@ -189,6 +189,11 @@ describe("view ops", function()
     assert.same({{0, 3}, {1, 4}, {2, 5}}, m:t():tolist())
     assert.equal(T.Size{4, 3, 2}, arange(24):reshape(2, 3, 4).T.shape)
     assert.equal(T.Size{2, 4, 3}, arange(24):reshape(2, 3, 4).mT.shape)
+    assert.same(m.T:tolist(), m.H:tolist())   -- real dtypes: H is T
+    assert.same(arange(24):reshape(2, 3, 4).mT:tolist(), arange(24):reshape(2, 3, 4).mH:tolist())
+    assert.same(arange(24):reshape(2, 3, 4).mT:tolist(), arange(24):reshape(2, 3, 4):adjoint():tolist())
+    assert.has_error(function() return arange(3).H end,
+      "H: only supported on matrices (2-d tensors), got a 1-d tensor; use .mH to transpose the last two dims")
     local v = arange(3)
     assert.equal(T.Size{3}, v:t().shape)
     assert.has_error(function() return v.mT end,
