@@ -24,6 +24,14 @@
 
 #include <stdlib.h>
 
+/* a*b for strides of dims whose size makes the stride irrelevant when the
+** product overflows (a size-1 dim, or a step longer than the dim): then a
+** itself is kept, and no signed overflow happens. */
+static inline int64_t stride_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? a : r;
+}
+
 typedef struct plan {
   /* the basic view */
   int ndim;
@@ -161,7 +169,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
         int64_t start, len;
         range_bounds(t->sizes[d], it->first, it->last, it->step, &start, &len);
         p->offset += start * t->strides[d];
-        PUSH_DIM(len, t->strides[d] * it->step);
+        PUSH_DIM(len, stride_mul(t->strides[d], it->step));
         d++;
         break;
       }
@@ -171,7 +179,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
         break;
       case EM_INDEX_NEWAXIS:
         /* the stride unsqueeze would give at this point */
-        PUSH_DIM(1, d < t->ndim ? t->sizes[d] * t->strides[d] : 1);
+        PUSH_DIM(1, d < t->ndim ? stride_mul(t->strides[d], t->sizes[d]) : 1);
         break;
       case EM_INDEX_ELLIPSIS:
         for (int k = 0; k < t->ndim - consumed; k++, d++) PUSH_DIM(t->sizes[d], t->strides[d]);
@@ -196,7 +204,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
           p->adv_dim[p->nadv] = p->ndim;
           p->adv_src[p->nadv] = d + 1;
           p->adv[p->nadv++] = p->owned[p->nowned++];
-          PUSH_DIM(1, d < t->ndim ? t->sizes[d] * t->strides[d] : 1);
+          PUSH_DIM(1, d < t->ndim ? stride_mul(t->strides[d], t->sizes[d]) : 1);
           break;
         }
         for (int k = 0; k < x->ndim; k++)

@@ -14,6 +14,14 @@
 
 #include <stdio.h>
 
+/* a*b for strides of dims whose size makes the stride irrelevant when the
+** product overflows (a size-1 dim, or a step longer than the dim): then a
+** itself is kept, and no signed overflow happens. */
+static inline int64_t stride_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? a : r;
+}
+
 /* A view of t's storage with new metadata. Callers derive the metadata from
 ** t's, so every addressable element is one t can address. */
 static em_status make_view(const em_tensor *t, int ndim, const int64_t *sizes,
@@ -213,7 +221,9 @@ int em_view_strides(int old_ndim, const int64_t *old_sizes,
         (old_sizes[tensor_d - 1] != 1 &&
          old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
-        new_strides[view_d] = view_numel * chunk_base_stride;
+        /* only as_strided's size-1 dims can carry strides this large */
+        if (em_mul_overflow_i64(view_numel, chunk_base_stride, &new_strides[view_d]))
+          return 0;
         view_numel *= new_sizes[view_d];
         view_d--;
       }
@@ -404,7 +414,7 @@ em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out) {
   for (int i = 0; i <= t->ndim; i++) {
     if (i == ax) {
       sizes[m] = 1;
-      strides[m] = ax < t->ndim ? t->sizes[ax] * t->strides[ax] : 1;
+      strides[m] = ax < t->ndim ? stride_mul(t->strides[ax], t->sizes[ax]) : 1;
       m++;
     }
     if (i < t->ndim) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
@@ -430,7 +440,7 @@ static em_status expand_impl(const char *op, const em_tensor *t, int ndim,
     /* a new leading dim gets the stride unsqueeze would give it; for a 0-d
     ** tensor the innermost new dim gets 0, as PyTorch 1.13 reports */
     int64_t stride = d >= 0 ? t->strides[d]
-                            : (i == ndim - 1 ? 0 : sizes[i + 1] * strides[i + 1]);
+                            : (i == ndim - 1 ? 0 : stride_mul(strides[i + 1], sizes[i + 1]));
     int64_t want = target[i];
     if (want == -1) {
       if (d < 0)
@@ -494,7 +504,7 @@ em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size, int64_t step,
   for (int i = 0; i < m; i++) { sizes[i] = t->sizes[i]; strides[i] = t->strides[i]; }
   if (m > 0) {
     sizes[ax] = (n - size) / step + 1;
-    strides[ax] = step * stride;
+    strides[ax] = stride_mul(stride, step);
   }
   sizes[m] = size;
   strides[m] = stride;

@@ -286,6 +286,83 @@ TEST(advanced_gather_matches_naive) {
   em_tensor_release(t);
 }
 
+/* Hostile index expressions and view arguments: extreme values, every
+** kind, index tensors of every dtype. Nothing may crash or overflow (run
+** under ASan/UBSan by make test-asan); a success must address only
+** elements of the storage, which em_get_f64 over the result reads. */
+static int64_t extreme(void) {
+  static const int64_t v[] = {INT64_MIN, INT64_MIN + 1, -4611686018427387904LL, -5, -1,
+                              0, 1, 2, 3, 7, 4611686018427387904LL, INT64_MAX};
+  return rnd(3) ? rnd(9) - 4 : v[rnd(sizeof v / sizeof v[0])];
+}
+
+TEST(hostile_index_expressions_fail_cleanly) {
+  int64_t sz[3] = {3, 1, 4}, isz[1] = {2};
+  em_tensor *t, *idx[4];
+  CHECK_OK(em_zeros(3, sz, EM_FLOAT32, em_cpu(), &t));
+  em_dtype idt[4] = {EM_INT64, EM_INT32, EM_BOOL, EM_FLOAT32};
+  for (int k = 0; k < 4; k++) CHECK_OK(em_zeros(1, isz, idt[k], em_cpu(), &idx[k]));
+  int ok = 0, failed = 0;
+  for (int trial = 0; trial < 4000; trial++) {
+    em_index_item items[6];
+    int n = (int)rnd(6);
+    for (int i = 0; i < n; i++) {
+      items[i].kind = (em_index_kind)rnd(7); /* 6 is not a kind */
+      items[i].first = extreme();
+      items[i].last = extreme();
+      items[i].step = extreme();
+      int64_t *p = (int64_t *)em_tensor_data(idx[0]);
+      p[0] = extreme(); p[1] = extreme();
+      ((int32_t *)em_tensor_data(idx[1]))[0] = (int32_t)rnd(9) - 4;
+      ((bool *)em_tensor_data(idx[2]))[0] = rnd(2);
+      items[i].tensor = rnd(8) ? idx[rnd(4)] : NULL;
+    }
+    em_tensor *r = NULL;
+    if (em_index_get(t, n, items, &r) == EM_OK) {
+      ok++;
+      double v, sum = 0;
+      for (int64_t k = 0; k < em_tensor_numel(r); k++) { em_get_f64(r, k, &v); sum += v; }
+      CHECK(sum == 0);
+      em_tensor_release(r);
+    } else {
+      failed++;
+      CHECK(r == NULL && em_last_error()[0] != 0);
+    }
+    em_scalar one = {EM_SCALAR_INT, 1, 0};
+    if (em_index_fill_scalar_(t, n, items, one) == EM_OK) {
+      em_scalar zero = {EM_SCALAR_INT, 0, 0};
+      CHECK_OK(em_fill_(t, zero));
+    }
+    /* view ops with extreme arguments: a success is released at once */
+    int64_t a = extreme(), b = extreme(), c = extreme();
+    int64_t shp[2] = {a, b};
+    for (int op = 0; op < 8; op++) {
+      em_tensor *v2 = NULL;
+      em_status st = EM_OK;
+      switch (op) {
+        case 0: st = em_narrow(t, a, b, c, &v2); break;
+        case 1: st = em_select(t, a, b, &v2); break;
+        case 2: st = em_unfold(t, a, b, c, &v2); break;
+        case 3: st = em_diagonal(t, a, b, c, &v2); break;
+        case 4: st = em_unsqueeze(t, a, &v2); break;
+        case 5: st = em_view(t, 2, shp, &v2); break;
+        case 6: st = em_expand(t, 2, shp, &v2); break;
+        default: st = em_reshape(t, 2, shp, &v2); break;
+      }
+      CHECK((st == EM_OK) == (v2 != NULL));
+      if (v2) {
+        double v;
+        for (int64_t k = 0; k < em_tensor_numel(v2) && k < 64; k++) em_get_f64(v2, k, &v);
+        em_tensor_release(v2);
+      }
+    }
+  }
+  printf("  hostile: %d index reads succeeded, %d failed cleanly\n", ok, failed);
+  CHECK(ok > 100 && failed > 100);
+  for (int k = 0; k < 4; k++) em_tensor_release(idx[k]);
+  em_tensor_release(t);
+}
+
 int main(void) {
   RUN(view_rule_matches_brute_force);
   RUN(view_rule_seed_examples);
@@ -294,5 +371,6 @@ int main(void) {
   RUN(flip_reverses_and_copies);
   RUN(index_items_make_views);
   RUN(advanced_gather_matches_naive);
+  RUN(hostile_index_expressions_fail_cleanly);
   return CTEST_END();
 }
