@@ -1,43 +1,144 @@
 /*
 ** l_index.c -- t[key] and t[key] = value for keys that are not strings.
-** (The full index-expression parser of DESIGN §3 plugs in here.)
+** The key becomes an array of em_index_item (DESIGN §3) and index.c does
+** the rest, so the Lua layer only translates:
+**   number            one integer item (select along dim 1)
+**   tensor            one advanced item (int64/int32 positions or a bool mask)
+**   T.newaxis         one newaxis item
+**   table             one item per entry:
+**     number → integer; {} → whole dim; {i} → i..i; {first, last[, step]}
+**     → inclusive range; T.newaxis; "..." → ellipsis; tensor → advanced.
+** Tensors in the key stay referenced by the key (a stack argument) for the
+** whole call, so the items may borrow them.
 */
+#include <string.h>
+
 #include "l_ember.h"
 
-/* t[i]: select along dim 1 (the axis is removed; a view). */
-static em_tensor *select_first(lua_State *L, em_tensor *t, int64_t i) {
-  int nd = em_tensor_ndim(t);
-  if (nd == 0) l_errorf(L, "index: invalid index of a 0-dim tensor");
-  int64_t n = em_tensor_sizes(t)[0];
-  int64_t k = i < 0 ? i + n : i - 1;
-  if (i == 0 || k < 0 || k >= n)
-    l_errorf(L, "index %lld is out of bounds for dimension 1 with size %lld",
-               (long long)i, (long long)n);
-  em_tensor **box = l_newbox(L);
-  if (em_as_strided(t, nd - 1, em_tensor_sizes(t) + 1, em_tensor_strides(t) + 1,
-                    em_tensor_offset(t) + k * em_tensor_strides(t)[0], box) != EM_OK)
-    l_error(L);
-  return *box;
+enum { MAX_ITEMS = 64 };
+
+static char K_NEWAXIS;
+
+static int is_newaxis(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return 0;
+  lua_pushlightuserdata(L, &K_NEWAXIS);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  int is = lua_rawequal(L, -1, idx < 0 ? idx - 1 : idx);
+  lua_pop(L, 1);
+  return is;
+}
+
+/* One entry of an index table (or the whole key) at idx into *it. */
+static void to_item(lua_State *L, int idx, int pos, em_index_item *it) {
+  memset(it, 0, sizeof *it);
+  em_tensor *x;
+  switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+      it->kind = EM_INDEX_INT;
+      it->first = l_checkint(L, idx, "index", "an index");
+      return;
+    case LUA_TSTRING:
+      if (strcmp(lua_tostring(L, idx), "...") == 0) {
+        it->kind = EM_INDEX_ELLIPSIS;
+        return;
+      }
+      l_errorf(L, "index: unexpected string '%s' in the index (only \"...\" is "
+                  "allowed)", lua_tostring(L, idx));
+      return;
+    case LUA_TUSERDATA:
+      if ((x = l_totensor(L, idx))) {
+        it->kind = EM_INDEX_TENSOR;
+        it->tensor = x;
+        return;
+      }
+      break;
+    case LUA_TTABLE: {
+      if (is_newaxis(L, idx)) {
+        it->kind = EM_INDEX_NEWAXIS;
+        return;
+      }
+      int n = (int)lua_objlen(L, idx);
+      if (n == 0) {
+        it->kind = EM_INDEX_FULL;
+        return;
+      }
+      if (n > 3)
+        l_errorf(L, "index: a range is {first, last[, step]}, got a table of %d "
+                    "entries at position %d of the index", n, pos);
+      int64_t v[3] = {0, 0, 1};
+      for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, i);
+        if (lua_type(L, -1) != LUA_TNUMBER)
+          l_errorf(L, "index: a range is {first, last[, step]} of integers, got %s "
+                      "at entry %d of position %d of the index",
+                      luaL_typename(L, -1), i, pos);
+        v[i - 1] = l_checkint(L, -1, "index", "a range bound");
+        lua_pop(L, 1);
+      }
+      if (n == 1) v[1] = v[0];
+      if (v[2] <= 0)
+        l_errorf(L, "index: the step of a range must be positive, got %lld (for a "
+                    "reversed order use :flip(dims))", (long long)v[2]);
+      it->kind = EM_INDEX_RANGE;
+      it->first = v[0];
+      it->last = v[1];
+      it->step = v[2];
+      return;
+    }
+    default:
+      break;
+  }
+  l_errorf(L, "index: unsupported index of type %s at position %d", luaL_typename(L, idx),
+           pos);
+}
+
+/* Parses the key at stack index 2 into items; returns their count. */
+static int parse_key(lua_State *L, em_index_item *items) {
+  if (lua_istable(L, 2) && !is_newaxis(L, 2)) {
+    int n = (int)lua_objlen(L, 2);
+    if (n > MAX_ITEMS)
+      l_errorf(L, "index: too many entries in the index (%d)", n);
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, 2, i);
+      to_item(L, lua_gettop(L), i, &items[i - 1]);
+      lua_pop(L, 1); /* a tensor entry stays referenced by the key table */
+    }
+    return n;
+  }
+  to_item(L, 2, 1, &items[0]);
+  return 1;
 }
 
 int l_index_get(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index");
-  if (lua_type(L, 2) == LUA_TNUMBER) {
-    select_first(L, t, l_checkint(L, 2, "index", "an index"));
-    return 1;
-  }
-  return l_errorf(L, "index: unsupported index of type %s", luaL_typename(L, 2));
+  em_index_item items[MAX_ITEMS];
+  int n = parse_key(L, items);
+  em_tensor **box = l_newbox(L);
+  if (em_index_get(t, n, items, box) != EM_OK) l_error(L);
+  return 1;
 }
 
 int l_index_set(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index");
-  if (lua_type(L, 2) != LUA_TNUMBER)
-    return l_errorf(L, "index: unsupported index of type %s", luaL_typename(L, 2));
-  em_tensor *dst = select_first(L, t, l_checkint(L, 2, "index", "an index"));
+  em_index_item items[MAX_ITEMS];
+  int n = parse_key(L, items);
   em_tensor *src = l_totensor(L, 3);
-  em_status st = src ? em_copy_(dst, src) : em_fill_(dst, l_checkscalar(L, 3, "index"));
+  em_status st = src ? em_index_put_(t, n, items, src)
+                     : em_index_fill_scalar_(t, n, items, l_checkscalar(L, 3, "index"));
   if (st != EM_OK) l_error(L);
   return 0;
 }
 
-void l_open_index(lua_State *L) { (void)L; }
+/* C._set_newaxis(v): the Lua layer registers its T.newaxis sentinel. */
+static int l_set_newaxis(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_pushlightuserdata(L, &K_NEWAXIS);
+  lua_pushvalue(L, 1);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+void l_open_index(lua_State *L) {
+  static const luaL_Reg fns[] = {{"_set_newaxis", l_set_newaxis}, {NULL, NULL}};
+  l_add_functions(L, fns);
+}

@@ -242,6 +242,111 @@ em_status em_tensor_set_requires_grad(em_tensor *t, int on);
 
 /* -- Views (view.c) -------------------------------------------------------- */
 
+/* Every function here except em_reshape/em_flatten (which copy when no view
+** is possible) and em_flip (always a copy) returns a new tensor sharing t's
+** storage: only metadata is written. Dims and positions are 1-based;
+** negative ones count from the end. */
+
+/* Elements start..start+length-1 of dim (start may be negative; start may be
+** size+1 when length is 0). */
+em_status em_narrow(const em_tensor *t, int64_t dim, int64_t start,
+                    int64_t length, em_tensor **out);
+/* Position index of dim; the dim is removed. */
+em_status em_select(const em_tensor *t, int64_t dim, int64_t index,
+                    em_tensor **out);
+em_status em_transpose(const em_tensor *t, int64_t dim0, int64_t dim1,
+                       em_tensor **out);
+/* t() for tensors of at most 2 dims (0-d and 1-d come back as aliases). */
+em_status em_t(const em_tensor *t, em_tensor **out);
+/* All dims reversed (the T property). */
+em_status em_reverse_dims(const em_tensor *t, em_tensor **out);
+/* The last two dims swapped (the mT property); needs ndim >= 2. */
+em_status em_mT(const em_tensor *t, em_tensor **out);
+/* dims: a permutation of the n = ndim dims. */
+em_status em_permute(const em_tensor *t, int n, const int64_t *dims,
+                     em_tensor **out);
+/* Moves dims src[i] to positions dst[i]; the others keep their order. */
+em_status em_movedim(const em_tensor *t, int n, const int64_t *src,
+                     const int64_t *dst, em_tensor **out);
+/* The strides a view of (old sizes, old strides) as new_sizes would have,
+** by PyTorch's stride-compatibility rule. Returns 1 and fills new_strides
+** when a view is possible, 0 otherwise. new_sizes has no -1. */
+int em_view_strides(int old_ndim, const int64_t *old_sizes,
+                    const int64_t *old_strides, int new_ndim,
+                    const int64_t *new_sizes, int64_t *new_strides);
+/* sizes may hold one -1 (inferred). An error when the strides forbid it. */
+em_status em_view(const em_tensor *t, int ndim, const int64_t *sizes,
+                  em_tensor **out);
+/* A view when em_view_strides allows it, else a contiguous copy. */
+em_status em_reshape(const em_tensor *t, int ndim, const int64_t *sizes,
+                     em_tensor **out);
+/* Dims start..end merged into one (by em_reshape). A 0-d tensor gives [1]. */
+em_status em_flatten(const em_tensor *t, int64_t start, int64_t end,
+                     em_tensor **out);
+/* Dim dim split into sizes (one -1 allowed); a view. */
+em_status em_unflatten(const em_tensor *t, int64_t dim, int n,
+                       const int64_t *sizes, em_tensor **out);
+/* Removes the listed dims that have size 1 (others are left alone, as in
+** PyTorch); dims == NULL removes every size-1 dim. */
+em_status em_squeeze(const em_tensor *t, int n, const int64_t *dims,
+                     em_tensor **out);
+/* Inserts a size-1 dim at position dim (1..ndim+1, or negative). */
+em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out);
+/* Broadcasts to sizes (stride 0 on expanded dims; -1 keeps a size). */
+em_status em_expand(const em_tensor *t, int ndim, const int64_t *sizes,
+                    em_tensor **out);
+/* em_expand under the name broadcast_to (its messages say so). */
+em_status em_broadcast_to(const em_tensor *t, int ndim, const int64_t *sizes,
+                          em_tensor **out);
+/* Slices of length size every step elements along dim, as a new last dim. */
+em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size,
+                    int64_t step, em_tensor **out);
+/* The diagonal of dims dim1, dim2 (removed) as a new last dim; offset > 0
+** is above the main diagonal, < 0 below. */
+em_status em_diagonal(const em_tensor *t, int64_t offset, int64_t dim1,
+                      int64_t dim2, em_tensor **out);
+/* A contiguous copy with the order of the listed dims reversed. */
+em_status em_flip(const em_tensor *t, int n, const int64_t *dims,
+                  em_tensor **out);
+
+/* -- Index expressions (index.c) -----------------------------------------
+** t[items] as DESIGN §3 describes, built by a binding from a script's key.
+** INT selects (the dim goes), RANGE keeps the dim with first..last
+** inclusive by step (> 0), clamped like a Python slice; FULL is the whole
+** dim, NEWAXIS inserts a size-1 dim, ELLIPSIS stands for the dims no item
+** names; TENSOR is an advanced index (int64/int32 positions, or a bool
+** mask covering as many dims as it has). Positions are 1-based. */
+typedef enum em_index_kind {
+  EM_INDEX_INT = 0,
+  EM_INDEX_RANGE = 1,
+  EM_INDEX_FULL = 2,
+  EM_INDEX_NEWAXIS = 3,
+  EM_INDEX_ELLIPSIS = 4,
+  EM_INDEX_TENSOR = 5
+} em_index_kind;
+
+typedef struct em_index_item {
+  em_index_kind kind;
+  int64_t first;   /* INT: the position; RANGE: the first position */
+  int64_t last;    /* RANGE: the last position (inclusive) */
+  int64_t step;    /* RANGE: > 0 */
+  const em_tensor *tensor;  /* TENSOR: borrowed */
+} em_index_item;
+
+/* A view for basic items; a copy when any item is a tensor. */
+em_status em_index_get(const em_tensor *t, int n, const em_index_item *items,
+                       em_tensor **out);
+/* Writes value (broadcast and cast) into t[items]. */
+em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
+                        const em_tensor *value);
+/* Fills t[items] with a scalar. */
+em_status em_index_fill_scalar_(em_tensor *t, int n, const em_index_item *items,
+                                em_scalar value);
+/* PyTorch's index_put_: indices[k] (NULL for a whole dim) index dim k;
+** accumulate adds instead of writing (repeated positions add up). */
+em_status em_index_put_tensors_(em_tensor *t, int n, const em_tensor *const *indices,
+                                const em_tensor *values, int accumulate);
+
 /* (end of Views) */
 
 /* -- Creation and random numbers (creation.c, random.c) -------------------- */

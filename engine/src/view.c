@@ -1,0 +1,591 @@
+/*
+** view.c -- view operations: narrow, select, transpose/t/T/mT, permute,
+** movedim, view/reshape (PyTorch's stride-compatibility rule), flatten,
+** unflatten, squeeze/unsqueeze, expand, unfold, diagonal; and flip (a copy).
+**
+** Guarantees: a view op writes only metadata. Its result shares t's storage
+** (one new storage reference), and every element it addresses is an element
+** t addresses, so it lies inside the storage without a new bounds check.
+** em_reshape/em_flatten are views whenever em_view_strides allows one and
+** contiguous copies otherwise. Dims and positions are 1-based (em_wrap_dim);
+** messages name them that way. Outputs are written only on success.
+*/
+#include "iter.h"
+
+#include <stdio.h>
+
+/* a*b for strides of dims whose size makes the stride irrelevant when the
+** product overflows (a size-1 dim, or a step longer than the dim): then a
+** itself is kept, and no signed overflow happens. */
+static inline int64_t stride_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? a : r;
+}
+
+/* A view of t's storage with new metadata. Callers derive the metadata from
+** t's, so every addressable element is one t can address. */
+static em_status make_view(const em_tensor *t, int ndim, const int64_t *sizes,
+                           const int64_t *strides, int64_t offset,
+                           em_tensor **out) {
+  return em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
+}
+
+/* -- narrow / select ------------------------------------------------------ */
+
+em_status em_narrow(const em_tensor *t, int64_t dim, int64_t start,
+                    int64_t length, em_tensor **out) {
+  int ax;
+  if (t->ndim == 0)
+    return em_fail(EM_E_VALUE, "narrow: cannot be applied to a 0-dim tensor");
+  em_status st = em_wrap_dim("narrow", dim, t->ndim, &ax);
+  if (st != EM_OK) return st;
+  int64_t n = t->sizes[ax];
+  int64_t s0; /* 0-based */
+  if (start >= 1 && start <= n + 1) s0 = start - 1;
+  else if (start <= -1 && start >= -n) s0 = n + start;
+  else
+    return em_fail(EM_E_INDEX,
+                   "narrow: start %lld is out of range for dimension %d with size "
+                   "%lld (expected 1..%lld or -%lld..-1)",
+                   (long long)start, ax + 1, (long long)n, (long long)n + 1,
+                   (long long)n);
+  if (length < 0)
+    return em_fail(EM_E_VALUE, "narrow: length must be non-negative, got %lld",
+                   (long long)length);
+  if (length > n - s0)
+    return em_fail(EM_E_INDEX,
+                   "narrow: start %lld with length %lld runs past the end of "
+                   "dimension %d with size %lld",
+                   (long long)start, (long long)length, ax + 1, (long long)n);
+  int64_t sizes[EM_MAX_DIMS];
+  memcpy(sizes, t->sizes, sizeof sizes);
+  sizes[ax] = length;
+  return make_view(t, t->ndim, sizes, t->strides, t->offset + s0 * t->strides[ax], out);
+}
+
+em_status em_select(const em_tensor *t, int64_t dim, int64_t index,
+                    em_tensor **out) {
+  int ax;
+  if (t->ndim == 0)
+    return em_fail(EM_E_INDEX, "select: cannot be applied to a 0-dim tensor");
+  em_status st = em_wrap_dim("select", dim, t->ndim, &ax);
+  if (st != EM_OK) return st;
+  int64_t n = t->sizes[ax];
+  int64_t k = index >= 1 ? index - 1 : n + index;
+  if (index == 0 || k < 0 || k >= n)
+    return em_fail(EM_E_INDEX, "select: index %lld is out of bounds for dimension %d "
+                   "with size %lld%s", (long long)index, ax + 1, (long long)n,
+                   index == 0 ? " (positions are 1-based)" : "");
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  int m = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != ax) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
+  return make_view(t, m, sizes, strides, t->offset + k * t->strides[ax], out);
+}
+
+/* -- transpose / permute / movedim ---------------------------------------- */
+
+/* The view with axes in the order perm (0-based, a permutation). */
+static em_status permuted(const em_tensor *t, const int *perm, em_tensor **out) {
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) {
+    sizes[i] = t->sizes[perm[i]];
+    strides[i] = t->strides[perm[i]];
+  }
+  return make_view(t, t->ndim, sizes, strides, t->offset, out);
+}
+
+static void identity_perm(int n, int *perm) {
+  for (int i = 0; i < n; i++) perm[i] = i;
+}
+
+em_status em_transpose(const em_tensor *t, int64_t dim0, int64_t dim1,
+                       em_tensor **out) {
+  int a, b, perm[EM_MAX_DIMS];
+  em_status st = em_wrap_dim("transpose", dim0, t->ndim, &a);
+  if (st == EM_OK) st = em_wrap_dim("transpose", dim1, t->ndim, &b);
+  if (st != EM_OK) return st;
+  if (t->ndim == 0) return em_alias(t, out);
+  identity_perm(t->ndim, perm);
+  perm[a] = b;
+  perm[b] = a;
+  return permuted(t, perm, out);
+}
+
+em_status em_t(const em_tensor *t, em_tensor **out) {
+  if (t->ndim > 2)
+    return em_fail(EM_E_VALUE, "t: expects a tensor with <= 2 dimensions, but it has "
+                   "%d; use :transpose(dim1, dim2) or .mT", t->ndim);
+  if (t->ndim < 2) return em_alias(t, out);
+  return em_transpose(t, 1, 2, out);
+}
+
+em_status em_reverse_dims(const em_tensor *t, em_tensor **out) {
+  int perm[EM_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) perm[i] = t->ndim - 1 - i;
+  return permuted(t, perm, out);
+}
+
+em_status em_mT(const em_tensor *t, em_tensor **out) {
+  if (t->ndim < 2)
+    return em_fail(EM_E_VALUE, "mT: expects a tensor with at least 2 dimensions, "
+                   "but it has %d", t->ndim);
+  return em_transpose(t, -2, -1, out);
+}
+
+/* Wraps n dims into axes, rejecting repeats; op names the caller. */
+static em_status wrap_dims(const char *op, int n, const int64_t *dims, int ndim,
+                           int *axes) {
+  bool seen[EM_MAX_DIMS] = {false};
+  for (int i = 0; i < n; i++) {
+    em_status st = em_wrap_dim(op, dims[i], ndim, &axes[i]);
+    if (st != EM_OK) return st;
+    if (seen[axes[i]])
+      return em_fail(EM_E_VALUE, "%s: dimension %d appears more than once in the "
+                     "list of dims", op, axes[i] + 1);
+    seen[axes[i]] = true;
+  }
+  return EM_OK;
+}
+
+em_status em_permute(const em_tensor *t, int n, const int64_t *dims,
+                     em_tensor **out) {
+  int perm[EM_MAX_DIMS];
+  if (n != t->ndim)
+    return em_fail(EM_E_VALUE, "permute: the number of dims (%d) does not match the "
+                   "tensor's number of dimensions (%d)", n, t->ndim);
+  em_status st = wrap_dims("permute", n, dims, t->ndim, perm);
+  if (st != EM_OK) return st;
+  return permuted(t, perm, out);
+}
+
+em_status em_movedim(const em_tensor *t, int n, const int64_t *src,
+                     const int64_t *dst, em_tensor **out) {
+  int s[EM_MAX_DIMS], d[EM_MAX_DIMS], perm[EM_MAX_DIMS];
+  if (n > t->ndim && t->ndim > 0)
+    return em_fail(EM_E_VALUE, "movedim: %d dims given for a tensor of %d dimensions",
+                   n, t->ndim);
+  em_status st = wrap_dims("movedim", n, src, t->ndim, s);
+  if (st == EM_OK) st = wrap_dims("movedim", n, dst, t->ndim, d);
+  if (st != EM_OK) return st;
+  if (t->ndim == 0) return em_alias(t, out);
+  /* place the moved dims, then the rest in their order */
+  bool taken_src[EM_MAX_DIMS] = {false}, taken_dst[EM_MAX_DIMS] = {false};
+  for (int i = 0; i < n; i++) {
+    perm[d[i]] = s[i];
+    taken_src[s[i]] = taken_dst[d[i]] = true;
+  }
+  int next = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (taken_dst[i]) continue;
+    while (taken_src[next]) next++;
+    perm[i] = next++;
+  }
+  return permuted(t, perm, out);
+}
+
+/* -- view / reshape ------------------------------------------------------- */
+
+/* PyTorch's computeStride (aten/src/ATen/TensorUtils.cpp): the old dims are
+** split into chunks that are each contiguous in memory; every new dim must
+** lie inside one chunk. */
+int em_view_strides(int old_ndim, const int64_t *old_sizes,
+                    const int64_t *old_strides, int new_ndim,
+                    const int64_t *new_sizes, int64_t *new_strides) {
+  if (old_ndim == 0) {
+    for (int i = 0; i < new_ndim; i++) new_strides[i] = 1;
+    return 1;
+  }
+  int64_t numel = 1;
+  for (int i = 0; i < old_ndim; i++) numel *= old_sizes[i];
+  if (numel == 0) {
+    bool same = old_ndim == new_ndim;
+    for (int i = 0; same && i < old_ndim; i++) same = old_sizes[i] == new_sizes[i];
+    if (same) {
+      for (int i = 0; i < old_ndim; i++) new_strides[i] = old_strides[i];
+      return 1;
+    }
+    for (int d = new_ndim - 1; d >= 0; d--)
+      new_strides[d] = d == new_ndim - 1
+                           ? 1
+                           : (new_sizes[d + 1] > 1 ? new_sizes[d + 1] : 1) *
+                                 new_strides[d + 1];
+    return 1;
+  }
+  int view_d = new_ndim - 1;
+  int64_t chunk_base_stride = old_strides[old_ndim - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int tensor_d = old_ndim - 1; tensor_d >= 0; tensor_d--) {
+    tensor_numel *= old_sizes[tensor_d];
+    if (tensor_d == 0 ||
+        (old_sizes[tensor_d - 1] != 1 &&
+         old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        /* only as_strided's size-1 dims can carry strides this large */
+        if (em_mul_overflow_i64(view_numel, chunk_base_stride, &new_strides[view_d]))
+          return 0;
+        view_numel *= new_sizes[view_d];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return 0;
+      if (tensor_d > 0) {
+        chunk_base_stride = old_strides[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+/* Resolves one -1 in sizes against numel (PyTorch's infer_size). */
+static em_status infer_size(const char *op, int ndim, const int64_t *sizes,
+                            int64_t numel, int64_t *out) {
+  char buf[EM_SHAPE_BUF];
+  int infer = -1;
+  int64_t prod = 1;
+  if (ndim < 0 || ndim > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "%s: %d dimensions requested, at most %d are supported",
+                   op, ndim, (int)EM_MAX_DIMS);
+  for (int i = 0; i < ndim; i++) {
+    out[i] = sizes[i];
+    if (sizes[i] == -1) {
+      if (infer >= 0)
+        return em_fail(EM_E_VALUE, "%s: only one dimension can be inferred (-1), "
+                       "got shape %s", op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
+      infer = i;
+    } else if (sizes[i] < 0) {
+      return em_fail(EM_E_VALUE, "%s: invalid shape dimension %lld in shape %s", op,
+                     (long long)sizes[i], em_fmt_shape(buf, sizeof buf, ndim, sizes));
+    } else if (em_mul_overflow_i64(prod, sizes[i], &prod)) {
+      goto invalid;
+    }
+  }
+  if (infer >= 0) {
+    if (prod == 0) {
+      if (numel == 0)
+        return em_fail(EM_E_VALUE,
+                       "%s: cannot reshape a tensor of 0 elements into shape %s "
+                       "because the unspecified dimension size -1 can be any value "
+                       "and is ambiguous", op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
+      goto invalid;
+    }
+    if (numel % prod != 0) goto invalid;
+    out[infer] = numel / prod;
+    return EM_OK;
+  }
+  if (prod == numel) return EM_OK;
+invalid:
+  return em_fail(EM_E_VALUE, "%s: shape %s is invalid for input of size %lld", op,
+                 em_fmt_shape(buf, sizeof buf, ndim, sizes), (long long)numel);
+}
+
+static em_status view_impl(const char *op, const em_tensor *t, int ndim,
+                           const int64_t *sizes, em_tensor **out) {
+  int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  em_status st = infer_size(op, ndim, sizes, em_tensor_numel(t), shape);
+  if (st != EM_OK) return st;
+  if (!em_view_strides(t->ndim, t->sizes, t->strides, ndim, shape, strides)) {
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF], b3[EM_SHAPE_BUF];
+    return em_fail(EM_E_VALUE,
+                   "%s: shape %s is not compatible with the input's size %s and "
+                   "strides %s (at least one dimension spans across two contiguous "
+                   "subspaces); use :reshape(...) instead",
+                   op, em_fmt_shape(b1, sizeof b1, ndim, shape),
+                   em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes),
+                   em_fmt_shape(b3, sizeof b3, t->ndim, t->strides));
+  }
+  return make_view(t, ndim, shape, strides, t->offset, out);
+}
+
+em_status em_view(const em_tensor *t, int ndim, const int64_t *sizes,
+                  em_tensor **out) {
+  return view_impl("view", t, ndim, sizes, out);
+}
+
+static em_status reshape_impl(const char *op, const em_tensor *t, int ndim,
+                              const int64_t *sizes, em_tensor **out) {
+  int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  em_status st = infer_size(op, ndim, sizes, em_tensor_numel(t), shape);
+  if (st != EM_OK) return st;
+  if (em_view_strides(t->ndim, t->sizes, t->strides, ndim, shape, strides))
+    return make_view(t, ndim, shape, strides, t->offset, out);
+  /* no view is possible: a contiguous copy, viewed */
+  em_tensor *fresh;
+  st = em_empty(t->ndim, t->sizes, t->dtype, t->storage->device, &fresh);
+  if (st != EM_OK) return st;
+  st = em_copy_(fresh, t);
+  if (st == EM_OK) {
+    em_contiguous_strides(ndim, shape, strides);
+    st = make_view(fresh, ndim, shape, strides, 0, out);
+  }
+  em_tensor_release(fresh);
+  return st;
+}
+
+em_status em_reshape(const em_tensor *t, int ndim, const int64_t *sizes,
+                     em_tensor **out) {
+  return reshape_impl("reshape", t, ndim, sizes, out);
+}
+
+em_status em_flatten(const em_tensor *t, int64_t start, int64_t end,
+                     em_tensor **out) {
+  int a, b;
+  em_status st = em_wrap_dim("flatten", start, t->ndim, &a);
+  if (st == EM_OK) st = em_wrap_dim("flatten", end, t->ndim, &b);
+  if (st != EM_OK) return st;
+  if (t->ndim == 0) {
+    int64_t one = 1;
+    return reshape_impl("flatten", t, 1, &one, out);
+  }
+  if (a > b)
+    return em_fail(EM_E_VALUE, "flatten: start dim %lld comes after end dim %lld",
+                   (long long)start, (long long)end);
+  if (a == b) return em_alias(t, out);
+  int64_t shape[EM_MAX_DIMS];
+  int m = 0;
+  for (int i = 0; i < a; i++) shape[m++] = t->sizes[i];
+  int64_t merged = 1;
+  for (int i = a; i <= b; i++) merged *= t->sizes[i];
+  shape[m++] = merged;
+  for (int i = b + 1; i < t->ndim; i++) shape[m++] = t->sizes[i];
+  return reshape_impl("flatten", t, m, shape, out);
+}
+
+em_status em_unflatten(const em_tensor *t, int64_t dim, int n,
+                       const int64_t *sizes, em_tensor **out) {
+  int ax;
+  char buf[EM_SHAPE_BUF];
+  if (t->ndim == 0)
+    return em_fail(EM_E_VALUE, "unflatten: cannot be applied to a 0-dim tensor");
+  em_status st = em_wrap_dim("unflatten", dim, t->ndim, &ax);
+  if (st != EM_OK) return st;
+  if (n == 0)
+    return em_fail(EM_E_VALUE, "unflatten: sizes must be non-empty");
+  if (t->ndim - 1 + n > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "unflatten: the result would have %d dimensions, at "
+                   "most %d are supported", t->ndim - 1 + n, (int)EM_MAX_DIMS);
+  int64_t inner[EM_MAX_DIMS];
+  st = infer_size("unflatten", n, sizes, t->sizes[ax], inner);
+  if (st != EM_OK)
+    return em_fail(EM_E_VALUE, "unflatten: sizes %s do not multiply to the size %lld "
+                   "of dimension %d (%s)", em_fmt_shape(buf, sizeof buf, n, sizes),
+                   (long long)t->sizes[ax], ax + 1, em_last_error());
+  int64_t shape[EM_MAX_DIMS];
+  int m = 0;
+  for (int i = 0; i < ax; i++) shape[m++] = t->sizes[i];
+  for (int i = 0; i < n; i++) shape[m++] = inner[i];
+  for (int i = ax + 1; i < t->ndim; i++) shape[m++] = t->sizes[i];
+  return view_impl("unflatten", t, m, shape, out);
+}
+
+/* -- squeeze / unsqueeze / expand ----------------------------------------- */
+
+em_status em_squeeze(const em_tensor *t, int n, const int64_t *dims,
+                     em_tensor **out) {
+  bool drop[EM_MAX_DIMS] = {false};
+  if (dims == NULL) {
+    for (int i = 0; i < t->ndim; i++) drop[i] = t->sizes[i] == 1;
+  } else {
+    int axes[EM_MAX_DIMS];
+    if (n > EM_MAX_DIMS)
+      return em_fail(EM_E_VALUE, "squeeze: too many dims (%d)", n);
+    em_status st = wrap_dims("squeeze", n, dims, t->ndim, axes);
+    if (st != EM_OK) return st;
+    for (int i = 0; i < n; i++)
+      if (t->ndim > 0) drop[axes[i]] = t->sizes[axes[i]] == 1;
+  }
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  int m = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (!drop[i]) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
+  return make_view(t, m, sizes, strides, t->offset, out);
+}
+
+em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out) {
+  int ax;
+  if (t->ndim >= EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "unsqueeze: a tensor of %d dimensions cannot get "
+                   "another (at most %d are supported)", t->ndim, (int)EM_MAX_DIMS);
+  em_status st = em_wrap_dim("unsqueeze", dim, t->ndim + 1, &ax);
+  if (st != EM_OK) return st;
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  int m = 0;
+  for (int i = 0; i <= t->ndim; i++) {
+    if (i == ax) {
+      sizes[m] = 1;
+      strides[m] = ax < t->ndim ? stride_mul(t->strides[ax], t->sizes[ax]) : 1;
+      m++;
+    }
+    if (i < t->ndim) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
+  }
+  return make_view(t, m, sizes, strides, t->offset, out);
+}
+
+/* PyTorch's inferExpandGeometry; op names the caller in messages. */
+static em_status expand_impl(const char *op, const em_tensor *t, int ndim,
+                             const int64_t *target, em_tensor **out) {
+  char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+  if (ndim < t->ndim)
+    return em_fail(EM_E_VALUE, "%s: the number of sizes provided (%d) must be "
+                   "greater or equal to the number of dimensions in the tensor (%d)",
+                   op, ndim, t->ndim);
+  if (ndim > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "%s: %d dimensions requested, at most %d are "
+                   "supported", op, ndim, (int)EM_MAX_DIMS);
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  for (int i = ndim - 1; i >= 0; i--) {
+    int d = t->ndim - (ndim - i);
+    int64_t size = d >= 0 ? t->sizes[d] : 1;
+    /* a new leading dim gets the stride unsqueeze would give it; for a 0-d
+    ** tensor the innermost new dim gets 0, as PyTorch 1.13 reports */
+    int64_t stride = d >= 0 ? t->strides[d]
+                            : (i == ndim - 1 ? 0 : stride_mul(strides[i + 1], sizes[i + 1]));
+    int64_t want = target[i];
+    if (want == -1) {
+      if (d < 0)
+        return em_fail(EM_E_VALUE, "%s: the expanded size -1 is not allowed in a "
+                       "leading, non-existing dimension %d", op, i + 1);
+      want = size;
+    }
+    if (want < 0)
+      return em_fail(EM_E_VALUE, "%s: invalid size %lld in %s", op, (long long)want,
+                     em_fmt_shape(b1, sizeof b1, ndim, target));
+    if (size != want) {
+      if (size != 1)
+        return em_fail(EM_E_VALUE,
+                       "%s: the expanded size of the tensor (%lld) must match the "
+                       "existing size (%lld) at non-singleton dimension %d; target "
+                       "sizes %s, tensor sizes %s",
+                       op, (long long)want, (long long)size, i + 1,
+                       em_fmt_shape(b1, sizeof b1, ndim, target),
+                       em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes));
+      size = want;
+      stride = 0;
+    }
+    sizes[i] = size;
+    strides[i] = stride;
+  }
+  int64_t numel;
+  em_status st = em_numel_checked(op, ndim, sizes, &numel);
+  if (st != EM_OK) return st;
+  return make_view(t, ndim, sizes, strides, t->offset, out);
+}
+
+em_status em_expand(const em_tensor *t, int ndim, const int64_t *sizes,
+                    em_tensor **out) {
+  return expand_impl("expand", t, ndim, sizes, out);
+}
+
+em_status em_broadcast_to(const em_tensor *t, int ndim, const int64_t *sizes,
+                          em_tensor **out) {
+  return expand_impl("broadcast_to", t, ndim, sizes, out);
+}
+
+/* -- unfold / diagonal ---------------------------------------------------- */
+
+em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size, int64_t step,
+                    em_tensor **out) {
+  int ax;
+  em_status st = em_wrap_dim("unfold", dim, t->ndim, &ax);
+  if (st != EM_OK) return st;
+  int64_t n = t->ndim == 0 ? 1 : t->sizes[ax];
+  int64_t stride = t->ndim == 0 ? 1 : t->strides[ax];
+  if (size < 0 || size > n)
+    return em_fail(EM_E_VALUE, "unfold: maximum size for dimension %d is %lld but "
+                   "size is %lld", ax + 1, (long long)n, (long long)size);
+  if (step <= 0)
+    return em_fail(EM_E_VALUE, "unfold: step is %lld but must be > 0", (long long)step);
+  if (t->ndim >= EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "unfold: the result would have more than %d dimensions",
+                   (int)EM_MAX_DIMS);
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  int m = t->ndim;
+  for (int i = 0; i < m; i++) { sizes[i] = t->sizes[i]; strides[i] = t->strides[i]; }
+  if (m > 0) {
+    sizes[ax] = (n - size) / step + 1;
+    strides[ax] = stride_mul(stride, step);
+  }
+  sizes[m] = size;
+  strides[m] = stride;
+  return make_view(t, m + 1, sizes, strides, t->offset, out);
+}
+
+em_status em_diagonal(const em_tensor *t, int64_t offset, int64_t dim1,
+                      int64_t dim2, em_tensor **out) {
+  int a, b;
+  if (t->ndim < 2)
+    return em_fail(EM_E_VALUE, "diagonal: expects a tensor with at least 2 "
+                   "dimensions, but it has %d", t->ndim);
+  em_status st = em_wrap_dim("diagonal", dim1, t->ndim, &a);
+  if (st == EM_OK) st = em_wrap_dim("diagonal", dim2, t->ndim, &b);
+  if (st != EM_OK) return st;
+  if (a == b)
+    return em_fail(EM_E_VALUE, "diagonal: dimensions cannot be identical (%lld, %lld)",
+                   (long long)dim1, (long long)dim2);
+  int64_t len, off = t->offset;
+  if (offset >= 0) {
+    len = t->sizes[a] < t->sizes[b] - offset ? t->sizes[a] : t->sizes[b] - offset;
+  } else {
+    len = t->sizes[a] + offset < t->sizes[b] ? t->sizes[a] + offset : t->sizes[b];
+  }
+  if (len <= 0) len = 0;
+  else if (offset >= 0) off += offset * t->strides[b];
+  else off -= offset * t->strides[a];
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  int m = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != a && i != b) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
+  sizes[m] = len;
+  strides[m] = t->strides[a] + t->strides[b];
+  return make_view(t, m + 1, sizes, strides, off, out);
+}
+
+/* -- flip ----------------------------------------------------------------- */
+
+/* The output is a fresh tensor; the source is read through a
+** stack-local descriptor with negated strides on the flipped dims (starting
+** at their last element), so the one copy kernel does the work. The
+** descriptor is never handed out: negative strides exist only here. */
+em_status em_flip(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
+  int axes[EM_MAX_DIMS];
+  if (n > EM_MAX_DIMS) return em_fail(EM_E_VALUE, "flip: too many dims (%d)", n);
+  em_status st = wrap_dims("flip", n, dims, t->ndim, axes);
+  if (st != EM_OK) return st;
+  em_tensor src = {0};
+  src.ndim = t->ndim;
+  src.dtype = t->dtype;
+  src.storage = t->storage;
+  src.offset = t->offset;
+  for (int i = 0; i < t->ndim; i++) {
+    src.sizes[i] = t->sizes[i];
+    src.strides[i] = t->strides[i];
+  }
+  bool empty = em_tensor_numel(t) == 0;
+  for (int i = 0; i < n && t->ndim > 0 && !empty; i++) {
+    int a = axes[i];
+    src.offset += (t->sizes[a] - 1) * t->strides[a];
+    src.strides[a] = -t->strides[a];
+  }
+  /* the output keeps t's layout when t is dense and non-overlapping, as
+  ** PyTorch's flip (empty_like, preserve_format) does */
+  em_tensor *fresh;
+  if (em_tensor_is_non_overlapping_and_dense(t) && !em_tensor_is_contiguous(t)) {
+    em_storage *s;
+    st = em_storage_new((size_t)em_tensor_numel(t) * em_dtype_size(t->dtype),
+                        t->storage->device, &s);
+    if (st != EM_OK) return st;
+    st = em_tensor_alloc(s, 0, t->ndim, t->sizes, t->strides, t->dtype, &fresh);
+    em_storage_release(s);
+  } else {
+    st = em_empty(t->ndim, t->sizes, t->dtype, t->storage->device, &fresh);
+  }
+  if (st != EM_OK) return st;
+  st = em_copy_(fresh, &src);
+  if (st != EM_OK) {
+    em_tensor_release(fresh);
+    return st;
+  }
+  *out = fresh;
+  return EM_OK;
+}
