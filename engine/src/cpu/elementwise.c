@@ -426,12 +426,11 @@ EM_FOR_EACH_DTYPE(DEF_UNARIES)
      if (k->flags & 1) r_ = (CT)CLAMP_STEP_LO(r_, lo);                       \
      if (k->flags & 2) r_ = (CT)CLAMP_STEP_HI(r_, hi);                       \
      r_; })
-#define TX_clamp_EM_KIND_BOOL TX_clamp_ANY
 #define TX_clamp_EM_KIND_INT TX_clamp_ANY
 #define TX_clamp_EM_KIND_FLOAT TX_clamp_ANY
 
 #define TERNARY_OPS(X, S, E, T, K) \
-  X(lerp, F, SAME, S, E, T, K) X(clamp, BIF, SAME, S, E, T, K)
+  X(lerp, F, SAME, S, E, T, K) X(clamp, IF, SAME, S, E, T, K)
 
 #define DEF_TERNARY(OP, M, OUTC, S, E, T, K)                                    \
   WHEN_##M##_##K(                                                               \
@@ -747,12 +746,24 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     default: compute = outdt = rt; break;
   }
   if (op == EM_OP_SQUARE && compute == EM_BOOL) compute = outdt = EM_INT64;
-  if (op == EM_OP_SUB && compute == EM_BOOL)
-    return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with two bool tensors is "
-                   "not supported; use logical_xor() instead", name);
+  if (op == EM_OP_SUB) { /* PyTorch's sub_check: any bool operand */
+    int nbool = 0;
+    for (int i = 0; i < nops; i++)
+      nbool += ops[i].tensor ? ops[i].tensor->dtype == EM_BOOL
+                             : ops[i].scalar.kind == EM_SCALAR_BOOL;
+    if (nbool == 2)
+      return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with two bool tensors "
+                     "is not supported; use logical_xor() instead", name);
+    if (nbool)
+      return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with a bool tensor is "
+                     "not supported; to invert a mask use logical_not() instead", name);
+  }
   if (op == EM_OP_NEG && compute == EM_BOOL)
     return em_fail(EM_E_TYPE, "%s: negation, the `-` operator, on a bool tensor is not "
                    "supported; to invert a mask use logical_not() instead", name);
+  if (op == EM_OP_ROUND && o.decimals != 0 && em_dtype_kindof(compute) != EM_KIND_FLOAT)
+    return em_fail(EM_E_TYPE, "%s: decimals are not supported for %s tensors", name,
+                   em_dtype_name(compute));
   if (!kernels[kernel][compute])
     return em_fail(EM_E_TYPE, "%s: not implemented for %s tensors", name,
                    em_dtype_name(compute));
