@@ -160,9 +160,13 @@ static inline double round_dec_d(double x, int64_t d) {
 
 /* -- Binary expressions: BX_<op>_<kind>(x, y, CT) ---------------------------- */
 
-#define BX_add_EM_KIND_BOOL(x, y, CT) ((x) || (k->ai != 0 && (y)))
-#define BX_add_EM_KIND_INT(x, y, CT) ((CT)((uint64_t)(x) + (uint64_t)k->ai * (uint64_t)(y)))
-#define BX_add_EM_KIND_FLOAT(x, y, CT) ((x) + (CT)k->af * (y))
+/* alpha_ct: alpha in the compute type, hoisted out of the loop (ALPHA_x) */
+#define ALPHA_EM_KIND_BOOL(kc, CT) ((CT)((kc).ai != 0))
+#define ALPHA_EM_KIND_INT(kc, CT) ((CT)(kc).ai)
+#define ALPHA_EM_KIND_FLOAT(kc, CT) ((CT)(kc).af)
+#define BX_add_EM_KIND_BOOL(x, y, CT) ((x) || (alpha_ct && (y)))
+#define BX_add_EM_KIND_INT(x, y, CT) ((CT)((uint64_t)(x) + (uint64_t)alpha_ct * (uint64_t)(y)))
+#define BX_add_EM_KIND_FLOAT(x, y, CT) ((x) + alpha_ct * (y))
 #define BX_mul_EM_KIND_BOOL(x, y, CT) ((x) && (y))
 #define BX_mul_EM_KIND_INT(x, y, CT) WMUL(CT, x, y)
 #define BX_mul_EM_KIND_FLOAT(x, y, CT) ((x) * (y))
@@ -253,11 +257,12 @@ static inline double round_dec_d(double x, int64_t d) {
   WHEN_##M##_##K(                                                               \
   static void em_##OP##_##S(char **data, const int64_t *st, int64_t n, void *vk) { \
     const em_kctx kc = *(const em_kctx *)vk, *k = &kc;                          \
+    const CT_##S alpha_ct = ALPHA_##K(kc, CT_##S);                              \
     typedef OTYPE_##OUTC(T) OT_;                                                \
     char *o = data[0];                                                          \
     const char *a = data[1], *b = data[2];                                      \
     const int64_t so = st[0], sa = st[1], sb = st[2];                           \
-    (void)k;                                                                    \
+    (void)k; (void)alpha_ct;                                                    \
     if (so == (int64_t)sizeof(OT_) && sa == (int64_t)sizeof(T) &&               \
         sb == (int64_t)sizeof(T)) {                                             \
       OT_ *op = (OT_ *)o;                                                       \
