@@ -6,6 +6,7 @@
 ** and the options, and runs em_elementwise. The arithmetic metamethods of
 ** the tensor metatable go through the same path.
 */
+#include <math.h>
 #include <string.h>
 
 #include "l_ember.h"
@@ -31,6 +32,13 @@ static em_operand checkoperand(lua_State *L, int idx, const char *op) {
     l_errorf(L, "%s: expected a tensor or a number for argument #%d, got %s", op, idx,
              luaL_typename(L, idx));
   o.scalar = l_checkscalar(L, idx, op);
+  /* -0.0 is integral by value but only a float carries its sign: read it
+  ** as a floating scalar, as Python's -0.0 is */
+  if (o.scalar.kind == EM_SCALAR_INT && o.scalar.i == 0 && ty == LUA_TNUMBER &&
+      signbit(lua_tonumber(L, idx))) {
+    o.scalar.kind = EM_SCALAR_FLOAT;
+    o.scalar.f = -0.0;
+  }
   return o;
 }
 
