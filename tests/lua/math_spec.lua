@@ -74,7 +74,7 @@ local function describe_case(c)
   end
   local o = {}
   for k, v in pairs(c.opts or {}) do o[#o + 1] = k .. "=" .. tostring(type(v) == "table" and "tensor" or v) end
-  return c.op .. "(" .. table.concat(parts, ", ") .. (#o > 0 and ", {" .. table.concat(o, ",") .. "}" or "") .. ")"
+  return c.op .. (c.inplace and "_" or "") .. "(" .. table.concat(parts, ", ") .. (#o > 0 and ", {" .. table.concat(o, ",") .. "}" or "") .. ")" .. (c.out and " out=" .. c.out or "")
 end
 
 local function run_case(c)
@@ -86,6 +86,20 @@ local function run_case(c)
     for k, v in pairs(c.opts) do opts[k] = type(v) == "table" and make(v) or v end
   end
   local n = #args
+  if c.inplace then -- t:op_(...) and then t itself is the result
+    local t = args[1]
+    local ok, err = pcall(t[c.op .. "_"], unpack(args, 1, n))
+    return ok, ok and t or err
+  end
+  if c.out then
+    local o = T.empty(0, { dtype = T[c.out] })
+    opts = opts or {}
+    opts.out = o
+    args[n + 1] = opts
+    local ok, r = pcall(T[c.op], unpack(args, 1, n + 1))
+    if ok and r ~= o then return false, "the result is not the out tensor" end
+    return ok, ok and o or r
+  end
   if opts then args[n + 1] = opts; n = n + 1 end
   return pcall(T[c.op], unpack(args, 1, n))
 end
@@ -115,8 +129,9 @@ end
 describe("elementwise conformance with PyTorch (tests/fixtures/math_cases.lua)", function()
   local byop, order = {}, {}
   for _, c in ipairs(cases) do
-    if not byop[c.op] then byop[c.op] = {}; order[#order + 1] = c.op end
-    table.insert(byop[c.op], c)
+    local key = c.op .. (c.inplace and "_ (in place)" or c.out and " (out=)" or "")
+    if not byop[key] then byop[key] = {}; order[#order + 1] = key end
+    table.insert(byop[key], c)
   end
   for _, op in ipairs(order) do
     it(op .. " (" .. #byop[op] .. " cases)", function()
