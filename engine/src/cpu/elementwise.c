@@ -446,6 +446,17 @@ EM_FOR_EACH_DTYPE(DEF_UNARIES)
     const char *a = data[1], *b = data[2], *c = data[3];                        \
     const int64_t so = st[0], sa = st[1], sb = st[2], sc = st[3];               \
     (void)k;                                                                    \
+    if (so == (int64_t)sizeof(OT_) && sa == (int64_t)sizeof(T) && sb == 0 &&    \
+        sc == 0) { /* scalar bounds / end and weight: hoisted */                \
+      OT_ *op = (OT_ *)o;                                                       \
+      const T *ap = (const T *)a;                                               \
+      const CT_##S y = LD_##S(*(const T *)b), z = LD_##S(*(const T *)c);        \
+      for (int64_t i = 0; i < n; i++) {                                         \
+        const CT_##S x = LD_##S(ap[i]);                                         \
+        op[i] = STO_##OUTC(S, TX_##OP##_##K(x, y, z, CT_##S));                  \
+      }                                                                         \
+      return;                                                                   \
+    }                                                                           \
     for (int64_t i = 0; i < n; i++, o += so, a += sa, b += sb, c += sc) {       \
       const CT_##S x = LD_##S(*(const T *)a), y = LD_##S(*(const T *)b),        \
                    z = LD_##S(*(const T *)c);                                   \
@@ -847,13 +858,15 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     }
     in[i] = owned[i] ? owned[i] : t;
   }
-  /* clamp without one bound: the kernel ignores that operand; pass x */
+  /* clamp without one bound: the kernel ignores that operand; pass the
+  ** other bound (a scalar bound keeps the loop on its hoisted path) */
   const em_tensor *kin[3];
   if (op == EM_OP_CLAMP) {
     int j = 0;
     kin[0] = in[j++];
-    kin[1] = o.has_min ? in[j++] : kin[0];
-    kin[2] = o.has_max ? in[j++] : kin[0];
+    kin[1] = o.has_min ? in[j++] : NULL;
+    kin[2] = o.has_max ? in[j++] : kin[1];
+    if (!kin[1]) kin[1] = kin[2];
   } else {
     for (int i = 0; i < nops; i++) kin[i] = in[i];
   }
