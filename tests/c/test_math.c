@@ -278,6 +278,45 @@ TEST(every_op_has_a_name_and_arity) {
   CHECK_ERR(em_elementwise(EM_OP_ADD, 1, NULL, NULL, NULL, NULL), "expected 2 operands");
 }
 
+
+/* The loops' inlined half/bfloat16 conversions agree bit for bit with
+** dtype.c's: every half/bf16 value times 1 comes back unchanged (NaN stays
+** NaN), and every value plus a few addends rounds as em_float_to_half /
+** em_float_to_bf16 round the float sum. */
+static int half_types_match(em_dtype dt) {
+  int64_t n = 65536, one = 1;
+  em_tensor *x, *y, *r;
+  int bad = 0;
+  if (em_empty(1, &n, dt, em_cpu(), &x) != EM_OK) return 0;
+  uint16_t *xp = em_tensor_data(x);
+  for (int64_t i = 0; i < n; i++) xp[i] = (uint16_t)i;
+  float (*ld)(uint16_t) = dt == EM_FLOAT16 ? em_half_to_float : em_bf16_to_float;
+  uint16_t (*st)(float) = dt == EM_FLOAT16 ? em_float_to_half : em_float_to_bf16;
+  const float addends[4] = {1.0f, 0.333333f, -1e-3f, 3e4f};
+  for (int k = -1; k < 4; k++) {
+    em_full(1, &one, (em_scalar){EM_SCALAR_FLOAT, 0, k < 0 ? 1.0 : addends[k]}, dt,
+            em_cpu(), &y);
+    if (em_binary(k < 0 ? EM_OP_MUL : EM_OP_ADD, x, y, &r) != EM_OK) return 0;
+    const uint16_t *rp = em_tensor_data(r);
+    float yv = ld(*(uint16_t *)em_tensor_data(y));
+    for (int64_t i = 0; i < n; i++) {
+      float xv = ld((uint16_t)i);
+      if (xv != xv) { bad += ld(rp[i]) == ld(rp[i]); continue; }
+      uint16_t want = k < 0 ? (uint16_t)i : st(xv + yv);
+      bad += rp[i] != want;
+    }
+    em_tensor_release(r);
+    em_tensor_release(y);
+  }
+  em_tensor_release(x);
+  return bad == 0;
+}
+
+TEST(inlined_half_conversions_match_dtype_c) {
+  CHECK(half_types_match(EM_FLOAT16));
+  CHECK(half_types_match(EM_BFLOAT16));
+}
+
 int main(void) {
   RUN(promote_types_is_symmetric_and_bool_is_neutral);
   RUN(result_type_by_category);
@@ -291,5 +330,6 @@ int main(void) {
   RUN(binary_paths_match_reference);
   RUN(integer_division_by_zero_writes_nothing);
   RUN(every_op_has_a_name_and_arity);
+  RUN(inlined_half_conversions_match_dtype_c);
   return CTEST_END();
 }

@@ -41,6 +41,50 @@ typedef struct em_kctx {
   int flags;       /* clamp: 1 has min, 2 has max */
 } em_kctx;
 
+/* -- Half-type conversions, inlined into the loops --------------------------
+** Bit-for-bit the conversions of dtype.c (em_half_to_float, ...; round to
+** nearest even, NaN stays a quiet NaN); tests/c/test_math.c checks every
+** half value and a sweep of floats against them. Inline so the loops over
+** float16/bfloat16 do not pay a call per element. */
+static inline uint32_t f2u_(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline float ld_bf16(em_bfloat16 h) { return u2f_((uint32_t)h << 16); }
+static inline em_bfloat16 st_bf16(float f) {
+  uint32_t u = f2u_(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (em_bfloat16)((u >> 16) | 0x40);
+  return (em_bfloat16)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+static inline float ld_half(em_half h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 0x1f) return u2f_(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    float v = (float)man * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  return u2f_(sign | ((exp + 112) << 23) | (man << 13));
+}
+static inline em_half st_half(float f) {
+  uint32_t u = f2u_(f);
+  uint32_t sign = (u >> 16) & 0x8000;
+  uint32_t absu = u & 0x7fffffffu;
+  if (absu >= 0x7f800000u)
+    return (em_half)(sign | 0x7c00 | (absu > 0x7f800000u ? 0x200 : 0));
+  if (absu >= 0x477ff000u) return (em_half)(sign | 0x7c00);
+  if (absu < 0x38800000u) {
+    float a = u2f_(absu) * 0x1p24f;
+    uint32_t m = (uint32_t)a;
+    float rem = a - (float)m;
+    if (rem > 0.5f || (rem == 0.5f && (m & 1))) m++;
+    return (em_half)(sign | m);
+  }
+  uint32_t base = absu - 0x38000000u;
+  uint32_t half = base >> 13, rest = base & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) half++;
+  return (em_half)(sign | half);
+}
+
 /* -- Per-dtype traits: compute type, load, store ---------------------------
 ** Bool computes as int (0/1); integers compute in their own type; the half
 ** types compute in float. */
@@ -61,8 +105,8 @@ typedef struct em_kctx {
 #define LD_i16(v) (v)
 #define LD_i32(v) (v)
 #define LD_i64(v) (v)
-#define LD_f16(v) em_half_to_float(v)
-#define LD_bf16(v) em_bf16_to_float(v)
+#define LD_f16(v) ld_half(v)
+#define LD_bf16(v) ld_bf16(v)
 #define LD_f32(v) (v)
 #define LD_f64(v) (v)
 
@@ -72,8 +116,8 @@ typedef struct em_kctx {
 #define ST_i16(c) ((int16_t)(c))
 #define ST_i32(c) ((int32_t)(c))
 #define ST_i64(c) ((int64_t)(c))
-#define ST_f16(c) em_float_to_half((float)(c))
-#define ST_bf16(c) em_float_to_bf16((float)(c))
+#define ST_f16(c) st_half((float)(c))
+#define ST_bf16(c) st_bf16((float)(c))
 #define ST_f32(c) ((float)(c))
 #define ST_f64(c) ((double)(c))
 
