@@ -272,6 +272,16 @@ static int m_mod(lua_State *L) {
 }
 static int m_pow(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_POW, 0, "pow"); }
 static int m_unm(lua_State *L) { lua_settop(L, 1); return ew_call(L, EM_OP_NEG, 0, "neg"); }
+/* Lua's < and <= must return a boolean, never a tensor: point to the
+** elementwise methods instead of comparing something arbitrary. */
+static int m_lt(lua_State *L) {
+  return l_errorf(L, "<: Lua's comparison operators cannot compare tensors elementwise; "
+                     "use a:lt(b) / a:gt(b), or T.equal(a, b) for equality of values");
+}
+static int m_le(lua_State *L) {
+  return l_errorf(L, "<=: Lua's comparison operators cannot compare tensors elementwise; "
+                     "use a:le(b) / a:ge(b)");
+}
 
 /* -- Type promotion and threads ---------------------------------------------- */
 
@@ -328,7 +338,8 @@ void l_open_math(lua_State *L) {
   lua_getmetatable(L, -1);
   static const luaL_Reg meta[] = {{"__add", m_add}, {"__sub", m_sub}, {"__mul", m_mul},
                                   {"__div", m_div}, {"__mod", m_mod}, {"__pow", m_pow},
-                                  {"__unm", m_unm}, {NULL, NULL}};
+                                  {"__unm", m_unm}, {"__lt", m_lt}, {"__le", m_le},
+                                  {NULL, NULL}};
   for (const luaL_Reg *r = meta; r->name; r++) {
     lua_pushcfunction(L, r->func);
     lua_setfield(L, -2, r->name);

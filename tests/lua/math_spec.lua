@@ -165,6 +165,13 @@ describe("operators", function()
     assert.is_false(T.tensor { 1 } == T.tensor { 1 })
     assert.are.same({ true }, T.tensor({ 1 }):eq(T.tensor { 1 }):tolist())
   end)
+  it("< and <= on tensors point to lt/le instead of comparing", function()
+    local b = T.tensor { 1 }
+    assert.has_error(function() return b < b end,
+      "<: Lua's comparison operators cannot compare tensors elementwise; use a:lt(b) / a:gt(b), or T.equal(a, b) for equality of values")
+    assert.has_error(function() return b <= b end,
+      "<=: Lua's comparison operators cannot compare tensors elementwise; use a:le(b) / a:ge(b)")
+  end)
   it("reject operands that are neither tensors nor numbers", function()
     assert.has_error(function() return a + "x" end,
       "add: expected a tensor or a number for argument #2, got string")
