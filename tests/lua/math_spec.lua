@@ -331,6 +331,26 @@ describe("out= and in-place", function()
   end)
 end)
 
+describe("requires_grad flows through ops (the seeds' y = x * 2)", function()
+  it("a floating result of an input that requires grad requires grad", function()
+    local x = T.tensor({ 1.5 }, { requires_grad = true })
+    local y = x * 2
+    assert.is_true(y.requires_grad)
+    assert.is_false(x:gt(0).requires_grad) -- bool results never do
+    assert.is_false((T.tensor { 1.5 } * 2).requires_grad)
+  end)
+  it("in place into a leaf that requires grad, or out= with such inputs, is an error", function()
+    local x = T.tensor({ 1.5 }, { requires_grad = true })
+    assert.has_error(function() x:add_(1) end,
+      "add_: a leaf tensor that requires grad is being used in an in-place operation")
+    assert.has_error(function() T.mul(x, 2, { out = T.zeros(1) }) end,
+      "mul: functions with out= arguments don't support automatic differentiation, but one of the arguments requires grad")
+    local b = T.zeros(1)
+    b:add_(x) -- allowed: b now depends on x
+    assert.is_true(b.requires_grad)
+  end)
+end)
+
 describe("threads", function()
   it("get/set_num_threads", function()
     local n = T.get_num_threads()

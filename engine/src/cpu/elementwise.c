@@ -857,6 +857,19 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
       ((ops[1].scalar.kind == EM_SCALAR_INT && ops[1].scalar.i < 0)))
     return em_fail(EM_E_VALUE, "%s: integers to negative integer powers are not allowed", name);
 
+  /* -- gradients: there is no autograd yet, but the flag flows as in
+  **    PyTorch: a floating result of an input that requires grad requires
+  **    grad; out= with such inputs, and writing in place into a tensor that
+  **    requires grad (every such tensor is a leaf today), are errors */
+  int any_grad = 0;
+  for (int i = 0; i < ntens; i++) any_grad |= tens[i]->requires_grad;
+  if (out && out->requires_grad && inputs[0].tensor == out)
+    return em_fail(EM_E_VALUE, "%s: a leaf tensor that requires grad is being used in an "
+                   "in-place operation", name);
+  if (out && any_grad && inputs[0].tensor != out)
+    return em_fail(EM_E_VALUE, "%s: functions with out= arguments don't support automatic "
+                   "differentiation, but one of the arguments requires grad", name);
+
   /* -- shape */
   int ndim;
   int64_t shape[EM_MAX_DIMS];
@@ -951,6 +964,8 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     em_tensor_release(target);
     return st;
   }
+  if (any_grad && em_dtype_kindof((out ? out : target)->dtype) == EM_KIND_FLOAT)
+    (out ? out : target)->requires_grad = true;
   if (out) {
     em_tensor_release(target);
     if (result) {
