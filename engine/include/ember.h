@@ -414,6 +414,100 @@ em_status em_multinomial(const em_tensor *probs, int64_t n, int replacement,
 
 /* -- Math: type promotion and elementwise ops (promote.c, cpu/elementwise.c) --- */
 
+/* Type promotion, as PyTorch's result_type. Categories bool < integer <
+** floating; within the winning category, dimensioned tensors beat 0-d
+** tensors, which beat scalars; 0-d tensors and scalars only lift the
+** category (a float scalar makes an integer tensor default_float).
+** em_promote_types is the symmetric table of two dtypes (float16 and
+** bfloat16 meet in float32; uint8 and int8 meet in int16). */
+em_dtype em_promote_types(em_dtype a, em_dtype b);
+/* PyTorch's can_cast: everything except floating -> integer/bool and
+** non-bool -> bool. */
+int em_can_cast(em_dtype from, em_dtype to);
+/* PyTorch's name of a dtype in messages ("Float", "Long", "Bool"). */
+const char *em_dtype_pt_name(em_dtype dt);
+
+/* An operand of an elementwise op: a tensor, or (tensor == NULL) a scalar
+** (a Lua number: integral or floating by its value, or a boolean). */
+typedef struct em_operand {
+  const em_tensor *tensor;
+  em_scalar scalar;
+} em_operand;
+
+/* The dtype PyTorch's result_type gives for these operands; float scalars
+** count as default_float (the default dtype, float32 unless changed). */
+em_dtype em_result_type(int n, const em_operand *ops, em_dtype default_float);
+
+/* Threads used by large kernels (OpenMP; 1 when built without it). Results
+** of elementwise ops do not depend on it. n < 1 is an error. */
+em_status em_set_num_threads(int n);
+int em_get_num_threads(void);
+
+/* The elementwise ops. Arity: binary ops take inputs (a, b); unary (x);
+** EM_OP_LERP (start, end, weight); EM_OP_CLAMP (x, min, max), where a
+** missing bound is any operand with has_min/has_max = 0. */
+typedef enum em_ew_op {
+  /* binary */
+  EM_OP_ADD = 0, EM_OP_SUB, EM_OP_MUL, EM_OP_DIV, EM_OP_REMAINDER, EM_OP_FMOD,
+  EM_OP_POW, EM_OP_ATAN2, EM_OP_MAXIMUM, EM_OP_MINIMUM,
+  EM_OP_EQ, EM_OP_NE, EM_OP_LT, EM_OP_LE, EM_OP_GT, EM_OP_GE,
+  EM_OP_LOGICAL_AND, EM_OP_LOGICAL_OR, EM_OP_LOGICAL_XOR,
+  EM_OP_BITWISE_AND, EM_OP_BITWISE_OR, EM_OP_BITWISE_XOR,
+  EM_OP_LSHIFT, EM_OP_RSHIFT,
+  /* unary */
+  EM_OP_NEG, EM_OP_ABS, EM_OP_SIGN, EM_OP_SQRT, EM_OP_RSQRT, EM_OP_SQUARE,
+  EM_OP_RECIPROCAL, EM_OP_EXP, EM_OP_EXP2, EM_OP_EXPM1, EM_OP_LOG, EM_OP_LOG2,
+  EM_OP_LOG10, EM_OP_LOG1P, EM_OP_SIN, EM_OP_COS, EM_OP_TAN, EM_OP_ASIN,
+  EM_OP_ACOS, EM_OP_ATAN, EM_OP_SINH, EM_OP_COSH, EM_OP_TANH, EM_OP_SIGMOID,
+  EM_OP_RELU, EM_OP_GELU, EM_OP_SILU, EM_OP_SOFTPLUS, EM_OP_ERF, EM_OP_FLOOR,
+  EM_OP_CEIL, EM_OP_ROUND, EM_OP_TRUNC, EM_OP_FRAC, EM_OP_NAN_TO_NUM,
+  EM_OP_ISNAN, EM_OP_ISINF, EM_OP_ISFINITE, EM_OP_LOGICAL_NOT, EM_OP_BITWISE_NOT,
+  /* ternary */
+  EM_OP_LERP, EM_OP_CLAMP,
+  EM_OP_COUNT
+} em_ew_op;
+
+typedef enum em_rounding {
+  EM_ROUND_NONE = 0,   /* true division */
+  EM_ROUND_TRUNC = 1,
+  EM_ROUND_FLOOR = 2
+} em_rounding;
+
+/* Options; start from em_ew_defaults(). */
+typedef struct em_ew_opts {
+  em_scalar alpha;         /* add/sub: a + alpha*b (default 1) */
+  em_rounding rounding;    /* div */
+  int gelu_tanh;           /* gelu: the tanh approximation */
+  double beta, threshold;  /* softplus (1, 20) */
+  int64_t decimals;        /* round */
+  int has_nan, has_posinf, has_neginf;  /* nan_to_num replacements ... */
+  double nan, posinf, neginf;           /* ... default 0, dtype max, lowest */
+  int has_min, has_max;    /* clamp: which bounds are given */
+  em_dtype default_float;  /* what integer inputs of float ops become */
+  const char *name;        /* the op's name in messages (NULL: em_ew_op_name) */
+} em_ew_opts;
+
+em_ew_opts em_ew_defaults(void);
+const char *em_ew_op_name(em_ew_op op);  /* "add", "bitwise_left_shift" */
+int em_ew_op_arity(em_ew_op op);         /* 1, 2 or 3 */
+
+/* Runs op over the inputs, broadcast together. With out == NULL the result
+** is a new tensor laid out like the inputs (PyTorch's TensorIterator rule:
+** dims ordered by the inputs' strides). With out != NULL the result is
+** written (cast) into out: out must have the broadcast shape, unless it has
+** no elements, in which case it is resized; its dtype must accept the
+** result type (em_can_cast); an in-place op passes inputs[0].tensor as out.
+** An out with internal overlap (an expanded tensor) is an error; inputs
+** that partly overlap out are read from a snapshot. *result (may be NULL
+** when out is given) receives a new reference to the result. */
+em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
+                         const em_ew_opts *opts, em_tensor *out,
+                         em_tensor **result);
+/* Shorthands with default options: a op b, op(x). */
+em_status em_binary(em_ew_op op, const em_tensor *a, const em_tensor *b,
+                    em_tensor **result);
+em_status em_unary(em_ew_op op, const em_tensor *x, em_tensor **result);
+
 /* (end of Math: type promotion and elementwise ops) */
 
 /* -- Reductions and linear algebra (cpu/reduce.c, cpu/linalg.c) ------------ */

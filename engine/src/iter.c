@@ -220,3 +220,35 @@ int em_same_layout(const em_tensor *a, const em_tensor *b) {
       return 0;
   return 1;
 }
+
+/* -- Output layout -------------------------------------------------------- */
+
+void em_iter_output_strides(int nops, const em_tensor *const *ops, int ndim,
+                            const int64_t *shape, int64_t *strides) {
+  em_iter tmp; /* only nops is read by compare_dims */
+  int64_t st[EM_MAX_DIMS][EM_ITER_MAX_OPS];
+  if (nops > EM_ITER_MAX_OPS) nops = EM_ITER_MAX_OPS;
+  tmp.nops = nops;
+  for (int k = 0; k < nops; k++) {
+    const em_tensor *t = ops[k];
+    for (int d = 0; d < ndim; d++) {
+      int a = d - (ndim - t->ndim);
+      st[d][k] = (a < 0 || t->sizes[a] != shape[d] || shape[d] == 1) ? 0 : t->strides[a];
+    }
+  }
+  int perm[EM_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+  for (int i = 1; i < ndim; i++) {
+    for (int j = i; j > 0; j--) {
+      int c = compare_dims(&tmp, (const int64_t(*)[EM_ITER_MAX_OPS])st, shape,
+                           perm[j - 1], perm[j], false);
+      if (c <= 0) break;
+      int x = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = x;
+    }
+  }
+  int64_t acc = 1;
+  for (int i = 0; i < ndim; i++) {
+    strides[perm[i]] = acc;
+    acc *= shape[perm[i]] > 1 ? shape[perm[i]] : 1;
+  }
+}

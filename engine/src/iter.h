@@ -44,6 +44,17 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
 void em_iter_run_range(const em_iter *it, int64_t begin, int64_t end,
                        em_loop1d loop, void *ctx);
 void em_iter_run(const em_iter *it, em_loop1d loop, void *ctx);
+/* Runs the whole iteration, cut into contiguous ranges over the engine's
+** threads when it is large (parallel.c). The loop must write only through
+** operand pointers of the range it is given. */
+void em_iter_run_parallel(const em_iter *it, em_loop1d loop, void *ctx);
+
+/* The strides (in elements) PyTorch's TensorIterator gives a new output of
+** `shape` computed from these inputs: dense, with dims ordered as the
+** inputs' strides order them (a transposed input gives a transposed
+** output); contiguous when the inputs say nothing (all broadcast). */
+void em_iter_output_strides(int nops, const em_tensor *const *ops, int ndim,
+                            const int64_t *shape, int64_t *strides);
 
 /* Does the tensor write some memory location through two positions (a
 ** stride-0 dim of size > 1, or overlapping strides)? Conservative: may say

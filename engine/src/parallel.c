@@ -1,0 +1,55 @@
+/*
+** parallel.c -- the engine's thread count and the parallel driver of the
+** iterator. A large iteration is cut into contiguous ranges of the
+** iteration order, one per thread, each run with em_iter_run_range. Every
+** element is computed by exactly one thread with the same code, so
+** elementwise results do not depend on the thread count. Built without
+** OpenMP, everything runs on the calling thread and the count stays 1.
+*/
+#include "iter.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this many elements a kernel runs on one thread: starting a team
+** costs more than it saves. */
+enum { EM_PARALLEL_GRAIN = 32768 };
+
+static int g_threads = 0; /* 0: not set, use OpenMP's default */
+
+em_status em_set_num_threads(int n) {
+  if (n < 1)
+    return em_fail(EM_E_VALUE, "set_num_threads: expected a positive number of threads, got %d", n);
+#ifdef _OPENMP
+  g_threads = n;
+#else
+  g_threads = 1;
+#endif
+  return EM_OK;
+}
+
+int em_get_num_threads(void) {
+#ifdef _OPENMP
+  if (g_threads > 0) return g_threads;
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+void em_iter_run_parallel(const em_iter *it, em_loop1d loop, void *ctx) {
+#ifdef _OPENMP
+  int nt = em_get_num_threads();
+  int64_t numel = it->numel;
+  if (nt > 1 && numel >= 2 * EM_PARALLEL_GRAIN && !omp_in_parallel()) {
+    int64_t nchunks = numel / EM_PARALLEL_GRAIN;
+    if (nchunks > nt) nchunks = nt;
+#pragma omp parallel for num_threads((int)nchunks) schedule(static)
+    for (int64_t c = 0; c < nchunks; c++)
+      em_iter_run_range(it, numel * c / nchunks, numel * (c + 1) / nchunks, loop, ctx);
+    return;
+  }
+#endif
+  em_iter_run(it, loop, ctx);
+}
