@@ -27,15 +27,6 @@ end
 local function make(v)
   if v.scalar ~= nil then return v.scalar end
   local t = T.tensor(nest(v.data, v.shape), { dtype = T[v.dtype] })
-  -- T.tensor reads -0.0 as the integer 0 (l_checkscalar); put the signs of
-  -- negative zeros back by multiplying with -1 there (exact)
-  local signs, any = {}, false
-  for i, x in ipairs(v.data) do
-    local negz = type(x) == "number" and x == 0 and 1 / x < 0
-    signs[i] = negz and -1 or 1
-    any = any or negz
-  end
-  if any then t = t * T.tensor(nest(signs, v.shape), { dtype = T[v.dtype] }) end
   return t
 end
 
