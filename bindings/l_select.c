@@ -371,44 +371,11 @@ static int l_argwhere(lua_State *L) {
   return push_nonzero(L, t, 0);
 }
 
-/* PyTorch's result_type over where's two value operands, with its three
-** tiers: dimensioned tensors, 0-d tensors, and Lua numbers (wrapped
-** scalars, whose float type is the default dtype). A lower tier only
-** matters when it is of a higher category (bool < integer < float).
-** -1 stands for "no operand in this tier". */
-static int promote_opt(int a, int b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  return (int)em_select_promote((em_dtype)a, (em_dtype)b); /* TODO(merge): em_promote_types */
-}
-
-static int is_float(int dt) {
-  return dt >= 0 && em_dtype_kindof((em_dtype)dt) == EM_KIND_FLOAT;
-}
-
-/* c10's combine_categories(higher, lower) */
-static int combine(int higher, int lower) {
-  if (is_float(higher)) return higher;
-  if (higher == EM_BOOL || is_float(lower)) return promote_opt(higher, lower);
-  return higher >= 0 ? higher : lower;
-}
-
+/* PyTorch's result_type over where's two value operands (tensors, 0-d
+** tensors and Lua numbers, each in its tier): the engine's em_result_type. */
 static em_dtype where_result_type(em_tensor *a, em_scalar sa, em_tensor *b, em_scalar sb) {
-  int dim = -1, zero = -1, wrapped = -1;
-  em_tensor *ts[2] = {a, b};
-  em_scalar ss[2] = {sa, sb};
-  for (int i = 0; i < 2; i++) {
-    if (ts[i]) {
-      int dt = (int)em_tensor_dtype(ts[i]);
-      if (em_tensor_ndim(ts[i]) == 0) zero = promote_opt(zero, dt);
-      else dim = promote_opt(dim, dt);
-    } else {
-      em_dtype dt = ss[i].kind == EM_SCALAR_BOOL ? EM_BOOL
-                    : ss[i].kind == EM_SCALAR_INT ? EM_INT64 : l_default_dtype();
-      wrapped = promote_opt(wrapped, (int)dt);
-    }
-  }
-  return (em_dtype)combine(dim, combine(zero, wrapped));
+  em_operand ops[2] = {{a, sa}, {b, sb}};
+  return em_result_type(2, ops, l_default_dtype());
 }
 
 /* T.where(cond) is nonzero(cond, {as_tuple = true}); T.where(cond, a, b)

@@ -582,10 +582,6 @@ em_status em_where(const em_tensor *cond, const em_tensor *a,
 
 /* -- Assembling (assemble.c) -- */
 
-/* PyTorch's promote_types for two dtypes (the type of a + b).
-** TODO(merge): superseded by em_promote_types from the math branch; cat,
-** stack and where (l_select.c) switch to it and this goes away. */
-em_dtype em_select_promote(em_dtype a, em_dtype b);
 /* Concatenates n tensors along dim into a new tensor of their promoted
 ** dtype. 1-d empty tensors are skipped (PyTorch's legacy rule). */
 em_status em_cat(int64_t n, const em_tensor *const *ts, int64_t dim,

@@ -18,28 +18,6 @@
 
 #include <stdlib.h>
 
-/* -- dtype promotion -----------------------------------------------------------
-** TODO(merge): replace with em_promote_types (written on the math branch).
-** PyTorch's promote_types: bool yields to anything; integers yield to
-** floats; uint8 with int8 is int16; float16 with bfloat16 is float32;
-** otherwise the wider type of the same kind (the enum is ordered that way). */
-em_dtype em_select_promote(em_dtype a, em_dtype b) {
-  if (a == b) return a;
-  if (a == EM_BOOL) return b;
-  if (b == EM_BOOL) return a;
-  em_dtype_kind ka = em_dtype_kindof(a), kb = em_dtype_kindof(b);
-  if (ka == EM_KIND_FLOAT && kb == EM_KIND_FLOAT) {
-    if ((a == EM_FLOAT16 && b == EM_BFLOAT16) || (a == EM_BFLOAT16 && b == EM_FLOAT16))
-      return EM_FLOAT32;
-    return a > b ? a : b;
-  }
-  if (ka == EM_KIND_FLOAT) return a;
-  if (kb == EM_KIND_FLOAT) return b;
-  if ((a == EM_UINT8 && b == EM_INT8) || (a == EM_INT8 && b == EM_UINT8))
-    return EM_INT16;
-  return a > b ? a : b;
-}
-
 /* -- Stack headers -------------------------------------------------------------- */
 
 /* v = t's header with other sizes/strides/offset; only for em_copy_ and
@@ -103,7 +81,7 @@ static em_status cat_core(const char *op, int64_t n, const em_tensor *const *ts,
       return em_fail(EM_E_VALUE,
                      "%s: zero-dimensional tensor (tensor %lld) cannot be concatenated",
                      op, (long long)i + 1);
-    dt = em_select_promote(dt, ts[i]->dtype);
+    dt = em_promote_types(dt, ts[i]->dtype);
     if (!ref && !legacy_empty(ts[i])) ref = ts[i], refi = i;
   }
   if (!ref) ref = ts[0];
@@ -208,7 +186,7 @@ em_status em_stack(int64_t n, const em_tensor *const *ts, int64_t dim,
                      em_fmt_shape(b1, sizeof b1, nd, ref->sizes),
                      em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes), (long long)i + 1);
     }
-    dt = em_select_promote(dt, t->dtype);
+    dt = em_promote_types(dt, t->dtype);
   }
   if (nd + 1 > EM_MAX_DIMS)
     return em_fail(EM_E_VALUE, "%s: the result would have more than %d dimensions", op,

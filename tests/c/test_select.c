@@ -61,7 +61,7 @@ TEST(promotion_matches_pytorch_table) {
     {EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64, EM_FLOAT64},
   };
   for (int a = 0; a < 10; a++)
-    for (int b = 0; b < 10; b++) CHECK(em_select_promote(ALL[a], ALL[b]) == ref[a][b]);
+    for (int b = 0; b < 10; b++) CHECK(em_promote_types(ALL[a], ALL[b]) == ref[a][b]);
 }
 
 TEST(index_select_every_dtype_on_a_transposed_view) {

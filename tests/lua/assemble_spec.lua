@@ -14,12 +14,7 @@ local function shape_of(t)
   return s
 end
 local function I(tbl) return T.tensor(tbl, { dtype = T.int64 }) end
--- 0, 1, ..., n - 1 as int64 (TODO(merge): T.arange from the creation branch)
-local function range(n)
-  local v = {}
-  for i = 1, n do v[i] = i - 1 end
-  return T.tensor(v, { dtype = T.int64 })
-end
+local range = T.arange -- 0, 1, ..., n - 1 as int64
 
 local function raises(fn, needle)
   local ok, err = pcall(fn)

@@ -5,11 +5,7 @@
 -- into the source); index_put_ with accumulate.
 local T = require "ember"
 
-local function arange(n)
-  local t = {}
-  for i = 1, n do t[i] = i - 1 end
-  return T.tensor(t, {dtype = T.int64})
-end
+local arange = T.arange -- 0..n-1 as int64, half-open like PyTorch
 
 describe("basic indexing", function()
   local m = arange(12):reshape(3, 4)

@@ -3,12 +3,7 @@
 -- the conformance fixtures generated from PyTorch (tests/fixtures/).
 local T = require "ember"
 
--- x = 0..n-1 as int64 (T.arange lives in another area of the project)
-local function arange(n)
-  local t = {}
-  for i = 1, n do t[i] = i - 1 end
-  return T.tensor(t, {dtype = T.int64})
-end
+local arange = T.arange -- 0..n-1 as int64, half-open like PyTorch
 
 local function base(...)
   local sizes, n = {...}, 1
