@@ -254,6 +254,86 @@ em_status em_tensor_set_requires_grad(em_tensor *t, int on);
 
 /* -- Reductions and linear algebra (cpu/reduce.c, cpu/linalg.c) ------------ */
 
+/* Dims are 1-based, negative from the end. A list of dims (ndims > 0)
+** reduces those; ndims <= 0 (or dims NULL) reduces every dim. keepdim keeps
+** reduced dims with size 1. dtype < 0 means "the default for the op"; a
+** dtype casts the input first (PyTorch's dtype= argument). */
+typedef enum em_reduce_op {
+  EM_REDUCE_SUM = 0,  /* ints and bool give int64 */
+  EM_REDUCE_PROD,     /* ints and bool give int64 */
+  EM_REDUCE_MEAN,     /* floating dtypes only */
+  EM_REDUCE_AMAX,     /* NaN propagates; an empty reduced dim is an error */
+  EM_REDUCE_AMIN,
+  EM_REDUCE_ALL,      /* bool (uint8 for uint8 input) */
+  EM_REDUCE_ANY
+} em_reduce_op;
+
+em_status em_reduce(em_reduce_op op, const em_tensor *t, int ndims,
+                    const int64_t *dims, int keepdim, int dtype, em_tensor **out);
+/* var (take_sqrt 0) or std (1): sum((x - mean)^2) / max(0, N - correction). */
+em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
+                 double correction, int keepdim, int take_sqrt, em_tensor **out);
+/* The vector p-norm over dims: p = 2, 1, 0 (count of nonzeros), +-inf, or
+** any other real p. */
+em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
+                  int keepdim, int dtype, em_tensor **out);
+em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
+                       int keepdim, em_tensor **out);
+/* max/min along one dim: values and 1-based int64 indices (first extreme;
+** NaN counts as the extreme). values may be NULL (argmax/argmin). */
+em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
+                     em_tensor **values, em_tensor **indices);
+/* argmax/argmin (is_min): over the flattened tensor when has_dim is 0. */
+em_status em_argmax(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+                    int is_min, em_tensor **out);
+/* softmax / log_softmax (log) along dim, computed in double. */
+em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
+                     em_tensor **out);
+/* cumsum / cumprod (prod) along dim; ints and bool give int64. */
+em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
+                        em_tensor **out);
+/* A stable sort along dim: values and 1-based int64 indices. NaN sorts as
+** the largest value. */
+em_status em_sort(const em_tensor *t, int64_t dim, int descending,
+                  em_tensor **values, em_tensor **indices);
+/* The k largest (or smallest) along dim, in sorted order. */
+em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
+                  em_tensor **values, em_tensor **indices);
+/* Sorted unique values of the flattened tensor; inverse (t's shape, 1-based
+** positions into values) and counts are made when asked (non-NULL). */
+em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
+                    em_tensor **counts);
+/* Same shape and equal values (NaN is unequal to everything). */
+em_status em_equal(const em_tensor *a, const em_tensor *b, int *result);
+/* |a - b| <= atol + rtol * |b| elementwise (broadcasting), as a bool tensor;
+** equal infinities are close; NaNs are close to each other iff equal_nan. */
+em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
+                     double atol, int equal_nan, em_tensor **out);
+em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
+                      double atol, int equal_nan, int *result);
+
+/* Linear algebra (cpu/linalg.c). Operands must share dtype and device.
+** float32/float64 run on OpenBLAS; float16/bfloat16 compute in float32 and
+** round once; integers use a blocked int64 kernel that wraps in the dtype;
+** bool is not supported. */
+em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_mv(const em_tensor *a, const em_tensor *v, em_tensor **out);
+em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_outer(const em_tensor *a, const em_tensor *b, em_tensor **out);
+/* beta * input + alpha * (m1 @ m2); input broadcasts to the product's
+** shape; with beta == 0 input is not read (NaN in it does not propagate). */
+em_status em_addmm(const em_tensor *input, const em_tensor *m1, const em_tensor *m2,
+                   double beta, double alpha, em_tensor **out);
+em_status em_addmv(const em_tensor *input, const em_tensor *m, const em_tensor *v,
+                   double beta, double alpha, em_tensor **out);
+em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tensor *b2,
+                     double beta, double alpha, em_tensor **out);
+/* x @ W^T + b (b may be NULL). */
+em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
+                    em_tensor **out);
+
 /* (end of Reductions and linear algebra) */
 
 /* -- The index family and assembling (cpu/select.c, assemble.c) ------------ */

@@ -1,0 +1,47 @@
+/*
+** reduce_impl.h -- private helpers shared by reduce.c, sort.c and linalg.c:
+** the lane runner (one whole dim per kernel call) and per-dtype element
+** loaders/storers.
+*/
+#ifndef EMBER_REDUCE_IMPL_H
+#define EMBER_REDUCE_IMPL_H
+
+#include "../iter.h"
+
+/* Header of a lane kernel's context: lane length and each operand's step
+** along the lane, in bytes. */
+typedef struct em_lane {
+  int64_t len;
+  int64_t stride[EM_ITER_MAX_OPS];
+} em_lane;
+
+typedef struct em_smctx {
+  em_lane h;
+  int log;
+  void (*store)(char *, double);
+} em_smctx;
+
+typedef struct em_cumctx {
+  em_lane h;
+  int prod;
+} em_cumctx;
+
+/* Runs loop once per lane of `axis` (0-based) over operands ts (the last
+** one defines the shape; the others agree with it on every other dim, and
+** may have any size along axis). lane->len is set to len. */
+em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int axis,
+                       int64_t len, em_loop1d loop, em_lane *lane);
+
+/* Marks the reduced axes of t for a list of 1-based dims (all when
+** ndims <= 0); duplicate or out-of-range dims are errors. */
+em_status em_reduce_dims(const char *op, const em_tensor *t, int ndims,
+                         const int64_t *dims, bool *mask);
+
+typedef double (*em_load_d_fn)(const char *);
+typedef int64_t (*em_load_i_fn)(const char *);
+typedef void (*em_store_d_fn)(char *, double);
+em_load_d_fn em_load_d(em_dtype dt);
+em_load_i_fn em_load_i(em_dtype dt);
+em_store_d_fn em_store_d(em_dtype dt);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+** sort.c -- sort, topk, unique, equal, isclose/allclose.
+**
+** Guarantees:
+** - sort is stable (a merge sort over positions) in both directions: equal
+**   values keep their original order, as PyTorch's stable=True. NaN sorts
+**   as larger than every number (last ascending, first descending).
+** - Integers compare as int64 (exact), floats as double; indices are
+**   1-based int64.
+** - Each lane is handled by the lane runner (reduce_impl.h); scratch memory
+**   is allocated once per call, never inside the iterator.
+*/
+#include "reduce_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* -- Keys and the merge sort ----------------------------------------------- */
+
+typedef struct sortctx {
+  em_lane h;
+  int descending;
+  int is_float;
+  int64_t k;          /* how many leading results to write (topk), else len */
+  size_t isize;
+  em_load_d_fn ldd;
+  em_load_i_fn ldi;
+  double *dkey;       /* len keys (floats) */
+  int64_t *ikey;      /* len keys (ints) */
+  int64_t *perm, *tmp;
+} sortctx;
+
+/* a goes strictly before b in the requested order */
+static inline int before(const sortctx *c, int64_t a, int64_t b) {
+  if (c->is_float) {
+    double x = c->dkey[a], y = c->dkey[b];
+    bool xn = x != x, yn = y != y;
+    if (c->descending) return (xn && !yn) || (!xn && !yn && x > y);
+    return (!xn && yn) || (!xn && !yn && x < y);
+  }
+  return c->descending ? c->ikey[a] > c->ikey[b] : c->ikey[a] < c->ikey[b];
+}
+
+/* Bottom-up merge sort of c->perm[0..n): stable, O(n log n). */
+static void merge_sort(sortctx *c, int64_t n) {
+  int64_t *src = c->perm, *dst = c->tmp;
+  for (int64_t w = 1; w < n; w *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * w) {
+      int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int64_t i = lo, j = mid, o = lo;
+      while (i < mid && j < hi) dst[o++] = before(c, src[j], src[i]) ? src[j++] : src[i++];
+      while (i < mid) dst[o++] = src[i++];
+      while (j < hi) dst[o++] = src[j++];
+    }
+    int64_t *s = src; src = dst; dst = s;
+  }
+  if (src != c->perm) memcpy(c->perm, src, (size_t)n * sizeof *src);
+}
+
+/* data[0] values out, data[1] indices out, data[2] input */
+static void sort_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
+  sortctx *c = vctx;
+  const int64_t len = c->h.len, lv = c->h.stride[0], lx = c->h.stride[1],
+                li = c->h.stride[2];
+  for (int64_t i = 0; i < n; i++) {
+    const char *x = d[2] + i * st[2];
+    for (int64_t j = 0; j < len; j++) {
+      if (c->is_float) c->dkey[j] = c->ldd(x + j * li);
+      else c->ikey[j] = c->ldi(x + j * li);
+      c->perm[j] = j;
+    }
+    merge_sort(c, len);
+    char *v = d[0] + i * st[0], *ix = d[1] + i * st[1];
+    for (int64_t j = 0; j < c->k; j++) {
+      memcpy(v + j * lv, x + c->perm[j] * li, c->isize);
+      *(int64_t *)(ix + j * lx) = c->perm[j] + 1;
+    }
+  }
+}
+
+static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int descending,
+                           int64_t k, bool check_k, em_tensor **values, em_tensor **indices) {
+  int axis;
+  if (t->storage->device.type != EM_CPU)
+    return em_fail(EM_E_RUNTIME, "%s: expected a CPU tensor", op);
+  em_status st = em_wrap_dim(op, dim, t->ndim, &axis);
+  if (st != EM_OK) return st;
+  int64_t len = t->ndim > 0 ? t->sizes[axis] : 1;
+  if (!check_k) k = len;
+  else if (k < 0 || k > len)
+    return em_fail(EM_E_INDEX, "%s: k (%lld) is out of range: dimension %d has size %lld",
+                   op, (long long)k, axis + 1, (long long)len);
+  int64_t sizes[EM_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) sizes[i] = t->sizes[i];
+  if (t->ndim > 0) sizes[axis] = k;
+  em_tensor *v = NULL, *ix = NULL;
+  sortctx c;
+  memset(&c, 0, sizeof c);
+  c.descending = descending;
+  c.is_float = em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+  c.k = k;
+  c.isize = em_dtype_size(t->dtype);
+  c.ldd = em_load_d(t->dtype);
+  c.ldi = em_load_i(t->dtype);
+  size_t n = (size_t)(len > 0 ? len : 1);
+  c.dkey = malloc(n * sizeof(double));
+  c.ikey = malloc(n * sizeof(int64_t));
+  c.perm = malloc(n * sizeof(int64_t));
+  c.tmp = malloc(n * sizeof(int64_t));
+  if (!c.dkey || !c.ikey || !c.perm || !c.tmp)
+    st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  if (st == EM_OK) st = em_empty(t->ndim, sizes, t->dtype, em_cpu(), &v);
+  if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
+  if (st == EM_OK) {
+    const em_tensor *ops[3] = {v, ix, t};
+    st = em_run_lanes(op, 3, ops, axis, len, sort_lanes, &c.h);
+  }
+  free(c.dkey); free(c.ikey); free(c.perm); free(c.tmp);
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    return st;
+  }
+  *values = v;
+  *indices = ix;
+  return EM_OK;
+}
+
+em_status em_sort(const em_tensor *t, int64_t dim, int descending,
+                  em_tensor **values, em_tensor **indices) {
+  return sort_impl("sort", t, dim, descending, 0, false, values, indices);
+}
+
+em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
+                  em_tensor **values, em_tensor **indices) {
+  return sort_impl("topk", t, dim, largest, k, true, values, indices);
+}
+
+/* -- unique ------------------------------------------------------------------- */
+
+em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
+                    em_tensor **counts) {
+  int64_t n = em_tensor_numel(t);
+  em_tensor *c = NULL, *sv = NULL, *si = NULL, *v = NULL, *inv = NULL, *cnt = NULL;
+  em_status st = em_contiguous(t, &c);
+  if (st != EM_OK) return st;
+  em_tensor flat;
+  memcpy(&flat, c, sizeof flat);
+  flat.ndim = 1;
+  flat.sizes[0] = n;
+  flat.strides[0] = 1;
+  st = em_sort(&flat, 1, 0, &sv, &si);
+  int64_t nu = 0;
+  if (st == EM_OK) {
+    /* count distinct runs in the sorted values (byte-equal neighbours, or
+    ** equal as numbers: -0 and 0 are one value) */
+    em_load_d_fn ldd = em_load_d(t->dtype);
+    em_load_i_fn ldi = em_load_i(t->dtype);
+    bool fl = em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+    size_t isz = em_dtype_size(t->dtype);
+    const char *s = em_tensor_data(sv);
+    const int64_t *perm = em_tensor_data(si);
+    for (int64_t i = 0; i < n; i++) {
+      bool same = i > 0 && (fl ? ldd(s + i * isz) == ldd(s + (i - 1) * isz)
+                               : ldi(s + i * isz) == ldi(s + (i - 1) * isz));
+      if (!same) nu++;
+    }
+    int64_t usz[1] = {nu};
+    st = em_empty(1, usz, t->dtype, em_cpu(), &v);
+    if (st == EM_OK && counts) st = em_zeros(1, usz, EM_INT64, em_cpu(), &cnt);
+    if (st == EM_OK && inverse) st = em_empty(t->ndim, t->sizes, EM_INT64, em_cpu(), &inv);
+    if (st == EM_OK) {
+      char *vd = em_tensor_data(v);
+      int64_t *cd = cnt ? em_tensor_data(cnt) : NULL;
+      int64_t *id = inv ? em_tensor_data(inv) : NULL;
+      int64_t u = -1;
+      for (int64_t i = 0; i < n; i++) {
+        bool same = i > 0 && (fl ? ldd(s + i * isz) == ldd(s + (i - 1) * isz)
+                                 : ldi(s + i * isz) == ldi(s + (i - 1) * isz));
+        if (!same) { u++; memcpy(vd + u * isz, s + i * isz, isz); }
+        if (cd) cd[u]++;
+        if (id) id[perm[i] - 1] = u + 1;
+      }
+    }
+  }
+  em_tensor_release(c);
+  em_tensor_release(sv);
+  em_tensor_release(si);
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    em_tensor_release(inv);
+    em_tensor_release(cnt);
+    return st;
+  }
+  *values = v;
+  if (inverse) *inverse = inv;
+  if (counts) *counts = cnt;
+  return EM_OK;
+}
+
+/* -- equal / isclose ------------------------------------------------------------ */
+
+typedef struct cmpctx {
+  em_load_d_fn lda, ldb;
+  em_load_i_fn lia, lib;
+  bool ints;
+  double rtol, atol;
+  int equal_nan;
+  int64_t unequal;
+} cmpctx;
+
+static void equal_loop(char **d, const int64_t *st, int64_t n, void *vctx) {
+  cmpctx *c = vctx;
+  for (int64_t i = 0; i < n && !c->unequal; i++) {
+    const char *a = d[0] + i * st[0], *b = d[1] + i * st[1];
+    if (c->ints ? c->lia(a) != c->lib(b) : !(c->lda(a) == c->ldb(b))) c->unequal = 1;
+  }
+}
+
+em_status em_equal(const em_tensor *a, const em_tensor *b, int *result) {
+  if (!em_device_equal(a->storage->device, b->storage->device))
+    return em_fail(EM_E_RUNTIME, "equal: expected both tensors on the same device");
+  *result = 0;
+  if (a->ndim != b->ndim) return EM_OK;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->sizes[i] != b->sizes[i]) return EM_OK;
+  cmpctx c = {em_load_d(a->dtype), em_load_d(b->dtype), em_load_i(a->dtype),
+              em_load_i(b->dtype),
+              em_dtype_kindof(a->dtype) != EM_KIND_FLOAT &&
+                  em_dtype_kindof(b->dtype) != EM_KIND_FLOAT,
+              0, 0, 0, 0};
+  em_iter it;
+  const em_tensor *ops[2] = {a, b};
+  em_status st = em_iter_build(&it, "equal", 2, ops, a->ndim, a->sizes, false);
+  if (st != EM_OK) return st;
+  if (it.numel > 0) em_iter_run(&it, equal_loop, &c);
+  *result = !c.unequal;
+  return EM_OK;
+}
+
+static inline bool close1(const cmpctx *c, double x, double y) {
+  if (x == y) return true;  /* equal infinities too */
+  if (x != x || y != y) return c->equal_nan && x != x && y != y;
+  if (isinf(x) || isinf(y)) return false;
+  return fabs(x - y) <= c->atol + c->rtol * fabs(y);
+}
+
+/* data[0] bool out, data[1] a, data[2] b */
+static void isclose_loop(char **d, const int64_t *st, int64_t n, void *vctx) {
+  cmpctx *c = vctx;
+  for (int64_t i = 0; i < n; i++) {
+    const char *a = d[1] + i * st[1], *b = d[2] + i * st[2];
+    bool r = c->ints ? (c->lia(a) == c->lib(b) ||
+                        fabs((double)c->lia(a) - (double)c->lib(b)) <=
+                            c->atol + c->rtol * fabs((double)c->lib(b)))
+                     : close1(c, c->lda(a), c->ldb(b));
+    *(bool *)(d[0] + i * st[0]) = r;
+  }
+}
+
+em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
+                     double atol, int equal_nan, em_tensor **out) {
+  if (!em_device_equal(a->storage->device, b->storage->device))
+    return em_fail(EM_E_RUNTIME, "isclose: expected both tensors on the same device");
+  if (a->dtype != b->dtype)
+    return em_fail(EM_E_TYPE, "isclose: expected a and b to have the same dtype, but got: "
+                   "%s != %s", em_dtype_name(a->dtype), em_dtype_name(b->dtype));
+  if (rtol < 0 || atol < 0)
+    return em_fail(EM_E_VALUE, "isclose: rtol and atol must be non-negative, got rtol=%g "
+                   "atol=%g", rtol, atol);
+  const em_tensor *ins[2] = {a, b};
+  int nd;
+  int64_t shape[EM_MAX_DIMS];
+  em_status st = em_broadcast_shapes("isclose", 2, ins, &nd, shape);
+  if (st != EM_OK) return st;
+  em_tensor *o;
+  st = em_empty(nd, shape, EM_BOOL, em_cpu(), &o);
+  if (st != EM_OK) return st;
+  cmpctx c = {em_load_d(a->dtype), em_load_d(b->dtype), em_load_i(a->dtype),
+              em_load_i(b->dtype), em_dtype_kindof(a->dtype) != EM_KIND_FLOAT,
+              rtol, atol, equal_nan, 0};
+  em_iter it;
+  const em_tensor *ops[3] = {o, a, b};
+  st = em_iter_build(&it, "isclose", 3, ops, nd, shape, false);
+  if (st != EM_OK) { em_tensor_release(o); return st; }
+  if (it.numel > 0) em_iter_run(&it, isclose_loop, &c);
+  *out = o;
+  return EM_OK;
+}
+
+em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
+                      double atol, int equal_nan, int *result) {
+  em_tensor *c;
+  em_status st = em_isclose(a, b, rtol, atol, equal_nan, &c);
+  if (st != EM_OK) return st;
+  const bool *p = em_tensor_data(c);
+  int64_t n = em_tensor_numel(c);
+  int r = 1;
+  for (int64_t i = 0; i < n && r; i++) r = p[i];
+  em_tensor_release(c);
+  *result = r;
+  return EM_OK;
+}
