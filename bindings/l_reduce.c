@@ -433,6 +433,27 @@ static int l_linear(lua_State *L) {
   return 1;
 }
 
+/* T._C._strided(t, sizes, strides, offset): a view with other metadata,
+** kept private for the specs (non-contiguous operands) until the view
+** functions land; T.as_strided is the public spelling. */
+static int l_strided_hook(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "_strided");
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+  int next;
+  int n = l_checksizes(L, 2, "_strided", sizes, &next);
+  int m = (int)lua_objlen(L, 3);
+  if (m != n) l_errorf(L, "_strided: %d sizes but %d strides", n, m);
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 3, i + 1);
+    strides[i] = l_checkint(L, -1, "_strided", "stride");
+    lua_pop(L, 1);
+  }
+  int64_t off = l_checkint(L, 4, "_strided", "offset");
+  em_tensor **box = l_newbox(L);
+  if (em_as_strided(t, n, sizes, strides, off, box) != EM_OK) l_error(L);
+  return 1;
+}
+
 void l_open_reduce(lua_State *L) {
   static const luaL_Reg both[] = {
       {"sum", l_sum}, {"prod", l_prod}, {"mean", l_mean}, {"amax", l_amax},
@@ -445,7 +466,8 @@ void l_open_reduce(lua_State *L) {
       {"matmul", l_matmul}, {"mm", l_mm}, {"bmm", l_bmm}, {"mv", l_mv}, {"dot", l_dot},
       {"outer", l_outer}, {"addmm", l_addmm}, {"addmv", l_addmv}, {"baddbmm", l_baddbmm},
       {NULL, NULL}};
-  static const luaL_Reg fns[] = {{"linear", l_linear}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"linear", l_linear}, {"_strided", l_strided_hook},
+                                 {NULL, NULL}};
   l_add_methods(L, both);
   l_add_functions(L, both);
   l_add_functions(L, fns);

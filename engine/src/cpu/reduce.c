@@ -352,13 +352,13 @@ static em_status check_nonempty(const char *op, const em_tensor *t, const bool *
   if (all_dims) {
     if (em_tensor_numel(t) == 0)
       return em_fail(EM_E_INDEX,
-                     "%s: Expected reduction dim to be specified for input.numel() == 0. "
+                     "%s(): Expected reduction dim to be specified for input.numel() == 0. "
                      "Specify the reduction dim with the 'dim' argument.", op);
     return EM_OK;
   }
   for (int i = 0; i < t->ndim; i++)
     if (mask[i] && t->sizes[i] == 0)
-      return em_fail(EM_E_INDEX, "%s: Expected reduction dim %d to have non-zero size.",
+      return em_fail(EM_E_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
                      op, i + 1);
   return EM_OK;
 }
@@ -721,8 +721,8 @@ static em_status squeeze_axis(em_tensor **t, int axis) {
 
 em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
                      em_tensor **values, em_tensor **indices) {
-  const char *op = is_min ? "min()" : "max()";
-  if (!values) op = is_min ? "argmin()" : "argmax()";
+  const char *op = is_min ? "min" : "max";
+  if (!values) op = is_min ? "argmin" : "argmax";
   int axis;
   em_status st = check_cpu(op, t);
   if (st == EM_OK) st = em_wrap_dim(op, dim, t->ndim, &axis);
@@ -764,7 +764,7 @@ em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
 em_status em_argmax(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
                     int is_min, em_tensor **out) {
   if (has_dim) return em_max_dim(t, dim, keepdim, is_min, NULL, out);
-  const char *op = is_min ? "argmin()" : "argmax()";
+  const char *op = is_min ? "argmin" : "argmax";
   em_status st = check_cpu(op, t);
   if (st == EM_OK) st = check_nonempty(op, t, NULL, true);
   if (st != EM_OK) return st;
