@@ -25,6 +25,8 @@ function U.tensor(rec)
   local t
   if #rec.shape == 0 then
     t = T.tensor(rec.v[1], { dtype = dt })
+  elseif #rec.v == 0 then
+    t = T.zeros(rec.shape, { dtype = dt })  -- nested tables cannot spell [0, 3]
   else
     t = T.tensor(nest(rec.v, rec.shape, 1, { 1 }), { dtype = dt })
   end
