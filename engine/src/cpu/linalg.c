@@ -205,6 +205,9 @@ static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *
     if (use_input) {
       st = em_empty(nbd + 2, shape, cdt, em_cpu(), &co);
       if (st == EM_OK) st = em_copy_(co, input);
+    } else if (k > 0) {
+      /* every kernel writes C with beta = 0 (BLAS does not read C then) */
+      st = em_empty(nbd + 2, shape, cdt, em_cpu(), &co);
     } else {
       st = em_zeros(nbd + 2, shape, cdt, em_cpu(), &co);
     }
