@@ -144,12 +144,33 @@ static em_status new_acc(const em_tensor *t, const bool *mask, em_dtype dt,
   return EM_OK;
 }
 
-/* Runs loop over (acc, extra..., t) with the iterator in reduction mode. */
+/* Runs loop over (acc, extra..., t). Normally the reduced dims go innermost
+** (reduction mode), so each kernel call folds a run of inputs into one
+** accumulator (pairwise for sums). When the input's densest dim is not
+** reduced (a column sum of a row-major matrix) that order strides through
+** memory; then the iteration follows the input's layout and each kernel
+** call adds a contiguous row into a row of accumulators. Sums of float64
+** keep the pairwise order (their accumulator has no extra precision);
+** every other dtype accumulates in double or int64, which absorbs the
+** longer chains. */
 static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
-                            const em_tensor *extra, em_loop1d loop, void *ctx) {
+                            const em_tensor *extra, em_loop1d loop, void *ctx,
+                            bool sums) {
+  int dense = -1;
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->sizes[i] <= 1) continue;
+    int64_t s = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+    if (s == 0) continue;
+    if (dense < 0 || s < (t->strides[dense] < 0 ? -t->strides[dense] : t->strides[dense]))
+      dense = i;
+  }
+  bool reduction_order = true;
+  if (dense >= 0 && acc->sizes[dense] > 1 && !(sums && t->dtype == EM_FLOAT64))
+    reduction_order = false;
   em_iter it;
   const em_tensor *ops[3] = {acc, t, extra};
-  em_status st = em_iter_build(&it, op, extra ? 3 : 2, ops, t->ndim, t->sizes, true);
+  em_status st = em_iter_build(&it, op, extra ? 3 : 2, ops, t->ndim, t->sizes,
+                               reduction_order);
   if (st != EM_OK) return st;
   if (it.numel > 0) em_iter_run(&it, loop, ctx);
   return EM_OK;
@@ -237,6 +258,24 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   }                                                                          \
   static void em_amax_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
+    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
+      /* four independent chains; NaN is sticky in each */                   \
+      double v[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};            \
+      int64_t i = 0;                                                         \
+      for (; i + 4 <= n; i += 4)                                             \
+        for (int j = 0; j < 4; j++) {                                        \
+          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
+          v[j] = (v[j] != v[j] || v[j] >= x) ? v[j] : x;                     \
+        }                                                                    \
+      for (; i < n; i++) {                                                   \
+        double x = ld_d_##S(d[1] + i * st[1]);                               \
+        v[0] = (v[0] != v[0] || v[0] >= x) ? v[0] : x;                       \
+      }                                                                      \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 4; j++) a = (a != a || a >= v[j]) ? a : v[j];      \
+      *(double *)d[0] = a;                                                   \
+      return;                                                                \
+    }                                                                        \
     for (int64_t i = 0; i < n; i++) {                                        \
       char *a = d[0] + i * st[0];                                            \
       if (K == EM_KIND_FLOAT) {                                              \
@@ -251,6 +290,23 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   }                                                                          \
   static void em_amin_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
+    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
+      double v[4] = {INFINITY, INFINITY, INFINITY, INFINITY};                \
+      int64_t i = 0;                                                         \
+      for (; i + 4 <= n; i += 4)                                             \
+        for (int j = 0; j < 4; j++) {                                        \
+          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
+          v[j] = (v[j] != v[j] || v[j] <= x) ? v[j] : x;                     \
+        }                                                                    \
+      for (; i < n; i++) {                                                   \
+        double x = ld_d_##S(d[1] + i * st[1]);                               \
+        v[0] = (v[0] != v[0] || v[0] <= x) ? v[0] : x;                       \
+      }                                                                      \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 4; j++) a = (a != a || a <= v[j]) ? a : v[j];      \
+      *(double *)d[0] = a;                                                   \
+      return;                                                                \
+    }                                                                        \
     for (int64_t i = 0; i < n; i++) {                                        \
       char *a = d[0] + i * st[0];                                            \
       if (K == EM_KIND_FLOAT) {                                              \
@@ -443,7 +499,8 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
   }
   em_tensor *acc = NULL;
   st = new_acc(t, mask, adt, 1, dinit, iinit, &acc);
-  if (st == EM_OK) st = run_reduce(op, acc, t, NULL, loop, NULL);
+  if (st == EM_OK)
+    st = run_reduce(op, acc, t, NULL, loop, NULL, rop == EM_REDUCE_SUM || rop == EM_REDUCE_MEAN);
   if (st == EM_OK && rop == EM_REDUCE_MEAN) {
     double c = (double)reduced_count(t, mask);
     double *a = em_storage_data(acc->storage);
@@ -471,7 +528,7 @@ em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
   em_tensor *acc;
   st = new_acc(t, mask, EM_FLOAT64, 3, 0, 0, &acc);
   if (st != EM_OK) return st;
-  st = run_reduce(op, acc, t, NULL, var_loops[t->dtype], NULL);
+  st = run_reduce(op, acc, t, NULL, var_loops[t->dtype], NULL, false);
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
     int64_t n = em_tensor_numel(acc);
@@ -510,7 +567,7 @@ em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
   em_tensor *acc;
   st = new_acc(t, mask, EM_FLOAT64, 1, init, 0, &acc);
   if (st != EM_OK) return st;
-  st = run_reduce("norm", acc, t, NULL, norm_loops[t->dtype], &p);
+  st = run_reduce("norm", acc, t, NULL, norm_loops[t->dtype], &p, true);
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
     int64_t n = em_tensor_numel(acc);
@@ -538,7 +595,7 @@ em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
   bool fl = em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
   /* the shift: amax as double (int inputs: converted after the int amax) */
   st = new_acc(t, mask, fl ? EM_FLOAT64 : EM_INT64, 1, -INFINITY, INT64_MIN, &mx);
-  if (st == EM_OK) st = run_reduce("logsumexp", mx, t, NULL, amax_loops[t->dtype], NULL);
+  if (st == EM_OK) st = run_reduce("logsumexp", mx, t, NULL, amax_loops[t->dtype], NULL, false);
   if (st == EM_OK && !fl) {
     /* reinterpret the int64 maxima as doubles, in place */
     int64_t *m = em_storage_data(mx->storage);
@@ -556,7 +613,7 @@ em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
       if (isinf(m[i])) m[i] = 0;  /* as PyTorch: an infinite max shifts by 0 */
     st = new_acc(t, mask, EM_FLOAT64, 1, 0, 0, &acc);
   }
-  if (st == EM_OK) st = run_reduce("logsumexp", acc, t, mx, lse_loops[t->dtype], NULL);
+  if (st == EM_OK) st = run_reduce("logsumexp", acc, t, mx, lse_loops[t->dtype], NULL, true);
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
     const double *m = em_storage_data(mx->storage);
