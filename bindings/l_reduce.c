@@ -103,6 +103,11 @@ static int l_amax(lua_State *L) { return simple_reduce(L, EM_REDUCE_AMAX, "amax"
 static int l_amin(lua_State *L) { return simple_reduce(L, EM_REDUCE_AMIN, "amin", 0); }
 static int l_all(lua_State *L) { return simple_reduce(L, EM_REDUCE_ALL, "all", 0); }
 static int l_any(lua_State *L) { return simple_reduce(L, EM_REDUCE_ANY, "any", 0); }
+static int l_nansum(lua_State *L) { return simple_reduce(L, EM_REDUCE_NANSUM, "nansum", 1); }
+static int l_nanmean(lua_State *L) { return simple_reduce(L, EM_REDUCE_NANMEAN, "nanmean", 1); }
+static int l_count_nonzero(lua_State *L) {
+  return simple_reduce(L, EM_REDUCE_COUNT_NONZERO, "count_nonzero", 0);
+}
 
 /* max/min: no dim -> the value (0-d); one dim -> values, indices. */
 static int max_min(lua_State *L, int is_min) {
@@ -165,6 +170,64 @@ static int var_std(lua_State *L, int take_sqrt) {
 }
 static int l_var(lua_State *L) { return var_std(L, 0); }
 static int l_std(lua_State *L) { return var_std(L, 1); }
+
+/* var_mean / std_mean: (var or std, mean) */
+static int var_std_mean(lua_State *L, int take_sqrt) {
+  const char *op = take_sqrt ? "std_mean" : "var_mean";
+  static const char *const allowed[] = {"dim", "keepdim", "correction", "unbiased", NULL};
+  em_tensor *t = l_checktensor(L, 1, op);
+  redargs r;
+  parse_red(L, op, &r, allowed);
+  double corr = 1;
+  if (r.opts) {
+    lua_getfield(L, r.opts, "unbiased");
+    if (!lua_isnil(L, -1)) corr = lua_toboolean(L, -1) ? 1 : 0;
+    lua_pop(L, 1);
+    corr = optnum(L, r.opts, "correction", corr, op);
+  }
+  em_tensor **vb = l_newbox(L);
+  em_tensor **mb = l_newbox(L);
+  if (em_var_mean(t, r.ndims, r.ndims > 0 ? r.dims : NULL, corr, r.keepdim, take_sqrt, vb,
+                  mb) != EM_OK)
+    l_error(L);
+  return 2;
+}
+static int l_var_mean(lua_State *L) { return var_std_mean(L, 0); }
+static int l_std_mean(lua_State *L) { return var_std_mean(L, 1); }
+
+/* median/nanmedian: no dim -> the value; a dim -> values, indices */
+static int median_impl(lua_State *L, int ignore_nan) {
+  const char *op = ignore_nan ? "nanmedian" : "median";
+  em_tensor *t = l_checktensor(L, 1, op);
+  redargs r;
+  parse_red(L, op, &r, RED_OPTS_NODT);
+  if (r.ndims > 1) l_errorf(L, "%s: expected one dim, got %d", op, r.ndims);
+  if (r.ndims < 1) {
+    em_tensor **box = l_newbox(L);
+    if (em_median(t, 0, 0, 0, ignore_nan, box, NULL) != EM_OK) l_error(L);
+    return 1;
+  }
+  em_tensor **vb = l_newbox(L);
+  em_tensor **ib = l_newbox(L);
+  if (em_median(t, 1, r.dims[0], r.keepdim, ignore_nan, vb, ib) != EM_OK) l_error(L);
+  return 2;
+}
+static int l_median(lua_State *L) { return median_impl(L, 0); }
+static int l_nanmedian(lua_State *L) { return median_impl(L, 1); }
+
+/* kthvalue(k, [dim=-1], [keepdim], [{dim=, keepdim=}]) -> values, indices */
+static int l_kthvalue(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "kthvalue");
+  int64_t k = l_checkint(L, 2, "kthvalue", "k");
+  lua_remove(L, 2);
+  redargs r;
+  parse_red(L, "kthvalue", &r, RED_OPTS_NODT);
+  if (r.ndims > 1) l_errorf(L, "kthvalue: expected one dim, got %d", r.ndims);
+  em_tensor **vb = l_newbox(L);
+  em_tensor **ib = l_newbox(L);
+  if (em_kthvalue(t, k, r.ndims == 1 ? r.dims[0] : -1, r.keepdim, vb, ib) != EM_OK) l_error(L);
+  return 2;
+}
 
 /* p as a number, "fro", "inf"/"-inf" (math.huge works too) */
 static double check_p(lua_State *L, int idx) {
@@ -256,6 +319,20 @@ static int cum_impl(lua_State *L, int prod) {
   return 1;
 }
 static int l_cumsum(lua_State *L) { return cum_impl(L, 0); }
+
+static int cumext_impl(lua_State *L, int is_min) {
+  const char *op = is_min ? "cummin" : "cummax";
+  em_tensor *t = l_checktensor(L, 1, op);
+  int dtype = -1;
+  int64_t dim = one_dim(L, op, &dtype);
+  if (dtype >= 0) l_errorf(L, "%s: takes no dtype", op);
+  em_tensor **vb = l_newbox(L);
+  em_tensor **ib = l_newbox(L);
+  if (em_cumextreme(t, dim, is_min, vb, ib) != EM_OK) l_error(L);
+  return 2;
+}
+static int l_cummax(lua_State *L) { return cumext_impl(L, 0); }
+static int l_cummin(lua_State *L) { return cumext_impl(L, 1); }
 static int l_cumprod(lua_State *L) { return cum_impl(L, 1); }
 
 /* sort([dim=-1], [descending=false], [{dim=, descending=, stable=}]) */
@@ -458,6 +535,10 @@ void l_open_reduce(lua_State *L) {
   static const luaL_Reg both[] = {
       {"sum", l_sum}, {"prod", l_prod}, {"mean", l_mean}, {"amax", l_amax},
       {"amin", l_amin}, {"all", l_all}, {"any", l_any}, {"max", l_max}, {"min", l_min},
+      {"nansum", l_nansum}, {"nanmean", l_nanmean}, {"count_nonzero", l_count_nonzero},
+      {"var_mean", l_var_mean}, {"std_mean", l_std_mean}, {"median", l_median},
+      {"nanmedian", l_nanmedian}, {"kthvalue", l_kthvalue}, {"cummax", l_cummax},
+      {"cummin", l_cummin},
       {"argmax", l_argmax}, {"argmin", l_argmin}, {"var", l_var}, {"std", l_std},
       {"norm", l_norm}, {"logsumexp", l_logsumexp}, {"softmax", l_softmax},
       {"log_softmax", l_log_softmax}, {"cumsum", l_cumsum}, {"cumprod", l_cumprod},

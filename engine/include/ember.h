@@ -265,7 +265,10 @@ typedef enum em_reduce_op {
   EM_REDUCE_AMAX,     /* NaN propagates; an empty reduced dim is an error */
   EM_REDUCE_AMIN,
   EM_REDUCE_ALL,      /* bool (uint8 for uint8 input) */
-  EM_REDUCE_ANY
+  EM_REDUCE_ANY,
+  EM_REDUCE_NANSUM,   /* sum skipping NaN */
+  EM_REDUCE_NANMEAN,  /* mean of the non-NaN values (floating only) */
+  EM_REDUCE_COUNT_NONZERO  /* int64 */
 } em_reduce_op;
 
 em_status em_reduce(em_reduce_op op, const em_tensor *t, int ndims,
@@ -273,6 +276,10 @@ em_status em_reduce(em_reduce_op op, const em_tensor *t, int ndims,
 /* var (take_sqrt 0) or std (1): sum((x - mean)^2) / max(0, N - correction). */
 em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
                  double correction, int keepdim, int take_sqrt, em_tensor **out);
+/* var/std and the mean in one pass (mean gets the input's dtype). */
+em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
+                      double correction, int keepdim, int take_sqrt,
+                      em_tensor **var, em_tensor **mean);
 /* The vector p-norm over dims: p = 2, 1, 0 (count of nonzeros), +-inf, or
 ** any other real p. */
 em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
@@ -286,6 +293,11 @@ em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
 /* argmax/argmin (is_min): over the flattened tensor when has_dim is 0. */
 em_status em_argmax(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
                     int is_min, em_tensor **out);
+/* cummax / cummin (is_min) along dim: running extremes and the 1-based
+** position where each was reached (the last of equal values; each NaN
+** takes over and stays, as PyTorch). */
+em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
+                        em_tensor **values, em_tensor **indices);
 /* softmax / log_softmax (log) along dim, computed in double. */
 em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
                      em_tensor **out);
@@ -299,6 +311,14 @@ em_status em_sort(const em_tensor *t, int64_t dim, int descending,
 /* The k largest (or smallest) along dim, in sorted order. */
 em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
                   em_tensor **values, em_tensor **indices);
+/* The k-th smallest (1-based k) along dim, values and 1-based indices. */
+em_status em_kthvalue(const em_tensor *t, int64_t k, int64_t dim, int keepdim,
+                      em_tensor **values, em_tensor **indices);
+/* The lower median along dim (values, indices), or of the flattened tensor
+** when has_dim is 0 (indices may then be NULL). NaN is the median of a lane
+** holding one, unless ignore_nan (nanmedian). */
+em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+                    int ignore_nan, em_tensor **values, em_tensor **indices);
 /* Sorted unique values of the flattened tensor; inverse (t's shape, 1-based
 ** positions into values) and counts are made when asked (non-NULL). */
 em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,

@@ -17,4 +17,11 @@ return function(T, C)
     M[name] = f
     T[name] = f
   end
+
+  -- aminmax: (min, max) in one call, with the reductions' dim/keepdim
+  local function aminmax(t, ...)
+    return M.amin(t, ...), M.amax(t, ...)
+  end
+  M.aminmax = aminmax
+  T.aminmax = aminmax
 end

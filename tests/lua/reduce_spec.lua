@@ -24,8 +24,16 @@ local function run(c)
     if c.op == "norm" then return U.mismatch(x:norm(2, c.dim, opts), c.out) end
     return U.mismatch(x[c.op](x, c.dim, opts), c.out)
   elseif c.kind == "maxdim" then
-    local v, i = x[c.op](x, c.dim, c.keepdim)
+    local v, i
+    if c.keepdim == nil then v, i = x[c.op](x, c.dim)   -- cummax/cummin
+    else v, i = x[c.op](x, c.dim, c.keepdim) end
     return U.mismatch(v, c.out) or U.mismatch(i, c.idx)
+  elseif c.kind == "kth" then
+    local v, i = x:kthvalue(c.k, c.dim)
+    return U.mismatch(v, c.out) or U.mismatch(i, c.idx)
+  elseif c.kind == "pair" then
+    local a, b = x[c.op](x, c.dim)
+    return U.mismatch(a, c.out) or U.mismatch(b, c.out2)
   elseif c.kind == "lane" then
     return U.mismatch(x[c.op](x, c.dim), c.out)
   elseif c.kind == "sort" then
@@ -45,7 +53,7 @@ end
 
 describe("reductions conform to PyTorch", function()
   local kinds = { reduce = true, maxdim = true, lane = true, sort = true, topk = true,
-                  unique = true, norm = true }
+                  unique = true, norm = true, kth = true, pair = true }
   for _, g in ipairs(U.groups(cases, kinds)) do
     it(("%s matches PyTorch (%d cases)"):format(g.name, #g.cases), function()
       assert.same({}, U.failures(g, run, describe_case))

@@ -371,6 +371,27 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
       else *a += pow(x, p);                                                  \
     }                                                                        \
   }                                                                          \
+  static void em_nansum_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
+    (void)ctx;                                                               \
+    for (int64_t i = 0; i < n; i++) {                                        \
+      double x = ld_d_##S(d[1] + i * st[1]);                                 \
+      if (x == x) *(double *)(d[0] + i * st[0]) += x;                        \
+    }                                                                        \
+  }                                                                          \
+  /* acc = {sum, count} of the non-NaN values */                             \
+  static void em_nanmean_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
+    (void)ctx;                                                               \
+    for (int64_t i = 0; i < n; i++) {                                        \
+      double x = ld_d_##S(d[1] + i * st[1]);                                 \
+      double *a = (double *)(d[0] + i * st[0]);                              \
+      if (x == x) { a[0] += x; a[1] += 1; }                                  \
+    }                                                                        \
+  }                                                                          \
+  static void em_nnz_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
+    (void)ctx;                                                               \
+    for (int64_t i = 0; i < n; i++)                                          \
+      *(int64_t *)(d[0] + i * st[0]) += ld_d_##S(d[1] + i * st[1]) != 0;     \
+  }                                                                          \
   /* data[2] is the per-output shift (the max, 0 where infinite) */          \
   static void em_lse_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
@@ -392,6 +413,9 @@ static const em_loop1d any_loops[EM_NUM_DTYPES] = KROW(any);
 static const em_loop1d var_loops[EM_NUM_DTYPES] = KROW(var);
 static const em_loop1d norm_loops[EM_NUM_DTYPES] = KROW(norm);
 static const em_loop1d lse_loops[EM_NUM_DTYPES] = KROW(lse);
+static const em_loop1d nansum_loops[EM_NUM_DTYPES] = KROW(nansum);
+static const em_loop1d nanmean_loops[EM_NUM_DTYPES] = KROW(nanmean);
+static const em_loop1d nnz_loops[EM_NUM_DTYPES] = KROW(nnz);
 
 /* -- Shared checks ---------------------------------------------------------- */
 
@@ -436,8 +460,9 @@ static int64_t reduced_count(const em_tensor *t, const bool *mask) {
 
 em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
                     const int64_t *dims, int keepdim, int dtype, em_tensor **out) {
-  static const char *const names[] = {"sum", "prod", "mean", "amax", "amin", "all", "any"};
-  if ((unsigned)rop > EM_REDUCE_ANY)
+  static const char *const names[] = {"sum", "prod", "mean", "amax", "amin", "all",
+                                      "any", "nansum", "nanmean", "count_nonzero"};
+  if ((unsigned)rop > EM_REDUCE_COUNT_NONZERO)
     return em_fail(EM_E_VALUE, "reduce: unknown reduction %d", (int)rop);
   const char *op = names[rop];
   bool mask[EM_MAX_DIMS];
@@ -453,17 +478,31 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
       odt = dtype >= 0 ? (em_dtype)dtype
                        : (em_dtype_kindof(in) == EM_KIND_FLOAT ? in : EM_INT64);
       break;
+    case EM_REDUCE_NANSUM:
+      if (em_dtype_kindof(dtype >= 0 ? (em_dtype)dtype : in) != EM_KIND_FLOAT) {
+        rop = EM_REDUCE_SUM;  /* integers hold no NaN */
+        op = "nansum";
+      }
+      odt = dtype >= 0 ? (em_dtype)dtype
+                       : (em_dtype_kindof(in) == EM_KIND_FLOAT ? in : EM_INT64);
+      break;
+    case EM_REDUCE_COUNT_NONZERO:
+      if (dtype >= 0)
+        return em_fail(EM_E_VALUE, "count_nonzero: takes no dtype");
+      odt = EM_INT64;
+      break;
     case EM_REDUCE_MEAN:
+    case EM_REDUCE_NANMEAN:
       if (dtype >= 0 && em_dtype_kindof((em_dtype)dtype) != EM_KIND_FLOAT)
         return em_fail(EM_E_TYPE,
-                       "mean(): could not infer output dtype. Optional dtype must be "
+                       "%s(): could not infer output dtype. Optional dtype must be "
                        "either a floating point or complex dtype. Got: %s",
-                       torch_name((em_dtype)dtype));
+                       op, torch_name((em_dtype)dtype));
       if (dtype < 0 && em_dtype_kindof(in) != EM_KIND_FLOAT)
         return em_fail(EM_E_TYPE,
-                       "mean(): could not infer output dtype. Input dtype must be "
+                       "%s(): could not infer output dtype. Input dtype must be "
                        "either a floating point or complex dtype. Got: %s",
-                       torch_name(in));
+                       op, torch_name(in));
       odt = dtype >= 0 ? (em_dtype)dtype : in;
       break;
     case EM_REDUCE_AMAX:
@@ -485,7 +524,9 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
     in = t->dtype;
   }
   bool fl = em_dtype_kindof(in) == EM_KIND_FLOAT;
-  em_dtype adt = (fl && rop != EM_REDUCE_ALL && rop != EM_REDUCE_ANY) ? EM_FLOAT64 : EM_INT64;
+  em_dtype adt = (fl && rop != EM_REDUCE_ALL && rop != EM_REDUCE_ANY &&
+                  rop != EM_REDUCE_COUNT_NONZERO) ? EM_FLOAT64 : EM_INT64;
+  int width = rop == EM_REDUCE_NANMEAN ? 2 : 1;
   double dinit = 0;
   int64_t iinit = 0;
   em_loop1d loop;
@@ -495,17 +536,27 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
     case EM_REDUCE_AMAX: loop = amax_loops[in]; dinit = -INFINITY; iinit = INT64_MIN; break;
     case EM_REDUCE_AMIN: loop = amin_loops[in]; dinit = INFINITY; iinit = INT64_MAX; break;
     case EM_REDUCE_ALL: loop = all_loops[in]; iinit = 1; break;
+    case EM_REDUCE_NANSUM: loop = nansum_loops[in]; break;
+    case EM_REDUCE_NANMEAN: loop = nanmean_loops[in]; break;
+    case EM_REDUCE_COUNT_NONZERO: loop = nnz_loops[in]; break;
     default: loop = any_loops[in]; break;
   }
   em_tensor *acc = NULL;
-  st = new_acc(t, mask, adt, 1, dinit, iinit, &acc);
+  st = new_acc(t, mask, adt, width, dinit, iinit, &acc);
   if (st == EM_OK)
-    st = run_reduce(op, acc, t, NULL, loop, NULL, rop == EM_REDUCE_SUM || rop == EM_REDUCE_MEAN);
+    st = run_reduce(op, acc, t, NULL, loop, NULL,
+                    rop == EM_REDUCE_SUM || rop == EM_REDUCE_MEAN || rop == EM_REDUCE_NANSUM ||
+                    rop == EM_REDUCE_NANMEAN);
   if (st == EM_OK && rop == EM_REDUCE_MEAN) {
     double c = (double)reduced_count(t, mask);
     double *a = em_storage_data(acc->storage);
     int64_t n = em_tensor_numel(acc);
     for (int64_t i = 0; i < n; i++) a[i] /= c;
+  }
+  if (st == EM_OK && rop == EM_REDUCE_NANMEAN) {
+    double *a = em_storage_data(acc->storage);
+    int64_t n = em_tensor_numel(acc);
+    for (int64_t i = 0; i < n; i++) a[2 * i] /= a[2 * i + 1];
   }
   if (st == EM_OK) st = acc_to_out(acc, t, mask, keepdim, odt, out);
   em_tensor_release(acc);
@@ -515,9 +566,10 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
 
 /* -- var / std ---------------------------------------------------------------- */
 
-em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
-                 double correction, int keepdim, int take_sqrt, em_tensor **out) {
-  const char *op = take_sqrt ? "std" : "var";
+static em_status var_impl(const em_tensor *t, int ndims, const int64_t *dims,
+                          double correction, int keepdim, int take_sqrt,
+                          em_tensor **out, em_tensor **mean) {
+  const char *op = mean ? (take_sqrt ? "std_mean" : "var_mean") : (take_sqrt ? "std" : "var");
   bool mask[EM_MAX_DIMS];
   em_status st = check_cpu(op, t);
   if (st == EM_OK) st = em_reduce_dims(op, t, ndims, dims, mask);
@@ -529,21 +581,44 @@ em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
   st = new_acc(t, mask, EM_FLOAT64, 3, 0, 0, &acc);
   if (st != EM_OK) return st;
   st = run_reduce(op, acc, t, NULL, var_loops[t->dtype], NULL, false);
+  em_tensor *v = NULL, *m = NULL;
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
     int64_t n = em_tensor_numel(acc);
     double cnt = (double)reduced_count(t, mask);
     /* PyTorch: M2 / max(0, N - correction); N - correction <= 0 gives inf or
-    ** nan by IEEE division. */
+    ** nan by IEEE division. The mean of nothing is NaN. */
     double den = cnt - correction > 0 ? cnt - correction : 0;
     for (int64_t i = 0; i < n; i++) {
-      double v = a[3 * i + 2] / den;
-      a[3 * i] = take_sqrt ? sqrt(v) : v;
+      double var = a[3 * i + 2] / den;
+      a[3 * i] = take_sqrt ? sqrt(var) : var;
+      if (cnt == 0) a[3 * i + 1] = NAN;
     }
-    st = acc_to_out(acc, t, mask, keepdim, t->dtype, out);
+    st = acc_to_out(acc, t, mask, keepdim, t->dtype, &v);
+    if (st == EM_OK && mean) {
+      acc->offset = 1;  /* element 1 of each triple: the mean */
+      st = acc_to_out(acc, t, mask, keepdim, t->dtype, &m);
+    }
   }
   em_tensor_release(acc);
-  return st;
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    return st;
+  }
+  *out = v;
+  if (mean) *mean = m;
+  return EM_OK;
+}
+
+em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
+                 double correction, int keepdim, int take_sqrt, em_tensor **out) {
+  return var_impl(t, ndims, dims, correction, keepdim, take_sqrt, out, NULL);
+}
+
+em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
+                      double correction, int keepdim, int take_sqrt,
+                      em_tensor **var, em_tensor **mean) {
+  return var_impl(t, ndims, dims, correction, keepdim, take_sqrt, var, mean);
 }
 
 /* -- norm -------------------------------------------------------------------- */
@@ -733,12 +808,40 @@ typedef struct { em_lane h; int is_min; } maxctx;
       }                                                                      \
     }                                                                        \
   }                                                                          \
+  /* cummax/cummin: data[0] values, data[1] indices (int64), data[2] input */ \
+  static void em_cumext_##S(char **d, const int64_t *st, int64_t n, void *vctx) { \
+    const maxctx *c = vctx;                                                  \
+    const int64_t len = c->h.len, lv = c->h.stride[0], lx = c->h.stride[1],  \
+                  li = c->h.stride[2];                                       \
+    for (int64_t i = 0; i < n; i++) {                                        \
+      const char *x = d[2] + i * st[2];                                      \
+      char *v = d[0] + i * st[0], *ix = d[1] + i * st[1];                    \
+      int64_t best = 0;                                                      \
+      for (int64_t j = 0; j < len; j++) {                                    \
+        if (j > 0) {                                                         \
+          bool take;                                                         \
+          if (K == EM_KIND_FLOAT) {                                          \
+            double a = ld_d_##S(x + j * li), b = ld_d_##S(x + best * li);    \
+            /* PyTorch: every NaN takes over; nothing replaces a NaN */     \
+            take = a != a || (b == b && (c->is_min ? a <= b : a >= b));      \
+          } else {                                                           \
+            int64_t a = ld_i_##S(x + j * li), b = ld_i_##S(x + best * li);   \
+            take = c->is_min ? a <= b : a >= b;                              \
+          }                                                                  \
+          if (take) best = j;                                                \
+        }                                                                    \
+        memcpy(v + j * lv, x + best * li, sizeof(CT));                       \
+        *(int64_t *)(ix + j * lx) = best + 1;                                \
+      }                                                                      \
+    }                                                                        \
+  }                                                                          \
   static void em_store_d_##S(char *p, double v) { st_d_##S(p, v); }
 EM_FOR_EACH_DTYPE(DEF_LANE_KERNELS)
 
 static const em_loop1d maxlane_loops[EM_NUM_DTYPES] = KROW(maxlane);
 static const em_loop1d softmax_loops[EM_NUM_DTYPES] = KROW(softmax);
 static const em_loop1d cum_loops[EM_NUM_DTYPES] = KROW(cum);
+static const em_loop1d cumext_loops[EM_NUM_DTYPES] = KROW(cumext);
 static void (*const store_d[EM_NUM_DTYPES])(char *, double) = KROW(store_d);
 
 em_load_d_fn em_load_d(em_dtype dt) {
@@ -902,5 +1005,32 @@ em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
   em_tensor_release(src);
   if (st != EM_OK) return st;
   *out = o;
+  return EM_OK;
+}
+
+em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
+                        em_tensor **values, em_tensor **indices) {
+  const char *op = is_min ? "cummin" : "cummax";
+  int axis;
+  em_status st = check_cpu(op, t);
+  if (st == EM_OK) st = em_wrap_dim(op, dim, t->ndim, &axis);
+  if (st != EM_OK) return st;
+  em_tensor *v = NULL, *ix = NULL;
+  st = em_empty(t->ndim, t->sizes, t->dtype, em_cpu(), &v);
+  if (st == EM_OK) st = em_empty(t->ndim, t->sizes, EM_INT64, em_cpu(), &ix);
+  if (st == EM_OK) {
+    maxctx c;
+    c.is_min = is_min;
+    const em_tensor *ops[3] = {v, ix, t};
+    st = em_run_lanes(op, 3, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
+                      cumext_loops[t->dtype], &c.h);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    return st;
+  }
+  *values = v;
+  *indices = ix;
   return EM_OK;
 }

@@ -136,6 +136,141 @@ em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
   return sort_impl("topk", t, dim, largest, k, true, values, indices);
 }
 
+/* -- kthvalue / median -------------------------------------------------------
+** A lane is sorted ascending (stable) and one position is picked: k-1 for
+** kthvalue; the lower median (n-1)/2 of the lane, or of its non-NaN values
+** for nanmedian; a lane holding NaN has NaN as its median (the first NaN in
+** the original order, whose index is reported). */
+enum { PICK_KTH = 0, PICK_MEDIAN = 1, PICK_NANMEDIAN = 2 };
+typedef struct pickctx {
+  sortctx s;
+  int mode;
+  int64_t k;  /* 0-based, PICK_KTH */
+} pickctx;
+
+/* data[0] value out, data[1] index out, data[2] input */
+static void pick_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
+  pickctx *p = vctx;
+  sortctx *c = &p->s;
+  const int64_t len = c->h.len, li = c->h.stride[2];
+  for (int64_t i = 0; i < n; i++) {
+    const char *x = d[2] + i * st[2];
+    int64_t valid = len;
+    for (int64_t j = 0; j < len; j++) {
+      if (c->is_float) {
+        c->dkey[j] = c->ldd(x + j * li);
+        if (c->dkey[j] != c->dkey[j]) valid--;
+      } else {
+        c->ikey[j] = c->ldi(x + j * li);
+      }
+      c->perm[j] = j;
+    }
+    merge_sort(c, len);
+    int64_t pos;
+    if (p->mode == PICK_KTH) pos = p->k;
+    else if (p->mode == PICK_MEDIAN) pos = valid < len ? valid : (len - 1) / 2;
+    else pos = valid > 0 ? (valid - 1) / 2 : 0;
+    memcpy(d[0] + i * st[0], x + c->perm[pos] * li, c->isize);
+    *(int64_t *)(d[1] + i * st[1]) = c->perm[pos] + 1;
+  }
+}
+
+static em_status pick_impl(const char *op, const em_tensor *t, int64_t dim, int keepdim,
+                           int mode, int64_t k, em_tensor **values, em_tensor **indices) {
+  int axis;
+  if (t->storage->device.type != EM_CPU)
+    return em_fail(EM_E_RUNTIME, "%s: expected a CPU tensor", op);
+  em_status st = em_wrap_dim(op, dim, t->ndim, &axis);
+  if (st != EM_OK) return st;
+  int64_t len = t->ndim > 0 ? t->sizes[axis] : 1;
+  if (mode == PICK_KTH && (k < 1 || k > len))
+    return em_fail(EM_E_INDEX, "%s: k (%lld) is out of range: dimension %d has size %lld",
+                   op, (long long)k, axis + 1, (long long)len);
+  if (len == 0)
+    return em_fail(EM_E_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
+                   op, axis + 1);
+  int64_t sizes[EM_MAX_DIMS], str[EM_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) sizes[i] = t->sizes[i];
+  if (t->ndim > 0) sizes[axis] = 1;
+  em_tensor *v = NULL, *ix = NULL;
+  pickctx p;
+  memset(&p, 0, sizeof p);
+  p.mode = mode;
+  p.k = k - 1;
+  sortctx *c = &p.s;
+  c->is_float = em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+  c->isize = em_dtype_size(t->dtype);
+  c->ldd = em_load_d(t->dtype);
+  c->ldi = em_load_i(t->dtype);
+  size_t n = (size_t)len;
+  c->dkey = malloc(n * sizeof(double));
+  c->ikey = malloc(n * sizeof(int64_t));
+  c->perm = malloc(n * sizeof(int64_t));
+  c->tmp = malloc(n * sizeof(int64_t));
+  if (!c->dkey || !c->ikey || !c->perm || !c->tmp)
+    st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  if (st == EM_OK) st = em_empty(t->ndim, sizes, t->dtype, em_cpu(), &v);
+  if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
+  if (st == EM_OK) {
+    const em_tensor *ops[3] = {v, ix, t};
+    st = em_run_lanes(op, 3, ops, axis, len, pick_lanes, &c->h);
+  }
+  free(c->dkey); free(c->ikey); free(c->perm); free(c->tmp);
+  if (st == EM_OK && !keepdim && t->ndim > 0) {
+    /* drop the size-1 axis: a view of the same storages */
+    int m = 0;
+    for (int i = 0; i < t->ndim; i++)
+      if (i != axis) sizes[m++] = t->sizes[i];
+    em_contiguous_strides(m, sizes, str);
+    em_tensor *v2 = NULL, *i2 = NULL;
+    st = em_as_strided(v, m, sizes, str, 0, &v2);
+    if (st == EM_OK) st = em_as_strided(ix, m, sizes, str, 0, &i2);
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    v = v2;
+    ix = i2;
+    if (st != EM_OK) { em_tensor_release(v2); v = ix = NULL; em_tensor_release(i2); }
+  }
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    return st;
+  }
+  *values = v;
+  if (indices) *indices = ix;
+  else em_tensor_release(ix);
+  return EM_OK;
+}
+
+em_status em_kthvalue(const em_tensor *t, int64_t k, int64_t dim, int keepdim,
+                      em_tensor **values, em_tensor **indices) {
+  return pick_impl("kthvalue", t, dim, keepdim, PICK_KTH, k, values, indices);
+}
+
+em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+                    int ignore_nan, em_tensor **values, em_tensor **indices) {
+  const char *op = ignore_nan ? "nanmedian" : "median";
+  int mode = ignore_nan ? PICK_NANMEDIAN : PICK_MEDIAN;
+  if (has_dim) return pick_impl(op, t, dim, keepdim, mode, 0, values, indices);
+  int64_t numel = em_tensor_numel(t);
+  if (numel == 0) {
+    /* PyTorch: the median of nothing is NaN */
+    em_scalar nan = {EM_SCALAR_FLOAT, 0, NAN};
+    return em_full(0, NULL, nan, t->dtype, em_cpu(), values);
+  }
+  em_tensor *c;
+  em_status st = em_contiguous(t, &c);
+  if (st != EM_OK) return st;
+  em_tensor flat;
+  memcpy(&flat, c, sizeof flat);
+  flat.ndim = 1;
+  flat.sizes[0] = numel;
+  flat.strides[0] = 1;
+  st = pick_impl(op, &flat, 1, 0, mode, 0, values, indices);
+  em_tensor_release(c);
+  return st;
+}
+
 /* -- unique ------------------------------------------------------------------- */
 
 em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
