@@ -211,6 +211,10 @@ static em_status acc_to_out(em_tensor *acc, const em_tensor *t, const bool *mask
     if (n <= 128) {                                                          \
       double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                \
       int64_t i = 0;                                                         \
+      if (st == (int64_t)sizeof(CT)) /* unit stride: a vectorisable copy */  \
+        for (; i + 8 <= n; i += 8)                                           \
+          for (int j = 0; j < 8; j++)                                        \
+            a[j] += ld_d_##S(p + (i + j) * (int64_t)sizeof(CT));             \
       for (; i + 8 <= n; i += 8)                                             \
         for (int j = 0; j < 8; j++) a[j] += ld_d_##S(p + (i + j) * st);      \
       double s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); \
