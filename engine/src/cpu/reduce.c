@@ -22,6 +22,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* -- Per-dtype load/store helpers ----------------------------------------
 ** ld_d_x / ld_i_x read an element as double / int64; st_d_x / st_i_x write
@@ -144,6 +147,32 @@ static em_status new_acc(const em_tensor *t, const bool *mask, em_dtype dt,
   return EM_OK;
 }
 
+/* Work (elements times per-element cost) below which one thread does it. */
+enum { PAR_GRAIN = 1 << 16 };
+
+void em_run_blocks(const em_iter *it, int64_t block, int64_t work_per_element,
+                   em_loop1d loop, void *ctx) {
+  int64_t total = it->numel;
+  if (total <= 0) return;
+#ifdef _OPENMP
+  int64_t nblocks = total / block;
+  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (nt > 1 && nblocks > 1 && total * work_per_element >= PAR_GRAIN) {
+    int64_t chunks = nblocks < 4 * (int64_t)nt ? nblocks : 4 * (int64_t)nt;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t c = 0; c < chunks; c++) {
+      int64_t b0 = nblocks * c / chunks, b1 = nblocks * (c + 1) / chunks;
+      em_iter_run_range(it, b0 * block, b1 * block, loop, ctx);
+    }
+    return;
+  }
+#else
+  (void)block;
+  (void)work_per_element;
+#endif
+  em_iter_run(it, loop, ctx);
+}
+
 /* Runs loop over (acc, extra..., t). Normally the reduced dims go innermost
 ** (reduction mode), so each kernel call folds a run of inputs into one
 ** accumulator (pairwise for sums). When the input's densest dim is not
@@ -172,7 +201,18 @@ static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
   em_status st = em_iter_build(&it, op, extra ? 3 : 2, ops, t->ndim, t->sizes,
                                reduction_order);
   if (st != EM_OK) return st;
-  if (it.numel > 0) em_iter_run(&it, loop, ctx);
+  if (it.numel <= 0) return EM_OK;
+  if (reduction_order) {
+    /* the reduced dims lead the iteration (acc stride 0): a block of that
+    ** many elements belongs to one output, so blocks can go to different
+    ** threads and every output is summed in the same order on any number
+    ** of threads */
+    int64_t block = 1;
+    for (int d = 0; d < it.ndim && it.strides[d][0] == 0; d++) block *= it.shape[d];
+    em_run_blocks(&it, block, 1, loop, ctx);
+  } else {
+    em_iter_run(&it, loop, ctx);  /* outputs innermost: chunks would share them */
+  }
   return EM_OK;
 }
 
@@ -712,7 +752,7 @@ em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
 ** operand's lane stride in bytes. Operands must agree on every other dim. */
 
 em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int axis,
-                       int64_t len, em_loop1d loop, em_lane *lane) {
+                       int64_t len, em_loop1d loop, em_lane *lane, bool parallel) {
   em_tensor views[EM_ITER_MAX_OPS];
   const em_tensor *ops[EM_ITER_MAX_OPS];
   const em_tensor *t = ts[nops - 1];
@@ -734,7 +774,8 @@ em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int
   em_iter it;
   em_status st = em_iter_build(&it, op, nops, ops, nd, shape, false);
   if (st != EM_OK) return st;
-  em_iter_run(&it, loop, lane);
+  if (parallel) em_run_blocks(&it, 1, len > 0 ? len : 1, loop, lane);
+  else em_iter_run(&it, loop, lane);
   return EM_OK;
 }
 
@@ -908,7 +949,7 @@ em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
     c.is_min = is_min;
     const em_tensor *ops[3] = {vals, ix, t};
     st = em_run_lanes(op, 3, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                      maxlane_loops[t->dtype], &c.h);
+                      maxlane_loops[t->dtype], &c.h, true);
   }
   if (!v) em_tensor_release(vals);
   if (st == EM_OK && !keepdim) {
@@ -978,7 +1019,7 @@ em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
   c.store = store_d[odt];
   const em_tensor *ops[2] = {o, t};
   st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                    softmax_loops[t->dtype], &c.h);
+                    softmax_loops[t->dtype], &c.h, true);
   if (st != EM_OK) { em_tensor_release(o); return st; }
   *out = o;
   return EM_OK;
@@ -1003,7 +1044,7 @@ em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
     c.prod = prod;
     const em_tensor *ops[2] = {o, src};
     st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                      cum_loops[odt], &c.h);
+                      cum_loops[odt], &c.h, true);
     if (st != EM_OK) em_tensor_release(o);
   }
   em_tensor_release(src);
@@ -1027,7 +1068,7 @@ em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
     c.is_min = is_min;
     const em_tensor *ops[3] = {v, ix, t};
     st = em_run_lanes(op, 3, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                      cumext_loops[t->dtype], &c.h);
+                      cumext_loops[t->dtype], &c.h, true);
   }
   if (st != EM_OK) {
     em_tensor_release(v);

@@ -28,9 +28,17 @@ typedef struct em_cumctx {
 
 /* Runs loop once per lane of `axis` (0-based) over operands ts (the last
 ** one defines the shape; the others agree with it on every other dim, and
-** may have any size along axis). lane->len is set to len. */
+** may have any size along axis). lane->len is set to len. With parallel
+** (the kernel only reads its ctx) lanes may run on several threads when
+** built with OpenMP; each lane is computed the same way on any thread. */
 em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int axis,
-                       int64_t len, em_loop1d loop, em_lane *lane);
+                       int64_t len, em_loop1d loop, em_lane *lane, bool parallel);
+
+/* Runs the iteration in chunks whose boundaries are multiples of `block`
+** (so that no two threads share a block), on several threads when built
+** with OpenMP and the work (numel * work_per_element) is large enough. */
+void em_run_blocks(const em_iter *it, int64_t block, int64_t work_per_element,
+                   em_loop1d loop, void *ctx);
 
 /* Marks the reduced axes of t for a list of 1-based dims (all when
 ** ndims <= 0); duplicate or out-of-range dims are errors. */

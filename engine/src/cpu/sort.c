@@ -113,7 +113,7 @@ static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int 
   if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
   if (st == EM_OK) {
     const em_tensor *ops[3] = {v, ix, t};
-    st = em_run_lanes(op, 3, ops, axis, len, sort_lanes, &c.h);
+    st = em_run_lanes(op, 3, ops, axis, len, sort_lanes, &c.h, false);
   }
   free(c.dkey); free(c.ikey); free(c.perm); free(c.tmp);
   if (st != EM_OK) {
@@ -213,7 +213,7 @@ static em_status pick_impl(const char *op, const em_tensor *t, int64_t dim, int 
   if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
   if (st == EM_OK) {
     const em_tensor *ops[3] = {v, ix, t};
-    st = em_run_lanes(op, 3, ops, axis, len, pick_lanes, &c->h);
+    st = em_run_lanes(op, 3, ops, axis, len, pick_lanes, &c->h, false);
   }
   free(c->dkey); free(c->ikey); free(c->perm); free(c->tmp);
   if (st == EM_OK && !keepdim && t->ndim > 0) {
