@@ -821,6 +821,18 @@ typedef struct { em_lane h; int is_min; } maxctx;
       }                                                                      \
       if (isinf(m)) m = m > 0 ? m : 0;                                       \
       double s = 0;                                                          \
+      if (c->reload) {                                                       \
+        /* softmax into float32/float64: exp once, kept in the output */     \
+        for (int64_t j = 0; j < len; j++) {                                  \
+          double e = exp(ld_d_##S(x + j * li) - m);                          \
+          s += e;                                                            \
+          c->store(o + j * lo, e);                                           \
+        }                                                                    \
+        double inv = 1.0 / s;                                                \
+        for (int64_t j = 0; j < len; j++)                                    \
+          c->store(o + j * lo, c->reload(o + j * lo) * inv);                 \
+        continue;                                                            \
+      }                                                                      \
       for (int64_t j = 0; j < len; j++) s += exp(ld_d_##S(x + j * li) - m);  \
       double ls = log(s);                                                    \
       for (int64_t j = 0; j < len; j++) {                                    \
@@ -1017,6 +1029,7 @@ em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
   em_smctx c;
   c.log = log;
   c.store = store_d[odt];
+  c.reload = !log && (odt == EM_FLOAT32 || odt == EM_FLOAT64) ? em_load_d(odt) : NULL;
   const em_tensor *ops[2] = {o, t};
   st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
                     softmax_loops[t->dtype], &c.h, true);

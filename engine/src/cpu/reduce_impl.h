@@ -19,6 +19,7 @@ typedef struct em_smctx {
   em_lane h;
   int log;
   void (*store)(char *, double);
+  double (*reload)(const char *);  /* softmax into f32/f64: reread the stored exp */
 } em_smctx;
 
 typedef struct em_cumctx {
