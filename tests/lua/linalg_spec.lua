@@ -117,6 +117,10 @@ describe("linear algebra errors", function()
       "matmul: shapes [2, 2, 3] and [2, 4, 5] cannot be multiplied (3 columns vs 4 rows)")
     assert.has_error(function() T.matmul(T.tensor(1.5), T.zeros(3)) end,
       "matmul: both arguments to matmul need to be at least 1D, but they are 0D and 1D")
+    assert.has_error(function() T.addmm(T.zeros(3, 3), T.zeros(2, 3), T.zeros(3, 2), { beta = 0 }) end,
+      "addmm: input of shape [3, 3] cannot be broadcast to the result shape [2, 2]")
+    assert.has_error(function() T.linear(T.zeros(2, 3), T.zeros(2, 3), T.zeros(3)) end,
+      "linear: bias of shape [3] cannot be broadcast to the result shape [2, 2]")
     assert.has_error(function() T.linear(T.zeros(2, 3), T.zeros(4, 5)) end,
       "linear: mat1 and mat2 shapes cannot be multiplied (2x3 and 5x4)")
   end)

@@ -185,6 +185,20 @@ static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *
   if (nbd + 2 > EM_MAX_DIMS) return em_fail(EM_E_VALUE, "%s: too many dims", op);
   shape[nbd] = m;
   shape[nbd + 1] = n;
+  if (input) {
+    /* the input must broadcast to the result even when beta = 0 skips it */
+    bool ok = input->ndim <= nbd + 2;
+    for (int i = 0; ok && i < input->ndim; i++) {
+      int64_t s = input->sizes[input->ndim - 1 - i], r = shape[nbd + 1 - i];
+      ok = s == r || s == 1;
+    }
+    if (!ok) {
+      char s1[EM_SHAPE_BUF], s2[EM_SHAPE_BUF];
+      return em_fail(EM_E_VALUE, "%s: %s of shape %s cannot be broadcast to the result "
+                     "shape %s", op, strcmp(op, "linear") == 0 ? "bias" : "input", em_fmt_shape(s1, sizeof s1, input->ndim, input->sizes),
+                     em_fmt_shape(s2, sizeof s2, nbd + 2, shape));
+    }
+  }
   /* Operands in the compute dtype, in BLAS-able layouts. em_to/em_contiguous
   ** may hand back the operand itself (retained): the callers' stack views
   ** carry a copied refcount >= 1, so those retain/release pairs balance and
