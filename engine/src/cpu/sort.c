@@ -28,6 +28,7 @@ typedef struct sortctx {
   double *dkey;       /* len keys (floats) */
   int64_t *ikey;      /* len keys (ints) */
   int64_t *perm, *tmp;
+  int64_t *heap;      /* k positions (topk selection), or NULL */
 } sortctx;
 
 /* a goes strictly before b in the requested order */
@@ -57,6 +58,47 @@ static void merge_sort(sortctx *c, int64_t n) {
   if (src != c->perm) memcpy(c->perm, src, (size_t)n * sizeof *src);
 }
 
+/* a before b, ties broken by position: a total order */
+static inline int before_pos(const sortctx *c, int64_t a, int64_t b) {
+  return before(c, a, b) || (!before(c, b, a) && a < b);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* topk with k much smaller than the lane: keep the k best positions in a
+** binary heap whose root is the worst kept (O(len log k)), then order them
+** by position and merge-sort them, which gives exactly the first k of the
+** stable full sort. Leaves the result in c->perm[0..k). */
+static void select_k(sortctx *c, int64_t len) {
+  int64_t *h = c->heap, k = c->k, hn = 0;
+  for (int64_t j = 0; j < len; j++) {
+    if (hn < k) {
+      int64_t i = hn++;
+      h[i] = j;
+      while (i > 0 && before_pos(c, h[(i - 1) / 2], h[i])) {  /* worse child up */
+        int64_t p = (i - 1) / 2, t = h[p];
+        h[p] = h[i]; h[i] = t; i = p;
+      }
+    } else if (before_pos(c, j, h[0])) {
+      h[0] = j;
+      int64_t i = 0;
+      for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < k && before_pos(c, h[w], h[l])) w = l;
+        if (r < k && before_pos(c, h[w], h[r])) w = r;
+        if (w == i) break;
+        int64_t t = h[w]; h[w] = h[i]; h[i] = t; i = w;
+      }
+    }
+  }
+  qsort(h, (size_t)k, sizeof *h, cmp_i64);
+  memcpy(c->perm, h, (size_t)k * sizeof *h);
+  merge_sort(c, k);
+}
+
 /* data[0] values out, data[1] indices out, data[2] input */
 static void sort_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
   sortctx *c = vctx;
@@ -69,7 +111,8 @@ static void sort_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
       else c->ikey[j] = c->ldi(x + j * li);
       c->perm[j] = j;
     }
-    merge_sort(c, len);
+    if (c->heap) select_k(c, len);
+    else merge_sort(c, len);
     char *v = d[0] + i * st[0], *ix = d[1] + i * st[1];
     for (int64_t j = 0; j < c->k; j++) {
       memcpy(v + j * lv, x + c->perm[j] * li, c->isize);
@@ -107,7 +150,9 @@ static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int 
   c.ikey = malloc(n * sizeof(int64_t));
   c.perm = malloc(n * sizeof(int64_t));
   c.tmp = malloc(n * sizeof(int64_t));
-  if (!c.dkey || !c.ikey || !c.perm || !c.tmp)
+  bool use_heap = check_k && k > 0 && k * 8 < len;
+  if (use_heap) c.heap = malloc((size_t)k * sizeof(int64_t));
+  if (!c.dkey || !c.ikey || !c.perm || !c.tmp || (use_heap && !c.heap))
     st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
   if (st == EM_OK) st = em_empty(t->ndim, sizes, t->dtype, em_cpu(), &v);
   if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
@@ -115,7 +160,7 @@ static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int 
     const em_tensor *ops[3] = {v, ix, t};
     st = em_run_lanes(op, 3, ops, axis, len, sort_lanes, &c.h, false);
   }
-  free(c.dkey); free(c.ikey); free(c.perm); free(c.tmp);
+  free(c.dkey); free(c.ikey); free(c.perm); free(c.tmp); free(c.heap);
   if (st != EM_OK) {
     em_tensor_release(v);
     em_tensor_release(ix);
