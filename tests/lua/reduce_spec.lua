@@ -157,6 +157,31 @@ describe("reduction arguments", function()
       "topk: k (3) is out of range: dimension 1 has size 2")
   end)
 
+  it("topk with a small k (heap selection) gives the first k of the stable sort", function()
+    local seed = 12345
+    local function rnd() seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 end
+    local mismatches = {}
+    for trial = 1, 60 do
+      local n = 20 + math.floor(rnd() * 400)
+      local vals = {}
+      for i = 1, n do
+        local r = rnd()
+        vals[i] = r < 0.05 and 0 / 0 or math.floor(r * 25)  -- many ties, some NaN
+      end
+      local x = T.tensor(vals, { dtype = T.float32 })
+      for _, largest in ipairs { true, false } do
+        local k = 1 + math.floor(rnd() * (n / 10))
+        local _, i = x:topk(k, 1, largest)
+        local _, si = x:sort(1, largest)
+        local il, sl = i:tolist(), si:tolist()
+        for j = 1, k do
+          if il[j] ~= sl[j] then mismatches[#mismatches + 1] = ("n=%d k=%d"):format(n, k); break end
+        end
+      end
+    end
+    assert.same({}, mismatches)
+  end)
+
   it("unique returns sorted values, 1-based inverse positions and counts", function()
     local x = T.tensor { { 3, 1 }, { 3, 2 } }
     local u, inv, c = x:unique { return_inverse = true, return_counts = true }
