@@ -752,7 +752,8 @@ em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
 ** operand's lane stride in bytes. Operands must agree on every other dim. */
 
 em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int axis,
-                       int64_t len, em_loop1d loop, em_lane *lane, bool parallel) {
+                       int64_t len, em_loop1d loop, em_lane *lane, bool parallel,
+                       const em_lane_scratch *scratch) {
   em_tensor views[EM_ITER_MAX_OPS];
   const em_tensor *ops[EM_ITER_MAX_OPS];
   const em_tensor *t = ts[nops - 1];
@@ -774,8 +775,44 @@ em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int
   em_iter it;
   em_status st = em_iter_build(&it, op, nops, ops, nd, shape, false);
   if (st != EM_OK) return st;
-  if (parallel) em_run_blocks(&it, 1, len > 0 ? len : 1, loop, lane);
-  else em_iter_run(&it, loop, lane);
+  if (it.numel <= 0) return EM_OK;
+  if (!scratch) {
+    if (parallel) em_run_blocks(&it, 1, len > 0 ? len : 1, loop, lane);
+    else em_iter_run(&it, loop, lane);
+    return EM_OK;
+  }
+  if (scratch->ctx_size > EM_LANE_CTX_MAX)
+    return em_fail(EM_E_RUNTIME, "%s: lane context too large", op);
+#ifdef _OPENMP
+  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int64_t work = it.numel * (len > 0 ? len : 1);
+  if (parallel && nt > 1 && it.numel > 1 && work >= PAR_GRAIN) {
+    int64_t chunks = it.numel < 4 * (int64_t)nt ? it.numel : 4 * (int64_t)nt;
+    int failed = 0;
+#pragma omp parallel num_threads(nt)
+    {
+      _Alignas(16) char local[EM_LANE_CTX_MAX];
+      memcpy(local, lane, scratch->ctx_size);
+      int ok = scratch->init(local) == EM_OK;
+      if (!ok) {
+#pragma omp atomic write
+        failed = 1;
+      }
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < chunks; c++)
+        if (ok) em_iter_run_range(&it, it.numel * c / chunks, it.numel * (c + 1) / chunks,
+                                  loop, local);
+      if (ok) scratch->fini(local);
+    }
+    /* a thread without scratch left its lanes undone: say so */
+    if (failed) return em_fail(EM_E_NOMEM, "%s: out of memory", op);
+    return EM_OK;
+  }
+#endif
+  st = scratch->init(lane);
+  if (st != EM_OK) return st;
+  em_iter_run(&it, loop, lane);
+  scratch->fini(lane);
   return EM_OK;
 }
 
@@ -961,7 +998,7 @@ em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
     c.is_min = is_min;
     const em_tensor *ops[3] = {vals, ix, t};
     st = em_run_lanes(op, 3, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                      maxlane_loops[t->dtype], &c.h, true);
+                      maxlane_loops[t->dtype], &c.h, true, NULL);
   }
   if (!v) em_tensor_release(vals);
   if (st == EM_OK && !keepdim) {
@@ -1032,7 +1069,7 @@ em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
   c.reload = !log && (odt == EM_FLOAT32 || odt == EM_FLOAT64) ? em_load_d(odt) : NULL;
   const em_tensor *ops[2] = {o, t};
   st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                    softmax_loops[t->dtype], &c.h, true);
+                    softmax_loops[t->dtype], &c.h, true, NULL);
   if (st != EM_OK) { em_tensor_release(o); return st; }
   *out = o;
   return EM_OK;
@@ -1057,7 +1094,7 @@ em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
     c.prod = prod;
     const em_tensor *ops[2] = {o, src};
     st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                      cum_loops[odt], &c.h, true);
+                      cum_loops[odt], &c.h, true, NULL);
     if (st != EM_OK) em_tensor_release(o);
   }
   em_tensor_release(src);
@@ -1081,7 +1118,7 @@ em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
     c.is_min = is_min;
     const em_tensor *ops[3] = {v, ix, t};
     st = em_run_lanes(op, 3, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
-                      cumext_loops[t->dtype], &c.h, true);
+                      cumext_loops[t->dtype], &c.h, true, NULL);
   }
   if (st != EM_OK) {
     em_tensor_release(v);

@@ -27,13 +27,26 @@ typedef struct em_cumctx {
   int prod;
 } em_cumctx;
 
+/* Kernels whose ctx needs scratch memory per thread: the runner copies the
+** ctx (ctx_size bytes, at most EM_LANE_CTX_MAX) for each thread, calls init
+** on the copy before its lanes and fini after. init fails with EM_E_NOMEM
+** after em_fail. */
+enum { EM_LANE_CTX_MAX = 512 };
+typedef struct em_lane_scratch {
+  size_t ctx_size;
+  em_status (*init)(void *ctx);
+  void (*fini)(void *ctx);
+} em_lane_scratch;
+
 /* Runs loop once per lane of `axis` (0-based) over operands ts (the last
 ** one defines the shape; the others agree with it on every other dim, and
-** may have any size along axis). lane->len is set to len. With parallel
-** (the kernel only reads its ctx) lanes may run on several threads when
-** built with OpenMP; each lane is computed the same way on any thread. */
+** may have any size along axis). lane->len is set to len. With parallel,
+** lanes may run on several threads when built with OpenMP (the kernel only
+** reads its ctx, or gets a private copy through scratch); each lane is
+** computed the same way on any thread. */
 em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int axis,
-                       int64_t len, em_loop1d loop, em_lane *lane, bool parallel);
+                       int64_t len, em_loop1d loop, em_lane *lane, bool parallel,
+                       const em_lane_scratch *scratch);
 
 /* Runs the iteration in chunks whose boundaries are multiples of `block`
 ** (so that no two threads share a block), on several threads when built

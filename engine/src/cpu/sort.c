@@ -29,6 +29,7 @@ typedef struct sortctx {
   int64_t *ikey;      /* len keys (ints) */
   int64_t *perm, *tmp;
   int64_t *heap;      /* k positions (topk selection), or NULL */
+  bool use_heap;
 } sortctx;
 
 /* a goes strictly before b in the requested order */
@@ -99,6 +100,29 @@ static void select_k(sortctx *c, int64_t len) {
   merge_sort(c, k);
 }
 
+/* Per-thread scratch of a sortctx: keys, positions and the merge buffer for
+** one lane (c->h.len entries), and the heap when topk selects (use_heap). */
+static em_status sort_scratch_init(void *vctx) {
+  sortctx *c = vctx;
+  size_t n = (size_t)(c->h.len > 0 ? c->h.len : 1);
+  c->dkey = malloc(n * sizeof(double));
+  c->ikey = malloc(n * sizeof(int64_t));
+  c->perm = malloc(n * sizeof(int64_t));
+  c->tmp = malloc(n * sizeof(int64_t));
+  c->heap = c->use_heap ? malloc((size_t)c->k * sizeof(int64_t)) : NULL;
+  if (!c->dkey || !c->ikey || !c->perm || !c->tmp || (c->use_heap && !c->heap)) {
+    free(c->dkey); free(c->ikey); free(c->perm); free(c->tmp); free(c->heap);
+    return em_fail(EM_E_NOMEM, "sort: out of memory for a lane of %lld elements",
+                   (long long)c->h.len);
+  }
+  return EM_OK;
+}
+
+static void sort_scratch_fini(void *vctx) {
+  sortctx *c = vctx;
+  free(c->dkey); free(c->ikey); free(c->perm); free(c->tmp); free(c->heap);
+}
+
 /* data[0] values out, data[1] indices out, data[2] input */
 static void sort_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
   sortctx *c = vctx;
@@ -145,22 +169,14 @@ static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int 
   c.isize = em_dtype_size(t->dtype);
   c.ldd = em_load_d(t->dtype);
   c.ldi = em_load_i(t->dtype);
-  size_t n = (size_t)(len > 0 ? len : 1);
-  c.dkey = malloc(n * sizeof(double));
-  c.ikey = malloc(n * sizeof(int64_t));
-  c.perm = malloc(n * sizeof(int64_t));
-  c.tmp = malloc(n * sizeof(int64_t));
-  bool use_heap = check_k && k > 0 && k * 8 < len;
-  if (use_heap) c.heap = malloc((size_t)k * sizeof(int64_t));
-  if (!c.dkey || !c.ikey || !c.perm || !c.tmp || (use_heap && !c.heap))
-    st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  c.use_heap = check_k && k > 0 && k * 8 < len;
   if (st == EM_OK) st = em_empty(t->ndim, sizes, t->dtype, em_cpu(), &v);
   if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
   if (st == EM_OK) {
     const em_tensor *ops[3] = {v, ix, t};
-    st = em_run_lanes(op, 3, ops, axis, len, sort_lanes, &c.h, false);
+    em_lane_scratch sc = {sizeof c, sort_scratch_init, sort_scratch_fini};
+    st = em_run_lanes(op, 3, ops, axis, len, sort_lanes, &c.h, true, &sc);
   }
-  free(c.dkey); free(c.ikey); free(c.perm); free(c.tmp); free(c.heap);
   if (st != EM_OK) {
     em_tensor_release(v);
     em_tensor_release(ix);
@@ -247,20 +263,13 @@ static em_status pick_impl(const char *op, const em_tensor *t, int64_t dim, int 
   c->isize = em_dtype_size(t->dtype);
   c->ldd = em_load_d(t->dtype);
   c->ldi = em_load_i(t->dtype);
-  size_t n = (size_t)len;
-  c->dkey = malloc(n * sizeof(double));
-  c->ikey = malloc(n * sizeof(int64_t));
-  c->perm = malloc(n * sizeof(int64_t));
-  c->tmp = malloc(n * sizeof(int64_t));
-  if (!c->dkey || !c->ikey || !c->perm || !c->tmp)
-    st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
   if (st == EM_OK) st = em_empty(t->ndim, sizes, t->dtype, em_cpu(), &v);
   if (st == EM_OK) st = em_empty(t->ndim, sizes, EM_INT64, em_cpu(), &ix);
   if (st == EM_OK) {
     const em_tensor *ops[3] = {v, ix, t};
-    st = em_run_lanes(op, 3, ops, axis, len, pick_lanes, &c->h, false);
+    em_lane_scratch sc = {sizeof p, sort_scratch_init, sort_scratch_fini};
+    st = em_run_lanes(op, 3, ops, axis, len, pick_lanes, &c->h, true, &sc);
   }
-  free(c->dkey); free(c->ikey); free(c->perm); free(c->tmp);
   if (st == EM_OK && !keepdim && t->ndim > 0) {
     /* drop the size-1 axis: a view of the same storages */
     int m = 0;
