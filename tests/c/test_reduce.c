@@ -83,6 +83,73 @@ TEST(float32_sum_is_pairwise_accurate) {
   em_tensor_release(t);
 }
 
+/* Large single-output reductions run in fixed chunks whose partials are
+** combined; every op's combine is checked against a naive long double loop. */
+TEST(chunked_full_reductions_match_a_naive_reference) {
+  int64_t n = 300001;
+  int64_t sz[1] = {n};
+  em_tensor *t, *q, *nanny;
+  CHECK_OK(em_empty(1, sz, EM_FLOAT64, em_cpu(), &t));
+  CHECK_OK(em_empty(1, sz, EM_FLOAT64, em_cpu(), &q));
+  CHECK_OK(em_empty(1, sz, EM_FLOAT64, em_cpu(), &nanny));
+  double *x = em_tensor_data(t), *y = em_tensor_data(q), *z = em_tensor_data(nanny);
+  long double sum = 0, prod = 1, sq = 0, lse = 0, zs = 0;
+  double mx = -INFINITY, mn = INFINITY;
+  int64_t nnz = 0, zc = 0;
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = sin((double)i) * 10 + (i % 7 == 0 ? 100 : 0) + (i == 123457 ? 1000 : 0);
+    if (i % 11 == 0) x[i] = 0;
+    y[i] = 1 + 1e-6 * sin((double)i);
+    z[i] = i % 5 == 0 ? NAN : x[i];
+    sum += x[i]; prod *= y[i]; sq += (long double)x[i] * x[i];
+    if (x[i] > mx) mx = x[i];
+    if (x[i] < mn) mn = x[i];
+    nnz += x[i] != 0;
+    if (i % 5) { zs += z[i]; zc++; }
+  }
+  for (int64_t i = 0; i < n; i++) lse += expl((long double)x[i] - mx);
+  long double mean = sum / n, m2 = 0;
+  for (int64_t i = 0; i < n; i++) m2 += (x[i] - mean) * (x[i] - mean);
+  struct { em_reduce_op op; const em_tensor *in; double want; } cases[] = {
+      {EM_REDUCE_SUM, t, (double)sum},      {EM_REDUCE_MEAN, t, (double)mean},
+      {EM_REDUCE_PROD, q, (double)prod},    {EM_REDUCE_AMAX, t, mx},
+      {EM_REDUCE_AMIN, t, mn},              {EM_REDUCE_COUNT_NONZERO, t, (double)nnz},
+      {EM_REDUCE_ALL, t, 0},                {EM_REDUCE_ANY, t, 1},
+      {EM_REDUCE_ALL, q, 1},                {EM_REDUCE_NANSUM, nanny, (double)zs},
+      {EM_REDUCE_NANMEAN, nanny, (double)(zs / zc)}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    em_tensor *r;
+    double got;
+    CHECK_OK(em_reduce(cases[k].op, cases[k].in, 0, NULL, 0, -1, &r));
+    em_get_f64(r, 0, &got);
+    if (!(fabs(got - cases[k].want) <= 1e-12 * (1 + fabs(cases[k].want))))
+      printf("  op %d: got %.17g want %.17g\n", (int)cases[k].op, got, cases[k].want);
+    CHECK(fabs(got - cases[k].want) <= 1e-12 * (1 + fabs(cases[k].want)));
+    em_tensor_release(r);
+  }
+  em_tensor *r;
+  double got;
+  CHECK_OK(em_var(t, 0, NULL, 1, 0, 0, &r));
+  em_get_f64(r, 0, &got);
+  CHECK(fabs(got - (double)(m2 / (n - 1))) <= 1e-12 * (double)(m2 / (n - 1)));
+  em_tensor_release(r);
+  CHECK_OK(em_norm(t, 2, 0, NULL, 0, -1, &r));
+  em_get_f64(r, 0, &got);
+  CHECK(fabs(got - sqrt((double)sq)) <= 1e-12 * sqrt((double)sq));
+  em_tensor_release(r);
+  CHECK_OK(em_norm(t, INFINITY, 0, NULL, 0, -1, &r));
+  em_get_f64(r, 0, &got);
+  CHECK(got == mx && mx > 990);  /* the planted 1000 + sin term is the largest |x| */
+  em_tensor_release(r);
+  CHECK_OK(em_logsumexp(t, 0, NULL, 0, &r));
+  em_get_f64(r, 0, &got);
+  CHECK(fabs(got - (double)(logl(lse) + mx)) <= 1e-12 * fabs(got));
+  em_tensor_release(r);
+  em_tensor_release(t);
+  em_tensor_release(q);
+  em_tensor_release(nanny);
+}
+
 TEST(failures_leave_outputs_and_references_alone) {
   em_tensor *t = make3(EM_INT64, 2, 3, 4);
   em_tensor *out = (em_tensor *)0x1;
@@ -211,6 +278,7 @@ TEST(sort_is_stable_and_unique_inverts) {
 int main(void) {
   RUN(reductions_do_not_depend_on_layout);
   RUN(float32_sum_is_pairwise_accurate);
+  RUN(chunked_full_reductions_match_a_naive_reference);
   RUN(failures_leave_outputs_and_references_alone);
   RUN(matmul_matches_naive_on_strided_operands_for_every_dtype);
   RUN(sort_is_stable_and_unique_inverts);

@@ -182,9 +182,83 @@ void em_run_blocks(const em_iter *it, int64_t block, int64_t work_per_element,
 ** keep the pairwise order (their accumulator has no extra precision);
 ** every other dtype accumulates in double or int64, which absorbs the
 ** longer chains. */
+/* Combining two partial accumulators of one output (a <- a op p). */
+typedef void (*combine_fn)(char *a, const char *p, const void *ctx);
+static void cmb_add_d(char *a, const char *p, const void *c) {
+  (void)c; *(double *)a += *(const double *)p;
+}
+static void cmb_add2_d(char *a, const char *p, const void *c) {
+  (void)c; ((double *)a)[0] += ((const double *)p)[0]; ((double *)a)[1] += ((const double *)p)[1];
+}
+static void cmb_mul_d(char *a, const char *p, const void *c) {
+  (void)c; *(double *)a *= *(const double *)p;
+}
+static void cmb_max_d(char *a, const char *p, const void *c) {
+  (void)c; double x = *(const double *)p, v = *(double *)a;
+  *(double *)a = (v != v || v >= x) ? v : x;
+}
+static void cmb_min_d(char *a, const char *p, const void *c) {
+  (void)c; double x = *(const double *)p, v = *(double *)a;
+  *(double *)a = (v != v || v <= x) ? v : x;
+}
+static void cmb_add_i(char *a, const char *p, const void *c) {
+  (void)c; *(int64_t *)a = wrap_add(*(int64_t *)a, *(const int64_t *)p);
+}
+static void cmb_mul_i(char *a, const char *p, const void *c) {
+  (void)c; *(int64_t *)a = wrap_mul(*(int64_t *)a, *(const int64_t *)p);
+}
+static void cmb_max_i(char *a, const char *p, const void *c) {
+  (void)c; if (*(const int64_t *)p > *(int64_t *)a) *(int64_t *)a = *(const int64_t *)p;
+}
+static void cmb_min_i(char *a, const char *p, const void *c) {
+  (void)c; if (*(const int64_t *)p < *(int64_t *)a) *(int64_t *)a = *(const int64_t *)p;
+}
+static void cmb_and_i(char *a, const char *p, const void *c) {
+  (void)c; *(int64_t *)a = *(int64_t *)a && *(const int64_t *)p;
+}
+static void cmb_or_i(char *a, const char *p, const void *c) {
+  (void)c; *(int64_t *)a = *(int64_t *)a || *(const int64_t *)p;
+}
+/* Chan et al.: merge {count, mean, M2} summaries */
+static void cmb_var(char *va, const char *vp, const void *c) {
+  (void)c;
+  double *a = (double *)va;
+  const double *p = (const double *)vp;
+  if (p[0] == 0) return;
+  if (a[0] == 0) { a[0] = p[0]; a[1] = p[1]; a[2] = p[2]; return; }
+  double tot = a[0] + p[0], delta = p[1] - a[1];
+  a[1] += delta * p[0] / tot;
+  a[2] += p[2] + delta * delta * a[0] * p[0] / tot;
+  a[0] = tot;
+}
+static void cmb_norm(char *a, const char *p, const void *c) {
+  double q = *(const double *)c;
+  if (q == INFINITY) cmb_max_d(a, p, c);
+  else if (q == -INFINITY) cmb_min_d(a, p, c);
+  else cmb_add_d(a, p, c);
+}
+
+/* Inputs of one output are cut into fixed chunks of this many elements
+** (never depending on the thread count), each reduced on its own and the
+** partials combined in a fixed tree. */
+enum { RED_CHUNK = 1 << 16 };
+
+/* Runs loop over (acc, extra..., t). Normally the reduced dims go innermost
+** (reduction mode), so each kernel call folds a run of inputs into one
+** accumulator (pairwise for sums). When the input's densest dim is not
+** reduced (a column sum of a row-major matrix) that order strides through
+** memory; then the iteration follows the input's layout and each kernel
+** call adds a contiguous row into a row of accumulators. Sums of float64
+** keep the pairwise order (their accumulator has no extra precision);
+** every other dtype accumulates in double or int64, which absorbs the
+** longer chains.
+** Threads: several outputs are split between threads by whole outputs; a
+** single output over at least 2 * RED_CHUNK inputs is cut into chunks
+** whose partials (width elements of 8 bytes each) are combined with
+** combine. Either way the result is the same on any number of threads. */
 static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
                             const em_tensor *extra, em_loop1d loop, void *ctx,
-                            bool sums) {
+                            bool sums, combine_fn combine, int width) {
   int dense = -1;
   for (int i = 0; i < t->ndim; i++) {
     if (t->sizes[i] <= 1) continue;
@@ -202,17 +276,41 @@ static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
                                reduction_order);
   if (st != EM_OK) return st;
   if (it.numel <= 0) return EM_OK;
-  if (reduction_order) {
-    /* the reduced dims lead the iteration (acc stride 0): a block of that
-    ** many elements belongs to one output, so blocks can go to different
-    ** threads and every output is summed in the same order on any number
-    ** of threads */
-    int64_t block = 1;
-    for (int d = 0; d < it.ndim && it.strides[d][0] == 0; d++) block *= it.shape[d];
-    em_run_blocks(&it, block, 1, loop, ctx);
-  } else {
+  if (!reduction_order) {
     em_iter_run(&it, loop, ctx);  /* outputs innermost: chunks would share them */
+    return EM_OK;
   }
+  /* the reduced dims lead the iteration (acc stride 0): a block of that
+  ** many elements belongs to one output */
+  int64_t block = 1;
+  for (int d = 0; d < it.ndim && it.strides[d][0] == 0; d++) block *= it.shape[d];
+  if (block < it.numel || it.numel < 2 * RED_CHUNK || !combine) {
+    em_run_blocks(&it, block, 1, loop, ctx);
+    return EM_OK;
+  }
+  /* one output: every operand-0 stride is 0, so a copy of the iterator
+  ** whose data[0] points at a private partial reduces any range into it */
+  int64_t nchunks = (it.numel + RED_CHUNK - 1) / RED_CHUNK;
+  size_t psize = (size_t)width * 8;
+  char *parts = malloc((size_t)nchunks * psize);
+  if (!parts) return em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  for (int64_t c = 0; c < nchunks; c++) memcpy(parts + c * psize, it.data[0], psize);
+#ifdef _OPENMP
+  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#endif
+  for (int64_t c = 0; c < nchunks; c++) {
+    em_iter mine = it;
+    mine.data[0] = parts + c * psize;
+    int64_t end = (c + 1) * RED_CHUNK < it.numel ? (c + 1) * RED_CHUNK : it.numel;
+    em_iter_run_range(&mine, c * RED_CHUNK, end, loop, ctx);
+  }
+  for (int64_t step = 1; step < nchunks; step *= 2)
+    for (int64_t c = 0; c + step < nchunks; c += 2 * step)
+      combine(parts + c * psize, parts + (c + step) * psize, ctx);
+  /* the accumulator still holds the op's identity: fold the total in */
+  combine(it.data[0], parts, ctx);
+  free(parts);
   return EM_OK;
 }
 
@@ -585,12 +683,23 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
     case EM_REDUCE_COUNT_NONZERO: loop = nnz_loops[in]; break;
     default: loop = any_loops[in]; break;
   }
+  bool d = adt == EM_FLOAT64;
+  combine_fn combine;
+  switch (rop) {
+    case EM_REDUCE_PROD: combine = d ? cmb_mul_d : cmb_mul_i; break;
+    case EM_REDUCE_AMAX: combine = d ? cmb_max_d : cmb_max_i; break;
+    case EM_REDUCE_AMIN: combine = d ? cmb_min_d : cmb_min_i; break;
+    case EM_REDUCE_ALL: combine = cmb_and_i; break;
+    case EM_REDUCE_ANY: combine = cmb_or_i; break;
+    case EM_REDUCE_NANMEAN: combine = cmb_add2_d; break;
+    default: combine = d ? cmb_add_d : cmb_add_i; break;  /* sums, count_nonzero */
+  }
   em_tensor *acc = NULL;
   st = new_acc(t, mask, adt, width, dinit, iinit, &acc);
   if (st == EM_OK)
     st = run_reduce(op, acc, t, NULL, loop, NULL,
                     rop == EM_REDUCE_SUM || rop == EM_REDUCE_MEAN || rop == EM_REDUCE_NANSUM ||
-                    rop == EM_REDUCE_NANMEAN);
+                    rop == EM_REDUCE_NANMEAN, combine, width);
   if (st == EM_OK && rop == EM_REDUCE_MEAN) {
     double c = (double)reduced_count(t, mask);
     double *a = em_storage_data(acc->storage);
@@ -624,7 +733,7 @@ static em_status var_impl(const em_tensor *t, int ndims, const int64_t *dims,
   em_tensor *acc;
   st = new_acc(t, mask, EM_FLOAT64, 3, 0, 0, &acc);
   if (st != EM_OK) return st;
-  st = run_reduce(op, acc, t, NULL, var_loops[t->dtype], NULL, false);
+  st = run_reduce(op, acc, t, NULL, var_loops[t->dtype], NULL, false, cmb_var, 3);
   em_tensor *v = NULL, *m = NULL;
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
@@ -686,7 +795,7 @@ em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
   em_tensor *acc;
   st = new_acc(t, mask, EM_FLOAT64, 1, init, 0, &acc);
   if (st != EM_OK) return st;
-  st = run_reduce("norm", acc, t, NULL, norm_loops[t->dtype], &p, true);
+  st = run_reduce("norm", acc, t, NULL, norm_loops[t->dtype], &p, true, cmb_norm, 1);
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
     int64_t n = em_tensor_numel(acc);
@@ -714,7 +823,9 @@ em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
   bool fl = em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
   /* the shift: amax as double (int inputs: converted after the int amax) */
   st = new_acc(t, mask, fl ? EM_FLOAT64 : EM_INT64, 1, -INFINITY, INT64_MIN, &mx);
-  if (st == EM_OK) st = run_reduce("logsumexp", mx, t, NULL, amax_loops[t->dtype], NULL, false);
+  if (st == EM_OK)
+    st = run_reduce("logsumexp", mx, t, NULL, amax_loops[t->dtype], NULL, false,
+                    fl ? cmb_max_d : cmb_max_i, 1);
   if (st == EM_OK && !fl) {
     /* reinterpret the int64 maxima as doubles, in place */
     int64_t *m = em_storage_data(mx->storage);
@@ -732,7 +843,8 @@ em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
       if (isinf(m[i])) m[i] = 0;  /* as PyTorch: an infinite max shifts by 0 */
     st = new_acc(t, mask, EM_FLOAT64, 1, 0, 0, &acc);
   }
-  if (st == EM_OK) st = run_reduce("logsumexp", acc, t, mx, lse_loops[t->dtype], NULL, true);
+  if (st == EM_OK)
+    st = run_reduce("logsumexp", acc, t, mx, lse_loops[t->dtype], NULL, true, cmb_add_d, 1);
   if (st == EM_OK) {
     double *a = em_storage_data(acc->storage);
     const double *m = em_storage_data(mx->storage);
