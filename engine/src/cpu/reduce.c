@@ -1,16 +1,21 @@
 /*
 ** reduce.c -- reductions over dims (sum, prod, mean, amax, amin, all, any,
-** var/std, norm, logsumexp) and the one-dim "lane" ops (max/min with
-** indices, argmax/argmin, softmax, log_softmax, cumsum, cumprod).
+** nansum, nanmean, count_nonzero, var/std(+mean), norm, logsumexp) and the
+** one-dim "lane" ops (max/min with indices, argmax/argmin, softmax,
+** log_softmax, cumsum, cumprod, cummax, cummin).
 **
 ** Guarantees:
 ** - Every reduction goes through the iterator: an accumulator tensor of the
-**   keepdim shape is operand 0 (stride 0 on the reduced dims, which the
-**   iterator orders innermost), the input is operand 1.
+**   keepdim shape is operand 0 (stride 0 on the reduced dims), the input is
+**   operand 1. The reduced dims go innermost unless the input's densest dim
+**   is kept (then the iteration follows the input's layout; see run_reduce).
 ** - Floating inputs accumulate in double; each inner-loop run is summed
 **   pairwise (blocks of 8 partial sums, halving above 128 elements), so the
 **   rounding error grows like log n, not n. Integer and bool inputs
 **   accumulate in int64 with wrap-around (PyTorch gives int64 sums).
+** - Results do not depend on the number of threads: work is split by whole
+**   outputs or lanes, or (one output) into chunks of a fixed size whose
+**   partials combine in a fixed tree.
 ** - Lane ops see a whole dim at once: every operand is viewed with that dim
 **   collapsed to size 1, the iterator runs over the remaining positions and
 **   the kernel walks each lane with the lane stride kept in its context.
