@@ -100,6 +100,20 @@ describe("reduction arguments", function()
     local f = T.tensor { 1, 0 / 0, 3 }
     assert.equal(2, f:argmax():item())
     assert.is_true(f:max():item() ~= f:max():item())
+    -- long contiguous runs take the vector path: NaN still propagates
+    for _, dt in ipairs { T.float32, T.float64 } do
+      local vals = {}
+      for i = 1, 100 do vals[i] = i end
+      local g = T.tensor(vals, { dtype = dt })
+      assert.equal(100, g:amax():item())
+      assert.equal(1, g:amin():item())
+      vals[50] = 0 / 0
+      g = T.tensor(vals, { dtype = dt })
+      assert.is_true(g:amax():item() ~= g:amax():item())
+      assert.is_true(g:amin():item() ~= g:amin():item())
+      vals[50] = -math.huge
+      assert.equal(-math.huge, T.tensor(vals, { dtype = dt }):amin():item())
+    end
   end)
 
   it("std and var take correction (default 1) and unbiased", function()

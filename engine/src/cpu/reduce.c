@@ -405,6 +405,27 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   }                                                                          \
   static void em_amax_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
+    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
+        st[1] == (int64_t)sizeof(CT)) {                                      \
+      /* float32/float64, unit stride: compare in the dtype itself (exact), \
+      ** 8 chains the vectoriser can keep in registers */                   \
+      const CT *q = (const CT *)d[1];                                        \
+      CT v[8];                                                               \
+      for (int j = 0; j < 8; j++) v[j] = (CT)-INFINITY;                         \
+      int64_t i = 0;                                                         \
+      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
+      for (; i + 8 <= n; i += 8)                                             \
+        for (int j = 0; j < 8; j++) {                                        \
+          CT x = q[i + j];                                                   \
+          v[j] = x > v[j] ? x : v[j];                                    \
+          nan |= x != x;                                                     \
+        }                                                                    \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 8; j++) a = (a != a || a >= v[j]) ? a : v[j];    \
+      for (; i < n; i++) a = (a != a || a >= q[i]) ? a : q[i];             \
+      *(double *)d[0] = nan ? NAN : a;                                       \
+      return;                                                                \
+    }                                                                        \
     if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
       /* four independent chains; NaN is sticky in each */                   \
       double v[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};            \
@@ -437,6 +458,27 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   }                                                                          \
   static void em_amin_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
+    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
+        st[1] == (int64_t)sizeof(CT)) {                                      \
+      /* float32/float64, unit stride: compare in the dtype itself (exact), \
+      ** 8 chains the vectoriser can keep in registers */                   \
+      const CT *q = (const CT *)d[1];                                        \
+      CT v[8];                                                               \
+      for (int j = 0; j < 8; j++) v[j] = (CT)INFINITY;                         \
+      int64_t i = 0;                                                         \
+      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
+      for (; i + 8 <= n; i += 8)                                             \
+        for (int j = 0; j < 8; j++) {                                        \
+          CT x = q[i + j];                                                   \
+          v[j] = x < v[j] ? x : v[j];                                    \
+          nan |= x != x;                                                     \
+        }                                                                    \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 8; j++) a = (a != a || a <= v[j]) ? a : v[j];    \
+      for (; i < n; i++) a = (a != a || a <= q[i]) ? a : q[i];             \
+      *(double *)d[0] = nan ? NAN : a;                                       \
+      return;                                                                \
+    }                                                                        \
     if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
       double v[4] = {INFINITY, INFINITY, INFINITY, INFINITY};                \
       int64_t i = 0;                                                         \
