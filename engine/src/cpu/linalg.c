@@ -20,6 +20,9 @@
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* ember's alias names (T.float, T.double, ...) in the dtype message */
 static const char *alias_name(em_dtype dt) {
@@ -114,9 +117,9 @@ static void em_gemm_f64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
 }
 
 /* Blocked int64 GEMM, C = beta*C + alpha*A*B with wrap-around. The i-k-j
-** order keeps the innermost loop on a contiguous row of C; blocks of k and
-** j keep a panel of B in cache. */
-enum { KB = 128, JB = 512 };
+** order keeps the innermost loop on a contiguous row of C; blocks of 32
+** rows, 128 of k and 512 of j keep a panel of B in cache. */
+enum { KB = 128, JB = 512, IB = 32 };
 static void em_gemm_i64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
   const gemmctx *c = vctx;
   const uint64_t alpha = (uint64_t)(int64_t)c->alpha, beta = (uint64_t)(int64_t)c->beta;
@@ -125,11 +128,18 @@ static void em_gemm_i64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
     const int64_t *A = (const int64_t *)(d[1] + bi * st[1]);
     const int64_t *B = (const int64_t *)(d[2] + bi * st[2]);
     for (int64_t x = 0; x < c->m * c->n; x++) C[x] = beta == 0 ? 0 : C[x] * beta;
+    /* row blocks are independent: threads split them (exact either way) */
+    int64_t nrb = (c->m + IB - 1) / IB;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (c->m * c->n * c->k >= (1 << 18) && nrb > 1 && !omp_in_parallel())
+#endif
+    for (int64_t rb = 0; rb < nrb; rb++)
     for (int64_t j0 = 0; j0 < c->n; j0 += JB) {
       int64_t j1 = j0 + JB < c->n ? j0 + JB : c->n;
       for (int64_t k0 = 0; k0 < c->k; k0 += KB) {
         int64_t k1 = k0 + KB < c->k ? k0 + KB : c->k;
-        for (int64_t i = 0; i < c->m; i++) {
+        int64_t i1 = (rb + 1) * IB < c->m ? (rb + 1) * IB : c->m;
+        for (int64_t i = rb * IB; i < i1; i++) {
           uint64_t *Ci = C + i * c->n;
           for (int64_t kk = k0; kk < k1; kk++) {
             uint64_t a = alpha * (uint64_t)A[i * c->as0 + kk * c->as1];
