@@ -35,7 +35,7 @@ describe("linear algebra conforms to PyTorch", function()
 end)
 
 describe("matmul", function()
-  local f32 = { dtype = T.float32 }
+  local f32, f64 = { dtype = T.float32 }, { dtype = T.float64 }
   local a = T.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, f32)
   local b = T.tensor({ { 1, 0 }, { 0, 1 }, { 1, 1 } }, f32)
 
@@ -90,6 +90,19 @@ describe("matmul", function()
     assert.same({ { 7, 10 }, { 15, 22 } }, T.mm(h, h):tolist())
     local bf = T.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = T.bfloat16 })
     assert.same({ { 7, 10 }, { 15, 22 } }, T.matmul(bf, bf):tolist())
+  end)
+
+  it("writes every output element (deterministic mode fills fresh memory with NaN)", function()
+    T.use_deterministic_algorithms(true)
+    local ok, err = pcall(function()
+      assert.equal(70 * 33 * 90, T.mm(T.ones(70, 90), T.ones(90, 33)):sum():item())
+      assert.equal(70 * 33 * 90, T.mm(T.ones(70, 90, f64), T.ones(90, 33, f64)):sum():item())
+      assert.equal(24, T.mm(T.ones(3, 4, { dtype = T.int32 }), T.ones(4, 2, { dtype = T.int32 })):sum():item())
+      assert.equal(120, T.matmul(T.ones(5, 3, 4, { dtype = T.float16 }), T.ones(4, 2, { dtype = T.float16 })):sum():item())
+      assert.same({ { 0, 0 } }, T.mm(T.ones(1, 0), T.ones(0, 2)):tolist())
+    end)
+    T.use_deterministic_algorithms(false)
+    assert(ok, err)
   end)
 
   it("handles empty operands: k = 0 gives zeros", function()
