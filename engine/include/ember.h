@@ -353,6 +353,11 @@ em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tenso
 /* x @ W^T + b (b may be NULL). */
 em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
                     em_tensor **out);
+/* The number of threads OpenBLAS uses for float GEMMs (its own pool, apart
+** from the engine's OpenMP threads); n < 1 is taken as 1. A thread-count
+** setting for the whole engine should set this too. */
+void em_blas_set_num_threads(int n);
+int em_blas_get_num_threads(void);
 
 /* (end of Reductions and linear algebra) */
 

@@ -275,6 +275,16 @@ TEST(sort_is_stable_and_unique_inverts) {
   em_tensor_release(cnt);
 }
 
+TEST(blas_thread_count_is_settable) {
+  int before = em_blas_get_num_threads();
+  em_blas_set_num_threads(1);
+  CHECK(em_blas_get_num_threads() == 1);
+  em_blas_set_num_threads(0);  /* clamped */
+  CHECK(em_blas_get_num_threads() == 1);
+  em_blas_set_num_threads(before);
+  CHECK(em_blas_get_num_threads() == before);
+}
+
 int main(void) {
   RUN(reductions_do_not_depend_on_layout);
   RUN(float32_sum_is_pairwise_accurate);
@@ -282,5 +292,6 @@ int main(void) {
   RUN(failures_leave_outputs_and_references_alone);
   RUN(matmul_matches_naive_on_strided_operands_for_every_dtype);
   RUN(sort_is_stable_and_unique_inverts);
+  RUN(blas_thread_count_is_settable);
   return CTEST_END();
 }

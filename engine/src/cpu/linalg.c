@@ -516,3 +516,6 @@ em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
     return em_fail(EM_E_VALUE, "linear: bias must be 0-D or 1-D, got %d-D", b->ndim);
   return matmul_impl("linear", x, &wt, b, out);
 }
+
+void em_blas_set_num_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+int em_blas_get_num_threads(void) { return openblas_get_num_threads(); }
