@@ -127,21 +127,21 @@ static void fill_list(em_tensor **outs, em_tensor ***boxes, int64_t n) {
   for (int64_t i = 0; i < n; i++) *boxes[i] = outs[i];
 }
 
-static em_reduce parse_reduce(lua_State *L, const char *name, const char *op, int scatter) {
+static em_scatter_mode parse_reduce(lua_State *L, const char *name, const char *op, int scatter) {
   if (scatter) {
-    if (strcmp(name, "add") == 0) return EM_REDUCE_SUM;
-    if (strcmp(name, "multiply") == 0) return EM_REDUCE_PROD;
+    if (strcmp(name, "add") == 0) return EM_SCATTER_SUM;
+    if (strcmp(name, "multiply") == 0) return EM_SCATTER_PROD;
     l_errorf(L, "%s: reduce argument must be either 'add' or 'multiply', got '%s'", op,
              name);
   }
-  if (strcmp(name, "sum") == 0) return EM_REDUCE_SUM;
-  if (strcmp(name, "prod") == 0) return EM_REDUCE_PROD;
-  if (strcmp(name, "mean") == 0) return EM_REDUCE_MEAN;
-  if (strcmp(name, "amax") == 0) return EM_REDUCE_AMAX;
-  if (strcmp(name, "amin") == 0) return EM_REDUCE_AMIN;
+  if (strcmp(name, "sum") == 0) return EM_SCATTER_SUM;
+  if (strcmp(name, "prod") == 0) return EM_SCATTER_PROD;
+  if (strcmp(name, "mean") == 0) return EM_SCATTER_MEAN;
+  if (strcmp(name, "amax") == 0) return EM_SCATTER_AMAX;
+  if (strcmp(name, "amin") == 0) return EM_SCATTER_AMIN;
   l_errorf(L, "%s: reduce argument must be one of 'sum', 'prod', 'mean', 'amax', "
            "'amin', got '%s'", op, name);
-  return EM_REDUCE_NONE;
+  return EM_SCATTER_NONE;
 }
 
 /* -- Index family ---------------------------------------------------------------- */
@@ -208,7 +208,7 @@ static int l_scatter_(lua_State *L) {
   em_tensor *src = l_totensor(L, 4);
   em_scalar value = {EM_SCALAR_INT, 0, 0.0};
   if (!src) value = l_checkscalar(L, 4, op);
-  em_reduce r = EM_REDUCE_NONE;
+  em_scatter_mode r = EM_SCATTER_NONE;
   if (lua_type(L, 5) == LUA_TSTRING) {
     r = parse_reduce(L, lua_tostring(L, 5), op, 1);
   } else if (!lua_isnoneornil(L, 5)) {
@@ -233,7 +233,7 @@ static int l_scatter_add_(lua_State *L) {
   em_tensor *idx = l_checktensor(L, 3, op);
   em_tensor *src = l_checktensor(L, 4, op);
   em_scalar unused = {EM_SCALAR_INT, 0, 0.0};
-  if (em_scatter_(t, dim, idx, src, unused, EM_REDUCE_SUM) != EM_OK) l_error(L);
+  if (em_scatter_(t, dim, idx, src, unused, EM_SCATTER_SUM) != EM_OK) l_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -250,7 +250,7 @@ static int l_scatter_reduce_(lua_State *L) {
   if (lua_type(L, 5) != LUA_TSTRING)
     return l_errorf(L, "%s: expected a reduce name ('sum', 'prod', 'mean', 'amax', "
                     "'amin') for argument #5, got %s", op, luaL_typename(L, 5));
-  em_reduce r = parse_reduce(L, lua_tostring(L, 5), op, 0);
+  em_scatter_mode r = parse_reduce(L, lua_tostring(L, 5), op, 0);
   int include_self = 1;
   if (lua_type(L, 6) == LUA_TBOOLEAN) include_self = lua_toboolean(L, 6);
   else if (!lua_isnoneornil(L, 6)) {

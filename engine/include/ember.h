@@ -512,6 +512,111 @@ em_status em_unary(em_ew_op op, const em_tensor *x, em_tensor **result);
 
 /* -- Reductions and linear algebra (cpu/reduce.c, cpu/linalg.c) ------------ */
 
+/* Dims are 1-based, negative from the end. A list of dims (ndims > 0)
+** reduces those; ndims <= 0 (or dims NULL) reduces every dim. keepdim keeps
+** reduced dims with size 1. dtype < 0 means "the default for the op"; a
+** dtype casts the input first (PyTorch's dtype= argument). */
+typedef enum em_reduce_op {
+  EM_REDUCE_SUM = 0,  /* ints and bool give int64 */
+  EM_REDUCE_PROD,     /* ints and bool give int64 */
+  EM_REDUCE_MEAN,     /* floating dtypes only */
+  EM_REDUCE_AMAX,     /* NaN propagates; an empty reduced dim is an error */
+  EM_REDUCE_AMIN,
+  EM_REDUCE_ALL,      /* bool (uint8 for uint8 input) */
+  EM_REDUCE_ANY,
+  EM_REDUCE_NANSUM,   /* sum skipping NaN */
+  EM_REDUCE_NANMEAN,  /* mean of the non-NaN values (floating only) */
+  EM_REDUCE_COUNT_NONZERO  /* int64 */
+} em_reduce_op;
+
+em_status em_reduce(em_reduce_op op, const em_tensor *t, int ndims,
+                    const int64_t *dims, int keepdim, int dtype, em_tensor **out);
+/* var (take_sqrt 0) or std (1): sum((x - mean)^2) / max(0, N - correction). */
+em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
+                 double correction, int keepdim, int take_sqrt, em_tensor **out);
+/* var/std and the mean in one pass (mean gets the input's dtype). */
+em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
+                      double correction, int keepdim, int take_sqrt,
+                      em_tensor **var, em_tensor **mean);
+/* The vector p-norm over dims: p = 2, 1, 0 (count of nonzeros), +-inf, or
+** any other real p. */
+em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
+                  int keepdim, int dtype, em_tensor **out);
+em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
+                       int keepdim, em_tensor **out);
+/* max/min along one dim: values and 1-based int64 indices (first extreme;
+** NaN counts as the extreme). values may be NULL (argmax/argmin). */
+em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
+                     em_tensor **values, em_tensor **indices);
+/* argmax/argmin (is_min): over the flattened tensor when has_dim is 0. */
+em_status em_argmax(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+                    int is_min, em_tensor **out);
+/* cummax / cummin (is_min) along dim: running extremes and the 1-based
+** position where each was reached (the last of equal values; each NaN
+** takes over and stays, as PyTorch). */
+em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
+                        em_tensor **values, em_tensor **indices);
+/* softmax / log_softmax (log) along dim, computed in double. */
+em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
+                     em_tensor **out);
+/* cumsum / cumprod (prod) along dim; ints and bool give int64. */
+em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
+                        em_tensor **out);
+/* A stable sort along dim: values and 1-based int64 indices. NaN sorts as
+** the largest value. */
+em_status em_sort(const em_tensor *t, int64_t dim, int descending,
+                  em_tensor **values, em_tensor **indices);
+/* The k largest (or smallest) along dim, in sorted order. */
+em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
+                  em_tensor **values, em_tensor **indices);
+/* The k-th smallest (1-based k) along dim, values and 1-based indices. */
+em_status em_kthvalue(const em_tensor *t, int64_t k, int64_t dim, int keepdim,
+                      em_tensor **values, em_tensor **indices);
+/* The lower median along dim (values, indices), or of the flattened tensor
+** when has_dim is 0 (indices may then be NULL). NaN is the median of a lane
+** holding one, unless ignore_nan (nanmedian). */
+em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+                    int ignore_nan, em_tensor **values, em_tensor **indices);
+/* Sorted unique values of the flattened tensor; inverse (t's shape, 1-based
+** positions into values) and counts are made when asked (non-NULL). */
+em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
+                    em_tensor **counts);
+/* Same shape and equal values (NaN is unequal to everything). */
+em_status em_equal(const em_tensor *a, const em_tensor *b, int *result);
+/* |a - b| <= atol + rtol * |b| elementwise (broadcasting), as a bool tensor;
+** equal infinities are close; NaNs are close to each other iff equal_nan. */
+em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
+                     double atol, int equal_nan, em_tensor **out);
+em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
+                      double atol, int equal_nan, int *result);
+
+/* Linear algebra (cpu/linalg.c). Operands must share dtype and device.
+** float32/float64 run on OpenBLAS; float16/bfloat16 compute in float32 and
+** round once; integers use a blocked int64 kernel that wraps in the dtype;
+** bool is not supported. */
+em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_mv(const em_tensor *a, const em_tensor *v, em_tensor **out);
+em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out);
+em_status em_outer(const em_tensor *a, const em_tensor *b, em_tensor **out);
+/* beta * input + alpha * (m1 @ m2); input broadcasts to the product's
+** shape; with beta == 0 input is not read (NaN in it does not propagate). */
+em_status em_addmm(const em_tensor *input, const em_tensor *m1, const em_tensor *m2,
+                   double beta, double alpha, em_tensor **out);
+em_status em_addmv(const em_tensor *input, const em_tensor *m, const em_tensor *v,
+                   double beta, double alpha, em_tensor **out);
+em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tensor *b2,
+                     double beta, double alpha, em_tensor **out);
+/* x @ W^T + b (b may be NULL). */
+em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
+                    em_tensor **out);
+/* The number of threads OpenBLAS uses for float GEMMs (its own pool, apart
+** from the engine's OpenMP threads); n < 1 is taken as 1. A thread-count
+** setting for the whole engine should set this too. */
+void em_blas_set_num_threads(int n);
+int em_blas_get_num_threads(void);
+
 /* (end of Reductions and linear algebra) */
 
 /* -- The index family and assembling (cpu/select.c, assemble.c) ------------ */
@@ -524,14 +629,14 @@ em_status em_unary(em_ew_op op, const em_tensor *x, em_tensor **result);
 ** in _) require src to have self's dtype, as PyTorch does. */
 
 /* How scatter-like writes combine with what is already there. */
-typedef enum em_reduce {
-  EM_REDUCE_NONE = 0,   /* plain assignment (duplicates: one of them wins) */
-  EM_REDUCE_SUM = 1,    /* "add"/"sum" */
-  EM_REDUCE_PROD = 2,   /* "multiply"/"prod" */
-  EM_REDUCE_MEAN = 3,   /* scatter_reduce only */
-  EM_REDUCE_AMAX = 4,   /* scatter_reduce only */
-  EM_REDUCE_AMIN = 5    /* scatter_reduce only */
-} em_reduce;
+typedef enum em_scatter_mode {
+  EM_SCATTER_NONE = 0,   /* plain assignment (duplicates: one of them wins) */
+  EM_SCATTER_SUM = 1,    /* "add"/"sum" */
+  EM_SCATTER_PROD = 2,   /* "multiply"/"prod" */
+  EM_SCATTER_MEAN = 3,   /* scatter_reduce only */
+  EM_SCATTER_AMAX = 4,   /* scatter_reduce only */
+  EM_SCATTER_AMIN = 5    /* scatter_reduce only */
+} em_scatter_mode;
 
 /* t's slices at positions index (a 1-d or 0-d index) along dim; a copy. */
 em_status em_index_select(const em_tensor *t, int64_t dim,
@@ -553,11 +658,11 @@ em_status em_gather(const em_tensor *t, int64_t dim, const em_tensor *index,
 /* t[index[i][j][k]][j][k] (op)= src[i][j][k] for dim 1; src may be NULL
 ** to write value instead. reduce: NONE, SUM or PROD. */
 em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
-                      const em_tensor *src, em_scalar value, em_reduce reduce);
-/* scatter_reduce: reduce is any em_reduce but NONE; include_self = 0
+                      const em_tensor *src, em_scalar value, em_scatter_mode reduce);
+/* scatter_reduce: reduce is any em_scatter_mode but NONE; include_self = 0
 ** combines only the scattered values at the positions they reach. */
 em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
-                             const em_tensor *src, em_reduce reduce,
+                             const em_tensor *src, em_scatter_mode reduce,
                              int include_self);
 /* The index_* family: index is 1-d (or 0-d); src has t's shape with
 ** index's length along dim. index_add_ adds alpha * src (duplicates sum). */

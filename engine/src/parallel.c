@@ -26,6 +26,8 @@ em_status em_set_num_threads(int n) {
 #else
   g_threads = 1;
 #endif
+  /* GEMM runs in OpenBLAS's own threads: keep them at the same count */
+  em_blas_set_num_threads(n);
   return EM_OK;
 }
 

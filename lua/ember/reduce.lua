@@ -1,3 +1,27 @@
 -- reductions and linear algebra (issue 5): the parts written in Lua.
+-- t:max(other) / t:min(other) with a tensor argument are PyTorch's
+-- elementwise maximum/minimum; every other form is the C reduction.
 return function(T, C)
+  local M = T.Tensor_methods
+  for _, pair in ipairs { { "max", "maximum" }, { "min", "minimum" } } do
+    local name, elementwise = pair[1], pair[2]
+    local reduce = M[name]
+    local function f(t, other, ...)
+      if T.is_tensor(other) then
+        local g = T[elementwise]
+        if not g then error(name .. ": elementwise " .. elementwise .. " is not available", 2) end
+        return g(t, other, ...)
+      end
+      return reduce(t, other, ...)
+    end
+    M[name] = f
+    T[name] = f
+  end
+
+  -- aminmax: (min, max) in one call, with the reductions' dim/keepdim
+  local function aminmax(t, ...)
+    return M.amin(t, ...), M.amax(t, ...)
+  end
+  M.aminmax = aminmax
+  T.aminmax = aminmax
 end

@@ -92,7 +92,7 @@ TEST(scatter_then_gather_round_trips_every_dtype) {
     em_as_strided(idx1, 2, isz, (int64_t[]){1, 1}, 0, &idx);
     em_zeros(2, isz, ALL[k], em_cpu(), &dst);
     em_scalar none = {EM_SCALAR_INT, 0, 0};
-    CHECK_OK(em_scatter_(dst, 1, idx, src, none, EM_REDUCE_NONE));
+    CHECK_OK(em_scatter_(dst, 1, idx, src, none, EM_SCATTER_NONE));
     for (int i = 0; i < 4; i++) CHECK(at2(dst, perm[i] - 1, 0) == at2(src, i, 0));
     CHECK_OK(em_gather(dst, 1, idx, &back));
     for (int i = 0; back && i < 4; i++) CHECK(at2(back, i, 0) == at2(src, i, 0));
@@ -132,8 +132,8 @@ TEST(failed_writes_change_nothing_and_leak_nothing) {
   CHECK_ERR(em_index_add_(t, 1, bi, src, one), "index_add_: index 5");
   CHECK_ERR(em_index_fill_(t, 1, bi, seven), "index_fill_: index 5");
   CHECK_ERR(em_put_(t, bi, src, 1), "put_: index 5 is out of bounds for a tensor of 4 elements");
-  CHECK_ERR(em_scatter_(t, 1, bi, src, seven, EM_REDUCE_NONE), "scatter_: index 5");
-  CHECK_ERR(em_scatter_reduce_(t, 1, bi, src, EM_REDUCE_MEAN, 0), "scatter_reduce: index 5");
+  CHECK_ERR(em_scatter_(t, 1, bi, src, seven, EM_SCATTER_NONE), "scatter_: index 5");
+  CHECK_ERR(em_scatter_reduce_(t, 1, bi, src, EM_SCATTER_MEAN, 0), "scatter_reduce: index 5");
   for (int i = 0; i < 4; i++) {
     double v;
     em_get_f64(t, i, &v);

@@ -230,13 +230,13 @@ TABLE(masked_select_loops, em_masked_select)
 TABLE(masked_scatter_loops, em_masked_scatter)
 TABLE(where_loops, em_where)
 
-static em_loop1d scatter_loop(em_reduce r, em_dtype dt) {
+static em_loop1d scatter_loop(em_scatter_mode r, em_dtype dt) {
   switch (r) {
-    case EM_REDUCE_SUM:
-    case EM_REDUCE_MEAN: return add_loops[dt];
-    case EM_REDUCE_PROD: return mul_loops[dt];
-    case EM_REDUCE_AMAX: return amax_loops[dt];
-    case EM_REDUCE_AMIN: return amin_loops[dt];
+    case EM_SCATTER_SUM:
+    case EM_SCATTER_MEAN: return add_loops[dt];
+    case EM_SCATTER_PROD: return mul_loops[dt];
+    case EM_SCATTER_AMAX: return amax_loops[dt];
+    case EM_SCATTER_AMIN: return amin_loops[dt];
     default: return assign_loops[dt];
   }
 }
@@ -481,7 +481,7 @@ static em_status scatter_core(const char *op, em_tensor *t, int ndim,
                               const int64_t *shape, const int64_t *dst_strides,
                               const em_tensor *idx, const int64_t *idx_strides,
                               const em_tensor *src, const int64_t *src_strides,
-                              int64_t elem_stride, em_reduce r, em_scalar alpha) {
+                              int64_t elem_stride, em_scatter_mode r, em_scalar alpha) {
   em_tensor dv, iv, sv;
   restride(&dv, t, ndim, shape, dst_strides);
   restride(&iv, idx, ndim, shape, idx_strides);
@@ -536,7 +536,7 @@ static em_status scatter_checks(const char *op, const em_tensor *t, int64_t dim,
 ** vt) into t with reduction r; idx is normalised. */
 static em_status scatter_pass(const char *op, em_tensor *t, int axis,
                               const em_tensor *idx, const em_tensor *src,
-                              em_reduce r) {
+                              em_scatter_mode r) {
   int nd = idx->ndim;
   int64_t ds[EM_MAX_DIMS], ss[EM_MAX_DIMS];
   for (int i = 0; i < nd; i++) {
@@ -548,10 +548,10 @@ static em_status scatter_pass(const char *op, em_tensor *t, int axis,
 }
 
 em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
-                      const em_tensor *src, em_scalar value, em_reduce reduce) {
+                      const em_tensor *src, em_scalar value, em_scatter_mode reduce) {
   const char *op = "scatter_";
   int axis;
-  if (reduce != EM_REDUCE_NONE && reduce != EM_REDUCE_SUM && reduce != EM_REDUCE_PROD)
+  if (reduce != EM_SCATTER_NONE && reduce != EM_SCATTER_SUM && reduce != EM_SCATTER_PROD)
     return em_fail(EM_E_VALUE, "%s: reduce must be 'add' or 'multiply'", op);
   em_status st = scatter_checks(op, t, dim, index, src, &axis);
   if (st != EM_OK) return st;
@@ -569,26 +569,26 @@ em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
 }
 
 /* The identity of a reduction, written where include_self = 0 applies. */
-static em_scalar reduce_identity(em_reduce r, em_dtype dt) {
+static em_scalar reduce_identity(em_scatter_mode r, em_dtype dt) {
   em_scalar s = {EM_SCALAR_INT, 0, 0.0};
-  if (r == EM_REDUCE_PROD) s.i = 1, s.f = 1.0;
-  if (r == EM_REDUCE_AMAX || r == EM_REDUCE_AMIN) {
+  if (r == EM_SCATTER_PROD) s.i = 1, s.f = 1.0;
+  if (r == EM_SCATTER_AMAX || r == EM_SCATTER_AMIN) {
     if (dt == EM_BOOL) {
-      s.i = r == EM_REDUCE_AMIN;
+      s.i = r == EM_SCATTER_AMIN;
     } else { /* +-inf saturates to the integer dtypes' extremes */
       s.kind = EM_SCALAR_FLOAT;
-      s.f = r == EM_REDUCE_AMAX ? -INFINITY : INFINITY;
+      s.f = r == EM_SCATTER_AMAX ? -INFINITY : INFINITY;
     }
   }
   return s;
 }
 
 em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
-                             const em_tensor *src, em_reduce reduce,
+                             const em_tensor *src, em_scatter_mode reduce,
                              int include_self) {
   const char *op = "scatter_reduce";
   int axis;
-  if (reduce == EM_REDUCE_NONE || (unsigned)reduce > EM_REDUCE_AMIN)
+  if (reduce == EM_SCATTER_NONE || (unsigned)reduce > EM_SCATTER_AMIN)
     return em_fail(EM_E_VALUE,
                    "%s: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin'", op);
   if (!src) return em_fail(EM_E_VALUE, "%s: src must be a tensor", op);
@@ -600,9 +600,9 @@ em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
   st = snapshot(t, &src, &snap);
   if (st == EM_OK && !include_self) {
     st = scalar_tensor(reduce_identity(reduce, t->dtype), t->dtype, &idt);
-    if (st == EM_OK) st = scatter_pass(op, t, axis, idx, idt, EM_REDUCE_NONE);
+    if (st == EM_OK) st = scatter_pass(op, t, axis, idx, idt, EM_SCATTER_NONE);
   }
-  if (st == EM_OK && reduce == EM_REDUCE_MEAN) {
+  if (st == EM_OK && reduce == EM_SCATTER_MEAN) {
     /* count[pos] = (include_self ? 1 : 0) + contributions at pos */
     em_scalar base = {EM_SCALAR_INT, include_self ? 1 : 0, 0.0};
     st = em_full(t->ndim, t->sizes, base, EM_INT64, em_cpu(), &cnt);
@@ -612,11 +612,11 @@ em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
       int64_t ds[EM_MAX_DIMS], zs[EM_MAX_DIMS] = {0};
       for (int i = 0; i < nd; i++) ds[i] = i == axis ? 0 : cnt->strides[i];
       st = scatter_core(op, cnt, nd, idx->sizes, ds, idx, idx->strides, one, zs,
-                        dim_stride(cnt, axis), EM_REDUCE_SUM, ONE);
+                        dim_stride(cnt, axis), EM_SCATTER_SUM, ONE);
     }
   }
   if (st == EM_OK) st = scatter_pass(op, t, axis, idx, src, reduce);
-  if (st == EM_OK && reduce == EM_REDUCE_MEAN) {
+  if (st == EM_OK && reduce == EM_SCATTER_MEAN) {
     const em_tensor *ops[2] = {t, cnt};
     st = run3(op, 2, ops, t->ndim, t->sizes, mean_div_loops[t->dtype], NULL);
   }
@@ -662,7 +662,7 @@ em_status em_put_(em_tensor *t, const em_tensor *index, const em_tensor *src,
   if (st == EM_OK && n > 0) {
     int64_t shape[1] = {n}, zero[1] = {0}, one[1] = {1};
     st = scatter_core(op, work, 1, shape, zero, idx, one, sc, one, 1,
-                      accumulate ? EM_REDUCE_SUM : EM_REDUCE_NONE, ONE);
+                      accumulate ? EM_SCATTER_SUM : EM_SCATTER_NONE, ONE);
     if (st == EM_OK && work != t) st = em_copy_(t, work);
   }
   if (st == EM_OK) em_storage_bump_version(t->storage);
@@ -678,7 +678,7 @@ em_status em_put_(em_tensor *t, const em_tensor *index, const em_tensor *src,
 ** with the index's length at axis (or a 0-d value tensor). */
 static em_status index_write(const char *op, em_tensor *t, int64_t dim,
                              const em_tensor *index, const em_tensor *src,
-                             em_scalar value, em_reduce r, em_scalar alpha) {
+                             em_scalar value, em_scatter_mode r, em_scalar alpha) {
   int axis;
   em_status st = check_writable(op, t);
   if (st == EM_OK) st = check_index_dtype(op, index);
@@ -728,13 +728,13 @@ static em_status index_write(const char *op, em_tensor *t, int64_t dim,
 
 em_status em_index_fill_(em_tensor *t, int64_t dim, const em_tensor *index,
                          em_scalar value) {
-  return index_write("index_fill_", t, dim, index, NULL, value, EM_REDUCE_NONE, ONE);
+  return index_write("index_fill_", t, dim, index, NULL, value, EM_SCATTER_NONE, ONE);
 }
 
 em_status em_index_copy_(em_tensor *t, int64_t dim, const em_tensor *index,
                          const em_tensor *src) {
   if (!src) return em_fail(EM_E_VALUE, "index_copy_: source must be a tensor");
-  return index_write("index_copy_", t, dim, index, src, ONE, EM_REDUCE_NONE, ONE);
+  return index_write("index_copy_", t, dim, index, src, ONE, EM_SCATTER_NONE, ONE);
 }
 
 em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
@@ -744,7 +744,7 @@ em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
     return em_fail(EM_E_TYPE,
                    "index_add_: for an integral self (%s), alpha must be an integer, "
                    "got %g", em_dtype_name(t->dtype), alpha.f);
-  return index_write("index_add_", t, dim, index, src, ONE, EM_REDUCE_SUM, alpha);
+  return index_write("index_add_", t, dim, index, src, ONE, EM_SCATTER_SUM, alpha);
 }
 
 /* -- Masks ----------------------------------------------------------------------- */
