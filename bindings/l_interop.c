@@ -20,6 +20,8 @@
 ** Nothing C owns is held across a Lua error: npz/load results sit in a
 ** guard userdata whose __gc frees them; byte buffers are userdata too.
 */
+#define _GNU_SOURCE /* dladdr, RTLD_NODELETE */
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -806,7 +808,22 @@ static void newmeta(lua_State *L, char *key, lua_CFunction gc, const char *name)
   lua_rawset(L, LUA_REGISTRYINDEX);
 }
 
+/* Finalizers in this module (tensors, capsules, the sentinel) may run after
+** Lua's package library has dlclose'd the module: at lua_close, LuaJIT
+** finalizes in rounds and a userdata made by one finalizer (the sentinel)
+** is finalized in the next, after the library handle's own __gc. Pinning
+** the module with RTLD_NODELETE keeps its code mapped for the process's
+** life. (When ember is linked into a host program, dlopen of the
+** executable fails harmlessly: its code never goes away.) */
+static void pin_module(void) {
+  static int pinned;
+  Dl_info info;
+  if (pinned || !dladdr((void *)&l_open_interop, &info) || !info.dli_fname) return;
+  if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) pinned = 1;
+}
+
 void l_open_interop(lua_State *L) {
+  pin_module();
   newmeta(L, &K_GUARD_MT, guard_gc, "ember.guard");
   newmeta(L, &K_BUF_MT, buf_gc, "ember.buffer");
   newmeta(L, &K_SENTINEL_MT, sentinel_gc, "ember.sentinel");
