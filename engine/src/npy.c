@@ -246,15 +246,16 @@ static em_status parse_header(const char *op, const uint8_t *buf, size_t len,
   return EM_OK;
 }
 
+/* C- or Fortran-order strides. With a zero-size dim the other sizes may
+** multiply past int64 (numel is 0, so nothing checked them): the strides of
+** an empty tensor address nothing, so they saturate instead of overflowing. */
 static void npy_strides(const npy_header *h, int64_t *strides) {
-  if (!h->fortran) {
-    em_contiguous_strides(h->ndim, h->sizes, strides);
-    return;
-  }
   int64_t s = 1;
-  for (int i = 0; i < h->ndim; i++) {
+  for (int k = 0; k < h->ndim; k++) {
+    int i = h->fortran ? k : h->ndim - 1 - k;
     strides[i] = s;
-    s *= h->sizes[i] ? h->sizes[i] : 1;
+    int64_t n = h->sizes[i] > 1 ? h->sizes[i] : 1;
+    if (__builtin_mul_overflow(s, n, &s)) s = INT64_MAX;
   }
 }
 
