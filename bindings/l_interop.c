@@ -31,10 +31,6 @@
 
 #include "l_ember.h"
 
-#if LUA_VERSION_NUM >= 502
-#define lua_objlen lua_rawlen
-#endif
-
 static char K_ANCHORS, K_CAPSULE_MT, K_GUARD_MT, K_BUF_MT, K_SENTINEL_MT;
 
 /* -- Owner anchors -------------------------------------------------------- */

@@ -3,6 +3,7 @@
 local T = require "ember"
 local has_ffi, ffi = pcall(require, "ffi")
 local ffi_it = has_ffi and it or pending
+local noffi_it = has_ffi and pending or it
 
 local function anchors()
   collectgarbage(); collectgarbage(); collectgarbage()
@@ -166,6 +167,23 @@ describe("T.from_ffi", function()
     assert.matches("from_ffi: pointer 0x%x+ is not aligned for float32 %(4 bytes%)", err)
     assert.has_error(function() T.from_ffi(arr, {2}, {sizes = 3}) end, "from_ffi: unknown option 'sizes'")
     assert.equal(0, T.from_ffi(ffi.cast("float *", nil), {0}):numel())
+  end)
+end)
+
+describe("without LuaJIT's FFI (PUC Lua 5.4)", function()
+  noffi_it("data() and from_ffi say what they need", function()
+    assert.has_error(function() T.zeros(2):data() end,
+      "data: needs LuaJIT's FFI (this Lua has no 'ffi' module)")
+    assert.has_error(function() T.from_ffi(nil, {2}) end,
+      "from_ffi: needs LuaJIT's FFI (this Lua has no 'ffi' module)")
+  end)
+
+  noffi_it("math.type decides integer versus float in T.tensor", function()
+    assert.equal(T.int64, T.tensor{1, 2}.dtype)
+    assert.equal(T.float32, T.tensor{1.0, 2}.dtype)
+    assert.equal(T.float32, T.tensor(3.0).dtype)
+    assert.equal(T.int64, T.full({2}, 3).dtype)
+    assert.equal(T.float32, T.full({2}, 3.0).dtype)
   end)
 end)
 
