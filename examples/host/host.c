@@ -16,6 +16,7 @@
 #include <lualib.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ember.h"
 #include "ember_lua.h"
@@ -90,6 +91,25 @@ int main(int argc, char **argv) {
   if (row4) {
     check(em_tensor_data(row4) == (void *)&frame[3][0], "the returned view points into the buffer");
     check(em_tensor_storage(row4) == em_tensor_storage(t), "one storage shared by host and script");
+  }
+
+  /* A buffer the host labels as device memory (cuda:0) is never handed out
+  ** as a CPU pointer: t:data() asks for :cpu() first. (The bytes here are
+  ** ordinary host memory that nothing reads; only the label matters.) */
+  static float device_buffer[4];
+  em_device gpu = {EM_CUDA, 0};
+  int64_t four = 4, unit = 1;
+  em_storage *gs;
+  em_tensor *gt;
+  if (em_storage_wrap(device_buffer, sizeof device_buffer, gpu, NULL, NULL, &gs) == EM_OK) {
+    if (em_tensor_new(gs, 0, 1, &four, &unit, EM_FLOAT32, &gt) == EM_OK) {
+      luaL_loadstring(L, "local t = ...; local ok, err = pcall(t.data, t); return err");
+      ember_lua_push_tensor(L, gt);
+      const char *err = lua_pcall(L, 1, 1, 0) == 0 ? lua_tostring(L, -1) : NULL;
+      check(err && strstr(err, "use :cpu() first") != NULL, "t:data() of a cuda tensor asks for :cpu()");
+      lua_pop(L, 1);
+    }
+    em_storage_release(gs);
   }
 
   lua_close(L);                  /* Lua's references go; the host's stay */
