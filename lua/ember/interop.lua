@@ -28,7 +28,6 @@ return function(T, C)
   -- The pointer keeps the tensor (so its memory) alive while it is itself
   -- reachable; pointers derived from it by arithmetic do not.
   function M.data(t)
-    need_ffi("data")
     if not T.is_tensor(t) then
       error("data: expected a tensor for argument #1, got " .. type(t), 0)
     end
@@ -38,6 +37,7 @@ return function(T, C)
     if t.device.type ~= "cpu" then
       error(("Can't call data() on a tensor on %s: use :cpu() first"):format(tostring(t.device)), 0)
     end
+    need_ffi("data")
     local p = ffi.cast(pointer_ctype[t.dtype.name], t:data_ptr())
     local keep = t
     return ffi.gc(p, function() keep = nil end)
