@@ -736,6 +736,13 @@ static int l_to_dlpack(lua_State *L) {
 
 static int l_from_dlpack(lua_State *L) {
   drain(L);
+  if (lua_islightuserdata(L, 1)) { /* from capsule:release() */
+    if (!lua_touserdata(L, 1))
+      return l_errorf(L, "from_dlpack: NULL or invalid DLManagedTensor pointer");
+    em_tensor **box = l_newbox(L);
+    if (em_from_dlpack(lua_touserdata(L, 1), box) != EM_OK) return l_error(L);
+    return 1;
+  }
   em_tensor *t = l_totensor(L, 1);
   if (t) { /* an object that speaks DLPack itself: share its memory */
     lua_settop(L, 1);
@@ -751,6 +758,33 @@ static int l_from_dlpack(lua_State *L) {
                        "be consumed once)");
   em_tensor **box = l_newbox(L);
   if (em_from_dlpack(c->m, box) != EM_OK) return l_error(L);
+  c->m = NULL;
+  return 1;
+}
+
+/* T._from_dlpack_address(address): a DLManagedTensor* handed over through
+** the FFI; on success ember owns it (its deleter runs when the last view
+** goes), on failure the caller still does. */
+static int l_from_dlpack_address(lua_State *L) {
+  drain(L);
+  double a = luaL_checknumber(L, 1);
+  if (!(a > 0 && a < 18446744073709551616.0) || a != floor(a))
+    return l_errorf(L, "from_dlpack: NULL or invalid DLManagedTensor pointer");
+  em_tensor **box = l_newbox(L);
+  if (em_from_dlpack((DLManagedTensor *)(uintptr_t)a, box) != EM_OK) return l_error(L);
+  return 1;
+}
+
+/* capsule:release(): hands the DLManagedTensor* to a consumer outside
+** ember (a light userdata; ffi.cast it to DLManagedTensor *). The capsule
+** is consumed: calling the deleter is now the consumer's job. */
+static int capsule_release(lua_State *L) {
+  capsule *c = tocapsule(L, 1);
+  if (!c) return l_errorf(L, "release: expected a DLPack capsule");
+  if (!c->m)
+    return l_errorf(L, "release: the capsule was already consumed (a capsule can be "
+                       "consumed once)");
+  lua_pushlightuserdata(L, c->m);
   c->m = NULL;
   return 1;
 }
@@ -831,6 +865,8 @@ void l_open_interop(lua_State *L) {
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, capsule_consumed);
   lua_setfield(L, -2, "consumed");
+  lua_pushcfunction(L, capsule_release);
+  lua_setfield(L, -2, "release");
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 
@@ -853,6 +889,7 @@ void l_open_interop(lua_State *L) {
       {"load_npz", l_load_npz},       {"save_npz", l_save_npz},
       {"save", l_save},               {"load", l_load},
       {"from_dlpack", l_from_dlpack}, {"_from_ffi", l_from_ffi},
+      {"_from_dlpack_address", l_from_dlpack_address},
       {"_ffi_anchors", l_ffi_anchors}, {NULL, NULL}};
   static const luaL_Reg methods[] = {{"to_dlpack", l_to_dlpack}, {NULL, NULL}};
   l_add_functions(L, fns);

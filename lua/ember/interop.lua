@@ -125,4 +125,15 @@ return function(T, C)
     return C._from_ffi(addr, dtype, sizes, opts.strides, owner, nbytes)
   end
 
+  -- T.from_dlpack also takes a DLManagedTensor* from another library as an
+  -- FFI pointer (or the light userdata of capsule:release()), and takes
+  -- ownership of it on success.
+  local from_dlpack = C.from_dlpack
+  function T.from_dlpack(x)
+    if ffi and type(x) == "cdata" then
+      return C._from_dlpack_address(tonumber(ffi.cast("uintptr_t", x)))
+    end
+    return from_dlpack(x)
+  end
+
 end

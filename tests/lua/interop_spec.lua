@@ -243,6 +243,41 @@ describe("DLPack", function()
     end
   end)
 
+  ffi_it("a capsule released to the FFI comes back as a DLManagedTensor pointer", function()
+    local t = T.tensor({{1, 2, 3}, {4, 5, 6}}, {dtype = T.int16})
+    local cap = t:to_dlpack()
+    local raw = cap:release()
+    assert.is_true(cap:consumed())
+    assert.has_error(function() cap:release() end,
+      "release: the capsule was already consumed (a capsule can be consumed once)")
+    -- a consumer outside ember reads the struct through the FFI
+    ffi.cdef[[
+      typedef struct { int device_type; int device_id; } ember_test_DLDevice;
+      typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } ember_test_DLDataType;
+      typedef struct {
+        void *data; ember_test_DLDevice device; int ndim; ember_test_DLDataType dtype;
+        int64_t *shape; int64_t *strides; uint64_t byte_offset;
+      } ember_test_DLTensor;
+      typedef struct ember_test_DLManagedTensor {
+        ember_test_DLTensor dl_tensor; void *manager_ctx;
+        void (*deleter)(struct ember_test_DLManagedTensor *);
+      } ember_test_DLManagedTensor;
+    ]]
+    local m = ffi.cast("ember_test_DLManagedTensor *", raw)
+    assert.equal(2, m.dl_tensor.ndim)
+    assert.equal(3, tonumber(m.dl_tensor.shape[1]))
+    assert.equal(0, m.dl_tensor.dtype.code)       -- kDLInt
+    assert.equal(16, m.dl_tensor.dtype.bits)
+    assert.equal(t:data_ptr(), tonumber(ffi.cast("uintptr_t", m.dl_tensor.data)))
+    local u = T.from_dlpack(m)                      -- and hands it back to ember
+    assert.same({{1, 2, 3}, {4, 5, 6}}, u:tolist())
+    assert.equal(t:data_ptr(), u:data_ptr())
+    assert.has_error(function() T.from_dlpack(ffi.cast("void *", nil)) end,
+      "from_dlpack: NULL or invalid DLManagedTensor pointer")
+    local v = T.from_dlpack(T.zeros(3):to_dlpack():release())  -- the light userdata itself
+    assert.same({0, 0, 0}, v:tolist())
+  end)
+
   it("T.from_dlpack(t) shares t's memory; other values are refused", function()
     local t = T.zeros(3)
     assert.equal(t:data_ptr(), T.from_dlpack(t):data_ptr())
