@@ -131,7 +131,7 @@ return function(T, C)
   local from_dlpack = C.from_dlpack
   function T.from_dlpack(x)
     if ffi and type(x) == "cdata" then
-      return C._from_dlpack_address(tonumber(ffi.cast("uintptr_t", x)))
+      return C._from_dlpack_address(tonumber(ffi.cast("uintptr_t", ffi.cast("void *", x))))
     end
     return from_dlpack(x)
   end

@@ -3,6 +3,20 @@
 local T = require "ember"
 local has_ffi, ffi = pcall(require, "ffi")
 local ffi_it = has_ffi and it or pending
+if has_ffi then -- DLPack v0.6's structs, as a consumer outside ember declares them
+  ffi.cdef[[
+    typedef struct { int device_type; int device_id; } ember_test_DLDevice;
+    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } ember_test_DLDataType;
+    typedef struct {
+      void *data; ember_test_DLDevice device; int ndim; ember_test_DLDataType dtype;
+      int64_t *shape; int64_t *strides; uint64_t byte_offset;
+    } ember_test_DLTensor;
+    typedef struct ember_test_DLManagedTensor {
+      ember_test_DLTensor dl_tensor; void *manager_ctx;
+      void (*deleter)(struct ember_test_DLManagedTensor *);
+    } ember_test_DLManagedTensor;
+  ]]
+end
 local noffi_it = has_ffi and pending or it
 
 local function anchors()
@@ -251,18 +265,6 @@ describe("DLPack", function()
     assert.has_error(function() cap:release() end,
       "release: the capsule was already consumed (a capsule can be consumed once)")
     -- a consumer outside ember reads the struct through the FFI
-    ffi.cdef[[
-      typedef struct { int device_type; int device_id; } ember_test_DLDevice;
-      typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } ember_test_DLDataType;
-      typedef struct {
-        void *data; ember_test_DLDevice device; int ndim; ember_test_DLDataType dtype;
-        int64_t *shape; int64_t *strides; uint64_t byte_offset;
-      } ember_test_DLTensor;
-      typedef struct ember_test_DLManagedTensor {
-        ember_test_DLTensor dl_tensor; void *manager_ctx;
-        void (*deleter)(struct ember_test_DLManagedTensor *);
-      } ember_test_DLManagedTensor;
-    ]]
     local m = ffi.cast("ember_test_DLManagedTensor *", raw)
     assert.equal(2, m.dl_tensor.ndim)
     assert.equal(3, tonumber(m.dl_tensor.shape[1]))
@@ -276,6 +278,38 @@ describe("DLPack", function()
       "from_dlpack: NULL or invalid DLManagedTensor pointer")
     local v = T.from_dlpack(T.zeros(3):to_dlpack():release())  -- the light userdata itself
     assert.same({0, 0, 0}, v:tolist())
+  end)
+
+  ffi_it("refuses a producer's tensor on a GPU or of a dtype ember lacks, leaving it to the producer", function()
+    local deleted = 0
+    local data = ffi.new("float[4]")
+    local shape = ffi.new("int64_t[1]", {4})
+    local m = ffi.new("ember_test_DLManagedTensor")
+    m.dl_tensor.data = data
+    m.dl_tensor.device.device_type = 2              -- kDLCUDA
+    m.dl_tensor.ndim = 1
+    m.dl_tensor.dtype.code, m.dl_tensor.dtype.bits, m.dl_tensor.dtype.lanes = 2, 32, 1
+    m.dl_tensor.shape = shape
+    local cb = ffi.cast("void (*)(ember_test_DLManagedTensor *)", function() deleted = deleted + 1 end)
+    m.deleter = cb
+    assert.has_error(function() T.from_dlpack(m) end,
+      "from_dlpack: unsupported device cuda:0 (ember imports CPU memory only)")
+    m.dl_tensor.device.device_type = 1              -- kDLCPU
+    m.dl_tensor.dtype.code = 5                      -- kDLComplex
+    assert.has_error(function() T.from_dlpack(m) end,
+      "from_dlpack: unsupported dtype (code 5, bits 32, lanes 1)")
+    m.dl_tensor.dtype.code = 1                      -- kDLUInt 32: ember has no uint32
+    assert.has_error(function() T.from_dlpack(m) end,
+      "from_dlpack: unsupported dtype (code 1, bits 32, lanes 1)")
+    assert.equal(0, deleted)                        -- never taken, never deleted
+    m.dl_tensor.dtype.code = 2                      -- float32 on the CPU: accepted
+    local t = T.from_dlpack(m)
+    data[2] = 5
+    assert.equal(5, t[3]:item())
+    t = nil
+    collectgarbage(); collectgarbage()
+    assert.equal(1, deleted)                        -- once, when the view died
+    cb:free()
   end)
 
   it("T.from_dlpack(t) shares t's memory; other values are refused", function()
