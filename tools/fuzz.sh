@@ -15,7 +15,7 @@ for t in $targets; do
   T=$(echo "$t" | tr a-z A-Z)
   bin=build-fuzz/fuzz_$t
   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -DFUZZ_$T -Iengine/include -Iengine/src $srcs tests/fuzz/fuzz_loaders.c \
+    -DFUZZ_$T -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iengine/include -Iengine/src $srcs tests/fuzz/fuzz_loaders.c \
     -lz -lm -lpthread -o "$bin"
   mkdir -p "build-fuzz/corpus/$t"
   echo "== fuzzing $t for ${secs}s"
