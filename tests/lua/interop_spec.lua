@@ -344,3 +344,21 @@ describe("ember.h", function()
     assert.matches("load_npy: cannot open '/nonexistent.npy'", ffi.string(lib.em_last_error()))
   end)
 end)
+
+describe("the seed walkthrough", function()
+  -- examples/seeds/creation_indexing_interop.lua uses creation, views,
+  -- indexing and math from the other areas; it runs once they are there
+  local ready = pcall(function()
+    assert(T.equal and T.randn)
+    local m = T.arange(12):reshape(3, 4)
+    assert(m[{ {}, 3 }] and m[m:gt(5)] and m:sum())
+  end)
+  local run = ready and it or pending
+  run("examples/seeds/creation_indexing_interop.lua runs and its checks hold", function()
+    local saved = print
+    print = function() end
+    local ok, err = pcall(dofile, "examples/seeds/creation_indexing_interop.lua")
+    print = saved
+    assert(ok, err)
+  end)
+end)
