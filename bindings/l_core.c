@@ -395,7 +395,11 @@ em_scalar l_checkscalar(lua_State *L, int idx, const char *op) {
     l_errorf(L, "%s: expected a number, got %s", op, luaL_typename(L, idx));
   double v = lua_tonumber(L, idx);
   /* -0.0 stays a float, so a float destination keeps its sign */
-  if (v == floor(v) && fabs(v) < 9223372036854775808.0 && !(v == 0 && signbit(v))) {
+  int integral = v == floor(v) && fabs(v) < 9223372036854775808.0 && !(v == 0 && signbit(v));
+#if LUA_VERSION_NUM >= 503
+  integral = lua_isinteger(L, idx); /* Lua 5.4: math.type decides */
+#endif
+  if (integral) {
     s.i = (int64_t)v;
     s.f = v;
   } else {

@@ -14,6 +14,11 @@
 #include "ember.h"
 #include "ember_lua.h"
 
+/* The binding builds against LuaJIT (Lua 5.1's API) and PUC Lua 5.4. */
+#if LUA_VERSION_NUM >= 502
+#define lua_objlen(L, i) lua_rawlen(L, (i))
+#endif
+
 /* -- Tensors ------------------------------------------------------------ */
 
 /* A new box (a userdata holding NULL, with the tensor metatable) on the

@@ -212,10 +212,10 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
 
 /* One C function per Lua name: l_<name> (functional) and l_<name>_ (in place). */
 #define EW(NAME, OP, FLAGS) \
-  static int l_##NAME(lua_State *L) { return ew_call(L, OP, FLAGS, #NAME); }
+  static int l_ew_##NAME(lua_State *L) { return ew_call(L, OP, FLAGS, #NAME); }
 #define EW2(NAME, OP, FLAGS) \
   EW(NAME, OP, FLAGS)        \
-  static int l_##NAME##_(lua_State *L) { return ew_call(L, OP, (FLAGS) | F_INPLACE, #NAME "_"); }
+  static int l_ew_##NAME##_(lua_State *L) { return ew_call(L, OP, (FLAGS) | F_INPLACE, #NAME "_"); }
 
 #define EW_NAMES(X)                                                                \
   X(add, EM_OP_ADD, 0) X(sub, EM_OP_SUB, 0) X(subtract, EM_OP_SUB, 0)              \
@@ -257,8 +257,8 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
 EW_NAMES(EW2)
 EW_TESTS(EW)
 
-#define REG_FN(NAME, OP, FLAGS) {#NAME, l_##NAME},
-#define REG_INPLACE(NAME, OP, FLAGS) {#NAME "_", l_##NAME##_},
+#define REG_FN(NAME, OP, FLAGS) {#NAME, l_ew_##NAME},
+#define REG_INPLACE(NAME, OP, FLAGS) {#NAME "_", l_ew_##NAME##_},
 
 /* -- Metamethods: + - * / % ^ and unary minus, numbers on either side ----- */
 

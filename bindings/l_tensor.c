@@ -76,6 +76,9 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
   else if (t == LUA_TNUMBER) {
     double v = lua_tonumber(L, idx);
     kind = (v == floor(v) && fabs(v) < 9223372036854775808.0) ? 1 : 2;
+#if LUA_VERSION_NUM >= 503
+    kind = lua_isinteger(L, idx) ? 1 : 2; /* Lua 5.4: math.type decides */
+#endif
   } else {
     path_str(L, depth, path);
     l_errorf(L, "%s: expected numbers or booleans, got %s at %s", op,

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tools/deps.sh [extra packages...]: installs the Debian packages ember needs
 # when run as root, or prints the one apt-get line to run otherwise.
-pkgs="luajit libluajit-5.1-dev libopenblas-dev lua-busted cmake build-essential pkg-config zlib1g-dev $*"
+pkgs="luajit libluajit-5.1-dev libopenblas-dev lua-busted cmake build-essential pkg-config zlib1g-dev libdlpack-dev $*"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

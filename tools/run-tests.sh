@@ -29,5 +29,22 @@ l_fail=$(echo "$summary" | sed -E 's/.* ([0-9]+) failures? \/ ([0-9]+) errors?.*
 [ -z "$summary" ] && { l_pass=0; l_fail=1; }
 [ "$brc" -ne 0 ] && [ "$l_fail" -eq 0 ] && l_fail=1
 
+# The same specs under PUC Lua 5.4 when its module was built (liblua5.4-dev).
+if [ -f "$build/lua5.4/ember/core.so" ] && command -v lua5.4 >/dev/null; then
+  echo "== Lua specs (busted --lua=lua5.4) =="
+  export LUA_CPATH="$here/$build/lua5.4/?.so;;"
+  busted --lua=lua5.4 -o utfTerminal tests/lua >"$log" 2>&1
+  brc=$?
+  grep -A15 -E "^(Failure|Error) " "$log"   # pending: the LuaJIT-only (FFI) cases
+  summary=$(grep -E "[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors?" "$log" | tail -1)
+  echo "$summary"
+  p=$(echo "$summary" | sed -E 's/^[^0-9]*([0-9]+) success.*/\1/')
+  f=$(echo "$summary" | sed -E 's/.* ([0-9]+) failures? \/ ([0-9]+) errors?.*/\1 \2/' | awk '{print $1+$2}')
+  [ -z "$summary" ] && { p=0; f=1; }
+  [ "$brc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  l_pass=$((l_pass + p))
+  l_fail=$((l_fail + f))
+fi
+
 echo "$((c_pass + l_pass)) passed, $((c_fail + l_fail)) failed"
 [ $((c_fail + l_fail)) -eq 0 ]

@@ -733,6 +733,82 @@ em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts,
 
 /* -- Interop: DLPack, .npy, serialization (dlpack.c, npy.c, serialize.c) --- */
 
+/* Frees memory the interop calls below hand out as plain bytes (npy
+** encodings, the metadata blob of em_load). NULL is accepted. */
+void em_free(void *p);
+
+/* DLPack (dlpack.c). The struct is DLPack's DLManagedTensor (Debian's
+** libdlpack-dev, <dlpack/dlpack.h>, DLPACK_VERSION 60 = v0.6): include that
+** header to look inside. dtypes map to DLPack codes both ways: bool is code 6
+** (kDLBool of DLPack >= 0.8; 0.6 has no bool), uint8 kDLUInt, int8..int64
+** kDLInt, float16/32/64 kDLFloat, bfloat16 kDLBfloat; lanes are always 1.
+**
+** em_to_dlpack: a DLManagedTensor describing t (shape, strides in elements,
+** byte_offset 0, data = the first element). It holds a reference to t's
+** storage until the consumer calls its deleter, exactly once; the deleter
+** frees the struct itself. CPU tensors only.
+**
+** em_from_dlpack: a tensor over the producer's memory, without copying. On
+** success ember owns m: m->deleter(m) is called exactly once, when the last
+** view of the storage goes (immediately if this call's tensor is released).
+** On failure (an unsupported dtype, lanes != 1, a device other than the CPU,
+** negative strides, a misaligned pointer) ember does NOT take m: the caller
+** still owns it and must call its deleter. */
+struct DLManagedTensor;
+em_status em_to_dlpack(const em_tensor *t, struct DLManagedTensor **out);
+em_status em_from_dlpack(struct DLManagedTensor *m, em_tensor **out);
+
+/* NumPy's .npy (npy.c): format versions 1.0, 2.0 and 3.0 on input; bool,
+** uint8, int8..int64, float16/32/64; C or Fortran order; either byte order
+** (converted to the host's on load). A Fortran-order array loads as a tensor
+** with column-major strides (no copy on mmap). Writing produces version 1.0
+** (2.0 for huge headers) exactly as numpy.save does: C order, or Fortran
+** order for a tensor that is Fortran- but not C-contiguous; other layouts are
+** written as a contiguous copy. bfloat16 has no NumPy dtype: an error. */
+typedef enum em_npy_mode {
+  EM_NPY_READ = 0,       /* read into fresh memory */
+  EM_NPY_MMAP_COPY = 1,  /* map the file copy-on-write: writes stay in memory */
+  EM_NPY_MMAP_SHARED = 2 /* map the file shared, writable: writes reach the file */
+} em_npy_mode;
+em_status em_npy_load(const char *path, em_npy_mode mode, em_tensor **out);
+/* Decodes a whole .npy image held in memory (copies the data). */
+em_status em_npy_decode(const void *buf, size_t len, em_tensor **out);
+em_status em_npy_save(const char *path, const em_tensor *t);
+/* The .npy image of t in a buffer from malloc (free with em_free). */
+em_status em_npy_encode(const em_tensor *t, void **buf, size_t *len);
+
+/* NumPy's .npz: a zip archive of .npy members, stored or deflated (zlib),
+** with zip64 records (numpy writes them). Loading reads every member whose
+** name ends in ".npy"; names are reported without that suffix. */
+typedef struct em_npz em_npz;
+em_status em_npz_load(const char *path, em_npz **out);
+em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out);
+int64_t em_npz_count(const em_npz *z);
+const char *em_npz_name(const em_npz *z, int64_t i);     /* 0-based i */
+em_tensor *em_npz_tensor(const em_npz *z, int64_t i);    /* borrowed */
+void em_npz_free(em_npz *z);
+/* Writes n tensors as members "<names[i]>.npy"; compress = 1 deflates them
+** (numpy.savez_compressed), 0 stores them (numpy.savez). */
+em_status em_npz_save(const char *path, int64_t n, const char *const *names,
+                      const em_tensor *const *tensors, int compress);
+
+/* ember's own format (serialize.c; docs/serialization.md). A file holds a
+** metadata blob (opaque to the engine: the Lua binding keeps the shape of a
+** nested table there) and a list of tensors. Storages are written once
+** each, so tensors that shared a storage when saved share one after
+** loading. Every size in the file is checked against the file's length
+** before anything is allocated. */
+em_status em_save(const char *path, int64_t ntensors,
+                  const em_tensor *const *tensors, const void *meta,
+                  size_t metalen);
+typedef struct em_loaded em_loaded;
+em_status em_load(const char *path, em_loaded **out);
+em_status em_load_buffer(const void *buf, size_t len, em_loaded **out);
+int64_t em_loaded_count(const em_loaded *f);
+em_tensor *em_loaded_tensor(const em_loaded *f, int64_t i);  /* borrowed, 0-based */
+const void *em_loaded_meta(const em_loaded *f, size_t *len);
+void em_loaded_free(em_loaded *f);
+
 /* (end of Interop: DLPack, .npy, serialization) */
 
 #ifdef __cplusplus

@@ -1,0 +1,51 @@
+/*
+** fuzz_loaders.c -- libFuzzer targets for the three file loaders: .npy
+** (em_npy_decode), .npz (em_npz_load_buffer) and ember's format
+** (em_load_buffer). Pick one with -DFUZZ_NPY, -DFUZZ_NPZ or -DFUZZ_EMBER.
+** Each input must load or fail with a message; under ASan/UBSan any
+** out-of-bounds read, leak or undefined behaviour is a crash. A loaded
+** tensor is read end to end, so a view that reaches outside its storage
+** would be caught too (its first 4096 elements and its last). tools/fuzz.sh builds and runs them; without
+** libFuzzer, replay.c runs the committed corpus as a ctest.
+*/
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+
+/* Reads the first elements and the last one (a valid file may hold an
+** expanded view of 2^60 elements over one stored value: reading it all
+** would only time out). */
+static void touch(const em_tensor *t) {
+  int64_t n = em_tensor_numel(t);
+  double acc = 0, v;
+  for (int64_t i = 0; i < n && i < 4096; i++)
+    if (em_get_f64(t, i, &v) == EM_OK) acc += v;
+  if (n > 0 && em_get_f64(t, n - 1, &v) == EM_OK) acc += v;
+  (void)acc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+#if defined(FUZZ_NPY)
+  em_tensor *t;
+  if (em_npy_decode(data, size, &t) == EM_OK) {
+    touch(t);
+    em_tensor_release(t);
+  }
+#elif defined(FUZZ_NPZ)
+  em_npz *z;
+  if (em_npz_load_buffer(data, size, &z) == EM_OK) {
+    for (int64_t i = 0; i < em_npz_count(z); i++) touch(em_npz_tensor(z, i));
+    em_npz_free(z);
+  }
+#elif defined(FUZZ_EMBER)
+  em_loaded *f;
+  if (em_load_buffer(data, size, &f) == EM_OK) {
+    for (int64_t i = 0; i < em_loaded_count(f); i++) touch(em_loaded_tensor(f, i));
+    em_loaded_free(f);
+  }
+#else
+#error "define FUZZ_NPY, FUZZ_NPZ or FUZZ_EMBER"
+#endif
+  return 0;
+}
