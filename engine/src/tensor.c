@@ -35,10 +35,12 @@ em_status em_numel_checked(const char *op, int ndim, const int64_t *sizes,
 }
 
 void em_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
+  /* Only an empty tensor can have sizes whose product overflows (numel is
+  ** checked otherwise); its strides address nothing, so saturate. */
   int64_t s = 1;
   for (int i = ndim - 1; i >= 0; i--) {
     strides[i] = s;
-    s *= sizes[i] > 1 ? sizes[i] : 1;
+    if (em_mul_overflow_i64(s, sizes[i] > 1 ? sizes[i] : 1, &s)) s = INT64_MAX;
   }
 }
 

@@ -233,7 +233,17 @@ TEST(writing_into_an_expanded_tensor_is_an_error) {
   em_tensor_release(t); em_tensor_release(e);
 }
 
+TEST(empty_tensor_with_huge_sizes_has_defined_strides) {
+  int64_t sizes[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+  em_tensor *t = NULL;
+  CHECK_OK(em_empty(3, sizes, EM_FLOAT32, em_cpu(), &t));
+  CHECK(t && em_tensor_numel(t) == 0);
+  if (t) CHECK(em_tensor_strides(t)[0] == INT64_MAX);
+  em_tensor_release(t);
+}
+
 int main(void) {
+  RUN(empty_tensor_with_huge_sizes_has_defined_strides);
   RUN(foreign_deleter_called_exactly_once);
   RUN(view_outlives_its_base);
   RUN(storages_released_when_last_tensor_goes);
