@@ -89,9 +89,11 @@ int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
     l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
                luaL_typename(L, idx));
   double v = lua_tonumber(L, idx);
-  if (!(v == floor(v)) || !(fabs(v) < 9223372036854775808.0))
-    l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
-               lua_tostring(L, idx));
+  if (v != v) l_errorf(L, "%s: expected an integer for %s, got nan", op, what);
+  if (!(v == floor(v)))
+    l_errorf(L, "%s: expected an integer for %s, got %.17g", op, what, v);
+  if (!(fabs(v) < 9223372036854775808.0))
+    l_errorf(L, "%s: %s = %.17g is out of the int64 range", op, what, v);
   return (int64_t)v;
 }
 
@@ -157,21 +159,52 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
 
 /* -- Options ------------------------------------------------------------ */
 
+/* Options whose value must be a boolean, whichever op takes them: checked
+** here once, so `{requires_grad = "yes"}` is an error everywhere. */
+static const char *const bool_opts[] = {
+    "requires_grad", "copy", "keepdim", "non_blocking", "pin_memory",
+    "unbiased", "largest", "sorted", "stable", "descending", "mmap",
+    "return_inverse", "return_counts", "inplace", "right", NULL};
+
+static int is_one_of(const char *k, const char *const *list) {
+  for (; *list; list++)
+    if (strcmp(k, *list) == 0) return 1;
+  return 0;
+}
+
 void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allowed) {
   if (lua_isnoneornil(L, idx)) return;
   if (!lua_istable(L, idx))
-    l_errorf(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
+    l_errorf(L, "%s: expected an options table for argument #%d, got %s", op, idx,
+             luaL_typename(L, idx));
+  idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      const char *k = lua_tostring(L, -1);
-      for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(k, *a) == 0;
-      if (!ok) l_errorf(L, "%s: unknown option '%s'", op, k);
-    } else {
-      l_errorf(L, "%s: unexpected positional entry in the options table", op);
+    int v = lua_gettop(L);
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      lua_pushvalue(L, -2);
+      l_errorf(L, "%s: unexpected positional entry [%s] in the options table", op,
+               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1)
+                                              : luaL_typename(L, -1));
     }
+    const char *k = lua_tostring(L, -2);
+    if (!is_one_of(k, allowed)) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (const char *const *a = allowed; *a; a++) {
+        if (a != allowed) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, *a);
+      }
+      luaL_pushresult(&b);
+      l_errorf(L, "%s: unknown option '%s' (expected one of: %s)", op, k,
+               lua_tostring(L, -1));
+    }
+    if (is_one_of(k, bool_opts) && lua_type(L, v) != LUA_TBOOLEAN)
+      l_errorf(L, "%s: option '%s' must be a boolean, got %s", op, k,
+               luaL_typename(L, v));
+    if (strcmp(k, "dtype") == 0) l_checkdtype(L, v, op);
+    if (strcmp(k, "device") == 0) l_checkdevice(L, v, op);
+    lua_pop(L, 1);
   }
 }
 
@@ -203,8 +236,16 @@ static int todtype(lua_State *L, int idx) {
 em_dtype l_checkdtype(lua_State *L, int idx, const char *op) {
   int id = todtype(L, idx);
   if (id < 0) {
-    if (lua_type(L, idx) == LUA_TSTRING)
-      l_errorf(L, "%s: unknown dtype '%s'", op, lua_tostring(L, idx));
+    if (lua_type(L, idx) == LUA_TSTRING) {
+      char names[256] = "";
+      for (int i = 0; i < EM_NUM_DTYPES; i++) {
+        if (i) strncat(names, ", ", sizeof names - strlen(names) - 1);
+        strncat(names, em_dtype_name((em_dtype)i), sizeof names - strlen(names) - 1);
+      }
+      l_errorf(L, "%s: unknown dtype '%s' (expected one of %s, or an alias such "
+               "as long, int, float, double, half, byte)", op, lua_tostring(L, idx),
+               names);
+    }
     l_errorf(L, "%s: expected a dtype, got %s", op, luaL_typename(L, idx));
   }
   return (em_dtype)id;
@@ -556,7 +597,9 @@ static int l_get_default_dtype(lua_State *L) {
 }
 
 static int l_use_deterministic(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  if (lua_type(L, 1) != LUA_TBOOLEAN)
+    return l_errorf(L, "use_deterministic_algorithms: expected a boolean, got %s",
+                    luaL_typename(L, 1));
   em_set_deterministic(lua_toboolean(L, 1));
   return 0;
 }
