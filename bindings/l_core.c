@@ -14,7 +14,7 @@
 
 /* Registry keys: addresses of these statics (one set per lua_State). */
 static char K_TENSOR_MT, K_SIZE_MT, K_DTYPES, K_DTYPE_IDS, K_DEVICES, K_METHODS,
-    K_PROPS, K_MODULE, K_GCTHREAD;
+    K_PROPS, K_MODULE, K_ANCHOR, K_THREADS;
 
 static em_dtype default_dtype = EM_FLOAT32;
 em_dtype l_default_dtype(void) { return default_dtype; }
@@ -26,7 +26,12 @@ static void getreg(lua_State *L, char *key) {
 
 /* -- Boxes -------------------------------------------------------------- */
 
+static void claim_pressure_hook(lua_State *L);
+
 em_tensor **l_newbox(lua_State *L) {
+  /* the engine call that fills this box may allocate: point this thread's
+  ** pressure hook at the running coroutine (see "Memory pressure") */
+  claim_pressure_hook(L);
   em_tensor **box = lua_newuserdata(L, sizeof(em_tensor *));
   *box = NULL;
   getreg(L, &K_TENSOR_MT);
@@ -44,6 +49,7 @@ em_tensor *l_totensor(lua_State *L, int idx) {
 }
 
 em_tensor *l_checktensor(lua_State *L, int idx, const char *op) {
+  claim_pressure_hook(L);
   em_tensor *t = l_totensor(L, idx);
   if (!t)
     l_errorf(L, "%s: expected a tensor for argument #%d, got %s", op, idx,
@@ -91,9 +97,9 @@ int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
   double v = lua_tonumber(L, idx);
   if (v != v) l_errorf(L, "%s: expected an integer for %s, got nan", op, what);
   if (!(v == floor(v)))
-    l_errorf(L, "%s: expected an integer for %s, got %.17g", op, what, v);
+    l_errorf(L, "%s: expected an integer for %s, got %.14g", op, what, v);
   if (!(fabs(v) < 9223372036854775808.0))
-    l_errorf(L, "%s: %s = %.17g is out of the int64 range", op, what, v);
+    l_errorf(L, "%s: %s = %.14g is out of the int64 range", op, what, v);
   return (int64_t)v;
 }
 
@@ -117,6 +123,7 @@ int l_isopts(lua_State *L, int idx) {
 }
 
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next) {
+  claim_pressure_hook(L);
   int n = 0;
   char what[32];
   if (lua_type(L, idx) == LUA_TTABLE && is_size_table(L, idx)) {
@@ -552,26 +559,93 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 
 /* -- Memory pressure (DESIGN §4) ----------------------------------------- */
 
+/* The engine keeps one pressure hook per OS thread; it must collect the Lua
+** state whose code is allocating, on the coroutine that is running: a
+** collection run on any other thread of the state (a parked helper thread,
+** say) runs the finalizers there and leaves LuaJIT's idea of the running
+** coroutine wrong -- measured: a segfault soon after. So every binding
+** entry point that may allocate (l_newbox, l_checktensor, l_checksizes)
+** claims the hook for the running coroutine L (TLS active_L; a pointer
+** compare when it is already the one). Between Lua calls active_L may be
+** parked or dead: the hook looks it up in a weak table of the state first
+** (through the state's anchor thread, by API calls that run no Lua code),
+** and a collected coroutine is never touched. A state's sentinel __gc
+** unhooks the thread when the state closes. Limitation (docs/memory.md):
+** a host calling the engine's allocator directly while a *different*
+** coroutine of a state is running gets no collection. */
 static const size_t SOFT_LIMIT_FLOOR = (size_t)256 << 20;
+static _Thread_local lua_State *active_L;      /* the coroutine to collect on */
+static _Thread_local lua_State *active_anchor; /* its state's anchor thread */
+static _Thread_local int in_pressure;          /* no nested collections */
+/* How often the hook ran, for T.memory_stats (tests and tuning). */
+static _Atomic long forced_collections, failed_allocations;
+
+/* Is active_L still a live coroutine of its state? */
+static int active_is_alive(void) {
+  lua_State *A = active_anchor;
+  if (!A || !active_L || !lua_checkstack(A, 3)) return 0;
+  lua_pushlightuserdata(A, &K_THREADS);
+  lua_rawget(A, LUA_REGISTRYINDEX);
+  if (!lua_istable(A, -1)) { lua_pop(A, 1); return 0; }
+  lua_pushlightuserdata(A, active_L);
+  lua_rawget(A, -2);
+  int alive = lua_tothread(A, -1) == active_L;
+  lua_pop(A, 2);
+  return alive;
+}
 
 static void l_pressure(void *ctx, size_t requested, int failed) {
-  lua_State *L = ctx;
-  lua_gc(L, LUA_GCCOLLECT, 0);
+  (void)ctx;
+  if (in_pressure || !active_is_alive()) return;
+  in_pressure = 1;
+  if (failed) failed_allocations++;
+  else forced_collections++;
+  lua_gc(active_L, LUA_GCCOLLECT, 0);
+  in_pressure = 0;
   /* After a full collection the survivors are live; let them double before
   ** the next forced collection, but never collect more often than every
   ** SOFT_LIMIT_FLOOR bytes. */
   size_t live = em_memory_live_bytes();
   size_t next = live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR;
   em_set_soft_limit(next + requested);
-  (void)failed;
+}
+
+static void claim_pressure_hook(lua_State *L) {
+  if (L == active_L) return;
+  getreg(L, &K_ANCHOR);
+  lua_State *anchor = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!anchor) return; /* still inside luaopen_ember_core */
+  getreg(L, &K_THREADS); /* weak values: [lightuserdata L] = L */
+  lua_pushlightuserdata(L, L);
+  lua_pushthread(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  active_L = L;
+  active_anchor = anchor;
+  em_set_pressure_hook(l_pressure, NULL);
+}
+
+/* __gc of the sentinel userdata that holds this state's anchor thread. */
+static int l_unhook(lua_State *L) {
+  lua_State **p = lua_touserdata(L, 1);
+  if (p && *p && *p == active_anchor) {
+    em_set_pressure_hook(NULL, NULL);
+    active_L = active_anchor = NULL;
+  }
+  return 0;
 }
 
 static int l_memory_stats(lua_State *L) {
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 4);
   lua_pushnumber(L, (lua_Number)em_memory_live_bytes());
   lua_setfield(L, -2, "live_bytes");
   lua_pushnumber(L, (lua_Number)em_get_soft_limit());
   lua_setfield(L, -2, "soft_limit");
+  lua_pushnumber(L, (lua_Number)forced_collections);
+  lua_setfield(L, -2, "forced_collections");
+  lua_pushnumber(L, (lua_Number)failed_allocations);
+  lua_setfield(L, -2, "failed_allocations");
   return 1;
 }
 
@@ -690,10 +764,27 @@ int luaopen_ember_core(lua_State *L) {
 
   /* the collector hook runs on a thread of our own, anchored in the
   ** registry, so it never refers to a coroutine that may be collected */
-  lua_pushlightuserdata(L, &K_GCTHREAD);
-  lua_State *gcL = lua_newthread(L);
+  /* the memory-pressure bookkeeping: a weak table of the coroutines that
+  ** made tensors, an anchor thread to read it with, and a sentinel that
+  ** unhooks the engine when the state closes */
+  lua_pushlightuserdata(L, &K_THREADS);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
   lua_rawset(L, LUA_REGISTRYINDEX);
-  em_set_pressure_hook(l_pressure, gcL);
+  lua_pushlightuserdata(L, &K_ANCHOR);
+  lua_State *anchor = lua_newthread(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  lua_State **sentinel = lua_newuserdata(L, sizeof *sentinel);
+  *sentinel = anchor;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, l_unhook);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  claim_pressure_hook(L);
 
   lua_settop(L, 1);
   return 1;
