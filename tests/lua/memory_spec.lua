@@ -27,11 +27,11 @@ local sanitized = (os.getenv("LD_PRELOAD") or ""):find("asan") ~= nil
 describe("memory pressure", function()
   it("a loop of 64 MB temporaries runs in bounded memory without collectgarbage", function()
     if sanitized then return end
-    -- 150 x 64 MB = 9.6 GB made and dropped; without the collector hook the
+    -- 100 x 64 MB = 6.4 GB made and dropped; without the collector hook the
     -- peak RSS grows by 64 MB per iteration (measured: 2.5 GB after 40).
     local out, ok = run_ember([[
       package.path = "bench/?.lua;" .. package.path
-      arg = {150}
+      arg = {100}
       dofile("bench/memory_pressure.lua")
     ]])
     assert.is_true(ok, out)
