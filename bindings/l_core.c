@@ -695,6 +695,12 @@ static int l_cuda_is_available(lua_State *L) {
 
 int luaopen_ember_core(lua_State *L) {
   lua_settop(L, 0);
+  /* Opened before in this state (busted restores package.loaded between
+  ** files; a host may open it twice): hand back the same module, so dtype
+  ** values, metatables and the collector hook stay the ones tensors use. */
+  getreg(L, &K_MODULE);
+  if (lua_istable(L, -1)) return 1;
+  lua_pop(L, 1);
   lua_newtable(L); /* 1: module */
   lua_pushlightuserdata(L, &K_MODULE);
   lua_pushvalue(L, 1);
@@ -766,24 +772,31 @@ int luaopen_ember_core(lua_State *L) {
   ** registry, so it never refers to a coroutine that may be collected */
   /* the memory-pressure bookkeeping: a weak table of the coroutines that
   ** made tensors, an anchor thread to read it with, and a sentinel that
-  ** unhooks the engine when the state closes */
-  lua_pushlightuserdata(L, &K_THREADS);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "v");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_rawset(L, LUA_REGISTRYINDEX);
-  lua_pushlightuserdata(L, &K_ANCHOR);
-  lua_State *anchor = lua_newthread(L);
-  lua_rawset(L, LUA_REGISTRYINDEX);
-  lua_State **sentinel = lua_newuserdata(L, sizeof *sentinel);
-  *sentinel = anchor;
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, l_unhook);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  luaL_ref(L, LUA_REGISTRYINDEX);
+  ** unhooks the engine when the state closes -- once per state: opening the
+  ** module again (busted restores package.loaded between files) must not
+  ** replace the anchor a thread's hook may point to */
+  getreg(L, &K_ANCHOR);
+  int have_anchor = lua_isthread(L, -1);
+  lua_pop(L, 1);
+  if (!have_anchor) {
+    lua_pushlightuserdata(L, &K_THREADS);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    lua_pushlightuserdata(L, &K_ANCHOR);
+    lua_State *anchor = lua_newthread(L);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    lua_State **sentinel = lua_newuserdata(L, sizeof *sentinel);
+    *sentinel = anchor;
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, l_unhook);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   claim_pressure_hook(L);
 
   lua_settop(L, 1);

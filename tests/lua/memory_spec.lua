@@ -102,6 +102,18 @@ describe("the collector hook", function()
   end)
 end)
 
+describe("the collector hook, with the module opened twice", function()
+  it("keeps working when ember.core is opened again in the same state", function()
+    package.loaded["ember.core"], package.loaded["ember"] = nil, nil
+    local T2 = require "ember"
+    collectgarbage()
+    collectgarbage()
+    for _ = 1, 3 do assert.is_false(pcall(T2.empty, 1e12)) end
+    for _ = 1, 10 do local t = T2.empty(16 * 1024 * 1024) end
+    assert.same({1, 1}, T2.ones(2):tolist())
+  end)
+end)
+
 describe("allocations larger than memory", function()
   it("T.empty(1e12) and T.zeros(1e12) raise out of memory naming the bytes and the shape", function()
     local before = T.memory_stats().live_bytes
