@@ -34,10 +34,13 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./tools/run-tests.sh $(ASAN_BUILD)
 
+# make install [PREFIX=/usr/local] [DESTDIR=staging dir]: libember, headers,
+# ember.pc, and ember/core.so + lua/ember/*.lua where Debian's LuaJIT looks.
 PREFIX ?= /usr/local
 install: build
 	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
-	@cmake --install $(BUILD)
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) | grep -v "^-- Up-to-date" || true
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
