@@ -11,7 +11,7 @@ all: build
 deps:
 	@./tools/deps.sh
 
-$(BUILD)/Makefile: CMakeLists.txt
+$(BUILD)/Makefile: CMakeLists.txt | deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 
 # Compiler output without the progress lines; a failed build fails here
