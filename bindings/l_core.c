@@ -571,8 +571,9 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 ** (through the state's anchor thread, by API calls that run no Lua code),
 ** and a collected coroutine is never touched. A state's sentinel __gc
 ** unhooks the thread when the state closes. Limitation (docs/memory.md):
-** a host calling the engine's allocator directly while a *different*
-** coroutine of a state is running gets no collection. */
+** an engine call that bypasses the binding (a C host, or LuaJIT's FFI) is
+** collected for only when the coroutine that last called the binding is
+** dead or yielded (then nothing is collected) or is the one running. */
 static const size_t SOFT_LIMIT_FLOOR = (size_t)256 << 20;
 static _Thread_local lua_State *active_L;      /* the coroutine to collect on */
 static _Thread_local lua_State *active_anchor; /* its state's anchor thread */
@@ -580,7 +581,8 @@ static _Thread_local int in_pressure;          /* no nested collections */
 /* How often the hook ran, for T.memory_stats (tests and tuning). */
 static _Atomic long forced_collections, failed_allocations;
 
-/* Is active_L still a live coroutine of its state? */
+/* Is active_L still a live coroutine of its state, and not parked in a
+** yield (a yielded coroutine is certainly not the one running)? */
 static int active_is_alive(void) {
   lua_State *A = active_anchor;
   if (!A || !active_L || !lua_checkstack(A, 3)) return 0;
@@ -591,7 +593,7 @@ static int active_is_alive(void) {
   lua_rawget(A, -2);
   int alive = lua_tothread(A, -1) == active_L;
   lua_pop(A, 2);
-  return alive;
+  return alive && lua_status(active_L) == 0;
 }
 
 static void l_pressure(void *ctx, size_t requested, int failed) {

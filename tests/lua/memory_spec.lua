@@ -113,6 +113,52 @@ describe("the collector hook", function()
   end)
 end)
 
+describe("the collector hook and engine calls that bypass the binding", function()
+  it("never collects on a coroutine that died or yielded (calling the engine through the FFI)", function()
+    if overcommit_always() then return pending("vm.overcommit_memory = 1 grants any allocation") end
+    local ffi = require "ffi"
+    pcall(ffi.cdef, [[
+      typedef struct { int type; int index; } ember_test_device;
+      int em_empty(int ndim, const int64_t *sizes, int dt, ember_test_device dev, void **out);
+      int em_dtype_from_name(const char *name);
+      const char *em_last_error(void);
+    ]])
+    -- the very library require loaded (dlopen hands back the same one)
+    local lib = ffi.load(package.searchpath("ember.core", package.cpath))
+    local f32 = lib.em_dtype_from_name("float32")
+    local function direct_empty(n)
+      local out = ffi.new("void *[1]")
+      local st = lib.em_empty(1, ffi.new("int64_t[1]", n), f32, ffi.new("ember_test_device"), out)
+      return st, ffi.string(lib.em_last_error())
+    end
+    local failed_before = T.memory_stats().failed_allocations
+    -- 1. the coroutine that last called ember is dead and collected
+    local co = coroutine.create(function() return T.zeros(10):numel() end)
+    assert.same({true, 10}, {coroutine.resume(co)})
+    co = nil
+    collectgarbage()
+    collectgarbage()
+    local st, msg = direct_empty(1e12)
+    assert.equal(4, st) -- EM_E_NOMEM
+    assert.matches("out of memory", msg)
+    -- 2. the coroutine that last called ember is parked in a yield
+    local parked = coroutine.create(function()
+      local t = T.zeros(10)
+      coroutine.yield()
+      return t:numel()
+    end)
+    assert.is_true((coroutine.resume(parked)))
+    st = direct_empty(1e12)
+    assert.equal(4, st)
+    -- neither was collected on (the counter counts collections run)
+    assert.equal(failed_before, T.memory_stats().failed_allocations)
+    assert.same({true, 10}, {coroutine.resume(parked)})
+    -- 3. a binding call claims the hook again: collections resume
+    assert.is_false(pcall(T.empty, 1e12))
+    assert.is_true(T.memory_stats().failed_allocations > failed_before)
+  end)
+end)
+
 describe("the collector hook, with the module opened twice", function()
   it("keeps working when ember.core is opened again in the same state", function()
     if overcommit_always() then return pending("vm.overcommit_memory = 1 grants any allocation") end
