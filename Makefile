@@ -31,12 +31,13 @@ test: build
 # UndefinedBehaviorSanitizer with leak detection; any report fails it.
 # luajit itself is not instrumented, so the runtimes are preloaded; so is
 # ember/core.so, only so that it stays mapped after lua_close and leak
-# reports show its function names. allocator_may_return_null lets
+# reports show its function names (for the specs only). allocator_may_return_null lets
 # T.empty(1e12) fail as it does without ASan (an out-of-memory error).
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so) $(CURDIR)/$(ASAN_BUILD)/ember/core.so"
+	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	  EMBER_LUA_PRELOAD="$(CURDIR)/$(ASAN_BUILD)/ember/core.so"
 test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON >/dev/null
 	@$(MAKE) --no-print-directory -C $(ASAN_BUILD) -j$(JOBS) >$(ASAN_BUILD)/build.log 2>&1; \

@@ -3,7 +3,8 @@
 # (busted under LuaJIT) and ends with one line "N passed, N failed" over
 # both suites. Exits non-zero on any failure.
 # EMBER_SKIP_C=1 skips the C tests; EMBER_LUA_WRAP="cmd args" runs the specs
-# as `cmd args luajit busted ...` (make test-valgrind).
+# as `cmd args luajit busted ...` (make test-valgrind); EMBER_LUA_PRELOAD is
+# added to LD_PRELOAD for the specs only (make test-asan).
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 1
@@ -28,6 +29,9 @@ echo "== Lua specs (busted under luajit${EMBER_LUA_WRAP:+, under ${EMBER_LUA_WRA
 export LUA_PATH="$here/lua/?.lua;$here/lua/?/init.lua;$here/tests/lua/?.lua;;"
 export LUA_CPATH="$buildpath/?.so;;"
 export EMBER_BUILD="$buildpath"  # bin/ember, run by specs, uses this build
+if [ -n "${EMBER_LUA_PRELOAD:-}" ]; then
+  export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$EMBER_LUA_PRELOAD"
+fi
 if [ -n "${EMBER_LUA_WRAP:-}" ]; then
   $EMBER_LUA_WRAP luajit "$(command -v busted)" -o utfTerminal tests/lua >"$log" 2>&1
 else
