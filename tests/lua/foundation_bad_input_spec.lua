@@ -126,6 +126,11 @@ describe("bad data", function()
     fails_with(function() return T.zeros(2).numel({}) end, "numel: expected a tensor for argument #1, got table")
     fails_with(function() return T.ones_like(3) end, "ones_like: expected a tensor for argument #1, got number")
     fails_with(function() return T.zeros(2):copy_(5) end, "copy_: expected a tensor for argument #2, got number")
+    -- another library's userdata is not a tensor either
+    fails_with(function() return T.zeros_like(io.stdout) end,
+      "zeros_like: expected a tensor for argument #1, got userdata")
+    assert.is_false(T.is_tensor(io.stdout))
+    assert.is_false(T.is_tensor(newproxy and newproxy(true) or {}))
   end)
 end)
 
