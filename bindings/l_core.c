@@ -596,13 +596,22 @@ static int active_is_alive(void) {
   return alive && lua_status(active_L) == 0;
 }
 
+/* The collection runs in protected mode: LuaJIT re-raises an error thrown
+** by a __gc finalizer out of lua_gc, and here that would unwind through the
+** engine's allocation frames (which hold memory). Such an error is dropped,
+** as Lua 5.2+ does with finalizer errors in its own collector. */
+static int gc_protected(lua_State *L) {
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  return 0;
+}
+
 static void l_pressure(void *ctx, size_t requested, int failed) {
   (void)ctx;
-  if (in_pressure || !active_is_alive()) return;
+  if (in_pressure || !active_is_alive() || !lua_checkstack(active_L, 4)) return;
   in_pressure = 1;
   if (failed) failed_allocations++;
   else forced_collections++;
-  lua_gc(active_L, LUA_GCCOLLECT, 0);
+  if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
   in_pressure = 0;
   /* After a full collection the survivors are live; let them double before
   ** the next forced collection, but never collect more often than every

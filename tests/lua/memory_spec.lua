@@ -113,6 +113,31 @@ describe("the collector hook", function()
   end)
 end)
 
+describe("the collector hook and failing finalizers", function()
+  it("an error thrown by a __gc during a forced collection never unwinds through the engine", function()
+    if overcommit_always() then return pending("vm.overcommit_memory = 1 grants any allocation") end
+    -- in a fresh process: LuaJIT 2.1.0-beta3 itself crashes inside busted
+    -- when a finalizer raises (checked with collectgarbage alone)
+    local out, ok = run_ember([[
+      local T = require "ember"
+      local ran = 0
+      for _ = 1, 5 do
+        local p = newproxy(true)
+        getmetatable(p).__gc = function() ran = ran + 1; error("finalizer failed") end
+      end
+      print(pcall(T.zeros, 1e12))
+      print("ran", ran > 0)
+      for _ = 1, 20 do local t = T.empty(16 * 1024 * 1024) end
+      print("collections", T.memory_stats().forced_collections > 0)
+      print(#T.zeros(3):tolist())
+    ]])
+    assert.is_true(ok, out)
+    -- the allocation's own error, not the finalizer's, and the hook still works
+    assert.equal("false\tzeros: out of memory: tried to allocate 4000000000000 bytes for "
+      .. "a float32 tensor of size [1000000000000]\nran\ttrue\ncollections\ttrue\n3\nexit=0\n", out)
+  end)
+end)
+
 describe("the collector hook and engine calls that bypass the binding", function()
   it("never collects on a coroutine that died or yielded (calling the engine through the FFI)", function()
     if overcommit_always() then return pending("vm.overcommit_memory = 1 grants any allocation") end
