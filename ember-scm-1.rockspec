@@ -1,5 +1,8 @@
--- luarocks make ember-scm-1.rockspec   (from the checkout, as root for the
--- system tree /usr/local, where Debian's luajit looks; or --local / --tree)
+-- luarocks --lua-version=5.1 make ember-scm-1.rockspec
+-- (from the checkout; as root for the system tree /usr/local, where
+-- Debian's luajit looks; or --local / --tree DIR. Debian 12's luarocks
+-- defaults to Lua 5.2: --lua-version=5.1, or `luarocks-5.1`, picks the
+-- tree LuaJIT reads.)
 -- Builds with CMake (Debian: cmake, libluajit-5.1-dev, libopenblas-dev) and
 -- installs the Lua module only: ember/core.so under the tree's lib/lua/5.1
 -- and lua/ember/*.lua under share/lua/5.1. `make install` also installs
