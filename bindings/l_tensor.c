@@ -252,6 +252,21 @@ static int l_full_like(lua_State *L) { return make_like(L, "full_like", FILL_VAL
 
 /* -- Conversion ----------------------------------------------------------- */
 
+/* The box on the stack top holds the engine's result; when that is the very
+** tensor at idx (nothing changed), the box is emptied and the argument's own
+** Lua object replaces it, so `t:to(t.dtype) == t`. The box is made before
+** the engine call (not after, as l_push_result does), so a Lua allocation
+** failure can never strand the result. */
+static void same_or_box(lua_State *L, int idx) {
+  em_tensor **box = lua_touserdata(L, -1);
+  if (*box && *box == l_totensor(L, idx)) {
+    em_tensor_release(*box);
+    *box = NULL;
+    lua_pop(L, 1);
+    lua_pushvalue(L, idx);
+  }
+}
+
 static const char *const to_opts[] = {"dtype", "device", "copy", NULL};
 
 /* t:to(dtype | device | tensor | {dtype=, device=, copy=}) and the
@@ -289,17 +304,17 @@ static int l_to(lua_State *L) {
                         "for argument #%d, got %s", i, luaL_typename(L, i));
     }
   }
-  em_tensor *out;
-  if (em_to(t, dt, dev, copy, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_to(t, dt, dev, copy, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
 static int cast_to(lua_State *L, em_dtype dt, const char *op) {
   em_tensor *t = l_checktensor(L, 1, op);
-  em_tensor *out;
-  if (em_to(t, dt, em_tensor_device(t), 0, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_to(t, dt, em_tensor_device(t), 0, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
@@ -318,9 +333,9 @@ CAST_METHOD(bool, EM_BOOL)
 
 static int move_to(lua_State *L, em_device dev, const char *op) {
   em_tensor *t = l_checktensor(L, 1, op);
-  em_tensor *out;
-  if (em_to(t, em_tensor_dtype(t), dev, 0, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_to(t, em_tensor_dtype(t), dev, 0, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
@@ -340,9 +355,9 @@ static int l_clone(lua_State *L) {
 
 static int l_contiguous(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "contiguous");
-  em_tensor *out;
-  if (em_contiguous(t, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_contiguous(t, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
