@@ -23,6 +23,23 @@ ok() { pass=$((pass + 1)); echo "ok $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL $1"; printf '%s\n' "$2" | sed 's/^/  /'; }
 check() { name=$1; shift; if out=$("$@" 2>&1); then ok "$name"; else bad "$name" "$out"; fi; }
 
+# PREFIX=/usr (Debian's own layout, multiarch): ember/core.so and the Lua
+# files must land on LuaJIT's default /usr paths. (First, so that the build
+# is left configured for the default prefix by the install below.)
+usr=$tmp/usr-root
+check "make install PREFIX=/usr puts the module on LuaJIT's default /usr paths" sh -c "
+  make -s --no-print-directory -C '$src' install BUILD='$build' PREFIX=/usr DESTDIR='$usr' >/dev/null &&
+  USR='$usr' luajit -e '
+    local root = os.getenv(\"USR\")
+    local function under(paths)
+      local r = {}
+      for t in paths:gmatch(\"[^;]+\") do
+        if t:sub(1, 5) == \"/usr/\" and t:sub(1, 11) ~= \"/usr/local/\" then r[#r + 1] = root .. t end
+      end
+      return table.concat(r, \";\")
+    end
+    assert(package.searchpath(\"ember.core\", under(package.cpath)), \"core.so not on the /usr cpath\")
+    assert(package.searchpath(\"ember\", under(package.path)), \"init.lua not on the /usr path\")'" 
 root=$tmp/root
 p=$root/usr/local
 check "make install PREFIX=/usr/local DESTDIR=..." \
@@ -92,7 +109,7 @@ check "ember-scm-1.rockspec loads and builds the Lua module into the rock tree" 
   assert(spec.package == "ember" and spec.version == "scm-1", "package/version")
   assert(spec.build.type == "cmake", "build type")
   local v = spec.build.variables
-  assert(v.EMBER_LUA_LMOD_DIR == "$(LUADIR)" and v.EMBER_LUA_CMOD_DIR == "$(LIBDIR)", "dirs")
+  assert(v.EMBER_INSTALL_LUA_DIR == "$(LUADIR)" and v.EMBER_INSTALL_LUA_CDIR == "$(LIBDIR)", "dirs")
   assert(v.EMBER_INSTALL_ENGINE == "OFF", "engine")'
 
 if [ "${EMBER_TEST_LUAROCKS:-0}" = 1 ] && command -v luarocks >/dev/null; then
