@@ -615,10 +615,14 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   in_pressure = 0;
   /* After a full collection the survivors are live; let them double before
   ** the next forced collection, but never collect more often than every
-  ** SOFT_LIMIT_FLOOR bytes. */
+  ** SOFT_LIMIT_FLOOR bytes. The request itself is not added: a request that
+  ** then fails (T.empty(1e12)) would leave a limit of terabytes and no
+  ** forced collection ever after; a single request bigger than the limit
+  ** just collects before each such allocation, which is what a loop of
+  ** huge temporaries needs. */
+  (void)requested;
   size_t live = em_memory_live_bytes();
-  size_t next = live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR;
-  em_set_soft_limit(next + requested);
+  em_set_soft_limit(live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR);
 }
 
 static void claim_pressure_hook(lua_State *L) {
@@ -637,13 +641,19 @@ static void claim_pressure_hook(lua_State *L) {
   em_set_pressure_hook(l_pressure, NULL);
 }
 
-/* __gc of the sentinel userdata that holds this state's anchor thread. */
+/* __gc of the sentinel userdata that holds this state's anchor thread: the
+** state is closing. Unhook this thread if it targets the state, and drop the
+** anchor from the registry so that a tensor made by a later finalizer of
+** this state cannot claim the hook again (claim needs the anchor). */
 static int l_unhook(lua_State *L) {
   lua_State **p = lua_touserdata(L, 1);
   if (p && *p && *p == active_anchor) {
     em_set_pressure_hook(NULL, NULL);
     active_L = active_anchor = NULL;
   }
+  lua_pushlightuserdata(L, &K_ANCHOR);
+  lua_pushnil(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
   return 0;
 }
 
