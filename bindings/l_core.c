@@ -14,7 +14,7 @@
 
 /* Registry keys: addresses of these statics (one set per lua_State). */
 static char K_TENSOR_MT, K_SIZE_MT, K_DTYPES, K_DTYPE_IDS, K_DEVICES, K_METHODS,
-    K_PROPS, K_MODULE, K_GCTHREAD;
+    K_PROPS, K_MODULE, K_ANCHOR, K_THREADS;
 
 static em_dtype default_dtype = EM_FLOAT32;
 em_dtype l_default_dtype(void) { return default_dtype; }
@@ -26,7 +26,12 @@ static void getreg(lua_State *L, char *key) {
 
 /* -- Boxes -------------------------------------------------------------- */
 
+static void claim_pressure_hook(lua_State *L);
+
 em_tensor **l_newbox(lua_State *L) {
+  /* the engine call that fills this box may allocate: point this thread's
+  ** pressure hook at the running coroutine (see "Memory pressure") */
+  claim_pressure_hook(L);
   em_tensor **box = lua_newuserdata(L, sizeof(em_tensor *));
   *box = NULL;
   getreg(L, &K_TENSOR_MT);
@@ -44,6 +49,7 @@ em_tensor *l_totensor(lua_State *L, int idx) {
 }
 
 em_tensor *l_checktensor(lua_State *L, int idx, const char *op) {
+  claim_pressure_hook(L);
   em_tensor *t = l_totensor(L, idx);
   if (!t)
     l_errorf(L, "%s: expected a tensor for argument #%d, got %s", op, idx,
@@ -89,9 +95,11 @@ int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
     l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
                luaL_typename(L, idx));
   double v = lua_tonumber(L, idx);
-  if (!(v == floor(v)) || !(fabs(v) < 9223372036854775808.0))
-    l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
-               lua_tostring(L, idx));
+  if (v != v) l_errorf(L, "%s: expected an integer for %s, got nan", op, what);
+  if (!(v == floor(v)))
+    l_errorf(L, "%s: expected an integer for %s, got %.14g", op, what, v);
+  if (!(fabs(v) < 9223372036854775808.0))
+    l_errorf(L, "%s: %s = %.14g is out of the int64 range", op, what, v);
   return (int64_t)v;
 }
 
@@ -120,6 +128,7 @@ int l_isopts(lua_State *L, int idx) {
 }
 
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next) {
+  claim_pressure_hook(L);
   int n = 0;
   char what[32];
   if (lua_type(L, idx) == LUA_TTABLE && is_size_table(L, idx)) {
@@ -162,21 +171,52 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
 
 /* -- Options ------------------------------------------------------------ */
 
+/* Options whose value must be a boolean, whichever op takes them: checked
+** here once, so `{requires_grad = "yes"}` is an error everywhere. */
+static const char *const bool_opts[] = {
+    "requires_grad", "copy", "keepdim", "non_blocking", "pin_memory",
+    "unbiased", "largest", "sorted", "stable", "descending", "mmap",
+    "return_inverse", "return_counts", "inplace", "right", NULL};
+
+static int is_one_of(const char *k, const char *const *list) {
+  for (; *list; list++)
+    if (strcmp(k, *list) == 0) return 1;
+  return 0;
+}
+
 void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allowed) {
   if (lua_isnoneornil(L, idx)) return;
   if (!lua_istable(L, idx))
-    l_errorf(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
+    l_errorf(L, "%s: expected an options table for argument #%d, got %s", op, idx,
+             luaL_typename(L, idx));
+  idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      const char *k = lua_tostring(L, -1);
-      for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(k, *a) == 0;
-      if (!ok) l_errorf(L, "%s: unknown option '%s'", op, k);
-    } else {
-      l_errorf(L, "%s: unexpected positional entry in the options table", op);
+    int v = lua_gettop(L);
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      lua_pushvalue(L, -2);
+      l_errorf(L, "%s: unexpected positional entry [%s] in the options table", op,
+               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1)
+                                              : luaL_typename(L, -1));
     }
+    const char *k = lua_tostring(L, -2);
+    if (!is_one_of(k, allowed)) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (const char *const *a = allowed; *a; a++) {
+        if (a != allowed) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, *a);
+      }
+      luaL_pushresult(&b);
+      l_errorf(L, "%s: unknown option '%s' (expected one of: %s)", op, k,
+               lua_tostring(L, -1));
+    }
+    if (is_one_of(k, bool_opts) && lua_type(L, v) != LUA_TBOOLEAN)
+      l_errorf(L, "%s: option '%s' must be a boolean, got %s", op, k,
+               luaL_typename(L, v));
+    if (strcmp(k, "dtype") == 0) l_checkdtype(L, v, op);
+    if (strcmp(k, "device") == 0) l_checkdevice(L, v, op);
+    lua_pop(L, 1);
   }
 }
 
@@ -208,8 +248,16 @@ static int todtype(lua_State *L, int idx) {
 em_dtype l_checkdtype(lua_State *L, int idx, const char *op) {
   int id = todtype(L, idx);
   if (id < 0) {
-    if (lua_type(L, idx) == LUA_TSTRING)
-      l_errorf(L, "%s: unknown dtype '%s'", op, lua_tostring(L, idx));
+    if (lua_type(L, idx) == LUA_TSTRING) {
+      char names[256] = "";
+      for (int i = 0; i < EM_NUM_DTYPES; i++) {
+        if (i) strncat(names, ", ", sizeof names - strlen(names) - 1);
+        strncat(names, em_dtype_name((em_dtype)i), sizeof names - strlen(names) - 1);
+      }
+      l_errorf(L, "%s: unknown dtype '%s' (expected one of %s, or an alias such "
+               "as long, int, float, double, half, byte)", op, lua_tostring(L, idx),
+               names);
+    }
     l_errorf(L, "%s: expected a dtype, got %s", op, luaL_typename(L, idx));
   }
   return (em_dtype)id;
@@ -521,26 +569,114 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 
 /* -- Memory pressure (DESIGN §4) ----------------------------------------- */
 
+/* The engine keeps one pressure hook per OS thread; it must collect the Lua
+** state whose code is allocating, on the coroutine that is running: a
+** collection run on any other thread of the state (a parked helper thread,
+** say) runs the finalizers there and leaves LuaJIT's idea of the running
+** coroutine wrong -- measured: a segfault soon after. So every binding
+** entry point that may allocate (l_newbox, l_checktensor, l_checksizes)
+** claims the hook for the running coroutine L (TLS active_L; a pointer
+** compare when it is already the one). Between Lua calls active_L may be
+** parked or dead: the hook looks it up in a weak table of the state first
+** (through the state's anchor thread, by API calls that run no Lua code),
+** and a collected coroutine is never touched. A state's sentinel __gc
+** unhooks the thread when the state closes. Limitation (docs/memory.md):
+** an engine call that bypasses the binding (a C host, or LuaJIT's FFI) is
+** collected for only when the coroutine that last called the binding is
+** dead or yielded (then nothing is collected) or is the one running. */
 static const size_t SOFT_LIMIT_FLOOR = (size_t)256 << 20;
+static _Thread_local lua_State *active_L;      /* the coroutine to collect on */
+static _Thread_local lua_State *active_anchor; /* its state's anchor thread */
+static _Thread_local int in_pressure;          /* no nested collections */
+/* How often the hook ran, for T.memory_stats (tests and tuning). */
+static _Atomic long forced_collections, failed_allocations;
+
+/* Is active_L still a live coroutine of its state, and not parked in a
+** yield (a yielded coroutine is certainly not the one running)? */
+static int active_is_alive(void) {
+  lua_State *A = active_anchor;
+  if (!A || !active_L || !lua_checkstack(A, 3)) return 0;
+  lua_pushlightuserdata(A, &K_THREADS);
+  lua_rawget(A, LUA_REGISTRYINDEX);
+  if (!lua_istable(A, -1)) { lua_pop(A, 1); return 0; }
+  lua_pushlightuserdata(A, active_L);
+  lua_rawget(A, -2);
+  int alive = lua_tothread(A, -1) == active_L;
+  lua_pop(A, 2);
+  return alive && lua_status(active_L) == 0;
+}
+
+/* The collection runs in protected mode: LuaJIT re-raises an error thrown
+** by a __gc finalizer out of lua_gc, and here that would unwind through the
+** engine's allocation frames (which hold memory). Such an error is dropped,
+** as Lua 5.2+ does with finalizer errors in its own collector. */
+static int gc_protected(lua_State *L) {
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  return 0;
+}
 
 static void l_pressure(void *ctx, size_t requested, int failed) {
-  lua_State *L = ctx;
-  lua_gc(L, LUA_GCCOLLECT, 0);
+  (void)ctx;
+  if (in_pressure || !active_is_alive() || !lua_checkstack(active_L, 4)) return;
+  in_pressure = 1;
+  if (failed) failed_allocations++;
+  else forced_collections++;
+  if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
+  in_pressure = 0;
   /* After a full collection the survivors are live; let them double before
   ** the next forced collection, but never collect more often than every
-  ** SOFT_LIMIT_FLOOR bytes. */
+  ** SOFT_LIMIT_FLOOR bytes. The request itself is not added: a request that
+  ** then fails (T.empty(1e12)) would leave a limit of terabytes and no
+  ** forced collection ever after; a single request bigger than the limit
+  ** just collects before each such allocation, which is what a loop of
+  ** huge temporaries needs. */
+  (void)requested;
   size_t live = em_memory_live_bytes();
-  size_t next = live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR;
-  em_set_soft_limit(next + requested);
-  (void)failed;
+  em_set_soft_limit(live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR);
+}
+
+static void claim_pressure_hook(lua_State *L) {
+  if (L == active_L) return;
+  getreg(L, &K_ANCHOR);
+  lua_State *anchor = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!anchor) return; /* still inside luaopen_ember_core */
+  getreg(L, &K_THREADS); /* weak values: [lightuserdata L] = L */
+  lua_pushlightuserdata(L, L);
+  lua_pushthread(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  active_L = L;
+  active_anchor = anchor;
+  em_set_pressure_hook(l_pressure, NULL);
+}
+
+/* __gc of the sentinel userdata that holds this state's anchor thread: the
+** state is closing. Unhook this thread if it targets the state, and drop the
+** anchor from the registry so that a tensor made by a later finalizer of
+** this state cannot claim the hook again (claim needs the anchor). */
+static int l_unhook(lua_State *L) {
+  lua_State **p = lua_touserdata(L, 1);
+  if (p && *p && *p == active_anchor) {
+    em_set_pressure_hook(NULL, NULL);
+    active_L = active_anchor = NULL;
+  }
+  lua_pushlightuserdata(L, &K_ANCHOR);
+  lua_pushnil(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  return 0;
 }
 
 static int l_memory_stats(lua_State *L) {
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 4);
   lua_pushnumber(L, (lua_Number)em_memory_live_bytes());
   lua_setfield(L, -2, "live_bytes");
   lua_pushnumber(L, (lua_Number)em_get_soft_limit());
   lua_setfield(L, -2, "soft_limit");
+  lua_pushnumber(L, (lua_Number)forced_collections);
+  lua_setfield(L, -2, "forced_collections");
+  lua_pushnumber(L, (lua_Number)failed_allocations);
+  lua_setfield(L, -2, "failed_allocations");
   return 1;
 }
 
@@ -566,7 +702,9 @@ static int l_get_default_dtype(lua_State *L) {
 }
 
 static int l_use_deterministic(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  if (lua_type(L, 1) != LUA_TBOOLEAN)
+    return l_errorf(L, "use_deterministic_algorithms: expected a boolean, got %s",
+                    luaL_typename(L, 1));
   em_set_deterministic(lua_toboolean(L, 1));
   return 0;
 }
@@ -588,6 +726,12 @@ static int l_cuda_is_available(lua_State *L) {
 
 int luaopen_ember_core(lua_State *L) {
   lua_settop(L, 0);
+  /* Opened before in this state (busted restores package.loaded between
+  ** files; a host may open it twice): hand back the same module, so dtype
+  ** values, metatables and the collector hook stay the ones tensors use. */
+  getreg(L, &K_MODULE);
+  if (lua_istable(L, -1)) return 1;
+  lua_pop(L, 1);
   lua_newtable(L); /* 1: module */
   lua_pushlightuserdata(L, &K_MODULE);
   lua_pushvalue(L, 1);
@@ -657,10 +801,34 @@ int luaopen_ember_core(lua_State *L) {
 
   /* the collector hook runs on a thread of our own, anchored in the
   ** registry, so it never refers to a coroutine that may be collected */
-  lua_pushlightuserdata(L, &K_GCTHREAD);
-  lua_State *gcL = lua_newthread(L);
-  lua_rawset(L, LUA_REGISTRYINDEX);
-  em_set_pressure_hook(l_pressure, gcL);
+  /* the memory-pressure bookkeeping: a weak table of the coroutines that
+  ** made tensors, an anchor thread to read it with, and a sentinel that
+  ** unhooks the engine when the state closes -- once per state: opening the
+  ** module again (busted restores package.loaded between files) must not
+  ** replace the anchor a thread's hook may point to */
+  getreg(L, &K_ANCHOR);
+  int have_anchor = lua_isthread(L, -1);
+  lua_pop(L, 1);
+  if (!have_anchor) {
+    lua_pushlightuserdata(L, &K_THREADS);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    lua_pushlightuserdata(L, &K_ANCHOR);
+    lua_State *anchor = lua_newthread(L);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    lua_State **sentinel = lua_newuserdata(L, sizeof *sentinel);
+    *sentinel = anchor;
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, l_unhook);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  claim_pressure_hook(L);
 
   lua_settop(L, 1);
   return 1;

@@ -18,6 +18,27 @@ static void apply_requires_grad(lua_State *L, int opts, em_tensor *t) {
     l_error(L);
 }
 
+/* Raises the engine's last error as the error of op: a message that names
+** the engine's own constructor ("full: ..." for T.ones) is renamed, one that
+** names no operation ("device cuda:0 is not available") gets op in front. */
+static int creation_error(lua_State *L, const char *op) {
+  const char *msg = em_last_error();
+  const char *p = msg;
+  while ((*p >= 'a' && *p <= 'z') || *p == '_') p++;
+  if (p > msg && p[0] == ':' && p[1] == ' ')
+    return l_errorf(L, "%s: %s", op, p + 2);
+  return l_errorf(L, "%s: %s", op, msg);
+}
+
+/* After the sizes, only an options table (or nothing) may follow. */
+static void check_after_sizes(lua_State *L, int next, const char *op) {
+  int t = lua_type(L, next);
+  if (t != LUA_TNONE && t != LUA_TNIL && t != LUA_TTABLE)
+    l_errorf(L, "%s: expected a size (integers, a table of integers or a T.Size) "
+             "or an options table for argument #%d, got %s", op, next,
+             luaL_typename(L, next));
+}
+
 /* -- T.tensor: nested tables ---------------------------------------------- */
 
 typedef struct {
@@ -112,7 +133,8 @@ static em_tensor *tensor_from_data(lua_State *L, int idx, int dt, em_device dev,
   if (dt < 0)
     dt = info.kind == 0 ? EM_BOOL : info.kind == 1 ? EM_INT64 : (int)l_default_dtype();
   em_tensor **box = l_newbox(L);
-  if (em_empty(info.ndim, info.sizes, (em_dtype)dt, dev, box) != EM_OK) l_error(L);
+  if (em_empty(info.ndim, info.sizes, (em_dtype)dt, dev, box) != EM_OK)
+    creation_error(L, op);
   int64_t pos = 0;
   fill_data(L, idx, *box, &pos, op);
   return *box;
@@ -153,10 +175,15 @@ static int l_Tensor(lua_State *L) {
     return 1;
   }
   int64_t sizes[EM_MAX_DIMS];
-  int next, ndim = lua_isnoneornil(L, 1) ? 0 : l_checksizes(L, 1, "Tensor", sizes, &next);
-  if (lua_isnoneornil(L, 1)) { ndim = 1; sizes[0] = 0; }
+  int next = 1, ndim = 1;
+  sizes[0] = 0; /* T.Tensor() is an empty vector, as torch.Tensor() */
+  if (!lua_isnoneornil(L, 1)) ndim = l_checksizes(L, 1, "Tensor", sizes, &next);
+  if (!lua_isnone(L, next))
+    return l_errorf(L, "Tensor: expected sizes, a table of data or a tensor; got %s "
+                    "for argument #%d (T.Tensor takes no options: use T.empty or "
+                    "T.tensor with {dtype = ...})", luaL_typename(L, next), next);
   em_tensor **box = l_newbox(L);
-  if (em_empty(ndim, sizes, dt, em_cpu(), box) != EM_OK) l_error(L);
+  if (em_empty(ndim, sizes, dt, em_cpu(), box) != EM_OK) creation_error(L, "Tensor");
   return 1;
 }
 
@@ -171,7 +198,14 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
     ndim = l_checksizes(L, 1, op, sizes, &next);
   em_scalar value = {EM_SCALAR_INT, 0, 0};
   if (fk == FILL_ONE) value.i = 1;
-  if (fk == FILL_VALUE) value = l_checkscalar(L, next++, op);
+  if (fk == FILL_VALUE) {
+    if (lua_isnoneornil(L, next) || lua_istable(L, next))
+      l_errorf(L, "full: expected a fill value (a number or boolean) after the size "
+               "for argument #%d, got %s", next, luaL_typename(L, next));
+    value = l_checkscalar(L, next++, op);
+  } else {
+    check_after_sizes(L, next, op);
+  }
   l_checkopts(L, next, op, creation_opts);
   int def = (int)l_default_dtype();
   if (fk == FILL_VALUE) /* full infers from the value, as PyTorch does */
@@ -184,7 +218,7 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
   if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
   else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
   else st = em_full(ndim, sizes, value, dt, dev, box);
-  if (st != EM_OK) l_error(L);
+  if (st != EM_OK) creation_error(L, op);
   apply_requires_grad(L, next, *box);
   return 1;
 }
@@ -209,7 +243,7 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
   else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
   else st = em_full(ndim, sizes, value, dt, dev, box);
-  if (st != EM_OK) l_error(L);
+  if (st != EM_OK) creation_error(L, op);
   apply_requires_grad(L, next, *box);
   return 1;
 }
@@ -220,6 +254,21 @@ static int l_ones_like(lua_State *L) { return make_like(L, "ones_like", FILL_ONE
 static int l_full_like(lua_State *L) { return make_like(L, "full_like", FILL_VALUE); }
 
 /* -- Conversion ----------------------------------------------------------- */
+
+/* The box on the stack top holds the engine's result; when that is the very
+** tensor at idx (nothing changed), the box is emptied and the argument's own
+** Lua object replaces it, so `t:to(t.dtype) == t`. The box is made before
+** the engine call (not after, as l_push_result does), so a Lua allocation
+** failure can never strand the result. */
+static void same_or_box(lua_State *L, int idx) {
+  em_tensor **box = lua_touserdata(L, -1);
+  if (*box && *box == l_totensor(L, idx)) {
+    em_tensor_release(*box);
+    *box = NULL;
+    lua_pop(L, 1);
+    lua_pushvalue(L, idx);
+  }
+}
 
 static const char *const to_opts[] = {"dtype", "device", "copy", NULL};
 
@@ -258,17 +307,17 @@ static int l_to(lua_State *L) {
                         "for argument #%d, got %s", i, luaL_typename(L, i));
     }
   }
-  em_tensor *out;
-  if (em_to(t, dt, dev, copy, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_to(t, dt, dev, copy, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
 static int cast_to(lua_State *L, em_dtype dt, const char *op) {
   em_tensor *t = l_checktensor(L, 1, op);
-  em_tensor *out;
-  if (em_to(t, dt, em_tensor_device(t), 0, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_to(t, dt, em_tensor_device(t), 0, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
@@ -287,9 +336,9 @@ CAST_METHOD(bool, EM_BOOL)
 
 static int move_to(lua_State *L, em_device dev, const char *op) {
   em_tensor *t = l_checktensor(L, 1, op);
-  em_tensor *out;
-  if (em_to(t, em_tensor_dtype(t), dev, 0, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_to(t, em_tensor_dtype(t), dev, 0, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
@@ -309,9 +358,9 @@ static int l_clone(lua_State *L) {
 
 static int l_contiguous(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "contiguous");
-  em_tensor *out;
-  if (em_contiguous(t, &out) != EM_OK) l_error(L);
-  l_push_result(L, out, 1);
+  em_tensor **box = l_newbox(L);
+  if (em_contiguous(t, box) != EM_OK) l_error(L);
+  same_or_box(L, 1);
   return 1;
 }
 
@@ -447,6 +496,8 @@ static int l_is_floating_point(lua_State *L) {
 
 static int l_requires_grad_(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "requires_grad_");
+  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TBOOLEAN)
+    return l_errorf(L, "requires_grad_: expected a boolean, got %s", luaL_typename(L, 2));
   int on = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
   if (em_tensor_set_requires_grad(t, on) != EM_OK) l_error(L);
   lua_settop(L, 1);
@@ -478,7 +529,8 @@ static int p_requires_grad(lua_State *L) {
 }
 static int p_set_requires_grad(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "requires_grad");
-  luaL_checktype(L, 2, LUA_TBOOLEAN);
+  if (lua_type(L, 2) != LUA_TBOOLEAN)
+    return l_errorf(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 2));
   if (em_tensor_set_requires_grad(t, lua_toboolean(L, 2)) != EM_OK) l_error(L);
   return 0;
 }

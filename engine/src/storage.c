@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* -- Counted CPU allocation ---------------------------------------------- */
 
@@ -23,12 +24,21 @@ void em_set_pressure_hook(em_pressure_hook hook, void *ctx) {
   pressure_ctx = ctx;
 }
 
+/* Allocations of 2 MiB and more are 2 MiB aligned and marked for
+** transparent huge pages (as PyTorch's CPU allocator does): the first
+** touch of a 64 MB tensor then costs 32 page faults instead of 16384. */
+#define EM_HUGE_PAGE ((size_t)2 << 20)
+
 static void *raw_alloc(size_t nbytes) {
   void *p = NULL;
+  size_t align = nbytes >= EM_HUGE_PAGE ? EM_HUGE_PAGE : 64;
   /* 64-byte alignment for vector loads; round the size up as C11 asks. */
-  size_t rounded = (nbytes + 63) & ~(size_t)63;
+  size_t rounded = (nbytes + align - 1) & ~(align - 1);
   if (rounded < nbytes) return NULL;
-  if (posix_memalign(&p, 64, rounded) != 0) return NULL;
+  if (posix_memalign(&p, align, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  if (align == EM_HUGE_PAGE) (void)madvise(p, rounded, MADV_HUGEPAGE);
+#endif
   return p;
 }
 

@@ -77,3 +77,19 @@ describe("T.Tensor and T.tensor", function()
     assert.equal(2, a[2]:item())
   end)
 end)
+
+describe("memory statistics", function()
+  it("T.memory_stats reports the storage bytes ember holds and the collector's work", function()
+    local s = T.memory_stats()
+    for _, k in ipairs { "live_bytes", "soft_limit", "forced_collections", "failed_allocations" } do
+      assert.is_number(s[k], k)
+    end
+    assert.is_true(s.soft_limit >= 256 * 2^20)
+    collectgarbage()
+    collectgarbage() -- no garbage tensor left to be freed in between
+    local before = T.memory_stats().live_bytes
+    local t = T.empty(1024, {dtype = T.float64})
+    assert.equal(before + 8192, T.memory_stats().live_bytes)
+    assert.equal(1024, t:numel())
+  end)
+end)

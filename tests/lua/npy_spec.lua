@@ -237,7 +237,7 @@ describe("malformed files", function()
     assert.has_error(function() T.load_npy(FIX .. "f4_C_le.npy", {mode = "w"}) end,
       "load_npy: unknown mode 'w' (expected 'r', 'c' or 'r+')")
     assert.has_error(function() T.load_npy(FIX .. "f4_C_le.npy", {mmapp = true}) end,
-      "load_npy: unknown option 'mmapp'")
+      "load_npy: unknown option 'mmapp' (expected one of: mmap, mode)")
   end)
 
   it("corrupt archives: truncated, flipped bytes, not a zip", function()
