@@ -79,7 +79,9 @@ describe("memory pressure", function()
     -- and OpenBLAS buffers reserved at load) is measured, not assumed.
     local base_out = run_ember([[
       local T = require "ember"
-      local t = T.ones(10)
+      -- large enough to start the thread team (stacks, malloc arenas)
+      local t = T.ones(4 * 1024 * 1024)
+      local u = (t + t):sum()
       print("vmsize=" .. io.open("/proc/self/status"):read("*a"):match("VmSize:%s*(%d+)"))
     ]])
     local base_kb = assert(tonumber(base_out:match("vmsize=(%d+)")), base_out)
