@@ -900,8 +900,8 @@ static em_status class_loss(const char *op, const em_tensor *input, const em_ten
   double *smooth = nll + NS;
   const int64_t *idd = ids ? em_tensor_data(ids) : NULL;
   /* denominators of MEAN: total weight of counted targets (nll part; also
-  ** the smooth part when weighted) and the lane count (smooth, unweighted;
-  ** probabilities) */
+  ** the smooth part: PyTorch divides both by it) and, for probabilities,
+  ** the lane count */
   double twsum = 0;
   for (int64_t i = 0; i < NS; i++) {
     if (g.prob) continue;
@@ -911,7 +911,7 @@ static em_status class_loss(const char *op, const em_tensor *input, const em_ten
                : 1.0;
   }
   double nll_den = red == EM_REDUCTION_MEAN ? twsum : 1.0;
-  double sm_den = red == EM_REDUCTION_MEAN ? (g.prob || !w ? (double)NS : twsum) : 1.0;
+  double sm_den = red == EM_REDUCTION_MEAN ? (g.prob ? (double)NS : twsum) : 1.0;
   double ls_nll = g.prob ? 0.0 : (logsm ? 1 - ls : 1.0);
   double ls_sm = g.prob ? 1.0 : (logsm ? ls / (double)g.C : 0.0);
   if (go) {

@@ -107,18 +107,21 @@ return function(T, C)
     return p
   end
 
-  local function conv2d_core(op, x, w, b, s, p, d, g)
+  -- need: which of x, w, b want a gradient (conv1d passes its own inputs'
+  -- flags, as it runs on views of them)
+  local function conv2d_core(op, x, w, b, s, p, d, g, need)
     local out = C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
     local xs, ws = x.shape, w.shape
+    need = need or { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
     return record(op, { x, w, b }, 3, out, function(go)
       local gx, gw, gb
-      if x.requires_grad then
+      if need[1] then
         gx = C._nn_conv2d_backward_input(go, w, xs, s[1], s[2], p[1], p[2], d[1], d[2], g)
       end
-      if w.requires_grad then
+      if need[2] then
         gw = C._nn_conv2d_backward_weight(go, x, ws, s[1], s[2], p[1], p[2], d[1], d[2], g)
       end
-      if b ~= nil and b.requires_grad then gb = C._nn_conv2d_backward_bias(go) end
+      if need[3] then gb = C._nn_conv2d_backward_bias(go) end
       return { gx, gw, gb }
     end)
   end
@@ -167,8 +170,9 @@ return function(T, C)
       error(string.format("%s: expected a 2-d (unbatched) or 3-d (batched) input, got %d-d", op, x.ndim), 2)
     end
     if w.ndim ~= 3 then error(string.format("%s: expected a 3-d weight, got %d-d", op, w.ndim), 2) end
+    local need = { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
     local out = conv2d_core(op, x:unsqueeze(-1), w:unsqueeze(-1), b, { stride, 1 }, { padding, 0 },
-      { dilation, 1 }, groups):squeeze(-1)
+      { dilation, 1 }, groups, need):squeeze(-1)
     if unbatched then out = out:squeeze(1) end
     return out
   end
