@@ -184,5 +184,48 @@ return function(T, C)
     end
   end
   DataLoader.__call = DataLoader.iter
+
+  -- -- read_csv --------------------------------------------------------------------------
+  -- A numeric CSV file (gzip-compressed when the name ends in .gz) as a 2-d
+  -- tensor: o.dtype (default float32), o.header (skip the first line).
+  function data.read_csv(path, o)
+    o = o or {}
+    local f
+    if path:match("%.gz$") then
+      local test = io.open(path, "rb")
+      if not test then error("read_csv: cannot open " .. path, 2) end
+      test:close()
+      f = io.popen("gzip -dc '" .. path:gsub("'", "'\\''") .. "'", "r")
+    else
+      f = io.open(path, "r")
+    end
+    if not f then error("read_csv: cannot open " .. path, 2) end
+    local vals, rows, cols = {}, 0, nil
+    local first = true
+    for line in f:lines() do
+      if not (first and o.header) and line:find("%S") then
+        local n = 0
+        for field in line:gmatch("[^,]+") do
+          n = n + 1
+          local v = tonumber(field)
+          if v == nil then
+            f:close()
+            error(string.format("read_csv: %s line %d: '%s' is not a number", path, rows + 1, field), 2)
+          end
+          vals[#vals + 1] = v
+        end
+        cols = cols or n
+        if n ~= cols then
+          f:close()
+          error(string.format("read_csv: %s line %d has %d fields, expected %d", path, rows + 1, n, cols), 2)
+        end
+        rows = rows + 1
+      end
+      first = false
+    end
+    f:close()
+    if rows == 0 then error("read_csv: " .. path .. " holds no rows", 2) end
+    return T.tensor(vals, { dtype = o.dtype or T.float32 }):reshape(rows, cols)
+  end
   return data
 end

@@ -146,6 +146,8 @@ return function(T, C)
     if v == nil then return "" end
     if type(v) == "number" then
       if v % 1 == 0 and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+      local short = string.format("%.15g", v) -- the shortest of these that reads back exactly
+      if tonumber(short) == v then return short end
       return string.format("%.17g", v)
     end
     if T.is_tensor(v) then return cell(v:item()) end
