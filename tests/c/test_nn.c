@@ -226,7 +226,29 @@ TEST(results_do_not_depend_on_the_thread_count) {
     if (rel[i]) em_tensor_release(rel[i]);
 }
 
+TEST(conv1d_is_conv2d_over_a_height_of_one) {
+  int64_t xs[3] = {2, 4, 11}, ws[3] = {6, 2, 3}, bs[1] = {6};
+  em_tensor *x = randt(3, xs, EM_FLOAT64, 31), *w = randt(3, ws, EM_FLOAT64, 32),
+            *b = randt(1, bs, EM_FLOAT64, 33), *y = NULL, *x4 = NULL, *w4 = NULL, *y4 = NULL;
+  CHECK_OK(em_conv1d(x, w, b, 2, 1, 2, 2, &y));
+  CHECK_OK(em_unsqueeze(x, 4, &x4));
+  CHECK_OK(em_unsqueeze(w, 4, &w4));
+  int64_t s[2] = {2, 1}, p[2] = {1, 0}, d[2] = {2, 1};
+  CHECK_OK(em_conv2d(x4, w4, b, s, p, d, 2, &y4));
+  if (y && y4) {
+    CHECK(em_tensor_ndim(y) == 3 && em_tensor_sizes(y)[2] == 5);
+    int ok = em_tensor_numel(y) == em_tensor_numel(y4);
+    for (int64_t i = 0; ok && i < em_tensor_numel(y); i++) ok = at(y, i) == at(y4, i);
+    CHECK(ok);
+  }
+  CHECK_ERR(em_conv1d(x4, w, b, 1, 0, 1, 1, &y4), "conv1d: expected input to be 3-d, got 4-d");
+  em_tensor *rel[7] = {x, w, b, y, x4, w4, y4};
+  for (int i = 0; i < 7; i++)
+    if (rel[i]) em_tensor_release(rel[i]);
+}
+
 int main(void) {
+  RUN(conv1d_is_conv2d_over_a_height_of_one);
   RUN(conv2d_matches_the_definition);
   RUN(conv2d_reads_any_layout);
   RUN(failures_leave_outputs_untouched);

@@ -142,3 +142,57 @@ describe("clip_grad_norm_ against torch", function()
     end)
   end
 end)
+
+describe("three training steps of a small CNN against torch", function()
+  before_each(use_hand_grads)
+  after_each(restore)
+  it("conv -> relu -> max_pool -> linear -> cross_entropy, SGD with momentum: same losses and parameters", function()
+    -- the backward pass chained by hand from the backward kernels that the
+    -- nn functions hand to autograd (F._record)
+    local F, ts = T.nn.functional, fx.train_step
+    local cw, cb = tensor(ts.init.conv_w), tensor(ts.init.conv_b)
+    local fw, fb = tensor(ts.init.fc_w), tensor(ts.init.fc_b)
+    local params = { cw, cb, fw, fb }
+    local x, y = tensor(ts.x), T.tensor(ts.y)
+    local opt = T.optim.SGD(params, { lr = 0.1, momentum = 0.9 })
+    local function recorded(fn)
+      local saved, bwd = F._record, nil
+      F._record = function(_, _, out, b) bwd = b return out end
+      for _, p in ipairs(params) do p:requires_grad_(true) end
+      local ok, out, extra = pcall(fn)
+      for _, p in ipairs(params) do p:requires_grad_(false) end
+      F._record = saved
+      assert(ok, out)
+      return out, bwd, extra
+    end
+    for step = 1, 3 do
+      opt:zero_grad()
+      local a1, conv_bwd = recorded(function() return F.conv2d(x, cw, cb, { padding = 1 }) end)
+      local h1 = a1:relu()
+      local p1, pool_bwd = recorded(function()
+        local h = h1:clone()
+        h:requires_grad_(true)
+        return F.max_pool2d(h, 2)
+      end)
+      local f = p1:reshape(5, -1)
+      local logits = T.linear(f, fw, fb)
+      local loss, ce_bwd = recorded(function()
+        local l = logits:clone()
+        l:requires_grad_(true)
+        return F.cross_entropy(l, y, { label_smoothing = 0.1 })
+      end)
+      assert(math.abs(loss:item() - ts.losses[step]) < 1e-12, "loss at step " .. step)
+      local g = ce_bwd(T.tensor(1, { dtype = T.float64 }))[1]
+      grads[fw], grads[fb] = g:t():mm(f), g:sum(1)
+      g = g:mm(fw):reshape(p1.shape)
+      g = pool_bwd(g)[1] * a1:gt(0)
+      local gc = conv_bwd(g)
+      grads[cw], grads[cb] = gc[2], gc[3]
+      opt:step()
+      for i, p in ipairs(params) do
+        local d = maxdiff(p, tensor(ts.after[step][i]))
+        assert(d < 1e-12, string.format("step %d, parameter %d: max difference %g", step, i, d))
+      end
+    end
+  end)
+end)

@@ -274,8 +274,8 @@ em_status em_conv1d(const em_tensor *input, const em_tensor *weight, const em_te
   if (weight->ndim != 3)
     return em_fail(EM_E_VALUE, "%s: expected weight to be 3-d, got %d-d", op, weight->ndim);
   em_tensor *x4 = NULL, *w4 = NULL, *o4 = NULL;
-  em_status st = em_unsqueeze(input, 3, &x4);
-  if (st == EM_OK) st = em_unsqueeze(weight, 3, &w4);
+  em_status st = em_unsqueeze(input, 4, &x4); /* [N, C, L, 1] */
+  if (st == EM_OK) st = em_unsqueeze(weight, 4, &w4);
   int64_t s[2] = {stride, 1}, p[2] = {padding, 0}, d[2] = {dilation, 1};
   if (st == EM_OK) st = em_conv2d(x4, w4, bias, s, p, d, groups, &o4);
   if (st == EM_OK) {
