@@ -5,8 +5,9 @@
 ** blocks, with PNG's CRC-32 and zlib's Adler-32 computed here, so any PNG
 ** reader opens it.
 **
-** panels: an array of {series = {{values = {...}, color = {r, g, b}}, ...},
-** ymin = n, ymax = n} (the range defaults to the data's), drawn side by side,
+** panels: an array of {series = {{values = {...}, color = {r, g, b},
+** label = "train"}, ...}, ymin = n, ymax = n, title = "loss"} (the range
+** defaults to the data's; labels make a legend), drawn side by side,
 ** each with a frame, 5 horizontal grid lines labelled with their values, and
 ** x running over the points (1..n). Everything C allocates lives in a
 ** userdata, so a Lua error in argument reading leaks nothing.
@@ -50,19 +51,39 @@ static void line(canvas *c, double x0, double y0, double x1, double y1, int col,
   }
 }
 
-/* a 3x5 font for numbers: rows of 3 bits, top first */
+/* a 3x5 font (numbers, letters drawn as capitals, a few signs): rows of 3
+** bits, top first */
 static const unsigned char *glyph(char ch) {
   static const unsigned char digits[10][5] = {
       {7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 4, 7}, {7, 1, 7, 1, 7}, {5, 5, 7, 1, 1},
       {7, 4, 7, 1, 7}, {7, 4, 7, 5, 7}, {7, 1, 1, 1, 1}, {7, 5, 7, 5, 7}, {7, 5, 7, 1, 7}};
+  static const unsigned char letters[26][5] = {
+      {2, 5, 7, 5, 5}, {6, 5, 6, 5, 6}, {3, 4, 4, 4, 3}, {6, 5, 5, 5, 6}, {7, 4, 6, 4, 7},
+      {7, 4, 6, 4, 4}, {3, 4, 5, 5, 3}, {5, 5, 7, 5, 5}, {7, 2, 2, 2, 7}, {1, 1, 1, 5, 2},
+      {5, 5, 6, 5, 5}, {4, 4, 4, 4, 7}, {5, 7, 5, 5, 5}, {6, 5, 5, 5, 5}, {2, 5, 5, 5, 2},
+      {6, 5, 6, 4, 4}, {2, 5, 5, 6, 3}, {6, 5, 6, 5, 5}, {3, 4, 2, 1, 6}, {7, 2, 2, 2, 2},
+      {5, 5, 5, 5, 7}, {5, 5, 5, 5, 2}, {5, 5, 7, 7, 5}, {5, 5, 2, 5, 5}, {5, 5, 2, 2, 2},
+      {7, 1, 2, 4, 7}};
   static const unsigned char dotg[5] = {0, 0, 0, 0, 2}, minus[5] = {0, 0, 7, 0, 0},
-                             e[5] = {0, 7, 7, 4, 7}, pct[5] = {5, 1, 2, 4, 5};
+                             pct[5] = {5, 1, 2, 4, 5},
+                             colon[5] = {0, 2, 0, 2, 0}, slash[5] = {1, 1, 2, 4, 4},
+                             lp[5] = {1, 2, 2, 2, 1}, rp[5] = {4, 2, 2, 2, 4},
+                             under[5] = {0, 0, 0, 0, 7}, plus[5] = {0, 2, 7, 2, 0};
   if (ch >= '0' && ch <= '9') return digits[ch - '0'];
-  if (ch == '.') return dotg;
-  if (ch == '-') return minus;
-  if (ch == 'e') return e;
-  if (ch == '%') return pct;
-  return NULL;
+  if (ch >= 'a' && ch <= 'z') return letters[ch - 'a'];
+  if (ch >= 'A' && ch <= 'Z') return letters[ch - 'A'];
+  switch (ch) {
+    case '.': return dotg;
+    case '-': return minus;
+    case '%': return pct;
+    case ':': return colon;
+    case '/': return slash;
+    case '(': return lp;
+    case ')': return rp;
+    case '_': return under;
+    case '+': return plus;
+    default: return NULL;
+  }
 }
 
 static void text(canvas *c, int x, int y, const char *s, int col, int scale) {
@@ -189,7 +210,12 @@ static void panel(lua_State *L, int idx, canvas *c, int x0, int pw, const char *
   lo = num_field(L, idx, "ymin", isfinite(lo) ? lo : 0);
   hi = num_field(L, idx, "ymax", isfinite(hi) ? hi : 1);
   if (hi <= lo) hi = lo + 1;
-  int left = x0 + 50, right = x0 + pw - 12, top = 12, bottom = c->h - 28;
+  lua_getfield(L, idx, "title");
+  const char *title = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
+  int left = x0 + 50, right = x0 + pw - 12, top = title ? 26 : 12, bottom = c->h - 28;
+  if (title) text(c, (left + right) / 2 - (int)strlen(title) * 4, 8, title, fg, 2);
+  lua_pop(L, 1);
+  int legend_y = top + 8;
   /* grid and y labels */
   for (int k = 0; k <= 4; k++) {
     double v = lo + (hi - lo) * k / 4.0;
@@ -225,6 +251,15 @@ static void panel(lua_State *L, int idx, canvas *c, int x0, int pw, const char *
     }
     lua_pop(L, 1);
     int col = color(c, r & 255, g & 255, b & 255);
+    lua_getfield(L, se, "label");
+    if (lua_isstring(L, -1)) {
+      const char *lab = lua_tostring(L, -1);
+      int tx = right - 8 - (int)strlen(lab) * 8;
+      line(c, tx - 22, legend_y + 4, tx - 6, legend_y + 4, col, 2);
+      text(c, tx, legend_y, lab, fg, 2);
+      legend_y += 16;
+    }
+    lua_pop(L, 1);
     lua_getfield(L, se, "values");
     int n = (int)lua_objlen(L, -1);
     double px = 0, py = 0;

@@ -85,9 +85,10 @@ local function fit(name, model)
   end
   log:close()
   T.train.plot_curves(out_dir .. "/" .. name .. ".png",
-    { { losses }, { series = { train_accs, test_accs }, ymin = 0.8, ymax = 1 } })
-  print(string.format("%s: curves in %s/%s.png (left: training loss; right: train (blue) and test (red) accuracy)",
-    name, out_dir, name))
+    { { title = name .. " training loss", series = { { values = losses, label = "train" } } },
+      { title = name .. " accuracy", ymin = 0.8, ymax = 1,
+        series = { { values = train_accs, label = "train" }, { values = test_accs, label = "test" } } } })
+  print(string.format("%s: curves in %s/%s.png", name, out_dir, name))
   return test_accs[epochs]
 end
 

@@ -129,7 +129,9 @@ local function fit(name)
     sched:step()
   end
   log:close()
-  T.train.plot_curves(out_dir .. "/" .. name .. ".png", { { losses }, { series = { accs }, ymin = 0.8, ymax = 1 } })
+  T.train.plot_curves(out_dir .. "/" .. name .. ".png",
+    { { title = name .. " training loss", series = { { values = losses, label = "train" } } },
+      { title = name .. " test accuracy", ymin = 0.8, ymax = 1, series = { { values = accs, label = "test" } } } })
   return accs[epochs]
 end
 

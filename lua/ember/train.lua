@@ -180,8 +180,9 @@ return function(T, C)
 
   -- -- plot_curves -----------------------------------------------------------------------
   local PALETTE = { { 31, 119, 180 }, { 214, 39, 40 }, { 44, 160, 44 }, { 255, 127, 14 }, { 148, 103, 189 } }
-  -- panels: an array of {series = {{values = {...}, color = {r, g, b}}}, ymin =, ymax =}
-  -- or of plain arrays of series values; written as a PNG of width x height
+  -- panels: an array of {series = {{values = {...}, color = {r, g, b}, label = "train"}},
+  -- ymin =, ymax =, title = "loss"} or of plain arrays of series values;
+  -- written as a PNG of width x height
   function train.plot_curves(path, panels, o)
     o = o or {}
     local ps = {}
@@ -190,9 +191,9 @@ return function(T, C)
       local ss = {}
       for j, s in ipairs(series) do
         local vals = s.values or s
-        ss[j] = { values = vals, color = s.color or PALETTE[(j - 1) % #PALETTE + 1] }
+        ss[j] = { values = vals, color = s.color or PALETTE[(j - 1) % #PALETTE + 1], label = s.label }
       end
-      ps[i] = { series = ss, ymin = p.ymin, ymax = p.ymax }
+      ps[i] = { series = ss, ymin = p.ymin, ymax = p.ymax, title = p.title }
     end
     return C._plot_png(path, o.width or 400 * #ps, o.height or 300, ps)
   end
