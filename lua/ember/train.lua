@@ -11,13 +11,15 @@ return function(T, C)
   T.train = train
 
   local ffi = require "ffi"
-  pcall(ffi.cdef, [[
-    int isatty(int fd);
-    typedef struct { long tv_sec; long tv_nsec; } ember_timespec;
-    int clock_gettime(int clk, ember_timespec *ts);
-  ]])
-  local ts = ffi.new("ember_timespec")
+  -- each declaration alone: another module may have declared one already
+  -- (then ours fails and theirs serves)
+  pcall(ffi.cdef, "int isatty(int fd);")
+  pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } ember_timespec;")
+  pcall(ffi.cdef, "int clock_gettime(int clk, ember_timespec *ts);")
+  local ok_ts, ts = pcall(ffi.new, "ember_timespec")
+  local ok_clock = ok_ts and pcall(function() return ffi.C.clock_gettime(1, ts) end)
   function train.clock()
+    if not ok_clock then return os.time() + os.clock() % 1 end
     ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
   end
@@ -26,7 +28,8 @@ return function(T, C)
     local env = os.getenv("EMBER_PROGRESS")
     if env == "plain" then return false end
     if env == "tty" then return true end
-    return ffi.C.isatty(1) == 1
+    local ok, r = pcall(function() return ffi.C.isatty(1) end)
+    return ok and r == 1
   end
 
   local function hms(s)
