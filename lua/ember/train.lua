@@ -19,7 +19,7 @@ return function(T, C)
   local ok_ts, ts = pcall(ffi.new, "ember_timespec")
   local ok_clock = ok_ts and pcall(function() return ffi.C.clock_gettime(1, ts) end)
   function train.clock()
-    if not ok_clock then return os.time() + os.clock() % 1 end
+    if not ok_clock then return os.clock() end -- CPU time: monotonic, if coarse
     ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
   end
