@@ -811,6 +811,165 @@ void em_loaded_free(em_loaded *f);
 
 /* (end of Interop: DLPack, .npy, serialization) */
 
+/* -- nn: convolution, pooling, normalisation, losses (cpu/conv.c, cpu/nn.c) --
+** Forward kernels with separate backward kernels, so autograd can wire each
+** as one graph node. Floating inputs only (float32/float64; a mix is an
+** error); results are new contiguous tensors of the input's dtype. Shapes
+** follow PyTorch (batched NCHW); class ids and embedding ids are 1-based.
+** pairs (stride, padding, dilation, kernel) are {height, width}. */
+typedef enum em_reduction {
+  EM_REDUCTION_NONE = 0,
+  EM_REDUCTION_MEAN = 1,
+  EM_REDUCTION_SUM = 2
+} em_reduction;
+
+/* input [N, C, H, W], weight [O, C/groups, kH, kW], bias [O] or NULL ->
+** [N, O, oH, oW] with oH = (H + 2 pad - dil (kH - 1) - 1) / stride + 1. */
+em_status em_conv2d(const em_tensor *input, const em_tensor *weight,
+                    const em_tensor *bias, const int64_t stride[2],
+                    const int64_t padding[2], const int64_t dilation[2],
+                    int64_t groups, em_tensor **out);
+/* input [N, C, L], weight [O, C/groups, k]: conv2d over a height of 1. */
+em_status em_conv1d(const em_tensor *input, const em_tensor *weight,
+                    const em_tensor *bias, int64_t stride, int64_t padding,
+                    int64_t dilation, int64_t groups, em_tensor **out);
+/* Gradients of em_conv2d given grad_out [N, O, oH, oW]. input_sizes /
+** weight_sizes are the 4 sizes of the forward's input / weight. */
+em_status em_conv2d_backward_input(const em_tensor *grad_out, const em_tensor *weight,
+                                   const int64_t input_sizes[4], const int64_t stride[2],
+                                   const int64_t padding[2], const int64_t dilation[2],
+                                   int64_t groups, em_tensor **grad_input);
+em_status em_conv2d_backward_weight(const em_tensor *grad_out, const em_tensor *input,
+                                    const int64_t weight_sizes[4], const int64_t stride[2],
+                                    const int64_t padding[2], const int64_t dilation[2],
+                                    int64_t groups, em_tensor **grad_weight);
+/* The sum of grad_out over N, oH, oW: [O]. */
+em_status em_conv2d_backward_bias(const em_tensor *grad_out, em_tensor **grad_bias);
+
+/* Max pooling over [N, C, H, W] (padding pads with -inf, at most half the
+** kernel). indices (int64, may be NULL) hold the 1-based row-major position
+** of each maximum inside its H x W plane (NaN counts as the maximum). */
+em_status em_max_pool2d(const em_tensor *input, const int64_t kernel[2],
+                        const int64_t stride[2], const int64_t padding[2],
+                        const int64_t dilation[2], int ceil_mode,
+                        em_tensor **out, em_tensor **indices);
+/* grad_input (input_sizes, zeros) with grad_out added at the indices. */
+em_status em_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
+                                 const int64_t input_sizes[4], em_tensor **grad_input);
+/* Average pooling; count_include_pad counts padded cells in the divisor;
+** divisor_override > 0 replaces the divisor. */
+em_status em_avg_pool2d(const em_tensor *input, const int64_t kernel[2],
+                        const int64_t stride[2], const int64_t padding[2],
+                        int ceil_mode, int count_include_pad,
+                        int64_t divisor_override, em_tensor **out);
+em_status em_avg_pool2d_backward(const em_tensor *grad_out, const int64_t input_sizes[4],
+                                 const int64_t kernel[2], const int64_t stride[2],
+                                 const int64_t padding[2], int ceil_mode,
+                                 int count_include_pad, int64_t divisor_override,
+                                 em_tensor **grad_input);
+
+/* Rows of weight [num, dim] at the 1-based ids (any shape, int64/int32):
+** ids.shape .. [dim]. */
+em_status em_embedding(const em_tensor *weight, const em_tensor *ids, em_tensor **out);
+/* [num, dim] zeros with grad_out's rows added at the ids (duplicates sum);
+** rows of padding_idx (1-based; 0 for none) get no gradient. */
+em_status em_embedding_backward(const em_tensor *grad_out, const em_tensor *ids,
+                                int64_t num_weights, int64_t padding_idx,
+                                em_tensor **grad_weight);
+
+/* Layer norm over the last normalized_ndim dims; weight/bias (that shape)
+** may be NULL. mean/rstd (may be NULL) get the per-row statistics with
+** size 1 on the normalized dims, as PyTorch saves them. */
+em_status em_layer_norm(const em_tensor *input, int normalized_ndim,
+                        const em_tensor *weight, const em_tensor *bias, double eps,
+                        em_tensor **out, em_tensor **mean, em_tensor **rstd);
+/* Any of grad_input/grad_weight/grad_bias may be NULL (not computed). */
+em_status em_layer_norm_backward(const em_tensor *grad_out, const em_tensor *input,
+                                 int normalized_ndim, const em_tensor *mean,
+                                 const em_tensor *rstd, const em_tensor *weight,
+                                 em_tensor **grad_input, em_tensor **grad_weight,
+                                 em_tensor **grad_bias);
+/* Batch norm over [N, C, ...] per channel. training: batch statistics,
+** and running_mean/var (may be NULL) move by momentum toward the batch mean
+** and the unbiased batch variance; otherwise running stats are used.
+** save_mean/save_invstd (may be NULL): the statistics used ([C]). */
+em_status em_batch_norm(const em_tensor *input, const em_tensor *weight,
+                        const em_tensor *bias, em_tensor *running_mean,
+                        em_tensor *running_var, int training, double momentum,
+                        double eps, em_tensor **out, em_tensor **save_mean,
+                        em_tensor **save_invstd);
+em_status em_batch_norm_backward(const em_tensor *grad_out, const em_tensor *input,
+                                 const em_tensor *weight, const em_tensor *save_mean,
+                                 const em_tensor *save_invstd, int training,
+                                 em_tensor **grad_input, em_tensor **grad_weight,
+                                 em_tensor **grad_bias);
+
+/* Zeroes each element with probability p (from the generator) and scales
+** the rest by 1 / (1 - p). mask (may be NULL) receives the factor per
+** element (0 or 1 / (1 - p)); the backward is grad_out * mask. */
+em_status em_dropout(const em_tensor *input, double p, em_tensor **out, em_tensor **mask);
+
+/* nll_loss: input [N, C] (or [C], or [N, C, d...]) of log-probabilities,
+** target int64/int32 class ids 1..C (shape without the C dim); weight [C]
+** or NULL; targets equal to ignore_index contribute nothing (and to no
+** mean's denominator). total_weight (may be NULL) gets the mean's
+** denominator (0-d) for the backward. */
+em_status em_nll_loss(const em_tensor *input, const em_tensor *target,
+                      const em_tensor *weight, em_reduction reduction,
+                      int64_t ignore_index, em_tensor **out, em_tensor **total_weight);
+em_status em_nll_loss_backward(const em_tensor *grad_out, const em_tensor *input,
+                               const em_tensor *target, const em_tensor *weight,
+                               em_reduction reduction, int64_t ignore_index,
+                               const em_tensor *total_weight, em_tensor **grad_input);
+/* cross_entropy of logits: log_softmax over dim 2 (1 for 1-d input) then
+** nll_loss, with label_smoothing in [0, 1]. A floating target of input's
+** shape holds class probabilities instead of ids. */
+em_status em_cross_entropy(const em_tensor *input, const em_tensor *target,
+                           const em_tensor *weight, em_reduction reduction,
+                           int64_t ignore_index, double label_smoothing,
+                           em_tensor **out);
+em_status em_cross_entropy_backward(const em_tensor *grad_out, const em_tensor *input,
+                                    const em_tensor *target, const em_tensor *weight,
+                                    em_reduction reduction, int64_t ignore_index,
+                                    double label_smoothing, em_tensor **grad_input);
+/* Pointwise losses: input and target broadcast together; grad_out is 0-d
+** for MEAN/SUM, else of the broadcast shape. The backward gives the
+** gradient for input (the target's is its negative for mse/l1). */
+em_status em_mse_loss(const em_tensor *input, const em_tensor *target,
+                      em_reduction reduction, em_tensor **out);
+em_status em_mse_loss_backward(const em_tensor *grad_out, const em_tensor *input,
+                               const em_tensor *target, em_reduction reduction,
+                               em_tensor **grad_input);
+em_status em_l1_loss(const em_tensor *input, const em_tensor *target,
+                     em_reduction reduction, em_tensor **out);
+em_status em_l1_loss_backward(const em_tensor *grad_out, const em_tensor *input,
+                              const em_tensor *target, em_reduction reduction,
+                              em_tensor **grad_input);
+/* Binary cross entropy of probabilities (logs clamped at -100, as PyTorch);
+** weight (may be NULL) broadcasts to input. */
+em_status em_binary_cross_entropy(const em_tensor *input, const em_tensor *target,
+                                  const em_tensor *weight, em_reduction reduction,
+                                  em_tensor **out);
+em_status em_binary_cross_entropy_backward(const em_tensor *grad_out,
+                                           const em_tensor *input,
+                                           const em_tensor *target,
+                                           const em_tensor *weight,
+                                           em_reduction reduction,
+                                           em_tensor **grad_input);
+/* Of logits, computed stably; pos_weight (may be NULL) weighs the positive
+** term, broadcast along the last dim. */
+em_status em_binary_cross_entropy_with_logits(const em_tensor *input,
+                                              const em_tensor *target,
+                                              const em_tensor *weight,
+                                              const em_tensor *pos_weight,
+                                              em_reduction reduction, em_tensor **out);
+em_status em_binary_cross_entropy_with_logits_backward(
+    const em_tensor *grad_out, const em_tensor *input, const em_tensor *target,
+    const em_tensor *weight, const em_tensor *pos_weight, em_reduction reduction,
+    em_tensor **grad_input);
+
+/* (end of nn) */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,365 @@
+-- T.nn.functional: PyTorch's functional forms over the engine's nn kernels
+-- (engine/src/cpu/nn.c, conv.c; bindings/l_nn.c).
+--
+-- Options come in a trailing table ({stride = 2, padding = 1}) or, for the
+-- common ones, positionally in PyTorch's order. Class ids and embedding ids
+-- are 1-based.
+--
+-- Gradients: every op built on an nn kernel hands its backward to
+-- F._record(name, inputs, output, backward) when one of its inputs requires
+-- grad; backward(grad_output) returns one gradient per input (nil where an
+-- input needs none) computed with the engine's backward kernels. With
+-- autograd present (T.autograd._custom), _record turns that into a graph
+-- node; without it, it does nothing. Ops made of other ember ops (linear,
+-- relu, softmax, ...) get their gradients from those ops.
+return function(T, C)
+  local F = {}
+
+  local function opts_at(args, n)
+    local o = args[n]
+    if type(o) == "table" and not T.is_tensor(o) then return o end
+    return nil
+  end
+
+  local function pair(v, what, op)
+    if v == nil then return nil end
+    if type(v) == "number" then return { v, v } end
+    if type(v) == "table" and #v == 2 then return { v[1], v[2] } end
+    if type(v) == "table" and v[1] ~= nil then return { v[1], v[1] } end
+    error(string.format("%s: expected %s to be a number or a pair, got %s", op, what, tostring(v)), 3)
+  end
+
+  local function needs_grad(list)
+    for i = 1, #list do
+      local t = list[i]
+      if t ~= nil and t ~= false and t.requires_grad then return true end
+    end
+    return false
+  end
+
+  -- the plug-in point for autograd (see the header)
+  function F._record(name, inputs, output, backward)
+    local ag = T.autograd
+    if ag and ag._custom then return ag._custom(name, inputs, output, backward) end
+    return output
+  end
+
+  local function record(name, inputs, n, output, backward)
+    if T.is_grad_enabled and not T.is_grad_enabled() then return output end
+    -- inputs may hold nil holes: look at the n slots
+    local any = false
+    for i = 1, n do
+      local t = inputs[i]
+      if t ~= nil and t.requires_grad then any = true end
+    end
+    if not any then return output end
+    inputs.n = n
+    return F._record(name, inputs, output, backward)
+  end
+  F._needs_grad = needs_grad
+
+  -- -- activations (ember ops; autograd sees them directly) ----------------
+  function F.relu(x) return x:relu() end
+  function F.gelu(x, o)
+    if type(o) == "string" then o = { approximate = o } end
+    if o and o.approximate and o.approximate ~= "none" then return x:gelu { approximate = o.approximate } end
+    return x:gelu()
+  end
+  function F.tanh(x) return x:tanh() end
+  function F.sigmoid(x) return x:sigmoid() end
+  function F.silu(x) return x:silu() end
+  function F.softplus(x, ...) return x:softplus(...) end
+  function F.leaky_relu(x, slope)
+    slope = slope or 0.01
+    if type(slope) == "table" then slope = slope.negative_slope or 0.01 end
+    return T.where(x:gt(0), x, x * slope)
+  end
+  local function dim_of(x, dim, op)
+    if type(dim) == "table" then dim = dim.dim end
+    if dim == nil then error(op .. ": the dim argument is required", 3) end
+    return dim
+  end
+  function F.softmax(x, dim) return x:softmax(dim_of(x, dim, "softmax")) end
+  function F.log_softmax(x, dim) return x:log_softmax(dim_of(x, dim, "log_softmax")) end
+
+  function F.linear(x, w, b) return T.linear(x, w, b) end
+
+  -- -- convolution ------------------------------------------------------------
+  local function conv_opts(op, args, first)
+    local o = opts_at(args, first) or {}
+    local stride = o.stride or (not opts_at(args, first) and args[first]) or 1
+    local padding = o.padding or (not opts_at(args, first) and args[first + 1]) or 0
+    local dilation = o.dilation or (not opts_at(args, first) and args[first + 2]) or 1
+    local groups = o.groups or (not opts_at(args, first) and args[first + 3]) or 1
+    return stride, padding, dilation, groups
+  end
+
+  local function same_padding(op, k, d, s)
+    local p = {}
+    for i = 1, 2 do
+      if s[i] ~= 1 then error(op .. ": padding='same' is not supported for strided convolutions", 4) end
+      local total = d[i] * (k[i] - 1)
+      if total % 2 ~= 0 then
+        error(op .. ": padding='same' needs an even total padding (dilation * (kernel - 1)); pad the input yourself", 4)
+      end
+      p[i] = total / 2
+    end
+    return p
+  end
+
+  -- need: which of x, w, b want a gradient (conv1d passes its own inputs'
+  -- flags, as it runs on views of them)
+  local function conv2d_core(op, x, w, b, s, p, d, g, need)
+    local out = C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
+    local xs, ws = x.shape, w.shape
+    need = need or { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
+    return record(op, { x, w, b }, 3, out, function(go)
+      local gx, gw, gb
+      if need[1] then
+        gx = C._nn_conv2d_backward_input(go, w, xs, s[1], s[2], p[1], p[2], d[1], d[2], g)
+      end
+      if need[2] then
+        gw = C._nn_conv2d_backward_weight(go, x, ws, s[1], s[2], p[1], p[2], d[1], d[2], g)
+      end
+      if need[3] then gb = C._nn_conv2d_backward_bias(go) end
+      return { gx, gw, gb }
+    end)
+  end
+
+  function F.conv2d(x, w, b, ...)
+    local op = "conv2d"
+    if not T.is_tensor(x) then error(op .. ": expected a tensor input", 2) end
+    if b ~= nil and not T.is_tensor(b) then
+      error(op .. ": bias must be a tensor or nil (pass options after it)", 2)
+    end
+    local stride, padding, dilation, groups = conv_opts(op, { ... }, 1)
+    local s, d = pair(stride, "stride", op), pair(dilation, "dilation", op)
+    local p
+    if padding == "valid" then p = { 0, 0 }
+    elseif padding == "same" then p = same_padding(op, { w.shape[3], w.shape[4] }, d, s)
+    else p = pair(padding, "padding", op) end
+    if x.ndim == 3 then
+      return conv2d_core(op, x:unsqueeze(1), w, b, s, p, d, groups):squeeze(1)
+    end
+    if x.ndim ~= 4 then
+      error(string.format("%s: expected a 3-d (unbatched) or 4-d (batched) input, got %d-d", op, x.ndim), 2)
+    end
+    return conv2d_core(op, x, w, b, s, p, d, groups)
+  end
+
+  function F.conv1d(x, w, b, ...)
+    local op = "conv1d"
+    if b ~= nil and not T.is_tensor(b) then
+      error(op .. ": bias must be a tensor or nil (pass options after it)", 2)
+    end
+    local stride, padding, dilation, groups = conv_opts(op, { ... }, 1)
+    local function one(v, what)
+      if type(v) == "table" then v = v[1] end
+      if type(v) ~= "number" and v ~= "same" and v ~= "valid" then
+        error(string.format("%s: expected %s to be a number", op, what), 3)
+      end
+      return v
+    end
+    stride, dilation = one(stride, "stride"), one(dilation, "dilation")
+    padding = one(padding, "padding")
+    if padding == "valid" then padding = 0
+    elseif padding == "same" then padding = same_padding(op, { w.shape[3], 1 }, { dilation, 1 }, { stride, 1 })[1] end
+    local unbatched = x.ndim == 2
+    if unbatched then x = x:unsqueeze(1) end
+    if x.ndim ~= 3 then
+      error(string.format("%s: expected a 2-d (unbatched) or 3-d (batched) input, got %d-d", op, x.ndim), 2)
+    end
+    if w.ndim ~= 3 then error(string.format("%s: expected a 3-d weight, got %d-d", op, w.ndim), 2) end
+    local need = { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
+    local out = conv2d_core(op, x:unsqueeze(-1), w:unsqueeze(-1), b, { stride, 1 }, { padding, 0 },
+      { dilation, 1 }, groups, need):squeeze(-1)
+    if unbatched then out = out:squeeze(1) end
+    return out
+  end
+
+  -- -- pooling ----------------------------------------------------------------
+  local function pool_args(op, kernel, ...)
+    local args = { ... }
+    local o = opts_at(args, 1) or {}
+    local pos = not opts_at(args, 1)
+    local k = pair(kernel, "kernel_size", op)
+    if not k then error(op .. ": kernel_size is required", 3) end
+    local s = pair(o.stride or (pos and args[1]) or k, "stride", op)
+    local p = pair(o.padding or (pos and args[2]) or 0, "padding", op)
+    return k, s, p, o, args, pos
+  end
+
+  local function batched(op, x)
+    if x.ndim == 3 then return x:unsqueeze(1), true end
+    if x.ndim ~= 4 then
+      error(string.format("%s: expected a 3-d or 4-d input, got %d-d", op, x.ndim), 3)
+    end
+    return x, false
+  end
+
+  function F.max_pool2d(x, kernel, ...)
+    local op = "max_pool2d"
+    local k, s, p, o, args, pos = pool_args(op, kernel, ...)
+    local d = pair(o.dilation or (pos and args[3]) or 1, "dilation", op)
+    local ceil = o.ceil_mode or (pos and args[4]) or false
+    local xb, unb = batched(op, x)
+    local out, idx = C._nn_max_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], d[1], d[2], ceil)
+    local xs = xb.shape
+    out = record(op, { xb }, 1, out, function(go)
+      return { C._nn_max_pool2d_backward(go, idx, xs) }
+    end)
+    if unb then out, idx = out:squeeze(1), idx:squeeze(1) end
+    if o.return_indices then return out, idx end
+    return out
+  end
+
+  function F.avg_pool2d(x, kernel, ...)
+    local op = "avg_pool2d"
+    local k, s, p, o, args, pos = pool_args(op, kernel, ...)
+    local ceil = o.ceil_mode or (pos and args[3]) or false
+    local cip = o.count_include_pad
+    if cip == nil then cip = pos and args[4] end
+    if cip == nil then cip = true end
+    local div = o.divisor_override or (pos and args[5]) or nil
+    local xb, unb = batched(op, x)
+    local out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
+    local xs = xb.shape
+    out = record(op, { xb }, 1, out, function(go)
+      return { C._nn_avg_pool2d_backward(go, xs, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div) }
+    end)
+    if unb then out = out:squeeze(1) end
+    return out
+  end
+
+  -- -- embedding, normalisation, dropout -------------------------------------------
+  function F.embedding(ids, weight, o)
+    o = o or {}
+    local out = C._nn_embedding(weight, ids)
+    local n = weight.shape[1]
+    return record("embedding", { weight }, 1, out, function(go)
+      return { C._nn_embedding_backward(go, ids, n, o.padding_idx) }
+    end)
+  end
+
+  function F.layer_norm(x, normalized_shape, weight, bias, eps)
+    if type(weight) == "table" and not T.is_tensor(weight) then
+      local o = weight
+      weight, bias, eps = o.weight, o.bias, o.eps
+    end
+    if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+    local nd = #normalized_shape
+    for i = 1, nd do
+      local got = x.shape[x.ndim - nd + i]
+      if got ~= normalized_shape[i] then
+        error(string.format("layer_norm: the input's last %d dims %s do not match normalized_shape %s",
+          nd, tostring(T.Size and x.shape or ""), table.concat(normalized_shape, ", ")), 2)
+      end
+    end
+    eps = eps or 1e-5
+    local out, mean, rstd = C._nn_layer_norm(x, nd, weight, bias, eps)
+    return record("layer_norm", { x, weight, bias }, 3, out, function(go)
+      local gx, gw, gb = C._nn_layer_norm_backward(go, x, nd, mean, rstd, weight)
+      return { x.requires_grad and gx or nil, weight and weight.requires_grad and gw or nil,
+        bias and bias.requires_grad and gb or nil }
+    end)
+  end
+
+  -- PyTorch's order: (input, running_mean, running_var, weight, bias,
+  -- training, momentum, eps), or (input, running_mean, running_var, opts)
+  function F.batch_norm(x, rm, rv, weight, bias, training, momentum, eps)
+    if type(weight) == "table" and not T.is_tensor(weight) then
+      local o = weight
+      weight, bias, training, momentum, eps = o.weight, o.bias, o.training, o.momentum, o.eps
+    end
+    training = training and true or false
+    momentum = momentum or 0.1
+    eps = eps or 1e-5
+    local use_batch = training or rm == nil
+    local out, mean, invstd = C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps)
+    return record("batch_norm", { x, weight, bias }, 3, out, function(go)
+      local gx, gw, gb = C._nn_batch_norm_backward(go, x, weight, mean, invstd, use_batch)
+      return { x.requires_grad and gx or nil, weight and weight.requires_grad and gw or nil,
+        bias and bias.requires_grad and gb or nil }
+    end)
+  end
+
+  function F.dropout(x, p, training)
+    if type(p) == "table" then p, training = p.p, p.training end
+    p = p or 0.5
+    if training == nil then training = true end
+    if p < 0 or p > 1 then
+      error(string.format("dropout: dropout probability has to be between 0 and 1, but got %g", p), 2)
+    end
+    if not training or p == 0 then return x end
+    local out, mask = C._nn_dropout(x, p)
+    return record("dropout", { x }, 1, out, function(go) return { go * mask } end)
+  end
+
+  -- -- losses -----------------------------------------------------------------
+  local function loss_opts(op, o, allowed)
+    if type(o) == "string" then return { reduction = o } end
+    o = o or {}
+    for k in pairs(o) do
+      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), 3) end
+    end
+    return o
+  end
+
+  local CLS = { weight = true, ignore_index = true, reduction = true, label_smoothing = true }
+  function F.cross_entropy(input, target, o)
+    o = loss_opts("cross_entropy", o, CLS)
+    local w, red, ig, ls = o.weight, o.reduction or "mean", o.ignore_index or -100, o.label_smoothing or 0
+    local out = C._nn_cross_entropy(input, target, w, red, ig, ls)
+    return record("cross_entropy", { input }, 1, out, function(go)
+      return { C._nn_cross_entropy_backward(go, input, target, w, red, ig, ls) }
+    end)
+  end
+
+  local NLL = { weight = true, ignore_index = true, reduction = true }
+  function F.nll_loss(input, target, o)
+    o = loss_opts("nll_loss", o, NLL)
+    local w, red, ig = o.weight, o.reduction or "mean", o.ignore_index or -100
+    local out, tw = C._nn_nll_loss(input, target, w, red, ig)
+    return record("nll_loss", { input }, 1, out, function(go)
+      return { C._nn_nll_loss_backward(go, input, target, w, red, ig, tw) }
+    end)
+  end
+
+  local RED = { reduction = true }
+  local function pointwise(name)
+    local fwd, bwd = C["_nn_" .. name], C["_nn_" .. name .. "_backward"]
+    F[name] = function(input, target, o)
+      o = loss_opts(name, o, RED)
+      local red = o.reduction or "mean"
+      local out = fwd(input, target, red)
+      return record(name, { input, target }, 2, out, function(go)
+        local g = bwd(go, input, target, red)
+        return { input.requires_grad and g or nil, target.requires_grad and -g or nil }
+      end)
+    end
+  end
+  pointwise("mse_loss")
+  pointwise("l1_loss")
+
+  local BCE = { weight = true, reduction = true }
+  function F.binary_cross_entropy(input, target, o)
+    o = loss_opts("binary_cross_entropy", o, BCE)
+    local w, red = o.weight, o.reduction or "mean"
+    local out = C._nn_binary_cross_entropy(input, target, w, red)
+    return record("binary_cross_entropy", { input }, 1, out, function(go)
+      return { C._nn_binary_cross_entropy_backward(go, input, target, w, red) }
+    end)
+  end
+
+  local BCEL = { weight = true, reduction = true, pos_weight = true }
+  function F.binary_cross_entropy_with_logits(input, target, o)
+    o = loss_opts("binary_cross_entropy_with_logits", o, BCEL)
+    local w, pw, red = o.weight, o.pos_weight, o.reduction or "mean"
+    local out = C._nn_binary_cross_entropy_with_logits(input, target, w, pw, red)
+    return record("binary_cross_entropy_with_logits", { input }, 1, out, function(go)
+      return { C._nn_binary_cross_entropy_with_logits_backward(go, input, target, w, pw, red) }
+    end)
+  end
+
+  return F
+end

@@ -1,0 +1,312 @@
+-- The layers of T.nn, each a Module subclass whose forward calls
+-- T.nn.functional. Initialisation is PyTorch's default for each.
+return function(T, C, nn)
+  local Module, F, init = nn.Module, nn.functional, nn.init
+
+  local function opt(o, k, def)
+    if o == nil or o[k] == nil then return def end
+    return o[k]
+  end
+  local function param(shape, o)
+    return T.empty(shape, { dtype = opt(o, "dtype", nil) or T.get_default_dtype() })
+  end
+  local function pair(v)
+    if type(v) == "number" then return { v, v } end
+    return v
+  end
+  local function fmt(v)
+    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. ")" end
+    return tostring(v)
+  end
+
+  -- -- containers --------------------------------------------------------------
+  local Sequential = Module:extend("Sequential")
+  function Sequential:init(...)
+    local mods = { ... }
+    if #mods == 1 and type(mods[1]) == "table" and not Module._is_module(mods[1]) then mods = mods[1] end
+    for i, m in ipairs(mods) do self:add_module(tostring(i), m) end
+  end
+  function Sequential:forward(x)
+    for _, n in ipairs(self._module_names) do x = self._modules[n](x) end
+    return x
+  end
+  function Sequential:append(m)
+    self:add_module(tostring(#self._module_names + 1), m)
+    return self
+  end
+  function Sequential:len() return #self._module_names end
+  nn.Sequential = Sequential
+
+  local ModuleList = Module:extend("ModuleList")
+  function ModuleList:init(mods)
+    for _, m in ipairs(mods or {}) do self:append(m) end
+  end
+  function ModuleList:append(m)
+    local i = #self._module_names + 1
+    self:add_module(tostring(i), m)
+    rawset(self, i, m) -- so ipairs(list) and list[i] work
+    return self
+  end
+  function ModuleList:extend(mods)
+    for _, m in ipairs(mods) do self:append(m) end
+    return self
+  end
+  function ModuleList:len() return #self._module_names end
+  function ModuleList:forward() error("nn.ModuleList: a ModuleList has no forward; call its modules", 2) end
+  nn.ModuleList = ModuleList
+
+  -- -- linear and convolution ----------------------------------------------------------
+  local Linear = Module:extend("Linear")
+  function Linear:init(in_features, out_features, o)
+    self.in_features, self.out_features = in_features, out_features
+    local w = param({ out_features, in_features }, o)
+    init.kaiming_uniform_(w, math.sqrt(5))
+    self.weight = w:requires_grad_(true)
+    if opt(o, "bias", true) then
+      local b = param({ out_features }, o)
+      local bound = in_features > 0 and 1 / math.sqrt(in_features) or 0
+      init.uniform_(b, -bound, bound)
+      self.bias = b:requires_grad_(true)
+    end
+  end
+  function Linear:forward(x) return F.linear(x, self.weight, self.bias) end
+  function Linear:extra_repr()
+    return string.format("in_features=%d, out_features=%d, bias=%s", self.in_features,
+      self.out_features, tostring(self.bias ~= nil))
+  end
+  nn.Linear = Linear
+
+  local Identity = Module:extend("Identity")
+  function Identity:forward(x) return x end
+  nn.Identity = Identity
+
+  local function conv_class(name, nd)
+    local Conv = Module:extend(name)
+    function Conv:init(cin, cout, kernel, o)
+      local groups = opt(o, "groups", 1)
+      if cin % groups ~= 0 then error(name .. ": in_channels must be divisible by groups", 3) end
+      if cout % groups ~= 0 then error(name .. ": out_channels must be divisible by groups", 3) end
+      local k = nd == 2 and pair(kernel) or { type(kernel) == "table" and kernel[1] or kernel }
+      self.in_channels, self.out_channels, self.kernel_size = cin, cout, k
+      self.stride, self.padding = opt(o, "stride", 1), opt(o, "padding", 0)
+      self.dilation, self.groups = opt(o, "dilation", 1), groups
+      local shape = { cout, cin / groups }
+      for i = 1, nd do shape[#shape + 1] = k[i] end
+      local w = param(shape, o)
+      init.kaiming_uniform_(w, math.sqrt(5))
+      self.weight = w:requires_grad_(true)
+      if opt(o, "bias", true) then
+        local fan_in = init._calculate_fan_in_and_fan_out(w)
+        local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
+        local b = param({ cout }, o)
+        init.uniform_(b, -bound, bound)
+        self.bias = b:requires_grad_(true)
+      end
+    end
+    local f = nd == 2 and F.conv2d or F.conv1d
+    function Conv:forward(x)
+      return f(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
+        dilation = self.dilation, groups = self.groups })
+    end
+    function Conv:extra_repr()
+      local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
+        fmt(self.kernel_size), fmt(self.stride))
+      if self.padding ~= 0 then s = s .. ", padding=" .. fmt(self.padding) end
+      if self.dilation ~= 1 then s = s .. ", dilation=" .. fmt(self.dilation) end
+      if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+      if self.bias == nil then s = s .. ", bias=false" end
+      return s
+    end
+    return Conv
+  end
+  nn.Conv1d = conv_class("Conv1d", 1)
+  nn.Conv2d = conv_class("Conv2d", 2)
+
+  -- -- pooling -----------------------------------------------------------------------
+  local MaxPool2d = Module:extend("MaxPool2d")
+  function MaxPool2d:init(kernel, o)
+    if type(o) == "number" then o = { stride = o } end
+    self.kernel_size, self.stride = kernel, opt(o, "stride", kernel)
+    self.padding, self.dilation = opt(o, "padding", 0), opt(o, "dilation", 1)
+    self.ceil_mode, self.return_indices = opt(o, "ceil_mode", false), opt(o, "return_indices", false)
+  end
+  function MaxPool2d:forward(x)
+    return F.max_pool2d(x, self.kernel_size, { stride = self.stride, padding = self.padding,
+      dilation = self.dilation, ceil_mode = self.ceil_mode, return_indices = self.return_indices })
+  end
+  function MaxPool2d:extra_repr()
+    return string.format("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s",
+      fmt(self.kernel_size), fmt(self.stride), fmt(self.padding), fmt(self.dilation), tostring(self.ceil_mode))
+  end
+  nn.MaxPool2d = MaxPool2d
+
+  local AvgPool2d = Module:extend("AvgPool2d")
+  function AvgPool2d:init(kernel, o)
+    if type(o) == "number" then o = { stride = o } end
+    self.kernel_size, self.stride, self.padding = kernel, opt(o, "stride", kernel), opt(o, "padding", 0)
+    self.ceil_mode, self.count_include_pad = opt(o, "ceil_mode", false), opt(o, "count_include_pad", true)
+    self.divisor_override = opt(o, "divisor_override", nil)
+  end
+  function AvgPool2d:forward(x)
+    return F.avg_pool2d(x, self.kernel_size, { stride = self.stride, padding = self.padding,
+      ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad,
+      divisor_override = self.divisor_override })
+  end
+  function AvgPool2d:extra_repr()
+    return string.format("kernel_size=%s, stride=%s, padding=%s", fmt(self.kernel_size), fmt(self.stride),
+      fmt(self.padding))
+  end
+  nn.AvgPool2d = AvgPool2d
+
+  -- -- embedding and normalisation ------------------------------------------------------
+  local Embedding = Module:extend("Embedding")
+  function Embedding:init(num, dim, o)
+    self.num_embeddings, self.embedding_dim = num, dim
+    self.padding_idx = opt(o, "padding_idx", nil)
+    local w = param({ num, dim }, o)
+    init.normal_(w, 0, 1)
+    if self.padding_idx then w[self.padding_idx]:fill_(0) end
+    self.weight = w:requires_grad_(true)
+  end
+  function Embedding:forward(ids) return F.embedding(ids, self.weight, { padding_idx = self.padding_idx }) end
+  function Embedding:extra_repr()
+    local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
+    if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
+    return s
+  end
+  nn.Embedding = Embedding
+
+  local LayerNorm = Module:extend("LayerNorm")
+  function LayerNorm:init(shape, o)
+    if type(shape) == "number" then shape = { shape } end
+    local s = {}
+    for i = 1, #shape do s[i] = shape[i] end
+    self.normalized_shape, self.eps = s, opt(o, "eps", 1e-5)
+    self.elementwise_affine = opt(o, "elementwise_affine", true)
+    if self.elementwise_affine then
+      self.weight = init.ones_(param(s, o)):requires_grad_(true)
+      self.bias = init.zeros_(param(s, o)):requires_grad_(true)
+    end
+  end
+  function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+  function LayerNorm:extra_repr()
+    return string.format("%s, eps=%g, elementwise_affine=%s", fmt(self.normalized_shape), self.eps,
+      tostring(self.elementwise_affine))
+  end
+  nn.LayerNorm = LayerNorm
+
+  local function bn_class(name, dims)
+    local BN = Module:extend(name)
+    function BN:init(n, o)
+      self.num_features, self.eps, self.momentum = n, opt(o, "eps", 1e-5), opt(o, "momentum", 0.1)
+      self.affine, self.track_running_stats = opt(o, "affine", true), opt(o, "track_running_stats", true)
+      if self.affine then
+        self.weight = init.ones_(param({ n }, o)):requires_grad_(true)
+        self.bias = init.zeros_(param({ n }, o)):requires_grad_(true)
+      end
+      if self.track_running_stats then
+        local dt = opt(o, "dtype", nil) or T.get_default_dtype()
+        self:register_buffer("running_mean", T.zeros({ n }, { dtype = dt }))
+        self:register_buffer("running_var", T.ones({ n }, { dtype = dt }))
+        self:register_buffer("num_batches_tracked", T.tensor(0, { dtype = T.int64 }))
+      end
+    end
+    function BN:forward(x)
+      local ok = false
+      for _, d in ipairs(dims) do ok = ok or x.ndim == d end
+      if not ok then
+        error(string.format("%s: expected %s input (got %dD input)", name,
+          #dims == 2 and "2D or 3D" or "4D", x.ndim), 2)
+      end
+      local momentum = self.momentum
+      if self.training and self.track_running_stats then
+        self._buffers.num_batches_tracked:add_(1)
+        if momentum == false then -- cumulative moving average (PyTorch's momentum=None)
+          momentum = 1 / self._buffers.num_batches_tracked:item()
+        end
+      end
+      local rm, rv = self.running_mean, self.running_var -- nil when not tracked
+      return F.batch_norm(x, rm, rv, self.weight, self.bias, self.training or rm == nil,
+        momentum or 0.1, self.eps)
+    end
+    function BN:extra_repr()
+      return string.format("%d, eps=%g, momentum=%s, affine=%s, track_running_stats=%s", self.num_features,
+        self.eps, tostring(self.momentum), tostring(self.affine), tostring(self.track_running_stats))
+    end
+    return BN
+  end
+  nn.BatchNorm1d = bn_class("BatchNorm1d", { 2, 3 })
+  nn.BatchNorm2d = bn_class("BatchNorm2d", { 4 })
+
+  local Dropout = Module:extend("Dropout")
+  function Dropout:init(p)
+    if type(p) == "table" then p = p.p end
+    p = p or 0.5
+    if p < 0 or p > 1 then
+      error(string.format("Dropout: dropout probability has to be between 0 and 1, but got %g", p), 3)
+    end
+    self.p = p
+  end
+  function Dropout:forward(x) return F.dropout(x, self.p, self.training) end
+  function Dropout:extra_repr() return string.format("p=%g", self.p) end
+  nn.Dropout = Dropout
+
+  -- -- activations and shape ------------------------------------------------------------
+  local function simple(name, fn, repr)
+    local M = Module:extend(name)
+    M.forward = fn
+    if repr then M.extra_repr = repr end
+    nn[name] = M
+    return M
+  end
+  simple("ReLU", function(_, x) return F.relu(x) end)
+  simple("Tanh", function(_, x) return F.tanh(x) end)
+  simple("Sigmoid", function(_, x) return F.sigmoid(x) end)
+  simple("SiLU", function(_, x) return F.silu(x) end)
+  local GELU = simple("GELU", function(self, x) return F.gelu(x, self.approximate) end,
+    function(self) return "approximate='" .. (self.approximate or "none") .. "'" end)
+  function GELU:init(o)
+    if type(o) == "string" then o = { approximate = o } end
+    self.approximate = opt(o, "approximate", "none")
+  end
+  local LeakyReLU = simple("LeakyReLU", function(self, x) return F.leaky_relu(x, self.negative_slope) end,
+    function(self) return "negative_slope=" .. self.negative_slope end)
+  function LeakyReLU:init(s) self.negative_slope = type(s) == "table" and s.negative_slope or s or 0.01 end
+  for _, nm in ipairs { "Softmax", "LogSoftmax" } do
+    local f = nm == "Softmax" and F.softmax or F.log_softmax
+    local M = simple(nm, function(self, x) return f(x, self.dim) end,
+      function(self) return "dim=" .. tostring(self.dim) end)
+    function M:init(dim) self.dim = type(dim) == "table" and dim.dim or dim end
+  end
+  local Flatten = simple("Flatten", function(self, x) return x:flatten(self.start_dim, self.end_dim) end,
+    function(self) return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end)
+  function Flatten:init(s, e)
+    if type(s) == "table" then s, e = s.start_dim, s.end_dim end
+    self.start_dim, self.end_dim = s or 2, e or -1
+  end
+  local Unflatten = simple("Unflatten", function(self, x) return x:unflatten(self.dim, self.sizes) end)
+  function Unflatten:init(dim, sizes) self.dim, self.sizes = dim, sizes end
+
+  -- -- losses as modules ----------------------------------------------------------------
+  local function loss_class(name, fn, keys)
+    local L = Module:extend(name)
+    function L:init(o)
+      o = o or {}
+      self.opts = {}
+      for _, k in ipairs(keys) do self.opts[k] = o[k] end
+      for k in pairs(o) do
+        local known = false
+        for _, kk in ipairs(keys) do known = known or kk == k end
+        if not known then error(string.format("%s: unknown option '%s'", name, tostring(k)), 3) end
+      end
+    end
+    function L:forward(input, target) return fn(input, target, self.opts) end
+    nn[name] = L
+  end
+  loss_class("CrossEntropyLoss", F.cross_entropy, { "weight", "ignore_index", "reduction", "label_smoothing" })
+  loss_class("NLLLoss", F.nll_loss, { "weight", "ignore_index", "reduction" })
+  loss_class("MSELoss", F.mse_loss, { "reduction" })
+  loss_class("L1Loss", F.l1_loss, { "reduction" })
+  loss_class("BCELoss", F.binary_cross_entropy, { "weight", "reduction" })
+  loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, { "weight", "reduction", "pos_weight" })
+end

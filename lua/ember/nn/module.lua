@@ -1,0 +1,337 @@
+-- T.nn.Module: the base of every layer. Parameters, buffers and submodules
+-- are registered by assignment (self.weight = T.nn.Parameter(t)) or with
+-- register_parameter / register_buffer / add_module, and kept in
+-- registration order, which state_dict and parameters() follow.
+--
+-- A class is made with Module:extend(name); calling the class builds an
+-- instance and runs its init(...). Calling an instance runs forward(...).
+return function(T, C)
+  local Module = { __name = "Module" }
+
+  local function is_module(v)
+    return type(v) == "table" and rawget(v, "_modules") ~= nil
+  end
+
+  -- an array that is also an iterator: `for p in m:parameters() do` (the
+  -- items are distinct, so the previous item tells where to go on)
+  local function iterlist(t)
+    local pos = {}
+    for i, v in ipairs(t) do pos[v] = i end
+    return setmetatable(t, {
+      __call = function(self, _, prev)
+        if prev == nil then return self[1] end
+        return self[pos[prev] + 1]
+      end,
+    })
+  end
+
+  local function make_mt(cls)
+    return {
+      __index = function(self, k)
+        local p = rawget(self, "_parameters")[k]
+        if p ~= nil then return p end
+        local b = rawget(self, "_buffers")[k]
+        if b ~= nil then return b end
+        local m = rawget(self, "_modules")[k]
+        if m ~= nil then return m end
+        if type(k) == "number" then return rawget(self, "_modules")[tostring(k)] end
+        return cls[k]
+      end,
+      __newindex = function(self, k, v)
+        local params, bufs, mods = rawget(self, "_parameters"), rawget(self, "_buffers"), rawget(self, "_modules")
+        if params[k] ~= nil or (T.is_tensor(v) and v.requires_grad and bufs[k] == nil) then
+          return self:register_parameter(k, v)
+        elseif bufs[k] ~= nil then
+          bufs[k] = v
+        elseif mods[k] ~= nil or is_module(v) then
+          return self:add_module(k, v)
+        else
+          rawset(self, k, v)
+        end
+      end,
+      __call = function(self, ...) return self:forward(...) end,
+      __tostring = function(self) return self:_repr("") end,
+    }
+  end
+
+  local function add_name(list, name)
+    for _, n in ipairs(list) do if n == name then return end end
+    list[#list + 1] = name
+  end
+  local function remove_name(list, name)
+    for i, n in ipairs(list) do
+      if n == name then table.remove(list, i) return end
+    end
+  end
+
+  function Module:extend(name)
+    local cls = setmetatable({ __name = name, _parent = self }, {
+      __index = self,
+      __call = function(c, ...) return c:new(...) end,
+      __tostring = function(c) return "nn." .. c.__name end,
+    })
+    cls._mt = make_mt(cls)
+    return cls
+  end
+  Module._mt = make_mt(Module)
+
+  function Module:new(...)
+    local o = setmetatable({
+      _parameters = {}, _param_names = {}, _buffers = {}, _buffer_names = {},
+      _nonpersistent = {}, _modules = {}, _module_names = {}, training = true,
+    }, self._mt)
+    o:init(...)
+    return o
+  end
+  function Module:init() end
+  function Module:forward()
+    error("nn." .. self.__name .. ": forward is not implemented", 2)
+  end
+
+  function Module:register_parameter(name, t)
+    if t ~= nil and not T.is_tensor(t) then
+      error(string.format("register_parameter: %s must be a tensor or nil", name), 2)
+    end
+    if t ~= nil and not t.requires_grad then t:requires_grad_(true) end
+    self._parameters[name] = t
+    if t == nil then remove_name(self._param_names, name) else add_name(self._param_names, name) end
+  end
+  function Module:register_buffer(name, t, persistent)
+    self._buffers[name] = t
+    add_name(self._buffer_names, name)
+    self._nonpersistent[name] = persistent == false or nil
+  end
+  function Module:add_module(name, m)
+    if m ~= nil and not is_module(m) then
+      error(string.format("add_module: %s is not a Module", tostring(name)), 2)
+    end
+    self._modules[name] = m
+    if m == nil then remove_name(self._module_names, name) else add_name(self._module_names, name) end
+  end
+
+  -- -- traversal ---------------------------------------------------------------
+  local function walk(self, prefix, fn)
+    fn(prefix, self)
+    for _, n in ipairs(self._module_names) do
+      local m = self._modules[n]
+      if m then walk(m, prefix == "" and n or prefix .. "." .. n, fn) end
+    end
+  end
+
+  local function collect(self, kind, recurse)
+    local out, seen = {}, {}
+    local function add(prefix, m)
+      local names = rawget(m, "_" .. kind .. "_names")
+      local store = rawget(m, kind == "param" and "_parameters" or "_buffers")
+      for _, n in ipairs(names) do
+        local t = store[n]
+        if t ~= nil and not seen[t] then
+          seen[t] = true
+          out[#out + 1] = { prefix == "" and n or prefix .. "." .. n, t, m, n }
+        end
+      end
+    end
+    if recurse == false then add("", self) else walk(self, "", add) end
+    return out
+  end
+
+  local function named_iter(items)
+    local i = 0
+    return function()
+      i = i + 1
+      local it = items[i]
+      if it then return it[1], it[2] end
+    end
+  end
+
+  function Module:parameters(recurse)
+    local out = {}
+    for i, it in ipairs(collect(self, "param", recurse)) do out[i] = it[2] end
+    return iterlist(out)
+  end
+  function Module:named_parameters(recurse) return named_iter(collect(self, "param", recurse)) end
+  function Module:buffers(recurse)
+    local out = {}
+    for i, it in ipairs(collect(self, "buffer", recurse)) do out[i] = it[2] end
+    return iterlist(out)
+  end
+  function Module:named_buffers(recurse) return named_iter(collect(self, "buffer", recurse)) end
+  function Module:children()
+    local out = {}
+    for _, n in ipairs(self._module_names) do out[#out + 1] = self._modules[n] end
+    return iterlist(out)
+  end
+  function Module:named_children()
+    local items = {}
+    for _, n in ipairs(self._module_names) do items[#items + 1] = { n, self._modules[n] } end
+    return named_iter(items)
+  end
+  function Module:modules()
+    local out = {}
+    walk(self, "", function(_, m) out[#out + 1] = m end)
+    return iterlist(out)
+  end
+  function Module:named_modules()
+    local items = {}
+    walk(self, "", function(p, m) items[#items + 1] = { p, m } end)
+    return named_iter(items)
+  end
+  function Module:apply(fn)
+    for _, n in ipairs(self._module_names) do self._modules[n]:apply(fn) end
+    fn(self)
+    return self
+  end
+  function Module:num_parameters()
+    local n = 0
+    for _, p in ipairs(self:parameters()) do n = n + p:numel() end
+    return n
+  end
+
+  -- -- modes, gradients, conversion ---------------------------------------------
+  function Module:train(mode)
+    if mode == nil then mode = true end
+    walk(self, "", function(_, m) rawset(m, "training", mode and true or false) end)
+    return self
+  end
+  function Module:eval() return self:train(false) end
+
+  function Module:zero_grad(set_to_none)
+    T.optim._zero_grads(self:parameters(), set_to_none)
+  end
+
+  local function no_grad(fn)
+    if T.no_grad then return T.no_grad(fn) end
+    return fn()
+  end
+  Module._no_grad = no_grad
+
+  -- to(dtype) / to(device) / to(dtype, device) / to{dtype=, device=}:
+  -- parameters and floating buffers are replaced by converted tensors
+  -- (make optimizers after moving a model, as in PyTorch)
+  function Module:to(a, b)
+    local dtype, device
+    local function take(v)
+      if v == nil then return end
+      if type(v) == "table" and not T.is_dtype(v) and not T.is_tensor(v) and getmetatable(v) == nil then
+        dtype, device = v.dtype or dtype, v.device or device
+      elseif T.is_dtype(v) then dtype = v
+      elseif type(v) == "string" and T[v] and T.is_dtype(T[v]) then dtype = T[v]
+      else device = v end
+    end
+    take(a)
+    take(b)
+    local function conv(t, floating_only)
+      if floating_only and not t.dtype.is_floating_point then
+        return device and t:to(device) or t
+      end
+      if dtype and device then return t:to(dtype, device) end
+      if dtype then return t:to(dtype) end
+      if device then return t:to(device) end
+      return t
+    end
+    no_grad(function()
+      walk(self, "", function(_, m)
+        for _, n in ipairs(m._param_names) do
+          local p = m._parameters[n]
+          local q = conv(p, true)
+          if q ~= p then
+            if q.requires_grad == false then q:requires_grad_(true) end
+            m._parameters[n] = q
+          end
+        end
+        for _, n in ipairs(m._buffer_names) do
+          local bf = m._buffers[n]
+          if bf ~= nil then m._buffers[n] = conv(bf, true) end
+        end
+      end)
+    end)
+    return self
+  end
+  function Module:double() return self:to(T.float64) end
+  function Module:float() return self:to(T.float32) end
+
+  -- -- state ---------------------------------------------------------------------
+  local function detached(t)
+    if t.detach then return t:detach() end
+    return t
+  end
+
+  -- A table of name -> tensor (parameters then buffers, sharing memory with
+  -- the module); keys() in the metatable lists the names in order.
+  function Module:state_dict()
+    local sd, keys = {}, {}
+    walk(self, "", function(prefix, m)
+      local function add(n, t)
+        local k = prefix == "" and n or prefix .. "." .. n
+        sd[k] = detached(t)
+        keys[#keys + 1] = k
+      end
+      for _, n in ipairs(m._param_names) do add(n, m._parameters[n]) end
+      for _, n in ipairs(m._buffer_names) do
+        if m._buffers[n] ~= nil and not m._nonpersistent[n] then add(n, m._buffers[n]) end
+      end
+    end)
+    return setmetatable(sd, { __index = { keys = function() return keys end } })
+  end
+
+  -- Copies the values of sd into the module's tensors. strict (default
+  -- true) makes missing and unexpected keys an error; returns the lists
+  -- of missing and unexpected keys.
+  function Module:load_state_dict(sd, strict)
+    if type(strict) == "table" then strict = strict.strict end
+    if strict == nil then strict = true end
+    local missing, unexpected, targets = {}, {}, {}
+    walk(self, "", function(prefix, m)
+      local function add(n, store)
+        local k = prefix == "" and n or prefix .. "." .. n
+        targets[k] = { store, n }
+      end
+      for _, n in ipairs(m._param_names) do add(n, m._parameters) end
+      for _, n in ipairs(m._buffer_names) do
+        if not m._nonpersistent[n] then add(n, m._buffers) end
+      end
+    end)
+    for k in pairs(targets) do if rawget(sd, k) == nil then missing[#missing + 1] = k end end
+    for k, v in pairs(sd) do
+      if targets[k] == nil and T.is_tensor(v) then unexpected[#unexpected + 1] = k end
+    end
+    table.sort(missing)
+    table.sort(unexpected)
+    if strict and (#missing > 0 or #unexpected > 0) then
+      error(string.format("load_state_dict: missing keys: {%s}; unexpected keys: {%s}",
+        table.concat(missing, ", "), table.concat(unexpected, ", ")), 2)
+    end
+    for k, tgt in pairs(targets) do
+      local v = rawget(sd, k)
+      if v ~= nil then
+        local dst = tgt[1][tgt[2]]
+        if not T.is_tensor(v) then
+          error(string.format("load_state_dict: %s is not a tensor", k), 2)
+        end
+        if tostring(dst.shape) ~= tostring(v.shape) then
+          error(string.format("load_state_dict: size mismatch for %s: copying a param with shape %s, "
+            .. "the shape in the current model is %s", k, tostring(v.shape), tostring(dst.shape)), 2)
+        end
+        no_grad(function() dst:copy_(v) end)
+      end
+    end
+    return missing, unexpected
+  end
+
+  -- -- printing ------------------------------------------------------------------
+  function Module:extra_repr() return "" end
+  function Module:_repr(indent)
+    local head = self.__name .. "(" .. self:extra_repr()
+    if #self._module_names == 0 then return head .. ")" end
+    local lines = { head }
+    for _, n in ipairs(self._module_names) do
+      lines[#lines + 1] = indent .. "  (" .. n .. "): " .. self._modules[n]:_repr(indent .. "  ")
+    end
+    lines[#lines + 1] = indent .. ")"
+    return table.concat(lines, "\n")
+  end
+
+  Module._is_module = is_module
+  Module._iterlist = iterlist
+  return Module
+end
