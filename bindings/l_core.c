@@ -171,6 +171,13 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
 
 /* -- Options ------------------------------------------------------------ */
 
+const char *const l_creation_opts[] = {"dtype", "device", "requires_grad", NULL};
+
+void l_apply_requires_grad(lua_State *L, int opts, em_tensor *t) {
+  if (l_optbool(L, opts, "requires_grad", 0) && em_tensor_set_requires_grad(t, 1) != EM_OK)
+    l_error(L);
+}
+
 /* Options whose value must be a boolean, whichever op takes them: checked
 ** here once, so `{requires_grad = "yes"}` is an error everywhere. */
 static const char *const bool_opts[] = {

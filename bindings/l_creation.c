@@ -12,14 +12,6 @@
 
 #include "l_ember.h"
 
-static const char *const creation_opts[] = {"dtype", "device", "requires_grad", NULL};
-
-static void apply_requires_grad(lua_State *L, int opts, em_tensor *t) {
-  if (l_optbool(L, opts, "requires_grad", 0) &&
-      em_tensor_set_requires_grad(t, 1) != EM_OK)
-    l_error(L);
-}
-
 static double checknum(lua_State *L, int idx, const char *op, const char *what) {
   if (lua_type(L, idx) != LUA_TNUMBER)
     l_errorf(L, "%s: expected a number for %s, got %s", op, what, luaL_typename(L, idx));
@@ -52,7 +44,7 @@ static int l_arange(lua_State *L) {
   if (nnum == 0)
     return l_errorf(L, "arange: expected numbers (end | start, end | start, end, step), got %s",
                     luaL_typename(L, 1));
-  int o = checkopts(L, nnum + 1, "arange", creation_opts);
+  int o = checkopts(L, nnum + 1, "arange", l_creation_opts);
   em_scalar a[3];
   int integral = 1;
   for (int i = 0; i < nnum; i++) {
@@ -68,7 +60,7 @@ static int l_arange(lua_State *L) {
   em_device dev = l_optdevice(L, o, "arange", em_cpu());
   em_tensor **box = l_newbox(L);
   if (em_arange(start, end, step, dt, dev, box) != EM_OK) l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
@@ -91,7 +83,7 @@ static int lin_common(lua_State *L, const char *op, int log) {
   em_status st = log ? em_logspace(start, end, steps, base, dt, dev, box)
                      : em_linspace(start, end, steps, dt, dev, box);
   if (st != EM_OK) l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
@@ -107,12 +99,12 @@ static int l_eye(lua_State *L) {
       return l_errorf(L, "eye: m must be greater or equal to 0, got %lld", (long long)m);
     o = 3;
   }
-  checkopts(L, o, "eye", creation_opts);
+  checkopts(L, o, "eye", l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, "eye", (int)l_default_dtype());
   em_device dev = l_optdevice(L, o, "eye", em_cpu());
   em_tensor **box = l_newbox(L);
   if (em_eye(n, m, dt, dev, box) != EM_OK) l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
@@ -191,14 +183,14 @@ static int make_random(lua_State *L, const char *op, rand_kind k) {
   int64_t sizes[EM_MAX_DIMS];
   int next = 1, ndim = 0;
   if (!lua_isnoneornil(L, 1) && !l_isopts(L, 1)) ndim = l_checksizes(L, 1, op, sizes, &next);
-  int o = checkopts(L, next, op, creation_opts);
+  int o = checkopts(L, next, op, l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, op, (int)l_default_dtype());
   check_float_dtype(L, op, dt);
   em_device dev = l_optdevice(L, o, op, em_cpu());
   em_tensor **box = l_newbox(L);
   if (em_empty(ndim, sizes, dt, dev, box) != EM_OK || fill_random(*box, k) != EM_OK)
     l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
@@ -207,7 +199,7 @@ static int l_randn(lua_State *L) { return make_random(L, "randn", R_RANDN); }
 
 static int make_random_like(lua_State *L, const char *op, rand_kind k) {
   em_tensor *src = l_checktensor(L, 1, op);
-  int o = checkopts(L, 2, op, creation_opts);
+  int o = checkopts(L, 2, op, l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, op, (int)em_tensor_dtype(src));
   check_float_dtype(L, op, dt);
   em_device dev = l_optdevice(L, o, op, em_tensor_device(src));
@@ -215,7 +207,7 @@ static int make_random_like(lua_State *L, const char *op, rand_kind k) {
   if (em_empty(em_tensor_ndim(src), em_tensor_sizes(src), dt, dev, box) != EM_OK ||
       fill_random(*box, k) != EM_OK)
     l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
@@ -241,13 +233,13 @@ static int l_randint(lua_State *L) {
   int64_t low, high, sizes[EM_MAX_DIMS];
   read_bounds(L, 1, k, "randint", &low, &high);
   int next, ndim = l_checksizes(L, k + 1, "randint", sizes, &next);
-  int o = checkopts(L, next, "randint", creation_opts);
+  int o = checkopts(L, next, "randint", l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, "randint", EM_INT64);
   em_device dev = l_optdevice(L, o, "randint", em_cpu());
   em_tensor **box = l_newbox(L);
   if (em_empty(ndim, sizes, dt, dev, box) != EM_OK || em_random_(*box, low, high) != EM_OK)
     l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
@@ -259,25 +251,25 @@ static int l_randint_like(lua_State *L) {
     return l_errorf(L, "randint_like: expected (tensor, [low,] high[, options])");
   int64_t low, high;
   read_bounds(L, 2, k, "randint_like", &low, &high);
-  int o = checkopts(L, k + 2, "randint_like", creation_opts);
+  int o = checkopts(L, k + 2, "randint_like", l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, "randint_like", (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, o, "randint_like", em_tensor_device(src));
   em_tensor **box = l_newbox(L);
   if (em_empty(em_tensor_ndim(src), em_tensor_sizes(src), dt, dev, box) != EM_OK ||
       em_random_(*box, low, high) != EM_OK)
     l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 
 static int l_randperm(lua_State *L) {
   int64_t n = l_checkint(L, 1, "randperm", "n");
-  int o = checkopts(L, 2, "randperm", creation_opts);
+  int o = checkopts(L, 2, "randperm", l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, "randperm", EM_INT64);
   em_device dev = l_optdevice(L, o, "randperm", em_cpu());
   em_tensor **box = l_newbox(L);
   if (em_randperm(n, dt, dev, box) != EM_OK) l_error(L);
-  apply_requires_grad(L, o, *box);
+  l_apply_requires_grad(L, o, *box);
   return 1;
 }
 

@@ -69,6 +69,11 @@ void l_pushelement(lua_State *L, const em_tensor *t, int64_t pos, const char *op
 
 em_dtype l_default_dtype(void);
 
+/* The options every creation function takes, and applying requires_grad
+** from them to the fresh tensor t (raises for integer dtypes). */
+extern const char *const l_creation_opts[];
+void l_apply_requires_grad(lua_State *L, int opts, em_tensor *t);
+
 /* -- Registration --------------------------------------------------------
 ** Each binding file has an l_open_<area> that adds its functions with these:
 ** methods (t:name()), properties (t.name, a getter taking the tensor), and

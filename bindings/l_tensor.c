@@ -9,15 +9,6 @@
 
 #include "l_ember.h"
 
-static const char *const creation_opts[] = {"dtype", "device", "requires_grad", NULL};
-
-/* Applies the requires_grad option to the fresh tensor on the stack top. */
-static void apply_requires_grad(lua_State *L, int opts, em_tensor *t) {
-  if (l_optbool(L, opts, "requires_grad", 0) &&
-      em_tensor_set_requires_grad(t, 1) != EM_OK)
-    l_error(L);
-}
-
 /* Raises the engine's last error as the error of op: a message that names
 ** the engine's own constructor ("full: ..." for T.ones) is renamed, one that
 ** names no operation ("device cuda:0 is not available") gets op in front. */
@@ -141,7 +132,7 @@ static em_tensor *tensor_from_data(lua_State *L, int idx, int dt, em_device dev,
 }
 
 static int l_tensor(lua_State *L) {
-  l_checkopts(L, 2, "tensor", creation_opts);
+  l_checkopts(L, 2, "tensor", l_creation_opts);
   int dt = l_optdtype(L, 2, "tensor", -1);
   em_device dev = l_optdevice(L, 2, "tensor", em_cpu());
   em_tensor *src = l_totensor(L, 1);
@@ -149,14 +140,14 @@ static int l_tensor(lua_State *L) {
     em_tensor **box = l_newbox(L);
     if (em_to(src, dt < 0 ? em_tensor_dtype(src) : (em_dtype)dt, dev, 1, box) != EM_OK)
       l_error(L);
-    apply_requires_grad(L, 2, *box);
+    l_apply_requires_grad(L, 2, *box);
     return 1;
   }
   if (lua_isnoneornil(L, 1))
     return l_errorf(L, "tensor: expected data (a number, boolean or table), got %s",
                       luaL_typename(L, 1));
   em_tensor *t = tensor_from_data(L, 1, dt, dev, "tensor");
-  apply_requires_grad(L, 2, t);
+  l_apply_requires_grad(L, 2, t);
   return 1;
 }
 
@@ -206,7 +197,7 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
   } else {
     check_after_sizes(L, next, op);
   }
-  l_checkopts(L, next, op, creation_opts);
+  l_checkopts(L, next, op, l_creation_opts);
   int def = (int)l_default_dtype();
   if (fk == FILL_VALUE) /* full infers from the value, as PyTorch does */
     def = value.kind == EM_SCALAR_BOOL ? EM_BOOL
@@ -219,7 +210,7 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
   else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
   else st = em_full(ndim, sizes, value, dt, dev, box);
   if (st != EM_OK) creation_error(L, op);
-  apply_requires_grad(L, next, *box);
+  l_apply_requires_grad(L, next, *box);
   return 1;
 }
 
@@ -233,7 +224,7 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   int next = 2;
   em_scalar value = {EM_SCALAR_INT, fk == FILL_ONE, 0};
   if (fk == FILL_VALUE) value = l_checkscalar(L, next++, op);
-  l_checkopts(L, next, op, creation_opts);
+  l_checkopts(L, next, op, l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, next, op, em_tensor_device(src));
   em_tensor **box = l_newbox(L);
@@ -244,7 +235,7 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
   else st = em_full(ndim, sizes, value, dt, dev, box);
   if (st != EM_OK) creation_error(L, op);
-  apply_requires_grad(L, next, *box);
+  l_apply_requires_grad(L, next, *box);
   return 1;
 }
 

@@ -80,9 +80,10 @@ em_bfloat16 em_float_to_bf16(float f);   /* round to nearest even */
 ** float -> int truncates toward zero, NaN -> 0, out of range saturates;
 ** int -> int wraps modulo 2^bits; anything -> bool is "!= 0" (NaN is true). */
 static inline int64_t em_sat_i64(double v, double lo, double hi) {
+  /* hi may be 2^63 (the double nearest INT64_MAX): converting it is UB */
   if (v != v) return 0;
-  if (v <= lo) return (int64_t)lo;
-  if (v >= hi) return (int64_t)hi;
+  if (v <= lo) return lo <= -9223372036854775808.0 ? INT64_MIN : (int64_t)lo;
+  if (v >= hi) return hi >= 9223372036854775808.0 ? INT64_MAX : (int64_t)hi;
   return (int64_t)v;
 }
 
