@@ -650,6 +650,7 @@ int luaopen_ember_core(lua_State *L) {
   l_open_reduce(L);
   l_open_select(L);
   l_open_interop(L);
+  l_open_autograd(L);
 
   /* the collector hook runs on a thread of our own, anchored in the
   ** registry, so it never refers to a coroutine that may be collected */

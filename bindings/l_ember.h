@@ -84,6 +84,7 @@ void l_open_creation(lua_State *L);  /* creation: arange/linspace/logspace/eye a
 void l_open_math(lua_State *L);  /* math: elementwise ops, type promotion, metamethods (issue 5) */
 void l_open_reduce(lua_State *L);  /* reductions and linear algebra (issue 5) */
 void l_open_select(lua_State *L);  /* the index family and assembling: index_select/gather/scatter/cat/stack/split (issue 4) */
-void l_open_interop(lua_State *L);  /* sharing memory with the outside: FFI, .npy, save/load, DLPack (issue 6) */
+void l_open_interop(lua_State *L);
+void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, grad mode (issue 9) */  /* sharing memory with the outside: FFI, .npy, save/load, DLPack (issue 6) */
 
 #endif
