@@ -398,6 +398,25 @@ em_status em_ag_record_indexed(const char *name, const em_tensor *t, int64_t dim
   return st;
 }
 
+em_status em_ag_record_inplace(const char *name, em_tensor *t, const em_tensor *src,
+                               const em_tensor *pos, int accumulate, double alpha) {
+  if (em_dtype_kindof(t->dtype) != EM_KIND_FLOAT) return EM_OK;
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = name;
+  p.extra = pos;
+  p.i[0] = accumulate;
+  p.d[0] = alpha;
+  const em_tensor *in[2] = {t, src};
+  return em_ag_record(EM_AG_INDEXPUT, src ? 2 : 1, in, 1, &t, &p);
+}
+
+em_status em_ag_unsupported(const char *op, const em_tensor *t, const em_tensor *src) {
+  if (grad_disabled || !(t->requires_grad || (src && src->requires_grad))) return EM_OK;
+  return em_fail(EM_E_RUNTIME, "%s: automatic differentiation is not supported for this "
+                 "operation; run it under no_grad or on detached tensors", op);
+}
+
 /* -- Views and in-place writes into them ---------------------------------------- */
 
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src) {
@@ -710,6 +729,17 @@ static em_status sum_to(em_node *n, int i, em_tensor *g, const em_ag_tmeta *m,
     em_tensor_retain(g);
     *out = g;
     return EM_OK;
+  }
+  em_tensor *gx = NULL;
+  if (g->ndim < m->ndim) {  /* the target has extra leading dims (of size 1) */
+    int64_t sz[EM_MAX_DIMS];
+    int extra = m->ndim - g->ndim;
+    for (int d = 0; d < m->ndim; d++) sz[d] = d < extra ? 1 : g->sizes[d - extra];
+    em_status st = em_reshape(g, m->ndim, sz, &gx);
+    if (st != EM_OK) return st;
+    st = sum_to(n, i, gx, m, out);
+    em_tensor_release(gx);
+    return st;
   }
   int lead = g->ndim - m->ndim, ok = lead >= 0, nd = 0;
   int64_t dims[EM_MAX_DIMS];

@@ -40,7 +40,6 @@
   X(WHERE, "WhereBackward0")                                     \
   X(COPYSLICES, "CopySlices")  /* in-place write into a view */  \
   X(OVERWRITE, "CopyBackwards") /* copy_/fill_ over a tensor */  \
-  X(MASKEDFILL, "MaskedFillBackward0")                           \
   X(INDEXPUT, "IndexPutBackward0") /* in-place writes at positions */
 
 typedef enum em_ag_kind {
@@ -85,6 +84,9 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
 ** row-major; a position of numel + 1 reads zero. */
 em_status em_ag_record_gather(const char *name, const em_tensor *in,
                               const em_tensor *pos, em_tensor *out);
+/* The node of an EM_AG_INPLACE write (kind INDEXPUT). */
+em_status em_ag_record_inplace(const char *name, em_tensor *t, const em_tensor *src,
+                               const em_tensor *pos, int accumulate, double alpha);
 /* values = t gathered along dim at 1-based indices (max/min/sort/topk/...;
 ** indices without the dim unless keepdim). */
 em_status em_ag_record_indexed(const char *name, const em_tensor *t, int64_t dim,
@@ -166,6 +168,33 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     }                                                                       \
     return ag_st_;                                                          \
   } while (0)
+
+/* An in-place write into T at positions (1-based flat, found by POS_EXPR
+** from ag_ar_, an arange of T's shape, into ag_pos_) of the values SRC
+** (NULL: a scalar) -- index_put_, masked_fill_, scatter_, index_add_, ...
+** ACC: the values add to T (T keeps its gradient); ALPHA scales SRC's. */
+#define EM_AG_INPLACE(OP, NAME, T, SRC, ACC, ALPHA, CALL, POS_EXPR)          \
+  do {                                                                      \
+    int ag_on_ = em_ag_pause();                                             \
+    em_status ag_st_ = EM_OK;                                               \
+    const em_tensor *ag_s_ = (SRC);                                         \
+    int ag_any_ = ag_on_ && ((T)->requires_grad || (ag_s_ && ag_s_->requires_grad)); \
+    if (ag_any_) ag_st_ = em_ag_check_inplace((OP), (T));                   \
+    if (ag_st_ == EM_OK) ag_st_ = (CALL);                                   \
+    em_tensor *ag_ar_ = NULL, *ag_pos_ = NULL;                              \
+    if (ag_st_ == EM_OK && ag_any_) ag_st_ = em_ag_arange_like((T), &ag_ar_); \
+    if (ag_st_ == EM_OK && ag_any_) ag_st_ = (POS_EXPR);                    \
+    em_ag_resume(ag_on_);                                                   \
+    if (ag_st_ == EM_OK && ag_any_)                                         \
+      ag_st_ = em_ag_record_inplace((NAME), (T), ag_s_, ag_pos_, (ACC), (ALPHA)); \
+    em_tensor_release(ag_ar_);                                              \
+    em_tensor_release(ag_pos_);                                             \
+    return ag_st_;                                                          \
+  } while (0)
+
+/* An in-place op autograd has no formula for: an error when it would be
+** recorded (a wrong gradient is never given). */
+em_status em_ag_unsupported(const char *op, const em_tensor *t, const em_tensor *src);
 
 static inline int ag_same_(int n, const em_tensor *const *in, const em_tensor *out) {
   for (int i = 0; i < n; i++)

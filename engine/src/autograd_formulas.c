@@ -844,14 +844,19 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
     case EM_AG_MM: case EM_AG_BMM: case EM_AG_MATMUL: case EM_AG_ADDMM: case EM_AG_LINEAR:
       linalg_formula(f, gout, gin);
       break;
-    case EM_AG_CAT: {  /* pieces of g along dim, one per (non-skipped) input */
+    case EM_AG_CAT: {
+      /* pieces of g along dim; an input's piece has its element count
+      ** (inputs of hstack/vstack/dstack took extra dims: reshaped back) */
       int64_t dim = n->p.i[0], at = 1;
-      for (int i = 0; i < n->nin && OK; i++) {
+      int ax = (int)(dim < 0 ? dim + g->ndim : dim - 1);
+      int64_t other = 1;
+      for (int d = 0; d < g->ndim; d++) if (d != ax) other *= g->sizes[d];
+      for (int i = 0; i < n->nin && OK && other > 0; i++) {
         const em_ag_tmeta *m = &n->in[i];
-        if (m->ndim == 1 && m->sizes[0] == 0) continue;  /* skipped by cat */
-        int ax = (int)(dim < 0 ? dim + g->ndim : dim - 1);
-        int64_t len = m->sizes[ax];
-        if (NEED(i)) gin[i] = narrow(f, g, dim, at, len);
+        int64_t numel = 1;
+        for (int d = 0; d < m->ndim; d++) numel *= m->sizes[d];
+        int64_t len = numel / other;
+        if (NEED(i)) gin[i] = reshape(f, narrow(f, g, dim, at, len), m->ndim, m->sizes);
         at += len;
       }
       break;
@@ -868,11 +873,6 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       em_tensor *z = zeros_like(f, g);
       if (NEED(1)) gin[1] = where(f, c, (em_tensor *)g, z);
       if (NEED(2)) gin[2] = where(f, c, z, (em_tensor *)g);
-      break;
-    }
-    case EM_AG_MASKEDFILL: {  /* inputs: self, mask; the filled places get 0 */
-      em_tensor *m = saved(f, EM_AG_SV_EXTRA(n));
-      if (NEED(0)) gin[0] = where(f, m, zeros_like(f, g), (em_tensor *)g);
       break;
     }
     case EM_AG_INDEXPUT: {
