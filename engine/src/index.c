@@ -639,7 +639,12 @@ static em_status index_put_tensors_nograd(em_tensor *t, int n, const em_tensor *
 
 em_status em_index_get(const em_tensor *t, int n, const em_index_item *items,
                        em_tensor **out) {
-  EM_AG_GATHER("IndexBackward0", t, out, index_get_nograd(ag_src_, n, items, ag_dst_));
+  const char *name = "SliceBackward0";  /* PyTorch's names: t[1:2], t[1], t[idx] */
+  for (int i = 0; i < n; i++)
+    if (items[i].kind == EM_INDEX_INT) name = "SelectBackward0";
+  for (int i = 0; i < n; i++)
+    if (items[i].kind == EM_INDEX_TENSOR) name = "IndexBackward0";
+  EM_AG_GATHER(name, t, out, index_get_nograd(ag_src_, n, items, ag_dst_));
 }
 
 em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
