@@ -439,8 +439,48 @@ static void extent(const em_tensor *t, int64_t *lo, int64_t *hi) {
   }
 }
 
+/* b contiguous: element (i1..in) of v is flat position
+** 1 + (v.offset - b.offset) + sum(ik * stride_k) of b. */
+static em_status contiguous_positions(const em_tensor *b, const em_tensor *v,
+                                      em_tensor **pos) {
+  em_scalar first = {EM_SCALAR_INT, 1 + v->offset - b->offset, 0};
+  em_tensor *p = NULL;
+  em_status st = em_full(v->ndim, v->sizes, first, EM_INT64, em_cpu(), &p);
+  for (int d = 0; d < v->ndim && st == EM_OK; d++) {
+    if (v->sizes[d] <= 1 || v->strides[d] == 0) continue;
+    em_scalar z = {EM_SCALAR_INT, 0, 0}, e = {EM_SCALAR_INT, v->sizes[d] * v->strides[d], 0};
+    em_scalar step = {EM_SCALAR_INT, v->strides[d], 0};
+    em_tensor *ar = NULL, *arv = NULL;
+    int64_t sz[EM_MAX_DIMS];
+    for (int k = 0; k < v->ndim; k++) sz[k] = k == d ? v->sizes[d] : 1;
+    st = em_arange(z, e, step, EM_INT64, em_cpu(), &ar);
+    if (st == EM_OK) st = em_reshape(ar, v->ndim, sz, &arv);
+    if (st == EM_OK) {
+      em_operand ops[2] = {{p, {EM_SCALAR_INT, 0, 0}}, {arv, {EM_SCALAR_INT, 0, 0}}};
+      st = em_elementwise(EM_OP_ADD, 2, ops, NULL, p, NULL);
+    }
+    em_tensor_release(ar);
+    em_tensor_release(arv);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(p);
+    return st;
+  }
+  *pos = p;
+  return EM_OK;
+}
+
 em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor **pos) {
   int on = em_ag_pause();
+  int64_t vlo0, vhi0;
+  extent(v, &vlo0, &vhi0);
+  if (em_tensor_is_contiguous(b) &&
+      (em_tensor_numel(v) == 0 ||
+       (vlo0 >= b->offset && vhi0 < b->offset + em_tensor_numel(b)))) {
+    em_status st = contiguous_positions(b, v, pos);
+    em_ag_resume(on);
+    return st;
+  }
   int64_t lo, hi, vlo, vhi;
   extent(b, &lo, &hi);
   extent(v, &vlo, &vhi);

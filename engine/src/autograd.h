@@ -116,7 +116,8 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
 
 /* A gather-like single-output op on SRC: EXPR computes it from ag_src_
 ** into ag_dst_; when recording, EXPR runs again on an arange of SRC's shape
-** to find where each output element came from. */
+** to find where each output element came from (a view of a contiguous SRC
+** computes that from the view's strides instead: O(output), not O(input)). */
 #define EM_AG_GATHER(NAME, SRC, OUT, EXPR)                                  \
   do {                                                                      \
     const em_tensor *ag_src_ = (SRC);                                       \
@@ -129,11 +130,15 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     if (ag_st_ == EM_OK && ag_on_ && (SRC)->requires_grad &&                \
         *(OUT) != (SRC)) {                                                  \
       em_tensor *ag_res_ = *(OUT), *ag_pos_ = NULL, *ag_ar_ = NULL;         \
-      ag_st_ = em_ag_arange_like((SRC), &ag_ar_);                           \
-      if (ag_st_ == EM_OK) {                                                \
-        ag_src_ = ag_ar_;                                                   \
-        ag_dst_ = &ag_pos_;                                                 \
-        ag_st_ = (EXPR);                                                    \
+      if (ag_res_->storage == (SRC)->storage && em_tensor_is_contiguous(SRC)) { \
+        ag_st_ = em_ag_view_positions((SRC), ag_res_, &ag_pos_);            \
+      } else {                                                              \
+        ag_st_ = em_ag_arange_like((SRC), &ag_ar_);                         \
+        if (ag_st_ == EM_OK) {                                              \
+          ag_src_ = ag_ar_;                                                 \
+          ag_dst_ = &ag_pos_;                                               \
+          ag_st_ = (EXPR);                                                  \
+        }                                                                   \
       }                                                                     \
       if (ag_st_ == EM_OK)                                                  \
         ag_st_ = em_ag_record_gather((NAME), (SRC), ag_pos_, ag_res_);      \
