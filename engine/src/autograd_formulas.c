@@ -665,6 +665,16 @@ static void reduce_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
     case EM_REDUCE_MEAN:
       gin[0] = MULS(unreduce(f, g, 1), 1.0 / (double)reduced_count(n));
       break;
+    case EM_REDUCE_NANMEAN: {  /* g / (count of non-NaN), 0 at the NaNs */
+      em_tensor *x = saved(f, 0);
+      em_tensor *nan = un(f, EM_OP_ISNAN, x);
+      em_tensor *keepf = cast(f, un(f, EM_OP_LOGICAL_NOT, nan), g->dtype);
+      int64_t dims[EM_MAX_DIMS];
+      int nd = reduced_list(n, dims);
+      em_tensor *cnt = sum_dims(f, keepf, nd, dims, 1);
+      gin[0] = MUL(DIV(unreduce(f, g, 0), cnt), keepf);
+      break;
+    }
     case EM_REDUCE_PROD: {
       em_tensor *x = saved(f, 0);
       gin[0] = MUL(unreduce(f, g, 1), prod_others(f, x));

@@ -18,6 +18,9 @@ local function distinct(...) -- well separated values (max/sort/median)
   return (T.randperm(n):double() * 0.5 + T.rand(n):double() * 0.1):view(...):requires_grad_()
 end
 local function idx(t) return T.tensor(t, { dtype = T.int64 }) end
+-- NaN at three places of a 3x4 matrix, 0 elsewhere
+local nans = T.where(T.tensor { { false, true, false, false }, { true, false, false, false }, { false, false, false, true } },
+  T.full({ 3, 4 }, 0 / 0, { dtype = T.float64 }), T.zeros(3, 4, { dtype = T.float64 }))
 
 local cases = {
   -- elementwise, with broadcasting and scalars
@@ -85,6 +88,10 @@ local cases = {
   { "max dim", function(a) return a:max(2) end, { distinct(3, 4) } },
   { "min dim keepdim", function(a) return a:min(1, true) end, { distinct(3, 4) } },
   { "max all", function(a) return a:max() end, { distinct(3, 4) } },
+  { "nansum (NaN places get no gradient)", function(a) return (a + nans):nansum(2) end, { r(3, 4) } },
+  { "nanmean", function(a) return (a + nans):nanmean(1) end, { r(3, 4) } },
+  { "cummin", function(a) return a:cummin(1) end, { distinct(3, 4) } },
+  { "std_mean", function(a) return a:std_mean(2) end, { r(3, 4) } },
   { "std", function(a) return a:std(2) end, { r(3, 4) } },
   { "var", function(a) return a:var() end, { r(3, 4) } },
   { "var_mean", function(a) return a:var_mean(1) end, { r(3, 4) } },
@@ -157,6 +164,7 @@ local cases = {
   { "hstack 1-d", function(a, b) return T.hstack { a, b } end, { r(2), r(3) } },
   { "vstack", function(a, b) return T.vstack { a, b } end, { r(3), r(2, 3) } },
   { "dstack", function(a, b) return T.dstack { a, b } end, { r(3), r(3) } },
+  { "hstack 2-d", function(a, b) return T.hstack { a, b } end, { r(2, 1), r(2, 3) } },
   { "split", function(a) return a:split(2, 2) end, { r(3, 5) } },
   { "chunk", function(a) return a:chunk(2) end, { r(5, 2) } },
   { "unbind", function(a) return a:unbind(2) end, { r(3, 2) } },
@@ -169,6 +177,12 @@ local cases = {
   { "scatter_add", function(a, s) return a:scatter_add(1, idx { { 2, 1, 2 } }, s) end, { r(2, 3), r(1, 3) } },
   { "masked_fill", function(a) return a:masked_fill(T.tensor { true, false, true }, 0) end, { r(2, 3) } },
   { "put", function(a, s) return a:put(idx { 1, 6, 1 }, s, true) end, { r(2, 3), r(3) } },
+  { "index_put_ accumulate", function(a, v)
+    local y = a * 1
+    y:index_put_({ idx { 1, 1, 3 } }, v, true)
+    return y
+  end, { r(3, 2), r(3, 2) } },
+  { "scatter_reduce sum", function(a, s) return a:scatter_reduce(1, idx { 2, 2, 1 }, s, "sum") end, { r(3), r(3) } },
   { "setitem of a tensor", function(a, v)
     local y = a * 1
     y[{ {}, 2 }] = v

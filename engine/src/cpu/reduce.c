@@ -1313,7 +1313,8 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
   static const char *const all_names[] = {"SumBackward0", "ProdBackward0", "MeanBackward0"};
   if ((unsigned)rop <= EM_REDUCE_COUNT_NONZERO) p.name = names[rop];
   if (rop <= EM_REDUCE_MEAN && p.nlist == 0 && !keepdim) p.name = all_names[rop];
-  if (rop == EM_REDUCE_PROD || rop == EM_REDUCE_NANSUM) p.save_in = 1;
+  if (rop == EM_REDUCE_PROD || rop == EM_REDUCE_NANSUM || rop == EM_REDUCE_NANMEAN)
+    p.save_in = 1;
   if (rop == EM_REDUCE_AMAX || rop == EM_REDUCE_AMIN) p.save_in = p.save_out = 1;
   const em_tensor *in[1] = {t};
   EM_AG_CALL(EM_AG_REDUCE, 1, in, out, &p,
