@@ -94,6 +94,12 @@ em_status em_ag_record_indexed(const char *name, const em_tensor *t, int64_t dim
 /* int64 1..numel in t's shape (contiguous). */
 em_status em_ag_arange_like(const em_tensor *t, em_tensor **out);
 
+/* Views of floating tensors remember their base in grad mode, whether or
+** not it requires grad: a later in-place write of a value that requires
+** grad into the view must reach the base. */
+static inline int em_ag_viewable(const em_tensor *t) {
+  return em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+}
 /* Marks out as a view of src (of src's base when src is a view), so an
 ** in-place op on out rebases the base's history (CopySlices). */
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src);
@@ -124,8 +130,8 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     em_tensor **ag_dst_ = (OUT);                                            \
     int ag_on_ = em_ag_pause();                                             \
     em_status ag_st_ = (EXPR);                                              \
-    if (ag_st_ == EM_OK && ag_on_ && (SRC)->requires_grad && *(OUT) != (SRC) && \
-        (*(OUT))->storage == (SRC)->storage)                                \
+    if (ag_st_ == EM_OK && ag_on_ && *(OUT) != (SRC) &&                     \
+        (*(OUT))->storage == (SRC)->storage && em_ag_viewable(SRC))         \
       ag_st_ = em_ag_set_base(*(OUT), (SRC));                               \
     if (ag_st_ == EM_OK && ag_on_ && (SRC)->requires_grad &&                \
         *(OUT) != (SRC)) {                                                  \
@@ -160,7 +166,7 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     int ag_on_ = em_ag_pause();                                             \
     em_status ag_st_ = (CALL);                                              \
     em_ag_resume(ag_on_);                                                   \
-    if (ag_st_ == EM_OK && ag_on_ && (IN)[0] && (IN)[0]->requires_grad &&   \
+    if (ag_st_ == EM_OK && ag_on_ && (IN)[0] && em_ag_viewable((IN)[0]) &&  \
         *(OUT) != (IN)[0] && (*(OUT))->storage == (IN)[0]->storage)         \
       ag_st_ = em_ag_set_base(*(OUT), (IN)[0]);                             \
     if (ag_st_ == EM_OK && ag_on_ && em_ag_any((NIN), (IN)) &&              \

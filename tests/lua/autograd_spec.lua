@@ -268,6 +268,16 @@ describe("in-place ops and views", function()
     assert.are.same({ 2, 100, 6 }, list(x.grad))
   end)
 
+  it("writing a value that requires grad into a view of a plain tensor", function()
+    local x = f32 { 2, 3 }
+    local y = T.zeros(4)
+    y:narrow(1, 2, 2):copy_(x)
+    assert.is_true(y.requires_grad)
+    assert.are.equal("CopySlices", y.grad_fn:name())
+    ;(y * T.tensor { 1, 10, 100, 1000 }):sum():backward()
+    assert.are.same({ 10, 100 }, list(x.grad))
+  end)
+
   it("setitem of a value that requires grad", function()
     local v = f32 { 7, 8 }
     local y = T.zeros(2, 3)
