@@ -917,52 +917,35 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       break;
     case EM_AG_COPYSLICES: {
       /* g is the base's; the view's part of it goes through the in-place
-      ** op's node; that node's gradient for its first input (the view's old
-      ** values) replaces the part in the base's gradient */
+      ** op's node, whose gradient for its first input (the view's old
+      ** values) replaces that part of g. Written with recorded ops (take,
+      ** put, where), so it can be differentiated again. */
       em_node *inner = n->inner;
       em_tensor *pos = saved(f, EM_AG_SV_EXTRA(n));
-      em_tensor *gb = NULL;
-      if (OK) gb = keep(f, em_clone(g, &gb), &gb);
-      em_tensor *gv = reshape(f, take(f, gb, pos), inner->out[0].ndim, inner->out[0].sizes);
+      em_tensor *gv = reshape(f, take(f, g, pos), inner->out[0].ndim, inner->out[0].sizes);
       if (!OK) break;
       em_tensor **ig = calloc((size_t)inner->nin + 1, sizeof *ig);
       if (!ig) { f->st = em_fail(EM_E_NOMEM, "backward: out of memory"); break; }
       em_tensor *gvs[1] = {gv};
       em_status st = em_ag_apply(inner, gvs, ig);
-      if (st == EM_OK && NEED(0)) {
-        em_tensor *flatpos = NULL, *vals = ig[0];
-        int64_t np = em_tensor_numel(pos);
-        st = em_reshape(pos, 1, &np, &flatpos);
-        em_tensor *zv = NULL, *fv = NULL;
-        if (st == EM_OK && !vals) {
-          st = em_zeros(gv->ndim, gv->sizes, gb->dtype, em_cpu(), &zv);
-          vals = zv;
-        }
-        if (st == EM_OK && vals->dtype != gb->dtype) {
-          em_tensor *c = NULL;
-          st = em_to(vals, gb->dtype, em_cpu(), 0, &c);
-          em_tensor_release(zv);
-          zv = c;
-          vals = c;
-        }
-        if (st == EM_OK) st = em_reshape(vals, 1, &np, &fv);
-        em_tensor *fvc = NULL;
-        if (st == EM_OK) st = em_contiguous(fv, &fvc);
-        if (st == EM_OK) {
-          int on = em_ag_pause();
-          st = em_put_(gb, flatpos, fvc, 0);
-          em_ag_resume(on);
-        }
-        em_tensor_release(flatpos);
-        em_tensor_release(zv);
-        em_tensor_release(fv);
-        em_tensor_release(fvc);
-        gin[0] = gb;
+      for (int i = 0; i < inner->nin; i++) {  /* into the arena */
+        em_tensor *t = ig[i];
+        ig[i] = NULL;
+        if (t) t = keep(f, st, &t);
+        if (i > 0 && i < n->nin) gin[i] = t;
+        else if (i == 0) ig[0] = t;
       }
-      for (int i = 1; i < n->nin && st == EM_OK; i++) gin[i] = ig[i] ? keep(f, EM_OK, &ig[i]) : NULL, ig[i] = NULL;
-      for (int i = 0; i < inner->nin; i++) em_tensor_release(ig[i]);
+      em_tensor *v0 = ig[0];
       free(ig);
-      if (st != EM_OK && OK) f->st = st;
+      if (st != EM_OK) { if (OK) f->st = st; break; }
+      if (NEED(0)) {
+        em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
+        em_tensor *ones = NULL;
+        if (OK) ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_cpu(), &ones), &ones);
+        em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
+        em_tensor *part = v0 ? put(f, cast(f, v0, g->dtype), pos, &n->in[0]) : zeros_like(f, g);
+        gin[0] = where(f, hit, part, (em_tensor *)g);
+      }
       break;
     }
     default:

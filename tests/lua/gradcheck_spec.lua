@@ -224,6 +224,38 @@ describe("gradcheck: the backward of every differentiable op matches finite diff
     end)
   end
 
+  -- second derivatives: gradcheck of the first derivative (create_graph)
+  local function first_derivative(fn)
+    return function(...)
+      local ins = { ... }
+      local out = fn(...)
+      local gs = T.autograd.grad(out:sum(), ins, { create_graph = true })
+      return gs
+    end
+  end
+  local second = {
+    { "tanh, mul and exp", function(a, b) return (a * b):tanh() * b:exp() end, { r(3), r(3) } },
+    { "matmul and softmax", function(a, b) return a:matmul(b):softmax(2) * T.arange(3):double() end, { r(2, 4), r(4, 3) } },
+    { "log_softmax, logsumexp, std", function(a) return a:log_softmax(1) * a:logsumexp(1, true) + a:std() end, { r(3, 2) } },
+    { "views and gathers", function(a) return a:t()[{ idx { 2, 1, 2 } }]:cumsum(1):pow(2) end, { r(3, 2) } },
+    { "in-place on a view (CopySlices)", function(a, b)
+      local y = a * a
+      y:narrow(1, 1, 2):mul_(b)
+      return y * y
+    end, { r(3), r(2) } },
+    { "setitem", function(a, v)
+      local y = a * 2
+      y[{ idx { 1, 3 } }] = v * v
+      return y * a
+    end, { r(3), r(2) } },
+    { "prod, norm, max", function(a) return a:prod(1) + a:norm() * a:amax() end, { distinct(2, 3) } },
+  }
+  for _, c in ipairs(second) do
+    it("second derivative: " .. c[1], function()
+      assert.is_true(T.autograd.gradcheck(first_derivative(c[2]), c[3]))
+    end)
+  end
+
   it("fails (and says where) for a wrong derivative", function()
     -- sign's derivative is 0 almost everywhere; as a stand-in for a wrong
     -- formula, a function whose output does not depend differentiably on

@@ -992,7 +992,11 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
   if (st == EM_OK && any && out && !inplace)
     st = em_fail(EM_E_VALUE, "%s: functions with out= arguments don't support automatic "
                  "differentiation, but one of the arguments requires grad", name);
-  if (st == EM_OK && any && inplace && (save_in & 1)) st = em_clone(out, &pre);
+  if (st == EM_OK && any && inplace && (save_in & 1)) {
+    em_ag_resume(on);  /* recorded: the old value keeps its history */
+    st = em_clone(out, &pre);
+    em_ag_pause();
+  }
   if (st == EM_OK) st = elementwise_nograd(op, n, inputs, opts, out, result);
   em_ag_resume(on);
   if (st == EM_OK && any) {
