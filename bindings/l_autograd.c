@@ -122,7 +122,7 @@ static int l_detach_(lua_State *L) {
 }
 
 static const char *const backward_opts[] = {"gradient", "retain_graph", "create_graph",
-                                            "inputs", NULL};
+                                            NULL};
 
 /* t:backward([gradient][, {retain_graph=, create_graph=}]) */
 static int l_backward(lua_State *L) {

@@ -269,8 +269,10 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
     if (!(p && (p->save_in >> i & 1)) || !in[i]) continue;
     int k = 0;
     while (k < nout && out[k] != in[i]) k++;
-    if (p->pre[i < 3 ? i : 0] && i < 3)
+    if (i < 3 && p->pre[i])
       st = save(n, i, p->pre[i], 0, 0);
+    else if (i > 0 && in[i] == in[0] && p->pre[0])  /* a.mul_(a): the old a */
+      st = save(n, i, p->pre[0], 0, 0);
     else
       st = save(n, k < nout ? EM_AG_SV_OUT(n, k) : i, in[i], k < nout, k);
   }

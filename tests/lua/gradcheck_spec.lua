@@ -198,6 +198,11 @@ local cases = {
     y:mul_(b):add_(b, { alpha = 2 }):sub_(1):exp_()
     return y
   end, { r(3), r(3) } },
+  { "in-place op with itself as the other operand", function(a)
+    local y = a * 1
+    y:mul_(y)
+    return y
+  end, { r(3) } },
   { "in-place op on a view (CopySlices)", function(a, b)
     local y = a * 1
     y:narrow(1, 2, 2):mul_(b)
