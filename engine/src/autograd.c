@@ -846,6 +846,8 @@ static em_status run_node(run *r, em_node *n) {
     if (!gin[i] || (!e->node && !e->leaf)) continue;
     em_tensor *g = NULL, *c = NULL;
     st = sum_to(n, i, gin[i], &n->in[i], &g);
+    em_tensor_release(gin[i]);  /* so a fresh gradient can become .grad uncopied */
+    gin[i] = NULL;
     if (st == EM_OK && g->dtype != n->in[i].dtype) {
       st = em_to(g, n->in[i].dtype, em_cpu(), 0, &c);
       em_tensor_release(g);
