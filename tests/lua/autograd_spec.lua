@@ -314,6 +314,18 @@ describe("in-place ops and views", function()
     assert.are.same({ 2, 4 }, list(x:detach()))
   end)
 
+  it("random fills: an error on a leaf that requires grad; a filled non-leaf loses its history", function()
+    local x = f32 { 1, 2 }
+    assert.has_error(function() x:uniform_() end,
+      "uniform_: a leaf tensor that requires grad is being used in an in-place operation")
+    local y = x * 2
+    y:bernoulli_(0.5)
+    assert.are.equal("FillBackward0", y.grad_fn:name())
+    ;(y * x):sum():backward()
+    assert.are.same(list(y:detach()), list(x.grad))
+    T.no_grad(function() x:normal_() end)
+  end)
+
   it("in-place ops autograd cannot differentiate are errors, not wrong gradients", function()
     local x = f32 { 1, 2 }
     local y = T.zeros(3)
