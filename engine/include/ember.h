@@ -779,6 +779,25 @@ em_status em_autograd_grad(int nout, em_tensor *const *outputs, em_tensor *const
                            int nin, const em_tensor *const *inputs, int retain_graph,
                            int create_graph, int allow_unused, em_tensor **results);
 
+/* A differentiable op of the host's own (PyTorch's autograd.Function, and
+** how kernels with a separate backward join the graph): after computing
+** outputs from inputs (NULL entries allowed), record a node named name.
+** backward receives the saved tensors (checked against in-place changes),
+** the gradients of the outputs (zeros for outputs no gradient reached) and
+** fills grad_inputs[0..nin) with new references (NULL: no gradient); it runs
+** in grad mode when the backward is being recorded (create_graph), so a
+** backward written with engine ops supports higher derivatives. Nothing is
+** recorded outside grad mode or when no input requires grad. ctx belongs to
+** the node from this call on (free_ctx, may be NULL, is called once, also
+** when nothing is recorded or on failure). */
+typedef em_status (*em_autograd_backward_fn)(void *ctx, int nsaved, em_tensor *const *saved,
+                                             int nout, em_tensor *const *grad_outputs,
+                                             int nin, em_tensor **grad_inputs);
+em_status em_autograd_record(const char *name, int nin, const em_tensor *const *inputs,
+                             int nout, em_tensor *const *outputs, int nsaved,
+                             const em_tensor *const *saved, em_autograd_backward_fn backward,
+                             void *ctx, void (*free_ctx)(void *ctx));
+
 /* (end of Autograd) */
 
 #ifdef __cplusplus

@@ -149,6 +149,8 @@ void em_node_release(em_node *n) {
     free(n->saved);
     free(n->retain);
     free(n->buf);
+    if (n->custom_free) n->custom_free(n->custom_ctx);
+    free(n->owned_name);
     free(n);
     n = NULL;
   }
@@ -348,6 +350,60 @@ em_status em_ag_saved_get(em_node *n, int k, em_tensor **out) {
   em_tensor_retain(s->data);
   *out = s->data;
   return EM_OK;
+}
+
+/* -- Custom ops ------------------------------------------------------------------ */
+
+em_status em_autograd_record(const char *name, int nin, const em_tensor *const *inputs,
+                             int nout, em_tensor *const *outputs, int nsaved,
+                             const em_tensor *const *saved, em_autograd_backward_fn backward,
+                             void *ctx, void (*free_ctx)(void *ctx)) {
+  int any_float = 0;
+  for (int k = 0; k < nout; k++) any_float |= is_float(outputs[k]);
+  if (grad_disabled || !em_ag_any(nin, inputs) || !any_float || nin < 0 || nout < 0 ||
+      nsaved < 0) {
+    if (free_ctx) free_ctx(ctx);
+    if (nin < 0 || nout < 0 || nsaved < 0)
+      return em_fail(EM_E_VALUE, "autograd_record: negative counts");
+    return EM_OK;
+  }
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  em_node *n;
+  em_status st = node_new(EM_AG_CUSTOM, nin, nout, &p, &n);
+  if (st != EM_OK) {
+    if (free_ctx) free_ctx(ctx);
+    return st;
+  }
+  n->custom_fn = backward;
+  n->custom_ctx = ctx;
+  n->custom_free = free_ctx;
+  n->owned_name = strdup(name ? name : "CustomBackward");
+  em_ag_saved *sv = calloc((size_t)nsaved + 1, sizeof *sv);
+  if (!n->owned_name || !sv) {
+    free(sv);
+    em_node_release(n);
+    return em_fail(EM_E_NOMEM, "autograd_record: out of memory");
+  }
+  n->name = n->owned_name;
+  free(n->saved);
+  n->saved = sv;
+  n->nsaved = nsaved;
+  for (int i = 0; i < nin; i++) {
+    tmeta_of(inputs[i], &n->in[i]);
+    edge_of(inputs[i], &n->next[i]);
+  }
+  for (int k = 0; k < nout; k++) tmeta_of(outputs[k], &n->out[k]);
+  for (int j = 0; j < nsaved && st == EM_OK; j++) {
+    if (!saved[j]) continue;
+    int k = 0;
+    while (k < nout && outputs[k] != saved[j]) k++;
+    st = save(n, j, saved[j], k < nout, k);
+  }
+  for (int k = 0; k < nout && st == EM_OK; k++)
+    if (is_float(outputs[k])) st = set_history(outputs[k], n, k);
+  em_node_release(n);
+  return st;
 }
 
 /* -- Gather-like ops ------------------------------------------------------------ */

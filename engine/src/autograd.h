@@ -40,7 +40,8 @@
   X(WHERE, "WhereBackward0")                                     \
   X(COPYSLICES, "CopySlices")  /* in-place write into a view */  \
   X(OVERWRITE, "CopyBackwards") /* copy_/fill_ over a tensor */  \
-  X(INDEXPUT, "IndexPutBackward0") /* in-place writes at positions */
+  X(INDEXPUT, "IndexPutBackward0") /* in-place writes at positions */ \
+  X(CUSTOM, "CustomBackward")   /* em_autograd_record: a host's formula */
 
 typedef enum em_ag_kind {
 #define EM_AG_ENUM(k, n) EM_AG_##k,
@@ -264,6 +265,11 @@ struct em_node {
   int has_saved, freed;
   em_tensor **retain;     /* nout weak pointers (retain_grad) */
   em_node *inner;         /* COPYSLICES: the in-place op's node */
+  /* CUSTOM: the host's backward, its context, and the node's own name */
+  em_autograd_backward_fn custom_fn;
+  void *custom_ctx;
+  void (*custom_free)(void *ctx);
+  char *owned_name;
   int64_t base_geom[2 * EM_MAX_DIMS + 2]; /* COPYSLICES: view ndim, sizes,
                                              strides, offset - base offset */
   /* scratch of one backward run */

@@ -948,6 +948,27 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       }
       break;
     }
+    case EM_AG_CUSTOM: {  /* the host's formula, with the saved tensors unpacked */
+      em_tensor **sv = calloc((size_t)n->nsaved + 1, sizeof *sv);
+      if (!sv) { f->st = em_fail(EM_E_NOMEM, "backward: out of memory"); break; }
+      for (int j = 0; j < n->nsaved && OK; j++)
+        if (n->saved[j].data) sv[j] = saved(f, j);
+      em_tensor **gi = calloc((size_t)n->nin + 1, sizeof *gi);
+      if (!gi) f->st = em_fail(EM_E_NOMEM, "backward: out of memory");
+      if (OK) {
+        em_status st = n->custom_fn(n->custom_ctx, n->nsaved, sv, n->nout, gout, n->nin, gi);
+        if (st != EM_OK) f->st = st;
+      }
+      for (int i = 0; gi && i < n->nin; i++) {  /* into the arena */
+        if (!gi[i]) continue;
+        em_tensor *t = gi[i];
+        if (OK) gin[i] = keep(f, EM_OK, &t);
+        else em_tensor_release(t);
+      }
+      free(gi);
+      free(sv);
+      break;
+    }
     default:
       if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: no formula for %s", n->name);
   }

@@ -148,7 +148,59 @@ TEST(autograd_grad_and_version_checks) {
   em_tensor_release(x);
 }
 
+/* d/dx x^2 = 2 x g, written with engine ops (so it can be differentiated) */
+static int ctx_freed;
+static em_status square_backward(void *ctx, int nsaved, em_tensor *const *saved, int nout,
+                                 em_tensor *const *gout, int nin, em_tensor **gin) {
+  (void)ctx;
+  if (nsaved != 1 || nout != 1 || nin != 1) return EM_E_VALUE;
+  em_tensor *gx = NULL;
+  em_status st = em_binary(EM_OP_MUL, gout[0], saved[0], &gx);
+  if (st == EM_OK) {
+    em_operand ops[2] = {{gx, {EM_SCALAR_INT, 0, 0}}, {NULL, {EM_SCALAR_INT, 2, 0}}};
+    st = em_elementwise(EM_OP_MUL, 2, ops, NULL, NULL, &gin[0]);
+  }
+  em_tensor_release(gx);
+  return st;
+}
+static void free_ctx(void *ctx) { ctx_freed += ctx == (void *)&ctx_freed; }
+
+TEST(custom_ops_join_the_graph) {
+  double xv[2] = {1.5, -3};
+  em_tensor *x = vec(xv, 2, 1), *y = NULL, *s = NULL, *g = NULL, *gg = NULL;
+  em_set_grad_enabled(0);  /* the host's own forward kernel */
+  CHECK_OK(em_binary(EM_OP_MUL, x, x, &y));
+  em_set_grad_enabled(1);
+  const em_tensor *in[1] = {x};
+  ctx_freed = 0;
+  CHECK_OK(em_autograd_record("SquareBackward", 1, in, 1, &y, 1, in, square_backward,
+                              &ctx_freed, free_ctx));
+  CHECK(em_tensor_requires_grad(y) && strcmp(em_tensor_grad_fn_name(y), "SquareBackward") == 0);
+  CHECK_OK(em_reduce(EM_REDUCE_SUM, y, 0, NULL, 0, -1, &s));
+  CHECK_OK(em_autograd_grad(1, &s, NULL, 1, in, 1, 1, 0, &g));
+  CHECK(g && at(g, 0) == 3 && at(g, 1) == -6);
+  em_tensor *gs = NULL;
+  CHECK_OK(em_reduce(EM_REDUCE_SUM, g, 0, NULL, 0, -1, &gs));
+  CHECK_OK(em_autograd_grad(1, &gs, NULL, 1, in, 0, 0, 0, &gg));  /* second derivative */
+  CHECK(gg && at(gg, 0) == 2 && at(gg, 1) == 2);
+  em_tensor_release(gg);
+  em_tensor_release(gs);
+  em_tensor_release(g);
+  em_tensor_release(s);
+  CHECK(ctx_freed == 0);
+  em_tensor_release(y);  /* the last reference to the node */
+  CHECK(ctx_freed == 1);
+  /* nothing to record: ctx is freed at once */
+  em_set_grad_enabled(0);
+  CHECK_OK(em_autograd_record("X", 1, in, 1, &x, 0, NULL, square_backward, &ctx_freed,
+                              free_ctx));
+  em_set_grad_enabled(1);
+  CHECK(ctx_freed == 2);
+  em_tensor_release(x);
+}
+
 int main(void) {
+  RUN(custom_ops_join_the_graph);
   RUN(backward_through_the_c_api);
   RUN(graphs_are_freed_with_their_tensors);
   RUN(deep_graphs_run_and_free_without_recursion);
