@@ -907,6 +907,23 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       if (n->nin > 1 && NEED(1)) {
         double alpha = n->p.d[0] == 0.0 ? 1.0 : n->p.d[0];
         em_tensor *t = take(f, g, pos);
+        if (n->p.i[1] && OK) {
+          /* masked_scatter_: the source's first count elements (row-major)
+          ** were written, in order; the rest get 0 */
+          const em_ag_tmeta *m = &n->in[1];
+          int64_t total = 1, count = em_tensor_numel(t);
+          for (int d = 0; d < m->ndim; d++) total *= m->sizes[d];
+          em_tensor *flat = reshape(f, t, 1, &count);
+          if (total > count) {
+            int64_t rest = total - count;
+            em_tensor *z = NULL;
+            if (OK) z = keep(f, em_zeros(1, &rest, g->dtype, em_cpu(), &z), &z);
+            const em_tensor *parts[2] = {flat, z};
+            em_tensor *c = NULL;
+            if (OK) flat = keep(f, em_cat(2, parts, 1, &c), &c);
+          }
+          t = reshape(f, flat, m->ndim, m->sizes);
+        }
         gin[1] = alpha == 1.0 ? t : MULS(t, alpha);
       }
       break;

@@ -175,6 +175,8 @@ local cases = {
   { "index_fill", function(a) return a:index_fill(2, idx { 2 }, 7) end, { r(3, 2) } },
   { "scatter", function(a, s) return a:scatter(2, idx { { 1, 3 } }, s) end, { r(2, 3), r(1, 2) } },
   { "scatter_add", function(a, s) return a:scatter_add(1, idx { { 2, 1, 2 } }, s) end, { r(2, 3), r(1, 3) } },
+  { "masked_scatter", function(a, s) return a:masked_scatter(T.tensor { { true, false, true }, { false, false, true } }, s) end,
+    { r(2, 3), r(5) } },
   { "masked_fill", function(a) return a:masked_fill(T.tensor { true, false, true }, 0) end, { r(2, 3) } },
   { "put", function(a, s) return a:put(idx { 1, 6, 1 }, s, true) end, { r(2, 3), r(3) } },
   { "index_put_ accumulate", function(a, v)

@@ -1026,8 +1026,27 @@ em_status em_masked_fill_(em_tensor *t, const em_tensor *mask, em_scalar value) 
                 masked_fill_nograd(t, mask, value),
                 masked_select_nograd(ag_ar_, mask, &ag_pos_));
 }
+/* the source is consumed in order: the node learns that (i[1]) after
+** EM_AG_INPLACE-style recording */
 em_status em_masked_scatter_(em_tensor *t, const em_tensor *mask, const em_tensor *source) {
-  em_status st = em_ag_unsupported("masked_scatter_", t, source);
-  if (st != EM_OK) return st;
-  return masked_scatter_nograd(t, mask, source);
+  int on = em_ag_pause();
+  int any = on && (t->requires_grad || source->requires_grad);
+  em_status st = any ? em_ag_check_inplace("masked_scatter_", t) : EM_OK;
+  if (st == EM_OK) st = masked_scatter_nograd(t, mask, source);
+  em_tensor *ar = NULL, *pos = NULL;
+  if (st == EM_OK && any) st = em_ag_arange_like(t, &ar);
+  if (st == EM_OK && any) st = masked_select_nograd(ar, mask, &pos);
+  em_ag_resume(on);
+  if (st == EM_OK && any && em_dtype_kindof(t->dtype) == EM_KIND_FLOAT) {
+    em_ag_params p;
+    memset(&p, 0, sizeof p);
+    p.name = "MaskedScatterBackward0";
+    p.extra = pos;
+    p.i[1] = 1;
+    const em_tensor *in[2] = {t, source};
+    st = em_ag_record(EM_AG_INDEXPUT, 2, in, 1, &t, &p);
+  }
+  em_tensor_release(ar);
+  em_tensor_release(pos);
+  return st;
 }
