@@ -36,9 +36,14 @@ void em_ag_resume(int on) { grad_disabled = !on; }
 int em_grad_enabled(void) { return !grad_disabled; }
 void em_set_grad_enabled(int on) { grad_disabled = !on; }
 
+static em_node *grad_fn_of(const em_tensor *t);
+
 int em_ag_any(int n, const em_tensor *const *ts) {
-  for (int i = 0; i < n; i++)
-    if (ts[i] && ts[i]->requires_grad) return 1;
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) continue;
+    if (ts[i]->autograd) (void)grad_fn_of(ts[i]);  /* a stale view catches up */
+    if (ts[i]->requires_grad) return 1;
+  }
   return 0;
 }
 
@@ -50,6 +55,7 @@ typedef struct em_ag_meta {
   int output_nr;
   int retains_grad;
   em_tensor *base;   /* views: the tensor they view (one reference) */
+  uint64_t view_version;  /* views: storage version when grad_fn was set */
 } em_ag_meta;
 
 static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autograd; }
@@ -80,8 +86,17 @@ void em_ag_meta_free(em_tensor *t) {
   t->autograd = NULL;
 }
 
+static void refresh_view(em_tensor *t);
+
+/* t's grad_fn; a view whose storage was written in place since its history
+** was set (through its base or another view) gets a fresh history first, as
+** PyTorch regenerates a view's grad_fn. */
 static em_node *grad_fn_of(const em_tensor *t) {
-  return t->autograd ? meta_of(t)->grad_fn : NULL;
+  if (!t->autograd) return NULL;
+  em_ag_meta *m = meta_of(t);
+  if (m->base && m->view_version != em_storage_version(t->storage))
+    refresh_view((em_tensor *)t);
+  return m->grad_fn;
 }
 
 /* A new tensor object over t's data with no autograd metadata. */
@@ -172,8 +187,8 @@ static int is_float(const em_tensor *t) {
 /* The edge a gradient for t takes: its grad_fn, or t itself as a leaf. */
 static void edge_of(const em_tensor *t, em_ag_edge *e) {
   memset(e, 0, sizeof *e);
+  em_node *fn = t ? grad_fn_of(t) : NULL;
   if (!t || !t->requires_grad || !is_float(t)) return;
-  em_node *fn = grad_fn_of(t);
   if (fn) {
     e->node = fn;
     e->nr = meta_of(t)->output_nr;
@@ -245,6 +260,7 @@ static em_status set_history(em_tensor *out, em_node *n, int k) {
   em_node_release(m->grad_fn);
   m->grad_fn = n;
   m->output_nr = k;
+  m->view_version = em_storage_version(out->storage);
   if (m->retains_grad) n->retain[k] = out;
   out->requires_grad = true;
   return EM_OK;
@@ -486,7 +502,26 @@ em_status em_ag_set_base(em_tensor *out, const em_tensor *src) {
   em_tensor_retain(b);
   em_tensor_release(m->base);
   m->base = b;
+  m->view_version = em_storage_version(out->storage);
   return EM_OK;
+}
+
+/* The view's elements taken from its base's current history. On failure
+** (out of memory) the old history stays. */
+static void refresh_view(em_tensor *t) {
+  em_ag_meta *m = meta_of(t);
+  em_tensor *b = m->base;
+  m->view_version = em_storage_version(t->storage);
+  em_node *bfn = grad_fn_of(b);
+  if (!b->requires_grad) return;
+  if (!bfn && !b->requires_grad) return;
+  em_tensor *pos = NULL;
+  if (em_ag_view_positions(b, t, &pos) == EM_OK) {
+    em_status st = em_ag_record_gather("AsStridedBackward0", b, pos, t);
+    (void)st;
+  }
+  em_tensor_release(pos);
+  m->view_version = em_storage_version(t->storage);
 }
 
 static void extent(const em_tensor *t, int64_t *lo, int64_t *hi) {

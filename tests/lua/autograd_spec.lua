@@ -268,6 +268,22 @@ describe("in-place ops and views", function()
     assert.are.same({ 2, 100, 6 }, list(x.grad))
   end)
 
+  it("a view made before an in-place op on its base takes the base's new history", function()
+    local x = f32 { 1, 2, 3, 4 }
+    local y = x * 1
+    local v = y:narrow(1, 2, 2)
+    y:mul_(T.tensor { 1, 10, 100, 1000 })
+    assert.are.same({ 20, 300 }, list(v:detach()))
+    v:sum():backward()
+    assert.are.same({ 0, 10, 100, 0 }, list(x.grad))
+    -- a view kept across in-place updates of a leaf (an optimizer step)
+    local w = f32 { 1, 2 }
+    local wt = w:view(2, 1)
+    T.no_grad(function() w:mul_(3) end)
+    ;(wt * wt):sum():backward()
+    assert.are.same({ 6, 12 }, list(w.grad))
+  end)
+
   it("writing a value that requires grad into a view of a plain tensor", function()
     local x = f32 { 2, 3 }
     local y = T.zeros(4)
