@@ -97,5 +97,6 @@ void l_open_select(lua_State *L);  /* the index family and assembling: index_sel
 void l_open_interop(lua_State *L);  /* sharing memory with the outside: FFI, .npy, save/load, DLPack (issue 6) */
 void l_open_nn(lua_State *L);  /* nn kernels, internal C._nn_* entry points (issue 9) */
 void l_open_plot(lua_State *L);  /* C._plot_png: line charts written as PNG (issue 9) */
+void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, grad mode (issue 9) */
 
 #endif

@@ -485,15 +485,6 @@ static int l_is_floating_point(lua_State *L) {
   return 1;
 }
 
-static int l_requires_grad_(lua_State *L) {
-  em_tensor *t = l_checktensor(L, 1, "requires_grad_");
-  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TBOOLEAN)
-    return l_errorf(L, "requires_grad_: expected a boolean, got %s", luaL_typename(L, 2));
-  int on = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
-  if (em_tensor_set_requires_grad(t, on) != EM_OK) l_error(L);
-  lua_settop(L, 1);
-  return 1;
-}
 
 /* Properties */
 static int p_shape(lua_State *L) {
@@ -512,22 +503,6 @@ static int p_device(lua_State *L) {
 }
 static int p_is_cuda(lua_State *L) {
   lua_pushboolean(L, em_tensor_device(l_checktensor(L, 1, "is_cuda")).type == EM_CUDA);
-  return 1;
-}
-static int p_requires_grad(lua_State *L) {
-  lua_pushboolean(L, em_tensor_requires_grad(l_checktensor(L, 1, "requires_grad")));
-  return 1;
-}
-static int p_set_requires_grad(lua_State *L) {
-  em_tensor *t = l_checktensor(L, 1, "requires_grad");
-  if (lua_type(L, 2) != LUA_TBOOLEAN)
-    return l_errorf(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 2));
-  if (em_tensor_set_requires_grad(t, lua_toboolean(L, 2)) != EM_OK) l_error(L);
-  return 0;
-}
-static int p_is_leaf(lua_State *L) {
-  l_checktensor(L, 1, "is_leaf");
-  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -572,7 +547,6 @@ void l_open_tensor(lua_State *L) {
       {"data_ptr", l_data_ptr},
       {"is_contiguous", l_is_contiguous},
       {"is_floating_point", l_is_floating_point},
-      {"requires_grad_", l_requires_grad_},
       {NULL, NULL}};
   static const luaL_Reg props[] = {
       {"shape", p_shape},
@@ -580,9 +554,6 @@ void l_open_tensor(lua_State *L) {
       {"dtype", p_dtype},
       {"device", p_device},
       {"is_cuda", p_is_cuda},
-      {"requires_grad", p_requires_grad},
-      {"set_requires_grad", p_set_requires_grad},
-      {"is_leaf", p_is_leaf},
       {NULL, NULL}};
   l_add_functions(L, fns);
   l_add_methods(L, methods);

@@ -969,6 +969,70 @@ em_status em_binary_cross_entropy_with_logits_backward(
     em_tensor **grad_input);
 
 /* (end of nn) */
+/* -- Autograd (autograd.c, autograd_formulas.c; docs/autograd.md) ---------- */
+
+/* Grad mode, per thread (on by default). Ops record a node for backward
+** only in grad mode and when an input requires grad. */
+int em_grad_enabled(void);
+void em_set_grad_enabled(int on);
+
+/* t.grad: a new reference, or NULL. set_grad checks shape and dtype (g may
+** be NULL to clear it). */
+em_tensor *em_tensor_grad(const em_tensor *t);
+em_status em_tensor_set_grad(em_tensor *t, em_tensor *g);
+/* The name of t's grad_fn ("AddBackward0"), NULL for leaves. */
+const char *em_tensor_grad_fn_name(const em_tensor *t);
+/* The i-th (0-based) next function of t's grad_fn: its name
+** ("AccumulateGrad" for a leaf, NULL when that input needs no gradient) and
+** input number. Returns 0 past the last. */
+int em_tensor_grad_fn_next(const em_tensor *t, int i, const char **name, int *nr);
+/* Leaves: tensors without a grad_fn (every tensor that does not require
+** grad is a leaf). */
+int em_tensor_is_leaf(const em_tensor *t);
+/* Keep the gradient of a non-leaf in its .grad at the next backward. */
+em_status em_tensor_retain_grad(em_tensor *t);
+int em_tensor_retains_grad(const em_tensor *t);
+/* requires_grad_ with PyTorch's rule: only leaves can be switched off. */
+em_status em_tensor_requires_grad_(em_tensor *t, int on);
+/* A new tensor sharing t's storage, without history or requires_grad. */
+em_status em_detach(const em_tensor *t, em_tensor **out);
+/* t itself loses its history and requires_grad. */
+em_status em_detach_(em_tensor *t);
+
+/* Backpropagates from tensors[0..n): grads[i] (NULL for a one-element
+** tensor, meaning 1) is the gradient of tensors[i]; leaves that require grad
+** accumulate into their .grad (and non-leaves that retain_grad). Without
+** retain_graph the graph's saved tensors are freed; create_graph records the
+** backward itself (higher-order derivatives). */
+em_status em_backward(int n, em_tensor *const *tensors, em_tensor *const *grads,
+                      int retain_graph, int create_graph);
+/* The gradients of outputs w.r.t. inputs (returned in results[0..nin), new
+** references; NULL for an unused input when allow_unused), without touching
+** any .grad. */
+em_status em_autograd_grad(int nout, em_tensor *const *outputs, em_tensor *const *grads,
+                           int nin, const em_tensor *const *inputs, int retain_graph,
+                           int create_graph, int allow_unused, em_tensor **results);
+
+/* A differentiable op of the host's own (PyTorch's autograd.Function, and
+** how kernels with a separate backward join the graph): after computing
+** outputs from inputs (NULL entries allowed), record a node named name.
+** backward receives the saved tensors (checked against in-place changes),
+** the gradients of the outputs (zeros for outputs no gradient reached) and
+** fills grad_inputs[0..nin) with new references (NULL: no gradient); it runs
+** in grad mode when the backward is being recorded (create_graph), so a
+** backward written with engine ops supports higher derivatives. Nothing is
+** recorded outside grad mode or when no input requires grad. ctx belongs to
+** the node from this call on (free_ctx, may be NULL, is called once, also
+** when nothing is recorded or on failure). */
+typedef em_status (*em_autograd_backward_fn)(void *ctx, int nsaved, em_tensor *const *saved,
+                                             int nout, em_tensor *const *grad_outputs,
+                                             int nin, em_tensor **grad_inputs);
+em_status em_autograd_record(const char *name, int nin, const em_tensor *const *inputs,
+                             int nout, em_tensor *const *outputs, int nsaved,
+                             const em_tensor *const *saved, em_autograd_backward_fn backward,
+                             void *ctx, void (*free_ctx)(void *ctx));
+
+/* (end of Autograd) */
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 **   its arguments, so nothing here is allocated per operand.
 */
 #include "iter.h"
+#include "autograd.h"
 
 #include <stdlib.h>
 
@@ -127,7 +128,7 @@ static em_status cat_core(const char *op, int64_t n, const em_tensor *const *ts,
   return EM_OK;
 }
 
-em_status em_cat(int64_t n, const em_tensor *const *ts, int64_t dim,
+static em_status cat_nograd(int64_t n, const em_tensor *const *ts, int64_t dim,
                  em_tensor **out) {
   return cat_core("cat", n, ts, dim, out);
 }
@@ -155,17 +156,17 @@ static em_status cat_atleast(const char *op, int64_t n, const em_tensor *const *
   return st;
 }
 
-em_status em_hstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+static em_status hstack_nograd(int64_t n, const em_tensor *const *ts, em_tensor **out) {
   return cat_atleast("hstack", n, ts, 1, 0, out);
 }
-em_status em_vstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+static em_status vstack_nograd(int64_t n, const em_tensor *const *ts, em_tensor **out) {
   return cat_atleast("vstack", n, ts, 2, 1, out);
 }
-em_status em_dstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+static em_status dstack_nograd(int64_t n, const em_tensor *const *ts, em_tensor **out) {
   return cat_atleast("dstack", n, ts, 3, 3, out);
 }
 
-em_status em_stack(int64_t n, const em_tensor *const *ts, int64_t dim,
+static em_status stack_nograd(int64_t n, const em_tensor *const *ts, int64_t dim,
                    em_tensor **out) {
   const char *op = "stack";
   if (n <= 0) return em_fail(EM_E_VALUE, "%s: expected a non-empty list of tensors", op);
@@ -249,7 +250,7 @@ static em_status split_axis(const char *op, const em_tensor *t, int64_t dim, int
   return em_wrap_dim(op, dim, t->ndim, axis);
 }
 
-em_status em_split_with_sizes(const em_tensor *t, int64_t dim, int64_t n,
+static em_status split_with_sizes_nograd(const em_tensor *t, int64_t dim, int64_t n,
                               const int64_t *sizes, em_tensor **outs) {
   const char *op = "split";
   int axis;
@@ -323,7 +324,7 @@ em_status em_sections_sizes(int64_t dim_size, int64_t sections, int64_t *n,
   return EM_OK;
 }
 
-em_status em_tensor_split_at(const em_tensor *t, int64_t dim, int64_t npos,
+static em_status tensor_split_at_nograd(const em_tensor *t, int64_t dim, int64_t npos,
                              const int64_t *positions, em_tensor **outs) {
   const char *op = "tensor_split";
   int axis;
@@ -354,7 +355,7 @@ em_status em_tensor_split_at(const em_tensor *t, int64_t dim, int64_t npos,
   return EM_OK;
 }
 
-em_status em_unbind(const em_tensor *t, int64_t dim, em_tensor **outs) {
+static em_status unbind_nograd(const em_tensor *t, int64_t dim, em_tensor **outs) {
   const char *op = "unbind";
   int axis;
   em_status st = split_axis(op, t, dim, &axis);
@@ -372,7 +373,7 @@ em_status em_unbind(const em_tensor *t, int64_t dim, em_tensor **outs) {
 
 /* -- repeat / tile / repeat_interleave ------------------------------------------------- */
 
-em_status em_repeat(const em_tensor *t, int nreps, const int64_t *reps,
+static em_status repeat_nograd(const em_tensor *t, int nreps, const int64_t *reps,
                     em_tensor **out) {
   const char *op = "repeat";
   em_status st = cpu_only(op, t);
@@ -434,7 +435,7 @@ em_status em_repeat(const em_tensor *t, int nreps, const int64_t *reps,
   return EM_OK;
 }
 
-em_status em_tile(const em_tensor *t, int nreps, const int64_t *reps, em_tensor **out) {
+static em_status tile_nograd(const em_tensor *t, int nreps, const int64_t *reps, em_tensor **out) {
   int64_t full[EM_MAX_DIMS];
   if (nreps >= t->ndim) return em_repeat(t, nreps, reps, out);
   int lead = t->ndim - nreps;
@@ -442,7 +443,7 @@ em_status em_tile(const em_tensor *t, int nreps, const int64_t *reps, em_tensor 
   return em_repeat(t, t->ndim, full, out);
 }
 
-em_status em_repeat_interleave(const em_tensor *t, const em_tensor *repeats,
+static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *repeats,
                                int64_t dim, em_tensor **out) {
   const char *op = "repeat_interleave";
   if (repeats->dtype != EM_INT64 && repeats->dtype != EM_INT32)
@@ -535,7 +536,7 @@ static em_status roll_one(em_tensor *dst, const em_tensor *src, int axis, int64_
   return em_copy_(&d, &v);
 }
 
-em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts, int ndims,
+static em_status roll_nograd(const em_tensor *t, int nshifts, const int64_t *shifts, int ndims,
                   const int64_t *dims, em_tensor **out) {
   const char *op = "roll";
   em_status st = cpu_only(op, t);
@@ -593,4 +594,113 @@ em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts, int nd
   if (st != EM_OK) { em_tensor_release(o); return st; }
   *out = o;
   return EM_OK;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** cat/stack (and the h/v/dstack forms) record one node over all operands;
+** the split family records each piece as a view; repeats and rolls are
+** gathers (autograd.h). */
+
+static em_status join(em_ag_kind kind, const char *name, int64_t n,
+                      const em_tensor *const *ts, int64_t dim, em_tensor **out,
+                      em_status (*run)(int64_t, const em_tensor *const *, int64_t, em_tensor **),
+                      em_status (*run0)(int64_t, const em_tensor *const *, em_tensor **)) {
+  int on = em_ag_pause();
+  em_status st = run ? run(n, ts, dim, out) : run0(n, ts, out);
+  em_ag_resume(on);
+  if (st != EM_OK || !on || n <= 0 || n > INT32_MAX || !em_ag_any((int)n, ts)) return st;
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = name;
+  p.i[0] = dim;
+  st = em_ag_record(kind, (int)n, ts, 1, out, &p);
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+em_status em_cat(int64_t n, const em_tensor *const *ts, int64_t dim, em_tensor **out) {
+  return join(EM_AG_CAT, "CatBackward0", n, ts, dim, out, cat_nograd, NULL);
+}
+em_status em_stack(int64_t n, const em_tensor *const *ts, int64_t dim, em_tensor **out) {
+  return join(EM_AG_STACK, "StackBackward0", n, ts, dim, out, stack_nograd, NULL);
+}
+em_status em_hstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+  int64_t dim = n > 0 && ts[0]->ndim <= 1 ? 1 : 2;
+  return join(EM_AG_CAT, "CatBackward0", n, ts, dim, out, NULL, hstack_nograd);
+}
+em_status em_vstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+  return join(EM_AG_CAT, "CatBackward0", n, ts, 1, out, NULL, vstack_nograd);
+}
+em_status em_dstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
+  return join(EM_AG_CAT, "CatBackward0", n, ts, 3, out, NULL, dstack_nograd);
+}
+
+/* The pieces, and when recording the same pieces of an arange: where each
+** piece's elements lie in t. */
+#define PIECES(NAME, T, NOUT, OUTS, CALL)                                     \
+  do {                                                                      \
+    const em_tensor *ag_src_ = (T);                                         \
+    em_tensor **ag_dst_ = (OUTS);                                           \
+    int on = em_ag_pause();                                                 \
+    em_status st = (CALL);                                                  \
+    if (st == EM_OK && on && (T)->requires_grad) {                          \
+      int64_t k = (NOUT);                                                   \
+      em_tensor *ar = NULL, **pos = calloc((size_t)k + 1, sizeof *pos);     \
+      if (!pos) st = em_fail(EM_E_NOMEM, "%s: out of memory", NAME);        \
+      if (st == EM_OK) st = em_ag_arange_like((T), &ar);                    \
+      if (st == EM_OK) {                                                    \
+        ag_src_ = ar;                                                       \
+        ag_dst_ = pos;                                                      \
+        st = (CALL);                                                        \
+      }                                                                     \
+      em_ag_resume(on);                                                     \
+      for (int64_t i = 0; i < k && st == EM_OK; i++) {                      \
+        st = em_ag_set_base((OUTS)[i], (T));                                \
+        if (st == EM_OK) st = em_ag_record_gather(NAME, (T), pos[i], (OUTS)[i]); \
+      }                                                                     \
+      for (int64_t i = 0; pos && i < k; i++) em_tensor_release(pos[i]);     \
+      free(pos);                                                            \
+      em_tensor_release(ar);                                                \
+      if (st != EM_OK) release_all((OUTS), k);                              \
+    }                                                                       \
+    em_ag_resume(on);                                                       \
+    return st;                                                              \
+  } while (0)
+
+em_status em_split_with_sizes(const em_tensor *t, int64_t dim, int64_t n,
+                              const int64_t *sizes, em_tensor **outs) {
+  PIECES("SplitWithSizesBackward0", t, n, outs,
+         split_with_sizes_nograd(ag_src_, dim, n, sizes, ag_dst_));
+}
+em_status em_tensor_split_at(const em_tensor *t, int64_t dim, int64_t npos,
+                             const int64_t *positions, em_tensor **outs) {
+  PIECES("SliceBackward0", t, npos + 1, outs,
+         tensor_split_at_nograd(ag_src_, dim, npos, positions, ag_dst_));
+}
+em_status em_unbind(const em_tensor *t, int64_t dim, em_tensor **outs) {
+  int axis;
+  if (t->ndim == 0 || em_wrap_dim("unbind", dim, t->ndim, &axis) != EM_OK)
+    return unbind_nograd(t, dim, outs);
+  PIECES("UnbindBackward0", t, t->sizes[axis], outs, unbind_nograd(ag_src_, dim, ag_dst_));
+}
+
+em_status em_repeat(const em_tensor *t, int nreps, const int64_t *reps, em_tensor **out) {
+  EM_AG_GATHER("RepeatBackward0", t, out, repeat_nograd(ag_src_, nreps, reps, ag_dst_));
+}
+em_status em_tile(const em_tensor *t, int nreps, const int64_t *reps, em_tensor **out) {
+  EM_AG_GATHER("RepeatBackward0", t, out, tile_nograd(ag_src_, nreps, reps, ag_dst_));
+}
+em_status em_repeat_interleave(const em_tensor *t, const em_tensor *repeats, int64_t dim,
+                               em_tensor **out) {
+  if (!t) return repeat_interleave_nograd(t, repeats, dim, out);  /* repeats only */
+  EM_AG_GATHER("RepeatInterleaveBackward0", t, out,
+               repeat_interleave_nograd(ag_src_, repeats, dim, ag_dst_));
+}
+em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts, int ndims,
+                  const int64_t *dims, em_tensor **out) {
+  EM_AG_GATHER("RollBackward0", t, out,
+               roll_nograd(ag_src_, nshifts, shifts, ndims, dims, ag_dst_));
 }

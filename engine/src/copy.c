@@ -5,6 +5,7 @@
 ** any two dtypes with the rules of internal.h (docs/dtypes.md).
 */
 #include "iter.h"
+#include "autograd.h"
 
 #include <stdlib.h>
 
@@ -179,7 +180,7 @@ static em_status check_writable(const char *op, const em_tensor *dst) {
   return EM_OK;
 }
 
-em_status em_copy_(em_tensor *dst, const em_tensor *src) {
+static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
   if (!em_device_equal(dst->storage->device, src->storage->device))
     return em_fail(EM_E_RUNTIME, "copy_: tensors on different devices");
   em_status st = check_writable("copy_", dst);
@@ -235,7 +236,7 @@ void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out) {
   }
 }
 
-em_status em_fill_(em_tensor *dst, em_scalar value) {
+static em_status fill_nograd(em_tensor *dst, em_scalar value) {
   em_status st = check_writable("fill_", dst);
   if (st != EM_OK) return st;
   uint64_t bytes = 0;
@@ -285,14 +286,14 @@ static em_status copy_into_new(const em_tensor *t, em_tensor *fresh, em_tensor *
   return EM_OK;
 }
 
-em_status em_clone(const em_tensor *t, em_tensor **out) {
+static em_status clone_nograd(const em_tensor *t, em_tensor **out) {
   em_tensor *fresh;
   em_status st = empty_preserving(t, t->dtype, t->storage->device, &fresh);
   if (st != EM_OK) return st;
   return copy_into_new(t, fresh, out);
 }
 
-em_status em_contiguous(const em_tensor *t, em_tensor **out) {
+static em_status contiguous_nograd(const em_tensor *t, em_tensor **out) {
   if (em_tensor_is_contiguous(t)) {
     em_tensor_retain((em_tensor *)t);
     *out = (em_tensor *)t;
@@ -304,8 +305,8 @@ em_status em_contiguous(const em_tensor *t, em_tensor **out) {
   return copy_into_new(t, fresh, out);
 }
 
-em_status em_to(const em_tensor *t, em_dtype dt, em_device dev, int copy,
-                em_tensor **out) {
+static em_status to_nograd(const em_tensor *t, em_dtype dt, em_device dev, int copy,
+                           em_tensor **out) {
   if ((unsigned)dt >= EM_NUM_DTYPES)
     return em_fail(EM_E_TYPE, "to: invalid dtype %d", (int)dt);
   if (!copy && dt == t->dtype && em_device_equal(dev, t->storage->device)) {
@@ -368,4 +369,64 @@ em_status em_set_flat(em_tensor *t, int64_t pos, em_scalar v) {
   em_scalar_to_bytes(v, t->dtype, (void *)p);
   em_storage_bump_version(t->storage);
   return EM_OK;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** copy_/fill_ overwrite dst (its old values get no gradient; copy_'s src gets
+** dst's, cast and summed over the broadcast); clone/contiguous/to pass the
+** gradient through (cast back by the engine). */
+
+static em_status overwrite(const char *op, em_tensor *dst, const em_tensor *src,
+                           em_status (*run)(em_tensor *, const em_tensor *, em_scalar),
+                           em_scalar value) {
+  int on = em_ag_pause();
+  em_status st = EM_OK;
+  int any = on && (dst->requires_grad || (src && src->requires_grad));
+  if (any) st = em_ag_check_inplace(op, dst);
+  if (st == EM_OK) st = run(dst, src, value);
+  em_ag_resume(on);
+  if (st != EM_OK || !any || em_dtype_kindof(dst->dtype) != EM_KIND_FLOAT) return st;
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = src ? "CopyBackwards" : "FillBackward0";
+  const em_tensor *in[2] = {dst, src};
+  return em_ag_record(EM_AG_OVERWRITE, src ? 2 : 1, in, 1, &dst, &p);
+}
+static em_status run_copy(em_tensor *dst, const em_tensor *src, em_scalar v) {
+  (void)v;
+  return copy_nograd(dst, src);
+}
+static em_status run_fill(em_tensor *dst, const em_tensor *src, em_scalar v) {
+  (void)src;
+  return fill_nograd(dst, v);
+}
+
+em_status em_copy_(em_tensor *dst, const em_tensor *src) {
+  em_scalar none = {EM_SCALAR_INT, 0, 0};
+  return overwrite("copy_", dst, src, run_copy, none);
+}
+em_status em_fill_(em_tensor *dst, em_scalar value) {
+  return overwrite("fill_", dst, NULL, run_fill, value);
+}
+
+em_status em_clone(const em_tensor *t, em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "CloneBackward0";
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, clone_nograd(t, out));
+}
+em_status em_contiguous(const em_tensor *t, em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "CloneBackward0";
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, contiguous_nograd(t, out));
+}
+em_status em_to(const em_tensor *t, em_dtype dt, em_device dev, int copy, em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "ToCopyBackward0";
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, to_nograd(t, dt, dev, copy, out));
 }

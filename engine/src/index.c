@@ -21,6 +21,7 @@
 ** the end, and messages name the source tensor's dim as a 1-based number.
 */
 #include "iter.h"
+#include "autograd.h"
 
 #include <stdlib.h>
 
@@ -515,7 +516,7 @@ static em_status basic_view(const em_tensor *t, const plan *p, em_tensor **out) 
                          t->dtype, out);
 }
 
-em_status em_index_get(const em_tensor *t, int n, const em_index_item *items,
+static em_status index_get_nograd(const em_tensor *t, int n, const em_index_item *items,
                        em_tensor **out) {
   plan p;
   em_status st = parse(t, n, items, &p);
@@ -532,7 +533,7 @@ static em_status prepare_value(const em_tensor *t, const em_tensor *value,
   return em_to(value, t->dtype, t->storage->device, value->storage == t->storage, out);
 }
 
-em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
+static em_status index_put_nograd(em_tensor *t, int n, const em_index_item *items,
                         const em_tensor *value) {
   plan p;
   em_status st = parse(t, n, items, &p);
@@ -563,7 +564,7 @@ em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
   return st;
 }
 
-em_status em_index_fill_scalar_(em_tensor *t, int n, const em_index_item *items,
+static em_status index_fill_scalar_nograd(em_tensor *t, int n, const em_index_item *items,
                                 em_scalar value) {
   plan p;
   em_status st = parse(t, n, items, &p);
@@ -591,7 +592,7 @@ em_status em_index_fill_scalar_(em_tensor *t, int n, const em_index_item *items,
   return st;
 }
 
-em_status em_index_put_tensors_(em_tensor *t, int n, const em_tensor *const *indices,
+static em_status index_put_tensors_nograd(em_tensor *t, int n, const em_tensor *const *indices,
                                 const em_tensor *values, int accumulate) {
   em_index_item items[EM_MAX_DIMS];
   if (n > t->ndim || n > EM_MAX_DIMS)
@@ -630,4 +631,50 @@ em_status em_index_put_tensors_(em_tensor *t, int n, const em_tensor *const *ind
   }
   plan_free(&p);
   return st;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** Reads record where each element came from (a view or gather of an arange
+** of t's shape); writes record the positions they wrote (autograd.h). */
+
+em_status em_index_get(const em_tensor *t, int n, const em_index_item *items,
+                       em_tensor **out) {
+  const char *name = "SliceBackward0";  /* PyTorch's names: t[1:2], t[1], t[idx] */
+  for (int i = 0; i < n; i++)
+    if (items[i].kind == EM_INDEX_INT) name = "SelectBackward0";
+  for (int i = 0; i < n; i++)
+    if (items[i].kind == EM_INDEX_TENSOR) name = "IndexBackward0";
+  EM_AG_GATHER(name, t, out, index_get_nograd(ag_src_, n, items, ag_dst_));
+}
+
+em_status em_index_put_(em_tensor *t, int n, const em_index_item *items,
+                        const em_tensor *value) {
+  EM_AG_INPLACE("index_put_", "IndexPutBackward0", t, value, 0, 1.0,
+                index_put_nograd(t, n, items, value),
+                index_get_nograd(ag_ar_, n, items, &ag_pos_));
+}
+
+em_status em_index_fill_scalar_(em_tensor *t, int n, const em_index_item *items,
+                                em_scalar value) {
+  EM_AG_INPLACE("index_put_", "IndexPutBackward0", t, NULL, 0, 1.0,
+                index_fill_scalar_nograd(t, n, items, value),
+                index_get_nograd(ag_ar_, n, items, &ag_pos_));
+}
+
+static em_status put_positions(const em_tensor *ar, int n, const em_tensor *const *indices,
+                               em_tensor **pos) {
+  em_index_item items[EM_MAX_DIMS];
+  for (int i = 0; i < n && i < EM_MAX_DIMS; i++) {
+    memset(&items[i], 0, sizeof items[i]);
+    items[i].kind = indices[i] ? EM_INDEX_TENSOR : EM_INDEX_FULL;
+    items[i].tensor = indices[i];
+  }
+  return index_get_nograd(ar, n, items, pos);
+}
+
+em_status em_index_put_tensors_(em_tensor *t, int n, const em_tensor *const *indices,
+                                const em_tensor *values, int accumulate) {
+  EM_AG_INPLACE("index_put_", "IndexPutBackward0", t, values, accumulate, 1.0,
+                index_put_tensors_nograd(t, n, indices, values, accumulate),
+                put_positions(ag_ar_, n, indices, &ag_pos_));
 }

@@ -15,6 +15,7 @@
 ** counter of the same element.
 */
 #include "iter.h"
+#include "autograd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -290,7 +291,7 @@ static void run_contiguous(em_tensor *t, sample_ctx *c) {
 
 /* Fills t with c's sampler: directly when t is contiguous, else through a
 ** contiguous temporary copied in (so element i is always row-major i). */
-static em_status sample_into(const char *op, em_tensor *t, sample_ctx *c) {
+static em_status sample_into_nograd(const char *op, em_tensor *t, sample_ctx *c) {
   if (em_has_internal_overlap(t))
     return em_fail(EM_E_VALUE,
                    "%s: unsupported operation: more than one element of the "
@@ -328,6 +329,25 @@ static em_status need_float(const char *op, const em_tensor *t) {
     return em_fail(EM_E_TYPE, "%s: expects a floating-point tensor, got ember.%s", op,
                    em_dtype_name(t->dtype));
   return EM_OK;
+}
+
+/* Autograd: filling a leaf that requires grad is an error in grad mode; a
+** filled non-leaf gets no gradient from its old values (autograd.h). */
+static em_status ag_fill(const char *op, em_tensor *t, int on) {
+  if (!on || !t->requires_grad || em_dtype_kindof(t->dtype) != EM_KIND_FLOAT) return EM_OK;
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "FillBackward0";
+  const em_tensor *in[1] = {t};
+  return em_ag_record(EM_AG_OVERWRITE, 1, in, 1, &t, &p);
+}
+
+static em_status sample_into(const char *op, em_tensor *t, sample_ctx *c) {
+  int on = em_grad_enabled();
+  em_status st = on && t->requires_grad ? em_ag_check_inplace(op, t) : EM_OK;
+  if (st == EM_OK) st = sample_into_nograd(op, t, c);
+  if (st == EM_OK) st = ag_fill(op, t, on);
+  return st;
 }
 
 em_status em_uniform_(em_tensor *t, double from, double to) {
@@ -443,7 +463,7 @@ static void em_bernoulli_lt_f64(char **data, const int64_t *st, int64_t n, void 
     *(double *)u = *(const double *)u < *(const double *)p ? 1.0 : 0.0;
 }
 
-em_status em_bernoulli_tensor_(em_tensor *t, const em_tensor *p) {
+static em_status bernoulli_tensor_nograd(em_tensor *t, const em_tensor *p) {
   if (em_dtype_kindof(p->dtype) != EM_KIND_FLOAT)
     return em_fail(EM_E_TYPE, "bernoulli_: expects floating-point probabilities, got ember.%s",
                    em_dtype_name(p->dtype));
@@ -627,5 +647,14 @@ em_status em_multinomial(const em_tensor *probs, int64_t n, int replacement,
 fail:
   em_tensor_release(pd);
   em_tensor_release(res);
+  return st;
+}
+
+em_status em_bernoulli_tensor_(em_tensor *t, const em_tensor *p) {
+  int on = em_ag_pause();
+  em_status st = on && t->requires_grad ? em_ag_check_inplace("bernoulli_", t) : EM_OK;
+  if (st == EM_OK) st = bernoulli_tensor_nograd(t, p);
+  em_ag_resume(on);
+  if (st == EM_OK) st = ag_fill("bernoulli_", t, on);
   return st;
 }

@@ -4,7 +4,7 @@
 ** A tensor never addresses an element outside its storage: em_tensor_new and
 ** em_as_strided check it, and every view op builds on them.
 */
-#include "internal.h"
+#include "autograd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -86,6 +86,7 @@ void em_tensor_release(em_tensor *t) {
   if (!t) return;
   if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
     return;
+  if (t->autograd) em_ag_meta_free(t);  /* grad, grad_fn, base (autograd.c) */
   em_storage_release(t->storage);
   free(t);
 }
@@ -192,17 +193,47 @@ em_status em_tensor_new(em_storage *s, int64_t offset, int ndim,
   return em_tensor_alloc(s, offset, ndim, sizes, strides, dt, out);
 }
 
+/* Views made here are recorded for autograd: as_strided by where each of its
+** elements lies in t (found through the shared storage), an alias as the
+** identity (autograd.c). */
 em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
                         const int64_t *strides, int64_t offset, em_tensor **out) {
   em_status st = check_bounds("as_strided", t->storage, offset, ndim, sizes,
                               strides, t->dtype);
   if (st != EM_OK) return st;
-  return em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
+  st = em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
+  if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
+  st = em_ag_set_base(*out, t);
+  if (st == EM_OK) {
+    em_tensor *pos = NULL;
+    st = em_ag_view_positions(t, *out, &pos);
+    if (st == EM_OK) st = em_ag_record_gather("AsStridedBackward0", t, pos, *out);
+    em_tensor_release(pos);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 em_status em_alias(const em_tensor *t, em_tensor **out) {
-  return em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
-                         t->dtype, out);
+  em_status st = em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
+                                 t->dtype, out);
+  if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
+  st = em_ag_set_base(*out, t);
+  if (st == EM_OK) {
+    em_ag_params p;
+    memset(&p, 0, sizeof p);
+    p.name = "AliasBackward0";
+    const em_tensor *in[1] = {t};
+    st = em_ag_record(EM_AG_IDENTITY, 1, in, 1, out, &p);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 /* -- Creation ----------------------------------------------------------- */

@@ -11,6 +11,7 @@
 ** messages name them that way. Outputs are written only on success.
 */
 #include "iter.h"
+#include "autograd.h"
 
 #include <stdio.h>
 
@@ -32,7 +33,7 @@ static em_status make_view(const em_tensor *t, int ndim, const int64_t *sizes,
 
 /* -- narrow / select ------------------------------------------------------ */
 
-em_status em_narrow(const em_tensor *t, int64_t dim, int64_t start,
+static em_status narrow_nograd(const em_tensor *t, int64_t dim, int64_t start,
                     int64_t length, em_tensor **out) {
   int ax;
   if (t->ndim == 0)
@@ -63,7 +64,7 @@ em_status em_narrow(const em_tensor *t, int64_t dim, int64_t start,
   return make_view(t, t->ndim, sizes, t->strides, t->offset + s0 * t->strides[ax], out);
 }
 
-em_status em_select(const em_tensor *t, int64_t dim, int64_t index,
+static em_status select_nograd(const em_tensor *t, int64_t dim, int64_t index,
                     em_tensor **out) {
   int ax;
   if (t->ndim == 0)
@@ -99,7 +100,7 @@ static void identity_perm(int n, int *perm) {
   for (int i = 0; i < n; i++) perm[i] = i;
 }
 
-em_status em_transpose(const em_tensor *t, int64_t dim0, int64_t dim1,
+static em_status transpose_nograd(const em_tensor *t, int64_t dim0, int64_t dim1,
                        em_tensor **out) {
   int a, b, perm[EM_MAX_DIMS];
   em_status st = em_wrap_dim("transpose", dim0, t->ndim, &a);
@@ -120,7 +121,7 @@ em_status em_t(const em_tensor *t, em_tensor **out) {
   return em_transpose(t, 1, 2, out);
 }
 
-em_status em_reverse_dims(const em_tensor *t, em_tensor **out) {
+static em_status reverse_dims_nograd(const em_tensor *t, em_tensor **out) {
   int perm[EM_MAX_DIMS];
   for (int i = 0; i < t->ndim; i++) perm[i] = t->ndim - 1 - i;
   return permuted(t, perm, out);
@@ -148,7 +149,7 @@ static em_status wrap_dims(const char *op, int n, const int64_t *dims, int ndim,
   return EM_OK;
 }
 
-em_status em_permute(const em_tensor *t, int n, const int64_t *dims,
+static em_status permute_nograd(const em_tensor *t, int n, const int64_t *dims,
                      em_tensor **out) {
   int perm[EM_MAX_DIMS];
   if (n != t->ndim)
@@ -159,7 +160,7 @@ em_status em_permute(const em_tensor *t, int n, const int64_t *dims,
   return permuted(t, perm, out);
 }
 
-em_status em_movedim(const em_tensor *t, int n, const int64_t *src,
+static em_status movedim_nograd(const em_tensor *t, int n, const int64_t *src,
                      const int64_t *dst, em_tensor **out) {
   int s[EM_MAX_DIMS], d[EM_MAX_DIMS], perm[EM_MAX_DIMS];
   if (n > t->ndim && t->ndim > 0)
@@ -298,7 +299,7 @@ static em_status view_impl(const char *op, const em_tensor *t, int ndim,
   return make_view(t, ndim, shape, strides, t->offset, out);
 }
 
-em_status em_view(const em_tensor *t, int ndim, const int64_t *sizes,
+static em_status view_nograd(const em_tensor *t, int ndim, const int64_t *sizes,
                   em_tensor **out) {
   return view_impl("view", t, ndim, sizes, out);
 }
@@ -323,12 +324,12 @@ static em_status reshape_impl(const char *op, const em_tensor *t, int ndim,
   return st;
 }
 
-em_status em_reshape(const em_tensor *t, int ndim, const int64_t *sizes,
+static em_status reshape_nograd(const em_tensor *t, int ndim, const int64_t *sizes,
                      em_tensor **out) {
   return reshape_impl("reshape", t, ndim, sizes, out);
 }
 
-em_status em_flatten(const em_tensor *t, int64_t start, int64_t end,
+static em_status flatten_nograd(const em_tensor *t, int64_t start, int64_t end,
                      em_tensor **out) {
   int a, b;
   em_status st = em_wrap_dim("flatten", start, t->ndim, &a);
@@ -352,7 +353,7 @@ em_status em_flatten(const em_tensor *t, int64_t start, int64_t end,
   return reshape_impl("flatten", t, m, shape, out);
 }
 
-em_status em_unflatten(const em_tensor *t, int64_t dim, int n,
+static em_status unflatten_nograd(const em_tensor *t, int64_t dim, int n,
                        const int64_t *sizes, em_tensor **out) {
   int ax;
   char buf[EM_SHAPE_BUF];
@@ -381,7 +382,7 @@ em_status em_unflatten(const em_tensor *t, int64_t dim, int n,
 
 /* -- squeeze / unsqueeze / expand ----------------------------------------- */
 
-em_status em_squeeze(const em_tensor *t, int n, const int64_t *dims,
+static em_status squeeze_nograd(const em_tensor *t, int n, const int64_t *dims,
                      em_tensor **out) {
   bool drop[EM_MAX_DIMS] = {false};
   if (dims == NULL) {
@@ -402,7 +403,7 @@ em_status em_squeeze(const em_tensor *t, int n, const int64_t *dims,
   return make_view(t, m, sizes, strides, t->offset, out);
 }
 
-em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out) {
+static em_status unsqueeze_nograd(const em_tensor *t, int64_t dim, em_tensor **out) {
   int ax;
   if (t->ndim >= EM_MAX_DIMS)
     return em_fail(EM_E_VALUE, "unsqueeze: a tensor of %d dimensions cannot get "
@@ -472,19 +473,19 @@ static em_status expand_impl(const char *op, const em_tensor *t, int ndim,
   return make_view(t, ndim, sizes, strides, t->offset, out);
 }
 
-em_status em_expand(const em_tensor *t, int ndim, const int64_t *sizes,
+static em_status expand_nograd(const em_tensor *t, int ndim, const int64_t *sizes,
                     em_tensor **out) {
   return expand_impl("expand", t, ndim, sizes, out);
 }
 
-em_status em_broadcast_to(const em_tensor *t, int ndim, const int64_t *sizes,
+static em_status broadcast_to_nograd(const em_tensor *t, int ndim, const int64_t *sizes,
                           em_tensor **out) {
   return expand_impl("broadcast_to", t, ndim, sizes, out);
 }
 
 /* -- unfold / diagonal ---------------------------------------------------- */
 
-em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size, int64_t step,
+static em_status unfold_nograd(const em_tensor *t, int64_t dim, int64_t size, int64_t step,
                     em_tensor **out) {
   int ax;
   em_status st = em_wrap_dim("unfold", dim, t->ndim, &ax);
@@ -511,7 +512,7 @@ em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size, int64_t step,
   return make_view(t, m + 1, sizes, strides, t->offset, out);
 }
 
-em_status em_diagonal(const em_tensor *t, int64_t offset, int64_t dim1,
+static em_status diagonal_nograd(const em_tensor *t, int64_t offset, int64_t dim1,
                       int64_t dim2, em_tensor **out) {
   int a, b;
   if (t->ndim < 2)
@@ -547,7 +548,7 @@ em_status em_diagonal(const em_tensor *t, int64_t offset, int64_t dim1,
 ** stack-local descriptor with negated strides on the flipped dims (starting
 ** at their last element), so the one copy kernel does the work. The
 ** descriptor is never handed out: negative strides exist only here. */
-em_status em_flip(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
+static em_status flip_nograd(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
   int axes[EM_MAX_DIMS];
   if (n > EM_MAX_DIMS) return em_fail(EM_E_VALUE, "flip: too many dims (%d)", n);
   em_status st = wrap_dims("flip", n, dims, t->ndim, axes);
@@ -588,4 +589,84 @@ em_status em_flip(const em_tensor *t, int n, const int64_t *dims, em_tensor **ou
   }
   *out = fresh;
   return EM_OK;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** Views that keep the elements in order (view/reshape/squeeze/...) record a
+** reshape back; the others record where each element came from, found by
+** running the same view over an arange (autograd.h, EM_AG_GATHER). */
+
+#define RESHAPE_VIEW(NAME, CALL)                                             \
+  em_ag_params p;                                                            \
+  memset(&p, 0, sizeof p);                                                   \
+  p.name = NAME;                                                             \
+  const em_tensor *in[1] = {t};                                              \
+  EM_AG_CALL(EM_AG_RESHAPE, 1, in, out, &p, CALL)
+
+em_status em_narrow(const em_tensor *t, int64_t dim, int64_t start, int64_t length,
+                    em_tensor **out) {
+  EM_AG_GATHER("SliceBackward0", t, out, narrow_nograd(ag_src_, dim, start, length, ag_dst_));
+}
+em_status em_select(const em_tensor *t, int64_t dim, int64_t index, em_tensor **out) {
+  EM_AG_GATHER("SelectBackward0", t, out, select_nograd(ag_src_, dim, index, ag_dst_));
+}
+em_status em_transpose(const em_tensor *t, int64_t dim0, int64_t dim1, em_tensor **out) {
+  EM_AG_GATHER("TransposeBackward0", t, out, transpose_nograd(ag_src_, dim0, dim1, ag_dst_));
+}
+em_status em_reverse_dims(const em_tensor *t, em_tensor **out) {
+  EM_AG_GATHER("PermuteBackward0", t, out, reverse_dims_nograd(ag_src_, ag_dst_));
+}
+em_status em_permute(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
+  EM_AG_GATHER("PermuteBackward0", t, out, permute_nograd(ag_src_, n, dims, ag_dst_));
+}
+em_status em_movedim(const em_tensor *t, int n, const int64_t *src, const int64_t *dst,
+                     em_tensor **out) {
+  EM_AG_GATHER("PermuteBackward0", t, out, movedim_nograd(ag_src_, n, src, dst, ag_dst_));
+}
+em_status em_unfold(const em_tensor *t, int64_t dim, int64_t size, int64_t step,
+                    em_tensor **out) {
+  EM_AG_GATHER("UnfoldBackward0", t, out, unfold_nograd(ag_src_, dim, size, step, ag_dst_));
+}
+em_status em_diagonal(const em_tensor *t, int64_t offset, int64_t dim1, int64_t dim2,
+                      em_tensor **out) {
+  EM_AG_GATHER("DiagonalBackward0", t, out,
+               diagonal_nograd(ag_src_, offset, dim1, dim2, ag_dst_));
+}
+em_status em_flip(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
+  EM_AG_GATHER("FlipBackward0", t, out, flip_nograd(ag_src_, n, dims, ag_dst_));
+}
+em_status em_view(const em_tensor *t, int ndim, const int64_t *sizes, em_tensor **out) {
+  RESHAPE_VIEW("ViewBackward0", view_nograd(t, ndim, sizes, out));
+}
+em_status em_reshape(const em_tensor *t, int ndim, const int64_t *sizes, em_tensor **out) {
+  RESHAPE_VIEW("ViewBackward0", reshape_nograd(t, ndim, sizes, out));
+}
+em_status em_flatten(const em_tensor *t, int64_t start, int64_t end, em_tensor **out) {
+  RESHAPE_VIEW("ViewBackward0", flatten_nograd(t, start, end, out));
+}
+em_status em_unflatten(const em_tensor *t, int64_t dim, int n, const int64_t *sizes,
+                       em_tensor **out) {
+  RESHAPE_VIEW("ViewBackward0", unflatten_nograd(t, dim, n, sizes, out));
+}
+em_status em_squeeze(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
+  RESHAPE_VIEW("SqueezeBackward0", squeeze_nograd(t, n, dims, out));
+}
+em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out) {
+  RESHAPE_VIEW("UnsqueezeBackward0", unsqueeze_nograd(t, dim, out));
+}
+/* expand: the engine sums the gradient back over the expanded dims */
+em_status em_expand(const em_tensor *t, int ndim, const int64_t *sizes, em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "ExpandBackward0";
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, expand_nograd(t, ndim, sizes, out));
+}
+em_status em_broadcast_to(const em_tensor *t, int ndim, const int64_t *sizes,
+                          em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "ExpandBackward0";
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, broadcast_to_nograd(t, ndim, sizes, out));
 }

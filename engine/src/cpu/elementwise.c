@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "../iter.h"
+#include "../autograd.h"
 
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #pragma GCC diagnostic ignored "-Wbool-operation"
@@ -729,9 +730,9 @@ static em_status dev_name(em_device d, char *buf, size_t n) {
 
 /* -- em_elementwise ------------------------------------------------------- */
 
-em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
-                         const em_ew_opts *opts, em_tensor *out,
-                         em_tensor **result) {
+static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs,
+                                    const em_ew_opts *opts, em_tensor *out,
+                                    em_tensor **result) {
   if ((unsigned)op >= EM_OP_COUNT)
     return em_fail(EM_E_VALUE, "elementwise: invalid op %d", (int)op);
   const op_info *oi = &op_table[op];
@@ -857,19 +858,6 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
       ((ops[1].scalar.kind == EM_SCALAR_INT && ops[1].scalar.i < 0)))
     return em_fail(EM_E_VALUE, "%s: integers to negative integer powers are not allowed", name);
 
-  /* -- gradients: there is no autograd yet, but the flag flows as in
-  **    PyTorch: a floating result of an input that requires grad requires
-  **    grad; out= with such inputs, and writing in place into a tensor that
-  **    requires grad (every such tensor is a leaf today), are errors */
-  int any_grad = 0;
-  for (int i = 0; i < ntens; i++) any_grad |= tens[i]->requires_grad;
-  if (out && out->requires_grad && inputs[0].tensor == out)
-    return em_fail(EM_E_VALUE, "%s: a leaf tensor that requires grad is being used in an "
-                   "in-place operation", name);
-  if (out && any_grad && inputs[0].tensor != out)
-    return em_fail(EM_E_VALUE, "%s: functions with out= arguments don't support automatic "
-                   "differentiation, but one of the arguments requires grad", name);
-
   /* -- shape */
   int ndim;
   int64_t shape[EM_MAX_DIMS];
@@ -964,8 +952,6 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     em_tensor_release(target);
     return st;
   }
-  if (any_grad && em_dtype_kindof((out ? out : target)->dtype) == EM_KIND_FLOAT)
-    (out ? out : target)->requires_grad = true;
   if (out) {
     em_tensor_release(target);
     if (result) {
@@ -976,6 +962,66 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     *result = target;
   }
   return EM_OK;
+}
+
+/* The public entry: the kernel above with grad mode paused, then the node
+** for backward (autograd.h). In-place ops check that the written tensor may
+** be written (not a leaf that requires grad) and keep the old value when the
+** formula needs it; out= is not differentiable, as in PyTorch. */
+em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
+                         const em_ew_opts *opts, em_tensor *out,
+                         em_tensor **result) {
+  if ((unsigned)op >= EM_OP_COUNT || !inputs || n != op_table[op].arity || n > 3)
+    return elementwise_nograd(op, n, inputs, opts, out, result);
+  em_ew_opts o = opts ? *opts : em_ew_defaults();
+  const char *name = o.name ? o.name : op_table[op].name;
+  const em_tensor *ins[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < n; i++) ins[i] = inputs[i].tensor;
+  if (op == EM_OP_CLAMP && n == 3) {  /* an absent bound is no operand */
+    if (!o.has_min) ins[1] = NULL;
+    if (!o.has_max) ins[2] = NULL;
+  }
+  int on = em_ag_pause();
+  int any = on && em_ag_any(n, ins);
+  int inplace = out && inputs[0].tensor == out;
+  int save_in = 0, save_out = 0;
+  em_ag_ew_saves(op, &save_in, &save_out);
+  em_status st = EM_OK;
+  em_tensor *pre = NULL;
+  if (on && inplace) st = em_ag_check_inplace(name, out);
+  if (st == EM_OK && any && out && !inplace)
+    st = em_fail(EM_E_VALUE, "%s: functions with out= arguments don't support automatic "
+                 "differentiation, but one of the arguments requires grad", name);
+  if (st == EM_OK && any && inplace && (save_in & 1)) {
+    em_ag_resume(on);  /* recorded: the old value keeps its history */
+    st = em_clone(out, &pre);
+    em_ag_pause();
+  }
+  if (st == EM_OK) st = elementwise_nograd(op, n, inputs, opts, out, result);
+  em_ag_resume(on);
+  if (st == EM_OK && any) {
+    em_ag_params p;
+    memset(&p, 0, sizeof p);
+    p.name = em_ag_ew_name(op, n > 1 && inputs[1].tensor != NULL);
+    p.op = op;
+    p.ew = o;
+    for (int i = 0; i < n; i++) p.sc[i] = inputs[i].scalar;
+    p.save_in = save_in;
+    p.save_out = save_out;
+    p.pre[0] = pre;
+    em_tensor *res = out ? out : *result;
+    st = em_ag_record(EM_AG_EW, n, ins, 1, &res, &p);
+    if (st != EM_OK && !out) {
+      em_tensor_release(*result);
+      *result = NULL;
+    }
+    if (st != EM_OK && out && result) {
+      em_tensor_release(*result);
+      *result = NULL;
+    }
+  }
+  em_tensor_release(pre);
+  return st;
 }
 
 em_status em_binary(em_ew_op op, const em_tensor *a, const em_tensor *b,

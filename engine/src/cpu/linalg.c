@@ -16,6 +16,7 @@
 ** - Operands must share dtype and device; messages use PyTorch's wording.
 */
 #include "reduce_impl.h"
+#include "../autograd.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -311,7 +312,7 @@ static void unsq(em_tensor *v, const em_tensor *t, int at) {
 
 /* -- The family ---------------------------------------------------------------------- */
 
-em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+static em_status mm_nograd(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   em_status st = check_pair("mm", a, b);
   if (st != EM_OK) return st;
   if (a->ndim != 2 || b->ndim != 2)
@@ -323,7 +324,7 @@ em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   return gemm_core("mm", a, b, NULL, 0, 1, out);
 }
 
-em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+static em_status bmm_nograd(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   em_status st = check_pair("bmm", a, b);
   if (st != EM_OK) return st;
   if (a->ndim != 3) return em_fail(EM_E_VALUE, "bmm: batch1 must be a 3D tensor, got %d-D", a->ndim);
@@ -371,16 +372,16 @@ static em_status mv_impl(const char *op, const em_tensor *input, const em_tensor
   return EM_OK;
 }
 
-em_status em_mv(const em_tensor *a, const em_tensor *v, em_tensor **out) {
+static em_status mv_nograd(const em_tensor *a, const em_tensor *v, em_tensor **out) {
   return mv_impl("mv", NULL, a, v, 0, 1, out);
 }
 
-em_status em_addmv(const em_tensor *input, const em_tensor *m, const em_tensor *v,
+static em_status addmv_nograd(const em_tensor *input, const em_tensor *m, const em_tensor *v,
                    double beta, double alpha, em_tensor **out) {
   return mv_impl("addmv", input, m, v, beta, alpha, out);
 }
 
-em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+static em_status dot_nograd(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   if (a->ndim != 1 || b->ndim != 1)
     return em_fail(EM_E_VALUE, "dot: 1D tensors expected, but got %dD and %dD tensors",
                    a->ndim, b->ndim);
@@ -405,7 +406,7 @@ em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   return EM_OK;
 }
 
-em_status em_outer(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+static em_status outer_nograd(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   em_status st = check_pair("outer", a, b);
   if (st != EM_OK) return st;
   if (a->ndim != 1 || b->ndim != 1)
@@ -416,7 +417,7 @@ em_status em_outer(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   return gemm_core("outer", &col, &row, NULL, 0, 1, out);
 }
 
-em_status em_addmm(const em_tensor *input, const em_tensor *m1, const em_tensor *m2,
+static em_status addmm_nograd(const em_tensor *input, const em_tensor *m1, const em_tensor *m2,
                    double beta, double alpha, em_tensor **out) {
   em_status st = check_pair("addmm", m1, m2);
   if (st == EM_OK) st = check_input("addmm", input, m1);
@@ -432,7 +433,7 @@ em_status em_addmm(const em_tensor *input, const em_tensor *m1, const em_tensor 
   return gemm_core("addmm", m1, m2, input, beta, alpha, out);
 }
 
-em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tensor *b2,
+static em_status baddbmm_nograd(const em_tensor *input, const em_tensor *b1, const em_tensor *b2,
                      double beta, double alpha, em_tensor **out) {
   em_status st = check_pair("baddbmm", b1, b2);
   if (st == EM_OK) st = check_input("baddbmm", input, b1);
@@ -491,11 +492,11 @@ static em_status matmul_impl(const char *op, const em_tensor *a, const em_tensor
   return EM_OK;
 }
 
-em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+static em_status matmul_nograd(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   return matmul_impl("matmul", a, b, NULL, out);
 }
 
-em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
+static em_status linear_nograd(const em_tensor *x, const em_tensor *w, const em_tensor *b,
                     em_tensor **out) {
   if (w->ndim != 2 && w->ndim != 1)
     return em_fail(EM_E_VALUE, "linear: weight must be 1-D or 2-D, got %d-D", w->ndim);
@@ -519,3 +520,84 @@ em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
 
 void em_blas_set_num_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 int em_blas_get_num_threads(void) { return openblas_get_num_threads(); }
+
+/* -- Autograd recording ---------------------------------------------------------
+** Each entry point runs with grad mode paused (so matmul's inner mm/dot do
+** not record) and records one node (formulas in autograd_formulas.c). */
+
+static em_ag_params lin_params(const char *name, int save_in) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = name;
+  p.save_in = save_in;
+  p.d[0] = 0.0;
+  p.d[1] = 1.0;
+  return p;
+}
+
+em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+  em_ag_params p = lin_params("MmBackward0", 3);
+  const em_tensor *in[2] = {a, b};
+  EM_AG_CALL(EM_AG_MM, 2, in, out, &p, mm_nograd(a, b, out));
+}
+em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+  em_ag_params p = lin_params("BmmBackward0", 3);
+  const em_tensor *in[2] = {a, b};
+  EM_AG_CALL(EM_AG_BMM, 2, in, out, &p, bmm_nograd(a, b, out));
+}
+em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+  em_ag_params p = lin_params("MatmulBackward0", 3);
+  if (a->ndim == 1 && b->ndim == 1) p.name = "DotBackward0";
+  else if (a->ndim == 2 && b->ndim == 2) p.name = "MmBackward0";
+  else if (a->ndim == 2 && b->ndim == 1) p.name = "MvBackward0";
+  else if (a->ndim == 3 && b->ndim == 3) p.name = "BmmBackward0";
+  const em_tensor *in[2] = {a, b};
+  EM_AG_CALL(EM_AG_MATMUL, 2, in, out, &p, matmul_nograd(a, b, out));
+}
+em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+  em_ag_params p = lin_params("DotBackward0", 3);
+  const em_tensor *in[2] = {a, b};
+  EM_AG_CALL(EM_AG_MATMUL, 2, in, out, &p, dot_nograd(a, b, out));
+}
+/* mv and outer are addmv / addmm without the added input */
+em_status em_mv(const em_tensor *a, const em_tensor *v, em_tensor **out) {
+  em_ag_params p = lin_params("MvBackward0", 6);
+  const em_tensor *in[3] = {NULL, a, v};
+  EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, mv_nograd(a, v, out));
+}
+em_status em_outer(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+  em_ag_params p = lin_params("OuterBackward0", 6);
+  p.op = 1;  /* m1 is a column, m2 a row */
+  const em_tensor *in[3] = {NULL, a, b};
+  EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, outer_nograd(a, b, out));
+}
+em_status em_addmm(const em_tensor *input, const em_tensor *m1, const em_tensor *m2,
+                   double beta, double alpha, em_tensor **out) {
+  em_ag_params p = lin_params("AddmmBackward0", 6);
+  p.d[0] = beta;
+  p.d[1] = alpha;
+  const em_tensor *in[3] = {input, m1, m2};
+  EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, addmm_nograd(input, m1, m2, beta, alpha, out));
+}
+em_status em_addmv(const em_tensor *input, const em_tensor *m, const em_tensor *v,
+                   double beta, double alpha, em_tensor **out) {
+  em_ag_params p = lin_params("AddmvBackward0", 6);
+  p.d[0] = beta;
+  p.d[1] = alpha;
+  const em_tensor *in[3] = {input, m, v};
+  EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, addmv_nograd(input, m, v, beta, alpha, out));
+}
+em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tensor *b2,
+                     double beta, double alpha, em_tensor **out) {
+  em_ag_params p = lin_params("BaddbmmBackward0", 6);
+  p.d[0] = beta;
+  p.d[1] = alpha;
+  const em_tensor *in[3] = {input, b1, b2};
+  EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, baddbmm_nograd(input, b1, b2, beta, alpha, out));
+}
+em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
+                    em_tensor **out) {
+  em_ag_params p = lin_params("LinearBackward0", 3);
+  const em_tensor *in[3] = {x, w, b};
+  EM_AG_CALL(EM_AG_LINEAR, b ? 3 : 2, in, out, &p, linear_nograd(x, w, b, out));
+}

@@ -24,6 +24,7 @@
 */
 #include "../iter.h"
 #include "reduce_impl.h"
+#include "../autograd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -647,7 +648,7 @@ static int64_t reduced_count(const em_tensor *t, const bool *mask) {
 
 /* -- em_reduce ------------------------------------------------------------- */
 
-em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
+static em_status reduce_nograd(em_reduce_op rop, const em_tensor *t, int ndims,
                     const int64_t *dims, int keepdim, int dtype, em_tensor **out) {
   static const char *const names[] = {"sum", "prod", "mean", "amax", "amin", "all",
                                       "any", "nansum", "nanmean", "count_nonzero"};
@@ -810,12 +811,12 @@ static em_status var_impl(const em_tensor *t, int ndims, const int64_t *dims,
   return EM_OK;
 }
 
-em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
+static em_status var_nograd(const em_tensor *t, int ndims, const int64_t *dims,
                  double correction, int keepdim, int take_sqrt, em_tensor **out) {
   return var_impl(t, ndims, dims, correction, keepdim, take_sqrt, out, NULL);
 }
 
-em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
+static em_status var_mean_nograd(const em_tensor *t, int ndims, const int64_t *dims,
                       double correction, int keepdim, int take_sqrt,
                       em_tensor **var, em_tensor **mean) {
   return var_impl(t, ndims, dims, correction, keepdim, take_sqrt, var, mean);
@@ -823,7 +824,7 @@ em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
 
 /* -- norm -------------------------------------------------------------------- */
 
-em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
+static em_status norm_nograd(const em_tensor *t, double p, int ndims, const int64_t *dims,
                   int keepdim, int dtype, em_tensor **out) {
   bool mask[EM_MAX_DIMS];
   em_status st = check_cpu("norm", t);
@@ -858,7 +859,7 @@ em_status em_norm(const em_tensor *t, double p, int ndims, const int64_t *dims,
 
 /* -- logsumexp ----------------------------------------------------------------- */
 
-em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
+static em_status logsumexp_nograd(const em_tensor *t, int ndims, const int64_t *dims,
                        int keepdim, em_tensor **out) {
   bool mask[EM_MAX_DIMS];
   em_status st = check_cpu("logsumexp", t);
@@ -1132,7 +1133,7 @@ static em_status squeeze_axis(em_tensor **t, int axis) {
   return EM_OK;
 }
 
-em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
+static em_status max_dim_nograd(const em_tensor *t, int64_t dim, int keepdim, int is_min,
                      em_tensor **values, em_tensor **indices) {
   const char *op = is_min ? "min" : "max";
   if (!values) op = is_min ? "argmin" : "argmax";
@@ -1207,7 +1208,7 @@ em_status em_argmax(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
   return EM_OK;
 }
 
-em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
+static em_status softmax_nograd(const em_tensor *t, int64_t dim, int log, int dtype,
                      em_tensor **out) {
   const char *op = log ? "log_softmax" : "softmax";
   int axis;
@@ -1234,7 +1235,7 @@ em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
   return EM_OK;
 }
 
-em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
+static em_status cumulative_nograd(const em_tensor *t, int64_t dim, int prod, int dtype,
                         em_tensor **out) {
   const char *op = prod ? "cumprod" : "cumsum";
   int axis;
@@ -1262,7 +1263,7 @@ em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
   return EM_OK;
 }
 
-em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
+static em_status cumextreme_nograd(const em_tensor *t, int64_t dim, int is_min,
                         em_tensor **values, em_tensor **indices) {
   const char *op = is_min ? "cummin" : "cummax";
   int axis;
@@ -1287,4 +1288,155 @@ em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
   *values = v;
   *indices = ix;
   return EM_OK;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** Each entry point runs its kernel with grad mode paused and records the node
+** (formulas in autograd_formulas.c). */
+
+static em_ag_params reduce_params(int op, int ndims, const int64_t *dims, int keepdim) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.op = op;
+  p.nlist = ndims > 0 && dims ? ndims : 0;
+  for (int i = 0; i < p.nlist && i < EM_MAX_DIMS; i++) p.list[i] = dims[i];
+  p.i[0] = keepdim;
+  return p;
+}
+
+em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
+                    const int64_t *dims, int keepdim, int dtype, em_tensor **out) {
+  static const char *const names[] = {"SumBackward1", "ProdBackward1", "MeanBackward1",
+                                      "AmaxBackward0", "AminBackward0", NULL, NULL,
+                                      "NansumBackward0", "NanmeanBackward0", NULL};
+  em_ag_params p = reduce_params(rop, ndims, dims, keepdim);
+  static const char *const all_names[] = {"SumBackward0", "ProdBackward0", "MeanBackward0"};
+  if ((unsigned)rop <= EM_REDUCE_COUNT_NONZERO) p.name = names[rop];
+  if (rop <= EM_REDUCE_MEAN && p.nlist == 0 && !keepdim) p.name = all_names[rop];
+  if (rop == EM_REDUCE_PROD || rop == EM_REDUCE_NANSUM || rop == EM_REDUCE_NANMEAN)
+    p.save_in = 1;
+  if (rop == EM_REDUCE_AMAX || rop == EM_REDUCE_AMIN) p.save_in = p.save_out = 1;
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_REDUCE, 1, in, out, &p,
+             reduce_nograd(rop, t, ndims, dims, keepdim, dtype, out));
+}
+
+em_status em_var(const em_tensor *t, int ndims, const int64_t *dims,
+                 double correction, int keepdim, int take_sqrt, em_tensor **out) {
+  em_ag_params p = reduce_params(0, ndims, dims, keepdim);
+  p.name = take_sqrt ? "StdBackward0" : "VarBackward0";
+  p.d[0] = correction;
+  p.i[1] = take_sqrt;
+  p.save_in = 1;
+  p.save_out = 1;
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_VAR, 1, in, out, &p,
+             var_nograd(t, ndims, dims, correction, keepdim, take_sqrt, out));
+}
+
+em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
+                      double correction, int keepdim, int take_sqrt,
+                      em_tensor **var, em_tensor **mean) {
+  int on = em_ag_pause();
+  em_status st = var_mean_nograd(t, ndims, dims, correction, keepdim, take_sqrt, var, mean);
+  em_ag_resume(on);
+  if (st != EM_OK || !on || !t->requires_grad) return st;
+  const em_tensor *in[1] = {t};
+  em_ag_params p = reduce_params(0, ndims, dims, keepdim);
+  p.name = take_sqrt ? "StdMeanBackward0" : "VarMeanBackward0";
+  p.d[0] = correction;
+  p.i[1] = take_sqrt;
+  p.save_in = p.save_out = 1;
+  st = em_ag_record(EM_AG_VAR, 1, in, 1, var, &p);
+  if (st == EM_OK && mean) {
+    em_ag_params q = reduce_params(EM_REDUCE_MEAN, ndims, dims, keepdim);
+    q.name = p.name;
+    st = em_ag_record(EM_AG_REDUCE, 1, in, 1, mean, &q);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(*var);
+    *var = NULL;
+    if (mean) {
+      em_tensor_release(*mean);
+      *mean = NULL;
+    }
+  }
+  return st;
+}
+
+em_status em_norm(const em_tensor *t, double p_, int ndims, const int64_t *dims,
+                  int keepdim, int dtype, em_tensor **out) {
+  em_ag_params p = reduce_params(0, ndims, dims, keepdim);
+  p.name = "NormBackward1";
+  p.d[0] = p_;
+  p.save_in = p.save_out = 1;
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_NORM, 1, in, out, &p, norm_nograd(t, p_, ndims, dims, keepdim, dtype, out));
+}
+
+em_status em_logsumexp(const em_tensor *t, int ndims, const int64_t *dims,
+                       int keepdim, em_tensor **out) {
+  em_ag_params p = reduce_params(0, ndims, dims, keepdim);
+  p.save_in = p.save_out = 1;
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_LOGSUMEXP, 1, in, out, &p,
+             logsumexp_nograd(t, ndims, dims, keepdim, out));
+}
+
+em_status em_max_dim(const em_tensor *t, int64_t dim, int keepdim, int is_min,
+                     em_tensor **values, em_tensor **indices) {
+  int on = em_ag_pause();
+  em_status st = max_dim_nograd(t, dim, keepdim, is_min, values, indices);
+  em_ag_resume(on);
+  if (st == EM_OK && on && values && t->requires_grad) {
+    st = em_ag_record_indexed(is_min ? "MinBackward0" : "MaxBackward0", t, dim, keepdim,
+                              *indices, *values);
+    if (st != EM_OK) {
+      em_tensor_release(*values);
+      em_tensor_release(*indices);
+      *values = *indices = NULL;
+    }
+  }
+  return st;
+}
+
+em_status em_cumextreme(const em_tensor *t, int64_t dim, int is_min,
+                        em_tensor **values, em_tensor **indices) {
+  int on = em_ag_pause();
+  em_status st = cumextreme_nograd(t, dim, is_min, values, indices);
+  em_ag_resume(on);
+  if (st == EM_OK && on && t->requires_grad) {
+    st = em_ag_record_indexed(is_min ? "CumminBackward0" : "CummaxBackward0", t, dim, 1,
+                              *indices, *values);
+    if (st != EM_OK) {
+      em_tensor_release(*values);
+      em_tensor_release(*indices);
+      *values = *indices = NULL;
+    }
+  }
+  return st;
+}
+
+em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
+                     em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = log ? "LogSoftmaxBackward0" : "SoftmaxBackward0";
+  p.i[0] = dim;
+  p.i[1] = log;
+  p.save_out = 1;
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_SOFTMAX, 1, in, out, &p, softmax_nograd(t, dim, log, dtype, out));
+}
+
+em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
+                        em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = prod ? "CumprodBackward0" : "CumsumBackward0";
+  p.i[0] = dim;
+  p.i[1] = prod;
+  if (prod) p.save_in = p.save_out = 1;
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_CUMULATIVE, 1, in, out, &p, cumulative_nograd(t, dim, prod, dtype, out));
 }

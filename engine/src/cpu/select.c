@@ -19,6 +19,7 @@
 ** - Writes of a source that overlaps the destination read a snapshot.
 */
 #include "iter.h"
+#include "autograd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -395,7 +396,7 @@ static em_status check_vector_index(const char *op, const em_tensor *index) {
   return EM_OK;
 }
 
-em_status em_index_select(const em_tensor *t, int64_t dim,
+static em_status index_select_nograd(const em_tensor *t, int64_t dim,
                           const em_tensor *index, em_tensor **out) {
   const char *op = "index_select";
   int axis;
@@ -427,7 +428,7 @@ em_status em_index_select(const em_tensor *t, int64_t dim,
   return st;
 }
 
-em_status em_gather(const em_tensor *t, int64_t dim, const em_tensor *index,
+static em_status gather_nograd(const em_tensor *t, int64_t dim, const em_tensor *index,
                     em_tensor **out) {
   const char *op = "gather";
   int axis;
@@ -458,7 +459,7 @@ em_status em_gather(const em_tensor *t, int64_t dim, const em_tensor *index,
   return st;
 }
 
-em_status em_take(const em_tensor *t, const em_tensor *index, em_tensor **out) {
+static em_status take_nograd(const em_tensor *t, const em_tensor *index, em_tensor **out) {
   const char *op = "take";
   em_status st = cpu_only(op, t);
   if (st != EM_OK) return st;
@@ -547,7 +548,7 @@ static em_status scatter_pass(const char *op, em_tensor *t, int axis,
                       dim_stride(t, axis), r, ONE);
 }
 
-em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
+static em_status scatter_nograd(em_tensor *t, int64_t dim, const em_tensor *index,
                       const em_tensor *src, em_scalar value, em_scatter_mode reduce) {
   const char *op = "scatter_";
   int axis;
@@ -583,7 +584,7 @@ static em_scalar reduce_identity(em_scatter_mode r, em_dtype dt) {
   return s;
 }
 
-em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
+static em_status scatter_reduce_nograd(em_tensor *t, int64_t dim, const em_tensor *index,
                              const em_tensor *src, em_scatter_mode reduce,
                              int include_self) {
   const char *op = "scatter_reduce";
@@ -631,7 +632,7 @@ em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
 
 /* -- put_ ----------------------------------------------------------------------- */
 
-em_status em_put_(em_tensor *t, const em_tensor *index, const em_tensor *src,
+static em_status put_nograd(em_tensor *t, const em_tensor *index, const em_tensor *src,
                   int accumulate) {
   const char *op = "put_";
   em_status st = check_writable(op, t);
@@ -726,18 +727,18 @@ static em_status index_write(const char *op, em_tensor *t, int64_t dim,
   return st;
 }
 
-em_status em_index_fill_(em_tensor *t, int64_t dim, const em_tensor *index,
+static em_status index_fill_nograd(em_tensor *t, int64_t dim, const em_tensor *index,
                          em_scalar value) {
   return index_write("index_fill_", t, dim, index, NULL, value, EM_SCATTER_NONE, ONE);
 }
 
-em_status em_index_copy_(em_tensor *t, int64_t dim, const em_tensor *index,
+static em_status index_copy_nograd(em_tensor *t, int64_t dim, const em_tensor *index,
                          const em_tensor *src) {
   if (!src) return em_fail(EM_E_VALUE, "index_copy_: source must be a tensor");
   return index_write("index_copy_", t, dim, index, src, ONE, EM_SCATTER_NONE, ONE);
 }
 
-em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
+static em_status index_add_nograd(em_tensor *t, int64_t dim, const em_tensor *index,
                         const em_tensor *src, em_scalar alpha) {
   if (!src) return em_fail(EM_E_VALUE, "index_add_: source must be a tensor");
   if (em_dtype_kindof(t->dtype) != EM_KIND_FLOAT && alpha.kind == EM_SCALAR_FLOAT)
@@ -787,7 +788,7 @@ static em_status mask_prefix(const em_tensor *mview, em_tensor **mc, em_tensor *
   return EM_OK;
 }
 
-em_status em_masked_select(const em_tensor *t, const em_tensor *mask,
+static em_status masked_select_nograd(const em_tensor *t, const em_tensor *mask,
                            em_tensor **out) {
   const char *op = "masked_select";
   em_status st = cpu_only(op, t);
@@ -818,7 +819,7 @@ em_status em_masked_select(const em_tensor *t, const em_tensor *mask,
   return st;
 }
 
-em_status em_masked_fill_(em_tensor *t, const em_tensor *mask, em_scalar value) {
+static em_status masked_fill_nograd(em_tensor *t, const em_tensor *mask, em_scalar value) {
   const char *op = "masked_fill_";
   em_status st = check_writable(op, t);
   if (st == EM_OK) st = check_mask(op, mask);
@@ -838,7 +839,7 @@ em_status em_masked_fill_(em_tensor *t, const em_tensor *mask, em_scalar value) 
   return st;
 }
 
-em_status em_masked_scatter_(em_tensor *t, const em_tensor *mask,
+static em_status masked_scatter_nograd(em_tensor *t, const em_tensor *mask,
                              const em_tensor *source) {
   const char *op = "masked_scatter_";
   em_status st = check_writable(op, t);
@@ -908,7 +909,7 @@ em_status em_nonzero(const em_tensor *t, em_tensor **out) {
   return EM_OK;
 }
 
-em_status em_where(const em_tensor *cond, const em_tensor *a,
+static em_status where_nograd(const em_tensor *cond, const em_tensor *a,
                    const em_tensor *b, em_dtype dt, em_tensor **out) {
   const char *op = "where";
   em_status st = check_mask(op, cond);
@@ -935,4 +936,117 @@ em_status em_where(const em_tensor *cond, const em_tensor *a,
   if (st != EM_OK) { em_tensor_release(o); return st; }
   *out = o;
   return EM_OK;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** Reads are gathers: where each output element came from is found by running
+** the op over an arange of t's shape. Writes record the positions they
+** wrote (autograd.h, EM_AG_INPLACE). */
+
+static double scalar_value(em_scalar v) {
+  return v.kind == EM_SCALAR_FLOAT ? v.f : (double)v.i;
+}
+
+em_status em_index_select(const em_tensor *t, int64_t dim, const em_tensor *index,
+                          em_tensor **out) {
+  EM_AG_GATHER("IndexSelectBackward0", t, out,
+               index_select_nograd(ag_src_, dim, index, ag_dst_));
+}
+em_status em_gather(const em_tensor *t, int64_t dim, const em_tensor *index,
+                    em_tensor **out) {
+  EM_AG_GATHER("GatherBackward0", t, out, gather_nograd(ag_src_, dim, index, ag_dst_));
+}
+em_status em_take(const em_tensor *t, const em_tensor *index, em_tensor **out) {
+  EM_AG_GATHER("TakeBackward0", t, out, take_nograd(ag_src_, index, ag_dst_));
+}
+em_status em_masked_select(const em_tensor *t, const em_tensor *mask, em_tensor **out) {
+  EM_AG_GATHER("MaskedSelectBackward0", t, out, masked_select_nograd(ag_src_, mask, ag_dst_));
+}
+
+em_status em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b,
+                   em_dtype dt, em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "WhereBackward0";
+  p.save_in = 1;
+  const em_tensor *in[3] = {cond, a, b};
+  EM_AG_CALL(EM_AG_WHERE, 3, in, out, &p, where_nograd(cond, a, b, dt, out));
+}
+
+em_status em_put_(em_tensor *t, const em_tensor *index, const em_tensor *src,
+                  int accumulate) {
+  EM_AG_INPLACE("put_", "PutBackward0", t, src, accumulate, 1.0,
+                put_nograd(t, index, src, accumulate), take_nograd(ag_ar_, index, &ag_pos_));
+}
+
+em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
+                      const em_tensor *src, em_scalar value, em_scatter_mode reduce) {
+  if (reduce != EM_SCATTER_NONE && reduce != EM_SCATTER_SUM) {
+    em_status st = em_ag_unsupported("scatter_", t, src);
+    if (st != EM_OK) return st;
+  }
+  EM_AG_INPLACE("scatter_", reduce == EM_SCATTER_SUM ? "ScatterAddBackward0" : "ScatterBackward0",
+                t, src, reduce == EM_SCATTER_SUM, 1.0,
+                scatter_nograd(t, dim, index, src, value, reduce),
+                gather_nograd(ag_ar_, dim, index, &ag_pos_));
+}
+
+em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
+                             const em_tensor *src, em_scatter_mode reduce,
+                             int include_self) {
+  if (reduce != EM_SCATTER_SUM || !include_self) {
+    em_status st = em_ag_unsupported("scatter_reduce_", t, src);
+    if (st != EM_OK) return st;
+  }
+  EM_AG_INPLACE("scatter_reduce_", "ScatterReduceBackward0", t, src, 1, 1.0,
+                scatter_reduce_nograd(t, dim, index, src, reduce, include_self),
+                gather_nograd(ag_ar_, dim, index, &ag_pos_));
+}
+
+em_status em_index_fill_(em_tensor *t, int64_t dim, const em_tensor *index,
+                         em_scalar value) {
+  EM_AG_INPLACE("index_fill_", "IndexFillBackward0", t, NULL, 0, 1.0,
+                index_fill_nograd(t, dim, index, value),
+                index_select_nograd(ag_ar_, dim, index, &ag_pos_));
+}
+em_status em_index_copy_(em_tensor *t, int64_t dim, const em_tensor *index,
+                         const em_tensor *src) {
+  EM_AG_INPLACE("index_copy_", "IndexCopyBackward0", t, src, 0, 1.0,
+                index_copy_nograd(t, dim, index, src),
+                index_select_nograd(ag_ar_, dim, index, &ag_pos_));
+}
+em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
+                        const em_tensor *src, em_scalar alpha) {
+  EM_AG_INPLACE("index_add_", "IndexAddBackward0", t, src, 1, scalar_value(alpha),
+                index_add_nograd(t, dim, index, src, alpha),
+                index_select_nograd(ag_ar_, dim, index, &ag_pos_));
+}
+em_status em_masked_fill_(em_tensor *t, const em_tensor *mask, em_scalar value) {
+  EM_AG_INPLACE("masked_fill_", "MaskedFillBackward0", t, NULL, 0, 1.0,
+                masked_fill_nograd(t, mask, value),
+                masked_select_nograd(ag_ar_, mask, &ag_pos_));
+}
+/* the source is consumed in order: the node learns that (i[1]) after
+** EM_AG_INPLACE-style recording */
+em_status em_masked_scatter_(em_tensor *t, const em_tensor *mask, const em_tensor *source) {
+  int on = em_ag_pause();
+  int any = on && (t->requires_grad || source->requires_grad);
+  em_status st = any ? em_ag_check_inplace("masked_scatter_", t) : EM_OK;
+  if (st == EM_OK) st = masked_scatter_nograd(t, mask, source);
+  em_tensor *ar = NULL, *pos = NULL;
+  if (st == EM_OK && any) st = em_ag_arange_like(t, &ar);
+  if (st == EM_OK && any) st = masked_select_nograd(ar, mask, &pos);
+  em_ag_resume(on);
+  if (st == EM_OK && any && em_dtype_kindof(t->dtype) == EM_KIND_FLOAT) {
+    em_ag_params p;
+    memset(&p, 0, sizeof p);
+    p.name = "MaskedScatterBackward0";
+    p.extra = pos;
+    p.i[1] = 1;
+    const em_tensor *in[2] = {t, source};
+    st = em_ag_record(EM_AG_INDEXPUT, 2, in, 1, &t, &p);
+  }
+  em_tensor_release(ar);
+  em_tensor_release(pos);
+  return st;
 }

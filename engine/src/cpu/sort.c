@@ -11,6 +11,7 @@
 **   is allocated once per call, never inside the iterator.
 */
 #include "reduce_impl.h"
+#include "../autograd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -187,12 +188,12 @@ static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int 
   return EM_OK;
 }
 
-em_status em_sort(const em_tensor *t, int64_t dim, int descending,
+static em_status sort_nograd(const em_tensor *t, int64_t dim, int descending,
                   em_tensor **values, em_tensor **indices) {
   return sort_impl("sort", t, dim, descending, 0, false, values, indices);
 }
 
-em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
+static em_status topk_nograd(const em_tensor *t, int64_t k, int64_t dim, int largest,
                   em_tensor **values, em_tensor **indices) {
   return sort_impl("topk", t, dim, largest, k, true, values, indices);
 }
@@ -296,12 +297,12 @@ static em_status pick_impl(const char *op, const em_tensor *t, int64_t dim, int 
   return EM_OK;
 }
 
-em_status em_kthvalue(const em_tensor *t, int64_t k, int64_t dim, int keepdim,
+static em_status kthvalue_nograd(const em_tensor *t, int64_t k, int64_t dim, int keepdim,
                       em_tensor **values, em_tensor **indices) {
   return pick_impl("kthvalue", t, dim, keepdim, PICK_KTH, k, values, indices);
 }
 
-em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+static em_status median_nograd(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
                     int ignore_nan, em_tensor **values, em_tensor **indices) {
   const char *op = ignore_nan ? "nanmedian" : "median";
   int mode = ignore_nan ? PICK_NANMEDIAN : PICK_MEDIAN;
@@ -489,4 +490,76 @@ em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
   em_tensor_release(c);
   *result = r;
   return EM_OK;
+}
+
+/* -- Autograd recording ---------------------------------------------------------
+** The values are t's elements at the returned indices: the gradient goes
+** back to those places (autograd.c, em_ag_record_indexed). */
+
+static em_status record_picked(const char *name, const em_tensor *t, int64_t dim,
+                               int keepdim, em_tensor **values, em_tensor **indices,
+                               em_status st, int on) {
+  if (st == EM_OK && on && t->requires_grad)
+    st = em_ag_record_indexed(name, t, dim, keepdim, *indices, *values);
+  if (st != EM_OK && on && t->requires_grad && *values) {
+    em_tensor_release(*values);
+    em_tensor_release(*indices);
+    *values = *indices = NULL;
+  }
+  return st;
+}
+
+em_status em_sort(const em_tensor *t, int64_t dim, int descending, em_tensor **values,
+                  em_tensor **indices) {
+  int on = em_ag_pause();
+  em_status st = sort_nograd(t, dim, descending, values, indices);
+  em_ag_resume(on);
+  return record_picked("SortBackward0", t, dim, 1, values, indices, st, on);
+}
+em_status em_topk(const em_tensor *t, int64_t k, int64_t dim, int largest,
+                  em_tensor **values, em_tensor **indices) {
+  int on = em_ag_pause();
+  em_status st = topk_nograd(t, k, dim, largest, values, indices);
+  em_ag_resume(on);
+  return record_picked("TopkBackward0", t, dim, 1, values, indices, st, on);
+}
+em_status em_kthvalue(const em_tensor *t, int64_t k, int64_t dim, int keepdim,
+                      em_tensor **values, em_tensor **indices) {
+  int on = em_ag_pause();
+  em_status st = kthvalue_nograd(t, k, dim, keepdim, values, indices);
+  em_ag_resume(on);
+  return record_picked("KthvalueBackward0", t, dim, keepdim, values, indices, st, on);
+}
+em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
+                    int ignore_nan, em_tensor **values, em_tensor **indices) {
+  int on = em_ag_pause();
+  em_tensor *own = NULL;
+  int rec = on && t->requires_grad;
+  em_status st = median_nograd(t, has_dim, dim, keepdim, ignore_nan, values,
+                               indices ? indices : rec ? &own : NULL);
+  em_ag_resume(on);
+  if (!rec || st != EM_OK) return st;
+  const char *name = ignore_nan ? "NanmedianBackward0" : "MedianBackward0";
+  em_tensor *ix = indices ? *indices : own;
+  if (has_dim) {
+    st = em_ag_record_indexed(name, t, dim, keepdim, ix, *values);
+  } else {
+    /* the whole tensor: the index is the flat position */
+    em_tensor *pos = NULL;
+    on = em_ag_pause();
+    st = em_reshape(ix, (*values)->ndim, (*values)->sizes, &pos);
+    em_ag_resume(on);
+    if (st == EM_OK) st = em_ag_record_gather(name, t, pos, *values);
+    em_tensor_release(pos);
+  }
+  em_tensor_release(own);
+  if (st != EM_OK) {
+    em_tensor_release(*values);
+    *values = NULL;
+    if (indices) {
+      em_tensor_release(*indices);
+      *indices = NULL;
+    }
+  }
+  return st;
 }

@@ -1,0 +1,250 @@
+/*
+** l_autograd.c -- the autograd surface: requires_grad / grad / grad_fn /
+** is_leaf properties, backward, retain_grad, detach, grad mode, and the
+** engine half of T.autograd.grad (lua/ember/autograd.lua has the rest).
+** Registered after l_tensor.c, so these props replace its placeholders.
+*/
+#include <stdlib.h>
+
+#include "l_ember.h"
+
+static int l_requires_grad_(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "requires_grad_");
+  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TBOOLEAN)
+    return l_errorf(L, "requires_grad_: expected a boolean, got %s", luaL_typename(L, 2));
+  int on = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
+  if (em_tensor_requires_grad_(t, on) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int p_requires_grad(lua_State *L) {
+  lua_pushboolean(L, em_tensor_requires_grad(l_checktensor(L, 1, "requires_grad")));
+  return 1;
+}
+static int p_set_requires_grad(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "requires_grad");
+  if (!lua_isboolean(L, 2))
+    return l_errorf(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 2));
+  if (em_tensor_requires_grad_(t, lua_toboolean(L, 2)) != EM_OK) l_error(L);
+  return 0;
+}
+static int p_is_leaf(lua_State *L) {
+  lua_pushboolean(L, em_tensor_is_leaf(l_checktensor(L, 1, "is_leaf")));
+  return 1;
+}
+static int p_retains_grad(lua_State *L) {
+  lua_pushboolean(L, em_tensor_retains_grad(l_checktensor(L, 1, "retains_grad")));
+  return 1;
+}
+static int p_grad(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "grad");
+  em_tensor *g = em_tensor_grad(t);
+  if (!g) {
+    lua_pushnil(L);
+    return 1;
+  }
+  em_tensor **box = l_newbox(L);
+  *box = g;
+  return 1;
+}
+static int p_set_grad(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "grad");
+  em_tensor *g = NULL;
+  if (!lua_isnil(L, 2)) {
+    g = l_totensor(L, 2);
+    if (!g) return l_errorf(L, "grad: expected a tensor or nil, got %s", luaL_typename(L, 2));
+  }
+  if (em_tensor_set_grad(t, g) != EM_OK) l_error(L);
+  return 0;
+}
+
+/* t.grad_fn: nil for leaves, else {name() = "AddBackward0",
+** next_functions = {{"MulBackward0", 1}, ...}} printing as <AddBackward0>. */
+static int gf_name(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "_name");
+  return 1;
+}
+static int gf_tostring(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "_name");
+  lua_pushfstring(L, "<%s>", lua_tostring(L, -1));
+  return 1;
+}
+static int p_grad_fn(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "grad_fn");
+  const char *name = em_tensor_grad_fn_name(t);
+  if (!name) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "_name");
+  lua_newtable(L);
+  const char *nn;
+  int nr, i = 0;
+  while (em_tensor_grad_fn_next(t, i, &nn, &nr)) {
+    lua_createtable(L, 2, 0);
+    if (nn) lua_pushstring(L, nn);
+    else lua_pushboolean(L, 0);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, nr + 1);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, ++i);
+  }
+  lua_setfield(L, -2, "next_functions");
+  if (luaL_newmetatable(L, "ember.grad_fn")) {
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, gf_name);
+    lua_setfield(L, -2, "name");
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gf_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+static int l_retain_grad(lua_State *L) {
+  if (em_tensor_retain_grad(l_checktensor(L, 1, "retain_grad")) != EM_OK) l_error(L);
+  return 0;
+}
+static int l_detach(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "detach");
+  em_tensor **box = l_newbox(L);
+  if (em_detach(t, box) != EM_OK) l_error(L);
+  return 1;
+}
+static int l_detach_(lua_State *L) {
+  if (em_detach_(l_checktensor(L, 1, "detach_")) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static const char *const backward_opts[] = {"gradient", "retain_graph", "create_graph",
+                                            NULL};
+
+/* t:backward([gradient][, {retain_graph=, create_graph=}]) */
+static int l_backward(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "backward");
+  em_tensor *g = NULL;
+  int opts = 0;
+  if (lua_istable(L, 2) && !l_totensor(L, 2)) opts = 2;
+  else if (!lua_isnoneornil(L, 2)) {
+    g = l_totensor(L, 2);
+    if (!g) return l_errorf(L, "backward: expected a tensor for gradient, got %s",
+                            luaL_typename(L, 2));
+    if (lua_istable(L, 3)) opts = 3;
+  }
+  if (opts) {
+    l_checkopts(L, opts, "backward", backward_opts);
+    lua_getfield(L, opts, "gradient");
+    if (!lua_isnil(L, -1)) {
+      g = l_totensor(L, -1);
+      if (!g) return l_errorf(L, "backward: expected a tensor for gradient");
+    }
+    lua_pop(L, 1);
+  }
+  int create = opts ? l_optbool(L, opts, "create_graph", 0) : 0;
+  int retain = opts ? l_optbool(L, opts, "retain_graph", create) : create;
+  em_tensor *ts[1] = {t}, *gs[1] = {g};
+  if (em_backward(1, ts, gs, retain, create) != EM_OK) l_error(L);
+  return 0;
+}
+
+/* Reads a list of tensors (or one tensor) at idx into a malloc'd array
+** anchored in a userdata on the stack (so a raise frees it). */
+static em_tensor **tensor_list(lua_State *L, int idx, const char *what, int allow_nil,
+                               int *n) {
+  if (l_totensor(L, idx)) {
+    em_tensor **a = lua_newuserdata(L, sizeof *a);
+    a[0] = l_totensor(L, idx);
+    *n = 1;
+    return a;
+  }
+  if (!lua_istable(L, idx))
+    l_errorf(L, "grad: expected a tensor or a list of tensors for %s, got %s", what,
+             luaL_typename(L, idx));
+  int len = (int)lua_objlen(L, idx);
+  em_tensor **a = lua_newuserdata(L, sizeof *a * (size_t)(len + 1));
+  for (int i = 0; i < len; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    a[i] = l_totensor(L, -1);
+    if (!a[i] && !(allow_nil && lua_isnil(L, -1)))
+      l_errorf(L, "grad: %s[%d] is not a tensor", what, i + 1);
+    lua_pop(L, 1);
+  }
+  *n = len;
+  return a;
+}
+
+/* C._autograd_grad(outputs, grad_outputs|nil, inputs, retain, create,
+** allow_unused) -> list of gradients (nil for unused inputs) */
+static int l_autograd_grad(lua_State *L) {
+  int nout, ngo = 0, nin;
+  em_tensor **outs = tensor_list(L, 1, "outputs", 0, &nout);
+  em_tensor **gos = NULL;
+  if (!lua_isnil(L, 2)) {
+    gos = tensor_list(L, 2, "grad_outputs", 1, &ngo);
+    if (ngo != nout)
+      return l_errorf(L, "grad: got %d grad_outputs for %d outputs", ngo, nout);
+  }
+  em_tensor **ins = tensor_list(L, 3, "inputs", 0, &nin);
+  int retain = lua_toboolean(L, 4), create = lua_toboolean(L, 5);
+  int allow_unused = lua_toboolean(L, 6);
+  em_tensor **res = lua_newuserdata(L, sizeof *res * (size_t)(nin + 1));
+  if (em_autograd_grad(nout, outs, gos, nin, (const em_tensor *const *)ins, retain, create,
+                       allow_unused, res) != EM_OK)
+    return l_error(L);
+  /* boxes for every result first; no raise after this point but pushes */
+  lua_createtable(L, nin, 0);
+  for (int j = 0; j < nin; j++) {
+    if (res[j]) {
+      em_tensor **box = l_newbox(L);
+      *box = res[j];
+    } else {
+      lua_pushboolean(L, 0);
+    }
+    lua_rawseti(L, -2, j + 1);
+  }
+  return 1;
+}
+
+static int l_is_grad_enabled(lua_State *L) {
+  lua_pushboolean(L, em_grad_enabled());
+  return 1;
+}
+static int l_set_grad_enabled(lua_State *L) {
+  if (!lua_isboolean(L, 1))
+    return l_errorf(L, "set_grad_enabled: expected a boolean, got %s", luaL_typename(L, 1));
+  int prev = em_grad_enabled();
+  em_set_grad_enabled(lua_toboolean(L, 1));
+  lua_pushboolean(L, prev);
+  return 1;
+}
+
+void l_open_autograd(lua_State *L) {
+  static const luaL_Reg fns[] = {{"is_grad_enabled", l_is_grad_enabled},
+                                 {"set_grad_enabled", l_set_grad_enabled},
+                                 {"_autograd_grad", l_autograd_grad},
+                                 {NULL, NULL}};
+  static const luaL_Reg methods[] = {{"requires_grad_", l_requires_grad_},
+                                     {"backward", l_backward},
+                                     {"retain_grad", l_retain_grad},
+                                     {"detach", l_detach},
+                                     {"detach_", l_detach_},
+                                     {NULL, NULL}};
+  static const luaL_Reg props[] = {{"requires_grad", p_requires_grad},
+                                   {"set_requires_grad", p_set_requires_grad},
+                                   {"is_leaf", p_is_leaf},
+                                   {"retains_grad", p_retains_grad},
+                                   {"grad", p_grad},
+                                   {"set_grad", p_set_grad},
+                                   {"grad_fn", p_grad_fn},
+                                   {NULL, NULL}};
+  l_add_functions(L, fns);
+  l_add_methods(L, methods);
+  l_add_props(L, props);
+}

@@ -1,0 +1,1096 @@
+/*
+** autograd.c -- reverse-mode automatic differentiation: per-tensor autograd
+** metadata, graph nodes, recording, and the backward engine.
+**
+** Guarantees:
+** - Grad mode is thread-local. Ops record a node only in grad mode and when
+**   an input requires grad; the ops an op calls inside do not record.
+** - A tensor references its grad_fn; a node references the nodes and the
+**   leaves its inputs came from, never its outputs: saved tensors are
+**   metadata-free aliases (as PyTorch's SavedVariable), so tensor -> node ->
+**   saved tensor cannot make a cycle.
+** - Saved tensors remember their storage version; a change in place before
+**   the backward is an error with PyTorch's message, never a wrong gradient.
+** - The backward runs nodes in dependency order (every gradient for a node
+**   summed before it runs), with explicit stacks (no recursion: deep graphs
+**   are fine). Gradients reaching an input are reduced to its shape (the
+**   broadcast it took part in) and cast to its dtype here, once, for every
+**   formula. Without retain_graph, saved tensors are freed after the run.
+*/
+#include "autograd.h"
+#include "iter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* -- Grad mode ------------------------------------------------------------ */
+
+static _Thread_local int grad_disabled;  /* 0: grad mode on (the default) */
+
+int em_ag_pause(void) {
+  int on = !grad_disabled;
+  grad_disabled = 1;
+  return on;
+}
+void em_ag_resume(int on) { grad_disabled = !on; }
+int em_grad_enabled(void) { return !grad_disabled; }
+void em_set_grad_enabled(int on) { grad_disabled = !on; }
+
+static em_node *grad_fn_of(const em_tensor *t);
+
+int em_ag_any(int n, const em_tensor *const *ts) {
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) continue;
+    if (ts[i]->autograd) (void)grad_fn_of(ts[i]);  /* a stale view catches up */
+    if (ts[i]->requires_grad) return 1;
+  }
+  return 0;
+}
+
+/* -- Metadata --------------------------------------------------------------- */
+
+typedef struct em_ag_meta {
+  em_tensor *grad;
+  em_node *grad_fn;  /* one reference; NULL for leaves */
+  int output_nr;
+  int retains_grad;
+  em_tensor *base;   /* views: the tensor they view (one reference) */
+  uint64_t view_version;  /* views: storage version when grad_fn was set */
+} em_ag_meta;
+
+static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autograd; }
+
+static em_status meta_get(em_tensor *t, em_ag_meta **out) {
+  if (!t->autograd) {
+    em_ag_meta *m = calloc(1, sizeof *m);
+    if (!m) {
+      *out = NULL;
+      return em_fail(EM_E_NOMEM, "autograd: out of memory");
+    }
+    t->autograd = m;
+  }
+  *out = t->autograd;
+  return EM_OK;
+}
+
+void em_ag_meta_free(em_tensor *t) {
+  em_ag_meta *m = meta_of(t);
+  if (!m) return;
+  if (m->grad_fn && m->retains_grad && m->grad_fn->retain &&
+      m->grad_fn->retain[m->output_nr] == t)
+    m->grad_fn->retain[m->output_nr] = NULL;
+  em_tensor_release(m->grad);
+  em_tensor_release(m->base);
+  em_node_release(m->grad_fn);
+  free(m);
+  t->autograd = NULL;
+}
+
+static void refresh_view(em_tensor *t);
+
+/* t's grad_fn; a view whose storage was written in place since its history
+** was set (through its base or another view) gets a fresh history first, as
+** PyTorch regenerates a view's grad_fn. */
+static em_node *grad_fn_of(const em_tensor *t) {
+  if (!t->autograd) return NULL;
+  em_ag_meta *m = meta_of(t);
+  if (m->base && m->view_version != em_storage_version(t->storage))
+    refresh_view((em_tensor *)t);
+  return m->grad_fn;
+}
+
+/* A new tensor object over t's data with no autograd metadata. */
+static em_status plain_alias(const em_tensor *t, em_tensor **out) {
+  return em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
+                         t->dtype, out);
+}
+
+/* -- Nodes ------------------------------------------------------------------ */
+
+static const char *const kind_names[] = {
+#define EM_AG_NAME(k, n) n,
+    EM_FOR_EACH_GRAD_OP(EM_AG_NAME)
+#undef EM_AG_NAME
+};
+
+void em_node_retain(em_node *n) {
+  if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+static void free_saved(em_node *n) {
+  for (int k = 0; k < n->nsaved; k++) {
+    em_ag_saved *s = &n->saved[k];
+    em_tensor_release(s->data);
+    if (!s->is_output) em_node_release(s->fn);
+    em_tensor_release(s->leaf);
+    memset(s, 0, sizeof *s);
+  }
+}
+
+/* Nodes form chains as long as the graph: releasing one may release the
+** next. A worklist keeps that iterative. */
+void em_node_release(em_node *n) {
+  em_node *stack_local[64];
+  em_node **stack = stack_local;
+  int sp = 0, cap = 64;
+  while (n || sp) {
+    if (!n) n = stack[--sp];
+    if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) {
+      n = NULL;
+      continue;
+    }
+    free_saved(n);
+    for (int i = 0; i < n->nin; i++) {
+      em_tensor_release(n->next[i].leaf);
+      em_node *c = n->next[i].node;
+      if (!c) continue;
+      if (sp == cap) {
+        em_node **bigger = malloc(sizeof *bigger * (size_t)cap * 2);
+        if (!bigger) { em_node_release(c); continue; } /* recursion fallback */
+        memcpy(bigger, stack, sizeof *bigger * (size_t)sp);
+        if (stack != stack_local) free(stack);
+        stack = bigger;
+        cap *= 2;
+      }
+      stack[sp++] = c;
+    }
+    if (n->inner) {
+      if (sp < cap) stack[sp++] = n->inner;
+      else em_node_release(n->inner);
+    }
+    free(n->next);
+    free(n->in);
+    free(n->out);
+    free(n->saved);
+    free(n->retain);
+    free(n->buf);
+    if (n->custom_free) n->custom_free(n->custom_ctx);
+    free(n->owned_name);
+    free(n);
+    n = NULL;
+  }
+  if (stack != stack_local) free(stack);
+}
+
+static void tmeta_of(const em_tensor *t, em_ag_tmeta *m) {
+  m->is_tensor = t != NULL;
+  if (!t) return;
+  m->ndim = t->ndim;
+  m->dtype = t->dtype;
+  memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+}
+
+static int is_float(const em_tensor *t) {
+  return t && em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+}
+
+/* The edge a gradient for t takes: its grad_fn, or t itself as a leaf. */
+static void edge_of(const em_tensor *t, em_ag_edge *e) {
+  memset(e, 0, sizeof *e);
+  em_node *fn = t ? grad_fn_of(t) : NULL;
+  if (!t || !t->requires_grad || !is_float(t)) return;
+  if (fn) {
+    e->node = fn;
+    e->nr = meta_of(t)->output_nr;
+    em_node_retain(fn);
+  } else {
+    e->leaf = (em_tensor *)t;
+    em_tensor_retain(e->leaf);
+  }
+}
+
+static em_status save(em_node *n, int k, const em_tensor *t, int is_output, int out_nr) {
+  em_ag_saved *s = &n->saved[k];
+  em_status st = plain_alias(t, &s->data);
+  if (st != EM_OK) return st;
+  s->version = em_storage_version(t->storage);
+  s->is_output = is_output;
+  if (is_output) {
+    s->fn = n;
+    s->nr = out_nr;
+  } else if (t->requires_grad && is_float(t)) {
+    em_node *fn = grad_fn_of(t);
+    if (fn) {
+      s->fn = fn;
+      s->nr = meta_of(t)->output_nr;
+      em_node_retain(fn);
+    } else {
+      s->leaf = (em_tensor *)t;
+      em_tensor_retain(s->leaf);
+    }
+  }
+  n->has_saved = 1;
+  return EM_OK;
+}
+
+static em_status node_new(em_ag_kind kind, int nin, int nout, const em_ag_params *p,
+                          em_node **out) {
+  em_node *n = calloc(1, sizeof *n);
+  if (!n) return em_fail(EM_E_NOMEM, "autograd: out of memory");
+  atomic_init(&n->refcount, 1);
+  n->kind = kind;
+  if (p) n->p = *p;
+  n->name = p && p->name ? p->name : kind_names[kind];
+  n->nin = nin;
+  n->nout = nout;
+  n->nsaved = nin + nout + 4;
+  n->next = calloc((size_t)nin + 1, sizeof *n->next);
+  n->in = calloc((size_t)nin + 1, sizeof *n->in);
+  n->out = calloc((size_t)nout + 1, sizeof *n->out);
+  n->saved = calloc((size_t)n->nsaved, sizeof *n->saved);
+  n->retain = calloc((size_t)nout + 1, sizeof *n->retain);
+  n->buf = calloc((size_t)nout + 1, sizeof *n->buf);
+  if (!n->next || !n->in || !n->out || !n->saved || !n->retain || !n->buf) {
+    em_node_release(n);
+    return em_fail(EM_E_NOMEM, "autograd: out of memory");
+  }
+  *out = n;
+  return EM_OK;
+}
+
+/* Makes n the grad_fn of out (output nr k). */
+static em_status set_history(em_tensor *out, em_node *n, int k) {
+  em_ag_meta *m;
+  em_status st = meta_get(out, &m);
+  if (st != EM_OK) return st;
+  em_node_retain(n);
+  if (m->grad_fn && m->retains_grad && m->grad_fn->retain &&
+      m->grad_fn->retain[m->output_nr] == out)
+    m->grad_fn->retain[m->output_nr] = NULL;
+  em_node_release(m->grad_fn);
+  m->grad_fn = n;
+  m->output_nr = k;
+  m->view_version = em_storage_version(out->storage);
+  if (m->retains_grad) n->retain[k] = out;
+  out->requires_grad = true;
+  return EM_OK;
+}
+
+static em_status copy_slices(em_node *n, em_tensor *v, em_tensor *b);
+
+em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int nout,
+                       em_tensor *const *out, const em_ag_params *p) {
+  int any_float = 0;
+  for (int k = 0; k < nout; k++) any_float |= is_float(out[k]);
+  if (!any_float) return EM_OK;  /* integer/bool results carry no gradient */
+  em_node *n;
+  em_status st = node_new(kind, nin, nout, p, &n);
+  if (st != EM_OK) return st;
+  for (int i = 0; i < nin; i++) {
+    tmeta_of(in[i], &n->in[i]);
+    edge_of(in[i], &n->next[i]);
+  }
+  for (int k = 0; k < nout; k++) tmeta_of(out[k], &n->out[k]);
+  /* saved inputs; an input that is also an output (in place) is saved as
+  ** an output, and its value from before the op comes in p->pre */
+  for (int i = 0; i < nin && st == EM_OK; i++) {
+    if (!(p && (p->save_in >> i & 1)) || !in[i]) continue;
+    int k = 0;
+    while (k < nout && out[k] != in[i]) k++;
+    if (i < 3 && p->pre[i])
+      st = save(n, i, p->pre[i], 0, 0);
+    else if (i > 0 && in[i] == in[0] && p->pre[0])  /* a.mul_(a): the old a */
+      st = save(n, i, p->pre[0], 0, 0);
+    else
+      st = save(n, k < nout ? EM_AG_SV_OUT(n, k) : i, in[i], k < nout, k);
+  }
+  for (int k = 0; k < nout && st == EM_OK; k++)
+    if (p && (p->save_out >> k & 1)) st = save(n, EM_AG_SV_OUT(n, k), out[k], 1, k);
+  if (st == EM_OK && p && p->extra) st = save(n, EM_AG_SV_EXTRA(n), p->extra, 0, 0);
+  /* an in-place write into a view rebases its base's history */
+  em_tensor *base = NULL;
+  if (nout == 1 && nin >= 1 && in[0] == out[0] && out[0]->autograd)
+    base = meta_of(out[0])->base;
+  if (st == EM_OK && base && is_float(base)) {
+    st = copy_slices(n, out[0], base);
+  } else {
+    for (int k = 0; k < nout && st == EM_OK; k++)
+      if (is_float(out[k])) st = set_history(out[k], n, k);
+  }
+  em_node_release(n);
+  return st;
+}
+
+em_status em_ag_saved_get(em_node *n, int k, em_tensor **out) {
+  em_ag_saved *s = &n->saved[k];
+  if (!s->data) {
+    if (n->freed)
+      return em_fail(EM_E_RUNTIME,
+                     "backward: trying to backward through the graph a second time (or "
+                     "directly access saved tensors after they have already been freed). "
+                     "Saved intermediate values of the graph are freed when you call "
+                     ":backward() or autograd.grad(). Specify retain_graph=true if you "
+                     "need to backward through the graph a second time or if you need to "
+                     "access saved tensors after calling backward (in %s)", n->name);
+    return em_fail(EM_E_RUNTIME, "autograd: %s has no saved tensor %d", n->name, k + 1);
+  }
+  uint64_t v = em_storage_version(s->data->storage);
+  if (v != s->version) {
+    char b[EM_SHAPE_BUF];
+    if (s->is_output)
+      return em_fail(EM_E_RUNTIME,
+                     "one of the variables needed for gradient computation has been "
+                     "modified by an inplace operation: [ember.%s %s], which is output %d "
+                     "of %s, is at version %llu; expected version %llu instead. Hint: the "
+                     "operation that failed was %s",
+                     em_dtype_name(s->data->dtype),
+                     em_fmt_shape(b, sizeof b, s->data->ndim, s->data->sizes), s->nr + 1,
+                     n->name, (unsigned long long)v, (unsigned long long)s->version,
+                     n->name);
+    return em_fail(EM_E_RUNTIME,
+                   "one of the variables needed for gradient computation has been "
+                   "modified by an inplace operation: [ember.%s %s] is at version %llu; "
+                   "expected version %llu instead. Hint: the operation that failed was %s",
+                   em_dtype_name(s->data->dtype),
+                   em_fmt_shape(b, sizeof b, s->data->ndim, s->data->sizes),
+                   (unsigned long long)v, (unsigned long long)s->version, n->name);
+  }
+  /* recording the backward (create_graph): the saved tensor comes back
+  ** with its history, so gradients flow through it */
+  if (!grad_disabled && (s->fn || s->leaf)) {
+    if (s->leaf) {
+      em_tensor_retain(s->leaf);
+      *out = s->leaf;
+      return EM_OK;
+    }
+    em_tensor *t;
+    em_status st = plain_alias(s->data, &t);
+    if (st == EM_OK) st = set_history(t, s->fn, s->nr);
+    if (st != EM_OK) {
+      em_tensor_release(t);
+      return st;
+    }
+    *out = t;
+    return EM_OK;
+  }
+  em_tensor_retain(s->data);
+  *out = s->data;
+  return EM_OK;
+}
+
+/* -- Custom ops ------------------------------------------------------------------ */
+
+em_status em_autograd_record(const char *name, int nin, const em_tensor *const *inputs,
+                             int nout, em_tensor *const *outputs, int nsaved,
+                             const em_tensor *const *saved, em_autograd_backward_fn backward,
+                             void *ctx, void (*free_ctx)(void *ctx)) {
+  int any_float = 0;
+  for (int k = 0; k < nout; k++) any_float |= is_float(outputs[k]);
+  if (grad_disabled || !em_ag_any(nin, inputs) || !any_float || nin < 0 || nout < 0 ||
+      nsaved < 0) {
+    if (free_ctx) free_ctx(ctx);
+    if (nin < 0 || nout < 0 || nsaved < 0)
+      return em_fail(EM_E_VALUE, "autograd_record: negative counts");
+    return EM_OK;
+  }
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  em_node *n;
+  em_status st = node_new(EM_AG_CUSTOM, nin, nout, &p, &n);
+  if (st != EM_OK) {
+    if (free_ctx) free_ctx(ctx);
+    return st;
+  }
+  n->custom_fn = backward;
+  n->custom_ctx = ctx;
+  n->custom_free = free_ctx;
+  n->owned_name = strdup(name ? name : "CustomBackward");
+  em_ag_saved *sv = calloc((size_t)nsaved + 1, sizeof *sv);
+  if (!n->owned_name || !sv) {
+    free(sv);
+    em_node_release(n);
+    return em_fail(EM_E_NOMEM, "autograd_record: out of memory");
+  }
+  n->name = n->owned_name;
+  free(n->saved);
+  n->saved = sv;
+  n->nsaved = nsaved;
+  for (int i = 0; i < nin; i++) {
+    tmeta_of(inputs[i], &n->in[i]);
+    edge_of(inputs[i], &n->next[i]);
+  }
+  for (int k = 0; k < nout; k++) tmeta_of(outputs[k], &n->out[k]);
+  for (int j = 0; j < nsaved && st == EM_OK; j++) {
+    if (!saved[j]) continue;
+    int k = 0;
+    while (k < nout && outputs[k] != saved[j]) k++;
+    st = save(n, j, saved[j], k < nout, k);
+  }
+  for (int k = 0; k < nout && st == EM_OK; k++)
+    if (is_float(outputs[k])) st = set_history(outputs[k], n, k);
+  em_node_release(n);
+  return st;
+}
+
+/* -- Gather-like ops ------------------------------------------------------------ */
+
+em_status em_ag_arange_like(const em_tensor *t, em_tensor **out) {
+  em_scalar one = {EM_SCALAR_INT, 1, 0}, end = {EM_SCALAR_INT, em_tensor_numel(t) + 1, 0};
+  em_tensor *a;
+  int on = em_ag_pause();
+  em_status st = em_arange(one, end, one, EM_INT64, em_cpu(), &a);
+  if (st == EM_OK) {
+    st = em_tensor_alloc(a->storage, 0, t->ndim, t->sizes, t->strides, EM_INT64, out);
+    if (st == EM_OK) em_contiguous_strides(t->ndim, t->sizes, (*out)->strides);
+    em_tensor_release(a);
+  }
+  em_ag_resume(on);
+  return st;
+}
+
+em_status em_ag_record_gather(const char *name, const em_tensor *in, const em_tensor *pos,
+                              em_tensor *out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = name;
+  p.extra = pos;
+  p.i[0] = out->storage == in->storage;  /* a view */
+  const em_tensor *ins[1] = {in};
+  return em_ag_record(EM_AG_GATHER, 1, ins, 1, &out, &p);
+}
+
+em_status em_ag_record_indexed(const char *name, const em_tensor *t, int64_t dim,
+                               int keepdim, const em_tensor *indices, em_tensor *values) {
+  int on = em_ag_pause();
+  em_tensor *ar = NULL, *idx = NULL, *pos = NULL, *pos2 = NULL;
+  em_status st = em_ag_arange_like(t, &ar);
+  int nd = t->ndim;
+  if (st == EM_OK && nd == 0) {  /* a 0-d input: the one element */
+    st = em_clone(ar, &pos2);
+  } else if (st == EM_OK) {
+    if (!keepdim && indices->ndim < nd) st = em_unsqueeze(indices, dim, &idx);
+    else { em_tensor_retain((em_tensor *)indices); idx = (em_tensor *)indices; }
+    if (st == EM_OK) st = em_gather(ar, dim, idx, &pos);
+    if (st == EM_OK) st = em_reshape(pos, values->ndim, values->sizes, &pos2);
+  }
+  em_ag_resume(on);
+  if (st == EM_OK) st = em_ag_record_gather(name, t, pos2, values);
+  em_tensor_release(ar);
+  em_tensor_release(idx);
+  em_tensor_release(pos);
+  em_tensor_release(pos2);
+  return st;
+}
+
+em_status em_ag_record_inplace(const char *name, em_tensor *t, const em_tensor *src,
+                               const em_tensor *pos, int accumulate, double alpha) {
+  if (em_dtype_kindof(t->dtype) != EM_KIND_FLOAT) return EM_OK;
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = name;
+  p.extra = pos;
+  p.i[0] = accumulate;
+  p.d[0] = alpha;
+  const em_tensor *in[2] = {t, src};
+  return em_ag_record(EM_AG_INDEXPUT, src ? 2 : 1, in, 1, &t, &p);
+}
+
+em_status em_ag_unsupported(const char *op, const em_tensor *t, const em_tensor *src) {
+  if (grad_disabled || !(t->requires_grad || (src && src->requires_grad))) return EM_OK;
+  return em_fail(EM_E_RUNTIME, "%s: automatic differentiation is not supported for this "
+                 "operation; run it under no_grad or on detached tensors", op);
+}
+
+/* -- Views and in-place writes into them ---------------------------------------- */
+
+em_status em_ag_set_base(em_tensor *out, const em_tensor *src) {
+  em_tensor *b = (em_tensor *)src;
+  if (src->autograd && meta_of(src)->base) b = meta_of(src)->base;
+  em_ag_meta *m;
+  em_status st = meta_get(out, &m);
+  if (st != EM_OK) return st;
+  em_tensor_retain(b);
+  em_tensor_release(m->base);
+  m->base = b;
+  m->view_version = em_storage_version(out->storage);
+  return EM_OK;
+}
+
+/* The view's elements taken from its base's current history. On failure
+** (out of memory) the old history stays. */
+static void refresh_view(em_tensor *t) {
+  em_ag_meta *m = meta_of(t);
+  em_tensor *b = m->base;
+  m->view_version = em_storage_version(t->storage);
+  em_node *bfn = grad_fn_of(b);
+  if (!b->requires_grad) return;
+  if (!bfn && !b->requires_grad) return;
+  em_tensor *pos = NULL;
+  if (em_ag_view_positions(b, t, &pos) == EM_OK) {
+    em_status st = em_ag_record_gather("AsStridedBackward0", b, pos, t);
+    (void)st;
+  }
+  em_tensor_release(pos);
+  m->view_version = em_storage_version(t->storage);
+}
+
+static void extent(const em_tensor *t, int64_t *lo, int64_t *hi) {
+  *lo = *hi = t->offset;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t span = (t->sizes[d] - 1) * t->strides[d];
+    if (span < 0) *lo += span; else *hi += span;
+  }
+}
+
+/* b contiguous: element (i1..in) of v is flat position
+** 1 + (v.offset - b.offset) + sum(ik * stride_k) of b. */
+static em_status contiguous_positions(const em_tensor *b, const em_tensor *v,
+                                      em_tensor **pos) {
+  em_scalar first = {EM_SCALAR_INT, 1 + v->offset - b->offset, 0};
+  em_tensor *p = NULL;
+  em_status st = em_full(v->ndim, v->sizes, first, EM_INT64, em_cpu(), &p);
+  for (int d = 0; d < v->ndim && st == EM_OK; d++) {
+    if (v->sizes[d] <= 1 || v->strides[d] == 0) continue;
+    em_scalar z = {EM_SCALAR_INT, 0, 0}, e = {EM_SCALAR_INT, v->sizes[d] * v->strides[d], 0};
+    em_scalar step = {EM_SCALAR_INT, v->strides[d], 0};
+    em_tensor *ar = NULL, *arv = NULL;
+    int64_t sz[EM_MAX_DIMS];
+    for (int k = 0; k < v->ndim; k++) sz[k] = k == d ? v->sizes[d] : 1;
+    st = em_arange(z, e, step, EM_INT64, em_cpu(), &ar);
+    if (st == EM_OK) st = em_reshape(ar, v->ndim, sz, &arv);
+    if (st == EM_OK) {
+      em_operand ops[2] = {{p, {EM_SCALAR_INT, 0, 0}}, {arv, {EM_SCALAR_INT, 0, 0}}};
+      st = em_elementwise(EM_OP_ADD, 2, ops, NULL, p, NULL);
+    }
+    em_tensor_release(ar);
+    em_tensor_release(arv);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(p);
+    return st;
+  }
+  *pos = p;
+  return EM_OK;
+}
+
+em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor **pos) {
+  int on = em_ag_pause();
+  int64_t vlo0, vhi0;
+  extent(v, &vlo0, &vhi0);
+  if (em_tensor_is_contiguous(b) &&
+      (em_tensor_numel(v) == 0 ||
+       (vlo0 >= b->offset && vhi0 < b->offset + em_tensor_numel(b)))) {
+    em_status st = contiguous_positions(b, v, pos);
+    em_ag_resume(on);
+    return st;
+  }
+  int64_t lo, hi, vlo, vhi;
+  extent(b, &lo, &hi);
+  extent(v, &vlo, &vhi);
+  if (em_tensor_numel(v) == 0) vlo = vhi = lo;
+  if (vlo < lo) lo = vlo;
+  if (vhi > hi) hi = vhi;
+  int64_t e = hi - lo + 1;
+  em_scalar outside = {EM_SCALAR_INT, em_tensor_numel(b) + 1, 0};
+  em_tensor *buf = NULL, *bv = NULL, *vv = NULL, *ar = NULL;
+  em_status st = em_full(1, &e, outside, EM_INT64, em_cpu(), &buf);
+  if (st == EM_OK)
+    st = em_tensor_alloc(buf->storage, b->offset - lo, b->ndim, b->sizes, b->strides,
+                         EM_INT64, &bv);
+  if (st == EM_OK) st = em_ag_arange_like(b, &ar);
+  if (st == EM_OK && em_tensor_numel(b) > 0) st = em_copy_(bv, ar);
+  if (st == EM_OK)
+    st = em_tensor_alloc(buf->storage, v->offset - lo, v->ndim, v->sizes, v->strides,
+                         EM_INT64, &vv);
+  if (st == EM_OK) st = em_clone(vv, pos);
+  em_tensor_release(buf);
+  em_tensor_release(bv);
+  em_tensor_release(vv);
+  em_tensor_release(ar);
+  em_ag_resume(on);
+  return st;
+}
+
+/* In-place op node n wrote into view v of base b: b's history becomes a
+** CopySlices over n, and v becomes a fresh view of b. */
+static em_status copy_slices(em_node *n, em_tensor *v, em_tensor *b) {
+  em_tensor *pos = NULL;
+  em_status st = em_ag_view_positions(b, v, &pos);
+  em_node *cs = NULL;
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  if (st == EM_OK) st = node_new(EM_AG_COPYSLICES, n->nin, 1, &p, &cs);
+  if (st == EM_OK) {
+    tmeta_of(b, &cs->in[0]);
+    edge_of(b, &cs->next[0]);
+    tmeta_of(b, &cs->out[0]);
+    for (int i = 1; i < n->nin; i++) {
+      cs->in[i] = n->in[i];
+      cs->next[i] = n->next[i];
+      em_node_retain(cs->next[i].node);
+      em_tensor_retain(cs->next[i].leaf);
+    }
+    em_node_retain(n);
+    cs->inner = n;
+    st = save(cs, EM_AG_SV_EXTRA(cs), pos, 0, 0);
+  }
+  if (st == EM_OK) st = set_history(b, cs, 0);
+  if (st == EM_OK) st = em_ag_record_gather("AsStridedBackward0", b, pos, v);
+  em_node_release(cs);
+  em_tensor_release(pos);
+  return st;
+}
+
+/* -- In-place checks -------------------------------------------------------------- */
+
+em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
+  if (!t->requires_grad) return EM_OK;
+  em_node *fn = grad_fn_of(t);
+  em_tensor *b = t->autograd ? meta_of(t)->base : NULL;
+  if (b && b->requires_grad && !grad_fn_of(b))
+    return em_fail(EM_E_VALUE, "%s: a view of a leaf tensor that requires grad is "
+                   "being used in an in-place operation", op);
+  if (!fn)
+    return em_fail(EM_E_VALUE, "%s: a leaf tensor that requires grad is being used in "
+                   "an in-place operation", op);
+  return EM_OK;
+}
+
+/* -- Public flags and accessors ------------------------------------------------------ */
+
+em_tensor *em_tensor_grad(const em_tensor *t) {
+  em_ag_meta *m = meta_of(t);
+  if (!m || !m->grad) return NULL;
+  em_tensor_retain(m->grad);
+  return m->grad;
+}
+
+em_status em_tensor_set_grad(em_tensor *t, em_tensor *g) {
+  if (g) {
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    int same = g->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = g->sizes[d] == t->sizes[d];
+    if (!same)
+      return em_fail(EM_E_VALUE, "grad: assigned grad has data of a different size: %s "
+                     "for a tensor of size %s",
+                     em_fmt_shape(b1, sizeof b1, g->ndim, g->sizes),
+                     em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes));
+    if (g->dtype != t->dtype)
+      return em_fail(EM_E_TYPE, "grad: assigned grad has data of type ember.%s for a "
+                     "tensor of type ember.%s", em_dtype_name(g->dtype),
+                     em_dtype_name(t->dtype));
+  }
+  em_ag_meta *m;
+  em_status st = meta_get(t, &m);
+  if (st != EM_OK) return st;
+  em_tensor_retain(g);
+  em_tensor_release(m->grad);
+  m->grad = g;
+  return EM_OK;
+}
+
+const char *em_tensor_grad_fn_name(const em_tensor *t) {
+  em_node *fn = grad_fn_of(t);
+  return fn ? fn->name : NULL;
+}
+
+int em_tensor_is_leaf(const em_tensor *t) { return grad_fn_of(t) == NULL; }
+
+int em_tensor_retains_grad(const em_tensor *t) {
+  return t->autograd && meta_of(t)->retains_grad;
+}
+
+em_status em_tensor_retain_grad(em_tensor *t) {
+  if (!t->requires_grad)
+    return em_fail(EM_E_RUNTIME, "retain_grad: can't retain_grad on Tensor that has "
+                   "requires_grad=false");
+  em_node *fn = grad_fn_of(t);
+  if (!fn) return EM_OK;  /* leaves keep their grad anyway */
+  em_ag_meta *m = meta_of(t);
+  m->retains_grad = 1;
+  fn->retain[m->output_nr] = t;
+  return EM_OK;
+}
+
+em_status em_tensor_requires_grad_(em_tensor *t, int on) {
+  if (grad_fn_of(t)) {
+    if (on) return EM_OK;
+    return em_fail(EM_E_RUNTIME,
+                   "requires_grad_: you can only change requires_grad flags of leaf "
+                   "variables. If you want to use a computed variable in a subgraph that "
+                   "doesn't require differentiation use var_no_grad = var:detach().");
+  }
+  return em_tensor_set_requires_grad(t, on);
+}
+
+em_status em_detach(const em_tensor *t, em_tensor **out) { return plain_alias(t, out); }
+
+em_status em_detach_(em_tensor *t) {
+  em_ag_meta *m = meta_of(t);
+  if (m && m->grad_fn) {
+    if (m->retains_grad && m->grad_fn->retain[m->output_nr] == t)
+      m->grad_fn->retain[m->output_nr] = NULL;
+    em_node_release(m->grad_fn);
+    m->grad_fn = NULL;
+    m->retains_grad = 0;
+  }
+  t->requires_grad = false;
+  return EM_OK;
+}
+
+int em_tensor_grad_fn_next(const em_tensor *t, int i, const char **name, int *nr) {
+  em_node *fn = grad_fn_of(t);
+  if (!fn || i < 0 || i >= fn->nin) return 0;
+  em_ag_edge *e = &fn->next[i];
+  *name = e->node ? e->node->name : e->leaf ? "AccumulateGrad" : NULL;
+  *nr = e->nr;
+  return 1;
+}
+
+/* -- Backward engine -------------------------------------------------------------------- */
+
+static _Atomic uint64_t run_counter;
+
+typedef struct run {
+  uint64_t mark;
+  em_node **nodes;
+  int64_t nnodes, cap;
+  int create_graph, accumulate;
+  int ntargets;
+  const em_tensor *const *targets;
+  em_node **tnode;   /* target i: (tnode, tnr) or a leaf */
+  int *tnr;
+  em_tensor **results;
+} run;
+
+static em_status push_node(run *r, em_node *n) {
+  if (r->nnodes == r->cap) {
+    int64_t cap = r->cap ? r->cap * 2 : 64;
+    em_node **b = realloc(r->nodes, sizeof *b * (size_t)cap);
+    if (!b) return em_fail(EM_E_NOMEM, "backward: out of memory");
+    r->nodes = b;
+    r->cap = cap;
+  }
+  r->nodes[r->nnodes++] = n;
+  return EM_OK;
+}
+
+/* Every node reachable from the roots, each once, with its count of edges
+** from other reachable nodes. */
+static em_status discover(run *r, int nroots, em_node *const *roots) {
+  em_status st = EM_OK;
+  for (int i = 0; i < nroots && st == EM_OK; i++) {
+    em_node *n = roots[i];
+    if (!n || n->mark == r->mark) continue;
+    n->mark = r->mark;
+    n->deps = 0;
+    st = push_node(r, n);
+  }
+  /* r->nodes doubles as the worklist: scan it while it grows */
+  for (int64_t w = 0; w < r->nnodes && st == EM_OK; w++) {
+    em_node *n = r->nodes[w];
+    for (int i = 0; i < n->nin && st == EM_OK; i++) {
+      em_node *c = n->next[i].node;
+      if (!c) continue;
+      if (c->mark != r->mark) {
+        c->mark = r->mark;
+        c->deps = 0;
+        st = push_node(r, c);
+      }
+      c->deps++;
+    }
+  }
+  return st;
+}
+
+static em_status add_into(em_tensor **slot, em_tensor *g) {
+  if (!*slot) {
+    em_tensor_retain(g);
+    *slot = g;
+    return EM_OK;
+  }
+  em_tensor *s;
+  em_status st = em_binary(EM_OP_ADD, *slot, g, &s);
+  if (st != EM_OK) return st;
+  em_tensor_release(*slot);
+  *slot = s;
+  return EM_OK;
+}
+
+/* A gradient for a .grad: owned (not shared with anything the caller holds)
+** unless the graph of the gradient is being kept. */
+static em_status own_grad(em_tensor *g, int create_graph, em_tensor **out) {
+  if (create_graph || (em_tensor_refcount(g) == 1 && em_tensor_is_contiguous(g) &&
+                       !g->autograd)) {
+    em_tensor_retain(g);
+    *out = g;
+    return EM_OK;
+  }
+  return em_clone(g, out);
+}
+
+static em_status accumulate_grad(em_tensor *t, em_tensor *g, int create_graph) {
+  em_ag_meta *m;
+  em_status st = meta_get(t, &m);
+  if (st != EM_OK) return st;
+  if (!m->grad) return own_grad(g, create_graph, &m->grad);
+  if (!create_graph && !m->grad->requires_grad && em_tensor_refcount(m->grad) >= 1 &&
+      !em_has_internal_overlap(m->grad)) {
+    em_operand ops[2] = {{m->grad, {EM_SCALAR_INT, 0, 0}}, {g, {EM_SCALAR_INT, 0, 0}}};
+    return em_elementwise(EM_OP_ADD, 2, ops, NULL, m->grad, NULL);
+  }
+  em_tensor *s;
+  st = em_binary(EM_OP_ADD, m->grad, g, &s);
+  if (st != EM_OK) return st;
+  em_tensor_release(m->grad);
+  m->grad = s;
+  return EM_OK;
+}
+
+static int target_of_leaf(run *r, const em_tensor *leaf) {
+  for (int j = 0; j < r->ntargets; j++)
+    if (!r->tnode[j] && r->targets[j] == leaf) return j;
+  return -1;
+}
+
+/* Sends g along edge e. */
+static em_status deliver(run *r, const em_ag_edge *e, em_tensor *g) {
+  if (e->node) return add_into(&e->node->buf[e->nr], g);
+  if (!e->leaf) return EM_OK;
+  int j = target_of_leaf(r, e->leaf);
+  if (j >= 0) return add_into(&r->results[j], g);
+  if (!r->accumulate) return EM_OK;
+  return accumulate_grad(e->leaf, g, r->create_graph);
+}
+
+/* g summed down to shape (ndim, sizes) over the dims a broadcast added. */
+static em_status sum_to(em_node *n, int i, em_tensor *g, const em_ag_tmeta *m,
+                        em_tensor **out) {
+  int same = g->ndim == m->ndim;
+  for (int d = 0; same && d < m->ndim; d++) same = g->sizes[d] == m->sizes[d];
+  if (same) {
+    em_tensor_retain(g);
+    *out = g;
+    return EM_OK;
+  }
+  em_tensor *gx = NULL;
+  if (g->ndim < m->ndim) {  /* the target has extra leading dims (of size 1) */
+    int64_t sz[EM_MAX_DIMS];
+    int extra = m->ndim - g->ndim;
+    for (int d = 0; d < m->ndim; d++) sz[d] = d < extra ? 1 : g->sizes[d - extra];
+    em_status st = em_reshape(g, m->ndim, sz, &gx);
+    if (st != EM_OK) return st;
+    st = sum_to(n, i, gx, m, out);
+    em_tensor_release(gx);
+    return st;
+  }
+  int lead = g->ndim - m->ndim, ok = lead >= 0, nd = 0;
+  int64_t dims[EM_MAX_DIMS];
+  for (int d = 0; ok && d < g->ndim; d++) {
+    if (d < lead) { dims[nd++] = d + 1; continue; }
+    int64_t want = m->sizes[d - lead];
+    if (want == g->sizes[d]) continue;
+    if (want == 1) dims[nd++] = d + 1;
+    else ok = 0;
+  }
+  if (!ok) {
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    return em_fail(EM_E_RUNTIME, "backward: function %s returned an invalid gradient at "
+                   "index %d - got %s but expected shape compatible with %s", n->name,
+                   i + 1, em_fmt_shape(b1, sizeof b1, g->ndim, g->sizes),
+                   em_fmt_shape(b2, sizeof b2, m->ndim, m->sizes));
+  }
+  em_tensor *s;
+  em_status st = em_reduce(EM_REDUCE_SUM, g, nd, dims, 1, -1, &s);
+  if (st != EM_OK) return st;
+  st = em_reshape(s, m->ndim, m->sizes, out);
+  em_tensor_release(s);
+  return st;
+}
+
+static em_status zeros_of(const em_ag_tmeta *m, em_tensor **out) {
+  return em_zeros(m->ndim, m->sizes, m->dtype, em_cpu(), out);
+}
+
+/* Runs one ready node: its summed output gradients in buf. */
+static em_status run_node(run *r, em_node *n) {
+  em_status st = EM_OK;
+  /* gradients wanted at this node's outputs (autograd.grad of non-leaves),
+  ** and retained ones */
+  for (int j = 0; j < r->ntargets && st == EM_OK; j++)
+    if (r->tnode[j] == n && n->buf[r->tnr[j]]) st = add_into(&r->results[j], n->buf[r->tnr[j]]);
+  for (int k = 0; k < n->nout && st == EM_OK; k++)
+    if (r->accumulate && n->retain[k] && n->buf[k])
+      st = accumulate_grad(n->retain[k], n->buf[k], r->create_graph);
+  if (st != EM_OK) return st;
+  int needed = 0;
+  for (int i = 0; i < n->nin; i++) needed |= n->next[i].node || n->next[i].leaf;
+  if (!needed) return EM_OK;
+  if (n->freed)
+    return em_fail(EM_E_RUNTIME,
+                   "backward: trying to backward through the graph a second time (or "
+                   "directly access saved tensors after they have already been freed). "
+                   "Saved intermediate values of the graph are freed when you call "
+                   ":backward() or autograd.grad(). Specify retain_graph=true if you "
+                   "need to backward through the graph a second time or if you need to "
+                   "access saved tensors after calling backward (in %s)", n->name);
+  for (int k = 0; k < n->nout && st == EM_OK; k++)
+    if (!n->buf[k] && em_dtype_kindof(n->out[k].dtype) == EM_KIND_FLOAT &&
+        n->out[k].is_tensor)
+      st = zeros_of(&n->out[k], &n->buf[k]);
+  if (st != EM_OK) return st;
+  em_tensor **gin = calloc((size_t)n->nin + 1, sizeof *gin);
+  if (!gin) return em_fail(EM_E_NOMEM, "backward: out of memory");
+  st = em_ag_apply(n, n->buf, gin);
+  for (int i = 0; i < n->nin && st == EM_OK; i++) {
+    em_ag_edge *e = &n->next[i];
+    if (!gin[i] || (!e->node && !e->leaf)) continue;
+    em_tensor *g = NULL, *c = NULL;
+    st = sum_to(n, i, gin[i], &n->in[i], &g);
+    em_tensor_release(gin[i]);  /* so a fresh gradient can become .grad uncopied */
+    gin[i] = NULL;
+    if (st == EM_OK && g->dtype != n->in[i].dtype) {
+      st = em_to(g, n->in[i].dtype, em_cpu(), 0, &c);
+      em_tensor_release(g);
+      g = c;
+    }
+    if (st == EM_OK) st = deliver(r, e, g);
+    em_tensor_release(g);
+  }
+  for (int i = 0; i < n->nin; i++) em_tensor_release(gin[i]);
+  free(gin);
+  return st;
+}
+
+static void clear_bufs(em_node *n) {
+  for (int k = 0; k < n->nout; k++) {
+    em_tensor_release(n->buf[k]);
+    n->buf[k] = NULL;
+  }
+}
+
+static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *const *grads,
+                              int ntargets, const em_tensor *const *targets,
+                              em_tensor **results, int keep_graph, int create_graph,
+                              int accumulate, const char *op) {
+  run r;
+  memset(&r, 0, sizeof r);
+  r.mark = atomic_fetch_add(&run_counter, 1) + 1;
+  r.create_graph = create_graph;
+  r.accumulate = accumulate;
+  r.ntargets = ntargets;
+  r.targets = targets;
+  r.results = results;
+  em_status st = EM_OK;
+  em_tensor **rg = calloc((size_t)nroots + 1, sizeof *rg);
+  em_node **rn = calloc((size_t)nroots + 1, sizeof *rn);
+  r.tnode = calloc((size_t)ntargets + 1, sizeof *r.tnode);
+  r.tnr = calloc((size_t)ntargets + 1, sizeof *r.tnr);
+  if (!rg || !rn || !r.tnode || !r.tnr) st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  for (int j = 0; j < ntargets && st == EM_OK; j++) {
+    const em_tensor *t = targets[j];
+    if (!t->requires_grad)
+      st = em_fail(EM_E_RUNTIME, "%s: one of the differentiated tensors (input %d) does "
+                   "not require grad", op, j + 1);
+    r.tnode[j] = grad_fn_of(t);
+    r.tnr[j] = r.tnode[j] ? meta_of(t)->output_nr : 0;
+  }
+  /* root gradients: given (cast to the root's dtype) or 1 for scalars */
+  for (int i = 0; i < nroots && st == EM_OK; i++) {
+    em_tensor *t = roots[i];
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    if (!t->requires_grad) {
+      st = em_fail(EM_E_RUNTIME, "%s: element %d of tensors does not require grad and "
+                   "does not have a grad_fn", op, i + 1);
+      break;
+    }
+    rn[i] = grad_fn_of(t);
+    if (grads && grads[i]) {
+      em_tensor *g = grads[i];
+      int same = g->ndim == t->ndim;
+      for (int d = 0; same && d < t->ndim; d++) same = g->sizes[d] == t->sizes[d];
+      if (!same) {
+        st = em_fail(EM_E_VALUE, "%s: mismatch in shape: grad_output[%d] has a shape of "
+                     "%s and output[%d] has a shape of %s", op, i + 1,
+                     em_fmt_shape(b1, sizeof b1, g->ndim, g->sizes), i + 1,
+                     em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes));
+        break;
+      }
+      if (em_dtype_kindof(g->dtype) != EM_KIND_FLOAT) {
+        st = em_fail(EM_E_TYPE, "%s: gradient %d must be a floating point tensor, got "
+                     "ember.%s", op, i + 1, em_dtype_name(g->dtype));
+        break;
+      }
+      st = em_to(g, t->dtype, em_cpu(), 0, &rg[i]);
+    } else {
+      if (em_tensor_numel(t) != 1) {
+        st = em_fail(EM_E_RUNTIME, "%s: grad can be implicitly created only for scalar "
+                     "outputs (output %d has shape %s)", op, i + 1,
+                     em_fmt_shape(b1, sizeof b1, t->ndim, t->sizes));
+        break;
+      }
+      em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
+      st = em_full(t->ndim, t->sizes, one, t->dtype, em_cpu(), &rg[i]);
+    }
+  }
+  int prev = em_ag_pause();
+  em_ag_resume(create_graph);
+  if (st == EM_OK) st = discover(&r, nroots, rn);
+  for (int i = 0; i < nroots && st == EM_OK; i++) {
+    em_ag_edge e;
+    edge_of(roots[i], &e);
+    st = deliver(&r, &e, rg[i]);
+    em_node_release(e.node);
+    em_tensor_release(e.leaf);
+  }
+  /* dependency order: a node runs once every node feeding it has */
+  em_node **ready = NULL;
+  int64_t nready = 0;
+  if (st == EM_OK && r.nnodes) {
+    ready = malloc(sizeof *ready * (size_t)r.nnodes);
+    if (!ready) st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
+  }
+  for (int64_t w = 0; w < r.nnodes && st == EM_OK; w++)
+    if (r.nodes[w]->deps == 0) ready[nready++] = r.nodes[w];
+  while (nready && st == EM_OK) {
+    em_node *n = ready[--nready];
+    st = run_node(&r, n);
+    clear_bufs(n);
+    for (int i = 0; i < n->nin && st == EM_OK; i++) {
+      em_node *c = n->next[i].node;
+      if (c && --c->deps == 0) ready[nready++] = c;
+    }
+    if (st == EM_OK && !keep_graph && n->has_saved) {
+      free_saved(n);
+      n->freed = 1;
+    }
+  }
+  em_ag_resume(prev);
+  for (int64_t w = 0; w < r.nnodes; w++) {
+    clear_bufs(r.nodes[w]);
+    r.nodes[w]->mark = 0;
+  }
+  free(ready);
+  free(r.nodes);
+  for (int i = 0; i < nroots; i++) em_tensor_release(rg ? rg[i] : NULL);
+  free(rg);
+  free(rn);
+  free(r.tnode);
+  free(r.tnr);
+  return st;
+}
+
+em_status em_backward(int n, em_tensor *const *tensors, em_tensor *const *grads,
+                      int retain_graph, int create_graph) {
+  return run_backward(n, tensors, grads, 0, NULL, NULL, retain_graph || create_graph,
+                      create_graph, 1, "backward");
+}
+
+em_status em_autograd_grad(int nout, em_tensor *const *outputs, em_tensor *const *grads,
+                           int nin, const em_tensor *const *inputs, int retain_graph,
+                           int create_graph, int allow_unused, em_tensor **results) {
+  for (int j = 0; j < nin; j++) results[j] = NULL;
+  em_status st = run_backward(nout, outputs, grads, nin, inputs, results,
+                              retain_graph || create_graph, create_graph, 0, "grad");
+  for (int j = 0; j < nin && st == EM_OK; j++)
+    if (!results[j] && !allow_unused)
+      st = em_fail(EM_E_RUNTIME, "grad: one of the differentiated tensors (input %d) "
+                   "appears to not have been used in the graph. Set allow_unused=true if "
+                   "this is the desired behavior.", j + 1);
+  if (st != EM_OK)
+    for (int j = 0; j < nin; j++) {
+      em_tensor_release(results[j]);
+      results[j] = NULL;
+    }
+  return st;
+}

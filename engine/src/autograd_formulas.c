@@ -1,0 +1,1000 @@
+/*
+** autograd_formulas.c -- every derivative formula, in one place (ember's
+** derivatives.yaml): what each op saves for its backward and how gradients
+** of its outputs become gradients of its inputs.
+**
+** Guarantees:
+** - Formulas are written with public engine ops only, so when the backward
+**   runs in grad mode (create_graph) it is itself recorded and can be
+**   differentiated again.
+** - A formula may return a gradient in the broadcast shape or another
+**   floating dtype: the engine (autograd.c) sums it to the input's shape
+**   and casts it to the input's dtype.
+** - Temporaries live in a per-call arena and are released on every path.
+*/
+#include "autograd.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* -- What elementwise ops save ----------------------------------------------- */
+
+enum { IN0 = 1, IN1 = 2, IN2 = 4, ALLIN = 7 };
+
+void em_ag_ew_saves(em_ew_op op, int *save_in, int *save_out) {
+  int in = 0, out = 0;
+  switch (op) {
+    case EM_OP_MUL: case EM_OP_DIV: case EM_OP_REMAINDER: case EM_OP_FMOD:
+    case EM_OP_ATAN2: case EM_OP_MAXIMUM: case EM_OP_MINIMUM:
+      in = IN0 | IN1; break;
+    case EM_OP_POW: in = IN0 | IN1; out = 1; break;
+    case EM_OP_SQRT: case EM_OP_RSQRT: case EM_OP_RECIPROCAL: case EM_OP_EXP:
+    case EM_OP_EXP2: case EM_OP_EXPM1: case EM_OP_TANH: case EM_OP_SIGMOID:
+    case EM_OP_RELU:
+      out = 1; break;
+    case EM_OP_ABS: case EM_OP_SQUARE: case EM_OP_LOG: case EM_OP_LOG2:
+    case EM_OP_LOG10: case EM_OP_LOG1P: case EM_OP_SIN: case EM_OP_COS:
+    case EM_OP_TAN: case EM_OP_ASIN: case EM_OP_ACOS: case EM_OP_ATAN:
+    case EM_OP_SINH: case EM_OP_COSH: case EM_OP_GELU: case EM_OP_SILU:
+    case EM_OP_SOFTPLUS: case EM_OP_ERF: case EM_OP_NAN_TO_NUM:
+      in = IN0; break;
+    case EM_OP_LERP: case EM_OP_CLAMP: in = ALLIN; break;
+    default: break;
+  }
+  *save_in = in;
+  *save_out = out;
+}
+
+/* The PyTorch name of an elementwise op's node: "AddBackward0". */
+const char *em_ag_ew_name(em_ew_op op, int tensor_exponent) {
+  static const char *const names[EM_OP_COUNT] = {
+      [EM_OP_ADD] = "AddBackward0", [EM_OP_SUB] = "SubBackward0",
+      [EM_OP_MUL] = "MulBackward0", [EM_OP_DIV] = "DivBackward0",
+      [EM_OP_REMAINDER] = "RemainderBackward0", [EM_OP_FMOD] = "FmodBackward0",
+      [EM_OP_POW] = "PowBackward0", [EM_OP_ATAN2] = "Atan2Backward0",
+      [EM_OP_MAXIMUM] = "MaximumBackward0", [EM_OP_MINIMUM] = "MinimumBackward0",
+      [EM_OP_NEG] = "NegBackward0", [EM_OP_ABS] = "AbsBackward0",
+      [EM_OP_SIGN] = "SignBackward0", [EM_OP_SQRT] = "SqrtBackward0",
+      [EM_OP_RSQRT] = "RsqrtBackward0", [EM_OP_SQUARE] = "PowBackward0",
+      [EM_OP_RECIPROCAL] = "ReciprocalBackward0", [EM_OP_EXP] = "ExpBackward0",
+      [EM_OP_EXP2] = "Exp2Backward0", [EM_OP_EXPM1] = "Expm1Backward0",
+      [EM_OP_LOG] = "LogBackward0", [EM_OP_LOG2] = "Log2Backward0",
+      [EM_OP_LOG10] = "Log10Backward0", [EM_OP_LOG1P] = "Log1PBackward0",
+      [EM_OP_SIN] = "SinBackward0", [EM_OP_COS] = "CosBackward0",
+      [EM_OP_TAN] = "TanBackward0", [EM_OP_ASIN] = "AsinBackward0",
+      [EM_OP_ACOS] = "AcosBackward0", [EM_OP_ATAN] = "AtanBackward0",
+      [EM_OP_SINH] = "SinhBackward0", [EM_OP_COSH] = "CoshBackward0",
+      [EM_OP_TANH] = "TanhBackward0", [EM_OP_SIGMOID] = "SigmoidBackward0",
+      [EM_OP_RELU] = "ReluBackward0", [EM_OP_GELU] = "GeluBackward0",
+      [EM_OP_SILU] = "SiluBackward0", [EM_OP_SOFTPLUS] = "SoftplusBackward0",
+      [EM_OP_ERF] = "ErfBackward0", [EM_OP_FLOOR] = "FloorBackward0",
+      [EM_OP_CEIL] = "CeilBackward0", [EM_OP_ROUND] = "RoundBackward0",
+      [EM_OP_TRUNC] = "TruncBackward0", [EM_OP_FRAC] = "FracBackward0",
+      [EM_OP_NAN_TO_NUM] = "NanToNumBackward0", [EM_OP_LERP] = "LerpBackward0",
+      [EM_OP_CLAMP] = "ClampBackward1",
+  };
+  if (op == EM_OP_POW && tensor_exponent) return "PowBackward1";
+  return (unsigned)op < EM_OP_COUNT && names[op] ? names[op] : "ElementwiseBackward0";
+}
+
+/* -- The arena ------------------------------------------------------------------ */
+
+typedef struct F {
+  em_status st;
+  em_node *n;
+  em_tensor **tmp;
+  int ntmp, cap;
+} F;
+
+/* Takes over *pt (read after st is computed: C leaves argument order open). */
+static em_tensor *keep(F *f, em_status st, em_tensor **pt) {
+  em_tensor *t = st == EM_OK ? *pt : NULL;
+  if (st != EM_OK) {
+    if (f->st == EM_OK) f->st = st;
+    return NULL;
+  }
+  if (f->ntmp == f->cap) {
+    int cap = f->cap ? f->cap * 2 : 32;
+    em_tensor **b = realloc(f->tmp, sizeof *b * (size_t)cap);
+    if (!b) {
+      em_tensor_release(t);
+      f->st = em_fail(EM_E_NOMEM, "backward: out of memory");
+      return NULL;
+    }
+    f->tmp = b;
+    f->cap = cap;
+  }
+  f->tmp[f->ntmp++] = t;
+  return t;
+}
+#define OK (f->st == EM_OK)
+
+static em_operand TS(const em_tensor *t) {
+  em_operand o = {t, {EM_SCALAR_INT, 0, 0}};
+  return o;
+}
+static em_operand SC(double v) {
+  em_operand o = {NULL, {EM_SCALAR_FLOAT, 0, v}};
+  return o;
+}
+
+static em_tensor *ew(F *f, em_ew_op op, int n, const em_operand *ops) {
+  if (!OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_elementwise(op, n, ops, NULL, NULL, &r), &r);
+}
+static em_tensor *bino(F *f, em_ew_op op, em_operand a, em_operand b) {
+  em_operand ops[2] = {a, b};
+  return ew(f, op, 2, ops);
+}
+/* a op b on tensors (NULL in, NULL out) */
+static em_tensor *bin(F *f, em_ew_op op, const em_tensor *a, const em_tensor *b) {
+  if (!a || !b) { if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: missing operand in %s", f->n->name); return NULL; }
+  return bino(f, op, TS(a), TS(b));
+}
+static em_tensor *bins(F *f, em_ew_op op, const em_tensor *a, double s) {
+  if (!a) return NULL;
+  return bino(f, op, TS(a), SC(s));
+}
+static em_tensor *sbin(F *f, em_ew_op op, double s, const em_tensor *b) {
+  if (!b) return NULL;
+  return bino(f, op, SC(s), TS(b));
+}
+static em_tensor *un(F *f, em_ew_op op, const em_tensor *a) {
+  if (!a || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_unary(op, a, &r), &r);
+}
+#define ADD(a, b) bin(f, EM_OP_ADD, a, b)
+#define SUB(a, b) bin(f, EM_OP_SUB, a, b)
+#define MUL(a, b) bin(f, EM_OP_MUL, a, b)
+#define DIV(a, b) bin(f, EM_OP_DIV, a, b)
+#define MULS(a, s) bins(f, EM_OP_MUL, a, s)
+#define ADDS(a, s) bins(f, EM_OP_ADD, a, s)
+#define RSUB(s, b) sbin(f, EM_OP_SUB, s, b)
+
+static em_tensor *cast(F *f, const em_tensor *t, em_dtype dt) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_to(t, dt, em_cpu(), 0, &r), &r);
+}
+/* a float mask (1 where op(a, b) holds) in g's dtype */
+static em_tensor *maskf(F *f, em_ew_op op, em_operand a, em_operand b, const em_tensor *like) {
+  em_tensor *m = bino(f, op, a, b);
+  return like ? cast(f, m, like->dtype) : NULL;
+}
+
+static em_tensor *saved(F *f, int k) {
+  if (!OK) return NULL;
+  em_tensor *t = NULL;
+  return keep(f, em_ag_saved_get(f->n, k, &t), &t);
+}
+/* Operand i of an elementwise node: the saved tensor or the scalar. */
+static em_operand opd(F *f, int i) {
+  if (f->n->in[i].is_tensor) {
+    return TS(saved(f, i));  /* on failure f->st is set and every op is skipped */
+  }
+  em_operand o = {NULL, f->n->p.sc[i]};
+  return o;
+}
+static double opd_value(const em_operand *o) {
+  return o->scalar.kind == EM_SCALAR_FLOAT ? o->scalar.f : (double)o->scalar.i;
+}
+
+static em_tensor *zeros_like(F *f, const em_tensor *t) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  em_scalar z = {EM_SCALAR_INT, 0, 0};
+  return keep(f, em_full(t->ndim, t->sizes, z, t->dtype, em_cpu(), &r), &r);
+}
+static em_tensor *reshape(F *f, const em_tensor *t, int nd, const int64_t *sizes) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_reshape(t, nd, sizes, &r), &r);
+}
+static em_tensor *expand(F *f, const em_tensor *t, int nd, const int64_t *sizes) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_expand(t, nd, sizes, &r), &r);
+}
+static em_tensor *sum_dims(F *f, const em_tensor *t, int nd, const int64_t *dims, int keepdim) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_reduce(EM_REDUCE_SUM, t, nd, dims, keepdim, -1, &r), &r);
+}
+static em_tensor *sum_dim(F *f, const em_tensor *t, int64_t dim) {
+  return sum_dims(f, t, 1, &dim, 1);
+}
+static em_tensor *mT(F *f, const em_tensor *t) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, t->ndim < 2 ? em_alias(t, &r) : em_transpose(t, -2, -1, &r), &r);
+}
+static em_tensor *mm(F *f, em_status (*fn)(const em_tensor *, const em_tensor *, em_tensor **),
+                     const em_tensor *a, const em_tensor *b) {
+  if (!a || !b || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, fn(a, b, &r), &r);
+}
+static em_tensor *unsq(F *f, const em_tensor *t, int64_t dim) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_unsqueeze(t, dim, &r), &r);
+}
+static em_tensor *sq(F *f, const em_tensor *t, int64_t dim) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_squeeze(t, 1, &dim, &r), &r);
+}
+static em_tensor *narrow(F *f, const em_tensor *t, int64_t dim, int64_t start, int64_t len) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_narrow(t, dim, start, len, &r), &r);
+}
+static em_tensor *where(F *f, const em_tensor *c, const em_tensor *a, const em_tensor *b) {
+  if (!c || !a || !b || !OK) return NULL;
+  em_tensor *r = NULL;
+  em_dtype dt = em_promote_types(a->dtype, b->dtype);
+  return keep(f, em_where(c, a, b, dt, &r), &r);
+}
+static em_tensor *flip(F *f, const em_tensor *t, int64_t dim) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_flip(t, 1, &dim, &r), &r);
+}
+static em_tensor *cum(F *f, const em_tensor *t, int64_t dim, int prod) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_cumulative(t, dim, prod, -1, &r), &r);
+}
+static em_tensor *take(F *f, const em_tensor *t, const em_tensor *pos);
+
+/* The dims a reduction node reduced, as a 0/1 mask over the input dims. */
+static void reduced_mask(const em_node *n, int *mask) {
+  int nd = n->in[0].ndim;
+  for (int d = 0; d < EM_MAX_DIMS; d++) mask[d] = n->p.nlist <= 0;
+  for (int k = 0; k < n->p.nlist; k++) {
+    int64_t d = n->p.list[k];
+    if (nd == 0) continue;
+    if (d < 0) d += nd + 1;
+    if (d >= 1 && d <= nd) mask[d - 1] = 1;
+  }
+}
+
+/* A reduced tensor (keepdim or not) viewed with size-1 dims where the
+** reduction took them (keep = 1) and expanded back to the input's shape
+** (keep = 0: only the size-1 dims). */
+static em_tensor *unreduce(F *f, const em_tensor *t, int expand_back) {
+  if (!t || !OK) return NULL;
+  const em_node *n = f->n;
+  int mask[EM_MAX_DIMS];
+  reduced_mask(n, mask);
+  int nd = n->in[0].ndim;
+  int64_t ks[EM_MAX_DIMS];
+  for (int d = 0; d < nd; d++) ks[d] = mask[d] ? 1 : n->in[0].sizes[d];
+  em_tensor *r = reshape(f, t, nd, ks);
+  return expand_back ? expand(f, r, nd, n->in[0].sizes) : r;
+}
+static int64_t reduced_count(const em_node *n) {
+  int mask[EM_MAX_DIMS];
+  reduced_mask(n, mask);
+  int64_t c = 1;
+  for (int d = 0; d < n->in[0].ndim; d++)
+    if (mask[d]) c *= n->in[0].sizes[d];
+  return c;
+}
+static int reduced_list(const em_node *n, int64_t *dims) {
+  int mask[EM_MAX_DIMS], k = 0;
+  reduced_mask(n, mask);
+  for (int d = 0; d < n->in[0].ndim; d++)
+    if (mask[d]) dims[k++] = d + 1;
+  return k;
+}
+
+/* -- Gather-like ops (views, indexing, flips, repeats) -------------------------- */
+
+/* pos (1-based into t read row-major; numel + 1 reads 0) -> values. */
+static em_status take_ext(const em_tensor *t, const em_tensor *pos, em_tensor **out) {
+  int64_t n = em_tensor_numel(t), one = 1, np1 = n + 1;
+  em_tensor *flat = NULL, *z = NULL, *ext = NULL;
+  em_status st = em_reshape(t, 1, &n, &flat);
+  if (st == EM_OK) st = em_zeros(1, &one, t->dtype, em_cpu(), &z);
+  const em_tensor *parts[2] = {flat, z};
+  if (st == EM_OK) st = em_cat(2, parts, 1, &ext);
+  if (st == EM_OK && em_tensor_numel(ext) != np1)
+    st = em_fail(EM_E_RUNTIME, "backward: internal size mismatch");
+  if (st == EM_OK) st = em_take(ext, pos, out);
+  em_tensor_release(flat);
+  em_tensor_release(z);
+  em_tensor_release(ext);
+  return st;
+}
+
+/* zeros of meta m with g's values added at pos (duplicates sum). */
+static em_status put_ext(const em_tensor *g, const em_tensor *pos, const em_ag_tmeta *m,
+                         em_tensor **out) {
+  int64_t n = 1;
+  for (int d = 0; d < m->ndim; d++) n *= m->sizes[d];
+  int64_t np1 = n + 1;
+  em_tensor *buf = NULL, *gc = NULL, *part = NULL;
+  em_status st = em_zeros(1, &np1, g->dtype, em_cpu(), &buf);
+  if (st == EM_OK) st = em_contiguous(g, &gc);
+  if (st == EM_OK) st = em_put_(buf, pos, gc, 1);
+  if (st == EM_OK) st = em_narrow(buf, 1, 1, n, &part);
+  if (st == EM_OK) st = em_reshape(part, m->ndim, m->sizes, out);
+  em_tensor_release(buf);
+  em_tensor_release(gc);
+  em_tensor_release(part);
+  return st;
+}
+
+/* take_ext as a recorded op (PUTPOS's backward is a GATHER and back). */
+static em_tensor *take(F *f, const em_tensor *t, const em_tensor *pos) {
+  if (!t || !pos || !OK) return NULL;
+  em_tensor *r = NULL;
+  int on = em_ag_pause();
+  em_status st = take_ext(t, pos, &r);
+  em_ag_resume(on);
+  if (st == EM_OK && on && t->requires_grad)
+    st = em_ag_record_gather("TakeBackward0", t, pos, r);
+  if (st != EM_OK) { em_tensor_release(r); r = NULL; }
+  return keep(f, st, &r);
+}
+static em_tensor *put(F *f, const em_tensor *g, const em_tensor *pos, const em_ag_tmeta *m) {
+  if (!g || !pos || !OK) return NULL;
+  em_tensor *r = NULL;
+  int on = em_ag_pause();
+  em_status st = put_ext(g, pos, m, &r);
+  em_ag_resume(on);
+  if (st == EM_OK && on && g->requires_grad) {
+    em_ag_params p;
+    memset(&p, 0, sizeof p);
+    p.extra = pos;
+    const em_tensor *ins[1] = {g};
+    st = em_ag_record(EM_AG_PUTPOS, 1, ins, 1, &r, &p);
+  }
+  if (st != EM_OK) { em_tensor_release(r); r = NULL; }
+  return keep(f, st, &r);
+}
+
+/* -- Formulas -------------------------------------------------------------------- */
+
+#define NEED(i) (f->n->next[i].node || f->n->next[i].leaf)
+
+static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  em_node *n = f->n;
+  const em_tensor *g = gout[0];
+  const em_ew_opts *o = &n->p.ew;
+  em_operand a, b;
+  em_tensor *y = NULL, *x = NULL;
+  switch ((em_ew_op)n->p.op) {
+    case EM_OP_ADD: case EM_OP_SUB: {
+      double al = o->alpha.kind == EM_SCALAR_FLOAT ? o->alpha.f : (double)o->alpha.i;
+      if (n->p.op == EM_OP_SUB) al = -al;
+      if (NEED(0)) gin[0] = (em_tensor *)g;
+      if (NEED(1)) gin[1] = al == 1.0 ? (em_tensor *)g : MULS(g, al);
+      break;
+    }
+    case EM_OP_MUL:
+      a = opd(f, 0); b = opd(f, 1);
+      if (NEED(0)) gin[0] = bino(f, EM_OP_MUL, TS(g), b);
+      if (NEED(1)) gin[1] = bino(f, EM_OP_MUL, TS(g), a);
+      break;
+    case EM_OP_DIV:
+      a = opd(f, 0); b = opd(f, 1);
+      if (o->rounding != EM_ROUND_NONE) {  /* piecewise constant */
+        for (int i = 0; i < 2; i++) if (NEED(i)) gin[i] = zeros_like(f, g);
+        break;
+      }
+      if (NEED(0)) gin[0] = bino(f, EM_OP_DIV, TS(g), b);
+      if (NEED(1)) {  /* -g * a / b^2 */
+        em_tensor *q = bino(f, EM_OP_DIV, TS(g), b);
+        q = bino(f, EM_OP_DIV, TS(q), b);
+        gin[1] = un(f, EM_OP_NEG, bino(f, EM_OP_MUL, TS(q), a));
+      }
+      break;
+    case EM_OP_REMAINDER: case EM_OP_FMOD: {
+      a = opd(f, 0); b = opd(f, 1);
+      if (NEED(0)) gin[0] = (em_tensor *)g;
+      if (NEED(1)) {
+        em_ew_opts ro = em_ew_defaults();
+        ro.rounding = n->p.op == EM_OP_REMAINDER ? EM_ROUND_FLOOR : EM_ROUND_TRUNC;
+        em_operand ops[2] = {a, b};
+        em_tensor *q = NULL;
+        if (OK) q = keep(f, em_elementwise(EM_OP_DIV, 2, ops, &ro, NULL, &q), &q);
+        gin[1] = un(f, EM_OP_NEG, MUL(g, q));
+      }
+      break;
+    }
+    case EM_OP_POW: {
+      a = opd(f, 0); b = opd(f, 1);
+      if (NEED(0)) {
+        if (!b.tensor && opd_value(&b) == 0.0) {
+          gin[0] = zeros_like(f, g);
+        } else {  /* g * b * a^(b-1) */
+          em_tensor *bm1 = b.tensor ? ADDS(b.tensor, -1.0) : NULL;
+          em_tensor *pw = b.tensor ? bino(f, EM_OP_POW, a, TS(bm1))
+                                   : bino(f, EM_OP_POW, a, SC(opd_value(&b) - 1.0));
+          gin[0] = MUL(bino(f, EM_OP_MUL, TS(g), b), pw);
+          if (b.tensor) {  /* b == 0 contributes nothing (0 * inf would be NaN) */
+            em_tensor *bz = bino(f, EM_OP_EQ, b, SC(0.0));
+            gin[0] = where(f, bz, zeros_like(f, gin[0]), gin[0]);
+          }
+        }
+      }
+      if (NEED(1)) {  /* g * y * log(a), 0 where a == 0 and b >= 0 */
+        y = saved(f, EM_AG_SV_OUT(n, 0));
+        em_tensor *la = a.tensor ? un(f, EM_OP_LOG, a.tensor) : NULL;
+        if (!a.tensor && OK) {
+          double av = opd_value(&a);
+          la = keep(f, em_full(0, NULL, (em_scalar){EM_SCALAR_FLOAT, 0, log(av)},
+                               g->dtype, em_cpu(), &la), &la);
+        }
+        em_tensor *r = MUL(MUL(g, y), la);
+        if (a.tensor && r) {
+          em_tensor *az = bino(f, EM_OP_EQ, a, SC(0.0));
+          em_tensor *bp = bino(f, EM_OP_GE, b, SC(0.0));
+          em_tensor *c = bin(f, EM_OP_LOGICAL_AND, az, bp);
+          r = where(f, c, zeros_like(f, r), r);
+        } else if (!a.tensor && opd_value(&a) == 0.0 && r) {
+          r = where(f, bino(f, EM_OP_GE, b, SC(0.0)), zeros_like(f, r), r);
+        }
+        gin[1] = r;
+      }
+      break;
+    }
+    case EM_OP_ATAN2: {
+      a = opd(f, 0); b = opd(f, 1);
+      em_tensor *den = bino(f, EM_OP_ADD, TS(bino(f, EM_OP_MUL, a, a)),
+                            TS(bino(f, EM_OP_MUL, b, b)));
+      em_tensor *gd = DIV(g, den);
+      if (NEED(0)) gin[0] = bino(f, EM_OP_MUL, TS(gd), b);
+      if (NEED(1)) gin[1] = un(f, EM_OP_NEG, bino(f, EM_OP_MUL, TS(gd), a));
+      break;
+    }
+    case EM_OP_MAXIMUM: case EM_OP_MINIMUM: {
+      /* the larger (smaller) operand takes the gradient; ties split it */
+      a = opd(f, 0); b = opd(f, 1);
+      em_ew_op win = n->p.op == EM_OP_MAXIMUM ? EM_OP_GT : EM_OP_LT;
+      em_tensor *eq = MULS(maskf(f, EM_OP_EQ, a, b, g), 0.5);
+      if (NEED(0)) gin[0] = MUL(g, ADD(maskf(f, win, a, b, g), eq));
+      if (NEED(1)) gin[1] = MUL(g, ADD(maskf(f, win, b, a, g), eq));
+      break;
+    }
+    case EM_OP_NEG: gin[0] = un(f, EM_OP_NEG, g); break;
+    case EM_OP_ABS: gin[0] = MUL(g, un(f, EM_OP_SIGN, saved(f, 0))); break;
+    case EM_OP_SIGN: case EM_OP_FLOOR: case EM_OP_CEIL: case EM_OP_ROUND:
+    case EM_OP_TRUNC:
+      gin[0] = zeros_like(f, g);
+      break;
+    case EM_OP_FRAC: gin[0] = (em_tensor *)g; break;
+    case EM_OP_SQRT:  /* g / (2 y) */
+      gin[0] = DIV(g, MULS(saved(f, EM_AG_SV_OUT(n, 0)), 2.0));
+      break;
+    case EM_OP_RSQRT: {  /* -g y^3 / 2 */
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(MULS(g, -0.5), MUL(y, MUL(y, y)));
+      break;
+    }
+    case EM_OP_SQUARE: gin[0] = MUL(MULS(g, 2.0), saved(f, 0)); break;
+    case EM_OP_RECIPROCAL:
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = un(f, EM_OP_NEG, MUL(g, MUL(y, y)));
+      break;
+    case EM_OP_EXP: gin[0] = MUL(g, saved(f, EM_AG_SV_OUT(n, 0))); break;
+    case EM_OP_EXP2: gin[0] = MUL(MULS(g, M_LN2), saved(f, EM_AG_SV_OUT(n, 0))); break;
+    case EM_OP_EXPM1: gin[0] = MUL(g, ADDS(saved(f, EM_AG_SV_OUT(n, 0)), 1.0)); break;
+    case EM_OP_LOG: gin[0] = DIV(g, saved(f, 0)); break;
+    case EM_OP_LOG2: gin[0] = DIV(g, MULS(saved(f, 0), M_LN2)); break;
+    case EM_OP_LOG10: gin[0] = DIV(g, MULS(saved(f, 0), M_LN10)); break;
+    case EM_OP_LOG1P: gin[0] = DIV(g, ADDS(saved(f, 0), 1.0)); break;
+    case EM_OP_SIN: gin[0] = MUL(g, un(f, EM_OP_COS, saved(f, 0))); break;
+    case EM_OP_COS: gin[0] = un(f, EM_OP_NEG, MUL(g, un(f, EM_OP_SIN, saved(f, 0)))); break;
+    case EM_OP_TAN: {  /* g (1 + tan^2) */
+      em_tensor *t = un(f, EM_OP_TAN, saved(f, 0));
+      gin[0] = MUL(g, ADDS(MUL(t, t), 1.0));
+      break;
+    }
+    case EM_OP_ASIN: case EM_OP_ACOS: {  /* +-g / sqrt(1 - x^2) */
+      x = saved(f, 0);
+      em_tensor *r = DIV(g, un(f, EM_OP_SQRT, RSUB(1.0, MUL(x, x))));
+      gin[0] = n->p.op == EM_OP_ACOS ? un(f, EM_OP_NEG, r) : r;
+      break;
+    }
+    case EM_OP_ATAN: x = saved(f, 0); gin[0] = DIV(g, ADDS(MUL(x, x), 1.0)); break;
+    case EM_OP_SINH: gin[0] = MUL(g, un(f, EM_OP_COSH, saved(f, 0))); break;
+    case EM_OP_COSH: gin[0] = MUL(g, un(f, EM_OP_SINH, saved(f, 0))); break;
+    case EM_OP_TANH:
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(g, RSUB(1.0, MUL(y, y)));
+      break;
+    case EM_OP_SIGMOID:
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(g, MUL(y, RSUB(1.0, y)));
+      break;
+    case EM_OP_RELU:
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(g, maskf(f, EM_OP_GT, TS(y), SC(0.0), g));
+      break;
+    case EM_OP_GELU: {
+      x = saved(f, 0);
+      if (!o->gelu_tanh) {  /* Phi(x) + x phi(x) */
+        em_tensor *cdf = MULS(ADDS(un(f, EM_OP_ERF, MULS(x, M_SQRT1_2)), 1.0), 0.5);
+        em_tensor *pdf = MULS(un(f, EM_OP_EXP, MULS(MUL(x, x), -0.5)), 0.3989422804014327);
+        gin[0] = MUL(g, ADD(cdf, MUL(x, pdf)));
+      } else {  /* PyTorch's tanh-approximation derivative */
+        const double kb = M_SQRT2 * M_2_SQRTPI * 0.5, kk = 0.044715;
+        em_tensor *x2 = MUL(x, x);
+        em_tensor *inner = MULS(ADD(x, MULS(MUL(x2, x), kk)), kb);
+        em_tensor *th = un(f, EM_OP_TANH, inner);
+        em_tensor *left = MULS(x, 0.5), *right = ADDS(th, 1.0);
+        em_tensor *ld = MULS(right, 0.5);
+        em_tensor *rd = MUL(MUL(left, RSUB(1.0, MUL(th, th))), MULS(ADDS(MULS(x2, 3 * kk), 1.0), kb));
+        gin[0] = MUL(g, ADD(ld, rd));
+      }
+      break;
+    }
+    case EM_OP_SILU: {  /* s (1 + x (1 - s)) */
+      x = saved(f, 0);
+      em_tensor *s = un(f, EM_OP_SIGMOID, x);
+      gin[0] = MUL(g, MUL(s, ADDS(MUL(x, RSUB(1.0, s)), 1.0)));
+      break;
+    }
+    case EM_OP_SOFTPLUS: {  /* sigmoid(beta x), 1 above the threshold */
+      x = saved(f, 0);
+      em_tensor *bx = MULS(x, n->p.ew.beta);
+      em_tensor *s = MUL(g, un(f, EM_OP_SIGMOID, bx));
+      gin[0] = where(f, bins(f, EM_OP_GT, bx, n->p.ew.threshold), (em_tensor *)g, s);
+      break;
+    }
+    case EM_OP_ERF:
+      x = saved(f, 0);
+      gin[0] = MUL(MULS(g, M_2_SQRTPI), un(f, EM_OP_EXP, un(f, EM_OP_NEG, MUL(x, x))));
+      break;
+    case EM_OP_NAN_TO_NUM:
+      gin[0] = MUL(g, cast(f, un(f, EM_OP_ISFINITE, saved(f, 0)), g->dtype));
+      break;
+    case EM_OP_LERP: {  /* start + w (end - start) */
+      em_operand s0 = opd(f, 0), e1 = opd(f, 1), w = opd(f, 2);
+      if (NEED(0))
+        gin[0] = w.tensor ? MUL(g, cast(f, bino(f, EM_OP_SUB, SC(1.0), w), g->dtype))
+                          : MULS(g, 1.0 - opd_value(&w));
+      if (NEED(1)) gin[1] = bino(f, EM_OP_MUL, TS(g), w);
+      if (NEED(2)) gin[2] = MUL(g, bino(f, EM_OP_SUB, e1, s0));
+      break;
+    }
+    case EM_OP_CLAMP: {
+      /* operands: x, min (if has_min), max (if has_max) */
+      em_operand xs = opd(f, 0);
+      em_operand lo = {0}, hi = {0};
+      int has_lo = n->p.ew.has_min, has_hi = n->p.ew.has_max;
+      int ilo = -1, ihi = -1;
+      if (has_lo) { ilo = 1; lo = opd(f, 1); }
+      if (has_hi) { ihi = 2; hi = opd(f, 2); }
+      em_tensor *pass = NULL;
+      if (NEED(0)) {
+        em_tensor *m = maskf(f, EM_OP_EQ, xs, xs, g);  /* ones (NaN: 0) */
+        if (has_lo) m = MUL(m, maskf(f, EM_OP_GE, xs, lo, g));
+        if (has_hi) m = MUL(m, maskf(f, EM_OP_LE, xs, hi, g));
+        pass = MUL(g, m);
+        gin[0] = pass;
+      }
+      if (ilo > 0 && NEED(ilo)) {
+        em_tensor *m = maskf(f, EM_OP_LT, xs, lo, g);
+        if (has_hi) m = MUL(m, maskf(f, EM_OP_LE, lo, hi, g));
+        gin[ilo] = MUL(g, m);
+      }
+      if (ihi > 0 && NEED(ihi)) {
+        em_tensor *m = bino(f, EM_OP_GT, xs, hi);
+        if (has_lo) m = bin(f, EM_OP_LOGICAL_OR, m, bino(f, EM_OP_GT, lo, hi));
+        gin[ihi] = MUL(g, cast(f, m, g->dtype));
+      }
+      break;
+    }
+    default:
+      if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: %s is not differentiable", n->name);
+  }
+}
+
+/* prod over the reduced dims of every element but one: products of the
+** elements before and after it (exclusive cumulative products), so zeros
+** in the input are handled exactly. */
+static em_tensor *prod_others(F *f, const em_tensor *x) {
+  const em_node *n = f->n;
+  int nd = n->in[0].ndim;
+  if (nd == 0) {
+    em_tensor *r = NULL;
+    em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
+    return OK ? keep(f, em_full(0, NULL, one, x->dtype, em_cpu(), &r), &r) : NULL;
+  }
+  int mask[EM_MAX_DIMS];
+  reduced_mask(n, mask);
+  /* reduced dims moved last and merged */
+  int64_t perm[EM_MAX_DIMS], inv[EM_MAX_DIMS], psz[EM_MAX_DIMS + 1];
+  int k = 0, nkeep = 0;
+  for (int d = 0; d < nd; d++) if (!mask[d]) perm[k++] = d + 1;
+  nkeep = k;
+  for (int d = 0; d < nd; d++) if (mask[d]) perm[k++] = d + 1;
+  for (int d = 0; d < nd; d++) inv[perm[d] - 1] = d + 1;
+  em_tensor *p = NULL;
+  if (OK) p = keep(f, em_permute(x, nd, perm, &p), &p);
+  int64_t r = 1;
+  for (int d = nkeep; d < nd; d++) r *= n->in[0].sizes[perm[d] - 1];
+  for (int d = 0; d < nkeep; d++) psz[d] = n->in[0].sizes[perm[d] - 1];
+  psz[nkeep] = r;
+  em_tensor *m = reshape(f, p, nkeep + 1, psz);
+  int64_t last = nkeep + 1;
+  em_tensor *ones = NULL;
+  int64_t osz[EM_MAX_DIMS + 1];
+  memcpy(osz, psz, sizeof osz);
+  osz[nkeep] = 1;
+  em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
+  if (OK) ones = keep(f, em_full(nkeep + 1, osz, one, x->dtype, em_cpu(), &ones), &ones);
+  em_tensor *left = NULL, *right = NULL;
+  if (r > 1) {
+    em_tensor *cl = narrow(f, cum(f, m, last, 1), last, 1, r - 1);
+    em_tensor *cr = narrow(f, cum(f, flip(f, m, last), last, 1), last, 1, r - 1);
+    const em_tensor *pl[2] = {ones, cl}, *pr[2] = {ones, cr};
+    if (OK) left = keep(f, em_cat(2, pl, last, &left), &left);
+    if (OK) right = flip(f, keep(f, em_cat(2, pr, last, &right), &right), last);
+  } else {
+    left = ones;
+    right = ones;
+  }
+  em_tensor *both = MUL(left, right);
+  /* back to the permuted shape, then the input's dim order */
+  int64_t pshape[EM_MAX_DIMS];
+  for (int d = 0; d < nd; d++) pshape[d] = n->in[0].sizes[perm[d] - 1];
+  em_tensor *b = reshape(f, both, nd, pshape);
+  em_tensor *res = NULL;
+  if (OK && b) res = keep(f, em_permute(b, nd, inv, &res), &res);
+  return res;
+}
+
+static void reduce_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  em_node *n = f->n;
+  const em_tensor *g = gout[0];
+  switch ((em_reduce_op)n->p.op) {
+    case EM_REDUCE_SUM: gin[0] = unreduce(f, g, 1); break;
+    case EM_REDUCE_NANSUM: {
+      em_tensor *x = saved(f, 0);
+      em_tensor *e = unreduce(f, g, 1);
+      gin[0] = where(f, un(f, EM_OP_ISNAN, x), zeros_like(f, e), e);
+      break;
+    }
+    case EM_REDUCE_MEAN:
+      gin[0] = MULS(unreduce(f, g, 1), 1.0 / (double)reduced_count(n));
+      break;
+    case EM_REDUCE_NANMEAN: {  /* g / (count of non-NaN), 0 at the NaNs */
+      em_tensor *x = saved(f, 0);
+      em_tensor *nan = un(f, EM_OP_ISNAN, x);
+      em_tensor *keepf = cast(f, un(f, EM_OP_LOGICAL_NOT, nan), g->dtype);
+      int64_t dims[EM_MAX_DIMS];
+      int nd = reduced_list(n, dims);
+      em_tensor *cnt = sum_dims(f, keepf, nd, dims, 1);
+      gin[0] = MUL(DIV(unreduce(f, g, 0), cnt), keepf);
+      break;
+    }
+    case EM_REDUCE_PROD: {
+      em_tensor *x = saved(f, 0);
+      gin[0] = MUL(unreduce(f, g, 1), prod_others(f, x));
+      break;
+    }
+    case EM_REDUCE_AMAX: case EM_REDUCE_AMIN: {
+      /* split evenly between the elements equal to the extreme */
+      em_tensor *x = saved(f, 0), *y = saved(f, EM_AG_SV_OUT(n, 0));
+      em_tensor *eq = cast(f, bin(f, EM_OP_EQ, x, unreduce(f, y, 0)), g->dtype);
+      int64_t dims[EM_MAX_DIMS];
+      int nd = reduced_list(n, dims);
+      em_tensor *cnt = sum_dims(f, eq, nd, dims, 1);
+      gin[0] = DIV(MUL(eq, unreduce(f, g, 0)), cnt);
+      break;
+    }
+    default:
+      if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: %s is not differentiable", n->name);
+  }
+}
+
+static void matmul_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  const em_tensor *g = gout[0];
+  em_tensor *a = saved(f, 0), *b = saved(f, 1);
+  if (!OK) return;
+  int ad = a->ndim, bd = b->ndim;
+  if (ad == 1 && bd == 1) {  /* dot */
+    if (NEED(0)) gin[0] = MUL(g, b);
+    if (NEED(1)) gin[1] = MUL(g, a);
+    return;
+  }
+  /* 1-d operands take a size-1 dim, which the gradient then loses */
+  em_tensor *a2 = ad == 1 ? unsq(f, a, 1) : a;
+  em_tensor *b2 = bd == 1 ? unsq(f, b, -1) : b;
+  /* g: [..., m] -> [..., 1, m] when a was 1-d; [..., n] -> [..., n, 1] when b was */
+  em_tensor *g2 = ad == 1 ? unsq(f, g, -2) : bd == 1 ? unsq(f, g, -1) : (em_tensor *)g;
+  if (NEED(0)) {
+    em_tensor *ga = mm(f, em_matmul, g2, mT(f, b2));
+    gin[0] = ad == 1 ? sq(f, ga, -2) : ga;
+  }
+  if (NEED(1)) {
+    em_tensor *gb = mm(f, em_matmul, mT(f, a2), g2);
+    gin[1] = bd == 1 ? sq(f, gb, -1) : gb;
+  }
+}
+
+static void linalg_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  em_node *n = f->n;
+  const em_tensor *g = gout[0];
+  switch (n->kind) {
+    case EM_AG_MM: case EM_AG_BMM: {
+      em_tensor *a = saved(f, 0), *b = saved(f, 1);
+      if (NEED(0)) gin[0] = mm(f, n->kind == EM_AG_MM ? em_mm : em_bmm, g, mT(f, b));
+      if (NEED(1)) gin[1] = mm(f, n->kind == EM_AG_MM ? em_mm : em_bmm, mT(f, a), g);
+      break;
+    }
+    case EM_AG_MATMUL: matmul_formula(f, gout, gin); break;
+    case EM_AG_ADDMM: {  /* beta * input + alpha * (m1 @ m2), any of mm/mv/bmm */
+      double beta = n->p.d[0], alpha = n->p.d[1];
+      em_tensor *a = saved(f, 1), *b = saved(f, 2);
+      if (NEED(0)) gin[0] = beta == 1.0 ? (em_tensor *)g : MULS(g, beta);
+      em_tensor *ga = alpha == 1.0 ? (em_tensor *)g : MULS(g, alpha);
+      if (!OK) break;
+      if (n->p.op == 1) {  /* outer: a [n], b [m], g [n, m] */
+        if (NEED(1)) gin[1] = mm(f, em_mv, ga, b);
+        if (NEED(2)) gin[2] = mm(f, em_mv, mT(f, ga), a);
+      } else if (b && b->ndim == 1) {  /* addmv: m [n, k], v [k], g [n] */
+        if (NEED(1)) gin[1] = mm(f, em_outer, ga, b);
+        if (NEED(2)) gin[2] = mm(f, em_mv, mT(f, a), ga);
+      } else {
+        if (NEED(1)) gin[1] = mm(f, em_matmul, ga, mT(f, b));
+        if (NEED(2)) gin[2] = mm(f, em_matmul, mT(f, a), ga);
+      }
+      break;
+    }
+    case EM_AG_LINEAR: {  /* x @ w^T + b */
+      em_tensor *x = saved(f, 0), *w = saved(f, 1);
+      if (!OK) break;
+      if (NEED(0)) gin[0] = mm(f, em_matmul, g, w);
+      if (NEED(1)) {
+        if (x->ndim == 1) {
+          gin[1] = mm(f, em_outer, g, x);
+        } else {
+          int64_t gs[2] = {-1, w->sizes[0]}, xs[2] = {-1, w->sizes[1]};
+          gin[1] = mm(f, em_mm, mT(f, reshape(f, g, 2, gs)), reshape(f, x, 2, xs));
+        }
+      }
+      if (n->nin > 2 && NEED(2)) gin[2] = (em_tensor *)g;  /* summed to [out] */
+      break;
+    }
+    default: break;
+  }
+}
+
+em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
+  F fs;
+  memset(&fs, 0, sizeof fs);
+  fs.n = n;
+  F *f = &fs;
+  const em_tensor *g = gout[0];
+  switch (n->kind) {
+    case EM_AG_EW: ew_formula(f, gout, gin); break;
+    case EM_AG_IDENTITY: gin[0] = (em_tensor *)g; break;
+    case EM_AG_GATHER:
+      gin[0] = put(f, g, saved(f, EM_AG_SV_EXTRA(n)), &n->in[0]);
+      break;
+    case EM_AG_RESHAPE: gin[0] = reshape(f, g, n->in[0].ndim, n->in[0].sizes); break;
+    case EM_AG_PUTPOS: gin[0] = take(f, g, saved(f, EM_AG_SV_EXTRA(n))); break;
+    case EM_AG_REDUCE: reduce_formula(f, gout, gin); break;
+    case EM_AG_VAR: {  /* var: 2 (x - mean) / (N - c); std: (x - mean) / ((N - c) y) */
+      em_tensor *x = saved(f, 0);
+      int64_t dims[EM_MAX_DIMS];
+      int nd = reduced_list(n, dims);
+      em_tensor *mean = NULL;
+      if (OK) mean = keep(f, em_reduce(EM_REDUCE_MEAN, x, nd, dims, 1, -1, &mean), &mean);
+      double dof = (double)reduced_count(n) - n->p.d[0];
+      em_tensor *dx = SUB(x, mean);
+      if (n->p.i[1]) {
+        em_tensor *y = unreduce(f, saved(f, EM_AG_SV_OUT(n, 0)), 0);
+        gin[0] = DIV(MUL(unreduce(f, g, 0), MULS(dx, 1.0 / dof)), y);
+      } else {
+        gin[0] = MUL(unreduce(f, g, 0), MULS(dx, 2.0 / dof));
+      }
+      break;
+    }
+    case EM_AG_NORM: {
+      double p = n->p.d[0];
+      em_tensor *x = saved(f, 0), *y = unreduce(f, saved(f, EM_AG_SV_OUT(n, 0)), 0);
+      em_tensor *ge = unreduce(f, g, 0);
+      if (p == 0.0) {
+        gin[0] = zeros_like(f, x);
+      } else if (p == 1.0) {
+        gin[0] = MUL(ge, un(f, EM_OP_SIGN, x));
+      } else if (p == 2.0) {  /* x / y, 0 where y == 0 */
+        em_tensor *r = MUL(ge, DIV(x, y));
+        gin[0] = where(f, bins(f, EM_OP_EQ, y, 0.0), zeros_like(f, r), r);
+      } else if (isinf(p)) {  /* like amax of |x|: split between the ties */
+        em_tensor *ax = un(f, EM_OP_ABS, x);
+        em_tensor *eq = cast(f, bin(f, EM_OP_EQ, ax, y), x->dtype);
+        int64_t dims[EM_MAX_DIMS];
+        int nd = reduced_list(n, dims);
+        em_tensor *cnt = sum_dims(f, eq, nd, dims, 1);
+        gin[0] = DIV(MUL(MUL(ge, un(f, EM_OP_SIGN, x)), eq), cnt);
+      } else {  /* x |x|^(p-2) / y^(p-1) */
+        em_tensor *ax = un(f, EM_OP_ABS, x);
+        em_tensor *num = MUL(x, bins(f, EM_OP_POW, ax, p - 2.0));
+        em_tensor *r = MUL(ge, DIV(num, bins(f, EM_OP_POW, y, p - 1.0)));
+        gin[0] = where(f, bins(f, EM_OP_EQ, y, 0.0), zeros_like(f, r), r);
+      }
+      break;
+    }
+    case EM_AG_LOGSUMEXP: {
+      em_tensor *x = saved(f, 0), *y = unreduce(f, saved(f, EM_AG_SV_OUT(n, 0)), 0);
+      gin[0] = MUL(unreduce(f, g, 0), un(f, EM_OP_EXP, SUB(x, y)));
+      break;
+    }
+    case EM_AG_MAXDIM:  /* to the position the extreme came from */
+      gin[0] = put(f, g, saved(f, EM_AG_SV_EXTRA(n)), &n->in[0]);
+      break;
+    case EM_AG_SOFTMAX: {
+      em_tensor *y = saved(f, EM_AG_SV_OUT(n, 0));
+      int64_t dim = n->p.i[0];
+      if (n->p.i[1])  /* log_softmax: g - exp(y) sum(g) */
+        gin[0] = SUB(g, MUL(un(f, EM_OP_EXP, y), sum_dim(f, g, dim)));
+      else  /* y (g - sum(g y)) */
+        gin[0] = MUL(y, SUB(g, sum_dim(f, MUL(g, y), dim)));
+      break;
+    }
+    case EM_AG_CUMULATIVE: {
+      int64_t dim = n->p.i[0];
+      if (n->in[0].ndim == 0) { gin[0] = (em_tensor *)g; break; }
+      if (!n->p.i[1]) {  /* cumsum: reversed cumsum of g */
+        gin[0] = flip(f, cum(f, flip(f, g, dim), dim, 0), dim);
+      } else {  /* cumprod (inputs without zeros): revcumsum(g y) / x */
+        em_tensor *x = saved(f, 0), *y = saved(f, EM_AG_SV_OUT(n, 0));
+        gin[0] = DIV(flip(f, cum(f, flip(f, MUL(g, y), dim), dim, 0), dim), x);
+      }
+      break;
+    }
+    case EM_AG_MM: case EM_AG_BMM: case EM_AG_MATMUL: case EM_AG_ADDMM: case EM_AG_LINEAR:
+      linalg_formula(f, gout, gin);
+      break;
+    case EM_AG_CAT: {
+      /* pieces of g along dim; an input's piece has its element count
+      ** (inputs of hstack/vstack/dstack took extra dims: reshaped back) */
+      int64_t dim = n->p.i[0], at = 1;
+      int ax = (int)(dim < 0 ? dim + g->ndim : dim - 1);
+      int64_t other = 1;
+      for (int d = 0; d < g->ndim; d++) if (d != ax) other *= g->sizes[d];
+      for (int i = 0; i < n->nin && OK && other > 0; i++) {
+        const em_ag_tmeta *m = &n->in[i];
+        int64_t numel = 1;
+        for (int d = 0; d < m->ndim; d++) numel *= m->sizes[d];
+        int64_t len = numel / other;
+        if (NEED(i)) gin[i] = reshape(f, narrow(f, g, dim, at, len), m->ndim, m->sizes);
+        at += len;
+      }
+      break;
+    }
+    case EM_AG_STACK:
+      for (int i = 0; i < n->nin && OK; i++)
+        if (NEED(i)) {
+          em_tensor *r = NULL;
+          gin[i] = keep(f, em_select(g, n->p.i[0], i + 1, &r), &r);
+        }
+      break;
+    case EM_AG_WHERE: {  /* inputs: cond, a, b */
+      em_tensor *c = saved(f, 0);
+      em_tensor *z = zeros_like(f, g);
+      if (NEED(1)) gin[1] = where(f, c, (em_tensor *)g, z);
+      if (NEED(2)) gin[2] = where(f, c, z, (em_tensor *)g);
+      break;
+    }
+    case EM_AG_INDEXPUT: {
+      /* inputs: self, then the values written (if any); extra: the
+      ** positions written. self keeps the gradient where it was not
+      ** overwritten (all of it when the op accumulates); the values get the
+      ** gradient of the places they went to (times alpha). */
+      em_tensor *pos = saved(f, EM_AG_SV_EXTRA(n));
+      if (NEED(0)) {
+        if (n->p.i[0]) {
+          gin[0] = (em_tensor *)g;
+        } else if (OK) {
+          em_tensor *ones = NULL;
+          em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
+          ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_cpu(), &ones), &ones);
+          em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
+          gin[0] = where(f, hit, zeros_like(f, g), (em_tensor *)g);
+        }
+      }
+      if (n->nin > 1 && NEED(1)) {
+        double alpha = n->p.d[0] == 0.0 ? 1.0 : n->p.d[0];
+        em_tensor *t = take(f, g, pos);
+        if (n->p.i[1] && OK) {
+          /* masked_scatter_: the source's first count elements (row-major)
+          ** were written, in order; the rest get 0 */
+          const em_ag_tmeta *m = &n->in[1];
+          int64_t total = 1, count = em_tensor_numel(t);
+          for (int d = 0; d < m->ndim; d++) total *= m->sizes[d];
+          em_tensor *flat = reshape(f, t, 1, &count);
+          if (total > count) {
+            int64_t rest = total - count;
+            em_tensor *z = NULL;
+            if (OK) z = keep(f, em_zeros(1, &rest, g->dtype, em_cpu(), &z), &z);
+            const em_tensor *parts[2] = {flat, z};
+            em_tensor *c = NULL;
+            if (OK) flat = keep(f, em_cat(2, parts, 1, &c), &c);
+          }
+          t = reshape(f, flat, m->ndim, m->sizes);
+        }
+        gin[1] = alpha == 1.0 ? t : MULS(t, alpha);
+      }
+      break;
+    }
+    case EM_AG_OVERWRITE:  /* dst's old values are gone; src gets g (cast, summed) */
+      if (NEED(0)) gin[0] = zeros_like(f, g);
+      if (n->nin > 1 && NEED(1)) gin[1] = (em_tensor *)g;
+      break;
+    case EM_AG_COPYSLICES: {
+      /* g is the base's; the view's part of it goes through the in-place
+      ** op's node, whose gradient for its first input (the view's old
+      ** values) replaces that part of g. Written with recorded ops (take,
+      ** put, where), so it can be differentiated again. */
+      em_node *inner = n->inner;
+      em_tensor *pos = saved(f, EM_AG_SV_EXTRA(n));
+      em_tensor *gv = reshape(f, take(f, g, pos), inner->out[0].ndim, inner->out[0].sizes);
+      if (!OK) break;
+      em_tensor **ig = calloc((size_t)inner->nin + 1, sizeof *ig);
+      if (!ig) { f->st = em_fail(EM_E_NOMEM, "backward: out of memory"); break; }
+      em_tensor *gvs[1] = {gv};
+      em_status st = em_ag_apply(inner, gvs, ig);
+      for (int i = 0; i < inner->nin; i++) {  /* into the arena */
+        em_tensor *t = ig[i];
+        ig[i] = NULL;
+        if (t) t = keep(f, st, &t);
+        if (i > 0 && i < n->nin) gin[i] = t;
+        else if (i == 0) ig[0] = t;
+      }
+      em_tensor *v0 = ig[0];
+      free(ig);
+      if (st != EM_OK) { if (OK) f->st = st; break; }
+      if (NEED(0)) {
+        em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
+        em_tensor *ones = NULL;
+        if (OK) ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_cpu(), &ones), &ones);
+        em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
+        em_tensor *part = v0 ? put(f, cast(f, v0, g->dtype), pos, &n->in[0]) : zeros_like(f, g);
+        gin[0] = where(f, hit, part, (em_tensor *)g);
+      }
+      break;
+    }
+    case EM_AG_CUSTOM: {  /* the host's formula, with the saved tensors unpacked */
+      em_tensor **sv = calloc((size_t)n->nsaved + 1, sizeof *sv);
+      if (!sv) { f->st = em_fail(EM_E_NOMEM, "backward: out of memory"); break; }
+      for (int j = 0; j < n->nsaved && OK; j++)
+        if (n->saved[j].data) sv[j] = saved(f, j);
+      em_tensor **gi = calloc((size_t)n->nin + 1, sizeof *gi);
+      if (!gi) f->st = em_fail(EM_E_NOMEM, "backward: out of memory");
+      if (OK) {
+        em_status st = n->custom_fn(n->custom_ctx, n->nsaved, sv, n->nout, gout, n->nin, gi);
+        if (st != EM_OK) f->st = st;
+      }
+      for (int i = 0; gi && i < n->nin; i++) {  /* into the arena */
+        if (!gi[i]) continue;
+        em_tensor *t = gi[i];
+        if (OK) gin[i] = keep(f, EM_OK, &t);
+        else em_tensor_release(t);
+      }
+      free(gi);
+      free(sv);
+      break;
+    }
+    default:
+      if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: no formula for %s", n->name);
+  }
+  /* the results outlive the arena */
+  for (int i = 0; i < n->nin; i++) {
+    if (f->st != EM_OK) gin[i] = NULL;
+    else em_tensor_retain(gin[i]);
+  }
+  for (int k = 0; k < f->ntmp; k++) em_tensor_release(f->tmp[k]);
+  free(f->tmp);
+  return f->st;
+}

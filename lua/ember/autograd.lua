@@ -1,0 +1,170 @@
+-- autograd (issue 9): the parts written in Lua. The graph, the formulas and
+-- the backward engine are in C (engine/src/autograd*.c); this file adds
+-- grad-mode scopes, T.autograd.grad/backward and gradcheck.
+return function(T, C)
+  local A = {}
+  T.autograd = A
+
+  -- Runs fn(...) with grad mode set to `on`, restoring the old mode after,
+  -- also when fn raises.
+  local function with_mode(on, fn, ...)
+    local prev = C.set_grad_enabled(on)
+    local res = { pcall(fn, ...) }
+    C.set_grad_enabled(prev)
+    if not res[1] then error(res[2], 0) end
+    return unpack(res, 2, table.maxn(res))
+  end
+
+  function T.no_grad(fn, ...)
+    if type(fn) ~= "function" then error("no_grad: expected a function, got " .. type(fn), 2) end
+    return with_mode(false, fn, ...)
+  end
+  function T.enable_grad(fn, ...)
+    if type(fn) ~= "function" then error("enable_grad: expected a function, got " .. type(fn), 2) end
+    return with_mode(true, fn, ...)
+  end
+  -- T.set_grad_enabled(b) sets the mode (and returns the old one);
+  -- T.set_grad_enabled(b, fn, ...) runs fn under it.
+  function T.set_grad_enabled(on, fn, ...)
+    if fn ~= nil then
+      if type(fn) ~= "function" then error("set_grad_enabled: expected a function", 2) end
+      return with_mode(on, fn, ...)
+    end
+    return C.set_grad_enabled(on)
+  end
+  A.no_grad, A.enable_grad, A.set_grad_enabled = T.no_grad, T.enable_grad, T.set_grad_enabled
+  A.is_grad_enabled = T.is_grad_enabled
+
+  local grad_opts = { grad_outputs = true, retain_graph = true, create_graph = true,
+                      allow_unused = true }
+
+  -- T.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
+  -- create_graph=, allow_unused=}) -> list of gradients (a single tensor
+  -- when inputs is a single tensor; nil for unused inputs with allow_unused)
+  function A.grad(outputs, inputs, opts)
+    opts = opts or {}
+    for k in pairs(opts) do
+      if not grad_opts[k] then error("grad: unknown option '" .. tostring(k) .. "'", 2) end
+    end
+    local create = opts.create_graph and true or false
+    local retain = opts.retain_graph
+    if retain == nil then retain = create end
+    local res = C._autograd_grad(outputs, opts.grad_outputs, inputs, retain, create,
+      opts.allow_unused and true or false)
+    for i = 1, #res do
+      if res[i] == false then res[i] = nil end
+    end
+    if T.is_tensor(inputs) then return res[1] end
+    return res
+  end
+
+  -- T.autograd.backward(tensors, grad_tensors, {retain_graph=, create_graph=})
+  function A.backward(tensors, grads, opts)
+    opts = opts or {}
+    if T.is_tensor(tensors) then tensors = { tensors } end
+    if T.is_tensor(grads) then grads = { grads } end
+    for i, t in ipairs(tensors) do
+      local last = i == #tensors
+      t:backward(grads and grads[i] or nil, {
+        retain_graph = (not last) or opts.retain_graph or opts.create_graph or false,
+        create_graph = opts.create_graph or false })
+    end
+  end
+
+  -- T.autograd.gradcheck(fn, inputs, {eps=1e-6, atol=1e-5, rtol=1e-3,
+  -- raise=true}): compares the backward's gradients of every output with
+  -- central finite differences in float64. inputs: a tensor or a list (the
+  -- float64 tensors that require grad are checked; others pass through).
+  -- Returns true, or raises (or returns false, msg with raise=false).
+  function A.gradcheck(fn, inputs, opts)
+    opts = opts or {}
+    local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
+    local raise = opts.raise ~= false
+    if T.is_tensor(inputs) then inputs = { inputs } end
+    local function fail(msg)
+      if raise then error("gradcheck: " .. msg, 3) end
+      return false, msg
+    end
+    local function outputs_of()
+      local out = { fn(unpack(inputs, 1, table.maxn(inputs))) }
+      local list = {}
+      for _, o in ipairs(out) do
+        if T.is_tensor(o) then list[#list + 1] = o
+        elseif type(o) == "table" then
+          for _, v in ipairs(o) do if T.is_tensor(v) then list[#list + 1] = v end end
+        end
+      end
+      return list
+    end
+    local checked = {}
+    for i = 1, table.maxn(inputs) do
+      local x = inputs[i]
+      if T.is_tensor(x) and x.requires_grad then
+        if x.dtype ~= T.float64 then
+          return fail(string.format("input %d is %s; gradcheck needs float64 inputs", i,
+            tostring(x.dtype)))
+        end
+        checked[#checked + 1] = i
+      end
+    end
+    if #checked == 0 then return fail("no input requires grad") end
+    -- analytical Jacobians of every output first (the graph saved the
+    -- inputs; the numerical pass below writes into them)
+    local outs = outputs_of()
+    local analytic, sizes = {}, {}
+    for oi, y in ipairs(outs) do
+      if y.requires_grad and (y.dtype == T.float64 or y.dtype == T.float32) then
+        local ny = y:numel()
+        sizes[oi] = ny
+        analytic[oi] = {}
+        for _, i in ipairs(checked) do
+          analytic[oi][i] = T.zeros(ny, inputs[i]:numel(), { dtype = T.float64 })
+        end
+        for r = 1, ny do
+          local go = T.zeros(ny, { dtype = y.dtype })
+          go[r] = 1
+          local ins = {}
+          for k, i in ipairs(checked) do ins[k] = inputs[i] end
+          local gs = A.grad({ y }, ins, { grad_outputs = { go:view(y.shape) },
+            retain_graph = true, allow_unused = true })
+          for k, i in ipairs(checked) do
+            if gs[k] then analytic[oi][i][r] = gs[k]:reshape(-1):double() end
+          end
+        end
+      end
+    end
+    -- numerical: perturb each input element in place
+    for _, i in ipairs(checked) do
+      local x = inputs[i]
+      local flat = x:detach():view(-1)
+      for c = 1, x:numel() do
+        local orig = flat[c]:item()
+        -- fn runs in grad mode (it may differentiate inside); only the
+        -- writes into the leaf are under no_grad
+        local function at(v)
+          T.no_grad(function() flat[c] = v end)
+          local o = outputs_of()
+          local res = {}
+          for oi in pairs(analytic) do res[oi] = o[oi]:detach():reshape(-1):double():clone() end
+          return res
+        end
+        local plus, minus = at(orig + eps), at(orig - eps)
+        T.no_grad(function() flat[c] = orig end)
+        for oi in pairs(analytic) do
+          local num = (plus[oi] - minus[oi]) / (2 * eps)
+          for r = 1, sizes[oi] do
+            local a = analytic[oi][i][r][c]:item()
+            local nv = num[r]:item()
+            if math.abs(a - nv) > atol + rtol * math.abs(nv) then
+              return fail(string.format(
+                "Jacobian mismatch for output %d with respect to input %d, at output " ..
+                "element %d, input element %d: numerical %.10g, analytical %.10g",
+                oi, i, r, c, nv, a))
+            end
+          end
+        end
+      end
+    end
+    return true
+  end
+end
