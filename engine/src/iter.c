@@ -63,6 +63,9 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
   it->nops = nops;
   it->numel = 1;
   for (int d = 0; d < ndim; d++) it->numel *= shape[d];
+  /* A stride matters only on a dim of size > 1 of a non-empty iteration;
+  ** elsewhere it may be anything a view allows (an empty view's strides are
+  ** unchecked), so it is taken as 0 rather than scaled into bytes. */
   for (int k = 0; k < nops; k++) {
     const em_tensor *t = ops[k];
     int64_t isz = (int64_t)em_dtype_size(t->dtype);
@@ -70,7 +73,7 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
     for (int d = 0; d < ndim; d++) {
       int a = d - (ndim - t->ndim);
       if (a < 0) { st[d][k] = 0; continue; }
-      if (t->sizes[a] == shape[d]) st[d][k] = shape[d] == 1 ? 0 : t->strides[a] * isz;
+      if (t->sizes[a] == shape[d]) st[d][k] = shape[d] == 1 || it->numel == 0 ? 0 : t->strides[a] * isz;
       else if (t->sizes[a] == 1) st[d][k] = 0;
       else {
       mismatch:;
