@@ -109,6 +109,11 @@ int64_t em_tensor_numel(const em_tensor *t) {
 
 void *em_tensor_data(const em_tensor *t) {
   if (!t->storage->data) return NULL;
+  /* An empty tensor may carry any offset (PyTorch's as_strided allows it)
+  ** and addresses nothing: past the storage's end its data pointer is the
+  ** storage's start, not an address whose computation would overflow. */
+  if ((uint64_t)t->offset > t->storage->nbytes / em_dtype_size(t->dtype))
+    return t->storage->data;
   return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
 }
 
