@@ -178,8 +178,10 @@ void em_iter_run(const em_iter *it, em_loop1d loop, void *ctx) {
 int em_has_internal_overlap(const em_tensor *t) {
   int64_t sz[EM_MAX_DIMS], stv[EM_MAX_DIMS];
   int n = 0;
-  for (int i = 0; i < t->ndim; i++) {
+  /* an empty tensor addresses nothing, whatever dim holds the 0 */
+  for (int i = 0; i < t->ndim; i++)
     if (t->sizes[i] == 0) return 0;
+  for (int i = 0; i < t->ndim; i++) {
     if (t->sizes[i] == 1) continue;
     if (t->strides[i] == 0) return 1;
     int j = n++;
