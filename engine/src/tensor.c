@@ -118,9 +118,12 @@ void *em_tensor_data(const em_tensor *t) {
 }
 
 int em_tensor_is_contiguous(const em_tensor *t) {
+  /* an empty tensor is contiguous whatever its strides (PyTorch), whichever
+  ** dim holds the 0 */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] == 0) return 1;
   int64_t expected = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
-    if (t->sizes[i] == 0) return 1;
     if (t->sizes[i] == 1) continue;
     if (t->strides[i] != expected) return 0;
     expected *= t->sizes[i];
