@@ -61,8 +61,12 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
   if (nops > EM_ITER_MAX_OPS)
     return em_fail(EM_E_VALUE, "%s: too many operands (%d)", op, nops);
   it->nops = nops;
+  /* An empty shape may hold sizes whose product overflows (a view of
+  ** 0 x 2^62 elements): its numel is 0 without multiplying. */
   it->numel = 1;
-  for (int d = 0; d < ndim; d++) it->numel *= shape[d];
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] == 0) it->numel = 0;
+  for (int d = 0; d < ndim && it->numel; d++) it->numel *= shape[d];
   /* A stride matters only on a dim of size > 1 of a non-empty iteration;
   ** elsewhere it may be anything a view allows (an empty view's strides are
   ** unchecked), so it is taken as 0 rather than scaled into bytes. */
@@ -100,7 +104,7 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
   int n = 0;
   for (int i = 0; i < ndim; i++) {
     int a = perm[i];
-    if (n > 0) {
+    if (n > 0 && it->numel != 0) { /* (empty: no merging, no overflow) */
       int64_t prev = it->shape[n - 1];
       bool ok = true;
       for (int k = 0; k < nops && ok; k++)

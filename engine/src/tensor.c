@@ -102,6 +102,9 @@ em_device em_tensor_device(const em_tensor *t) { return t->storage->device; }
 em_storage *em_tensor_storage(const em_tensor *t) { return t->storage; }
 
 int64_t em_tensor_numel(const em_tensor *t) {
+  /* an empty view's other sizes may multiply past int64: a 0 decides */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] == 0) return 0;
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
   return n;

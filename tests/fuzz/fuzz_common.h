@@ -82,7 +82,8 @@ static inline int fz_reads_agree(const em_tensor *t, int64_t limit) {
   int64_t n = em_tensor_numel(t);
   if (em_tensor_dtype(t) != EM_FLOAT64 || n == 0) return 1;
   int64_t step = n / limit + 1;
-  for (int64_t pos = 0; pos < n; pos += step) {
+  for (int64_t k = 0; k < limit && k * step < n; k++) {
+    int64_t pos = k * step;
     double v;
     if (em_get_f64(t, pos, &v) != EM_OK) return 0;
     double w = fz_read_f64(t, pos);

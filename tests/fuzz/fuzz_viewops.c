@@ -68,6 +68,8 @@ static int read_sizes(fz_reader *r, int64_t *sz) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_reader r = {data, size};
   size_t live0 = em_memory_live_bytes();
+  static int trace = -1; /* FUZZ_TRACE=1: print each op (to read a crash) */
+  if (trace < 0) trace = getenv("FUZZ_TRACE") != NULL;
   int nd = fz_u8(&r) % 5;
   int64_t sizes[4];
   for (int d = 0; d < nd; d++) sizes[d] = 1 + fz_u8(&r) % 4;
@@ -186,6 +188,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         s = em_index_get(t, n, items, &out);
         break;
       }
+    }
+    if (trace) {
+      fprintf(stderr, "step %d: op %d -> %s", step, op, s == EM_OK ? "ok" : em_last_error());
+      if (out)
+        for (int d = 0; d < em_tensor_ndim(out); d++)
+          fprintf(stderr, " %lld", (long long)em_tensor_sizes(out)[d]);
+      fprintf(stderr, "\n");
     }
     if (s != EM_OK) {
       FUZZ_ASSERT(fz_error_ok());
