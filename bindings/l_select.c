@@ -100,16 +100,17 @@ static int int_list(lua_State *L, int idx, const char *op, const char *what,
 
 /* A userdata scratch array for n piece sizes (n bounded: each piece
 ** becomes a Lua value). */
-static int64_t *sizes_buf(lua_State *L, int64_t n) {
-  if (n > (1 << 30)) l_errorf(L, "too many pieces (%lld) for a Lua array", (long long)n);
+static int64_t *sizes_buf(lua_State *L, int64_t n, const char *op) {
+  if (n > (1 << 30)) l_errorf(L, "%s: too many pieces (%lld) for a Lua array", op, (long long)n);
   return lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
 }
 
 /* Makes a Lua array of n fresh boxes on the stack top; returns a userdata
 ** scratch array of n em_tensor* (below it) for the engine to fill. */
-static em_tensor **result_list(lua_State *L, int64_t n, em_tensor ****boxes) {
+static em_tensor **result_list(lua_State *L, int64_t n, em_tensor ****boxes,
+                               const char *op) {
   if (n > (1 << 30))
-    l_errorf(L, "too many pieces (%lld) for a Lua array", (long long)n);
+    l_errorf(L, "%s: too many pieces (%lld) for a Lua array", op, (long long)n);
   em_tensor **outs = lua_newuserdata(L, sizeof(em_tensor *) * (size_t)(n ? n : 1));
   em_tensor ***bx = lua_newuserdata(L, sizeof(em_tensor **) * (size_t)(n ? n : 1));
   lua_createtable(L, (int)n, 0);
@@ -338,7 +339,7 @@ static int push_nonzero(lua_State *L, em_tensor *t, int as_tuple) {
   int64_t count = em_tensor_sizes(nz)[0];
   int nd = em_tensor_ndim(t);
   em_tensor ***bx;
-  em_tensor **outs = result_list(L, nd ? nd : 1, &bx);
+  em_tensor **outs = result_list(L, nd ? nd : 1, &bx, "nonzero");
   if (nd == 0) { /* a 0-d tensor reads as 1-d: its one position is 1 */
     em_scalar one = {EM_SCALAR_INT, 1, 1.0};
     if (em_full(1, &count, one, EM_INT64, em_cpu(), &outs[0]) != EM_OK) l_error(L);
@@ -464,9 +465,9 @@ static int64_t split_dim_size(lua_State *L, em_tensor *t, int64_t dim, const cha
 
 /* Pushes the views of t cut into n pieces of the given sizes along dim. */
 static int push_pieces(lua_State *L, em_tensor *t, int64_t dim, int64_t n,
-                       const int64_t *sizes) {
+                       const int64_t *sizes, const char *op) {
   em_tensor ***bx;
-  em_tensor **outs = result_list(L, n, &bx);
+  em_tensor **outs = result_list(L, n, &bx, op);
   if (em_split_with_sizes(t, dim, n, sizes, outs) != EM_OK) l_error(L);
   fill_list(outs, bx, n);
   return 1;
@@ -490,10 +491,10 @@ static int l_split(lua_State *L) {
   } else {
     int64_t size = l_checkint(L, 2, op, "split_size");
     if (em_split_sizes(dsize, size, &n, NULL) != EM_OK) l_error(L);
-    sizes = sizes_buf(L, n);
+    sizes = sizes_buf(L, n, op);
     em_split_sizes(dsize, size, &n, sizes);
   }
-  return push_pieces(L, t, dim, n, sizes);
+  return push_pieces(L, t, dim, n, sizes, op);
 }
 
 static int l_chunk(lua_State *L) {
@@ -503,9 +504,9 @@ static int l_chunk(lua_State *L) {
   int64_t dim = opt_dim(L, 3, op, 1);
   int64_t dsize = split_dim_size(L, t, dim, op), n;
   if (em_chunk_sizes(dsize, chunks, &n, NULL) != EM_OK) l_error(L);
-  int64_t *sizes = sizes_buf(L, n);
+  int64_t *sizes = sizes_buf(L, n, op);
   em_chunk_sizes(dsize, chunks, &n, sizes);
-  return push_pieces(L, t, dim, n, sizes);
+  return push_pieces(L, t, dim, n, sizes, op);
 }
 
 /* t:tensor_split(sections | {positions...} | tensor, [dim]) */
@@ -546,12 +547,12 @@ static int l_tensor_split(lua_State *L) {
   if (npos < 0) {
     int64_t n;
     if (em_sections_sizes(dsize, sections, &n, NULL) != EM_OK) l_error(L);
-    int64_t *sizes = sizes_buf(L, n);
+    int64_t *sizes = sizes_buf(L, n, op);
     em_sections_sizes(dsize, sections, &n, sizes);
-    return push_pieces(L, t, dim, n, sizes);
+    return push_pieces(L, t, dim, n, sizes, op);
   }
   em_tensor ***bx;
-  em_tensor **outs = result_list(L, npos + 1, &bx);
+  em_tensor **outs = result_list(L, npos + 1, &bx, op);
   if (em_tensor_split_at(t, dim, npos, pos, outs) != EM_OK) l_error(L);
   fill_list(outs, bx, npos + 1);
   return 1;
@@ -563,7 +564,7 @@ static int l_unbind(lua_State *L) {
   int64_t dim = opt_dim(L, 2, op, 1);
   int64_t n = split_dim_size(L, t, dim, op);
   em_tensor ***bx;
-  em_tensor **outs = result_list(L, n, &bx);
+  em_tensor **outs = result_list(L, n, &bx, op);
   if (em_unbind(t, dim, outs) != EM_OK) l_error(L);
   fill_list(outs, bx, n);
   return 1;

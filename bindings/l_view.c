@@ -250,7 +250,9 @@ static int l_flip(lua_State *L) {
 ** whole dim. Returns t. */
 static int l_index_put_(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index_put_");
-  luaL_checktype(L, 2, LUA_TTABLE);
+  if (!lua_istable(L, 2))
+    return l_errorf(L, "index_put_: expected a table of index tensors for argument #2, got %s",
+                    luaL_typename(L, 2));
   const em_tensor *idx[EM_MAX_DIMS];
   int n = (int)lua_objlen(L, 2);
   if (n > EM_MAX_DIMS)

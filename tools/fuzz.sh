@@ -1,22 +1,46 @@
 #!/bin/sh
-# tools/fuzz.sh [npy|npz|ember|all] [seconds]: fuzzes the file loaders with
-# libFuzzer (clang, ASan + UBSan), starting from tests/fuzz/corpus/<target>.
-# New interesting inputs go to build-fuzz/corpus/<target>; copy the ones
-# that found a bug into tests/fuzz/corpus/<target> so ctest replays them.
+# tools/fuzz.sh [seconds] | [TARGET|all] [seconds]: builds the libFuzzer
+# targets (clang, ASan + UBSan) and runs each for a bounded time (default
+# 60 s), starting from tests/fuzz/corpus/<target>. Targets: the file
+# loaders npy, npz, ember (fuzz_loaders.c), the index-expression machinery
+# index (fuzz_index.c) and the view-op sequence interpreter viewops
+# (fuzz_viewops.c). New interesting inputs go to build-fuzz/corpus/<target>;
+# copy the ones that found a bug into tests/fuzz/corpus/<target> so ctest
+# replays them (fuzz_replay_<target>).
 set -e
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-targets=${1:-all}
-secs=${2:-60}
-[ "$targets" = all ] && targets="npy npz ember"
+case "$1" in
+  ''|*[!0-9]*) targets=${1:-all}; secs=${2:-60} ;;
+  *) targets=all; secs=$1 ;;   # tools/fuzz.sh SECONDS
+esac
+[ "$targets" = all ] && targets="npy npz ember index viewops"
 mkdir -p build-fuzz
 srcs=$(find engine/src -name "*.c" -not -path "*/cuda/*" | sort)
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cflags="-g -O1 -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iengine/include -Iengine/src $(pkg-config --cflags openblas)"
+libs="$(pkg-config --libs openblas) -lz -lm -lpthread"
+# The engine is built once (instrumented for coverage), then linked into
+# each target.
+lib=build-fuzz/libember_fuzz.a
+if [ ! -f "$lib" ] || [ -n "$(find engine -newer "$lib" -name "*.[ch]")" ]; then
+  rm -rf build-fuzz/obj && mkdir -p build-fuzz/obj
+  for f in $srcs; do
+    clang $cflags $san -fsanitize=fuzzer-no-link -c "$f" \
+      -o "build-fuzz/obj/$(echo "$f" | tr / _).o"
+  done
+  rm -f "$lib" && ar rcs "$lib" build-fuzz/obj/*.o
+fi
+# A file that cannot be allocated is an error the engine reports, not a crash.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1}
 for t in $targets; do
   T=$(echo "$t" | tr a-z A-Z)
+  case $t in
+    npy|npz|ember) src=tests/fuzz/fuzz_loaders.c ;;
+    *) src=tests/fuzz/fuzz_$t.c ;;
+  esac
   bin=build-fuzz/fuzz_$t
-  clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -DFUZZ_$T -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iengine/include -Iengine/src $srcs tests/fuzz/fuzz_loaders.c \
-    -lz -lm -lpthread -o "$bin"
+  clang $cflags $san -fsanitize=fuzzer -DFUZZ_$T "$src" "$lib" $libs -o "$bin"
   mkdir -p "build-fuzz/corpus/$t"
   echo "== fuzzing $t for ${secs}s"
   "$bin" -max_total_time="$secs" -timeout=10 -max_len=65536 -rss_limit_mb=2048 \

@@ -222,7 +222,7 @@ static em_status narrow_view(const em_tensor *t, int axis, int64_t start, int64_
   memcpy(sz, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
   sz[axis] = len;
   return em_as_strided(t, t->ndim, sz, t->strides,
-                       t->offset + (len > 0 ? start * t->strides[axis] : 0), out);
+                       len > 0 ? em_offset_step(t->offset, start, t->strides[axis]) : t->offset, out);
 }
 
 static void release_all(em_tensor **outs, int64_t n) {
@@ -365,7 +365,7 @@ static em_status unbind_nograd(const em_tensor *t, int64_t dim, em_tensor **outs
   for (int d = 0; d < t->ndim; d++)
     if (d != axis) sz[nd] = t->sizes[d], str[nd++] = t->strides[d];
   for (int64_t i = 0; i < t->sizes[axis]; i++) {
-    st = em_as_strided(t, nd, sz, str, t->offset + i * t->strides[axis], &outs[i]);
+    st = em_as_strided(t, nd, sz, str, em_offset_step(t->offset, i, t->strides[axis]), &outs[i]);
     if (st != EM_OK) { release_all(outs, i); return st; }
   }
   return EM_OK;

@@ -33,6 +33,15 @@ static inline int64_t stride_mul(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? a : r;
 }
 
+/* offset += k * stride, unless that overflows: only an empty view (whose
+** strides are unchecked) can get there, and it addresses nothing, so its
+** offset may stay. */
+static inline void offset_add(int64_t *offset, int64_t k, int64_t stride) {
+  int64_t step, r;
+  if (!__builtin_mul_overflow(k, stride, &step) && !__builtin_add_overflow(*offset, step, &r))
+    *offset = r;
+}
+
 typedef struct plan {
   /* the basic view */
   int ndim;
@@ -159,7 +168,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
         int64_t size = t->sizes[d], pos = it->first;
         int64_t k = pos >= 1 ? pos - 1 : size + pos;
         if (pos == 0 || k < 0 || k >= size) return bad_position(pos, d + 1, size);
-        p->offset += k * t->strides[d];
+        offset_add(&p->offset, k, t->strides[d]);
         d++;
         break;
       }
@@ -169,7 +178,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
                          "%lld (for a reversed order use :flip(dims))", (long long)it->step);
         int64_t start, len;
         range_bounds(t->sizes[d], it->first, it->last, it->step, &start, &len);
-        p->offset += start * t->strides[d];
+        offset_add(&p->offset, start, t->strides[d]);
         PUSH_DIM(len, stride_mul(t->strides[d], it->step));
         d++;
         break;

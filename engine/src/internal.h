@@ -105,6 +105,15 @@ bool em_mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
 em_status em_numel_checked(const char *op, int ndim, const int64_t *sizes,
                            int64_t *numel);
 void em_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
+/* offset + k * stride for a view's new offset; when that overflows (only
+** an empty view, whose strides are unchecked, can get there: it addresses
+** nothing) the offset is returned unchanged. */
+static inline int64_t em_offset_step(int64_t offset, int64_t k, int64_t stride) {
+  int64_t s, r;
+  if (__builtin_mul_overflow(k, stride, &s) || __builtin_add_overflow(offset, s, &r))
+    return offset;
+  return r;
+}
 
 /* Converts a scalar to dt's element bytes (at most 8), with the cast rules. */
 void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out);

@@ -61,8 +61,15 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
   if (nops > EM_ITER_MAX_OPS)
     return em_fail(EM_E_VALUE, "%s: too many operands (%d)", op, nops);
   it->nops = nops;
+  /* An empty shape may hold sizes whose product overflows (a view of
+  ** 0 x 2^62 elements): its numel is 0 without multiplying. */
   it->numel = 1;
-  for (int d = 0; d < ndim; d++) it->numel *= shape[d];
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] == 0) it->numel = 0;
+  for (int d = 0; d < ndim && it->numel; d++) it->numel *= shape[d];
+  /* A stride matters only on a dim of size > 1 of a non-empty iteration;
+  ** elsewhere it may be anything a view allows (an empty view's strides are
+  ** unchecked), so it is taken as 0 rather than scaled into bytes. */
   for (int k = 0; k < nops; k++) {
     const em_tensor *t = ops[k];
     int64_t isz = (int64_t)em_dtype_size(t->dtype);
@@ -70,7 +77,7 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
     for (int d = 0; d < ndim; d++) {
       int a = d - (ndim - t->ndim);
       if (a < 0) { st[d][k] = 0; continue; }
-      if (t->sizes[a] == shape[d]) st[d][k] = shape[d] == 1 ? 0 : t->strides[a] * isz;
+      if (t->sizes[a] == shape[d]) st[d][k] = shape[d] == 1 || it->numel == 0 ? 0 : t->strides[a] * isz;
       else if (t->sizes[a] == 1) st[d][k] = 0;
       else {
       mismatch:;
@@ -97,7 +104,7 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
   int n = 0;
   for (int i = 0; i < ndim; i++) {
     int a = perm[i];
-    if (n > 0) {
+    if (n > 0 && it->numel != 0) { /* (empty: no merging, no overflow) */
       int64_t prev = it->shape[n - 1];
       bool ok = true;
       for (int k = 0; k < nops && ok; k++)
@@ -175,8 +182,10 @@ void em_iter_run(const em_iter *it, em_loop1d loop, void *ctx) {
 int em_has_internal_overlap(const em_tensor *t) {
   int64_t sz[EM_MAX_DIMS], stv[EM_MAX_DIMS];
   int n = 0;
-  for (int i = 0; i < t->ndim; i++) {
+  /* an empty tensor addresses nothing, whatever dim holds the 0 */
+  for (int i = 0; i < t->ndim; i++)
     if (t->sizes[i] == 0) return 0;
+  for (int i = 0; i < t->ndim; i++) {
     if (t->sizes[i] == 1) continue;
     if (t->strides[i] == 0) return 1;
     int j = n++;

@@ -103,6 +103,9 @@ em_device em_tensor_device(const em_tensor *t) { return t->storage->device; }
 em_storage *em_tensor_storage(const em_tensor *t) { return t->storage; }
 
 int64_t em_tensor_numel(const em_tensor *t) {
+  /* an empty view's other sizes may multiply past int64: a 0 decides */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] == 0) return 0;
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
   return n;
@@ -110,13 +113,21 @@ int64_t em_tensor_numel(const em_tensor *t) {
 
 void *em_tensor_data(const em_tensor *t) {
   if (!t->storage->data) return NULL;
+  /* An empty tensor may carry any offset (PyTorch's as_strided allows it)
+  ** and addresses nothing: past the storage's end its data pointer is the
+  ** storage's start, not an address whose computation would overflow. */
+  if ((uint64_t)t->offset > t->storage->nbytes / em_dtype_size(t->dtype))
+    return t->storage->data;
   return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
 }
 
 int em_tensor_is_contiguous(const em_tensor *t) {
+  /* an empty tensor is contiguous whatever its strides (PyTorch), whichever
+  ** dim holds the 0 */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] == 0) return 1;
   int64_t expected = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
-    if (t->sizes[i] == 0) return 1;
     if (t->sizes[i] == 1) continue;
     if (t->strides[i] != expected) return 0;
     expected *= t->sizes[i];

@@ -61,7 +61,7 @@ static em_status narrow_nograd(const em_tensor *t, int64_t dim, int64_t start,
   int64_t sizes[EM_MAX_DIMS];
   memcpy(sizes, t->sizes, sizeof sizes);
   sizes[ax] = length;
-  return make_view(t, t->ndim, sizes, t->strides, t->offset + s0 * t->strides[ax], out);
+  return make_view(t, t->ndim, sizes, t->strides, em_offset_step(t->offset, s0, t->strides[ax]), out);
 }
 
 static em_status select_nograd(const em_tensor *t, int64_t dim, int64_t index,
@@ -81,7 +81,7 @@ static em_status select_nograd(const em_tensor *t, int64_t dim, int64_t index,
   int m = 0;
   for (int i = 0; i < t->ndim; i++)
     if (i != ax) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
-  return make_view(t, m, sizes, strides, t->offset + k * t->strides[ax], out);
+  return make_view(t, m, sizes, strides, em_offset_step(t->offset, k, t->strides[ax]), out);
 }
 
 /* -- transpose / permute / movedim ---------------------------------------- */
@@ -197,8 +197,11 @@ int em_view_strides(int old_ndim, const int64_t *old_sizes,
     for (int i = 0; i < new_ndim; i++) new_strides[i] = 1;
     return 1;
   }
+  /* (an empty shape's sizes may multiply past int64: test for a 0 first) */
   int64_t numel = 1;
-  for (int i = 0; i < old_ndim; i++) numel *= old_sizes[i];
+  for (int i = 0; i < old_ndim; i++)
+    if (old_sizes[i] == 0) numel = 0;
+  for (int i = 0; i < old_ndim && numel; i++) numel *= old_sizes[i];
   if (numel == 0) {
     bool same = old_ndim == new_ndim;
     for (int i = 0; same && i < old_ndim; i++) same = old_sizes[i] == new_sizes[i];
@@ -206,11 +209,7 @@ int em_view_strides(int old_ndim, const int64_t *old_sizes,
       for (int i = 0; i < old_ndim; i++) new_strides[i] = old_strides[i];
       return 1;
     }
-    for (int d = new_ndim - 1; d >= 0; d--)
-      new_strides[d] = d == new_ndim - 1
-                           ? 1
-                           : (new_sizes[d + 1] > 1 ? new_sizes[d + 1] : 1) *
-                                 new_strides[d + 1];
+    em_contiguous_strides(new_ndim, new_sizes, new_strides); /* saturating */
     return 1;
   }
   int view_d = new_ndim - 1;
@@ -509,6 +508,11 @@ static em_status unfold_nograd(const em_tensor *t, int64_t dim, int64_t size, in
   }
   sizes[m] = size;
   strides[m] = stride;
+  /* overlapping windows of a huge (expanded) dim can number more elements
+  ** than int64 holds */
+  int64_t numel;
+  st = em_numel_checked("unfold", m + 1, sizes, &numel);
+  if (st != EM_OK) return st;
   return make_view(t, m + 1, sizes, strides, t->offset, out);
 }
 
@@ -531,14 +535,18 @@ static em_status diagonal_nograd(const em_tensor *t, int64_t offset, int64_t dim
     len = t->sizes[a] + offset < t->sizes[b] ? t->sizes[a] + offset : t->sizes[b];
   }
   if (len <= 0) len = 0;
-  else if (offset >= 0) off += offset * t->strides[b];
-  else off -= offset * t->strides[a];
+  else if (offset >= 0) off = em_offset_step(off, offset, t->strides[b]);
+  else off = em_offset_step(off, -offset, t->strides[a]);
   int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
   int m = 0;
   for (int i = 0; i < t->ndim; i++)
     if (i != a && i != b) { sizes[m] = t->sizes[i]; strides[m] = t->strides[i]; m++; }
   sizes[m] = len;
-  strides[m] = t->strides[a] + t->strides[b];
+  /* (a sum past int64 needs huge strides, which only an empty view or a
+  ** size-1 dim can carry: either way the stride is never used, so it
+  ** saturates) */
+  if (__builtin_add_overflow(t->strides[a], t->strides[b], &strides[m]))
+    strides[m] = INT64_MAX;
   return make_view(t, m + 1, sizes, strides, off, out);
 }
 
