@@ -41,8 +41,11 @@ static void check_pool(const pool *p) {
     const em_tensor *t = p->t[i];
     FUZZ_ASSERT(fz_in_bounds(t));
     FUZZ_ASSERT(fz_reads_agree(t, 32));
-    /* a storage is held once per distinct tensor object over it; a tensor
-    ** (em_contiguous may hand back its argument) once per pool entry */
+    /* a storage is held at least once per distinct tensor object over it;
+    ** a tensor (em_contiguous may hand back its argument) at least once per
+    ** pool entry -- more when views keep their base alive (autograd's view
+    ** link, as PyTorch's _base); the exact count is checked at the end, when
+    ** every byte must be back */
     int users = 0, holds = 0;
     for (int j = 0; j < p->n; j++) {
       holds += p->t[j] == t;
@@ -51,8 +54,8 @@ static void check_pool(const pool *p) {
       for (int k = 0; k < j; k++) first &= p->t[k] != p->t[j];
       users += first;
     }
-    FUZZ_ASSERT(em_storage_refcount(em_tensor_storage(t)) == users);
-    FUZZ_ASSERT(em_tensor_refcount(t) == holds);
+    FUZZ_ASSERT(em_storage_refcount(em_tensor_storage(t)) >= users);
+    FUZZ_ASSERT(em_tensor_refcount(t) >= holds);
   }
 }
 

@@ -200,6 +200,9 @@ describe("autograd.grad and higher order", function()
     assert.is_true(x.grad.requires_grad)
     local gg = T.autograd.grad(x.grad:sum(), x)
     assert.are.same({ 2 }, list(gg))
+    -- as in PyTorch, x -> x.grad -> its graph -> x is a reference cycle
+    -- (docs/autograd.md); resetting .grad breaks it
+    x.grad = nil
   end)
 
   it("allow_unused", function()
