@@ -5,9 +5,15 @@ return function(T, C)
   local M = C._methods
 
   -- t:view_as(other) == t:view(other.shape), and so on.
-  function M.view_as(t, other) return t:view(other.shape) end
-  function M.reshape_as(t, other) return t:reshape(other.shape) end
-  function M.expand_as(t, other) return t:expand(other.shape) end
+  local function shape_of(op, other)
+    if not T.is_tensor(other) then
+      error(("%s: expected a tensor for argument #2, got %s"):format(op, type(other)), 3)
+    end
+    return other.shape
+  end
+  function M.view_as(t, other) return t:view(shape_of("view_as", other)) end
+  function M.reshape_as(t, other) return t:reshape(shape_of("reshape_as", other)) end
+  function M.expand_as(t, other) return t:expand(shape_of("expand_as", other)) end
 
   -- T.newaxis (made in tensor.lua) is the sentinel the index parser knows.
   C._set_newaxis(T.newaxis)
