@@ -4,7 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-asan test-valgrind install clean
+.PHONY: fuzz all deps build demo test test-asan test-valgrind install clean
 
 all: build
 
@@ -65,3 +65,9 @@ install: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# libFuzzer targets (clang): each for FUZZ_SECONDS (tools/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@./tools/deps.sh clang libclang-rt-14-dev
+	@./tools/fuzz.sh $(FUZZ_SECONDS)

@@ -33,6 +33,9 @@ if [ ! -f "$lib" ] || [ -n "$(find engine -newer "$lib" -name "*.[ch]")" ]; then
 fi
 # A file that cannot be allocated is an error the engine reports, not a crash.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1}
+# Each target counts as passed when libFuzzer ran its time without a
+# finding; the last line sums them like the test suites do.
+pass=0 fail=0
 for t in $targets; do
   T=$(echo "$t" | tr a-z A-Z)
   case $t in
@@ -43,6 +46,13 @@ for t in $targets; do
   clang $cflags $san -fsanitize=fuzzer -DFUZZ_$T "$src" "$lib" $libs -o "$bin"
   mkdir -p "build-fuzz/corpus/$t"
   echo "== fuzzing $t for ${secs}s"
-  "$bin" -max_total_time="$secs" -timeout=10 -max_len=65536 -rss_limit_mb=2048 \
-    "build-fuzz/corpus/$t" "tests/fuzz/corpus/$t"
+  if "$bin" -max_total_time="$secs" -timeout=10 -max_len=65536 -rss_limit_mb=2048 \
+    "build-fuzz/corpus/$t" "tests/fuzz/corpus/$t"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "fuzz: target $t found a failure (the crashing input is in the current directory)"
+  fi
 done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
