@@ -12,8 +12,28 @@
 -- autograd present (T.autograd._custom), _record turns that into a graph
 -- node; without it, it does nothing. Ops made of other ember ops (linear,
 -- relu, softmax, ...) get their gradients from those ops.
-return function(T, C)
+return function(T, C_raw)
   local F = {}
+
+  -- The nn kernels run with grad mode off: inside, some call engine ops
+  -- (dropout a MUL, embedding an index_select) that would otherwise record
+  -- nodes of their own, only to be replaced by the op's one node (record).
+  local set_grad = C_raw.set_grad_enabled
+  local C = setmetatable({}, { __index = function(self, k)
+    local f = C_raw[k]
+    if set_grad and type(f) == "function" and type(k) == "string" and k:sub(1, 4) == "_nn_" then
+      local g = function(...)
+        local prev = set_grad(false)
+        local res = { pcall(f, ...) }
+        set_grad(prev)
+        if not res[1] then error(res[2], 0) end
+        return unpack(res, 2, table.maxn(res))
+      end
+      rawset(self, k, g)
+      return g
+    end
+    return f
+  end })
 
   local function opts_at(args, n)
     local o = args[n]
