@@ -33,9 +33,9 @@ describe("nn ops: gradcheck (float64) and node names", function()
   it("conv2d of an unbatched input and conv1d", function()
     check(function(x, w, b) return F.conv2d(x, w, b, { padding = 1 }) end, { r(2, 4, 4), r(3, 2, 3, 3), r(3) })
     local x, w, b = r(2, 3, 7), r(4, 3, 3), r(4)
-    -- conv1d runs as a conv2d on a trailing unit dim: a SqueezeBackward0 over the convolution
-    assert.truthy(F.conv1d(x, w, b).grad_fn)
+    assert.equal("ConvolutionBackward0", F.conv1d(x, w, b).grad_fn:name())
     check(function(x, w, b) return F.conv1d(x, w, b, { stride = 2, padding = 1 }) end, { x, w, b })
+    check(function(x, w) return F.conv1d(x, w, nil, { padding = "same", dilation = 2 }) end, { r(3, 5), r(2, 3, 3) })
   end)
 
   it("max_pool2d is MaxPool2DWithIndicesBackward0; avg_pool2d is AvgPool2DBackward0", function()

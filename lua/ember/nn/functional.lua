@@ -129,11 +129,16 @@ return function(T, C_raw)
 
   -- need: which of x, w, b want a gradient (conv1d passes its own inputs'
   -- flags, as it runs on views of them)
-  local function conv2d_core(op, x, w, b, s, p, d, g, need)
+  -- conv1d records its node on its own 3-d output (rec: the tensors and
+  -- the reshapes from/to them), so both are one ConvolutionBackward0
+  local function conv2d_core(op, x, w, b, s, p, d, g, need, rec)
     local out = C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
     local xs, ws = x.shape, w.shape
     need = need or { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
-    return record(op, { x, w, b }, 3, out, function(go)
+    local ins = { x, w, b }
+    if rec then ins, out = rec.inputs, rec.out(out) end
+    return record(op, ins, 3, out, function(go)
+      if rec then go = rec.go(go) end
       local gx, gw, gb
       if need[1] then
         gx = C._nn_conv2d_backward_input(go, w, xs, s[1], s[2], p[1], p[2], d[1], d[2], g)
@@ -142,6 +147,7 @@ return function(T, C_raw)
         gw = C._nn_conv2d_backward_weight(go, x, ws, s[1], s[2], p[1], p[2], d[1], d[2], g)
       end
       if need[3] then gb = C._nn_conv2d_backward_bias(go) end
+      if rec then gx, gw = gx and gx:squeeze(-1), gw and gw:squeeze(-1) end
       return { gx, gw, gb }
     end)
   end
@@ -191,8 +197,10 @@ return function(T, C_raw)
     end
     if w.ndim ~= 3 then error(string.format("%s: expected a 3-d weight, got %d-d", op, w.ndim), 2) end
     local need = { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
-    local out = conv2d_core(op, x:unsqueeze(-1), w:unsqueeze(-1), b, { stride, 1 }, { padding, 0 },
-      { dilation, 1 }, groups, need):squeeze(-1)
+    local x4, w4 = T.no_grad(function() return x:detach():unsqueeze(-1), w:detach():unsqueeze(-1) end)
+    local out = conv2d_core(op, x4, w4, b, { stride, 1 }, { padding, 0 }, { dilation, 1 }, groups, need,
+      { inputs = { x, w, b }, out = function(o) return o:squeeze(-1) end,
+        go = function(go) return go:unsqueeze(-1) end })
     if unbatched then out = out:squeeze(1) end
     return out
   end
