@@ -6,6 +6,7 @@
 */
 #include <stdlib.h>
 
+#include "internal.h" /* em_fail, for errors of a Lua backward */
 #include "l_ember.h"
 
 static int l_requires_grad_(lua_State *L) {
@@ -123,6 +124,118 @@ static int l_detach_(lua_State *L) {
   return 1;
 }
 
+/* -- Custom ops written in Lua (T.autograd._custom) ---------------------------
+** C._autograd_custom(name, inputs, output, backward) records output as the
+** result of an op whose gradient a Lua function computes: backward(grad_output)
+** returns a list with one gradient per input slot (nil for none). This is how
+** the nn kernels' separate backward kernels (lua/ember/nn/functional.lua) join
+** the engine's graph, through em_autograd_record. The inputs are saved, so an
+** in-place change of one before the backward fails with PyTorch's error and a
+** second backward without retain_graph is refused. The function is anchored
+** in the registry while the node lives; the node is freed from C (tensor
+** finalizers, another node's release), so the unref goes through a thread that
+** lives as long as the state (the registry's "ember.anchor"). The backward
+** needs a running Lua: it is called on the thread that started the backward
+** (t:backward / T.autograd.grad set it); a host starting a backward from C
+** through such a node gets an error, not a crash. */
+static __thread lua_State *current_L = NULL;
+
+typedef struct lua_custom {
+  lua_State *anchor; /* lives as long as the state */
+  int ref;           /* the backward function in the registry */
+  int nin;
+} lua_custom;
+
+static void lua_custom_free(void *p) {
+  lua_custom *c = p;
+  luaL_unref(c->anchor, LUA_REGISTRYINDEX, c->ref);
+  free(c);
+}
+
+static int lua_custom_call(lua_State *L) {
+  /* [fn, grad_output box] -> the list of gradients */
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *saved, int nout,
+                                     em_tensor *const *grad_outputs, int nin,
+                                     em_tensor **grad_inputs) {
+  (void)nsaved;
+  (void)saved;
+  (void)nout;
+  lua_custom *c = p;
+  lua_State *L = current_L;
+  if (!L)
+    return em_fail(EM_E_RUNTIME,
+                   "backward: this graph holds an op whose backward is written in Lua; "
+                   "start the backward from Lua");
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 8)) return em_fail(EM_E_NOMEM, "backward: Lua stack overflow");
+  lua_pushcfunction(L, lua_custom_call);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+  em_tensor **box = l_newbox(L);
+  em_tensor_retain(grad_outputs[0]);
+  *box = grad_outputs[0];
+  if (lua_pcall(L, 2, 1, 0) != 0) {
+    const char *msg = lua_tostring(L, -1);
+    em_status st = em_fail(EM_E_VALUE, "%s", msg ? msg : "backward: error in a Lua backward");
+    lua_settop(L, top);
+    return st;
+  }
+  if (!lua_istable(L, -1)) {
+    lua_settop(L, top);
+    return em_fail(EM_E_VALUE, "backward: a Lua backward must return a list of gradients");
+  }
+  for (int i = 0; i < nin && i < c->nin; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    em_tensor *g = l_totensor(L, -1);
+    if (g) {
+      em_tensor_retain(g);
+      grad_inputs[i] = g;
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return EM_OK;
+}
+
+/* C._autograd_custom(name, inputs (with holes; inputs.n slots), output,
+** backward) -> output */
+static int l_autograd_custom(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  em_tensor *out = l_checktensor(L, 3, "autograd_custom");
+  luaL_checktype(L, 4, LUA_TFUNCTION);
+  lua_getfield(L, 2, "n");
+  int nin = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : (int)lua_objlen(L, 2);
+  lua_pop(L, 1);
+  if (nin < 1 || nin > 16) return l_errorf(L, "autograd_custom: expected 1 to 16 inputs, got %d", nin);
+  const em_tensor *ins[16];
+  for (int i = 0; i < nin; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    ins[i] = l_totensor(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
+  lua_State *anchor = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!anchor) return l_errorf(L, "autograd_custom: the ember module is not opened");
+  lua_custom *c = malloc(sizeof *c);
+  if (!c) return l_errorf(L, "autograd_custom: out of memory");
+  lua_pushvalue(L, 4);
+  c->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  c->anchor = anchor;
+  c->nin = nin;
+  em_tensor *outs[1] = {out};
+  /* from here c belongs to the call (freed on every path) */
+  if (em_autograd_record(name, nin, ins, 1, outs, nin, ins, lua_custom_backward, c,
+                         lua_custom_free) != EM_OK)
+    return l_error(L);
+  lua_settop(L, 3);
+  return 1;
+}
+
 static const char *const backward_opts[] = {"gradient", "retain_graph", "create_graph",
                                             NULL};
 
@@ -150,7 +263,11 @@ static int l_backward(lua_State *L) {
   int create = opts ? l_optbool(L, opts, "create_graph", 0) : 0;
   int retain = opts ? l_optbool(L, opts, "retain_graph", create) : create;
   em_tensor *ts[1] = {t}, *gs[1] = {g};
-  if (em_backward(1, ts, gs, retain, create) != EM_OK) l_error(L);
+  lua_State *prev = current_L;
+  current_L = L;
+  em_status st = em_backward(1, ts, gs, retain, create);
+  current_L = prev;
+  if (st != EM_OK) l_error(L);
   return 0;
 }
 
@@ -195,9 +312,12 @@ static int l_autograd_grad(lua_State *L) {
   int retain = lua_toboolean(L, 4), create = lua_toboolean(L, 5);
   int allow_unused = lua_toboolean(L, 6);
   em_tensor **res = lua_newuserdata(L, sizeof *res * (size_t)(nin + 1));
-  if (em_autograd_grad(nout, outs, gos, nin, (const em_tensor *const *)ins, retain, create,
-                       allow_unused, res) != EM_OK)
-    return l_error(L);
+  lua_State *prev = current_L;
+  current_L = L;
+  em_status st = em_autograd_grad(nout, outs, gos, nin, (const em_tensor *const *)ins, retain,
+                                  create, allow_unused, res);
+  current_L = prev;
+  if (st != EM_OK) return l_error(L);
   /* boxes for every result first; no raise after this point but pushes */
   lua_createtable(L, nin, 0);
   for (int j = 0; j < nin; j++) {
@@ -211,6 +331,7 @@ static int l_autograd_grad(lua_State *L) {
   }
   return 1;
 }
+
 
 static int l_is_grad_enabled(lua_State *L) {
   lua_pushboolean(L, em_grad_enabled());
@@ -229,6 +350,7 @@ void l_open_autograd(lua_State *L) {
   static const luaL_Reg fns[] = {{"is_grad_enabled", l_is_grad_enabled},
                                  {"set_grad_enabled", l_set_grad_enabled},
                                  {"_autograd_grad", l_autograd_grad},
+                                 {"_autograd_custom", l_autograd_custom},
                                  {NULL, NULL}};
   static const luaL_Reg methods[] = {{"requires_grad_", l_requires_grad_},
                                      {"backward", l_backward},
@@ -244,6 +366,14 @@ void l_open_autograd(lua_State *L) {
                                    {"set_grad", p_set_grad},
                                    {"grad_fn", p_grad_fn},
                                    {NULL, NULL}};
+  /* a thread that lives as long as the state, for lua_custom_free */
+  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
+  int have = lua_isthread(L, -1);
+  lua_pop(L, 1);
+  if (!have) {
+    lua_newthread(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "ember.anchor");
+  }
   l_add_functions(L, fns);
   l_add_methods(L, methods);
   l_add_props(L, props);

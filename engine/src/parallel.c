@@ -23,6 +23,8 @@ em_status em_set_num_threads(int n) {
     return em_fail(EM_E_VALUE, "set_num_threads: expected a positive number of threads, got %d", n);
 #ifdef _OPENMP
   g_threads = n;
+  /* and the default team of the kernels' own parallel loops */
+  omp_set_num_threads(n);
 #else
   g_threads = 1;
 #endif

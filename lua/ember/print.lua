@@ -237,7 +237,13 @@ return function(T, C)
         suffixes[#suffixes + 1] = "dtype=" .. tostring(dt)
       end
       -- the values are read on the host (a device tensor is copied first)
-      body = tensor_str(dev ~= "cpu" and t:cpu() or t, indent)
+      -- in no-grad mode: reading the values (views, items) of a tensor that
+      -- requires grad must not record graph nodes
+      local prev = C.set_grad_enabled and C.set_grad_enabled(false)
+      local ok, res = pcall(tensor_str, dev ~= "cpu" and t:cpu() or t, indent)
+      if C.set_grad_enabled then C.set_grad_enabled(prev) end
+      if not ok then error(res, 0) end
+      body = res
     end
     local gname = grad_fn_name(t)
     if gname then

@@ -61,9 +61,9 @@ local runners = {
     local out, bwd = capture(function()
       return F.conv1d(x, w, b, { stride = c.stride, padding = c.padding, dilation = c.dilation, groups = c.groups })
     end)
-    -- the kernel runs on [N, C, L, 1] views: their gradients have that shape
-    local g = bwd(tensor(c.go):unsqueeze(-1))
-    return out, { gx = g[1]:squeeze(-1), gw = g[2]:squeeze(-1), gb = g[3] }
+    -- the node is recorded on the 3-d output (the kernel's [N, C, L, 1] views stay inside)
+    local g = bwd(tensor(c.go))
+    return out, { gx = g[1], gw = g[2], gb = g[3] }
   end,
   max_pool2d = function(c)
     local x = tensor(c.x, true)

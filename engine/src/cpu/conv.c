@@ -97,7 +97,7 @@ static int64_t chunk_of(const convgeo *g) {
   static void im2col_##S(const T *x, T *col, const convgeo *g, int64_t n0, int64_t nb,  \
                          int64_t c0) {                                                  \
     int64_t NL = nb * g->L;                                                             \
-    _Pragma("omp parallel for schedule(static) if (g->K * NL > 32768)")                 \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (g->K * NL > 32768)")                 \
     for (int64_t k = 0; k < g->K; k++) {                                                \
       int64_t c = k / (g->kH * g->kW), i = (k / g->kW) % g->kH, jj = k % g->kW;        \
       T *row = col + k * NL;                                                            \
@@ -123,7 +123,7 @@ static int64_t chunk_of(const convgeo *g) {
   static void col2im_##S(T *gx, const T *col, const convgeo *g, int64_t n0, int64_t nb, \
                          int64_t c0) {                                                  \
     int64_t NL = nb * g->L, khw = g->kH * g->kW;                                        \
-    _Pragma("omp parallel for schedule(static) if (g->K * NL > 32768)")                 \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (g->K * NL > 32768)")                 \
     for (int64_t c = 0; c < g->Cg; c++) {                                               \
       for (int64_t r = 0; r < khw; r++) {                                               \
         int64_t i = r / g->kW, jj = r % g->kW;                                          \

@@ -83,7 +83,7 @@ static em_status pool_geometry(const char *op, int ndim, const int64_t *in,
 
 #define NN_POOL_KERNELS(S, E, T)                                                          \
   static void maxpool_##S(const T *x, T *y, int64_t *ix, const poolgeo *g) {             \
-    _Pragma("omp parallel for schedule(static) if (g->planes * g->oH * g->oW > 32768)")    \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (g->planes * g->oH * g->oW > 32768)")    \
     for (int64_t pl = 0; pl < g->planes; pl++) {                                           \
       const T *xp = x + pl * g->H * g->W;                                                  \
       for (int64_t oy = 0; oy < g->oH; oy++)                                               \
@@ -111,7 +111,7 @@ static em_status pool_geometry(const char *op, int ndim, const int64_t *in,
   }                                                                                        \
   static void maxpool_bwd_##S(const T *go, const int64_t *ix, T *gx, int64_t planes,       \
                               int64_t HW, int64_t oHW) {                                   \
-    _Pragma("omp parallel for schedule(static) if (planes * oHW > 32768)")                 \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (planes * oHW > 32768)")                 \
     for (int64_t pl = 0; pl < planes; pl++)                                                \
       for (int64_t o = 0; o < oHW; o++) {                                                  \
         int64_t at = ix[pl * oHW + o];                                                     \
@@ -121,7 +121,7 @@ static em_status pool_geometry(const char *op, int ndim, const int64_t *in,
   /* avg pool, forward (bwd = 0) or backward (bwd = 1: x is grad_out, y grad_in) */      \
   static void avgpool_##S(const T *a, T *b, const poolgeo *g, int cip, int64_t divov,     \
                           int bwd) {                                                       \
-    _Pragma("omp parallel for schedule(static) if (g->planes * g->oH * g->oW > 32768)")    \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (g->planes * g->oH * g->oW > 32768)")    \
     for (int64_t pl = 0; pl < g->planes; pl++)                                             \
       for (int64_t oy = 0; oy < g->oH; oy++)                                               \
         for (int64_t ox = 0; ox < g->oW; ox++) {                                           \
@@ -357,7 +357,7 @@ done:;
 #define NN_LN_KERNELS(S, E, T)                                                             \
   static void ln_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mu, T *rs, int64_t M, \
                          int64_t D, double eps) {                                           \
-    _Pragma("omp parallel for schedule(static) if (M * D > 32768)")                         \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (M * D > 32768)")                         \
     for (int64_t r = 0; r < M; r++) {                                                       \
       const T *xr = x + r * D;                                                              \
       double m = 0, v = 0;                                                                  \
@@ -379,7 +379,7 @@ done:;
   static void ln_bwd_##S(const T *go, const T *x, const T *mu, const T *rs, const T *w,     \
                          T *gx, T *gw, T *gb, int64_t M, int64_t D) {                       \
     if (gx) {                                                                               \
-      _Pragma("omp parallel for schedule(static) if (M * D > 32768)")                       \
+      _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (M * D > 32768)")                       \
       for (int64_t r = 0; r < M; r++) {                                                     \
         const T *g = go + r * D, *xr = x + r * D;                                           \
         double m = (double)mu[r], is = (double)rs[r], s1 = 0, s2 = 0;                       \
@@ -398,7 +398,7 @@ done:;
       }                                                                                     \
     }                                                                                       \
     if (gw || gb) {                                                                         \
-      _Pragma("omp parallel for schedule(static) if (M * D > 32768)")                       \
+      _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (M * D > 32768)")                       \
       for (int64_t j = 0; j < D; j++) {                                                     \
         double sw = 0, sb = 0;                                                              \
         for (int64_t r = 0; r < M; r++) {                                                   \
@@ -521,7 +521,7 @@ done:;
 #define NN_BN_KERNELS(S_, E, T)                                                             \
   static void bn_stats_##S_(const T *x, int64_t N, int64_t C, int64_t S, double *mean,     \
                             double *var) {                                                  \
-    _Pragma("omp parallel for schedule(static) if (N * C * S > 32768)")                     \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (N * C * S > 32768)")                     \
     for (int64_t c = 0; c < C; c++) {                                                       \
       double m = 0, v = 0;                                                                  \
       for (int64_t n = 0; n < N; n++)                                                       \
@@ -538,7 +538,7 @@ done:;
   }                                                                                         \
   static void bn_apply_##S_(const T *x, T *y, const T *w, const T *b, const double *mean,  \
                             const double *is, int64_t N, int64_t C, int64_t S) {            \
-    _Pragma("omp parallel for schedule(static) if (N * C * S > 32768)")                     \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (N * C * S > 32768)")                     \
     for (int64_t nc = 0; nc < N * C; nc++) {                                                \
       int64_t c = nc % C;                                                                   \
       double a = is[c] * (w ? (double)w[c] : 1.0);                                          \
@@ -549,7 +549,7 @@ done:;
   static void bn_bwd_##S_(const T *go, const T *x, const T *w, const T *mu, const T *ist,  \
                           int training, T *gx, T *gw, T *gb, int64_t N, int64_t C,          \
                           int64_t S) {                                                      \
-    _Pragma("omp parallel for schedule(static) if (N * C * S > 32768)")                     \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (N * C * S > 32768)")                     \
     for (int64_t c = 0; c < C; c++) {                                                       \
       double m = (double)mu[c], is = (double)ist[c], sg = 0, sgx = 0;                       \
       for (int64_t n = 0; n < N; n++)                                                       \
@@ -921,7 +921,7 @@ static em_status class_loss(const char *op, const em_tensor *input, const em_ten
   if (go && red != EM_REDUCTION_NONE)
     g0 = dt == EM_FLOAT32 ? (double)*(const float *)em_tensor_data(god)
                           : *(const double *)em_tensor_data(god);
-#pragma omp parallel for schedule(static) if (NS * g.C > 32768)
+#pragma omp parallel for schedule(static) num_threads(em_get_num_threads()) if (NS * g.C > 32768)
   for (int64_t i = 0; i < NS; i++) {
     int64_t n = i / g.S, s = i % g.S, base = n * g.C * g.S + s;
     int64_t t = g.prob ? -1 : idd[i] - 1;
@@ -1042,7 +1042,7 @@ static inline double pw_eval(pw_kind k, int bwd, double x, double t, double w, d
 #define NN_PW_KERNELS(S_, E, T)                                                              \
   static void pw_run_##S_(pw_kind k, int bwd, int64_t n, const T *x, const T *t, const T *w,  \
                           const T *pw, const T *go, int64_t gstep, double scale, T *y) {     \
-    _Pragma("omp parallel for schedule(static) if (n > 32768)")                              \
+    _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (n > 32768)")                              \
     for (int64_t i = 0; i < n; i++) {                                                        \
       double v = pw_eval(k, bwd, (double)x[i], (double)t[i], w ? (double)w[i] : 1.0,         \
                          pw ? (double)pw[i] : 1.0);                                          \

@@ -12,8 +12,28 @@
 -- autograd present (T.autograd._custom), _record turns that into a graph
 -- node; without it, it does nothing. Ops made of other ember ops (linear,
 -- relu, softmax, ...) get their gradients from those ops.
-return function(T, C)
+return function(T, C_raw)
   local F = {}
+
+  -- The nn kernels run with grad mode off: inside, some call engine ops
+  -- (dropout a MUL, embedding an index_select) that would otherwise record
+  -- nodes of their own, only to be replaced by the op's one node (record).
+  local set_grad = C_raw.set_grad_enabled
+  local C = setmetatable({}, { __index = function(self, k)
+    local f = C_raw[k]
+    if set_grad and type(f) == "function" and type(k) == "string" and k:sub(1, 4) == "_nn_" then
+      local g = function(...)
+        local prev = set_grad(false)
+        local res = { pcall(f, ...) }
+        set_grad(prev)
+        if not res[1] then error(res[2], 0) end
+        return unpack(res, 2, table.maxn(res))
+      end
+      rawset(self, k, g)
+      return g
+    end
+    return f
+  end })
 
   local function opts_at(args, n)
     local o = args[n]
@@ -109,11 +129,16 @@ return function(T, C)
 
   -- need: which of x, w, b want a gradient (conv1d passes its own inputs'
   -- flags, as it runs on views of them)
-  local function conv2d_core(op, x, w, b, s, p, d, g, need)
+  -- conv1d records its node on its own 3-d output (rec: the tensors and
+  -- the reshapes from/to them), so both are one ConvolutionBackward0
+  local function conv2d_core(op, x, w, b, s, p, d, g, need, rec)
     local out = C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
     local xs, ws = x.shape, w.shape
     need = need or { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
-    return record(op, { x, w, b }, 3, out, function(go)
+    local ins = { x, w, b }
+    if rec then ins, out = rec.inputs, rec.out(out) end
+    return record(op, ins, 3, out, function(go)
+      if rec then go = rec.go(go) end
       local gx, gw, gb
       if need[1] then
         gx = C._nn_conv2d_backward_input(go, w, xs, s[1], s[2], p[1], p[2], d[1], d[2], g)
@@ -122,6 +147,7 @@ return function(T, C)
         gw = C._nn_conv2d_backward_weight(go, x, ws, s[1], s[2], p[1], p[2], d[1], d[2], g)
       end
       if need[3] then gb = C._nn_conv2d_backward_bias(go) end
+      if rec then gx, gw = gx and gx:squeeze(-1), gw and gw:squeeze(-1) end
       return { gx, gw, gb }
     end)
   end
@@ -171,8 +197,10 @@ return function(T, C)
     end
     if w.ndim ~= 3 then error(string.format("%s: expected a 3-d weight, got %d-d", op, w.ndim), 2) end
     local need = { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
-    local out = conv2d_core(op, x:unsqueeze(-1), w:unsqueeze(-1), b, { stride, 1 }, { padding, 0 },
-      { dilation, 1 }, groups, need):squeeze(-1)
+    local x4, w4 = T.no_grad(function() return x:detach():unsqueeze(-1), w:detach():unsqueeze(-1) end)
+    local out = conv2d_core(op, x4, w4, b, { stride, 1 }, { padding, 0 }, { dilation, 1 }, groups, need,
+      { inputs = { x, w, b }, out = function(o) return o:squeeze(-1) end,
+        go = function(go) return go:unsqueeze(-1) end })
     if unbatched then out = out:squeeze(1) end
     return out
   end
