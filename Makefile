@@ -21,8 +21,12 @@ build: deps $(BUILD)/Makefile
 	  rc=$$?; grep -vE "^(\[|make\[)" $(BUILD)/build.log; exit $$rc
 	@test -f $(BUILD)/ember/core.so
 
+# The tour of the API, then the main job: a CNN trained on the digits data
+# set (fetched once from Debian's python3-sklearn package into data/).
 demo: build
 	EMBER_BUILD=$(abspath $(BUILD)) ./bin/ember examples/tour.lua
+	./tools/fetch_digits.sh
+	EMBER_BUILD=$(abspath $(BUILD)) ./bin/ember examples/train_digits.lua
 
 test: build
 	@./tools/run-tests.sh $(BUILD)
