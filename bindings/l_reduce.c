@@ -150,19 +150,26 @@ static int arg_max_min(lua_State *L, int is_min) {
 static int l_argmax(lua_State *L) { return arg_max_min(L, 0); }
 static int l_argmin(lua_State *L) { return arg_max_min(L, 1); }
 
+/* var/std's correction: `correction` (default 1), or the older boolean
+** `unbiased` (true: 1, false: 0); `correction` wins when both are given. */
+static double correction_opt(lua_State *L, const redargs *r, const char *op) {
+  double corr = 1;
+  if (r->opts) {
+    lua_getfield(L, r->opts, "unbiased");
+    if (!lua_isnil(L, -1)) corr = lua_toboolean(L, -1) ? 1 : 0;
+    lua_pop(L, 1);
+    corr = optnum(L, r->opts, "correction", corr, op);
+  }
+  return corr;
+}
+
 static int var_std(lua_State *L, int take_sqrt) {
   const char *op = take_sqrt ? "std" : "var";
   static const char *const allowed[] = {"dim", "keepdim", "correction", "unbiased", NULL};
   em_tensor *t = l_checktensor(L, 1, op);
   redargs r;
   parse_red(L, op, &r, allowed);
-  double corr = 1;
-  if (r.opts) {
-    lua_getfield(L, r.opts, "unbiased");
-    if (!lua_isnil(L, -1)) corr = lua_toboolean(L, -1) ? 1 : 0;
-    lua_pop(L, 1);
-    corr = optnum(L, r.opts, "correction", corr, op);
-  }
+  double corr = correction_opt(L, &r, op);
   em_tensor **box = l_newbox(L);
   if (em_var(t, r.ndims, r.ndims > 0 ? r.dims : NULL, corr, r.keepdim, take_sqrt, box) != EM_OK)
     l_error(L);
@@ -178,13 +185,7 @@ static int var_std_mean(lua_State *L, int take_sqrt) {
   em_tensor *t = l_checktensor(L, 1, op);
   redargs r;
   parse_red(L, op, &r, allowed);
-  double corr = 1;
-  if (r.opts) {
-    lua_getfield(L, r.opts, "unbiased");
-    if (!lua_isnil(L, -1)) corr = lua_toboolean(L, -1) ? 1 : 0;
-    lua_pop(L, 1);
-    corr = optnum(L, r.opts, "correction", corr, op);
-  }
+  double corr = correction_opt(L, &r, op);
   em_tensor **vb = l_newbox(L);
   em_tensor **mb = l_newbox(L);
   if (em_var_mean(t, r.ndims, r.ndims > 0 ? r.dims : NULL, corr, r.keepdim, take_sqrt, vb,
