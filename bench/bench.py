@@ -77,7 +77,7 @@ def start_workers(threads, build):
     return ws
 
 
-def measure(ws, name, scale, reps, target):
+def measure(ws, name, scale, reps, target, warmup):
     """Median seconds per call for each worker (None when it skips)."""
     live, inner, samples, notes = [], {}, {}, {}
     for w in list(ws):
@@ -107,6 +107,23 @@ def measure(ws, name, scale, reps, target):
                 live.append(w)
                 break
             n = max(n * 2, int(n * target / max(t, 1e-9) * 1.2))
+    # warm-up: keep calling for WARMUP seconds more. ember's temporaries are
+    # freed by the Lua collector, which runs when 256 MiB of them are live,
+    # so the first 256 MiB of a process are fresh blocks (page faults); from
+    # then on freed blocks are reused (docs/memory.md). The steady state is
+    # what is measured, for every contender alike.
+    for w in list(live):
+        spent = 0.0
+        while spent < warmup:
+            try:
+                r = w.ask("time %s %d" % (name, inner[w.name]))
+            except Exception as e:
+                notes[w.name] = str(e)
+                live.remove(w)
+                break
+            if not r.startswith("t "):
+                break
+            spent += float(r[2:])
     for w in live:
         samples[w.name] = []
     for _ in range(reps):  # alternate the contenders within each repetition
@@ -193,7 +210,7 @@ def main():
     ap.add_argument("--threads", default="", help="comma-separated thread counts (default: 1 and all cores)")
     ap.add_argument("--reps", type=int, default=0, help="repetitions (default 5, 1 in quick mode)")
     args = ap.parse_args()
-    scale, reps, target = (16, 1, 0.002) if args.quick else (1, 5, 0.1)
+    scale, reps, target, warmup = (16, 1, 0.002, 0.0) if args.quick else (1, 5, 0.1, 1.0)
     wl = workloads()
     if args.only:
         keep = set(args.only.split(","))
@@ -209,7 +226,7 @@ def main():
                  " (QUICK MODE: small sizes, 1 repetition; not a measurement)" if args.quick else ""),
              "", "Versions: %s, PyTorch %s, NumPy %s, OpenBLAS %s; %d cores." % (
                  v["luajit"], v["torch"], v["numpy"], v["openblas"], v["cores"]),
-             "", "Medians of %d repetitions after a warm-up, contenders alternating; time per call. "
+             "", "Medians of %d repetitions after a warm-up (calibration, then 1 s of calls per contender), contenders alternating; time per call. "
              "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % reps, ""]
     for th in thread_counts:
         ws = start_workers(th, args.build)
@@ -217,7 +234,7 @@ def main():
                   "| workload | ember | PyTorch | NumPy | C ref | ember/PyTorch | ember/NumPy | ember/C |",
                   "|---|---|---|---|---|---|---|---|"]
         for name, group, desc in wl:
-            med, notes = measure(ws, name, scale, reps, target)
+            med, notes = measure(ws, name, scale, reps, target, warmup)
             e = med.get("ember")
             row = "| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 desc, fmt_time(e), fmt_time(med.get("torch")), fmt_time(med.get("numpy")),

@@ -171,6 +171,9 @@ static int cache_put(void *p, int cls, size_t cls_bytes) {
   cache_block *b = p;
   b->cls = cls;
   b->cls_bytes = cls_bytes;
+  /* poisoned before it is visible: once linked, another thread may take
+  ** and unpoison it at once */
+  CACHE_POISON(b, cls_bytes);
   pthread_mutex_lock(&cache_mu);
   b->next = cache_lists[cls];
   cache_lists[cls] = b;
@@ -181,7 +184,6 @@ static int cache_put(void *p, int cls, size_t cls_bytes) {
   cache_bytes += cls_bytes;
   atomic_store(&cache_bytes_pub, cache_bytes);
   pthread_mutex_unlock(&cache_mu);
-  CACHE_POISON(b, cls_bytes);
   return 1;
 }
 
