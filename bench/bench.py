@@ -226,8 +226,8 @@ def main():
                  " (QUICK MODE: small sizes, 1 repetition; not a measurement)" if args.quick else ""),
              "", "Versions: %s, PyTorch %s, NumPy %s, OpenBLAS %s; %d cores." % (
                  v["luajit"], v["torch"], v["numpy"], v["openblas"], v["cores"]),
-             "", "Medians of %d repetitions after a warm-up (calibration, then 1 s of calls per contender), contenders alternating; time per call. "
-             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % reps, ""]
+             "", "Medians of %d repetitions after a warm-up (calibration, then %g s of calls per contender), contenders alternating; time per call. "
+             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % (reps, warmup), ""]
     for th in thread_counts:
         ws = start_workers(th, args.build)
         lines += ["## %d thread%s" % (th, "" if th == 1 else "s"), "",
