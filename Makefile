@@ -4,7 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: fuzz all deps build demo test test-asan test-valgrind install clean
+.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz
 
 all: build
 
@@ -67,8 +67,26 @@ install: build
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) | grep -v "^-- Up-to-date" || true
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
+# make bench: ember against PyTorch, NumPy and a C reference (bench/README.md);
+# writes bench/results.md. make bench-quick: small sizes, 1 repetition, to
+# /tmp (proves the harness works; not a measurement). BENCH_ARGS passes
+# options to bench/bench.py (e.g. BENCH_ARGS="--only mm_1024,stream_sum").
+# Not part of CI: the peers need python3-torch.
+RELEASE_BUILD ?= build-release
+bench-build:
+	@./tools/deps.sh python3-torch python3-numpy
+	@cmake -S . -B $(RELEASE_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) -j$(JOBS) >$(RELEASE_BUILD)/build.log 2>&1; \
+	  rc=$$?; grep -vE "^(\[|make\[)" $(RELEASE_BUILD)/build.log; exit $$rc
+	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) bench_cref >>$(RELEASE_BUILD)/build.log 2>&1 || \
+	  { tail -20 $(RELEASE_BUILD)/build.log; exit 1; }
+bench: bench-build
+	/usr/bin/python3 bench/bench.py --build $(abspath $(RELEASE_BUILD)) --out bench/results.md $(BENCH_ARGS)
+bench-quick: bench-build
+	/usr/bin/python3 bench/bench.py --quick --build $(abspath $(RELEASE_BUILD)) --out /tmp/ember-bench-quick.md $(BENCH_ARGS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD)
 
 # libFuzzer targets (clang): each for FUZZ_SECONDS (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60

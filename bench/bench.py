@@ -37,6 +37,8 @@ class Worker:
                                   stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
 
     def ask(self, line):
+        if self.p.poll() is not None:
+            raise RuntimeError("%s worker has exited" % self.name)
         self.p.stdin.write(line + "\n")
         self.p.stdin.flush()
         reply = self.p.stdout.readline().strip()
@@ -59,27 +61,43 @@ def start_workers(threads, build):
         env[k] = str(threads)
     env["EMBER_BUILD"] = build
     py = "/usr/bin/python3"
-    ws = [Worker("ember", [os.path.join(ROOT, "bin", "ember"), os.path.join(HERE, "worker.lua")], env),
-          Worker("torch", [py, os.path.join(HERE, "worker_py.py"), "torch"], env),
-          Worker("numpy", [py, os.path.join(HERE, "worker_py.py"), "numpy"], env),
-          Worker("C", [os.path.join(build, "bench_cref")], env)]
-    for w in ws:
-        w.ask("threads %d" % threads)
+    specs = [("ember", [os.path.join(ROOT, "bin", "ember"), os.path.join(HERE, "worker.lua")]),
+             ("torch", [py, os.path.join(HERE, "worker_py.py"), "torch"]),
+             ("numpy", [py, os.path.join(HERE, "worker_py.py"), "numpy"]),
+             ("C", [os.path.join(build, "bench_cref")])]
+    ws = []
+    for name, argv in specs:
+        # a missing peer (no torch, no bench_cref) leaves its column empty
+        try:
+            w = Worker(name, argv, env)
+            w.ask("threads %d" % threads)
+            ws.append(w)
+        except Exception as e:
+            print("   (%s is not available: %s; its column stays empty)" % (name, e), file=sys.stderr)
     return ws
 
 
-def measure(ws, name, scale, reps, target):
+def measure(ws, name, scale, reps, target, warmup):
     """Median seconds per call for each worker (None when it skips)."""
     live, inner, samples, notes = [], {}, {}, {}
-    for w in ws:
-        r = w.ask("setup %s %d" % (name, scale))
+    for w in list(ws):
+        try:
+            r = w.ask("setup %s %d" % (name, scale))
+        except Exception as e:
+            notes[w.name] = str(e)
+            ws.remove(w)
+            continue
         if r != "ok":
             notes[w.name] = r[5:]
             continue
         # calibrate: grow INNER until one timing takes at least `target`
         n = 1
         while True:
-            r = w.ask("time %s %d" % (name, n))
+            try:
+                r = w.ask("time %s %d" % (name, n))
+            except Exception as e:
+                r = "skip " + str(e)
+                ws.remove(w)
             if not r.startswith("t "):
                 notes[w.name] = r[5:]
                 break
@@ -89,11 +107,35 @@ def measure(ws, name, scale, reps, target):
                 live.append(w)
                 break
             n = max(n * 2, int(n * target / max(t, 1e-9) * 1.2))
+    # warm-up: keep calling for WARMUP seconds more. ember's temporaries are
+    # freed by the Lua collector, which runs when 256 MiB of them are live,
+    # so the first 256 MiB of a process are fresh blocks (page faults); from
+    # then on freed blocks are reused (docs/memory.md). The steady state is
+    # what is measured, for every contender alike.
+    for w in list(live):
+        spent = 0.0
+        while spent < warmup:
+            try:
+                r = w.ask("time %s %d" % (name, inner[w.name]))
+            except Exception as e:
+                notes[w.name] = str(e)
+                live.remove(w)
+                break
+            if not r.startswith("t "):
+                break
+            spent += float(r[2:])
     for w in live:
         samples[w.name] = []
     for _ in range(reps):  # alternate the contenders within each repetition
-        for w in live:
-            r = w.ask("time %s %d" % (name, inner[w.name]))
+        for w in list(live):
+            try:
+                r = w.ask("time %s %d" % (name, inner[w.name]))
+            except Exception as e:
+                notes[w.name] = str(e)
+                live.remove(w)
+                if w in ws:
+                    ws.remove(w)
+                continue
             if r.startswith("t "):
                 samples[w.name].append(float(r[2:]) / inner[w.name])
     med = {w.name: statistics.median(samples[w.name]) for w in live if samples[w.name]}
@@ -165,13 +207,18 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
     ap.add_argument("--build", default=os.path.join(ROOT, "build-release"))
     ap.add_argument("--only", default="", help="comma-separated workload names")
+    ap.add_argument("--threads", default="", help="comma-separated thread counts (default: 1 and all cores)")
+    ap.add_argument("--reps", type=int, default=0, help="repetitions (default 5, 1 in quick mode)")
     args = ap.parse_args()
-    scale, reps, target = (16, 1, 0.002) if args.quick else (1, 5, 0.1)
+    scale, reps, target, warmup = (16, 1, 0.002, 0.0) if args.quick else (1, 5, 0.1, 1.0)
     wl = workloads()
     if args.only:
         keep = set(args.only.split(","))
         wl = [w for w in wl if w[0] in keep]
-    thread_counts = sorted({1, os.cpu_count() or 1})
+    if args.reps:
+        reps = args.reps
+    thread_counts = (sorted({int(x) for x in args.threads.split(",")}) if args.threads
+                     else sorted({1, os.cpu_count() or 1}))
     v = versions(args.build)
     lines = ["# ember benchmarks", "",
              "%s, run %s UTC at commit %s%s." % (
@@ -179,15 +226,15 @@ def main():
                  " (QUICK MODE: small sizes, 1 repetition; not a measurement)" if args.quick else ""),
              "", "Versions: %s, PyTorch %s, NumPy %s, OpenBLAS %s; %d cores." % (
                  v["luajit"], v["torch"], v["numpy"], v["openblas"], v["cores"]),
-             "", "Medians of %d repetitions after a warm-up, contenders alternating; time per call. "
-             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % reps, ""]
+             "", "Medians of %d repetitions after a warm-up (calibration, then %g s of calls per contender), contenders alternating; time per call. "
+             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % (reps, warmup), ""]
     for th in thread_counts:
         ws = start_workers(th, args.build)
         lines += ["## %d thread%s" % (th, "" if th == 1 else "s"), "",
                   "| workload | ember | PyTorch | NumPy | C ref | ember/PyTorch | ember/NumPy | ember/C |",
                   "|---|---|---|---|---|---|---|---|"]
         for name, group, desc in wl:
-            med, notes = measure(ws, name, scale, reps, target)
+            med, notes = measure(ws, name, scale, reps, target, warmup)
             e = med.get("ember")
             row = "| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 desc, fmt_time(e), fmt_time(med.get("torch")), fmt_time(med.get("numpy")),

@@ -3,14 +3,14 @@
 -- and answers "ok", "skip REASON" or "t SECONDS" (total for INNER calls).
 local T = require "ember"
 local ffi = require "ffi"
-ffi.cdef [[
-typedef struct { long tv_sec; long tv_nsec; } em_bench_timespec;
-int clock_gettime(int clk, em_bench_timespec *ts);
-]]
-local ts = ffi.new("em_bench_timespec")
+-- ember.train may have declared clock_gettime with its own timespec type:
+-- declare it only if needed and call it through a pointer of our own type.
+pcall(ffi.cdef, "int clock_gettime(int clk, void *ts);")
+local clock_gettime = ffi.cast("int (*)(int, int64_t *)", ffi.C.clock_gettime)
+local ts = ffi.new("int64_t[2]")
 local function now()
-  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+  clock_gettime(1, ts) -- CLOCK_MONOTONIC
+  return tonumber(ts[0]) + tonumber(ts[1]) * 1e-9
 end
 
 local S = {} -- the current workload's state

@@ -684,7 +684,22 @@ static int l_memory_stats(lua_State *L) {
   lua_setfield(L, -2, "forced_collections");
   lua_pushnumber(L, (lua_Number)failed_allocations);
   lua_setfield(L, -2, "failed_allocations");
+  long hits = 0, misses = 0;
+  em_memory_cache_counts(&hits, &misses);
+  lua_pushnumber(L, (lua_Number)em_memory_cached_bytes());
+  lua_setfield(L, -2, "cached_bytes");
+  lua_pushnumber(L, (lua_Number)hits);
+  lua_setfield(L, -2, "cache_hits");
+  lua_pushnumber(L, (lua_Number)misses);
+  lua_setfield(L, -2, "cache_misses");
   return 1;
+}
+
+/* T.empty_cache(): hands the cached freed blocks back to the OS. */
+static int l_empty_cache(lua_State *L) {
+  (void)L;
+  em_memory_empty_cache();
+  return 0;
 }
 
 /* -- Module functions ----------------------------------------------------- */
@@ -794,6 +809,7 @@ int luaopen_ember_core(lua_State *L) {
       {"use_deterministic_algorithms", l_use_deterministic},
       {"are_deterministic_algorithms_enabled", l_are_deterministic},
       {"memory_stats", l_memory_stats},
+      {"empty_cache", l_empty_cache},
       {"_cuda_is_available", l_cuda_is_available},
       {NULL, NULL}};
   l_add_functions(L, fns);

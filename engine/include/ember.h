@@ -159,6 +159,11 @@ size_t em_memory_live_bytes(void);
 void em_set_pressure_hook(em_pressure_hook hook, void *ctx);
 void em_set_soft_limit(size_t bytes);
 size_t em_get_soft_limit(void);
+/* The cache of freed large blocks (docs/memory.md): bytes it holds now (not
+** live), freeing all of them, and how many large requests it served/missed. */
+size_t em_memory_cached_bytes(void);
+void em_memory_empty_cache(void);
+void em_memory_cache_counts(long *hits, long *misses);
 
 /* -- Tensors ------------------------------------------------------------ */
 

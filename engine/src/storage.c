@@ -6,6 +6,7 @@
 */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -42,14 +43,196 @@ static void *raw_alloc(size_t nbytes) {
   return p;
 }
 
+/* -- The block cache ------------------------------------------------------
+** Large blocks (EM_CACHE_MIN bytes and more) are not returned to the C
+** library when their storage dies: they wait in a cache, one LIFO list per
+** size class, and the next allocation of the same class takes one back
+** without a system call or a page fault (a freshly mapped 64 MB block costs
+** tens of milliseconds of faults; a cached one costs nothing).
+**
+** What holds:
+**  - A block is allocated at its class size (a request is rounded up to the
+**    next of four steps per power of two, at most 25% more address space;
+**    pages past the request are never touched by the tensor, so they cost
+**    no resident memory), so any cached block of a class fits any request of
+**    that class.
+**  - Cached bytes are not live: em_memory_live_bytes counts requested bytes
+**    of live storages only, so the GC hook sees the same numbers with or
+**    without the cache.
+**  - The cache holds at most em_cache_limit bytes (default 256 MiB, the
+**    environment variable EMBER_CACHE_BYTES overrides it; 0 disables the
+**    cache); inserting past the limit first frees the oldest blocks.
+**  - Under pressure (the soft limit is reached, or an allocation failed) the
+**    whole cache goes back to the OS before the host is asked to collect.
+**  - One mutex guards the lists: tensors die on any thread.
+**  - Under AddressSanitizer a cached block is poisoned, so a use after free
+**    is still reported. */
+#define EM_CACHE_MIN ((size_t)128 << 10)
+#define EM_CACHE_CLASSES 192
+
+typedef struct cache_block {
+  struct cache_block *next, *older, *newer; /* class list; global age list */
+  size_t cls_bytes;
+  int cls;
+} cache_block;
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define CACHE_POISON(p, n) ASAN_POISON_MEMORY_REGION((char *)(p) + sizeof(cache_block), (n) - sizeof(cache_block))
+#define CACHE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define CACHE_POISON(p, n) ((void)0)
+#define CACHE_UNPOISON(p, n) ((void)0)
+#endif
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static cache_block *cache_lists[EM_CACHE_CLASSES];
+static cache_block *cache_oldest, *cache_newest;
+static size_t cache_bytes;              /* under cache_mu */
+static atomic_size_t cache_bytes_pub;   /* a copy readable without the lock */
+static atomic_long cache_hits, cache_misses;
+static long cache_limit_env = -2;       /* -2: not read yet */
+
+static size_t cache_limit(void) {
+  if (cache_limit_env == -2) {
+    const char *e = getenv("EMBER_CACHE_BYTES");
+    long v = e && *e ? strtol(e, NULL, 10) : -1;
+    cache_limit_env = v < 0 ? -1 : v;
+  }
+  return cache_limit_env >= 0 ? (size_t)cache_limit_env : (size_t)256 << 20;
+}
+
+/* Class of a request of n >= EM_CACHE_MIN bytes and its size; -1 when
+** the request is too large to be classed (it bypasses the cache). */
+static int size_class(size_t n, size_t *cls_bytes) {
+  int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
+  if (k < 16 || k > 46) return -1;                           /* 64 KiB .. 128 TiB */
+  size_t step = (size_t)1 << (k - 2);                        /* four steps per octave */
+  size_t q = (n - ((size_t)1 << k) + step - 1) / step;       /* 1..4 */
+  *cls_bytes = ((size_t)1 << k) + q * step;
+  return (k - 16) * 4 + (int)q - 1;
+}
+
+static void age_unlink(cache_block *b) {
+  if (b->older) b->older->newer = b->newer; else cache_oldest = b->newer;
+  if (b->newer) b->newer->older = b->older; else cache_newest = b->older;
+}
+
+/* Removes b (under the lock) from its class list; it is at the head or
+** found by a walk (eviction takes the oldest, anywhere in its list). */
+static void class_unlink(cache_block *b) {
+  cache_block **pp = &cache_lists[b->cls];
+  while (*pp != b) pp = &(*pp)->next;
+  *pp = b->next;
+}
+
+/* Pops the oldest blocks until the cache holds at most keep bytes; the
+** blocks are freed after the lock is dropped. */
+static void cache_trim(size_t keep) {
+  cache_block *victims = NULL;
+  pthread_mutex_lock(&cache_mu);
+  while (cache_bytes > keep && cache_oldest) {
+    cache_block *b = cache_oldest;
+    age_unlink(b);
+    class_unlink(b);
+    cache_bytes -= b->cls_bytes;
+    b->next = victims;
+    victims = b;
+  }
+  atomic_store(&cache_bytes_pub, cache_bytes);
+  pthread_mutex_unlock(&cache_mu);
+  while (victims) {
+    cache_block *b = victims;
+    victims = b->next;
+    CACHE_UNPOISON(b, b->cls_bytes);
+    free(b);
+  }
+}
+
+static void *cache_take(int cls) {
+  pthread_mutex_lock(&cache_mu);
+  cache_block *b = cache_lists[cls];
+  if (b) {
+    cache_lists[cls] = b->next;
+    age_unlink(b);
+    cache_bytes -= b->cls_bytes;
+    atomic_store(&cache_bytes_pub, cache_bytes);
+  }
+  pthread_mutex_unlock(&cache_mu);
+  if (b) CACHE_UNPOISON(b, b->cls_bytes);
+  return b;
+}
+
+/* Keeps p (a block of class cls) in the cache; 0 when it does not fit. */
+static int cache_put(void *p, int cls, size_t cls_bytes) {
+  size_t limit = cache_limit();
+  if (cls_bytes > limit) return 0;
+  if (cache_bytes_pub + cls_bytes > limit) cache_trim(limit - cls_bytes);
+  cache_block *b = p;
+  b->cls = cls;
+  b->cls_bytes = cls_bytes;
+  /* poisoned before it is visible: once linked, another thread may take
+  ** and unpoison it at once */
+  CACHE_POISON(b, cls_bytes);
+  pthread_mutex_lock(&cache_mu);
+  b->next = cache_lists[cls];
+  cache_lists[cls] = b;
+  b->newer = NULL;
+  b->older = cache_newest;
+  if (cache_newest) cache_newest->newer = b; else cache_oldest = b;
+  cache_newest = b;
+  cache_bytes += cls_bytes;
+  atomic_store(&cache_bytes_pub, cache_bytes);
+  pthread_mutex_unlock(&cache_mu);
+  return 1;
+}
+
+size_t em_memory_cached_bytes(void) { return atomic_load(&cache_bytes_pub); }
+void em_memory_empty_cache(void) { cache_trim(0); }
+void em_memory_cache_counts(long *hits, long *misses) {
+  if (hits) *hits = atomic_load(&cache_hits);
+  if (misses) *misses = atomic_load(&cache_misses);
+}
+
+/* A block of at least nbytes: from the cache, or fresh (at class size). */
+static void *block_alloc(size_t nbytes) {
+  size_t cls_bytes;
+  int cls = nbytes >= EM_CACHE_MIN && cache_limit() > 0 ? size_class(nbytes, &cls_bytes) : -1;
+  if (cls < 0) return raw_alloc(nbytes);
+  void *p = cache_take(cls);
+  if (p) {
+    atomic_fetch_add_explicit(&cache_hits, 1, memory_order_relaxed);
+    return p;
+  }
+  atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
+  p = raw_alloc(cls_bytes);
+  if (!p && cache_bytes_pub) { /* the cache may hold what the OS lacks */
+    cache_trim(0);
+    p = raw_alloc(cls_bytes);
+  }
+  return p;
+}
+
+static void block_free(void *p, size_t nbytes) {
+  size_t cls_bytes;
+  int cls = nbytes >= EM_CACHE_MIN ? size_class(nbytes, &cls_bytes) : -1;
+  if (cls >= 0 && cache_limit() > 0 && cache_put(p, cls, cls_bytes)) return;
+  free(p);
+}
+
 void *em_cpu_alloc_bytes(size_t nbytes) {
   if (nbytes == 0) return NULL;
-  if (pressure_hook && atomic_load(&live_bytes) + nbytes > atomic_load(&soft_limit))
+  if (pressure_hook && atomic_load(&live_bytes) + nbytes > atomic_load(&soft_limit)) {
+    /* the collection refills the cache with what it frees: keep the blocks
+    ** (the request below may take one), but not more than the bound */
     pressure_hook(pressure_ctx, nbytes, 0);
-  void *p = raw_alloc(nbytes);
-  if (!p && pressure_hook) {
-    pressure_hook(pressure_ctx, nbytes, 1);
-    p = raw_alloc(nbytes);
+  }
+  void *p = block_alloc(nbytes);
+  if (!p) {
+    cache_trim(0);
+    if (pressure_hook) pressure_hook(pressure_ctx, nbytes, 1);
+    p = block_alloc(nbytes);
+    if (!p) { cache_trim(0); p = block_alloc(nbytes); }
   }
   if (p) atomic_fetch_add(&live_bytes, nbytes);
   return p;
@@ -57,8 +240,8 @@ void *em_cpu_alloc_bytes(size_t nbytes) {
 
 void em_cpu_free_bytes(void *p, size_t nbytes) {
   if (!p) return;
-  free(p);
   atomic_fetch_sub(&live_bytes, nbytes);
+  block_free(p, nbytes);
 }
 
 static void *cpu_alloc(void *ctx, size_t nbytes) {
@@ -101,8 +284,43 @@ static em_status storage_make(void *data, size_t nbytes, em_device dev,
   return EM_OK;
 }
 
+/* Small storages of the engine's allocator hold their bytes inline: one
+** malloc for the storage and its data instead of a malloc and a
+** posix_memalign (whose splitting fragments glibc's bins: a loop of small
+** temporaries spent most of its time in malloc_consolidate). The data is
+** 32-byte aligned, which is more than any element or SIMD load of these
+** sizes needs. The deleter only does the accounting; free(s) frees both. */
+enum { EM_INLINE_MAX = 256, EM_INLINE_ALIGN = 16 };
+#define INLINE_OFFSET ((sizeof(em_storage) + EM_INLINE_ALIGN - 1) & ~(size_t)(EM_INLINE_ALIGN - 1))
+
+static void inline_free(void *ctx, void *data, size_t nbytes) {
+  (void)ctx;
+  (void)data;
+  atomic_fetch_sub(&live_bytes, nbytes);
+}
+
+static em_status storage_new_inline(size_t nbytes, em_storage **out) {
+  if (pressure_hook && atomic_load(&live_bytes) + nbytes > atomic_load(&soft_limit))
+    pressure_hook(pressure_ctx, nbytes, 0);
+  char *block = malloc(INLINE_OFFSET + nbytes); /* malloc aligns to 16 */
+  if (!block) return em_fail(EM_E_NOMEM, "out of memory allocating a storage");
+  em_storage *s = (em_storage *)block;
+  atomic_init(&s->refcount, 1);
+  s->data = block + INLINE_OFFSET;
+  s->nbytes = nbytes;
+  s->device = em_cpu();
+  s->deleter = inline_free;
+  s->deleter_ctx = NULL;
+  atomic_init(&s->version, 0);
+  atomic_fetch_add(&live_bytes, nbytes);
+  *out = s;
+  return EM_OK;
+}
+
 em_status em_storage_new_with(size_t nbytes, const em_allocator *a,
                               em_storage **out) {
+  if (a == &cpu_allocator && nbytes > 0 && nbytes <= EM_INLINE_MAX)
+    return storage_new_inline(nbytes, out);
   void *data = NULL;
   if (nbytes > 0) {
     data = a->alloc(a->ctx, nbytes);

@@ -23,6 +23,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* -- Element access for the arithmetic kernels -----------------------------
 ** Integer kinds compute in int64 with wrap-around (through uint64, so no
@@ -396,6 +397,21 @@ static em_status check_vector_index(const char *op, const em_tensor *index) {
   return EM_OK;
 }
 
+/* index_select of a contiguous tensor: every selected slice is one block of
+** `inner` contiguous bytes, so the result is a run of block copies (the
+** iterator would walk it element by element). idx holds 0-based positions,
+** already checked. Blocks are independent, so threads split them. */
+static void index_select_blocks(const char *src, char *dst, const int64_t *idx,
+                                int64_t len, int64_t outer, int64_t axis_bytes,
+                                size_t inner) {
+  int64_t total = outer * len;
+#pragma omp parallel for schedule(static) if (total * (int64_t)inner > ((int64_t)1 << 20))
+  for (int64_t r = 0; r < total; r++) {
+    int64_t o = r / len, j = r - o * len;
+    memcpy(dst + r * (int64_t)inner, src + o * axis_bytes + idx[j] * (int64_t)inner, inner);
+  }
+}
+
 static em_status index_select_nograd(const em_tensor *t, int64_t dim,
                           const em_tensor *index, em_tensor **out) {
   const char *op = "index_select";
@@ -422,6 +438,23 @@ static em_status index_select_nograd(const em_tensor *t, int64_t dim,
       return em_fail(EM_E_VALUE, "%s: a 0-d tensor takes exactly one index, got %lld",
                      op, (long long)len);
     }
+  }
+  if (nd > 0 && em_tensor_is_contiguous(t)) { /* fast path: block copies */
+    em_tensor *o;
+    st = em_empty(nd, shape, t->dtype, em_cpu(), &o);
+    if (st == EM_OK) {
+      size_t inner = em_dtype_size(t->dtype);
+      int64_t outer = 1;
+      for (int i = axis + 1; i < nd; i++) inner *= (size_t)t->sizes[i];
+      for (int i = 0; i < axis; i++) outer *= t->sizes[i];
+      if (inner > 0 && len > 0 && outer > 0)
+        index_select_blocks((const char *)em_tensor_data(t), em_tensor_data(o),
+                            em_tensor_data(idx), len, outer,
+                            t->sizes[axis] * (int64_t)inner, inner);
+      *out = o;
+    }
+    em_tensor_release(idx);
+    return st;
   }
   st = gather_core(op, t, idx, is, nd, shape, ss, dim_stride(t, axis), out);
   em_tensor_release(idx);
