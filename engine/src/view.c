@@ -346,7 +346,14 @@ static em_status flatten_nograd(const em_tensor *t, int64_t start, int64_t end,
   int m = 0;
   for (int i = 0; i < a; i++) shape[m++] = t->sizes[i];
   int64_t merged = 1;
-  for (int i = a; i <= b; i++) merged *= t->sizes[i];
+  for (int i = a; i <= b; i++)
+    if (em_mul_overflow_i64(merged, t->sizes[i], &merged)) {
+      /* only an empty tensor (another dim is 0) gets here */
+      char buf[EM_SHAPE_BUF];
+      return em_fail(EM_E_VALUE, "flatten: merging dims %lld..%lld of size %s overflows int64",
+                     (long long)start, (long long)end,
+                     em_fmt_shape(buf, sizeof buf, t->ndim, t->sizes));
+    }
   shape[m++] = merged;
   for (int i = b + 1; i < t->ndim; i++) shape[m++] = t->sizes[i];
   return reshape_impl("flatten", t, m, shape, out);

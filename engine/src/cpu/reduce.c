@@ -640,9 +640,11 @@ static const char *torch_name(em_dtype dt) {
 }
 
 static int64_t reduced_count(const em_tensor *t, const bool *mask) {
+  /* the count only overflows for an empty tensor (another dim is 0),
+  ** whose reduction computes no output element: saturate */
   int64_t c = 1;
   for (int i = 0; i < t->ndim; i++)
-    if (mask[i]) c *= t->sizes[i];
+    if (mask[i] && em_mul_overflow_i64(c, t->sizes[i], &c)) return INT64_MAX;
   return c;
 }
 
