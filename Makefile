@@ -92,4 +92,4 @@ clean:
 FUZZ_SECONDS ?= 60
 fuzz:
 	@./tools/deps.sh clang libclang-rt-14-dev
-	@./tools/fuzz.sh $(FUZZ_SECONDS)
+	@FUZZ_SEED=$(FUZZ_SEED) FUZZ_RUNS=$(FUZZ_RUNS) ./tools/fuzz.sh $(FUZZ_SECONDS)

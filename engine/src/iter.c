@@ -77,7 +77,13 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
     for (int d = 0; d < ndim; d++) {
       int a = d - (ndim - t->ndim);
       if (a < 0) { st[d][k] = 0; continue; }
-      if (t->sizes[a] == shape[d]) st[d][k] = shape[d] == 1 || it->numel == 0 ? 0 : t->strides[a] * isz;
+      if (t->sizes[a] == shape[d]) {
+        st[d][k] = 0;
+        if (shape[d] != 1 && it->numel != 0 &&
+            em_mul_overflow_i64(t->strides[a], isz, &st[d][k]))
+          return em_fail(EM_E_VALUE, "%s: stride %lld of dimension %d is too large to address",
+                         op, (long long)t->strides[a], a + 1);
+      }
       else if (t->sizes[a] == 1) st[d][k] = 0;
       else {
       mismatch:;
