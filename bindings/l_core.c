@@ -630,7 +630,9 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   else forced_collections++;
   if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
   in_pressure = 0;
-  /* After a full collection the survivors are live; let them double before
+  /* After a full collection the survivors are live (this thread's, which
+  ** are this state's when a host gives each state its own thread; the
+  ** engine's trigger is per thread too); let them double before
   ** the next forced collection, but never collect more often than every
   ** SOFT_LIMIT_FLOOR bytes. The request itself is not added: a request that
   ** then fails (T.empty(1e12)) would leave a limit of terabytes and no
@@ -638,7 +640,7 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   ** just collects before each such allocation, which is what a loop of
   ** huge temporaries needs. */
   (void)requested;
-  size_t live = em_memory_live_bytes();
+  size_t live = em_memory_thread_live_bytes();
   em_set_soft_limit(live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR);
 }
 
@@ -678,6 +680,8 @@ static int l_memory_stats(lua_State *L) {
   lua_createtable(L, 0, 4);
   lua_pushnumber(L, (lua_Number)em_memory_live_bytes());
   lua_setfield(L, -2, "live_bytes");
+  lua_pushnumber(L, (lua_Number)em_memory_thread_live_bytes());
+  lua_setfield(L, -2, "thread_live_bytes");
   lua_pushnumber(L, (lua_Number)em_get_soft_limit());
   lua_setfield(L, -2, "soft_limit");
   lua_pushnumber(L, (lua_Number)forced_collections);

@@ -149,13 +149,16 @@ uint64_t em_storage_version(const em_storage *s);
 void em_storage_bump_version(em_storage *s);
 
 /* Memory accounting for hosts with a garbage collector: bytes held by live
-** storages made by the engine's allocator, and a per-thread hook called
-** (a) when an allocation would take the live bytes past the soft limit, and
+** storages made by the engine's allocator (the process's, and this OS
+** thread's: allocated minus freed on it), and a per-thread hook called
+** (a) when an allocation would take this thread's live bytes past this
+** thread's soft limit (em_set_soft_limit sets the calling thread's), and
 ** (b) with failed = 1 when an allocation failed, after which the allocation
 ** is retried once. The hook may release tensors (run a collector); it must
 ** not call back into the engine operation in progress. */
 typedef void (*em_pressure_hook)(void *ctx, size_t requested, int failed);
 size_t em_memory_live_bytes(void);
+size_t em_memory_thread_live_bytes(void);
 void em_set_pressure_hook(em_pressure_hook hook, void *ctx);
 void em_set_soft_limit(size_t bytes);
 size_t em_get_soft_limit(void);

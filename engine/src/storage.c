@@ -12,14 +12,40 @@
 
 /* -- Counted CPU allocation ---------------------------------------------- */
 
+/* live_bytes counts the whole process (what memory_stats reports). The
+** pressure hook is per OS thread, and so is what triggers it: thread_live is
+** the bytes allocated minus the bytes freed on this thread, checked against
+** this thread's soft limit. A host with one Lua state per thread (each state
+** collects only its own garbage, on its own thread) then bounds each state
+** by its own garbage; with a process-wide trigger, one state's collection
+** would set the limit from the other states' uncollected garbage and the
+** limit would ratchet up (measured: 3 threads reached 4 GB live). A tensor
+** freed on another thread than the one that made it skews both counters;
+** that only moves when a collection is forced. */
 static atomic_size_t live_bytes;
-static atomic_size_t soft_limit = (size_t)256 << 20;
+static _Thread_local int64_t thread_live;
+static _Thread_local size_t soft_limit = (size_t)256 << 20;
 static _Thread_local em_pressure_hook pressure_hook;
 static _Thread_local void *pressure_ctx;
 
 size_t em_memory_live_bytes(void) { return atomic_load(&live_bytes); }
-void em_set_soft_limit(size_t bytes) { atomic_store(&soft_limit, bytes); }
-size_t em_get_soft_limit(void) { return atomic_load(&soft_limit); }
+size_t em_memory_thread_live_bytes(void) { return thread_live > 0 ? (size_t)thread_live : 0; }
+void em_set_soft_limit(size_t bytes) { soft_limit = bytes; }
+size_t em_get_soft_limit(void) { return soft_limit; }
+
+static void count_alloc(size_t nbytes) {
+  atomic_fetch_add(&live_bytes, nbytes);
+  thread_live += (int64_t)nbytes;
+}
+static void count_free(size_t nbytes) {
+  atomic_fetch_sub(&live_bytes, nbytes);
+  thread_live -= (int64_t)nbytes;
+}
+/* Would this thread's next allocation of nbytes pass its soft limit? */
+static int over_soft_limit(size_t nbytes) {
+  int64_t after = thread_live + (int64_t)nbytes;
+  return pressure_hook && after > 0 && (uint64_t)after > soft_limit;
+}
 void em_set_pressure_hook(em_pressure_hook hook, void *ctx) {
   pressure_hook = hook;
   pressure_ctx = ctx;
@@ -222,7 +248,7 @@ static void block_free(void *p, size_t nbytes) {
 
 void *em_cpu_alloc_bytes(size_t nbytes) {
   if (nbytes == 0) return NULL;
-  if (pressure_hook && atomic_load(&live_bytes) + nbytes > atomic_load(&soft_limit)) {
+  if (over_soft_limit(nbytes)) {
     /* the collection refills the cache with what it frees: keep the blocks
     ** (the request below may take one), but not more than the bound */
     pressure_hook(pressure_ctx, nbytes, 0);
@@ -234,13 +260,13 @@ void *em_cpu_alloc_bytes(size_t nbytes) {
     p = block_alloc(nbytes);
     if (!p) { cache_trim(0); p = block_alloc(nbytes); }
   }
-  if (p) atomic_fetch_add(&live_bytes, nbytes);
+  if (p) count_alloc(nbytes);
   return p;
 }
 
 void em_cpu_free_bytes(void *p, size_t nbytes) {
   if (!p) return;
-  atomic_fetch_sub(&live_bytes, nbytes);
+  count_free(nbytes);
   block_free(p, nbytes);
 }
 
@@ -296,12 +322,11 @@ enum { EM_INLINE_MAX = 256, EM_INLINE_ALIGN = 16 };
 static void inline_free(void *ctx, void *data, size_t nbytes) {
   (void)ctx;
   (void)data;
-  atomic_fetch_sub(&live_bytes, nbytes);
+  count_free(nbytes);
 }
 
 static em_status storage_new_inline(size_t nbytes, em_storage **out) {
-  if (pressure_hook && atomic_load(&live_bytes) + nbytes > atomic_load(&soft_limit))
-    pressure_hook(pressure_ctx, nbytes, 0);
+  if (over_soft_limit(nbytes)) pressure_hook(pressure_ctx, nbytes, 0);
   char *block = malloc(INLINE_OFFSET + nbytes); /* malloc aligns to 16 */
   if (!block) return em_fail(EM_E_NOMEM, "out of memory allocating a storage");
   em_storage *s = (em_storage *)block;
@@ -312,7 +337,7 @@ static em_status storage_new_inline(size_t nbytes, em_storage **out) {
   s->deleter = inline_free;
   s->deleter_ctx = NULL;
   atomic_init(&s->version, 0);
-  atomic_fetch_add(&live_bytes, nbytes);
+  count_alloc(nbytes);
   *out = s;
   return EM_OK;
 }
