@@ -11,15 +11,9 @@
 
 /* -- Scalar conversions ---------------------------------------------------
 ** LOAD_x reads one element as its compute type (int64_t for bool/ints,
-** float for half types and float32, double for float64); STORE_x writes
-** a value of any of those types with the documented conversion. */
-
-static inline int64_t f2i(double v, int64_t lo, int64_t hi) {
-  if (v != v) return 0;
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi;
-  return (int64_t)v;
-}
+** float for half types and float32, double for float64); EM_STORE_x
+** (internal.h) writes a value of any of those types with the documented
+** conversion. */
 
 #define LOAD_b8(p) ((int64_t)(*(const bool *)(p)))
 #define LOAD_u8(p) ((int64_t)(*(const uint8_t *)(p)))
@@ -32,24 +26,6 @@ static inline int64_t f2i(double v, int64_t lo, int64_t hi) {
 #define LOAD_f32(p) (*(const float *)(p))
 #define LOAD_f64(p) (*(const double *)(p))
 
-#define TO_INT(v, T, lo, hi) \
-  _Generic((v), double: (T)f2i((double)(v), lo, hi), \
-           float: (T)f2i((double)(v), lo, hi), default: (T)(v))
-
-#define STORE_b8(p, v) (*(bool *)(p) = ((v) != 0))
-#define STORE_u8(p, v) (*(uint8_t *)(p) = TO_INT(v, uint8_t, 0, UINT8_MAX))
-#define STORE_i8(p, v) (*(int8_t *)(p) = TO_INT(v, int8_t, INT8_MIN, INT8_MAX))
-#define STORE_i16(p, v) \
-  (*(int16_t *)(p) = TO_INT(v, int16_t, INT16_MIN, INT16_MAX))
-#define STORE_i32(p, v) \
-  (*(int32_t *)(p) = TO_INT(v, int32_t, INT32_MIN, INT32_MAX))
-#define STORE_i64(p, v) \
-  (*(int64_t *)(p) = TO_INT(v, int64_t, INT64_MIN, INT64_MAX))
-#define STORE_f16(p, v) (*(em_half *)(p) = em_float_to_half((float)(v)))
-#define STORE_bf16(p, v) (*(em_bfloat16 *)(p) = em_float_to_bf16((float)(v)))
-#define STORE_f32(p, v) (*(float *)(p) = (float)(v))
-#define STORE_f64(p, v) (*(double *)(p) = (double)(v))
-
 /* -- Cast loops: em_cast_<dst>_<src>, 10 x 10 of them ---------------------- */
 
 #define DEF_CAST(D, S)                                                       \
@@ -59,7 +35,8 @@ static inline int64_t f2i(double v, int64_t lo, int64_t hi) {
     const char *s = data[1];                                                 \
     const int64_t sd = st[0], ss = st[1];                                    \
     (void)ctx;                                                               \
-    for (int64_t i = 0; i < n; i++, d += sd, s += ss) STORE_##D(d, LOAD_##S(s)); \
+    for (int64_t i = 0; i < n; i++, d += sd, s += ss)                        \
+      EM_STORE_##D(d, LOAD_##S(s));                                          \
   }
 
 #define DEF_CASTS_FROM(S, E, CT, K) \

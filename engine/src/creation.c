@@ -10,37 +10,9 @@
 
 #include <math.h>
 
-/* -- Stores: a double or an int64 into each dtype ---------------------------
-** Doubles convert with the engine's cast rules (truncate toward zero,
-** saturate, NaN -> 0); int64 values wrap modulo 2^bits like integer casts. */
-
-static inline int64_t cr_sat(double v, double lo, double hi) {
-  return em_sat_i64(v, lo, hi);
-}
-
-#define CR_STORE_F_b8(p, v) (*(bool *)(p) = ((v) != 0))
-#define CR_STORE_F_u8(p, v) (*(uint8_t *)(p) = (uint8_t)cr_sat(v, 0, 255))
-#define CR_STORE_F_i8(p, v) (*(int8_t *)(p) = (int8_t)cr_sat(v, -128, 127))
-#define CR_STORE_F_i16(p, v) (*(int16_t *)(p) = (int16_t)cr_sat(v, -32768, 32767))
-#define CR_STORE_F_i32(p, v) \
-  (*(int32_t *)(p) = (int32_t)cr_sat(v, -2147483648.0, 2147483647.0))
-#define CR_STORE_F_i64(p, v) \
-  (*(int64_t *)(p) = cr_sat(v, -9223372036854775808.0, 9223372036854775807.0))
-#define CR_STORE_F_f16(p, v) (*(em_half *)(p) = em_float_to_half((float)(v)))
-#define CR_STORE_F_bf16(p, v) (*(em_bfloat16 *)(p) = em_float_to_bf16((float)(v)))
-#define CR_STORE_F_f32(p, v) (*(float *)(p) = (float)(v))
-#define CR_STORE_F_f64(p, v) (*(double *)(p) = (v))
-
-#define CR_STORE_I_b8(p, v) (*(bool *)(p) = ((v) != 0))
-#define CR_STORE_I_u8(p, v) (*(uint8_t *)(p) = (uint8_t)(v))
-#define CR_STORE_I_i8(p, v) (*(int8_t *)(p) = (int8_t)(v))
-#define CR_STORE_I_i16(p, v) (*(int16_t *)(p) = (int16_t)(v))
-#define CR_STORE_I_i32(p, v) (*(int32_t *)(p) = (int32_t)(v))
-#define CR_STORE_I_i64(p, v) (*(int64_t *)(p) = (v))
-#define CR_STORE_I_f16(p, v) CR_STORE_F_f16(p, (double)(v))
-#define CR_STORE_I_bf16(p, v) CR_STORE_F_bf16(p, (double)(v))
-#define CR_STORE_I_f32(p, v) CR_STORE_F_f32(p, (double)(v))
-#define CR_STORE_I_f64(p, v) CR_STORE_F_f64(p, (double)(v))
+/* Stores are internal.h's EM_STORE_x: doubles convert with the engine's
+** cast rules (truncate toward zero, saturate, NaN -> 0); int64 values wrap
+** modulo 2^bits like integer casts, and round once to a float dtype. */
 
 /* -- Kernels ---------------------------------------------------------------
 ** The output is contiguous, so an element's row-major index is its byte
@@ -76,7 +48,7 @@ static inline int64_t wrap_madd(int64_t a, int64_t b, int64_t i) {
     char *p = data[0];                                                         \
     int64_t i = (p - c->base) / c->itemsize;                                   \
     for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      CR_STORE_F_##S(p, c->fstart + c->fstep * (double)i);                     \
+      EM_STORE_##S(p, c->fstart + c->fstep * (double)i);                     \
   }                                                                            \
   static void em_arange_int_##S(char **data, const int64_t *st, int64_t n,     \
                                 void *ctx) {                                   \
@@ -84,7 +56,7 @@ static inline int64_t wrap_madd(int64_t a, int64_t b, int64_t i) {
     char *p = data[0];                                                         \
     int64_t i = (p - c->base) / c->itemsize;                                   \
     for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      CR_STORE_I_##S(p, wrap_madd(c->istart, c->istep, i));                    \
+      EM_STORE_##S(p, wrap_madd(c->istart, c->istep, i));                    \
   }                                                                            \
   static void em_linspace_##S(char **data, const int64_t *st, int64_t n,       \
                               void *ctx) {                                     \
@@ -92,7 +64,7 @@ static inline int64_t wrap_madd(int64_t a, int64_t b, int64_t i) {
     char *p = data[0];                                                         \
     int64_t i = (p - c->base) / c->itemsize;                                   \
     for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      CR_STORE_F_##S(p, lin_value(c, i));                                      \
+      EM_STORE_##S(p, (double)lin_value(c, i));                                      \
   }
 EM_FOR_EACH_DTYPE(DEF_RANGE_KERNELS)
 

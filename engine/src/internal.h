@@ -99,6 +99,27 @@ static inline int64_t em_sat_i64(double v, double lo, double hi) {
 #define EM_LOAD_AS_F64_f32(p) ((double)*(const float *)(p))
 #define EM_LOAD_AS_F64_f64(p) (*(const double *)(p))
 
+/* EM_STORE_x(p, v) writes v (a double, float or int64) as dtype x with the
+** rules above: _Generic picks saturation for floating values and wrapping
+** for integers, and int64 -> float rounds once. The one definition for the
+** copy kernel (copy.c) and the range fills (creation.c). */
+#define EM_TO_INT(v, T, lo, hi) \
+  _Generic((v), double: (T)em_sat_i64((double)(v), lo, hi), \
+           float: (T)em_sat_i64((double)(v), lo, hi), default: (T)(v))
+#define EM_STORE_b8(p, v) (*(bool *)(p) = ((v) != 0))
+#define EM_STORE_u8(p, v) (*(uint8_t *)(p) = EM_TO_INT(v, uint8_t, 0.0, 255.0))
+#define EM_STORE_i8(p, v) (*(int8_t *)(p) = EM_TO_INT(v, int8_t, -128.0, 127.0))
+#define EM_STORE_i16(p, v) \
+  (*(int16_t *)(p) = EM_TO_INT(v, int16_t, -32768.0, 32767.0))
+#define EM_STORE_i32(p, v) \
+  (*(int32_t *)(p) = EM_TO_INT(v, int32_t, -2147483648.0, 2147483647.0))
+#define EM_STORE_i64(p, v) \
+  (*(int64_t *)(p) = EM_TO_INT(v, int64_t, -9223372036854775808.0, 9223372036854775808.0))
+#define EM_STORE_f16(p, v) (*(em_half *)(p) = em_float_to_half((float)(v)))
+#define EM_STORE_bf16(p, v) (*(em_bfloat16 *)(p) = em_float_to_bf16((float)(v)))
+#define EM_STORE_f32(p, v) (*(float *)(p) = (float)(v))
+#define EM_STORE_f64(p, v) (*(double *)(p) = (double)(v))
+
 /* Size/overflow helpers. */
 bool em_mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
 /* Checks sizes (>= 0) and their product; names op in the message. */
