@@ -83,13 +83,42 @@ static double optnum(lua_State *L, int opts, const char *key, double def, const 
   return v;
 }
 
-static const char *const RED_OPTS[] = {"dim", "keepdim", "dtype", NULL};
 static const char *const RED_OPTS_NODT[] = {"dim", "keepdim", NULL};
+static const char *const RED_OPTS_OUT[] = {"dim", "keepdim", "dtype", "out", NULL};
+static const char *const RED_OPTS_NODT_OUT[] = {"dim", "keepdim", "out", NULL};
 
+/* The out= option of a reduction: pushes it and returns it, or returns NULL
+** (nothing pushed) when absent. */
+static em_tensor *opt_out(lua_State *L, int opts, const char *op) {
+  if (!opts) return NULL;
+  lua_getfield(L, opts, "out");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  em_tensor *out = l_totensor(L, -1);
+  if (!out)
+    l_errorf(L, "%s: expected a tensor for option 'out', got %s", op, luaL_typename(L, -1));
+  return out;
+}
+
+/* With out= the reduction computes in out's dtype (when the op takes a
+** dtype and none was given, as PyTorch's sum(..., out=) does), then writes
+** into out and returns the same Lua object. */
 static int simple_reduce(lua_State *L, em_reduce_op rop, const char *op, int with_dtype) {
   em_tensor *t = l_checktensor(L, 1, op);
   redargs r;
-  parse_red(L, op, &r, with_dtype ? RED_OPTS : RED_OPTS_NODT);
+  parse_red(L, op, &r, with_dtype ? RED_OPTS_OUT : RED_OPTS_NODT_OUT);
+  em_tensor *out = opt_out(L, r.opts, op);
+  if (out) {
+    if (with_dtype && r.dtype < 0) r.dtype = (int)em_tensor_dtype(out);
+    em_tensor *res = NULL;
+    em_status st = em_reduce(rop, t, r.ndims, r.ndims > 0 ? r.dims : NULL, r.keepdim, r.dtype, &res);
+    if (st == EM_OK) st = em_write_out(op, res, out);
+    em_tensor_release(res);
+    if (st != EM_OK) l_error(L);
+    return 1;
+  }
   em_tensor **box = l_newbox(L);
   if (em_reduce(rop, t, r.ndims, r.ndims > 0 ? r.dims : NULL, r.keepdim, r.dtype, box) != EM_OK)
     l_error(L);
@@ -393,18 +422,30 @@ static int l_topk(lua_State *L) {
   return 2;
 }
 
-/* unique([{sorted=true, return_inverse=false, return_counts=false}]) ->
+/* unique([{sorted=true, return_inverse=false, return_counts=false, dim=}]) ->
 ** values[, inverse][, counts] */
 static int l_unique(lua_State *L) {
-  static const char *const allowed[] = {"sorted", "return_inverse", "return_counts", NULL};
+  static const char *const allowed[] = {"sorted", "return_inverse", "return_counts", "dim",
+                                        NULL};
   em_tensor *t = l_checktensor(L, 1, "unique");
   l_checkopts(L, 2, "unique", allowed);
   int inv = l_optbool(L, 2, "return_inverse", 0);
   int cnt = l_optbool(L, 2, "return_counts", 0);
+  int has_dim = 0;
+  int64_t dim = 0;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "dim");
+    if (!lua_isnil(L, -1)) {
+      dim = l_checkint(L, -1, "unique", "dim");
+      has_dim = 1;
+    }
+    lua_pop(L, 1);
+  }
   em_tensor **vb = l_newbox(L);
   em_tensor **ib = inv ? l_newbox(L) : NULL;
   em_tensor **cb = cnt ? l_newbox(L) : NULL;
-  if (em_unique(t, vb, ib, cb) != EM_OK) l_error(L);
+  em_status st = has_dim ? em_unique_dim(t, dim, vb, ib, cb) : em_unique(t, vb, ib, cb);
+  if (st != EM_OK) l_error(L);
   return 1 + inv + cnt;
 }
 

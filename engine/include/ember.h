@@ -225,6 +225,10 @@ em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out);
 ** may not have internal overlap (an expanded tensor). */
 em_status em_copy_(em_tensor *dst, const em_tensor *src);
 em_status em_fill_(em_tensor *dst, em_scalar value);
+/* Writes a computed result into a caller's out= tensor (op names the
+** operation in errors): same dtype, the result's shape (an empty out is
+** resized), and no autograd history (out= is not differentiable). */
+em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out);
 /* A copy with independent storage. Dense non-overlapping tensors keep their
 ** strides (PyTorch's preserve_format); others come out contiguous. */
 em_status em_clone(const em_tensor *t, em_tensor **out);
@@ -589,6 +593,12 @@ em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
 ** positions into values) and counts are made when asked (non-NULL). */
 em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
                     em_tensor **counts);
+/* Unique slices along dim (1-based): values has t's shape with dim's size
+** the number of distinct slices, in PyTorch's order (lexicographic after
+** swapping dim with the first dim); inverse (size of
+** dim, 1-based) and counts as em_unique. A slice holding NaN is distinct. */
+em_status em_unique_dim(const em_tensor *t, int64_t dim, em_tensor **values,
+                        em_tensor **inverse, em_tensor **counts);
 /* Same shape and equal values (NaN is unequal to everything). */
 em_status em_equal(const em_tensor *a, const em_tensor *b, int *result);
 /* |a - b| <= atol + rtol * |b| elementwise (broadcasting), as a bool tensor;

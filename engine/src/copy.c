@@ -386,6 +386,47 @@ em_status em_fill_(em_tensor *dst, em_scalar value) {
   return overwrite("fill_", dst, NULL, run_fill, value);
 }
 
+/* out= of ops that compute a fresh result first (reductions): the result's
+** history may not flow into out (as PyTorch: out= is not differentiable);
+** dtypes must match exactly (the caller computed in out's dtype where the op
+** takes one); an empty out is given the result's shape with fresh
+** contiguous storage, any other shape is an error (docs/math.md). */
+em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out) {
+  char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
+  if (em_grad_enabled() && result->requires_grad)
+    return em_fail(EM_E_VALUE, "%s: functions with out= arguments don't support automatic "
+                   "differentiation, but one of the arguments requires grad", op);
+  if (!em_device_equal(out->storage->device, result->storage->device))
+    return em_fail(EM_E_VALUE, "%s: expected out on the device of the result", op);
+  if (out->dtype != result->dtype)
+    return em_fail(EM_E_TYPE, "%s: expected out to have dtype ember.%s, got ember.%s", op,
+                   em_dtype_name(result->dtype), em_dtype_name(out->dtype));
+  int same = out->ndim == result->ndim;
+  for (int i = 0; same && i < out->ndim; i++) same = out->sizes[i] == result->sizes[i];
+  if (!same) {
+    if (em_tensor_numel(out) != 0)
+      return em_fail(EM_E_VALUE, "%s: output with shape %s doesn't match the result shape %s "
+                     "(only an empty out tensor is resized)", op,
+                     em_fmt_shape(a, sizeof a, out->ndim, out->sizes),
+                     em_fmt_shape(b, sizeof b, result->ndim, result->sizes));
+    em_tensor *fresh = NULL;
+    em_status st = em_empty(result->ndim, result->sizes, out->dtype, out->storage->device, &fresh);
+    if (st != EM_OK) return st;
+    em_storage *old = out->storage;
+    out->storage = fresh->storage;
+    em_storage_retain(out->storage);
+    out->offset = 0;
+    out->ndim = fresh->ndim;
+    for (int i = 0; i < fresh->ndim; i++) {
+      out->sizes[i] = fresh->sizes[i];
+      out->strides[i] = fresh->strides[i];
+    }
+    em_storage_release(old);
+    em_tensor_release(fresh);
+  }
+  return em_copy_(out, result);
+}
+
 em_status em_clone(const em_tensor *t, em_tensor **out) {
   em_ag_params p;
   memset(&p, 0, sizeof p);

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* -- Keys and the merge sort ----------------------------------------------- */
 
@@ -386,6 +387,158 @@ em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
   if (inverse) *inverse = inv;
   if (counts) *counts = cnt;
   return EM_OK;
+}
+
+/* -- unique along a dim ----------------------------------------------------------
+** The slices along dim (rows, after swapping dim with the first dim: PyTorch
+** transposes rather than moves, which decides the lexicographic order of
+** slices of 3 and more dims, and we keep its order) are sorted
+** lexicographically and equal neighbours merged, as PyTorch's unique_dim:
+** elements compare as numbers (-0 equals 0) and a NaN equals nothing, so a
+** slice holding a NaN is never merged; for the sort NaN orders after every
+** number, which keeps the order strict and weak. */
+
+typedef struct rowcmp {
+  const char *base;
+  int64_t rowlen;
+  size_t isz;
+  bool fl;
+  em_load_d_fn ldd;
+  em_load_i_fn ldi;
+} rowcmp;
+
+/* -1/0/1 ordering of elements a and b; *eq cleared if they are not equal as
+** numbers (NaN involved). */
+static int elem_order(const rowcmp *c, const char *a, const char *b, bool *eq) {
+  if (c->fl) {
+    double x = c->ldd(a), y = c->ldd(b);
+    if (x != x || y != y) {
+      *eq = false;
+      return (x != x) - (y != y);
+    }
+    return (x > y) - (x < y);
+  }
+  int64_t x = c->ldi(a), y = c->ldi(b);
+  return (x > y) - (x < y);
+}
+
+static int row_order(const rowcmp *c, int64_t i, int64_t j, bool *eq) {
+  const char *a = c->base + (size_t)i * c->rowlen * c->isz;
+  const char *b = c->base + (size_t)j * c->rowlen * c->isz;
+  *eq = true;
+  for (int64_t k = 0; k < c->rowlen; k++) {
+    int o = elem_order(c, a + k * c->isz, b + k * c->isz, eq);
+    if (o) {
+      *eq = false;
+      return o;
+    }
+  }
+  return 0;
+}
+
+/* Stable merge sort of the row positions a[0..n) by row_order (equal rows
+** keep their positions' order), with scratch tmp of n entries. */
+static void sort_rows(const rowcmp *c, int64_t *a, int64_t *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2;
+  sort_rows(c, a, tmp, h);
+  sort_rows(c, a + h, tmp, n - h);
+  int64_t i = 0, j = h, k = 0;
+  bool eq;
+  while (i < h && j < n) tmp[k++] = row_order(c, a[j], a[i], &eq) < 0 ? a[j++] : a[i++];
+  while (i < h) tmp[k++] = a[i++];
+  while (j < n) tmp[k++] = a[j++];
+  memcpy(a, tmp, (size_t)n * sizeof *a);
+}
+
+static em_status unique_dim_impl(const em_tensor *t, int64_t dim, em_tensor **values,
+                                 em_tensor **inverse, em_tensor **counts) {
+  char buf[EM_SHAPE_BUF];
+  if (t->ndim == 0)
+    return em_fail(EM_E_VALUE, "unique: a 0-d tensor has no dim to take unique slices along");
+  int ax;
+  em_status st = em_wrap_dim("unique", dim, t->ndim, &ax);
+  if (st != EM_OK) return st;
+  int64_t S = t->sizes[ax];
+  for (int i = 0; i < t->ndim; i++)
+    if (i != ax && t->sizes[i] == 0 && S != 0)
+      return em_fail(EM_E_VALUE, "unique: the tensor of size %s has a dim of size 0 other "
+                     "than dim %lld, so unique along dim %lld cannot be applied",
+                     em_fmt_shape(buf, sizeof buf, t->ndim, t->sizes), (long long)dim,
+                     (long long)dim);
+  int64_t src = ax + 1, front = 1;
+  em_tensor *m = NULL, *c = NULL, *u = NULL, *v = NULL, *inv = NULL, *cnt = NULL;
+  int64_t *order = NULL;
+  st = em_transpose(t, front, src, &m);
+  if (st == EM_OK) st = em_contiguous(m, &c);
+  if (st != EM_OK) goto done;
+  int64_t rowlen = S ? em_tensor_numel(c) / S : 0;
+  size_t isz = em_dtype_size(t->dtype);
+  rowcmp rc = {em_tensor_data(c), rowlen, isz, em_dtype_kindof(t->dtype) == EM_KIND_FLOAT,
+               em_load_d(t->dtype), em_load_i(t->dtype)};
+  order = malloc((size_t)(S ? S : 1) * 2 * sizeof *order);
+  if (!order) {
+    st = em_fail(EM_E_NOMEM, "unique: out of memory sorting %lld slices", (long long)S);
+    goto done;
+  }
+  for (int64_t i = 0; i < S; i++) order[i] = i;
+  sort_rows(&rc, order, order + S, S);
+  int64_t nu = 0;
+  for (int64_t i = 0; i < S; i++) {
+    bool eq = false;
+    if (i > 0) row_order(&rc, order[i - 1], order[i], &eq);
+    if (!eq) nu++;
+  }
+  int64_t usz[EM_MAX_DIMS];
+  for (int i = 0; i < c->ndim; i++) usz[i] = c->sizes[i];
+  usz[0] = nu;
+  st = em_empty(c->ndim, usz, t->dtype, em_cpu(), &u);
+  if (st == EM_OK && counts) st = em_zeros(1, &nu, EM_INT64, em_cpu(), &cnt);
+  if (st == EM_OK && inverse) st = em_empty(1, &S, EM_INT64, em_cpu(), &inv);
+  if (st != EM_OK) goto done;
+  char *ud = em_tensor_data(u);
+  int64_t *cd = cnt ? em_tensor_data(cnt) : NULL, *id = inv ? em_tensor_data(inv) : NULL;
+  size_t rowbytes = (size_t)rowlen * isz;
+  int64_t k = -1;
+  for (int64_t i = 0; i < S; i++) {
+    bool eq = false;
+    if (i > 0) row_order(&rc, order[i - 1], order[i], &eq);
+    if (!eq) {
+      k++;
+      if (rowbytes) memcpy(ud + (size_t)k * rowbytes, rc.base + (size_t)order[i] * rowbytes, rowbytes);
+    }
+    if (cd) cd[k]++;
+    if (id) id[order[i]] = k + 1;
+  }
+  em_tensor *back = NULL;
+  st = em_transpose(u, front, src, &back);
+  if (st == EM_OK) {
+    st = em_contiguous(back, &v);
+    em_tensor_release(back);
+  }
+done:
+  free(order);
+  em_tensor_release(m);
+  em_tensor_release(c);
+  em_tensor_release(u);
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    em_tensor_release(inv);
+    em_tensor_release(cnt);
+    return st;
+  }
+  *values = v;
+  if (inverse) *inverse = inv;
+  if (counts) *counts = cnt;
+  return EM_OK;
+}
+
+em_status em_unique_dim(const em_tensor *t, int64_t dim, em_tensor **values,
+                        em_tensor **inverse, em_tensor **counts) {
+  int on = em_ag_pause(); /* unique is not differentiable: no history */
+  em_status st = unique_dim_impl(t, dim, values, inverse, counts);
+  em_ag_resume(on);
+  return st;
 }
 
 /* -- equal / isclose ------------------------------------------------------------ */
