@@ -2,6 +2,9 @@
 -- `make bench` worker (bench/worker.lua); bench/train_models.py is the same
 -- in PyTorch. A step is: zero_grad, forward, cross_entropy, backward,
 -- optimizer step, on one batch of 32 digits (8x8 images, 10 classes).
+-- zero_grad sets the gradients to none on both sides (ember's default and
+-- PyTorch 2's; PyTorch 1.13's default zeroes them in place, so it is
+-- spelled out there).
 --
 -- The batch is the first 32 rows of data/digits.csv.gz when
 -- tools/fetch_digits.sh has fetched it, else a seeded random batch of the
@@ -47,7 +50,7 @@ return function(T)
     model:train()
     local opt = M.optimizers[optname or "sgd"](model:parameters())
     return function()
-      opt:zero_grad()
+      opt:zero_grad(true) -- set_to_none, as the PyTorch side (ember's default, not 1.13's)
       local loss = F.cross_entropy(model(x), y)
       loss:backward()
       opt:step()

@@ -22,11 +22,18 @@ x, y = W.batch()
 
 for name, optname in (("mlp", "sgd"), ("mlp", "adam"), ("cnn", "sgd")):
     step = W.step_fn(name, optname, x, y)
-    for _ in range(5):
+    cold = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        step()
+        cold.append((time.perf_counter() - t0) * 1000)
+    w0 = time.perf_counter()
+    while time.perf_counter() - w0 < 1:  # a second of warm-up, as train_step.lua
         step()
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
         step()
         times.append((time.perf_counter() - t0) * 1000)
-    print("torch %s train step (%s): %.3f ms (median of %d)" % (name, optname, statistics.median(times), steps))
+    print("torch %s train step (%s): %.3f ms (median of %d; first 20 steps: %.3f ms)"
+          % (name, optname, statistics.median(times), steps, statistics.median(cold)))
