@@ -16,12 +16,17 @@ return function(T, C)
 
   -- zero_grad for a list of parameters: set_to_none (default true) drops
   -- the gradients, otherwise they are zeroed in place
+  -- (one call per parameter: dropping needs no read of the old gradient)
   function optim._zero_grads(params, set_to_none)
     if set_to_none == nil then set_to_none = true end
-    for _, p in ipairs(params) do
-      local g = optim.grad_of(p)
-      if g ~= nil then
-        if set_to_none then optim.set_grad(p, nil) else g:zero_() end
+    local set_grad, grad_of = optim.set_grad, optim.grad_of
+    for i = 1, #params do
+      local p = params[i]
+      if set_to_none then
+        set_grad(p, nil)
+      else
+        local g = grad_of(p)
+        if g ~= nil then g:zero_() end
       end
     end
   end
