@@ -103,6 +103,24 @@ describe("optimizers against torch.optim", function()
     assert.truthy(tostring(err):find("modified by an inplace operation: [ember.float64 [3]] is at version", 1, true))
   end)
 
+  it("large parameters give the same result on one thread and on two", function()
+    local saved = T.get_num_threads()
+    local function run(threads)
+      T.set_num_threads(threads)
+      T.manual_seed(3)
+      local p = T.randn(200, 400)
+      local o = T.optim.Adam({ p }, { lr = 0.01, weight_decay = 0.1, amsgrad = true })
+      for _ = 1, 2 do
+        grads[p] = T.randn(200, 400)
+        o:step()
+      end
+      return p
+    end
+    local one, two = run(1), run(2)
+    T.set_num_threads(saved)
+    assert.are.equal(0, maxdiff(one, two))
+  end)
+
   it("explains bad gradients and state", function()
     local p = T.zeros(3, 4, { dtype = T.float64 })
     local opt = T.optim.SGD({ p }, { lr = 0.1, momentum = 0.9 })
