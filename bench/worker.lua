@@ -14,6 +14,17 @@ local function now()
 end
 
 local S = {} -- the current workload's state
+-- the training-step workloads (bench/train_models.lua, shared with
+-- bench/train_step.lua): one step per call
+local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+local TM = dofile(here .. "train_models.lua")(T)
+local function train_setup(model, optname)
+  return function()
+    local x, y = TM.batch()
+    S.step = TM.step_fn(model, optname, x, y)
+  end
+end
+local function train_body(n) local step = S.step; for _ = 1, n do step() end end
 local fl = math.floor
 local M = 16 * 1024 * 1024
 
@@ -45,6 +56,9 @@ local setups = {
   mm_1024 = function(k) local n = fl(1024 / k); S.a, S.b = T.rand(n, n), T.rand(n, n) end,
   mm_2048 = function(k) local n = fl(2048 / k); S.a, S.b = T.rand(n, n), T.rand(n, n) end,
   bmm_64x128 = function() S.a, S.b = T.rand(64, 128, 128), T.rand(64, 128, 128) end,
+  train_mlp = train_setup("mlp", "sgd"),
+  train_mlp_adam = train_setup("mlp", "adam"),
+  train_cnn = train_setup("cnn", "sgd"),
 }
 
 local bodies = {
@@ -72,6 +86,9 @@ local bodies = {
   mm_1024 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
   mm_2048 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
   bmm_64x128 = function(n) for _ = 1, n do local _ = T.bmm(S.a, S.b) end end,
+  train_mlp = train_body,
+  train_mlp_adam = train_body,
+  train_cnn = train_body,
 }
 
 io.stdout:setvbuf("line")

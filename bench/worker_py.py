@@ -9,6 +9,7 @@ if MODE == "torch":
     import torch
 
 M = 16 * 1024 * 1024
+TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd")}
 S = {}
 
 
@@ -24,6 +25,15 @@ def empty(*shape):
 
 def setup(name, k):
     S.clear()
+    if name in TRAIN:
+        if MODE != "torch":
+            return "skip no NumPy counterpart"
+        import os
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import train_models
+        x, y = train_models.batch()
+        S["step"] = train_models.step_fn(*TRAIN[name], x, y)
+        return "ok"
     if name in ("percall_add1", "percall_item"):
         S["a"], S["b"] = rand(1), rand(1)
         S["t"] = S["a"]
@@ -67,6 +77,8 @@ def setup(name, k):
 
 
 def body(name):
+    if name in TRAIN:
+        return S["step"]
     a, b, c, t = S.get("a"), S.get("b"), S.get("c"), S.get("t")
     T = MODE == "torch"
     if name == "percall_add1":

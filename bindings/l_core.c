@@ -828,6 +828,7 @@ int luaopen_ember_core(lua_State *L) {
   l_open_nn(L);
   l_open_plot(L);
   l_open_autograd(L);
+  l_open_optim(L);
 
   /* the collector hook runs on a thread of our own, anchored in the
   ** registry, so it never refers to a coroutine that may be collected */

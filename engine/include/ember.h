@@ -1052,6 +1052,50 @@ em_status em_autograd_record(const char *name, int nin, const em_tensor *const *
 
 /* (end of Autograd) */
 
+/* -- Optimizers (cpu/optim.c; docs/training.md) ------------------------------
+** One fused, in-place update of a parameter p from its gradient g, with
+** PyTorch 1.13's update rule for that optimizer (torch.optim, the
+** single-tensor form), op for op in p's dtype. p, g and the state tensors
+** share one shape and one floating dtype. A state slot holding NULL is
+** created (contiguous, p's shape) and handed back through the slot (a new
+** reference the caller owns); on failure the slots are left as they were.
+** p and the state are written in place (their versions bumped); nothing is
+** recorded by autograd. Option values are checked (finite lr, betas in
+** [0, 1), eps >= 0, ...) with PyTorch's messages where it has them. */
+typedef struct em_sgd_opts {
+  double lr, momentum, dampening, weight_decay;
+  int nesterov, maximize;
+} em_sgd_opts;
+/* momentum_buffer: used (and may be created) only when momentum != 0; may
+** be NULL otherwise. A NULL buffer is this parameter's first step: the
+** buffer becomes the step's direction, as torch.clone(d_p). */
+em_status em_sgd_step(em_tensor *p, const em_tensor *g, em_tensor **momentum_buffer,
+                      const em_sgd_opts *o);
+
+/* Adam (decoupled = 0) and AdamW (decoupled = 1: the weight decay scales p
+** by 1 - lr * weight_decay instead of joining the gradient). step is the
+** step count including this one (1 on the first step); max_exp_avg_sq is
+** used only with amsgrad (may be NULL otherwise). */
+typedef struct em_adam_opts {
+  double lr, beta1, beta2, eps, weight_decay;
+  int amsgrad, maximize, decoupled;
+} em_adam_opts;
+em_status em_adam_step(em_tensor *p, const em_tensor *g, em_tensor **exp_avg,
+                       em_tensor **exp_avg_sq, em_tensor **max_exp_avg_sq, int64_t step,
+                       const em_adam_opts *o);
+
+/* RMSprop: momentum_buffer is used when momentum > 0, grad_avg when
+** centered (each may be NULL otherwise). */
+typedef struct em_rmsprop_opts {
+  double lr, alpha, eps, weight_decay, momentum;
+  int centered, maximize;
+} em_rmsprop_opts;
+em_status em_rmsprop_step(em_tensor *p, const em_tensor *g, em_tensor **square_avg,
+                          em_tensor **momentum_buffer, em_tensor **grad_avg,
+                          const em_rmsprop_opts *o);
+
+/* (end of Optimizers) */
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,6 +49,104 @@ describe("optimizers against torch.optim", function()
     end)
   end
 
+  -- float32: the fused kernels compute in float32 as torch does, op for op;
+  -- torch's vectorised add uses FMA where the kernels round twice, so the
+  -- results agree to a few float32 ulps, not bit for bit
+  for _, c in ipairs(fx.cases32) do
+    local label = c.name .. " float32"
+    for k, v in pairs(c.opts) do
+      label = label .. " " .. k .. "=" .. (type(v) == "table" and table.concat(v, "/") or tostring(v))
+    end
+    it(label, function()
+      local ps = { tensor(fx.p0[1]):float(), tensor(fx.p0[2]):float() }
+      local opt = T.optim[c.name](ps, c.opts)
+      for k = 1, #c.after do
+        for i, p in ipairs(ps) do grads[p] = tensor(fx.grads[k][i]):float() end
+        opt:step()
+        for i, p in ipairs(ps) do
+          assert.are.equal(T.float32, p.dtype)
+          local d = maxdiff(p:double(), tensor(c.after[k][i]))
+          assert(d < 2e-6, string.format("step %d, parameter %d: max difference %g", k, i, d))
+        end
+      end
+    end)
+  end
+
+  it("a strided parameter and gradient step as their contiguous copies", function()
+    for _, c in ipairs({ fx.cases[4], fx.cases[8], fx.cases[12] }) do
+      local base = tensor(fx.p0[1])
+      local strided = base:t():contiguous():t() -- same values, column-major
+      assert.is_false(strided:is_contiguous())
+      local dense = base:clone()
+      local o1, o2 = T.optim[c.name]({ strided }, c.opts), T.optim[c.name]({ dense }, c.opts)
+      for k = 1, 3 do
+        grads[strided] = tensor(fx.grads[k][1]):t():contiguous():t()
+        grads[dense] = tensor(fx.grads[k][1])
+        o1:step()
+        o2:step()
+      end
+      assert.are.equal(0, maxdiff(strided, dense))
+      assert(maxdiff(dense, tensor(c.after[3][1])) < 1e-12)
+    end
+  end)
+
+  it("a step writes the parameter in place: views see it, a saved parameter is caught", function()
+    local p = T.ones(3, { dtype = T.float64, requires_grad = true })
+    local y = (p * p):sum() -- saves p for the backward
+    local opt = T.optim.SGD({ p }, { lr = 0.5 })
+    grads[p] = T.ones(3, { dtype = T.float64 })
+    local view = p:detach():narrow(1, 1, 2)
+    opt:step()
+    assert.are.equal(0.5, view[1]:item())
+    local ok, err = pcall(function() y:backward() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("modified by an inplace operation: [ember.float64 [3]] is at version", 1, true))
+  end)
+
+  it("large parameters give the same result on one thread and on two", function()
+    local saved = T.get_num_threads()
+    local function run(threads)
+      T.set_num_threads(threads)
+      T.manual_seed(3)
+      local p = T.randn(200, 400)
+      local o = T.optim.Adam({ p }, { lr = 0.01, weight_decay = 0.1, amsgrad = true })
+      for _ = 1, 2 do
+        grads[p] = T.randn(200, 400)
+        o:step()
+      end
+      return p
+    end
+    local one, two = run(1), run(2)
+    T.set_num_threads(saved)
+    assert.are.equal(0, maxdiff(one, two))
+  end)
+
+  it("explains bad gradients and state", function()
+    local p = T.zeros(3, 4, { dtype = T.float64 })
+    local opt = T.optim.SGD({ p }, { lr = 0.1, momentum = 0.9 })
+    grads[p] = T.zeros(4, { dtype = T.float64 })
+    assert.has_error(function() opt:step() end,
+      "SGD: the gradient of shape [4] does not match the parameter's shape [3, 4]")
+    grads[p] = T.zeros(3, 4, { dtype = T.float32 })
+    assert.has_error(function() opt:step() end,
+      "SGD: the gradient has dtype float32 but the parameter has dtype float64")
+    assert.is_nil(opt.state[p].momentum_buffer) -- a failed step leaves the state alone
+    local q = T.zeros(3, { dtype = T.int64 })
+    grads[q] = T.zeros(3, { dtype = T.int64 })
+    assert.has_error(function() T.optim.Adam({ q }):step() end, "Adam: parameters must be floating point, got int64")
+    local r = T.zeros(2, { dtype = T.float64 })
+    grads[r] = T.zeros(2, { dtype = T.float64 })
+    local adam = T.optim.Adam({ r })
+    adam.state[r] = { step = 3, exp_avg = T.zeros(5, { dtype = T.float64 }) }
+    assert.has_error(function() adam:step() end,
+      "Adam: exp_avg of shape [5] does not match the parameter's shape [2]")
+    assert.are.equal(3, adam.state[r].step)
+    local e = T.zeros(1, { dtype = T.float64 }):expand(3)
+    grads[e] = T.zeros(3, { dtype = T.float64 })
+    assert.has_error(function() T.optim.SGD({ e }, { lr = 1 }):step() end,
+      "SGD: the parameter has elements that share memory (an expanded tensor?); clone() it first")
+  end)
+
   it("state_dict / load_state_dict continue a run exactly", function()
     local c = fx.cases[7] -- Adam with weight decay
     local ps = fresh_params()

@@ -195,8 +195,26 @@ return function(T, C)
   end
   function Module:eval() return self:train(false) end
 
+  -- zero_grad([set_to_none=true] | {set_to_none=}): the parameters'
+  -- gradients dropped (or zeroed in place), module by module, without
+  -- building the parameters() list
   function Module:zero_grad(set_to_none)
-    T.optim._zero_grads(self:parameters(), set_to_none)
+    if type(set_to_none) == "table" then set_to_none = set_to_none.set_to_none end
+    local zero = T.optim._zero_grads
+    local list = {}
+    walk(self, "", function(_, m)
+      local names, store = rawget(m, "_param_names"), rawget(m, "_parameters")
+      local n = 0
+      for i = 1, #names do
+        local p = store[names[i]]
+        if p ~= nil then
+          n = n + 1
+          list[n] = p
+        end
+      end
+      for i = n + 1, #list do list[i] = nil end
+      if n > 0 then zero(list, set_to_none) end
+    end)
   end
 
   local function no_grad(fn)

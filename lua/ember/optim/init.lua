@@ -4,9 +4,8 @@
 --
 -- Gradients are read through one function, T.optim.grad_of(p) (p.grad),
 -- and cleared through T.optim.set_grad(p, g); a host or a test may replace
--- them. Parameters are updated in place through p:detach() (an alias of
--- the same memory without gradient tracking) inside T.no_grad when autograd
--- is present.
+-- them. Parameters are updated in place by fused C kernels (C._optim_*,
+-- engine/src/cpu/optim.c), which record nothing for autograd.
 return function(T, C)
   local optim = {}
   T.optim = optim
@@ -14,24 +13,20 @@ return function(T, C)
   function optim.grad_of(p) return p.grad end
   function optim.set_grad(p, g) p.grad = g end
 
-  local function no_grad(fn)
-    if T.no_grad then return T.no_grad(fn) end
-    return fn()
-  end
-  local function data_of(p)
-    if p.detach then return p:detach() end
-    return p
-  end
-  optim._data_of = data_of
 
   -- zero_grad for a list of parameters: set_to_none (default true) drops
   -- the gradients, otherwise they are zeroed in place
+  -- (one call per parameter: dropping needs no read of the old gradient)
   function optim._zero_grads(params, set_to_none)
     if set_to_none == nil then set_to_none = true end
-    for _, p in ipairs(params) do
-      local g = optim.grad_of(p)
-      if g ~= nil then
-        if set_to_none then optim.set_grad(p, nil) else g:zero_() end
+    local set_grad, grad_of = optim.set_grad, optim.grad_of
+    for i = 1, #params do
+      local p = params[i]
+      if set_to_none then
+        set_grad(p, nil)
+      else
+        local g = grad_of(p)
+        if g ~= nil then g:zero_() end
       end
     end
   end
@@ -83,25 +78,27 @@ return function(T, C)
 
   -- step(closure): calls closure() (which re-evaluates the loss) first when
   -- given, runs the update, and returns the closure's loss
+  -- The updates write the parameters' memory directly (a fused kernel per
+  -- parameter); they record nothing, so no grad-mode switch is needed.
   function Optimizer:step(closure)
     local loss
     if closure then loss = closure() end
-    no_grad(function()
-      for _, group in ipairs(self.param_groups) do
-        for _, p in ipairs(group.params) do
-          local g = optim.grad_of(p)
-          if g ~= nil then
-            local st = self.state[p]
-            if st == nil then
-              st = {}
-              self.state[p] = st
-            end
-            if group.maximize then g = -g end
-            self:update(data_of(p), g, st, group)
+    local grad_of, state = optim.grad_of, self.state
+    for _, group in ipairs(self.param_groups) do
+      local params = group.params
+      for i = 1, #params do
+        local p = params[i]
+        local g = grad_of(p)
+        if g ~= nil then
+          local st = state[p]
+          if st == nil then
+            st = {}
+            state[p] = st
           end
+          self:update(p, g, st, group)
         end
       end
-    end)
+    end
     return loss
   end
 
@@ -178,22 +175,17 @@ return function(T, C)
     if not cond then error(string.format("%s: Invalid %s: %s", name, msg, tostring(v)), 4) end
   end
 
+  -- The updates are fused C kernels (engine/src/cpu/optim.c): one call per
+  -- parameter and step does PyTorch 1.13's whole update in one pass, in the
+  -- parameter's dtype, writing the parameter and its state in place. State
+  -- tensors start as nil; the kernel creates them on the first step.
+
   -- -- SGD ----------------------------------------------------------------------------
+  local sgd_step = C._optim_sgd
   class("SGD", { lr = false, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
     function(self, p, g, st, o)
-      local d = g
-      if o.weight_decay ~= 0 then d = d:add(p, { alpha = o.weight_decay }) end
-      if o.momentum ~= 0 then
-        local buf = st.momentum_buffer
-        if buf == nil then
-          buf = d:clone()
-          st.momentum_buffer = buf
-        else
-          buf:mul_(o.momentum):add_(d, { alpha = 1 - o.dampening })
-        end
-        if o.nesterov then d = d:add(buf, { alpha = o.momentum }) else d = buf end
-      end
-      p:add_(d, { alpha = -o.lr })
+      st.momentum_buffer = sgd_step(p, g, st.momentum_buffer, o.lr, o.momentum, o.dampening,
+        o.weight_decay, o.nesterov, o.maximize)
     end,
     function(o)
       need((o.momentum or 0) >= 0, "SGD", "momentum value", o.momentum)
@@ -204,30 +196,14 @@ return function(T, C)
     end)
 
   -- -- Adam and AdamW -------------------------------------------------------------------
+  local adam_step = C._optim_adam
   local function adam_update(decoupled)
     return function(self, p, g, st, o)
-      local b1, b2 = o.betas[1], o.betas[2]
-      if st.step == nil then
-        st.step = 0
-        st.exp_avg = T.zeros_like(p)
-        st.exp_avg_sq = T.zeros_like(p)
-        if o.amsgrad then st.max_exp_avg_sq = T.zeros_like(p) end
-      end
-      st.step = st.step + 1
-      if o.weight_decay ~= 0 then
-        if decoupled then p:mul_(1 - o.lr * o.weight_decay)
-        else g = g:add(p, { alpha = o.weight_decay }) end
-      end
-      st.exp_avg:mul_(b1):add_(g, { alpha = 1 - b1 })
-      st.exp_avg_sq:mul_(b2):add_(g * g, { alpha = 1 - b2 })
-      local bc1, bc2 = 1 - b1 ^ st.step, 1 - b2 ^ st.step
-      local sq = st.exp_avg_sq
-      if o.amsgrad then
-        st.max_exp_avg_sq = T.maximum(st.max_exp_avg_sq, st.exp_avg_sq)
-        sq = st.max_exp_avg_sq
-      end
-      local denom = (sq:sqrt() / math.sqrt(bc2)):add_(o.eps)
-      p:add_(st.exp_avg / denom, { alpha = -o.lr / bc1 })
+      local step = (st.step or 0) + 1
+      local m, v, vmax = adam_step(p, g, st.exp_avg, st.exp_avg_sq, st.max_exp_avg_sq, step, o.lr,
+        o.betas[1], o.betas[2], o.eps, o.weight_decay, o.amsgrad, o.maximize, decoupled)
+      st.step, st.exp_avg, st.exp_avg_sq = step, m, v
+      if o.amsgrad then st.max_exp_avg_sq = vmax end
     end
   end
   local function adam_check(name)
@@ -245,30 +221,14 @@ return function(T, C)
     adam_update(true), adam_check("AdamW"))
 
   -- -- RMSprop --------------------------------------------------------------------------
+  local rmsprop_step = C._optim_rmsprop
   class("RMSprop", { lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false, maximize = false },
     function(self, p, g, st, o)
-      if st.step == nil then
-        st.step = 0
-        st.square_avg = T.zeros_like(p)
-        if o.momentum > 0 then st.momentum_buffer = T.zeros_like(p) end
-        if o.centered then st.grad_avg = T.zeros_like(p) end
-      end
-      st.step = st.step + 1
-      if o.weight_decay ~= 0 then g = g:add(p, { alpha = o.weight_decay }) end
-      st.square_avg:mul_(o.alpha):add_(g * g, { alpha = 1 - o.alpha })
-      local avg
-      if o.centered then
-        st.grad_avg:mul_(o.alpha):add_(g, { alpha = 1 - o.alpha })
-        avg = (st.square_avg - st.grad_avg * st.grad_avg):sqrt():add_(o.eps)
-      else
-        avg = st.square_avg:sqrt():add_(o.eps)
-      end
-      if o.momentum > 0 then
-        st.momentum_buffer:mul_(o.momentum):add_(g / avg)
-        p:add_(st.momentum_buffer, { alpha = -o.lr })
-      else
-        p:add_(g / avg, { alpha = -o.lr })
-      end
+      local sq, buf, ga = rmsprop_step(p, g, st.square_avg, st.momentum_buffer, st.grad_avg, o.lr,
+        o.alpha, o.eps, o.weight_decay, o.momentum, o.centered, o.maximize)
+      st.step, st.square_avg = (st.step or 0) + 1, sq
+      if o.momentum > 0 then st.momentum_buffer = buf end
+      if o.centered then st.grad_avg = ga end
     end,
     function(o)
       need((o.alpha or 0) >= 0, "RMSprop", "alpha value", o.alpha)

@@ -1,0 +1,61 @@
+-- The training-step workloads shared by bench/train_step.lua and the
+-- `make bench` worker (bench/worker.lua); bench/train_models.py is the same
+-- in PyTorch. A step is: zero_grad, forward, cross_entropy, backward,
+-- optimizer step, on one batch of 32 digits (8x8 images, 10 classes).
+-- zero_grad sets the gradients to none on both sides (ember's default and
+-- PyTorch 2's; PyTorch 1.13's default zeroes them in place, so it is
+-- spelled out there).
+--
+-- The batch is the first 32 rows of data/digits.csv.gz when
+-- tools/fetch_digits.sh has fetched it, else a seeded random batch of the
+-- same shape (the time of a step does not depend on the values).
+return function(T)
+  local nn, F = T.nn, T.nn.functional
+  local M = {}
+
+  function M.batch()
+    local f = io.open("data/digits.csv.gz")
+    if f then
+      f:close()
+      local raw = T.data.read_csv("data/digits.csv.gz"):narrow(1, 1, 32)
+      return raw:narrow(2, 1, 64):reshape(32, 1, 8, 8) / 16, raw:select(2, 65):long() + 1
+    end
+    T.manual_seed(0)
+    return T.rand(32, 1, 8, 8), T.randint(1, 11, { 32 })
+  end
+
+  M.models = {
+    mlp = function()
+      return nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.2),
+        nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    end,
+    cnn = function()
+      return nn.Sequential(
+        nn.Conv2d(1, 32, 3, { padding = 1 }), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.25), nn.Linear(64 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, 10))
+    end,
+  }
+
+  M.optimizers = {
+    sgd = function(params) return T.optim.SGD(params, { lr = 0.01, momentum = 0.9 }) end,
+    adam = function(params) return T.optim.Adam(params, { lr = 1e-3 }) end,
+  }
+
+  -- A function running one training step of model `name` with optimizer
+  -- `optname` (a fresh model, seeded, in training mode).
+  function M.step_fn(name, optname, x, y)
+    T.manual_seed(0)
+    local model = M.models[name]()
+    model:train()
+    local opt = M.optimizers[optname or "sgd"](model:parameters())
+    return function()
+      opt:zero_grad(true) -- set_to_none, as the PyTorch side (ember's default, not 1.13's)
+      local loss = F.cross_entropy(model(x), y)
+      loss:backward()
+      opt:step()
+      return loss
+    end
+  end
+  return M
+end

@@ -1,0 +1,53 @@
+"""The training-step workloads shared by bench/train_step.py and the
+`make bench` worker (bench/worker_py.py): the PyTorch side of
+bench/train_models.lua (same models, batch, optimizers; a step is zero_grad,
+forward, cross_entropy, backward, optimizer step)."""
+import gzip
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def batch():
+    if os.path.exists("data/digits.csv.gz"):
+        with gzip.open("data/digits.csv.gz", "rt") as f:
+            raw = np.loadtxt(f, delimiter=",", max_rows=32, dtype=np.float32)
+        return torch.from_numpy(raw[:, :64]).reshape(32, 1, 8, 8) / 16, torch.from_numpy(raw[:, 64]).long()
+    torch.manual_seed(0)
+    return torch.rand(32, 1, 8, 8), torch.randint(0, 10, (32,))
+
+
+MODELS = {
+    "mlp": lambda: nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.2),
+                                 nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)),
+    "cnn": lambda: nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.25), nn.Linear(64 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, 10)),
+}
+
+OPTIMIZERS = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
+}
+
+
+def step_fn(name, optname, x, y):
+    """One training step of model `name` with optimizer `optname` (a fresh
+    model, seeded, in training mode)."""
+    torch.manual_seed(0)
+    model = MODELS[name]()
+    model.train()
+    opt = OPTIMIZERS[optname](model.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)  # as ember's default (1.13's default is False)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step

@@ -1,0 +1,135 @@
+/*
+** l_optim.c -- the fused optimizer updates of cpu/optim.c for T.optim
+** (lua/ember/optim/init.lua): internal C._optim_sgd / _optim_adam /
+** _optim_rmsprop entry points, one call per parameter and step.
+**
+** Arguments are positional (numbers and booleans, no option tables: this is
+** the per-parameter hot path of opt:step()). A state argument is a tensor
+** or nil; each call returns the state tensors, the given Lua objects where
+** they were given and new tensors where the engine created them (boxes made
+** before the engine call, so a raised error leaks nothing).
+*/
+#include "l_ember.h"
+
+/* The tensor at idx, or NULL for nil. */
+static em_tensor *opt_state(lua_State *L, int idx, const char *op) {
+  if (lua_isnoneornil(L, idx)) return NULL;
+  return l_checktensor(L, idx, op);
+}
+
+static double opt_num(lua_State *L, int idx, const char *op, const char *what) {
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    return l_errorf(L, "%s: %s must be a number, got %s", op, what, luaL_typename(L, idx)), 0;
+  return lua_tonumber(L, idx);
+}
+
+/* Boxes for the slots that are nil (the engine may fill them), pushed in
+** order; box[i] is NULL for a slot given as a tensor. */
+static void opt_boxes(lua_State *L, int n, em_tensor **given, em_tensor ***box) {
+  for (int i = 0; i < n; i++) box[i] = given[i] ? NULL : l_newbox(L);
+}
+
+/* Pushes the n state results: the given Lua object, the filled box, or nil. */
+static void opt_push(lua_State *L, int n, const int *slot_idx, em_tensor **given,
+                     em_tensor ***box, em_tensor **now, int top) {
+  int b = top;
+  for (int i = 0; i < n; i++) {
+    if (given[i]) {
+      lua_pushvalue(L, slot_idx[i]);
+    } else {
+      b++;
+      if (now[i]) {
+        *box[i] = now[i];
+        lua_pushvalue(L, b);
+      } else {
+        lua_pushnil(L);
+      }
+    }
+  }
+}
+
+/* C._optim_sgd(p, g, buf|nil, lr, momentum, dampening, weight_decay,
+**              nesterov, maximize) -> buf|nil */
+static int l_optim_sgd(lua_State *L) {
+  const char *op = "SGD";
+  em_tensor *p = l_checktensor(L, 1, op), *g = l_checktensor(L, 2, op);
+  em_tensor *given[1] = {opt_state(L, 3, op)};
+  em_sgd_opts o;
+  o.lr = opt_num(L, 4, op, "lr");
+  o.momentum = opt_num(L, 5, op, "momentum");
+  o.dampening = opt_num(L, 6, op, "dampening");
+  o.weight_decay = opt_num(L, 7, op, "weight_decay");
+  o.nesterov = lua_toboolean(L, 8);
+  o.maximize = lua_toboolean(L, 9);
+  lua_settop(L, 9);
+  const int idx[1] = {3};
+  em_tensor **box[1];
+  opt_boxes(L, 1, given, box);
+  em_tensor *now[1] = {given[0]};
+  if (em_sgd_step(p, g, &now[0], &o) != EM_OK) return l_error(L);
+  opt_push(L, 1, idx, given, box, now, 9);
+  return 1;
+}
+
+/* C._optim_adam(p, g, exp_avg|nil, exp_avg_sq|nil, max_exp_avg_sq|nil, step,
+**               lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
+**               decoupled) -> exp_avg, exp_avg_sq, max_exp_avg_sq|nil */
+static int l_optim_adam(lua_State *L) {
+  int decoupled = lua_toboolean(L, 14);
+  const char *op = decoupled ? "AdamW" : "Adam";
+  em_tensor *p = l_checktensor(L, 1, op), *g = l_checktensor(L, 2, op);
+  em_tensor *given[3] = {opt_state(L, 3, op), opt_state(L, 4, op), opt_state(L, 5, op)};
+  int64_t step = l_checkint(L, 6, op, "step");
+  em_adam_opts o;
+  o.lr = opt_num(L, 7, op, "lr");
+  o.beta1 = opt_num(L, 8, op, "beta1");
+  o.beta2 = opt_num(L, 9, op, "beta2");
+  o.eps = opt_num(L, 10, op, "eps");
+  o.weight_decay = opt_num(L, 11, op, "weight_decay");
+  o.amsgrad = lua_toboolean(L, 12);
+  o.maximize = lua_toboolean(L, 13);
+  o.decoupled = decoupled;
+  lua_settop(L, 14);
+  const int idx[3] = {3, 4, 5};
+  em_tensor **box[3];
+  opt_boxes(L, 3, given, box);
+  em_tensor *now[3] = {given[0], given[1], given[2]};
+  if (em_adam_step(p, g, &now[0], &now[1], &now[2], step, &o) != EM_OK) return l_error(L);
+  opt_push(L, 3, idx, given, box, now, 14);
+  return 3;
+}
+
+/* C._optim_rmsprop(p, g, square_avg|nil, momentum_buffer|nil, grad_avg|nil,
+**                  lr, alpha, eps, weight_decay, momentum, centered, maximize)
+**   -> square_avg, momentum_buffer|nil, grad_avg|nil */
+static int l_optim_rmsprop(lua_State *L) {
+  const char *op = "RMSprop";
+  em_tensor *p = l_checktensor(L, 1, op), *g = l_checktensor(L, 2, op);
+  em_tensor *given[3] = {opt_state(L, 3, op), opt_state(L, 4, op), opt_state(L, 5, op)};
+  em_rmsprop_opts o;
+  o.lr = opt_num(L, 6, op, "lr");
+  o.alpha = opt_num(L, 7, op, "alpha");
+  o.eps = opt_num(L, 8, op, "eps");
+  o.weight_decay = opt_num(L, 9, op, "weight_decay");
+  o.momentum = opt_num(L, 10, op, "momentum");
+  o.centered = lua_toboolean(L, 11);
+  o.maximize = lua_toboolean(L, 12);
+  lua_settop(L, 12);
+  const int idx[3] = {3, 4, 5};
+  em_tensor **box[3];
+  opt_boxes(L, 3, given, box);
+  em_tensor *now[3] = {given[0], given[1], given[2]};
+  if (em_rmsprop_step(p, g, &now[0], &now[1], &now[2], &o) != EM_OK) return l_error(L);
+  opt_push(L, 3, idx, given, box, now, 12);
+  return 3;
+}
+
+void l_open_optim(lua_State *L) {
+  static const luaL_Reg fns[] = {
+      {"_optim_sgd", l_optim_sgd},
+      {"_optim_adam", l_optim_adam},
+      {"_optim_rmsprop", l_optim_rmsprop},
+      {NULL, NULL},
+  };
+  l_add_functions(L, fns);
+}
