@@ -817,11 +817,19 @@ void em_loaded_free(em_loaded *f);
 /* (end of Interop: DLPack, .npy, serialization) */
 
 /* -- nn: convolution, pooling, normalisation, losses (cpu/conv.c, cpu/nn.c) --
-** Forward kernels with separate backward kernels, so autograd can wire each
-** as one graph node. Floating inputs only (float32/float64; a mix is an
-** error); results are new contiguous tensors of the input's dtype. Shapes
-** follow PyTorch (batched NCHW); class ids and embedding ids are 1-based.
-** pairs (stride, padding, dilation, kernel) are {height, width}. */
+** Forward kernels with separate backward kernels. Floating inputs only
+** (float32/float64; a mix is an error); results are new contiguous tensors
+** of the input's dtype. Shapes follow PyTorch (batched NCHW); class ids and
+** embedding ids are 1-based. pairs (stride, padding, dilation, kernel) are
+** {height, width}.
+** Autograd (docs/nn.md): each forward records its own graph node (PyTorch's
+** name: ConvolutionBackward0, NllLossBackward0, ...) in grad mode when an
+** input requires grad, so a C host gets gradients from em_backward. The
+** backward kernels of conv, pooling, embedding and nll_loss record nodes
+** too (they are differentiable ops: second derivatives); the fused ones
+** (layer/batch norm, cross_entropy, mse/l1/bce) refuse to run in grad mode
+** on tensors that require grad (the forward's recorded backward uses
+** engine ops there instead). */
 typedef enum em_reduction {
   EM_REDUCTION_NONE = 0,
   EM_REDUCTION_MEAN = 1,
@@ -874,8 +882,10 @@ em_status em_avg_pool2d_backward(const em_tensor *grad_out, const int64_t input_
                                  em_tensor **grad_input);
 
 /* Rows of weight [num, dim] at the 1-based ids (any shape, int64/int32):
-** ids.shape .. [dim]. */
-em_status em_embedding(const em_tensor *weight, const em_tensor *ids, em_tensor **out);
+** ids.shape .. [dim]. padding_idx (1-based; 0 for none): the row whose
+** gradient stays zero. */
+em_status em_embedding(const em_tensor *weight, const em_tensor *ids, int64_t padding_idx,
+                       em_tensor **out);
 /* [num, dim] zeros with grad_out's rows added at the ids (duplicates sum);
 ** rows of padding_idx (1-based; 0 for none) get no gradient. */
 em_status em_embedding_backward(const em_tensor *grad_out, const em_tensor *ids,
