@@ -199,6 +199,13 @@ describe("nn kernels against PyTorch", function()
 end)
 
 describe("nn functional", function()
+  it("avg_pool2d counts padding in the divisor by default, also with an options table", function()
+    local x = T.ones(1, 1, 3, 3)
+    assert.near(4 / 9, F.avg_pool2d(x, 3, { stride = 1, padding = 1 })[1][1][1][1]:item(), 1e-7)
+    assert.near(1, F.avg_pool2d(x, 3, { stride = 1, padding = 1, count_include_pad = false })[1][1][1][1]:item(), 1e-7)
+    assert.near(4 / 9, F.avg_pool2d(x, 3, 1, 1)[1][1][1][1]:item(), 1e-7)
+  end)
+
   it("dropout zeroes about p of the elements and scales the rest by 1/(1-p)", function()
     T.manual_seed(0)
     local x = T.ones(10000)

@@ -165,7 +165,7 @@ return function(T, C)
     local k, s, p, o, args, pos = pool_args(op, kernel, ...)
     local ceil = o.ceil_mode or (pos and args[3]) or false
     local cip = o.count_include_pad
-    if cip == nil then cip = pos and args[4] end
+    if cip == nil and pos then cip = args[4] end  -- an options table without it: the default
     if cip == nil then cip = true end
     local div = o.divisor_override or (pos and args[5]) or nil
     local xb, unb = batched(op, x)
