@@ -842,7 +842,7 @@ em_status em_conv2d(const em_tensor *input, const em_tensor *weight,
                     const em_tensor *bias, const int64_t stride[2],
                     const int64_t padding[2], const int64_t dilation[2],
                     int64_t groups, em_tensor **out);
-/* input [N, C, L], weight [O, C/groups, k]: conv2d over a height of 1. */
+/* input [N, C, L], weight [O, C/groups, k]: conv2d over a width of 1. */
 em_status em_conv1d(const em_tensor *input, const em_tensor *weight,
                     const em_tensor *bias, int64_t stride, int64_t padding,
                     int64_t dilation, int64_t groups, em_tensor **out);
@@ -1028,8 +1028,8 @@ em_status em_autograd_grad(int nout, em_tensor *const *outputs, em_tensor *const
                            int nin, const em_tensor *const *inputs, int retain_graph,
                            int create_graph, int allow_unused, em_tensor **results);
 
-/* A differentiable op of the host's own (PyTorch's autograd.Function, and
-** how kernels with a separate backward join the graph): after computing
+/* A differentiable op of the host's own (PyTorch's autograd.Function; the
+** engine's own ops, nn included, record without it): after computing
 ** outputs from inputs (NULL entries allowed), record a node named name.
 ** backward receives the saved tensors (checked against in-place changes),
 ** the gradients of the outputs (zeros for outputs no gradient reached) and

@@ -15,6 +15,13 @@
 ** - Reductions: NONE keeps the per-element loss, SUM adds, MEAN divides by
 **   the element count (by the total weight of the counted targets for
 **   nll_loss/cross_entropy with class ids, as PyTorch).
+** - Autograd: the public entries (the last section) run the kernels with
+**   grad mode paused and record one node (kind NN, PyTorch's name, the
+**   tensors docs/nn.md lists saved) in grad mode when an input requires
+**   grad; the backward kernels of pooling, embedding and nll_loss record
+**   too (second derivatives); the fused ones (norms, cross_entropy,
+**   pointwise losses) refuse to run where a graph would be needed. The
+**   formulas are in autograd_formulas.c.
 */
 #include "nn_impl.h"
 #include "iter.h"
