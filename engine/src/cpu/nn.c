@@ -1243,8 +1243,10 @@ em_status em_max_pool2d(const em_tensor *input, const int64_t kernel[2], const i
                         const int64_t padding[2], const int64_t dilation[2], int ceil_mode,
                         em_tensor **out, em_tensor **indices) {
   int on = em_ag_pause();
-  em_tensor *ix = NULL;
-  em_status st = max_pool2d_run(input, kernel, stride, padding, dilation, ceil_mode, out, &ix);
+  em_tensor *ix = NULL;  /* the node needs the indices even when the caller does not */
+  int want = indices || (on && input->requires_grad);
+  em_status st = max_pool2d_run(input, kernel, stride, padding, dilation, ceil_mode, out,
+                                want ? &ix : NULL);
   em_ag_resume(on);
   em_ag_params p;
   memset(&p, 0, sizeof p);
