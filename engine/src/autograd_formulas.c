@@ -940,6 +940,23 @@ static void nn_pointwise_formula(F *f, const em_tensor *g, em_tensor **gin) {
   if (NEED(1) && dt) gin[1] = MUL(dt, gs);
 }
 
+/* cross_entropy with probabilities: w (along the class dim cd) times g
+** (given the class dim back for reduction none) over the mean's lane
+** count, broadcastable to x */
+static em_tensor *ce_prob_scale(F *f, const em_tensor *x, const em_tensor *w, const em_tensor *g,
+                                em_reduction red, int64_t cd) {
+  if (!OK) return NULL;
+  int64_t C = x->ndim ? x->sizes[cd - 1] : 1, lanes = C ? em_tensor_numel(x) / C : 0;
+  em_tensor *s = red == EM_REDUCTION_NONE ? unsq(f, g, cd) : (em_tensor *)g;
+  if (red == EM_REDUCTION_MEAN && lanes > 0) s = MULS(s, 1.0 / (double)lanes);
+  if (w) {
+    int64_t ws[EM_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) ws[d] = d == cd - 1 ? x->sizes[d] : 1;
+    s = MUL(s, reshape(f, w, x->ndim, ws));
+  }
+  return s;
+}
+
 static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   em_node *n = f->n;
   const em_tensor *g = gout[0];
@@ -1032,14 +1049,29 @@ static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       em_tensor *x = saved(f, 0), *t = saved(f, EM_AG_SV_EXTRA(n));
       em_tensor *w = saved_opt(f, EM_AG_SV_PRE(n, 0));
       em_reduction red = (em_reduction)n->p.i[0];
+      int64_t cd = x ? (x->ndim == 1 ? 1 : 2) : 1;
       if (!OK) break;
+      if (n->nin > 1 && NEED(1)) {
+        /* probabilities t: loss = -sum_c w_c (t_c (1 - ls) + ls / C) logp_c
+        ** per lane, the mean over lanes; d/dt_c = -(1 - ls) w_c logp_c */
+        em_tensor *gt = MULS(R(em_softmax(x, cd, 1, -1, &r_)), -(1.0 - n->p.d[0]));
+        gin[1] = MUL(gt, ce_prob_scale(f, x, w, g, red, cd));
+      }
+      if (!NEED(0)) break;
       if (!em_grad_enabled()) {
         gin[0] = R(em_cross_entropy_backward(g, x, t, w, red, n->p.i[1], n->p.d[0], &r_));
         break;
       }
+      if (n->nin > 1) {  /* probabilities: q = -(t (1 - ls) + ls / C) w g / lanes */
+        int64_t C = x->ndim ? x->sizes[cd - 1] : 1;
+        em_tensor *ts = ADDS(MULS(t, 1.0 - n->p.d[0]), n->p.d[0] / (double)C);
+        em_tensor *q = MUL(un(f, EM_OP_NEG, ts), ce_prob_scale(f, x, w, g, red, cd));
+        em_tensor *logp = R(em_softmax(x, cd, 1, -1, &r_));
+        gin[0] = SUB(q, MUL(un(f, EM_OP_EXP, logp), sum_dim(f, q, cd)));
+        break;
+      }
       /* recorded: q = d loss / d logp (constant coefficients times g), then
       ** log_softmax's backward q - exp(logp) sum(q) in engine ops */
-      int64_t cd = x->ndim == 1 ? 1 : 2;
       em_tensor *ones = full_like(f, g, 1.0);
       em_tensor *coef = ones ? R(em_nn_cross_entropy_logp_grad(ones, x, t, w, red, n->p.i[1],
                                                                 n->p.d[0], &r_)) : NULL;

@@ -34,6 +34,10 @@ local ops = {
     return F.cross_entropy(x, tensor(c.consts.target), { weight = tensor(c.opts.weight),
       reduction = c.opts.reduction, ignore_index = c.opts.ignore_index, label_smoothing = c.opts.label_smoothing })
   end,
+  cross_entropy_prob = function(c, x, t)
+    return F.cross_entropy(x, t, { weight = tensor(c.opts.weight), reduction = c.opts.reduction,
+      label_smoothing = c.opts.label_smoothing })
+  end,
   nll_loss = function(c, x)
     return F.nll_loss(x, tensor(c.consts.target), { weight = tensor(c.opts.weight) })
   end,

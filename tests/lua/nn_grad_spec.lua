@@ -263,6 +263,11 @@ describe("nn ops: second derivatives (gradgradcheck, float64)", function()
     both(function(x) return F.cross_entropy(x, t, { reduction = "none", ignore_index = 3 }) end, { r(3, 4) })
     local pt = T.randn(3, 4):double():softmax(2)
     both(function(x) return F.cross_entropy(x, pt, { label_smoothing = 0.1 }) end, { r(3, 4) })
+    -- probabilities are differentiable too (as in PyTorch)
+    both(function(x, p) return F.cross_entropy(x, p, { weight = w, label_smoothing = 0.1 }) end,
+      { r(3, 4), pt:clone():requires_grad_(true) })
+    both(function(x, p) return F.cross_entropy(x, p, { reduction = "none" }) end,
+      { r(2, 3, 2), T.randn(2, 3, 2):double():softmax(2):requires_grad_(true) })
     both(function(x) return F.cross_entropy(x, T.tensor({ { 2, 1 }, { 3, 1 } }), { reduction = "sum" }) end, { r(2, 3, 2) })
     both(function(x) return F.nll_loss(x, t, { weight = w }) end, { r(3, 4) })
     both(function(x) return F.nll_loss(x, t, "none") end, { r(3, 4) })

@@ -1462,8 +1462,10 @@ em_status em_cross_entropy(const em_tensor *input, const em_tensor *target,
   em_ag_params p;
   cls_params(&p, target, weight, reduction, ignore_index, label_smoothing);
   p.save_in = 1;
-  const em_tensor *in[1] = {input};
-  return nn_record(on, st, 1, in, out, &p, EM_AG_NN_CE, "NllLossBackward0");
+  /* a target of probabilities is differentiable too */
+  const em_tensor *in[2] = {input, target};
+  int nin = em_dtype_kindof(target->dtype) == EM_KIND_FLOAT ? 2 : 1;
+  return nn_record(on, st, nin, in, out, &p, EM_AG_NN_CE, "NllLossBackward0");
 }
 
 em_status em_nn_cross_entropy_logp_grad(const em_tensor *grad_out, const em_tensor *input,
