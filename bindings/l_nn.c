@@ -2,7 +2,8 @@
 ** l_nn.c -- the nn kernels (engine/src/cpu/nn.c, conv.c) for the Lua side
 ** (issue 9). These are internal entry points, C._nn_<name>, with plain
 ** positional arguments; lua/ember/nn/functional.lua gives them PyTorch's
-** names and options, and checks what a user can get wrong there. Every
+** names and options, and checks what a user can get wrong there. The
+** engine entries record their own autograd nodes (nothing to do here). Every
 ** function here makes its result boxes first and then calls the engine, so
 ** nothing is held in C across a Lua error.
 */
@@ -59,6 +60,16 @@ static int l_conv2d(lua_State *L) {
   int64_t g = l_checkint(L, 10, op, "groups");
   em_tensor **o = l_newbox(L);
   return box1(L, em_conv2d(x, w, b, s, p, d, g, o), o);
+}
+
+static int l_conv1d(lua_State *L) {
+  const char *op = "conv1d";
+  em_tensor *x = l_checktensor(L, 1, op), *w = l_checktensor(L, 2, op);
+  const em_tensor *b = opt_tensor(L, 3, op);
+  int64_t s = l_checkint(L, 4, op, "stride"), p = l_checkint(L, 5, op, "padding");
+  int64_t d = l_checkint(L, 6, op, "dilation"), g = l_checkint(L, 7, op, "groups");
+  em_tensor **o = l_newbox(L);
+  return box1(L, em_conv1d(x, w, b, s, p, d, g, o), o);
 }
 
 static int l_conv2d_backward(lua_State *L, int which) {
@@ -142,7 +153,8 @@ static int l_avg_pool2d_backward(lua_State *L) {
 static int l_embedding(lua_State *L) {
   em_tensor *w = l_checktensor(L, 1, "embedding"), *ids = l_checktensor(L, 2, "embedding");
   em_tensor **o = l_newbox(L);
-  return box1(L, em_embedding(w, ids, o), o);
+  int64_t pad = lua_isnoneornil(L, 3) ? 0 : l_checkint(L, 3, "embedding", "padding_idx");
+  return box1(L, em_embedding(w, ids, pad, o), o);
 }
 
 static int l_embedding_backward(lua_State *L) {
@@ -330,6 +342,7 @@ static int l_bcel_backward(lua_State *L) {
 void l_open_nn(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"_nn_conv2d", l_conv2d},
+      {"_nn_conv1d", l_conv1d},
       {"_nn_conv2d_backward_input", l_conv2d_backward_input},
       {"_nn_conv2d_backward_weight", l_conv2d_backward_weight},
       {"_nn_conv2d_backward_bias", l_conv2d_backward_bias},

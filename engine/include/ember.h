@@ -830,11 +830,19 @@ void em_loaded_free(em_loaded *f);
 /* (end of Interop: DLPack, .npy, serialization) */
 
 /* -- nn: convolution, pooling, normalisation, losses (cpu/conv.c, cpu/nn.c) --
-** Forward kernels with separate backward kernels, so autograd can wire each
-** as one graph node. Floating inputs only (float32/float64; a mix is an
-** error); results are new contiguous tensors of the input's dtype. Shapes
-** follow PyTorch (batched NCHW); class ids and embedding ids are 1-based.
-** pairs (stride, padding, dilation, kernel) are {height, width}. */
+** Forward kernels with separate backward kernels. Floating inputs only
+** (float32/float64; a mix is an error); results are new contiguous tensors
+** of the input's dtype. Shapes follow PyTorch (batched NCHW); class ids and
+** embedding ids are 1-based. pairs (stride, padding, dilation, kernel) are
+** {height, width}.
+** Autograd (docs/nn.md): each forward records its own graph node (PyTorch's
+** name: ConvolutionBackward0, NllLossBackward0, ...) in grad mode when an
+** input requires grad, so a C host gets gradients from em_backward. The
+** backward kernels of conv, pooling, embedding and nll_loss record nodes
+** too (they are differentiable ops: second derivatives); the fused ones
+** (layer/batch norm, cross_entropy, mse/l1/bce) refuse to run in grad mode
+** on tensors that require grad (the forward's recorded backward uses
+** engine ops there instead). */
 typedef enum em_reduction {
   EM_REDUCTION_NONE = 0,
   EM_REDUCTION_MEAN = 1,
@@ -847,7 +855,7 @@ em_status em_conv2d(const em_tensor *input, const em_tensor *weight,
                     const em_tensor *bias, const int64_t stride[2],
                     const int64_t padding[2], const int64_t dilation[2],
                     int64_t groups, em_tensor **out);
-/* input [N, C, L], weight [O, C/groups, k]: conv2d over a height of 1. */
+/* input [N, C, L], weight [O, C/groups, k]: conv2d over a width of 1. */
 em_status em_conv1d(const em_tensor *input, const em_tensor *weight,
                     const em_tensor *bias, int64_t stride, int64_t padding,
                     int64_t dilation, int64_t groups, em_tensor **out);
@@ -887,8 +895,10 @@ em_status em_avg_pool2d_backward(const em_tensor *grad_out, const int64_t input_
                                  em_tensor **grad_input);
 
 /* Rows of weight [num, dim] at the 1-based ids (any shape, int64/int32):
-** ids.shape .. [dim]. */
-em_status em_embedding(const em_tensor *weight, const em_tensor *ids, em_tensor **out);
+** ids.shape .. [dim]. padding_idx (1-based; 0 for none): the row whose
+** gradient stays zero. */
+em_status em_embedding(const em_tensor *weight, const em_tensor *ids, int64_t padding_idx,
+                       em_tensor **out);
 /* [num, dim] zeros with grad_out's rows added at the ids (duplicates sum);
 ** rows of padding_idx (1-based; 0 for none) get no gradient. */
 em_status em_embedding_backward(const em_tensor *grad_out, const em_tensor *ids,
@@ -1031,8 +1041,8 @@ em_status em_autograd_grad(int nout, em_tensor *const *outputs, em_tensor *const
                            int nin, const em_tensor *const *inputs, int retain_graph,
                            int create_graph, int allow_unused, em_tensor **results);
 
-/* A differentiable op of the host's own (PyTorch's autograd.Function, and
-** how kernels with a separate backward join the graph): after computing
+/* A differentiable op of the host's own (PyTorch's autograd.Function; the
+** engine's own ops, nn included, record without it): after computing
 ** outputs from inputs (NULL entries allowed), record a node named name.
 ** backward receives the saved tensors (checked against in-place changes),
 ** the gradients of the outputs (zeros for outputs no gradient reached) and

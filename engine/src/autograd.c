@@ -297,6 +297,8 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
   for (int k = 0; k < nout && st == EM_OK; k++)
     if (p && (p->save_out >> k & 1)) st = save(n, EM_AG_SV_OUT(n, k), out[k], 1, k);
   if (st == EM_OK && p && p->extra) st = save(n, EM_AG_SV_EXTRA(n), p->extra, 0, 0);
+  for (int j = 0; j < 3 && st == EM_OK && p; j++)
+    if (p->more[j]) st = save(n, EM_AG_SV_PRE(n, j), p->more[j], 0, 0);
   /* an in-place write into a view rebases its base's history */
   em_tensor *base = NULL;
   if (nout == 1 && nin >= 1 && in[0] == out[0] && out[0]->autograd)

@@ -41,7 +41,8 @@
   X(COPYSLICES, "CopySlices")  /* in-place write into a view */  \
   X(OVERWRITE, "CopyBackwards") /* copy_/fill_ over a tensor */  \
   X(INDEXPUT, "IndexPutBackward0") /* in-place writes at positions */ \
-  X(CUSTOM, "CustomBackward")   /* em_autograd_record: a host's formula */
+  X(CUSTOM, "CustomBackward")   /* em_autograd_record: a host's formula */ \
+  X(NN, "NnBackward0")          /* the nn ops: p.op an em_ag_nn_op, name given */
 
 typedef enum em_ag_kind {
 #define EM_AG_ENUM(k, n) EM_AG_##k,
@@ -65,7 +66,27 @@ typedef struct em_ag_params {
   int save_out;         /* bit k: save output k */
   const em_tensor *extra;  /* one more tensor to save (positions, indices) */
   const em_tensor *pre[3]; /* in-place: input i as it was before the op */
+  const em_tensor *more[3]; /* further tensors to save (slots EM_AG_SV_PRE(n, j));
+                               for ops that are not in place (the nn ops) */
 } em_ag_params;
+
+/* The nn ops of cpu/conv.c and cpu/nn.c (kind NN; formulas in
+** autograd_formulas.c). The *_BWD ops are backward kernels recorded as ops
+** of their own (when a backward is itself recorded: create_graph). */
+typedef enum em_ag_nn_op {
+  EM_AG_NN_CONV, EM_AG_NN_CONV_BWD_INPUT, EM_AG_NN_CONV_BWD_WEIGHT,
+  EM_AG_NN_MAXPOOL, EM_AG_NN_MAXPOOL_BWD, EM_AG_NN_AVGPOOL, EM_AG_NN_AVGPOOL_BWD,
+  EM_AG_NN_EMBEDDING, EM_AG_NN_EMBEDDING_BWD, EM_AG_NN_LAYERNORM, EM_AG_NN_BATCHNORM,
+  EM_AG_NN_DROPOUT, EM_AG_NN_NLL, EM_AG_NN_NLL_BWD, EM_AG_NN_CE, EM_AG_NN_MSE,
+  EM_AG_NN_L1, EM_AG_NN_BCE, EM_AG_NN_BCEL
+} em_ag_nn_op;
+
+/* d loss / d log_softmax(input) of cross_entropy for grad_out (cpu/nn.c):
+** the gradient before log_softmax's backward, linear in grad_out. */
+em_status em_nn_cross_entropy_logp_grad(const em_tensor *grad_out, const em_tensor *input,
+                                        const em_tensor *target, const em_tensor *weight,
+                                        em_reduction reduction, int64_t ignore_index,
+                                        double label_smoothing, em_tensor **out);
 
 /* Grad mode (thread-local). pause turns it off and returns the old mode. */
 int em_ag_pause(void);

@@ -768,6 +768,325 @@ static void linalg_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   }
 }
 
+
+/* -- nn ops (cpu/conv.c, cpu/nn.c) ------------------------------------------------ */
+
+/* An engine call's result into the arena: R(expr using &r). */
+#define R(call) (OK ? keep(f, (call), &r_) : NULL)
+
+static em_tensor *reduce_dims(F *f, em_reduce_op op, const em_tensor *t, int nd,
+                              const int64_t *dims, int keepdim) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_reduce(op, t, nd, dims, keepdim, -1, &r), &r);
+}
+/* saved slot k, or NULL when nothing was saved there (an absent operand) */
+static em_tensor *saved_opt(F *f, int k) {
+  return f->n->saved[k].data ? saved(f, k) : NULL;
+}
+static em_tensor *full_like(F *f, const em_tensor *t, double v) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  em_scalar s = {EM_SCALAR_FLOAT, 0, v};
+  return keep(f, em_full(t->ndim, t->sizes, s, t->dtype, em_cpu(), &r), &r);
+}
+
+/* Normalisation over dims (layer norm: the last ones; batch norm: all but
+** the channel dim), written with engine ops so that it is recorded when
+** create_graph is on: xhat = (x - mean) rstd, gh = g w;
+** gx = rstd (gh - mean(gh) - xhat mean(gh xhat)). stats_given: eval-mode
+** batch norm, whose mean and invstd (mu, is, broadcastable) are constants
+** and gx = gh is. Returns xhat (for the weight's gradient). */
+static em_tensor *norm_grad(F *f, const em_tensor *x, const em_tensor *g, const em_tensor *w,
+                            int nd, const int64_t *dims, double eps, const em_tensor *mu,
+                            const em_tensor *is, em_tensor **gx) {
+  em_tensor *xhat, *rstd;
+  if (mu) {
+    rstd = (em_tensor *)is;
+    xhat = MUL(SUB(x, mu), rstd);
+  } else {
+    em_tensor *mean = reduce_dims(f, EM_REDUCE_MEAN, x, nd, dims, 1);
+    em_tensor *xc = SUB(x, mean);
+    em_tensor *var = reduce_dims(f, EM_REDUCE_MEAN, MUL(xc, xc), nd, dims, 1);
+    rstd = un(f, EM_OP_RSQRT, ADDS(var, eps));
+    xhat = MUL(xc, rstd);
+  }
+  if (gx) {
+    em_tensor *gh = w ? MUL(g, w) : (em_tensor *)g;
+    if (mu) {
+      *gx = MUL(gh, rstd);
+    } else {
+      em_tensor *m1 = reduce_dims(f, EM_REDUCE_MEAN, gh, nd, dims, 1);
+      em_tensor *m2 = reduce_dims(f, EM_REDUCE_MEAN, MUL(gh, xhat), nd, dims, 1);
+      *gx = MUL(rstd, SUB(SUB(gh, m1), MUL(xhat, m2)));
+    }
+  }
+  return xhat;
+}
+
+static void nn_norm_formula(F *f, const em_tensor *g, em_tensor **gin) {
+  em_node *n = f->n;
+  int layer = n->p.op == EM_AG_NN_LAYERNORM, has_w = n->in[1].is_tensor;
+  em_tensor *x = saved(f, 0), *w = has_w ? saved(f, 1) : NULL;
+  em_tensor *mu = saved(f, EM_AG_SV_PRE(n, 0)), *rs = saved(f, EM_AG_SV_PRE(n, 1));
+  if (!OK) return;
+  int want_w = has_w && NEED(1), want_b = n->in[2].is_tensor && NEED(2);
+  if (!em_grad_enabled()) {  /* the fused kernels */
+    em_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+    em_status st = layer
+        ? em_layer_norm_backward(g, x, (int)n->p.i[0], mu, rs, w, NEED(0) ? &gx : NULL,
+                                 want_w ? &gw : NULL, want_b ? &gb : NULL)
+        : em_batch_norm_backward(g, x, w, mu, rs, (int)n->p.i[0], NEED(0) ? &gx : NULL,
+                                 want_w ? &gw : NULL, want_b ? &gb : NULL);
+    gin[0] = keep(f, st, &gx);
+    if (want_w) gin[1] = keep(f, st, &gw);
+    if (want_b) gin[2] = keep(f, st, &gb);
+    return;
+  }
+  /* recorded: the same formulas in engine ops */
+  int nd = x->ndim, k = 0, nlead = 0;
+  int64_t dims[EM_MAX_DIMS], lead[EM_MAX_DIMS], cshape[EM_MAX_DIMS];
+  const em_tensor *wb = w, *mub = NULL, *isb = NULL;
+  if (layer) {
+    int nn = (int)n->p.i[0];
+    for (int d = nd - nn; d < nd; d++) dims[k++] = d + 1;
+    for (int d = 0; d < nd - nn; d++) lead[nlead++] = d + 1;
+  } else {
+    for (int d = 0; d < nd; d++) {
+      cshape[d] = d == 1 ? x->sizes[1] : 1;
+      if (d != 1) dims[k++] = d + 1;
+    }
+    nlead = k;
+    memcpy(lead, dims, sizeof(int64_t) * (size_t)k);
+    if (w) wb = reshape(f, w, nd, cshape);
+    if (!n->p.i[0]) {  /* eval: the running statistics are constants */
+      mub = reshape(f, mu, nd, cshape);
+      isb = reshape(f, rs, nd, cshape);
+    }
+  }
+  em_tensor *gx = NULL;
+  em_tensor *xhat = norm_grad(f, x, g, wb, k, dims, n->p.d[0], mub, isb, NEED(0) ? &gx : NULL);
+  if (NEED(0)) gin[0] = gx;
+  if (want_w) {
+    em_tensor *t = MUL(g, xhat);
+    gin[1] = nlead ? reduce_dims(f, EM_REDUCE_SUM, t, nlead, lead, 0) : t;
+  }
+  if (want_b) gin[2] = nlead ? reduce_dims(f, EM_REDUCE_SUM, g, nlead, lead, 0) : (em_tensor *)g;
+}
+
+/* mse / l1 / binary_cross_entropy(_with_logits): the fused kernel, or (when
+** recording) the derivative in engine ops; target's gradient in engine ops. */
+static void nn_pointwise_formula(F *f, const em_tensor *g, em_tensor **gin) {
+  em_node *n = f->n;
+  int op = n->p.op;
+  em_reduction red = (em_reduction)n->p.i[0];
+  em_tensor *x = saved(f, 0), *t = saved(f, 1);
+  em_tensor *w = saved_opt(f, EM_AG_SV_PRE(n, 0)), *pw = saved_opt(f, EM_AG_SV_PRE(n, 1));
+  em_tensor *r_ = NULL;
+  if (!OK) return;
+  if (op == EM_AG_NN_BCE && NEED(1)) {
+    f->st = em_fail(EM_E_RUNTIME, "binary_cross_entropy: the derivative for 'target' is not "
+                    "implemented (use binary_cross_entropy_with_logits)");
+    return;
+  }
+  int fused = !em_grad_enabled();
+  if (NEED(0) && fused) {
+    switch (op) {
+      case EM_AG_NN_MSE: gin[0] = R(em_mse_loss_backward(g, x, t, red, &r_)); break;
+      case EM_AG_NN_L1: gin[0] = R(em_l1_loss_backward(g, x, t, red, &r_)); break;
+      case EM_AG_NN_BCE:
+        gin[0] = R(em_binary_cross_entropy_backward(g, x, t, w, red, &r_));
+        break;
+      default:
+        gin[0] = R(em_binary_cross_entropy_with_logits_backward(g, x, t, w, pw, red, &r_));
+    }
+    if (op != EM_AG_NN_MSE && op != EM_AG_NN_L1 && !NEED(1)) return;
+    if ((op == EM_AG_NN_MSE || op == EM_AG_NN_L1) && NEED(1)) {
+      gin[1] = un(f, EM_OP_NEG, gin[0]);
+      return;
+    }
+  }
+  /* d loss_i / d x_i (dx) and / d t_i (dt) per element, in the broadcast
+  ** shape; then times g and the mean's 1 / count */
+  em_tensor *dx = NULL, *dt = NULL;
+  switch (op) {
+    case EM_AG_NN_MSE: dx = MULS(SUB(x, t), 2.0); dt = un(f, EM_OP_NEG, dx); break;
+    case EM_AG_NN_L1: dx = un(f, EM_OP_SIGN, SUB(x, t)); dt = un(f, EM_OP_NEG, dx); break;
+    case EM_AG_NN_BCE: {  /* w (x - t) / max(x (1 - x), 1e-12) */
+      em_tensor *den = bins(f, EM_OP_MAXIMUM, MUL(x, RSUB(1.0, x)), 1e-12);
+      dx = DIV(SUB(x, t), den);
+      if (w) dx = MUL(dx, w);
+      break;
+    }
+    default: {  /* w ((1 - t) - lw (1 - sigmoid(x))), lw = (pw - 1) t + 1;
+                ** for t: w ((pw - 1) softplus(-x) - x) */
+      em_tensor *lw = pw ? ADDS(MUL(ADDS(pw, -1.0), t), 1.0) : NULL;
+      em_tensor *oms = RSUB(1.0, un(f, EM_OP_SIGMOID, x));
+      dx = SUB(RSUB(1.0, t), lw ? MUL(lw, oms) : oms);
+      if (NEED(1)) {
+        em_tensor *nx = un(f, EM_OP_NEG, x);
+        dt = pw ? SUB(MUL(ADDS(pw, -1.0), un(f, EM_OP_SOFTPLUS, nx)), x) : nx;
+        if (w) dt = MUL(dt, w);
+        if (dt && em_tensor_numel(dt) < em_tensor_numel(dx)) dt = ADD(dt, zeros_like(f, dx));
+      }
+      if (w) dx = MUL(dx, w);
+    }
+  }
+  if (!OK) return;
+  double scale = red == EM_REDUCTION_MEAN && em_tensor_numel(dx) > 0
+                     ? 1.0 / (double)em_tensor_numel(dx) : 1.0;
+  em_tensor *gs = scale == 1.0 ? (em_tensor *)g : MULS(g, scale);
+  if (NEED(0) && !gin[0]) gin[0] = MUL(dx, gs);
+  if (NEED(1) && dt) gin[1] = MUL(dt, gs);
+}
+
+/* cross_entropy with probabilities: w (along the class dim cd) times g
+** (given the class dim back for reduction none) over the mean's lane
+** count, broadcastable to x */
+static em_tensor *ce_prob_scale(F *f, const em_tensor *x, const em_tensor *w, const em_tensor *g,
+                                em_reduction red, int64_t cd) {
+  if (!OK) return NULL;
+  int64_t C = x->ndim ? x->sizes[cd - 1] : 1, lanes = C ? em_tensor_numel(x) / C : 0;
+  em_tensor *s = red == EM_REDUCTION_NONE ? unsq(f, g, cd) : (em_tensor *)g;
+  if (red == EM_REDUCTION_MEAN && lanes > 0) s = MULS(s, 1.0 / (double)lanes);
+  if (w) {
+    int64_t ws[EM_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) ws[d] = d == cd - 1 ? x->sizes[d] : 1;
+    s = MUL(s, reshape(f, w, x->ndim, ws));
+  }
+  return s;
+}
+
+static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  em_node *n = f->n;
+  const em_tensor *g = gout[0];
+  const int64_t *L = n->p.list;
+  em_tensor *r_ = NULL;
+  /* conv: stride, padding, dilation, groups; pool: kernel, stride, padding */
+  int64_t s[2] = {L[0], L[1]}, pd[2] = {L[2], L[3]}, d[2] = {L[4], L[5]}, groups = L[6];
+  int64_t k[2] = {L[0], L[1]}, ps[2] = {L[2], L[3]}, pp[2] = {L[4], L[5]};
+  switch ((em_ag_nn_op)n->p.op) {
+    case EM_AG_NN_CONV: {
+      /* conv1d ran as a conv2d over a unit width: its tensors get it back */
+      int is1d = (int)n->p.i[0];
+      em_tensor *x = saved(f, 0), *w = saved(f, 1);
+      const em_tensor *go = g;
+      if (is1d) { x = unsq(f, x, 4); w = unsq(f, w, 4); go = unsq(f, g, 4); }
+      if (!OK) break;
+      if (NEED(0)) {
+        em_tensor *gx = R(em_conv2d_backward_input(go, w, x->sizes, s, pd, d, groups, &r_));
+        gin[0] = is1d ? sq(f, gx, 4) : gx;
+      }
+      if (NEED(1)) {
+        em_tensor *gw = R(em_conv2d_backward_weight(go, x, w->sizes, s, pd, d, groups, &r_));
+        gin[1] = is1d ? sq(f, gw, 4) : gw;
+      }
+      if (n->nin > 2 && n->in[2].is_tensor && NEED(2)) gin[2] = R(em_conv2d_backward_bias(go, &r_));
+      break;
+    }
+    case EM_AG_NN_CONV_BWD_INPUT: {  /* gx = B_x(go, w): linear in each */
+      em_tensor *go = saved(f, 0), *w = saved(f, 1);
+      if (NEED(0)) gin[0] = R(em_conv2d(g, w, NULL, s, pd, d, groups, &r_));
+      if (NEED(1)) gin[1] = R(em_conv2d_backward_weight(go, g, n->in[1].sizes, s, pd, d, groups, &r_));
+      break;
+    }
+    case EM_AG_NN_CONV_BWD_WEIGHT: {  /* gw = B_w(go, x) */
+      em_tensor *go = saved(f, 0), *x = saved(f, 1);
+      if (NEED(0)) gin[0] = R(em_conv2d(x, g, NULL, s, pd, d, groups, &r_));
+      if (NEED(1)) gin[1] = R(em_conv2d_backward_input(go, g, n->in[1].sizes, s, pd, d, groups, &r_));
+      break;
+    }
+    case EM_AG_NN_MAXPOOL: {
+      em_tensor *idx = saved(f, EM_AG_SV_EXTRA(n));
+      gin[0] = R(em_max_pool2d_backward(g, idx, n->in[0].sizes, &r_));
+      break;
+    }
+    case EM_AG_NN_MAXPOOL_BWD: {  /* gather g at the maxima, plane by plane */
+      em_tensor *idx = saved(f, EM_AG_SV_EXTRA(n));
+      const em_ag_tmeta *m = &n->in[0];
+      int64_t gs[3] = {m->sizes[0], m->sizes[1], -1};
+      em_tensor *gp = reshape(f, g, 3, gs), *ip = reshape(f, idx, 3, gs);
+      em_tensor *v = gp && ip ? R(em_gather(gp, 3, ip, &r_)) : NULL;
+      gin[0] = reshape(f, v, m->ndim, m->sizes);
+      break;
+    }
+    case EM_AG_NN_AVGPOOL:
+      gin[0] = R(em_avg_pool2d_backward(g, n->in[0].sizes, k, ps, pp, (int)n->p.i[0],
+                                        (int)n->p.i[1], n->p.i[2], &r_));
+      break;
+    case EM_AG_NN_AVGPOOL_BWD:  /* the adjoint of the backward is the forward */
+      gin[0] = R(em_avg_pool2d(g, k, ps, pp, (int)n->p.i[0], (int)n->p.i[1], n->p.i[2], &r_));
+      break;
+    case EM_AG_NN_EMBEDDING: {
+      em_tensor *ids = saved(f, EM_AG_SV_EXTRA(n));
+      gin[0] = R(em_embedding_backward(g, ids, n->in[0].sizes[0], n->p.i[0], &r_));
+      break;
+    }
+    case EM_AG_NN_EMBEDDING_BWD: {  /* rows of g at the ids (0 at padding_idx) */
+      em_tensor *ids = saved(f, EM_AG_SV_EXTRA(n));
+      em_tensor *rows = R(em_embedding(g, ids, n->p.i[0], &r_));
+      if (n->p.i[0] >= 1 && rows) {
+        em_tensor *keepm = cast(f, bins(f, EM_OP_NE, ids, (double)n->p.i[0]), g->dtype);
+        rows = MUL(rows, unsq(f, keepm, -1));
+      }
+      gin[0] = rows;
+      break;
+    }
+    case EM_AG_NN_LAYERNORM: case EM_AG_NN_BATCHNORM: nn_norm_formula(f, g, gin); break;
+    case EM_AG_NN_DROPOUT: gin[0] = MUL(g, saved(f, EM_AG_SV_EXTRA(n))); break;
+    case EM_AG_NN_NLL: {
+      em_tensor *x = saved(f, 0), *t = saved(f, EM_AG_SV_EXTRA(n));
+      em_tensor *w = saved_opt(f, EM_AG_SV_PRE(n, 0)), *tw = saved_opt(f, EM_AG_SV_PRE(n, 1));
+      gin[0] = R(em_nll_loss_backward(g, x, t, w, (em_reduction)n->p.i[0], n->p.i[1], tw, &r_));
+      break;
+    }
+    case EM_AG_NN_NLL_BWD: {  /* the backward is linear in g; its adjoint is the loss */
+      em_tensor *t = saved(f, EM_AG_SV_EXTRA(n)), *w = saved_opt(f, EM_AG_SV_PRE(n, 0));
+      gin[0] = R(em_nll_loss(g, t, w, (em_reduction)n->p.i[0], n->p.i[1], &r_, NULL));
+      break;
+    }
+    case EM_AG_NN_CE: {
+      em_tensor *x = saved(f, 0), *t = saved(f, EM_AG_SV_EXTRA(n));
+      em_tensor *w = saved_opt(f, EM_AG_SV_PRE(n, 0));
+      em_reduction red = (em_reduction)n->p.i[0];
+      int64_t cd = x ? (x->ndim == 1 ? 1 : 2) : 1;
+      if (!OK) break;
+      if (n->nin > 1 && NEED(1)) {
+        /* probabilities t: loss = -sum_c w_c (t_c (1 - ls) + ls / C) logp_c
+        ** per lane, the mean over lanes; d/dt_c = -(1 - ls) w_c logp_c */
+        em_tensor *gt = MULS(R(em_softmax(x, cd, 1, -1, &r_)), -(1.0 - n->p.d[0]));
+        gin[1] = MUL(gt, ce_prob_scale(f, x, w, g, red, cd));
+      }
+      if (!NEED(0)) break;
+      if (!em_grad_enabled()) {
+        gin[0] = R(em_cross_entropy_backward(g, x, t, w, red, n->p.i[1], n->p.d[0], &r_));
+        break;
+      }
+      if (n->nin > 1) {  /* probabilities: q = -(t (1 - ls) + ls / C) w g / lanes */
+        int64_t C = x->ndim ? x->sizes[cd - 1] : 1;
+        em_tensor *ts = ADDS(MULS(t, 1.0 - n->p.d[0]), n->p.d[0] / (double)C);
+        em_tensor *q = MUL(un(f, EM_OP_NEG, ts), ce_prob_scale(f, x, w, g, red, cd));
+        em_tensor *logp = R(em_softmax(x, cd, 1, -1, &r_));
+        gin[0] = SUB(q, MUL(un(f, EM_OP_EXP, logp), sum_dim(f, q, cd)));
+        break;
+      }
+      /* recorded: q = d loss / d logp (constant coefficients times g), then
+      ** log_softmax's backward q - exp(logp) sum(q) in engine ops */
+      em_tensor *ones = full_like(f, g, 1.0);
+      em_tensor *coef = ones ? R(em_nn_cross_entropy_logp_grad(ones, x, t, w, red, n->p.i[1],
+                                                                n->p.d[0], &r_)) : NULL;
+      em_tensor *q = MUL(coef, red == EM_REDUCTION_NONE ? unsq(f, g, cd) : (em_tensor *)g);
+      em_tensor *logp = R(em_softmax(x, cd, 1, -1, &r_));
+      gin[0] = SUB(q, MUL(un(f, EM_OP_EXP, logp), sum_dim(f, q, cd)));
+      break;
+    }
+    case EM_AG_NN_MSE: case EM_AG_NN_L1: case EM_AG_NN_BCE: case EM_AG_NN_BCEL:
+      nn_pointwise_formula(f, g, gin);
+      break;
+  }
+}
+#undef R
+
 em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
   F fs;
   memset(&fs, 0, sizeof fs);
@@ -986,6 +1305,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       free(sv);
       break;
     }
+    case EM_AG_NN: nn_formula(f, gout, gin); break;
     default:
       if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: no formula for %s", n->name);
   }

@@ -35,26 +35,6 @@ return function(T, C)
   A.no_grad, A.enable_grad, A.set_grad_enabled = T.no_grad, T.enable_grad, T.set_grad_enabled
   A.is_grad_enabled = T.is_grad_enabled
 
-  -- Ops whose backward is a Lua function over separate backward kernels (the
-  -- nn ops of lua/ember/nn/functional.lua, through its F._record hook):
-  -- A._custom(name, inputs, output, backward) makes output the result of one
-  -- graph node (em_autograd_record); backward(grad_output) returns one
-  -- gradient per input slot (nil where none). inputs may have holes
-  -- (inputs.n slots). Node names are PyTorch's.
-  local node_names = {
-    conv1d = "ConvolutionBackward0", conv2d = "ConvolutionBackward0",
-    max_pool2d = "MaxPool2DWithIndicesBackward0", avg_pool2d = "AvgPool2DBackward0",
-    embedding = "EmbeddingBackward0", layer_norm = "NativeLayerNormBackward0",
-    batch_norm = "NativeBatchNormBackward0", dropout = "NativeDropoutBackward0",
-    cross_entropy = "NllLossBackward0", nll_loss = "NllLossBackward0",
-    mse_loss = "MseLossBackward0", l1_loss = "L1LossBackward0",
-    binary_cross_entropy = "BinaryCrossEntropyBackward0",
-    binary_cross_entropy_with_logits = "BinaryCrossEntropyWithLogitsBackward0",
-  }
-  function A._custom(name, inputs, output, backward)
-    return C._autograd_custom(node_names[name] or name, inputs, output, backward)
-  end
-
   local grad_opts = { grad_outputs = true, retain_graph = true, create_graph = true,
                       allow_unused = true }
 

@@ -177,10 +177,207 @@ describe("nn ops in the graph: PyTorch's rules", function()
   end)
 end)
 
-describe("T.autograd._custom: an op whose backward is a Lua function", function()
+-- gradgradcheck: gradcheck of the first gradient. h(inputs..., v) is the
+-- gradient of <fn(inputs), v> w.r.t. the inputs that require grad, taken
+-- with create_graph; its Jacobian (by double backward) must match finite
+-- differences of it, w.r.t. the inputs and w.r.t. v (the grad_output).
+local function gradgradcheck(fn, inputs)
+  local n = #inputs
+  local y = fn(unpack(inputs, 1, n))
+  local v = T.randn(y.shape):double():requires_grad_(true)
+  local all = {}
+  for i = 1, n do all[i] = inputs[i] end
+  all[n + 1] = v
+  local function h(...)
+    local args = { ... }
+    local diff = {}
+    for i = 1, n do if args[i].requires_grad then diff[#diff + 1] = args[i] end end
+    local gs = T.autograd.grad({ fn(unpack(args, 1, n)) }, diff,
+      { grad_outputs = { args[n + 1] }, create_graph = true, allow_unused = true })
+    local res = {}
+    for i = 1, #diff do if gs[i] then res[#res + 1] = gs[i] end end
+    return res
+  end
+  -- the recorded first gradient (create_graph) equals the plain one
+  local plain = {}
+  for i = 1, n do if inputs[i].requires_grad then plain[#plain + 1] = inputs[i] end end
+  local gp = T.autograd.grad({ fn(unpack(inputs, 1, n)) }, plain, { grad_outputs = { v }, allow_unused = true })
+  local gr = h(unpack(all, 1, n + 1))
+  local k = 0
+  for i = 1, #plain do
+    if gp[i] then
+      k = k + 1
+      assert.is_true(T.allclose(gr[k]:detach(), gp[i], 1e-9, 1e-12),
+        string.format("input %d: the recorded gradient differs from the plain one by %g", i,
+          (gr[k]:detach() - gp[i]):abs():max():item()))
+    end
+  end
+  assert.is_true(T.autograd.gradcheck(h, all, { atol = 1e-6, rtol = 1e-4 }))
+end
+
+describe("nn ops: second derivatives (gradgradcheck, float64)", function()
+  before_each(function() T.manual_seed(11) end)
+  local function both(fn, inputs)
+    check(fn, inputs)
+    gradgradcheck(fn, inputs)
+  end
+
+  it("conv2d (stride, padding, dilation, groups, bias)", function()
+    both(function(x, w, b) return F.conv2d(x, w, b, { stride = 2, padding = 1 }) end,
+      { r(2, 2, 4, 4), r(3, 2, 3, 3), r(3) })
+    both(function(x, w) return F.conv2d(x, w, nil, { padding = 1, dilation = 2, groups = 2 }) end,
+      { r(1, 4, 5, 5), r(2, 2, 2, 2) })
+  end)
+
+  it("conv1d", function()
+    both(function(x, w, b) return F.conv1d(x, w, b, { stride = 2, padding = 1 }) end,
+      { r(2, 2, 6), r(3, 2, 3), r(3) })
+  end)
+
+  it("relu, gelu (both forms), tanh, sigmoid", function()
+    local x = r(3, 4)
+    x = (x + x:sign() * 0.1):detach():requires_grad_(true)  -- away from relu's kink
+    both(F.relu, { x })
+    both(F.gelu, { r(3, 4) })
+    both(function(t) return F.gelu(t, "tanh") end, { r(3, 4) })
+    both(F.tanh, { r(3, 4) })
+    both(F.sigmoid, { r(3, 4) })
+  end)
+
+  it("softmax, log_softmax, linear", function()
+    both(function(t) return F.softmax(t, 2) end, { r(3, 4) })
+    both(function(t) return F.log_softmax(t, 1) end, { r(3, 4) })
+    both(F.linear, { r(3, 4), r(2, 4), r(2) })
+  end)
+
+  it("mse_loss (mean, none), l1_loss, both inputs", function()
+    both(function(a, b) return F.mse_loss(a, b) end, { r(3, 4), r(3, 4) })
+    both(function(a, b) return F.mse_loss(a, b, "none") end, { r(3, 4), r(4) })
+    both(function(a, b) return F.l1_loss(a, b, "sum") end, { r(3, 4), r(3, 4) })
+  end)
+
+  it("cross_entropy (weights, label smoothing, ignore_index, none, probabilities) and nll_loss", function()
+    local t, w = T.tensor({ 1, 3, 2 }), T.tensor({ 1, 2, 3, 4 }):double()
+    both(function(x) return F.cross_entropy(x, t) end, { r(3, 4) })
+    both(function(x) return F.cross_entropy(x, t, { weight = w, label_smoothing = 0.2 }) end, { r(3, 4) })
+    both(function(x) return F.cross_entropy(x, t, { reduction = "none", ignore_index = 3 }) end, { r(3, 4) })
+    local pt = T.randn(3, 4):double():softmax(2)
+    both(function(x) return F.cross_entropy(x, pt, { label_smoothing = 0.1 }) end, { r(3, 4) })
+    -- probabilities are differentiable too (as in PyTorch)
+    both(function(x, p) return F.cross_entropy(x, p, { weight = w, label_smoothing = 0.1 }) end,
+      { r(3, 4), pt:clone():requires_grad_(true) })
+    both(function(x, p) return F.cross_entropy(x, p, { reduction = "none" }) end,
+      { r(2, 3, 2), T.randn(2, 3, 2):double():softmax(2):requires_grad_(true) })
+    both(function(x) return F.cross_entropy(x, T.tensor({ { 2, 1 }, { 3, 1 } }), { reduction = "sum" }) end, { r(2, 3, 2) })
+    both(function(x) return F.nll_loss(x, t, { weight = w }) end, { r(3, 4) })
+    both(function(x) return F.nll_loss(x, t, "none") end, { r(3, 4) })
+  end)
+
+  it("layer_norm and batch_norm (training and eval)", function()
+    both(function(x, w, b) return F.layer_norm(x, { 4 }, w, b) end, { r(3, 4), r(4), r(4) })
+    both(function(x) return F.layer_norm(x, { 3, 4 }) end, { r(2, 3, 4) })
+    both(function(x, w, b) return F.batch_norm(x, nil, nil, w, b, true) end, { r(4, 3, 2), r(3), r(3) })
+    local rm, rv = T.randn(3):double(), T.rand(3):double() + 0.5
+    both(function(x, w, b) return F.batch_norm(x, rm, rv, w, b, false) end, { r(4, 3, 2), r(3), r(3) })
+  end)
+
+  it("pooling, embedding, dropout, binary cross entropy", function()
+    both(function(x) return F.max_pool2d(x, 2) end, { r(1, 2, 4, 4) })
+    both(function(x) return F.avg_pool2d(x, 3, { stride = 2, padding = 1 }) end, { r(1, 2, 5, 5) })
+    local ids = T.tensor({ { 1, 3 }, { 3, 2 } })
+    both(function(w) return F.embedding(ids, w, { padding_idx = 4 }) end, { r(4, 3) })
+    both(function(x) T.manual_seed(3) return F.dropout(x, 0.5) end, { r(3, 4) })
+    local p, bt = (T.rand(3, 4):double() * 0.8 + 0.1):requires_grad_(true), T.rand(3, 4):double()
+    both(function(x) return F.binary_cross_entropy(x, bt, { weight = T.rand(4):double():fill_(0.7) }) end, { p })
+    local pw = T.tensor({ 1, 2, 3, 0.5 }):double()
+    both(function(x, y) return F.binary_cross_entropy_with_logits(x, y, { pos_weight = pw }) end,
+      { r(3, 4), T.rand(3, 4):double():requires_grad_(true) })
+  end)
+
+  it("the backward of a backward is recorded: ConvolutionBackwardBackward0", function()
+    local x, w = r(1, 2, 4, 4), r(3, 2, 3, 3)
+    local gx = T.autograd.grad(F.conv2d(x, w):pow(2):sum(), x, { create_graph = true })
+    assert.equal("ConvolutionBackwardBackward0", gx.grad_fn:name())
+    -- d/dw of |gx|^2 exists and matches a float64 finite difference in one element
+    local gw = T.autograd.grad((gx * gx):sum(), w)
+    local eps, flat = 1e-6, w:detach():view(-1)
+    local function val()
+      local g = T.autograd.grad(F.conv2d(x, w):pow(2):sum(), x)
+      return (g * g):sum():item()
+    end
+    local orig = flat[5]:item()
+    T.no_grad(function() flat[5] = orig + eps end)
+    local up = val()
+    T.no_grad(function() flat[5] = orig - eps end)
+    local down = val()
+    T.no_grad(function() flat[5] = orig end)
+    assert.near((up - down) / (2 * eps), gw:view(-1)[5]:item(), 1e-4)
+  end)
+end)
+
+describe("nn ops: the graph's checks", function()
+  it("an in-place change of a saved input is caught at backward", function()
+    local x, w = r(1, 2, 4, 4), r(3, 2, 3, 3)
+    local y = F.conv2d(x * 1, w)
+    T.no_grad(function() w:mul_(2) end)
+    local ok, err = pcall(function() y:sum():backward() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("modified by an inplace operation", 1, true))
+    assert.truthy(tostring(err):find("ConvolutionBackward0", 1, true))
+    local a, b = r(3), r(3)
+    local l = F.mse_loss(a, b)
+    T.no_grad(function() b:add_(1) end)
+    ok, err = pcall(function() l:backward() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("MseLossBackward0", 1, true))
+  end)
+
+  it("a second backward without retain_graph is refused", function()
+    local x = r(2, 3)
+    local l = F.layer_norm(x, { 3 }):pow(2):sum()
+    l:backward()
+    local ok, err = pcall(function() l:backward() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("backward through the graph a second time", 1, true))
+  end)
+
+  it("fused backward kernels refuse to run where their result would need a graph", function()
+    local C = T._C
+    local x, go = r(2, 3), r(2, 3)
+    local _, mean, rstd = C._nn_layer_norm(x:detach(), 1, nil, nil, 1e-5)
+    local ok, err = pcall(C._nn_layer_norm_backward, go, x, 1, mean, rstd)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("layer_norm_backward: this fused backward kernel is not differentiable", 1, true))
+    ok, err = pcall(C._nn_mse_loss_backward, T.tensor(1):double():requires_grad_(true), x, x:detach(), "mean")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("mse_loss_backward", 1, true))
+    -- outside grad mode they run
+    T.no_grad(function() assert.same({ 2, 3 }, C._nn_layer_norm_backward(go, x, 1, mean, rstd).shape:totable()) end)
+  end)
+
+  it("binary_cross_entropy has no gradient for its target, as in PyTorch", function()
+    local p, t = (T.rand(4):double() * 0.5 + 0.2):requires_grad_(true), T.rand(4):double():requires_grad_(true)
+    local ok, err = pcall(function() F.binary_cross_entropy(p, t):backward() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("derivative for 'target' is not implemented", 1, true))
+  end)
+
+  it("no node outside grad mode or when nothing requires grad", function()
+    local x, w = T.randn(1, 2, 4, 4), T.randn(3, 2, 3, 3)
+    assert.is_nil(F.conv2d(x, w).grad_fn)
+    local wg = w:clone():requires_grad_(true)
+    assert.is_nil(T.no_grad(function() return F.conv2d(x, wg) end).grad_fn)
+    assert.equal("ConvolutionBackward0", F.conv1d(T.randn(1, 2, 5), T.randn(3, 2, 2):requires_grad_(true)).grad_fn:name())
+  end)
+end)
+
+-- the nn ops no longer use it; the binding of em_autograd_record (a host's
+-- own differentiable op) stays covered here
+describe("C._autograd_custom: an op whose backward is a Lua function", function()
+  local custom = T._C._autograd_custom
   it("records a named node; the gradient is what the function returns", function()
     local x = r(3)
-    local out = T.autograd._custom("TripleBackward0", { x, n = 1 }, x:detach() * 3,
+    local out = custom("TripleBackward0", { x, n = 1 }, x:detach() * 3,
       function(go) return { go * 3 } end)
     assert.equal("TripleBackward0", out.grad_fn:name())
     out:sum():backward()
@@ -189,13 +386,16 @@ describe("T.autograd._custom: an op whose backward is a Lua function", function(
 
   it("an error in the Lua backward is the backward's error", function()
     local x = r(2)
-    local out = T.autograd._custom("BadBackward0", { x, n = 1 }, x:detach() * 1,
+    local out = custom("BadBackward0", { x, n = 1 }, x:detach() * 1,
       function() error("bad gradient here", 0) end)
     local ok, err = pcall(function() out:sum():backward() end)
     assert.is_false(ok)
     assert.truthy(tostring(err):find("bad gradient here", 1, true))
   end)
 
+end)
+
+describe("nn training steps", function()
   it("many training steps leave no Lua functions or tensors behind", function()
     local m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2),
       nn.Flatten(), nn.Dropout(0.1), nn.Linear(8, 3))

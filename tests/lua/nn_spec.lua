@@ -1,6 +1,6 @@
 -- nn: the kernels against PyTorch (tests/fixtures/nn_cases.lua, forward
--- values and the gradients of the backward kernels each op hands to
--- autograd), then the modules, init and error messages.
+-- values and the gradients of each op's graph node, which the engine
+-- records), then the modules, init and error messages.
 local T = require "ember"
 local nn, F = T.nn, T.nn.functional
 local cases = dofile("tests/fixtures/nn_cases.lua")
@@ -34,23 +34,30 @@ local function same(got, rec, what, tol)
   assert(d <= (tol or 1e-10) * scale, string.format("%s: max difference %g", what, d))
 end
 
--- runs fn with F._record capturing the backward closure
-local function capture(fn)
-  local saved, bwd, inputs = F._record, nil, nil
-  F._record = function(name, ins, out, b)
-    bwd, inputs = b, ins
-    return out
-  end
+-- runs fn (an nn op on the inputs, a list with holes: n slots) and returns
+-- its output, a backward (grad_output -> one gradient per input slot, from
+-- the op's recorded graph node through T.autograd.grad) and fn's second
+-- result
+local function capture(inputs, n, fn)
   local ok, a, b2 = pcall(fn)
-  F._record = saved
   if not ok then error(a, 0) end
+  local bwd = function(go)
+    local list, slot = {}, {}
+    for i = 1, n do
+      if inputs[i] ~= nil then list[#list + 1], slot[#list + 1] = inputs[i], i end
+    end
+    local gs = T.autograd.grad({ a }, list, { grad_outputs = { go }, retain_graph = true, allow_unused = true })
+    local res = {}
+    for k, i in pairs(slot) do res[i] = gs[k] end
+    return res
+  end
   return a, bwd, b2
 end
 
 local runners = {
   conv2d = function(c)
     local x, w, b = tensor(c.x, true), tensor(c.w, true), tensor(c.b, true)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x, w, b }, 3, function()
       return F.conv2d(x, w, b, { stride = c.stride, padding = c.padding, dilation = c.dilation, groups = c.groups })
     end)
     local g = bwd(tensor(c.go))
@@ -58,7 +65,7 @@ local runners = {
   end,
   conv1d = function(c)
     local x, w, b = tensor(c.x, true), tensor(c.w, true), tensor(c.b, true)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x, w, b }, 3, function()
       return F.conv1d(x, w, b, { stride = c.stride, padding = c.padding, dilation = c.dilation, groups = c.groups })
     end)
     -- the node is recorded on the 3-d output (the kernel's [N, C, L, 1] views stay inside)
@@ -67,7 +74,7 @@ local runners = {
   end,
   max_pool2d = function(c)
     local x = tensor(c.x, true)
-    local out, bwd, idx = capture(function()
+    local out, bwd, idx = capture({ x }, 1, function()
       return F.max_pool2d(x, c.kernel, { stride = c.stride, padding = c.padding, dilation = c.dilation,
         ceil_mode = c.ceil_mode, return_indices = true })
     end)
@@ -76,7 +83,7 @@ local runners = {
   end,
   avg_pool2d = function(c)
     local x = tensor(c.x, true)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x }, 1, function()
       return F.avg_pool2d(x, c.kernel, { stride = c.stride, padding = c.padding, ceil_mode = c.ceil_mode,
         count_include_pad = c.count_include_pad, divisor_override = c.divisor_override })
     end)
@@ -84,21 +91,21 @@ local runners = {
   end,
   embedding = function(c)
     local w = tensor(c.w, true)
-    local out, bwd = capture(function() return F.embedding(ids(c.ids), w, { padding_idx = c.padding_idx }) end)
+    local out, bwd = capture({ w }, 1, function() return F.embedding(ids(c.ids), w, { padding_idx = c.padding_idx }) end)
     return out, { gw = bwd(tensor(c.go))[1] }
   end,
   layer_norm = function(c)
     local x, w, b = tensor(c.x, true), tensor(c.w, true), tensor(c.b, true)
     local shape = {}
     for i = #c.x.shape - c.nd + 1, #c.x.shape do shape[#shape + 1] = c.x.shape[i] end
-    local out, bwd = capture(function() return F.layer_norm(x, shape, w, b, 1e-5) end)
+    local out, bwd = capture({ x, w, b }, 3, function() return F.layer_norm(x, shape, w, b, 1e-5) end)
     local g = bwd(tensor(c.go))
     return out, { gx = g[1], gw = g[2], gb = g[3] }
   end,
   batch_norm = function(c)
     local x, w, b = tensor(c.x, true), tensor(c.w, true), tensor(c.b, true)
     local rm, rv = tensor(c.rm), tensor(c.rv)
-    local out, bwd = capture(function() return F.batch_norm(x, rm, rv, w, b, c.training, 0.1, 1e-5) end)
+    local out, bwd = capture({ x, w, b }, 3, function() return F.batch_norm(x, rm, rv, w, b, c.training, 0.1, 1e-5) end)
     same(rm, c.rm_after, "running_mean")
     same(rv, c.rv_after, "running_var")
     local g = bwd(tensor(c.go))
@@ -107,7 +114,7 @@ local runners = {
   cross_entropy = function(c)
     local x = tensor(c.x, true)
     local t = c.tp and tensor(c.tp) or ids(c.t)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x }, 1, function()
       return F.cross_entropy(x, t, { weight = tensor(c.w), reduction = c.reduction, ignore_index = c.ignore_index,
         label_smoothing = c.label_smoothing })
     end)
@@ -115,21 +122,21 @@ local runners = {
   end,
   nll_loss = function(c)
     local x = tensor(c.x, true)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x }, 1, function()
       return F.nll_loss(x, ids(c.t), { weight = tensor(c.w), reduction = c.reduction, ignore_index = c.ignore_index })
     end)
     return out, { gx = bwd(tensor(c.go))[1] }
   end,
   binary_cross_entropy = function(c)
     local x = tensor(c.x, true)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x }, 1, function()
       return F.binary_cross_entropy(x, tensor(c.t), { weight = tensor(c.w), reduction = c.reduction })
     end)
     return out, { gx = bwd(tensor(c.go))[1] }
   end,
   binary_cross_entropy_with_logits = function(c)
     local x = tensor(c.x, true)
-    local out, bwd = capture(function()
+    local out, bwd = capture({ x }, 1, function()
       return F.binary_cross_entropy_with_logits(x, tensor(c.t), { weight = tensor(c.w), pos_weight = tensor(c.pw),
         reduction = c.reduction })
     end)
@@ -139,7 +146,7 @@ local runners = {
 for _, name in ipairs { "mse_loss", "l1_loss" } do
   runners[name] = function(c)
     local x = tensor(c.x, true)
-    local out, bwd = capture(function() return F[name](x, tensor(c.t), { reduction = c.reduction }) end)
+    local out, bwd = capture({ x }, 1, function() return F[name](x, tensor(c.t), { reduction = c.reduction }) end)
     return out, { gx = bwd(tensor(c.go))[1] }
   end
 end
@@ -192,6 +199,13 @@ describe("nn kernels against PyTorch", function()
 end)
 
 describe("nn functional", function()
+  it("avg_pool2d counts padding in the divisor by default, also with an options table", function()
+    local x = T.ones(1, 1, 3, 3)
+    assert.near(4 / 9, F.avg_pool2d(x, 3, { stride = 1, padding = 1 })[1][1][1][1]:item(), 1e-7)
+    assert.near(1, F.avg_pool2d(x, 3, { stride = 1, padding = 1, count_include_pad = false })[1][1][1][1]:item(), 1e-7)
+    assert.near(4 / 9, F.avg_pool2d(x, 3, 1, 1)[1][1][1][1]:item(), 1e-7)
+  end)
+
   it("dropout zeroes about p of the elements and scales the rest by 1/(1-p)", function()
     T.manual_seed(0)
     local x = T.ones(10000)

@@ -245,39 +245,50 @@ describe("three training steps of a small CNN against torch", function()
   before_each(use_hand_grads)
   after_each(restore)
   it("conv -> relu -> max_pool -> linear -> cross_entropy, SGD with momentum: same losses and parameters", function()
-    -- the backward pass chained by hand from the backward kernels that the
-    -- nn functions hand to autograd (F._record)
+    -- the backward pass chained by hand from the graph node each nn op
+    -- records (its gradients through T.autograd.grad, per input slot)
     local F, ts = T.nn.functional, fx.train_step
     local cw, cb = tensor(ts.init.conv_w), tensor(ts.init.conv_b)
     local fw, fb = tensor(ts.init.fc_w), tensor(ts.init.fc_b)
     local params = { cw, cb, fw, fb }
     local x, y = tensor(ts.x), T.tensor(ts.y)
     local opt = T.optim.SGD(params, { lr = 0.1, momentum = 0.9 })
+    local function grads_on(on) for _, p in ipairs(params) do p:requires_grad_(on) end end
+    -- fn returns the op's output and its inputs
     local function recorded(fn)
-      local saved, bwd = F._record, nil
-      F._record = function(_, _, out, b) bwd = b return out end
-      for _, p in ipairs(params) do p:requires_grad_(true) end
-      local ok, out, extra = pcall(fn)
-      for _, p in ipairs(params) do p:requires_grad_(false) end
-      F._record = saved
+      grads_on(true)
+      local ok, out, ins = pcall(fn)
+      grads_on(false)
       assert(ok, out)
-      return out, bwd, extra
+      return out, function(go)
+        grads_on(true)
+        local list, slot = {}, {}
+        for i = 1, 3 do
+          if ins[i] ~= nil and ins[i].requires_grad then list[#list + 1], slot[#list + 1] = ins[i], i end
+        end
+        local ok2, gs = pcall(T.autograd.grad, { out }, list, { grad_outputs = { go }, retain_graph = true })
+        grads_on(false)
+        assert(ok2, gs)
+        local res = {}
+        for k, i in pairs(slot) do res[i] = gs[k] end
+        return res
+      end
     end
     for step = 1, 3 do
       opt:zero_grad()
-      local a1, conv_bwd = recorded(function() return F.conv2d(x, cw, cb, { padding = 1 }) end)
-      local h1 = a1:relu()
+      local a1, conv_bwd = recorded(function() return F.conv2d(x, cw, cb, { padding = 1 }), { x, cw, cb } end)
+      local h1 = a1:detach():relu()
       local p1, pool_bwd = recorded(function()
         local h = h1:clone()
         h:requires_grad_(true)
-        return F.max_pool2d(h, 2)
+        return F.max_pool2d(h, 2), { h }
       end)
-      local f = p1:reshape(5, -1)
+      local f = p1:detach():reshape(5, -1)
       local logits = T.linear(f, fw, fb)
       local loss, ce_bwd = recorded(function()
         local l = logits:clone()
         l:requires_grad_(true)
-        return F.cross_entropy(l, y, { label_smoothing = 0.1 })
+        return F.cross_entropy(l, y, { label_smoothing = 0.1 }), { l }
       end)
       assert(math.abs(loss:item() - ts.losses[step]) < 1e-12, "loss at step " .. step)
       local g = ce_bwd(T.tensor(1, { dtype = T.float64 }))[1]

@@ -15,12 +15,34 @@
 ** - Reductions: NONE keeps the per-element loss, SUM adds, MEAN divides by
 **   the element count (by the total weight of the counted targets for
 **   nll_loss/cross_entropy with class ids, as PyTorch).
+** - Autograd: the public entries (the last section) run the kernels with
+**   grad mode paused and record one node (kind NN, PyTorch's name, the
+**   tensors docs/nn.md lists saved) in grad mode when an input requires
+**   grad; the backward kernels of pooling, embedding and nll_loss record
+**   too (second derivatives); the fused ones (norms, cross_entropy,
+**   pointwise losses) refuse to run where a graph would be needed. The
+**   formulas are in autograd_formulas.c.
 */
 #include "nn_impl.h"
 #include "iter.h"
+#include "../autograd.h"
 
 #include <float.h>
 #include <stdio.h>
+
+/* The backward kernels below that are fused and not themselves recorded:
+** called in grad mode on tensors that require grad (a backward being
+** recorded), they refuse rather than give a result without history. The
+** engine's own formulas use them only outside grad mode. */
+static em_status nn_not_twice(const char *op, const em_tensor *a, const em_tensor *b,
+                              const em_tensor *c) {
+  if (!em_grad_enabled()) return EM_OK;
+  if (!((a && a->requires_grad) || (b && b->requires_grad) || (c && c->requires_grad)))
+    return EM_OK;
+  return em_fail(EM_E_RUNTIME, "%s: this fused backward kernel is not differentiable; "
+                 "differentiate the forward op's graph instead (its backward is recorded "
+                 "with create_graph)", op);
+}
 
 static int64_t prod(int n, const int64_t *s) {
   int64_t p = 1;
@@ -158,7 +180,7 @@ static em_status pool_geometry(const char *op, int ndim, const int64_t *in,
 EM_FOR_EACH_NN_DTYPE(NN_POOL_KERNELS)
 #undef NN_POOL_KERNELS
 
-em_status em_max_pool2d(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+static em_status max_pool2d_run(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
                         const int64_t padding[2], const int64_t dilation[2], int ceil_mode,
                         em_tensor **out, em_tensor **indices) {
   const char *op = "max_pool2d";
@@ -188,7 +210,7 @@ done:;
   return st;
 }
 
-em_status em_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
+static em_status max_pool2d_backward_run(const em_tensor *grad_out, const em_tensor *indices,
                                  const int64_t input_sizes[4], em_tensor **grad_input) {
   const char *op = "max_pool2d_backward";
   em_status st = nn_check_float(op, "grad_output", grad_out);
@@ -216,7 +238,7 @@ done:;
   return st;
 }
 
-em_status em_avg_pool2d(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+static em_status avg_pool2d_run(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
                         const int64_t padding[2], int ceil_mode, int count_include_pad,
                         int64_t divisor_override, em_tensor **out) {
   const char *op = "avg_pool2d";
@@ -244,7 +266,7 @@ done:;
   return st;
 }
 
-em_status em_avg_pool2d_backward(const em_tensor *grad_out, const int64_t input_sizes[4],
+static em_status avg_pool2d_backward_run(const em_tensor *grad_out, const int64_t input_sizes[4],
                                  const int64_t kernel[2], const int64_t stride[2],
                                  const int64_t padding[2], int ceil_mode,
                                  int count_include_pad, int64_t divisor_override,
@@ -301,7 +323,7 @@ static em_status flat_ids(const char *op, const em_tensor *ids, int64_t num, em_
   return st;
 }
 
-em_status em_embedding(const em_tensor *weight, const em_tensor *ids, em_tensor **out) {
+static em_status embedding_run(const em_tensor *weight, const em_tensor *ids, em_tensor **out) {
   const char *op = "embedding";
   if (weight->ndim != 2)
     return em_fail(EM_E_VALUE, "%s: expected a 2-d weight [num, dim], got %d-d", op, weight->ndim);
@@ -321,7 +343,7 @@ em_status em_embedding(const em_tensor *weight, const em_tensor *ids, em_tensor 
   return st;
 }
 
-em_status em_embedding_backward(const em_tensor *grad_out, const em_tensor *ids,
+static em_status embedding_backward_run(const em_tensor *grad_out, const em_tensor *ids,
                                 int64_t num_weights, int64_t padding_idx, em_tensor **grad_weight) {
   const char *op = "embedding_backward";
   em_status st = nn_check_float(op, "grad_output", grad_out);
@@ -438,7 +460,7 @@ static em_status ln_shape(const char *op, const em_tensor *input, int nd, const 
   return EM_OK;
 }
 
-em_status em_layer_norm(const em_tensor *input, int normalized_ndim, const em_tensor *weight,
+static em_status layer_norm_run(const em_tensor *input, int normalized_ndim, const em_tensor *weight,
                         const em_tensor *bias, double eps, em_tensor **out, em_tensor **mean,
                         em_tensor **rstd) {
   const char *op = "layer_norm";
@@ -476,6 +498,8 @@ em_status em_layer_norm_backward(const em_tensor *grad_out, const em_tensor *inp
                                  const em_tensor *rstd, const em_tensor *weight,
                                  em_tensor **grad_input, em_tensor **grad_weight,
                                  em_tensor **grad_bias) {
+  em_status gst = nn_not_twice("layer_norm_backward", grad_out, input, weight);
+  if (gst != EM_OK) return gst;
   const char *op = "layer_norm_backward";
   em_status st = nn_check_float(op, "input", input);
   if (st != EM_OK) return st;
@@ -590,7 +614,7 @@ static em_status bn_param(const char *op, const char *what, const em_tensor *inp
   return EM_OK;
 }
 
-em_status em_batch_norm(const em_tensor *input, const em_tensor *weight, const em_tensor *bias,
+static em_status batch_norm_run(const em_tensor *input, const em_tensor *weight, const em_tensor *bias,
                         em_tensor *running_mean, em_tensor *running_var, int training,
                         double momentum, double eps, em_tensor **out, em_tensor **save_mean,
                         em_tensor **save_invstd) {
@@ -671,6 +695,8 @@ em_status em_batch_norm_backward(const em_tensor *grad_out, const em_tensor *inp
                                  const em_tensor *save_invstd, int training,
                                  em_tensor **grad_input, em_tensor **grad_weight,
                                  em_tensor **grad_bias) {
+  em_status gst = nn_not_twice("batch_norm_backward", grad_out, input, weight);
+  if (gst != EM_OK) return gst;
   const char *op = "batch_norm_backward";
   em_status st = nn_check_float(op, "input", input);
   if (st != EM_OK) return st;
@@ -711,7 +737,7 @@ done:;
 
 /* -- dropout ----------------------------------------------------------------- */
 
-em_status em_dropout(const em_tensor *input, double p, em_tensor **out, em_tensor **mask) {
+static em_status dropout_run(const em_tensor *input, double p, em_tensor **out, em_tensor **mask) {
   const char *op = "dropout";
   em_status st = nn_check_float(op, "input", input);
   if (st != EM_OK) return st;
@@ -847,7 +873,7 @@ static em_status cls_ids(const char *op, const em_tensor *target, int64_t C, int
     }                                                                                         \
     *nll = nl;                                                                                \
     *smooth = sm;                                                                             \
-    if (gx && logsm)                                                                          \
+    if (gx && logsm == 1)                                                                     \
       for (int64_t c = 0; c < C; c++) {                                                       \
         double p = exp((double)x[base + c * S] - lse);                                        \
         gx[base + c * S] = (T)((double)gx[base + c * S] - p * sumd);                          \
@@ -973,14 +999,14 @@ done:
   return st;
 }
 
-em_status em_nll_loss(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
+static em_status nll_loss_run(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
                       em_reduction reduction, int64_t ignore_index, em_tensor **out,
                       em_tensor **total_weight) {
   return class_loss("nll_loss", input, target, weight, reduction, ignore_index, 0.0, 0, NULL,
                     out, total_weight);
 }
 
-em_status em_nll_loss_backward(const em_tensor *grad_out, const em_tensor *input,
+static em_status nll_loss_backward_run(const em_tensor *grad_out, const em_tensor *input,
                                const em_tensor *target, const em_tensor *weight,
                                em_reduction reduction, int64_t ignore_index,
                                const em_tensor *total_weight, em_tensor **grad_input) {
@@ -989,7 +1015,7 @@ em_status em_nll_loss_backward(const em_tensor *grad_out, const em_tensor *input
                     grad_out, grad_input, NULL);
 }
 
-em_status em_cross_entropy(const em_tensor *input, const em_tensor *target,
+static em_status cross_entropy_run(const em_tensor *input, const em_tensor *target,
                            const em_tensor *weight, em_reduction reduction,
                            int64_t ignore_index, double label_smoothing, em_tensor **out) {
   return class_loss("cross_entropy", input, target, weight, reduction, ignore_index,
@@ -1000,6 +1026,8 @@ em_status em_cross_entropy_backward(const em_tensor *grad_out, const em_tensor *
                                     const em_tensor *target, const em_tensor *weight,
                                     em_reduction reduction, int64_t ignore_index,
                                     double label_smoothing, em_tensor **grad_input) {
+  em_status gst = nn_not_twice("cross_entropy_backward", grad_out, input, weight);
+  if (gst != EM_OK) return gst;
   return class_loss("cross_entropy_backward", input, target, weight, reduction, ignore_index,
                     label_smoothing, 1, grad_out, grad_input, NULL);
 }
@@ -1130,27 +1158,31 @@ done:
   return st;
 }
 
-em_status em_mse_loss(const em_tensor *input, const em_tensor *target, em_reduction reduction,
+static em_status mse_loss_run(const em_tensor *input, const em_tensor *target, em_reduction reduction,
                       em_tensor **out) {
   return pointwise_loss("mse_loss", PW_MSE, input, target, NULL, NULL, reduction, NULL, out);
 }
 em_status em_mse_loss_backward(const em_tensor *grad_out, const em_tensor *input,
                                const em_tensor *target, em_reduction reduction,
                                em_tensor **grad_input) {
+  em_status gst = nn_not_twice("mse_loss_backward", grad_out, input, target);
+  if (gst != EM_OK) return gst;
   return pointwise_loss("mse_loss_backward", PW_MSE, input, target, NULL, NULL, reduction,
                         grad_out, grad_input);
 }
-em_status em_l1_loss(const em_tensor *input, const em_tensor *target, em_reduction reduction,
+static em_status l1_loss_run(const em_tensor *input, const em_tensor *target, em_reduction reduction,
                      em_tensor **out) {
   return pointwise_loss("l1_loss", PW_L1, input, target, NULL, NULL, reduction, NULL, out);
 }
 em_status em_l1_loss_backward(const em_tensor *grad_out, const em_tensor *input,
                               const em_tensor *target, em_reduction reduction,
                               em_tensor **grad_input) {
+  em_status gst = nn_not_twice("l1_loss_backward", grad_out, input, target);
+  if (gst != EM_OK) return gst;
   return pointwise_loss("l1_loss_backward", PW_L1, input, target, NULL, NULL, reduction,
                         grad_out, grad_input);
 }
-em_status em_binary_cross_entropy(const em_tensor *input, const em_tensor *target,
+static em_status binary_cross_entropy_run(const em_tensor *input, const em_tensor *target,
                                   const em_tensor *weight, em_reduction reduction,
                                   em_tensor **out) {
   return pointwise_loss("binary_cross_entropy", PW_BCE, input, target, weight, NULL, reduction,
@@ -1159,10 +1191,12 @@ em_status em_binary_cross_entropy(const em_tensor *input, const em_tensor *targe
 em_status em_binary_cross_entropy_backward(const em_tensor *grad_out, const em_tensor *input,
                                            const em_tensor *target, const em_tensor *weight,
                                            em_reduction reduction, em_tensor **grad_input) {
+  em_status gst = nn_not_twice("binary_cross_entropy_backward", grad_out, input, weight);
+  if (gst != EM_OK) return gst;
   return pointwise_loss("binary_cross_entropy_backward", PW_BCE, input, target, weight, NULL,
                         reduction, grad_out, grad_input);
 }
-em_status em_binary_cross_entropy_with_logits(const em_tensor *input, const em_tensor *target,
+static em_status binary_cross_entropy_with_logits_run(const em_tensor *input, const em_tensor *target,
                                               const em_tensor *weight,
                                               const em_tensor *pos_weight,
                                               em_reduction reduction, em_tensor **out) {
@@ -1173,6 +1207,321 @@ em_status em_binary_cross_entropy_with_logits_backward(
     const em_tensor *grad_out, const em_tensor *input, const em_tensor *target,
     const em_tensor *weight, const em_tensor *pos_weight, em_reduction reduction,
     em_tensor **grad_input) {
+  em_status gst = nn_not_twice("binary_cross_entropy_with_logits_backward", grad_out, input, weight);
+  if (gst != EM_OK) return gst;
   return pointwise_loss("binary_cross_entropy_with_logits_backward", PW_BCEL, input, target,
                         weight, pos_weight, reduction, grad_out, grad_input);
+}
+
+/* -- the engine entries: kernels above, then the autograd node --------------- */
+
+/* An nn node: op, name, over in[0..nin) for *out; on failure *out is
+** released. Recorded when grad mode was on (on) and an input requires
+** grad. */
+static em_status nn_record(int on, em_status st, int nin, const em_tensor *const *in,
+                           em_tensor **out, em_ag_params *p, em_ag_nn_op op,
+                           const char *name) {
+  if (st != EM_OK || !on || !em_ag_any(nin, in)) return st;
+  p->op = op;
+  p->name = name;
+  st = em_ag_record(EM_AG_NN, nin, in, 1, out, p);
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+/* An output the caller may not want: handed out or released (nothing is
+** written on failure, when t is NULL). */
+static void nn_hand(em_tensor *t, em_tensor **to) {
+  if (to && t) *to = t;
+  else if (t) em_tensor_release(t);
+}
+
+em_status em_max_pool2d(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+                        const int64_t padding[2], const int64_t dilation[2], int ceil_mode,
+                        em_tensor **out, em_tensor **indices) {
+  int on = em_ag_pause();
+  em_tensor *ix = NULL;  /* the node needs the indices even when the caller does not */
+  int want = indices || (on && input->requires_grad);
+  em_status st = max_pool2d_run(input, kernel, stride, padding, dilation, ceil_mode, out,
+                                want ? &ix : NULL);
+  em_ag_resume(on);
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.extra = ix;
+  const em_tensor *in[1] = {input};
+  st = nn_record(on, st, 1, in, out, &p, EM_AG_NN_MAXPOOL, "MaxPool2DWithIndicesBackward0");
+  if (st != EM_OK) { em_tensor_release(ix); ix = NULL; }
+  nn_hand(ix, indices);
+  return st;
+}
+
+em_status em_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
+                                 const int64_t input_sizes[4], em_tensor **grad_input) {
+  int on = em_ag_pause();
+  em_status st = max_pool2d_backward_run(grad_out, indices, input_sizes, grad_input);
+  em_ag_resume(on);
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.extra = indices;
+  const em_tensor *in[1] = {grad_out};
+  return nn_record(on, st, 1, in, grad_input, &p, EM_AG_NN_MAXPOOL_BWD,
+                   "MaxPool2DWithIndicesBackwardBackward0");
+}
+
+/* list: kernel, stride, padding (pairs); i: ceil_mode, count_include_pad,
+** divisor_override */
+static void pool_params(em_ag_params *p, const int64_t k[2], const int64_t s[2],
+                        const int64_t pd[2], int ceil_mode, int cip, int64_t div) {
+  memset(p, 0, sizeof *p);
+  p->nlist = 6;
+  int64_t l[6] = {k[0], k[1], s[0], s[1], pd[0], pd[1]};
+  memcpy(p->list, l, sizeof l);
+  p->i[0] = ceil_mode;
+  p->i[1] = cip;
+  p->i[2] = div;
+}
+
+em_status em_avg_pool2d(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+                        const int64_t padding[2], int ceil_mode, int count_include_pad,
+                        int64_t divisor_override, em_tensor **out) {
+  int on = em_ag_pause();
+  em_status st = avg_pool2d_run(input, kernel, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override, out);
+  em_ag_resume(on);
+  em_ag_params p;
+  pool_params(&p, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  const em_tensor *in[1] = {input};
+  return nn_record(on, st, 1, in, out, &p, EM_AG_NN_AVGPOOL, "AvgPool2DBackward0");
+}
+
+em_status em_avg_pool2d_backward(const em_tensor *grad_out, const int64_t input_sizes[4],
+                                 const int64_t kernel[2], const int64_t stride[2],
+                                 const int64_t padding[2], int ceil_mode,
+                                 int count_include_pad, int64_t divisor_override,
+                                 em_tensor **grad_input) {
+  int on = em_ag_pause();
+  em_status st = avg_pool2d_backward_run(grad_out, input_sizes, kernel, stride, padding,
+                                         ceil_mode, count_include_pad, divisor_override,
+                                         grad_input);
+  em_ag_resume(on);
+  em_ag_params p;
+  pool_params(&p, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  const em_tensor *in[1] = {grad_out};
+  return nn_record(on, st, 1, in, grad_input, &p, EM_AG_NN_AVGPOOL_BWD,
+                   "AvgPool2DBackwardBackward0");
+}
+
+em_status em_embedding(const em_tensor *weight, const em_tensor *ids, int64_t padding_idx,
+                       em_tensor **out) {
+  int on = em_ag_pause();
+  em_status st = embedding_run(weight, ids, out);
+  em_ag_resume(on);
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.extra = ids;
+  p.i[0] = padding_idx;
+  const em_tensor *in[1] = {weight};
+  return nn_record(on, st, 1, in, out, &p, EM_AG_NN_EMBEDDING, "EmbeddingBackward0");
+}
+
+em_status em_embedding_backward(const em_tensor *grad_out, const em_tensor *ids,
+                                int64_t num_weights, int64_t padding_idx,
+                                em_tensor **grad_weight) {
+  int on = em_ag_pause();
+  em_status st = embedding_backward_run(grad_out, ids, num_weights, padding_idx, grad_weight);
+  em_ag_resume(on);
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.extra = ids;
+  p.i[0] = padding_idx;
+  const em_tensor *in[1] = {grad_out};
+  return nn_record(on, st, 1, in, grad_weight, &p, EM_AG_NN_EMBEDDING_BWD,
+                   "EmbeddingBackwardBackward0");
+}
+
+/* Layer and batch norm: inputs input, weight, bias; saved: input, weight
+** and the statistics (more); i[0]: normalized_ndim (layer) or training
+** (batch); d[0]: eps. The statistics go to the caller when asked for. */
+static em_status norm_record(int on, em_status st, const em_tensor *const *in, em_tensor **out,
+                             em_tensor *s1, em_tensor *s2, int64_t i0, double eps,
+                             em_ag_nn_op op, const char *name, em_tensor **o1,
+                             em_tensor **o2) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.save_in = 3;
+  p.more[0] = s1;
+  p.more[1] = s2;
+  p.i[0] = i0;
+  p.d[0] = eps;
+  st = nn_record(on, st, 3, in, out, &p, op, name);
+  if (st != EM_OK) {
+    em_tensor_release(s1);
+    em_tensor_release(s2);
+    return st;
+  }
+  nn_hand(s1, o1);
+  nn_hand(s2, o2);
+  return st;
+}
+
+em_status em_layer_norm(const em_tensor *input, int normalized_ndim, const em_tensor *weight,
+                        const em_tensor *bias, double eps, em_tensor **out, em_tensor **mean,
+                        em_tensor **rstd) {
+  int on = em_ag_pause();
+  em_tensor *mu = NULL, *rs = NULL;
+  em_status st = layer_norm_run(input, normalized_ndim, weight, bias, eps, out, &mu, &rs);
+  em_ag_resume(on);
+  const em_tensor *in[3] = {input, weight, bias};
+  return norm_record(on, st, in, out, mu, rs, normalized_ndim, eps, EM_AG_NN_LAYERNORM,
+                     "NativeLayerNormBackward0", mean, rstd);
+}
+
+em_status em_batch_norm(const em_tensor *input, const em_tensor *weight, const em_tensor *bias,
+                        em_tensor *running_mean, em_tensor *running_var, int training,
+                        double momentum, double eps, em_tensor **out, em_tensor **save_mean,
+                        em_tensor **save_invstd) {
+  int on = em_ag_pause();
+  em_tensor *sm = NULL, *si = NULL;
+  em_status st = batch_norm_run(input, weight, bias, running_mean, running_var, training,
+                                momentum, eps, out, &sm, &si);
+  em_ag_resume(on);
+  const em_tensor *in[3] = {input, weight, bias};
+  return norm_record(on, st, in, out, sm, si, training, eps, EM_AG_NN_BATCHNORM,
+                     "NativeBatchNormBackward0", save_mean, save_invstd);
+}
+
+em_status em_dropout(const em_tensor *input, double p, em_tensor **out, em_tensor **mask) {
+  int on = em_ag_pause();
+  em_tensor *m = NULL;
+  em_status st = dropout_run(input, p, out, &m);
+  em_ag_resume(on);
+  em_ag_params pr;
+  memset(&pr, 0, sizeof pr);
+  pr.extra = m;
+  const em_tensor *in[1] = {input};
+  st = nn_record(on, st, 1, in, out, &pr, EM_AG_NN_DROPOUT, "NativeDropoutBackward0");
+  if (st != EM_OK) { em_tensor_release(m); m = NULL; }
+  nn_hand(m, mask);
+  return st;
+}
+
+/* i: reduction, ignore_index; extra: target; more: weight, total_weight */
+static void cls_params(em_ag_params *p, const em_tensor *target, const em_tensor *weight,
+                       em_reduction red, int64_t ignore, double ls) {
+  memset(p, 0, sizeof *p);
+  p->extra = target;
+  p->more[0] = weight;
+  p->i[0] = red;
+  p->i[1] = ignore;
+  p->d[0] = ls;
+}
+
+em_status em_nll_loss(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
+                      em_reduction reduction, int64_t ignore_index, em_tensor **out,
+                      em_tensor **total_weight) {
+  int on = em_ag_pause();
+  em_tensor *tw = NULL;
+  em_status st = nll_loss_run(input, target, weight, reduction, ignore_index, out, &tw);
+  em_ag_resume(on);
+  em_ag_params p;
+  cls_params(&p, target, weight, reduction, ignore_index, 0.0);
+  p.more[1] = tw;
+  p.save_in = 1;
+  const em_tensor *in[1] = {input};
+  st = nn_record(on, st, 1, in, out, &p, EM_AG_NN_NLL, "NllLossBackward0");
+  if (st != EM_OK) { em_tensor_release(tw); tw = NULL; }
+  nn_hand(tw, total_weight);
+  return st;
+}
+
+em_status em_nll_loss_backward(const em_tensor *grad_out, const em_tensor *input,
+                               const em_tensor *target, const em_tensor *weight,
+                               em_reduction reduction, int64_t ignore_index,
+                               const em_tensor *total_weight, em_tensor **grad_input) {
+  int on = em_ag_pause();
+  em_status st = nll_loss_backward_run(grad_out, input, target, weight, reduction,
+                                       ignore_index, total_weight, grad_input);
+  em_ag_resume(on);
+  em_ag_params p;
+  cls_params(&p, target, weight, reduction, ignore_index, 0.0);
+  const em_tensor *in[1] = {grad_out};
+  return nn_record(on, st, 1, in, grad_input, &p, EM_AG_NN_NLL_BWD,
+                   "NllLossBackwardBackward0");
+}
+
+em_status em_cross_entropy(const em_tensor *input, const em_tensor *target,
+                           const em_tensor *weight, em_reduction reduction,
+                           int64_t ignore_index, double label_smoothing, em_tensor **out) {
+  int on = em_ag_pause();
+  em_status st = cross_entropy_run(input, target, weight, reduction, ignore_index,
+                                   label_smoothing, out);
+  em_ag_resume(on);
+  em_ag_params p;
+  cls_params(&p, target, weight, reduction, ignore_index, label_smoothing);
+  p.save_in = 1;
+  /* a target of probabilities is differentiable too */
+  const em_tensor *in[2] = {input, target};
+  int nin = em_dtype_kindof(target->dtype) == EM_KIND_FLOAT ? 2 : 1;
+  return nn_record(on, st, nin, in, out, &p, EM_AG_NN_CE, "NllLossBackward0");
+}
+
+em_status em_nn_cross_entropy_logp_grad(const em_tensor *grad_out, const em_tensor *input,
+                                        const em_tensor *target, const em_tensor *weight,
+                                        em_reduction reduction, int64_t ignore_index,
+                                        double label_smoothing, em_tensor **out) {
+  int on = em_ag_pause();
+  em_status st = class_loss("cross_entropy_backward", input, target, weight, reduction,
+                            ignore_index, label_smoothing, 2, grad_out, out, NULL);
+  em_ag_resume(on);
+  return st;
+}
+
+/* Pointwise losses: inputs input, target; saved: both, and weight,
+** pos_weight (more); i[0]: the reduction. */
+static em_status pw_entry(em_ag_nn_op op, const char *name, const em_tensor *input,
+                          const em_tensor *target, const em_tensor *weight,
+                          const em_tensor *pos_weight, em_reduction red, em_tensor **out) {
+  int on = em_ag_pause();
+  em_status st;
+  switch (op) {
+    case EM_AG_NN_MSE: st = mse_loss_run(input, target, red, out); break;
+    case EM_AG_NN_L1: st = l1_loss_run(input, target, red, out); break;
+    case EM_AG_NN_BCE: st = binary_cross_entropy_run(input, target, weight, red, out); break;
+    default:
+      st = binary_cross_entropy_with_logits_run(input, target, weight, pos_weight, red, out);
+  }
+  em_ag_resume(on);
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.save_in = 3;
+  p.more[0] = weight;
+  p.more[1] = pos_weight;
+  p.i[0] = red;
+  const em_tensor *in[2] = {input, target};
+  return nn_record(on, st, 2, in, out, &p, op, name);
+}
+
+em_status em_mse_loss(const em_tensor *input, const em_tensor *target, em_reduction reduction,
+                      em_tensor **out) {
+  return pw_entry(EM_AG_NN_MSE, "MseLossBackward0", input, target, NULL, NULL, reduction, out);
+}
+em_status em_l1_loss(const em_tensor *input, const em_tensor *target, em_reduction reduction,
+                     em_tensor **out) {
+  return pw_entry(EM_AG_NN_L1, "L1LossBackward0", input, target, NULL, NULL, reduction, out);
+}
+em_status em_binary_cross_entropy(const em_tensor *input, const em_tensor *target,
+                                  const em_tensor *weight, em_reduction reduction,
+                                  em_tensor **out) {
+  return pw_entry(EM_AG_NN_BCE, "BinaryCrossEntropyBackward0", input, target, weight, NULL,
+                  reduction, out);
+}
+em_status em_binary_cross_entropy_with_logits(const em_tensor *input, const em_tensor *target,
+                                              const em_tensor *weight,
+                                              const em_tensor *pos_weight,
+                                              em_reduction reduction, em_tensor **out) {
+  return pw_entry(EM_AG_NN_BCEL, "BinaryCrossEntropyWithLogitsBackward0", input, target,
+                  weight, pos_weight, reduction, out);
 }

@@ -5,35 +5,12 @@
 -- common ones, positionally in PyTorch's order. Class ids and embedding ids
 -- are 1-based.
 --
--- Gradients: every op built on an nn kernel hands its backward to
--- F._record(name, inputs, output, backward) when one of its inputs requires
--- grad; backward(grad_output) returns one gradient per input (nil where an
--- input needs none) computed with the engine's backward kernels. With
--- autograd present (T.autograd._custom), _record turns that into a graph
--- node; without it, it does nothing. Ops made of other ember ops (linear,
--- relu, softmax, ...) get their gradients from those ops.
-return function(T, C_raw)
+-- Gradients: nothing here. Each engine entry (em_conv2d, em_cross_entropy,
+-- ...) records its own autograd node in C when grad mode is on and an input
+-- requires grad (docs/nn.md); ops made of other ember ops (linear, relu,
+-- softmax, ...) get their gradients from those ops.
+return function(T, C)
   local F = {}
-
-  -- The nn kernels run with grad mode off: inside, some call engine ops
-  -- (dropout a MUL, embedding an index_select) that would otherwise record
-  -- nodes of their own, only to be replaced by the op's one node (record).
-  local set_grad = C_raw.set_grad_enabled
-  local C = setmetatable({}, { __index = function(self, k)
-    local f = C_raw[k]
-    if set_grad and type(f) == "function" and type(k) == "string" and k:sub(1, 4) == "_nn_" then
-      local g = function(...)
-        local prev = set_grad(false)
-        local res = { pcall(f, ...) }
-        set_grad(prev)
-        if not res[1] then error(res[2], 0) end
-        return unpack(res, 2, table.maxn(res))
-      end
-      rawset(self, k, g)
-      return g
-    end
-    return f
-  end })
 
   local function opts_at(args, n)
     local o = args[n]
@@ -48,35 +25,6 @@ return function(T, C_raw)
     if type(v) == "table" and v[1] ~= nil then return { v[1], v[1] } end
     error(string.format("%s: expected %s to be a number or a pair, got %s", op, what, tostring(v)), 3)
   end
-
-  local function needs_grad(list)
-    for i = 1, #list do
-      local t = list[i]
-      if t ~= nil and t ~= false and t.requires_grad then return true end
-    end
-    return false
-  end
-
-  -- the plug-in point for autograd (see the header)
-  function F._record(name, inputs, output, backward)
-    local ag = T.autograd
-    if ag and ag._custom then return ag._custom(name, inputs, output, backward) end
-    return output
-  end
-
-  local function record(name, inputs, n, output, backward)
-    if T.is_grad_enabled and not T.is_grad_enabled() then return output end
-    -- inputs may hold nil holes: look at the n slots
-    local any = false
-    for i = 1, n do
-      local t = inputs[i]
-      if t ~= nil and t.requires_grad then any = true end
-    end
-    if not any then return output end
-    inputs.n = n
-    return F._record(name, inputs, output, backward)
-  end
-  F._needs_grad = needs_grad
 
   -- -- activations (ember ops; autograd sees them directly) ----------------
   function F.relu(x) return x:relu() end
@@ -127,29 +75,8 @@ return function(T, C_raw)
     return p
   end
 
-  -- need: which of x, w, b want a gradient (conv1d passes its own inputs'
-  -- flags, as it runs on views of them)
-  -- conv1d records its node on its own 3-d output (rec: the tensors and
-  -- the reshapes from/to them), so both are one ConvolutionBackward0
-  local function conv2d_core(op, x, w, b, s, p, d, g, need, rec)
-    local out = C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
-    local xs, ws = x.shape, w.shape
-    need = need or { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
-    local ins = { x, w, b }
-    if rec then ins, out = rec.inputs, rec.out(out) end
-    return record(op, ins, 3, out, function(go)
-      if rec then go = rec.go(go) end
-      local gx, gw, gb
-      if need[1] then
-        gx = C._nn_conv2d_backward_input(go, w, xs, s[1], s[2], p[1], p[2], d[1], d[2], g)
-      end
-      if need[2] then
-        gw = C._nn_conv2d_backward_weight(go, x, ws, s[1], s[2], p[1], p[2], d[1], d[2], g)
-      end
-      if need[3] then gb = C._nn_conv2d_backward_bias(go) end
-      if rec then gx, gw = gx and gx:squeeze(-1), gw and gw:squeeze(-1) end
-      return { gx, gw, gb }
-    end)
+  local function conv2d_core(x, w, b, s, p, d, g)
+    return C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
   end
 
   function F.conv2d(x, w, b, ...)
@@ -165,12 +92,12 @@ return function(T, C_raw)
     elseif padding == "same" then p = same_padding(op, { w.shape[3], w.shape[4] }, d, s)
     else p = pair(padding, "padding", op) end
     if x.ndim == 3 then
-      return conv2d_core(op, x:unsqueeze(1), w, b, s, p, d, groups):squeeze(1)
+      return conv2d_core(x:unsqueeze(1), w, b, s, p, d, groups):squeeze(1)
     end
     if x.ndim ~= 4 then
       error(string.format("%s: expected a 3-d (unbatched) or 4-d (batched) input, got %d-d", op, x.ndim), 2)
     end
-    return conv2d_core(op, x, w, b, s, p, d, groups)
+    return conv2d_core(x, w, b, s, p, d, groups)
   end
 
   function F.conv1d(x, w, b, ...)
@@ -196,11 +123,7 @@ return function(T, C_raw)
       error(string.format("%s: expected a 2-d (unbatched) or 3-d (batched) input, got %d-d", op, x.ndim), 2)
     end
     if w.ndim ~= 3 then error(string.format("%s: expected a 3-d weight, got %d-d", op, w.ndim), 2) end
-    local need = { x.requires_grad, w.requires_grad, b ~= nil and b.requires_grad }
-    local x4, w4 = T.no_grad(function() return x:detach():unsqueeze(-1), w:detach():unsqueeze(-1) end)
-    local out = conv2d_core(op, x4, w4, b, { stride, 1 }, { padding, 0 }, { dilation, 1 }, groups, need,
-      { inputs = { x, w, b }, out = function(o) return o:squeeze(-1) end,
-        go = function(go) return go:unsqueeze(-1) end })
+    local out = C._nn_conv1d(x, w, b, stride, padding, dilation, groups)
     if unbatched then out = out:squeeze(1) end
     return out
   end
@@ -232,10 +155,6 @@ return function(T, C_raw)
     local ceil = o.ceil_mode or (pos and args[4]) or false
     local xb, unb = batched(op, x)
     local out, idx = C._nn_max_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], d[1], d[2], ceil)
-    local xs = xb.shape
-    out = record(op, { xb }, 1, out, function(go)
-      return { C._nn_max_pool2d_backward(go, idx, xs) }
-    end)
     if unb then out, idx = out:squeeze(1), idx:squeeze(1) end
     if o.return_indices then return out, idx end
     return out
@@ -246,15 +165,11 @@ return function(T, C_raw)
     local k, s, p, o, args, pos = pool_args(op, kernel, ...)
     local ceil = o.ceil_mode or (pos and args[3]) or false
     local cip = o.count_include_pad
-    if cip == nil then cip = pos and args[4] end
+    if cip == nil and pos then cip = args[4] end  -- an options table without it: the default
     if cip == nil then cip = true end
     local div = o.divisor_override or (pos and args[5]) or nil
     local xb, unb = batched(op, x)
     local out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
-    local xs = xb.shape
-    out = record(op, { xb }, 1, out, function(go)
-      return { C._nn_avg_pool2d_backward(go, xs, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div) }
-    end)
     if unb then out = out:squeeze(1) end
     return out
   end
@@ -262,11 +177,7 @@ return function(T, C_raw)
   -- -- embedding, normalisation, dropout -------------------------------------------
   function F.embedding(ids, weight, o)
     o = o or {}
-    local out = C._nn_embedding(weight, ids)
-    local n = weight.shape[1]
-    return record("embedding", { weight }, 1, out, function(go)
-      return { C._nn_embedding_backward(go, ids, n, o.padding_idx) }
-    end)
+    return C._nn_embedding(weight, ids, o.padding_idx)
   end
 
   function F.layer_norm(x, normalized_shape, weight, bias, eps)
@@ -284,12 +195,7 @@ return function(T, C_raw)
       end
     end
     eps = eps or 1e-5
-    local out, mean, rstd = C._nn_layer_norm(x, nd, weight, bias, eps)
-    return record("layer_norm", { x, weight, bias }, 3, out, function(go)
-      local gx, gw, gb = C._nn_layer_norm_backward(go, x, nd, mean, rstd, weight)
-      return { x.requires_grad and gx or nil, weight and weight.requires_grad and gw or nil,
-        bias and bias.requires_grad and gb or nil }
-    end)
+    return (C._nn_layer_norm(x, nd, weight, bias, eps))
   end
 
   -- PyTorch's order: (input, running_mean, running_var, weight, bias,
@@ -303,12 +209,7 @@ return function(T, C_raw)
     momentum = momentum or 0.1
     eps = eps or 1e-5
     local use_batch = training or rm == nil
-    local out, mean, invstd = C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps)
-    return record("batch_norm", { x, weight, bias }, 3, out, function(go)
-      local gx, gw, gb = C._nn_batch_norm_backward(go, x, weight, mean, invstd, use_batch)
-      return { x.requires_grad and gx or nil, weight and weight.requires_grad and gw or nil,
-        bias and bias.requires_grad and gb or nil }
-    end)
+    return (C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps))
   end
 
   function F.dropout(x, p, training)
@@ -319,8 +220,7 @@ return function(T, C_raw)
       error(string.format("dropout: dropout probability has to be between 0 and 1, but got %g", p), 2)
     end
     if not training or p == 0 then return x end
-    local out, mask = C._nn_dropout(x, p)
-    return record("dropout", { x }, 1, out, function(go) return { go * mask } end)
+    return (C._nn_dropout(x, p))
   end
 
   -- -- losses -----------------------------------------------------------------
@@ -337,33 +237,22 @@ return function(T, C_raw)
   function F.cross_entropy(input, target, o)
     o = loss_opts("cross_entropy", o, CLS)
     local w, red, ig, ls = o.weight, o.reduction or "mean", o.ignore_index or -100, o.label_smoothing or 0
-    local out = C._nn_cross_entropy(input, target, w, red, ig, ls)
-    return record("cross_entropy", { input }, 1, out, function(go)
-      return { C._nn_cross_entropy_backward(go, input, target, w, red, ig, ls) }
-    end)
+    return C._nn_cross_entropy(input, target, w, red, ig, ls)
   end
 
   local NLL = { weight = true, ignore_index = true, reduction = true }
   function F.nll_loss(input, target, o)
     o = loss_opts("nll_loss", o, NLL)
     local w, red, ig = o.weight, o.reduction or "mean", o.ignore_index or -100
-    local out, tw = C._nn_nll_loss(input, target, w, red, ig)
-    return record("nll_loss", { input }, 1, out, function(go)
-      return { C._nn_nll_loss_backward(go, input, target, w, red, ig, tw) }
-    end)
+    return (C._nn_nll_loss(input, target, w, red, ig))
   end
 
   local RED = { reduction = true }
   local function pointwise(name)
-    local fwd, bwd = C["_nn_" .. name], C["_nn_" .. name .. "_backward"]
+    local fwd = C["_nn_" .. name]
     F[name] = function(input, target, o)
       o = loss_opts(name, o, RED)
-      local red = o.reduction or "mean"
-      local out = fwd(input, target, red)
-      return record(name, { input, target }, 2, out, function(go)
-        local g = bwd(go, input, target, red)
-        return { input.requires_grad and g or nil, target.requires_grad and -g or nil }
-      end)
+      return fwd(input, target, o.reduction or "mean")
     end
   end
   pointwise("mse_loss")
@@ -373,20 +262,14 @@ return function(T, C_raw)
   function F.binary_cross_entropy(input, target, o)
     o = loss_opts("binary_cross_entropy", o, BCE)
     local w, red = o.weight, o.reduction or "mean"
-    local out = C._nn_binary_cross_entropy(input, target, w, red)
-    return record("binary_cross_entropy", { input }, 1, out, function(go)
-      return { C._nn_binary_cross_entropy_backward(go, input, target, w, red) }
-    end)
+    return C._nn_binary_cross_entropy(input, target, w, red)
   end
 
   local BCEL = { weight = true, reduction = true, pos_weight = true }
   function F.binary_cross_entropy_with_logits(input, target, o)
     o = loss_opts("binary_cross_entropy_with_logits", o, BCEL)
     local w, pw, red = o.weight, o.pos_weight, o.reduction or "mean"
-    local out = C._nn_binary_cross_entropy_with_logits(input, target, w, pw, red)
-    return record("binary_cross_entropy_with_logits", { input }, 1, out, function(go)
-      return { C._nn_binary_cross_entropy_with_logits_backward(go, input, target, w, pw, red) }
-    end)
+    return C._nn_binary_cross_entropy_with_logits(input, target, w, pw, red)
   end
 
   return F
