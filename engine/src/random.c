@@ -130,6 +130,45 @@ static inline void block(uint64_t idx, uint32_t d, const uint32_t key[2], uint32
   philox10(ctr, key, out);
 }
 
+/* nb <= PB consecutive blocks (indices first .. first + nb - 1, draw 0)
+** at once: the same ten rounds as philox10, with the PB counters as
+** struct-of-arrays so the compiler runs the rounds in vector registers
+** (32 x 32 -> 64-bit multiplies are vector instructions from SSE2 on). The
+** words are the ones block() gives, word j of block first + b at w[b][j]. */
+enum { PB = 32 };
+
+static void philox_blocks(uint64_t first, int nb, const uint32_t key[2], uint32_t w[PB][4]) {
+  uint32_t c0[PB], c1[PB], c2[PB], c3[PB];
+  for (int b = 0; b < nb; b++) {
+    uint64_t idx = first + (uint64_t)b;
+    c0[b] = (uint32_t)idx;
+    c1[b] = (uint32_t)(idx >> 32);
+    c2[b] = 0;
+    c3[b] = 0;
+  }
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int r = 0; r < 10; r++) {
+    for (int b = 0; b < nb; b++) {
+      const uint64_t p0 = (uint64_t)0xD2511F53u * c0[b];
+      const uint64_t p1 = (uint64_t)0xCD9E8D57u * c2[b];
+      const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[b] ^ k0;
+      const uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[b] ^ k1;
+      c1[b] = (uint32_t)p1;
+      c3[b] = (uint32_t)p0;
+      c0[b] = n0;
+      c2[b] = n2;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  for (int b = 0; b < nb; b++) {
+    w[b][0] = c0[b];
+    w[b][1] = c1[b];
+    w[b][2] = c2[b];
+    w[b][3] = c3[b];
+  }
+}
+
 /* -- Bits to numbers ----------------------------------------------------- */
 
 static inline double u53(uint32_t hi, uint32_t lo) {  /* [0, 1) */
@@ -173,6 +212,7 @@ typedef struct {
   uint32_t key[2];
   sampler kind;
   int lanes;         /* elements per block: 4, 2 or 1 */
+  int ints;          /* integer or bool destination: the values' int64 too */
   int bits;          /* uniform bits for the dtype (24 float32, 53 float64, ...) */
   double scale;      /* 2^-bits */
   double a, b;       /* uniform from/to; normal mean/std; exponential lambda; p */
@@ -186,44 +226,72 @@ static int lanes_for(sampler kind, int bits) {
   return 2;
 }
 
-/* The values of block b's lanes. */
-static inline void block_values(const sample_ctx *c, uint64_t b, double v[4], int64_t iv[4]) {
-  uint32_t w[4];
+/* The values of a kernel's elements, PB blocks at a time: philox_blocks
+** makes the words, then one loop per sampler turns them into the lanes'
+** values (v; iv, the int64 of each, only for integer destinations). */
+typedef struct {
+  uint64_t vfirst, vend;  /* element indices (from the op's first) in v */
+  uint64_t end;           /* one past the last block the kernel call needs */
+  uint32_t w[PB][4];
+  double v[PB * 4];
+  int64_t iv[PB * 4];
+} value_batch;
+
+/* Fills bt with the values of blocks b, b + 1, ... (at most PB, not past
+** bt->end). */
+static void fill_values(const sample_ctx *c, value_batch *bt, uint64_t b) {
+  uint64_t left = bt->end > b ? bt->end - b : 1;
+  const int nb = left < PB ? (int)left : PB, L = c->lanes;
+  double *v = bt->v;
   if (c->kind == S_RANDOM) {
-    iv[0] = (int64_t)((uint64_t)c->low + bounded(c->offset + b, c->range, c->key));
-    v[0] = (double)iv[0];
-    return;
-  }
-  block(c->offset + b, 0, c->key, w);
-  switch (c->kind) {
-    case S_UNIFORM:
-      if (c->lanes == 2) {
-        v[0] = c->a + u53(w[0], w[1]) * (c->b - c->a);
-        v[1] = c->a + u53(w[2], w[3]) * (c->b - c->a);
-      } else {
-        for (int l = 0; l < 4; l++)
-          v[l] = c->a + ubits(w[l], c->bits, c->scale) * (c->b - c->a);
-      }
-      break;
-    case S_NORMAL: {
-      /* Box-Muller: both halves of the pair, cos for lane 0, sin for lane 1 */
-      double u1 = 1.0 - u53(w[0], w[1]);  /* (0, 1]: log is finite */
-      double u2 = u53(w[2], w[3]);
-      double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-      v[0] = c->a + c->b * (r * cos(th));
-      v[1] = c->a + c->b * (r * sin(th));
-      break;
+    for (int j = 0; j < nb; j++) {
+      bt->iv[j] = (int64_t)((uint64_t)c->low + bounded(c->offset + b + (uint64_t)j, c->range, c->key));
+      v[j] = (double)bt->iv[j];
     }
-    case S_EXPONENTIAL:
-      v[0] = -log1p(-u53(w[0], w[1])) / c->a;
-      v[1] = -log1p(-u53(w[2], w[3])) / c->a;
-      break;
-    default: /* S_BERNOULLI */
-      v[0] = u53(w[0], w[1]) < c->a ? 1.0 : 0.0;
-      v[1] = u53(w[2], w[3]) < c->a ? 1.0 : 0.0;
-      break;
+  } else {
+    uint32_t (*w)[4] = bt->w;
+    philox_blocks(c->offset + b, nb, c->key, w);
+    const double a = c->a, span = c->b - c->a;
+    switch (c->kind) {
+      case S_UNIFORM:
+        if (L == 2) {
+          for (int j = 0; j < nb; j++) {
+            v[2 * j] = a + u53(w[j][0], w[j][1]) * span;
+            v[2 * j + 1] = a + u53(w[j][2], w[j][3]) * span;
+          }
+        } else {
+          for (int j = 0; j < nb; j++)
+            for (int l = 0; l < 4; l++) v[4 * j + l] = a + ubits(w[j][l], c->bits, c->scale) * span;
+        }
+        break;
+      case S_NORMAL:
+        /* Box-Muller: both halves of the pair, cos for lane 0, sin for lane 1 */
+        for (int j = 0; j < nb; j++) {
+          double u1 = 1.0 - u53(w[j][0], w[j][1]);  /* (0, 1]: log is finite */
+          double u2 = u53(w[j][2], w[j][3]);
+          double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+          v[2 * j] = c->a + c->b * (r * cos(th));
+          v[2 * j + 1] = c->a + c->b * (r * sin(th));
+        }
+        break;
+      case S_EXPONENTIAL:
+        for (int j = 0; j < nb; j++) {
+          v[2 * j] = -log1p(-u53(w[j][0], w[j][1])) / c->a;
+          v[2 * j + 1] = -log1p(-u53(w[j][2], w[j][3])) / c->a;
+        }
+        break;
+      default: /* S_BERNOULLI */
+        for (int j = 0; j < nb; j++) {
+          v[2 * j] = u53(w[j][0], w[j][1]) < a ? 1.0 : 0.0;
+          v[2 * j + 1] = u53(w[j][2], w[j][3]) < a ? 1.0 : 0.0;
+        }
+        break;
+    }
+    if (c->ints)
+      for (int k = 0; k < nb * L; k++) bt->iv[k] = (int64_t)v[k];
   }
-  for (int l = 0; l < c->lanes; l++) iv[l] = (int64_t)v[l];
+  bt->vfirst = b * (uint64_t)L;
+  bt->vend = (b + (uint64_t)nb) * (uint64_t)L;
 }
 
 /* Stores: floating dtypes take the double (rounded once); integer dtypes
@@ -249,20 +317,14 @@ static inline void block_values(const sample_ctx *c, uint64_t b, double v[4], in
     const sample_ctx *c = ctx;                                                 \
     char *p = data[0];                                                         \
     const int64_t step = st[0];                                                \
-    const int lanes = c->lanes;                                                \
+    const uint64_t lanes = (uint64_t)c->lanes;                                 \
     uint64_t i = (uint64_t)((p - c->base) / c->itemsize);                      \
-    uint64_t b = i / (uint64_t)lanes;                                          \
-    int lane = (int)(i % (uint64_t)lanes);                                     \
-    double v[4];                                                               \
-    int64_t iv[4];                                                             \
-    block_values(c, b, v, iv);                                                 \
-    for (int64_t k = 0; k < n; k++, p += step) {                               \
-      if (lane == lanes) {                                                     \
-        lane = 0;                                                              \
-        block_values(c, ++b, v, iv);                                           \
-      }                                                                        \
-      RS_STORE_##S(p, v[lane], iv[lane]);                                      \
-      lane++;                                                                  \
+    value_batch bt;                                                            \
+    bt.vfirst = bt.vend = 0;                                                   \
+    bt.end = (i + (uint64_t)n + lanes - 1) / lanes;                            \
+    for (int64_t k = 0; k < n; k++, p += step, i++) {                          \
+      if (i < bt.vfirst || i >= bt.vend) fill_values(c, &bt, i / lanes);       \
+      RS_STORE_##S(p, bt.v[i - bt.vfirst], bt.iv[i - bt.vfirst]);              \
     }                                                                          \
   }
 EM_FOR_EACH_DTYPE(DEF_SAMPLE)
@@ -278,6 +340,7 @@ static void run_contiguous(em_tensor *t, sample_ctx *c) {
   int64_t n = em_tensor_numel(t);
   c->base = em_tensor_data(t);
   c->itemsize = (int64_t)em_dtype_size(t->dtype);
+  c->ints = em_dtype_kindof(t->dtype) != EM_KIND_FLOAT;
   em_iter it;
   const em_tensor *ops[1] = {t};
   if (em_iter_build(&it, "sample", 1, ops, t->ndim, t->sizes, false) != EM_OK) return;

@@ -57,6 +57,47 @@ TEST(same_seed_same_numbers) {
   em_tensor_release(a); em_tensor_release(b); em_tensor_release(c);
 }
 
+/* The samplers make their words PB blocks at a time (random.c); element i
+** must still be lane i % L of Philox(counter = offset + i / L, key = seed),
+** as the single-block reference below computes it, at every position of a
+** batch and past its ends (sizes that are not multiples of the batch). */
+static void ref_block(uint64_t idx, uint64_t seed, uint32_t w[4]) {
+  const uint32_t ctr[4] = {(uint32_t)idx, (uint32_t)(idx >> 32), 0, 0};
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  em_philox4x32_10(ctr, key, w);
+}
+
+TEST(every_element_comes_from_its_documented_block_and_lane) {
+  const int64_t sizes[] = {1, 3, 127, 129, 1000};
+  for (int s = 0; s < 5; s++) {
+    int64_t n = sizes[s];
+    em_tensor *u, *b;
+    CHECK_OK(em_empty(1, &n, EM_FLOAT32, em_cpu(), &u));
+    CHECK_OK(em_empty(1, &n, EM_FLOAT64, em_cpu(), &b));
+    em_manual_seed(0x123456789ull);
+    CHECK_OK(em_uniform_(u, 0, 1));   /* float32: 4 lanes, 24 bits */
+    uint64_t off = em_get_rng_state().offset;
+    CHECK(off == (uint64_t)(n + 3) / 4);
+    CHECK_OK(em_bernoulli_(b, 0.3));  /* 2 lanes, 53-bit uniforms */
+    const float *ud = em_tensor_data(u);
+    const double *bd = em_tensor_data(b);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t w[4];
+      ref_block((uint64_t)i / 4, 0x123456789ull, w);
+      float want = (float)((double)(w[i % 4] >> 8) * 0x1p-24);
+      bad += ud[i] != want;
+      ref_block(off + (uint64_t)i / 2, 0x123456789ull, w);
+      int l = (int)(i % 2);
+      double u53 = (double)((((uint64_t)w[2 * l] << 32) | w[2 * l + 1]) >> 11) * 0x1p-53;
+      bad += bd[i] != (u53 < 0.3 ? 1.0 : 0.0);
+    }
+    CHECK(bad == 0);
+    em_tensor_release(u);
+    em_tensor_release(b);
+  }
+}
+
 TEST(layout_does_not_change_the_numbers) {
   /* a transposed destination gets, at row-major position i, what a
   ** contiguous one gets at i */
@@ -201,6 +242,7 @@ TEST(ranges_and_eye) {
 int main(void) {
   RUN(philox_known_answers);
   RUN(same_seed_same_numbers);
+  RUN(every_element_comes_from_its_documented_block_and_lane);
   RUN(layout_does_not_change_the_numbers);
   RUN(state_round_trips);
   RUN(random_covers_the_full_int64_range);

@@ -753,12 +753,16 @@ static em_status dropout_run(const em_tensor *input, double p, em_tensor **out, 
     if ((st = em_bernoulli_(m, 1.0 - p)) != EM_OK) goto done;
     int64_t n = em_tensor_numel(m);
     double k = 1.0 / (1.0 - p);
+    /* the mask holds 0 and 1: scaling by a multiply gives 0 and k exactly,
+    ** without a branch per element on random bits (a select here was a
+    ** third of dropout's time in mispredictions) */
     if (input->dtype == EM_FLOAT32) {
       float *d = em_tensor_data(m);
-      for (int64_t i = 0; i < n; i++) d[i] = d[i] != 0 ? (float)k : 0.0f;
+      const float kf = (float)k;
+      for (int64_t i = 0; i < n; i++) d[i] *= kf;
     } else {
       double *d = em_tensor_data(m);
-      for (int64_t i = 0; i < n; i++) d[i] = d[i] != 0 ? k : 0.0;
+      for (int64_t i = 0; i < n; i++) d[i] *= k;
     }
   }
   if (st != EM_OK) goto done;
