@@ -1,0 +1,67 @@
+/*
+** cpu/vecmath.c -- vectorisable float32 exp and the functions built on it
+** (vecmath.h says what holds).
+**
+** exp(x): k = round(x / ln 2) by the 1.5 * 2^23 trick, r = x - k ln 2 in two
+** steps (Cody-Waite: ln 2's high part has 9 significant bits, so k * hi is
+** exact for |k| < 2^15), exp(r) by Cephes' degree-7 polynomial on
+** |r| <= ln 2 / 2, and the scale 2^k built from exponent bits as two factors
+** 2^(k>>1) * 2^(k - (k>>1)), each a normal float for every k of the clamped
+** range: results that overflow become +inf by the multiplication itself, and
+** subnormal results are rounded once, by the last multiplication. The input
+** is clamped to [-104, 89] first (exp is 0 below and +inf above in float),
+** NaN is passed through at the end. Every step is a plain float operation
+** or a select, so the loops vectorise with no branches.
+**
+** Each entry is cloned for AVX2 and for baseline x86-64
+** (target_clones; the dynamic loader picks one by the CPU). Neither clone may
+** fuse a multiply and an add (no "fma" target), so both give the same bits.
+*/
+#include "vecmath.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(EMBER_NO_CLONES)
+#define EM_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EM_VEC_CLONES
+#endif
+
+static inline float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* exp of one float, branch-free; vecmath.h's guarantees */
+static inline float exp_one(float x) {
+  float xc = x > -104.0f ? x : -104.0f; /* NaN goes to -104 here ... */
+  xc = xc < 89.0f ? xc : 89.0f;
+  float kf = (xc * 0x1.715476p+0f + 0x1.8p23f) - 0x1.8p23f; /* round(x/ln2) */
+  int32_t k = (int32_t)kf;                                    /* |k| <= 151 */
+  float r = (xc - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  float z = r * r;
+  float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+               4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z +
+            r + 1.0f;
+  int32_t k1 = k >> 1, k2 = k - k1; /* both in [-76, 64] */
+  float s1 = u2f((uint32_t)(k1 + 127) << 23), s2 = u2f((uint32_t)(k2 + 127) << 23);
+  float res = (p * s1) * s2;
+  return x != x ? x + x : res; /* ... and comes back as NaN */
+}
+
+/* Plain indexed loops: with -fno-trapping-math (CMakeLists.txt, this file
+** only) the selects above if-convert and GCC vectorises the loop; out == in
+** is a dependence distance of 0, which its alias check accepts. */
+EM_VEC_CLONES void em_vexp_f32(float *out, const float *in, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = exp_one(in[i]);
+}
+
+EM_VEC_CLONES void em_vsigmoid_f32(float *out, const float *in, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = 1.0f / (1.0f + exp_one(-in[i]));
+}
+
+EM_VEC_CLONES void em_vsilu_f32(float *out, const float *in, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = in[i] / (1.0f + exp_one(-in[i]));
+}
