@@ -9,6 +9,9 @@
 ** - an element's result does not depend on its position, the run length
 **   or in-place use (the loops' vector body, peeled head and scalar tail
 **   agree bit for bit);
+** - the float32 sum (double accumulation, pairwise over blocks) is within
+**   a log2(n)-sized multiple of double's epsilon of the exact sum, and
+**   gives the same bits for the same values at any alignment;
 ** - through the engine, exp/sigmoid/silu of a strided float32 tensor equal
 **   those of its contiguous copy bit for bit. */
 #include <float.h>
@@ -144,6 +147,35 @@ TEST(results_do_not_depend_on_position_length_or_in_place) {
   }
 }
 
+TEST(sum_is_pairwise_accurate_and_alignment_free) {
+  enum { MAXN = 300007 };
+  float *x = malloc((MAXN + 8) * sizeof *x);
+  CHECK(x != NULL);
+  if (!x) return;
+  uint32_t r = 12345;
+  for (int i = 0; i < MAXN + 8; i++) {
+    r = r * 1664525u + 1013904223u;
+    x[i] = (float)((int32_t)(r >> 8) - (1 << 23)) * 0x1p-10f; /* mixed signs */
+  }
+  const int64_t ns[] = {0, 1, 15, 16, 17, 255, 256, 257, 511, 4096, 65537, MAXN};
+  for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+    int64_t n = ns[k];
+    long double exact = 0, mag = 0;
+    for (int64_t i = 0; i < n; i++) { exact += x[i]; mag += fabsl((long double)x[i]); }
+    double got = em_vsum_f32(x, n);
+    /* each element passes through at most log2(n) + 5 additions */
+    double bound = (double)mag * 0x1p-53 * (log2((double)n + 1) + 5);
+    CHECK(fabs((double)((long double)got - exact)) <= bound);
+    if (n == 0) CHECK(got == 0);
+    /* the same values one element further on give the same bits */
+    memmove(x + 1, x, (size_t)n * sizeof *x);
+    double again = em_vsum_f32(x + 1, n);
+    CHECK(memcmp(&got, &again, sizeof got) == 0);
+    memmove(x, x + 1, (size_t)n * sizeof *x);
+  }
+  free(x);
+}
+
 TEST(engine_strided_equals_contiguous) {
   int64_t sizes[2] = {37, 41};
   em_tensor *t, *tt, *c;
@@ -173,6 +205,7 @@ int main(void) {
   RUN(exp_special_values_are_expf_s);
   RUN(sigmoid_and_silu_close_to_double);
   RUN(results_do_not_depend_on_position_length_or_in_place);
+  RUN(sum_is_pairwise_accurate_and_alignment_free);
   RUN(engine_strided_equals_contiguous);
   return CTEST_END();
 }

@@ -10,8 +10,10 @@
 **   operand 1. The reduced dims go innermost unless the input's densest dim
 **   is kept (then the iteration follows the input's layout; see run_reduce).
 ** - Floating inputs accumulate in double; each inner-loop run is summed
-**   pairwise (blocks of 8 partial sums, halving above 128 elements), so the
-**   rounding error grows like log n, not n. Integer and bool inputs
+**   pairwise (blocks of 8 partial sums, halving above 128 elements; a
+**   unit-stride float32 run: blocks of 256 in 16 partial sums, combined
+**   pairwise, vectorised in cpu/vecmath.c), so the rounding error grows
+**   like log n, not n. Integer and bool inputs
 **   accumulate in int64 with wrap-around (PyTorch gives int64 sums).
 ** - Results do not depend on the number of threads: work is split by whole
 **   outputs or lanes, or (one output) into chunks of a fixed size whose
@@ -25,6 +27,7 @@
 #include "../iter.h"
 #include "reduce_impl.h"
 #include "../autograd.h"
+#include "vecmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -379,6 +382,10 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   static void em_sum_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
     if (K == EM_KIND_FLOAT) {                                                \
+      if (st[0] == 0 && E == EM_FLOAT32 && st[1] == 4) {                     \
+        *(double *)d[0] += em_vsum_f32((const float *)d[1], n);              \
+        return;                                                              \
+      }                                                                      \
       if (st[0] == 0) { *(double *)d[0] += pw_sum_##S(d[1], st[1], n); return; } \
       for (int64_t i = 0; i < n; i++)                                        \
         *(double *)(d[0] + i * st[0]) += ld_d_##S(d[1] + i * st[1]);         \

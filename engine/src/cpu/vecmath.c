@@ -65,3 +65,40 @@ EM_VEC_CLONES void em_vsigmoid_f32(float *out, const float *in, int64_t n) {
 EM_VEC_CLONES void em_vsilu_f32(float *out, const float *in, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = in[i] / (1.0f + exp_one(-in[i]));
 }
+
+/* -- Sum ------------------------------------------------------------------
+** The sum of n floats in double: blocks of SUM_LEAF elements are each summed
+** in SUM_W independent partial sums (the lanes the vectoriser keeps in
+** registers), folded in a fixed tree; the block sums are combined pairwise
+** by a binary counter (block 2j+1 joins block 2j, then pairs of pairs, ...),
+** so every element passes through O(log n) additions in double. The order
+** depends only on n, so both clones give the same bits. */
+enum { SUM_LEAF = 256, SUM_W = 16 };
+
+static inline double sum_leaf(const float *p, int n) { /* n <= SUM_LEAF */
+  double a[SUM_W] = {0};
+  int i = 0;
+  for (; i + SUM_W <= n; i += SUM_W)
+    for (int j = 0; j < SUM_W; j++) a[j] += (double)p[i + j];
+  for (int w = SUM_W / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; j++) a[j] += a[j + w];
+  double s = a[0];
+  for (; i < n; i++) s += (double)p[i];
+  return s;
+}
+
+EM_VEC_CLONES double em_vsum_f32(const float *p, int64_t n) {
+  double stack[64]; /* one entry per bit of the block count */
+  int depth = 0;
+  uint64_t count = 0;
+  int64_t i = 0;
+  for (; n - i >= SUM_LEAF; i += SUM_LEAF) {
+    double s = sum_leaf(p + i, SUM_LEAF);
+    count++;
+    for (uint64_t c = count; !(c & 1); c >>= 1) s = stack[--depth] + s;
+    stack[depth++] = s;
+  }
+  double s = sum_leaf(p + i, (int)(n - i));
+  while (depth) s = stack[--depth] + s;
+  return s;
+}

@@ -11,7 +11,8 @@
 **   with no fused multiply-add), so results are bit-identical everywhere.
 ** - Special values are those of C's expf: exp(+inf) = +inf, exp(-inf) = 0,
 **   NaN stays NaN, overflow gives +inf and underflow subnormals or 0.
-**   Accuracy (tests/c/test_vecmath.c): exp within 1 ulp of the exact result.
+**   Accuracy (tests/c/test_vecmath.c): exp within 1 ulp of the exact result,
+**   sigmoid and silu within 2.
 */
 #ifndef EMBER_CPU_VECMATH_H
 #define EMBER_CPU_VECMATH_H
@@ -25,5 +26,8 @@ void em_vexp_f32(float *out, const float *in, int64_t n);
 void em_vsigmoid_f32(float *out, const float *in, int64_t n);
 /* x / (1 + exp(-x)) */
 void em_vsilu_f32(float *out, const float *in, int64_t n);
+
+/* The sum of in[0..n) in double, pairwise over blocks (vecmath.c). */
+double em_vsum_f32(const float *in, int64_t n);
 
 #endif
