@@ -373,6 +373,63 @@ static em_status acc_to_out(em_tensor *acc, const em_tensor *t, const bool *mask
   }
 EM_FOR_EACH_DTYPE(DEF_PWSUM)
 
+/* amax / amin of a run (data[0] the accumulator, data[1] the input): x
+** BETTER v replaces v, v KEEP x keeps it, START is the identity. NaN
+** propagates: once v is NaN it stays, and a NaN x replaces v. */
+#define DEF_EXTREMUM(NAME, BETTER, KEEP, START, S, E, CT, K)                   \
+  static void em_##NAME##_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
+    (void)ctx;                                                               \
+    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
+        st[1] == (int64_t)sizeof(CT)) {                                      \
+      /* float32/float64, unit stride: compare in the dtype itself (exact), \
+      ** 8 chains the vectoriser can keep in registers */                   \
+      const CT *q = (const CT *)d[1];                                        \
+      CT v[8];                                                               \
+      for (int j = 0; j < 8; j++) v[j] = (CT)(START);                         \
+      int64_t i = 0;                                                         \
+      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
+      for (; i + 8 <= n; i += 8)                                             \
+        for (int j = 0; j < 8; j++) {                                        \
+          CT x = q[i + j];                                                   \
+          v[j] = x BETTER v[j] ? x : v[j];                                    \
+          nan |= x != x;                                                     \
+        }                                                                    \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 8; j++) a = (a != a || a KEEP v[j]) ? a : v[j];    \
+      for (; i < n; i++) a = (a != a || a KEEP q[i]) ? a : q[i];             \
+      *(double *)d[0] = nan ? NAN : a;                                       \
+      return;                                                                \
+    }                                                                        \
+    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
+      /* four independent chains; NaN is sticky in each */                   \
+      double v[4] = {START, START, START, START};            \
+      int64_t i = 0;                                                         \
+      for (; i + 4 <= n; i += 4)                                             \
+        for (int j = 0; j < 4; j++) {                                        \
+          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
+          v[j] = (v[j] != v[j] || v[j] KEEP x) ? v[j] : x;                     \
+        }                                                                    \
+      for (; i < n; i++) {                                                   \
+        double x = ld_d_##S(d[1] + i * st[1]);                               \
+        v[0] = (v[0] != v[0] || v[0] KEEP x) ? v[0] : x;                       \
+      }                                                                      \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 4; j++) a = (a != a || a KEEP v[j]) ? a : v[j];      \
+      *(double *)d[0] = a;                                                   \
+      return;                                                                \
+    }                                                                        \
+    for (int64_t i = 0; i < n; i++) {                                        \
+      char *a = d[0] + i * st[0];                                            \
+      if (K == EM_KIND_FLOAT) {                                              \
+        double x = ld_d_##S(d[1] + i * st[1]), v = *(double *)a;             \
+        *(double *)a = (v != v || v KEEP x) ? v : x;                           \
+      } else {                                                               \
+        int64_t x = ld_i_##S(d[1] + i * st[1]);                              \
+        if (x BETTER *(int64_t *)a) *(int64_t *)a = x;                            \
+      }                                                                      \
+    }                                                                        \
+  }
+
 /* -- Reduction kernels ----------------------------------------------------
 ** data[0] is the accumulator (double or int64), data[1] the input. When
 ** st[0] == 0 the n inputs all fold into one accumulator; otherwise each
@@ -411,110 +468,8 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
       else *(int64_t *)a = wrap_mul(*(int64_t *)a, ld_i_##S(d[1] + i * st[1])); \
     }                                                                        \
   }                                                                          \
-  static void em_amax_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
-    (void)ctx;                                                               \
-    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
-        st[1] == (int64_t)sizeof(CT)) {                                      \
-      /* float32/float64, unit stride: compare in the dtype itself (exact), \
-      ** 8 chains the vectoriser can keep in registers */                   \
-      const CT *q = (const CT *)d[1];                                        \
-      CT v[8];                                                               \
-      for (int j = 0; j < 8; j++) v[j] = (CT)-INFINITY;                         \
-      int64_t i = 0;                                                         \
-      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
-      for (; i + 8 <= n; i += 8)                                             \
-        for (int j = 0; j < 8; j++) {                                        \
-          CT x = q[i + j];                                                   \
-          v[j] = x > v[j] ? x : v[j];                                    \
-          nan |= x != x;                                                     \
-        }                                                                    \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 8; j++) a = (a != a || a >= v[j]) ? a : v[j];    \
-      for (; i < n; i++) a = (a != a || a >= q[i]) ? a : q[i];             \
-      *(double *)d[0] = nan ? NAN : a;                                       \
-      return;                                                                \
-    }                                                                        \
-    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
-      /* four independent chains; NaN is sticky in each */                   \
-      double v[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};            \
-      int64_t i = 0;                                                         \
-      for (; i + 4 <= n; i += 4)                                             \
-        for (int j = 0; j < 4; j++) {                                        \
-          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
-          v[j] = (v[j] != v[j] || v[j] >= x) ? v[j] : x;                     \
-        }                                                                    \
-      for (; i < n; i++) {                                                   \
-        double x = ld_d_##S(d[1] + i * st[1]);                               \
-        v[0] = (v[0] != v[0] || v[0] >= x) ? v[0] : x;                       \
-      }                                                                      \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 4; j++) a = (a != a || a >= v[j]) ? a : v[j];      \
-      *(double *)d[0] = a;                                                   \
-      return;                                                                \
-    }                                                                        \
-    for (int64_t i = 0; i < n; i++) {                                        \
-      char *a = d[0] + i * st[0];                                            \
-      if (K == EM_KIND_FLOAT) {                                              \
-        double x = ld_d_##S(d[1] + i * st[1]), v = *(double *)a;             \
-        /* NaN propagates: once v is NaN it stays; a NaN x replaces v */     \
-        *(double *)a = (v != v || v >= x) ? v : x;                           \
-      } else {                                                               \
-        int64_t x = ld_i_##S(d[1] + i * st[1]);                              \
-        if (x > *(int64_t *)a) *(int64_t *)a = x;                            \
-      }                                                                      \
-    }                                                                        \
-  }                                                                          \
-  static void em_amin_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
-    (void)ctx;                                                               \
-    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
-        st[1] == (int64_t)sizeof(CT)) {                                      \
-      /* float32/float64, unit stride: compare in the dtype itself (exact), \
-      ** 8 chains the vectoriser can keep in registers */                   \
-      const CT *q = (const CT *)d[1];                                        \
-      CT v[8];                                                               \
-      for (int j = 0; j < 8; j++) v[j] = (CT)INFINITY;                         \
-      int64_t i = 0;                                                         \
-      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
-      for (; i + 8 <= n; i += 8)                                             \
-        for (int j = 0; j < 8; j++) {                                        \
-          CT x = q[i + j];                                                   \
-          v[j] = x < v[j] ? x : v[j];                                    \
-          nan |= x != x;                                                     \
-        }                                                                    \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 8; j++) a = (a != a || a <= v[j]) ? a : v[j];    \
-      for (; i < n; i++) a = (a != a || a <= q[i]) ? a : q[i];             \
-      *(double *)d[0] = nan ? NAN : a;                                       \
-      return;                                                                \
-    }                                                                        \
-    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
-      double v[4] = {INFINITY, INFINITY, INFINITY, INFINITY};                \
-      int64_t i = 0;                                                         \
-      for (; i + 4 <= n; i += 4)                                             \
-        for (int j = 0; j < 4; j++) {                                        \
-          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
-          v[j] = (v[j] != v[j] || v[j] <= x) ? v[j] : x;                     \
-        }                                                                    \
-      for (; i < n; i++) {                                                   \
-        double x = ld_d_##S(d[1] + i * st[1]);                               \
-        v[0] = (v[0] != v[0] || v[0] <= x) ? v[0] : x;                       \
-      }                                                                      \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 4; j++) a = (a != a || a <= v[j]) ? a : v[j];      \
-      *(double *)d[0] = a;                                                   \
-      return;                                                                \
-    }                                                                        \
-    for (int64_t i = 0; i < n; i++) {                                        \
-      char *a = d[0] + i * st[0];                                            \
-      if (K == EM_KIND_FLOAT) {                                              \
-        double x = ld_d_##S(d[1] + i * st[1]), v = *(double *)a;             \
-        *(double *)a = (v != v || v <= x) ? v : x;                           \
-      } else {                                                               \
-        int64_t x = ld_i_##S(d[1] + i * st[1]);                              \
-        if (x < *(int64_t *)a) *(int64_t *)a = x;                            \
-      }                                                                      \
-    }                                                                        \
-  }                                                                          \
+  DEF_EXTREMUM(amax, >, >=, -INFINITY, S, E, CT, K)                         \
+  DEF_EXTREMUM(amin, <, <=, INFINITY, S, E, CT, K)                           \
   static void em_all_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
     for (int64_t i = 0; i < n; i++) {                                        \
