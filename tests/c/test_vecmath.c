@@ -9,6 +9,8 @@
 ** - an element's result does not depend on its position, the run length
 **   or in-place use (the loops' vector body, peeled head and scalar tail
 **   agree bit for bit);
+** - tanh and log are within 2 ulp over the same sweep and give tanhf's and
+**   logf's values at 0, +-inf, NaN, negative and subnormal inputs;
 ** - the float32 sum (double accumulation, pairwise over blocks) is within
 **   a log2(n)-sized multiple of double's epsilon of the exact sum, and
 **   gives the same bits for the same values at any alignment;
@@ -40,6 +42,8 @@ static double ulp_err(float got, double want) {
 }
 
 static float vexp1(float x) { float y; em_vexp_f32(&y, &x, 1); return y; }
+static float vtanh1(float x) { float y; em_vtanh_f32(&y, &x, 1); return y; }
+static float vlog1(float x) { float y; em_vlog_f32(&y, &x, 1); return y; }
 static float vsig1(float x) { float y; em_vsigmoid_f32(&y, &x, 1); return y; }
 static float vsilu1(float x) { float y; em_vsilu_f32(&y, &x, 1); return y; }
 
@@ -129,12 +133,46 @@ TEST(sigmoid_and_silu_close_to_double) {
   CHECK(vsilu1(0.0f) == 0.0f);
 }
 
+TEST(tanh_and_log_close_to_double) {
+  long bad;
+  double wt = sweep(em_vtanh_f32, tanh, 2.0, &bad);
+  CHECK(bad == 0);
+  double wl = sweep(em_vlog_f32, log, 2.0, &bad);
+  CHECK(bad == 0);
+  printf("  tanh: max error %.3f ulp, log: %.3f ulp\n", wt, wl);
+  /* special values as tanhf / logf */
+  const float tp[] = {0.0f, -0.0f, INFINITY, -INFINITY, 0.625f, -0.625f, 9.0f, 50.0f, -50.0f,
+                      1e-30f, 0x1p-149f, FLT_MAX, -FLT_MAX};
+  for (size_t i = 0; i < sizeof tp / sizeof tp[0]; i++) {
+    float got = vtanh1(tp[i]), want = tanhf(tp[i]);
+    CHECK(ulp_err(got, tanh((double)tp[i])) <= 2.0);
+    if (want == 0 || fabsf(want) == 1) CHECK(f2u(got) == f2u(want));
+  }
+  CHECK(isnan(vtanh1(NAN)));
+  const float lp[] = {0.0f, -0.0f, INFINITY, 1.0f, 0x1p-149f, 0x1p-127f, 0x1p-126f,
+                      FLT_MAX, 0.7071067f, 0.7071068f, 2.0f, 1e-40f};
+  for (size_t i = 0; i < sizeof lp / sizeof lp[0]; i++) {
+    float got = vlog1(lp[i]), want = logf(lp[i]);
+    if (isinf(want) || want == 0) {
+      CHECK(f2u(got) == f2u(want));
+      if (f2u(got) != f2u(want)) printf("  log(%a) = %a, logf %a\n", lp[i], got, want);
+    } else {
+      CHECK(ulp_err(got, log((double)lp[i])) <= 2.0);
+    }
+  }
+  CHECK(isnan(vlog1(-1.0f)));
+  CHECK(isnan(vlog1(-INFINITY)));
+  CHECK(isnan(vlog1(-0x1p-149f)));
+  CHECK(isnan(vlog1(NAN)));
+}
+
 TEST(results_do_not_depend_on_position_length_or_in_place) {
   enum { N = 301 };
   float in[N + 8], ref[N + 8], out[N + 8], io[N + 8];
-  em_vec_f32_fn fns[3] = {em_vexp_f32, em_vsigmoid_f32, em_vsilu_f32};
+  em_vec_f32_fn fns[5] = {em_vexp_f32, em_vsigmoid_f32, em_vsilu_f32, em_vtanh_f32,
+                          em_vlog_f32};
   for (int i = 0; i < N + 8; i++) in[i] = (float)((i * 7919) % 2001 - 1000) * 0.1f + 0.0137f;
-  for (int f = 0; f < 3; f++) {
+  for (int f = 0; f < 5; f++) {
     for (int i = 0; i < N + 8; i++) fns[f](&ref[i], &in[i], 1);
     for (int off = 0; off < 8; off++)
       for (int n = 0; n <= N; n += 37) {
@@ -184,8 +222,8 @@ TEST(engine_strided_equals_contiguous) {
   for (int i = 0; i < 37 * 41; i++) p[i] = (float)(i % 613) * 0.37f - 110.0f;
   CHECK_OK(em_transpose(t, 1, 2, &tt));  /* strided */
   CHECK_OK(em_contiguous(tt, &c));
-  em_ew_op ops[3] = {EM_OP_EXP, EM_OP_SIGMOID, EM_OP_SILU};
-  for (int k = 0; k < 3; k++) {
+  em_ew_op ops[5] = {EM_OP_EXP, EM_OP_SIGMOID, EM_OP_SILU, EM_OP_TANH, EM_OP_LOG};
+  for (int k = 0; k < 5; k++) {
     em_tensor *r1, *r2, *r1c;
     CHECK_OK(em_unary(ops[k], tt, &r1));
     CHECK_OK(em_unary(ops[k], c, &r2));
@@ -204,6 +242,7 @@ int main(void) {
   RUN(exp_within_one_ulp_over_a_sweep);
   RUN(exp_special_values_are_expf_s);
   RUN(sigmoid_and_silu_close_to_double);
+  RUN(tanh_and_log_close_to_double);
   RUN(results_do_not_depend_on_position_length_or_in_place);
   RUN(sum_is_pairwise_accurate_and_alignment_free);
   RUN(engine_strided_equals_contiguous);

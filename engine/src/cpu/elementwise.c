@@ -448,7 +448,7 @@ enum { BINARY_OPS(ENUM_K, _, _, _, _) UNARY_OPS(ENUM_K, _, _, _, _)
 ** element's result does not depend on the layout either. */
 static const em_vec_f32_fn vec_f32[KERN_COUNT] = {
     [KERN_exp] = em_vexp_f32, [KERN_sigmoid] = em_vsigmoid_f32,
-    [KERN_silu] = em_vsilu_f32};
+    [KERN_silu] = em_vsilu_f32, [KERN_tanh] = em_vtanh_f32, [KERN_log] = em_vlog_f32};
 
 static void vec_run_f32(em_vec_f32_fn fn, char *o, int64_t so, const char *a,
                         int64_t sa, int64_t n) {

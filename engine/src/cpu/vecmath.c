@@ -19,6 +19,7 @@
 */
 #include "vecmath.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
@@ -64,6 +65,59 @@ EM_VEC_CLONES void em_vsigmoid_f32(float *out, const float *in, int64_t n) {
 
 EM_VEC_CLONES void em_vsilu_f32(float *out, const float *in, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = in[i] / (1.0f + exp_one(-in[i]));
+}
+
+/* tanh of one float (Cephes' tanhf), on |x| with x's sign bit put back:
+** an odd polynomial below 0.625, else 1 - 2 / (exp(2|x|) + 1) (exp = inf
+** gives 1, NaN stays NaN). Both are computed and one is selected. */
+static inline float tanh_one(float x) {
+  uint32_t ux;
+  memcpy(&ux, &x, 4);
+  float ax = u2f(ux & 0x7fffffffu); /* the sign goes back on at the end */
+  float z = ax * ax;
+  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                  1.33314422036e-1f) * z - 3.33332819422e-1f) * z * ax + ax;
+  float big = 1.0f - 2.0f / (exp_one(ax + ax) + 1.0f);
+  float r = ax < 0.625f ? small : big;
+  uint32_t ur;
+  memcpy(&ur, &r, 4);
+  return u2f(ur | (ux & 0x80000000u)); /* tanh is odd; tanh(-0) = -0 */
+}
+
+/* log of one float (Cephes' logf): x = m * 2^e with m in [sqrt(1/2),
+** sqrt(2)), log(m) by a polynomial in m - 1, e * ln 2 added in two parts.
+** Subnormal inputs are scaled by 2^23 first. Special values by selects at
+** the end: log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays. */
+static inline float log_one(float x) {
+  int sub = x < 0x1p-126f;
+  float xs = sub ? x * 0x1p23f : x;
+  uint32_t u;
+  memcpy(&u, &xs, 4);
+  int32_t e = (int32_t)((u >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+  float m = u2f((u & 0x7fffffu) | 0x3f000000u); /* [0.5, 1) */
+  int lo = m < 0.707106781186547524f;
+  e -= lo;
+  float f = lo ? m + m - 1.0f : m - 1.0f;
+  float z = f * f;
+  float y = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f -
+                  1.2420140846e-1f) * f + 1.4249322787e-1f) * f - 1.6668057665e-1f) * f +
+               2.0000714765e-1f) * f - 2.4999993993e-1f) * f + 3.3333331174e-1f) * f * z;
+  float ef = (float)e;
+  y += -2.12194440e-4f * ef;
+  y += -0.5f * z;
+  float r = (f + y) + 0.693359375f * ef;
+  r = x == 0 ? -INFINITY : r;
+  r = x < 0 ? NAN : r;
+  r = x == INFINITY ? x : r;
+  return x != x ? x + x : r;
+}
+
+EM_VEC_CLONES void em_vtanh_f32(float *out, const float *in, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = tanh_one(in[i]);
+}
+
+EM_VEC_CLONES void em_vlog_f32(float *out, const float *in, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = log_one(in[i]);
 }
 
 /* -- Sum ------------------------------------------------------------------

@@ -27,6 +27,10 @@ void em_vsigmoid_f32(float *out, const float *in, int64_t n);
 /* x / (1 + exp(-x)) */
 void em_vsilu_f32(float *out, const float *in, int64_t n);
 
+/* tanh (Cephes' tanhf) and natural log (Cephes' logf), within 2 ulp */
+void em_vtanh_f32(float *out, const float *in, int64_t n);
+void em_vlog_f32(float *out, const float *in, int64_t n);
+
 /* The sum of in[0..n) in double, pairwise over blocks (vecmath.c). */
 double em_vsum_f32(const float *in, int64_t n);
 
