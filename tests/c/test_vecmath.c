@@ -14,6 +14,8 @@
 ** - the float32 sum (double accumulation, pairwise over blocks) is within
 **   a log2(n)-sized multiple of double's epsilon of the exact sum, and
 **   gives the same bits for the same values at any alignment;
+** - the library's (vectorised, AVX2-cloned) build gives the same bits as a
+**   scalar build of the same source, compiled into this test;
 ** - through the engine, exp/sigmoid/silu of a strided float32 tensor equal
 **   those of its contiguous copy bit for bit. */
 #include <float.h>
@@ -25,7 +27,7 @@
 #include "cpu/vecmath.h"
 #include "internal.h"
 
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static float tu2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
 /* |got - want| in units of the float ulp at want (2^-149 in the subnormal
@@ -40,6 +42,15 @@ static double ulp_err(float got, double want) {
   if (ulp < 0x1p-149) ulp = 0x1p-149;
   return fabs((double)got - want) / ulp;
 }
+
+/* vecmath.c built a second time at the end of this file, without clones
+** and with this file's flags (no -fno-trapping-math, so scalar code) */
+void scalar_vexp_f32(float *out, const float *in, int64_t n);
+void scalar_vsigmoid_f32(float *out, const float *in, int64_t n);
+void scalar_vsilu_f32(float *out, const float *in, int64_t n);
+void scalar_vtanh_f32(float *out, const float *in, int64_t n);
+void scalar_vlog_f32(float *out, const float *in, int64_t n);
+double scalar_vsum_f32(const float *in, int64_t n);
 
 static float vexp1(float x) { float y; em_vexp_f32(&y, &x, 1); return y; }
 static float vtanh1(float x) { float y; em_vtanh_f32(&y, &x, 1); return y; }
@@ -65,7 +76,7 @@ static double sweep(em_vec_f32_fn fn, double (*ref)(double), double maxulp, long
   int m = 0;
   for (uint64_t u = 0;; u += SWEEP_STEP) {
     int last = u > 0xffffffffull;
-    if (!last) in[m++] = u2f((uint32_t)u);
+    if (!last) in[m++] = tu2f((uint32_t)u);
     if (m == CHUNK || (last && m > 0)) {
       fn(out, in, m);
       for (int j = 0; j < m; j++) {
@@ -214,6 +225,31 @@ TEST(sum_is_pairwise_accurate_and_alignment_free) {
   free(x);
 }
 
+/* The library's build (the AVX2 clone on an AVX2 machine, vectorised)
+** against the scalar build of the same source: the same bits, as no
+** clone fuses operations or reorders them. */
+TEST(vector_build_equals_scalar_build) {
+  em_vec_f32_fn lib[5] = {em_vexp_f32, em_vsigmoid_f32, em_vsilu_f32, em_vtanh_f32,
+                          em_vlog_f32};
+  em_vec_f32_fn sca[5] = {scalar_vexp_f32, scalar_vsigmoid_f32, scalar_vsilu_f32,
+                          scalar_vtanh_f32, scalar_vlog_f32};
+  static float in[CHUNK], o1[CHUNK], o2[CHUNK];
+  long differ = 0;
+  for (uint64_t base = 0; base <= 0xffffffffull; base += (uint64_t)CHUNK * 8191) {
+    for (int i = 0; i < CHUNK; i++) in[i] = tu2f((uint32_t)(base + (uint64_t)i * 8191));
+    for (int f = 0; f < 5; f++) {
+      lib[f](o1, in, CHUNK);
+      sca[f](o2, in, CHUNK);
+      for (int i = 0; i < CHUNK; i++)
+        differ += f2u(o1[i]) != f2u(o2[i]) && !(o1[i] != o1[i] && o2[i] != o2[i]);
+    }
+  }
+  CHECK(differ == 0);
+  for (int i = 0; i < CHUNK; i++) in[i] = (float)(i % 977) * 0.37f - 150.0f;
+  double s1 = em_vsum_f32(in, CHUNK - 3), s2 = scalar_vsum_f32(in, CHUNK - 3);
+  CHECK(memcmp(&s1, &s2, sizeof s1) == 0);
+}
+
 TEST(engine_strided_equals_contiguous) {
   int64_t sizes[2] = {37, 41};
   em_tensor *t, *tt, *c;
@@ -245,6 +281,17 @@ int main(void) {
   RUN(tanh_and_log_close_to_double);
   RUN(results_do_not_depend_on_position_length_or_in_place);
   RUN(sum_is_pairwise_accurate_and_alignment_free);
+  RUN(vector_build_equals_scalar_build);
   RUN(engine_strided_equals_contiguous);
   return CTEST_END();
 }
+
+/* The second build of vecmath.c for vector_build_equals_scalar_build. */
+#define EMBER_NO_CLONES
+#define em_vexp_f32 scalar_vexp_f32
+#define em_vsigmoid_f32 scalar_vsigmoid_f32
+#define em_vsilu_f32 scalar_vsilu_f32
+#define em_vtanh_f32 scalar_vtanh_f32
+#define em_vlog_f32 scalar_vlog_f32
+#define em_vsum_f32 scalar_vsum_f32
+#include "cpu/vecmath.c"
