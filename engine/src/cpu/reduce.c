@@ -430,6 +430,38 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
     }                                                                        \
   }
 
+/* softmax / log_softmax of contiguous float32 lanes into float32: the max
+** as the general kernel takes it (NaN wins; an infinite max becomes 0 when
+** negative), x - max in float, exp by the vector exp of cpu/vecmath.c
+** written into the output, their sum in double (em_vsum_f32), then
+** exp * (1 / sum) or x - max - log(sum) in double, rounded once. PyTorch
+** computes x - max and exp in float as well. */
+static void softmax_f32_lanes(char **d, const int64_t *st, int64_t n, int64_t len,
+                              int log_) {
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = (const float *)(d[1] + i * st[1]);
+    float *o = (float *)(d[0] + i * st[0]);
+    float mf = -INFINITY;
+    int nan = 0;
+    for (int64_t j = 0; j < len; j++) {
+      mf = x[j] > mf ? x[j] : mf;
+      nan |= x[j] != x[j];
+    }
+    if (nan) mf = NAN;
+    if (isinf(mf) && mf < 0) mf = 0;
+    for (int64_t j = 0; j < len; j++) o[j] = x[j] - mf;
+    em_vexp_f32(o, o, len);
+    double s = em_vsum_f32(o, len);
+    if (log_) {
+      double ls = log(s);
+      for (int64_t j = 0; j < len; j++) o[j] = (float)((double)x[j] - (double)mf - ls);
+    } else {
+      double inv = 1.0 / s;
+      for (int64_t j = 0; j < len; j++) o[j] = (float)((double)o[j] * inv);
+    }
+  }
+}
+
 /* -- Reduction kernels ----------------------------------------------------
 ** data[0] is the accumulator (double or int64), data[1] the input. When
 ** st[0] == 0 the n inputs all fold into one accumulator; otherwise each
@@ -972,6 +1004,10 @@ typedef struct { em_lane h; int is_min; } maxctx;
   static void em_softmax_##S(char **d, const int64_t *st, int64_t n, void *vctx) { \
     const em_smctx *c = vctx;                                                \
     const int64_t len = c->h.len, lo = c->h.stride[0], li = c->h.stride[1];  \
+    if (E == EM_FLOAT32 && c->f32out && li == 4 && lo == 4) {               \
+      softmax_f32_lanes(d, st, n, len, c->log);                              \
+      return;                                                                \
+    }                                                                        \
     for (int64_t i = 0; i < n; i++) {                                        \
       const char *x = d[1] + i * st[1];                                      \
       char *o = d[0] + i * st[0];                                            \
@@ -1191,6 +1227,7 @@ static em_status softmax_nograd(const em_tensor *t, int64_t dim, int log, int dt
   c.log = log;
   c.store = store_d[odt];
   c.reload = !log && (odt == EM_FLOAT32 || odt == EM_FLOAT64) ? em_load_d(odt) : NULL;
+  c.f32out = odt == EM_FLOAT32;
   const em_tensor *ops[2] = {o, t};
   st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
                     softmax_loops[t->dtype], &c.h, true, NULL);
