@@ -15,6 +15,9 @@
 **   pairwise, vectorised in cpu/vecmath.c), so the rounding error grows
 **   like log n, not n. Integer and bool inputs
 **   accumulate in int64 with wrap-around (PyTorch gives int64 sums).
+** - softmax/log_softmax of float32 into float32 along a contiguous dim
+**   compute x - max and its exp in float (as PyTorch; cpu/vecmath.c), the
+**   sum and the final scale in double; other cases compute in double.
 ** - Results do not depend on the number of threads: work is split by whole
 **   outputs or lanes, or (one output) into chunks of a fixed size whose
 **   partials combine in a fixed tree.
