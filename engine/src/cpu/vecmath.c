@@ -5,7 +5,7 @@
 ** exp(x): k = round(x / ln 2) by the 1.5 * 2^23 trick, r = x - k ln 2 in two
 ** steps (Cody-Waite: ln 2's high part has 9 significant bits, so k * hi is
 ** exact for |k| < 2^15), exp(r) by Cephes' degree-7 polynomial on
-** |r| <= ln 2 / 2, and the scale 2^k built from exponent bits as two factors
+** |r| <= ln 2 / 2 (its terms taken in pairs, Estrin's scheme), and the scale 2^k built from exponent bits as two factors
 ** 2^(k>>1) * 2^(k - (k>>1)), each a normal float for every k of the clamped
 ** range: results that overflow become +inf by the multiplication itself, and
 ** subnormal results are rounded once, by the last multiplication. The input
@@ -43,9 +43,12 @@ static inline float exp_one(float x) {
   int32_t k = (int32_t)kf;                                    /* |k| <= 151 */
   float r = (xc - kf * 0.693359375f) - kf * -2.12194440e-4f;
   float z = r * r;
-  float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-               4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z +
-            r + 1.0f;
+  /* the polynomial in pairs (Estrin), a shorter dependency chain than
+  ** Horner's: more elements in flight */
+  float a01 = 1.6666665459e-1f * r + 5.0000001201e-1f;
+  float a23 = 8.3334519073e-3f * r + 4.1665795894e-2f;
+  float a45 = 1.9875691500e-4f * r + 1.3981999507e-3f;
+  float p = ((a45 * z + a23) * z + a01) * z + r + 1.0f;
   int32_t k1 = k >> 1, k2 = k - k1; /* both in [-76, 64] */
   float s1 = u2f((uint32_t)(k1 + 127) << 23), s2 = u2f((uint32_t)(k2 + 127) << 23);
   float res = (p * s1) * s2;
