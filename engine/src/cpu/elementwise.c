@@ -14,7 +14,9 @@
 **   is an error found before anything is written.
 ** - Every kernel is a 1-d inner loop of the iterator (iter.h) with a
 **   contiguous path the compiler vectorises; each element is computed
-**   independently, so results do not depend on the thread count.
+**   independently, so results do not depend on the thread count. float32
+**   exp, sigmoid, silu, tanh and log hand their runs to cpu/vecmath.c
+**   (strided runs through a buffer: the same bits for any layout).
 ** - Kernels are generated from EM_FOR_EACH_DTYPE: one function per
 **   (op, dtype), named em_<op>_<dtype> (em_add_f32, em_sqrt_bf16), for the
 **   dtype kinds the op supports; the dispatch tables are filled by the same
@@ -545,7 +547,6 @@ EM_FOR_EACH_DTYPE(DEF_UNARIES)
 EM_FOR_EACH_DTYPE(DEF_TERNARIES)
 
 /* -- Dispatch tables: [kernel][dtype], NULL where the kind is unsupported -- */
-
 
 #define TAB_K(OP, M, OUTC, S, E, T, K) WHEN_##M##_##K([KERN_##OP][E] = em_##OP##_##S, )
 #define TAB_ALL(S, E, T, K)                                      \

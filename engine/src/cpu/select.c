@@ -13,7 +13,9 @@
 **   operand is presented to the iterator "restrided": the iteration shape
 **   is the index's, and the indexed dim gets stride 0, so the kernel only
 **   adds index * (that dim's stride in bytes) to the pointer it is handed
-**   (PyTorch's TensorIterator trick for index kernels).
+**   (PyTorch's TensorIterator trick for index kernels). Two fast paths of
+**   contiguous operands have no strides to walk and skip it: the block
+**   copies of index_select and the run compaction of masked_select.
 ** - Per-dtype kernels are generated from EM_FOR_EACH_DTYPE with grep-able
 **   names (em_gather_f32, em_scatter_add_i64, em_masked_fill_b8, ...).
 ** - Writes of a source that overlaps the destination read a snapshot.
