@@ -285,6 +285,66 @@ TEST(blas_thread_count_is_settable) {
   CHECK(em_blas_get_num_threads() == before);
 }
 
+/* softmax / log_softmax of float32 over a contiguous dim (the vector path
+** of reduce.c) against a double-precision reference, and against the
+** general path (a transposed input, strided lanes): lanes with -inf, a NaN,
+** +inf and all -inf give the general path's values. */
+TEST(softmax_f32_contiguous_lanes_match_reference_and_strided_path) {
+  enum { R = 6, L = 301 };
+  int64_t sz[2] = {R, L}, szt[2] = {L, R};
+  em_tensor *t, *tt, *tc;
+  CHECK_OK(em_empty(2, sz, EM_FLOAT32, em_cpu(), &t));
+  float *p = em_tensor_data(t);
+  for (int i = 0; i < R * L; i++) p[i] = (float)((i * 7919) % 4001) * 0.02f - 40.0f;
+  p[1 * L + 5] = -INFINITY;
+  p[2 * L + 7] = NAN;
+  p[3 * L + 9] = INFINITY;
+  for (int j = 0; j < L; j++) p[4 * L + j] = -INFINITY;
+  /* the same values laid out transposed: a strided dim 1 after transpose */
+  CHECK_OK(em_empty(2, szt, EM_FLOAT32, em_cpu(), &tc));
+  float *q = em_tensor_data(tc);
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < L; j++) q[j * R + i] = p[i * L + j];
+  CHECK_OK(em_transpose(tc, 1, 2, &tt));
+  for (int lg = 0; lg < 2; lg++) {
+    em_tensor *a, *b;
+    CHECK_OK(em_softmax(t, 2, lg, -1, &a));
+    CHECK_OK(em_softmax(tt, 2, lg, -1, &b));
+    const float *fa = em_tensor_data(a);
+    em_tensor *bc;
+    CHECK_OK(em_contiguous(b, &bc));
+    const float *fb = em_tensor_data(bc);
+    int bad = 0;
+    for (int i = 0; i < R; i++) {
+      double m = -INFINITY, s = 0;
+      for (int j = 0; j < L; j++) m = p[i * L + j] > m ? p[i * L + j] : m;
+      for (int j = 0; j < L; j++) s += exp((double)p[i * L + j] - m);
+      for (int j = 0; j < L; j++) {
+        float x = fa[i * L + j], y = fb[i * L + j];
+        if (i == 0 || i == 1 || i == 5) { /* finite lanes: the reference */
+          double want = lg ? (double)p[i * L + j] - m - log(s) : exp((double)p[i * L + j] - m) / s;
+          /* softmax: x - max is rounded to float before exp (as in
+          ** PyTorch), a relative error of up to |x - max| * 2^-24, then
+          ** exp's ulp and the final rounding */
+          double dx = fabs((double)p[i * L + j] - m);
+          double tol = lg ? 1e-5 + 1e-6 * fabs(want) : want * (3e-7 + dx * 0x1p-24) + 1e-37;
+          bad += !((double)x == want || fabs((double)x - want) <= tol);
+        }
+        /* every lane: the general path's value, NaN for NaN */
+        bad += (x != x) != (y != y);
+        if (x == x) bad += !(x == y || fabsf(x - y) <= 1e-5f + 1e-5f * fabsf(y));
+      }
+    }
+    CHECK(bad == 0);
+    em_tensor_release(a);
+    em_tensor_release(b);
+    em_tensor_release(bc);
+  }
+  em_tensor_release(t);
+  em_tensor_release(tt);
+  em_tensor_release(tc);
+}
+
 int main(void) {
   RUN(reductions_do_not_depend_on_layout);
   RUN(float32_sum_is_pairwise_accurate);
@@ -293,5 +353,6 @@ int main(void) {
   RUN(matmul_matches_naive_on_strided_operands_for_every_dtype);
   RUN(sort_is_stable_and_unique_inverts);
   RUN(blas_thread_count_is_settable);
+  RUN(softmax_f32_contiguous_lanes_match_reference_and_strided_path);
   return CTEST_END();
 }

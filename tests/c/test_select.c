@@ -280,6 +280,48 @@ TEST(repeat_and_roll_match_a_naive_reference) {
   em_tensor_release(t);
 }
 
+/* masked_select of a contiguous tensor and mask runs in fixed runs of the
+** mask (select.c): runs with no true element, all true, a true last
+** element, every element size, on 1 and 2 threads, against a naive loop. */
+TEST(masked_select_dense_runs_match_naive) {
+  const int64_t n = 3 * (1 << 18) + 12345;
+  const em_dtype dts[] = {EM_UINT8, EM_INT16, EM_FLOAT32, EM_FLOAT64};
+  int64_t sz[1] = {n};
+  em_tensor *mask;
+  CHECK_OK(em_empty(1, sz, EM_BOOL, em_cpu(), &mask));
+  bool *m = em_tensor_data(mask);
+  uint32_t r = 7;
+  for (int64_t i = 0; i < n; i++) {
+    r = r * 1664525u + 1013904223u;
+    m[i] = i < (1 << 18) ? 0                      /* run 1: none */
+           : i < 2 * (1 << 18) ? 1                /* run 2: all */
+           : (r >> 13) & 1;
+  }
+  m[n - 1] = 1;
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    em_tensor *t, *o1, *o2;
+    CHECK_OK(em_empty(1, sz, dts[d], em_cpu(), &t));
+    size_t es = em_dtype_size(dts[d]);
+    unsigned char *tp = em_tensor_data(t);
+    for (int64_t i = 0; i < n * (int64_t)es; i++) tp[i] = (unsigned char)(i * 31 + 7);
+    CHECK_OK(em_set_num_threads(1));
+    CHECK_OK(em_masked_select(t, mask, &o1));
+    CHECK_OK(em_set_num_threads(2));
+    CHECK_OK(em_masked_select(t, mask, &o2));
+    int64_t k = 0, bad = 0;
+    const unsigned char *op = em_tensor_data(o1);
+    for (int64_t i = 0; i < n; i++)
+      if (m[i]) bad += memcmp(op + k++ * es, tp + i * es, es) != 0;
+    CHECK(bad == 0);
+    CHECK(o1->ndim == 1 && o1->sizes[0] == k && o2->sizes[0] == k);
+    CHECK(memcmp(em_tensor_data(o1), em_tensor_data(o2), (size_t)k * es) == 0);
+    em_tensor_release(t);
+    em_tensor_release(o1);
+    em_tensor_release(o2);
+  }
+  em_tensor_release(mask);
+}
+
 int main(void) {
   RUN(promotion_matches_pytorch_table);
   RUN(index_select_every_dtype_on_a_transposed_view);
@@ -292,5 +334,6 @@ int main(void) {
   RUN(split_count_arithmetic);
   RUN(nonzero_every_dtype_counts_nan);
   RUN(repeat_and_roll_match_a_naive_reference);
+  RUN(masked_select_dense_runs_match_naive);
   return CTEST_END();
 }

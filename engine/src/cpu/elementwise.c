@@ -14,7 +14,9 @@
 **   is an error found before anything is written.
 ** - Every kernel is a 1-d inner loop of the iterator (iter.h) with a
 **   contiguous path the compiler vectorises; each element is computed
-**   independently, so results do not depend on the thread count.
+**   independently, so results do not depend on the thread count. float32
+**   exp, sigmoid, silu, tanh and log hand their runs to cpu/vecmath.c
+**   (strided runs through a buffer: the same bits for any layout).
 ** - Kernels are generated from EM_FOR_EACH_DTYPE: one function per
 **   (op, dtype), named em_<op>_<dtype> (em_add_f32, em_sqrt_bf16), for the
 **   dtype kinds the op supports; the dispatch tables are filled by the same
@@ -27,6 +29,7 @@
 
 #include "../iter.h"
 #include "../autograd.h"
+#include "vecmath.h"
 
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #pragma GCC diagnostic ignored "-Wbool-operation"
@@ -434,6 +437,36 @@ EM_FOR_EACH_DTYPE(DEF_BINARIES)
   X(isinf, BIF, BOOL, S, E, T, K) X(isfinite, BIF, BOOL, S, E, T, K)            \
   X(lnot, B, BOOL, S, E, T, K) X(bnot, BI, SAME, S, E, T, K)
 
+#define TERNARY_OPS(X, S, E, T, K) \
+  X(lerp, F, SAME, S, E, T, K) X(clamp, IF, SAME, S, E, T, K)
+
+/* The kernel numbers: rows of the dispatch table (below). */
+#define ENUM_K(OP, M, OUTC, S, E, T, K) KERN_##OP,
+enum { BINARY_OPS(ENUM_K, _, _, _, _) UNARY_OPS(ENUM_K, _, _, _, _)
+       TERNARY_OPS(ENUM_K, _, _, _, _) KERN_COUNT };
+
+/* float32 ops with a vector implementation (cpu/vecmath.c): their kernels
+** hand each run to it. A strided run goes through a small buffer, so an
+** element's result does not depend on the layout either. */
+static const em_vec_f32_fn vec_f32[KERN_COUNT] = {
+    [KERN_exp] = em_vexp_f32, [KERN_sigmoid] = em_vsigmoid_f32,
+    [KERN_silu] = em_vsilu_f32, [KERN_tanh] = em_vtanh_f32, [KERN_log] = em_vlog_f32};
+
+static void vec_run_f32(em_vec_f32_fn fn, char *o, int64_t so, const char *a,
+                        int64_t sa, int64_t n) {
+  if (so == 4 && sa == 4) {
+    fn((float *)o, (const float *)a, n);
+    return;
+  }
+  float buf[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    int64_t m = n - i0 < 256 ? n - i0 : 256;
+    for (int64_t j = 0; j < m; j++) buf[j] = *(const float *)(a + (i0 + j) * sa);
+    fn(buf, buf, m);
+    for (int64_t j = 0; j < m; j++) *(float *)(o + (i0 + j) * so) = buf[j];
+  }
+}
+
 #define DEF_UNARY(OP, M, OUTC, S, E, T, K)                                      \
   WHEN_##M##_##K(                                                               \
   static void em_##OP##_##S(char **data, const int64_t *st, int64_t n, void *vk) { \
@@ -443,6 +476,10 @@ EM_FOR_EACH_DTYPE(DEF_BINARIES)
     const char *a = data[1];                                                    \
     const int64_t so = st[0], sa = st[1];                                       \
     (void)k;                                                                    \
+    if (E == EM_FLOAT32 && vec_f32[KERN_##OP]) {                                \
+      vec_run_f32(vec_f32[KERN_##OP], o, so, a, sa, n);                         \
+      return;                                                                   \
+    }                                                                           \
     if (so == (int64_t)sizeof(OT_) && sa == (int64_t)sizeof(T)) {               \
       OT_ *op = (OT_ *)o;                                                       \
       const T *ap = (const T *)a;                                               \
@@ -479,9 +516,6 @@ EM_FOR_EACH_DTYPE(DEF_UNARIES)
 #define TX_clamp_EM_KIND_INT TX_clamp_ANY
 #define TX_clamp_EM_KIND_FLOAT TX_clamp_ANY
 
-#define TERNARY_OPS(X, S, E, T, K) \
-  X(lerp, F, SAME, S, E, T, K) X(clamp, IF, SAME, S, E, T, K)
-
 #define DEF_TERNARY(OP, M, OUTC, S, E, T, K)                                    \
   WHEN_##M##_##K(                                                               \
   static void em_##OP##_##S(char **data, const int64_t *st, int64_t n, void *vk) { \
@@ -513,10 +547,6 @@ EM_FOR_EACH_DTYPE(DEF_UNARIES)
 EM_FOR_EACH_DTYPE(DEF_TERNARIES)
 
 /* -- Dispatch tables: [kernel][dtype], NULL where the kind is unsupported -- */
-
-#define ENUM_K(OP, M, OUTC, S, E, T, K) KERN_##OP,
-enum { BINARY_OPS(ENUM_K, _, _, _, _) UNARY_OPS(ENUM_K, _, _, _, _)
-       TERNARY_OPS(ENUM_K, _, _, _, _) KERN_COUNT };
 
 #define TAB_K(OP, M, OUTC, S, E, T, K) WHEN_##M##_##K([KERN_##OP][E] = em_##OP##_##S, )
 #define TAB_ALL(S, E, T, K)                                      \

@@ -10,9 +10,14 @@
 **   operand 1. The reduced dims go innermost unless the input's densest dim
 **   is kept (then the iteration follows the input's layout; see run_reduce).
 ** - Floating inputs accumulate in double; each inner-loop run is summed
-**   pairwise (blocks of 8 partial sums, halving above 128 elements), so the
-**   rounding error grows like log n, not n. Integer and bool inputs
+**   pairwise (blocks of 8 partial sums, halving above 128 elements; a
+**   unit-stride float32 run: blocks of 256 in 16 partial sums, combined
+**   pairwise, vectorised in cpu/vecmath.c), so the rounding error grows
+**   like log n, not n. Integer and bool inputs
 **   accumulate in int64 with wrap-around (PyTorch gives int64 sums).
+** - softmax/log_softmax of float32 into float32 along a contiguous dim
+**   compute x - max and its exp in float (as PyTorch; cpu/vecmath.c), the
+**   sum and the final scale in double; other cases compute in double.
 ** - Results do not depend on the number of threads: work is split by whole
 **   outputs or lanes, or (one output) into chunks of a fixed size whose
 **   partials combine in a fixed tree.
@@ -25,6 +30,7 @@
 #include "../iter.h"
 #include "reduce_impl.h"
 #include "../autograd.h"
+#include "vecmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -370,6 +376,95 @@ static em_status acc_to_out(em_tensor *acc, const em_tensor *t, const bool *mask
   }
 EM_FOR_EACH_DTYPE(DEF_PWSUM)
 
+/* amax / amin of a run (data[0] the accumulator, data[1] the input): x
+** BETTER v replaces v, v KEEP x keeps it, START is the identity. NaN
+** propagates: once v is NaN it stays, and a NaN x replaces v. */
+#define DEF_EXTREMUM(NAME, BETTER, KEEP, START, S, E, CT, K)                   \
+  static void em_##NAME##_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
+    (void)ctx;                                                               \
+    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
+        st[1] == (int64_t)sizeof(CT)) {                                      \
+      /* float32/float64, unit stride: compare in the dtype itself (exact), \
+      ** 8 chains the vectoriser can keep in registers */                   \
+      const CT *q = (const CT *)d[1];                                        \
+      CT v[8];                                                               \
+      for (int j = 0; j < 8; j++) v[j] = (CT)(START);                         \
+      int64_t i = 0;                                                         \
+      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
+      for (; i + 8 <= n; i += 8)                                             \
+        for (int j = 0; j < 8; j++) {                                        \
+          CT x = q[i + j];                                                   \
+          v[j] = x BETTER v[j] ? x : v[j];                                    \
+          nan |= x != x;                                                     \
+        }                                                                    \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 8; j++) a = (a != a || a KEEP v[j]) ? a : v[j];    \
+      for (; i < n; i++) a = (a != a || a KEEP q[i]) ? a : q[i];             \
+      *(double *)d[0] = nan ? NAN : a;                                       \
+      return;                                                                \
+    }                                                                        \
+    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
+      /* four independent chains; NaN is sticky in each */                   \
+      double v[4] = {START, START, START, START};            \
+      int64_t i = 0;                                                         \
+      for (; i + 4 <= n; i += 4)                                             \
+        for (int j = 0; j < 4; j++) {                                        \
+          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
+          v[j] = (v[j] != v[j] || v[j] KEEP x) ? v[j] : x;                     \
+        }                                                                    \
+      for (; i < n; i++) {                                                   \
+        double x = ld_d_##S(d[1] + i * st[1]);                               \
+        v[0] = (v[0] != v[0] || v[0] KEEP x) ? v[0] : x;                       \
+      }                                                                      \
+      double a = *(double *)d[0];                                            \
+      for (int j = 0; j < 4; j++) a = (a != a || a KEEP v[j]) ? a : v[j];      \
+      *(double *)d[0] = a;                                                   \
+      return;                                                                \
+    }                                                                        \
+    for (int64_t i = 0; i < n; i++) {                                        \
+      char *a = d[0] + i * st[0];                                            \
+      if (K == EM_KIND_FLOAT) {                                              \
+        double x = ld_d_##S(d[1] + i * st[1]), v = *(double *)a;             \
+        *(double *)a = (v != v || v KEEP x) ? v : x;                           \
+      } else {                                                               \
+        int64_t x = ld_i_##S(d[1] + i * st[1]);                              \
+        if (x BETTER *(int64_t *)a) *(int64_t *)a = x;                            \
+      }                                                                      \
+    }                                                                        \
+  }
+
+/* softmax / log_softmax of contiguous float32 lanes into float32: the max
+** as the general kernel takes it (NaN wins; an infinite max becomes 0 when
+** negative), x - max in float, exp by the vector exp of cpu/vecmath.c
+** written into the output, their sum in double (em_vsum_f32), then
+** exp * (1 / sum) or x - max - log(sum) in double, rounded once. PyTorch
+** computes x - max and exp in float as well. */
+static void softmax_f32_lanes(char **d, const int64_t *st, int64_t n, int64_t len,
+                              int log_) {
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = (const float *)(d[1] + i * st[1]);
+    float *o = (float *)(d[0] + i * st[0]);
+    float mf = -INFINITY;
+    int nan = 0;
+    for (int64_t j = 0; j < len; j++) {
+      mf = x[j] > mf ? x[j] : mf;
+      nan |= x[j] != x[j];
+    }
+    if (nan) mf = NAN;
+    if (isinf(mf) && mf < 0) mf = 0;
+    for (int64_t j = 0; j < len; j++) o[j] = x[j] - mf;
+    em_vexp_f32(o, o, len);
+    double s = em_vsum_f32(o, len);
+    if (log_) {
+      double ls = log(s);
+      for (int64_t j = 0; j < len; j++) o[j] = (float)((double)x[j] - (double)mf - ls);
+    } else {
+      double inv = 1.0 / s;
+      for (int64_t j = 0; j < len; j++) o[j] = (float)((double)o[j] * inv);
+    }
+  }
+}
+
 /* -- Reduction kernels ----------------------------------------------------
 ** data[0] is the accumulator (double or int64), data[1] the input. When
 ** st[0] == 0 the n inputs all fold into one accumulator; otherwise each
@@ -379,6 +474,10 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   static void em_sum_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
     if (K == EM_KIND_FLOAT) {                                                \
+      if (st[0] == 0 && E == EM_FLOAT32 && st[1] == 4) {                     \
+        *(double *)d[0] += em_vsum_f32((const float *)d[1], n);              \
+        return;                                                              \
+      }                                                                      \
       if (st[0] == 0) { *(double *)d[0] += pw_sum_##S(d[1], st[1], n); return; } \
       for (int64_t i = 0; i < n; i++)                                        \
         *(double *)(d[0] + i * st[0]) += ld_d_##S(d[1] + i * st[1]);         \
@@ -404,110 +503,8 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
       else *(int64_t *)a = wrap_mul(*(int64_t *)a, ld_i_##S(d[1] + i * st[1])); \
     }                                                                        \
   }                                                                          \
-  static void em_amax_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
-    (void)ctx;                                                               \
-    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
-        st[1] == (int64_t)sizeof(CT)) {                                      \
-      /* float32/float64, unit stride: compare in the dtype itself (exact), \
-      ** 8 chains the vectoriser can keep in registers */                   \
-      const CT *q = (const CT *)d[1];                                        \
-      CT v[8];                                                               \
-      for (int j = 0; j < 8; j++) v[j] = (CT)-INFINITY;                         \
-      int64_t i = 0;                                                         \
-      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
-      for (; i + 8 <= n; i += 8)                                             \
-        for (int j = 0; j < 8; j++) {                                        \
-          CT x = q[i + j];                                                   \
-          v[j] = x > v[j] ? x : v[j];                                    \
-          nan |= x != x;                                                     \
-        }                                                                    \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 8; j++) a = (a != a || a >= v[j]) ? a : v[j];    \
-      for (; i < n; i++) a = (a != a || a >= q[i]) ? a : q[i];             \
-      *(double *)d[0] = nan ? NAN : a;                                       \
-      return;                                                                \
-    }                                                                        \
-    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
-      /* four independent chains; NaN is sticky in each */                   \
-      double v[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};            \
-      int64_t i = 0;                                                         \
-      for (; i + 4 <= n; i += 4)                                             \
-        for (int j = 0; j < 4; j++) {                                        \
-          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
-          v[j] = (v[j] != v[j] || v[j] >= x) ? v[j] : x;                     \
-        }                                                                    \
-      for (; i < n; i++) {                                                   \
-        double x = ld_d_##S(d[1] + i * st[1]);                               \
-        v[0] = (v[0] != v[0] || v[0] >= x) ? v[0] : x;                       \
-      }                                                                      \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 4; j++) a = (a != a || a >= v[j]) ? a : v[j];      \
-      *(double *)d[0] = a;                                                   \
-      return;                                                                \
-    }                                                                        \
-    for (int64_t i = 0; i < n; i++) {                                        \
-      char *a = d[0] + i * st[0];                                            \
-      if (K == EM_KIND_FLOAT) {                                              \
-        double x = ld_d_##S(d[1] + i * st[1]), v = *(double *)a;             \
-        /* NaN propagates: once v is NaN it stays; a NaN x replaces v */     \
-        *(double *)a = (v != v || v >= x) ? v : x;                           \
-      } else {                                                               \
-        int64_t x = ld_i_##S(d[1] + i * st[1]);                              \
-        if (x > *(int64_t *)a) *(int64_t *)a = x;                            \
-      }                                                                      \
-    }                                                                        \
-  }                                                                          \
-  static void em_amin_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
-    (void)ctx;                                                               \
-    if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
-        st[1] == (int64_t)sizeof(CT)) {                                      \
-      /* float32/float64, unit stride: compare in the dtype itself (exact), \
-      ** 8 chains the vectoriser can keep in registers */                   \
-      const CT *q = (const CT *)d[1];                                        \
-      CT v[8];                                                               \
-      for (int j = 0; j < 8; j++) v[j] = (CT)INFINITY;                         \
-      int64_t i = 0;                                                         \
-      int nan = 0; /* NaN tracked apart keeps the loop branch-free */       \
-      for (; i + 8 <= n; i += 8)                                             \
-        for (int j = 0; j < 8; j++) {                                        \
-          CT x = q[i + j];                                                   \
-          v[j] = x < v[j] ? x : v[j];                                    \
-          nan |= x != x;                                                     \
-        }                                                                    \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 8; j++) a = (a != a || a <= v[j]) ? a : v[j];    \
-      for (; i < n; i++) a = (a != a || a <= q[i]) ? a : q[i];             \
-      *(double *)d[0] = nan ? NAN : a;                                       \
-      return;                                                                \
-    }                                                                        \
-    if (st[0] == 0 && K == EM_KIND_FLOAT) {                                  \
-      double v[4] = {INFINITY, INFINITY, INFINITY, INFINITY};                \
-      int64_t i = 0;                                                         \
-      for (; i + 4 <= n; i += 4)                                             \
-        for (int j = 0; j < 4; j++) {                                        \
-          double x = ld_d_##S(d[1] + (i + j) * st[1]);                       \
-          v[j] = (v[j] != v[j] || v[j] <= x) ? v[j] : x;                     \
-        }                                                                    \
-      for (; i < n; i++) {                                                   \
-        double x = ld_d_##S(d[1] + i * st[1]);                               \
-        v[0] = (v[0] != v[0] || v[0] <= x) ? v[0] : x;                       \
-      }                                                                      \
-      double a = *(double *)d[0];                                            \
-      for (int j = 0; j < 4; j++) a = (a != a || a <= v[j]) ? a : v[j];      \
-      *(double *)d[0] = a;                                                   \
-      return;                                                                \
-    }                                                                        \
-    for (int64_t i = 0; i < n; i++) {                                        \
-      char *a = d[0] + i * st[0];                                            \
-      if (K == EM_KIND_FLOAT) {                                              \
-        double x = ld_d_##S(d[1] + i * st[1]), v = *(double *)a;             \
-        *(double *)a = (v != v || v <= x) ? v : x;                           \
-      } else {                                                               \
-        int64_t x = ld_i_##S(d[1] + i * st[1]);                              \
-        if (x < *(int64_t *)a) *(int64_t *)a = x;                            \
-      }                                                                      \
-    }                                                                        \
-  }                                                                          \
+  DEF_EXTREMUM(amax, >, >=, -INFINITY, S, E, CT, K)                         \
+  DEF_EXTREMUM(amin, <, <=, INFINITY, S, E, CT, K)                           \
   static void em_all_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
     for (int64_t i = 0; i < n; i++) {                                        \
@@ -1010,6 +1007,10 @@ typedef struct { em_lane h; int is_min; } maxctx;
   static void em_softmax_##S(char **d, const int64_t *st, int64_t n, void *vctx) { \
     const em_smctx *c = vctx;                                                \
     const int64_t len = c->h.len, lo = c->h.stride[0], li = c->h.stride[1];  \
+    if (E == EM_FLOAT32 && c->f32out && li == 4 && lo == 4) {               \
+      softmax_f32_lanes(d, st, n, len, c->log);                              \
+      return;                                                                \
+    }                                                                        \
     for (int64_t i = 0; i < n; i++) {                                        \
       const char *x = d[1] + i * st[1];                                      \
       char *o = d[0] + i * st[0];                                            \
@@ -1229,6 +1230,7 @@ static em_status softmax_nograd(const em_tensor *t, int64_t dim, int log, int dt
   c.log = log;
   c.store = store_d[odt];
   c.reload = !log && (odt == EM_FLOAT32 || odt == EM_FLOAT64) ? em_load_d(odt) : NULL;
+  c.f32out = odt == EM_FLOAT32;
   const em_tensor *ops[2] = {o, t};
   st = em_run_lanes(op, 2, ops, axis, t->ndim > 0 ? t->sizes[axis] : 1,
                     softmax_loops[t->dtype], &c.h, true, NULL);

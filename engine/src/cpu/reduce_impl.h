@@ -20,6 +20,7 @@ typedef struct em_smctx {
   int log;
   void (*store)(char *, double);
   double (*reload)(const char *);  /* softmax into f32/f64: reread the stored exp */
+  int f32out;                      /* the output is float32 */
 } em_smctx;
 
 typedef struct em_cumctx {

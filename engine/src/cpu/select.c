@@ -13,7 +13,9 @@
 **   operand is presented to the iterator "restrided": the iteration shape
 **   is the index's, and the indexed dim gets stride 0, so the kernel only
 **   adds index * (that dim's stride in bytes) to the pointer it is handed
-**   (PyTorch's TensorIterator trick for index kernels).
+**   (PyTorch's TensorIterator trick for index kernels). Two fast paths of
+**   contiguous operands have no strides to walk and skip it: the block
+**   copies of index_select and the run compaction of masked_select.
 ** - Per-dtype kernels are generated from EM_FOR_EACH_DTYPE with grep-able
 **   names (em_gather_f32, em_scatter_add_i64, em_masked_fill_b8, ...).
 ** - Writes of a source that overlaps the destination read a snapshot.
@@ -204,6 +206,31 @@ typedef struct {
       *(CT *)o = *(const bool *)c ? *(const CT *)a : *(const CT *)b;          \
   }
 EM_FOR_EACH_DTYPE(DEF_MASKED)
+
+/* masked_select of a contiguous source and mask: the selected elements of
+** one run, in order, without branches: every element is stored at the
+** current position and the position advances by the mask. Stopping before
+** the run's last true element (stored apart) keeps every store inside the
+** run's own count of out, so runs on other threads never see a write. */
+#define DEF_COMPACT(S, E, CT, K)                                              \
+  static void em_masked_compact_##S(char *vout, const char *vsrc,             \
+                                    const uint8_t *m, int64_t n) {            \
+    CT *out = (CT *)vout;                                                     \
+    const CT *src = (const CT *)vsrc;                                         \
+    int64_t last = n - 1;                                                     \
+    while (last >= 0 && !m[last]) last--;                                     \
+    if (last < 0) return;                                                     \
+    int64_t k = 0;                                                            \
+    for (int64_t i = 0; i < last; i++) {                                      \
+      out[k] = src[i];                                                        \
+      k += m[i] != 0;                                                         \
+    }                                                                         \
+    out[k] = src[last];                                                       \
+  }
+EM_FOR_EACH_DTYPE(DEF_COMPACT)
+typedef void (*compact_fn)(char *, const char *, const uint8_t *, int64_t);
+#define COMPACT_ROW(S, E, CT, K) [E] = em_masked_compact_##S,
+static const compact_fn compact_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(COMPACT_ROW)};
 
 /* Dispatch tables, indexed by dtype. */
 #define TABLE(NAME, PREFIX)                                 \
@@ -821,6 +848,46 @@ static em_status mask_prefix(const em_tensor *mview, em_tensor **mc, em_tensor *
   return EM_OK;
 }
 
+/* masked_select when the (broadcast) source and mask are both contiguous:
+** no mask copy and no prefix tensor. The mask is cut into runs of a fixed
+** length; each run's count is taken (in parallel), the counts' prefix gives
+** each run its place in out, and the runs are compacted in parallel. The
+** result is the same on any number of threads. */
+enum { MASK_RUN = 1 << 18 };
+static em_status masked_select_dense(const em_tensor *tv, const em_tensor *mv,
+                                     em_tensor **out) {
+  int64_t n = em_tensor_numel(tv);
+  int64_t nruns = (n + MASK_RUN - 1) / MASK_RUN;
+  int64_t *pos = malloc((size_t)(nruns + 1) * sizeof *pos);
+  if (!pos) return em_fail(EM_E_NOMEM, "masked_select: out of memory");
+  const uint8_t *m = em_tensor_data(mv);
+  const char *src = em_tensor_data(tv);
+  size_t es = em_dtype_size(tv->dtype);
+#pragma omp parallel for schedule(static) if (n > 2 * MASK_RUN)
+  for (int64_t r = 0; r < nruns; r++) {
+    int64_t b = r * MASK_RUN, e = b + MASK_RUN < n ? b + MASK_RUN : n, c = 0;
+    for (int64_t i = b; i < e; i++) c += m[i] != 0;
+    pos[r + 1] = c;
+  }
+  pos[0] = 0;
+  for (int64_t r = 0; r < nruns; r++) pos[r + 1] += pos[r];
+  em_tensor *o;
+  int64_t osize[1] = {pos[nruns]};
+  em_status st = em_empty(1, osize, tv->dtype, em_cpu(), &o);
+  if (st == EM_OK) {
+    char *dst = em_tensor_data(o);
+    compact_fn f = compact_loops[tv->dtype];
+#pragma omp parallel for schedule(static) if (n > 2 * MASK_RUN)
+    for (int64_t r = 0; r < nruns; r++) {
+      int64_t b = r * MASK_RUN, e = b + MASK_RUN < n ? b + MASK_RUN : n;
+      f(dst + pos[r] * (int64_t)es, src + b * (int64_t)es, m + b, e - b);
+    }
+    *out = o;
+  }
+  free(pos);
+  return st;
+}
+
 static em_status masked_select_nograd(const em_tensor *t, const em_tensor *mask,
                            em_tensor **out) {
   const char *op = "masked_select";
@@ -835,6 +902,8 @@ static em_status masked_select_nograd(const em_tensor *t, const em_tensor *mask,
   em_tensor tv, mv, *mc, *pre, *o;
   expand_to(op, t, nd, shape, &tv);
   expand_to(op, mask, nd, shape, &mv);
+  if (em_tensor_is_contiguous(&tv) && em_tensor_is_contiguous(&mv))
+    return masked_select_dense(&tv, &mv, out);
   int64_t count;
   st = mask_prefix(&mv, &mc, &pre, &count);
   if (st != EM_OK) return st;
