@@ -576,6 +576,8 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 
 /* -- Memory pressure (DESIGN §4) ----------------------------------------- */
 
+#define SOFT_LIMIT_FLOOR_MB 16
+
 /* The engine keeps one pressure hook per OS thread; it must collect the Lua
 ** state whose code is allocating, on the coroutine that is running: a
 ** collection run on any other thread of the state (a parked helper thread,
@@ -591,7 +593,9 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 ** an engine call that bypasses the binding (a C host, or LuaJIT's FFI) is
 ** collected for only when the coroutine that last called the binding is
 ** dead or yielded (then nothing is collected) or is the one running. */
-static const size_t SOFT_LIMIT_FLOOR = (size_t)256 << 20;
+/* The next soft limit after a forced collection (see l_pressure). */
+static const size_t SOFT_LIMIT_FLOOR = (size_t)SOFT_LIMIT_FLOOR_MB << 20;
+enum { HEAP_FACTOR = 4 };
 static _Thread_local lua_State *active_L;      /* the coroutine to collect on */
 static _Thread_local lua_State *active_anchor; /* its state's anchor thread */
 static _Thread_local int in_pressure;          /* no nested collections */
@@ -622,6 +626,30 @@ static int gc_protected(lua_State *L) {
   return 0;
 }
 
+/* The soft limit after a full collection, the largest of:
+** - twice the survivors (this thread's live bytes, which are this state's
+**   when a host gives each state its own thread): they may double first;
+** - HEAP_FACTOR times the Lua heap: a full collection costs about the heap
+**   it marks, so tensor garbage of a few heaps pays for it (a script with a
+**   large heap of Lua tables collects less often);
+** - the floor, SOFT_LIMIT_FLOOR_MB. Small, so that temporaries are freed
+**   and their blocks reused while they are still warm in cache: with a
+**   floor of 256 MiB every result of a loop of 256x256 matmuls was a block
+**   last touched 1,000 calls before (docs/memory.md has the numbers).
+** The request itself is not added: a request that then fails
+** (T.empty(1e12)) would leave a limit of terabytes and no forced
+** collection ever after; a single request bigger than the limit just
+** collects before each such allocation, which is what a loop of huge
+** temporaries needs. */
+static size_t next_soft_limit(lua_State *L) {
+  size_t live = em_memory_thread_live_bytes();
+  size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024;
+  size_t lim = SOFT_LIMIT_FLOOR;
+  if (live * 2 > lim) lim = live * 2;
+  if (heap * HEAP_FACTOR > lim) lim = heap * HEAP_FACTOR;
+  return lim;
+}
+
 static void l_pressure(void *ctx, size_t requested, int failed) {
   (void)ctx;
   if (in_pressure || !active_is_alive() || !lua_checkstack(active_L, 4)) return;
@@ -630,18 +658,8 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   else forced_collections++;
   if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
   in_pressure = 0;
-  /* After a full collection the survivors are live (this thread's, which
-  ** are this state's when a host gives each state its own thread; the
-  ** engine's trigger is per thread too); let them double before
-  ** the next forced collection, but never collect more often than every
-  ** SOFT_LIMIT_FLOOR bytes. The request itself is not added: a request that
-  ** then fails (T.empty(1e12)) would leave a limit of terabytes and no
-  ** forced collection ever after; a single request bigger than the limit
-  ** just collects before each such allocation, which is what a loop of
-  ** huge temporaries needs. */
   (void)requested;
-  size_t live = em_memory_thread_live_bytes();
-  em_set_soft_limit(live * 2 > SOFT_LIMIT_FLOOR ? live * 2 : SOFT_LIMIT_FLOOR);
+  em_set_soft_limit(next_soft_limit(active_L));
 }
 
 static void claim_pressure_hook(lua_State *L) {
@@ -658,6 +676,13 @@ static void claim_pressure_hook(lua_State *L) {
   active_L = L;
   active_anchor = anchor;
   em_set_pressure_hook(l_pressure, NULL);
+  /* a thread's first hook starts from the policy's limit rather than the
+  ** engine's default for threads without a collector (256 MiB) */
+  static _Thread_local int limit_set;
+  if (!limit_set) {
+    limit_set = 1;
+    em_set_soft_limit(next_soft_limit(L));
+  }
 }
 
 /* __gc of the sentinel userdata that holds this state's anchor thread: the

@@ -84,7 +84,7 @@ describe("memory statistics", function()
     for _, k in ipairs { "live_bytes", "soft_limit", "forced_collections", "failed_allocations" } do
       assert.is_number(s[k], k)
     end
-    assert.is_true(s.soft_limit >= 256 * 2^20)
+    assert.is_true(s.soft_limit >= 16 * 2^20)
     collectgarbage()
     collectgarbage() -- no garbage tensor left to be freed in between
     local before = T.memory_stats().live_bytes
