@@ -775,6 +775,8 @@ int luaopen_ember_core(lua_State *L) {
   getreg(L, &K_METHODS);
   getreg(L, &K_PROPS);
   lua_pushcclosure(L, l_tensor_index, 2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, 1, "_tensor_index"); /* kept for lua/ember/tensor.lua */
   lua_setfield(L, -2, "__index");
   getreg(L, &K_METHODS);
   getreg(L, &K_PROPS);
