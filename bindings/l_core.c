@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "internal.h" /* the em_tensor/em_storage layout for C._layout */
@@ -42,11 +43,35 @@ em_tensor **l_newbox(lua_State *L) {
   return box;
 }
 
+/* Is a metatable the tensor metatable? Every tensor argument of every call
+** asks, so the answer is remembered per OS thread: the address of the
+** tensor metatable of the state whose registry is at `registry`. A state's
+** registry and metatable live until the state closes; closing one bumps
+** state_epoch (l_unhook), which empties every thread's cache, so a later
+** state reusing those addresses is never mistaken for it. A miss falls back
+** to the registry lookup, which refills the cache. */
+static atomic_ulong state_epoch;
+static _Thread_local struct {
+  const void *registry, *mt;
+  unsigned long epoch;
+} mt_cache;
+
 em_tensor *l_totensor(lua_State *L, int idx) {
   em_tensor **box = lua_touserdata(L, idx);
   if (!box || !lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  if (mt == mt_cache.mt && mt && lua_topointer(L, LUA_REGISTRYINDEX) == mt_cache.registry &&
+      mt_cache.epoch == atomic_load_explicit(&state_epoch, memory_order_relaxed)) {
+    lua_pop(L, 1);
+    return *box;
+  }
   getreg(L, &K_TENSOR_MT);
   int ok = lua_rawequal(L, -1, -2);
+  if (ok) {
+    mt_cache.registry = lua_topointer(L, LUA_REGISTRYINDEX);
+    mt_cache.mt = mt;
+    mt_cache.epoch = atomic_load_explicit(&state_epoch, memory_order_relaxed);
+  }
   lua_pop(L, 2);
   return ok ? *box : NULL;
 }
@@ -666,6 +691,7 @@ static void claim_pressure_hook(lua_State *L) {
 ** anchor from the registry so that a tensor made by a later finalizer of
 ** this state cannot claim the hook again (claim needs the anchor). */
 static int l_unhook(lua_State *L) {
+  atomic_fetch_add(&state_epoch, 1); /* forget the metatable (l_totensor) */
   lua_State **p = lua_touserdata(L, 1);
   if (p && *p && *p == active_anchor) {
     em_set_pressure_hook(NULL, NULL);
