@@ -146,3 +146,81 @@ describe("per-call fast paths", function()
     T.Tensor_methods.percall_probe = nil
   end)
 end)
+
+describe("elementwise on small same-shape operands (the flat path)", function()
+  -- the same values through the general iterator: non-contiguous copies
+  local function strided(x)
+    if x:dim() == 0 then return x:clone() end
+    local sizes = x:size():totable()
+    local last = #sizes
+    sizes[last] = sizes[last] * 2
+    local big = T.zeros(sizes, { dtype = x.dtype })
+    local v = big[{ "...", { 1, -1, 2 } }]
+    v:copy_(x)
+    return v
+  end
+
+  it("gives the iterator's values, dtypes and layouts", function()
+    local cases = {
+      { T.rand(1), T.rand(1) }, { T.rand(3, 4), T.rand(3, 4) }, { T.tensor(2.5), T.tensor(4) },
+      { T.arange(1, 7):view(2, 3), T.arange(6, 0, -1):view(2, 3) },
+      { T.tensor { true, false }, T.tensor { true, true } },
+      { T.rand(2, 1, 3), T.rand(2, 1, 3) }, { T.empty(0, 3), T.empty(0, 3) },
+      { T.rand(128, 129), T.rand(128, 129) }, -- beyond the flat path's limit
+    }
+    for i, c in ipairs(cases) do
+      local a, b = c[1], c[2]
+      for _, f in ipairs {
+        function(x, y) return x + y end, function(x, y) return x * y end,
+        function(x, y) return T.lt(x, y) end, function(x, y) return T.maximum(x, y) end,
+        function(x) return x:neg() end, function(x) return T.exp(x:double()) end,
+      } do
+        local ok1, r1 = pcall(f, a, b)
+        local ok2, r2 = pcall(f, strided(a), strided(b))
+        assert.are.equal(ok1, ok2, "case " .. i)
+        if ok1 then
+          assert.are.equal(r2.dtype, r1.dtype)
+          assert.are.same(r2:size():totable(), r1:size():totable())
+          assert.is_true(T.equal(r1, r2), "case " .. i)
+          assert.is_true(r1:is_contiguous())
+        else
+          assert.are.equal((tostring(r2):gsub("^[^:]*:%d+: ", "")), (tostring(r1):gsub("^[^:]*:%d+: ", "")))
+        end
+      end
+    end
+  end)
+
+  it("keeps the result's strides on size-1 dims and the in-place and error rules", function()
+    local a, b = T.rand(2, 1, 3), T.rand(2, 1, 3)
+    assert.are.same((a + b):stride(), (strided(a) + strided(b)):contiguous():stride())
+    local x = T.arange(1, 5):float()
+    x:add_(x)
+    assert.are.same({ 2, 4, 6, 8 }, x:tolist())
+    x:mul_(T.ones(4))
+    assert.are.same({ 2, 4, 6, 8 }, x:tolist())
+    assert.has_error(function() return T.tensor { 1, 2 } % T.tensor { 1, 0 } end,
+      "remainder: integer division by zero (ZeroDivisionError)")
+    assert.has_error(function() return T.tensor { true } - T.tensor { false } end)
+    local w = T.rand(3, { requires_grad = true })
+    local y = (w * w):sum()
+    y:backward()
+    assert.is_true(T.allclose(w.grad, w * 2))
+  end)
+end)
+
+describe("T.tensor from a table", function()
+  it("converts each value with the cast rules of its dtype", function()
+    assert.are.same({ 1, 2, 3 }, T.tensor { 1, 2, 3 }:tolist())
+    assert.are.equal(T.int64, T.tensor { 1, 2, 3 }.dtype)
+    assert.are.equal(T.float32, T.tensor { 1, 2.5 }.dtype)
+    assert.are.same({ 1, 2 }, T.tensor({ 1.9, 2.2 }, { dtype = T.int32 }):tolist())
+    assert.are.same({ 255, 0 }, T.tensor({ -1, 256 }, { dtype = T.uint8 }):tolist())
+    assert.are.same({ true, false, true }, T.tensor({ 2, 0, 0 / 0 }, { dtype = T.bool }):tolist())
+    assert.are.same({ { 1, 2 }, { 3, 4 } }, T.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = T.float64 }):tolist())
+    assert.are.equal(65504, T.tensor({ 65504 }, { dtype = T.float16 }):item())
+    assert.is_true(1 / T.tensor({ -0.0 }, { dtype = T.float32 }):item() < 0)
+    assert.are.same({ 0, 3 }, T.tensor({ {}, {}, {} }):t():size():totable())
+    assert.has_error(function() T.tensor { 1, "x" } end,
+      "tensor: expected numbers or booleans, got string at [2]")
+  end)
+end)
