@@ -656,7 +656,12 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   in_pressure = 1;
   if (failed) failed_allocations++;
   else forced_collections++;
+#if LUA_VERSION_NUM >= 502 /* Lua 5.4 has no lua_cpcall */
+  lua_pushcfunction(active_L, gc_protected);
+  if (lua_pcall(active_L, 0, 0, 0) != 0) lua_pop(active_L, 1);
+#else
   if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
+#endif
   in_pressure = 0;
   /* After a full collection the survivors are live; let them double before
   ** the next forced collection, but never collect more often than every

@@ -16,15 +16,19 @@ return function(T, C)
   -- Hot reads done from Lua through LuaJIT's FFI (below); empty without it.
   local fastprops = {}
 
-  mt.__index = function(t, k)
-    if type(k) == "string" then
-      local m = M[k]
-      if m ~= nil then return m end
-      local f = fastprops[k]
-      if f ~= nil then return f(t) end
-      return cindex(t, k)
+  -- Installed under LuaJIT only: it exists to be compiled; PUC Lua keeps
+  -- the C closure (and its error positions, which a Lua frame would shift).
+  if jit then
+    mt.__index = function(t, k)
+      if type(k) == "string" then
+        local m = M[k]
+        if m ~= nil then return m end
+        local f = fastprops[k]
+        if f ~= nil then return f(t) end
+        return cindex(t, k)
+      end
+      return index_get(t, k)
     end
-    return index_get(t, k)
   end
 
   -- FFI fast paths. `ffi.cast(ptr, userdata)` gives a full userdata's
@@ -57,6 +61,9 @@ return function(T, C)
     local O_SDATA, O_SDEV, CPU = Lo.storage_data, Lo.storage_device, Lo.cpu
     local F32, F64, I32, I64, BOOL = Lo.float32, Lo.float64, Lo.int32, Lo.int64, Lo.bool
     local dtypes, Size_mt = Lo.dtypes, Lo.Size_mt
+    -- int64 constants made at run time: an `LL` literal would not parse
+    -- under Lua 5.4, which loads this file too
+    local I64_ONE, I64_2P53 = ffi.new("int64_t", 1), ffi.new("int64_t", 2 ^ 53)
 
     -- the em_tensor of a live tensor userdata, or nil
     local function header(t)
@@ -122,7 +129,7 @@ return function(T, C)
       if h == nil then return c_numel(t) end
       local nd = cast(i32p, h + O_NDIM)[0]
       local sz = cast(i64p, h + O_SIZES)
-      local n = 1LL
+      local n = I64_ONE
       for i = 0, nd - 1 do
         local s = sz[i]
         if s == 0 then return 0 end
@@ -153,7 +160,7 @@ return function(T, C)
           if dt == I32 then return tonumber(cast(i32p, data)[off]) end
           if dt == I64 then
             local v = cast(i64p, data)[off]
-            if v < 9007199254740992LL and v > -9007199254740992LL then return tonumber(v) end
+            if v < I64_2P53 and v > -I64_2P53 then return tonumber(v) end
           end
         end
       end
