@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "internal.h" /* the em_tensor/em_storage layout for C._layout */
 #include "l_ember.h"
 
 /* Registry keys: addresses of these statics (one set per lua_State). */
@@ -39,11 +43,35 @@ em_tensor **l_newbox(lua_State *L) {
   return box;
 }
 
+/* Is a metatable the tensor metatable? Every tensor argument of every call
+** asks, so the answer is remembered per OS thread: the address of the
+** tensor metatable of the state whose registry is at `registry`. A state's
+** registry and metatable live until the state closes; closing one bumps
+** state_epoch (l_unhook), which empties every thread's cache, so a later
+** state reusing those addresses is never mistaken for it. A miss falls back
+** to the registry lookup, which refills the cache. */
+static atomic_ulong state_epoch;
+static _Thread_local struct {
+  const void *registry, *mt;
+  unsigned long epoch;
+} mt_cache;
+
 em_tensor *l_totensor(lua_State *L, int idx) {
   em_tensor **box = lua_touserdata(L, idx);
   if (!box || !lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  if (mt == mt_cache.mt && mt && lua_topointer(L, LUA_REGISTRYINDEX) == mt_cache.registry &&
+      mt_cache.epoch == atomic_load_explicit(&state_epoch, memory_order_relaxed)) {
+    lua_pop(L, 1);
+    return *box;
+  }
   getreg(L, &K_TENSOR_MT);
   int ok = lua_rawequal(L, -1, -2);
+  if (ok) {
+    mt_cache.registry = lua_topointer(L, LUA_REGISTRYINDEX);
+    mt_cache.mt = mt;
+    mt_cache.epoch = atomic_load_explicit(&state_epoch, memory_order_relaxed);
+  }
   lua_pop(L, 2);
   return ok ? *box : NULL;
 }
@@ -656,7 +684,12 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   in_pressure = 1;
   if (failed) failed_allocations++;
   else forced_collections++;
+#if LUA_VERSION_NUM >= 502 /* Lua 5.4 has no lua_cpcall */
+  lua_pushcfunction(active_L, gc_protected);
+  if (lua_pcall(active_L, 0, 0, 0) != 0) lua_pop(active_L, 1);
+#else
   if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
+#endif
   in_pressure = 0;
   (void)requested;
   em_set_soft_limit(next_soft_limit(active_L));
@@ -690,6 +723,7 @@ static void claim_pressure_hook(lua_State *L) {
 ** anchor from the registry so that a tensor made by a later finalizer of
 ** this state cannot claim the hook again (claim needs the anchor). */
 static int l_unhook(lua_State *L) {
+  atomic_fetch_add(&state_epoch, 1); /* forget the metatable (l_totensor) */
   lua_State **p = lua_touserdata(L, 1);
   if (p && *p && *p == active_anchor) {
     em_set_pressure_hook(NULL, NULL);
@@ -770,6 +804,44 @@ static int l_is_dtype(lua_State *L) {
   return 1;
 }
 
+/* C._layout(): where the fields the Lua layer reads through LuaJIT's FFI
+** lie (lua/ember/tensor.lua, "FFI fast paths"): byte offsets taken from
+** the structs of internal.h by the compiler, so that file is the one
+** declaration of the layout and the Lua side cannot drift from it. A
+** tensor userdata's payload is one em_tensor pointer (l_newbox), NULL after
+** __gc. Also the dtype values by id, and the id of each dtype the fast
+** paths read. Integer fields are 32-bit (checked here at compile time). */
+_Static_assert(sizeof(em_dtype) == 4 && sizeof(int) == 4 && sizeof(em_device_type) == 4,
+               "the FFI layout reads ndim, dtype and device type as int32");
+static int l_layout(lua_State *L) {
+  lua_createtable(L, 0, 16);
+#define FIELD(NAME, VALUE)                  \
+  lua_pushnumber(L, (lua_Number)(VALUE));   \
+  lua_setfield(L, -2, NAME)
+  FIELD("box_size", sizeof(em_tensor *));
+  FIELD("ndim", offsetof(em_tensor, ndim));
+  FIELD("dtype", offsetof(em_tensor, dtype));
+  FIELD("storage", offsetof(em_tensor, storage));
+  FIELD("offset", offsetof(em_tensor, offset));
+  FIELD("sizes", offsetof(em_tensor, sizes));
+  FIELD("strides", offsetof(em_tensor, strides));
+  FIELD("storage_data", offsetof(em_storage, data));
+  FIELD("storage_device", offsetof(em_storage, device) + offsetof(em_device, type));
+  FIELD("cpu", EM_CPU);
+  FIELD("bool", EM_BOOL);
+  FIELD("int32", EM_INT32);
+  FIELD("int64", EM_INT64);
+  FIELD("float32", EM_FLOAT32);
+  FIELD("float64", EM_FLOAT64);
+  FIELD("max_dims", EM_MAX_DIMS);
+#undef FIELD
+  getreg(L, &K_DTYPES); /* [id + 1] = dtype value */
+  lua_setfield(L, -2, "dtypes");
+  getreg(L, &K_SIZE_MT);
+  lua_setfield(L, -2, "Size_mt");
+  return 1;
+}
+
 static int l_cuda_is_available(lua_State *L) {
   lua_pushboolean(L, em_cuda_available());
   return 1;
@@ -804,6 +876,8 @@ int luaopen_ember_core(lua_State *L) {
   getreg(L, &K_METHODS);
   getreg(L, &K_PROPS);
   lua_pushcclosure(L, l_tensor_index, 2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, 1, "_tensor_index"); /* kept for lua/ember/tensor.lua */
   lua_setfield(L, -2, "__index");
   getreg(L, &K_METHODS);
   getreg(L, &K_PROPS);
@@ -840,6 +914,7 @@ int luaopen_ember_core(lua_State *L) {
       {"memory_stats", l_memory_stats},
       {"empty_cache", l_empty_cache},
       {"_cuda_is_available", l_cuda_is_available},
+      {"_layout", l_layout},
       {NULL, NULL}};
   l_add_functions(L, fns);
   l_open_tensor(L);

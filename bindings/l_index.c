@@ -139,6 +139,10 @@ static int l_set_newaxis(lua_State *L) {
 }
 
 void l_open_index(lua_State *L) {
-  static const luaL_Reg fns[] = {{"_set_newaxis", l_set_newaxis}, {NULL, NULL}};
+  /* _index_get: the non-string-key path, for the Lua __index that
+  ** lua/ember/tensor.lua installs */
+  static const luaL_Reg fns[] = {{"_set_newaxis", l_set_newaxis},
+                                 {"_index_get", l_index_get},
+                                 {NULL, NULL}};
   l_add_functions(L, fns);
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "internal.h" /* em_scalar_to_bytes: T.tensor writes a fresh tensor directly */
 #include "l_ember.h"
 
 /* Raises the engine's last error as the error of op: a message that names
@@ -101,17 +102,28 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
   info->count++;
 }
 
-static void fill_data(lua_State *L, int idx, em_tensor *t, int64_t *pos, const char *op) {
+/* Writes the leaves in order. A fresh CPU tensor (contiguous, data != NULL)
+** is written directly, each value converted by em_scalar_to_bytes as
+** em_set_flat converts it (its storage version is bumped once, after);
+** any other goes through em_set_flat. */
+static void fill_data(lua_State *L, int idx, em_tensor *t, char *data, int64_t *pos,
+                      const char *op) {
   if (lua_type(L, idx) == LUA_TTABLE) {
     int n = (int)lua_objlen(L, idx);
     for (int i = 1; i <= n; i++) {
       lua_rawgeti(L, idx, i);
-      fill_data(L, lua_gettop(L), t, pos, op);
+      fill_data(L, lua_gettop(L), t, data, pos, op);
       lua_pop(L, 1);
     }
     return;
   }
-  if (em_set_flat(t, (*pos)++, l_checkscalar(L, idx, op)) != EM_OK) l_error(L);
+  em_scalar v = l_checkscalar(L, idx, op);
+  if (data) {
+    em_dtype dt = em_tensor_dtype(t);
+    em_scalar_to_bytes(v, dt, data + (*pos)++ * (int64_t)em_dtype_size(dt));
+  } else if (em_set_flat(t, (*pos)++, v) != EM_OK) {
+    l_error(L);
+  }
 }
 
 /* Makes a tensor from a number, boolean or nested table at idx. dt < 0
@@ -127,8 +139,12 @@ static em_tensor *tensor_from_data(lua_State *L, int idx, int dt, em_device dev,
   if (em_empty(info.ndim, info.sizes, (em_dtype)dt, dev, box) != EM_OK)
     creation_error(L, op);
   int64_t pos = 0;
-  fill_data(L, idx, *box, &pos, op);
-  return *box;
+  em_tensor *t = *box;
+  char *data = em_tensor_device(t).type == EM_CPU && em_tensor_is_contiguous(t)
+                   ? em_tensor_data(t) : NULL;
+  fill_data(L, idx, t, data, &pos, op);
+  if (data && pos > 0) em_storage_bump_version(em_tensor_storage(t));
+  return t;
 }
 
 static int l_tensor(lua_State *L) {

@@ -62,7 +62,10 @@ static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autogra
 
 static em_status meta_get(em_tensor *t, em_ag_meta **out) {
   if (!t->autograd) {
-    em_ag_meta *m = calloc(1, sizeof *m);
+    /* malloc + memset, not calloc: glibc's calloc bypasses the per-thread
+    ** cache, and every view of a float tensor gets one of these */
+    em_ag_meta *m = malloc(sizeof *m);
+    if (m) memset(m, 0, sizeof *m);
     if (!m) {
       *out = NULL;
       return em_fail(EM_E_NOMEM, "autograd: out of memory");

@@ -30,16 +30,22 @@ struct em_storage {
   atomic_uint_least64_t version;  /* shared by every view of this storage */
 };
 
+/* Field order: everything em_tensor_release and the small-tensor paths
+** read (refcount, storage, autograd, and for ndim <= 2 the sizes) lies in
+** the first 64 bytes, so releasing a temporary that the collector frees
+** late, on cold memory, misses one cache line rather than two. The Lua
+** layer reads ndim, dtype, storage, offset and sizes through LuaJIT's FFI
+** at offsets taken from this struct (C._layout, bindings/l_core.c). */
 struct em_tensor {
   atomic_int refcount;
   int ndim;
   em_dtype dtype;
+  bool requires_grad;
   em_storage *storage;   /* one reference, owned */
+  void *autograd;        /* reserved for autograd metadata */
   int64_t offset;        /* storage offset, in elements */
   int64_t sizes[EM_MAX_DIMS];
   int64_t strides[EM_MAX_DIMS];  /* in elements; 0 on broadcast dims */
-  bool requires_grad;
-  void *autograd;        /* reserved for autograd metadata */
 };
 
 /* -- Errors ------------------------------------------------------------- */

@@ -758,6 +758,44 @@ static em_status dev_name(em_device d, char *buf, size_t n) {
   return EM_OK;
 }
 
+/* -- The small same-shape path ---------------------------------------------
+** Per-call cost (docs/performance.md): for operands of one shape that are
+** all contiguous, the iteration is one flat run of numel elements in every
+** operand's memory order, which is what em_iter_build would find after
+** ordering and coalescing. Below EW_FLAT_MAX elements em_iter_run_parallel
+** runs serially anyway, so the kernel is called once, directly. */
+enum { EW_FLAT_MAX = 16384 };
+
+static int ew_same_shapes(int n, const em_tensor *const *ts) {
+  for (int i = 1; i < n; i++)
+    if (!same_shape(ts[i], ts[0]->ndim, ts[0]->sizes)) return 0;
+  return 1;
+}
+
+/* ops[0] is the written tensor; every operand has ops[0]'s shape and is
+** contiguous (so flat position p is the same element in each) */
+static int ew_flat(int nops, const em_tensor *const *ops) {
+  if (em_tensor_numel(ops[0]) >= EW_FLAT_MAX) return 0;
+  for (int i = 0; i < nops; i++) {
+    if (i > 0 && !same_shape(ops[i], ops[0]->ndim, ops[0]->sizes)) return 0;
+    if (!em_tensor_is_contiguous(ops[i])) return 0;
+  }
+  return 1;
+}
+
+static void ew_run_flat(int nops, const em_tensor *const *ops, em_loop1d loop,
+                        void *ctx) {
+  int64_t n = em_tensor_numel(ops[0]);
+  if (n == 0) return;
+  char *data[EM_ITER_MAX_OPS];
+  int64_t strides[EM_ITER_MAX_OPS];
+  for (int i = 0; i < nops; i++) {
+    data[i] = em_tensor_data(ops[i]);
+    strides[i] = (int64_t)em_dtype_size(ops[i]->dtype);
+  }
+  loop(data, strides, n, ctx);
+}
+
 /* -- em_elementwise ------------------------------------------------------- */
 
 static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs,
@@ -888,11 +926,18 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
       ((ops[1].scalar.kind == EM_SCALAR_INT && ops[1].scalar.i < 0)))
     return em_fail(EM_E_VALUE, "%s: integers to negative integer powers are not allowed", name);
 
-  /* -- shape */
+  /* -- shape (tensors of one shape need no broadcasting rule: the common
+  **    case of a per-call op, so the general routine is skipped) */
   int ndim;
   int64_t shape[EM_MAX_DIMS];
-  em_status st = em_broadcast_shapes(name, ntens, tens, &ndim, shape);
-  if (st != EM_OK) return st;
+  em_status st = EM_OK;
+  if (ew_same_shapes(ntens, tens)) {
+    ndim = tens[0]->ndim;
+    for (int i = 0; i < ndim; i++) shape[i] = tens[0]->sizes[i];
+  } else {
+    st = em_broadcast_shapes(name, ntens, tens, &ndim, shape);
+    if (st != EM_OK) return st;
+  }
 
   /* -- out checks */
   int inplace = out && inputs[0].tensor == out;
@@ -968,12 +1013,16 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
     }
   }
   if (st == EM_OK) {
-    em_iter it;
     const em_tensor *itops[4] = {target, kin[0], nk > 1 ? kin[1] : NULL,
                                  nk > 2 ? kin[2] : NULL};
-    st = em_iter_build(&it, name, nk + 1, itops, ndim, shape, false);
-    if (st == EM_OK && it.numel > 0)
-      em_iter_run_parallel(&it, kernels[kernel][compute], &k);
+    if (ew_flat(nk + 1, itops)) {
+      ew_run_flat(nk + 1, itops, kernels[kernel][compute], &k);
+    } else {
+      em_iter it;
+      st = em_iter_build(&it, name, nk + 1, itops, ndim, shape, false);
+      if (st == EM_OK && it.numel > 0)
+        em_iter_run_parallel(&it, kernels[kernel][compute], &k);
+    }
     if (st == EM_OK && target == out) em_storage_bump_version(out->storage);
   }
   if (st == EM_OK && out && target != out) st = em_copy_(out, target);

@@ -1,0 +1,226 @@
+-- percall_spec.lua: the per-call fast paths of issue 7 (docs/performance.md,
+-- "Per-call cost") give the results and errors of the general C paths.
+-- Under LuaJIT, lua/ember/tensor.lua reads item/size/dim/numel/shape/ndim/
+-- dtype through the FFI and keeps the C functions in C._c_methods and the C
+-- __index in C._tensor_index; these specs compare the two on tensors of
+-- every layout the fast paths must handle.
+local T = require "ember"
+local C = T._C
+
+local cm = C._c_methods -- nil without LuaJIT's FFI (PUC Lua 5.4)
+local cindex = C._tensor_index
+
+-- the C path of method `name` (the method itself when there is no fast path)
+local function cpath(name) return (cm and cm[name]) or T.Tensor_methods[name] end
+
+local function outcome(f, ...)
+  local r = { pcall(f, ...) }
+  if not r[1] then return { false, (tostring(r[2]):gsub("^[^:]*:%d+: ", "")) } end
+  return r
+end
+
+local function samples()
+  local list = {
+    T.rand(4, 4), T.rand(1), T.tensor(5), T.tensor(2.5, { dtype = T.float64 }),
+    T.tensor({ 3 }, { dtype = T.int32 }), T.tensor({ -7 }, { dtype = T.int64 }),
+    T.tensor({ 2 ^ 53 + 2 }, { dtype = T.int64 }), T.tensor({ -(2 ^ 53) }, { dtype = T.int64 }),
+    T.tensor({ true }), T.tensor({ 1.5 }, { dtype = T.float16 }),
+    T.tensor({ 1.5 }, { dtype = T.bfloat16 }), T.tensor({ 200 }, { dtype = T.uint8 }),
+    T.empty(0), T.empty(0, 3), T.empty(2, 0, 1e12), T.rand(2, 3, 4, 5, 6),
+    T.rand(1, 1, 1), T.rand(3, 4):t(), T.rand(1):expand(3), T.rand(3):expand(1, 3),
+  }
+  local x = T.arange(1, 13):view(3, 4)
+  list[#list + 1] = x[{ { 2, 2 }, { 3, 3 } }] -- one element at an offset
+  list[#list + 1] = x[3][4]                    -- 0-d at an offset
+  list[#list + 1] = x[{ {}, { 2, 3 } }]
+  return list
+end
+
+describe("per-call fast paths", function()
+  it("are installed under LuaJIT: __index is a Lua function", function()
+    local mt = getmetatable(T.rand(1))
+    assert.are.equal("function", type(mt.__index))
+    if jit then
+      assert.are.equal("Lua", debug.getinfo(mt.__index, "S").what)
+      assert.is_table(cm)
+      assert.are_not.equal(cm.item, T.Tensor_methods.item)
+    end
+  end)
+
+  it("item, dim, numel, size and size(d) equal the C functions, errors included", function()
+    for i, t in ipairs(samples()) do
+      for _, name in ipairs { "item", "dim", "ndimension", "numel", "nelement", "size" } do
+        assert.are.same(outcome(cpath(name), t), outcome(t[name], t),
+          ("%s of sample %d"):format(name, i))
+      end
+      for d = -7, 7 do
+        assert.are.same(outcome(cpath("size"), t, d), outcome(t.size, t, d),
+          ("size(%d) of sample %d"):format(d, i))
+      end
+      for _, d in ipairs { 1.5, 0 / 0, "1", {}, 2 ^ 63, -(2 ^ 63) } do
+        assert.are.same(outcome(cpath("size"), t, d), outcome(t.size, t, d))
+      end
+    end
+  end)
+
+  it("shape, ndim and dtype equal the C getters", function()
+    for i, t in ipairs(samples()) do
+      for _, k in ipairs { "shape", "ndim", "dtype", "device" } do
+        assert.are.same(outcome(cindex, t, k), outcome(function() return t[k] end),
+          ("%s of sample %d"):format(k, i))
+      end
+      assert.is_true(T.is_size(t.shape))
+      assert.are.equal(t.dtype, cindex(t, "dtype")) -- the same dtype value
+    end
+  end)
+
+  it("give exact values", function()
+    assert.are.equal(2 ^ 53 + 2, T.tensor({ 2 ^ 53 + 2 }, { dtype = T.int64 }):view(1):item())
+    local big = T.tensor({ 2 ^ 53 }, { dtype = T.int64 }) + 1 -- not exact as a Lua number
+    assert.has_error(function() big:item() end,
+      "item: int64 value 9007199254740993 cannot be represented exactly as a Lua number (a double); use t:data() for exact int64 access")
+    assert.are.equal(0.1, T.tensor({ 0.1 }, { dtype = T.float64 }):item())
+    assert.are.equal(T.tensor({ 0.1 }):item(), T.tensor({ 0.1 }):double():item())
+    assert.are.equal(12, T.arange(1, 13):view(3, 4)[3][4]:item())
+    assert.is_true(T.tensor({ true }):item())
+    assert.are.equal(0, T.empty(2, 0, 1e12):numel())
+    assert.are.same({ 2, 0, 1e12 }, T.empty(2, 0, 1e12).shape:totable())
+  end)
+
+  it("make a new Size each time", function()
+    local t = T.rand(2, 3)
+    local s = t.shape
+    s[1] = 7
+    assert.are.same({ 2, 3 }, t.shape:totable())
+    assert.are.same({ 2, 3 }, t:size():totable())
+    assert.are_not.equal(rawequal(t.shape, t.shape), true)
+  end)
+
+  it("hand anything that is not a live tensor to the C functions", function()
+    local M = T.Tensor_methods
+    for _, name in ipairs { "item", "dim", "numel", "size" } do
+      assert.are.same(outcome(cpath(name), {}), outcome(M[name], {}))
+      assert.are.same(outcome(cpath(name), 1), outcome(M[name], 1))
+      assert.are.same(outcome(cpath(name), io.stdout), outcome(M[name], io.stdout))
+      assert.are.same(outcome(cpath(name), nil), outcome(M[name], nil))
+    end
+    -- a tensor read by a finalizer after its own __gc ran (its box is NULL
+    -- then; LuaJIT finalizes the later-made userdata first): the fast paths
+    -- answer as the C functions
+    if newproxy then
+      local seen
+      local function make()
+        local p = newproxy(true)
+        local t = T.rand(1)
+        getmetatable(p).__gc = function()
+          seen = {
+            { outcome(cpath("item"), t), outcome(M.item, t) },
+            { outcome(cpath("size"), t), outcome(M.size, t) },
+            { outcome(cindex, t, "shape"), outcome(function() return t.shape end) },
+          }
+        end
+      end
+      make()
+      collectgarbage()
+      collectgarbage()
+      assert.is_table(seen)
+      for _, pair in ipairs(seen) do assert.are.same(pair[1], pair[2]) end
+      if jit then assert.matches("expected a tensor", seen[1][1][2]) end
+    end
+  end)
+
+  it("keep __index's order: methods, then properties, then indexing", function()
+    local t = T.arange(1, 7):view(2, 3)
+    assert.are.equal(T.Tensor_methods.view, t.view)
+    assert.is_nil(t.no_such_field)
+    assert.are.same({ 4, 5, 6 }, t[2]:tolist())
+    assert.are.same({ { 2, 3 }, { 5, 6 } }, t[{ {}, { 2, 3 } }]:tolist())
+    local ok, err = pcall(function() return t[3] end)
+    assert.is_false(ok)
+    assert.matches("percall_spec.lua:%d+: index 3 is out of bounds for dimension 1 with size 2", err)
+    ok, err = pcall(function() t.no_such_field = 1 end)
+    assert.matches("cannot set field 'no_such_field' of a tensor", err)
+    -- a method added by the user is found, as before
+    T.Tensor_methods.percall_probe = function(x) return x:numel() end
+    assert.are.equal(6, t:percall_probe())
+    T.Tensor_methods.percall_probe = nil
+  end)
+end)
+
+describe("elementwise on small same-shape operands (the flat path)", function()
+  -- the same values through the general iterator: non-contiguous copies
+  local function strided(x)
+    if x:dim() == 0 then return x:clone() end
+    local sizes = x:size():totable()
+    local last = #sizes
+    sizes[last] = sizes[last] * 2
+    local big = T.zeros(sizes, { dtype = x.dtype })
+    local v = big[{ "...", { 1, -1, 2 } }]
+    v:copy_(x)
+    return v
+  end
+
+  it("gives the iterator's values, dtypes and layouts", function()
+    local cases = {
+      { T.rand(1), T.rand(1) }, { T.rand(3, 4), T.rand(3, 4) }, { T.tensor(2.5), T.tensor(4) },
+      { T.arange(1, 7):view(2, 3), T.arange(6, 0, -1):view(2, 3) },
+      { T.tensor { true, false }, T.tensor { true, true } },
+      { T.rand(2, 1, 3), T.rand(2, 1, 3) }, { T.empty(0, 3), T.empty(0, 3) },
+      { T.rand(128, 129), T.rand(128, 129) }, -- beyond the flat path's limit
+    }
+    for i, c in ipairs(cases) do
+      local a, b = c[1], c[2]
+      for _, f in ipairs {
+        function(x, y) return x + y end, function(x, y) return x * y end,
+        function(x, y) return T.lt(x, y) end, function(x, y) return T.maximum(x, y) end,
+        function(x) return x:neg() end, function(x) return T.exp(x:double()) end,
+      } do
+        local ok1, r1 = pcall(f, a, b)
+        local ok2, r2 = pcall(f, strided(a), strided(b))
+        assert.are.equal(ok1, ok2, "case " .. i)
+        if ok1 then
+          assert.are.equal(r2.dtype, r1.dtype)
+          assert.are.same(r2:size():totable(), r1:size():totable())
+          assert.is_true(T.equal(r1, r2), "case " .. i)
+          assert.is_true(r1:is_contiguous())
+        else
+          assert.are.equal((tostring(r2):gsub("^[^:]*:%d+: ", "")), (tostring(r1):gsub("^[^:]*:%d+: ", "")))
+        end
+      end
+    end
+  end)
+
+  it("keeps the result's strides on size-1 dims and the in-place and error rules", function()
+    local a, b = T.rand(2, 1, 3), T.rand(2, 1, 3)
+    assert.are.same((a + b):stride(), (strided(a) + strided(b)):contiguous():stride())
+    local x = T.arange(1, 5):float()
+    x:add_(x)
+    assert.are.same({ 2, 4, 6, 8 }, x:tolist())
+    x:mul_(T.ones(4))
+    assert.are.same({ 2, 4, 6, 8 }, x:tolist())
+    assert.has_error(function() return T.tensor { 1, 2 } % T.tensor { 1, 0 } end,
+      "remainder: integer division by zero (ZeroDivisionError)")
+    assert.has_error(function() return T.tensor { true } - T.tensor { false } end)
+    local w = T.rand(3, { requires_grad = true })
+    local y = (w * w):sum()
+    y:backward()
+    assert.is_true(T.allclose(w.grad, w * 2))
+  end)
+end)
+
+describe("T.tensor from a table", function()
+  it("converts each value with the cast rules of its dtype", function()
+    assert.are.same({ 1, 2, 3 }, T.tensor { 1, 2, 3 }:tolist())
+    assert.are.equal(T.int64, T.tensor { 1, 2, 3 }.dtype)
+    assert.are.equal(T.float32, T.tensor { 1, 2.5 }.dtype)
+    assert.are.same({ 1, 2 }, T.tensor({ 1.9, 2.2 }, { dtype = T.int32 }):tolist())
+    assert.are.same({ 255, 0 }, T.tensor({ -1, 256 }, { dtype = T.uint8 }):tolist())
+    assert.are.same({ true, false, true }, T.tensor({ 2, 0, 0 / 0 }, { dtype = T.bool }):tolist())
+    assert.are.same({ { 1, 2 }, { 3, 4 } }, T.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = T.float64 }):tolist())
+    assert.are.equal(65504, T.tensor({ 65504 }, { dtype = T.float16 }):item())
+    assert.is_true(1 / T.tensor({ -0.0 }, { dtype = T.float32 }):item() < 0)
+    assert.are.same({ 0, 3 }, T.tensor({ {}, {}, {} }):t():size():totable())
+    assert.has_error(function() T.tensor { 1, "x" } end,
+      "tensor: expected numbers or booleans, got string at [2]")
+  end)
+end)
