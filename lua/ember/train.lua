@@ -10,13 +10,18 @@ return function(T, C)
   local train = {}
   T.train = train
 
-  local ffi = require "ffi"
-  -- each declaration alone: another module may have declared one already
-  -- (then ours fails and theirs serves)
-  pcall(ffi.cdef, "int isatty(int fd);")
-  pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } ember_timespec;")
-  pcall(ffi.cdef, "int clock_gettime(int clk, ember_timespec *ts);")
-  local ok_ts, ts = pcall(ffi.new, "ember_timespec")
+  -- LuaJIT's FFI for a monotonic clock and isatty; without it (the Lua 5.4
+  -- module) os.clock and "not a terminal" serve
+  local has_ffi, ffi = pcall(require, "ffi")
+  local ok_ts, ts = false, nil
+  if has_ffi then
+    -- each declaration alone: another module may have declared one already
+    -- (then ours fails and theirs serves)
+    pcall(ffi.cdef, "int isatty(int fd);")
+    pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } ember_timespec;")
+    pcall(ffi.cdef, "int clock_gettime(int clk, ember_timespec *ts);")
+    ok_ts, ts = pcall(ffi.new, "ember_timespec")
+  end
   local ok_clock = ok_ts and pcall(function() return ffi.C.clock_gettime(1, ts) end)
   function train.clock()
     if not ok_clock then return os.clock() end -- CPU time: monotonic, if coarse
@@ -28,6 +33,7 @@ return function(T, C)
     local env = os.getenv("EMBER_PROGRESS")
     if env == "plain" then return false end
     if env == "tty" then return true end
+    if not has_ffi then return false end
     local ok, r = pcall(function() return ffi.C.isatty(1) end)
     return ok and r == 1
   end
