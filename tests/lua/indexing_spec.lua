@@ -279,3 +279,20 @@ describe("random index expressions vs PyTorch (tests/fixtures/index_random_cases
     end)
   end
 end)
+
+describe("assigning a value with leading dims of size 1", function()
+  it("drops them, as PyTorch's setitem does, where copy_ refuses", function()
+    -- torch: x[24:36:2] = torch.ones(1, 6) works; x.copy_ of (1, 7) into (7,) fails
+    local x = T.zeros(48)
+    x[{ { 25, 36, 2 } }] = T.ones(1, 6)
+    assert.are.equal(6, x:sum():item())
+    assert.are.equal(1, x[25]:item())
+    local y = T.zeros(4, 3)
+    y[2] = T.ones(1, 1, 3)
+    assert.are.same({ 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0 }, y:flatten():tolist())
+    local ok = pcall(function() y[2] = T.ones(2, 3) end)
+    assert.is_false(ok)
+    ok = pcall(function() T.zeros(7):copy_(T.ones(1, 7)) end)
+    assert.is_false(ok)
+  end)
+end)

@@ -418,10 +418,22 @@ function M.copy(dst, src)
 end
 
 -- v[items] = value (a number, or a view broadcast to the indexed shape).
+-- As PyTorch's setitem (slicePrefix1sSize), a value with more dims than the
+-- target first loses leading dims of size 1: x[25:37:2] = ones(1, 7) works
+-- where copy_ of the same (1, 7) into a (7,) tensor is refused.
 function M.index_put(v, items, value)
   local target, err = M.index(v, items)
   if not target then return nil, err end
   if type(value) == "number" then return M.fill(target, value) end
+  local k = 0
+  while #value.sizes - k > #target.sizes and value.sizes[k + 1] == 1 do k = k + 1 end
+  if k > 0 then
+    local sizes, strides = {}, {}
+    for i = k + 1, #value.sizes do
+      sizes[#sizes + 1], strides[#strides + 1] = value.sizes[i], value.strides[i]
+    end
+    value = mk(value.st, value.off, sizes, strides)
+  end
   return M.copy(target, value)
 end
 
