@@ -131,6 +131,19 @@ int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
   return (int64_t)v;
 }
 
+/* l_checkint for element pos of a list named what: "what[pos]" is only
+** formatted when the value is refused (formatting it for every size of
+** every view was a snprintf per argument on the success path). */
+int64_t l_checkint_at(lua_State *L, int idx, const char *op, const char *what, int pos) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    double v = lua_tonumber(L, idx);
+    if (v == floor(v) && fabs(v) < 9223372036854775808.0) return (int64_t)v;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "%s[%d]", what, pos);
+  return l_checkint(L, idx, op, name);
+}
+
 static int is_size_table(lua_State *L, int idx) {
   if (!lua_istable(L, idx)) return 0;
   if (lua_getmetatable(L, idx)) {
@@ -158,7 +171,6 @@ int l_isopts(lua_State *L, int idx) {
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next) {
   claim_pressure_hook(L);
   int n = 0;
-  char what[32];
   if (lua_type(L, idx) == LUA_TTABLE && is_size_table(L, idx)) {
     int len = (int)lua_objlen(L, idx);
     if (len > EM_MAX_DIMS)
@@ -166,8 +178,7 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
                  (int)EM_MAX_DIMS);
     for (int i = 1; i <= len; i++) {
       lua_rawgeti(L, idx, i);
-      snprintf(what, sizeof what, "size[%d]", i);
-      sizes[n++] = l_checkint(L, -1, op, what);
+      sizes[n++] = l_checkint_at(L, -1, op, "size", i);
       lua_pop(L, 1);
     }
     *next = idx + 1;
@@ -175,8 +186,7 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
     while (lua_type(L, idx + n) == LUA_TNUMBER) {
       if (n == EM_MAX_DIMS)
         l_errorf(L, "%s: more than %d dimensions requested", op, (int)EM_MAX_DIMS);
-      snprintf(what, sizeof what, "size[%d]", n + 1);
-      sizes[n] = l_checkint(L, idx + n, op, what);
+      sizes[n] = l_checkint_at(L, idx + n, op, "size", n + 1);
       n++;
     }
     *next = idx + n;

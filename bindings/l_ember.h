@@ -41,6 +41,8 @@ void l_push_result(lua_State *L, em_tensor *result, int idx);
 /* An integral Lua number in int64 range; else "op: expected an integer for
 ** what, got 2.5". */
 int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what);
+/* l_checkint of a list element: errors name it "what[pos]". */
+int64_t l_checkint_at(lua_State *L, int idx, const char *op, const char *what, int pos);
 /* Sizes as varargs numbers or a table (array or T.Size) starting at idx.
 ** Returns ndim; *next is the first argument after the sizes. */
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next);

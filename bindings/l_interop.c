@@ -179,10 +179,8 @@ static int l_from_ffi(lua_State *L) {
     if (n != ndim)
       return l_errorf(L, "%s: %d strides given for %d sizes", op, n, ndim);
     for (int i = 0; i < ndim; i++) {
-      char what[32];
-      snprintf(what, sizeof what, "strides[%d]", i + 1);
       lua_rawgeti(L, 4, i + 1);
-      strides[i] = l_checkint(L, -1, op, what);
+      strides[i] = l_checkint_at(L, -1, op, "strides", i + 1);
       lua_pop(L, 1);
       if (strides[i] < 0)
         return l_errorf(L, "%s: negative stride %lld (strides[%d]) is not supported",

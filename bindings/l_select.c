@@ -76,14 +76,12 @@ static const em_tensor **tensor_list(lua_State *L, int idx, const char *op, int6
 ** Returns the count. */
 static int int_list(lua_State *L, int idx, const char *op, const char *what,
                     int64_t *out, int max) {
-  char buf[48];
   if (lua_istable(L, idx) && !l_totensor(L, idx)) {
     int len = (int)lua_objlen(L, idx);
     if (len > max) l_errorf(L, "%s: at most %d %s are supported", op, max, what);
     for (int i = 1; i <= len; i++) {
       lua_rawgeti(L, idx, i);
-      snprintf(buf, sizeof buf, "%s[%d]", what, i);
-      out[i - 1] = l_checkint(L, -1, op, buf);
+      out[i - 1] = l_checkint_at(L, -1, op, what, i);
       lua_pop(L, 1);
     }
     return len;
@@ -91,8 +89,7 @@ static int int_list(lua_State *L, int idx, const char *op, const char *what,
   int n = 0;
   while (lua_type(L, idx + n) == LUA_TNUMBER) {
     if (n == max) l_errorf(L, "%s: at most %d %s are supported", op, max, what);
-    snprintf(buf, sizeof buf, "%s[%d]", what, n + 1);
-    out[n] = l_checkint(L, idx + n, op, buf);
+    out[n] = l_checkint_at(L, idx + n, op, what, n + 1);
     n++;
   }
   return n;

@@ -26,7 +26,6 @@ static int64_t optint(lua_State *L, int idx, const char *op, const char *what,
 ** *next is the first argument after them. */
 static int checkints(lua_State *L, int idx, const char *op, const char *what,
                      int64_t *out, int max, int *next) {
-  char buf[48];
   int n = 0;
   if (lua_istable(L, idx) && !l_isdtype(L, idx)) {
     int len = (int)lua_objlen(L, idx);
@@ -34,8 +33,7 @@ static int checkints(lua_State *L, int idx, const char *op, const char *what,
       l_errorf(L, "%s: %d %s given, at most %d are supported", op, len, what, max);
     for (int i = 1; i <= len; i++) {
       lua_rawgeti(L, idx, i);
-      snprintf(buf, sizeof buf, "%s[%d]", what, i);
-      out[n++] = l_checkint(L, -1, op, buf);
+      out[n++] = l_checkint_at(L, -1, op, what, i);
       lua_pop(L, 1);
     }
     if (next) *next = idx + 1;
@@ -43,8 +41,7 @@ static int checkints(lua_State *L, int idx, const char *op, const char *what,
   }
   while (lua_type(L, idx + n) == LUA_TNUMBER) {
     if (n == max) l_errorf(L, "%s: more than %d %s given", op, max, what);
-    snprintf(buf, sizeof buf, "%s[%d]", what, n + 1);
-    out[n] = l_checkint(L, idx + n, op, buf);
+    out[n] = l_checkint_at(L, idx + n, op, what, n + 1);
     n++;
   }
   if (next) *next = idx + n;
