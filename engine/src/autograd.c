@@ -316,17 +316,23 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
   return st;
 }
 
+/* PyTorch's error for a node whose saved values were freed by an earlier
+** backward (retain_graph not given). */
+static em_status freed_graph_error(const em_node *n) {
+  return em_fail(EM_E_RUNTIME,
+                 "backward: trying to backward through the graph a second time (or "
+                 "directly access saved tensors after they have already been freed). "
+                 "Saved intermediate values of the graph are freed when you call "
+                 ":backward() or autograd.grad(). Specify retain_graph=true if you "
+                 "need to backward through the graph a second time or if you need to "
+                 "access saved tensors after calling backward (in %s)", n->name);
+}
+
 em_status em_ag_saved_get(em_node *n, int k, em_tensor **out) {
   em_ag_saved *s = &n->saved[k];
   if (!s->data) {
     if (n->freed)
-      return em_fail(EM_E_RUNTIME,
-                     "backward: trying to backward through the graph a second time (or "
-                     "directly access saved tensors after they have already been freed). "
-                     "Saved intermediate values of the graph are freed when you call "
-                     ":backward() or autograd.grad(). Specify retain_graph=true if you "
-                     "need to backward through the graph a second time or if you need to "
-                     "access saved tensors after calling backward (in %s)", n->name);
+      return freed_graph_error(n);
     return em_fail(EM_E_RUNTIME, "autograd: %s has no saved tensor %d", n->name, k + 1);
   }
   uint64_t v = em_storage_version(s->data->storage);
@@ -922,13 +928,7 @@ static em_status run_node(run *r, em_node *n) {
   for (int i = 0; i < n->nin; i++) needed |= n->next[i].node || n->next[i].leaf;
   if (!needed) return EM_OK;
   if (n->freed)
-    return em_fail(EM_E_RUNTIME,
-                   "backward: trying to backward through the graph a second time (or "
-                   "directly access saved tensors after they have already been freed). "
-                   "Saved intermediate values of the graph are freed when you call "
-                   ":backward() or autograd.grad(). Specify retain_graph=true if you "
-                   "need to backward through the graph a second time or if you need to "
-                   "access saved tensors after calling backward (in %s)", n->name);
+    return freed_graph_error(n);
   for (int k = 0; k < n->nout && st == EM_OK; k++)
     if (!n->buf[k] && em_dtype_kindof(n->out[k].dtype) == EM_KIND_FLOAT &&
         n->out[k].is_tensor)

@@ -329,6 +329,21 @@ static em_status median_nograd(const em_tensor *t, int has_dim, int64_t dim, int
 
 /* -- unique ------------------------------------------------------------------- */
 
+/* Hands unique's results to the caller, or releases them all on failure. */
+static em_status unique_hand(em_status st, em_tensor *v, em_tensor *inv, em_tensor *cnt,
+                             em_tensor **values, em_tensor **inverse, em_tensor **counts) {
+  if (st != EM_OK) {
+    em_tensor_release(v);
+    em_tensor_release(inv);
+    em_tensor_release(cnt);
+    return st;
+  }
+  *values = v;
+  if (inverse) *inverse = inv;
+  if (counts) *counts = cnt;
+  return EM_OK;
+}
+
 em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
                     em_tensor **counts) {
   int64_t n = em_tensor_numel(t);
@@ -377,16 +392,7 @@ em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
   em_tensor_release(c);
   em_tensor_release(sv);
   em_tensor_release(si);
-  if (st != EM_OK) {
-    em_tensor_release(v);
-    em_tensor_release(inv);
-    em_tensor_release(cnt);
-    return st;
-  }
-  *values = v;
-  if (inverse) *inverse = inv;
-  if (counts) *counts = cnt;
-  return EM_OK;
+  return unique_hand(st, v, inv, cnt, values, inverse, counts);
 }
 
 /* -- unique along a dim ----------------------------------------------------------
@@ -521,16 +527,7 @@ done:
   em_tensor_release(m);
   em_tensor_release(c);
   em_tensor_release(u);
-  if (st != EM_OK) {
-    em_tensor_release(v);
-    em_tensor_release(inv);
-    em_tensor_release(cnt);
-    return st;
-  }
-  *values = v;
-  if (inverse) *inverse = inv;
-  if (counts) *counts = cnt;
-  return EM_OK;
+  return unique_hand(st, v, inv, cnt, values, inverse, counts);
 }
 
 em_status em_unique_dim(const em_tensor *t, int64_t dim, em_tensor **values,
