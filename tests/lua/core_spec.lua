@@ -92,4 +92,39 @@ describe("memory statistics", function()
     assert.equal(before + 8192, T.memory_stats().live_bytes)
     assert.equal(1024, t:numel())
   end)
+
+  -- a fresh process, so the Lua heap is small and nothing else has collected
+  local function fresh(env, code)
+    local f = assert(io.open("/tmp/ember_core_spec_fresh.lua", "w"))
+    f:write(code)
+    f:close()
+    local p = assert(io.popen(env .. " bin/ember /tmp/ember_core_spec_fresh.lua 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    os.remove("/tmp/ember_core_spec_fresh.lua")
+    return out
+  end
+
+  it("collects while temporaries are few: the next soft limit is max(2 x live, 4 x heap, 16 MiB)", function()
+    local out = fresh("", [[
+      local T = require "ember"
+      for i = 1, 40 do local t = T.empty(2 * 1024 * 1024) end -- 8 MB each
+      local s = T.memory_stats()
+      print(s.forced_collections, s.soft_limit, s.thread_live_bytes, collectgarbage("count") * 1024)
+    ]])
+    local forced, limit, live, heap = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
+    forced, limit, live, heap = tonumber(forced), tonumber(limit), tonumber(live), tonumber(heap)
+    assert(forced, out)
+    -- 320 MB of temporaries: with a 256 MiB floor this was 1 collection
+    assert.is_true(forced >= 4, out)
+    assert.is_true(limit >= 16 * 2^20, out)
+    assert.is_true(limit <= math.max(16 * 2^20, 2 * (live + 8 * 2^20), 4 * heap * 2), out)
+  end)
+
+  it("sets GOMP_SPINCOUNT=3000 before libgomp loads, unless the user chose", function()
+    local code = [[require "ember"; print(os.getenv("GOMP_SPINCOUNT"))]]
+    assert.equal("3000", fresh("env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY", code):match("%S+"))
+    assert.equal("99", fresh("env GOMP_SPINCOUNT=99", code):match("%S+"))
+    assert.equal("nil", fresh("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive", code):match("%S+"))
+  end)
 end)
