@@ -41,7 +41,7 @@ static em_node *grad_fn_of(const em_tensor *t);
 int em_ag_any(int n, const em_tensor *const *ts) {
   for (int i = 0; i < n; i++) {
     if (!ts[i]) continue;
-    if (ts[i]->autograd) (void)grad_fn_of(ts[i]);  /* a stale view catches up */
+    if (ts[i]->view_base) (void)grad_fn_of(ts[i]);  /* a stale view catches up */
     if (ts[i]->requires_grad) return 1;
   }
   return 0;
@@ -54,8 +54,6 @@ typedef struct em_ag_meta {
   em_node *grad_fn;  /* one reference; NULL for leaves */
   int output_nr;
   int retains_grad;
-  em_tensor *base;   /* views: the tensor they view (one reference) */
-  uint64_t view_version;  /* views: storage version when grad_fn was set */
 } em_ag_meta;
 
 static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autograd; }
@@ -83,7 +81,6 @@ void em_ag_meta_free(em_tensor *t) {
       m->grad_fn->retain[m->output_nr] == t)
     m->grad_fn->retain[m->output_nr] = NULL;
   em_tensor_release(m->grad);
-  em_tensor_release(m->base);
   em_node_release(m->grad_fn);
   free(m);
   t->autograd = NULL;
@@ -95,11 +92,9 @@ static void refresh_view(em_tensor *t);
 ** was set (through its base or another view) gets a fresh history first, as
 ** PyTorch regenerates a view's grad_fn. */
 static em_node *grad_fn_of(const em_tensor *t) {
-  if (!t->autograd) return NULL;
-  em_ag_meta *m = meta_of(t);
-  if (m->base && m->view_version != em_storage_version(t->storage))
+  if (t->view_base && t->view_version != em_storage_version(t->storage))
     refresh_view((em_tensor *)t);
-  return m->grad_fn;
+  return t->autograd ? meta_of(t)->grad_fn : NULL;
 }
 
 /* A new tensor object over t's data with no autograd metadata. */
@@ -263,7 +258,7 @@ static em_status set_history(em_tensor *out, em_node *n, int k) {
   em_node_release(m->grad_fn);
   m->grad_fn = n;
   m->output_nr = k;
-  m->view_version = em_storage_version(out->storage);
+  out->view_version = em_storage_version(out->storage);
   if (m->retains_grad) n->retain[k] = out;
   out->requires_grad = true;
   return EM_OK;
@@ -304,8 +299,7 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
     if (p->more[j]) st = save(n, EM_AG_SV_PRE(n, j), p->more[j], 0, 0);
   /* an in-place write into a view rebases its base's history */
   em_tensor *base = NULL;
-  if (nout == 1 && nin >= 1 && in[0] == out[0] && out[0]->autograd)
-    base = meta_of(out[0])->base;
+  if (nout == 1 && nin >= 1 && in[0] == out[0]) base = out[0]->view_base;
   if (st == EM_OK && base && is_float(base)) {
     st = copy_slices(n, out[0], base);
   } else {
@@ -505,24 +499,19 @@ em_status em_ag_unsupported(const char *op, const em_tensor *t, const em_tensor 
 /* -- Views and in-place writes into them ---------------------------------------- */
 
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src) {
-  em_tensor *b = (em_tensor *)src;
-  if (src->autograd && meta_of(src)->base) b = meta_of(src)->base;
-  em_ag_meta *m;
-  em_status st = meta_get(out, &m);
-  if (st != EM_OK) return st;
+  em_tensor *b = src->view_base ? src->view_base : (em_tensor *)src;
   em_tensor_retain(b);
-  em_tensor_release(m->base);
-  m->base = b;
-  m->view_version = em_storage_version(out->storage);
+  em_tensor_release(out->view_base);
+  out->view_base = b;
+  out->view_version = em_storage_version(out->storage);
   return EM_OK;
 }
 
 /* The view's elements taken from its base's current history. On failure
 ** (out of memory) the old history stays. */
 static void refresh_view(em_tensor *t) {
-  em_ag_meta *m = meta_of(t);
-  em_tensor *b = m->base;
-  m->view_version = em_storage_version(t->storage);
+  em_tensor *b = t->view_base;
+  t->view_version = em_storage_version(t->storage);
   em_node *bfn = grad_fn_of(b);
   if (!b->requires_grad) return;
   if (!bfn && !b->requires_grad) return;
@@ -532,7 +521,7 @@ static void refresh_view(em_tensor *t) {
     (void)st;
   }
   em_tensor_release(pos);
-  m->view_version = em_storage_version(t->storage);
+  t->view_version = em_storage_version(t->storage);
 }
 
 static void extent(const em_tensor *t, int64_t *lo, int64_t *hi) {
@@ -647,7 +636,7 @@ static em_status copy_slices(em_node *n, em_tensor *v, em_tensor *b) {
 em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
   if (!t->requires_grad) return EM_OK;
   em_node *fn = grad_fn_of(t);
-  em_tensor *b = t->autograd ? meta_of(t)->base : NULL;
+  em_tensor *b = t->view_base;
   if (b && b->requires_grad && !grad_fn_of(b))
     return em_fail(EM_E_VALUE, "%s: a view of a leaf tensor that requires grad is "
                    "being used in an in-place operation", op);

@@ -42,7 +42,13 @@ struct em_tensor {
   em_dtype dtype;
   bool requires_grad;
   em_storage *storage;   /* one reference, owned */
-  void *autograd;        /* reserved for autograd metadata */
+  void *autograd;        /* autograd metadata (autograd.c), NULL if none */
+  /* Views of floating tensors made in grad mode: the tensor they view (one
+  ** reference; never itself a view), and the storage version when their
+  ** history was last set (autograd.c). In the header rather than in the
+  ** autograd record so that a view costs no second allocation. */
+  em_tensor *view_base;
+  uint64_t view_version;
   int64_t offset;        /* storage offset, in elements */
   int64_t sizes[EM_MAX_DIMS];
   int64_t strides[EM_MAX_DIMS];  /* in elements; 0 on broadcast dims */

@@ -57,10 +57,71 @@ em_status em_wrap_dim(const char *op, int64_t dim, int ndim, int *axis) {
 
 /* -- Objects ------------------------------------------------------------ */
 
+/* Released headers are kept per OS thread for the next allocation: a view
+** or a small result is made and collected many times a second from a
+** script, and glibc's own per-thread cache holds only 7 chunks of a size,
+** so the collector's finalizing of thousands of temporaries at once sent
+** every later header through malloc's bins. The cache holds at most
+** HDR_CACHE headers (about 330 KB); a thread's leftovers are freed when
+** it exits (pthread key destructor) and em_tensor_cache_trim empties it.
+** Under AddressSanitizer the cache is off, so a use after release is
+** still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HDR_CACHE 0
+#else
+#define HDR_CACHE 1024
+#endif
+
+#if HDR_CACHE > 0
+#include <pthread.h>
+static _Thread_local struct {
+  int n;
+  bool keyed;
+  em_tensor *slot[HDR_CACHE];
+} hdr_cache;
+static pthread_key_t hdr_key;
+static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
+
+static void hdr_trim(void) {
+  while (hdr_cache.n > 0) free(hdr_cache.slot[--hdr_cache.n]);
+}
+static void hdr_thread_exit(void *unused) {
+  (void)unused;
+  hdr_trim();
+  hdr_cache.keyed = false;
+}
+static void hdr_key_init(void) { (void)pthread_key_create(&hdr_key, hdr_thread_exit); }
+
+static em_tensor *hdr_get(void) {
+  if (hdr_cache.n > 0) return hdr_cache.slot[--hdr_cache.n];
+  return malloc(sizeof(em_tensor));
+}
+static void hdr_put(em_tensor *t) {
+  if (hdr_cache.n < HDR_CACHE) {
+    if (!hdr_cache.keyed) {
+      /* the destructor only runs for threads with a non-NULL value */
+      pthread_once(&hdr_once, hdr_key_init);
+      hdr_cache.keyed = pthread_setspecific(hdr_key, &hdr_cache) == 0;
+      if (!hdr_cache.keyed) { free(t); return; }
+    }
+    hdr_cache.slot[hdr_cache.n++] = t;
+    return;
+  }
+  free(t);
+}
+void em_tensor_cache_trim(void) { hdr_trim(); }
+int em_tensor_cache_count(void) { return hdr_cache.n; }
+#else
+static em_tensor *hdr_get(void) { return malloc(sizeof(em_tensor)); }
+static void hdr_put(em_tensor *t) { free(t); }
+void em_tensor_cache_trim(void) {}
+int em_tensor_cache_count(void) { return 0; }
+#endif
+
 em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides,
                           em_dtype dt, em_tensor **out) {
-  em_tensor *t = malloc(sizeof *t);
+  em_tensor *t = hdr_get();
   if (!t) return em_fail(EM_E_NOMEM, "out of memory allocating a tensor");
   atomic_init(&t->refcount, 1);
   t->ndim = ndim;
@@ -74,6 +135,8 @@ em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
   }
   t->requires_grad = false;
   t->autograd = NULL;
+  t->view_base = NULL;
+  t->view_version = 0;
   *out = t;
   return EM_OK;
 }
@@ -86,9 +149,11 @@ void em_tensor_release(em_tensor *t) {
   if (!t) return;
   if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
     return;
-  if (t->autograd) em_ag_meta_free(t);  /* grad, grad_fn, base (autograd.c) */
+  if (t->autograd) em_ag_meta_free(t);  /* grad, grad_fn (autograd.c) */
+  /* a view's base is never itself a view: this recursion is one level */
+  if (t->view_base) em_tensor_release(t->view_base);
   em_storage_release(t->storage);
-  free(t);
+  hdr_put(t);
 }
 
 int em_tensor_refcount(const em_tensor *t) {

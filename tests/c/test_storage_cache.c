@@ -1,7 +1,8 @@
 /* test_storage_cache.c -- the cache of freed large blocks (storage.c):
 ** a freed large block is reused by the next request of its size class,
 ** cached bytes never count as live, the cache stays within its bound, it
-** empties on request, and it is safe to use from several threads. */
+** empties on request, and it is safe to use from several threads. The
+** per-thread cache of released tensor headers (tensor.c) likewise. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -102,11 +103,84 @@ TEST(cache_is_thread_safe) {
   em_memory_empty_cache();
 }
 
+/* -- tensor headers (tensor.c): released headers are reused per thread -- */
+
+#if defined(__SANITIZE_ADDRESS__)
+enum { HDR_CACHED = 0 }; /* off under ASan, so a use after release is caught */
+#else
+enum { HDR_CACHED = 1024 };
+#endif
+
+TEST(released_headers_are_reused) {
+  em_tensor_cache_trim();
+  CHECK(em_tensor_cache_count() == 0);
+  int64_t sz[2] = {2, 3};
+  em_tensor *a = NULL, *b = NULL, *v = NULL;
+  CHECK_OK(em_empty(2, sz, EM_FLOAT32, em_cpu(), &a));
+  CHECK_OK(em_transpose(a, 1, 2, &v));
+  em_tensor_release(v); /* the view's header is released; a lives */
+  CHECK(em_tensor_cache_count() == (HDR_CACHED ? 1 : 0));
+  CHECK_OK(em_empty(2, sz, EM_FLOAT64, em_cpu(), &b));
+  if (HDR_CACHED) CHECK(b == v); /* the same header, reinitialised */
+  CHECK(em_tensor_cache_count() == 0);
+  CHECK(em_tensor_dtype(b) == EM_FLOAT64);
+  CHECK(em_tensor_refcount(b) == 1);
+  CHECK(em_tensor_requires_grad(b) == 0);
+  CHECK(em_tensor_strides(b)[0] == 3 && em_tensor_strides(b)[1] == 1);
+  em_tensor_release(a);
+  em_tensor_release(b);
+  CHECK(em_tensor_cache_count() == (HDR_CACHED ? 2 : 0));
+  em_tensor_cache_trim();
+  CHECK(em_tensor_cache_count() == 0);
+}
+
+TEST(header_cache_stays_within_its_bound) {
+  em_tensor_cache_trim();
+  enum { N = 3000 };
+  static em_tensor *ts[N];
+  int64_t sz[1] = {1};
+  for (int i = 0; i < N; i++) CHECK_OK(em_empty(1, sz, EM_FLOAT32, em_cpu(), &ts[i]));
+  for (int i = 0; i < N; i++) em_tensor_release(ts[i]);
+  CHECK(em_tensor_cache_count() == HDR_CACHED);
+  em_tensor_cache_trim();
+  CHECK(em_tensor_cache_count() == 0);
+}
+
+/* Each thread fills its own cache and exits: its leftovers are freed then
+** (test-valgrind reports them otherwise); the main thread's is untouched. */
+static void *header_churn(void *arg) {
+  int64_t sz[1] = {4};
+  int ok = 1;
+  for (int r = 0; r < 50; r++) {
+    em_tensor *t[64];
+    for (int i = 0; i < 64; i++) ok &= em_empty(1, sz, EM_FLOAT32, em_cpu(), &t[i]) == EM_OK;
+    for (int i = 0; i < 64; i++) em_tensor_release(t[i]);
+  }
+  ok &= em_tensor_cache_count() == (HDR_CACHED ? 64 : 0);
+  (void)arg;
+  return (void *)(uintptr_t)ok;
+}
+
+TEST(header_caches_are_per_thread) {
+  em_tensor_cache_trim();
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, header_churn, NULL);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    CHECK(r == (void *)1);
+  }
+  CHECK(em_tensor_cache_count() == 0);
+}
+
 int main(void) {
   RUN(freed_large_block_is_reused_and_not_live);
   RUN(small_blocks_bypass_the_cache);
   RUN(cache_stays_within_its_bound);
   RUN(tensors_reuse_blocks);
   RUN(cache_is_thread_safe);
+  RUN(released_headers_are_reused);
+  RUN(header_cache_stays_within_its_bound);
+  RUN(header_caches_are_per_thread);
   return CTEST_END();
 }
