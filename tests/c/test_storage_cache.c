@@ -108,7 +108,7 @@ TEST(cache_is_thread_safe) {
 #if defined(__SANITIZE_ADDRESS__)
 enum { HDR_CACHED = 0 }; /* off under ASan, so a use after release is caught */
 #else
-enum { HDR_CACHED = 1024 };
+enum { HDR_CACHED = 8192 };
 #endif
 
 TEST(released_headers_are_reused) {
@@ -136,7 +136,7 @@ TEST(released_headers_are_reused) {
 
 TEST(header_cache_stays_within_its_bound) {
   em_tensor_cache_trim();
-  enum { N = 3000 };
+  enum { N = 9000 };
   static em_tensor *ts[N];
   int64_t sz[1] = {1};
   for (int i = 0; i < N; i++) CHECK_OK(em_empty(1, sz, EM_FLOAT32, em_cpu(), &ts[i]));
