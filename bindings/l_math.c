@@ -262,10 +262,29 @@ EW_TESTS(EW)
 
 /* -- Metamethods: + - * / % ^ and unary minus, numbers on either side ----- */
 
-static int m_add(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_ADD, 0, "add"); }
-static int m_sub(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_SUB, 0, "sub"); }
-static int m_mul(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_MUL, 0, "mul"); }
-static int m_div(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_DIV, 0, "div"); }
+/* The operators take no options: with two tensors, what ew_call would do
+** for them is exactly this (one box, the engine with default options), so
+** the per-call `a + b` skips its argument walk. Anything else goes through
+** ew_call, which also raises the errors. */
+static int arith(lua_State *L, em_ew_op op, const char *name) {
+  lua_settop(L, 2);
+  em_tensor *a = l_totensor(L, 1), *b = a ? l_totensor(L, 2) : NULL;
+  if (!b) return ew_call(L, op, 0, name);
+  em_ew_opts o = em_ew_defaults();
+  o.name = name;
+  o.default_float = l_default_dtype();
+  em_operand in[2];
+  memset(in, 0, sizeof in);
+  in[0].tensor = a;
+  in[1].tensor = b;
+  em_tensor **box = l_newbox(L);
+  if (em_elementwise(op, 2, in, &o, NULL, box) != EM_OK) return l_error(L);
+  return 1;
+}
+static int m_add(lua_State *L) { return arith(L, EM_OP_ADD, "add"); }
+static int m_sub(lua_State *L) { return arith(L, EM_OP_SUB, "sub"); }
+static int m_mul(lua_State *L) { return arith(L, EM_OP_MUL, "mul"); }
+static int m_div(lua_State *L) { return arith(L, EM_OP_DIV, "div"); }
 static int m_mod(lua_State *L) {
   lua_settop(L, 2);
   return ew_call(L, EM_OP_REMAINDER, 0, "remainder");

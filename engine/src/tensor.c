@@ -185,9 +185,12 @@ void *em_tensor_data(const em_tensor *t) {
   /* An empty tensor may carry any offset (PyTorch's as_strided allows it)
   ** and addresses nothing: past the storage's end its data pointer is the
   ** storage's start, not an address whose computation would overflow. */
-  if ((uint64_t)t->offset > t->storage->nbytes / em_dtype_size(t->dtype))
+  size_t sz = em_dtype_size(t->dtype);
+  uint64_t bytes; /* offset > nbytes / sz, without a division per call */
+  if (__builtin_mul_overflow((uint64_t)t->offset, (uint64_t)sz, &bytes) ||
+      bytes > t->storage->nbytes)
     return t->storage->data;
-  return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
+  return (char *)t->storage->data + bytes;
 }
 
 int em_tensor_is_contiguous(const em_tensor *t) {

@@ -317,7 +317,89 @@ TEST(inlined_half_conversions_match_dtype_c) {
   CHECK(half_types_match(EM_BFLOAT16));
 }
 
+/* The per-call path of em_elementwise (two small contiguous float tensors
+** of one shape): same values and the same result layout as the general
+** path's em_iter_output_strides, alpha honoured, and the cases it must not
+** take (rounding, autograd, >= 16,384 elements) still right. */
+TEST(small_binary_path_matches_the_general_path) {
+  static const int64_t shapes[][4] = {{0}, {1, 1}, {1, 3}, {2, 1, 1}, {3, 2, 1, 3},
+                                      {1, 0}, {3, 2, 0, 3}, {3, 1, 4, 1}, {2, 128, 127},
+                                      {2, 128, 128}};
+  static const em_ew_op ops[] = {EM_OP_ADD, EM_OP_SUB, EM_OP_MUL, EM_OP_DIV};
+  static const em_dtype dts[] = {EM_FLOAT32, EM_FLOAT64};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (int di = 0; di < 2; di++)
+      for (int oi = 0; oi < 4; oi++) {
+        int nd = (int)shapes[si][0];
+        const int64_t *sz = &shapes[si][1];
+        em_tensor *a = NULL, *b = NULL, *r = NULL;
+        CHECK_OK(em_empty(nd, sz, dts[di], em_cpu(), &a));
+        CHECK_OK(em_empty(nd, sz, dts[di], em_cpu(), &b));
+        int64_t n = em_tensor_numel(a);
+        for (int64_t i = 0; i < n; i++) {
+          double x = 0.25 * (double)(i % 97) - 3.0, y = 1.5 + (double)(i % 13);
+          if (dts[di] == EM_FLOAT32) {
+            ((float *)em_tensor_data(a))[i] = (float)x;
+            ((float *)em_tensor_data(b))[i] = (float)y;
+          } else {
+            ((double *)em_tensor_data(a))[i] = x;
+            ((double *)em_tensor_data(b))[i] = y;
+          }
+        }
+        CHECK_OK(em_binary(ops[oi], a, b, &r));
+        if (!r) continue;
+        const em_tensor *io[2] = {a, b};
+        int64_t want[EM_MAX_DIMS];
+        em_iter_output_strides(2, io, nd, sz, want);
+        CHECK(em_tensor_ndim(r) == nd && em_tensor_dtype(r) == dts[di]);
+        for (int d = 0; d < nd; d++)
+          CHECK(em_tensor_sizes(r)[d] == sz[d] && em_tensor_strides(r)[d] == want[d]);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+          if (dts[di] == EM_FLOAT32) {
+            float x = ((float *)em_tensor_data(a))[i], y = ((float *)em_tensor_data(b))[i];
+            float e = ops[oi] == EM_OP_ADD ? x + y : ops[oi] == EM_OP_SUB ? x - y
+                    : ops[oi] == EM_OP_MUL ? x * y : x / y;
+            bad += ((float *)em_tensor_data(r))[i] != e;
+          } else {
+            double x = ((double *)em_tensor_data(a))[i], y = ((double *)em_tensor_data(b))[i];
+            double e = ops[oi] == EM_OP_ADD ? x + y : ops[oi] == EM_OP_SUB ? x - y
+                     : ops[oi] == EM_OP_MUL ? x * y : x / y;
+            bad += ((double *)em_tensor_data(r))[i] != e;
+          }
+        }
+        CHECK(bad == 0);
+        em_tensor_release(r);
+        /* alpha (int and float), and rounding, which the path leaves alone */
+        if (ops[oi] == EM_OP_ADD || ops[oi] == EM_OP_SUB || ops[oi] == EM_OP_DIV) {
+          em_ew_opts o = em_ew_defaults();
+          if (ops[oi] == EM_OP_DIV) o.rounding = EM_ROUND_FLOOR;
+          else { o.alpha.kind = EM_SCALAR_FLOAT; o.alpha.f = 0.5; }
+          em_operand in[2] = {T_(a), T_(b)};
+          CHECK_OK(em_elementwise(ops[oi], 2, in, &o, NULL, &r));
+          for (int64_t i = 0; r && i < n && i < 50; i++) {
+            double x = dts[di] == EM_FLOAT32 ? ((float *)em_tensor_data(a))[i] : ((double *)em_tensor_data(a))[i];
+            double y = dts[di] == EM_FLOAT32 ? ((float *)em_tensor_data(b))[i] : ((double *)em_tensor_data(b))[i];
+            double got = dts[di] == EM_FLOAT32 ? ((float *)em_tensor_data(r))[i] : ((double *)em_tensor_data(r))[i];
+            double e = ops[oi] == EM_OP_DIV ? floor(x / y) : ops[oi] == EM_OP_ADD ? x + 0.5 * y : x - 0.5 * y;
+            CHECK(fabs(got - e) <= 1e-6 * (1 + fabs(e)));
+          }
+          em_tensor_release(r);
+        }
+        /* autograd: an operand that requires grad gets a recorded result */
+        if (n > 0 && n < 100) {
+          CHECK_OK(em_tensor_requires_grad_(a, 1));
+          CHECK_OK(em_binary(ops[oi], a, b, &r));
+          CHECK(r && em_tensor_requires_grad(r) && !em_tensor_is_leaf(r));
+          em_tensor_release(r);
+        }
+        em_tensor_release(a);
+        em_tensor_release(b);
+      }
+}
+
 int main(void) {
+  RUN(small_binary_path_matches_the_general_path);
   RUN(promote_types_is_symmetric_and_bool_is_neutral);
   RUN(result_type_by_category);
   RUN(output_layout_follows_the_inputs);
