@@ -45,14 +45,15 @@ em_tensor **l_newbox(lua_State *L) {
 
 /* Is a metatable the tensor metatable? Every tensor argument of every call
 ** asks, so the answer is remembered per OS thread: the address of the
-** tensor metatable of the state whose registry is at `registry`. A state's
-** registry and metatable live until the state closes; closing one bumps
-** state_epoch (l_unhook), which empties every thread's cache, so a later
-** state reusing those addresses is never mistaken for it. A miss falls back
-** to the registry lookup, which refills the cache. */
+** tensor metatable of the last state that asked. While that state lives,
+** no object of another state can have that address, so a match needs no
+** check of which state is asking. Closing a state bumps state_epoch
+** (l_unhook), which empties every thread's cache, so a later state reusing
+** the address is never mistaken for it. A miss falls back to the registry
+** lookup, which refills the cache. */
 static atomic_ulong state_epoch;
 static _Thread_local struct {
-  const void *registry, *mt;
+  const void *mt;
   unsigned long epoch;
 } mt_cache;
 
@@ -60,7 +61,7 @@ em_tensor *l_totensor(lua_State *L, int idx) {
   em_tensor **box = lua_touserdata(L, idx);
   if (!box || !lua_getmetatable(L, idx)) return NULL;
   const void *mt = lua_topointer(L, -1);
-  if (mt == mt_cache.mt && mt && lua_topointer(L, LUA_REGISTRYINDEX) == mt_cache.registry &&
+  if (mt == mt_cache.mt &&
       mt_cache.epoch == atomic_load_explicit(&state_epoch, memory_order_relaxed)) {
     lua_pop(L, 1);
     return *box;
@@ -68,7 +69,6 @@ em_tensor *l_totensor(lua_State *L, int idx) {
   getreg(L, &K_TENSOR_MT);
   int ok = lua_rawequal(L, -1, -2);
   if (ok) {
-    mt_cache.registry = lua_topointer(L, LUA_REGISTRYINDEX);
     mt_cache.mt = mt;
     mt_cache.epoch = atomic_load_explicit(&state_epoch, memory_order_relaxed);
   }
