@@ -78,7 +78,7 @@ bench-build:
 	@cmake -S . -B $(RELEASE_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) -j$(JOBS) >$(RELEASE_BUILD)/build.log 2>&1; \
 	  rc=$$?; grep -vE "^(\[|make\[)" $(RELEASE_BUILD)/build.log; exit $$rc
-	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) bench_cref >>$(RELEASE_BUILD)/build.log 2>&1 || \
+	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) bench_cref bench_floor >>$(RELEASE_BUILD)/build.log 2>&1 || \
 	  { tail -20 $(RELEASE_BUILD)/build.log; exit 1; }
 bench: bench-build
 	/usr/bin/python3 bench/bench.py --build $(abspath $(RELEASE_BUILD)) --out bench/results.md $(BENCH_ARGS)

@@ -3,6 +3,11 @@ bench/workloads.txt in ember (Lua), PyTorch, NumPy and the C reference,
 alternating the contenders, at 1 thread and at all cores, and writes a table
 of medians and ratios (bench/results.md by default).
 
+The C reference is two contenders: bench_cref (hand-written C loops and
+cblas_sgemm) for the kernel rows, and the per-call floor ("Clua":
+bench/floor_worker.lua on bench/floor.c, a minimal Lua C-API binding) for
+the per-call rows; the "C ref" column shows whichever has the row.
+
 Each contender is a long-lived worker process speaking a line protocol on
 stdin/stdout (setup NAME SCALE / time NAME INNER / threads N / quit); the
 worker times INNER calls with its own monotonic clock, so process start-up
@@ -18,6 +23,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+
+
+# the per-call rows that bench/floor_worker.lua has (t.shape and t:item()
+# make no tensor: no floor)
+FLOOR_ROWS = {"percall_add1", "percall_index", "percall_slice", "percall_transpose",
+              "percall_view", "percall_tensor"}
 
 
 def workloads():
@@ -64,7 +75,9 @@ def start_workers(threads, build):
     specs = [("ember", [os.path.join(ROOT, "bin", "ember"), os.path.join(HERE, "worker.lua")]),
              ("torch", [py, os.path.join(HERE, "worker_py.py"), "torch"]),
              ("numpy", [py, os.path.join(HERE, "worker_py.py"), "numpy"]),
-             ("C", [os.path.join(build, "bench_cref")])]
+             ("C", [os.path.join(build, "bench_cref")]),
+             # the per-call floor: plain LuaJIT loading build/floor.so (no ember)
+             ("Clua", ["luajit", os.path.join(HERE, "floor_worker.lua")])]
     ws = []
     for name, argv in specs:
         # a missing peer (no torch, no bench_cref) leaves its column empty
@@ -227,7 +240,15 @@ def main():
              "", "Versions: %s, PyTorch %s, NumPy %s, OpenBLAS %s; %d cores." % (
                  v["luajit"], v["torch"], v["numpy"], v["openblas"], v["cores"]),
              "", "Medians of %d repetitions after a warm-up (calibration, then %g s of calls per contender), contenders alternating; time per call. "
-             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % (reps, warmup), ""]
+             "Ratios are ember's time divided by the peer's: below 1 means ember is faster." % (reps, warmup), "",
+             "C ref: for the kernel rows, hand-written C loops compiled with -O3 and `cblas_sgemm` "
+             "called directly (bench/cref.c). For the per-call rows, the floor of any tensor made "
+             "through Lua's C API: the same loop body, from LuaJIT, on the tensors of a minimal "
+             "binding (bench/floor.c: an 8-byte userdata box pointing to a malloc'd header of "
+             "about em_tensor's size and a refcounted storage, a __gc that releases them, the argument "
+             "checks a binding must do, `a + b` and `t[k]` through metamethods, methods through a "
+             "Lua __index as ember's); there ember/C says how far above that floor ember's call is. "
+             "`t.shape` and `t:item()` make no tensor and have no floor row.", ""]
     for th in thread_counts:
         ws = start_workers(th, args.build)
         lines += ["## %d thread%s" % (th, "" if th == 1 else "s"), "",
@@ -236,16 +257,21 @@ def main():
         for name, group, desc in wl:
             med, notes = measure(ws, name, scale, reps, target, warmup)
             e = med.get("ember")
+            # the C ref column: the per-call floor for per-call rows, else bench_cref
+            cref = med.get("Clua") if name.startswith("percall_") else med.get("C")
             row = "| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 desc, fmt_time(e), fmt_time(med.get("torch")), fmt_time(med.get("numpy")),
-                fmt_time(med.get("C")), ratio(e, med.get("torch")), ratio(e, med.get("numpy")),
-                ratio(e, med.get("C")))
+                fmt_time(cref), ratio(e, med.get("torch")), ratio(e, med.get("numpy")),
+                ratio(e, cref))
             lines.append(row)
             print(row, flush=True)
             for who, why in notes.items():
-                # expected gaps: no C per-call or training workloads, no NumPy training
+                # expected gaps: no C per-call or training workloads, no NumPy
+                # training, a per-call floor only for the per-call rows that
+                # make a tensor
                 expected = (who == "C" and name.startswith(("percall_", "train_"))) or \
-                    (who == "numpy" and name.startswith("train_"))
+                    (who == "numpy" and name.startswith("train_")) or \
+                    (who == "Clua" and name not in FLOOR_ROWS)
                 if not expected:
                     print("   (%s skipped %s: %s)" % (who, name, why), file=sys.stderr)
         for w in ws:

@@ -1,0 +1,128 @@
+-- bench/floor_worker.lua: the per-call floor contender ("Clua" in
+-- bench.py): the per-call workloads of worker.lua, with the same loop
+-- bodies, on the tensors of bench/floor.c (a minimal Lua C-API binding:
+-- userdata box + malloc'd header + __gc). Same protocol as worker.lua:
+--   setup NAME SCALE | time NAME INNER | threads N | quit
+-- answering "ok", "skip REASON" or "t SECONDS" (total for INNER calls).
+-- Loads $EMBER_BUILD/floor.so (CMake target bench_floor); not ember.
+local ffi = require "ffi"
+pcall(ffi.cdef, "int clock_gettime(int clk, void *ts);")
+local clock_gettime = ffi.cast("int (*)(int, int64_t *)", ffi.C.clock_gettime)
+local ts = ffi.new("int64_t[2]")
+local function now()
+  clock_gettime(1, ts) -- CLOCK_MONOTONIC
+  return tonumber(ts[0]) + tonumber(ts[1]) * 1e-9
+end
+
+local build = os.getenv("EMBER_BUILD") or "build-release"
+local open, err = package.loadlib(build .. "/floor.so", "luaopen_floor")
+if not open then
+  io.stderr:write("floor_worker: ", tostring(err), "\n")
+  os.exit(1)
+end
+local F = open()
+
+-- __index as in ember's lua/ember/tensor.lua: a Lua function, string keys
+-- -> the methods table, every other key -> the C function that indexes (a
+-- tail call). ember also tries property getters for strings that are not
+-- methods; no per-call row here reaches them. (Setting __index to the C
+-- function itself, which serves t[1] and t[k] but no methods, measured
+-- the same for those two on this machine: ~125 and ~225 ns.)
+do
+  local M, index_get, type = F._methods, F._index_get, type
+  F._mt.__index = function(t, k)
+    if type(k) == "string" then return M[k] end
+    return index_get(t, k)
+  end
+end
+
+local S = {}
+
+-- Each setup makes the tensors as worker.lua does, then checks one call's
+-- result (values, shape, dtype), so a floor that does not compute what
+-- ember computes cannot pass as the reference.
+local function same(got, want, what)
+  if #got ~= #want then error(what .. ": " .. #got .. " entries, expected " .. #want) end
+  for i = 1, #want do
+    if math.abs(got[i] - want[i]) > 1e-6 then
+      error(("%s[%d] = %s, expected %s"):format(what, i, got[i], want[i]))
+    end
+  end
+end
+local function check(t, values, sizes, dtype)
+  local v, s, d = F.tolist(t)
+  same(v, values, "values")
+  same(s, sizes, "sizes")
+  if d ~= dtype then error("dtype " .. d .. ", expected " .. dtype) end
+end
+local function sub(list, pick)
+  local out = {}
+  for i, k in ipairs(pick) do out[i] = list[k] end
+  return out
+end
+
+local setups = {
+  percall_add1 = function()
+    S.a, S.b = F.rand(1), F.rand(1)
+    local a, b = F.tolist(S.a), F.tolist(S.b)
+    local want = ffi.new("float[1]", a[1] + b[1])[0] -- float32 rounding
+    check(S.a + S.b, { want }, { 1 }, "float32")
+  end,
+  percall_index = function()
+    S.t = F.rand(4, 4)
+    check(S.t[1], sub(F.tolist(S.t), { 1, 2, 3, 4 }), { 4 }, "float32")
+  end,
+  percall_slice = function()
+    S.t = F.rand(4, 4)
+    check(S.t[{ {}, { 2, 3 } }], sub(F.tolist(S.t), { 2, 3, 6, 7, 10, 11, 14, 15 }), { 4, 2 },
+      "float32")
+  end,
+  percall_transpose = function()
+    S.t = F.rand(4, 4)
+    check(S.t:transpose(1, 2), sub(F.tolist(S.t), { 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 4, 8, 12, 16 }),
+      { 4, 4 }, "float32")
+  end,
+  percall_view = function()
+    S.t = F.rand(4, 4)
+    check(S.t:view(-1), F.tolist(S.t), { 16 }, "float32")
+  end,
+  percall_tensor = function()
+    check(F.tensor { 1, 2, 3 }, { 1, 2, 3 }, { 3 }, "int64")
+  end,
+}
+
+-- the loop bodies of worker.lua, with F for T
+local bodies = {
+  percall_add1 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = a + b end end,
+  percall_index = function(n) local t = S.t; for _ = 1, n do local _ = t[1] end end,
+  percall_slice = function(n) local t, k = S.t, { {}, { 2, 3 } }; for _ = 1, n do local _ = t[k] end end,
+  percall_transpose = function(n) local t = S.t; for _ = 1, n do local _ = t:transpose(1, 2) end end,
+  percall_view = function(n) local t = S.t; for _ = 1, n do local _ = t:view(-1) end end,
+  percall_tensor = function(n) for _ = 1, n do local _ = F.tensor { 1, 2, 3 } end end,
+}
+
+io.stdout:setvbuf("line")
+for line in io.lines() do
+  local cmd, a1, a2 = line:match("^(%S+)%s*(%S*)%s*(%S*)")
+  if cmd == "quit" then break
+  elseif cmd == "threads" then
+    print("ok") -- single-threaded by nature: nothing to set
+  elseif cmd == "setup" then
+    S = {}
+    collectgarbage()
+    if not setups[a1] then
+      print("skip no floor counterpart")
+    else
+      local ok, e = pcall(setups[a1])
+      if ok then print("ok")
+      else print("skip " .. tostring(e):gsub("\n", " ")) end
+    end
+  elseif cmd == "time" then
+    local f, n = bodies[a1], tonumber(a2)
+    local t0 = now()
+    local ok, e = pcall(f, n)
+    local t1 = now()
+    if ok then print(string.format("t %.9f", t1 - t0))
+    else print("skip " .. tostring(e):gsub("\n", " ")) end
+  end
+end
