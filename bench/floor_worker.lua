@@ -1,18 +1,11 @@
 -- bench/floor_worker.lua: the per-call floor contender ("Clua" in
 -- bench.py): the per-call workloads of worker.lua, with the same loop
 -- bodies, on the tensors of bench/floor.c (a minimal Lua C-API binding:
--- userdata box + malloc'd header + __gc). Same protocol as worker.lua:
---   setup NAME SCALE | time NAME INNER | threads N | quit
--- answering "ok", "skip REASON" or "t SECONDS" (total for INNER calls).
+-- userdata box + malloc'd header + __gc). The protocol is bench/protocol.lua.
 -- Loads $EMBER_BUILD/floor.so (CMake target bench_floor); not ember.
 local ffi = require "ffi"
-pcall(ffi.cdef, "int clock_gettime(int clk, void *ts);")
-local clock_gettime = ffi.cast("int (*)(int, int64_t *)", ffi.C.clock_gettime)
-local ts = ffi.new("int64_t[2]")
-local function now()
-  clock_gettime(1, ts) -- CLOCK_MONOTONIC
-  return tonumber(ts[0]) + tonumber(ts[1]) * 1e-9
-end
+local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+local P = dofile(here .. "protocol.lua")
 
 local build = os.getenv("EMBER_BUILD") or "build-release"
 local open, err = package.loadlib(build .. "/floor.so", "luaopen_floor")
@@ -101,28 +94,8 @@ local bodies = {
   percall_tensor = function(n) for _ = 1, n do local _ = F.tensor { 1, 2, 3 } end end,
 }
 
-io.stdout:setvbuf("line")
-for line in io.lines() do
-  local cmd, a1, a2 = line:match("^(%S+)%s*(%S*)%s*(%S*)")
-  if cmd == "quit" then break
-  elseif cmd == "threads" then
-    print("ok") -- single-threaded by nature: nothing to set
-  elseif cmd == "setup" then
-    S = {}
-    collectgarbage()
-    if not setups[a1] then
-      print("skip no floor counterpart")
-    else
-      local ok, e = pcall(setups[a1])
-      if ok then print("ok")
-      else print("skip " .. tostring(e):gsub("\n", " ")) end
-    end
-  elseif cmd == "time" then
-    local f, n = bodies[a1], tonumber(a2)
-    local t0 = now()
-    local ok, e = pcall(f, n)
-    local t1 = now()
-    if ok then print(string.format("t %.9f", t1 - t0))
-    else print("skip " .. tostring(e):gsub("\n", " ")) end
-  end
-end
+P.serve {
+  setups = setups, bodies = bodies, unknown = "no floor counterpart",
+  reset = function() S = {} end,
+  threads = function() end, -- single-threaded by nature: nothing to set
+}

@@ -1,22 +1,11 @@
--- bench/worker.lua: the ember contender. Reads commands on stdin:
---   setup NAME SCALE | time NAME INNER | threads N | quit
--- and answers "ok", "skip REASON" or "t SECONDS" (total for INNER calls).
+-- bench/worker.lua: the ember contender; the protocol is bench/protocol.lua.
 local T = require "ember"
-local ffi = require "ffi"
--- ember.train may have declared clock_gettime with its own timespec type:
--- declare it only if needed and call it through a pointer of our own type.
-pcall(ffi.cdef, "int clock_gettime(int clk, void *ts);")
-local clock_gettime = ffi.cast("int (*)(int, int64_t *)", ffi.C.clock_gettime)
-local ts = ffi.new("int64_t[2]")
-local function now()
-  clock_gettime(1, ts) -- CLOCK_MONOTONIC
-  return tonumber(ts[0]) + tonumber(ts[1]) * 1e-9
-end
+local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+local P = dofile(here .. "protocol.lua")
 
 local S = {} -- the current workload's state
 -- the training-step workloads (bench/train_models.lua, shared with
 -- bench/train_step.lua): one step per call
-local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
 local TM = dofile(here .. "train_models.lua")(T)
 local function train_setup(model, optname)
   return function()
@@ -91,26 +80,8 @@ local bodies = {
   train_cnn = train_body,
 }
 
-io.stdout:setvbuf("line")
-for line in io.lines() do
-  local cmd, a1, a2 = line:match("^(%S+)%s*(%S*)%s*(%S*)")
-  if cmd == "quit" then break
-  elseif cmd == "threads" then
-    if T.set_num_threads then T.set_num_threads(tonumber(a1)) end
-    print("ok")
-  elseif cmd == "setup" then
-    S = {}
-    collectgarbage()
-    local ok, err = pcall(setups[a1] or error, tonumber(a2) or 1)
-    if not setups[a1] then print("skip unknown workload")
-    elseif ok then print("ok")
-    else print("skip " .. tostring(err):gsub("\n", " ")) end
-  elseif cmd == "time" then
-    local f, n = bodies[a1], tonumber(a2)
-    local t0 = now()
-    local ok, err = pcall(f, n)
-    local t1 = now()
-    if ok then print(string.format("t %.9f", t1 - t0))
-    else print("skip " .. tostring(err):gsub("\n", " ")) end
-  end
-end
+P.serve {
+  setups = setups, bodies = bodies, unknown = "unknown workload",
+  reset = function() S = {} end,
+  threads = function(n) if T.set_num_threads then T.set_num_threads(n) end end,
+}
