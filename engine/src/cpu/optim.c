@@ -351,6 +351,23 @@ static void drop_made(int nslots, em_tensor **slots, em_tensor *const *given) {
     }
 }
 
+/* The common part of a step: the state slots made where missing
+** (prepare), refused when two of them share memory, then the loop. On
+** failure made slots are released and slots[] is given[] again, so the
+** caller sees no change. */
+static em_status step_slots(const char *op, em_tensor *p, const em_tensor *g, int nslots,
+                            em_tensor **slots, em_tensor *const *given, const int *want,
+                            const char *const *names, em_loop1d loop, optk *k) {
+  em_status st = prepare(op, p, g, nslots, slots, want, names);
+  for (int i = 0; i < nslots && st == EM_OK; i++)
+    for (int j = i + 1; j < nslots && st == EM_OK; j++)
+      if (slots[i] && slots[j] && em_may_overlap(slots[i], slots[j]))
+        st = em_fail(EM_E_VALUE, "%s: the state tensors share memory", op);
+  if (st == EM_OK) st = run(op, p, g, nslots, slots, loop, k);
+  if (st != EM_OK) drop_made(nslots, slots, given);
+  return st;
+}
+
 static em_status check_finite(const char *op, const char *what, double v) {
   if (!(v == v) || isinf(v)) return em_fail(EM_E_VALUE, "%s: %s must be finite, got %g", op, what, v);
   return EM_OK;
@@ -383,12 +400,8 @@ em_status em_sgd_step(em_tensor *p, const em_tensor *g, em_tensor **momentum_buf
   /* a fresh buffer is written before it is read (first step: buf = d), so
   ** it need not be zeroed; em_zeros keeps prepare() simple and the cost is
   ** one pass on the first step only */
-  st = prepare(op, p, g, 1, slots, want, names);
-  if (st == EM_OK) st = run(op, p, g, 1, slots, sgd_loops[p->dtype], &k);
-  if (st != EM_OK) {
-    drop_made(1, slots, given);
-    return st;
-  }
+  st = step_slots(op, p, g, 1, slots, given, want, names, sgd_loops[p->dtype], &k);
+  if (st != EM_OK) return st;
   if (k.has_momentum) *momentum_buffer = slots[0];
   return EM_OK;
 }
@@ -429,16 +442,8 @@ em_status em_adam_step(em_tensor *p, const em_tensor *g, em_tensor **exp_avg,
   em_tensor *slots[3] = {given[0], given[1], given[2]};
   int want[3] = {1, 1, o->amsgrad};
   static const char *const names[3] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-  st = prepare(op, p, g, 3, slots, want, names);
-  if (st == EM_OK && slots[2] && (em_may_overlap(slots[2], slots[0]) || em_may_overlap(slots[2], slots[1])))
-    st = em_fail(EM_E_VALUE, "%s: the state tensors share memory", op);
-  if (st == EM_OK && em_may_overlap(slots[0], slots[1]))
-    st = em_fail(EM_E_VALUE, "%s: the state tensors share memory", op);
-  if (st == EM_OK) st = run(op, p, g, 3, slots, adam_loops[p->dtype], &k);
-  if (st != EM_OK) {
-    drop_made(3, slots, given);
-    return st;
-  }
+  st = step_slots(op, p, g, 3, slots, given, want, names, adam_loops[p->dtype], &k);
+  if (st != EM_OK) return st;
   *exp_avg = slots[0];
   *exp_avg_sq = slots[1];
   if (o->amsgrad) *max_exp_avg_sq = slots[2];
@@ -474,16 +479,8 @@ em_status em_rmsprop_step(em_tensor *p, const em_tensor *g, em_tensor **square_a
   em_tensor *slots[3] = {given[0], given[1], given[2]};
   int want[3] = {1, has_mom, o->centered};
   static const char *const names[3] = {"square_avg", "momentum_buffer", "grad_avg"};
-  st = prepare(op, p, g, 3, slots, want, names);
-  for (int i = 0; i < 3 && st == EM_OK; i++)
-    for (int j = i + 1; j < 3 && st == EM_OK; j++)
-      if (slots[i] && slots[j] && em_may_overlap(slots[i], slots[j]))
-        st = em_fail(EM_E_VALUE, "%s: the state tensors share memory", op);
-  if (st == EM_OK) st = run(op, p, g, 3, slots, rmsprop_loops[p->dtype], &k);
-  if (st != EM_OK) {
-    drop_made(3, slots, given);
-    return st;
-  }
+  st = step_slots(op, p, g, 3, slots, given, want, names, rmsprop_loops[p->dtype], &k);
+  if (st != EM_OK) return st;
   *square_avg = slots[0];
   if (has_mom) *momentum_buffer = slots[1];
   if (o->centered) *grad_avg = slots[2];
