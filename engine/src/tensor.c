@@ -62,7 +62,7 @@ em_status em_wrap_dim(const char *op, int64_t dim, int ndim, int *axis) {
 ** script, and glibc's own per-thread cache holds only 7 chunks of a size,
 ** so the collector's finalizing of thousands of temporaries at once sent
 ** every later header through malloc's bins. The cache holds at most
-** HDR_CACHE headers (about 2.7 MB): about what a collector cycle of a
+** HDR_CACHE headers (about 2.6 MB): about what a collector cycle of a
 ** per-call loop frees (with 1,024, t[1] took 2,251 Ir per call against
 ** 2,170 with 16,384). These are headers that were live together moments
 ** before, so the bound adds nothing to the peak. A thread's leftovers are
