@@ -15,8 +15,10 @@
 ** with the caller): integers, {}, {i}, {first, last[, step]} and "..." in a
 ** key table without metatables, values that are integers within 2^53 and
 ** steps > 0. It writes one item per four int64 slots (kind, first, last,
-** step) into a buffer of this state (made by C._index_fast) and calls
-** C._index_items(t, n), which reads them back before anything else can run.
+** step) into a buffer of this state (made by C._index_fast), after a stamp,
+** and calls C._index_items(t, key, n, stamp), which reads them back before
+** anything else can run (a stamp that differs: a debug hook indexed in
+** between, and the key is parsed here as usual).
 ** Any other key goes to _index_get, which also raises every parse error.
 */
 #include <string.h>
@@ -137,15 +139,18 @@ int l_index_set(lua_State *L) {
   return 0;
 }
 
-/* C._index_items(t, n): t[items] for the n items that the Lua fast path just
-** wrote into the buffer (upvalue 1). Copied out first: nothing between the
-** write and this copy runs Lua code or allocates. The kinds are checked
-** (never EM_INDEX_TENSOR: a pointer is not taken from Lua). */
+/* C._index_items(t, key, n, stamp): t[key] from the n items that the Lua
+** fast path just wrote into the buffer (upvalue 1) after `stamp`. Copied out
+** first: nothing between the write and this copy allocates. When the stamp
+** in the buffer is not this call's, a debug hook's indexing wrote there in
+** between: the key is parsed as by _index_get. The kinds are checked (never
+** EM_INDEX_TENSOR: a pointer is not taken from Lua). */
 static int l_index_items(lua_State *L) {
   const int64_t *buf = lua_touserdata(L, lua_upvalueindex(1));
-  lua_Number nn = lua_tonumber(L, 2);
+  lua_Number nn = lua_tonumber(L, 3);
   if (!(nn >= 0 && nn <= MAX_ITEMS))
     return l_errorf(L, "index: _index_items: bad item count");
+  if (((const double *)buf)[4 * MAX_ITEMS] != lua_tonumber(L, 4)) return l_index_get(L);
   int n = (int)nn;
   em_index_item items[MAX_ITEMS];
   for (int i = 0; i < n; i++, buf += 4) {
@@ -171,12 +176,13 @@ static int l_index_items(lua_State *L) {
   return 1;
 }
 
-/* C._index_fast(): a new item buffer (MAX_ITEMS x 4 int64, a full userdata),
+/* C._index_fast(): a new item buffer (MAX_ITEMS x 4 int64 and a stamp, a
+** full userdata),
 ** the _index_items closure that reads it, MAX_ITEMS and the item kinds
 ** ({int, full, range, ellipsis}). tensor.lua makes one set per state and
 ** keeps it in C. */
 static int l_index_fast(lua_State *L) {
-  size_t size = MAX_ITEMS * 4 * sizeof(int64_t);
+  size_t size = (MAX_ITEMS * 4 + 1) * sizeof(int64_t); /* items, stamp (a double) */
   memset(lua_newuserdata(L, size), 0, size);
   lua_pushvalue(L, -1);
   lua_pushcclosure(L, l_index_items, 1);

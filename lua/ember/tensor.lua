@@ -16,7 +16,8 @@ return function(T, C)
   -- Hot reads done from Lua through LuaJIT's FFI (below); empty without it.
   local fastprops = {}
   -- Non-string keys parsed from Lua (below): nkey(k) writes k's items into
-  -- the buffer of C._index_items and returns their count, or returns nil
+  -- the buffer of C._index_items after a new stamp s (a count of the calls)
+  -- and returns their count and s, or returns nil
   -- for a key it does not parse. Set under LuaJIT's FFI only.
   local nkey, index_items
 
@@ -32,8 +33,8 @@ return function(T, C)
         return cindex(t, k)
       end
       if nkey ~= nil then
-        local n = nkey(k)
-        if n ~= nil then return index_items(t, n) end
+        local n, s = nkey(k)
+        if n ~= nil then return index_items(t, k, n, s) end
       end
       return index_get(t, k)
     end
@@ -223,11 +224,18 @@ return function(T, C)
       return false
     end
 
+    -- The stamp goes first: were a debug hook to index between these writes
+    -- and the C call, its own stamp would be in the buffer, and C would
+    -- parse k itself.
+    local stampp = cast(ffi.typeof("double *"), bufud) + 4 * max_items
     nkey = function(k)
+      local s = stampp[0]
+      s = s < 2 ^ 52 and s + 1 or 0
+      stampp[0] = s
       if type(k) == "number" then
         if k % 1 ~= 0 or k <= -B or k >= B then return nil end
         buf[0] = KINT; buf[1] = k
-        return 1
+        return 1, s
       end
       if type(k) ~= "table" or getmetatable(k) ~= nil then return nil end
       local n = #k
@@ -235,13 +243,13 @@ return function(T, C)
         if n >= 1 and not entry(rawget(k, 1), 0) then return nil end
         if n >= 2 and not entry(rawget(k, 2), 4) then return nil end
         if n == 3 and not entry(rawget(k, 3), 8) then return nil end
-        return n
+        return n, s
       end
       if n > max_items then return nil end
       for i = 1, n do
         if not entry(rawget(k, i), 4 * (i - 1)) then return nil end
       end
-      return n
+      return n, s
     end
     index_items = items_fn
   end

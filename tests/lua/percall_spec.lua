@@ -353,6 +353,23 @@ describe("per-call fast paths for t[key] and T.tensor", function()
     end
   end)
 
+  it("index: a debug hook that indexes between the fast path's steps changes nothing", function()
+    if not fast_index then return end
+    local t, u = T.arange(1, 17):view(4, 4), T.arange(1, 10):view(3, 3)
+    for _, k in ipairs { { {}, { 2, 3 } }, { 2, { 1, 4, 2 } }, 3, { "...", 1 } } do
+      local want = describe_value(C._index_get(t, k), t)
+      local hooked = 0
+      jit.off()
+      debug.sethook(function() hooked = hooked + 1; local _ = u[{ { 1, 2 }, 3 }] end, "", 1)
+      local ok, got = pcall(function() return t[k] end)
+      debug.sethook()
+      jit.on()
+      assert.is_true(ok)
+      assert.is_true(hooked > 5)
+      assert.are.same(want, describe_value(got, t))
+    end
+  end)
+
   it("index: a view of the same storage, with autograd as the C path", function()
     local w = T.rand(3, 4, { requires_grad = true })
     local v = w[{ {}, { 2, 3 } }]
