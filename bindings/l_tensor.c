@@ -169,8 +169,9 @@ static int l_tensor(lua_State *L) {
 
 /* C._tensor_flat(n, kind): the tensor that T.tensor makes for a flat list of
 ** n >= 1 values whose highest kind is `kind` (0 bool, 1 integer, 2 float, as
-** scan_data), its values not yet written; nothing when that dtype is not one
-** of bool, int64, float32, float64 (a float16 default). Under LuaJIT, tensor.lua checks
+** scan_data), its values not yet written, with the address of its first
+** element (contiguous, on the CPU) and its dtype value; nothing when that dtype is not one of bool,
+** int64, float32, float64 (a float16 default). Under LuaJIT, tensor.lua checks
 ** the list and writes the values itself (as em_scalar_to_bytes converts
 ** them); the storage version is bumped here, once, as tensor_from_data
 ** bumps it after writing. */
@@ -186,7 +187,11 @@ static int l_tensor_flat(lua_State *L) {
   em_tensor **box = l_newbox(L);
   if (em_empty(1, &size, dt, em_cpu(), box) != EM_OK) creation_error(L, "tensor");
   em_storage_bump_version(em_tensor_storage(*box));
-  return 1;
+  /* the address as a number (exact: user-space addresses are below 2^53);
+  ** LuaJIT 2.1 does not compile converting a light userdata to a pointer */
+  lua_pushnumber(L, (lua_Number)(uintptr_t)em_tensor_data(*box));
+  lua_pushnumber(L, (lua_Number)dt);
+  return 3;
 }
 
 /* T.Tensor(sizes...) uninitialised default float; T.Tensor(t) an alias of

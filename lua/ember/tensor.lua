@@ -182,12 +182,17 @@ return function(T, C)
   -- Lua C API, a call per value; these recognise the common cases in Lua,
   -- compiled with the caller, and hand C plain numbers. Anything else goes
   -- to the C path, which also raises every error, so results and messages
-  -- are the C ones; tests/lua/percall_spec.lua compares both.
-  if Lo and Lo.box_size == ffi.sizeof("void *") and C._index_fast then
+  -- are the C ones; tests/lua/percall_spec.lua compares both. Installed
+  -- only when the JIT compiler is on as ember loads: interpreted, the FFI
+  -- writes cost more than the C paths save (`luajit -joff`: t[{ {}, {2, 3} }]
+  -- 553 -> 814 ns; a jit.off() after loading keeps them, and that cost).
+  local jit_on = jit ~= nil and jit.status() == true
+  if jit_on and Lo and Lo.box_size == ffi.sizeof("void *") and C._index_fast then
     local cast, floor, rawget, getmetatable = ffi.cast, math.floor, rawget, getmetatable
     local i64p = ffi.typeof("int64_t *")
     if C._index_fast_set == nil then C._index_fast_set = { C._index_fast() } end
-    local bufud, items_fn, max_items, K = unpack(C._index_fast_set)
+    local set = C._index_fast_set
+    local bufud, items_fn, max_items, K = set[1], set[2], set[3], set[4]
     local buf = cast(i64p, bufud)
     local KINT, KFULL, KRANGE, KELL = K.int, K.full, K.range, K.ellipsis
     local B = 2 ^ 53 -- bounds read here: |v| < 2^53 (C takes up to 2^63)
@@ -262,12 +267,11 @@ return function(T, C)
   -- em_scalar_to_bytes converts them (a Lua number to float32 is rounded
   -- once, as the C cast; true/false are 1/0). A list of up to 3 values is
   -- read without a loop (a loop that short does not compile well).
-  if Lo and Lo.box_size == ffi.sizeof("void *") and C._tensor_flat then
+  if jit_on and Lo and Lo.box_size == ffi.sizeof("void *") and C._tensor_flat then
     local c_tensor, tensor_flat = C.tensor, C._tensor_flat -- C.tensor: the C path
     local cast, floor, rawget, type = ffi.cast, math.floor, rawget, type
-    local ptrp, u8p, i64p = ffi.typeof("char **"), ffi.typeof("uint8_t *"), ffi.typeof("int64_t *")
-    local f32p, f64p, i32p = ffi.typeof("float *"), ffi.typeof("double *"), ffi.typeof("int32_t *")
-    local O_DTYPE, O_STORAGE, O_SDATA = Lo.dtype, Lo.storage, Lo.storage_data
+    local u8p, i64p = ffi.typeof("uint8_t *"), ffi.typeof("int64_t *")
+    local f32p, f64p = ffi.typeof("float *"), ffi.typeof("double *")
     local F32, F64, I64 = Lo.float32, Lo.float64, Lo.int64
     local M63 = 2 ^ 63
 
@@ -325,12 +329,8 @@ return function(T, C)
           end
         end
         if kind ~= nil then
-          local t = tensor_flat(n, kind)
+          local t, p, dt = tensor_flat(n, kind)
           if t == nil then return c_tensor(...) end -- a float16 default dtype
-          local h = cast(ptrp, t)[0]
-          -- a fresh CPU tensor: contiguous, at offset 0 of its storage
-          local p = cast(ptrp, cast(ptrp, h + O_STORAGE)[0] + O_SDATA)[0]
-          local dt = cast(i32p, h + O_DTYPE)[0]
           if dt == F32 then fill(cast(f32p, p), data, n); return t end
           if dt == F64 then fill(cast(f64p, p), data, n); return t end
           if dt == I64 then fill(cast(i64p, p), data, n); return t end

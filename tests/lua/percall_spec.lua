@@ -232,7 +232,17 @@ end)
 -- the same errors; and the cases meant for the fast paths do take them.
 describe("per-call fast paths for t[key] and T.tensor", function()
   local fast_index = C._index_fast_set and C._index_fast_set[2] -- nil without the FFI
-  local fast_tensor = C._tensor_flat
+  local fast_tensor = T.tensor ~= C.tensor and C._tensor_flat or nil -- C only without them
+
+  it("are installed when LuaJIT's compiler is on", function()
+    if jit and jit.status() then
+      assert.is_function(fast_index)
+      assert.is_function(fast_tensor)
+      assert.are.equal("Lua", debug.getinfo(T.tensor, "S").what)
+    else
+      assert.are.equal(C.tensor, T.tensor)
+    end
+  end)
 
   -- the outcome of f: an error message without its position, or a
   -- description of the tensor (or value) it returned, exact to the bit
