@@ -188,7 +188,7 @@ return function(T, C)
   -- 553 -> 814 ns; a jit.off() after loading keeps them, and that cost).
   local jit_on = jit ~= nil and jit.status() == true
   if jit_on and Lo and Lo.box_size == ffi.sizeof("void *") and C._index_fast then
-    local cast, floor, rawget, getmetatable = ffi.cast, math.floor, rawget, getmetatable
+    local cast, rawget, getmetatable = ffi.cast, rawget, getmetatable
     local i64p = ffi.typeof("int64_t *")
     if C._index_fast_set == nil then C._index_fast_set = { C._index_fast() } end
     local set = C._index_fast_set
