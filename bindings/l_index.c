@@ -10,6 +10,16 @@
 **     → inclusive range; T.newaxis; "..." → ellipsis; tensor → advanced.
 ** Tensors in the key stay referenced by the key (a stack argument) for the
 ** whole call, so the items may borrow them.
+**
+** Under LuaJIT, lua/ember/tensor.lua parses the common keys itself (compiled
+** with the caller): integers, {}, {i}, {first, last[, step]} and "..." in a
+** key table without metatables, values that are integers within 2^53 and
+** steps > 0. It writes one item per four int64 slots (kind, first, last,
+** step) into a buffer of this state (made by C._index_fast), after a stamp,
+** and calls C._index_items(t, key, n, stamp), which reads them back before
+** anything else can run (a stamp that differs: a debug hook indexed in
+** between, and the key is parsed here as usual).
+** Any other key goes to _index_get, which also raises every parse error.
 */
 #include <string.h>
 
@@ -129,6 +139,66 @@ int l_index_set(lua_State *L) {
   return 0;
 }
 
+/* C._index_items(t, key, n, stamp): t[key] from the n items that the Lua
+** fast path just wrote into the buffer (upvalue 1) after `stamp`. Copied out
+** first: nothing between the write and this copy allocates. When the stamp
+** in the buffer is not this call's, a debug hook's indexing wrote there in
+** between: the key is parsed as by _index_get. The kinds are checked (never
+** EM_INDEX_TENSOR: a pointer is not taken from Lua). */
+static int l_index_items(lua_State *L) {
+  const int64_t *buf = lua_touserdata(L, lua_upvalueindex(1));
+  lua_Number nn = lua_tonumber(L, 3);
+  if (!(nn >= 0 && nn <= MAX_ITEMS))
+    return l_errorf(L, "index: _index_items: bad item count");
+  if (((const double *)buf)[4 * MAX_ITEMS] != lua_tonumber(L, 4)) return l_index_get(L);
+  int n = (int)nn;
+  em_index_item items[MAX_ITEMS];
+  for (int i = 0; i < n; i++, buf += 4) {
+    em_index_item *it = &items[i];
+    it->kind = (em_index_kind)buf[0];
+    it->first = buf[1];
+    it->last = buf[2];
+    it->step = buf[3];
+    it->tensor = NULL;
+    switch (buf[0]) {
+      case EM_INDEX_INT: case EM_INDEX_FULL: case EM_INDEX_NEWAXIS: case EM_INDEX_ELLIPSIS:
+        break;
+      case EM_INDEX_RANGE:
+        if (it->step > 0) break;
+        /* fall through */
+      default:
+        return l_errorf(L, "index: _index_items: bad item at position %d", i + 1);
+    }
+  }
+  em_tensor *t = l_checktensor(L, 1, "index");
+  em_tensor **box = l_newbox(L);
+  if (em_index_get(t, n, items, box) != EM_OK) l_error(L);
+  return 1;
+}
+
+/* C._index_fast(): a new item buffer (MAX_ITEMS x 4 int64 and a stamp, a
+** full userdata),
+** the _index_items closure that reads it, MAX_ITEMS and the item kinds
+** ({int, full, range, ellipsis}). tensor.lua makes one set per state and
+** keeps it in C. */
+static int l_index_fast(lua_State *L) {
+  size_t size = (MAX_ITEMS * 4 + 1) * sizeof(int64_t); /* items, stamp (a double) */
+  memset(lua_newuserdata(L, size), 0, size);
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, l_index_items, 1);
+  lua_pushnumber(L, MAX_ITEMS);
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, EM_INDEX_INT);
+  lua_setfield(L, -2, "int");
+  lua_pushnumber(L, EM_INDEX_FULL);
+  lua_setfield(L, -2, "full");
+  lua_pushnumber(L, EM_INDEX_RANGE);
+  lua_setfield(L, -2, "range");
+  lua_pushnumber(L, EM_INDEX_ELLIPSIS);
+  lua_setfield(L, -2, "ellipsis");
+  return 4;
+}
+
 /* C._set_newaxis(v): the Lua layer registers its T.newaxis sentinel. */
 static int l_set_newaxis(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -143,6 +213,7 @@ void l_open_index(lua_State *L) {
   ** lua/ember/tensor.lua installs */
   static const luaL_Reg fns[] = {{"_set_newaxis", l_set_newaxis},
                                  {"_index_get", l_index_get},
+                                 {"_index_fast", l_index_fast},
                                  {NULL, NULL}};
   l_add_functions(L, fns);
 }

@@ -167,6 +167,33 @@ static int l_tensor(lua_State *L) {
   return 1;
 }
 
+/* C._tensor_flat(n, kind): the tensor that T.tensor makes for a flat list of
+** n >= 1 values whose highest kind is `kind` (0 bool, 1 integer, 2 float, as
+** scan_data), its values not yet written, with the address of its first
+** element (contiguous, on the CPU) and its dtype value; nothing when that dtype is not one of bool,
+** int64, float32, float64 (a float16 default). Under LuaJIT, tensor.lua checks
+** the list and writes the values itself (as em_scalar_to_bytes converts
+** them); the storage version is bumped here, once, as tensor_from_data
+** bumps it after writing. */
+static int l_tensor_flat(lua_State *L) {
+  lua_Number n = lua_tonumber(L, 1), kind = lua_tonumber(L, 2);
+  if (!(n >= 1 && n < 9007199254740992.0 && n == floor(n)) ||
+      !(kind == 0 || kind == 1 || kind == 2))
+    return l_errorf(L, "tensor: _tensor_flat: bad arguments");
+  int64_t size = (int64_t)n;
+  em_dtype dt = kind == 0 ? EM_BOOL : kind == 1 ? EM_INT64 : l_default_dtype();
+  if (dt != EM_BOOL && dt != EM_INT64 && dt != EM_FLOAT32 && dt != EM_FLOAT64)
+    return 0; /* a default dtype the Lua side does not write: the C path */
+  em_tensor **box = l_newbox(L);
+  if (em_empty(1, &size, dt, em_cpu(), box) != EM_OK) creation_error(L, "tensor");
+  em_storage_bump_version(em_tensor_storage(*box));
+  /* the address as a number (exact: user-space addresses are below 2^53);
+  ** LuaJIT 2.1 does not compile converting a light userdata to a pointer */
+  lua_pushnumber(L, (lua_Number)(uintptr_t)em_tensor_data(*box));
+  lua_pushnumber(L, (lua_Number)dt);
+  return 3;
+}
+
 /* T.Tensor(sizes...) uninitialised default float; T.Tensor(t) an alias of
 ** t; T.Tensor{data} the default float type from data; T.Tensor() empty. */
 static int l_Tensor(lua_State *L) {
@@ -529,7 +556,8 @@ void l_open_tensor(lua_State *L) {
       {"ones", l_ones},             {"full", l_full},
       {"empty_like", l_empty_like}, {"zeros_like", l_zeros_like},
       {"ones_like", l_ones_like},   {"full_like", l_full_like},
-      {"clone", l_clone},           {NULL, NULL}};
+      {"clone", l_clone},           {"_tensor_flat", l_tensor_flat},
+      {NULL, NULL}};
   static const luaL_Reg methods[] = {
       {"to", l_to},
       {"float", l_float},

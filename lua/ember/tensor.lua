@@ -15,6 +15,11 @@ return function(T, C)
   -- the C closure (assignments are not a per-call hot path).
   -- Hot reads done from Lua through LuaJIT's FFI (below); empty without it.
   local fastprops = {}
+  -- Non-string keys parsed from Lua (below): nkey(k) writes k's items into
+  -- the buffer of C._index_items after a new stamp s (a count of the calls)
+  -- and returns their count and s, or returns nil
+  -- for a key it does not parse. Set under LuaJIT's FFI only.
+  local nkey, index_items
 
   -- Installed under LuaJIT only: it exists to be compiled; PUC Lua keeps
   -- the C closure (and its error positions, which a Lua frame would shift).
@@ -26,6 +31,10 @@ return function(T, C)
         local f = fastprops[k]
         if f ~= nil then return f(t) end
         return cindex(t, k)
+      end
+      if nkey ~= nil then
+        local n, s = nkey(k)
+        if n ~= nil then return index_items(t, k, n, s) end
       end
       return index_get(t, k)
     end
@@ -165,6 +174,171 @@ return function(T, C)
         end
       end
       return c_item(t)
+    end
+  end
+
+  -- t[key] and T.tensor{...} (docs/performance.md, "Per-call cost"). The C
+  -- paths (l_index.c, l_tensor.c) walk the key or the data through the
+  -- Lua C API, a call per value; these recognise the common cases in Lua,
+  -- compiled with the caller, and hand C plain numbers. Anything else goes
+  -- to the C path, which also raises every error, so results and messages
+  -- are the C ones; tests/lua/percall_spec.lua compares both. Installed
+  -- only when the JIT compiler is on as ember loads: interpreted, the FFI
+  -- writes cost more than the C paths save (`luajit -joff`: t[{ {}, {2, 3} }]
+  -- 553 -> 814 ns; a jit.off() after loading keeps them, and that cost).
+  local jit_on = jit ~= nil and jit.status() == true
+  if jit_on and Lo and Lo.box_size == ffi.sizeof("void *") and C._index_fast then
+    local cast, rawget, getmetatable = ffi.cast, rawget, getmetatable
+    local i64p = ffi.typeof("int64_t *")
+    if C._index_fast_set == nil then C._index_fast_set = { C._index_fast() } end
+    local set = C._index_fast_set
+    local bufud, items_fn, max_items, K = set[1], set[2], set[3], set[4]
+    local buf = cast(i64p, bufud)
+    local KINT, KFULL, KRANGE, KELL = K.int, K.full, K.range, K.ellipsis
+    local B = 2 ^ 53 -- bounds read here: |v| < 2^53 (C takes up to 2^63)
+
+    -- one entry of a key table into slots j..j+3; false if not parsed here
+    local function entry(e, j)
+      local te = type(e)
+      if te == "number" then
+        if e % 1 ~= 0 or e <= -B or e >= B then return false end
+        buf[j] = KINT; buf[j + 1] = e
+        return true
+      elseif te == "table" then
+        if getmetatable(e) ~= nil then return false end -- T.newaxis, objects
+        local m = #e
+        if m == 0 then buf[j] = KFULL; return true end
+        if m > 3 then return false end
+        local a = rawget(e, 1)
+        if type(a) ~= "number" or a % 1 ~= 0 or a <= -B or a >= B then return false end
+        local b, s = a, 1
+        if m >= 2 then
+          b = rawget(e, 2)
+          if type(b) ~= "number" or b % 1 ~= 0 or b <= -B or b >= B then return false end
+          if m == 3 then
+            s = rawget(e, 3)
+            if type(s) ~= "number" or s % 1 ~= 0 or s < 1 or s >= B then return false end
+          end
+        end
+        buf[j] = KRANGE; buf[j + 1] = a; buf[j + 2] = b; buf[j + 3] = s
+        return true
+      elseif e == "..." then
+        buf[j] = KELL
+        return true
+      end
+      return false
+    end
+
+    -- The stamp goes first: were a debug hook to index between these writes
+    -- and the C call, its own stamp would be in the buffer, and C would
+    -- parse k itself.
+    local stampp = cast(ffi.typeof("double *"), bufud) + 4 * max_items
+    nkey = function(k)
+      local s = stampp[0]
+      s = s < 2 ^ 52 and s + 1 or 0
+      stampp[0] = s
+      if type(k) == "number" then
+        if k % 1 ~= 0 or k <= -B or k >= B then return nil end
+        buf[0] = KINT; buf[1] = k
+        return 1, s
+      end
+      if type(k) ~= "table" or getmetatable(k) ~= nil then return nil end
+      local n = #k
+      if n <= 3 then -- straight code: a loop this short would not be compiled well
+        if n >= 1 and not entry(rawget(k, 1), 0) then return nil end
+        if n >= 2 and not entry(rawget(k, 2), 4) then return nil end
+        if n == 3 and not entry(rawget(k, 3), 8) then return nil end
+        return n, s
+      end
+      if n > max_items then return nil end
+      for i = 1, n do
+        if not entry(rawget(k, i), 4 * (i - 1)) then return nil end
+      end
+      return n, s
+    end
+    index_items = items_fn
+  end
+
+  -- T.tensor{...} of a flat list of numbers and booleans, without options:
+  -- the kind of each value as scan_data decides it (boolean; number that is
+  -- an integer within +-2^63; other number), C._tensor_flat makes the
+  -- tensor of the highest kind (bool, int64, the default float), and the
+  -- values are written here through the FFI, converted as
+  -- em_scalar_to_bytes converts them (a Lua number to float32 is rounded
+  -- once, as the C cast; true/false are 1/0). A list of up to 3 values is
+  -- read without a loop (a loop that short does not compile well).
+  if jit_on and Lo and Lo.box_size == ffi.sizeof("void *") and C._tensor_flat then
+    local c_tensor, tensor_flat = C.tensor, C._tensor_flat -- C.tensor: the C path
+    local cast, floor, rawget, type = ffi.cast, math.floor, rawget, type
+    local u8p, i64p = ffi.typeof("uint8_t *"), ffi.typeof("int64_t *")
+    local f32p, f64p = ffi.typeof("float *"), ffi.typeof("double *")
+    local F32, F64, I64 = Lo.float32, Lo.float64, Lo.int64
+    local M63 = 2 ^ 63
+
+    -- the kind of one value (0 bool, 1 integer, 2 float), or nil
+    local function kind_of(v)
+      local tv = type(v)
+      if tv == "number" then
+        if v == floor(v) and v < M63 and v > -M63 then return 1 end
+        return 2
+      end
+      if tv == "boolean" then return 0 end
+      return nil
+    end
+
+    -- value v as a number (booleans are 1/0)
+    local function num(v)
+      if v == true then return 1 end
+      if v == false then return 0 end
+      return v
+    end
+
+    local function fill(p, data, n)
+      if n <= 3 then
+        p[0] = num(rawget(data, 1))
+        if n >= 2 then p[1] = num(rawget(data, 2)) end
+        if n == 3 then p[2] = num(rawget(data, 3)) end
+      else
+        for i = 1, n do p[i - 1] = num(rawget(data, i)) end
+      end
+    end
+
+    T.tensor = function(...)
+      local data, opts = ...
+      if opts == nil and type(data) == "table" then
+        local n = #data
+        local kind
+        if n <= 3 then
+          if n >= 1 then
+            kind = kind_of(rawget(data, 1))
+            if n >= 2 and kind ~= nil then
+              local k2 = kind_of(rawget(data, 2))
+              if k2 == nil then kind = nil elseif k2 > kind then kind = k2 end
+            end
+            if n == 3 and kind ~= nil then
+              local k3 = kind_of(rawget(data, 3))
+              if k3 == nil then kind = nil elseif k3 > kind then kind = k3 end
+            end
+          end
+        elseif n < 2 ^ 31 then
+          kind = -1
+          for i = 1, n do
+            local k = kind_of(rawget(data, i))
+            if k == nil then kind = nil; break end
+            if k > kind then kind = k end
+          end
+        end
+        if kind ~= nil then
+          local t, p, dt = tensor_flat(n, kind)
+          if t == nil then return c_tensor(...) end -- a float16 default dtype
+          if dt == F32 then fill(cast(f32p, p), data, n); return t end
+          if dt == F64 then fill(cast(f64p, p), data, n); return t end
+          if dt == I64 then fill(cast(i64p, p), data, n); return t end
+          fill(cast(u8p, p), data, n) -- bool
+          return t
+        end
+      end
+      return c_tensor(...)
     end
   end
 

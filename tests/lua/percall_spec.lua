@@ -224,3 +224,225 @@ describe("T.tensor from a table", function()
       "tensor: expected numbers or booleans, got string at [2]")
   end)
 end)
+
+-- t[key] and T.tensor{...} parsed in Lua (tensor.lua, under LuaJIT's FFI)
+-- against the C paths that walk the key or the data (C._index_get,
+-- C.tensor): the same results (values to the bit, dtype, layout, the same
+-- storage for views),
+-- the same errors; and the cases meant for the fast paths do take them.
+describe("per-call fast paths for t[key] and T.tensor", function()
+  local fast_index = C._index_fast_set and C._index_fast_set[2] -- nil without the FFI
+  local fast_tensor = T.tensor ~= C.tensor and C._tensor_flat or nil -- C only without them
+
+  it("are installed when LuaJIT's compiler is on", function()
+    if jit and jit.status() then
+      assert.is_function(fast_index)
+      assert.is_function(fast_tensor)
+      assert.are.equal("Lua", debug.getinfo(T.tensor, "S").what)
+    else
+      assert.are.equal(C.tensor, T.tensor)
+    end
+  end)
+
+  -- the outcome of f: an error message without its position, or a
+  -- description of the tensor (or value) it returned, exact to the bit
+  local function bits(v)
+    if type(v) == "number" then return ("%a"):format(v) end
+    return tostring(v)
+  end
+  -- base: the indexed tensor; a result's storage start is compared with
+  -- its own (equal for a view, different for a copy)
+  local function describe_value(x, base)
+    if not T.is_tensor(x) then return bits(x) end
+    local vals = {}
+    local flat = x:numel() > 0 and x:reshape(-1):tolist() or {}
+    if x:dim() == 0 then flat = { x:item() } end
+    for i, v in ipairs(flat) do vals[i] = bits(v) end
+    return {
+      dtype = tostring(x.dtype), shape = x:size():totable(), stride = x:stride(),
+      offset = x:storage_offset(), values = vals, requires_grad = x.requires_grad,
+      contiguous = x:is_contiguous(),
+      view = base and x:data_ptr() - x:storage_offset() * x:element_size()
+        == base:data_ptr() - base:storage_offset() * base:element_size() or nil,
+    }
+  end
+  local function result(base, f, ...)
+    local r = { pcall(f, ...) }
+    if not r[1] then return { false, (tostring(r[2]):gsub("^[^:]*:%d+: ", "")) } end
+    return { true, describe_value(r[2], base) }
+  end
+
+  -- did calling f call the function target? (hooks run in the interpreter)
+  local function calls(target, f)
+    if target == nil then return false end
+    local hit = false
+    if jit then jit.off() end
+    debug.sethook(function()
+      if debug.getinfo(2, "f").func == target then hit = true end
+    end, "c")
+    pcall(f)
+    debug.sethook()
+    if jit then jit.on() end
+    return hit
+  end
+
+  local function tensors()
+    return {
+      T.arange(1, 17):float():view(4, 4), T.arange(1, 121):view(2, 3, 4, 5),
+      T.rand(3, 4):t(), T.tensor(5.5), T.arange(1, 6), T.rand(2, 3, { requires_grad = true }),
+      T.rand(2, 2, 2, 2, 2, { dtype = T.float64 }), T.empty(0, 3), T.tensor { true, false, true },
+    }
+  end
+
+  -- every key is made afresh for each use (a key is never changed by indexing)
+  local function keys()
+    local B = 2 ^ 53
+    local list = {
+      1, 2, -1, 4, 5, 0, -0.0, -7, 1.5, 0 / 0, 1 / 0, -1 / 0, B - 1, B, -B, 2 ^ 62, 2 ^ 63,
+      { -0.0 }, { { -0.0, 2 } }, { { 1, 3, -0.0 } },
+      {}, { 1 }, { -1 }, { 1, 2 }, { 2, -1 }, { 1, 2, 3 }, { 1, 1, 1, 1 }, { 1, 1, 1, 1, 1 },
+      { {} }, { {}, {} }, { {}, { 2, 3 } }, { { 2, 3 }, {} }, { { 2 } }, { { -3, -1 } },
+      { { 1, 4, 2 } }, { {}, { 1, -1, 2 } }, { { 1, 4, 0 } }, { { 1, 4, -1 } }, { { 1, 4, 1.5 } },
+      { { 1.5, 2 } }, { { 1, 2.5 } }, { { 1, 2, 3, 4 } }, { { 1, "2" } }, { { "1" } }, { { true } },
+      { { 5, 6 } }, { { 3, 2 } }, { { 0, 2 } }, { { 1, 10 } }, { { B, B } }, { { 1, B } },
+      { { 1, 2, B } }, { { 2 ^ 60, 2 ^ 60 } }, { { 1, 2, 2 ^ 60 } }, { { 1, 0 / 0 } },
+      { "..." }, { "...", 1 }, { 1, "..." }, { "...", { 2, 3 } }, { "...", "..." }, { ".." },
+      { "...", {}, 2 }, { 1, "...", 1 }, { T.newaxis }, { {}, T.newaxis }, { T.newaxis, 1 },
+      T.newaxis, { true }, { 1, true }, { 1, {}, {}, {}, {} }, { 1, 2, {}, { 1, 2 }, 2 },
+      { 2, 2, 2, 2, 2 }, { {}, {}, {}, {}, {}, {} }, { T.tensor { 1, 2 } }, { 1, T.tensor { 1 } },
+      T.tensor { 1, 2 }, T.tensor { true, false, true, false }, { T.tensor { true } },
+      T.Size { 1 }, setmetatable({ 1 }, {}), { setmetatable({ 2, 3 }, {}) },
+      setmetatable({}, { __index = function() return 1 end }),
+      { setmetatable({ 1 }, { __index = function() return 2 end }) },
+      { 1, nil, 2 }, { { 1, nil, 2 } }, { io.stdout }, io.stdout, { print }, print, true,
+    }
+    local many = {}
+    for i = 1, 70 do many[i] = {} end
+    list[#list + 1] = many
+    local full64 = {}
+    for i = 1, 64 do full64[i] = "..." end
+    list[#list + 1] = full64
+    return list
+  end
+
+  it("index: the C path's results and errors for every key shape", function()
+    for ti, t in ipairs(tensors()) do
+      local n = #keys()
+      for ki = 1, n do
+        local a = result(t, C._index_get, t, keys()[ki])
+        local b = result(t, function() return t[keys()[ki]] end)
+        assert.are.same(a, b, ("tensor %d, key %d"):format(ti, ki))
+      end
+    end
+  end)
+
+  it("index: an error names the caller's line, on either path", function()
+    local t = T.rand(4, 4)
+    local _, e1 = pcall(function() return t[5] end)          -- fast path, engine error
+    local _, e2 = pcall(function() return t[{ { 1, 2, 0 } }] end) -- C path, parse error
+    local _, e3 = pcall(function() return t[{ {}, { 2, 3 }, 1 }] end) -- fast path
+    assert.matches("percall_spec.lua:%d+: index 5 is out of bounds for dimension 1 with size 4", e1)
+    assert.matches("percall_spec.lua:%d+: index: the step of a range must be positive", e2)
+    assert.matches("percall_spec.lua:%d+: .*too many indices", e3)
+  end)
+
+  it("index: common keys take the fast path, the others the C path", function()
+    if not fast_index then return end -- PUC Lua 5.4: C only
+    local t = T.rand(4, 4, 2)
+    for _, k in ipairs {
+      1, -1, {}, { 2 }, { {}, { 2, 3 } }, { { 1, 4, 2 }, 2 }, { "...", 1 }, { { 3 }, {}, { 1, 2, 1 } },
+      { 1, 2, 1 }, { 1, { 1, 2 }, "...", {} },
+    } do
+      assert.is_true(calls(fast_index, function() return t[k] end))
+      assert.is_false(calls(C._index_get, function() return t[k] end))
+    end
+    for _, k in ipairs {
+      1.5, 2 ^ 53, { T.newaxis }, T.newaxis, { { 1, 4, 0 } }, { T.tensor { 1 } }, { { 1, 2, 3, 4 } },
+      T.Size { 1 }, { true },
+    } do
+      assert.is_true(calls(C._index_get, function() return t[k] end))
+    end
+  end)
+
+  it("index: a debug hook that indexes between the fast path's steps changes nothing", function()
+    if not fast_index then return end
+    local t, u = T.arange(1, 17):view(4, 4), T.arange(1, 10):view(3, 3)
+    for _, k in ipairs { { {}, { 2, 3 } }, { 2, { 1, 4, 2 } }, 3, { "...", 1 } } do
+      local want = describe_value(C._index_get(t, k), t)
+      local hooked = 0
+      jit.off()
+      debug.sethook(function() hooked = hooked + 1; local _ = u[{ { 1, 2 }, 3 }] end, "", 1)
+      local ok, got = pcall(function() return t[k] end)
+      debug.sethook()
+      jit.on()
+      assert.is_true(ok)
+      assert.is_true(hooked > 5)
+      assert.are.same(want, describe_value(got, t))
+    end
+  end)
+
+  it("index: a view of the same storage, with autograd as the C path", function()
+    local w = T.rand(3, 4, { requires_grad = true })
+    local v = w[{ {}, { 2, 3 } }]
+    assert.are.equal(w:data_ptr() + 4, v:data_ptr())
+    assert.is_true(v.requires_grad)
+    v:sum():backward()
+    assert.are.same({ 0, 1, 1, 0 }, w.grad[1]:tolist())
+    local x = T.zeros(3, 3)
+    x[2][{ { 2, 3 } }]:fill_(7)
+    assert.are.same({ { 0, 0, 0 }, { 0, 7, 7 }, { 0, 0, 0 } }, x:tolist())
+  end)
+
+  local function datas()
+    local B = 2 ^ 53
+    local list = {
+      { 1 }, { 1, 2 }, { 1, 2, 3 }, { 1, 2, 3, 4 }, { 1, 2, 3, 4, 5, 6, 7, 8, 9 }, { 1.5 },
+      { 1, 2.5 }, { 0.1, 0.2, 0.3 }, { 1, 2, 3, 4.25 }, { true }, { true, false }, { true, 2 },
+      { false, 2.5 }, { 2, true, false }, { 1, 2, 3, true }, { -0.0 }, { -0.0, 0.5 }, { 0 / 0 },
+      { 1 / 0, -1 / 0 }, { 1, 0 / 0 }, { B + 2 }, { 2 ^ 62, -(2 ^ 62) }, { 2 ^ 63 }, { -(2 ^ 63) },
+      { 2 ^ 63, 1 }, { 1e300 }, { 1e-300, 1 }, { 3.4028235677973366e38 }, { 3.4028235677973366e39 },
+      { 16777217 }, { 16777217, 0.5 }, { 1 + 2 ^ -30, 1 }, { 2 ^ -149, 2 ^ -150 },
+      {}, { {} }, { { 1, 2 } }, { 1, { 2 } }, { 1, "2" }, { "1" }, { 1, nil, 3 }, { nil },
+      { T.tensor(1) }, { 1, print }, T.Size { 2, 3 }, setmetatable({ 1, 2 }, {}),
+      setmetatable({}, { __index = function() return 1 end, __len = function() return 2 end }),
+      5, 2.5, true, "x", T.tensor { 1, 2 },
+    }
+    local long = {}
+    for i = 1, 100 do long[i] = (i % 7 == 0) and i + 0.5 or i end
+    list[#list + 1] = long
+    local longb = {}
+    for i = 1, 40 do longb[i] = i % 3 == 0 end
+    list[#list + 1] = longb
+    return list
+  end
+
+  it("T.tensor: the C path's tensors and errors for every list", function()
+    local default = T.get_default_dtype()
+    for _, dt in ipairs { T.float32, T.float64, T.float16, T.bfloat16 } do
+      T.set_default_dtype(dt)
+      for i, d in ipairs(datas()) do
+        assert.are.same(result(nil, C.tensor, d), result(nil, T.tensor, d),
+          ("data %d, default %s"):format(i, tostring(dt)))
+        assert.are.same(result(nil, C.tensor, d, { dtype = T.int32 }),
+          result(nil, T.tensor, d, { dtype = T.int32 }), ("data %d with options"):format(i))
+      end
+    end
+    T.set_default_dtype(default)
+    assert.are.same(result(nil, C.tensor), result(nil, T.tensor))
+    assert.are.same(result(nil, C.tensor, nil, nil), result(nil, T.tensor, nil, nil))
+    local _, e = pcall(function() local r = T.tensor { 1, "x" }; return r end)
+    assert.matches("percall_spec.lua:%d+: tensor: expected numbers or booleans, got string at %[2%]", e)
+  end)
+
+  it("T.tensor: plain lists take the fast path and bump the version once", function()
+    if not fast_tensor then return end
+    for _, d in ipairs { { 1, 2, 3 }, { 1.5 }, { true, false }, { 1, 2, 3, 4, 5.5 }, { 2, true } } do
+      assert.is_true(calls(fast_tensor, function() return T.tensor(d) end))
+      assert.is_false(calls(C.tensor, function() return T.tensor(d) end))
+    end
+    for _, d in ipairs { {}, { { 1 } }, { 1, "x" }, 5 } do
+      assert.is_true(calls(C.tensor, function() return T.tensor(d) end))
+    end
+    assert.is_true(calls(C.tensor, function() return T.tensor({ 1 }, { dtype = T.float64 }) end))
+  end)
+end)
