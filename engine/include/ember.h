@@ -175,9 +175,10 @@ typedef struct em_tensor em_tensor;
 void em_tensor_retain(em_tensor *t);
 void em_tensor_release(em_tensor *t);
 int em_tensor_refcount(const em_tensor *t);
-/* Released tensor headers are reused per OS thread (at most 8192 kept; freed
-** at thread exit; none kept under AddressSanitizer). Trim frees the calling
-** thread's; count says how many it holds. */
+/* Released tensor headers and the smallest storages (data of 64 bytes or
+** less) are reused per OS thread (at most 8192 of each kept; freed at thread
+** exit; none kept under AddressSanitizer). Trim frees the calling thread's;
+** count says how many headers it holds. */
 void em_tensor_cache_trim(void);
 int em_tensor_cache_count(void);
 

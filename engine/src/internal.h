@@ -54,6 +54,17 @@ struct em_tensor {
   int64_t strides[EM_MAX_DIMS];  /* in elements; 0 on broadcast dims */
 };
 
+/* -- Per-thread pools of released blocks (pool.c) ----------------------- */
+
+/* EM_POOL_TENSOR: em_tensor headers; EM_POOL_SMALL_STORAGE: inline storages
+** whose data is at most EM_SMALL_STORAGE_BYTES (storage.c). */
+enum { EM_POOL_TENSOR, EM_POOL_SMALL_STORAGE, EM_NUM_POOLS };
+enum { EM_POOL_MAX = 8192, EM_SMALL_STORAGE_BYTES = 64 };
+void *em_pool_get(int pool);             /* NULL: none kept, malloc one */
+bool em_pool_put(int pool, void *block); /* false: not kept, free it */
+void em_pool_trim(void);                 /* frees this thread's blocks */
+int em_pool_count(int pool);
+
 /* -- Errors ------------------------------------------------------------- */
 
 /* Formats the thread-local message and returns code. */

@@ -327,7 +327,11 @@ static void inline_free(void *ctx, void *data, size_t nbytes) {
 
 static em_status storage_new_inline(size_t nbytes, em_storage **out) {
   if (over_soft_limit(nbytes)) pressure_hook(pressure_ctx, nbytes, 0);
-  char *block = malloc(INLINE_OFFSET + nbytes); /* malloc aligns to 16 */
+  /* the smallest take a block of one size from this thread's pool */
+  char *block = nbytes <= EM_SMALL_STORAGE_BYTES ? em_pool_get(EM_POOL_SMALL_STORAGE) : NULL;
+  if (!block)
+    block = malloc(INLINE_OFFSET + (nbytes <= EM_SMALL_STORAGE_BYTES ? EM_SMALL_STORAGE_BYTES
+                                                                      : nbytes));
   if (!block) return em_fail(EM_E_NOMEM, "out of memory allocating a storage");
   em_storage *s = (em_storage *)block;
   atomic_init(&s->refcount, 1);
@@ -383,6 +387,9 @@ void em_storage_release(em_storage *s) {
   if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
     return;
   if (s->deleter) s->deleter(s->deleter_ctx, s->data, s->nbytes);
+  if (s->deleter == inline_free && s->nbytes <= EM_SMALL_STORAGE_BYTES &&
+      em_pool_put(EM_POOL_SMALL_STORAGE, s))
+    return;
   free(s);
 }
 

@@ -57,70 +57,18 @@ em_status em_wrap_dim(const char *op, int64_t dim, int ndim, int *axis) {
 
 /* -- Objects ------------------------------------------------------------ */
 
-/* Released headers are kept per OS thread for the next allocation: a view
-** or a small result is made and collected many times a second from a
-** script, and glibc's own per-thread cache holds only 7 chunks of a size,
-** so the collector's finalizing of thousands of temporaries at once sent
-** every later header through malloc's bins. The cache holds at most
-** HDR_CACHE headers (about 2.6 MB): about what a collector cycle of a
-** per-call loop frees (with 1,024, t[1] took 2,251 Ir per call against
-** 2,170 with 16,384). These are headers that were live together moments
-** before, so the bound adds nothing to the peak. A thread's leftovers are
-** freed when it exits (pthread key destructor); em_tensor_cache_trim
-** empties the calling thread's.
-** Under AddressSanitizer the cache is off, so a use after release is
-** still caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define HDR_CACHE 0
-#else
-#define HDR_CACHE 8192
-#endif
-
-#if HDR_CACHE > 0
-#include <pthread.h>
-static _Thread_local struct {
-  int n;
-  bool keyed;
-  em_tensor *slot[HDR_CACHE];
-} hdr_cache;
-static pthread_key_t hdr_key;
-static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
-
-static void hdr_trim(void) {
-  while (hdr_cache.n > 0) free(hdr_cache.slot[--hdr_cache.n]);
-}
-static void hdr_thread_exit(void *unused) {
-  (void)unused;
-  hdr_trim();
-  hdr_cache.keyed = false;
-}
-static void hdr_key_init(void) { (void)pthread_key_create(&hdr_key, hdr_thread_exit); }
-
+/* Released headers go back to this thread's pool (pool.c) for the next
+** tensor: a view or a small result is made and collected many times a
+** second from a script. */
 static em_tensor *hdr_get(void) {
-  if (hdr_cache.n > 0) return hdr_cache.slot[--hdr_cache.n];
-  return malloc(sizeof(em_tensor));
+  em_tensor *t = em_pool_get(EM_POOL_TENSOR);
+  return t ? t : malloc(sizeof(em_tensor));
 }
 static void hdr_put(em_tensor *t) {
-  if (hdr_cache.n < HDR_CACHE) {
-    if (!hdr_cache.keyed) {
-      /* the destructor only runs for threads with a non-NULL value */
-      pthread_once(&hdr_once, hdr_key_init);
-      hdr_cache.keyed = pthread_setspecific(hdr_key, &hdr_cache) == 0;
-      if (!hdr_cache.keyed) { free(t); return; }
-    }
-    hdr_cache.slot[hdr_cache.n++] = t;
-    return;
-  }
-  free(t);
+  if (!em_pool_put(EM_POOL_TENSOR, t)) free(t);
 }
-void em_tensor_cache_trim(void) { hdr_trim(); }
-int em_tensor_cache_count(void) { return hdr_cache.n; }
-#else
-static em_tensor *hdr_get(void) { return malloc(sizeof(em_tensor)); }
-static void hdr_put(em_tensor *t) { free(t); }
-void em_tensor_cache_trim(void) {}
-int em_tensor_cache_count(void) { return 0; }
-#endif
+void em_tensor_cache_trim(void) { em_pool_trim(); }
+int em_tensor_cache_count(void) { return em_pool_count(EM_POOL_TENSOR); }
 
 em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
+#include "internal.h" /* em_pool_count */
 
 TEST(freed_large_block_is_reused_and_not_live) {
   em_memory_empty_cache();
@@ -146,6 +147,38 @@ TEST(header_cache_stays_within_its_bound) {
   CHECK(em_tensor_cache_count() == 0);
 }
 
+/* The smallest inline storages (data of 64 bytes or less) come back from
+** the same per-thread pool; larger ones do not; live bytes stay exact. */
+TEST(small_storages_are_reused) {
+  em_tensor_cache_trim();
+  size_t live0 = em_memory_live_bytes();
+  int64_t one[1] = {1}, big[1] = {32};
+  em_tensor *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+  CHECK_OK(em_empty(1, one, EM_FLOAT32, em_cpu(), &a));
+  em_storage *sa = em_tensor_storage(a);
+  CHECK(em_memory_live_bytes() == live0 + 4);
+  em_tensor_release(a);
+  CHECK(em_memory_live_bytes() == live0);
+  CHECK_OK(em_empty(1, big, EM_FLOAT64, em_cpu(), &c)); /* 256 bytes: not pooled */
+  if (HDR_CACHED) CHECK(em_tensor_storage(c) != sa);
+  CHECK_OK(em_empty(1, one, EM_FLOAT64, em_cpu(), &b)); /* 8 bytes: the pooled block */
+  if (HDR_CACHED) CHECK(em_tensor_storage(b) == sa);
+  CHECK(em_memory_live_bytes() == live0 + 8 + 256);
+  double *p = em_tensor_data(b);
+  p[0] = 2.5;
+  CHECK(((double *)em_tensor_data(b))[0] == 2.5);
+  CHECK(em_storage_nbytes(em_tensor_storage(b)) == 8);
+  CHECK(em_pool_count(EM_POOL_SMALL_STORAGE) == 0);
+  em_tensor_release(c);
+  CHECK(em_pool_count(EM_POOL_SMALL_STORAGE) == 0); /* 256 bytes: freed, not kept */
+  CHECK_OK(em_empty(1, one, EM_FLOAT32, em_cpu(), &d));
+  em_tensor_release(b);
+  CHECK(em_pool_count(EM_POOL_SMALL_STORAGE) == (HDR_CACHED ? 1 : 0));
+  em_tensor_release(d);
+  CHECK(em_memory_live_bytes() == live0);
+  em_tensor_cache_trim();
+}
+
 /* Each thread fills its own cache and exits: its leftovers are freed then
 ** (test-valgrind reports them otherwise); the main thread's is untouched. */
 static void *header_churn(void *arg) {
@@ -182,5 +215,6 @@ int main(void) {
   RUN(released_headers_are_reused);
   RUN(header_cache_stays_within_its_bound);
   RUN(header_caches_are_per_thread);
+  RUN(small_storages_are_reused);
   return CTEST_END();
 }

@@ -676,19 +676,18 @@ int em_ew_op_arity(em_ew_op op) {
   return (unsigned)op < EM_OP_COUNT ? op_table[op].arity : 0;
 }
 
-em_ew_opts em_ew_defaults(void) {
-  em_ew_opts o;
-  memset(&o, 0, sizeof o);
-  o.alpha.kind = EM_SCALAR_INT;
-  o.alpha.i = 1;
-  o.alpha.f = 1.0;
-  o.rounding = EM_ROUND_NONE;
-  o.beta = 1.0;
-  o.threshold = 20.0;
-  o.has_min = o.has_max = 1;
-  o.default_float = EM_FLOAT32;
-  return o;
-}
+/* One constant, copied: building the struct field by field on every call
+** (every operator call from Lua starts here) stalled on its own stores */
+static const em_ew_opts ew_defaults = {
+    .alpha = {EM_SCALAR_INT, 1, 1.0},
+    .rounding = EM_ROUND_NONE,
+    .beta = 1.0,
+    .threshold = 20.0,
+    .has_min = 1,
+    .has_max = 1,
+    .default_float = EM_FLOAT32,
+};
+em_ew_opts em_ew_defaults(void) { return ew_defaults; }
 
 /* -- Helpers ----------------------------------------------------------------- */
 
