@@ -54,48 +54,41 @@ local function sub(list, pick)
   return out
 end
 
-local setups = {
+-- worker.lua's setups and loop bodies (bench/percall.lua), with F for T;
+-- each setup then checks one call's result
+local base, bodies = dofile(here .. "percall.lua")(F, S)
+local checks = {
   percall_add1 = function()
-    S.a, S.b = F.rand(1), F.rand(1)
     local a, b = F.tolist(S.a), F.tolist(S.b)
     local want = ffi.new("float[1]", a[1] + b[1])[0] -- float32 rounding
     check(S.a + S.b, { want }, { 1 }, "float32")
   end,
   percall_index = function()
-    S.t = F.rand(4, 4)
     check(S.t[1], sub(F.tolist(S.t), { 1, 2, 3, 4 }), { 4 }, "float32")
   end,
   percall_slice = function()
-    S.t = F.rand(4, 4)
     check(S.t[{ {}, { 2, 3 } }], sub(F.tolist(S.t), { 2, 3, 6, 7, 10, 11, 14, 15 }), { 4, 2 },
       "float32")
   end,
   percall_transpose = function()
-    S.t = F.rand(4, 4)
     check(S.t:transpose(1, 2), sub(F.tolist(S.t), { 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 4, 8, 12, 16 }),
       { 4, 4 }, "float32")
   end,
   percall_view = function()
-    S.t = F.rand(4, 4)
     check(S.t:view(-1), F.tolist(S.t), { 16 }, "float32")
   end,
   percall_tensor = function()
     check(F.tensor { 1, 2, 3 }, { 1, 2, 3 }, { 3 }, "int64")
   end,
 }
-
--- the loop bodies of worker.lua, with F for T
-local bodies = {
-  percall_add1 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = a + b end end,
-  percall_index = function(n) local t = S.t; for _ = 1, n do local _ = t[1] end end,
-  percall_slice = function(n) local t, k = S.t, { {}, { 2, 3 } }; for _ = 1, n do local _ = t[k] end end,
-  percall_transpose = function(n) local t = S.t; for _ = 1, n do local _ = t:transpose(1, 2) end end,
-  percall_view = function(n) local t = S.t; for _ = 1, n do local _ = t:view(-1) end end,
-  percall_tensor = function(n) for _ = 1, n do local _ = F.tensor { 1, 2, 3 } end end,
-}
+-- only the workloads that make a tensor have a floor (not shape, item)
+local setups = {}
+for name, chk in pairs(checks) do
+  setups[name] = function() base[name](); chk() end
+end
 
 P.serve {
   setups = setups, bodies = bodies, unknown = "no floor counterpart",
-  reset = function() S = {} end,
+  reset = function() for k in pairs(S) do S[k] = nil end end,
   threads = function() end, -- single-threaded by nature: nothing to set
 }

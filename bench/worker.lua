@@ -3,7 +3,8 @@ local T = require "ember"
 local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
 local P = dofile(here .. "protocol.lua")
 
-local S = {} -- the current workload's state
+local S = {} -- the current workload's state (emptied, never replaced: percall.lua holds it)
+local percall_setups, percall_bodies = dofile(here .. "percall.lua")(T, S)
 -- the training-step workloads (bench/train_models.lua, shared with
 -- bench/train_step.lua): one step per call
 local TM = dofile(here .. "train_models.lua")(T)
@@ -18,14 +19,6 @@ local fl = math.floor
 local M = 16 * 1024 * 1024
 
 local setups = {
-  percall_add1 = function() S.a, S.b = T.rand(1), T.rand(1) end,
-  percall_index = function() S.t = T.rand(4, 4) end,
-  percall_slice = function() S.t = T.rand(4, 4) end,
-  percall_transpose = function() S.t = T.rand(4, 4) end,
-  percall_view = function() S.t = T.rand(4, 4) end,
-  percall_shape = function() S.t = T.rand(4, 4) end,
-  percall_tensor = function() end,
-  percall_item = function() S.t = T.rand(1) end,
   stream_add_out = function(k) S.a, S.b, S.c = T.rand(fl(M / k)), T.rand(fl(M / k)), T.empty(fl(M / k)) end,
   stream_add_alloc = function(k) S.a, S.b = T.rand(fl(M / k)), T.rand(fl(M / k)) end,
   stream_exp = function(k) S.a, S.c = T.rand(fl(M / k)), T.empty(fl(M / k)) end,
@@ -51,14 +44,6 @@ local setups = {
 }
 
 local bodies = {
-  percall_add1 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = a + b end end,
-  percall_index = function(n) local t = S.t; for _ = 1, n do local _ = t[1] end end,
-  percall_slice = function(n) local t, k = S.t, { {}, { 2, 3 } }; for _ = 1, n do local _ = t[k] end end,
-  percall_transpose = function(n) local t = S.t; for _ = 1, n do local _ = t:transpose(1, 2) end end,
-  percall_view = function(n) local t = S.t; for _ = 1, n do local _ = t:view(-1) end end,
-  percall_shape = function(n) local t = S.t; for _ = 1, n do local _ = t.shape end end,
-  percall_tensor = function(n) for _ = 1, n do local _ = T.tensor { 1, 2, 3 } end end,
-  percall_item = function(n) local t = S.t; for _ = 1, n do local _ = t:item() end end,
   stream_add_out = function(n) local o = { out = S.c }; for _ = 1, n do T.add(S.a, S.b, o) end end,
   stream_add_alloc = function(n) for _ = 1, n do local _ = S.a + S.b end end,
   stream_exp = function(n) local o = { out = S.c }; for _ = 1, n do T.exp(S.a, o) end end,
@@ -80,8 +65,11 @@ local bodies = {
   train_cnn = train_body,
 }
 
+for k, f in pairs(percall_setups) do setups[k] = f end
+for k, f in pairs(percall_bodies) do bodies[k] = f end
+
 P.serve {
   setups = setups, bodies = bodies, unknown = "unknown workload",
-  reset = function() S = {} end,
+  reset = function() for k in pairs(S) do S[k] = nil end end,
   threads = function(n) if T.set_num_threads then T.set_num_threads(n) end end,
 }
