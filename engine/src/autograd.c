@@ -512,9 +512,7 @@ em_status em_ag_set_base(em_tensor *out, const em_tensor *src) {
 static void refresh_view(em_tensor *t) {
   em_tensor *b = t->view_base;
   t->view_version = em_storage_version(t->storage);
-  em_node *bfn = grad_fn_of(b);
-  if (!b->requires_grad) return;
-  if (!bfn && !b->requires_grad) return;
+  if (!b->requires_grad) return;  /* b is never a view: no history to refresh */
   em_tensor *pos = NULL;
   if (em_ag_view_positions(b, t, &pos) == EM_OK) {
     em_status st = em_ag_record_gather("AsStridedBackward0", b, pos, t);

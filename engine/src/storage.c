@@ -327,11 +327,10 @@ static void inline_free(void *ctx, void *data, size_t nbytes) {
 
 static em_status storage_new_inline(size_t nbytes, em_storage **out) {
   if (over_soft_limit(nbytes)) pressure_hook(pressure_ctx, nbytes, 0);
-  /* the smallest take a block of one size from this thread's pool */
-  char *block = nbytes <= EM_SMALL_STORAGE_BYTES ? em_pool_get(EM_POOL_SMALL_STORAGE) : NULL;
-  if (!block)
-    block = malloc(INLINE_OFFSET + (nbytes <= EM_SMALL_STORAGE_BYTES ? EM_SMALL_STORAGE_BYTES
-                                                                      : nbytes));
+  /* the smallest are one size of block, kept in this thread's pool */
+  bool small = nbytes <= EM_SMALL_STORAGE_BYTES;
+  char *block = small ? em_pool_get(EM_POOL_SMALL_STORAGE) : NULL;
+  if (!block) block = malloc(INLINE_OFFSET + (small ? EM_SMALL_STORAGE_BYTES : nbytes));
   if (!block) return em_fail(EM_E_NOMEM, "out of memory allocating a storage");
   em_storage *s = (em_storage *)block;
   atomic_init(&s->refcount, 1);
