@@ -6,7 +6,7 @@
 */
 #include <stdlib.h>
 
-#include "internal.h" /* em_fail, for errors of a Lua backward */
+#include "core/core.h" /* em_fail, for errors of a Lua backward */
 #include "l_ember.h"
 
 static int l_requires_grad_(lua_State *L) {

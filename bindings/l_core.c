@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "internal.h" /* the em_tensor/em_storage layout for C._layout */
+#include "core/core.h" /* the em_tensor/em_storage layout for C._layout */
 #include "l_ember.h"
 
 /* Registry keys: addresses of these statics (one set per lua_State). */
@@ -816,7 +816,7 @@ static int l_is_dtype(lua_State *L) {
 
 /* C._layout(): where the fields the Lua layer reads through LuaJIT's FFI
 ** lie (lua/ember/tensor.lua, "FFI fast paths"): byte offsets taken from
-** the structs of internal.h by the compiler, so that file is the one
+** the structs of core/core.h by the compiler, so that file is the one
 ** declaration of the layout and the Lua side cannot drift from it. A
 ** tensor userdata's payload is one em_tensor pointer (l_newbox), NULL after
 ** __gc. Also the dtype values by id, and the id of each dtype the fast

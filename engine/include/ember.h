@@ -1003,7 +1003,7 @@ em_status em_binary_cross_entropy_with_logits_backward(
     em_tensor **grad_input);
 
 /* (end of nn) */
-/* -- Autograd (autograd.c, autograd_formulas.c; docs/autograd.md) ---------- */
+/* -- Autograd (autograd.c, autograd/formulas.c; docs/autograd.md) ---------- */
 
 /* Grad mode, per thread (on by default). Ops record a node for backward
 ** only in grad mode and when an input requires grad. */

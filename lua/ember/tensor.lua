@@ -43,7 +43,7 @@ return function(T, C)
   -- FFI fast paths. `ffi.cast(ptr, userdata)` gives a full userdata's
   -- payload address, which for a tensor is its em_tensor pointer; the
   -- fields are read at byte offsets that C._layout takes from the structs
-  -- of engine/src/internal.h (so there is one declaration of the layout).
+  -- of engine/src/core/core.h (so there is one declaration of the layout).
   -- Each fast path reads only what it can do exactly as the C function
   -- does, and hands every other case (not a tensor, a collected box, a dim
   -- out of range, a dtype it does not read, a tensor not on the CPU) to the

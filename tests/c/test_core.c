@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h"
-#include "iter.h"
+#include "core/core.h"
+#include "core/iter.h"
 
 static int deleter_calls;
 static void count_deleter(void *ctx, void *data, size_t nbytes) {

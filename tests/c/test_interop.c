@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "ctest.h"
-#include "internal.h"
+#include "core/core.h"
 
 /* -- DLPack export --------------------------------------------------------- */
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h"
-#include "iter.h"
+#include "core/core.h"
+#include "core/iter.h"
 
 static em_operand T_(const em_tensor *t) {
   em_operand o;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h"
+#include "core/core.h"
 
 static em_tensor *randt(int ndim, const int64_t *sizes, em_dtype dt, unsigned seed) {
   em_tensor *t;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ctest.h"
-#include "internal.h"
+#include "core/core.h"
 
 static em_tensor *randt(int ndim, const int64_t *sizes, unsigned seed, int requires_grad) {
   em_tensor *t;

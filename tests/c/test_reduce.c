@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h"
+#include "core/core.h"
 
 /* a [n0, n1, n2] float64 tensor holding 0..n-1 scrambled */
 static em_tensor *make3(em_dtype dt, int64_t n0, int64_t n1, int64_t n2) {

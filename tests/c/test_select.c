@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h"
+#include "core/core.h"
 
 static const em_dtype ALL[] = {EM_BOOL, EM_UINT8, EM_INT8, EM_INT16, EM_INT32,
                                EM_INT64, EM_FLOAT16, EM_BFLOAT16, EM_FLOAT32,

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h" /* em_pool_count */
+#include "core/core.h" /* em_pool_count */
 
 TEST(freed_large_block_is_reused_and_not_live) {
   em_memory_empty_cache();

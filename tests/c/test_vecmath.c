@@ -25,7 +25,7 @@
 
 #include "ctest.h"
 #include "cpu/vecmath.h"
-#include "internal.h"
+#include "core/core.h"
 
 static float tu2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
-#include "internal.h"
+#include "core/core.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static int64_t rnd(int64_t n) { /* 0..n-1 */

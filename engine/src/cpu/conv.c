@@ -8,7 +8,7 @@
 **   grad; the backward kernels record ConvolutionBackwardBackward0 nodes
 **   the same way (they run in grad mode only when a backward is itself
 **   recorded, create_graph), so convolution is differentiable to any
-**   order. The formulas are in autograd_formulas.c.
+**   order. The formulas are in autograd/formulas.c.
 ** - float32/float64 only; input, weight and bias share one dtype. Inputs of
 **   any layout are read through a dense copy; results are new contiguous
 **   tensors.
@@ -27,7 +27,7 @@
 **   count beyond OpenBLAS's own summation order.
 */
 #include "nn_impl.h"
-#include "../autograd.h"
+#include "autograd/autograd.h"
 
 #include <cblas.h>
 #include <limits.h>

@@ -27,8 +27,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../iter.h"
-#include "../autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 #include "vecmath.h"
 
 #pragma GCC diagnostic ignored "-Wtype-limits"

@@ -16,7 +16,7 @@
 ** - Operands must share dtype and device; messages use PyTorch's wording.
 */
 #include "reduce_impl.h"
-#include "../autograd.h"
+#include "autograd/autograd.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -523,7 +523,7 @@ int em_blas_get_num_threads(void) { return openblas_get_num_threads(); }
 
 /* -- Autograd recording ---------------------------------------------------------
 ** Each entry point runs with grad mode paused (so matmul's inner mm/dot do
-** not record) and records one node (formulas in autograd_formulas.c). */
+** not record) and records one node (formulas in autograd/formulas.c). */
 
 static em_ag_params lin_params(const char *name, int save_in) {
   em_ag_params p;

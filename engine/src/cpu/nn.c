@@ -21,11 +21,11 @@
 **   grad; the backward kernels of pooling, embedding and nll_loss record
 **   too (second derivatives); the fused ones (norms, cross_entropy,
 **   pointwise losses) refuse to run where a graph would be needed. The
-**   formulas are in autograd_formulas.c.
+**   formulas are in autograd/formulas.c.
 */
 #include "nn_impl.h"
-#include "iter.h"
-#include "../autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <float.h>
 #include <stdio.h>

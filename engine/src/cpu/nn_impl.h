@@ -6,7 +6,7 @@
 #ifndef EMBER_NN_IMPL_H
 #define EMBER_NN_IMPL_H
 
-#include "internal.h"
+#include "core/core.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -31,7 +31,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../iter.h"
+#include "core/iter.h"
 
 /* -- Per-dtype load/store ---------------------------------------------------- */
 

@@ -27,9 +27,9 @@
 ** - Dims are 1-based (negative from the end) in arguments and messages.
 ** - Results are written only on success; nothing leaks on failure.
 */
-#include "../iter.h"
+#include "core/iter.h"
 #include "reduce_impl.h"
-#include "../autograd.h"
+#include "autograd/autograd.h"
 #include "vecmath.h"
 
 #include <math.h>
@@ -1296,7 +1296,7 @@ static em_status cumextreme_nograd(const em_tensor *t, int64_t dim, int is_min,
 
 /* -- Autograd recording ---------------------------------------------------------
 ** Each entry point runs its kernel with grad mode paused and records the node
-** (formulas in autograd_formulas.c). */
+** (formulas in autograd/formulas.c). */
 
 static em_ag_params reduce_params(int op, int ndims, const int64_t *dims, int keepdim) {
   em_ag_params p;

@@ -6,7 +6,7 @@
 #ifndef EMBER_REDUCE_IMPL_H
 #define EMBER_REDUCE_IMPL_H
 
-#include "../iter.h"
+#include "core/iter.h"
 
 /* Header of a lane kernel's context: lane length and each operand's step
 ** along the lane, in bytes. */

@@ -20,8 +20,8 @@
 **   names (em_gather_f32, em_scatter_add_i64, em_masked_fill_b8, ...).
 ** - Writes of a source that overlaps the destination read a snapshot.
 */
-#include "iter.h"
-#include "autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@
 /* -- Element access for the arithmetic kernels -----------------------------
 ** Integer kinds compute in int64 with wrap-around (through uint64, so no
 ** signed overflow), floating kinds in double; stores use the conversions
-** of internal.h (bool stores "!= 0"). Both forms exist for every dtype so
+** of core/core.h (bool stores "!= 0"). Both forms exist for every dtype so
 ** that one macro body serves all; the unused branch is folded away. */
 
 #define LDI_b8(p) ((int64_t) * (const bool *)(p))

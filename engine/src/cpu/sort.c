@@ -11,7 +11,7 @@
 **   is allocated once per call, never inside the iterator.
 */
 #include "reduce_impl.h"
-#include "../autograd.h"
+#include "autograd/autograd.h"
 
 #include <math.h>
 #include <stdlib.h>

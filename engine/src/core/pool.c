@@ -15,7 +15,7 @@
 ** - Under AddressSanitizer the pools are off (get gives NULL, put says
 **   no), so a use after release is still reported.
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
 ** contiguous copies otherwise. Dims and positions are 1-based (em_wrap_dim);
 ** messages name them that way. Outputs are written only on success.
 */
-#include "iter.h"
-#include "autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <stdio.h>
 

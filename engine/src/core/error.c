@@ -3,7 +3,7 @@
 ** A failed call leaves its message here and returns a status; nothing else
 ** in the engine reports errors.
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdarg.h>
 #include <stdio.h>

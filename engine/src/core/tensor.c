@@ -4,7 +4,7 @@
 ** A tensor never addresses an element outside its storage: em_tensor_new and
 ** em_as_strided check it, and every view op builds on them.
 */
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 #include <math.h>
 #include <stdlib.h>

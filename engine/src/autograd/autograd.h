@@ -1,6 +1,6 @@
 /*
 ** autograd.h -- engine-private interface of the autograd recorder
-** (autograd.c: metadata, graph and backward engine; autograd_formulas.c:
+** (autograd.c: metadata, graph and backward engine; autograd/formulas.c:
 ** the one table of derivative formulas).
 **
 ** How an op file records: its public entry point pauses grad mode (so the
@@ -12,10 +12,10 @@
 #ifndef EMBER_AUTOGRAD_H
 #define EMBER_AUTOGRAD_H
 
-#include "internal.h"
+#include "core/core.h"
 
 /* The one list of differentiable ops: X(KIND, "PyTorchNodeName").
-** The formulas are in autograd_formulas.c, one case per kind, written with
+** The formulas are in autograd/formulas.c, one case per kind, written with
 ** engine ops (so create_graph records the backward for higher order). */
 #define EM_FOR_EACH_GRAD_OP(X)                                   \
   X(EW, "ElementwiseBackward0") /* name chosen per em_ew_op */   \
@@ -71,7 +71,7 @@ typedef struct em_ag_params {
 } em_ag_params;
 
 /* The nn ops of cpu/conv.c and cpu/nn.c (kind NN; formulas in
-** autograd_formulas.c). The *_BWD ops are backward kernels recorded as ops
+** autograd/formulas.c). The *_BWD ops are backward kernels recorded as ops
 ** of their own (when a backward is itself recorded: create_graph). */
 typedef enum em_ag_nn_op {
   EM_AG_NN_CONV, EM_AG_NN_CONV_BWD_INPUT, EM_AG_NN_CONV_BWD_WEIGHT,
@@ -129,7 +129,7 @@ em_status em_ag_set_base(em_tensor *out, const em_tensor *src);
 em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor **pos);
 
 /* What an elementwise op saves (bits of inputs, of outputs) and its node's
-** name (autograd_formulas.c). */
+** name (autograd/formulas.c). */
 void em_ag_ew_saves(em_ew_op op, int *save_in, int *save_out);
 const char *em_ag_ew_name(em_ew_op op, int tensor_exponent);
 
@@ -237,7 +237,7 @@ static inline int ag_same_(int n, const em_tensor *const *in, const em_tensor *o
 
 #endif
 
-/* -- The graph (shared by autograd.c and autograd_formulas.c) ------------- */
+/* -- The graph (shared by autograd.c and autograd/formulas.c) ------------- */
 
 typedef struct em_node em_node;
 
@@ -306,5 +306,5 @@ void em_node_release(em_node *n);
 ** freed by a backward or changed in place since. */
 em_status em_ag_saved_get(em_node *n, int k, em_tensor **out);
 /* Runs node n's formula: gout[nout] (floating outputs never NULL), fills
-** gin[nin] with new references (NULL: no gradient). autograd_formulas.c. */
+** gin[nin] with new references (NULL: no gradient). autograd/formulas.c. */
 em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin);

@@ -1,5 +1,5 @@
 /*
-** autograd_formulas.c -- every derivative formula, in one place (ember's
+** autograd/formulas.c -- every derivative formula, in one place (ember's
 ** derivatives.yaml): what each op saves for its backward and how gradients
 ** of its outputs become gradients of its inputs.
 **
@@ -12,7 +12,7 @@
 **   and casts it to the input's dtype.
 ** - Temporaries live in a per-call arena and are released on every path.
 */
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 #include <math.h>
 #include <stdlib.h>

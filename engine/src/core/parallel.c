@@ -6,7 +6,7 @@
 ** elementwise results do not depend on the thread count. Built without
 ** OpenMP, everything runs on the calling thread and the count stays 1.
 */
-#include "iter.h"
+#include "core/iter.h"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -1,5 +1,5 @@
 /*
-** internal.h -- engine-private definitions: the storage and tensor structs,
+** core/core.h -- engine-private definitions: the storage and tensor structs,
 ** the dtype X-macro list, scalar conversions, and the error helpers.
 **
 ** Invariants every engine file relies on:

@@ -4,7 +4,7 @@
 ** Bytes from the engine's allocator are counted so that a host with a
 ** garbage collector can be told about memory it cannot see (DESIGN §4).
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /*
 ** dtype.c -- the dtype table and the scalar conversions between dtypes.
-** float16/bfloat16 round to nearest even; see internal.h for the float->int
+** float16/bfloat16 round to nearest even; see core/core.h for the float->int
 ** and int->int rules (documented in docs/dtypes.md).
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@
 ** - Files we write are byte-identical to numpy.save's (version 1.0 header,
 **   the same dict text, growth padding and 64-byte alignment).
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <fcntl.h>

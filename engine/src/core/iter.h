@@ -9,7 +9,7 @@
 #ifndef EMBER_ITER_H
 #define EMBER_ITER_H
 
-#include "internal.h"
+#include "core/core.h"
 
 enum { EM_ITER_MAX_OPS = 8 };
 

@@ -2,17 +2,17 @@
 ** copy.c -- the strided copy kernel with casting, fill, clone, contiguous,
 ** to, and element reads. One copy kernel serves every assignment into a
 ** view: it broadcasts the source to the destination and converts between
-** any two dtypes with the rules of internal.h (docs/dtypes.md).
+** any two dtypes with the rules of core/core.h (docs/dtypes.md).
 */
-#include "iter.h"
-#include "autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <stdlib.h>
 
 /* -- Scalar conversions ---------------------------------------------------
 ** LOAD_x reads one element as its compute type (int64_t for bool/ints,
 ** float for half types and float32, double for float64); EM_STORE_x
-** (internal.h) writes a value of any of those types with the documented
+** (core/core.h) writes a value of any of those types with the documented
 ** conversion. */
 
 #define LOAD_b8(p) ((int64_t)(*(const bool *)(p)))

@@ -20,8 +20,8 @@
 ** error leaves t unchanged); positions are 1-based, negatives count from
 ** the end, and messages name the source tensor's dim as a 1-based number.
 */
-#include "iter.h"
-#include "autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <stdlib.h>
 

@@ -6,11 +6,11 @@
 ** result does not depend on how the work is split, and every element is
 ** rounded to the dtype once. Outputs are fresh contiguous tensors.
 */
-#include "iter.h"
+#include "core/iter.h"
 
 #include <math.h>
 
-/* Stores are internal.h's EM_STORE_x: doubles convert with the engine's
+/* Stores are core/core.h's EM_STORE_x: doubles convert with the engine's
 ** cast rules (truncate toward zero, saturate, NaN -> 0); int64 values wrap
 ** modulo 2^bits like integer casts, and round once to a float dtype. */
 

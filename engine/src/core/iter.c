@@ -4,7 +4,7 @@
 ** are consulted in order, broadcast (stride 0) dims defer to the next
 ** operand, and for a reduction the output's reduced dims go innermost.
 */
-#include "iter.h"
+#include "core/iter.h"
 
 em_status em_broadcast_shapes(const char *op, int n, const em_tensor *const *ts,
                               int *ndim, int64_t *shape) {

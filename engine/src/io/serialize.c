@@ -13,7 +13,7 @@
 **   storage (em_tensor_new), and normalises the bytes of bool tensors to
 **   0/1; a truncated or corrupted file is an error naming what is wrong.
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <fcntl.h>

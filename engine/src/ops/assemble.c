@@ -14,8 +14,8 @@
 **   tensor struct with other sizes/strides/offset): em_copy_ never retains
 **   its arguments, so nothing here is allocated per operand.
 */
-#include "iter.h"
-#include "autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <stdlib.h>
 

@@ -14,8 +14,8 @@
 ** rejection (no modulo bias), a rejected draw moving to the next "draw"
 ** counter of the same element.
 */
-#include "iter.h"
-#include "autograd.h"
+#include "core/iter.h"
+#include "autograd/autograd.h"
 
 #include <math.h>
 #include <stdio.h>

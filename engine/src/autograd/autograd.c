@@ -17,8 +17,8 @@
 **   broadcast it took part in) and cast to its dtype here, once, for every
 **   formula. Without retain_graph, saved tensors are freed after the run.
 */
-#include "autograd.h"
-#include "iter.h"
+#include "autograd/autograd.h"
+#include "core/iter.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 ** - Imported metadata is checked (ndim, sizes, strides, dtype, device,
 **   alignment) before any view of the memory exists.
 */
-#include "internal.h"
+#include "core/core.h"
 
 #include <dlpack/dlpack.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 **   group changes the result only when it is of a higher category
 **   (bool < integer < floating).
 */
-#include "internal.h"
+#include "core/core.h"
 
 /* Ranks inside a category, used by the table below. */
 em_dtype em_promote_types(em_dtype a, em_dtype b) {
