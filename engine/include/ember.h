@@ -102,16 +102,24 @@ typedef struct em_scalar {
 
 /* -- Devices ------------------------------------------------------------ */
 
-typedef enum em_device_type { EM_CPU = 0, EM_CUDA = 1 } em_device_type;
+/* EM_META: PyTorch's meta device: tensors with sizes, strides and dtype
+** and no data; every op computes its result's metadata and no values
+** (docs/architecture.md). */
+typedef enum em_device_type { EM_CPU = 0, EM_CUDA = 1, EM_META = 2 } em_device_type;
 
 typedef struct em_device {
   em_device_type type;
-  int index;  /* 0 for the CPU */
+  int index;  /* 0 for the CPU and meta */
 } em_device;
 
 em_device em_cpu(void);
+em_device em_meta(void);
 int em_device_equal(em_device a, em_device b);
 int em_cuda_available(void);
+/* "cpu", "meta", "cuda:0" into buf (at least 24 bytes); returns buf. */
+const char *em_device_str(em_device d, char *buf, size_t n);
+/* 1 when the device's tensors hold values (every device but meta). */
+int em_device_has_data(em_device d);
 
 /* -- Storages ----------------------------------------------------------- */
 

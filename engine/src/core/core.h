@@ -122,6 +122,20 @@ static inline int64_t em_sat_i64(double v, double lo, double hi) {
 #define EM_LOAD_AS_F64_f32(p) ((double)*(const float *)(p))
 #define EM_LOAD_AS_F64_f64(p) (*(const double *)(p))
 
+/* EM_LOAD_x(p) reads one element as its compute type: int64_t for bool and
+** the integers, float for the half types and float32, double for float64
+** (what the cast kernels and the element reads convert from). */
+#define EM_LOAD_b8(p) ((int64_t)(*(const bool *)(p)))
+#define EM_LOAD_u8(p) ((int64_t)(*(const uint8_t *)(p)))
+#define EM_LOAD_i8(p) ((int64_t)(*(const int8_t *)(p)))
+#define EM_LOAD_i16(p) ((int64_t)(*(const int16_t *)(p)))
+#define EM_LOAD_i32(p) ((int64_t)(*(const int32_t *)(p)))
+#define EM_LOAD_i64(p) (*(const int64_t *)(p))
+#define EM_LOAD_f16(p) (em_half_to_float(*(const em_half *)(p)))
+#define EM_LOAD_bf16(p) (em_bf16_to_float(*(const em_bfloat16 *)(p)))
+#define EM_LOAD_f32(p) (*(const float *)(p))
+#define EM_LOAD_f64(p) (*(const double *)(p))
+
 /* EM_STORE_x(p, v) writes v (a double, float or int64) as dtype x with the
 ** rules above: _Generic picks saturation for floating values and wrapping
 ** for integers, and int64 -> float rounds once. The one definition for the
@@ -159,8 +173,11 @@ static inline int64_t em_offset_step(int64_t offset, int64_t k, int64_t stride) 
   return r;
 }
 
-/* Converts a scalar to dt's element bytes (at most 8), with the cast rules. */
+/* Converts a scalar to dt's element bytes (at most 8), with the cast rules;
+** and one element's bytes (host memory) to a double / an int64 with them. */
 void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out);
+double em_bytes_to_f64(em_dtype dt, const void *p);
+int64_t em_bytes_to_i64(em_dtype dt, const void *p);
 
 /* -- Internal constructors ---------------------------------------------- */
 

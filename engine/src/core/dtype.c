@@ -108,3 +108,31 @@ em_bfloat16 em_float_to_bf16(float f) {
   u += 0x7fffu + lsb;
   return (em_bfloat16)(u >> 16);
 }
+
+/* -- Scalars and single elements, with the cast rules -------------------- */
+
+void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out) {
+#define STORE_SCALAR(S, E, CT, K)                        \
+  case E:                                                \
+    if (v.kind == EM_SCALAR_FLOAT) EM_STORE_##S(out, v.f); \
+    else EM_STORE_##S(out, v.i);                         \
+    break;
+  switch (dt) { EM_FOR_EACH_DTYPE(STORE_SCALAR) default: break; }
+#undef STORE_SCALAR
+}
+
+double em_bytes_to_f64(em_dtype dt, const void *p) {
+  double r = 0;
+#define LOAD_F64(S, E, CT, K) case E: EM_STORE_f64(&r, EM_LOAD_##S(p)); break;
+  switch (dt) { EM_FOR_EACH_DTYPE(LOAD_F64) default: break; }
+#undef LOAD_F64
+  return r;
+}
+
+int64_t em_bytes_to_i64(em_dtype dt, const void *p) {
+  int64_t r = 0;
+#define LOAD_I64(S, E, CT, K) case E: EM_STORE_i64(&r, EM_LOAD_##S(p)); break;
+  switch (dt) { EM_FOR_EACH_DTYPE(LOAD_I64) default: break; }
+#undef LOAD_I64
+  return r;
+}

@@ -4,7 +4,8 @@
 ** Bytes from the engine's allocator are counted so that a host with a
 ** garbage collector can be told about memory it cannot see (DESIGN §4).
 */
-#include "core/core.h"
+#include "core/kernels.h"
+#include "core/errmsg.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -282,17 +283,6 @@ static void cpu_free(void *ctx, void *data, size_t nbytes) {
 static const em_allocator cpu_allocator = {cpu_alloc, cpu_free, NULL};
 const em_allocator *em_cpu_allocator(void) { return &cpu_allocator; }
 
-/* -- Devices ------------------------------------------------------------ */
-
-em_device em_cpu(void) {
-  em_device d = {EM_CPU, 0};
-  return d;
-}
-int em_device_equal(em_device a, em_device b) {
-  return a.type == b.type && a.index == b.index;
-}
-int em_cuda_available(void) { return 0; }
-
 /* -- Storages ----------------------------------------------------------- */
 
 static em_status storage_make(void *data, size_t nbytes, em_device dev,
@@ -361,13 +351,28 @@ em_status em_storage_new_with(size_t nbytes, const em_allocator *a,
   return st;
 }
 
+/* The CPU's storages come from the counted host allocator above; another
+** device's from its kernel table (core/kernels.h). A device without data
+** (meta) gives a storage of nbytes whose data is NULL. */
+static void device_free(void *ctx, void *data, size_t nbytes) {
+  const em_storage *s = ctx;
+  if (data) em_kernels_for(s->device)->free(s->device, data, nbytes);
+}
+
 em_status em_storage_new(size_t nbytes, em_device dev, em_storage **out) {
-  if (dev.type != EM_CPU)
-    return em_fail(EM_E_RUNTIME,
-                   "device cuda:%d is not available: ember was built without "
-                   "CUDA or no GPU is present",
-                   dev.index);
-  return em_storage_new_with(nbytes, &cpu_allocator, out);
+  if (dev.type == EM_CPU) return em_storage_new_with(nbytes, &cpu_allocator, out);
+  const em_kernels *k;
+  em_status st = em_kernels_check("storage", dev, &k);
+  if (st != EM_OK) return st;
+  void *data = NULL;
+  if (nbytes > 0 && (st = k->alloc(dev, nbytes, &data)) != EM_OK) return st;
+  st = storage_make(data, nbytes, dev, device_free, NULL, out);
+  if (st != EM_OK) {
+    if (data) k->free(dev, data, nbytes);
+    return st;
+  }
+  (*out)->deleter_ctx = *out;
+  return EM_OK;
 }
 
 em_status em_storage_wrap(void *data, size_t nbytes, em_device dev,

@@ -1,167 +1,70 @@
 /*
-** copy.c -- the strided copy kernel with casting, fill, clone, contiguous,
-** to, and element reads. One copy kernel serves every assignment into a
-** view: it broadcasts the source to the destination and converts between
-** any two dtypes with the rules of core/core.h (docs/dtypes.md).
+** copy.c -- copy_, fill_, clone, contiguous, to, and element reads: the
+** public ops over the copy family of the kernel table (core/kern_copy.h).
+** One copy serves every assignment into a view: it broadcasts the source
+** to the destination and converts between any two dtypes with the rules of
+** core/core.h (docs/dtypes.md). Between devices, values move through the
+** non-CPU device's transfer kernel; a meta tensor takes any values (it
+** keeps none) and gives none.
 */
-#include "core/iter.h"
+#include "core/kern_copy.h"
+#include "core/kernels.h"
+#include "core/errmsg.h"
 #include "autograd/autograd.h"
 
 #include <stdlib.h>
-
-/* -- Scalar conversions ---------------------------------------------------
-** LOAD_x reads one element as its compute type (int64_t for bool/ints,
-** float for half types and float32, double for float64); EM_STORE_x
-** (core/core.h) writes a value of any of those types with the documented
-** conversion. */
-
-#define LOAD_b8(p) ((int64_t)(*(const bool *)(p)))
-#define LOAD_u8(p) ((int64_t)(*(const uint8_t *)(p)))
-#define LOAD_i8(p) ((int64_t)(*(const int8_t *)(p)))
-#define LOAD_i16(p) ((int64_t)(*(const int16_t *)(p)))
-#define LOAD_i32(p) ((int64_t)(*(const int32_t *)(p)))
-#define LOAD_i64(p) (*(const int64_t *)(p))
-#define LOAD_f16(p) (em_half_to_float(*(const em_half *)(p)))
-#define LOAD_bf16(p) (em_bf16_to_float(*(const em_bfloat16 *)(p)))
-#define LOAD_f32(p) (*(const float *)(p))
-#define LOAD_f64(p) (*(const double *)(p))
-
-/* -- Cast loops: em_cast_<dst>_<src>, 10 x 10 of them ---------------------- */
-
-#define DEF_CAST(D, S)                                                       \
-  static void em_cast_##D##_##S(char **data, const int64_t *st, int64_t n,   \
-                                void *ctx) {                                 \
-    char *d = data[0];                                                       \
-    const char *s = data[1];                                                 \
-    const int64_t sd = st[0], ss = st[1];                                    \
-    (void)ctx;                                                               \
-    for (int64_t i = 0; i < n; i++, d += sd, s += ss)                        \
-      EM_STORE_##D(d, LOAD_##S(s));                                          \
-  }
-
-#define DEF_CASTS_FROM(S, E, CT, K) \
-  DEF_CAST(b8, S) DEF_CAST(u8, S) DEF_CAST(i8, S) DEF_CAST(i16, S)        \
-  DEF_CAST(i32, S) DEF_CAST(i64, S) DEF_CAST(f16, S) DEF_CAST(bf16, S)      \
-  DEF_CAST(f32, S) DEF_CAST(f64, S)
-EM_FOR_EACH_DTYPE(DEF_CASTS_FROM)
-
-#define ROW(D, E, CT, K)                                                    \
-  [E] = {em_cast_##D##_b8, em_cast_##D##_u8, em_cast_##D##_i8,             \
-         em_cast_##D##_i16, em_cast_##D##_i32, em_cast_##D##_i64,            \
-         em_cast_##D##_f16, em_cast_##D##_bf16, em_cast_##D##_f32,           \
-         em_cast_##D##_f64},
-static const em_loop1d cast_loops[EM_NUM_DTYPES][EM_NUM_DTYPES] = {
-    EM_FOR_EACH_DTYPE(ROW)};
-
-/* Same-dtype copies move bytes; the element size picks the loop. */
-#define DEF_MOVE(NAME, T)                                                    \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {   \
-    char *d = data[0];                                                       \
-    const char *s = data[1];                                                 \
-    const int64_t sd = st[0], ss = st[1];                                    \
-    (void)ctx;                                                               \
-    if (sd == sizeof(T) && ss == sizeof(T)) {                                \
-      memmove(d, s, (size_t)n * sizeof(T));                                  \
-      return;                                                                \
-    }                                                                        \
-    for (int64_t i = 0; i < n; i++, d += sd, s += ss)                        \
-      *(T *)d = *(const T *)s;                                               \
-  }
-DEF_MOVE(move1, uint8_t)
-DEF_MOVE(move2, uint16_t)
-DEF_MOVE(move4, uint32_t)
-DEF_MOVE(move8, uint64_t)
-
-static em_loop1d copy_loop(em_dtype dst, em_dtype src) {
-  if (dst != src) return cast_loops[dst][src];
-  switch (em_dtype_size(dst)) {
-    case 1: return move1;
-    case 2: return move2;
-    case 4: return move4;
-    default: return move8;
-  }
-}
-
-/* -- Blocked transposes ----------------------------------------------------
-** The iterator orders dims by the destination's strides, so a copy out of a
-** transposed source reads the source with a large stride in the inner loop:
-** one cache line per element. When the source is unit-stride along another
-** iteration dim j, em_copy_ walks dims 0 and j in square tiles instead, so
-** both sides touch whole cache lines (same-dtype copies only). */
-
-/* 16x16 tiles measured best on 2048..4096-square float32 transposes (docs/views.md) */
-enum { TILE = 16, TILE_MIN = 16 };
-
-#define DEF_TILE(NAME, T)                                                    \
-  static void NAME(char *d, const char *s, int64_t n0, int64_t nj,           \
-                   int64_t d0, int64_t dj, int64_t s0, int64_t sj) {         \
-    for (int64_t jb = 0; jb < nj; jb += TILE) {                              \
-      int64_t je = jb + TILE < nj ? jb + TILE : nj;                          \
-      for (int64_t ib = 0; ib < n0; ib += TILE) {                            \
-        int64_t ie = ib + TILE < n0 ? ib + TILE : n0;                        \
-        for (int64_t j = jb; j < je; j++)                                    \
-          for (int64_t i = ib; i < ie; i++)                                  \
-            *(T *)(d + i * d0 + j * dj) = *(const T *)(s + i * s0 + j * sj); \
-      }                                                                      \
-    }                                                                        \
-  }
-DEF_TILE(tile1, uint8_t)
-DEF_TILE(tile2, uint16_t)
-DEF_TILE(tile4, uint32_t)
-DEF_TILE(tile8, uint64_t)
-
-/* The iteration dim (>= 1) along which operand 1 is unit-stride while dim 0
-** is not, with both dims long enough to tile; -1 when tiling does not pay. */
-static int tile_dim(const em_iter *it, int64_t isz) {
-  if (it->ndim < 2 || it->shape[0] < TILE_MIN) return -1;
-  if (it->strides[0][0] != isz || it->strides[0][1] == isz) return -1;
-  for (int j = 1; j < it->ndim; j++)
-    if (it->strides[j][1] == isz && it->shape[j] >= TILE_MIN) return j;
-  return -1;
-}
-
-/* Runs the tiled copy over dims 0 and j for every position of the others. */
-static void copy_tiled(const em_iter *it, int j, int64_t isz) {
-  void (*tile)(char *, const char *, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t) =
-      isz == 1 ? tile1 : isz == 2 ? tile2 : isz == 4 ? tile4 : tile8;
-  int64_t outer = it->numel / (it->shape[0] * it->shape[j]);
-  int64_t counter[EM_MAX_DIMS] = {0};
-  char *d = it->data[0];
-  const char *s = it->data[1];
-  for (int64_t o = 0; o < outer; o++) {
-    tile(d, s, it->shape[0], it->shape[j], it->strides[0][0], it->strides[j][0],
-         it->strides[0][1], it->strides[j][1]);
-    for (int k = 1; k < it->ndim; k++) {
-      if (k == j) continue;
-      counter[k]++;
-      d += it->strides[k][0];
-      s += it->strides[k][1];
-      if (counter[k] < it->shape[k]) break;
-      d -= counter[k] * it->strides[k][0];
-      s -= counter[k] * it->strides[k][1];
-      counter[k] = 0;
-    }
-  }
-}
 
 /* -- copy_ -------------------------------------------------------------- */
 
 static em_status check_writable(const char *op, const em_tensor *dst) {
   if (em_has_internal_overlap(dst))
-    return em_fail(EM_E_VALUE,
-                   "%s: unsupported operation: more than one element of the "
-                   "written-to tensor refers to a single memory location "
-                   "(an expanded tensor?); clone() it before writing",
-                   op);
+    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
   return EM_OK;
 }
 
+/* dst = src across devices: the source is first made dst's dtype and a
+** dense copy (on its own device), then moved by the transfer kernel of the
+** device that is not the CPU, into dst directly when dst is dense, else
+** into a dense temporary copied into dst. */
+static em_status copy_across(em_tensor *dst, const em_tensor *src) {
+  em_device dd = dst->storage->device, sd = src->storage->device;
+  const em_kernels *k;
+  em_status st = em_kernels_check("copy_", dd.type == EM_CPU ? sd : dd, &k);
+  if (st != EM_OK) return st;
+  int64_t sizes[EM_MAX_DIMS];
+  for (int i = 0; i < dst->ndim; i++) sizes[i] = dst->sizes[i];
+  em_tensor *s1 = NULL, *s2 = NULL, *tmp = NULL;
+  em_tensor *ex = NULL;
+  /* src broadcast to dst's shape, in dst's dtype, contiguous */
+  st = em_expand(src, dst->ndim, sizes, &ex);
+  if (st == EM_OK) st = em_to(ex, dst->dtype, sd, 0, &s1);
+  if (st == EM_OK) st = em_contiguous(s1, &s2);
+  if (st == EM_OK) {
+    if (em_tensor_is_contiguous(dst)) {
+      st = k->copy->transfer(dst, s2);
+    } else {
+      st = em_empty(dst->ndim, dst->sizes, dst->dtype, dd, &tmp);
+      if (st == EM_OK) st = k->copy->transfer(tmp, s2);
+      if (st == EM_OK) st = em_copy_(dst, tmp);
+    }
+  }
+  em_tensor_release(ex);
+  em_tensor_release(s1);
+  em_tensor_release(s2);
+  em_tensor_release(tmp);
+  if (st == EM_OK) em_storage_bump_version(dst->storage);
+  return st;
+}
+
 static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
-  if (!em_device_equal(dst->storage->device, src->storage->device))
-    return em_fail(EM_E_RUNTIME, "copy_: tensors on different devices");
   em_status st = check_writable("copy_", dst);
   if (st != EM_OK) return st;
+  if (!em_device_equal(dst->storage->device, src->storage->device)) {
+    em_tensor *ex = NULL;  /* the broadcast error, named as on one device */
+    st = em_expand(src, dst->ndim, dst->sizes, &ex);
+    em_tensor_release(ex);
+    return st == EM_OK ? copy_across(dst, src) : st;
+  }
   if (em_same_layout(dst, src)) return EM_OK;
   /* A source that partly overlaps the destination is read from a snapshot,
   ** so the result is as if all of src were read before any write. */
@@ -175,10 +78,7 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
   const em_tensor *ops[2] = {dst, src};
   st = em_iter_build(&it, "copy_", 2, ops, dst->ndim, dst->sizes, false);
   if (st == EM_OK) {
-    int64_t isz = (int64_t)em_dtype_size(dst->dtype);
-    int j = dst->dtype == src->dtype && it.numel > 0 ? tile_dim(&it, isz) : -1;
-    if (j > 0) copy_tiled(&it, j, isz);
-    else if (it.numel > 0) em_iter_run(&it, copy_loop(dst->dtype, src->dtype), NULL);
+    em_kernels_for(dst->storage->device)->copy->copy(&it, dst->dtype, src->dtype);
     em_storage_bump_version(dst->storage);
   }
   em_tensor_release(tmp);
@@ -186,32 +86,6 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
 }
 
 /* -- fill_ -------------------------------------------------------------- */
-
-#define DEF_FILL(NAME, T)                                                    \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {   \
-    char *d = data[0];                                                       \
-    const int64_t sd = st[0];                                                \
-    const T v = *(const T *)ctx;                                             \
-    for (int64_t i = 0; i < n; i++, d += sd) *(T *)d = v;                    \
-  }
-DEF_FILL(fill1, uint8_t)
-DEF_FILL(fill2, uint16_t)
-DEF_FILL(fill4, uint32_t)
-DEF_FILL(fill8, uint64_t)
-
-/* Converts a scalar to dt's element bytes (at most 8) with the cast rules. */
-void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out) {
-  char *data[2];
-  int64_t st[2] = {0, 0};
-  data[0] = out;
-  if (v.kind == EM_SCALAR_FLOAT) {
-    data[1] = (char *)&v.f;
-    cast_loops[dt][EM_FLOAT64](data, st, 1, NULL);
-  } else {
-    data[1] = (char *)&v.i;
-    cast_loops[dt][EM_INT64](data, st, 1, NULL);
-  }
-}
 
 static em_status fill_nograd(em_tensor *dst, em_scalar value) {
   em_status st = check_writable("fill_", dst);
@@ -222,14 +96,7 @@ static em_status fill_nograd(em_tensor *dst, em_scalar value) {
   const em_tensor *ops[1] = {dst};
   st = em_iter_build(&it, "fill_", 1, ops, dst->ndim, dst->sizes, false);
   if (st != EM_OK) return st;
-  em_loop1d loop;
-  switch (em_dtype_size(dst->dtype)) {
-    case 1: loop = fill1; break;
-    case 2: loop = fill2; break;
-    case 4: loop = fill4; break;
-    default: loop = fill8; break;
-  }
-  if (it.numel > 0) em_iter_run(&it, loop, &bytes);
+  em_kernels_for(dst->storage->device)->copy->fill(&it, dst->dtype, &bytes);
   em_storage_bump_version(dst->storage);
   return EM_OK;
 }
@@ -291,11 +158,9 @@ static em_status to_nograd(const em_tensor *t, em_dtype dt, em_device dev, int c
     *out = (em_tensor *)t;
     return EM_OK;
   }
-  if (!em_device_equal(dev, t->storage->device))
-    return em_fail(EM_E_RUNTIME,
-                   "to: device %s:%d is not available: ember was built without "
-                   "CUDA or no GPU is present",
-                   dev.type == EM_CUDA ? "cuda" : "cpu", dev.index);
+  const em_kernels *k;
+  em_status kst = em_kernels_check("to", dev, &k);
+  if (kst != EM_OK) return kst;
   em_tensor *fresh;
   em_status st = empty_preserving(t, dt, dev, &fresh);
   if (st != EM_OK) return st;
@@ -315,37 +180,46 @@ static em_status element_ptr(const char *op, const em_tensor *t, int64_t pos,
     off += (pos % t->sizes[i]) * t->strides[i];
     pos /= t->sizes[i];
   }
-  *p = (const char *)t->storage->data + off * (int64_t)em_dtype_size(t->dtype);
+  /* a device without data (meta) has no addresses: its read kernel refuses */
+  *p = t->storage->data ? (const char *)t->storage->data + off * (int64_t)em_dtype_size(t->dtype)
+                        : NULL;
   return EM_OK;
+}
+
+/* The element's bytes, read through the device's kernel. */
+static em_status read_element(const em_tensor *t, int64_t pos, uint64_t *bytes) {
+  const char *p;
+  em_status st = element_ptr("get", t, pos, &p);
+  if (st != EM_OK) return st;
+  *bytes = 0;
+  return em_kernels_for(t->storage->device)
+      ->copy->read("get", p, em_dtype_size(t->dtype), bytes);
 }
 
 em_status em_get_f64(const em_tensor *t, int64_t pos, double *out) {
-  const char *p;
-  em_status st = element_ptr("get", t, pos, &p);
-  if (st != EM_OK) return st;
-  char *data[2] = {(char *)out, (char *)p};
-  int64_t strides[2] = {0, 0};
-  cast_loops[EM_FLOAT64][t->dtype](data, strides, 1, NULL);
-  return EM_OK;
+  uint64_t bytes;
+  em_status st = read_element(t, pos, &bytes);
+  if (st == EM_OK) *out = em_bytes_to_f64(t->dtype, &bytes);
+  return st;
 }
 
 em_status em_get_i64(const em_tensor *t, int64_t pos, int64_t *out) {
-  const char *p;
-  em_status st = element_ptr("get", t, pos, &p);
-  if (st != EM_OK) return st;
-  char *data[2] = {(char *)out, (char *)p};
-  int64_t strides[2] = {0, 0};
-  cast_loops[EM_INT64][t->dtype](data, strides, 1, NULL);
-  return EM_OK;
+  uint64_t bytes;
+  em_status st = read_element(t, pos, &bytes);
+  if (st == EM_OK) *out = em_bytes_to_i64(t->dtype, &bytes);
+  return st;
 }
 
 em_status em_set_flat(em_tensor *t, int64_t pos, em_scalar v) {
   const char *p;
   em_status st = element_ptr("set", t, pos, &p);
   if (st != EM_OK) return st;
-  em_scalar_to_bytes(v, t->dtype, (void *)p);
-  em_storage_bump_version(t->storage);
-  return EM_OK;
+  uint64_t bytes = 0;
+  em_scalar_to_bytes(v, t->dtype, &bytes);
+  st = em_kernels_for(t->storage->device)
+      ->copy->write("set", (void *)p, em_dtype_size(t->dtype), &bytes);
+  if (st == EM_OK) em_storage_bump_version(t->storage);
+  return st;
 }
 
 /* -- Autograd recording ---------------------------------------------------------
@@ -394,8 +268,7 @@ em_status em_fill_(em_tensor *dst, em_scalar value) {
 em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out) {
   char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
   if (em_grad_enabled() && result->requires_grad)
-    return em_fail(EM_E_VALUE, "%s: functions with out= arguments don't support automatic "
-                   "differentiation, but one of the arguments requires grad", op);
+    return em_fail(EM_E_VALUE, EM_MSG_OUT_NOT_DIFFERENTIABLE, op);
   if (!em_device_equal(out->storage->device, result->storage->device))
     return em_fail(EM_E_VALUE, "%s: expected out on the device of the result", op);
   if (out->dtype != result->dtype)

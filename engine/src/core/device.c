@@ -1,0 +1,49 @@
+/*
+** device.c -- device values, names, and the one list of devices and their
+** kernel tables (core/kernels.h). Adding a device is a folder of kernels
+** and one line here.
+*/
+#include "core/kernels.h"
+#include "core/errmsg.h"
+
+#include <stdio.h>
+
+em_device em_cpu(void) {
+  em_device d = {EM_CPU, 0};
+  return d;
+}
+em_device em_meta(void) {
+  em_device d = {EM_META, 0};
+  return d;
+}
+int em_device_equal(em_device a, em_device b) {
+  return a.type == b.type && a.index == b.index;
+}
+int em_cuda_available(void) { return 0; }
+int em_device_has_data(em_device d) { return d.type != EM_META; }
+
+const char *em_device_str(em_device d, char *buf, size_t n) {
+  switch (d.type) {
+    case EM_CPU: snprintf(buf, n, "cpu"); break;
+    case EM_META: snprintf(buf, n, "meta"); break;
+    case EM_CUDA: snprintf(buf, n, "cuda:%d", d.index); break;
+    default: snprintf(buf, n, "device%d:%d", (int)d.type, d.index); break;
+  }
+  return buf;
+}
+
+/* The one list of devices. */
+const em_kernels *em_kernels_for(em_device dev) {
+  switch (dev.type) {
+    case EM_CPU: return &em_cpu_kernels;
+    case EM_META: return &em_meta_kernels;
+    default: return NULL;
+  }
+}
+
+em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out) {
+  *out = em_kernels_for(dev);
+  if (*out) return EM_OK;
+  char d[32];
+  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_UNAVAILABLE, op, em_device_str(dev, d, sizeof d));
+}

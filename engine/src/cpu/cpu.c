@@ -1,0 +1,30 @@
+/*
+** cpu/cpu.c -- the CPU's kernel table (core/kernels.h): one entry per
+** family, each defined in the family's file of this folder.
+*/
+#include "core/kernels.h"
+#include "core/kern_copy.h"
+#include "core/kern_ew.h"
+
+static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
+  (void)dev;
+  *data = em_cpu_alloc_bytes(nbytes);
+  if (!*data)
+    return em_fail(EM_E_NOMEM, "out of memory: tried to allocate %zu bytes", nbytes);
+  return EM_OK;
+}
+static void cpu_free(em_device dev, void *data, size_t nbytes) {
+  (void)dev;
+  em_cpu_free_bytes(data, nbytes);
+}
+
+const em_kernels em_cpu_kernels = {
+    .name = "cpu",
+    .type = EM_CPU,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+
+    .copy = &em_cpu_copy_kernels,
+
+    .ew = &em_cpu_ew_kernels,
+};
