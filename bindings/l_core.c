@@ -388,6 +388,7 @@ static void make_dtypes(lua_State *L, int module) {
 
 static int parse_device(const char *s, em_device *d) {
   if (strcmp(s, "cpu") == 0) { d->type = EM_CPU; d->index = 0; return 1; }
+  if (strcmp(s, "meta") == 0) { d->type = EM_META; d->index = 0; return 1; }
   if (strcmp(s, "cuda") == 0) { d->type = EM_CUDA; d->index = 0; return 1; }
   int idx, n = 0;
   if (sscanf(s, "cuda:%d%n", &idx, &n) == 1 && s[n] == '\0' && idx >= 0) {
@@ -403,14 +404,13 @@ static int device_tostring(lua_State *L) {
 
 void l_pushdevice(lua_State *L, em_device dev) {
   char name[32];
-  if (dev.type == EM_CPU) snprintf(name, sizeof name, "cpu");
-  else snprintf(name, sizeof name, "cuda:%d", dev.index);
+  em_device_str(dev, name, sizeof name);
   getreg(L, &K_DEVICES);
   lua_getfield(L, -1, name);
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_createtable(L, 0, 3);
-    lua_pushstring(L, dev.type == EM_CPU ? "cpu" : "cuda");
+    lua_pushstring(L, dev.type == EM_CPU ? "cpu" : dev.type == EM_META ? "meta" : "cuda");
     lua_setfield(L, -2, "type");
     lua_pushinteger(L, dev.index);
     lua_setfield(L, -2, "index");
@@ -437,7 +437,7 @@ em_device l_checkdevice(lua_State *L, int idx, const char *op) {
   em_device d = em_cpu();
   if (lua_type(L, idx) == LUA_TSTRING) {
     if (!parse_device(lua_tostring(L, idx), &d))
-      l_errorf(L, "%s: unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", op,
+      l_errorf(L, "%s: unknown device '%s' (expected 'cpu', 'meta', 'cuda' or 'cuda:N')", op,
                  lua_tostring(L, idx));
     return d;
   }

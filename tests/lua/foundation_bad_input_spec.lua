@@ -71,7 +71,7 @@ describe("bad dtypes and options", function()
     fails_with(function() return T.zeros(2, {dtype = 3}) end, "zeros: expected a dtype, got number")
     fails_with(function() return T.zeros(2, {device = 0}) end, "zeros: expected a device, got number")
     fails_with(function() return T.zeros(2, {device = "tpu"}) end,
-      "zeros: unknown device 'tpu' (expected 'cpu', 'cuda' or 'cuda:N')")
+      "zeros: unknown device 'tpu' (expected 'cpu', 'meta', 'cuda' or 'cuda:N')")
     fails_with(function() return T.ones(2, {requires_grad = "yes"}) end,
       "ones: option 'requires_grad' must be a boolean, got string")
     fails_with(function() return T.zeros(2):to{copy = 1} end, "to: option 'copy' must be a boolean, got number")
