@@ -175,6 +175,7 @@ static void tmeta_of(const em_tensor *t, em_ag_tmeta *m) {
   if (!t) return;
   m->ndim = t->ndim;
   m->dtype = t->dtype;
+  m->device = t->storage->device;
   memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
 }
 
@@ -433,7 +434,7 @@ em_status em_ag_arange_like(const em_tensor *t, em_tensor **out) {
   em_scalar one = {EM_SCALAR_INT, 1, 0}, end = {EM_SCALAR_INT, em_tensor_numel(t) + 1, 0};
   em_tensor *a;
   int on = em_ag_pause();
-  em_status st = em_arange(one, end, one, EM_INT64, em_cpu(), &a);
+  em_status st = em_arange(one, end, one, EM_INT64, em_tensor_device(t), &a);
   if (st == EM_OK) {
     st = em_tensor_alloc(a->storage, 0, t->ndim, t->sizes, t->strides, EM_INT64, out);
     if (st == EM_OK) em_contiguous_strides(t->ndim, t->sizes, (*out)->strides);
@@ -536,7 +537,7 @@ static em_status contiguous_positions(const em_tensor *b, const em_tensor *v,
                                       em_tensor **pos) {
   em_scalar first = {EM_SCALAR_INT, 1 + v->offset - b->offset, 0};
   em_tensor *p = NULL;
-  em_status st = em_full(v->ndim, v->sizes, first, EM_INT64, em_cpu(), &p);
+  em_status st = em_full(v->ndim, v->sizes, first, EM_INT64, em_tensor_device(v), &p);
   for (int d = 0; d < v->ndim && st == EM_OK; d++) {
     if (v->sizes[d] <= 1 || v->strides[d] == 0) continue;
     em_scalar z = {EM_SCALAR_INT, 0, 0}, e = {EM_SCALAR_INT, v->sizes[d] * v->strides[d], 0};
@@ -544,7 +545,7 @@ static em_status contiguous_positions(const em_tensor *b, const em_tensor *v,
     em_tensor *ar = NULL, *arv = NULL;
     int64_t sz[EM_MAX_DIMS];
     for (int k = 0; k < v->ndim; k++) sz[k] = k == d ? v->sizes[d] : 1;
-    st = em_arange(z, e, step, EM_INT64, em_cpu(), &ar);
+    st = em_arange(z, e, step, EM_INT64, em_tensor_device(v), &ar);
     if (st == EM_OK) st = em_reshape(ar, v->ndim, sz, &arv);
     if (st == EM_OK) {
       em_operand ops[2] = {{p, {EM_SCALAR_INT, 0, 0}}, {arv, {EM_SCALAR_INT, 0, 0}}};
@@ -581,7 +582,7 @@ em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor
   int64_t e = hi - lo + 1;
   em_scalar outside = {EM_SCALAR_INT, em_tensor_numel(b) + 1, 0};
   em_tensor *buf = NULL, *bv = NULL, *vv = NULL, *ar = NULL;
-  em_status st = em_full(1, &e, outside, EM_INT64, em_cpu(), &buf);
+  em_status st = em_full(1, &e, outside, EM_INT64, em_tensor_device(b), &buf);
   if (st == EM_OK)
     st = em_tensor_alloc(buf->storage, b->offset - lo, b->ndim, b->sizes, b->strides,
                          EM_INT64, &bv);
@@ -897,7 +898,7 @@ static em_status sum_to(em_node *n, int i, em_tensor *g, const em_ag_tmeta *m,
 }
 
 static em_status zeros_of(const em_ag_tmeta *m, em_tensor **out) {
-  return em_zeros(m->ndim, m->sizes, m->dtype, em_cpu(), out);
+  return em_zeros(m->ndim, m->sizes, m->dtype, m->device, out);
 }
 
 /* Runs one ready node: its summed output gradients in buf. */
@@ -932,7 +933,7 @@ static em_status run_node(run *r, em_node *n) {
     em_tensor_release(gin[i]);  /* so a fresh gradient can become .grad uncopied */
     gin[i] = NULL;
     if (st == EM_OK && g->dtype != n->in[i].dtype) {
-      st = em_to(g, n->in[i].dtype, em_cpu(), 0, &c);
+      st = em_to(g, n->in[i].dtype, n->in[i].device, 0, &c);
       em_tensor_release(g);
       g = c;
     }
@@ -1003,7 +1004,14 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
                      "ember.%s", op, i + 1, em_dtype_name(g->dtype));
         break;
       }
-      st = em_to(g, t->dtype, em_cpu(), 0, &rg[i]);
+      if (!em_device_equal(em_tensor_device(g), em_tensor_device(t))) {
+        char d1[32], d2[32];
+        st = em_fail(EM_E_RUNTIME, "%s: gradient %d is on %s, but output %d is on %s", op,
+                     i + 1, em_device_str(em_tensor_device(g), d1, sizeof d1), i + 1,
+                     em_device_str(em_tensor_device(t), d2, sizeof d2));
+        break;
+      }
+      st = em_to(g, t->dtype, em_tensor_device(t), 0, &rg[i]);
     } else {
       if (em_tensor_numel(t) != 1) {
         st = em_fail(EM_E_RUNTIME, "%s: grad can be implicitly created only for scalar "
@@ -1012,7 +1020,7 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
         break;
       }
       em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
-      st = em_full(t->ndim, t->sizes, one, t->dtype, em_cpu(), &rg[i]);
+      st = em_full(t->ndim, t->sizes, one, t->dtype, em_tensor_device(t), &rg[i]);
     }
   }
   int prev = em_ag_pause();

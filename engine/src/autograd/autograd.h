@@ -248,11 +248,13 @@ typedef struct em_ag_edge {
   em_tensor *leaf;  /* one reference */
 } em_ag_edge;
 
-/* Shape and dtype of an input or output, kept after the tensor is gone. */
+/* Shape, dtype and device of an input or output, kept after the tensor is
+** gone: the gradients made for it are made there. */
 typedef struct em_ag_tmeta {
   int is_tensor;
   int ndim;
   em_dtype dtype;
+  em_device device;
   int64_t sizes[EM_MAX_DIMS];
 } em_ag_tmeta;
 

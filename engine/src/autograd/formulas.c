@@ -156,7 +156,7 @@ static em_tensor *un(F *f, em_ew_op op, const em_tensor *a) {
 static em_tensor *cast(F *f, const em_tensor *t, em_dtype dt) {
   if (!t || !OK) return NULL;
   em_tensor *r = NULL;
-  return keep(f, em_to(t, dt, em_cpu(), 0, &r), &r);
+  return keep(f, em_to(t, dt, em_tensor_device(t), 0, &r), &r);
 }
 /* a float mask (1 where op(a, b) holds) in g's dtype */
 static em_tensor *maskf(F *f, em_ew_op op, em_operand a, em_operand b, const em_tensor *like) {
@@ -185,7 +185,7 @@ static em_tensor *zeros_like(F *f, const em_tensor *t) {
   if (!t || !OK) return NULL;
   em_tensor *r = NULL;
   em_scalar z = {EM_SCALAR_INT, 0, 0};
-  return keep(f, em_full(t->ndim, t->sizes, z, t->dtype, em_cpu(), &r), &r);
+  return keep(f, em_full(t->ndim, t->sizes, z, t->dtype, em_tensor_device(t), &r), &r);
 }
 static em_tensor *reshape(F *f, const em_tensor *t, int nd, const int64_t *sizes) {
   if (!t || !OK) return NULL;
@@ -298,7 +298,7 @@ static em_status take_ext(const em_tensor *t, const em_tensor *pos, em_tensor **
   int64_t n = em_tensor_numel(t), one = 1, np1 = n + 1;
   em_tensor *flat = NULL, *z = NULL, *ext = NULL;
   em_status st = em_reshape(t, 1, &n, &flat);
-  if (st == EM_OK) st = em_zeros(1, &one, t->dtype, em_cpu(), &z);
+  if (st == EM_OK) st = em_zeros(1, &one, t->dtype, em_tensor_device(t), &z);
   const em_tensor *parts[2] = {flat, z};
   if (st == EM_OK) st = em_cat(2, parts, 1, &ext);
   if (st == EM_OK && em_tensor_numel(ext) != np1)
@@ -317,7 +317,7 @@ static em_status put_ext(const em_tensor *g, const em_tensor *pos, const em_ag_t
   for (int d = 0; d < m->ndim; d++) n *= m->sizes[d];
   int64_t np1 = n + 1;
   em_tensor *buf = NULL, *gc = NULL, *part = NULL;
-  em_status st = em_zeros(1, &np1, g->dtype, em_cpu(), &buf);
+  em_status st = em_zeros(1, &np1, g->dtype, em_tensor_device(g), &buf);
   if (st == EM_OK) st = em_contiguous(g, &gc);
   if (st == EM_OK) st = em_put_(buf, pos, gc, 1);
   if (st == EM_OK) st = em_narrow(buf, 1, 1, n, &part);
@@ -428,7 +428,7 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
         if (!a.tensor && OK) {
           double av = opd_value(&a);
           la = keep(f, em_full(0, NULL, (em_scalar){EM_SCALAR_FLOAT, 0, log(av)},
-                               g->dtype, em_cpu(), &la), &la);
+                               g->dtype, em_tensor_device(g), &la), &la);
         }
         em_tensor *r = MUL(MUL(g, y), la);
         if (a.tensor && r) {
@@ -605,7 +605,7 @@ static em_tensor *prod_others(F *f, const em_tensor *x) {
   if (nd == 0) {
     em_tensor *r = NULL;
     em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
-    return OK ? keep(f, em_full(0, NULL, one, x->dtype, em_cpu(), &r), &r) : NULL;
+    return OK ? keep(f, em_full(0, NULL, one, x->dtype, em_tensor_device(x), &r), &r) : NULL;
   }
   int mask[EM_MAX_DIMS];
   reduced_mask(n, mask);
@@ -629,7 +629,7 @@ static em_tensor *prod_others(F *f, const em_tensor *x) {
   memcpy(osz, psz, sizeof osz);
   osz[nkeep] = 1;
   em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
-  if (OK) ones = keep(f, em_full(nkeep + 1, osz, one, x->dtype, em_cpu(), &ones), &ones);
+  if (OK) ones = keep(f, em_full(nkeep + 1, osz, one, x->dtype, em_tensor_device(x), &ones), &ones);
   em_tensor *left = NULL, *right = NULL;
   if (r > 1) {
     em_tensor *cl = narrow(f, cum(f, m, last, 1), last, 1, r - 1);
@@ -788,7 +788,7 @@ static em_tensor *full_like(F *f, const em_tensor *t, double v) {
   if (!t || !OK) return NULL;
   em_tensor *r = NULL;
   em_scalar s = {EM_SCALAR_FLOAT, 0, v};
-  return keep(f, em_full(t->ndim, t->sizes, s, t->dtype, em_cpu(), &r), &r);
+  return keep(f, em_full(t->ndim, t->sizes, s, t->dtype, em_tensor_device(t), &r), &r);
 }
 
 /* Normalisation over dims (layer norm: the last ones; batch norm: all but
@@ -1218,7 +1218,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
         } else if (OK) {
           em_tensor *ones = NULL;
           em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
-          ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_cpu(), &ones), &ones);
+          ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_tensor_device(g), &ones), &ones);
           em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
           gin[0] = where(f, hit, zeros_like(f, g), (em_tensor *)g);
         }
@@ -1236,7 +1236,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
           if (total > count) {
             int64_t rest = total - count;
             em_tensor *z = NULL;
-            if (OK) z = keep(f, em_zeros(1, &rest, g->dtype, em_cpu(), &z), &z);
+            if (OK) z = keep(f, em_zeros(1, &rest, g->dtype, em_tensor_device(g), &z), &z);
             const em_tensor *parts[2] = {flat, z};
             em_tensor *c = NULL;
             if (OK) flat = keep(f, em_cat(2, parts, 1, &c), &c);
@@ -1277,7 +1277,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       if (NEED(0)) {
         em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
         em_tensor *ones = NULL;
-        if (OK) ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_cpu(), &ones), &ones);
+        if (OK) ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_tensor_device(g), &ones), &ones);
         em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
         em_tensor *part = v0 ? put(f, cast(f, v0, g->dtype), pos, &n->in[0]) : zeros_like(f, g);
         gin[0] = where(f, hit, part, (em_tensor *)g);
