@@ -6,7 +6,6 @@
 */
 #include <stdlib.h>
 
-#include "core/core.h" /* em_fail, for errors of a Lua backward */
 #include "l_ember.h"
 
 static int l_requires_grad_(lua_State *L) {
@@ -167,11 +166,11 @@ static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *save
   lua_custom *c = p;
   lua_State *L = current_L;
   if (!L)
-    return em_fail(EM_E_RUNTIME,
-                   "backward: this graph holds an op whose backward is written in Lua; "
-                   "start the backward from Lua");
+    return em_set_error(EM_E_RUNTIME,
+                        "backward: this graph holds an op whose backward is written in Lua; "
+                        "start the backward from Lua");
   int top = lua_gettop(L);
-  if (!lua_checkstack(L, 8)) return em_fail(EM_E_NOMEM, "backward: Lua stack overflow");
+  if (!lua_checkstack(L, 8)) return em_set_error(EM_E_NOMEM, "backward: Lua stack overflow");
   lua_pushcfunction(L, lua_custom_call);
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
   em_tensor **box = l_newbox(L);
@@ -179,13 +178,13 @@ static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *save
   *box = grad_outputs[0];
   if (lua_pcall(L, 2, 1, 0) != 0) {
     const char *msg = lua_tostring(L, -1);
-    em_status st = em_fail(EM_E_VALUE, "%s", msg ? msg : "backward: error in a Lua backward");
+    em_status st = em_set_error(EM_E_VALUE, msg ? msg : "backward: error in a Lua backward");
     lua_settop(L, top);
     return st;
   }
   if (!lua_istable(L, -1)) {
     lua_settop(L, top);
-    return em_fail(EM_E_VALUE, "backward: a Lua backward must return a list of gradients");
+    return em_set_error(EM_E_VALUE, "backward: a Lua backward must return a list of gradients");
   }
   for (int i = 0; i < nin && i < c->nin; i++) {
     lua_rawgeti(L, -1, i + 1);

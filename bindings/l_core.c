@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "core/core.h" /* the em_tensor/em_storage layout for C._layout */
 #include "l_ember.h"
 
 /* Registry keys: addresses of these statics (one set per lua_State). */
@@ -814,54 +813,19 @@ static int l_is_dtype(lua_State *L) {
   return 1;
 }
 
-/* C._layout(): where the fields the Lua layer reads through LuaJIT's FFI
-** lie (lua/ember/tensor.lua, "FFI fast paths"): byte offsets taken from
-** the structs of core/core.h by the compiler, so that file is the one
-** declaration of the layout and the Lua side cannot drift from it. A
-** tensor userdata's payload is one em_tensor pointer (l_newbox), NULL after
-** __gc. Also the dtype values by id, and the id of each dtype the fast
-** paths read. Integer fields are 32-bit (checked here at compile time). */
-_Static_assert(sizeof(em_dtype) == 4 && sizeof(int) == 4 && sizeof(em_device_type) == 4,
-               "the FFI layout reads ndim, dtype and device type as int32");
-static int l_layout(lua_State *L) {
-  lua_createtable(L, 0, 16);
-#define FIELD(NAME, VALUE)                  \
-  lua_pushnumber(L, (lua_Number)(VALUE));   \
-  lua_setfield(L, -2, NAME)
-  FIELD("box_size", sizeof(em_tensor *));
-  FIELD("ndim", offsetof(em_tensor, ndim));
-  FIELD("dtype", offsetof(em_tensor, dtype));
-  FIELD("storage", offsetof(em_tensor, storage));
-  FIELD("offset", offsetof(em_tensor, offset));
-  FIELD("sizes", offsetof(em_tensor, sizes));
-  FIELD("strides", offsetof(em_tensor, strides));
-  FIELD("storage_data", offsetof(em_storage, data));
-  FIELD("storage_device", offsetof(em_storage, device) + offsetof(em_device, type));
-  FIELD("cpu", EM_CPU);
-  FIELD("bool", EM_BOOL);
-  FIELD("int32", EM_INT32);
-  FIELD("int64", EM_INT64);
-  FIELD("float32", EM_FLOAT32);
-  FIELD("float64", EM_FLOAT64);
-  FIELD("max_dims", EM_MAX_DIMS);
-#undef FIELD
-  getreg(L, &K_DTYPES); /* [id + 1] = dtype value */
-  lua_setfield(L, -2, "dtypes");
-  getreg(L, &K_SIZE_MT);
-  lua_setfield(L, -2, "Size_mt");
-  return 1;
-}
-
 static int l_cuda_is_available(lua_State *L) {
   lua_pushboolean(L, em_cuda_available());
   return 1;
 }
 
-int luaopen_ember_core(lua_State *L) {
-  lua_settop(L, 0);
-  /* Opened before in this state (busted restores package.loaded between
-  ** files; a host may open it twice): hand back the same module, so dtype
-  ** values, metatables and the collector hook stay the ones tensors use. */
+/* The core area (l_init.c opens it first): the module table at index 1,
+** the registry tables, the tensor metatable, dtype and device values, and
+** the collector hook. Returns 1, with the module at index 1, when the
+** module was opened before in this state (busted restores package.loaded
+** between files; a host may open it twice): the same module is handed
+** back, so dtype values, metatables and the collector hook stay the ones
+** tensors use. */
+int l_open_core(lua_State *L) {
   getreg(L, &K_MODULE);
   if (lua_istable(L, -1)) return 1;
   lua_pop(L, 1);
@@ -924,21 +888,8 @@ int luaopen_ember_core(lua_State *L) {
       {"memory_stats", l_memory_stats},
       {"empty_cache", l_empty_cache},
       {"_cuda_is_available", l_cuda_is_available},
-      {"_layout", l_layout},
       {NULL, NULL}};
   l_add_functions(L, fns);
-  l_open_tensor(L);
-  l_open_index(L);
-  l_open_view(L);
-  l_open_creation(L);
-  l_open_math(L);
-  l_open_reduce(L);
-  l_open_select(L);
-  l_open_interop(L);
-  l_open_nn(L);
-  l_open_plot(L);
-  l_open_autograd(L);
-  l_open_optim(L);
 
   /* the collector hook runs on a thread of our own, anchored in the
   ** registry, so it never refers to a coroutine that may be collected */
@@ -970,7 +921,10 @@ int luaopen_ember_core(lua_State *L) {
     luaL_ref(L, LUA_REGISTRYINDEX);
   }
   claim_pressure_hook(L);
-
   lua_settop(L, 1);
-  return 1;
+  return 0;
 }
+
+/* The registry's tables for the areas that need them (l_layout.c). */
+void l_push_dtype_values(lua_State *L) { getreg(L, &K_DTYPES); }
+void l_push_size_mt(lua_State *L) { getreg(L, &K_SIZE_MT); }

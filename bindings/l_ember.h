@@ -89,6 +89,12 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns);
 int l_index_get(lua_State *L);  /* (t, key) -> value */
 int l_index_set(lua_State *L);  /* (t, key, value) */
 
+/* The core area (l_core.c), opened first by luaopen_ember_core (l_init.c):
+** 1 when the module was opened before (the module is at index 1 either way). */
+int l_open_core(lua_State *L);
+void l_push_dtype_values(lua_State *L);  /* [id + 1] = dtype value */
+void l_push_size_mt(lua_State *L);       /* T.Size's metatable */
+void l_open_layout(lua_State *L);  /* C._layout: the FFI fast paths' field offsets (l_layout.c) */
 void l_open_tensor(lua_State *L);
 void l_open_index(lua_State *L);
 void l_open_view(lua_State *L);  /* views: narrow/select/transpose/permute/view/reshape/... (issue 3) */

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/core.h" /* em_scalar_to_bytes: T.tensor writes a fresh tensor directly */
 #include "l_ember.h"
 
 /* Raises the engine's last error as the error of op: a message that names

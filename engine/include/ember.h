@@ -56,6 +56,9 @@ typedef enum em_status {
 
 /* The message of the last failed call on this thread ("" if none). */
 const char *em_last_error(void);
+/* Sets this thread's message and returns code: for a host's callback the
+** engine calls (a custom backward) to report its own failure. */
+em_status em_set_error(em_status code, const char *msg);
 
 /* -- dtypes ------------------------------------------------------------- */
 
@@ -99,6 +102,10 @@ typedef struct em_scalar {
   int64_t i;   /* the value when kind is BOOL or INT */
   double f;    /* the value when kind is FLOAT */
 } em_scalar;
+
+/* A scalar as dt's element bytes (at most 8) with the cast rules of
+** docs/dtypes.md: what writing v into a tensor of dtype dt stores. */
+void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out);
 
 /* -- Devices ------------------------------------------------------------ */
 

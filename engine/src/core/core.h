@@ -173,9 +173,8 @@ static inline int64_t em_offset_step(int64_t offset, int64_t k, int64_t stride) 
   return r;
 }
 
-/* Converts a scalar to dt's element bytes (at most 8), with the cast rules;
-** and one element's bytes (host memory) to a double / an int64 with them. */
-void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out);
+/* One element's bytes (host memory) as a double / an int64, with the cast
+** rules (em_scalar_to_bytes, ember.h, is the other way). */
 double em_bytes_to_f64(em_dtype dt, const void *p);
 int64_t em_bytes_to_i64(em_dtype dt, const void *p);
 

@@ -20,6 +20,10 @@ em_status em_fail(em_status code, const char *fmt, ...) {
   return code;
 }
 
+em_status em_set_error(em_status code, const char *msg) {
+  return em_fail(code, "%s", msg ? msg : "");
+}
+
 char *em_fmt_shape(char *buf, size_t n, int ndim, const int64_t *sizes) {
   size_t used = 0;
   int w = snprintf(buf, n, "[");
