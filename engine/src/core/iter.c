@@ -139,52 +139,6 @@ em_status em_iter_build(em_iter *it, const char *op, int nops,
   return EM_OK;
 }
 
-void em_iter_run_range(const em_iter *it, int64_t begin, int64_t end,
-                       em_loop1d loop, void *ctx) {
-  /* Copies into locals: the loop below is hot and it keeps the compiler
-  ** from reloading through `it` after every call of `loop`. */
-  const int nops = it->nops, ndim = it->ndim;
-  const int64_t n0 = it->shape[0];
-  int64_t counter[EM_MAX_DIMS];
-  char *ptr[EM_ITER_MAX_OPS];
-  int64_t inner[EM_ITER_MAX_OPS];
-  if (begin >= end) return;
-  int64_t rest = begin;
-  for (int d = 0; d < ndim; d++) {
-    counter[d] = rest % it->shape[d];
-    rest /= it->shape[d];
-  }
-  for (int k = 0; k < nops; k++) {
-    inner[k] = it->strides[0][k];
-    ptr[k] = it->data[k];
-    for (int d = 0; d < ndim; d++) ptr[k] += counter[d] * it->strides[d][k];
-  }
-  int64_t pos = begin;
-  while (pos < end) {
-    int64_t n = n0 - counter[0];
-    if (n > end - pos) n = end - pos;
-    loop(ptr, inner, n, ctx);
-    pos += n;
-    if (pos >= end) break;
-    /* advance: dim 0 wrapped to its end, carry into outer dims */
-    for (int k = 0; k < nops; k++) ptr[k] -= counter[0] * inner[k];
-    counter[0] = 0;
-    for (int d = 1; d < ndim; d++) {
-      counter[d]++;
-      for (int k = 0; k < nops; k++) ptr[k] += it->strides[d][k];
-      if (counter[d] < it->shape[d]) break;
-      for (int k = 0; k < nops; k++) ptr[k] -= counter[d] * it->strides[d][k];
-      counter[d] = 0;
-    }
-  }
-}
-
-void em_iter_run(const em_iter *it, em_loop1d loop, void *ctx) {
-  em_iter_run_range(it, 0, it->numel, loop, ctx);
-}
-
-/* -- Overlap ------------------------------------------------------------ */
-
 int em_has_internal_overlap(const em_tensor *t) {
   int64_t sz[EM_MAX_DIMS], stv[EM_MAX_DIMS];
   int n = 0;

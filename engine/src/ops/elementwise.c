@@ -323,7 +323,7 @@ static int ew_small_binary(em_ew_op op, int n, const em_operand *in,
     const em_tensor *ops[3] = {target, a, b};
     em_iter it;
     ew_iter_flat(&it, 3, ops);
-    em_cpu_ew_kernels.run(kern, a->dtype, &it, &k);
+    em_kernels_for(em_cpu())->ew->run(kern, a->dtype, &it, &k);
     *result = target;
   }
   return 1;
