@@ -434,6 +434,7 @@ static int l_zero_(lua_State *L) {
 
 static int l_item(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "item");
+  if (em_tensor_check_values("item", t) != EM_OK) l_error(L);
   int64_t n = em_tensor_numel(t);
   if (n != 1)
     return l_errorf(L, "item: a tensor with %lld elements cannot be converted to a "
@@ -458,6 +459,7 @@ static void tolist_rec(lua_State *L, const em_tensor *t, int dim, int64_t *pos) 
 
 static int l_tolist(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "tolist");
+  if (em_tensor_check_values("tolist", t) != EM_OK) l_error(L);
   int64_t pos = 0;
   tolist_rec(L, t, 0, &pos);
   return 1;

@@ -208,6 +208,9 @@ em_storage *em_tensor_storage(const em_tensor *t);     /* borrowed */
 /* Address of the first element (storage data + offset * element size). */
 void *em_tensor_data(const em_tensor *t);
 int em_tensor_is_contiguous(const em_tensor *t);
+/* EM_OK when t's values can be read (it is not a meta tensor); else the
+** shared message "op: a meta tensor has no data". */
+em_status em_tensor_check_values(const char *op, const em_tensor *t);
 int em_tensor_is_non_overlapping_and_dense(const em_tensor *t);
 /* Wraps `dim` (1-based, negative from the end) for a tensor of ndim dims;
 ** stores the 0-based axis. ndim 0 accepts dims as if ndim were 1. */

@@ -34,6 +34,7 @@ return function(T, C)
     if t.requires_grad then
       error("Can't call data() on Tensor that requires grad. Use t:detach():data() instead.", 0)
     end
+    if t.device.type == "meta" then error("data: a meta tensor has no data", 0) end
     if t.device.type ~= "cpu" then
       error(("Can't call data() on a tensor on %s: use :cpu() first"):format(tostring(t.device)), 0)
     end

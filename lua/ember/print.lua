@@ -223,7 +223,14 @@ return function(T, C)
     if dev ~= "cpu" then suffixes[#suffixes + 1] = "device='" .. dev .. "'" end
     local dt, default = t.dtype, T.get_default_dtype()
     local body
-    if t:numel() == 0 then
+    if dev == "meta" then
+      -- no values: PyTorch's form, tensor(..., device='meta', size=(2, 3))
+      local sz, parts = t:size(), {}
+      for i = 1, #sz do parts[i] = string.format("%d", sz[i]) end
+      suffixes[#suffixes + 1] = "size=(" .. concat(parts, ", ") .. (#sz == 1 and ",)" or ")")
+      if dt ~= default then suffixes[#suffixes + 1] = "dtype=" .. tostring(dt) end
+      body = "..."
+    elseif t:numel() == 0 then
       local sz = t:size()
       if #sz ~= 1 then
         local parts = {}

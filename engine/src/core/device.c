@@ -47,3 +47,8 @@ em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out
   char d[32];
   return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_UNAVAILABLE, op, em_device_str(dev, d, sizeof d));
 }
+
+em_status em_tensor_check_values(const char *op, const em_tensor *t) {
+  if (em_device_has_data(t->storage->device)) return EM_OK;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, op);
+}
