@@ -44,6 +44,39 @@ describe("promotion table from PyTorch", function()
   end)
 end)
 
+-- The same table through an op on the meta device: the result's dtype is
+-- the ops' work (no kernel computes a value there), so a + b on meta
+-- operands must give PyTorch's result type, as on the CPU.
+describe("promotion table on the meta device, through add", function()
+  local function operand_on(dev, kind, dtname)
+    if kind == "tensor" then return T.ones(2, { dtype = T[dtname] }):to(dev) end
+    return T.ones({}, { dtype = T[dtname] }):to(dev)
+  end
+  local shapes = { tensor_0d = { "tensor", "0d" }, ["0d_0d"] = { "0d", "0d" },
+                   tensor_scalar = { "tensor" }, ["0d_scalar"] = { "0d" } }
+  for kind, sh in pairs(shapes) do
+    it(kind, function()
+      local bad, n = {}, 0
+      for _, c in ipairs(cases) do
+        if c.kind == kind then
+          n = n + 1
+          for _, dev in ipairs { "meta", "cpu" } do
+            local a = operand_on(dev, sh[1], c.a)
+            local b = sh[2] and operand_on(dev, sh[2], c.b) or c.s
+            local r = a + b
+            if r.dtype.name ~= c.r or tostring(r.device) ~= dev then
+              bad[#bad + 1] = ("%s on %s: add(%s, %s) = %s on %s, expected %s"):format(kind, dev, c.a,
+                tostring(c.b or c.s), r.dtype.name, tostring(r.device), c.r)
+            end
+          end
+        end
+      end
+      assert.is_true(n > 0)
+      assert(#bad == 0, table.concat(bad, "\n"))
+    end)
+  end
+end)
+
 describe("promotion through the operators", function()
   it("Lua numbers count by their value: integral or floating", function()
     assert.are.equal(T.float32, (T.tensor { 1, 2 } + 2.5).dtype)

@@ -7,7 +7,12 @@
 --   * by aliasing: after each write, EVERY live tensor of the chain must
 --     show exactly what the model predicts (the written view, the views
 --     that overlap it, and none of the copies), and T.shares_storage must
---     agree with the model's storages.
+--     agree with the model's storages;
+--   * on the meta device: every pair has a meta twin (p.x) and every op is
+--     run on the twins too; it must succeed or fail as on the CPU, and its
+--     result must have the CPU result's sizes, strides, storage offset and
+--     aliasing (the meta kernels compute no values: the metadata is the
+--     ops' work alone).
 -- An op the model refuses must raise an error in ember naming the op, and
 -- vice versa.
 --
@@ -248,6 +253,39 @@ local function fresh_value()
   return counter
 end
 
+-- Every pair of the current chain, so that an op's thunk (which reads p.e)
+-- can be run on the meta twins by swapping e and x in all of them.
+local pairs_made = {}
+local function swap_twins()
+  for _, p in ipairs(pairs_made) do p.e, p.x = p.x, p.e end
+end
+-- Runs thunk on the meta twins: ok, result (or error).
+local function on_meta(thunk)
+  swap_twins()
+  local ok, r = pcall(thunk)
+  swap_twins()
+  return ok, r
+end
+-- The CPU tensor e and its meta twin x agree on metadata.
+local function same_meta(e, x, what)
+  if tostring(x.device) ~= "meta" then return false, what .. ": the twin is on " .. tostring(x.device) end
+  local se, sx = e:size(), x:size()
+  if fmt(se) ~= fmt(sx) then return false, ("%s: meta sizes %s, cpu %s"):format(what, fmt(sx), fmt(se)) end
+  if e:numel() > 0 then
+    local te, tx = e:stride(), x:stride()
+    for d = 1, #se do
+      if se[d] > 1 and te[d] ~= tx[d] then
+        return false, ("%s: meta strides %s, cpu %s (sizes %s)"):format(what, fmt(tx), fmt(te), fmt(se))
+      end
+    end
+    if e:storage_offset() ~= x:storage_offset() then
+      return false, ("%s: meta offset %d, cpu %d"):format(what, x:storage_offset(), e:storage_offset())
+    end
+  end
+  if x.dtype ~= e.dtype then return false, what .. ": meta dtype " .. tostring(x.dtype) end
+  return true
+end
+
 -- A fresh tensor (ember, model) of the given sizes holding new values.
 local function fresh_pair(sizes)
   local vals = {}
@@ -256,7 +294,9 @@ local function fresh_pair(sizes)
   local s = {}
   for i = 1, #sizes do s[i] = sizes[i] end
   if #s == 0 then e = e:reshape({}) else e = e:reshape(s) end
-  return { e = e, m = M.tensor(sizes, vals) }
+  local p = { e = e, m = M.tensor(sizes, vals), x = e:to("meta") }
+  pairs_made[#pairs_made + 1] = p
+  return p
 end
 
 -- The shape a value must broadcast from: the target's, with some leading
@@ -334,6 +374,7 @@ end
 local stats = { chains = 0, views = 0, writes = 0, errors = 0 }
 
 local function run_chain(chain_no)
+  pairs_made = {}
   local nd = rnd(0, 4)
   local sizes = {}
   for d = 1, nd do sizes[d] = chance(0.05) and 0 or rnd(1, 4) end
@@ -346,6 +387,15 @@ local function run_chain(chain_no)
       local name = pick(WRITE_NAMES)
       local opname, thunk, mok, merr = WRITE_OPS[name](live)
       local eok, eerr = pcall(thunk)
+      local xok, xerr = on_meta(thunk)
+      if xok ~= eok then
+        return false, ("%s: %s into %s on meta: %s, on the cpu %s"):format(where, name, write_desc,
+          xok and "succeeded" or ("raised " .. tostring(xerr)), eok and "succeeded" or ("raised " .. tostring(eerr)))
+      end
+      for i, p in ipairs(live) do
+        local ok, msg = same_meta(p.e, p.x, ("%s after %s: live %d (%s)"):format(where, name, i, p.how))
+        if not ok then return false, msg end
+      end
       if eok ~= (mok ~= nil) then
         return false, ("%s: %s into %s: ember %s, model %s"):format(where, name, write_desc,
           eok and "succeeded" or ("raised " .. tostring(eerr)), mok and "succeeded" or ("refused (" .. tostring(merr) .. ")"))
@@ -365,6 +415,11 @@ local function run_chain(chain_no)
       local thunk, m, merr, kind = VIEW_OPS[name](p)
       if thunk then
         local eok, e = pcall(thunk)
+        local xok, x = on_meta(thunk)
+        if xok ~= eok then
+          return false, ("%s: %s of %s on meta: %s, on the cpu %s"):format(where, name, p.how,
+            xok and "succeeded" or ("raised " .. tostring(x)), eok and "succeeded" or ("raised " .. tostring(e)))
+        end
         if eok ~= (m ~= nil) then
           return false, ("%s: %s of %s (sizes %s strides %s): ember %s, model %s"):format(where, name, p.how,
             fmt(p.m.sizes), fmt(p.m.strides),
@@ -379,9 +434,19 @@ local function run_chain(chain_no)
             return false, ("%s: %s's error names neither the op nor the dim: %s"):format(where, name, msg)
           end
         else
-          local q = { e = e, m = m, how = name .. " of (" .. p.how .. ")" }
+          local q = { e = e, m = m, x = x, how = name .. " of (" .. p.how .. ")" }
+          pairs_made[#pairs_made + 1] = q
           local ok, msg = check_pair(q, where .. ": " .. q.how, kind ~= "copy")
           if not ok then return false, msg end
+          ok, msg = same_meta(e, x, where .. ": " .. q.how)
+          if not ok then return false, msg end
+          if T.shares_storage(x, p.x) ~= T.shares_storage(e, p.e) then
+            return false, ("%s: %s: on meta, shares_storage with its source is %s"):format(
+              where, q.how, tostring(T.shares_storage(x, p.x)))
+          end
+          if name == "contiguous" and rawequal(x, p.x) ~= rawequal(e, p.e) then
+            return false, where .. ": contiguous on meta " .. (rawequal(x, p.x) and "returned itself" or "copied")
+          end
           -- the result aliases its source iff the model says so
           if M.numel(m.sizes) > 0 and M.numel(p.m.sizes) > 0
              and T.shares_storage(e, p.e) ~= M.same_storage(m, p.m) then
