@@ -66,7 +66,7 @@ class Worker:
             self.p.kill()
 
 
-def start_workers(threads, build):
+def start_workers(threads, build, baseline=None):
     env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
@@ -78,11 +78,19 @@ def start_workers(threads, build):
              ("C", [os.path.join(build, "bench_cref")]),
              # the per-call floor: plain LuaJIT loading build/floor.so (no ember)
              ("Clua", ["luajit", os.path.join(HERE, "floor_worker.lua")])]
+    if baseline:
+        # ember as it was: another checkout with its own Release build, its
+        # own Lua layer and worker (bench.py --baseline DIR)
+        specs.insert(1, ("ember0", [os.path.join(baseline, "bin", "ember"),
+                                    os.path.join(baseline, "bench", "worker.lua")]))
     ws = []
     for name, argv in specs:
         # a missing peer (no torch, no bench_cref) leaves its column empty
         try:
-            w = Worker(name, argv, env)
+            wenv = env
+            if name == "ember0":
+                wenv = dict(env, EMBER_BUILD=os.path.join(baseline, "build-release"))
+            w = Worker(name, argv, wenv)
             w.ask("threads %d" % threads)
             ws.append(w)
         except Exception as e:
@@ -222,6 +230,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated workload names (\"memory\" for the memory row)")
     ap.add_argument("--threads", default="", help="comma-separated thread counts (default: 1 and all cores)")
     ap.add_argument("--reps", type=int, default=0, help="repetitions (default 5, 1 in quick mode)")
+    ap.add_argument("--baseline", default="", help="a checkout of an earlier ember with a Release build "
+                    "in DIR/build-release: measured as a contender of its own (\"before\")")
     args = ap.parse_args()
     scale, reps, target, warmup = (16, 1, 0.002, 0.0) if args.quick else (1, 5, 0.1, 1.0)
     wl = workloads()
@@ -249,11 +259,18 @@ def main():
              "checks a binding must do, `a + b` and `t[k]` through metamethods, methods through a "
              "Lua __index as ember's); there ember/C says how far above that floor ember's call is. "
              "`t.shape` and `t:item()` make no tensor and have no floor row.", ""]
+    if args.baseline:
+        bc = subprocess.run(["git", "-C", args.baseline, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+        lines += ["'before' is ember at commit %s: its own Release build and Lua layer (%s), "
+                  "measured in the same run as a contender alternating with the others; "
+                  "ember/before below 1 means the current ember is faster." % (bc, args.baseline), ""]
     for th in thread_counts:
-        ws = start_workers(th, args.build)
+        ws = start_workers(th, args.build, args.baseline or None)
+        base_cols = " before | ember/before |" if args.baseline else ""
         lines += ["## %d thread%s" % (th, "" if th == 1 else "s"), "",
-                  "| workload | ember | PyTorch | NumPy | C ref | ember/PyTorch | ember/NumPy | ember/C |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| workload | ember | PyTorch | NumPy | C ref | ember/PyTorch | ember/NumPy | ember/C |" + base_cols,
+                  "|---|---|---|---|---|---|---|---|" + ("---|---|" if args.baseline else "")]
         for name, group, desc in wl:
             med, notes = measure(ws, name, scale, reps, target, warmup)
             e = med.get("ember")
@@ -263,6 +280,8 @@ def main():
                 desc, fmt_time(e), fmt_time(med.get("torch")), fmt_time(med.get("numpy")),
                 fmt_time(cref), ratio(e, med.get("torch")), ratio(e, med.get("numpy")),
                 ratio(e, cref))
+            if args.baseline:
+                row += " %s | %s |" % (fmt_time(med.get("ember0")), ratio(e, med.get("ember0")))
             lines.append(row)
             print(row, flush=True)
             for who, why in notes.items():
