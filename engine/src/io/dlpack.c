@@ -15,6 +15,7 @@
 **   alignment) before any view of the memory exists.
 */
 #include "core/core.h"
+#include "core/errmsg.h"
 
 #include <dlpack/dlpack.h>
 #include <stdlib.h>
@@ -65,9 +66,13 @@ static void export_deleter(DLManagedTensor *self) {
 }
 
 em_status em_to_dlpack(const em_tensor *t, struct DLManagedTensor **out) {
-  if (t->storage->device.type != EM_CPU)
-    return em_fail(EM_E_RUNTIME, "to_dlpack: the tensor is on cuda:%d; use :cpu() first",
-                   t->storage->device.index);
+  em_status vst = em_tensor_check_values("to_dlpack", t);
+  if (vst != EM_OK) return vst;
+  if (t->storage->device.type != EM_CPU) {
+    char d[32];
+    return em_fail(EM_E_RUNTIME, EM_MSG_CPU_ONLY, "to_dlpack",
+                   em_device_str(t->storage->device, d, sizeof d));
+  }
   export_ctx *c = calloc(1, sizeof *c);
   if (!c) return em_fail(EM_E_NOMEM, "to_dlpack: out of memory");
   DLTensor *d = &c->m.dl_tensor;

@@ -19,6 +19,7 @@
 **   the same dict text, growth padding and 64-byte alignment).
 */
 #include "core/core.h"
+#include "core/errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -497,9 +498,12 @@ static em_status prepare_write(const char *op, const em_tensor *t, char *hdr,
                                size_t *hlen, const void **data, size_t *dlen,
                                em_tensor **tmp) {
   *tmp = NULL;
-  if (t->storage->device.type != EM_CPU)
-    return em_fail(EM_E_RUNTIME, "%s: the tensor is on cuda:%d; use :cpu() first",
-                   op, t->storage->device.index);
+  em_status vst = em_tensor_check_values(op, t);
+  if (vst != EM_OK) return vst;
+  if (t->storage->device.type != EM_CPU) {
+    char d[32];
+    return em_fail(EM_E_RUNTIME, EM_MSG_CPU_ONLY, op, em_device_str(t->storage->device, d, sizeof d));
+  }
   const npy_type *ty = npy_type_of(t->dtype);
   if (!ty)
     return em_fail(EM_E_TYPE,

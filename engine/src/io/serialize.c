@@ -246,10 +246,16 @@ em_status em_save(const char *path, int64_t ntensors,
   if (ntensors < 0) return em_fail(EM_E_VALUE, "save: %lld tensors", (long long)ntensors);
   if (!host_is_little())
     return em_fail(EM_E_RUNTIME, "save: big-endian hosts are not supported");
-  for (int64_t i = 0; i < ntensors; i++)
-    if (tensors[i]->storage->device.type != EM_CPU)
-      return em_fail(EM_E_RUNTIME, "save: tensor %lld is on cuda:%d; use :cpu() first",
-                     (long long)i + 1, tensors[i]->storage->device.index);
+  for (int64_t i = 0; i < ntensors; i++) {
+    char d[32];
+    em_device dev = tensors[i]->storage->device;
+    if (!em_device_has_data(dev))
+      return em_fail(EM_E_RUNTIME, "save: tensor %lld is a meta tensor: it has no data",
+                     (long long)i + 1);
+    if (dev.type != EM_CPU)
+      return em_fail(EM_E_RUNTIME, "save: tensor %lld is on %s; use :cpu() first",
+                     (long long)i + 1, em_device_str(dev, d, sizeof d));
+  }
   /* distinct storages, in first-use order; sidx[i] is tensor i's index */
   em_storage **uniq = malloc((ntensors ? ntensors : 1) * sizeof *uniq);
   uint64_t *sidx = malloc((ntensors ? ntensors : 1) * sizeof *sidx);
