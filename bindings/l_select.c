@@ -339,7 +339,8 @@ static int push_nonzero(lua_State *L, em_tensor *t, int as_tuple) {
   em_tensor **outs = result_list(L, nd ? nd : 1, &bx, "nonzero");
   if (nd == 0) { /* a 0-d tensor reads as 1-d: its one position is 1 */
     em_scalar one = {EM_SCALAR_INT, 1, 1.0};
-    if (em_full(1, &count, one, EM_INT64, em_cpu(), &outs[0]) != EM_OK) l_error(L);
+    if (em_full(1, &count, one, EM_INT64, em_tensor_device(nz), &outs[0]) != EM_OK)
+      l_error(L);
   }
   for (int j = 0; j < nd; j++) {
     int64_t stride = nd;
@@ -391,12 +392,12 @@ static int l_where(lua_State *L) {
   lua_settop(L, 3);
   if (!a) {
     em_tensor **ba = l_newbox(L);
-    if (em_full(0, NULL, sa, dt, em_cpu(), ba) != EM_OK) l_error(L);
+    if (em_full(0, NULL, sa, dt, em_tensor_device(cond), ba) != EM_OK) l_error(L);
     a = *ba;
   }
   if (!b) {
     em_tensor **bb = l_newbox(L);
-    if (em_full(0, NULL, sb, dt, em_cpu(), bb) != EM_OK) l_error(L);
+    if (em_full(0, NULL, sb, dt, em_tensor_device(cond), bb) != EM_OK) l_error(L);
     b = *bb;
   }
   em_tensor **box = l_newbox(L);
@@ -605,7 +606,7 @@ static int l_repeat_interleave(lua_State *L) {
   if (!reps) {
     em_scalar r = {EM_SCALAR_INT, l_checkint(L, 2, op, "repeats"), 0.0};
     em_tensor **rb = l_newbox(L);
-    if (em_full(0, NULL, r, EM_INT64, em_cpu(), rb) != EM_OK) l_error(L);
+    if (em_full(0, NULL, r, EM_INT64, em_tensor_device(t), rb) != EM_OK) l_error(L);
     reps = *rb;
   }
   em_tensor **box = l_newbox(L);
