@@ -661,7 +661,7 @@ int em_blas_get_num_threads(void);
 
 /* (end of Reductions and linear algebra) */
 
-/* -- The index family and assembling (cpu/select.c, assemble.c) ------------ */
+/* -- The index family (ops/gather_scatter.c, masked.c, index.c) ------------ */
 
 /* Index tensors are int64 or int32 and hold 1-based positions; a negative
 ** value counts from the end (-1 is the last). Every index is checked before
@@ -727,7 +727,7 @@ em_status em_nonzero(const em_tensor *t, em_tensor **out);
 em_status em_where(const em_tensor *cond, const em_tensor *a,
                    const em_tensor *b, em_dtype dt, em_tensor **out);
 
-/* -- Assembling (assemble.c) -- */
+/* -- Assembling (ops/shape.c) -- */
 
 /* Concatenates n tensors along dim into a new tensor of their promoted
 ** dtype. 1-d empty tensors are skipped (PyTorch's legacy rule). */

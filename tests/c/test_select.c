@@ -281,7 +281,7 @@ TEST(repeat_and_roll_match_a_naive_reference) {
 }
 
 /* masked_select of a contiguous tensor and mask runs in fixed runs of the
-** mask (select.c): runs with no true element, all true, a true last
+** mask (cpu/index.c): runs with no true element, all true, a true last
 ** element, every element size, on 1 and 2 threads, against a naive loop. */
 TEST(masked_select_dense_runs_match_naive) {
   const int64_t n = 3 * (1 << 18) + 12345;

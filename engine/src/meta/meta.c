@@ -11,6 +11,7 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_index.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -87,6 +88,132 @@ const em_ew_kernels em_meta_ew_kernels = {
     .any_zero = meta_any_zero,
 };
 
+/* -- index ----------------------------------------------------------------------
+** Gathers, scatters and the masked writes give shapes only; the bounds
+** checks of index values cannot run (PyTorch's meta kernels skip them too)
+** and report nothing; the counts that size a result (nonzero,
+** masked_select, repeat_interleave, a bool mask in t[key]) refuse. */
+
+static void meta_normalize(const em_iter *it, em_dtype idx_dt, int64_t size,
+                           em_index_bad *bad) {
+  (void)it;
+  (void)idx_dt;
+  (void)size;
+  bad->found = 0;
+}
+static void meta_gather(const em_iter *it, em_dtype dt, int64_t stride) {
+  (void)it;
+  (void)dt;
+  (void)stride;
+}
+static void meta_select_blocks(em_tensor *out, const em_tensor *src, const em_tensor *idx,
+                               int axis) {
+  (void)out;
+  (void)src;
+  (void)idx;
+  (void)axis;
+}
+static void meta_scatter(const em_iter *it, em_dtype dt, em_scatter_mode r,
+                         const em_scatter_params *p) {
+  (void)it;
+  (void)dt;
+  (void)r;
+  (void)p;
+}
+static void meta_iter_dt(const em_iter *it, em_dtype dt) {
+  (void)it;
+  (void)dt;
+}
+static void meta_masked_fill(const em_iter *it, em_dtype dt, const void *value) {
+  (void)it;
+  (void)dt;
+  (void)value;
+}
+static em_status meta_mask_count(const char *op, const em_tensor *mask, em_tensor *runs,
+                                 int64_t *count) {
+  (void)mask;
+  (void)runs;
+  (void)count;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
+}
+static void meta_masked_compact(em_tensor *out, const em_tensor *src, const em_tensor *mask,
+                                const em_tensor *runs) {
+  (void)out;
+  (void)src;
+  (void)mask;
+  (void)runs;
+}
+/* masked_scatter_'s count only feeds its source-length check: answered 0 */
+static em_status meta_mask_prefix(const char *op, em_tensor *prefix, const em_tensor *mask,
+                                  int sizes_result, int64_t *count) {
+  (void)prefix;
+  (void)mask;
+  *count = 0;
+  if (sizes_result) return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
+  return EM_OK;
+}
+static void meta_masked_select(const em_iter *it, em_dtype dt, em_tensor *out) {
+  (void)it;
+  (void)dt;
+  (void)out;
+}
+static void meta_masked_scatter(const em_iter *it, em_dtype dt, const em_tensor *src) {
+  (void)it;
+  (void)dt;
+  (void)src;
+}
+static void meta_nonzero(em_tensor *out, const em_tensor *mask) {
+  (void)out;
+  (void)mask;
+}
+static em_status meta_repeat_total(const char *op, const em_tensor *repeats, int64_t n,
+                                   int64_t *total, em_index_bad *bad) {
+  (void)repeats;
+  (void)n;
+  (void)total;
+  (void)bad;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
+}
+static void meta_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {
+  (void)out;
+  (void)repeats;
+  (void)n;
+}
+static void meta_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
+                             int64_t stride, em_index_bad *bad) {
+  (void)it;
+  (void)idx_dt;
+  (void)size;
+  (void)stride;
+  bad->found = 0;
+}
+static void meta_key_scatter(const em_iter *it, em_dtype dt, int accumulate) {
+  (void)it;
+  (void)dt;
+  (void)accumulate;
+}
+
+const em_index_kernels em_meta_index_kernels = {
+    .normalize = meta_normalize,
+    .gather = meta_gather,
+    .select_blocks = meta_select_blocks,
+    .scatter = meta_scatter,
+    .scatter_mean_div = meta_iter_dt,
+    .masked_fill = meta_masked_fill,
+    .mask_count = meta_mask_count,
+    .masked_compact = meta_masked_compact,
+    .mask_prefix = meta_mask_prefix,
+    .masked_select = meta_masked_select,
+    .masked_scatter = meta_masked_scatter,
+    .nonzero = meta_nonzero,
+    .where = meta_iter_dt,
+    .repeat_total = meta_repeat_total,
+    .repeat_positions = meta_repeat_positions,
+    .key_offsets = meta_key_offsets,
+    .key_gather = meta_iter_dt,
+    .key_scatter = meta_key_scatter,
+};
+
 /* -- The table --------------------------------------------------------------- */
 
 const em_kernels em_meta_kernels = {
@@ -98,4 +225,6 @@ const em_kernels em_meta_kernels = {
     .copy = &em_meta_copy_kernels,
 
     .ew = &em_meta_ew_kernels,
+
+    .index = &em_meta_index_kernels,
 };

@@ -19,8 +19,17 @@
 ** Guarantees: every position is checked before any element moves (an
 ** error leaves t unchanged); positions are 1-based, negatives count from
 ** the end, and messages name the source tensor's dim as a 1-based number.
+**
+** The values of index tensors and masks are read only by the device's
+** kernels (core/kern_index.h): the positions' offsets and their bounds
+** check, a mask's true positions, the gathers and scatters. A device
+** without values (meta) gives the shapes of integer indexing (its bounds
+** check cannot run) and refuses a bool mask (the result's shape is its
+** count of true elements).
 */
-#include "core/iter.h"
+#include "core/kern_index.h"
+#include "core/kernels.h"
+#include "core/errmsg.h"
 #include "autograd/autograd.h"
 
 #include <stdlib.h>
@@ -77,6 +86,15 @@ static void range_bounds(int64_t size, int64_t first, int64_t last, int64_t step
   *len = e > s ? (e - s - 1) / step + 1 : 0;
 }
 
+/* The index kernels of t's device. */
+static em_status index_kernels(const em_tensor *t, const em_index_kernels **k) {
+  const em_kernels *kt;
+  *k = NULL;
+  em_status st = em_kernels_check("index", t->storage->device, &kt);
+  if (st == EM_OK) *k = kt->index;
+  return st;
+}
+
 static em_status bad_position(int64_t pos, int dim, int64_t size) {
   return em_fail(EM_E_INDEX, "index %lld is out of bounds for dimension %d with size %lld%s",
                  (long long)pos, dim, (long long)size,
@@ -84,36 +102,29 @@ static em_status bad_position(int64_t pos, int dim, int64_t size) {
 }
 
 /* The positions of the true elements of a bool mask: k int64 tensors (one per
-** mask dim) of 1-based positions, in row-major order. */
+** mask dim) of 1-based positions, in row-major order: the columns of the
+** mask's nonzero (strided views of one [count, k] tensor). */
 static em_status mask_positions(const em_tensor *mask, plan *p, int first_owned) {
-  em_tensor *m;
-  em_status st = em_contiguous(mask, &m);
+  const em_index_kernels *k;
+  em_tensor *m, *nz = NULL;
+  em_status st = index_kernels(mask, &k);
   if (st != EM_OK) return st;
-  const bool *v = em_tensor_data(m);
-  int64_t numel = em_tensor_numel(m), count = 0;
-  for (int64_t i = 0; i < numel; i++) count += v[i] != 0;
-  int k = mask->ndim;
-  for (int j = 0; j < k; j++) {
-    st = em_empty(1, &count, EM_INT64, em_cpu(), &p->owned[first_owned + j]);
-    if (st != EM_OK) {
-      em_tensor_release(m);
-      return st;
+  st = em_contiguous(mask, &m);
+  if (st != EM_OK) return st;
+  int64_t size[2] = {0, mask->ndim}, stride = mask->ndim;
+  st = k->mask_count("index", m, NULL, &size[0]);
+  if (st == EM_OK) st = em_empty(2, size, EM_INT64, mask->storage->device, &nz);
+  if (st == EM_OK) {
+    k->nonzero(nz, m);
+    for (int j = 0; j < mask->ndim && st == EM_OK; j++) {
+      st = em_tensor_alloc(nz->storage, j, 1, &size[0], &stride, EM_INT64,
+                           &p->owned[first_owned + j]);
+      if (st == EM_OK) p->nowned++;
     }
-    p->nowned++;
   }
-  int64_t c = 0;
-  for (int64_t i = 0; i < numel; i++) {
-    if (!v[i]) continue;
-    int64_t rest = i;
-    for (int j = k - 1; j >= 0; j--) {
-      ((int64_t *)em_tensor_data(p->owned[first_owned + j]))[c] =
-          rest % mask->sizes[j] + 1;
-      rest /= mask->sizes[j];
-    }
-    c++;
-  }
+  em_tensor_release(nz);
   em_tensor_release(m);
-  return EM_OK;
+  return st;
 }
 
 static em_status parse(const em_tensor *t, int n, const em_index_item *items,
@@ -140,9 +151,12 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
           return em_fail(EM_E_TYPE, "index: tensors used as indices must be int64, "
                          "int32 or bool tensors, got ember.%s (item %d)",
                          em_dtype_name(x->dtype), i + 1);
-        if (!em_device_equal(x->storage->device, t->storage->device))
-          return em_fail(EM_E_RUNTIME, "index: the index tensor (item %d) is on a "
-                         "different device than the indexed tensor", i + 1);
+        if (!em_device_equal(x->storage->device, t->storage->device)) {
+          char d1[32], d2[32];
+          return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, "index",
+                         em_device_str(t->storage->device, d1, sizeof d1),
+                         em_device_str(x->storage->device, d2, sizeof d2));
+        }
         break;
       }
       default:
@@ -207,10 +221,14 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
         if (x->ndim == 0) {
           /* a 0-d mask adds a dim of size 1 and keeps it (true) or none */
           if (p->nowned >= EM_MAX_DIMS + 1) return too_many_dims();
-          int64_t cnt = *(const bool *)em_tensor_data(x) ? 1 : 0;
-          em_status st = em_empty(1, &cnt, EM_INT64, em_cpu(), &p->owned[p->nowned]);
+          const em_index_kernels *k;
+          em_scalar one = {EM_SCALAR_INT, 1, 1.0};
+          int64_t cnt;
+          em_status st = index_kernels(x, &k);
+          if (st == EM_OK) st = k->mask_count("index", x, NULL, &cnt);
+          if (st == EM_OK)
+            st = em_full(1, &cnt, one, EM_INT64, x->storage->device, &p->owned[p->nowned]);
           if (st != EM_OK) return st;
-          if (cnt) *(int64_t *)em_tensor_data(p->owned[p->nowned]) = 1;
           p->adv_dim[p->nadv] = p->ndim;
           p->adv_src[p->nadv] = d + 1;
           p->adv[p->nadv++] = p->owned[p->nowned++];
@@ -247,31 +265,6 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
 
 /* -- Advanced indexing ------------------------------------------------------ */
 
-typedef struct {
-  int64_t size, stride; /* of the indexed view dim */
-  int64_t bad;          /* first invalid position seen (0 = none) */
-  int found;
-} offs_ctx;
-
-/* offsets += (normalised position) * stride; o is int64, x int64/int32 */
-#define DEF_OFFS(NAME, T)                                                     \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *vctx) {   \
-    offs_ctx *c = vctx;                                                       \
-    char *o = data[0];                                                        \
-    const char *x = data[1];                                                  \
-    for (int64_t i = 0; i < n; i++, o += st[0], x += st[1]) {                 \
-      int64_t pos = (int64_t)*(const T *)x;                                   \
-      int64_t k = pos >= 1 ? pos - 1 : c->size + pos;                         \
-      if (pos == 0 || k < 0 || k >= c->size) {                                \
-        if (!c->found) { c->found = 1; c->bad = pos; }                        \
-        continue;                                                             \
-      }                                                                       \
-      *(int64_t *)o += k * c->stride;                                         \
-    }                                                                         \
-  }
-DEF_OFFS(em_index_offsets_i64, int64_t)
-DEF_OFFS(em_index_offsets_i32, int32_t)
-
 /* The resolved advanced part: the result shape, where B sits in it, and the
 ** offset (in elements, from the view's offset) of each position in B. */
 typedef struct {
@@ -282,7 +275,8 @@ typedef struct {
   em_tensor *offsets;      /* int64, shape B, contiguous */
 } adv_plan;
 
-static em_status resolve_advanced(const plan *p, adv_plan *a) {
+static em_status resolve_advanced(const em_index_kernels *k, const em_tensor *t,
+                                  const plan *p, adv_plan *a) {
   int bnd;
   int64_t bshape[EM_MAX_DIMS];
   em_status st = em_broadcast_shapes("index", p->nadv, p->adv, &bnd, bshape);
@@ -309,19 +303,18 @@ static em_status resolve_advanced(const plan *p, adv_plan *a) {
     a->sizes[a->bpos + k] = bshape[k];
     a->rest_of[a->bpos + k] = -1;
   }
-  st = em_zeros(bnd, bshape, EM_INT64, em_cpu(), &a->offsets);
+  st = em_zeros(bnd, bshape, EM_INT64, t->storage->device, &a->offsets);
   if (st != EM_OK) return st;
   for (int j = 0; j < p->nadv; j++) {
-    offs_ctx c = {p->sizes[p->adv_dim[j]], p->strides[p->adv_dim[j]], 0, 0};
+    em_index_bad bad;
     em_iter it;
     const em_tensor *ops[2] = {a->offsets, p->adv[j]};
     st = em_iter_build(&it, "index", 2, ops, bnd, bshape, false);
     if (st != EM_OK) break;
-    if (it.numel > 0)
-      em_iter_run(&it, p->adv[j]->dtype == EM_INT64 ? em_index_offsets_i64
-                                                    : em_index_offsets_i32, &c);
-    if (c.found) {
-      st = bad_position(c.bad, p->adv_src[j], p->sizes[p->adv_dim[j]]);
+    k->key_offsets(&it, p->adv[j]->dtype, p->sizes[p->adv_dim[j]],
+                   p->strides[p->adv_dim[j]], &bad);
+    if (bad.found) {
+      st = bad_position(bad.value, p->adv_src[j], p->sizes[p->adv_dim[j]]);
       break;
     }
   }
@@ -355,73 +348,11 @@ static void shaped_descriptors(const em_tensor *t, const plan *p, const adv_plan
   }
 }
 
-/* gather: out = *(base + offset); scatter: *(base + offset) = value.
-** data[0] out/base, data[1] base/value, data[2] offsets; ctx is the element
-** size as an int64. */
-#define DEF_GATHER(NAME, T)                                                     \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {      \
-    char *o = data[0];                                                          \
-    const char *b = data[1], *f = data[2];                                      \
-    for (int64_t i = 0; i < n; i++, o += st[0], b += st[1], f += st[2])         \
-      *(T *)o = ((const T *)b)[*(const int64_t *)f];                            \
-    (void)ctx;                                                                  \
-  }
-#define DEF_SCATTER(NAME, T)                                                    \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {      \
-    char *b = data[0];                                                          \
-    const char *v = data[1], *f = data[2];                                      \
-    for (int64_t i = 0; i < n; i++, b += st[0], v += st[1], f += st[2])         \
-      ((T *)b)[*(const int64_t *)f] = *(const T *)v;                            \
-    (void)ctx;                                                                  \
-  }
-DEF_GATHER(em_index_gather1, uint8_t)
-DEF_GATHER(em_index_gather2, uint16_t)
-DEF_GATHER(em_index_gather4, uint32_t)
-DEF_GATHER(em_index_gather8, uint64_t)
-DEF_SCATTER(em_index_scatter1, uint8_t)
-DEF_SCATTER(em_index_scatter2, uint16_t)
-DEF_SCATTER(em_index_scatter4, uint32_t)
-DEF_SCATTER(em_index_scatter8, uint64_t)
-
-/* accumulate: *(base + offset) += value, per dtype (same dtype operands). */
-#define ACC_ADD_b8(p, v) (*(bool *)(p) = *(bool *)(p) || *(const bool *)(v))
-#define ACC_ADD_INT(T, p, v) \
-  (*(T *)(p) = (T)((uint64_t)*(T *)(p) + (uint64_t)*(const T *)(v)))
-#define ACC_ADD_u8(p, v) ACC_ADD_INT(uint8_t, p, v)
-#define ACC_ADD_i8(p, v) ACC_ADD_INT(int8_t, p, v)
-#define ACC_ADD_i16(p, v) ACC_ADD_INT(int16_t, p, v)
-#define ACC_ADD_i32(p, v) ACC_ADD_INT(int32_t, p, v)
-#define ACC_ADD_i64(p, v) ACC_ADD_INT(int64_t, p, v)
-#define ACC_ADD_f16(p, v)                                              \
-  (*(em_half *)(p) = em_float_to_half(em_half_to_float(*(em_half *)(p)) + \
-                                      em_half_to_float(*(const em_half *)(v))))
-#define ACC_ADD_bf16(p, v)                                                 \
-  (*(em_bfloat16 *)(p) = em_float_to_bf16(em_bf16_to_float(*(em_bfloat16 *)(p)) + \
-                                          em_bf16_to_float(*(const em_bfloat16 *)(v))))
-#define ACC_ADD_f32(p, v) (*(float *)(p) += *(const float *)(v))
-#define ACC_ADD_f64(p, v) (*(double *)(p) += *(const double *)(v))
-
-#define DEF_ACC(S, E, CT, K)                                                    \
-  static void em_index_accumulate_##S(char **data, const int64_t *st, int64_t n, \
-                                      void *ctx) {                              \
-    char *b = data[0];                                                          \
-    const char *v = data[1], *f = data[2];                                      \
-    for (int64_t i = 0; i < n; i++, b += st[0], v += st[1], f += st[2])         \
-      ACC_ADD_##S(b + *(const int64_t *)f * (int64_t)sizeof(CT), v);            \
-    (void)ctx;                                                                  \
-  }
-EM_FOR_EACH_DTYPE(DEF_ACC)
-#define ACC_ROW(S, E, CT, K) [E] = em_index_accumulate_##S,
-static const em_loop1d accumulate_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(ACC_ROW)};
-
-static em_loop1d by_size(size_t sz, em_loop1d l1, em_loop1d l2, em_loop1d l4,
-                         em_loop1d l8) {
-  return sz == 1 ? l1 : sz == 2 ? l2 : sz == 4 ? l4 : l8;
-}
-
 static em_status gather(const em_tensor *t, const plan *p, em_tensor **out) {
+  const em_index_kernels *k;
   adv_plan a;
-  em_status st = resolve_advanced(p, &a);
+  em_status st = index_kernels(t, &k);
+  if (st == EM_OK) st = resolve_advanced(k, t, p, &a);
   if (st != EM_OK) return st;
   em_tensor *res;
   st = em_empty(a.ndim, a.sizes, t->dtype, t->storage->device, &res);
@@ -431,10 +362,7 @@ static em_status gather(const em_tensor *t, const plan *p, em_tensor **out) {
     em_iter it;
     const em_tensor *ops[3] = {res, &base, &offs};
     st = em_iter_build(&it, "index", 3, ops, a.ndim, a.sizes, false);
-    if (st == EM_OK && it.numel > 0)
-      em_iter_run(&it, by_size(em_dtype_size(t->dtype), em_index_gather1,
-                               em_index_gather2, em_index_gather4, em_index_gather8),
-                  NULL);
+    if (st == EM_OK) k->key_gather(&it, t->dtype);
     if (st == EM_OK) *out = res;
     else em_tensor_release(res);
   }
@@ -490,10 +418,11 @@ static em_status check_put_target(const plan *p, const em_tensor *t) {
 /* Writes value (already t's dtype, not overlapping t) through plan p. */
 static em_status scatter(em_tensor *t, const plan *p, const em_tensor *value,
                          int accumulate) {
+  const em_index_kernels *k;
   adv_plan a;
   em_status st = check_put_target(p, t);
-  if (st != EM_OK) return st;
-  st = resolve_advanced(p, &a);
+  if (st == EM_OK) st = index_kernels(t, &k);
+  if (st == EM_OK) st = resolve_advanced(k, t, p, &a);
   if (st != EM_OK) return st;
   em_tensor base, offs, v;
   shaped_descriptors(t, p, &a, &base, &offs);
@@ -507,11 +436,7 @@ static em_status scatter(em_tensor *t, const plan *p, const em_tensor *value,
   const em_tensor *ops[3] = {&base, &v, &offs};
   st = em_iter_build(&it, "index_put_", 3, ops, a.ndim, a.sizes, false);
   if (st == EM_OK) {
-    em_loop1d loop = accumulate ? accumulate_loops[t->dtype]
-                                : by_size(em_dtype_size(t->dtype), em_index_scatter1,
-                                          em_index_scatter2, em_index_scatter4,
-                                          em_index_scatter8);
-    if (it.numel > 0) em_iter_run(&it, loop, NULL);
+    k->key_scatter(&it, t->dtype, accumulate);
     em_storage_bump_version(t->storage);
   }
   em_tensor_release(a.offsets);
@@ -537,8 +462,12 @@ static em_status index_get_nograd(const em_tensor *t, int n, const em_index_item
 /* value converted to dt, and snapshotted when it shares t's storage. */
 static em_status prepare_value(const em_tensor *t, const em_tensor *value,
                                em_tensor **out) {
-  if (!em_device_equal(value->storage->device, t->storage->device))
-    return em_fail(EM_E_RUNTIME, "index_put_: the value is on a different device");
+  if (!em_device_equal(value->storage->device, t->storage->device)) {
+    char d1[32], d2[32];
+    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, "index_put_",
+                   em_device_str(t->storage->device, d1, sizeof d1),
+                   em_device_str(value->storage->device, d2, sizeof d2));
+  }
   return em_to(value, t->dtype, t->storage->device, value->storage == t->storage, out);
 }
 

@@ -1,6 +1,7 @@
 /*
-** assemble.c -- joining and cutting tensors: cat/stack/hstack/vstack/dstack,
-** split/chunk/tensor_split/unbind, repeat/tile/repeat_interleave, roll.
+** ops/shape.c -- joining, cutting and repeating tensors:
+** cat/stack/hstack/vstack/dstack, split/chunk/tensor_split/unbind,
+** repeat/tile/repeat_interleave, roll.
 **
 ** Guarantees:
 ** - cat and stack return a new contiguous tensor of the operands' promoted
@@ -13,8 +14,15 @@
 ** - Intermediate views handed to em_copy_ are stack headers (a copy of a
 **   tensor struct with other sizes/strides/offset): em_copy_ never retains
 **   its arguments, so nothing here is allocated per operand.
+** - Results are made on the operands' device; operands on different
+**   devices are an error naming both. Only repeat_interleave reads values
+**   (its repeats), through the index kernels (core/kern_index.h): the
+**   result's length is their sum, which a device without values (meta)
+**   cannot know.
 */
-#include "core/iter.h"
+#include "core/kern_index.h"
+#include "core/kernels.h"
+#include "core/errmsg.h"
 #include "autograd/autograd.h"
 
 #include <stdlib.h>
@@ -57,10 +65,13 @@ static void atleast(em_tensor *v, const em_tensor *t, int want) {
   header(v, t, nd, sz, st, t->offset);
 }
 
-static em_status cpu_only(const char *op, const em_tensor *t) {
-  if (t->storage->device.type != EM_CPU)
-    return em_fail(EM_E_RUNTIME, "%s: only CPU tensors are supported", op);
-  return EM_OK;
+/* t must be on ref's device, where the result is made. */
+static em_status same_device(const char *op, const em_tensor *ref, const em_tensor *t) {
+  if (em_device_equal(ref->storage->device, t->storage->device)) return EM_OK;
+  char d1[32], d2[32];
+  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op,
+                 em_device_str(ref->storage->device, d1, sizeof d1),
+                 em_device_str(t->storage->device, d2, sizeof d2));
 }
 
 /* -- cat / stack ------------------------------------------------------------------ */
@@ -76,7 +87,7 @@ static em_status cat_core(const char *op, int64_t n, const em_tensor *const *ts,
   const em_tensor *ref = NULL;
   int64_t refi = 0;
   for (int64_t i = 0; i < n; i++) {
-    em_status st = cpu_only(op, ts[i]);
+    em_status st = same_device(op, ts[0], ts[i]);
     if (st != EM_OK) return st;
     if (ts[i]->ndim == 0)
       return em_fail(EM_E_VALUE,
@@ -112,7 +123,7 @@ static em_status cat_core(const char *op, int64_t n, const em_tensor *const *ts,
     shape[axis] += t->sizes[axis];
   }
   em_tensor *o;
-  st = em_empty(nd, shape, dt, em_cpu(), &o);
+  st = em_empty(nd, shape, dt, ts[0]->storage->device, &o);
   if (st != EM_OK) return st;
   int64_t at = 0;
   for (int64_t i = 0; i < n && st == EM_OK; i++) {
@@ -175,7 +186,7 @@ static em_status stack_nograd(int64_t n, const em_tensor *const *ts, int64_t dim
   em_dtype dt = ref->dtype;
   for (int64_t i = 0; i < n; i++) {
     const em_tensor *t = ts[i];
-    em_status st = cpu_only(op, t);
+    em_status st = same_device(op, ref, t);
     if (st != EM_OK) return st;
     bool same = t->ndim == nd;
     for (int d = 0; same && d < nd; d++) same = t->sizes[d] == ref->sizes[d];
@@ -198,7 +209,7 @@ static em_status stack_nograd(int64_t n, const em_tensor *const *ts, int64_t dim
   int64_t shape[EM_MAX_DIMS];
   for (int d = 0, k = 0; d <= nd; d++) shape[d] = d == axis ? n : ref->sizes[k++];
   em_tensor *o;
-  st = em_empty(nd + 1, shape, dt, em_cpu(), &o);
+  st = em_empty(nd + 1, shape, dt, ref->storage->device, &o);
   if (st != EM_OK) return st;
   int64_t ost[EM_MAX_DIMS];
   for (int d = 0, k = 0; d <= nd; d++)
@@ -376,8 +387,6 @@ static em_status unbind_nograd(const em_tensor *t, int64_t dim, em_tensor **outs
 static em_status repeat_nograd(const em_tensor *t, int nreps, const int64_t *reps,
                     em_tensor **out) {
   const char *op = "repeat";
-  em_status st = cpu_only(op, t);
-  if (st != EM_OK) return st;
   if (nreps < t->ndim)
     return em_fail(EM_E_VALUE,
                    "%s: number of dimensions of repeat dims (%d) can not be smaller "
@@ -399,10 +408,10 @@ static em_status repeat_nograd(const em_tensor *t, int nreps, const int64_t *rep
   for (int i = 0; i < nreps; i++)
     if (em_mul_overflow_i64(shape[i], reps[i], &shape[i]))
       return em_fail(EM_E_VALUE, "%s: the result is too large", op);
-  st = em_numel_checked(op, nreps, shape, &numel);
+  em_status st = em_numel_checked(op, nreps, shape, &numel);
   if (st != EM_OK) return st;
   em_tensor *o;
-  st = em_empty(nreps, shape, t->dtype, em_cpu(), &o);
+  st = em_empty(nreps, shape, t->dtype, t->storage->device, &o);
   if (st != EM_OK) return st;
   if (numel > 0) {
     /* out dim i (size r*s, stride OS) read as (r, s) with strides (s*OS, OS);
@@ -452,8 +461,11 @@ static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *r
   if (repeats->ndim > 1)
     return em_fail(EM_E_VALUE, "%s: repeats must be 0-d or 1-d, got %d dimensions", op,
                    repeats->ndim);
-  em_status st = cpu_only(op, repeats);
+  const em_kernels *k;
+  em_status st = t ? same_device(op, t, repeats) : EM_OK;
+  if (st == EM_OK) st = em_kernels_check(op, repeats->storage->device, &k);
   if (st != EM_OK) return st;
+  em_device dev = repeats->storage->device;
   em_tensor *flat = NULL, *rc = NULL, *idx = NULL;
   const em_tensor *src = t;
   int axis = 0;
@@ -482,24 +494,19 @@ static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *r
                    "%s: repeats must have one element or as many as the dimension "
                    "(%lld), got %lld", op, (long long)n, (long long)nrep);
   }
-  st = em_empty(repeats->ndim, repeats->sizes, EM_INT64, em_cpu(), &rc);
+  st = em_empty(repeats->ndim, repeats->sizes, EM_INT64, dev, &rc);
   if (st == EM_OK) st = em_copy_(rc, repeats);
-  int64_t total = 0;
-  const int64_t *r = st == EM_OK ? em_tensor_data(rc) : NULL;
-  for (int64_t i = 0; st == EM_OK && i < n; i++) {
-    int64_t ri = r[nrep == 1 ? 0 : i];
-    if (ri < 0)
-      st = em_fail(EM_E_VALUE, "%s: repeats can not be negative, got %lld", op,
-                   (long long)ri);
-    else if (__builtin_add_overflow(total, ri, &total))
-      st = em_fail(EM_E_VALUE, "%s: the result is too large", op);
-  }
-  int64_t isz[1] = {total};
-  if (st == EM_OK) st = em_empty(1, isz, EM_INT64, em_cpu(), &idx);
+  int64_t isz[1] = {0};
+  em_index_bad bad = {0, 0};
+  if (st == EM_OK) st = k->index->repeat_total(op, rc, n, &isz[0], &bad);
+  if (st == EM_OK && bad.found == EM_BAD_VALUE)
+    st = em_fail(EM_E_VALUE, "%s: repeats can not be negative, got %lld", op,
+                 (long long)bad.value);
+  else if (st == EM_OK && bad.found == EM_BAD_OVERFLOW)
+    st = em_fail(EM_E_VALUE, "%s: the result is too large", op);
+  if (st == EM_OK) st = em_empty(1, isz, EM_INT64, dev, &idx);
   if (st == EM_OK) {
-    int64_t *w = em_tensor_data(idx);
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t j = r[nrep == 1 ? 0 : i]; j > 0; j--) *w++ = i + 1;
+    k->index->repeat_positions(idx, rc, n);
     if (!t) {
       *out = idx;
       idx = NULL;
@@ -539,8 +546,7 @@ static em_status roll_one(em_tensor *dst, const em_tensor *src, int axis, int64_
 static em_status roll_nograd(const em_tensor *t, int nshifts, const int64_t *shifts, int ndims,
                   const int64_t *dims, em_tensor **out) {
   const char *op = "roll";
-  em_status st = cpu_only(op, t);
-  if (st != EM_OK) return st;
+  em_status st;
   if (nshifts < 1)
     return em_fail(EM_E_VALUE, "%s: expected at least one shift", op);
   if (ndims == 0 && nshifts != 1)
@@ -557,7 +563,7 @@ static em_status roll_nograd(const em_tensor *t, int nshifts, const int64_t *shi
     if (st != EM_OK) return st;
   }
   em_tensor *o;
-  st = em_empty(t->ndim, t->sizes, t->dtype, em_cpu(), &o);
+  st = em_empty(t->ndim, t->sizes, t->dtype, t->storage->device, &o);
   if (st != EM_OK) return st;
   if (ndims == 0) { /* t flattened: roll a contiguous copy as 1-d */
     em_tensor *c;
@@ -578,7 +584,7 @@ static em_status roll_nograd(const em_tensor *t, int nshifts, const int64_t *shi
       if (i + 1 < ndims) {
         /* the last pass writes o; earlier ones write a fresh temporary */
         em_tensor *nt;
-        st = em_empty(t->ndim, t->sizes, t->dtype, em_cpu(), &nt);
+        st = em_empty(t->ndim, t->sizes, t->dtype, t->storage->device, &nt);
         if (st != EM_OK) break;
         dst = nt;
         st = roll_one(dst, cur, axes[i], shifts[i]);
