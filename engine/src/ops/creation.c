@@ -1,6 +1,7 @@
 /*
-** creation.c -- ranges and the identity: arange, linspace, logspace, eye.
-** Guarantees: values are PyTorch's (half-open arange of
+** creation.c -- new tensors: empty, zeros, full, empty_like; ranges and the
+** identity: arange, linspace, logspace, eye.
+** Guarantees: range values are PyTorch's (half-open arange of
 ** ceil((end - start) / step) elements; linspace's symmetric formula), each
 ** element is computed from its own index (never by accumulating), so the
 ** result does not depend on how the work is split, and every element is
@@ -9,6 +10,89 @@
 #include "core/iter.h"
 
 #include <math.h>
+
+/* -- empty / zeros / full ----------------------------------------------------
+** Fresh contiguous tensors on dev. With the deterministic flag set, empty
+** fills its tensor with NaN (floats) or the dtype's largest value, as
+** PyTorch's fill_uninitialized_memory does, so reading it shows. */
+
+static atomic_int deterministic;
+void em_set_deterministic(int on) { atomic_store(&deterministic, on != 0); }
+int em_get_deterministic(void) { return atomic_load(&deterministic); }
+
+static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
+                                em_dtype dt, em_device dev, em_tensor **out) {
+  int64_t numel, nbytes;
+  char buf[EM_SHAPE_BUF];
+  if ((unsigned)dt >= EM_NUM_DTYPES)
+    return em_fail(EM_E_TYPE, "%s: invalid dtype %d", op, (int)dt);
+  em_status st = em_numel_checked(op, ndim, sizes, &numel);
+  if (st != EM_OK) return st;
+  if (em_mul_overflow_i64(numel, (int64_t)em_dtype_size(dt), &nbytes))
+    return em_fail(EM_E_VALUE, "%s: size %s is too large (the byte count overflows int64)",
+                   op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  em_storage *s;
+  st = em_storage_new((size_t)nbytes, dev, &s);
+  if (st == EM_E_NOMEM)
+    return em_fail(EM_E_NOMEM, "%s: out of memory: tried to allocate %lld bytes for a %s tensor of size %s",
+                   op, (long long)nbytes, em_dtype_name(dt),
+                   em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  if (st != EM_OK) return st;
+  int64_t strides[EM_MAX_DIMS];
+  em_contiguous_strides(ndim, sizes, strides);
+  st = em_tensor_alloc(s, 0, ndim, sizes, strides, dt, out);
+  em_storage_release(s);
+  return st;
+}
+
+static em_scalar scalar_max(em_dtype dt) {
+  em_scalar v = {EM_SCALAR_INT, 0, 0};
+  switch (dt) {
+    case EM_BOOL: v.i = 1; break;
+    case EM_UINT8: v.i = UINT8_MAX; break;
+    case EM_INT8: v.i = INT8_MAX; break;
+    case EM_INT16: v.i = INT16_MAX; break;
+    case EM_INT32: v.i = INT32_MAX; break;
+    case EM_INT64: v.i = INT64_MAX; break;
+    default: v.kind = EM_SCALAR_FLOAT; v.f = NAN; break;
+  }
+  return v;
+}
+
+em_status em_empty(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
+                   em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("empty", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  if (em_get_deterministic()) em_fill_(t, scalar_max(dt));
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_zeros(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
+                   em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("zeros", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  if (t->storage->data) memset(t->storage->data, 0, t->storage->nbytes);
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_full(int ndim, const int64_t *sizes, em_scalar value, em_dtype dt,
+                  em_device dev, em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("full", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  em_fill_(t, value);
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out) {
+  return empty_unfilled("empty_like", t->ndim, t->sizes,
+                        dt < 0 ? t->dtype : (em_dtype)dt, t->storage->device, out);
+}
 
 /* Stores are core/core.h's EM_STORE_x: doubles convert with the engine's
 ** cast rules (truncate toward zero, saturate, NaN -> 0); int64 values wrap
