@@ -11,6 +11,7 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_creation.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -87,6 +88,21 @@ const em_ew_kernels em_meta_ew_kernels = {
     .any_zero = meta_any_zero,
 };
 
+/* -- creation ------------------------------------------------------------- */
+
+static void meta_zero(em_tensor *t) { (void)t; }
+static void meta_range(const em_iter *it, em_dtype dt, const em_range *r) {
+  (void)it;
+  (void)dt;
+  (void)r;
+}
+
+const em_creation_kernels em_meta_creation_kernels = {
+    .zero = meta_zero,
+    .arange = meta_range,
+    .linspace = meta_range,
+};
+
 /* -- The table --------------------------------------------------------------- */
 
 const em_kernels em_meta_kernels = {
@@ -98,4 +114,5 @@ const em_kernels em_meta_kernels = {
     .copy = &em_meta_copy_kernels,
 
     .ew = &em_meta_ew_kernels,
+    .creation = &em_meta_creation_kernels,
 };
