@@ -11,6 +11,7 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_linalg.h"
 #include "core/kern_creation.h"
 #include "core/errmsg.h"
 
@@ -88,6 +89,18 @@ const em_ew_kernels em_meta_ew_kernels = {
     .any_zero = meta_any_zero,
 };
 
+/* -- linalg --------------------------------------------------------------- */
+
+static void meta_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
+  (void)it;
+  (void)dt;
+  (void)g;
+}
+
+const em_linalg_kernels em_meta_linalg_kernels = {
+    .gemm = meta_gemm,
+};
+
 /* -- creation ------------------------------------------------------------- */
 
 static void meta_zero(em_tensor *t) { (void)t; }
@@ -114,5 +127,6 @@ const em_kernels em_meta_kernels = {
     .copy = &em_meta_copy_kernels,
 
     .ew = &em_meta_ew_kernels,
+    .linalg = &em_meta_linalg_kernels,
     .creation = &em_meta_creation_kernels,
 };
