@@ -22,6 +22,7 @@
 struct em_copy_kernels;   /* core/kern_copy.h: cast copies, fills, transfers */
 struct em_ew_kernels;     /* core/kern_ew.h: the elementwise ops */
 struct em_linalg_kernels; /* core/kern_linalg.h: batched matrix products */
+struct em_random_kernels; /* core/kern_random.h: the samplers */
 struct em_creation_kernels; /* core/kern_creation.h: zeros and the ranges */
 
 typedef struct em_kernels {
@@ -35,6 +36,7 @@ typedef struct em_kernels {
   const struct em_copy_kernels *copy;
   const struct em_ew_kernels *ew;
   const struct em_linalg_kernels *linalg;
+  const struct em_random_kernels *random;
   const struct em_creation_kernels *creation;
 } em_kernels;
 

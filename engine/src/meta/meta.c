@@ -12,6 +12,7 @@
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
 #include "core/kern_linalg.h"
+#include "core/kern_random.h"
 #include "core/kern_creation.h"
 #include "core/errmsg.h"
 
@@ -101,6 +102,50 @@ const em_linalg_kernels em_meta_linalg_kernels = {
     .gemm = meta_gemm,
 };
 
+/* -- random ----------------------------------------------------------------
+** No values to draw. The ops reserve no counters for a meta tensor either
+** (ops/random.c): the CPU generator is left as it is, as in PyTorch. */
+
+static void meta_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
+  (void)it;
+  (void)dt;
+  (void)s;
+}
+/* probabilities cannot be seen without values (PyTorch's meta kernels do
+** not check them either) */
+static int meta_prob_check(const em_iter *it, double *bad) {
+  (void)it;
+  (void)bad;
+  return 0;
+}
+static void meta_bernoulli_lt(const em_iter *it) { (void)it; }
+static void meta_randperm(em_tensor *perm, const em_draw *d) {
+  (void)perm;
+  (void)d;
+}
+static em_prob_check meta_multinomial_check(const em_tensor *probs) {
+  (void)probs;
+  return EM_PROBS_OK;
+}
+/* the result's shape is known from the arguments: [n] or [rows, n] */
+static em_status meta_multinomial(const em_tensor *probs, em_tensor *out, int replacement,
+                                  const em_draw *d) {
+  (void)probs;
+  (void)out;
+  (void)replacement;
+  (void)d;
+  return EM_OK;
+}
+
+const em_random_kernels em_meta_random_kernels = {
+    .sample = meta_sample,
+    .prob_check = meta_prob_check,
+    .bernoulli_lt = meta_bernoulli_lt,
+    .randperm = meta_randperm,
+    .multinomial_check = meta_multinomial_check,
+    .multinomial = meta_multinomial,
+};
+
 /* -- creation ------------------------------------------------------------- */
 
 static void meta_zero(em_tensor *t) { (void)t; }
@@ -128,5 +173,6 @@ const em_kernels em_meta_kernels = {
 
     .ew = &em_meta_ew_kernels,
     .linalg = &em_meta_linalg_kernels,
+    .random = &em_meta_random_kernels,
     .creation = &em_meta_creation_kernels,
 };
