@@ -266,6 +266,13 @@ describe("random tensors", function()
     -- rows
     local m = T.multinomial(T.tensor{ { 1, 0, 0 }, { 0, 0, 1 } }:float(), 3, { replacement = true })
     assert.same({ { 1, 1, 1 }, { 3, 3, 3 } }, m:tolist())
+    -- a transposed probability tensor is read by its rows, as its contiguous copy
+    local pt = T.tensor{ { 1, 0 }, { 1, 0 }, { 0, 1 } }:double():t()
+    local st = T.get_rng_state()
+    local a = T.multinomial(pt, 50, true):tolist()
+    T.set_rng_state(st)
+    assert.same(T.multinomial(pt:contiguous(), 50, true):tolist(), a)
+    for _, c in ipairs(a[1]) do assert.is_true(c == 1 or c == 2) end
     -- zero-probability categories come last, as in PyTorch
     assert.same({ 2, 1, 3 }, T.multinomial(T.tensor{ 0, 1, 0 }:float(), 3):tolist())
   end)

@@ -133,9 +133,6 @@ em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor
 void em_ag_ew_saves(em_ew_op op, int *save_in, int *save_out);
 const char *em_ag_ew_name(em_ew_op op, int tensor_exponent);
 
-/* Called by em_tensor_release. */
-void em_ag_meta_free(em_tensor *t);
-
 /* Whether an in-place write into t may go ahead: errors for leaves that
 ** require grad (in grad mode) and for views of such leaves. */
 em_status em_ag_check_inplace(const char *op, const em_tensor *t);

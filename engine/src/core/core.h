@@ -184,6 +184,14 @@ int64_t em_bytes_to_i64(em_dtype dt, const void *p);
 em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides,
                           em_dtype dt, em_tensor **out);
+/* Checks that every element the metadata can address lies inside s (sizes
+** and their product too); names op in the message. */
+em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
+                          int ndim, const int64_t *sizes, const int64_t *strides,
+                          em_dtype dt);
+/* Frees t->autograd (its grad and grad_fn): defined by the autograd layer
+** (autograd/autograd.c), called by em_tensor_release when t has one. */
+void em_ag_meta_free(em_tensor *t);
 /* Counted CPU allocation used by storages (hooks, soft limit, retry). */
 void *em_cpu_alloc_bytes(size_t nbytes);
 void em_cpu_free_bytes(void *p, size_t nbytes);

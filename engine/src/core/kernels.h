@@ -22,6 +22,9 @@
 struct em_copy_kernels;   /* core/kern_copy.h: cast copies, fills, transfers */
 struct em_ew_kernels;     /* core/kern_ew.h: the elementwise ops */
 struct em_index_kernels;  /* core/kern_index.h: selecting and indexing */
+struct em_linalg_kernels; /* core/kern_linalg.h: batched matrix products */
+struct em_random_kernels; /* core/kern_random.h: the samplers */
+struct em_creation_kernels; /* core/kern_creation.h: zeros and the ranges */
 
 typedef struct em_kernels {
   const char *name;       /* "cpu", "meta", "cuda" */
@@ -34,6 +37,9 @@ typedef struct em_kernels {
   const struct em_copy_kernels *copy;
   const struct em_ew_kernels *ew;
   const struct em_index_kernels *index;
+  const struct em_linalg_kernels *linalg;
+  const struct em_random_kernels *random;
+  const struct em_creation_kernels *creation;
 } em_kernels;
 
 /* The kernels of a device; NULL when this build or machine has none

@@ -1,12 +1,12 @@
 /*
-** tensor.c -- tensor objects: construction, refcounting, metadata queries,
-** and the empty/zeros/full constructors.
+** tensor.c -- tensor objects: construction, refcounting, metadata queries.
 ** A tensor never addresses an element outside its storage: em_tensor_new and
-** em_as_strided check it, and every view op builds on them.
+** em_as_strided (ops/view.c) check it with em_check_bounds, and every view
+** op builds on them. The constructors that fill (empty, zeros, full) are
+** ops (ops/creation.c).
 */
-#include "autograd/autograd.h"
+#include "core/core.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 /* -- Sizes -------------------------------------------------------------- */
@@ -182,10 +182,9 @@ int em_tensor_is_non_overlapping_and_dense(const em_tensor *t) {
   return 1;
 }
 
-/* Checks that every element the metadata can address lies inside s. */
-static em_status check_bounds(const char *op, const em_storage *s, int64_t offset,
-                              int ndim, const int64_t *sizes,
-                              const int64_t *strides, em_dtype dt) {
+em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
+                          int ndim, const int64_t *sizes, const int64_t *strides,
+                          em_dtype dt) {
   char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
   int64_t numel;
   em_status st = em_numel_checked(op, ndim, sizes, &numel);
@@ -219,132 +218,9 @@ em_status em_tensor_new(em_storage *s, int64_t offset, int ndim,
                         em_dtype dt, em_tensor **out) {
   if ((unsigned)dt >= EM_NUM_DTYPES)
     return em_fail(EM_E_TYPE, "tensor_new: invalid dtype %d", (int)dt);
-  em_status st = check_bounds("tensor_new", s, offset, ndim, sizes, strides, dt);
+  em_status st = em_check_bounds("tensor_new", s, offset, ndim, sizes, strides, dt);
   if (st != EM_OK) return st;
   return em_tensor_alloc(s, offset, ndim, sizes, strides, dt, out);
-}
-
-/* Views made here are recorded for autograd: as_strided by where each of its
-** elements lies in t (found through the shared storage), an alias as the
-** identity (autograd.c). */
-em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
-                        const int64_t *strides, int64_t offset, em_tensor **out) {
-  em_status st = check_bounds("as_strided", t->storage, offset, ndim, sizes,
-                              strides, t->dtype);
-  if (st != EM_OK) return st;
-  st = em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
-  if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
-  st = em_ag_set_base(*out, t);
-  if (st == EM_OK) {
-    em_tensor *pos = NULL;
-    st = em_ag_view_positions(t, *out, &pos);
-    if (st == EM_OK) st = em_ag_record_gather("AsStridedBackward0", t, pos, *out);
-    em_tensor_release(pos);
-  }
-  if (st != EM_OK) {
-    em_tensor_release(*out);
-    *out = NULL;
-  }
-  return st;
-}
-
-em_status em_alias(const em_tensor *t, em_tensor **out) {
-  em_status st = em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
-                                 t->dtype, out);
-  if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
-  st = em_ag_set_base(*out, t);
-  if (st == EM_OK) {
-    em_ag_params p;
-    memset(&p, 0, sizeof p);
-    p.name = "AliasBackward0";
-    const em_tensor *in[1] = {t};
-    st = em_ag_record(EM_AG_IDENTITY, 1, in, 1, out, &p);
-  }
-  if (st != EM_OK) {
-    em_tensor_release(*out);
-    *out = NULL;
-  }
-  return st;
-}
-
-/* -- Creation ----------------------------------------------------------- */
-
-static atomic_int deterministic;
-void em_set_deterministic(int on) { atomic_store(&deterministic, on != 0); }
-int em_get_deterministic(void) { return atomic_load(&deterministic); }
-
-static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
-                                em_dtype dt, em_device dev, em_tensor **out) {
-  int64_t numel, nbytes;
-  char buf[EM_SHAPE_BUF];
-  if ((unsigned)dt >= EM_NUM_DTYPES)
-    return em_fail(EM_E_TYPE, "%s: invalid dtype %d", op, (int)dt);
-  em_status st = em_numel_checked(op, ndim, sizes, &numel);
-  if (st != EM_OK) return st;
-  if (em_mul_overflow_i64(numel, (int64_t)em_dtype_size(dt), &nbytes))
-    return em_fail(EM_E_VALUE, "%s: size %s is too large (the byte count overflows int64)",
-                   op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
-  em_storage *s;
-  st = em_storage_new((size_t)nbytes, dev, &s);
-  if (st == EM_E_NOMEM)
-    return em_fail(EM_E_NOMEM, "%s: out of memory: tried to allocate %lld bytes for a %s tensor of size %s",
-                   op, (long long)nbytes, em_dtype_name(dt),
-                   em_fmt_shape(buf, sizeof buf, ndim, sizes));
-  if (st != EM_OK) return st;
-  int64_t strides[EM_MAX_DIMS];
-  em_contiguous_strides(ndim, sizes, strides);
-  st = em_tensor_alloc(s, 0, ndim, sizes, strides, dt, out);
-  em_storage_release(s);
-  return st;
-}
-
-static em_scalar scalar_max(em_dtype dt) {
-  em_scalar v = {EM_SCALAR_INT, 0, 0};
-  switch (dt) {
-    case EM_BOOL: v.i = 1; break;
-    case EM_UINT8: v.i = UINT8_MAX; break;
-    case EM_INT8: v.i = INT8_MAX; break;
-    case EM_INT16: v.i = INT16_MAX; break;
-    case EM_INT32: v.i = INT32_MAX; break;
-    case EM_INT64: v.i = INT64_MAX; break;
-    default: v.kind = EM_SCALAR_FLOAT; v.f = NAN; break;
-  }
-  return v;
-}
-
-em_status em_empty(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
-                   em_tensor **out) {
-  em_tensor *t;
-  em_status st = empty_unfilled("empty", ndim, sizes, dt, dev, &t);
-  if (st != EM_OK) return st;
-  if (em_get_deterministic()) em_fill_(t, scalar_max(dt));
-  *out = t;
-  return EM_OK;
-}
-
-em_status em_zeros(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
-                   em_tensor **out) {
-  em_tensor *t;
-  em_status st = empty_unfilled("zeros", ndim, sizes, dt, dev, &t);
-  if (st != EM_OK) return st;
-  if (t->storage->data) memset(t->storage->data, 0, t->storage->nbytes);
-  *out = t;
-  return EM_OK;
-}
-
-em_status em_full(int ndim, const int64_t *sizes, em_scalar value, em_dtype dt,
-                  em_device dev, em_tensor **out) {
-  em_tensor *t;
-  em_status st = empty_unfilled("full", ndim, sizes, dt, dev, &t);
-  if (st != EM_OK) return st;
-  em_fill_(t, value);
-  *out = t;
-  return EM_OK;
-}
-
-em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out) {
-  return empty_unfilled("empty_like", t->ndim, t->sizes,
-                        dt < 0 ? t->dtype : (em_dtype)dt, t->storage->device, out);
 }
 
 /* -- Autograd flags ------------------------------------------------------ */

@@ -6,6 +6,9 @@
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
 #include "core/kern_index.h"
+#include "core/kern_linalg.h"
+#include "core/kern_random.h"
+#include "core/kern_creation.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
   (void)dev;
@@ -30,4 +33,7 @@ const em_kernels em_cpu_kernels = {
     .ew = &em_cpu_ew_kernels,
 
     .index = &em_cpu_index_kernels,
+    .linalg = &em_cpu_linalg_kernels,
+    .random = &em_cpu_random_kernels,
+    .creation = &em_cpu_creation_kernels,
 };

@@ -12,6 +12,9 @@
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
 #include "core/kern_index.h"
+#include "core/kern_linalg.h"
+#include "core/kern_random.h"
+#include "core/kern_creation.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -214,6 +217,77 @@ const em_index_kernels em_meta_index_kernels = {
     .key_scatter = meta_key_scatter,
 };
 
+/* -- linalg --------------------------------------------------------------- */
+
+static void meta_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
+  (void)it;
+  (void)dt;
+  (void)g;
+}
+
+const em_linalg_kernels em_meta_linalg_kernels = {
+    .gemm = meta_gemm,
+};
+
+/* -- random ----------------------------------------------------------------
+** No values to draw. The ops reserve no counters for a meta tensor either
+** (ops/random.c): the CPU generator is left as it is, as in PyTorch. */
+
+static void meta_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
+  (void)it;
+  (void)dt;
+  (void)s;
+}
+/* probabilities cannot be seen without values (PyTorch's meta kernels do
+** not check them either) */
+static int meta_prob_check(const em_iter *it, double *bad) {
+  (void)it;
+  (void)bad;
+  return 0;
+}
+static void meta_bernoulli_lt(const em_iter *it) { (void)it; }
+static void meta_randperm(em_tensor *perm, const em_draw *d) {
+  (void)perm;
+  (void)d;
+}
+static em_prob_check meta_multinomial_check(const em_tensor *probs) {
+  (void)probs;
+  return EM_PROBS_OK;
+}
+/* the result's shape is known from the arguments: [n] or [rows, n] */
+static em_status meta_multinomial(const em_tensor *probs, em_tensor *out, int replacement,
+                                  const em_draw *d) {
+  (void)probs;
+  (void)out;
+  (void)replacement;
+  (void)d;
+  return EM_OK;
+}
+
+const em_random_kernels em_meta_random_kernels = {
+    .sample = meta_sample,
+    .prob_check = meta_prob_check,
+    .bernoulli_lt = meta_bernoulli_lt,
+    .randperm = meta_randperm,
+    .multinomial_check = meta_multinomial_check,
+    .multinomial = meta_multinomial,
+};
+
+/* -- creation ------------------------------------------------------------- */
+
+static void meta_zero(em_tensor *t) { (void)t; }
+static void meta_range(const em_iter *it, em_dtype dt, const em_range *r) {
+  (void)it;
+  (void)dt;
+  (void)r;
+}
+
+const em_creation_kernels em_meta_creation_kernels = {
+    .zero = meta_zero,
+    .arange = meta_range,
+    .linspace = meta_range,
+};
+
 /* -- The table --------------------------------------------------------------- */
 
 const em_kernels em_meta_kernels = {
@@ -227,4 +301,7 @@ const em_kernels em_meta_kernels = {
     .ew = &em_meta_ew_kernels,
 
     .index = &em_meta_index_kernels,
+    .linalg = &em_meta_linalg_kernels,
+    .random = &em_meta_random_kernels,
+    .creation = &em_meta_creation_kernels,
 };

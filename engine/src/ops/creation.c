@@ -1,99 +1,118 @@
 /*
-** creation.c -- ranges and the identity: arange, linspace, logspace, eye.
-** Guarantees: values are PyTorch's (half-open arange of
-** ceil((end - start) / step) elements; linspace's symmetric formula), each
-** element is computed from its own index (never by accumulating), so the
-** result does not depend on how the work is split, and every element is
-** rounded to the dtype once. Outputs are fresh contiguous tensors.
+** creation.c -- new tensors: empty, zeros, full, empty_like; ranges and the
+** identity: arange, linspace, logspace, eye.
+** Guarantees: range values are PyTorch's (half-open arange of
+** ceil((end - start) / step) elements; linspace's symmetric formula); the
+** device's kernels (core/kern_creation.h) compute each element from its own
+** index and round it to the dtype once. Outputs are fresh contiguous
+** tensors on the device asked for.
 */
-#include "core/iter.h"
+#include "core/kern_creation.h"
+#include "core/kernels.h"
 
 #include <math.h>
 
-/* Stores are core/core.h's EM_STORE_x: doubles convert with the engine's
-** cast rules (truncate toward zero, saturate, NaN -> 0); int64 values wrap
-** modulo 2^bits like integer casts, and round once to a float dtype. */
+/* -- empty / zeros / full ----------------------------------------------------
+** Fresh contiguous tensors on dev. With the deterministic flag set, empty
+** fills its tensor with NaN (floats) or the dtype's largest value, as
+** PyTorch's fill_uninitialized_memory does, so reading it shows. */
 
-/* -- Kernels ---------------------------------------------------------------
-** The output is contiguous, so an element's row-major index is its byte
-** offset from the first element divided by the element size. */
+static atomic_int deterministic;
+void em_set_deterministic(int on) { atomic_store(&deterministic, on != 0); }
+int em_get_deterministic(void) { return atomic_load(&deterministic); }
 
-typedef struct {
-  const char *base;
-  int64_t itemsize;
-  /* arange */
-  double fstart, fstep;
-  int64_t istart, istep;
-  /* linspace / logspace */
-  double lstart, lend, lstep, lbase;
-  int64_t steps, halfway;
-  int log;
-} range_ctx;
-
-static inline double lin_value(const range_ctx *c, int64_t i) {
-  double v = i < c->halfway ? c->lstart + c->lstep * (double)i
-                            : c->lend - c->lstep * (double)(c->steps - i - 1);
-  return c->log ? pow(c->lbase, v) : v;
-}
-
-/* Integer arithmetic wraps, as int64 accumulation does in PyTorch. */
-static inline int64_t wrap_madd(int64_t a, int64_t b, int64_t i) {
-  return (int64_t)((uint64_t)a + (uint64_t)b * (uint64_t)i);
-}
-
-#define DEF_RANGE_KERNELS(S, E, CT, K)                                         \
-  static void em_arange_float_##S(char **data, const int64_t *st, int64_t n,   \
-                                  void *ctx) {                                 \
-    const range_ctx *c = ctx;                                                  \
-    char *p = data[0];                                                         \
-    int64_t i = (p - c->base) / c->itemsize;                                   \
-    for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      EM_STORE_##S(p, c->fstart + c->fstep * (double)i);                     \
-  }                                                                            \
-  static void em_arange_int_##S(char **data, const int64_t *st, int64_t n,     \
-                                void *ctx) {                                   \
-    const range_ctx *c = ctx;                                                  \
-    char *p = data[0];                                                         \
-    int64_t i = (p - c->base) / c->itemsize;                                   \
-    for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      EM_STORE_##S(p, wrap_madd(c->istart, c->istep, i));                    \
-  }                                                                            \
-  static void em_linspace_##S(char **data, const int64_t *st, int64_t n,       \
-                              void *ctx) {                                     \
-    const range_ctx *c = ctx;                                                  \
-    char *p = data[0];                                                         \
-    int64_t i = (p - c->base) / c->itemsize;                                   \
-    for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      EM_STORE_##S(p, (double)lin_value(c, i));                                      \
-  }
-EM_FOR_EACH_DTYPE(DEF_RANGE_KERNELS)
-
-#define ARANGE_FLOAT_ROW(S, E, CT, K) [E] = em_arange_float_##S,
-#define ARANGE_INT_ROW(S, E, CT, K) [E] = em_arange_int_##S,
-#define LINSPACE_ROW(S, E, CT, K) [E] = em_linspace_##S,
-static const em_loop1d arange_float_loops[EM_NUM_DTYPES] = {
-    EM_FOR_EACH_DTYPE(ARANGE_FLOAT_ROW)};
-static const em_loop1d arange_int_loops[EM_NUM_DTYPES] = {
-    EM_FOR_EACH_DTYPE(ARANGE_INT_ROW)};
-static const em_loop1d linspace_loops[EM_NUM_DTYPES] = {
-    EM_FOR_EACH_DTYPE(LINSPACE_ROW)};
-
-/* Runs loop over the fresh contiguous tensor t. */
-static em_status run_fill(const char *op, em_tensor *t, em_loop1d loop, range_ctx *c) {
-  c->base = em_tensor_data(t);
-  c->itemsize = (int64_t)em_dtype_size(t->dtype);
-  if (em_tensor_numel(t) == 0) return EM_OK;
-  em_iter it;
-  const em_tensor *ops[1] = {t};
-  em_status st = em_iter_build(&it, op, 1, ops, t->ndim, t->sizes, false);
+static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
+                                em_dtype dt, em_device dev, em_tensor **out) {
+  int64_t numel, nbytes;
+  char buf[EM_SHAPE_BUF];
+  if ((unsigned)dt >= EM_NUM_DTYPES)
+    return em_fail(EM_E_TYPE, "%s: invalid dtype %d", op, (int)dt);
+  em_status st = em_numel_checked(op, ndim, sizes, &numel);
   if (st != EM_OK) return st;
-  em_iter_run(&it, loop, c);
+  if (em_mul_overflow_i64(numel, (int64_t)em_dtype_size(dt), &nbytes))
+    return em_fail(EM_E_VALUE, "%s: size %s is too large (the byte count overflows int64)",
+                   op, em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  em_storage *s;
+  st = em_storage_new((size_t)nbytes, dev, &s);
+  if (st == EM_E_NOMEM)
+    return em_fail(EM_E_NOMEM, "%s: out of memory: tried to allocate %lld bytes for a %s tensor of size %s",
+                   op, (long long)nbytes, em_dtype_name(dt),
+                   em_fmt_shape(buf, sizeof buf, ndim, sizes));
+  if (st != EM_OK) return st;
+  int64_t strides[EM_MAX_DIMS];
+  em_contiguous_strides(ndim, sizes, strides);
+  st = em_tensor_alloc(s, 0, ndim, sizes, strides, dt, out);
+  em_storage_release(s);
+  return st;
+}
+
+static em_scalar scalar_max(em_dtype dt) {
+  em_scalar v = {EM_SCALAR_INT, 0, 0};
+  switch (dt) {
+    case EM_BOOL: v.i = 1; break;
+    case EM_UINT8: v.i = UINT8_MAX; break;
+    case EM_INT8: v.i = INT8_MAX; break;
+    case EM_INT16: v.i = INT16_MAX; break;
+    case EM_INT32: v.i = INT32_MAX; break;
+    case EM_INT64: v.i = INT64_MAX; break;
+    default: v.kind = EM_SCALAR_FLOAT; v.f = NAN; break;
+  }
+  return v;
+}
+
+em_status em_empty(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
+                   em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("empty", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  if (em_get_deterministic()) em_fill_(t, scalar_max(dt));
+  *out = t;
   return EM_OK;
 }
 
-static em_status fill_or_release(const char *op, em_tensor *t, em_loop1d loop,
-                                 range_ctx *c, em_tensor **out) {
-  em_status st = run_fill(op, t, loop, c);
+em_status em_zeros(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
+                   em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("zeros", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  em_kernels_for(dev)->creation->zero(t);
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_full(int ndim, const int64_t *sizes, em_scalar value, em_dtype dt,
+                  em_device dev, em_tensor **out) {
+  em_tensor *t;
+  em_status st = empty_unfilled("full", ndim, sizes, dt, dev, &t);
+  if (st != EM_OK) return st;
+  em_fill_(t, value);
+  *out = t;
+  return EM_OK;
+}
+
+em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out) {
+  return empty_unfilled("empty_like", t->ndim, t->sizes,
+                        dt < 0 ? t->dtype : (em_dtype)dt, t->storage->device, out);
+}
+
+/* -- The range fills --------------------------------------------------------
+** The op sizes and allocates the result and computes the range's
+** parameters; the device's kernel writes the elements (core/kern_creation.h). */
+
+/* Fills the fresh contiguous tensor t with the range r; on failure t is
+** released. */
+static em_status fill_or_release(const char *op, em_tensor *t, int linspace,
+                                 const em_range *r, em_tensor **out) {
+  em_status st = EM_OK;
+  if (em_tensor_numel(t) > 0) {
+    em_iter it;
+    const em_tensor *ops[1] = {t};
+    st = em_iter_build(&it, op, 1, ops, t->ndim, t->sizes, false);
+    if (st == EM_OK) {
+      const em_creation_kernels *k = em_kernels_for(t->storage->device)->creation;
+      (linspace ? k->linspace : k->arange)(&it, t->dtype, r);
+    }
+  }
   if (st != EM_OK) {
     em_tensor_release(t);
     return st;
@@ -129,9 +148,8 @@ em_status em_arange(em_scalar start, em_scalar end, em_scalar step, em_dtype dt,
   double fs = scalar_f64(start), fe = scalar_f64(end), fst = scalar_f64(step);
   if (!isfinite(fs) || !isfinite(fe))
     return em_fail(EM_E_VALUE, "arange: unsupported range: %g -> %g", fs, fe);
-  range_ctx c = {0};
+  em_range c = {0};
   double size_d;
-  em_loop1d loop;
   if (em_dtype_kindof(dt) == EM_KIND_INT) {
     /* integer dtypes compute in int64 (PyTorch's accscalar type) */
     int64_t xs = 0, xe = 0, xst = 0;
@@ -156,7 +174,6 @@ em_status em_arange(em_scalar start, em_scalar end, em_scalar step, em_dtype dt,
     }
     c.istart = xs;
     c.istep = xst;
-    loop = arange_int_loops[dt];
   } else {
     if (!(fst > 0 || fst < 0)) return em_fail(EM_E_VALUE, "arange: step must be nonzero");
     if (!((fst > 0 && fe >= fs) || (fst < 0 && fe <= fs)))
@@ -166,7 +183,6 @@ em_status em_arange(em_scalar start, em_scalar end, em_scalar step, em_dtype dt,
     size_d = ceil((fe - fs) / fst);
     c.fstart = fs;
     c.fstep = fst;
-    loop = arange_float_loops[dt];
   }
   if (!(size_d >= 0 && size_d < 9223372036854775807.0))
     return em_fail(EM_E_VALUE, "arange: invalid size %g, possible overflow?", size_d);
@@ -174,7 +190,7 @@ em_status em_arange(em_scalar start, em_scalar end, em_scalar step, em_dtype dt,
   em_tensor *t;
   em_status st = em_empty(1, &n, dt, dev, &t);
   if (st != EM_OK) return st;
-  return fill_or_release(op, t, loop, &c, out);
+  return fill_or_release(op, t, 0, &c, out);
 }
 
 /* -- linspace / logspace ----------------------------------------------------- */
@@ -187,7 +203,7 @@ static em_status lin_common(const char *op, double start, double end, int64_t st
   if (steps < 0)
     return em_fail(EM_E_VALUE, "%s: number of steps must be non-negative, got %lld",
                    op, (long long)steps);
-  range_ctx c = {0};
+  em_range c = {0};
   c.lstart = start;
   c.lend = end;
   c.steps = steps;
@@ -199,7 +215,7 @@ static em_status lin_common(const char *op, double start, double end, int64_t st
   em_tensor *t;
   em_status st = em_empty(1, &steps, dt, dev, &t);
   if (st != EM_OK) return st;
-  return fill_or_release(op, t, linspace_loops[dt], &c, out);
+  return fill_or_release(op, t, 1, &c, out);
 }
 
 em_status em_linspace(double start, double end, int64_t steps, em_dtype dt,

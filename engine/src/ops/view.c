@@ -1,7 +1,8 @@
 /*
 ** view.c -- view operations: narrow, select, transpose/t/T/mT, permute,
 ** movedim, view/reshape (PyTorch's stride-compatibility rule), flatten,
-** unflatten, squeeze/unsqueeze, expand, unfold, diagonal; and flip (a copy).
+** unflatten, squeeze/unsqueeze, expand, unfold, diagonal, as_strided, alias;
+** and flip (a copy).
 **
 ** Guarantees: a view op writes only metadata. Its result shares t's storage
 ** (one new storage reference), and every element it addresses is an element
@@ -604,6 +605,50 @@ static em_status flip_nograd(const em_tensor *t, int n, const int64_t *dims, em_
   }
   *out = fresh;
   return EM_OK;
+}
+
+/* -- as_strided / alias ----------------------------------------------------
+** Any metadata over t's storage (as_strided checks that it stays inside).
+** Recorded for autograd: as_strided by where each of its elements lies in t
+** (found through the shared storage), an alias as the identity (autograd.c). */
+em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
+                        const int64_t *strides, int64_t offset, em_tensor **out) {
+  em_status st = em_check_bounds("as_strided", t->storage, offset, ndim, sizes,
+                                 strides, t->dtype);
+  if (st != EM_OK) return st;
+  st = em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
+  if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
+  st = em_ag_set_base(*out, t);
+  if (st == EM_OK) {
+    em_tensor *pos = NULL;
+    st = em_ag_view_positions(t, *out, &pos);
+    if (st == EM_OK) st = em_ag_record_gather("AsStridedBackward0", t, pos, *out);
+    em_tensor_release(pos);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+em_status em_alias(const em_tensor *t, em_tensor **out) {
+  em_status st = em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
+                                 t->dtype, out);
+  if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
+  st = em_ag_set_base(*out, t);
+  if (st == EM_OK) {
+    em_ag_params p;
+    memset(&p, 0, sizeof p);
+    p.name = "AliasBackward0";
+    const em_tensor *in[1] = {t};
+    st = em_ag_record(EM_AG_IDENTITY, 1, in, 1, out, &p);
+  }
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 /* -- Autograd recording ---------------------------------------------------------
