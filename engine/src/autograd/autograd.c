@@ -50,6 +50,7 @@ int em_ag_any(int n, const em_tensor *const *ts) {
 /* -- Metadata --------------------------------------------------------------- */
 
 typedef struct em_ag_meta {
+  em_autograd_head head;  /* first: em_tensor_release calls head.release */
   em_tensor *grad;
   em_node *grad_fn;  /* one reference; NULL for leaves */
   int output_nr;
@@ -57,6 +58,8 @@ typedef struct em_ag_meta {
 } em_ag_meta;
 
 static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autograd; }
+
+static void meta_release(em_tensor *t);
 
 static em_status meta_get(em_tensor *t, em_ag_meta **out) {
   if (!t->autograd) {
@@ -68,13 +71,14 @@ static em_status meta_get(em_tensor *t, em_ag_meta **out) {
       *out = NULL;
       return em_fail(EM_E_NOMEM, "autograd: out of memory");
     }
+    m->head.release = meta_release;
     t->autograd = m;
   }
   *out = t->autograd;
   return EM_OK;
 }
 
-void em_ag_meta_free(em_tensor *t) {
+static void meta_release(em_tensor *t) {
   em_ag_meta *m = meta_of(t);
   if (!m) return;
   if (m->grad_fn && m->retains_grad && m->grad_fn->retain &&

@@ -42,7 +42,7 @@ struct em_tensor {
   em_dtype dtype;
   bool requires_grad;
   em_storage *storage;   /* one reference, owned */
-  void *autograd;        /* autograd metadata (autograd.c), NULL if none */
+  void *autograd;        /* autograd metadata, an em_autograd_head first; NULL if none */
   /* Views of floating tensors made in grad mode: the tensor they view (one
   ** reference; never itself a view), and the storage version when their
   ** history was last set (autograd.c). In the header rather than in the
@@ -189,9 +189,12 @@ em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
 em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
                           int ndim, const int64_t *sizes, const int64_t *strides,
                           em_dtype dt);
-/* Frees t->autograd (its grad and grad_fn): defined by the autograd layer
-** (autograd/autograd.c), called by em_tensor_release when t has one. */
-void em_ag_meta_free(em_tensor *t);
+/* The head of a tensor's autograd metadata (t->autograd): the layer above
+** that made it (autograd/autograd.c) puts its destructor first, and
+** em_tensor_release calls it; so the core never calls up into autograd. */
+typedef struct em_autograd_head {
+  void (*release)(em_tensor *t);
+} em_autograd_head;
 /* Counted CPU allocation used by storages (hooks, soft limit, retry). */
 void *em_cpu_alloc_bytes(size_t nbytes);
 void em_cpu_free_bytes(void *p, size_t nbytes);

@@ -101,7 +101,7 @@ void em_tensor_release(em_tensor *t) {
   if (!t) return;
   if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
     return;
-  if (t->autograd) em_ag_meta_free(t);  /* grad, grad_fn (autograd.c) */
+  if (t->autograd) ((em_autograd_head *)t->autograd)->release(t);  /* grad, grad_fn */
   /* a view's base is never itself a view: this recursion is one level */
   if (t->view_base) em_tensor_release(t->view_base);
   em_storage_release(t->storage);
