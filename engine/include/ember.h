@@ -1076,12 +1076,12 @@ em_status em_autograd_record(const char *name, int nin, const em_tensor *const *
 
 /* (end of Autograd) */
 
-/* -- Optimizers (cpu/optim.c; docs/training.md) ------------------------------
+/* -- Optimizers (ops/optim.c, cpu/optim.c; docs/training.md) ----------------
 ** One fused, in-place update of a parameter p from its gradient g, with
 ** PyTorch 1.13's update rule for that optimizer (torch.optim, the
 ** single-tensor form), op for op in p's dtype. p, g and the state tensors
-** share one shape and one floating dtype. A state slot holding NULL is
-** created (contiguous, p's shape) and handed back through the slot (a new
+** share one shape, one floating dtype and one device. A state slot holding
+** NULL is created (contiguous, p's shape, on p's device) and handed back through the slot (a new
 ** reference the caller owns); on failure the slots are left as they were.
 ** p and the state are written in place (their versions bumped); nothing is
 ** recorded by autograd. Option values are checked (finite lr, betas in

@@ -21,6 +21,7 @@
 
 struct em_copy_kernels;   /* core/kern_copy.h: cast copies, fills, transfers */
 struct em_ew_kernels;     /* core/kern_ew.h: the elementwise ops */
+struct em_optim_kernels;  /* core/kern_optim.h: the fused optimizer updates */
 
 typedef struct em_kernels {
   const char *name;       /* "cpu", "meta", "cuda" */
@@ -32,6 +33,7 @@ typedef struct em_kernels {
 
   const struct em_copy_kernels *copy;
   const struct em_ew_kernels *ew;
+  const struct em_optim_kernels *optim;
 } em_kernels;
 
 /* The kernels of a device; NULL when this build or machine has none

@@ -5,6 +5,7 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_optim.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
   (void)dev;
@@ -27,4 +28,5 @@ const em_kernels em_cpu_kernels = {
     .copy = &em_cpu_copy_kernels,
 
     .ew = &em_cpu_ew_kernels,
+    .optim = &em_cpu_optim_kernels,
 };

@@ -11,6 +11,7 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_optim.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -87,6 +88,21 @@ const em_ew_kernels em_meta_ew_kernels = {
     .any_zero = meta_any_zero,
 };
 
+/* -- optim ----------------------------------------------------------------- */
+
+/* A step on meta parameters is its checks (and the state it makes). */
+static void meta_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  (void)it;
+  (void)dt;
+  (void)p;
+}
+
+const em_optim_kernels em_meta_optim_kernels = {
+    .sgd = meta_optim_step,
+    .adam = meta_optim_step,
+    .rmsprop = meta_optim_step,
+};
+
 /* -- The table --------------------------------------------------------------- */
 
 const em_kernels em_meta_kernels = {
@@ -98,4 +114,5 @@ const em_kernels em_meta_kernels = {
     .copy = &em_meta_copy_kernels,
 
     .ew = &em_meta_ew_kernels,
+    .optim = &em_meta_optim_kernels,
 };
