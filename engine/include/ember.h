@@ -843,10 +843,11 @@ void em_loaded_free(em_loaded *f);
 
 /* (end of Interop: DLPack, .npy, serialization) */
 
-/* -- nn: convolution, pooling, normalisation, losses (cpu/conv.c, cpu/nn.c) --
+/* -- nn: convolution, pooling, normalisation, losses (ops/conv.c, ops/nn.c,
+** ops/norm.c, ops/loss.c; the kernels: core/kern_nn.h) -------------------------
 ** Forward kernels with separate backward kernels. Floating inputs only
-** (float32/float64; a mix is an error); results are new contiguous tensors
-** of the input's dtype. Shapes follow PyTorch (batched NCHW); class ids and
+** (float32/float64; a mix is an error), all on one device; results are new
+** contiguous tensors of the input's dtype on its device. Shapes follow PyTorch (batched NCHW); class ids and
 ** embedding ids are 1-based. pairs (stride, padding, dilation, kernel) are
 ** {height, width}.
 ** Autograd (docs/nn.md): each forward records its own graph node (PyTorch's

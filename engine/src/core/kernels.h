@@ -21,6 +21,7 @@
 
 struct em_copy_kernels;   /* core/kern_copy.h: cast copies, fills, transfers */
 struct em_ew_kernels;     /* core/kern_ew.h: the elementwise ops */
+struct em_nn_kernels;     /* core/kern_nn.h: convolution, pooling, norms, losses */
 struct em_optim_kernels;  /* core/kern_optim.h: the fused optimizer updates */
 
 typedef struct em_kernels {
@@ -33,6 +34,7 @@ typedef struct em_kernels {
 
   const struct em_copy_kernels *copy;
   const struct em_ew_kernels *ew;
+  const struct em_nn_kernels *nn;
   const struct em_optim_kernels *optim;
 } em_kernels;
 

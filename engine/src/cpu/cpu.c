@@ -5,6 +5,7 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_nn.h"
 #include "core/kern_optim.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
@@ -28,5 +29,6 @@ const em_kernels em_cpu_kernels = {
     .copy = &em_cpu_copy_kernels,
 
     .ew = &em_cpu_ew_kernels,
+    .nn = &em_cpu_nn_kernels,
     .optim = &em_cpu_optim_kernels,
 };
