@@ -43,6 +43,9 @@ typedef struct em_kernels {
 const em_kernels *em_kernels_for(em_device dev);
 /* As em_kernels_for, failing with the shared message naming op and device. */
 em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out);
+/* EM_OK when b is a, else the shared mixed-device error naming op, a and b
+** (an op never moves values between devices). */
+em_status em_same_device_check(const char *op, em_device a, em_device b);
 
 extern const em_kernels em_cpu_kernels;   /* cpu/cpu.c */
 extern const em_kernels em_meta_kernels;  /* meta/meta.c */

@@ -22,14 +22,10 @@ static inline em_status nn_kernels(const char *op, const em_tensor *t,
   return st;
 }
 
-/* t on a's device: an op never moves values between devices. */
+/* t on a's device. */
 static inline em_status nn_check_device(const char *op, const em_tensor *a,
                                         const em_tensor *t) {
-  if (em_device_equal(a->storage->device, t->storage->device)) return EM_OK;
-  char d1[32], d2[32];
-  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op,
-                 em_device_str(a->storage->device, d1, sizeof d1),
-                 em_device_str(t->storage->device, d2, sizeof d2));
+  return em_same_device_check(op, a->storage->device, t->storage->device);
 }
 
 static inline em_status nn_check_float(const char *op, const char *what, const em_tensor *t) {

@@ -22,7 +22,6 @@
 
 #include "core/kern_optim.h"
 #include "core/kernels.h"
-#include "core/errmsg.h"
 
 /* -- Checks and the driver ----------------------------------------------------- */
 
@@ -44,12 +43,8 @@ static em_status check_operand(const char *op, const char *what, const em_tensor
   if (t->dtype != p->dtype)
     return em_fail(EM_E_TYPE, "%s: %s has dtype %s but the parameter has dtype %s", op, what,
                    em_dtype_name(t->dtype), em_dtype_name(p->dtype));
-  if (!em_device_equal(em_tensor_device(t), em_tensor_device(p))) {
-    char d1[32], d2[32];
-    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op,
-                   em_device_str(em_tensor_device(p), d1, sizeof d1),
-                   em_device_str(em_tensor_device(t), d2, sizeof d2));
-  }
+  em_status st = em_same_device_check(op, em_tensor_device(p), em_tensor_device(t));
+  if (st != EM_OK) return st;
   if (written && em_has_internal_overlap(t))
     return em_fail(EM_E_VALUE, "%s: %s has elements that share memory (an expanded tensor?); "
                    "clone() it first", op, what);
