@@ -4,13 +4,15 @@
 ** losses. The ops (ops/conv.c, ops/nn.c, ops/norm.c, ops/loss.c) check the
 ** arguments, compute the geometry, make every operand a dense row-major
 ** tensor on one device (float32 or float64, one dtype per call unless an
-** entry says otherwise) and allocate every output; an entry reads those
+** entry says otherwise) and allocate every output (batch_norm's running
+** statistics are the caller's, moved in place); an entry reads those
 ** operands and writes the outputs it is given, nothing else.
 **
 ** What every entry may rely on: shapes are the ones the geometry names
-** (checked by the op), operands do not overlap the outputs, and outputs
-** documented as "zeroed" hold zeros on entry (the op made them with
-** em_zeros). Optional operands and outputs are NULL when absent.
+** (checked by the op); the outputs the op allocated are new tensors that
+** no operand shares memory with, and those documented as "zeroed" hold
+** zeros on entry (the op made them with em_zeros). Optional operands and
+** outputs are NULL when absent.
 */
 #ifndef EMBER_KERN_NN_H
 #define EMBER_KERN_NN_H
