@@ -1,5 +1,5 @@
 /*
-** l_nn.c -- the nn kernels (engine/src/cpu/nn.c, conv.c) for the Lua side
+** l_nn.c -- the nn ops (engine/src/ops/conv.c, nn.c, norm.c, loss.c) for the Lua side
 ** (issue 9). These are internal entry points, C._nn_<name>, with plain
 ** positional arguments; lua/ember/nn/functional.lua gives them PyTorch's
 ** names and options, and checks what a user can get wrong there. The

@@ -1,5 +1,5 @@
 /*
-** l_optim.c -- the fused optimizer updates of cpu/optim.c for T.optim
+** l_optim.c -- the fused optimizer updates of ops/optim.c for T.optim
 ** (lua/ember/optim/init.lua): internal C._optim_sgd / _optim_adam /
 ** _optim_rmsprop entry points, one call per parameter and step.
 **

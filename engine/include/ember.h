@@ -853,10 +853,11 @@ void em_loaded_free(em_loaded *f);
 
 /* (end of Interop: DLPack, .npy, serialization) */
 
-/* -- nn: convolution, pooling, normalisation, losses (cpu/conv.c, cpu/nn.c) --
+/* -- nn: convolution, pooling, normalisation, losses (ops/conv.c, ops/nn.c,
+** ops/norm.c, ops/loss.c; the kernels: core/kern_nn.h) -------------------------
 ** Forward kernels with separate backward kernels. Floating inputs only
-** (float32/float64; a mix is an error); results are new contiguous tensors
-** of the input's dtype. Shapes follow PyTorch (batched NCHW); class ids and
+** (float32/float64; a mix is an error), all on one device; results are new
+** contiguous tensors of the input's dtype on its device. Shapes follow PyTorch (batched NCHW); class ids and
 ** embedding ids are 1-based. pairs (stride, padding, dilation, kernel) are
 ** {height, width}.
 ** Autograd (docs/nn.md): each forward records its own graph node (PyTorch's
@@ -1086,12 +1087,12 @@ em_status em_autograd_record(const char *name, int nin, const em_tensor *const *
 
 /* (end of Autograd) */
 
-/* -- Optimizers (cpu/optim.c; docs/training.md) ------------------------------
+/* -- Optimizers (ops/optim.c, cpu/optim.c; docs/training.md) ----------------
 ** One fused, in-place update of a parameter p from its gradient g, with
 ** PyTorch 1.13's update rule for that optimizer (torch.optim, the
 ** single-tensor form), op for op in p's dtype. p, g and the state tensors
-** share one shape and one floating dtype. A state slot holding NULL is
-** created (contiguous, p's shape) and handed back through the slot (a new
+** share one shape, one floating dtype and one device. A state slot holding
+** NULL is created (contiguous, p's shape, on p's device) and handed back through the slot (a new
 ** reference the caller owns); on failure the slots are left as they were.
 ** p and the state are written in place (their versions bumped); nothing is
 ** recorded by autograd. Option values are checked (finite lr, betas in

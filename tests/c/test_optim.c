@@ -1,5 +1,5 @@
 /*
-** test_optim.c -- the fused optimizer updates (cpu/optim.c) as an embedding
+** test_optim.c -- the fused optimizer updates (ops/optim.c) as an embedding
 ** host calls them: state slots created on the first step and handed back,
 ** values of hand-computed steps, versions bumped, a failed step changing
 ** nothing, 16-bit parameters, strided parameters, and bad options.

@@ -70,7 +70,7 @@ typedef struct em_ag_params {
                                for ops that are not in place (the nn ops) */
 } em_ag_params;
 
-/* The nn ops of cpu/conv.c and cpu/nn.c (kind NN; formulas in
+/* The nn ops of ops/conv.c, nn.c, norm.c and loss.c (kind NN; formulas in
 ** autograd/formulas.c). The *_BWD ops are backward kernels recorded as ops
 ** of their own (when a backward is itself recorded: create_graph). */
 typedef enum em_ag_nn_op {
@@ -81,7 +81,7 @@ typedef enum em_ag_nn_op {
   EM_AG_NN_L1, EM_AG_NN_BCE, EM_AG_NN_BCEL
 } em_ag_nn_op;
 
-/* d loss / d log_softmax(input) of cross_entropy for grad_out (cpu/nn.c):
+/* d loss / d log_softmax(input) of cross_entropy for grad_out (ops/loss.c):
 ** the gradient before log_softmax's backward, linear in grad_out. */
 em_status em_nn_cross_entropy_logp_grad(const em_tensor *grad_out, const em_tensor *input,
                                         const em_tensor *target, const em_tensor *weight,

@@ -769,7 +769,7 @@ static void linalg_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
 }
 
 
-/* -- nn ops (cpu/conv.c, cpu/nn.c) ------------------------------------------------ */
+/* -- nn ops (ops/conv.c, ops/nn.c, ops/norm.c, ops/loss.c) ------------------------ */
 
 /* An engine call's result into the arena: R(expr using &r). */
 #define R(call) (OK ? keep(f, (call), &r_) : NULL)

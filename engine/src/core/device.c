@@ -52,3 +52,10 @@ em_status em_tensor_check_values(const char *op, const em_tensor *t) {
   if (em_device_has_data(t->storage->device)) return EM_OK;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, op);
 }
+
+em_status em_same_device_check(const char *op, em_device a, em_device b) {
+  if (em_device_equal(a, b)) return EM_OK;
+  char d1[32], d2[32];
+  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op, em_device_str(a, d1, sizeof d1),
+                 em_device_str(b, d2, sizeof d2));
+}

@@ -25,6 +25,8 @@ struct em_index_kernels;  /* core/kern_index.h: selecting and indexing */
 struct em_linalg_kernels; /* core/kern_linalg.h: batched matrix products */
 struct em_random_kernels; /* core/kern_random.h: the samplers */
 struct em_creation_kernels; /* core/kern_creation.h: zeros and the ranges */
+struct em_nn_kernels;     /* core/kern_nn.h: convolution, pooling, norms, losses */
+struct em_optim_kernels;  /* core/kern_optim.h: the fused optimizer updates */
 
 typedef struct em_kernels {
   const char *name;       /* "cpu", "meta", "cuda" */
@@ -40,6 +42,8 @@ typedef struct em_kernels {
   const struct em_linalg_kernels *linalg;
   const struct em_random_kernels *random;
   const struct em_creation_kernels *creation;
+  const struct em_nn_kernels *nn;
+  const struct em_optim_kernels *optim;
 } em_kernels;
 
 /* The kernels of a device; NULL when this build or machine has none
@@ -47,6 +51,9 @@ typedef struct em_kernels {
 const em_kernels *em_kernels_for(em_device dev);
 /* As em_kernels_for, failing with the shared message naming op and device. */
 em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out);
+/* EM_OK when b is a, else the shared mixed-device error naming op, a and b
+** (an op never moves values between devices). */
+em_status em_same_device_check(const char *op, em_device a, em_device b);
 
 extern const em_kernels em_cpu_kernels;   /* cpu/cpu.c */
 extern const em_kernels em_meta_kernels;  /* meta/meta.c */

@@ -9,6 +9,8 @@
 #include "core/kern_linalg.h"
 #include "core/kern_random.h"
 #include "core/kern_creation.h"
+#include "core/kern_nn.h"
+#include "core/kern_optim.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
   (void)dev;
@@ -36,4 +38,6 @@ const em_kernels em_cpu_kernels = {
     .linalg = &em_cpu_linalg_kernels,
     .random = &em_cpu_random_kernels,
     .creation = &em_cpu_creation_kernels,
+    .nn = &em_cpu_nn_kernels,
+    .optim = &em_cpu_optim_kernels,
 };

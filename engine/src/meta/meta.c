@@ -15,6 +15,8 @@
 #include "core/kern_linalg.h"
 #include "core/kern_random.h"
 #include "core/kern_creation.h"
+#include "core/kern_nn.h"
+#include "core/kern_optim.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -288,6 +290,177 @@ const em_creation_kernels em_meta_creation_kernels = {
     .linspace = meta_range,
 };
 
+/* -- nn -------------------------------------------------------------------- */
+
+/* The ops have shaped and allocated every output; there is nothing to
+** compute. The checks that read ids or inputs (bad_id, outside_unit) find
+** nothing without values, as PyTorch's meta kernels do not check them. */
+
+static em_status meta_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
+                             const em_tensor *b, const em_tensor *bias, em_tensor *out,
+                             const em_conv2d_geo *g) {
+  (void)op;
+  (void)pass;
+  (void)a;
+  (void)b;
+  (void)bias;
+  (void)out;
+  (void)g;
+  return EM_OK;
+}
+static void meta_max_pool2d(const em_tensor *x, em_tensor *y, em_tensor *indices,
+                            const em_pool2d_geo *g) {
+  (void)x;
+  (void)y;
+  (void)indices;
+  (void)g;
+}
+static void meta_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
+                                     em_tensor *grad_input) {
+  (void)grad_out;
+  (void)indices;
+  (void)grad_input;
+}
+static void meta_avg_pool2d(const em_tensor *x, em_tensor *y, const em_pool2d_geo *g) {
+  (void)x;
+  (void)y;
+  (void)g;
+}
+static void meta_avg_pool2d_backward(const em_tensor *grad_out, em_tensor *grad_input,
+                                     const em_pool2d_geo *g) {
+  (void)grad_out;
+  (void)grad_input;
+  (void)g;
+}
+static int meta_bad_id(const em_tensor *ids, int64_t num, int has_ignore, int64_t ignore,
+                       int64_t *bad) {
+  (void)ids;
+  (void)num;
+  (void)has_ignore;
+  (void)ignore;
+  (void)bad;
+  return 0;
+}
+static void meta_layer_norm(const em_tensor *x, const em_tensor *w, const em_tensor *b,
+                            em_tensor *y, em_tensor *mean, em_tensor *rstd, int64_t M,
+                            int64_t D, double eps) {
+  (void)x;
+  (void)w;
+  (void)b;
+  (void)y;
+  (void)mean;
+  (void)rstd;
+  (void)M;
+  (void)D;
+  (void)eps;
+}
+static void meta_layer_norm_backward(const em_tensor *grad_out, const em_tensor *x,
+                                     const em_tensor *mean, const em_tensor *rstd,
+                                     const em_tensor *w, em_tensor *gx, em_tensor *gw,
+                                     em_tensor *gb, int64_t M, int64_t D) {
+  (void)grad_out;
+  (void)x;
+  (void)mean;
+  (void)rstd;
+  (void)w;
+  (void)gx;
+  (void)gw;
+  (void)gb;
+  (void)M;
+  (void)D;
+}
+static em_status meta_batch_norm(const char *op, const em_tensor *x, const em_tensor *w,
+                                 const em_tensor *b, em_tensor *running_mean,
+                                 em_tensor *running_var, em_tensor *y, em_tensor *save_mean,
+                                 em_tensor *save_invstd, const em_batch_norm_params *p) {
+  (void)op;
+  (void)x;
+  (void)w;
+  (void)b;
+  (void)running_mean;
+  (void)running_var;
+  (void)y;
+  (void)save_mean;
+  (void)save_invstd;
+  (void)p;
+  return EM_OK;
+}
+static void meta_batch_norm_backward(const em_tensor *grad_out, const em_tensor *x,
+                                     const em_tensor *w, const em_tensor *mean,
+                                     const em_tensor *invstd, em_tensor *gx, em_tensor *gw,
+                                     em_tensor *gb, const em_batch_norm_params *p) {
+  (void)grad_out;
+  (void)x;
+  (void)w;
+  (void)mean;
+  (void)invstd;
+  (void)gx;
+  (void)gw;
+  (void)gb;
+  (void)p;
+}
+static em_status meta_class_loss(const char *op, const em_tensor *x, const em_tensor *target,
+                                 const em_tensor *w, const em_tensor *grad_out, em_tensor *out,
+                                 em_tensor *total_weight, const em_class_loss_params *p) {
+  (void)op;
+  (void)x;
+  (void)target;
+  (void)w;
+  (void)grad_out;
+  (void)out;
+  (void)total_weight;
+  (void)p;
+  return EM_OK;
+}
+static int meta_outside_unit(const em_tensor *x, double *v) {
+  (void)x;
+  (void)v;
+  return 0;
+}
+static void meta_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
+                                const em_tensor *x, const em_tensor *t, const em_tensor *w,
+                                const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {
+  (void)kind;
+  (void)reduction;
+  (void)x;
+  (void)t;
+  (void)w;
+  (void)pw;
+  (void)grad_out;
+  (void)out;
+}
+
+const em_nn_kernels em_meta_nn_kernels = {
+    .conv2d = meta_conv2d,
+    .max_pool2d = meta_max_pool2d,
+    .max_pool2d_backward = meta_max_pool2d_backward,
+    .avg_pool2d = meta_avg_pool2d,
+    .avg_pool2d_backward = meta_avg_pool2d_backward,
+    .bad_id = meta_bad_id,
+    .layer_norm = meta_layer_norm,
+    .layer_norm_backward = meta_layer_norm_backward,
+    .batch_norm = meta_batch_norm,
+    .batch_norm_backward = meta_batch_norm_backward,
+    .class_loss = meta_class_loss,
+    .outside_unit = meta_outside_unit,
+    .pointwise_loss = meta_pointwise_loss,
+};
+
+/* -- optim ----------------------------------------------------------------- */
+
+/* A step on meta parameters is its checks (and the state it makes). */
+static void meta_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  (void)it;
+  (void)dt;
+  (void)p;
+}
+
+const em_optim_kernels em_meta_optim_kernels = {
+    .sgd = meta_optim_step,
+    .adam = meta_optim_step,
+    .rmsprop = meta_optim_step,
+};
+
 /* -- The table --------------------------------------------------------------- */
 
 const em_kernels em_meta_kernels = {
@@ -304,4 +477,6 @@ const em_kernels em_meta_kernels = {
     .linalg = &em_meta_linalg_kernels,
     .random = &em_meta_random_kernels,
     .creation = &em_meta_creation_kernels,
+    .nn = &em_meta_nn_kernels,
+    .optim = &em_meta_optim_kernels,
 };

@@ -1,5 +1,5 @@
 -- T.nn.functional: PyTorch's functional forms over the engine's nn kernels
--- (engine/src/cpu/nn.c, conv.c; bindings/l_nn.c).
+-- (engine/src/ops/conv.c, nn.c, norm.c, loss.c; bindings/l_nn.c).
 --
 -- Options come in a trailing table ({stride = 2, padding = 1}) or, for the
 -- common ones, positionally in PyTorch's order. Class ids and embedding ids

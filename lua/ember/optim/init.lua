@@ -5,7 +5,8 @@
 -- Gradients are read through one function, T.optim.grad_of(p) (p.grad),
 -- and cleared through T.optim.set_grad(p, g); a host or a test may replace
 -- them. Parameters are updated in place by fused C kernels (C._optim_*,
--- engine/src/cpu/optim.c), which record nothing for autograd.
+-- engine/src/ops/optim.c over the loops of engine/src/cpu/optim.c), which
+-- record nothing for autograd.
 return function(T, C)
   local optim = {}
   T.optim = optim

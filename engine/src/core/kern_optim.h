@@ -1,0 +1,46 @@
+/*
+** kern_optim.h -- the optimizer family of the kernel table
+** (core/kernels.h): one fused, in-place update of a parameter from its
+** gradient and its state (ops/optim.c has the checks, the state made on a
+** first step, and the version bumps).
+**
+** Each entry runs over an iterator the op built over the parameter's shape
+** with the operands listed at the entry (any strides; operand numbers are
+** fixed: an absent state slot is the parameter again, never read nor
+** written). The op guarantees: one floating dtype dt for all operands, the
+** written operands do not overlap themselves or each other, and the
+** gradient shares memory with the parameter only in the same layout (each
+** element is read before it is written). it->numel may be 0.
+*/
+#ifndef EMBER_KERN_OPTIM_H
+#define EMBER_KERN_OPTIM_H
+
+#include "core/iter.h"
+
+/* The scalars of one update, in double as PyTorch's Python computes them
+** (a kernel converts them to its compute type once). */
+typedef struct em_optim_params {
+  double lr, momentum, dampening, weight_decay;  /* SGD; lr, weight_decay shared */
+  double beta1, beta2, eps, step_size, bc2_sqrt; /* Adam: lr / bias_correction1,
+                                                 ** sqrt(bias_correction2) */
+  double alpha;                                  /* RMSprop (momentum shared) */
+  int nesterov, maximize;
+  int first;          /* SGD: the momentum buffer is new (buf = d) */
+  int amsgrad, decoupled, centered, has_momentum;
+} em_optim_params;
+
+typedef struct em_optim_kernels {
+  /* Operands: 0 param, 1 grad, 2 momentum buffer (the param without
+  ** momentum). PyTorch 1.13's sgd, op for op. */
+  void (*sgd)(const em_iter *it, em_dtype dt, const em_optim_params *p);
+  /* Operands: 0 param, 1 grad, 2 exp_avg, 3 exp_avg_sq, 4 max_exp_avg_sq
+  ** (the param without amsgrad). Adam, or AdamW with decoupled. */
+  void (*adam)(const em_iter *it, em_dtype dt, const em_optim_params *p);
+  /* Operands: 0 param, 1 grad, 2 square_avg, 3 momentum_buffer, 4 grad_avg
+  ** (the param where absent). */
+  void (*rmsprop)(const em_iter *it, em_dtype dt, const em_optim_params *p);
+} em_optim_kernels;
+
+extern const em_optim_kernels em_cpu_optim_kernels, em_meta_optim_kernels;
+
+#endif
