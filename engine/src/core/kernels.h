@@ -21,6 +21,8 @@
 
 struct em_copy_kernels;   /* core/kern_copy.h: cast copies, fills, transfers */
 struct em_ew_kernels;     /* core/kern_ew.h: the elementwise ops */
+struct em_reduce_kernels; /* core/kern_reduce.h: reductions, lane ops, comparisons */
+struct em_sort_kernels;   /* core/kern_sort.h: sort, topk, kthvalue/median, unique */
 
 typedef struct em_kernels {
   const char *name;       /* "cpu", "meta", "cuda" */
@@ -32,6 +34,8 @@ typedef struct em_kernels {
 
   const struct em_copy_kernels *copy;
   const struct em_ew_kernels *ew;
+  const struct em_reduce_kernels *reduce;
+  const struct em_sort_kernels *sort;
 } em_kernels;
 
 /* The kernels of a device; NULL when this build or machine has none

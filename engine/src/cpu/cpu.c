@@ -5,6 +5,8 @@
 #include "core/kernels.h"
 #include "core/kern_copy.h"
 #include "core/kern_ew.h"
+#include "core/kern_reduce.h"
+#include "core/kern_sort.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
   (void)dev;
@@ -27,4 +29,6 @@ const em_kernels em_cpu_kernels = {
     .copy = &em_cpu_copy_kernels,
 
     .ew = &em_cpu_ew_kernels,
+    .reduce = &em_cpu_reduce_kernels,
+    .sort = &em_cpu_sort_kernels,
 };

@@ -15,7 +15,7 @@
 **   iterator over the batch dims, one GEMM call per batch element.
 ** - Operands must share dtype and device; messages use PyTorch's wording.
 */
-#include "reduce_impl.h"
+#include "cpu/lanes.h"
 #include "autograd/autograd.h"
 
 #include <cblas.h>
