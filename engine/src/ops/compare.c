@@ -25,21 +25,17 @@ em_status em_equal(const em_tensor *a, const em_tensor *b, int *result) {
   const em_kernels *k;
   em_status st = same_device("equal", a, b, &k);
   if (st != EM_OK) return st;
-  *result = 0;
-  if (a->ndim != b->ndim) return EM_OK;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->sizes[i] != b->sizes[i]) return EM_OK;
+  /* shapes that differ, or no elements, answer without values */
+  int eq = a->ndim == b->ndim;
+  for (int i = 0; eq && i < a->ndim; i++) eq = a->sizes[i] == b->sizes[i];
+  if (!eq || em_tensor_numel(a) == 0) {
+    *result = eq;
+    return EM_OK;
+  }
   em_iter it;
   const em_tensor *ops[2] = {a, b};
   st = em_iter_build(&it, "equal", 2, ops, a->ndim, a->sizes, false);
-  if (st != EM_OK) return st;
-  /* shapes that differ, or no elements, answer without values */
-  if (it.numel <= 0) {
-    *result = 1;
-    return EM_OK;
-  }
-  int eq;
-  st = k->reduce->equal(&it, a->dtype, b->dtype, &eq);
+  if (st == EM_OK) st = k->reduce->equal(&it, a->dtype, b->dtype, &eq);
   if (st != EM_OK) return st;
   *result = eq;
   return EM_OK;
@@ -76,12 +72,14 @@ em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
 
 em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
                       double atol, int equal_nan, int *result) {
+  const em_kernels *k;
+  em_status st = same_device("allclose", a, b, &k);
+  if (st != EM_OK) return st;
   em_tensor *c;
-  em_status st = em_isclose(a, b, rtol, atol, equal_nan, &c);
+  st = em_isclose(a, b, rtol, atol, equal_nan, &c);
   if (st != EM_OK) return st;
   int r = 1;  /* of no elements: true, without values */
-  if (em_tensor_numel(c) > 0)
-    st = em_kernels_for(c->storage->device)->reduce->all_true("allclose", c, &r);
+  if (em_tensor_numel(c) > 0) st = k->reduce->all_true("allclose", c, &r);
   em_tensor_release(c);
   if (st != EM_OK) return st;
   *result = r;
