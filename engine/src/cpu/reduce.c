@@ -386,17 +386,23 @@ static const em_loop1d nnz_loops[EM_NUM_DTYPES] = KROW(nnz);
 
 /* -- Entries ----------------------------------------------------------------- */
 
-/* Every element of the accumulator (width of them per output) = the
+/* The n elements of the accumulator (width of them per output) = the
 ** identity, as double or int64 by the accumulator's dtype. */
-static void acc_init(em_tensor *acc, int width, double dinit, int64_t iinit) {
-  int64_t n = em_tensor_numel(acc) * width;
-  if (acc->dtype == EM_FLOAT64) {
-    double *d = em_tensor_data(acc);
+static void acc_init(void *acc, em_dtype dt, int64_t n, double dinit, int64_t iinit) {
+  if (dt == EM_FLOAT64) {
+    double *d = acc;
     for (int64_t i = 0; i < n; i++) d[i] = dinit;
   } else {
-    int64_t *d = em_tensor_data(acc);
+    int64_t *d = acc;
     for (int64_t i = 0; i < n; i++) d[i] = iinit;
   }
+}
+
+/* The number of outputs of an accumulator (the product of its sizes). */
+static inline int64_t acc_outputs(const em_tensor *acc) {
+  int64_t n = 1;
+  for (int i = 0; i < acc->ndim; i++) n *= acc->sizes[i];
+  return n;
 }
 
 static em_status cpu_reduce(const char *op, em_red_kind k, em_tensor *acc,
@@ -446,23 +452,23 @@ static em_status cpu_reduce(const char *op, em_red_kind k, em_tensor *acc,
       sums = true;
       break;
   }
-  acc_init(acc, width, dinit, iinit);
+  int64_t n = acc_outputs(acc);
+  double *a = em_tensor_data(acc);  /* the finishes below are of float64 ones */
+  acc_init(a, acc->dtype, n * width, dinit, iinit);
   em_status st = run_reduce(op, acc, t, NULL, loop, k == EM_RED_NORM ? &q : NULL, sums,
                             combine, width);
   if (st != EM_OK) return st;
   /* the finish: element 0 of each output becomes the result */
-  int64_t n = em_tensor_numel(acc);
   if (k == EM_RED_MEAN) {
-    double c = (double)p->count, *a = em_tensor_data(acc);
+    double c = (double)p->count;
     for (int64_t i = 0; i < n; i++) a[i] /= c;
   } else if (k == EM_RED_NANMEAN) {
-    double *a = em_tensor_data(acc);
     for (int64_t i = 0; i < n; i++) a[2 * i] /= a[2 * i + 1];
   } else if (k == EM_RED_VAR) {
     /* {count, mean, M2} -> {var or std, mean, M2}. PyTorch: M2 / max(0, N -
     ** correction); N - correction <= 0 gives inf or nan by IEEE division.
     ** The mean of nothing is NaN. */
-    double *a = em_tensor_data(acc), cnt = (double)p->count;
+    double cnt = (double)p->count;
     double den = cnt - p->correction > 0 ? cnt - p->correction : 0;
     for (int64_t i = 0; i < n; i++) {
       double var = a[3 * i + 2] / den;
@@ -470,7 +476,6 @@ static em_status cpu_reduce(const char *op, em_red_kind k, em_tensor *acc,
       if (cnt == 0) a[3 * i + 1] = NAN;
     }
   } else if (k == EM_RED_NORM) {
-    double *a = em_tensor_data(acc);
     for (int64_t i = 0; i < n; i++) {
       if (q == 2) a[i] = sqrt(a[i]);
       else if (q != 1 && q != 0 && !isinf(q)) a[i] = pow(a[i], 1.0 / q);
@@ -487,25 +492,24 @@ static em_status cpu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
   em_tensor mx;
   memcpy(&mx, shift, sizeof mx);  /* on the stack, no reference */
   mx.dtype = fl ? EM_FLOAT64 : EM_INT64;
-  acc_init(&mx, 1, -INFINITY, INT64_MIN);
+  int64_t n = acc_outputs(shift);
+  double *m = em_tensor_data(shift), *a = em_tensor_data(acc);
+  acc_init(m, mx.dtype, n, -INFINITY, INT64_MIN);
   em_status st = run_reduce(op, &mx, t, NULL, amax_loops[t->dtype], NULL, false,
                             fl ? cmb_max_d : cmb_max_i, 1);
   if (st != EM_OK) return st;
-  int64_t n = em_tensor_numel(shift);
   if (!fl) {
-    int64_t *m = em_tensor_data(shift);
     for (int64_t i = 0; i < n; i++) {
-      double d = (double)m[i];
-      memcpy(&m[i], &d, sizeof d);
+      int64_t v;
+      memcpy(&v, &m[i], sizeof v);
+      m[i] = (double)v;
     }
   }
-  double *m = em_tensor_data(shift);
   for (int64_t i = 0; i < n; i++)
     if (isinf(m[i])) m[i] = 0;  /* as PyTorch: an infinite max shifts by 0 */
-  acc_init(acc, 1, 0, 0);
+  acc_init(a, EM_FLOAT64, n, 0, 0);
   st = run_reduce(op, acc, t, shift, lse_loops[t->dtype], NULL, true, cmb_add_d, 1);
   if (st != EM_OK) return st;
-  double *a = em_tensor_data(acc);
   for (int64_t i = 0; i < n; i++) a[i] = log(a[i]) + m[i];
   return EM_OK;
 }

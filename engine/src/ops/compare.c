@@ -28,24 +28,20 @@ em_status em_equal(const em_tensor *a, const em_tensor *b, int *result) {
   /* shapes that differ, or no elements, answer without values */
   int eq = a->ndim == b->ndim;
   for (int i = 0; eq && i < a->ndim; i++) eq = a->sizes[i] == b->sizes[i];
-  if (!eq || em_tensor_numel(a) == 0) {
-    *result = eq;
-    return EM_OK;
+  if (eq) {
+    em_iter it;
+    const em_tensor *ops[2] = {a, b};
+    st = em_iter_build(&it, "equal", 2, ops, a->ndim, a->sizes, false);
+    if (st == EM_OK && it.numel > 0) st = k->reduce->equal(&it, a->dtype, b->dtype, &eq);
+    if (st != EM_OK) return st;
   }
-  em_iter it;
-  const em_tensor *ops[2] = {a, b};
-  st = em_iter_build(&it, "equal", 2, ops, a->ndim, a->sizes, false);
-  if (st == EM_OK) st = k->reduce->equal(&it, a->dtype, b->dtype, &eq);
-  if (st != EM_OK) return st;
   *result = eq;
   return EM_OK;
 }
 
-em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
-                     double atol, int equal_nan, em_tensor **out) {
-  const em_kernels *k;
-  em_status st = same_device("isclose", a, b, &k);
-  if (st != EM_OK) return st;
+/* isclose of a and b, both on the device of kernels k */
+static em_status isclose_on(const em_kernels *k, const em_tensor *a, const em_tensor *b,
+                            double rtol, double atol, int equal_nan, em_tensor **out) {
   if (a->dtype != b->dtype)
     return em_fail(EM_E_TYPE, "isclose: expected a and b to have the same dtype, but got: "
                    "%s != %s", em_dtype_name(a->dtype), em_dtype_name(b->dtype));
@@ -55,7 +51,7 @@ em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
   const em_tensor *ins[2] = {a, b};
   int nd;
   int64_t shape[EM_MAX_DIMS];
-  st = em_broadcast_shapes("isclose", 2, ins, &nd, shape);
+  em_status st = em_broadcast_shapes("isclose", 2, ins, &nd, shape);
   if (st != EM_OK) return st;
   em_tensor *o;
   st = em_empty(nd, shape, EM_BOOL, a->storage->device, &o);
@@ -70,13 +66,22 @@ em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
   return EM_OK;
 }
 
+em_status em_isclose(const em_tensor *a, const em_tensor *b, double rtol,
+                     double atol, int equal_nan, em_tensor **out) {
+  const em_kernels *k;
+  em_status st = same_device("isclose", a, b, &k);
+  if (st != EM_OK) return st;
+  return isclose_on(k, a, b, rtol, atol, equal_nan, out);
+}
+
+/* isclose's checks and messages, then whether all are close */
 em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
                       double atol, int equal_nan, int *result) {
   const em_kernels *k;
   em_status st = same_device("allclose", a, b, &k);
   if (st != EM_OK) return st;
   em_tensor *c;
-  st = em_isclose(a, b, rtol, atol, equal_nan, &c);
+  st = isclose_on(k, a, b, rtol, atol, equal_nan, &c);
   if (st != EM_OK) return st;
   int r = 1;  /* of no elements: true, without values */
   if (em_tensor_numel(c) > 0) st = k->reduce->all_true("allclose", c, &r);
