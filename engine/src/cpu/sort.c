@@ -220,52 +220,45 @@ static em_status cpu_pick(const char *op, em_tensor *values, em_tensor *indices,
 
 /* -- unique ------------------------------------------------------------------- */
 
-/* Distinct runs of sorted values: byte-equal neighbours, or equal as
-** numbers (-0 and 0 are one value; NaN equals nothing). */
-typedef struct runs {
-  const char *s;
-  size_t isz;
-  bool fl;
-  em_load_d_fn ldd;
-  em_load_i_fn ldi;
-} runs;
-
-static runs runs_of(const em_tensor *sorted) {
-  runs r = {em_tensor_data(sorted), em_dtype_size(sorted->dtype),
-            em_dtype_kindof(sorted->dtype) == EM_KIND_FLOAT, em_load_d(sorted->dtype),
-            em_load_i(sorted->dtype)};
-  return r;
-}
-
-/* element i continues the run of element i - 1 */
-static inline bool same_as_previous(const runs *r, int64_t i) {
-  if (i == 0) return false;
-  const char *a = r->s + i * r->isz, *b = r->s + (i - 1) * r->isz;
-  return r->fl ? r->ldd(a) == r->ldd(b) : r->ldi(a) == r->ldi(b);
+/* Element i of the sorted values s (isz bytes each) continues the run of
+** element i - 1: byte-equal neighbours, or equal as numbers (-0 and 0 are
+** one value; NaN equals nothing). The caller keeps the arguments in locals,
+** so that the loads through ldd/ldi do not reload them. */
+static inline bool same_as_previous(const char *s, size_t isz, bool fl, em_load_d_fn ldd,
+                                    em_load_i_fn ldi, int64_t i) {
+  return i > 0 && (fl ? ldd(s + i * isz) == ldd(s + (i - 1) * isz)
+                      : ldi(s + i * isz) == ldi(s + (i - 1) * isz));
 }
 
 static em_status cpu_unique_count(const em_tensor *sorted, int64_t *n) {
-  runs r = runs_of(sorted);
+  const char *s = em_tensor_data(sorted);
+  const size_t isz = em_dtype_size(sorted->dtype);
+  const bool fl = em_dtype_kindof(sorted->dtype) == EM_KIND_FLOAT;
+  const em_load_d_fn ldd = em_load_d(sorted->dtype);
+  const em_load_i_fn ldi = em_load_i(sorted->dtype);
   int64_t len = em_tensor_numel(sorted), nu = 0;
   for (int64_t i = 0; i < len; i++)
-    if (!same_as_previous(&r, i)) nu++;
+    if (!same_as_previous(s, isz, fl, ldd, ldi, i)) nu++;
   *n = nu;
   return EM_OK;
 }
 
 static em_status cpu_unique_write(const em_tensor *sorted, const em_tensor *perm,
                                   em_tensor *values, em_tensor *inverse, em_tensor *counts) {
-  runs r = runs_of(sorted);
-  int64_t len = em_tensor_numel(sorted);
-  const int64_t *pd = em_tensor_data(perm);
+  const char *s = em_tensor_data(sorted);
+  const size_t isz = em_dtype_size(sorted->dtype);
+  const bool fl = em_dtype_kindof(sorted->dtype) == EM_KIND_FLOAT;
+  const em_load_d_fn ldd = em_load_d(sorted->dtype);
+  const em_load_i_fn ldi = em_load_i(sorted->dtype);
+  const int64_t len = em_tensor_numel(sorted), *pd = em_tensor_data(perm);
   char *vd = em_tensor_data(values);
   int64_t *cd = counts ? em_tensor_data(counts) : NULL;
   int64_t *id = inverse ? em_tensor_data(inverse) : NULL;
   int64_t u = -1;
   for (int64_t i = 0; i < len; i++) {
-    if (!same_as_previous(&r, i)) {
+    if (!same_as_previous(s, isz, fl, ldd, ldi, i)) {
       u++;
-      memcpy(vd + u * r.isz, r.s + i * r.isz, r.isz);
+      memcpy(vd + u * isz, s + i * isz, isz);
     }
     if (cd) cd[u]++;
     if (id) id[pd[i] - 1] = u + 1;
