@@ -27,6 +27,9 @@
 
 /* -- Runners ------------------------------------------------------------------ */
 
+/* Work (elements times per-element cost) below which one thread does it. */
+enum { PAR_GRAIN = 1 << 16 };
+
 void em_run_blocks(const em_iter *it, int64_t block, int64_t work_per_element,
                    em_loop1d loop, void *ctx) {
   int64_t total = it->numel;
@@ -34,7 +37,7 @@ void em_run_blocks(const em_iter *it, int64_t block, int64_t work_per_element,
 #ifdef _OPENMP
   int64_t nblocks = total / block;
   int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (nt > 1 && nblocks > 1 && total * work_per_element >= EM_PAR_GRAIN) {
+  if (nt > 1 && nblocks > 1 && total * work_per_element >= PAR_GRAIN) {
     int64_t chunks = nblocks < 4 * (int64_t)nt ? nblocks : 4 * (int64_t)nt;
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t c = 0; c < chunks; c++) {
@@ -89,7 +92,7 @@ em_status em_run_lanes(const char *op, int nops, const em_tensor *const *ts, int
 #ifdef _OPENMP
   int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   int64_t work = it.numel * (len > 0 ? len : 1);
-  if (parallel && nt > 1 && it.numel > 1 && work >= EM_PAR_GRAIN) {
+  if (parallel && nt > 1 && it.numel > 1 && work >= PAR_GRAIN) {
     int64_t chunks = it.numel < 4 * (int64_t)nt ? it.numel : 4 * (int64_t)nt;
     int failed = 0;
 #pragma omp parallel num_threads(nt)

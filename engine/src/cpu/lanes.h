@@ -9,9 +9,6 @@
 
 #include "core/iter.h"
 
-/* Work (elements times per-element cost) below which one thread does it. */
-enum { EM_PAR_GRAIN = 1 << 16 };
-
 /* Header of a lane kernel's context: lane length and each operand's step
 ** along the lane, in bytes. */
 typedef struct em_lane {
