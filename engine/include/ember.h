@@ -546,7 +546,8 @@ em_status em_unary(em_ew_op op, const em_tensor *x, em_tensor **result);
 
 /* (end of Math: type promotion and elementwise ops) */
 
-/* -- Reductions and linear algebra (cpu/reduce.c, cpu/linalg.c) ------------ */
+/* -- Reductions (ops/reduce.c, softmax.c, cumulative.c, sort.c, compare.c)
+** and linear algebra (cpu/linalg.c) ------------------------------------------ */
 
 /* Dims are 1-based, negative from the end. A list of dims (ndims > 0)
 ** reduces those; ndims <= 0 (or dims NULL) reduces every dim. keepdim keeps

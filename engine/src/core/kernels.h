@@ -27,6 +27,8 @@ struct em_random_kernels; /* core/kern_random.h: the samplers */
 struct em_creation_kernels; /* core/kern_creation.h: zeros and the ranges */
 struct em_nn_kernels;     /* core/kern_nn.h: convolution, pooling, norms, losses */
 struct em_optim_kernels;  /* core/kern_optim.h: the fused optimizer updates */
+struct em_reduce_kernels; /* core/kern_reduce.h: reductions, lane ops, comparisons */
+struct em_sort_kernels;   /* core/kern_sort.h: sort, topk, kthvalue/median, unique */
 
 typedef struct em_kernels {
   const char *name;       /* "cpu", "meta", "cuda" */
@@ -44,6 +46,8 @@ typedef struct em_kernels {
   const struct em_creation_kernels *creation;
   const struct em_nn_kernels *nn;
   const struct em_optim_kernels *optim;
+  const struct em_reduce_kernels *reduce;
+  const struct em_sort_kernels *sort;
 } em_kernels;
 
 /* The kernels of a device; NULL when this build or machine has none

@@ -11,6 +11,8 @@
 #include "core/kern_creation.h"
 #include "core/kern_nn.h"
 #include "core/kern_optim.h"
+#include "core/kern_reduce.h"
+#include "core/kern_sort.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
   (void)dev;
@@ -40,4 +42,6 @@ const em_kernels em_cpu_kernels = {
     .creation = &em_cpu_creation_kernels,
     .nn = &em_cpu_nn_kernels,
     .optim = &em_cpu_optim_kernels,
+    .reduce = &em_cpu_reduce_kernels,
+    .sort = &em_cpu_sort_kernels,
 };

@@ -17,6 +17,8 @@
 #include "core/kern_creation.h"
 #include "core/kern_nn.h"
 #include "core/kern_optim.h"
+#include "core/kern_reduce.h"
+#include "core/kern_sort.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -461,6 +463,136 @@ const em_optim_kernels em_meta_optim_kernels = {
     .rmsprop = meta_optim_step,
 };
 
+/* -- reduce ---------------------------------------------------------------- */
+/* The results' shapes and dtypes are the op's; the values are none. */
+
+static em_status meta_reduce(const char *op, em_red_kind k, em_tensor *acc,
+                             const em_tensor *t, const em_red_params *p) {
+  (void)op;
+  (void)k;
+  (void)acc;
+  (void)t;
+  (void)p;
+  return EM_OK;
+}
+static em_status meta_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
+                                const em_tensor *t) {
+  (void)op;
+  (void)acc;
+  (void)shift;
+  (void)t;
+  return EM_OK;
+}
+/* max_dim and cumextreme */
+static em_status meta_lanes_indexed(const char *op, em_tensor *values, em_tensor *indices,
+                                    const em_tensor *t, int axis, int is_min) {
+  (void)op;
+  (void)values;
+  (void)indices;
+  (void)t;
+  (void)axis;
+  (void)is_min;
+  return EM_OK;
+}
+/* softmax (log) and cumulative (prod) */
+static em_status meta_lanes(const char *op, em_tensor *out, const em_tensor *t, int axis,
+                            int flag) {
+  (void)op;
+  (void)out;
+  (void)t;
+  (void)axis;
+  (void)flag;
+  return EM_OK;
+}
+/* equal and allclose answer with a value */
+static em_status meta_equal(const em_iter *it, em_dtype a, em_dtype b, int *equal) {
+  (void)it;
+  (void)a;
+  (void)b;
+  (void)equal;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, "equal");
+}
+static void meta_isclose(const em_iter *it, em_dtype dt, const em_close_params *p) {
+  (void)it;
+  (void)dt;
+  (void)p;
+}
+static em_status meta_all_true(const char *op, const em_tensor *t, int *result) {
+  (void)t;
+  (void)result;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, op);
+}
+
+const em_reduce_kernels em_meta_reduce_kernels = {
+    .reduce = meta_reduce,
+    .logsumexp = meta_logsumexp,
+    .max_dim = meta_lanes_indexed,
+    .cumextreme = meta_lanes_indexed,
+    .softmax = meta_lanes,
+    .cumulative = meta_lanes,
+    .equal = meta_equal,
+    .isclose = meta_isclose,
+    .all_true = meta_all_true,
+};
+
+/* -- sort ------------------------------------------------------------------ */
+/* sort, topk, kthvalue and median have the op's shapes; unique's size is
+** the number of distinct values, which only values tell. */
+
+static em_status meta_sort(const char *op, em_tensor *values, em_tensor *indices,
+                           const em_tensor *t, int axis, int64_t k, int descending) {
+  (void)op;
+  (void)values;
+  (void)indices;
+  (void)t;
+  (void)axis;
+  (void)k;
+  (void)descending;
+  return EM_OK;
+}
+static em_status meta_pick(const char *op, em_tensor *values, em_tensor *indices,
+                           const em_tensor *t, int axis, em_pick_kind kind, int64_t k) {
+  (void)op;
+  (void)values;
+  (void)indices;
+  (void)t;
+  (void)axis;
+  (void)kind;
+  (void)k;
+  return EM_OK;
+}
+/* unique_count and unique_dim_sort */
+static em_status meta_unique_count(const em_tensor *sorted, int64_t *n) {
+  (void)sorted;
+  (void)n;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, "unique");
+}
+static em_status meta_unique_dim_sort(const em_tensor *slices, em_tensor *order, int64_t *n) {
+  (void)slices;
+  (void)order;
+  (void)n;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, "unique");
+}
+/* unique_write and unique_dim_write (never reached: the counts refuse) */
+static em_status meta_unique_write(const em_tensor *sorted, const em_tensor *order,
+                                   em_tensor *values, em_tensor *inverse, em_tensor *counts) {
+  (void)sorted;
+  (void)order;
+  (void)values;
+  (void)inverse;
+  (void)counts;
+  return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, "unique");
+}
+
+const em_sort_kernels em_meta_sort_kernels = {
+    .sort = meta_sort,
+    .pick = meta_pick,
+    .unique_count = meta_unique_count,
+    .unique_write = meta_unique_write,
+    .unique_dim_sort = meta_unique_dim_sort,
+    .unique_dim_write = meta_unique_write,
+};
+
 /* -- The table --------------------------------------------------------------- */
 
 const em_kernels em_meta_kernels = {
@@ -479,4 +611,6 @@ const em_kernels em_meta_kernels = {
     .creation = &em_meta_creation_kernels,
     .nn = &em_meta_nn_kernels,
     .optim = &em_meta_optim_kernels,
+    .reduce = &em_meta_reduce_kernels,
+    .sort = &em_meta_sort_kernels,
 };
