@@ -27,19 +27,6 @@ static int same_meta(const em_tensor *c, const em_tensor *m) {
   return 1;
 }
 
-TEST(every_entry_is_filled_for_cpu_and_meta) {
-  const em_index_kernels *tabs[2] = {em_kernels_for(em_cpu())->index,
-                                     em_kernels_for(em_meta())->index};
-  for (int k = 0; k < 2; k++) {
-    CHECK(tabs[k] != NULL);
-    if (!tabs[k]) continue;
-    /* the table is a struct of function pointers only */
-    void (*const *e)(void) = (void (*const *)(void))tabs[k];
-    size_t n = sizeof(em_index_kernels) / sizeof(void (*)(void));
-    for (size_t i = 0; i < n; i++) CHECK(e[i] != NULL);
-  }
-}
-
 /* One op on both devices: f builds the result from tensors made on dev. */
 typedef em_status (*op_fn)(em_device dev, em_tensor **out);
 
@@ -173,7 +160,6 @@ TEST(mixed_devices_are_an_error) {
 }
 
 int main(void) {
-  RUN(every_entry_is_filled_for_cpu_and_meta);
   RUN(meta_results_have_the_cpu_metadata);
   RUN(data_dependent_shapes_refuse_on_meta);
   RUN(mixed_devices_are_an_error);

@@ -12,24 +12,6 @@
 #include "core/kern_nn.h"
 #include "core/kern_optim.h"
 
-/* Every function pointer of a family table is set. */
-#define ALL_SET(table)                                                   \
-  do {                                                                   \
-    void (*const *f_)(void) = (void (*const *)(void))(const void *)(table); \
-    for (size_t i_ = 0; i_ < sizeof *(table) / sizeof *f_; i_++)         \
-      CHECK(f_[i_] != NULL);                                             \
-  } while (0)
-
-TEST(every_entry_is_filled_for_cpu_and_meta) {
-  const em_kernels *dev[2] = {em_kernels_for(em_cpu()), em_kernels_for(em_meta())};
-  for (int d = 0; d < 2; d++) {
-    CHECK(dev[d] && dev[d]->nn && dev[d]->optim);
-    if (!dev[d] || !dev[d]->nn || !dev[d]->optim) continue;
-    ALL_SET(dev[d]->nn);
-    ALL_SET(dev[d]->optim);
-  }
-}
-
 /* A CPU tensor with values in (0.1, 0.9) (or ones, for integers). */
 static em_tensor *cpu_t(int ndim, const int64_t *sizes, em_dtype dt) {
   em_tensor *t = NULL;
@@ -246,7 +228,6 @@ TEST(optimizer_steps_on_meta_make_meta_state) {
 }
 
 int main(void) {
-  RUN(every_entry_is_filled_for_cpu_and_meta);
   RUN(conv_on_meta_is_conv_on_cpu_without_values);
   RUN(pooling_on_meta);
   RUN(norms_on_meta_keep_their_statistics_shapes);

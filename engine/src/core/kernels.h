@@ -19,16 +19,25 @@
 
 #include "core/core.h"
 
-struct em_copy_kernels;   /* core/kern_copy.h: cast copies, fills, transfers */
-struct em_ew_kernels;     /* core/kern_ew.h: the elementwise ops */
-struct em_index_kernels;  /* core/kern_index.h: selecting and indexing */
-struct em_linalg_kernels; /* core/kern_linalg.h: batched matrix products */
-struct em_random_kernels; /* core/kern_random.h: the samplers */
-struct em_creation_kernels; /* core/kern_creation.h: zeros and the ranges */
-struct em_nn_kernels;     /* core/kern_nn.h: convolution, pooling, norms, losses */
-struct em_optim_kernels;  /* core/kern_optim.h: the fused optimizer updates */
-struct em_reduce_kernels; /* core/kern_reduce.h: reductions, lane ops, comparisons */
-struct em_sort_kernels;   /* core/kern_sort.h: sort, topk, kthvalue/median, unique */
+/* The families: X(name) with its table struct em_<name>_kernels declared in
+** core/kern_<name>.h. One list: the table below, the completeness test
+** (tests/c/test_kernels.c) and the docs follow it.
+**   copy     cast copies, fills, transfers, element reads   kern_copy.h
+**   ew       the elementwise ops                            kern_ew.h
+**   index    selecting and indexing                         kern_index.h
+**   linalg   batched matrix products                        kern_linalg.h
+**   random   the samplers, randperm, multinomial            kern_random.h
+**   creation zeros and the ranges                           kern_creation.h
+**   nn       convolution, pooling, norms, losses            kern_nn.h
+**   optim    the fused optimizer updates                    kern_optim.h
+**   reduce   reductions, lane ops (softmax, cumsum), comparisons  kern_reduce.h
+**   sort     sort, topk, kthvalue/median, unique            kern_sort.h */
+#define EM_KERNEL_FAMILIES(X) \
+  X(copy) X(ew) X(index) X(linalg) X(random) X(creation) X(nn) X(optim) X(reduce) X(sort)
+
+#define EM_KERNEL_FAMILY_DECL(f) struct em_##f##_kernels;
+EM_KERNEL_FAMILIES(EM_KERNEL_FAMILY_DECL)
+#undef EM_KERNEL_FAMILY_DECL
 
 typedef struct em_kernels {
   const char *name;       /* "cpu", "meta", "cuda" */
@@ -38,16 +47,10 @@ typedef struct em_kernels {
   em_status (*alloc)(em_device dev, size_t nbytes, void **data);
   void (*free)(em_device dev, void *data, size_t nbytes);
 
-  const struct em_copy_kernels *copy;
-  const struct em_ew_kernels *ew;
-  const struct em_index_kernels *index;
-  const struct em_linalg_kernels *linalg;
-  const struct em_random_kernels *random;
-  const struct em_creation_kernels *creation;
-  const struct em_nn_kernels *nn;
-  const struct em_optim_kernels *optim;
-  const struct em_reduce_kernels *reduce;
-  const struct em_sort_kernels *sort;
+  /* one table per family: const struct em_copy_kernels *copy; ... */
+#define EM_KERNEL_FAMILY_FIELD(f) const struct em_##f##_kernels *f;
+  EM_KERNEL_FAMILIES(EM_KERNEL_FAMILY_FIELD)
+#undef EM_KERNEL_FAMILY_FIELD
 } em_kernels;
 
 /* The kernels of a device; NULL when this build or machine has none

@@ -311,7 +311,7 @@ static int ew_small_binary(em_ew_op op, int n, const em_operand *in,
   ** with exactly the contiguous strides (test_math checks both agree) */
   em_tensor *target = NULL;
   em_storage *s;
-  *st = em_storage_new((size_t)numel * em_dtype_size(a->dtype), em_cpu(), &s);
+  *st = em_storage_new((size_t)numel * em_dtype_size(a->dtype), a->storage->device, &s);
   if (*st == EM_OK) {
     *st = em_tensor_alloc(s, 0, a->ndim, a->sizes, strides, a->dtype, &target);
     em_storage_release(s);
@@ -323,7 +323,7 @@ static int ew_small_binary(em_ew_op op, int n, const em_operand *in,
     const em_tensor *ops[3] = {target, a, b};
     em_iter it;
     ew_iter_flat(&it, 3, ops);
-    em_kernels_for(em_cpu())->ew->run(kern, a->dtype, &it, &k);
+    em_kernels_for(a->storage->device)->ew->run(kern, a->dtype, &it, &k);
     *result = target;
   }
   return 1;
