@@ -604,10 +604,10 @@ static int l_repeat_interleave(lua_State *L) {
   em_tensor *reps = l_totensor(L, 2);
   lua_settop(L, 2);
   if (!reps) {
-    em_scalar r = {EM_SCALAR_INT, l_checkint(L, 2, op, "repeats"), 0.0};
-    em_tensor **rb = l_newbox(L);
-    if (em_full(0, NULL, r, EM_INT64, em_tensor_device(t), rb) != EM_OK) l_error(L);
-    reps = *rb;
+    int64_t r = l_checkint(L, 2, op, "repeats");
+    em_tensor **box = l_newbox(L);
+    if (em_repeat_interleave_int(t, r, dim, box) != EM_OK) l_error(L);
+    return 1;
   }
   em_tensor **box = l_newbox(L);
   if (em_repeat_interleave(t, reps, dim, box) != EM_OK) l_error(L);

@@ -768,6 +768,10 @@ em_status em_tile(const em_tensor *t, int nreps, const int64_t *reps,
 ** repeats is an integer tensor of one element or of size(dim) elements. */
 em_status em_repeat_interleave(const em_tensor *t, const em_tensor *repeats,
                                int64_t dim, em_tensor **out);
+/* The same with one count for every position (a Lua number): the result's
+** shape is known without reading values, so it works on every device. */
+em_status em_repeat_interleave_int(const em_tensor *t, int64_t repeats, int64_t dim,
+                                   em_tensor **out);
 /* Rolls t by shifts[i] along dims[i]; ndims 0: t flattened, by shifts[0]. */
 em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts,
                   int ndims, const int64_t *dims, em_tensor **out);

@@ -2,7 +2,8 @@
 -- meta/meta.c): every op run on meta tensors gives the shape, dtype and
 -- strides the same op gives on CPU tensors (the reference), on the meta
 -- device; the ops whose result's shape depends on values (nonzero,
--- masked_select, a bool mask in t[key], repeat_interleave) refuse.
+-- masked_select, a bool mask in t[key], repeat_interleave with a tensor of
+-- repeats) refuse.
 local T = require "ember"
 
 local ok_meta = pcall(T.empty, 1, { device = "meta" })
@@ -165,6 +166,10 @@ describe("meta: assembling", function()
     if not ok_meta then pending("the meta device is not available") return end
     assert.has_error(function() T.cat({ on("meta").x(2), on("cpu").x(2) }) end,
       "cat: expected all tensors to be on the same device, but found at least two devices, meta and cpu")
+  end)
+  like_cpu("repeat_interleave with a number of repeats (the shape is known)", function(d)
+    return { d.x(2, 3):repeat_interleave(2), d.x(2, 3):repeat_interleave(3, 1),
+             d.x(2, 3):t():repeat_interleave(2, -1), d.x(2, 3):repeat_interleave(0, 2) }
   end)
   data_dependent("repeat_interleave with a tensor of repeats", function(d)
     return d.x(2, 3):repeat_interleave(d.i(2), 1)

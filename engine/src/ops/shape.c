@@ -452,6 +452,33 @@ static em_status tile_nograd(const em_tensor *t, int nreps, const int64_t *reps,
   return em_repeat(t, t->ndim, full, out);
 }
 
+/* The source of repeat_interleave along dim (0: t flattened row-major, as
+** one dim): the tensor to select from (*flat holds a reference when it is a
+** flattened copy), its 0-based axis and the length n along it. */
+static em_status interleave_source(const char *op, const em_tensor *t, int64_t dim,
+                                   const em_tensor **src, em_tensor **flat, int *axis,
+                                   int64_t *n) {
+  *src = t;
+  *flat = NULL;
+  *axis = 0;
+  if (dim == 0) {
+    em_tensor *c;
+    em_status st = em_contiguous(t, &c);
+    if (st != EM_OK) return st;
+    int64_t sz[1] = {em_tensor_numel(c)}, one[1] = {1};
+    st = em_as_strided(c, 1, sz, one, c->offset, flat);
+    em_tensor_release(c);
+    if (st != EM_OK) return st;
+    *src = *flat;
+    *n = sz[0];
+    return EM_OK;
+  }
+  em_status st = em_wrap_dim(op, dim, t->ndim, axis);
+  if (st != EM_OK) return st;
+  *n = t->ndim ? t->sizes[*axis] : 1;
+  return EM_OK;
+}
+
 static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *repeats,
                                int64_t dim, em_tensor **out) {
   const char *op = "repeat_interleave";
@@ -472,20 +499,9 @@ static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *r
   int64_t n;
   if (!t) { /* repeat_interleave(repeats): positions 1..n, each repeated */
     n = em_tensor_numel(repeats);
-  } else if (dim == 0) { /* of t flattened (row-major) */
-    em_tensor *c;
-    st = em_contiguous(t, &c);
-    if (st != EM_OK) return st;
-    int64_t sz[1] = {em_tensor_numel(c)}, one[1] = {1};
-    st = em_as_strided(c, 1, sz, one, c->offset, &flat);
-    em_tensor_release(c);
-    if (st != EM_OK) return st;
-    src = flat;
-    n = sz[0];
   } else {
-    st = em_wrap_dim(op, dim, t->ndim, &axis);
+    st = interleave_source(op, t, dim, &src, &flat, &axis, &n);
     if (st != EM_OK) return st;
-    n = t->ndim ? t->sizes[axis] : 1;
   }
   int64_t nrep = em_tensor_numel(repeats);
   if (t && nrep != 1 && nrep != n) {
@@ -516,6 +532,46 @@ static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *r
   }
   em_tensor_release(idx);
   em_tensor_release(rc);
+  em_tensor_release(flat);
+  return st;
+}
+
+/* repeat_interleave with one count for every position: the result's shape
+** is known from the arguments (so it is on meta too), and the positions
+** are (0..n*r-1) // r + 1, made with the ops on t's device. */
+static em_status repeat_interleave_int_nograd(const em_tensor *t, int64_t repeats,
+                                              int64_t dim, em_tensor **out) {
+  const char *op = "repeat_interleave";
+  if (repeats < 0)
+    return em_fail(EM_E_VALUE, "%s: repeats can not be negative, got %lld", op,
+                   (long long)repeats);
+  const em_tensor *src;
+  em_tensor *flat = NULL, *ar = NULL, *q = NULL, *idx = NULL;
+  int axis;
+  int64_t n, total;
+  em_status st = interleave_source(op, t, dim, &src, &flat, &axis, &n);
+  if (st == EM_OK && __builtin_mul_overflow(n, repeats, &total))
+    st = em_fail(EM_E_VALUE, "%s: the result is too large", op);
+  em_scalar zero = {EM_SCALAR_INT, 0, 0}, one = {EM_SCALAR_INT, 1, 0};
+  if (st == EM_OK) {
+    em_scalar end = {EM_SCALAR_INT, total, 0};
+    st = em_arange(zero, end, one, EM_INT64, t->storage->device, &ar);
+  }
+  if (st == EM_OK && repeats > 0) {
+    em_operand ops[2] = {{ar, zero}, {NULL, {EM_SCALAR_INT, repeats, 0}}};
+    em_ew_opts o = em_ew_defaults();
+    o.rounding = EM_ROUND_FLOOR;
+    o.name = op;
+    st = em_elementwise(EM_OP_DIV, 2, ops, &o, NULL, &q);
+  }
+  if (st == EM_OK) {
+    em_operand ops[2] = {{q ? q : ar, zero}, {NULL, one}};
+    st = em_elementwise(EM_OP_ADD, 2, ops, NULL, NULL, &idx);
+  }
+  if (st == EM_OK) st = em_index_select(src, axis + 1, idx, out);
+  em_tensor_release(idx);
+  em_tensor_release(q);
+  em_tensor_release(ar);
   em_tensor_release(flat);
   return st;
 }
@@ -704,6 +760,11 @@ em_status em_repeat_interleave(const em_tensor *t, const em_tensor *repeats, int
   if (!t) return repeat_interleave_nograd(t, repeats, dim, out);  /* repeats only */
   EM_AG_GATHER("RepeatInterleaveBackward0", t, out,
                repeat_interleave_nograd(ag_src_, repeats, dim, ag_dst_));
+}
+em_status em_repeat_interleave_int(const em_tensor *t, int64_t repeats, int64_t dim,
+                                   em_tensor **out) {
+  EM_AG_GATHER("RepeatInterleaveBackward0", t, out,
+               repeat_interleave_int_nograd(ag_src_, repeats, dim, ag_dst_));
 }
 em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts, int ndims,
                   const int64_t *dims, em_tensor **out) {
