@@ -5,7 +5,8 @@
 #
 # By symbols (nm on the engine's objects): the em_* functions and tables an
 # object of a layer uses are defined in its own layer or the layers below:
-#   core     <- core (device.c names each device's table: the one list)
+#   core     <- core (em_kernels_for, inline in core/kernels.h, names each
+#               device's table: the one list; every layer above may use it)
 #   cpu/meta <- core and their own folder (a device never calls another)
 #   ops      <- core, ops, autograd (formulas call ops: the one loop)
 #   autograd <- core, ops, autograd;  io <- core, ops, autograd, io
@@ -46,9 +47,9 @@ check() { # NAME allowed-layers...: every object of layer NAME
 check core core tables
 check cpu core cpu
 check meta core meta
-check ops core ops autograd
-check autograd core ops autograd
-check io core ops autograd io
+check ops core ops autograd tables
+check autograd core ops autograd tables
+check io core ops autograd io tables
 
 inc() { # NAME pattern files...: no file matches the include pattern
   name=$1 pat=$2; shift 2

@@ -32,15 +32,6 @@ const char *em_device_str(em_device d, char *buf, size_t n) {
   return buf;
 }
 
-/* The one list of devices. */
-const em_kernels *em_kernels_for(em_device dev) {
-  switch (dev.type) {
-    case EM_CPU: return &em_cpu_kernels;
-    case EM_META: return &em_meta_kernels;
-    default: return NULL;
-  }
-}
-
 em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out) {
   *out = em_kernels_for(dev);
   if (*out) return EM_OK;

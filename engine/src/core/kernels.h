@@ -12,7 +12,7 @@
 ** pointers declared in core/kern_<family>.h. A device fills every entry of
 ** every family it registers (tests/c/test_kernels.c checks that no entry is
 ** NULL); the meta device fills each with an entry that computes no values.
-** The one list of devices is em_kernels_for (core/device.c).
+** The one list of devices is em_kernels_for (below).
 */
 #ifndef EMBER_KERNELS_H
 #define EMBER_KERNELS_H
@@ -53,16 +53,24 @@ typedef struct em_kernels {
 #undef EM_KERNEL_FAMILY_FIELD
 } em_kernels;
 
+extern const em_kernels em_cpu_kernels;   /* cpu/cpu.c */
+extern const em_kernels em_meta_kernels;  /* meta/meta.c */
+
 /* The kernels of a device; NULL when this build or machine has none
-** (cuda without CUDA). */
-const em_kernels *em_kernels_for(em_device dev);
+** (cuda without CUDA). The one list of devices: a new device adds its case.
+** Inline: every op from a script passes here once. */
+static inline const em_kernels *em_kernels_for(em_device dev) {
+  switch (dev.type) {
+    case EM_CPU: return &em_cpu_kernels;
+    case EM_META: return &em_meta_kernels;
+    default: return NULL;
+  }
+}
 /* As em_kernels_for, failing with the shared message naming op and device. */
 em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out);
 /* EM_OK when b is a, else the shared mixed-device error naming op, a and b
 ** (an op never moves values between devices). */
 em_status em_same_device_check(const char *op, em_device a, em_device b);
 
-extern const em_kernels em_cpu_kernels;   /* cpu/cpu.c */
-extern const em_kernels em_meta_kernels;  /* meta/meta.c */
 
 #endif

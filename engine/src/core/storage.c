@@ -359,8 +359,10 @@ static void device_free(void *ctx, void *data, size_t nbytes) {
   if (data) em_kernels_for(s->device)->free(s->device, data, nbytes);
 }
 
-em_status em_storage_new(size_t nbytes, em_device dev, em_storage **out) {
-  if (dev.type == EM_CPU) return em_storage_new_with(nbytes, &cpu_allocator, out);
+/* Out of line, so that the CPU's path above stays what it was (a tensor
+** made from a script allocates here). */
+static __attribute__((noinline)) em_status storage_new_device(size_t nbytes, em_device dev,
+                                                              em_storage **out) {
   const em_kernels *k;
   em_status st = em_kernels_check("storage", dev, &k);
   if (st != EM_OK) return st;
@@ -373,6 +375,11 @@ em_status em_storage_new(size_t nbytes, em_device dev, em_storage **out) {
   }
   (*out)->deleter_ctx = *out;
   return EM_OK;
+}
+
+em_status em_storage_new(size_t nbytes, em_device dev, em_storage **out) {
+  if (dev.type == EM_CPU) return em_storage_new_with(nbytes, &cpu_allocator, out);
+  return storage_new_device(nbytes, dev, out);
 }
 
 em_status em_storage_wrap(void *data, size_t nbytes, em_device dev,

@@ -533,13 +533,8 @@ static void cpu_ew_run(em_ew_kernel k, em_dtype dt, const em_iter *it, const em_
   if (it->numel == 0) return;
   em_loop1d loop = kernels[k][dt];
   if (it->ndim == 1 && it->numel < EW_SERIAL_MAX) {
-    int64_t strides[EM_ITER_MAX_OPS];
-    char *data[EM_ITER_MAX_OPS];
-    for (int i = 0; i < it->nops; i++) {
-      strides[i] = it->strides[0][i];
-      data[i] = it->data[i];
-    }
-    loop(data, strides, it->numel, (void *)ctx);
+    /* dim 0's strides are one row of it->strides; the loops only read data[] */
+    loop((char **)it->data, it->strides[0], it->numel, (void *)ctx);
     return;
   }
   em_iter_run_parallel(it, loop, (void *)ctx);
