@@ -24,45 +24,24 @@
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
 
 static em_status meta_alloc(em_device dev, size_t nbytes, void **data) {
-  (void)dev;
-  (void)nbytes;
   *data = NULL;
   return EM_OK;
 }
-static void meta_free(em_device dev, void *data, size_t nbytes) {
-  (void)dev;
-  (void)data;
-  (void)nbytes;
-}
+static void meta_free(em_device dev, void *data, size_t nbytes) {}
 
 /* -- copy ------------------------------------------------------------------ */
 
-static void meta_copy(const em_iter *it, em_dtype dst, em_dtype src) {
-  (void)it;
-  (void)dst;
-  (void)src;
-}
-static void meta_fill(const em_iter *it, em_dtype dt, const void *value) {
-  (void)it;
-  (void)dt;
-  (void)value;
-}
+static void meta_copy(const em_iter *it, em_dtype dst, em_dtype src) {}
+static void meta_fill(const em_iter *it, em_dtype dt, const void *value) {}
 /* Into meta: nothing to keep. Out of meta: there are no values. */
 static em_status meta_transfer(em_tensor *dst, const em_tensor *src) {
-  (void)src;
   if (em_tensor_device(dst).type == EM_META) return EM_OK;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, "copy_");
 }
 static em_status meta_read(const char *op, const void *p, size_t elsize, void *out) {
-  (void)p;
-  (void)elsize;
-  (void)out;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, op);
 }
 static em_status meta_write(const char *op, void *p, size_t elsize, const void *in) {
-  (void)p;
-  (void)elsize;
-  (void)in;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, op);
 }
 
@@ -76,17 +55,10 @@ const em_copy_kernels em_meta_copy_kernels = {
 
 /* -- ew -------------------------------------------------------------------- */
 
-static void meta_ew_run(em_ew_kernel kernel, em_dtype dt, const em_iter *it, const em_kctx *k) {
-  (void)kernel;
-  (void)dt;
-  (void)it;
-  (void)k;
-}
+static void meta_ew_run(em_ew_kernel kernel, em_dtype dt, const em_iter *it, const em_kctx *k) {}
 /* integer division by zero cannot be seen without values (PyTorch's meta
 ** kernels do not check it either) */
 static int meta_any_zero(const em_iter *it, em_dtype dt) {
-  (void)it;
-  (void)dt;
   return 0;
 }
 
@@ -103,102 +75,41 @@ const em_ew_kernels em_meta_ew_kernels = {
 
 static void meta_normalize(const em_iter *it, em_dtype idx_dt, int64_t size,
                            em_index_bad *bad) {
-  (void)it;
-  (void)idx_dt;
-  (void)size;
   bad->found = 0;
 }
-static void meta_gather(const em_iter *it, em_dtype dt, int64_t stride) {
-  (void)it;
-  (void)dt;
-  (void)stride;
-}
+static void meta_gather(const em_iter *it, em_dtype dt, int64_t stride) {}
 static void meta_select_blocks(em_tensor *out, const em_tensor *src, const em_tensor *idx,
-                               int axis) {
-  (void)out;
-  (void)src;
-  (void)idx;
-  (void)axis;
-}
+                               int axis) {}
 static void meta_scatter(const em_iter *it, em_dtype dt, em_scatter_mode r,
-                         const em_scatter_params *p) {
-  (void)it;
-  (void)dt;
-  (void)r;
-  (void)p;
-}
-static void meta_iter_dt(const em_iter *it, em_dtype dt) {
-  (void)it;
-  (void)dt;
-}
-static void meta_masked_fill(const em_iter *it, em_dtype dt, const void *value) {
-  (void)it;
-  (void)dt;
-  (void)value;
-}
+                         const em_scatter_params *p) {}
+static void meta_iter_dt(const em_iter *it, em_dtype dt) {}
+static void meta_masked_fill(const em_iter *it, em_dtype dt, const void *value) {}
 static em_status meta_mask_count(const char *op, const em_tensor *mask, em_tensor *runs,
                                  int64_t *count) {
-  (void)mask;
-  (void)runs;
-  (void)count;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
 }
 static void meta_masked_compact(em_tensor *out, const em_tensor *src, const em_tensor *mask,
-                                const em_tensor *runs) {
-  (void)out;
-  (void)src;
-  (void)mask;
-  (void)runs;
-}
+                                const em_tensor *runs) {}
 /* masked_scatter_'s count only feeds its source-length check: answered 0 */
 static em_status meta_mask_prefix(const char *op, em_tensor *prefix, const em_tensor *mask,
                                   int sizes_result, int64_t *count) {
-  (void)prefix;
-  (void)mask;
   *count = 0;
   if (sizes_result) return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
   return EM_OK;
 }
-static void meta_masked_select(const em_iter *it, em_dtype dt, em_tensor *out) {
-  (void)it;
-  (void)dt;
-  (void)out;
-}
-static void meta_masked_scatter(const em_iter *it, em_dtype dt, const em_tensor *src) {
-  (void)it;
-  (void)dt;
-  (void)src;
-}
-static void meta_nonzero(em_tensor *out, const em_tensor *mask) {
-  (void)out;
-  (void)mask;
-}
+static void meta_masked_select(const em_iter *it, em_dtype dt, em_tensor *out) {}
+static void meta_masked_scatter(const em_iter *it, em_dtype dt, const em_tensor *src) {}
+static void meta_nonzero(em_tensor *out, const em_tensor *mask) {}
 static em_status meta_repeat_total(const char *op, const em_tensor *repeats, int64_t n,
                                    int64_t *total, em_index_bad *bad) {
-  (void)repeats;
-  (void)n;
-  (void)total;
-  (void)bad;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
 }
-static void meta_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {
-  (void)out;
-  (void)repeats;
-  (void)n;
-}
+static void meta_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {}
 static void meta_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
                              int64_t stride, em_index_bad *bad) {
-  (void)it;
-  (void)idx_dt;
-  (void)size;
-  (void)stride;
   bad->found = 0;
 }
-static void meta_key_scatter(const em_iter *it, em_dtype dt, int accumulate) {
-  (void)it;
-  (void)dt;
-  (void)accumulate;
-}
+static void meta_key_scatter(const em_iter *it, em_dtype dt, int accumulate) {}
 
 const em_index_kernels em_meta_index_kernels = {
     .normalize = meta_normalize,
@@ -223,11 +134,7 @@ const em_index_kernels em_meta_index_kernels = {
 
 /* -- linalg --------------------------------------------------------------- */
 
-static void meta_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
-  (void)it;
-  (void)dt;
-  (void)g;
-}
+static void meta_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {}
 
 const em_linalg_kernels em_meta_linalg_kernels = {
     .gemm = meta_gemm,
@@ -237,34 +144,20 @@ const em_linalg_kernels em_meta_linalg_kernels = {
 ** No values to draw. The ops reserve no counters for a meta tensor either
 ** (ops/random.c): the CPU generator is left as it is, as in PyTorch. */
 
-static void meta_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
-  (void)it;
-  (void)dt;
-  (void)s;
-}
+static void meta_sample(const em_iter *it, em_dtype dt, const em_sample *s) {}
 /* probabilities cannot be seen without values (PyTorch's meta kernels do
 ** not check them either) */
 static int meta_prob_check(const em_iter *it, double *bad) {
-  (void)it;
-  (void)bad;
   return 0;
 }
 static void meta_bernoulli_lt(const em_iter *it) { (void)it; }
-static void meta_randperm(em_tensor *perm, const em_draw *d) {
-  (void)perm;
-  (void)d;
-}
+static void meta_randperm(em_tensor *perm, const em_draw *d) {}
 static em_prob_check meta_multinomial_check(const em_tensor *probs) {
-  (void)probs;
   return EM_PROBS_OK;
 }
 /* the result's shape is known from the arguments: [n] or [rows, n] */
 static em_status meta_multinomial(const em_tensor *probs, em_tensor *out, int replacement,
                                   const em_draw *d) {
-  (void)probs;
-  (void)out;
-  (void)replacement;
-  (void)d;
   return EM_OK;
 }
 
@@ -280,11 +173,7 @@ const em_random_kernels em_meta_random_kernels = {
 /* -- creation ------------------------------------------------------------- */
 
 static void meta_zero(em_tensor *t) { (void)t; }
-static void meta_range(const em_iter *it, em_dtype dt, const em_range *r) {
-  (void)it;
-  (void)dt;
-  (void)r;
-}
+static void meta_range(const em_iter *it, em_dtype dt, const em_range *r) {}
 
 const em_creation_kernels em_meta_creation_kernels = {
     .zero = meta_zero,
@@ -301,73 +190,29 @@ const em_creation_kernels em_meta_creation_kernels = {
 static em_status meta_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
                              const em_tensor *b, const em_tensor *bias, em_tensor *out,
                              const em_conv2d_geo *g) {
-  (void)op;
-  (void)pass;
-  (void)a;
-  (void)b;
-  (void)bias;
-  (void)out;
-  (void)g;
   return EM_OK;
 }
 static void meta_max_pool2d(const em_tensor *x, em_tensor *y, em_tensor *indices,
-                            const em_pool2d_geo *g) {
-  (void)x;
-  (void)y;
-  (void)indices;
-  (void)g;
-}
+                            const em_pool2d_geo *g) {}
 static void meta_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
-                                     em_tensor *grad_input) {
-  (void)grad_out;
-  (void)indices;
-  (void)grad_input;
-}
-static void meta_avg_pool2d(const em_tensor *x, em_tensor *y, const em_pool2d_geo *g) {
-  (void)x;
-  (void)y;
-  (void)g;
-}
+                                     em_tensor *grad_input) {}
+static void meta_avg_pool2d(const em_tensor *x, em_tensor *y, const em_pool2d_geo *g) {}
 static void meta_avg_pool2d_backward(const em_tensor *grad_out, em_tensor *grad_input,
-                                     const em_pool2d_geo *g) {
-  (void)grad_out;
-  (void)grad_input;
-  (void)g;
-}
+                                     const em_pool2d_geo *g) {}
 static int meta_bad_id(const em_tensor *ids, int64_t num, int has_ignore, int64_t ignore,
                        int64_t *bad) {
-  (void)ids;
-  (void)num;
-  (void)has_ignore;
-  (void)ignore;
-  (void)bad;
   return 0;
 }
 static void meta_layer_norm(const em_tensor *x, const em_tensor *w, const em_tensor *b,
                             em_tensor *y, em_tensor *mean, em_tensor *rstd, int64_t M,
                             int64_t D, double eps) {
-  (void)x;
-  (void)w;
-  (void)b;
-  (void)y;
-  (void)mean;
-  (void)rstd;
   (void)M;
   (void)D;
-  (void)eps;
 }
 static void meta_layer_norm_backward(const em_tensor *grad_out, const em_tensor *x,
                                      const em_tensor *mean, const em_tensor *rstd,
                                      const em_tensor *w, em_tensor *gx, em_tensor *gw,
                                      em_tensor *gb, int64_t M, int64_t D) {
-  (void)grad_out;
-  (void)x;
-  (void)mean;
-  (void)rstd;
-  (void)w;
-  (void)gx;
-  (void)gw;
-  (void)gb;
   (void)M;
   (void)D;
 }
@@ -375,62 +220,23 @@ static em_status meta_batch_norm(const char *op, const em_tensor *x, const em_te
                                  const em_tensor *b, em_tensor *running_mean,
                                  em_tensor *running_var, em_tensor *y, em_tensor *save_mean,
                                  em_tensor *save_invstd, const em_batch_norm_params *p) {
-  (void)op;
-  (void)x;
-  (void)w;
-  (void)b;
-  (void)running_mean;
-  (void)running_var;
-  (void)y;
-  (void)save_mean;
-  (void)save_invstd;
-  (void)p;
   return EM_OK;
 }
 static void meta_batch_norm_backward(const em_tensor *grad_out, const em_tensor *x,
                                      const em_tensor *w, const em_tensor *mean,
                                      const em_tensor *invstd, em_tensor *gx, em_tensor *gw,
-                                     em_tensor *gb, const em_batch_norm_params *p) {
-  (void)grad_out;
-  (void)x;
-  (void)w;
-  (void)mean;
-  (void)invstd;
-  (void)gx;
-  (void)gw;
-  (void)gb;
-  (void)p;
-}
+                                     em_tensor *gb, const em_batch_norm_params *p) {}
 static em_status meta_class_loss(const char *op, const em_tensor *x, const em_tensor *target,
                                  const em_tensor *w, const em_tensor *grad_out, em_tensor *out,
                                  em_tensor *total_weight, const em_class_loss_params *p) {
-  (void)op;
-  (void)x;
-  (void)target;
-  (void)w;
-  (void)grad_out;
-  (void)out;
-  (void)total_weight;
-  (void)p;
   return EM_OK;
 }
 static int meta_outside_unit(const em_tensor *x, double *v) {
-  (void)x;
-  (void)v;
   return 0;
 }
 static void meta_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                 const em_tensor *x, const em_tensor *t, const em_tensor *w,
-                                const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {
-  (void)kind;
-  (void)reduction;
-  (void)x;
-  (void)t;
-  (void)w;
-  (void)pw;
-  (void)grad_out;
-  (void)out;
-}
+                                const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {}
 
 const em_nn_kernels em_meta_nn_kernels = {
     .conv2d = meta_conv2d,
@@ -451,11 +257,7 @@ const em_nn_kernels em_meta_nn_kernels = {
 /* -- optim ----------------------------------------------------------------- */
 
 /* A step on meta parameters is its checks (and the state it makes). */
-static void meta_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {
-  (void)it;
-  (void)dt;
-  (void)p;
-}
+static void meta_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {}
 
 const em_optim_kernels em_meta_optim_kernels = {
     .sgd = meta_optim_step,
@@ -468,58 +270,28 @@ const em_optim_kernels em_meta_optim_kernels = {
 
 static em_status meta_reduce(const char *op, em_red_kind k, em_tensor *acc,
                              const em_tensor *t, const em_red_params *p) {
-  (void)op;
-  (void)k;
-  (void)acc;
-  (void)t;
-  (void)p;
   return EM_OK;
 }
 static em_status meta_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
                                 const em_tensor *t) {
-  (void)op;
-  (void)acc;
-  (void)shift;
-  (void)t;
   return EM_OK;
 }
 /* max_dim and cumextreme */
 static em_status meta_lanes_indexed(const char *op, em_tensor *values, em_tensor *indices,
                                     const em_tensor *t, int axis, int is_min) {
-  (void)op;
-  (void)values;
-  (void)indices;
-  (void)t;
-  (void)axis;
-  (void)is_min;
   return EM_OK;
 }
 /* softmax (log) and cumulative (prod) */
 static em_status meta_lanes(const char *op, em_tensor *out, const em_tensor *t, int axis,
                             int flag) {
-  (void)op;
-  (void)out;
-  (void)t;
-  (void)axis;
-  (void)flag;
   return EM_OK;
 }
 /* equal and allclose answer with a value */
 static em_status meta_equal(const em_iter *it, em_dtype a, em_dtype b, int *equal) {
-  (void)it;
-  (void)a;
-  (void)b;
-  (void)equal;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, "equal");
 }
-static void meta_isclose(const em_iter *it, em_dtype dt, const em_close_params *p) {
-  (void)it;
-  (void)dt;
-  (void)p;
-}
+static void meta_isclose(const em_iter *it, em_dtype dt, const em_close_params *p) {}
 static em_status meta_all_true(const char *op, const em_tensor *t, int *result) {
-  (void)t;
-  (void)result;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_NO_DATA, op);
 }
 
@@ -541,46 +313,22 @@ const em_reduce_kernels em_meta_reduce_kernels = {
 
 static em_status meta_sort(const char *op, em_tensor *values, em_tensor *indices,
                            const em_tensor *t, int axis, int64_t k, int descending) {
-  (void)op;
-  (void)values;
-  (void)indices;
-  (void)t;
-  (void)axis;
-  (void)k;
-  (void)descending;
   return EM_OK;
 }
 static em_status meta_pick(const char *op, em_tensor *values, em_tensor *indices,
                            const em_tensor *t, int axis, em_pick_kind kind, int64_t k) {
-  (void)op;
-  (void)values;
-  (void)indices;
-  (void)t;
-  (void)axis;
-  (void)kind;
-  (void)k;
   return EM_OK;
 }
 /* unique_count and unique_dim_sort */
 static em_status meta_unique_count(const em_tensor *sorted, int64_t *n) {
-  (void)sorted;
-  (void)n;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, "unique");
 }
 static em_status meta_unique_dim_sort(const em_tensor *slices, em_tensor *order, int64_t *n) {
-  (void)slices;
-  (void)order;
-  (void)n;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, "unique");
 }
 /* unique_write and unique_dim_write (never reached: the counts refuse) */
 static em_status meta_unique_write(const em_tensor *sorted, const em_tensor *order,
                                    em_tensor *values, em_tensor *inverse, em_tensor *counts) {
-  (void)sorted;
-  (void)order;
-  (void)values;
-  (void)inverse;
-  (void)counts;
   return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, "unique");
 }
 

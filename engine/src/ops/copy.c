@@ -269,8 +269,8 @@ em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out) 
   char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
   if (em_grad_enabled() && result->requires_grad)
     return em_fail(EM_E_VALUE, EM_MSG_OUT_NOT_DIFFERENTIABLE, op);
-  if (!em_device_equal(out->storage->device, result->storage->device))
-    return em_fail(EM_E_VALUE, "%s: expected out on the device of the result", op);
+  em_status dst = em_same_device_check(op, result->storage->device, out->storage->device);
+  if (dst != EM_OK) return dst;
   if (out->dtype != result->dtype)
     return em_fail(EM_E_TYPE, "%s: expected out to have dtype ember.%s, got ember.%s", op,
                    em_dtype_name(result->dtype), em_dtype_name(out->dtype));
