@@ -336,6 +336,64 @@ describe("per-call fast paths for t[key] and T.tensor", function()
     end
   end)
 
+  -- the same keys on meta (DESIGN's meta device: the ops' metadata alone):
+  -- a key's tensors move to meta with the tensor; the result must have the
+  -- CPU result's shape, strides, offset, dtype and view-ness, or the CPU's
+  -- error. Two documented differences: a bool mask's result shape depends
+  -- on values (meta refuses it), and index values' bounds are not checked
+  -- on meta (a key with an integer tensor that fails on the CPU may pass).
+  local function to_meta(k)
+    if T.is_tensor(k) then return k:to("meta") end
+    if type(k) ~= "table" or rawequal(k, T.newaxis) or getmetatable(k) == getmetatable(T.Size { 1 }) then
+      return k
+    end
+    local c = {}
+    for i, v in pairs(k) do c[i] = to_meta(v) end
+    return setmetatable(c, getmetatable(k))
+  end
+  local function has_tensor(k, dtype_kind)
+    if T.is_tensor(k) then return dtype_kind(k.dtype) end
+    if type(k) ~= "table" then return false end
+    for _, v in pairs(k) do if has_tensor(v, dtype_kind) then return true end end
+    return false
+  end
+  local function is_bool(dt) return dt == T.bool end
+  local function is_int(dt) return dt == T.int64 or dt == T.int32 end
+  local function meta_of(x, base)
+    if not T.is_tensor(x) then return x end
+    return { dtype = tostring(x.dtype), shape = x:size():totable(), stride = x:stride(),
+             offset = x:storage_offset(), device = tostring(x.device),
+             view = T.shares_storage(x, base) }
+  end
+  it("index: every key shape on meta gives the CPU's metadata or its error", function()
+    local checked = 0
+    for ti, t in ipairs(tensors()) do
+      local tm = t:detach():to("meta")
+      for ki = 1, #keys() do
+        local what = ("tensor %d, key %d"):format(ti, ki)
+        local k = keys()[ki]
+        local cok, c = pcall(function() return t:detach()[k] end)
+        local mok, m = pcall(function() return tm[to_meta(keys()[ki])] end)
+        if has_tensor(k, is_bool) then
+          if cok then
+            assert.is_false(mok, what)
+            assert.truthy(tostring(m):find("not supported on the meta device", 1, true), what)
+          end
+        elseif cok then
+          assert(mok, what .. ": " .. tostring(m))
+          local cm = meta_of(c, t:detach())
+          if type(cm) == "table" then cm.device = "meta" end
+          assert.are.same(cm, meta_of(m, tm), what)
+          checked = checked + 1
+        elseif not has_tensor(k, is_int) then
+          assert.is_false(mok, what)
+          assert.are.equal((tostring(c):gsub("^[^:]*:%d+: ", "")), (tostring(m):gsub("^[^:]*:%d+: ", "")), what)
+        end
+      end
+    end
+    assert.is_true(checked > 100)
+  end)
+
   it("index: an error names the caller's line, on either path", function()
     local t = T.rand(4, 4)
     local _, e1 = pcall(function() return t[5] end)          -- fast path, engine error
