@@ -13,10 +13,12 @@
 #define EM_MSG_DEVICE_MISMATCH                                              \
   "%s: expected all tensors to be on the same device, but found at least " \
   "two devices, %s and %s"
+/* device: where no op is at hand (a storage); the binding names the op */
+#define EM_MSG_NO_DEVICE                                                    \
+  "device %s is not available: ember was built without CUDA or no GPU is "  \
+  "present"
 /* op, device */
-#define EM_MSG_DEVICE_UNAVAILABLE                                           \
-  "%s: device %s is not available: ember was built without CUDA or no "     \
-  "GPU is present"
+#define EM_MSG_DEVICE_UNAVAILABLE "%s: " EM_MSG_NO_DEVICE
 /* op, device: an op whose kernels a device does not have */
 #define EM_MSG_DEVICE_UNSUPPORTED "%s: not implemented for device %s"
 /* op, device: the value-reading paths (item, tolist, data, printing, npy) */

@@ -363,9 +363,10 @@ static void device_free(void *ctx, void *data, size_t nbytes) {
 ** made from a script allocates here). */
 static __attribute__((noinline)) em_status storage_new_device(size_t nbytes, em_device dev,
                                                               em_storage **out) {
-  const em_kernels *k;
-  em_status st = em_kernels_check("storage", dev, &k);
-  if (st != EM_OK) return st;
+  const em_kernels *k = em_kernels_for(dev);
+  char d[32];
+  if (!k) return em_fail(EM_E_RUNTIME, EM_MSG_NO_DEVICE, em_device_str(dev, d, sizeof d));
+  em_status st;
   void *data = NULL;
   if (nbytes > 0 && (st = k->alloc(dev, nbytes, &data)) != EM_OK) return st;
   st = storage_make(data, nbytes, dev, device_free, NULL, out);
