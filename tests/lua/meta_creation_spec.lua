@@ -1,14 +1,9 @@
 -- The creation family on the meta device: empty/zeros/ones/full, the
 -- ranges and eye give the CPU result's shape, dtype and strides, on the
 -- meta device, with the CPU's argument checks.
-local T = require("ember")
+local T = require "ember"
 
-local function same_meta(c, m)
-  assert.equal("meta", tostring(m.device))
-  assert.same(c:size(), m:size())
-  assert.same(c:stride(), m:stride())
-  assert.equal(c.dtype, m.dtype)
-end
+local same_meta = require("metacheck").same_meta
 
 local M = { device = "meta" }
 local function with(opts)

@@ -7,11 +7,6 @@
 local T = require "ember"
 
 
-local function shape_of(t)
-  local s = {}
-  for i = 1, t:dim() do s[i] = t:size(i) end
-  return s
-end
 
 -- Tensors on one device: values x (zeros), integer indices (all 1: a valid
 -- position on the CPU), masks (all true).
@@ -27,13 +22,7 @@ local function on(dev)
            b = make(T.bool) }
 end
 
-local function same_as_cpu(cpu, meta)
-  assert.is_true(T.is_tensor(meta))
-  assert.equal("meta", tostring(meta.device))
-  assert.same(shape_of(cpu), shape_of(meta))
-  assert.same(cpu:stride(), meta:stride())
-  assert.equal(cpu.dtype, meta.dtype)
-end
+local same_as_cpu = require("metacheck").same_meta
 
 -- f(d) builds the op on device d's tensors and returns a tensor or a list
 -- of them.

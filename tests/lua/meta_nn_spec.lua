@@ -9,20 +9,8 @@ local F = T.nn.functional
 local C = T._C
 
 
-local function list(t)
-  local r = {}
-  for i = 1, #t do r[i] = t[i] end
-  return r
-end
-
 -- m has c's metadata, on the meta device
-local function same_meta(c, m, what)
-  assert.is_true(T.is_tensor(m), what)
-  assert.are.equal("meta", tostring(m.device), what)
-  assert.are.equal(c.dtype, m.dtype, what)
-  assert.are.same(list(c.shape), list(m.shape), what)
-  assert.are.same(c:stride(), m:stride(), what)
-end
+local same_meta = require("metacheck").same_meta
 
 -- tensors (also those of an options table) moved to meta
 local function to_meta(v)

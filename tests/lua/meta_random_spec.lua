@@ -2,14 +2,9 @@
 -- give back their tensor; the constructors give the CPU result's shape,
 -- dtype and strides on the meta device; and, as in PyTorch, nothing drawn
 -- on meta touches the (CPU) generator.
-local T = require("ember")
+local T = require "ember"
 
-local function same_meta(c, m)
-  assert.equal("meta", tostring(m.device))
-  assert.same(c:size(), m:size())
-  assert.same(c:stride(), m:stride())
-  assert.equal(c.dtype, m.dtype)
-end
+local same_meta = require("metacheck").same_meta
 
 local function meta(...)
   local n = select("#", ...)

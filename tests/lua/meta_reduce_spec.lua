@@ -30,13 +30,7 @@ local inputs = {
   {"4x5 float16", input({4, 5}, T.float16)},
 }
 
-local function same_meta(ref, got, what)
-  assert.are.equal("cpu", tostring(ref.device), what)
-  assert.are.equal("meta", tostring(got.device), what)
-  assert.are.equal(ref.dtype, got.dtype, what)
-  assert.are.same(ref:size(), got:size(), what)
-  assert.are.same(ref:stride(), got:stride(), what)
-end
+local same_meta = require("metacheck").same_meta
 
 -- op(x) -> one or more tensors; floats marks the ops that take floating
 -- inputs only (the integer input is then skipped)
