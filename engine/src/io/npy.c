@@ -530,9 +530,9 @@ static em_status prepare_write(const char *op, const em_tensor *t, char *hdr,
 
 em_status em_npy_encode(const em_tensor *t, void **buf, size_t *len) {
   char hdr[1024];
-  size_t hlen, dlen;
-  const void *data;
-  em_tensor *tmp;
+  size_t hlen = 0, dlen = 0;  /* set by prepare_write; zeroed for -Wmaybe-uninitialized */
+  const void *data = NULL;
+  em_tensor *tmp = NULL;
   em_status st = prepare_write("save_npy", t, hdr, &hlen, &data, &dlen, &tmp);
   if (st != EM_OK) return st;
   uint8_t *out = malloc(hlen + dlen ? hlen + dlen : 1);
@@ -550,9 +550,9 @@ em_status em_npy_encode(const em_tensor *t, void **buf, size_t *len) {
 
 em_status em_npy_save(const char *path, const em_tensor *t) {
   char hdr[1024];
-  size_t hlen, dlen;
-  const void *data;
-  em_tensor *tmp;
+  size_t hlen = 0, dlen = 0;  /* set by prepare_write; zeroed for -Wmaybe-uninitialized */
+  const void *data = NULL;
+  em_tensor *tmp = NULL;
   em_status st = prepare_write("save_npy", t, hdr, &hlen, &data, &dlen, &tmp);
   if (st != EM_OK) return st;
   FILE *f = fopen(path, "wb");
@@ -791,7 +791,7 @@ em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out) {
 }
 
 em_status em_npz_load(const char *path, em_npz **out) {
-  mapping m;
+  mapping m = {0};
   em_status st = map_file("load_npz", path, 0, &m);
   if (st != EM_OK) return st;
   st = em_npz_load_buffer(m.base ? m.base : "", m.len, out);
