@@ -226,7 +226,7 @@ describe("view ops", function()
   it("expand makes stride-0 dims that cannot be written", function()
     local e = arange(3):expand(4, 3)
     assert.same({0, 1}, e:stride())
-    assert.has_error(function() e[{ {}, 1 }] = 5 end, "index: unsupported operation: more than one element of the written-to tensor refers to a single memory location (an expanded tensor?); clone() it before writing")
+    assert.has_error(function() e[{ {}, 1 }] = 5 end, "index: unsupported operation: more than one element of the written-to tensor refers to a single memory location; clone() the tensor before performing the operation")
     assert.has_error(function() e:fill_(1) end)
     e[{1, 2}] = 5 -- one element is one location: every row sees it, as in PyTorch
     assert.same({{0, 5, 2}, {0, 5, 2}, {0, 5, 2}, {0, 5, 2}}, e:tolist())

@@ -408,10 +408,7 @@ static em_status check_put_target(const plan *p, const em_tensor *t) {
   memcpy(view.sizes, p->sizes, sizeof view.sizes);
   memcpy(view.strides, p->strides, sizeof view.strides);
   if (em_has_internal_overlap(&view))
-    return em_fail(EM_E_VALUE,
-                   "index: unsupported operation: more than one element of the "
-                   "written-to tensor refers to a single memory location (an "
-                   "expanded tensor?); clone() it before writing");
+    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, "index");
   return EM_OK;
 }
 

@@ -16,24 +16,19 @@ static inline em_status index_kernels(const char *op, int n, const em_tensor *co
                                       const em_index_kernels **k) {
   em_device dev = ts[0]->storage->device;
   *k = NULL;
-  for (int i = 1; i < n; i++) {
-    if (!ts[i] || em_device_equal(ts[i]->storage->device, dev)) continue;
-    char d1[32], d2[32];
-    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op, em_device_str(dev, d1, sizeof d1),
-                   em_device_str(ts[i]->storage->device, d2, sizeof d2));
-  }
+  em_status st = EM_OK;
+  for (int i = 1; i < n && st == EM_OK; i++)
+    if (ts[i]) st = em_same_device_check(op, dev, ts[i]->storage->device);
+  if (st != EM_OK) return st;
   const em_kernels *kt;
-  em_status st = em_kernels_check(op, dev, &kt);
+  st = em_kernels_check(op, dev, &kt);
   if (st == EM_OK) *k = kt->index;
   return st;
 }
 
 static inline em_status check_writable(const char *op, const em_tensor *t) {
   if (em_has_internal_overlap(t))
-    return em_fail(EM_E_VALUE,
-                   "%s: unsupported operation: more than one element of the "
-                   "written-to tensor refers to a single memory location "
-                   "(an expanded tensor?); clone() it before writing", op);
+    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
   return EM_OK;
 }
 

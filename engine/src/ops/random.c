@@ -105,10 +105,7 @@ static void reserve(em_device dev, uint64_t n, em_draw *d) {
 
 static em_status check_overlap(const char *op, const em_tensor *t) {
   if (em_has_internal_overlap(t))
-    return em_fail(EM_E_VALUE,
-                   "%s: unsupported operation: more than one element of the "
-                   "written-to tensor refers to a single memory location "
-                   "(an expanded tensor?); clone() it before writing", op);
+    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
   return EM_OK;
 }
 
