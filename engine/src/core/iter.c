@@ -5,6 +5,7 @@
 ** operand, and for a reduction the output's reduced dims go innermost.
 */
 #include "core/iter.h"
+#include "core/errmsg.h"
 
 em_status em_broadcast_shapes(const char *op, int n, const em_tensor *const *ts,
                               int *ndim, int64_t *shape) {
@@ -160,6 +161,11 @@ int em_has_internal_overlap(const em_tensor *t) {
     extent += (sz[i] - 1) * stv[i];
   }
   return 0;
+}
+
+em_status em_check_writable(const char *op, const em_tensor *t) {
+  if (em_has_internal_overlap(t)) return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
+  return EM_OK;
 }
 
 static void byte_range(const em_tensor *t, int64_t *lo, int64_t *hi) {

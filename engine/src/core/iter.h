@@ -60,6 +60,9 @@ void em_iter_output_strides(int nops, const em_tensor *const *ops, int ndim,
 ** stride-0 dim of size > 1, or overlapping strides)? Conservative: may say
 ** "maybe" (1) for exotic as_strided layouts that do not overlap. */
 int em_has_internal_overlap(const em_tensor *t);
+/* EM_OK, or the shared internal-overlap error naming op, when t may not be
+** written (em_has_internal_overlap). */
+em_status em_check_writable(const char *op, const em_tensor *t);
 /* Could a and b touch the same bytes? (same storage and byte ranges meet) */
 int em_may_overlap(const em_tensor *a, const em_tensor *b);
 /* Same storage, offset, sizes and strides. */

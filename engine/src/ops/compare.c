@@ -12,13 +12,8 @@
 /* Both operands on one device with kernels: that device's. */
 static em_status same_device(const char *op, const em_tensor *a, const em_tensor *b,
                              const em_kernels **k) {
-  em_device da = a->storage->device, db = b->storage->device;
-  if (!em_device_equal(da, db)) {
-    char d1[32], d2[32];
-    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op, em_device_str(da, d1, sizeof d1),
-                   em_device_str(db, d2, sizeof d2));
-  }
-  return em_kernels_check(op, da, k);
+  em_status st = em_same_device_check(op, a->storage->device, b->storage->device);
+  return st == EM_OK ? em_kernels_check(op, a->storage->device, k) : st;
 }
 
 em_status em_equal(const em_tensor *a, const em_tensor *b, int *result) {

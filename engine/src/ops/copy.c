@@ -16,12 +16,6 @@
 
 /* -- copy_ -------------------------------------------------------------- */
 
-static em_status check_writable(const char *op, const em_tensor *dst) {
-  if (em_has_internal_overlap(dst))
-    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
-  return EM_OK;
-}
-
 /* dst = src across devices: the source is first made dst's dtype and a
 ** dense copy (on its own device), then moved by the transfer kernel of the
 ** device that is not the CPU, into dst directly when dst is dense, else
@@ -57,7 +51,7 @@ static em_status copy_across(em_tensor *dst, const em_tensor *src) {
 }
 
 static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
-  em_status st = check_writable("copy_", dst);
+  em_status st = em_check_writable("copy_", dst);
   if (st != EM_OK) return st;
   if (!em_device_equal(dst->storage->device, src->storage->device)) {
     em_tensor *ex = NULL;  /* the broadcast error, named as on one device */
@@ -88,7 +82,7 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
 /* -- fill_ -------------------------------------------------------------- */
 
 static em_status fill_nograd(em_tensor *dst, em_scalar value) {
-  em_status st = check_writable("fill_", dst);
+  em_status st = em_check_writable("fill_", dst);
   if (st != EM_OK) return st;
   uint64_t bytes = 0;
   em_scalar_to_bytes(value, dst->dtype, &bytes);

@@ -361,17 +361,12 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
   if (ntens == 0)
     return em_fail(EM_E_VALUE, "%s: expected at least one tensor operand", name);
 
-  /* devices: all tensors (and out) on one device; kernels are CPU only */
+  /* devices: all tensors (and out) on one device, the one with the kernels */
   em_device dev = tens[0]->storage->device;
   for (int i = 0; i <= ntens; i++) {
     const em_tensor *t = i < ntens ? tens[i] : out;
-    if (!t) continue;
-    if (!em_device_equal(t->storage->device, dev)) {
-      char d1[32], d2[32];
-      return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, name,
-                     em_device_str(dev, d1, sizeof d1),
-                     em_device_str(t->storage->device, d2, sizeof d2));
-    }
+    em_status dst = t ? em_same_device_check(name, dev, t->storage->device) : EM_OK;
+    if (dst != EM_OK) return dst;
   }
   const em_kernels *kt;
   em_status kst = em_kernels_check(name, dev, &kt);
@@ -480,8 +475,8 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
       st = resize_out(out, ntens, tens, ndim, shape);
       if (st != EM_OK) return st;
     }
-    if (em_has_internal_overlap(out))
-      return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, name);
+    st = em_check_writable(name, out);
+    if (st != EM_OK) return st;
   }
 
   /* -- operands in the compute dtype; snapshots of inputs that partly

@@ -231,7 +231,7 @@ static em_status scatter_checks(const char *op, const em_tensor *t, int64_t dim,
                                 const em_index_kernels **k, int *axis) {
   const em_tensor *all[3] = {t, index, src};
   em_status st = index_kernels(op, 3, all, k);
-  if (st == EM_OK) st = check_writable(op, t);
+  if (st == EM_OK) st = em_check_writable(op, t);
   if (st == EM_OK) st = check_index_dtype(op, index);
   if (st == EM_OK && src) st = check_same_dtype(op, t, src, "src");
   if (st == EM_OK) st = em_wrap_dim(op, dim, t->ndim, axis);
@@ -373,7 +373,7 @@ static em_status put_nograd(em_tensor *t, const em_tensor *index, const em_tenso
   const em_index_kernels *k;
   const em_tensor *all[3] = {t, index, src};
   em_status st = index_kernels(op, 3, all, &k);
-  if (st == EM_OK) st = check_writable(op, t);
+  if (st == EM_OK) st = em_check_writable(op, t);
   if (st == EM_OK) st = check_index_dtype(op, index);
   if (st == EM_OK) st = check_same_dtype(op, t, src, "source");
   if (st != EM_OK) return st;
@@ -423,7 +423,7 @@ static em_status index_write(const char *op, em_tensor *t, int64_t dim,
   const em_tensor *all[3] = {t, index, src};
   int axis;
   em_status st = index_kernels(op, 3, all, &k);
-  if (st == EM_OK) st = check_writable(op, t);
+  if (st == EM_OK) st = em_check_writable(op, t);
   if (st == EM_OK) st = check_index_dtype(op, index);
   if (st == EM_OK) st = check_vector_index(op, index);
   if (st == EM_OK && src) st = check_same_dtype(op, t, src, "source");

@@ -151,12 +151,8 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
           return em_fail(EM_E_TYPE, "index: tensors used as indices must be int64, "
                          "int32 or bool tensors, got ember.%s (item %d)",
                          em_dtype_name(x->dtype), i + 1);
-        if (!em_device_equal(x->storage->device, t->storage->device)) {
-          char d1[32], d2[32];
-          return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, "index",
-                         em_device_str(t->storage->device, d1, sizeof d1),
-                         em_device_str(x->storage->device, d2, sizeof d2));
-        }
+        em_status dst = em_same_device_check("index", t->storage->device, x->storage->device);
+        if (dst != EM_OK) return dst;
         break;
       }
       default:
@@ -407,9 +403,7 @@ static em_status check_put_target(const plan *p, const em_tensor *t) {
   view.offset = p->offset;
   memcpy(view.sizes, p->sizes, sizeof view.sizes);
   memcpy(view.strides, p->strides, sizeof view.strides);
-  if (em_has_internal_overlap(&view))
-    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, "index");
-  return EM_OK;
+  return em_check_writable("index", &view);
 }
 
 /* Writes value (already t's dtype, not overlapping t) through plan p. */
@@ -459,12 +453,9 @@ static em_status index_get_nograd(const em_tensor *t, int n, const em_index_item
 /* value converted to dt, and snapshotted when it shares t's storage. */
 static em_status prepare_value(const em_tensor *t, const em_tensor *value,
                                em_tensor **out) {
-  if (!em_device_equal(value->storage->device, t->storage->device)) {
-    char d1[32], d2[32];
-    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, "index_put_",
-                   em_device_str(t->storage->device, d1, sizeof d1),
-                   em_device_str(value->storage->device, d2, sizeof d2));
-  }
+  em_status st = em_same_device_check("index_put_", t->storage->device,
+                                      value->storage->device);
+  if (st != EM_OK) return st;
   return em_to(value, t->dtype, t->storage->device, value->storage == t->storage, out);
 }
 

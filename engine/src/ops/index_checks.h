@@ -26,12 +26,6 @@ static inline em_status index_kernels(const char *op, int n, const em_tensor *co
   return st;
 }
 
-static inline em_status check_writable(const char *op, const em_tensor *t) {
-  if (em_has_internal_overlap(t))
-    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
-  return EM_OK;
-}
-
 static inline em_status check_index_dtype(const char *op, const em_tensor *idx) {
   if (idx->dtype != EM_INT64 && idx->dtype != EM_INT32)
     return em_fail(EM_E_TYPE,

@@ -29,11 +29,7 @@ static const char *alias_name(em_dtype dt) {
 }
 
 static em_status check_device(const char *op, const em_tensor *a, const em_tensor *b) {
-  if (em_device_equal(a->storage->device, b->storage->device)) return EM_OK;
-  char d1[32], d2[32];
-  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op,
-                 em_device_str(a->storage->device, d1, sizeof d1),
-                 em_device_str(b->storage->device, d2, sizeof d2));
+  return em_same_device_check(op, a->storage->device, b->storage->device);
 }
 
 static em_status check_pair(const char *op, const em_tensor *a, const em_tensor *b) {

@@ -125,7 +125,7 @@ static em_status masked_fill_nograd(em_tensor *t, const em_tensor *mask, em_scal
   const em_index_kernels *k;
   const em_tensor *all[2] = {t, mask};
   em_status st = index_kernels(op, 2, all, &k);
-  if (st == EM_OK) st = check_writable(op, t);
+  if (st == EM_OK) st = em_check_writable(op, t);
   if (st == EM_OK) st = check_mask(op, mask);
   if (st != EM_OK) return st;
   em_tensor mv, *snap = NULL;
@@ -151,7 +151,7 @@ static em_status masked_scatter_nograd(em_tensor *t, const em_tensor *mask,
   const em_index_kernels *k;
   const em_tensor *all[3] = {t, mask, source};
   em_status st = index_kernels(op, 3, all, &k);
-  if (st == EM_OK) st = check_writable(op, t);
+  if (st == EM_OK) st = em_check_writable(op, t);
   if (st == EM_OK) st = check_mask(op, mask);
   if (st == EM_OK) st = check_same_dtype(op, t, source, "source");
   if (st != EM_OK) return st;

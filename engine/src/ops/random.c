@@ -103,12 +103,6 @@ static void reserve(em_device dev, uint64_t n, em_draw *d) {
 ** contiguous tensor: the destination itself, else a contiguous temporary
 ** copied in (so element i is always row-major i). */
 
-static em_status check_overlap(const char *op, const em_tensor *t) {
-  if (em_has_internal_overlap(t))
-    return em_fail(EM_E_VALUE, EM_MSG_INTERNAL_OVERLAP, op);
-  return EM_OK;
-}
-
 /* Runs the sampler over the contiguous tensor t. */
 static em_status sample_contiguous(const em_kernels *k, em_tensor *t, const em_sample *s) {
   em_iter it;
@@ -119,7 +113,7 @@ static em_status sample_contiguous(const em_kernels *k, em_tensor *t, const em_s
 }
 
 static em_status sample_into_nograd(const char *op, em_tensor *t, em_sample *s) {
-  em_status st = check_overlap(op, t);
+  em_status st = em_check_writable(op, t);
   const em_kernels *k;
   em_device dev = t->storage->device;
   if (st == EM_OK) st = em_kernels_check(op, dev, &k);
@@ -262,15 +256,11 @@ static em_status bernoulli_tensor_nograd(em_tensor *t, const em_tensor *p) {
   if (em_dtype_kindof(p->dtype) != EM_KIND_FLOAT)
     return em_fail(EM_E_TYPE, "bernoulli_: expects floating-point probabilities, got ember.%s",
                    em_dtype_name(p->dtype));
-  em_status st = check_overlap("bernoulli_", t);
+  em_status st = em_check_writable("bernoulli_", t);
   if (st != EM_OK) return st;
   em_device dev = t->storage->device;
-  if (!em_device_equal(dev, p->storage->device)) {
-    char d1[32], d2[32];
-    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, "bernoulli_",
-                   em_device_str(dev, d1, sizeof d1),
-                   em_device_str(p->storage->device, d2, sizeof d2));
-  }
+  st = em_same_device_check("bernoulli_", dev, p->storage->device);
+  if (st != EM_OK) return st;
   const em_kernels *k;
   st = em_kernels_check("bernoulli_", dev, &k);
   if (st != EM_OK) return st;

@@ -67,11 +67,7 @@ static void atleast(em_tensor *v, const em_tensor *t, int want) {
 
 /* t must be on ref's device, where the result is made. */
 static em_status same_device(const char *op, const em_tensor *ref, const em_tensor *t) {
-  if (em_device_equal(ref->storage->device, t->storage->device)) return EM_OK;
-  char d1[32], d2[32];
-  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_MISMATCH, op,
-                 em_device_str(ref->storage->device, d1, sizeof d1),
-                 em_device_str(t->storage->device, d2, sizeof d2));
+  return em_same_device_check(op, ref->storage->device, t->storage->device);
 }
 
 /* -- cat / stack ------------------------------------------------------------------ */
