@@ -25,12 +25,9 @@ static em_status copy_across(em_tensor *dst, const em_tensor *src) {
   const em_kernels *k;
   em_status st = em_kernels_check("copy_", dd.type == EM_CPU ? sd : dd, &k);
   if (st != EM_OK) return st;
-  int64_t sizes[EM_MAX_DIMS];
-  for (int i = 0; i < dst->ndim; i++) sizes[i] = dst->sizes[i];
-  em_tensor *s1 = NULL, *s2 = NULL, *tmp = NULL;
-  em_tensor *ex = NULL;
+  em_tensor *ex = NULL, *s1 = NULL, *s2 = NULL, *tmp = NULL;
   /* src broadcast to dst's shape, in dst's dtype, contiguous */
-  st = em_expand(src, dst->ndim, sizes, &ex);
+  st = em_expand(src, dst->ndim, dst->sizes, &ex);
   if (st == EM_OK) st = em_to(ex, dst->dtype, sd, 0, &s1);
   if (st == EM_OK) st = em_contiguous(s1, &s2);
   if (st == EM_OK) {
@@ -54,9 +51,10 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
   em_status st = em_check_writable("copy_", dst);
   if (st != EM_OK) return st;
   if (!em_device_equal(dst->storage->device, src->storage->device)) {
-    em_tensor *ex = NULL;  /* the broadcast error, named as on one device */
-    st = em_expand(src, dst->ndim, dst->sizes, &ex);
-    em_tensor_release(ex);
+    /* the broadcast check as on one device (building reads no data) */
+    em_iter it;
+    const em_tensor *ops[2] = {dst, src};
+    st = em_iter_build(&it, "copy_", 2, ops, dst->ndim, dst->sizes, false);
     return st == EM_OK ? copy_across(dst, src) : st;
   }
   if (em_same_layout(dst, src)) return EM_OK;
