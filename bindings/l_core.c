@@ -18,6 +18,9 @@
 /* Registry keys: addresses of these statics (one set per lua_State). */
 static char K_TENSOR_MT, K_SIZE_MT, K_DTYPES, K_DTYPE_IDS, K_DEVICES, K_METHODS,
     K_PROPS, K_MODULE, K_ANCHOR, K_THREADS;
+#if LUA_VERSION_NUM < 503
+static char K_I64_MAKE, K_I64_PARTS; /* the boxed-int64 helpers (LuaJIT) */
+#endif
 
 static em_dtype default_dtype = EM_FLOAT32;
 em_dtype l_default_dtype(void) { return default_dtype; }
@@ -116,6 +119,102 @@ void ember_lua_push_tensor(lua_State *L, em_tensor *t) {
 em_tensor *ember_lua_to_tensor(lua_State *L, int idx) { return l_totensor(L, idx); }
 
 /* -- Numbers and sizes -------------------------------------------------- */
+
+/* Exact integers (docs/dtypes.md, "Integers in Lua"). Lua 5.4 has 64-bit
+** integers: values cross as lua_Integer. LuaJIT has only doubles, plus the
+** FFI's boxed int64_t/uint64_t: a value within +-2^53 crosses as a number
+** and one beyond as a boxed int64_t, made and taken apart by two small Lua
+** functions (the C API cannot make cdata), registered per state by
+** l_open_core. A boxed value has lua_type 10 (LuaJIT's LUA_TCDATA). */
+#define L_TCDATA 10
+#define L_EXACT_DOUBLE 9007199254740992.0 /* 2^53 */
+
+#if LUA_VERSION_NUM < 503
+static const char I64_HELPERS[] =
+    "local ok, ffi = pcall(require, 'ffi')\n"
+    "if not ok then return end\n"
+    "local i64, u64, istype, tonumber = ffi.typeof('int64_t'), ffi.typeof('uint64_t'), ffi.istype, tonumber\n"
+    "return function(hi, lo) return i64(hi) * 4294967296 + lo end,\n"
+    "  function(v)\n"
+    "    local signed = istype(i64, v)\n"
+    "    if not signed and not istype(u64, v) then return nil end\n"
+    "    local u = u64(v)\n"
+    "    return tonumber(u / 4294967296), tonumber(u % 4294967296), signed\n"
+    "  end\n";
+
+static void open_int64(lua_State *L) {
+  if (luaL_loadbuffer(L, I64_HELPERS, sizeof I64_HELPERS - 1, "=ember.int64") != 0 ||
+      lua_pcall(L, 0, 2, 0) != 0) {
+    lua_pop(L, 1); /* no FFI: values beyond 2^53 are refused */
+    return;
+  }
+  lua_pushlightuserdata(L, &K_I64_PARTS);
+  lua_insert(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  lua_pushlightuserdata(L, &K_I64_MAKE);
+  lua_insert(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+}
+#endif
+
+void l_pushint64(lua_State *L, int64_t v) {
+#if LUA_VERSION_NUM >= 503
+  lua_pushinteger(L, (lua_Integer)v);
+#else
+  if (v >= -(INT64_C(1) << 53) && v <= (INT64_C(1) << 53)) {
+    lua_pushnumber(L, (lua_Number)v);
+    return;
+  }
+  getreg(L, &K_I64_MAKE);
+  if (!lua_isfunction(L, -1))
+    l_errorf(L, "int64 value %lld cannot be represented exactly as a Lua number "
+               "(a double) and this Lua has no FFI int64_t", (long long)v);
+  uint64_t u = (uint64_t)v;
+  lua_pushnumber(L, (lua_Number)(uint32_t)(u >> 32));
+  lua_pushnumber(L, (lua_Number)(uint32_t)u);
+  lua_call(L, 2, 1);
+#endif
+}
+
+int l_isint64box(lua_State *L, int idx) { return lua_type(L, idx) == L_TCDATA; }
+
+int l_toint64(lua_State *L, int idx, int64_t *out, const char *op) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TNUMBER) {
+#if LUA_VERSION_NUM >= 503
+    if (lua_isinteger(L, idx)) {
+      *out = (int64_t)lua_tointeger(L, idx);
+      return 1;
+    }
+#endif
+    double v = lua_tonumber(L, idx);
+    if (v == floor(v) && fabs(v) < 9223372036854775808.0) {
+      *out = (int64_t)v;
+      return 1;
+    }
+    return 0;
+  }
+#if LUA_VERSION_NUM < 503
+  if (t == L_TCDATA) {
+    int abs = idx > 0 || idx <= LUA_REGISTRYINDEX ? idx : lua_gettop(L) + idx + 1;
+    getreg(L, &K_I64_PARTS);
+    if (!lua_isfunction(L, -1)) { lua_pop(L, 1); return 0; }
+    lua_pushvalue(L, abs);
+    lua_call(L, 1, 3);
+    if (lua_isnil(L, -3)) { lua_pop(L, 3); return 0; }
+    uint64_t u = ((uint64_t)lua_tonumber(L, -3) << 32) | (uint64_t)lua_tonumber(L, -2);
+    int is_signed = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+    if (!is_signed && u > (uint64_t)INT64_MAX)
+      l_errorf(L, "%s: uint64 value %llu is out of the int64 range", op, (unsigned long long)u);
+    *out = (int64_t)u;
+    return 1;
+  }
+#else
+  (void)op;
+#endif
+  return 0;
+}
 
 int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
   if (lua_type(L, idx) != LUA_TNUMBER)
@@ -469,7 +568,7 @@ static int l_device_new(lua_State *L) {
 void l_pushsize(lua_State *L, int n, const int64_t *sizes) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
-    lua_pushnumber(L, (lua_Number)sizes[i]);
+    lua_pushinteger(L, (lua_Integer)sizes[i]);
     lua_rawseti(L, -2, i + 1);
   }
   getreg(L, &K_SIZE_MT);
@@ -483,13 +582,24 @@ em_scalar l_checkscalar(lua_State *L, int idx, const char *op) {
     s.i = lua_toboolean(L, idx);
     return s;
   }
-  if (lua_type(L, idx) != LUA_TNUMBER)
+  if (lua_type(L, idx) != LUA_TNUMBER) {
+    if (l_isint64box(L, idx) && l_toint64(L, idx, &s.i, op)) { /* LuaJIT's boxed int64 */
+      s.f = (double)s.i;
+      return s;
+    }
     l_errorf(L, "%s: expected a number, got %s", op, luaL_typename(L, idx));
+  }
   double v = lua_tonumber(L, idx);
+#if LUA_VERSION_NUM >= 503
+  if (lua_isinteger(L, idx)) { /* Lua 5.4: math.type decides, and the value is exact */
+    s.i = (int64_t)lua_tointeger(L, idx);
+    s.f = (double)s.i;
+    return s;
+  }
+  int integral = 0;
+#else
   /* -0.0 stays a float, so a float destination keeps its sign */
   int integral = v == floor(v) && fabs(v) < 9223372036854775808.0 && !(v == 0 && signbit(v));
-#if LUA_VERSION_NUM >= 503
-  integral = lua_isinteger(L, idx); /* Lua 5.4: math.type decides */
 #endif
   if (integral) {
     s.i = (int64_t)v;
@@ -507,15 +617,11 @@ void l_pushelement(lua_State *L, const em_tensor *t, int64_t pos, const char *op
     int64_t v;
     if (em_get_i64(t, pos, &v) != EM_OK) l_error(L);
     lua_pushboolean(L, v != 0);
-  } else if (dt == EM_INT64) {
+  } else if (dt <= EM_INT64) { /* the integer dtypes: exact (l_pushint64) */
     int64_t v;
     if (em_get_i64(t, pos, &v) != EM_OK) l_error(L);
-    double d = (double)v;
-    if (d >= 9223372036854775808.0 || (int64_t)d != v)
-      l_errorf(L, "%s: int64 value %lld cannot be represented exactly as a Lua "
-                 "number (a double); use t:data() for exact int64 access",
-                 op, (long long)v);
-    lua_pushnumber(L, (lua_Number)v);
+    (void)op;
+    l_pushint64(L, v);
   } else {
     double v;
     if (em_get_f64(t, pos, &v) != EM_OK) l_error(L);
@@ -568,7 +674,7 @@ static int l_tensor_newindex(lua_State *L) {
 static int l_tensor_len(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "#");
   if (em_tensor_ndim(t) == 0) return l_errorf(L, "#: len() of a 0-d tensor");
-  lua_pushnumber(L, (lua_Number)em_tensor_sizes(t)[0]);
+  lua_pushinteger(L, (lua_Integer)em_tensor_sizes(t)[0]);
   return 1;
 }
 
@@ -746,23 +852,23 @@ static int l_unhook(lua_State *L) {
 
 static int l_memory_stats(lua_State *L) {
   lua_createtable(L, 0, 4);
-  lua_pushnumber(L, (lua_Number)em_memory_live_bytes());
+  lua_pushinteger(L, (lua_Integer)em_memory_live_bytes());
   lua_setfield(L, -2, "live_bytes");
-  lua_pushnumber(L, (lua_Number)em_memory_thread_live_bytes());
+  lua_pushinteger(L, (lua_Integer)em_memory_thread_live_bytes());
   lua_setfield(L, -2, "thread_live_bytes");
-  lua_pushnumber(L, (lua_Number)em_get_soft_limit());
+  lua_pushinteger(L, (lua_Integer)em_get_soft_limit());
   lua_setfield(L, -2, "soft_limit");
-  lua_pushnumber(L, (lua_Number)forced_collections);
+  lua_pushinteger(L, (lua_Integer)forced_collections);
   lua_setfield(L, -2, "forced_collections");
-  lua_pushnumber(L, (lua_Number)failed_allocations);
+  lua_pushinteger(L, (lua_Integer)failed_allocations);
   lua_setfield(L, -2, "failed_allocations");
   long hits = 0, misses = 0;
   em_memory_cache_counts(&hits, &misses);
-  lua_pushnumber(L, (lua_Number)em_memory_cached_bytes());
+  lua_pushinteger(L, (lua_Integer)em_memory_cached_bytes());
   lua_setfield(L, -2, "cached_bytes");
-  lua_pushnumber(L, (lua_Number)hits);
+  lua_pushinteger(L, (lua_Integer)hits);
   lua_setfield(L, -2, "cache_hits");
-  lua_pushnumber(L, (lua_Number)misses);
+  lua_pushinteger(L, (lua_Integer)misses);
   lua_setfield(L, -2, "cache_misses");
   return 1;
 }
@@ -921,6 +1027,9 @@ int l_open_core(lua_State *L) {
     luaL_ref(L, LUA_REGISTRYINDEX);
   }
   claim_pressure_hook(L);
+#if LUA_VERSION_NUM < 503
+  open_int64(L);
+#endif
   lua_settop(L, 1);
   return 0;
 }

@@ -110,9 +110,14 @@ static int l_eye(lua_State *L) {
 
 /* -- The generator ---------------------------------------------------------- */
 
-/* A seed: an integral Lua number; negative seeds wrap to uint64 as in
-** PyTorch. */
+/* A seed: an integer (a Lua number, a Lua 5.4 integer, exact, or LuaJIT's
+** boxed int64_t); negative seeds wrap to uint64 as in PyTorch. */
 static uint64_t checkseed(lua_State *L, int idx, const char *op) {
+  int64_t i;
+#if LUA_VERSION_NUM >= 503
+  if (lua_isinteger(L, idx)) return (uint64_t)lua_tointeger(L, idx);
+#endif
+  if (l_isint64box(L, idx) && l_toint64(L, idx, &i, op)) return (uint64_t)i;
   if (lua_type(L, idx) != LUA_TNUMBER)
     l_errorf(L, "%s: expected an integer seed, got %s", op, luaL_typename(L, idx));
   double v = lua_tonumber(L, idx);
@@ -122,18 +127,25 @@ static uint64_t checkseed(lua_State *L, int idx, const char *op) {
   return v >= 9223372036854775808.0 ? (uint64_t)v : (uint64_t)(int64_t)v;
 }
 
+/* A seed or offset back to Lua, exactly (l_pushint64) below 2^63 -- T.seed()
+** draws seeds below 2^63 -- and as the nearest double above. */
+static void pushseed(lua_State *L, uint64_t v) {
+  if (v <= (uint64_t)INT64_MAX) l_pushint64(L, (int64_t)v);
+  else lua_pushnumber(L, (lua_Number)v);
+}
+
 static int l_manual_seed(lua_State *L) {
   em_manual_seed(checkseed(L, 1, "manual_seed"));
   return 0;
 }
 
 static int l_seed(lua_State *L) {
-  lua_pushnumber(L, (lua_Number)em_seed());
+  pushseed(L, em_seed());
   return 1;
 }
 
 static int l_initial_seed(lua_State *L) {
-  lua_pushnumber(L, (lua_Number)em_initial_seed());
+  pushseed(L, em_initial_seed());
   return 1;
 }
 
@@ -141,9 +153,9 @@ static int l_initial_seed(lua_State *L) {
 static int l_get_rng_state(lua_State *L) {
   em_rng_state s = em_get_rng_state();
   lua_createtable(L, 0, 2);
-  lua_pushnumber(L, (lua_Number)s.seed);
+  pushseed(L, s.seed);
   lua_setfield(L, -2, "seed");
-  lua_pushnumber(L, (lua_Number)s.offset);
+  pushseed(L, s.offset);
   lua_setfield(L, -2, "offset");
   return 1;
 }
@@ -156,12 +168,17 @@ static int l_set_rng_state(lua_State *L) {
   lua_getfield(L, 1, "seed");
   s.seed = checkseed(L, -1, "set_rng_state");
   lua_getfield(L, 1, "offset");
-  if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 0 ||
-      lua_tonumber(L, -1) != floor(lua_tonumber(L, -1)) ||
-      lua_tonumber(L, -1) >= 18446744073709551616.0)
-    return l_errorf(L, "set_rng_state: state.offset must be a non-negative integer, got %s",
-                    luaL_typename(L, -1));
-  s.offset = (uint64_t)lua_tonumber(L, -1);
+  int64_t off;
+  if (l_toint64(L, -1, &off, "set_rng_state") && off >= 0) {
+    s.offset = (uint64_t)off;
+  } else {
+    if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 0 ||
+        lua_tonumber(L, -1) != floor(lua_tonumber(L, -1)) ||
+        lua_tonumber(L, -1) >= 18446744073709551616.0)
+      return l_errorf(L, "set_rng_state: state.offset must be a non-negative integer, got %s",
+                      luaL_typename(L, -1));
+    s.offset = (uint64_t)lua_tonumber(L, -1);
+  }
   em_set_rng_state(s);
   return 0;
 }

@@ -67,6 +67,13 @@ void l_pushsize(lua_State *L, int n, const int64_t *sizes);
 em_scalar l_checkscalar(lua_State *L, int idx, const char *op);
 /* Pushes an element read as the Lua value for its dtype. Errors for int64
 ** beyond 2^53 (not exactly representable as a Lua number). */
+/* Exact int64 values: a Lua 5.4 integer; under LuaJIT a number within
+** +-2^53, else a boxed int64_t (FFI). l_toint64 reads an integer-valued
+** number, a 5.4 integer or a boxed int64_t/uint64_t into *out (1), or
+** answers 0; l_isint64box: idx holds LuaJIT cdata. */
+void l_pushint64(lua_State *L, int64_t v);
+int l_toint64(lua_State *L, int idx, int64_t *out, const char *op);
+int l_isint64box(lua_State *L, int idx);
 void l_pushelement(lua_State *L, const em_tensor *t, int64_t pos, const char *op);
 
 em_dtype l_default_dtype(void);

@@ -28,7 +28,7 @@ static em_operand checkoperand(lua_State *L, int idx, const char *op) {
     return o;
   }
   int ty = lua_type(L, idx);
-  if (ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+  if (ty != LUA_TNUMBER && ty != LUA_TBOOLEAN && !l_isint64box(L, idx))
     l_errorf(L, "%s: expected a tensor or a number for argument #%d, got %s", op, idx,
              luaL_typename(L, idx));
   o.scalar = l_checkscalar(L, idx, op);

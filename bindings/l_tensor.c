@@ -91,6 +91,8 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
 #if LUA_VERSION_NUM >= 503
     kind = lua_isinteger(L, idx) ? 1 : 2; /* Lua 5.4: math.type decides */
 #endif
+  } else if (l_isint64box(L, idx) && l_toint64(L, idx, &(int64_t){0}, op)) {
+    kind = 1; /* LuaJIT's boxed int64_t */
   } else {
     path_str(L, depth, path);
     l_errorf(L, "%s: expected numbers or booleans, got %s at %s", op,
@@ -479,7 +481,7 @@ static int l_size(lua_State *L) {
     return l_errorf(L, "size: dimension specified as %s but tensor has no dimensions",
                       lua_tostring(L, 2));
   if (em_wrap_dim("size", l_checkint(L, 2, "size", "dim"), nd, &axis) != EM_OK) l_error(L);
-  lua_pushnumber(L, (lua_Number)em_tensor_sizes(t)[axis]);
+  lua_pushinteger(L, (lua_Integer)em_tensor_sizes(t)[axis]);
   return 1;
 }
 
@@ -490,7 +492,7 @@ static int l_stride(lua_State *L) {
   if (lua_isnoneornil(L, 2)) {
     lua_createtable(L, nd, 0);
     for (int i = 0; i < nd; i++) {
-      lua_pushnumber(L, (lua_Number)st[i]);
+      lua_pushinteger(L, (lua_Integer)st[i]);
       lua_rawseti(L, -2, i + 1);
     }
     return 1;
@@ -501,14 +503,14 @@ static int l_stride(lua_State *L) {
                       lua_tostring(L, 2));
   if (em_wrap_dim("stride", l_checkint(L, 2, "stride", "dim"), nd, &axis) != EM_OK)
     l_error(L);
-  lua_pushnumber(L, (lua_Number)st[axis]);
+  lua_pushinteger(L, (lua_Integer)st[axis]);
   return 1;
 }
 
 #define NUMBER_METHOD(NAME, EXPR)                      \
   static int l_##NAME(lua_State *L) {                  \
     em_tensor *t = l_checktensor(L, 1, #NAME);         \
-    lua_pushnumber(L, (lua_Number)(EXPR));             \
+    lua_pushinteger(L, (lua_Integer)(EXPR));           \
     return 1;                                          \
   }
 NUMBER_METHOD(dim, em_tensor_ndim(t))

@@ -7,6 +7,7 @@
 --
 -- Needs autograd (loss:backward(), p.grad, T.no_grad).
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 local nn, F, optim, data = T.nn, T.nn.functional, T.optim, T.data
 
 local which = arg and arg[1] or "both"

@@ -4,6 +4,7 @@
 --   bin/ember examples/seeds/selecting_and_assembling.lua
 -- Positions are 1-based (Python's index 0 is ember's 1), index tensors too.
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 
 local function check(cond, fact)
   assert(cond, "seed fact failed: " .. fact)

@@ -4,15 +4,24 @@
 return function(T, C)
   local A = {}
   T.autograd = A
+  local unpack = table.unpack or unpack
+  local function pack(...) return { n = select("#", ...), ... } end
+  -- the largest integer key (table.maxn, which Lua 5.4 lacks): the inputs
+  -- list of gradcheck may hold nils between tensors
+  local function maxn(t)
+    local n = 0
+    for k in pairs(t) do if type(k) == "number" and k > n then n = k end end
+    return n
+  end
 
   -- Runs fn(...) with grad mode set to `on`, restoring the old mode after,
   -- also when fn raises.
   local function with_mode(on, fn, ...)
     local prev = C.set_grad_enabled(on)
-    local res = { pcall(fn, ...) }
+    local res = pack(pcall(fn, ...))
     C.set_grad_enabled(prev)
     if not res[1] then error(res[2], 0) end
-    return unpack(res, 2, table.maxn(res))
+    return unpack(res, 2, res.n)
   end
 
   function T.no_grad(fn, ...)
@@ -86,7 +95,7 @@ return function(T, C)
       return false, msg
     end
     local function outputs_of()
-      local out = { fn(unpack(inputs, 1, table.maxn(inputs))) }
+      local out = { fn(unpack(inputs, 1, maxn(inputs))) }
       local list = {}
       for _, o in ipairs(out) do
         if T.is_tensor(o) then list[#list + 1] = o
@@ -97,7 +106,7 @@ return function(T, C)
       return list
     end
     local checked = {}
-    for i = 1, table.maxn(inputs) do
+    for i = 1, maxn(inputs) do
       local x = inputs[i]
       if T.is_tensor(x) and x.requires_grad then
         if x.dtype ~= T.float64 then

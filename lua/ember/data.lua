@@ -6,6 +6,7 @@
 -- index_select instead of one element at a time. TensorDataset and Subset
 -- do.
 return function(T, C)
+  local unpack = table.unpack or unpack
   local data = {}
   T.data = data
 

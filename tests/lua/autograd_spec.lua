@@ -2,6 +2,7 @@
 -- backward, autograd.grad, detach and grad mode; errors; gradients against
 -- PyTorch's for composite expressions (tests/fixtures/autograd_cases.lua).
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 
 local function f32(t) return T.tensor(t, { dtype = T.float32, requires_grad = true }) end
 local function close(a, b, tol)
@@ -426,7 +427,7 @@ describe("gradients of composite expressions equal PyTorch's", function()
         inputs[i] = T.tensor(v.data, { dtype = T[v.dtype] }):view(v.shape)
         if v.grad then inputs[i]:requires_grad_() end
       end
-      local fn = assert(loadstring("return " .. c.lua, c.name))()
+      local fn = assert(load("return " .. c.lua, c.name))()
       local out = fn(T, unpack(inputs))
       out:backward()
       close(out:detach(), T.tensor(c.output, { dtype = T.float64 }), 1e-5)

@@ -8,6 +8,7 @@
 -- function the process must still be healthy (a sanity computation), and
 -- at the end the live storage bytes must be back near their start.
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 local C = require "matrix_cases"
 
 local function label_of(a) return a[1] end
@@ -148,7 +149,8 @@ describe("bad-input matrix", function()
     -- index_put_ with something other than a table of indices
     ok, err = pcall(function() return T.zeros(2):index_put_(5, T.ones(1)) end)
     assert.is_false(ok)
-    assert.matches("^index_put_: expected a table", tostring(err))
+    -- (Lua 5.4 keeps the caller of a tail-called C function: a position first)
+    assert.matches("^index_put_: expected a table", (tostring(err):gsub("^[^:]*:%d+: ", "")))
   end)
 
   it("no call failed without naming its operation", function()

@@ -1,6 +1,7 @@
 -- Ranges and the identity: arange/linspace/logspace/eye against PyTorch
 -- 1.13 (tests/fixtures/gen_creation.py), their options and their errors.
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 
 local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
 local cases = dofile(here .. "../fixtures/creation_cases.lua")

@@ -256,7 +256,7 @@ describe("random index expressions vs PyTorch (tests/fixtures/index_random_cases
       local before = flat(x)
       local chunk = c.kind == "r" and ("local T, x = ...; return " .. c.lua)
                     or ("local T, x = ...; " .. c.lua)
-      local f = assert(loadstring(chunk))
+      local f = assert(load(chunk))
       if c.error or c.oob then
         -- (an out-of-range position is an error in ember even where the
         -- result is empty and PyTorch never reads it)

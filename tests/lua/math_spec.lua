@@ -3,6 +3,7 @@
 -- edge values), then the behaviours a user meets directly: metamethods,
 -- in-place ops and out=, overlap, errors, threads.
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 
 local cases = dofile("tests/fixtures/math_cases.lua")
 

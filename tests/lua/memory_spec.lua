@@ -155,6 +155,7 @@ end)
 describe("the collector hook and engine calls that bypass the binding", function()
   it("never collects on a coroutine that died or yielded (calling the engine through the FFI)", function()
     if overcommit_always() then return pending("vm.overcommit_memory = 1 grants any allocation") end
+    if not pcall(require, "ffi") then return pending("needs LuaJIT's FFI") end
     local ffi = require "ffi"
     pcall(ffi.cdef, [[
       typedef struct { int type; int index; } ember_test_device;

@@ -5,6 +5,7 @@
 -- masked_select, a bool mask in t[key], repeat_interleave with a tensor of
 -- repeats) refuse.
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 
 
 

@@ -3,6 +3,7 @@
 -- gradients g_i of <op(x), v> taken with create_graph, then the gradients
 -- of sum_i <g_i, u_i> w.r.t. every x_i and w.r.t. v, all to 1e-10.
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 local F = T.nn.functional
 local cases = dofile("tests/fixtures/nn_double_cases.lua")
 

@@ -5,6 +5,7 @@
 -- momentum) matches PyTorch's (tests/fixtures/train_step_cases.lua from
 -- gen_train_step.py).
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 local nn, F = T.nn, T.nn.functional
 
 local D = T.float64

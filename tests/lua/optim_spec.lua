@@ -205,7 +205,7 @@ describe("optimizers against torch.optim", function()
     assert.has_error(function() T.optim.SGD(ps, { lr = -1 }) end, "SGD: Invalid learning rate: -1")
     assert.has_error(function() T.optim.SGD(ps, { lr = 0.1, nesterov = true }) end,
       "SGD: Nesterov momentum requires a momentum and zero dampening")
-    assert.has_error(function() T.optim.Adam(ps, { betas = { 1.0, 0.9 } }) end,
+    assert.has_error(function() T.optim.Adam(ps, { betas = { 1, 0.9 } }) end,
       "Adam: Invalid beta parameter at index 1: 1")
   end)
 end)

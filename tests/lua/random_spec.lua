@@ -3,7 +3,10 @@
 -- Lua), distribution sanity with fixed seeds (so the bounds are
 -- deterministic), ranges, dtypes, the generator state and the errors.
 local T = require "ember"
-local bit = require "bit"
+-- LuaJIT's bit library; Lua 5.4's own operator (loaded as text: LuaJIT
+-- cannot parse `~`)
+local has_bit, bit = pcall(require, "bit")
+if not has_bit then bit = { bxor = load("return function(a, b) return a ~ b end")() } end
 
 local floor = math.floor
 local TWO32 = 4294967296

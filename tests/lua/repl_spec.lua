@@ -69,7 +69,8 @@ describe("the ember prompt", function()
   it("bin/ember script.lua runs a script with its arguments from any directory", function()
     local dir = os.tmpname()
     os.remove(dir)
-    assert(os.execute("mkdir " .. dir) == 0)
+    local rc = os.execute("mkdir " .. dir)
+    assert(rc == 0 or rc == true)  -- LuaJIT returns 0, Lua 5.4 true
     local f = assert(io.open(dir .. "/s.lua", "w"))
     f:write('local T = require "ember"; print(T.ones(2, 3):numel(), ...)\n')
     f:close()
@@ -80,5 +81,65 @@ describe("the ember prompt", function()
     os.remove(dir .. "/s.lua")
     os.remove(dir)
     assert.equal("6\ta\tb\n", out)
+  end)
+
+  it("completes names, fields and tensor methods without calling anything", function()
+    local repl = require "ember.repl"
+    _G.T = _G.T or require "ember"
+    local function has(list, x)
+      for _, v in ipairs(list) do if v == x then return true end end
+      return false
+    end
+    local z = repl.complete("T.zero")
+    assert.is_true(has(z, "T.zeros") and has(z, "T.zeros_like"), table.concat(z, " "))
+    for _, w in ipairs(z) do assert.equal("T.zero", w:sub(1, 6)) end
+    assert.is_true(has(repl.complete("T.nn.Lin"), "T.nn.Linear"))
+    _G.__repl_x = T.ones(2)
+    local m = repl.complete("__repl_x:nume")
+    assert.same({ "__repl_x:numel" }, m)
+    assert.is_true(has(repl.complete("__repl_x:si"), "__repl_x:size"))
+    assert.is_true(has(repl.complete("__repl_x.sha"), "__repl_x.shape"))
+    _G.__repl_x = nil
+    assert.is_true(has(repl.complete("pri"), "print"))
+    assert.is_true(has(repl.complete("whi"), "while"))
+    -- calls and unknown names complete nothing
+    local called = false
+    _G.__repl_f = function() called = true; return {} end
+    assert.same({}, repl.complete("__repl_f().x"))
+    assert.same({}, repl.complete("no_such_name.x"))
+    assert.is_false(called)
+    _G.__repl_f = nil
+  end)
+
+  -- a real terminal: `script` gives bin/ember a pty; keys typed with pauses
+  local lineedit_built = io.open((os.getenv("EMBER_BUILD") or "build") .. "/ember/lineedit.so") ~= nil
+  local has_script = os.execute("command -v script >/dev/null 2>&1")
+  has_script = has_script == true or has_script == 0
+  local run_pty = (lineedit_built and has_script) and it or pending
+  run_pty("on a terminal: tab completion, history recall with the up arrow, and a history file", function()
+    local hist = os.tmpname()
+    os.remove(hist)
+    local keys = os.tmpname()
+    local f = assert(io.open(keys, "w"))
+    -- x = T.arang<Tab>(3) ; x:nume<Tab>() ; <Up><Enter> ; Ctrl-D
+    f:write("sleep 1.5; printf 'x = T.arang\\t(3)\\n'; sleep 0.4; printf 'x:nume\\t()\\n'; ",
+      "sleep 0.4; printf '\\033[A\\n'; sleep 0.4; printf '\\004'; sleep 0.4\n")
+    f:close()
+    local p = assert(io.popen("(sh " .. keys .. ") | EMBER_HISTORY=" .. hist ..
+      " timeout 20 script -qfc bin/ember /dev/null 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(keys)
+    local h = io.open(hist)
+    local saved = h and h:read("*a") or ""
+    if h then h:close() end
+    os.remove(hist)
+    -- the two completed lines ran: numel printed twice (typed, then recalled)
+    local _, threes = out:gsub("\r?\n3\r?\n", "")
+    assert.is_true(threes >= 1, out)
+    assert.matches("x:numel%(%)\r?\n3", out)
+    assert.truthy(saved:find("T.arange(3)", 1, true) or saved:find("T.arange\\040(3)", 1, true), saved)
+    local _, n = saved:gsub("x:numel", "")
+    assert.equal(2, n, saved)
   end)
 end)

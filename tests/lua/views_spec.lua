@@ -2,6 +2,7 @@
 -- view-or-copy choice, flip/contiguous/clone, storage introspection, and
 -- the conformance fixtures generated from PyTorch (tests/fixtures/).
 local T = require "ember"
+local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 
 local arange = T.arange -- 0..n-1 as int64, half-open like PyTorch
 
@@ -28,10 +29,10 @@ describe("conformance with PyTorch (tests/fixtures/views_cases.lua)", function()
                                table.concat(c.shape, ", "))
     it(name, function()
       local b = base(unpack(c.shape))
-      local x = assert(loadstring("local T, x = ...; return " .. c.pre))(T, b)
+      local x = assert(load("local T, x = ...; return " .. c.pre))(T, b)
       local chunk = c.kind == "w" and ("local T, x = ...; " .. c.lua)
                     or ("local T, x = ...; return " .. c.lua)
-      local f = assert(loadstring(chunk))
+      local f = assert(load(chunk))
       if c.error then
         assert.has_error(function() f(T, x) end)
         return

@@ -2,6 +2,7 @@
 -- PyTorch's schedules). Construction sets each group's lr for epoch 0;
 -- step() moves one epoch on.
 return function(T, optim)
+  local unpack = table.unpack or unpack
   local S = {}
   local Scheduler = {}
   Scheduler.__index = Scheduler
