@@ -21,6 +21,7 @@ description = {
 ember is a tensor engine written in C and scripted from LuaJIT: refcounted
 storages and strided views exposed to Lua as userdata, PyTorch's semantics
 with 1-based positions.]],
+  license = "BSD-3-Clause",
 }
 dependencies = {
   "lua >= 5.1, < 5.2",
