@@ -54,10 +54,11 @@ if [ "${EMBER_SKIP_LUA54:-0}" != 1 ] && [ -f "$buildpath/lua5.4/ember/core.so" ]
    command -v lua5.4 >/dev/null; then
   echo "== Lua specs (busted --lua=lua5.4${EMBER_LUA_WRAP:+, under ${EMBER_LUA_WRAP%% *}}) =="
   export LUA_CPATH="$buildpath/lua5.4/?.so;;"
-  # the LuaJIT module (linked to libluajit) must not be preloaded into lua5.4:
-  # its twin is
+  # the LuaJIT module (linked to libluajit) must not be preloaded into
+  # lua5.4, nor its 5.4 twin (the specs' children run bin/ember, LuaJIT,
+  # which would then hold two copies): only the sanitizer runtimes
   if [ -n "${EMBER_LUA_PRELOAD:-}" ]; then
-    export LD_PRELOAD="${base_preload:+$base_preload }$buildpath/lua5.4/ember/core.so"
+    if [ -n "$base_preload" ]; then export LD_PRELOAD="$base_preload"; else unset LD_PRELOAD; fi
   fi
   if [ -n "${EMBER_LUA_WRAP:-}" ]; then
     $EMBER_LUA_WRAP lua5.4 "$(command -v busted)" -o utfTerminal tests/lua >"$log" 2>&1
