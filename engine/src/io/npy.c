@@ -2,11 +2,10 @@
 ** npy.c -- NumPy's .npy and .npz files.
 **
 ** What holds:
-** - Every length read from a file (header length, shape, zip sizes and
-**   offsets) is checked against the bytes actually present before anything
-**   is read or allocated, so a truncated or lying file gives an error, never
-**   an out-of-bounds read or a huge allocation. A deflated .npz member may
-**   not claim more than zlib's maximum expansion of its compressed size.
+** - Every length read from a file (header length, shape; the zip records
+**   in io/zip.c) is checked against the bytes actually present before
+**   anything is read or allocated, so a truncated or lying file gives an
+**   error, never an out-of-bounds read or a huge allocation.
 ** - Loaded data is in the host's byte order; bool bytes are 0 or 1 (other
 **   bytes are normalised on a copy, refused on a mapping), so C's bool loads
 **   stay defined.
@@ -20,15 +19,13 @@
 */
 #include "core/core.h"
 #include "core/errmsg.h"
+#include "io/zip.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 void em_free(void *p) { free(p); }
 
@@ -297,50 +294,17 @@ em_status em_npy_decode(const void *buf, size_t len, em_tensor **out) {
 
 /* -- Loading files ------------------------------------------------------- */
 
-typedef struct {
-  void *base;
-  size_t len;
-} mapping;
-
 static void unmap_deleter(void *ctx, void *data, size_t nbytes) {
-  mapping *m = ctx;
-  munmap(m->base, m->len);
+  em_mapping *m = ctx;
+  em_unmap_file(m);
   free(m);
   (void)data; (void)nbytes;
 }
 
-/* Maps a whole file; the mapping is writable (private or shared). */
-static em_status map_file(const char *op, const char *path, int shared,
-                          mapping *m) {
-  int fd = open(path, shared ? O_RDWR : O_RDONLY);
-  if (fd < 0)
-    return em_fail(EM_E_RUNTIME, "%s: cannot open '%s': %s", op, path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return em_fail(EM_E_RUNTIME, "%s: '%s' is not a regular file", op, path);
-  }
-  m->len = (size_t)sb.st_size;
-  m->base = NULL;
-  if (m->len == 0) {
-    close(fd);
-    return EM_OK;
-  }
-  m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE,
-                 shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
-  int err = errno;
-  close(fd);
-  if (m->base == MAP_FAILED) {
-    m->base = NULL;
-    return em_fail(EM_E_RUNTIME, "%s: cannot map '%s': %s", op, path, strerror(err));
-  }
-  return EM_OK;
-}
-
 static em_status load_mapped(const char *path, int shared, em_tensor **out) {
   const char *op = "load_npy";
-  mapping m;
-  em_status st = map_file(op, path, shared, &m);
+  em_mapping m;
+  em_status st = em_map_file(op, path, shared, &m);
   if (st != EM_OK) return st;
   npy_header h = {0};
   st = parse_header(op, m.base, m.len, &h);
@@ -360,7 +324,7 @@ static em_status load_mapped(const char *path, int shared, em_tensor **out) {
     st = em_fail(EM_E_VALUE,
                  "%s: cannot map '%s': its bool data holds bytes other than 0 and 1",
                  op, path);
-  mapping *ctx = NULL;
+  em_mapping *ctx = NULL;
   em_storage *s = NULL;
   if (st == EM_OK && !(ctx = malloc(sizeof *ctx)))
     st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
@@ -370,7 +334,7 @@ static em_status load_mapped(const char *path, int shared, em_tensor **out) {
   }
   if (st != EM_OK) {
     free(ctx);
-    if (m.base) munmap(m.base, m.len);
+    em_unmap_file(&m);
     return st;
   }
   /* from here the storage owns the mapping */
@@ -568,7 +532,7 @@ em_status em_npy_save(const char *path, const em_tensor *t) {
   return EM_OK;
 }
 
-/* -- .npz: zip archives -------------------------------------------------- */
+/* -- .npz: zip archives (io/zip.c) ----------------------------------------- */
 
 struct em_npz {
   int64_t n;
@@ -594,194 +558,54 @@ void em_npz_free(em_npz *z) {
   free(z);
 }
 
-static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-static uint32_t rd32(const uint8_t *p) { return rd16(p) | rd16(p + 2) << 16; }
-static uint64_t rd64(const uint8_t *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
-
-/* Inflates a raw deflate stream of exactly ulen bytes. */
-static em_status inflate_member(const char *name, const uint8_t *src, size_t clen,
-                                uint8_t *dst, size_t ulen) {
-  z_stream zs;
-  memset(&zs, 0, sizeof zs);
-  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
-    return em_fail(EM_E_NOMEM, "load_npz: zlib initialisation failed");
-  int rc = Z_OK;
-  size_t in_left = clen, out_left = ulen;
-  zs.next_in = (Bytef *)src;
-  zs.next_out = dst;
-  while (rc == Z_OK) {
-    /* zlib's counters are 32-bit: feed at most 1 GiB at a time */
-    uInt in_chunk = in_left > (1u << 30) ? (1u << 30) : (uInt)in_left;
-    uInt out_chunk = out_left > (1u << 30) ? (1u << 30) : (uInt)out_left;
-    zs.avail_in = in_chunk;
-    zs.avail_out = out_chunk;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    in_left -= in_chunk - zs.avail_in;
-    out_left -= out_chunk - zs.avail_out;
-    if (rc == Z_BUF_ERROR && (in_left == 0 || out_left == 0)) break;
-    if (rc == Z_OK && in_chunk == zs.avail_in && out_chunk == zs.avail_out) break;
-  }
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END || out_left != 0)
-    return em_fail(EM_E_VALUE, "load_npz: member '%s' has corrupt compressed data", name);
-  return EM_OK;
-}
-
 static int ends_with(const char *s, size_t n, const char *suffix) {
   size_t k = strlen(suffix);
   return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
-/* Finds the central directory: *cd offset, *count entries, *cdsize bytes. */
-static em_status find_directory(const uint8_t *b, size_t len, uint64_t *cd,
-                                uint64_t *count, uint64_t *cdsize) {
-  const char *op = "load_npz";
-  if (len < 22) return em_fail(EM_E_VALUE, "%s: not a zip archive (too short)", op);
-  size_t lo = len > 22 + 65535 ? len - 22 - 65535 : 0, e = len - 22 + 1;
-  int found = 0;
-  while (e-- > lo)
-    if (rd32(b + e) == 0x06054b50) { found = 1; break; }
-  if (!found) return em_fail(EM_E_VALUE, "%s: not a zip archive (no end record)", op);
-  *count = rd16(b + e + 10);
-  *cdsize = rd32(b + e + 12);
-  *cd = rd32(b + e + 16);
-  if (*count == 0xffff || *cdsize == 0xffffffffu || *cd == 0xffffffffu) {
-    if (e < 20 || rd32(b + e - 20) != 0x07064b50)
-      return em_fail(EM_E_VALUE, "%s: corrupt zip64 end record", op);
-    uint64_t z = rd64(b + e - 20 + 8);
-    if (z > len || len - z < 56 || rd32(b + z) != 0x06064b50)
-      return em_fail(EM_E_VALUE, "%s: corrupt zip64 end record", op);
-    *count = rd64(b + z + 32);
-    *cdsize = rd64(b + z + 40);
-    *cd = rd64(b + z + 48);
-  }
-  if (*cd > len || *cdsize > len - *cd || *count > *cdsize / 46)
-    return em_fail(EM_E_VALUE, "%s: corrupt central directory", op);
-  return EM_OK;
-}
-
 em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out) {
   const char *op = "load_npz";
-  const uint8_t *b = buf;
-  uint64_t cd = 0, count = 0, cdsize = 0;
-  em_status st = find_directory(b, len, &cd, &count, &cdsize);
+  em_zip_reader zr;
+  em_status st = em_zip_open(&zr, op, buf, len);
   if (st != EM_OK) return st;
   em_npz *z = calloc(1, sizeof *z);
   if (z) {
-    z->names = calloc(count ? count : 1, sizeof *z->names);
-    z->tensors = calloc(count ? count : 1, sizeof *z->tensors);
+    z->names = calloc(zr.count ? zr.count : 1, sizeof *z->names);
+    z->tensors = calloc(zr.count ? zr.count : 1, sizeof *z->tensors);
   }
   if (!z || !z->names || !z->tensors) {
     em_npz_free(z);
     return em_fail(EM_E_NOMEM, "%s: out of memory", op);
   }
-  uint64_t p = cd, end = cd + cdsize;
-  uint8_t *tmp = NULL;
-  for (uint64_t k = 0; k < count && st == EM_OK; k++) {
-    if (end - p < 46 || rd32(b + p) != 0x02014b50) {
-      st = em_fail(EM_E_VALUE, "%s: corrupt central directory", op);
-      break;
-    }
-    uint32_t flags = rd16(b + p + 8), method = rd16(b + p + 10);
-    uint32_t crc = rd32(b + p + 16);
-    uint64_t clen = rd32(b + p + 20), ulen = rd32(b + p + 24);
-    uint32_t nlen = rd16(b + p + 28), xlen = rd16(b + p + 30), mlen = rd16(b + p + 32);
-    uint64_t loff = rd32(b + p + 42);
-    if (end - p - 46 < (uint64_t)nlen + xlen + mlen) {
-      st = em_fail(EM_E_VALUE, "%s: corrupt central directory", op);
-      break;
-    }
-    const char *name = (const char *)b + p + 46;
-    /* zip64 extra: the 64-bit values of the fields that read 0xffffffff */
-    const uint8_t *x = b + p + 46 + nlen, *xend = x + xlen;
-    while (xend - x >= 4) {
-      uint32_t id = rd16(x), sz = rd16(x + 2);
-      if ((uint32_t)(xend - x - 4) < sz) break;
-      if (id == 1) {
-        const uint8_t *f = x + 4, *fend = x + 4 + sz;
-        if (ulen == 0xffffffffu && fend - f >= 8) { ulen = rd64(f); f += 8; }
-        if (clen == 0xffffffffu && fend - f >= 8) { clen = rd64(f); f += 8; }
-        if (loff == 0xffffffffu && fend - f >= 8) { loff = rd64(f); f += 8; }
-      }
-      x += 4 + sz;
-    }
-    p += 46 + (uint64_t)nlen + xlen + mlen;
-    char shown[128];
-    snprintf(shown, sizeof shown, "%.*s", nlen > 100 ? 100 : (int)nlen, name);
-    if (!ends_with(name, nlen, ".npy") || memchr(name, '\0', nlen)) continue;
-    if (flags & 1) {
-      st = em_fail(EM_E_VALUE, "%s: member '%s' is encrypted", op, shown);
-      break;
-    }
-    if (method != 0 && method != 8) {
-      st = em_fail(EM_E_VALUE, "%s: member '%s' uses unsupported compression method %u",
-                   op, shown, method);
-      break;
-    }
-    if (loff > len || len - loff < 30 || rd32(b + loff) != 0x04034b50) {
-      st = em_fail(EM_E_VALUE, "%s: member '%s' has a corrupt local header", op, shown);
-      break;
-    }
-    uint64_t doff = loff + 30 + rd16(b + loff + 26) + rd16(b + loff + 28);
-    if (doff > len || clen > len - doff) {
-      st = em_fail(EM_E_VALUE, "%s: member '%s' is truncated", op, shown);
-      break;
-    }
-    /* deflate expands at most 1032:1; a member claiming more is corrupt,
-    ** and refusing it keeps a lying header from a huge allocation */
-    if ((method == 0 && ulen != clen) ||
-        (method == 8 && ulen / 1032 > clen + 1)) {
-      st = em_fail(EM_E_VALUE, "%s: member '%s' has inconsistent sizes", op, shown);
-      break;
-    }
-    const uint8_t *data = b + doff;
-    if (method == 8) {
-      tmp = malloc(ulen ? ulen : 1);
-      if (!tmp) {
-        st = em_fail(EM_E_NOMEM, "%s: out of memory (%llu bytes)", op,
-                     (unsigned long long)ulen);
-        break;
-      }
-      st = inflate_member(shown, data, clen, tmp, ulen);
-      if (st != EM_OK) break;
-      data = tmp;
-    }
-    uLong c = crc32(0L, Z_NULL, 0);
-    for (uint64_t done = 0; done < ulen;) {
-      uInt chunk = ulen - done > (1u << 30) ? (1u << 30) : (uInt)(ulen - done);
-      c = crc32(c, data + done, chunk);
-      done += chunk;
-    }
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    crc = (uint32_t)c; /* let the fuzzer past the CRC, into inflate and .npy */
-#endif
-    if ((uint32_t)c != crc) {
-      st = em_fail(EM_E_VALUE, "%s: member '%s' fails its CRC check", op, shown);
-      break;
-    }
+  for (;;) {
+    em_zip_entry e;
+    int got;
+    if ((st = em_zip_next(&zr, &e, &got)) != EM_OK || !got) break;
+    if (!ends_with(e.name, e.nlen, ".npy") || memchr(e.name, '\0', e.nlen)) continue;
+    const uint8_t *data;
+    uint8_t *owned;
+    if ((st = em_zip_data(&zr, &e, &data, &owned)) != EM_OK) break;
     em_tensor *t;
-    st = em_npy_decode(data, ulen, &t);
+    st = em_npy_decode(data, e.ulen, &t);
+    free(owned);
     if (st != EM_OK) {
       char msg[512];
       snprintf(msg, sizeof msg, "%s", em_last_error());
-      st = em_fail(st, "%s: member '%s': %s", op, shown, msg);
+      st = em_fail(st, "%s: member '%s': %s", op, e.shown, msg);
       break;
     }
-    free(tmp);
-    tmp = NULL;
-    char *nm = malloc(nlen - 4 + 1);
+    char *nm = malloc(e.nlen - 4 + 1);
     if (!nm) {
       em_tensor_release(t);
       st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
       break;
     }
-    memcpy(nm, name, nlen - 4);
-    nm[nlen - 4] = '\0';
+    memcpy(nm, e.name, e.nlen - 4);
+    nm[e.nlen - 4] = '\0';
     z->names[z->n] = nm;
     z->tensors[z->n] = t;
     z->n++;
   }
-  free(tmp);
   if (st != EM_OK) {
     em_npz_free(z);
     return st;
@@ -791,143 +615,30 @@ em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out) {
 }
 
 em_status em_npz_load(const char *path, em_npz **out) {
-  mapping m = {0};
-  em_status st = map_file("load_npz", path, 0, &m);
+  em_mapping m = {0};
+  em_status st = em_map_file("load_npz", path, 0, &m);
   if (st != EM_OK) return st;
   st = em_npz_load_buffer(m.base ? m.base : "", m.len, out);
-  if (m.base) munmap(m.base, m.len);
+  em_unmap_file(&m);
   return st;
 }
-
-static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void wr32(uint8_t *p, uint32_t v) { wr16(p, v & 0xffff); wr16(p + 2, v >> 16); }
-
-typedef struct {
-  uint32_t crc, method;
-  uint64_t clen, ulen, off;
-} zentry;
 
 em_status em_npz_save(const char *path, int64_t n, const char *const *names,
                       const em_tensor *const *tensors, int compress) {
   const char *op = "save_npz";
   if (n < 0 || n > 65534) return em_fail(EM_E_VALUE, "%s: %lld members", op, (long long)n);
-  zentry *ents = calloc(n ? (size_t)n : 1, sizeof *ents);
-  if (!ents) return em_fail(EM_E_NOMEM, "%s: out of memory", op);
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    free(ents);
-    return em_fail(EM_E_RUNTIME, "%s: cannot open '%s' for writing: %s", op, path,
-                   strerror(errno));
-  }
-  em_status st = EM_OK;
-  uint64_t pos = 0;
-  for (int64_t i = 0; i < n && st == EM_OK; i++) {
-    size_t nlen = strlen(names[i]) + 4;
-    if (nlen > 65535) {
-      st = em_fail(EM_E_VALUE, "%s: member name too long", op);
+  em_zip_writer w;
+  em_zipw_open(&w, op, path, EM_ZIP_NUMPY);
+  for (int64_t i = 0; i < n && w.st == EM_OK; i++) {
+    if (strlen(names[i]) + 4 > 65535) {
+      w.st = em_fail(EM_E_VALUE, "%s: member name too long", op);
       break;
     }
-    void *npy = NULL, *z = NULL;
+    void *npy = NULL;
     size_t len;
-    st = em_npy_encode(tensors[i], &npy, &len);
-    if (st != EM_OK) break;
-    const void *body = npy;
-    size_t blen = len;
-    uLong c = crc32(crc32(0L, Z_NULL, 0), npy, 0);
-    for (size_t done = 0; done < len;) {
-      uInt chunk = len - done > (1u << 30) ? (1u << 30) : (uInt)(len - done);
-      c = crc32(c, (const Bytef *)npy + done, chunk);
-      done += chunk;
-    }
-    if (compress) {
-      z_stream zs;
-      memset(&zs, 0, sizeof zs);
-      if (len > 0xffffffffu || deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
-                                            -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(npy);
-        st = em_fail(EM_E_RUNTIME, "%s: cannot compress member '%s'", op, names[i]);
-        break;
-      }
-      uLong bound = deflateBound(&zs, (uLong)len);
-      z = malloc(bound);
-      zs.next_in = npy;
-      zs.avail_in = (uInt)len;
-      zs.next_out = z;
-      zs.avail_out = (uInt)bound;
-      int rc = z ? deflate(&zs, Z_FINISH) : Z_MEM_ERROR;
-      blen = zs.total_out;
-      deflateEnd(&zs);
-      if (rc != Z_STREAM_END) {
-        free(npy);
-        free(z);
-        st = em_fail(EM_E_RUNTIME, "%s: cannot compress member '%s'", op, names[i]);
-        break;
-      }
-      body = z;
-    }
-    if (blen > 0xfffffffeu || len > 0xfffffffeu || pos > 0xfffffffeu) {
-      free(npy);
-      free(z);
-      st = em_fail(EM_E_VALUE, "%s: archives over 4 GiB are not supported", op);
-      break;
-    }
-    ents[i] = (zentry){(uint32_t)c, compress ? 8u : 0u, blen, len, pos};
-    uint8_t lh[30];
-    wr32(lh, 0x04034b50);
-    wr16(lh + 4, 20);
-    wr16(lh + 6, 0);
-    wr16(lh + 8, ents[i].method);
-    wr16(lh + 10, 0);      /* 00:00:00 */
-    wr16(lh + 12, 0x21);   /* 1980-01-01 */
-    wr32(lh + 14, ents[i].crc);
-    wr32(lh + 18, (uint32_t)blen);
-    wr32(lh + 22, (uint32_t)len);
-    wr16(lh + 26, (uint32_t)nlen);
-    wr16(lh + 28, 0);
-    int ok = fwrite(lh, 1, 30, f) == 30 &&
-             fwrite(names[i], 1, nlen - 4, f) == nlen - 4 &&
-             fwrite(".npy", 1, 4, f) == 4 && (!blen || fwrite(body, 1, blen, f) == blen);
+    if ((w.st = em_npy_encode(tensors[i], &npy, &len)) != EM_OK) break;
+    em_zipw_add(&w, names[i], ".npy", npy, len, compress);
     free(npy);
-    free(z);
-    if (!ok) st = em_fail(EM_E_RUNTIME, "%s: write error on '%s'", op, path);
-    pos += 30 + nlen + blen;
   }
-  uint64_t cd = pos;
-  for (int64_t i = 0; i < n && st == EM_OK; i++) {
-    size_t nlen = strlen(names[i]) + 4;
-    uint8_t ch[46];
-    memset(ch, 0, sizeof ch);
-    wr32(ch, 0x02014b50);
-    wr16(ch + 4, 20);
-    wr16(ch + 6, 20);
-    wr16(ch + 10, ents[i].method);
-    wr16(ch + 14, 0x21);
-    wr32(ch + 16, ents[i].crc);
-    wr32(ch + 20, (uint32_t)ents[i].clen);
-    wr32(ch + 24, (uint32_t)ents[i].ulen);
-    wr16(ch + 28, (uint32_t)nlen);
-    wr32(ch + 38, 0x81800000u); /* regular file, mode 0600 */
-    wr32(ch + 42, (uint32_t)ents[i].off);
-    if (fwrite(ch, 1, 46, f) != 46 || fwrite(names[i], 1, nlen - 4, f) != nlen - 4 ||
-        fwrite(".npy", 1, 4, f) != 4)
-      st = em_fail(EM_E_RUNTIME, "%s: write error on '%s'", op, path);
-    pos += 46 + nlen;
-  }
-  if (st == EM_OK && pos > 0xfffffffeu)
-    st = em_fail(EM_E_VALUE, "%s: archives over 4 GiB are not supported", op);
-  if (st == EM_OK) {
-    uint8_t eo[22];
-    memset(eo, 0, sizeof eo);
-    wr32(eo, 0x06054b50);
-    wr16(eo + 8, (uint32_t)n);
-    wr16(eo + 10, (uint32_t)n);
-    wr32(eo + 12, (uint32_t)(pos - cd));
-    wr32(eo + 16, (uint32_t)cd);
-    if (fwrite(eo, 1, 22, f) != 22)
-      st = em_fail(EM_E_RUNTIME, "%s: write error on '%s'", op, path);
-  }
-  if (fclose(f) != 0 && st == EM_OK)
-    st = em_fail(EM_E_RUNTIME, "%s: write error on '%s'", op, path);
-  free(ents);
-  return st;
+  return em_zipw_close(&w);
 }
