@@ -110,6 +110,7 @@ void l_open_math(lua_State *L);  /* math: elementwise ops, type promotion, metam
 void l_open_reduce(lua_State *L);  /* reductions and linear algebra (issue 5) */
 void l_open_select(lua_State *L);  /* the index family and assembling: index_select/gather/scatter/cat/stack/split (issue 4) */
 void l_open_interop(lua_State *L);  /* sharing memory with the outside: FFI, .npy, save/load, DLPack (issue 6) */
+void l_open_torch(lua_State *L);  /* PyTorch checkpoints: load_torch/save_torch, T.None (issue 20) */
 void l_open_nn(lua_State *L);  /* nn kernels, internal C._nn_* entry points (issue 9) */
 void l_open_plot(lua_State *L);  /* C._plot_png: line charts written as PNG (issue 9) */
 void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, grad mode (issue 9) */

@@ -856,6 +856,47 @@ em_tensor *em_loaded_tensor(const em_loaded *f, int64_t i);  /* borrowed, 0-base
 const void *em_loaded_meta(const em_loaded *f, size_t *len);
 void em_loaded_free(em_loaded *f);
 
+/* PyTorch checkpoints (torch.c; docs/serialization.md "PyTorch checkpoints"):
+** the zip files torch.save writes (PyTorch >= 1.6), read by a pickle machine
+** that runs no code (an allow-list of opcodes and globals; anything else is
+** refused, naming it), and written as PyTorch 1.13 writes them. The Python
+** value is an em_pytree: nodes numbered from 0, each a None, bool, int,
+** float, str, bytes, tuple, list, dict, OrderedDict, tensor or dtype. A node
+** may be reached twice (the pickle's memo) and containers may form cycles.
+** Tensors that shared a storage in the file share one after loading. */
+typedef enum em_pykind {
+  EM_PY_NONE = 0, EM_PY_BOOL, EM_PY_INT, EM_PY_FLOAT, EM_PY_STR, EM_PY_BYTES,
+  EM_PY_TUPLE, EM_PY_LIST, EM_PY_DICT, EM_PY_ODICT, EM_PY_TENSOR, EM_PY_DTYPE,
+  EM_PY_OTHER  /* a Python class or function left as a value; s names it */
+} em_pykind;
+typedef struct em_pyvalue {
+  em_pykind kind;
+  int64_t i;          /* INT; BOOL (0 or 1) */
+  double f;           /* FLOAT */
+  const char *s;      /* STR, BYTES (len bytes, NUL-terminated); OTHER */
+  size_t len;
+  int64_t n;          /* containers: items (tuple, list) or pairs (dicts) */
+  em_tensor *tensor;  /* TENSOR (borrowed) */
+  em_dtype dtype;     /* DTYPE */
+} em_pyvalue;
+typedef struct em_pytree em_pytree;
+em_status em_pytree_new(em_pytree **out);
+void em_pytree_free(em_pytree *t);
+/* A new node holding v (containers start empty; a tensor is retained). */
+em_status em_pytree_add(em_pytree *t, const em_pyvalue *v, int64_t *node);
+/* Appends item to a container; a dict takes a key, then its value. */
+em_status em_pytree_append(em_pytree *t, int64_t container, int64_t item);
+em_status em_pytree_get(const em_pytree *t, int64_t node, em_pyvalue *v);
+/* Item i of a container (dicts: 2k is key k, 2k+1 its value); -1 if none. */
+int64_t em_pytree_item(const em_pytree *t, int64_t node, int64_t i);
+int64_t em_pytree_root(const em_pytree *t);
+void em_pytree_set_root(em_pytree *t, int64_t node);
+em_status em_torch_load(const char *path, em_pytree **out);
+em_status em_torch_load_buffer(const void *buf, size_t len, em_pytree **out);
+/* Writes the tree from its root: CPU tensors (each storage once) and meta
+** tensors; the archive's folder is the file's name without its extension. */
+em_status em_torch_save(const char *path, const em_pytree *t);
+
 /* (end of Interop: DLPack, .npy, serialization) */
 
 /* -- nn: convolution, pooling, normalisation, losses (ops/conv.c, ops/nn.c,

@@ -1,7 +1,9 @@
 /*
-** fuzz_loaders.c -- libFuzzer targets for the three file loaders: .npy
-** (em_npy_decode), .npz (em_npz_load_buffer) and ember's format
-** (em_load_buffer). Pick one with -DFUZZ_NPY, -DFUZZ_NPZ or -DFUZZ_EMBER.
+** fuzz_loaders.c -- libFuzzer targets for the file loaders: .npy
+** (em_npy_decode), .npz (em_npz_load_buffer), ember's format
+** (em_load_buffer) and PyTorch checkpoints (em_torch_load_buffer, whose
+** value tree is then written back out by em_torch_save). Pick one with
+** -DFUZZ_NPY, -DFUZZ_NPZ, -DFUZZ_EMBER or -DFUZZ_TORCH.
 ** Each input must load or fail with a message; under ASan/UBSan any
 ** out-of-bounds read, leak or undefined behaviour is a crash. A loaded
 ** tensor is read end to end, so a view that reaches outside its storage
@@ -44,8 +46,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int64_t i = 0; i < em_loaded_count(f); i++) touch(em_loaded_tensor(f, i));
     em_loaded_free(f);
   }
+#elif defined(FUZZ_TORCH)
+  em_pytree *t;
+  if (em_torch_load_buffer(data, size, &t) == EM_OK) {
+    em_pyvalue v;
+    for (int64_t i = 0; em_pytree_get(t, i, &v) == EM_OK; i++)
+      if (v.kind == EM_PY_TENSOR) touch(v.tensor);
+    em_torch_save("/dev/null", t); /* the pickler over whatever the file built */
+    em_pytree_free(t);
+  }
 #else
-#error "define FUZZ_NPY, FUZZ_NPZ or FUZZ_EMBER"
+#error "define FUZZ_NPY, FUZZ_NPZ, FUZZ_EMBER or FUZZ_TORCH"
 #endif
   return 0;
 }

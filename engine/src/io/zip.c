@@ -340,16 +340,17 @@ em_status em_zipw_add(em_zip_writer *w, const char *prefix, const char *name,
     free(z);
     return ok ? EM_OK : w->st;
   }
-  /* TORCH: sizes in the data descriptor (flag 8) and UTF-8 names (flag
-  ** 0x800); an "FB" extra field of 'Z' bytes makes the data start at a
-  ** multiple of 64 (PyTorchStreamWriter's getPadding) */
+  /* TORCH: sizes in the data descriptor (flag 8; miniz writes none for an
+  ** empty member) and UTF-8 names (flag 0x800); an "FB" extra field of 'Z'
+  ** bytes makes the data start at a multiple of 64 (PyTorchStreamWriter's
+  ** getPadding) */
   uint64_t start = w->pos + 30 + nlen + 4;
   size_t pad = (size_t)((TORCH_ALIGN - start % TORCH_ALIGN) % TORCH_ALIGN);
   uint8_t extra[4 + TORCH_ALIGN];
   wr16(extra, 0x4246); /* "FB" */
   wr16(extra + 2, (uint32_t)pad);
   memset(extra + 4, 'Z', pad);
-  wr16(lh + 6, 0x0808);
+  wr16(lh + 6, len ? 0x0808 : 0x0800);
   wr16(lh + 8, e->method);
   wr16(lh + 26, (uint32_t)nlen);
   wr16(lh + 28, (uint32_t)(4 + pad));
@@ -359,7 +360,7 @@ em_status em_zipw_add(em_zip_writer *w, const char *prefix, const char *name,
   wr32(dd + 8, (uint32_t)blen);
   wr32(dd + 12, (uint32_t)len);
   int ok = put(w, lh, 30) && put(w, full, nlen) && put(w, extra, 4 + pad) &&
-           put(w, body, blen) && put(w, dd, sizeof dd);
+           put(w, body, blen) && (!len || put(w, dd, sizeof dd));
   free(z);
   return ok ? EM_OK : w->st;
 }
@@ -378,7 +379,7 @@ static void write_directory(em_zip_writer *w) {
       wr16(ch + 14, 0x21);
       wr32(ch + 38, 0x81800000u); /* regular file, mode 0600 */
     } else {
-      wr16(ch + 8, 0x0808);
+      wr16(ch + 8, e->ulen ? 0x0808 : 0x0800);
     }
     wr16(ch + 10, e->method);
     wr32(ch + 16, e->crc);

@@ -35,6 +35,7 @@ return function(T, C, nn)
     return self
   end
   function Sequential:len() return #self._module_names end
+  Sequential._torch_zero_based = true -- PyTorch names its children "0", "1", ...
   nn.Sequential = Sequential
 
   local ModuleList = Module:extend("ModuleList")
@@ -53,6 +54,7 @@ return function(T, C, nn)
   end
   function ModuleList:len() return #self._module_names end
   function ModuleList:forward() error("nn.ModuleList: a ModuleList has no forward; call its modules", 2) end
+  ModuleList._torch_zero_based = true
   nn.ModuleList = ModuleList
 
   -- -- linear and convolution ----------------------------------------------------------

@@ -110,11 +110,22 @@ return function(T, C)
   end
 
   -- -- traversal ---------------------------------------------------------------
-  local function walk(self, prefix, fn)
+  -- PyTorch numbers the children of a Sequential or ModuleList from 0; ember
+  -- from 1 (m[1] is the first child). With torch_names, walk names them as
+  -- PyTorch does (classes with _torch_zero_based: "1" -> "0").
+  local function torch_name(parent, n)
+    if parent._torch_zero_based and type(n) == "string" and n:match("^[1-9]%d*$") then
+      return tostring(tonumber(n) - 1)
+    end
+    return n
+  end
+
+  local function walk(self, prefix, fn, torch_names)
     fn(prefix, self)
     for _, n in ipairs(self._module_names) do
       local m = self._modules[n]
-      if m then walk(m, prefix == "" and n or prefix .. "." .. n, fn) end
+      local name = torch_names and torch_name(self, n) or n
+      if m then walk(m, prefix == "" and name or prefix .. "." .. name, fn, torch_names) end
     end
   end
 
@@ -274,9 +285,31 @@ return function(T, C)
     return t
   end
 
+  local state_opts = { torch_names = true }
+  local load_opts = { strict = true, torch_names = true }
+  local function check_opts(op, o, allowed)
+    if o == nil then return {} end
+    if type(o) ~= "table" then
+      error(string.format("%s: expected an options table, got %s", op, type(o)), 3)
+    end
+    for k in pairs(o) do
+      if not allowed[k] then
+        local names = {}
+        for n in pairs(allowed) do names[#names + 1] = n end
+        table.sort(names)
+        error(string.format("%s: unknown option '%s' (expected one of: %s)", op, tostring(k),
+          table.concat(names, ", ")), 3)
+      end
+    end
+    return o
+  end
+
   -- A table of name -> tensor (parameters then buffers, sharing memory with
   -- the module); keys() in the metatable lists the names in order.
-  function Module:state_dict()
+  -- {torch_names = true}: PyTorch's names, the children of a Sequential or
+  -- ModuleList numbered from 0 (T.save_torch of it loads into PyTorch).
+  function Module:state_dict(o)
+    o = check_opts("state_dict", o, state_opts)
     local sd, keys = {}, {}
     walk(self, "", function(prefix, m)
       local function add(n, t)
@@ -288,17 +321,13 @@ return function(T, C)
       for _, n in ipairs(m._buffer_names) do
         if m._buffers[n] ~= nil and not m._nonpersistent[n] then add(n, m._buffers[n]) end
       end
-    end)
+    end, o.torch_names)
     return setmetatable(sd, { __index = { keys = function() return keys end } })
   end
 
-  -- Copies the values of sd into the module's tensors. strict (default
-  -- true) makes missing and unexpected keys an error; returns the lists
-  -- of missing and unexpected keys.
-  function Module:load_state_dict(sd, strict)
-    if type(strict) == "table" then strict = strict.strict end
-    if strict == nil then strict = true end
-    local missing, unexpected, targets = {}, {}, {}
+  -- the module's tensors by state_dict name: name -> {store, key}
+  local function targets_of(self, torch_names)
+    local targets = {}
     walk(self, "", function(prefix, m)
       local function add(n, store)
         local k = prefix == "" and n or prefix .. "." .. n
@@ -308,7 +337,26 @@ return function(T, C)
       for _, n in ipairs(m._buffer_names) do
         if not m._nonpersistent[n] then add(n, m._buffers) end
       end
-    end)
+    end, torch_names)
+    return targets
+  end
+
+  -- Copies the values of sd into the module's tensors. strict (default
+  -- true) makes missing and unexpected keys an error; returns the lists
+  -- of missing and unexpected keys. {torch_names = true}: sd has PyTorch's
+  -- names (a Sequential's children from 0), as T.load_torch returns them.
+  function Module:load_state_dict(sd, strict)
+    local o = {}
+    if type(strict) == "table" then
+      o = check_opts("load_state_dict", strict, load_opts)
+      strict = o.strict
+    end
+    if strict == nil then strict = true end
+    if type(sd) ~= "table" then
+      error(string.format("load_state_dict: expected a table of name -> tensor, got %s", type(sd)), 2)
+    end
+    local missing, unexpected = {}, {}
+    local targets = targets_of(self, o.torch_names)
     for k in pairs(targets) do if rawget(sd, k) == nil then missing[#missing + 1] = k end end
     for k, v in pairs(sd) do
       if targets[k] == nil and T.is_tensor(v) then unexpected[#unexpected + 1] = k end
@@ -316,8 +364,18 @@ return function(T, C)
     table.sort(missing)
     table.sort(unexpected)
     if strict and (#missing > 0 or #unexpected > 0) then
-      error(string.format("load_state_dict: missing keys: {%s}; unexpected keys: {%s}",
-        table.concat(missing, ", "), table.concat(unexpected, ", ")), 2)
+      local hint = ""
+      if not o.torch_names and #unexpected > 0 then
+        local as_torch = targets_of(self, true)
+        for _, k in ipairs(unexpected) do
+          if as_torch[k] then
+            hint = " (the keys are PyTorch's names, children numbered from 0: pass {torch_names = true})"
+            break
+          end
+        end
+      end
+      error(string.format("load_state_dict: missing keys: {%s}; unexpected keys: {%s}%s",
+        table.concat(missing, ", "), table.concat(unexpected, ", "), hint), 2)
     end
     for k, tgt in pairs(targets) do
       local v = rawget(sd, k)

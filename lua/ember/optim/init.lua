@@ -125,7 +125,8 @@ return function(T, C)
       end
       groups[gi] = pg
     end
-    return { state = state, param_groups = groups }
+    -- state's keys are 1..n: T.save_torch writes it as the dict PyTorch has
+    return { state = T.torch_kind(state, "dict"), param_groups = groups }
   end
 
   function Optimizer:load_state_dict(sd)
@@ -141,7 +142,8 @@ return function(T, C)
           .. "size of optimizer's group", 2)
       end
       for i, p in ipairs(g.params) do byindex[sg.params[i]] = p end
-      for k, v in pairs(sg) do if k ~= "params" then g[k] = v end end
+      -- options PyTorch leaves None (foreach) mean "the default": not copied
+      for k, v in pairs(sg) do if k ~= "params" and v ~= T.None then g[k] = v end end
     end
     self.state = {}
     for i, st in pairs(sd.state) do
@@ -149,7 +151,9 @@ return function(T, C)
       if p then
         local copy = {}
         for k, v in pairs(st) do
-          if T.is_tensor(v) then
+          if k == "step" and T.is_tensor(v) and v:numel() == 1 then
+            v = v:item() -- PyTorch >= 1.12 keeps Adam's step as a 0-d tensor
+          elseif T.is_tensor(v) then
             v = v:clone()
             if v.dtype.is_floating_point and v.dtype ~= p.dtype and v.ndim > 0 then v = v:to(p.dtype) end
           end
