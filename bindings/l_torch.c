@@ -7,7 +7,7 @@
 **   None           T.None (a sentinel; Lua's nil cannot sit in a table)
 **   bool, str      boolean, string (bytes too; a string that is not UTF-8
 **                  is written back as bytes)
-**   int, float     integer (a number under LuaJIT), number
+**   int, float     integer (LuaJIT: a number, a boxed int64_t past 2^53), number
 **   tuple, list    an array 1..n whose metatable's __torch is "tuple"/"list"
 **   dict,          a table whose metatable's __torch is "dict"/"OrderedDict"
 **   OrderedDict    and whose keys() gives the keys in the file's order, as
@@ -166,7 +166,7 @@ static void push_node(lua_State *L, dec *d, int64_t id, int depth) {
   switch (v.kind) {
     case EM_PY_NONE: getreg(L, &K_NONE); return;
     case EM_PY_BOOL: lua_pushboolean(L, (int)v.i); return;
-    case EM_PY_INT: push_int(L, v.i); return;
+    case EM_PY_INT: l_pushint64(L, v.i); return; /* exact: a boxed int64_t past 2^53 (LuaJIT) */
     case EM_PY_FLOAT: lua_pushnumber(L, v.f); return;
     case EM_PY_STR:
     case EM_PY_BYTES: lua_pushlstring(L, v.s, v.len); return;
@@ -518,6 +518,12 @@ static int64_t add_value(lua_State *L, enc *e, int idx, int depth, const char *w
       v.kind = EM_PY_FLOAT;
       v.f = d;
     }
+    return add(L, e, &v);
+  }
+  if (l_isint64box(L, idx)) { /* LuaJIT's boxed int64_t / uint64_t */
+    v.kind = EM_PY_INT;
+    if (!l_toint64(L, idx, &v.i, "save_torch"))
+      return l_errorf(L, "save_torch: %s is a cdata that is not an int64_t", where);
     return add(L, e, &v);
   }
   if (t == LUA_TSTRING || t == LUA_TTABLE || t == LUA_TUSERDATA) {

@@ -276,6 +276,7 @@ describe("save_torch", function()
       size = T.Size { 2, 3 }, nested = { a = { b = { c = T.ones(2, { dtype = T.int16 }) } } },
     }
     v.shared = { v.list, v.list }
+    v.int62 = math.tointeger and math.tointeger(2 ^ 62) or 2 ^ 62 -- exact past 2^53 both ways
     local p = tmp(".pt")
     T.save_torch(p, v)
     local w = T.load_torch(p)
@@ -308,6 +309,7 @@ describe("save_torch", function()
     assert.is_true(w.rg.requires_grad)
     assert.equal(T.int16, w.nested.a.b.c.dtype)
     assert.equal(w.shared[1], w.shared[2])
+    assert.equal("4611686018427387904", (tostring(w.int62):gsub("LL$", "")))
   end)
 
   it("a module's state_dict{torch_names = true} round-trips through a file, back with torch_names", function()
