@@ -43,32 +43,6 @@ static const npy_type npy_types[] = {
     {EM_FLOAT16, 'f', 2}, {EM_FLOAT32, 'f', 4}, {EM_FLOAT64, 'f', 8},
 };
 
-static int host_is_little(void) {
-  const uint16_t one = 1;
-  return *(const uint8_t *)&one == 1;
-}
-
-static void byteswap(void *data, int64_t n, int size) {
-  uint8_t *p = data;
-  for (int64_t i = 0; i < n; i++, p += size)
-    for (int a = 0, b = size - 1; a < b; a++, b--) {
-      uint8_t t = p[a];
-      p[a] = p[b];
-      p[b] = t;
-    }
-}
-
-/* Normalises bool bytes to 0/1; returns how many were other values. */
-static int64_t bool_normalise(uint8_t *p, int64_t n, int fix) {
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (p[i] > 1) {
-      bad++;
-      if (fix) p[i] = 1;
-    }
-  return bad;
-}
-
 /* -- Header parsing ------------------------------------------------------ */
 
 typedef struct {
@@ -142,8 +116,8 @@ static em_status parse_descr(const char *op, const char *d, npy_header *h) {
     if (npy_types[i].kind == kind && npy_types[i].size == size) {
       h->dt = npy_types[i].dt;
       h->itemsize = (int)size;
-      int little = order == '<' || (order == '=' && host_is_little());
-      h->swap = size > 1 && order != '|' && little != host_is_little();
+      int little = order == '<' || (order == '=' && em_host_is_little());
+      h->swap = size > 1 && order != '|' && little != em_host_is_little();
       return EM_OK;
     }
   return em_fail(EM_E_TYPE,
@@ -275,8 +249,8 @@ static em_status make_copy(const npy_header *h, const void *src, em_tensor **out
   em_status st = em_storage_new(h->data_len, em_cpu(), &s);
   if (st != EM_OK) return st;
   if (h->data_len) memcpy(em_storage_data(s), src, h->data_len);
-  if (h->swap) byteswap(em_storage_data(s), h->numel, h->itemsize);
-  if (h->dt == EM_BOOL) bool_normalise(em_storage_data(s), h->numel, 1);
+  if (h->swap) em_byteswap(em_storage_data(s), h->numel, h->itemsize);
+  if (h->dt == EM_BOOL) em_bool_normalise(em_storage_data(s), h->numel, 1);
   int64_t strides[EM_MAX_DIMS];
   npy_strides(h, strides);
   st = em_tensor_new(s, 0, h->ndim, h->sizes, strides, h->dt, out);
@@ -320,7 +294,7 @@ static em_status load_mapped(const char *path, int shared, em_tensor **out) {
                  "%s: cannot map '%s': its data is not aligned for %s; load it "
                  "without mmap",
                  op, path, em_dtype_name(h.dt));
-  if (st == EM_OK && h.dt == EM_BOOL && bool_normalise(data, h.numel, 0))
+  if (st == EM_OK && h.dt == EM_BOOL && em_bool_normalise(data, h.numel, 0))
     st = em_fail(EM_E_VALUE,
                  "%s: cannot map '%s': its bool data holds bytes other than 0 and 1",
                  op, path);
@@ -390,8 +364,8 @@ static em_status load_read(const char *path, em_tensor **out) {
     st = em_fail(EM_E_RUNTIME, "%s: read error on '%s'", op, path);
   fclose(f);
   if (st == EM_OK) {
-    if (h.swap) byteswap(em_storage_data(s), h.numel, h.itemsize);
-    if (h.dt == EM_BOOL) bool_normalise(em_storage_data(s), h.numel, 1);
+    if (h.swap) em_byteswap(em_storage_data(s), h.numel, h.itemsize);
+    if (h.dt == EM_BOOL) em_bool_normalise(em_storage_data(s), h.numel, 1);
     int64_t strides[EM_MAX_DIMS];
     npy_strides(&h, strides);
     st = em_tensor_new(s, 0, h.ndim, h.sizes, strides, h.dt, out);
@@ -473,7 +447,7 @@ static em_status prepare_write(const char *op, const em_tensor *t, char *hdr,
     return em_fail(EM_E_TYPE,
                    "%s: NumPy has no %s dtype; convert first (e.g. t:float())", op,
                    em_dtype_name(t->dtype));
-  if (!host_is_little())
+  if (!em_host_is_little())
     return em_fail(EM_E_RUNTIME, "%s: big-endian hosts are not supported", op);
   int fortran = 0;
   const em_tensor *src = t;

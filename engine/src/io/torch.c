@@ -287,11 +287,6 @@ typedef struct {
   int64_t none_id, true_id, false_id, empty_tuple_id;
 } loader;
 
-static int host_is_little(void) {
-  const uint16_t one = 1;
-  return *(const uint8_t *)&one == 1;
-}
-
 static int rec_cmp(const void *a, const void *b) {
   const em_zip_entry *x = &((const record *)a)->e, *y = &((const record *)b)->e;
   size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
@@ -822,26 +817,14 @@ static em_status persistent_load(loader *L, int64_t pid) {
     free(owned);
     if (st != EM_OK) return st;
     r->itemsize = itemsize;
-    if (L->swap && itemsize > 1) {
-      uint8_t *b = r->s->data;
-      for (uint64_t i = 0; i < r->e.ulen; i += (uint64_t)itemsize)
-        for (int x = 0, y = itemsize - 1; x < y; x++, y--) {
-          uint8_t c = b[i + x];
-          b[i + x] = b[i + y];
-          b[i + y] = c;
-        }
-    }
+    if (L->swap && itemsize > 1) em_byteswap(r->s->data, num->i, itemsize);
   } else if (L->swap && r->itemsize != itemsize && (itemsize > 1 || r->itemsize > 1)) {
     return em_fail(EM_E_VALUE,
                    "%s: storage '%s' is viewed with two element sizes in a file of the other "
                    "byte order",
                    OP, name + 5);
   }
-  if (dt == EM_BOOL) {
-    uint8_t *b = r->s->data;
-    for (uint64_t i = 0; i < r->e.ulen; i++)
-      if (b[i] > 1) b[i] = 1;
-  }
+  if (dt == EM_BOOL) em_bool_normalise(r->s->data, (int64_t)r->e.ulen, 1);
   em_tensor *x;
   int64_t size = num->i, stride = 1;
   if ((st = em_tensor_new(r->s, 0, 1, &size, &stride, dt, &x)) != EM_OK) return st;
@@ -1172,7 +1155,7 @@ em_status em_torch_load_buffer(const void *buf, size_t len, em_pytree **out) {
     }
     free(owned);
   }
-  L.swap = little != host_is_little();
+  L.swap = little != em_host_is_little();
   /* the constants every pickle shares */
   if (st == EM_OK) st = new_node(t, EM_PY_NONE, &L.none_id);
   if (st == EM_OK) st = new_node(t, EM_PY_BOOL, &L.false_id);
@@ -1534,7 +1517,7 @@ static void archive_name(const char *path, char *out, size_t n) {
 }
 
 em_status em_torch_save(const char *path, const em_pytree *tree) {
-  if (!host_is_little())
+  if (!em_host_is_little())
     return em_fail(EM_E_RUNTIME, "%s: big-endian hosts are not supported", OP);
   if (tree->root < 0 || tree->root >= tree->n)
     return em_fail(EM_E_VALUE, "%s: the value tree has no root", OP);

@@ -57,6 +57,33 @@ void em_unmap_file(em_mapping *m) {
   m->len = 0;
 }
 
+/* -- Loaded bytes ------------------------------------------------------------- */
+
+int em_host_is_little(void) {
+  const uint16_t one = 1;
+  return *(const uint8_t *)&one == 1;
+}
+
+void em_byteswap(void *data, int64_t n, int size) {
+  uint8_t *p = data;
+  for (int64_t i = 0; i < n; i++, p += size)
+    for (int a = 0, b = size - 1; a < b; a++, b--) {
+      uint8_t t = p[a];
+      p[a] = p[b];
+      p[b] = t;
+    }
+}
+
+int64_t em_bool_normalise(uint8_t *p, int64_t n, int fix) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (p[i] > 1) {
+      bad++;
+      if (fix) p[i] = 1;
+    }
+  return bad;
+}
+
 /* -- Little-endian fields ----------------------------------------------------- */
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }

@@ -1,6 +1,7 @@
 /*
 ** io/zip.h -- the zip archives of NumPy's .npz (npy.c) and PyTorch's
-** checkpoints (torch.c), and the file mapping both loaders read through
+** checkpoints (torch.c), and what the file formats of io/ share: the file
+** mapping the loaders read through and the byte-level fixes of loaded data
 ** (zip.c). Internal to engine/src/io.
 **
 ** Reading works on an archive held in memory (a mapped file): every offset
@@ -27,6 +28,14 @@ typedef struct {
 ** shared with the file (shared = 1). Errors name op and path. */
 em_status em_map_file(const char *op, const char *path, int shared, em_mapping *m);
 void em_unmap_file(em_mapping *m);
+
+/* -- Loaded bytes ------------------------------------------------------------- */
+
+int em_host_is_little(void);
+/* Reverses the bytes of each of n elements of size bytes. */
+void em_byteswap(void *data, int64_t n, int size);
+/* Bool bytes other than 0 and 1: set to 1 when fix, counted either way. */
+int64_t em_bool_normalise(uint8_t *p, int64_t n, int fix);
 
 /* -- Reading ---------------------------------------------------------------- */
 
