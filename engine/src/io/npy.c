@@ -20,12 +20,11 @@
 */
 #include "core/core.h"
 #include "core/errmsg.h"
+#include "io/mapping.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -45,32 +44,6 @@ static const npy_type npy_types[] = {
     {EM_INT16, 'i', 2},   {EM_INT32, 'i', 4},   {EM_INT64, 'i', 8},
     {EM_FLOAT16, 'f', 2}, {EM_FLOAT32, 'f', 4}, {EM_FLOAT64, 'f', 8},
 };
-
-static int host_is_little(void) {
-  const uint16_t one = 1;
-  return *(const uint8_t *)&one == 1;
-}
-
-static void byteswap(void *data, int64_t n, int size) {
-  uint8_t *p = data;
-  for (int64_t i = 0; i < n; i++, p += size)
-    for (int a = 0, b = size - 1; a < b; a++, b--) {
-      uint8_t t = p[a];
-      p[a] = p[b];
-      p[b] = t;
-    }
-}
-
-/* Normalises bool bytes to 0/1; returns how many were other values. */
-static int64_t bool_normalise(uint8_t *p, int64_t n, int fix) {
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (p[i] > 1) {
-      bad++;
-      if (fix) p[i] = 1;
-    }
-  return bad;
-}
 
 /* -- Header parsing ------------------------------------------------------ */
 
@@ -145,8 +118,8 @@ static em_status parse_descr(const char *op, const char *d, npy_header *h) {
     if (npy_types[i].kind == kind && npy_types[i].size == size) {
       h->dt = npy_types[i].dt;
       h->itemsize = (int)size;
-      int little = order == '<' || (order == '=' && host_is_little());
-      h->swap = size > 1 && order != '|' && little != host_is_little();
+      int little = order == '<' || (order == '=' && em_io_host_is_little());
+      h->swap = size > 1 && order != '|' && little != em_io_host_is_little();
       return EM_OK;
     }
   return em_fail(EM_E_TYPE,
@@ -278,8 +251,8 @@ static em_status make_copy(const npy_header *h, const void *src, em_tensor **out
   em_status st = em_storage_new(h->data_len, em_cpu(), &s);
   if (st != EM_OK) return st;
   if (h->data_len) memcpy(em_storage_data(s), src, h->data_len);
-  if (h->swap) byteswap(em_storage_data(s), h->numel, h->itemsize);
-  if (h->dt == EM_BOOL) bool_normalise(em_storage_data(s), h->numel, 1);
+  if (h->swap) em_io_byteswap(em_storage_data(s), h->numel, h->itemsize);
+  if (h->dt == EM_BOOL) em_io_bool_normalise(em_storage_data(s), h->numel, 1);
   int64_t strides[EM_MAX_DIMS];
   npy_strides(h, strides);
   st = em_tensor_new(s, 0, h->ndim, h->sizes, strides, h->dt, out);
@@ -297,50 +270,10 @@ em_status em_npy_decode(const void *buf, size_t len, em_tensor **out) {
 
 /* -- Loading files ------------------------------------------------------- */
 
-typedef struct {
-  void *base;
-  size_t len;
-} mapping;
-
-static void unmap_deleter(void *ctx, void *data, size_t nbytes) {
-  mapping *m = ctx;
-  munmap(m->base, m->len);
-  free(m);
-  (void)data; (void)nbytes;
-}
-
-/* Maps a whole file; the mapping is writable (private or shared). */
-static em_status map_file(const char *op, const char *path, int shared,
-                          mapping *m) {
-  int fd = open(path, shared ? O_RDWR : O_RDONLY);
-  if (fd < 0)
-    return em_fail(EM_E_RUNTIME, "%s: cannot open '%s': %s", op, path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return em_fail(EM_E_RUNTIME, "%s: '%s' is not a regular file", op, path);
-  }
-  m->len = (size_t)sb.st_size;
-  m->base = NULL;
-  if (m->len == 0) {
-    close(fd);
-    return EM_OK;
-  }
-  m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE,
-                 shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
-  int err = errno;
-  close(fd);
-  if (m->base == MAP_FAILED) {
-    m->base = NULL;
-    return em_fail(EM_E_RUNTIME, "%s: cannot map '%s': %s", op, path, strerror(err));
-  }
-  return EM_OK;
-}
-
 static em_status load_mapped(const char *path, int shared, em_tensor **out) {
   const char *op = "load_npy";
-  mapping m;
-  em_status st = map_file(op, path, shared, &m);
+  em_io_mapping m;
+  em_status st = em_io_map_file(op, path, shared, &m);
   if (st != EM_OK) return st;
   npy_header h = {0};
   st = parse_header(op, m.base, m.len, &h);
@@ -356,23 +289,17 @@ static em_status load_mapped(const char *path, int shared, em_tensor **out) {
                  "%s: cannot map '%s': its data is not aligned for %s; load it "
                  "without mmap",
                  op, path, em_dtype_name(h.dt));
-  if (st == EM_OK && h.dt == EM_BOOL && bool_normalise(data, h.numel, 0))
+  if (st == EM_OK && h.dt == EM_BOOL && em_io_bool_normalise(data, h.numel, 0))
     st = em_fail(EM_E_VALUE,
                  "%s: cannot map '%s': its bool data holds bytes other than 0 and 1",
                  op, path);
-  mapping *ctx = NULL;
-  em_storage *s = NULL;
-  if (st == EM_OK && !(ctx = malloc(sizeof *ctx)))
-    st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
-  if (st == EM_OK) {
-    *ctx = m;
-    st = em_storage_wrap(data, h.data_len, em_cpu(), unmap_deleter, ctx, &s);
-  }
   if (st != EM_OK) {
-    free(ctx);
-    if (m.base) munmap(m.base, m.len);
+    em_io_unmap(&m);
     return st;
   }
+  em_storage *s;
+  st = em_io_wrap_mapping(op, m, data, h.data_len, &s);
+  if (st != EM_OK) return st;
   /* from here the storage owns the mapping */
   int64_t strides[EM_MAX_DIMS];
   npy_strides(&h, strides);
@@ -426,8 +353,8 @@ static em_status load_read(const char *path, em_tensor **out) {
     st = em_fail(EM_E_RUNTIME, "%s: read error on '%s'", op, path);
   fclose(f);
   if (st == EM_OK) {
-    if (h.swap) byteswap(em_storage_data(s), h.numel, h.itemsize);
-    if (h.dt == EM_BOOL) bool_normalise(em_storage_data(s), h.numel, 1);
+    if (h.swap) em_io_byteswap(em_storage_data(s), h.numel, h.itemsize);
+    if (h.dt == EM_BOOL) em_io_bool_normalise(em_storage_data(s), h.numel, 1);
     int64_t strides[EM_MAX_DIMS];
     npy_strides(&h, strides);
     st = em_tensor_new(s, 0, h.ndim, h.sizes, strides, h.dt, out);
@@ -509,7 +436,7 @@ static em_status prepare_write(const char *op, const em_tensor *t, char *hdr,
     return em_fail(EM_E_TYPE,
                    "%s: NumPy has no %s dtype; convert first (e.g. t:float())", op,
                    em_dtype_name(t->dtype));
-  if (!host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "%s: big-endian hosts are not supported", op);
   int fortran = 0;
   const em_tensor *src = t;
@@ -791,11 +718,11 @@ em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out) {
 }
 
 em_status em_npz_load(const char *path, em_npz **out) {
-  mapping m = {0};
-  em_status st = map_file("load_npz", path, 0, &m);
+  em_io_mapping m = {0};
+  em_status st = em_io_map_file("load_npz", path, 0, &m);
   if (st != EM_OK) return st;
   st = em_npz_load_buffer(m.base ? m.base : "", m.len, out);
-  if (m.base) munmap(m.base, m.len);
+  em_io_unmap(&m);
   return st;
 }
 

@@ -14,6 +14,7 @@
 **   0/1; a truncated or corrupted file is an error naming what is wrong.
 */
 #include "core/core.h"
+#include "io/mapping.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,11 +37,6 @@ static uint32_t file_code(em_dtype dt) {
   for (uint32_t i = 0; i < N_FILE_DTYPES; i++)
     if (file_dtypes[i] == dt) return i;
   return 0xffffffffu;
-}
-
-static int host_is_little(void) {
-  const uint16_t one = 1;
-  return *(const uint8_t *)&one == 1;
 }
 
 static uint64_t rd64(const uint8_t *p) {
@@ -94,7 +90,7 @@ em_status em_load_buffer(const void *buf, size_t len, em_loaded **out) {
   if (version != VERSION)
     return em_fail(EM_E_VALUE, "load: file format version %u is not supported (this ember reads version %d)",
                    version, VERSION);
-  if (!host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "load: big-endian hosts are not supported");
   uint64_t metalen = rd64(b + 16), nst = rd64(b + 24), nt = rd64(b + 32);
   uint64_t pos = HEADER;
@@ -244,7 +240,7 @@ em_status em_save(const char *path, int64_t ntensors,
                   const em_tensor *const *tensors, const void *meta,
                   size_t metalen) {
   if (ntensors < 0) return em_fail(EM_E_VALUE, "save: %lld tensors", (long long)ntensors);
-  if (!host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "save: big-endian hosts are not supported");
   for (int64_t i = 0; i < ntensors; i++) {
     char d[32];
