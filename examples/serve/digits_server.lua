@@ -44,18 +44,18 @@ local init_keys = { model = true, threads = true, max_batch = true }
 -- and remembered: /predict and /health then answer 503 with the reason.
 function M.init(opts)
   local ok, err = pcall(function()
-    if type(opts) ~= "table" then error("init: expected a table of options, got " .. type(opts)) end
+    if type(opts) ~= "table" then error("init: expected a table of options, got " .. type(opts), 0) end
     for k in pairs(opts) do
-      if not init_keys[k] then error("init: unknown option '" .. tostring(k) .. "'") end
+      if not init_keys[k] then error("init: unknown option '" .. tostring(k) .. "'", 0) end
     end
-    if type(opts.model) ~= "string" then error("init: option 'model' (a checkpoint path) is required") end
+    if type(opts.model) ~= "string" then error("init: option 'model' (a checkpoint path) is required", 0) end
     local threads = opts.threads or 1
     local mb = opts.max_batch or 256
     if type(mb) ~= "number" or mb < 1 or mb % 1 ~= 0 then
-      error("init: max_batch must be a positive integer, got " .. tostring(mb))
+      error("init: max_batch must be a positive integer, got " .. tostring(mb), 0)
     end
     max_batch = mb
-    if not cjson then error("init: lua-cjson is not installed (require 'cjson.safe' failed)") end
+    if not cjson then error("init: lua-cjson is not installed (require 'cjson.safe' failed)", 0) end
     T = require "ember"
     T.set_num_threads(threads)
     model, ck = digits.load(T, opts.model)
@@ -103,7 +103,8 @@ local function check_image(row, where)
         v == (cjson and cjson.null) and "null" or type(v))
     end
     if not finite(v) then
-      return string.format("%s: pixel %d is not finite (%s)", where, j - 1, tostring(v))
+      return string.format("%s: pixel %d is not finite (%s)", where, j - 1,
+        v ~= v and "NaN" or v > 0 and "Infinity" or "-Infinity")
     end
     if v < 0 or v > digits.pixel_max then
       return string.format("%s: pixel %d = %s is outside 0..%d", where, j - 1, tostring(v), digits.pixel_max)

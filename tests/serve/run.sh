@@ -63,6 +63,22 @@ finish() {
 [ -f "$EMBER_BUILD/ember/core.so" ] || { bad "no $EMBER_BUILD/ember/core.so: run make (or set EMBER_BUILD=)"; finish; }
 
 dir=$(mktemp -d /tmp/ember-serve.XXXXXX)
+# Debian's module is built for OpenResty's luajit2: loaded with upstream
+# LuaJIT's libluajit it lacks lua_setexdata and friends
+mkdir -p "$dir/logs"
+printf 'load_module %s;\nload_module %s;\nevents {}\n' "$NGINX_MODULES_DIR/ndk_http_module.so" \
+  "$NGINX_MODULES_DIR/ngx_http_lua_module.so" >"$dir/probe.conf"
+if ! "$nginx" -t -q -p "$dir" -c "$dir/probe.conf" -e "$dir/logs/probe.log" >"$dir/probe.out" 2>&1; then
+  if grep -q "undefined symbol: lua" "$dir/probe.out"; then
+    why=$(grep -o "undefined symbol: [a-z_]*" "$dir/probe.out" | head -1)
+    rm -rf "$dir"
+    skip "the Lua module needs OpenResty's luajit2 (Debian: libluajit2-5.1-2; or LD_LIBRARY_PATH=): $why"
+  fi
+  cat "$dir/probe.out"
+  bad "nginx loads $NGINX_MODULES_DIR/ngx_http_lua_module.so"
+  rm -rf "$dir"
+  finish
+fi
 nginx_pid=
 stop_nginx() {
   [ -n "$nginx_pid" ] || return 0
