@@ -242,6 +242,22 @@ int64_t l_checkint_at(lua_State *L, int idx, const char *op, const char *what, i
   return l_checkint(L, idx, op, name);
 }
 
+/* Sizes and positions given as arguments from idx: n numbers were read.
+** A nil where they start (T.zeros(nil), x:view(nil)), or a nil between
+** them and a later argument (T.zeros(2, nil, 3)), is refused naming the op
+** and the argument, never read as the end of the list (issue 21). A nil
+** after the numbers with nothing after it is a trailing argument, as
+** Lua passes it. */
+void l_check_no_hole(lua_State *L, int idx, int n, const char *op, const char *what) {
+  int top = lua_gettop(L), p = idx + n;
+  if (p > top || !lua_isnil(L, p)) return;
+  int later = 0;
+  for (int k = p + 1; k <= top && !later; k++) later = !lua_isnil(L, k);
+  if (n == 0 || later)
+    l_errorf(L, "%s: argument #%d is nil: expected %s (a nil cannot stand for a size "
+               "or end a list early)", op, p, what);
+}
+
 static int is_size_table(lua_State *L, int idx) {
   if (!lua_istable(L, idx)) return 0;
   if (lua_getmetatable(L, idx)) {
@@ -287,6 +303,7 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
       sizes[n] = l_checkint_at(L, idx + n, op, "size", n + 1);
       n++;
     }
+    l_check_no_hole(L, idx, n, op, "a size");
     *next = idx + n;
   }
   for (int i = 0; i < n; i++)
@@ -361,6 +378,45 @@ void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allow
     if (strcmp(k, "device") == 0) l_checkdevice(L, v, op);
     lua_pop(L, 1);
   }
+}
+
+const char *const l_out_opts[] = {"out", NULL};
+
+/* The options table of an op whose result can go to `out` (docs/math.md,
+** "out="): checks its keys against allowed (which lists "out"), refuses an
+** argument after it, and returns the out tensor with its Lua value pushed
+** (*outidx its stack index), or NULL with nothing pushed. */
+em_tensor *l_opt_out(lua_State *L, int idx, const char *op, const char *const *allowed,
+                     int *outidx) {
+  *outidx = 0;
+  if (lua_gettop(L) > idx && !lua_isnoneornil(L, idx + 1))
+    l_errorf(L, "%s: unexpected argument #%d (%s)", op, idx + 1, luaL_typename(L, idx + 1));
+  l_checkopts(L, idx, op, allowed);
+  if (!lua_istable(L, idx)) return NULL;
+  lua_getfield(L, idx, "out");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  em_tensor *out = l_totensor(L, -1);
+  if (!out)
+    l_errorf(L, "%s: expected a tensor for option 'out', got %s", op, luaL_typename(L, -1));
+  *outidx = lua_gettop(L);
+  return out;
+}
+
+/* Ends such an op: box (on the stack top) holds the fresh result; with out
+** it is written there (em_write_out: same dtype; an empty out is resized,
+** another shape is an error; not differentiable) and out's Lua value is
+** returned instead. */
+int l_out_result(lua_State *L, em_tensor **box, em_tensor *out, int outidx, const char *op) {
+  if (!out) return 1;
+  em_status st = em_write_out(op, *box, out);
+  em_tensor_release(*box);
+  *box = NULL;
+  if (st != EM_OK) l_error(L);
+  lua_pushvalue(L, outidx);
+  return 1;
 }
 
 int l_isdtype(lua_State *L, int idx) {

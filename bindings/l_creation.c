@@ -199,6 +199,7 @@ static void check_float_dtype(lua_State *L, const char *op, em_dtype dt) {
 static int make_random(lua_State *L, const char *op, rand_kind k) {
   int64_t sizes[EM_MAX_DIMS];
   int next = 1, ndim = 0;
+  if (lua_isnil(L, 1) && !lua_isnone(L, 1)) l_check_no_hole(L, 1, 0, op, "a size");
   if (!lua_isnoneornil(L, 1) && !l_isopts(L, 1)) ndim = l_checksizes(L, 1, op, sizes, &next);
   int o = checkopts(L, next, op, l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, op, (int)l_default_dtype());

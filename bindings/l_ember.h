@@ -43,6 +43,8 @@ void l_push_result(lua_State *L, em_tensor *result, int idx);
 int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what);
 /* l_checkint of a list element: errors name it "what[pos]". */
 int64_t l_checkint_at(lua_State *L, int idx, const char *op, const char *what, int pos);
+/* Refuses a nil hole in size/position arguments from idx after n numbers. */
+void l_check_no_hole(lua_State *L, int idx, int n, const char *op, const char *what);
 /* Sizes as varargs numbers or a table (array or T.Size) starting at idx.
 ** Returns ndim; *next is the first argument after the sizes. */
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next);
@@ -50,6 +52,14 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
 int l_isopts(lua_State *L, int idx);
 /* Errors on keys not in allowed (NULL-terminated). idx may be none/nil. */
 void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allowed);
+/* out= for ops that compute a fresh result: l_opt_out checks the options
+** table at idx and returns out (its value pushed at *outidx) or NULL;
+** l_out_result writes the boxed result into out and returns it (or leaves
+** the box as the result). */
+extern const char *const l_out_opts[]; /* {"out", NULL} */
+em_tensor *l_opt_out(lua_State *L, int idx, const char *op, const char *const *allowed,
+                     int *outidx);
+int l_out_result(lua_State *L, em_tensor **box, em_tensor *out, int outidx, const char *op);
 /* Reads opts[key] as a dtype (a dtype value or name); def when absent. */
 int l_optdtype(lua_State *L, int idx, const char *op, int def);
 em_device l_optdevice(lua_State *L, int idx, const char *op, em_device def);

@@ -332,27 +332,33 @@ static void buf_u64(lua_State *L, bytebuf *b, uint64_t v) {
 
 /* -- .npy / .npz ----------------------------------------------------------- */
 
-static const char *const npy_opts[] = {"mmap", "mode", NULL};
+static const char *const map_opts[] = {"mmap", "mode", NULL};
 
-/* T.load_npy(path, {mmap = true, mode = "r" | "c" | "r+"}) */
-static int l_load_npy(lua_State *L) {
-  drain(L);
-  const char *path = luaL_checkstring(L, 1);
-  l_checkopts(L, 2, "load_npy", npy_opts);
+/* The options {mmap = true, mode = "r" | "c" | "r+"} of a file load at idx. */
+static em_npy_mode map_mode(lua_State *L, int idx, const char *op) {
+  l_checkopts(L, idx, op, map_opts);
   em_npy_mode mode = EM_NPY_READ;
-  if (l_optbool(L, 2, "mmap", 0)) mode = EM_NPY_MMAP_COPY;
-  if (lua_istable(L, 2)) {
-    lua_getfield(L, 2, "mode");
+  if (l_optbool(L, idx, "mmap", 0)) mode = EM_NPY_MMAP_COPY;
+  if (lua_istable(L, idx)) {
+    lua_getfield(L, idx, "mode");
     if (!lua_isnil(L, -1)) {
       const char *m = lua_tostring(L, -1);
       if (m && (strcmp(m, "r") == 0 || strcmp(m, "c") == 0)) mode = EM_NPY_MMAP_COPY;
       else if (m && strcmp(m, "r+") == 0) mode = EM_NPY_MMAP_SHARED;
       else
-        return l_errorf(L, "load_npy: unknown mode '%s' (expected 'r', 'c' or 'r+')",
-                        m ? m : luaL_typename(L, -1));
+        l_errorf(L, "%s: unknown mode '%s' (expected 'r', 'c' or 'r+')", op,
+                 m ? m : luaL_typename(L, -1));
     }
     lua_pop(L, 1);
   }
+  return mode;
+}
+
+/* T.load_npy(path, {mmap = true, mode = "r" | "c" | "r+"}) */
+static int l_load_npy(lua_State *L) {
+  drain(L);
+  const char *path = luaL_checkstring(L, 1);
+  em_npy_mode mode = map_mode(L, 2, "load_npy");
   em_tensor **box = l_newbox(L);
   if (em_npy_load(path, mode, box) != EM_OK) return l_error(L);
   return 1;
@@ -449,6 +455,159 @@ static int l_save_npz(lua_State *L) {
     lua_pop(L, 1);
   }
   if (em_npz_save(path, n, names, (const em_tensor *const *)ts, compress) != EM_OK)
+    return l_error(L);
+  return 0;
+}
+
+/* -- .safetensors ---------------------------------------------------------- */
+
+static void safetensors_free_v(void *p) { em_safetensors_free(p); }
+
+/* Pushes {name = tensor, ...} and {key = value, ...} of f. */
+static int push_safetensors(lua_State *L, em_safetensors *f) {
+  int64_t n = em_safetensors_count(f), nm = em_safetensors_meta_count(f);
+  lua_createtable(L, 0, n > 1 << 20 ? 1 << 20 : (int)n);
+  for (int64_t i = 0; i < n; i++) {
+    em_tensor *t = em_safetensors_tensor(f, i);
+    em_tensor_retain(t);
+    ember_lua_push_tensor(L, t);
+    lua_setfield(L, -2, em_safetensors_name(f, i));
+  }
+  lua_createtable(L, 0, nm > 1 << 20 ? 1 << 20 : (int)nm);
+  for (int64_t i = 0; i < nm; i++) {
+    lua_pushstring(L, em_safetensors_meta_value(f, i));
+    lua_setfield(L, -2, em_safetensors_meta_key(f, i));
+  }
+  return 2;
+}
+
+/* The path argument at idx of op. */
+static const char *st_path(lua_State *L, int idx, const char *op) {
+  if (lua_type(L, idx) != LUA_TSTRING)
+    l_errorf(L, "%s: expected a path (a string) for argument #%d, got %s", op, idx,
+             luaL_typename(L, idx));
+  return lua_tostring(L, idx);
+}
+
+/* T.load_safetensors(path, {mmap = true, mode = "r" | "c" | "r+"}) ->
+** tensors, metadata */
+static int l_load_safetensors(lua_State *L) {
+  drain(L);
+  const char *path = st_path(L, 1, "load_safetensors");
+  em_npy_mode mode = map_mode(L, 2, "load_safetensors");
+  guard *g = push_guard(L, safetensors_free_v);
+  em_safetensors *f;
+  if (em_safetensors_load(path, mode, &f) != EM_OK) return l_error(L);
+  g->p = f;
+  return push_safetensors(L, f);
+}
+
+/* T.load_safetensors_buffer(bytes) -> tensors, metadata (copies) */
+static int l_load_safetensors_buffer(lua_State *L) {
+  drain(L);
+  const char *op = "load_safetensors_buffer";
+  size_t len;
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return l_errorf(L, "%s: expected the file's bytes (a string) for argument #1, got %s", op,
+                    luaL_typename(L, 1));
+  const char *buf = lua_tolstring(L, 1, &len);
+  if (!lua_isnone(L, 2))
+    return l_errorf(L, "%s: expected 1 argument, got %d", op, lua_gettop(L));
+  guard *g = push_guard(L, safetensors_free_v);
+  em_safetensors *f;
+  if (em_safetensors_decode(buf, len, &f) != EM_OK) {
+    /* the engine names load_safetensors: name the function called */
+    const char *msg = em_last_error(), *pre = "load_safetensors: ";
+    if (strncmp(msg, pre, strlen(pre)) == 0) return l_errorf(L, "%s: %s", op, msg + strlen(pre));
+    return l_error(L);
+  }
+  g->p = f;
+  return push_safetensors(L, f);
+}
+
+/* A string key or value of a save_safetensors table: no NUL bytes. */
+static const char *st_string(lua_State *L, int idx, const char *what) {
+  size_t len;
+  const char *s = lua_tolstring(L, idx, &len);
+  if (strlen(s) != len)
+    l_errorf(L, "save_safetensors: %s '%s' contains a NUL byte", what, s);
+  return s;
+}
+
+/* The error for a key (at -2) that is not a string. */
+static int bad_key(lua_State *L, const char *what) {
+  if (lua_type(L, -2) == LUA_TNUMBER) {
+    lua_pushvalue(L, -2);
+    return l_errorf(L, "save_safetensors: %s must be strings, got the number key %s", what,
+                    lua_tostring(L, -1));
+  }
+  return l_errorf(L, "save_safetensors: %s must be strings, got a %s key", what,
+                  luaL_typename(L, -2));
+}
+
+/* T.save_safetensors(path, {name = tensor, ...}, {key = "value", ...}) */
+static int l_save_safetensors(lua_State *L) {
+  drain(L);
+  const char *path = st_path(L, 1, "save_safetensors");
+  if (!lua_istable(L, 2))
+    return l_errorf(L, "save_safetensors: expected a table of name = tensor for argument #2, got %s",
+                    luaL_typename(L, 2));
+  if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
+    return l_errorf(L, "save_safetensors: expected a metadata table of strings for argument #3, got %s",
+                    luaL_typename(L, 3));
+  if (lua_gettop(L) > 3)
+    return l_errorf(L, "save_safetensors: expected at most 3 arguments, got %d", lua_gettop(L));
+  lua_settop(L, 3);
+  int n = 0, nm = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      return bad_key(L, "tensor names");
+    }
+    const char *name = st_string(L, -2, "tensor name");
+    if (!l_totensor(L, -1))
+      return l_errorf(L, "save_safetensors: '%s' is a %s, not a tensor", name, luaL_typename(L, -1));
+    n++;
+    lua_pop(L, 1);
+  }
+  if (lua_istable(L, 3)) {
+    lua_pushnil(L);
+    while (lua_next(L, 3)) {
+      if (lua_type(L, -2) != LUA_TSTRING) {
+        return bad_key(L, "metadata keys");
+      }
+      const char *key = st_string(L, -2, "metadata key");
+      if (lua_type(L, -1) != LUA_TSTRING)
+        return l_errorf(L, "save_safetensors: metadata value of '%s' must be a string, got %s "
+                           "(safetensors metadata maps strings to strings)",
+                        key, luaL_typename(L, -1));
+      st_string(L, -1, "metadata value");
+      nm++;
+      lua_pop(L, 1);
+    }
+  }
+  /* the strings stay anchored by the argument tables while the engine runs */
+  const char **names = lua_newuserdata(L, (n ? n : 1) * sizeof *names);
+  const em_tensor **ts = lua_newuserdata(L, (n ? n : 1) * sizeof *ts);
+  const char **keys = lua_newuserdata(L, (nm ? nm : 1) * sizeof *keys);
+  const char **values = lua_newuserdata(L, (nm ? nm : 1) * sizeof *values);
+  int i = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 2) && i < n) {
+    names[i] = lua_tostring(L, -2);
+    ts[i++] = l_totensor(L, -1);
+    lua_pop(L, 1);
+  }
+  i = 0;
+  if (lua_istable(L, 3)) {
+    lua_pushnil(L);
+    while (lua_next(L, 3) && i < nm) {
+      keys[i] = lua_tostring(L, -2);
+      values[i++] = lua_tostring(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  if (em_safetensors_save(path, n, names, (const em_tensor *const *)ts, nm, keys, values) != EM_OK)
     return l_error(L);
   return 0;
 }
@@ -885,6 +1044,9 @@ void l_open_interop(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"load_npy", l_load_npy},       {"save_npy", l_save_npy},
       {"load_npz", l_load_npz},       {"save_npz", l_save_npz},
+      {"load_safetensors", l_load_safetensors},
+      {"load_safetensors_buffer", l_load_safetensors_buffer},
+      {"save_safetensors", l_save_safetensors},
       {"save", l_save},               {"load", l_load},
       {"from_dlpack", l_from_dlpack}, {"_from_ffi", l_from_ffi},
       {"_from_dlpack_address", l_from_dlpack_address},

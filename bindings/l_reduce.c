@@ -508,9 +508,11 @@ typedef em_status (*binop_fn)(const em_tensor *, const em_tensor *, em_tensor **
 static int binop(lua_State *L, const char *op, binop_fn f) {
   em_tensor *a = l_checktensor(L, 1, op);
   em_tensor *b = l_checktensor(L, 2, op);
+  int outidx;
+  em_tensor *out = lua_gettop(L) > 2 ? l_opt_out(L, 3, op, l_out_opts, &outidx) : NULL;
   em_tensor **box = l_newbox(L);
   if (f(a, b, box) != EM_OK) l_error(L);
-  return 1;
+  return out ? l_out_result(L, box, out, outidx, op) : 1;
 }
 static int l_matmul(lua_State *L) { return binop(L, "matmul", em_matmul); }
 static int l_mm(lua_State *L) { return binop(L, "mm", em_mm); }

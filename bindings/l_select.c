@@ -57,7 +57,7 @@ static em_scalar value_arg(lua_State *L, int idx, const char *op) {
 static const em_tensor **tensor_list(lua_State *L, int idx, const char *op, int64_t *n) {
   if (!lua_istable(L, idx) || l_totensor(L, idx))
     l_errorf(L, "%s: expected a table of tensors for argument #%d, got %s", op, idx,
-             luaL_typename(L, idx));
+             l_totensor(L, idx) ? "a tensor" : luaL_typename(L, idx));
   int len = (int)lua_objlen(L, idx);
   const em_tensor **arr = lua_newuserdata(L, sizeof(em_tensor *) * (size_t)(len ? len : 1));
   for (int i = 1; i <= len; i++) {
@@ -92,6 +92,7 @@ static int int_list(lua_State *L, int idx, const char *op, const char *what,
     out[n] = l_checkint_at(L, idx + n, op, what, n + 1);
     n++;
   }
+  l_check_no_hole(L, idx, n, op, what);
   return n;
 }
 
@@ -148,17 +149,21 @@ static int l_index_select(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index_select");
   int64_t dim = l_checkint(L, 2, "index_select", "dim");
   em_tensor *idx = l_checktensor(L, 3, "index_select");
+  int outidx;
+  em_tensor *out = l_opt_out(L, 4, "index_select", l_out_opts, &outidx);
   em_tensor **box = l_newbox(L);
   if (em_index_select(t, dim, idx, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, "index_select");
 }
 
 static int l_masked_select(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "masked_select");
   em_tensor *m = l_checktensor(L, 2, "masked_select");
+  int outidx;
+  em_tensor *out = l_opt_out(L, 3, "masked_select", l_out_opts, &outidx);
   em_tensor **box = l_newbox(L);
   if (em_masked_select(t, m, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, "masked_select");
 }
 
 static int l_take(lua_State *L) {
@@ -190,9 +195,11 @@ static int l_gather(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "gather");
   int64_t dim = l_checkint(L, 2, "gather", "dim");
   em_tensor *idx = l_checktensor(L, 3, "gather");
+  int outidx;
+  em_tensor *out = l_opt_out(L, 4, "gather", l_out_opts, &outidx);
   em_tensor **box = l_newbox(L);
   if (em_gather(t, dim, idx, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, "gather");
 }
 
 static const char *const scatter_opts[] = {"reduce", NULL};
@@ -389,7 +396,9 @@ static int l_where(lua_State *L) {
   if (!b) sb = l_checkscalar(L, 3, op);
   em_dtype dt = where_result_type(a, sa, b, sb);
   em_device dev = em_tensor_device(cond);  /* scalars become 0-d tensors there */
-  lua_settop(L, 3);
+  lua_settop(L, 5);
+  int outidx;
+  em_tensor *out = l_opt_out(L, 4, op, l_out_opts, &outidx);
   if (!a) {
     em_tensor **ba = l_newbox(L);
     if (em_full(0, NULL, sa, dt, dev, ba) != EM_OK) l_error(L);
@@ -402,21 +411,42 @@ static int l_where(lua_State *L) {
   }
   em_tensor **box = l_newbox(L);
   if (em_where(cond, a, b, dt, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, op);
 }
 
 /* -- Assembling ------------------------------------------------------------------- */
 
 typedef em_status (*joiner)(int64_t, const em_tensor *const *, int64_t, em_tensor **);
 
+/* fn(list[, dim][, {out = t}]) */
 static int join(lua_State *L, const char *op, joiner fn) {
   int64_t n;
-  lua_settop(L, 2);
+  lua_settop(L, 4);
+  if (l_isopts(L, 2)) { /* fn(list, {out = t}) */
+    if (!lua_isnil(L, 3))
+      return l_errorf(L, "%s: unexpected argument #3 (%s)", op, luaL_typename(L, 3));
+    lua_pushvalue(L, 2);
+    lua_replace(L, 3);
+    lua_pushnil(L);
+    lua_replace(L, 2);
+  }
   const em_tensor **ts = tensor_list(L, 1, op, &n);
+  static const char *const join_opts[] = {"dim", "out", NULL};
+  int outidx;
+  em_tensor *out = l_opt_out(L, 3, op, join_opts, &outidx);
   int64_t dim = opt_dim(L, 2, op, 1);
+  if (lua_istable(L, 3)) {
+    lua_getfield(L, 3, "dim");
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isnil(L, 2))
+        return l_errorf(L, "%s: dim given twice (argument #2 and option 'dim')", op);
+      dim = l_checkint(L, lua_gettop(L), op, "dim");
+    }
+    lua_pop(L, 1);
+  }
   em_tensor **box = l_newbox(L);
   if (fn(n, ts, dim, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, op);
 }
 
 /* T.cat(list[, dim]), and Torch7's spelling T.cat(t1, t2, ...[, dim]). */
@@ -424,15 +454,29 @@ static int l_cat(lua_State *L) {
   if (l_totensor(L, 1)) {
     int top = lua_gettop(L), n = 0;
     while (n < top && l_totensor(L, n + 1)) n++;
+    if (n < 2) /* T.cat(t): a tensor where the list belongs */
+      return l_errorf(L, "cat: expected a list of tensors for argument #1, got a tensor "
+                         "(T.cat{t} joins one; Torch7's T.cat(t1, t2, ...) takes two or more)");
+    /* Torch7's spelling T.cat(t1, t2, ...[, dim][, opts]): rebuilt as
+    ** (list, dim, opts, extra) */
     lua_createtable(L, n, 0);
     for (int i = 1; i <= n; i++) {
       lua_pushvalue(L, i);
       lua_rawseti(L, -2, i);
     }
-    lua_replace(L, 1);           /* the list takes argument 1's place */
-    if (n + 1 <= top) lua_pushvalue(L, n + 1);
-    else lua_pushnil(L);
-    lua_replace(L, 2);           /* the dim (or nil) becomes argument 2 */
+    int rest = top - n; /* the arguments after the tensors, at most 3 kept */
+    if (rest > 3)
+      return l_errorf(L, "cat: unexpected argument #%d (%s)", n + 4, luaL_typename(L, n + 4));
+    for (int i = 0; i < 3; i++) {
+      if (i < rest) lua_pushvalue(L, n + 1 + i);
+      else lua_pushnil(L);
+    }
+    /* stack: args..., list, r1, r2, r3 -> move the last four to 1..4 */
+    for (int i = 1; i <= 4; i++) {
+      lua_pushvalue(L, top + i);
+      lua_replace(L, i);
+    }
+    lua_settop(L, 4);
   }
   return join(L, "cat", em_cat);
 }
@@ -442,11 +486,13 @@ typedef em_status (*stacker)(int64_t, const em_tensor *const *, em_tensor **);
 
 static int stack_like(lua_State *L, const char *op, stacker fn) {
   int64_t n;
-  lua_settop(L, 1);
+  lua_settop(L, 3);
   const em_tensor **ts = tensor_list(L, 1, op, &n);
+  int outidx;
+  em_tensor *out = l_opt_out(L, 2, op, l_out_opts, &outidx);
   em_tensor **box = l_newbox(L);
   if (fn(n, ts, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, op);
 }
 
 static int l_hstack(lua_State *L) { return stack_like(L, "hstack", em_hstack); }

@@ -229,6 +229,7 @@ typedef enum { FILL_NONE, FILL_ZERO, FILL_ONE, FILL_VALUE } fill_kind;
 static int make_filled(lua_State *L, const char *op, fill_kind fk) {
   int64_t sizes[EM_MAX_DIMS];
   int next = 1, ndim = 0;
+  if (lua_isnil(L, 1) && !lua_isnone(L, 1)) l_check_no_hole(L, 1, 0, op, "a size");
   if (!lua_isnoneornil(L, 1) && !l_isopts(L, 1))
     ndim = l_checksizes(L, 1, op, sizes, &next);
   em_scalar value = {EM_SCALAR_INT, 0, 0};
@@ -384,8 +385,34 @@ static int l_cuda(lua_State *L) {
   return move_to(L, d, "cuda");
 }
 
+static const char *const clone_opts[] = {"memory_format", NULL};
+
+/* clone(t[, {memory_format = "preserve" | "contiguous"}]): a copy with the
+** same strides where t is dense (em_clone), or row-major on request. */
 static int l_clone(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "clone");
+  if (lua_gettop(L) > 2 && !lua_isnoneornil(L, 3))
+    return l_errorf(L, "clone: unexpected argument #3 (%s)", luaL_typename(L, 3));
+  l_checkopts(L, 2, "clone", clone_opts);
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "memory_format");
+    const char *mf = lua_isnil(L, -1) ? "preserve" : lua_tostring(L, -1);
+    if (!mf || (strcmp(mf, "preserve") != 0 && strcmp(mf, "contiguous") != 0))
+      return l_errorf(L, "clone: memory_format must be 'preserve' or 'contiguous', got %s",
+                      mf ? mf : luaL_typename(L, -1));
+    int contig = strcmp(mf, "contiguous") == 0;
+    lua_pop(L, 1);
+    if (contig) {
+      em_tensor **box = l_newbox(L);
+      em_tensor *c = NULL;
+      if (em_clone(t, &c) != EM_OK) l_error(L);
+      if (em_tensor_is_contiguous(c)) { *box = c; return 1; }
+      em_status st = em_contiguous(c, box);
+      em_tensor_release(c);
+      if (st != EM_OK) l_error(L);
+      return 1;
+    }
+  }
   em_tensor **box = l_newbox(L);
   if (em_clone(t, box) != EM_OK) l_error(L);
   return 1;

@@ -44,6 +44,12 @@ static int checkints(lua_State *L, int idx, const char *op, const char *what,
     out[n] = l_checkint_at(L, idx + n, op, what, n + 1);
     n++;
   }
+  l_check_no_hole(L, idx, n, op, what);
+  /* no options follow these lists: a nil after them is a hole too
+  ** (x:permute(1, nil)) */
+  if (n > 0 && lua_gettop(L) >= idx + n && lua_isnil(L, idx + n) && !next)
+    l_errorf(L, "%s: argument #%d is nil: expected %s (a nil cannot stand for a size "
+               "or end a list early)", op, idx + n, what);
   if (next) *next = idx + n;
   return n;
 }

@@ -1,23 +1,26 @@
 -- Trains a small CNN and an MLP on the handwritten digits (1797 8x8 images
 -- from Debian's python3-sklearn; tools/fetch_digits.sh fetches them), with
 -- a progress bar, a CSV log and a PNG of the curves under runs/digits/,
--- then saves the CNN, reloads it and predicts.
+-- then saves the CNN (with the pixel normalisation: examples/digits_model.lua),
+-- reloads it and predicts. examples/serve/ serves the saved CNN from nginx.
 --
---   tools/fetch_digits.sh && bin/ember examples/train_digits.lua [cnn|mlp|both] [epochs]
+--   tools/fetch_digits.sh && bin/ember examples/train_digits.lua [cnn|mlp|both] [epochs] [out_dir]
 --
 -- Needs autograd (loss:backward(), p.grad, T.no_grad).
 local T = require "ember"
 local unpack = table.unpack or unpack  -- Lua 5.4 has only table.unpack
 local nn, F, optim, data = T.nn, T.nn.functional, T.optim, T.data
+-- the CNN, its input and its checkpoint, shared with examples/serve/
+local digits = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/digits_model.lua")
 
 local which = arg and arg[1] or "both"
 local epochs = tonumber(arg and arg[2]) or 10
-local out_dir = "runs/digits"
+local out_dir = arg and arg[3] or "runs/digits"
 -- Models this small train fastest on one thread: a batch of 32 8x8 images
 -- gives each kernel too little work to share, and on a busy machine waiting
 -- threads cost more than they bring.
 T.set_num_threads(1)
-os.execute("mkdir -p " .. out_dir)
+os.execute("mkdir -p '" .. out_dir .. "'")
 
 if not (T.no_grad and T.Tensor_methods.backward) then
   io.stderr:write("train_digits: this ember has no autograd (loss:backward); nothing to train with\n")
@@ -31,19 +34,15 @@ if not io.open(path) then
 end
 local raw = data.read_csv(path)                      -- [1797, 65]
 local pixels = raw:narrow(2, 1, 64)
-local images = ((pixels - pixels:mean()) / pixels:std()):reshape(-1, 1, 8, 8)
+local norm = { pixel_mean = pixels:mean():item(), pixel_std = pixels:std():item() }
+local images = digits.normalize(pixels, norm)          -- [1797, 1, 8, 8]
 local labels = raw:select(2, 65):long() + 1          -- class ids 1..10 for digits 0..9
 T.manual_seed(0)
-local train_set, test_set = unpack(data.random_split(data.TensorDataset(images, labels), { 0.8, 0.2 }))
+local train_set, test_set = (table.unpack or unpack)(data.random_split(data.TensorDataset(images, labels), { 0.8, 0.2 }))
 print(string.format("digits: %d training and %d test images", train_set:len(), test_set:len()))
 
 -- -- models ----------------------------------------------------------------------------
-local function cnn()
-  return nn.Sequential(
-    nn.Conv2d(1, 32, 3, { padding = 1 }), nn.BatchNorm2d(32), nn.ReLU(),   -- 32 x 8 x 8
-    nn.Conv2d(32, 64, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),    -- 64 x 4 x 4
-    nn.Flatten(), nn.Dropout(0.25), nn.Linear(64 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, 10))
-end
+local function cnn() return digits.cnn(T) end
 local function mlp()
   return nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.2),
     nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -110,10 +109,8 @@ for k, v in pairs(results) do print(string.format("%s test accuracy: %.1f%%", k,
 local final = results.cnn or results.mlp
 if model and T.save and T.load then
   local file = out_dir .. "/cnn.ember"
-  T.save(file, model:state_dict())
-  local again = cnn()
-  again:load_state_dict(T.load(file))
-  again:eval()
+  digits.save(T, file, model, norm.pixel_mean, norm.pixel_std)
+  local again = digits.load(T, file)                 -- a fresh CNN, in eval mode
   local x, y = test_set:get_batch(T.arange(1, 11))[1], test_set:get_batch(T.arange(1, 11))[2]
   local pred = T.no_grad(function() return again(x):argmax(2) end)
   print("saved to " .. file .. " and reloaded; first ten test digits:")

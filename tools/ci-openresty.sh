@@ -14,7 +14,7 @@ export DEBIAN_FRONTEND=noninteractive
 build=build-luajit2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-pkgs="luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-cjson wrk"
+pkgs="luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-cjson wrk curl"
 if [ "$(id -u)" != 0 ]; then
   echo "ci-openresty: needs root (apt-get install $pkgs)"
   echo "0 passed, 1 failed"

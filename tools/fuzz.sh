@@ -2,9 +2,9 @@
 # tools/fuzz.sh [seconds] | [TARGET|all] [seconds]: builds the libFuzzer
 # targets (clang, ASan + UBSan) and runs each for a bounded time (default
 # 60 s), starting from tests/fuzz/corpus/<target>. Targets: the file
-# loaders npy, npz, ember, torch (fuzz_loaders.c), the index-expression machinery
-# index (fuzz_index.c) and the view-op sequence interpreter viewops
-# (fuzz_viewops.c). New interesting inputs go to build-fuzz/corpus/<target>;
+# loaders npy, npz, ember, safetensors, torch (fuzz_loaders.c), the
+# index-expression machinery index (fuzz_index.c) and the view-op sequence
+# interpreter viewops (fuzz_viewops.c). New interesting inputs go to build-fuzz/corpus/<target>;
 # copy the ones that found a bug into tests/fuzz/corpus/<target> so ctest
 # replays them (fuzz_replay_<target>).
 set -e
@@ -14,7 +14,7 @@ case "$1" in
   ''|*[!0-9]*) targets=${1:-all}; secs=${2:-60} ;;
   *) targets=all; secs=$1 ;;   # tools/fuzz.sh SECONDS
 esac
-[ "$targets" = all ] && targets="npy npz ember torch index viewops"
+[ "$targets" = all ] && targets="npy npz ember safetensors torch index viewops"
 mkdir -p build-fuzz
 srcs=$(find engine/src -name "*.c" -not -path "*/cuda/*" | sort)
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
@@ -39,7 +39,7 @@ pass=0 fail=0
 for t in $targets; do
   T=$(echo "$t" | tr a-z A-Z)
   case $t in
-    npy|npz|ember|torch) src=tests/fuzz/fuzz_loaders.c ;;
+    npy|npz|ember|safetensors|torch) src=tests/fuzz/fuzz_loaders.c ;;
     *) src=tests/fuzz/fuzz_$t.c ;;
   esac
   bin=build-fuzz/fuzz_$t

@@ -778,7 +778,7 @@ em_status em_roll(const em_tensor *t, int nshifts, const int64_t *shifts,
 
 /* (end of The index family and assembling) */
 
-/* -- Interop: DLPack, .npy, serialization (dlpack.c, npy.c, serialize.c) --- */
+/* -- Interop: DLPack, .npy, safetensors, serialization (src/io/) ---------- */
 
 /* Frees memory the interop calls below hand out as plain bytes (npy
 ** encodings, the metadata blob of em_load). NULL is accepted. */
@@ -839,6 +839,32 @@ void em_npz_free(em_npz *z);
 em_status em_npz_save(const char *path, int64_t n, const char *const *names,
                       const em_tensor *const *tensors, int compress);
 
+/* Hugging Face's .safetensors (safetensors.c; docs/serialization.md):
+** BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64 (the format's other
+** dtypes are an error naming the tensor). Loading checks the header
+** strictly (size, UTF-8, JSON, duplicate names, offsets tiling the byte
+** buffer, sizes); mode is em_npy_load's: EM_NPY_READ copies each tensor,
+** EM_NPY_MMAP_COPY / EM_NPY_MMAP_SHARED make every tensor a view of one
+** storage over the file's mapping (copy-on-write / shared). Tensors come in
+** the order of their data; metadata ("__metadata__", strings to strings)
+** in key order. Saving writes the reference implementation's layout:
+** tensors sorted by descending dtype alignment then name, any strides
+** written as contiguous bytes, the header padded with spaces to a multiple
+** of 8. Names and metadata are NUL-terminated UTF-8. */
+typedef struct em_safetensors em_safetensors;
+em_status em_safetensors_load(const char *path, em_npy_mode mode, em_safetensors **out);
+em_status em_safetensors_decode(const void *buf, size_t len, em_safetensors **out);
+int64_t em_safetensors_count(const em_safetensors *f);
+const char *em_safetensors_name(const em_safetensors *f, int64_t i);    /* 0-based i */
+em_tensor *em_safetensors_tensor(const em_safetensors *f, int64_t i);   /* borrowed */
+int64_t em_safetensors_meta_count(const em_safetensors *f);
+const char *em_safetensors_meta_key(const em_safetensors *f, int64_t i);
+const char *em_safetensors_meta_value(const em_safetensors *f, int64_t i);
+void em_safetensors_free(em_safetensors *f);
+em_status em_safetensors_save(const char *path, int64_t n, const char *const *names,
+                              const em_tensor *const *tensors, int64_t nmeta,
+                              const char *const *keys, const char *const *values);
+
 /* ember's own format (serialize.c; docs/serialization.md). A file holds a
 ** metadata blob (opaque to the engine: the Lua binding keeps the shape of a
 ** nested table there) and a list of tensors. Storages are written once
@@ -897,7 +923,7 @@ em_status em_torch_load_buffer(const void *buf, size_t len, em_pytree **out);
 ** tensors; the archive's folder is the file's name without its extension. */
 em_status em_torch_save(const char *path, const em_pytree *t);
 
-/* (end of Interop: DLPack, .npy, serialization) */
+/* (end of Interop: DLPack, .npy, safetensors, serialization) */
 
 /* -- nn: convolution, pooling, normalisation, losses (ops/conv.c, ops/nn.c,
 ** ops/norm.c, ops/loss.c; the kernels: core/kern_nn.h) -------------------------

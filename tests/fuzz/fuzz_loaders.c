@@ -1,9 +1,10 @@
 /*
 ** fuzz_loaders.c -- libFuzzer targets for the file loaders: .npy
 ** (em_npy_decode), .npz (em_npz_load_buffer), ember's format
-** (em_load_buffer) and PyTorch checkpoints (em_torch_load_buffer, whose
-** value tree is then written back out by em_torch_save). Pick one with
-** -DFUZZ_NPY, -DFUZZ_NPZ, -DFUZZ_EMBER or -DFUZZ_TORCH.
+** (em_load_buffer), .safetensors (em_safetensors_decode) and PyTorch
+** checkpoints (em_torch_load_buffer, whose value tree is then written back
+** out by em_torch_save). Pick one with -DFUZZ_NPY, -DFUZZ_NPZ, -DFUZZ_EMBER,
+** -DFUZZ_SAFETENSORS or -DFUZZ_TORCH.
 ** Each input must load or fail with a message; under ASan/UBSan any
 ** out-of-bounds read, leak or undefined behaviour is a crash. A loaded
 ** tensor is read end to end, so a view that reaches outside its storage
@@ -46,6 +47,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int64_t i = 0; i < em_loaded_count(f); i++) touch(em_loaded_tensor(f, i));
     em_loaded_free(f);
   }
+#elif defined(FUZZ_SAFETENSORS)
+  em_safetensors *f;
+  if (em_safetensors_decode(data, size, &f) == EM_OK) {
+    for (int64_t i = 0; i < em_safetensors_count(f); i++) {
+      if (!em_safetensors_name(f, i)) __builtin_trap();
+      touch(em_safetensors_tensor(f, i));
+    }
+    for (int64_t i = 0; i < em_safetensors_meta_count(f); i++)
+      if (!em_safetensors_meta_key(f, i) || !em_safetensors_meta_value(f, i)) __builtin_trap();
+    em_safetensors_free(f);
+  }
 #elif defined(FUZZ_TORCH)
   em_pytree *t;
   if (em_torch_load_buffer(data, size, &t) == EM_OK) {
@@ -56,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     em_pytree_free(t);
   }
 #else
-#error "define FUZZ_NPY, FUZZ_NPZ, FUZZ_EMBER or FUZZ_TORCH"
+#error "define FUZZ_NPY, FUZZ_NPZ, FUZZ_EMBER, FUZZ_SAFETENSORS or FUZZ_TORCH"
 #endif
   return 0;
 }

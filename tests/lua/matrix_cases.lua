@@ -16,6 +16,7 @@ M.excluded = {
   save = "writes files: a bad-path matrix would litter the working directory",
   save_npy = "writes files",
   save_npz = "writes files",
+  save_safetensors = "writes files (safetensors_spec drives its bad inputs)",
   save_torch = "writes files",
   from_ffi = "takes a raw pointer: any number is trusted as an address by design (docs/interop.md)",
   from_dlpack = "takes a producer's pointer/capsule: a number is trusted as an address by design",

@@ -19,6 +19,7 @@
 */
 #include "core/core.h"
 #include "core/errmsg.h"
+#include "io/mapping.h"
 #include "io/zip.h"
 
 #include <errno.h>
@@ -116,8 +117,8 @@ static em_status parse_descr(const char *op, const char *d, npy_header *h) {
     if (npy_types[i].kind == kind && npy_types[i].size == size) {
       h->dt = npy_types[i].dt;
       h->itemsize = (int)size;
-      int little = order == '<' || (order == '=' && em_host_is_little());
-      h->swap = size > 1 && order != '|' && little != em_host_is_little();
+      int little = order == '<' || (order == '=' && em_io_host_is_little());
+      h->swap = size > 1 && order != '|' && little != em_io_host_is_little();
       return EM_OK;
     }
   return em_fail(EM_E_TYPE,
@@ -249,8 +250,8 @@ static em_status make_copy(const npy_header *h, const void *src, em_tensor **out
   em_status st = em_storage_new(h->data_len, em_cpu(), &s);
   if (st != EM_OK) return st;
   if (h->data_len) memcpy(em_storage_data(s), src, h->data_len);
-  if (h->swap) em_byteswap(em_storage_data(s), h->numel, h->itemsize);
-  if (h->dt == EM_BOOL) em_bool_normalise(em_storage_data(s), h->numel, 1);
+  if (h->swap) em_io_byteswap(em_storage_data(s), h->numel, h->itemsize);
+  if (h->dt == EM_BOOL) em_io_bool_normalise(em_storage_data(s), h->numel, 1);
   int64_t strides[EM_MAX_DIMS];
   npy_strides(h, strides);
   st = em_tensor_new(s, 0, h->ndim, h->sizes, strides, h->dt, out);
@@ -268,17 +269,10 @@ em_status em_npy_decode(const void *buf, size_t len, em_tensor **out) {
 
 /* -- Loading files ------------------------------------------------------- */
 
-static void unmap_deleter(void *ctx, void *data, size_t nbytes) {
-  em_mapping *m = ctx;
-  em_unmap_file(m);
-  free(m);
-  (void)data; (void)nbytes;
-}
-
 static em_status load_mapped(const char *path, int shared, em_tensor **out) {
   const char *op = "load_npy";
-  em_mapping m;
-  em_status st = em_map_file(op, path, shared, &m);
+  em_io_mapping m;
+  em_status st = em_io_map_file(op, path, shared, &m);
   if (st != EM_OK) return st;
   npy_header h = {0};
   st = parse_header(op, m.base, m.len, &h);
@@ -294,23 +288,17 @@ static em_status load_mapped(const char *path, int shared, em_tensor **out) {
                  "%s: cannot map '%s': its data is not aligned for %s; load it "
                  "without mmap",
                  op, path, em_dtype_name(h.dt));
-  if (st == EM_OK && h.dt == EM_BOOL && em_bool_normalise(data, h.numel, 0))
+  if (st == EM_OK && h.dt == EM_BOOL && em_io_bool_normalise(data, h.numel, 0))
     st = em_fail(EM_E_VALUE,
                  "%s: cannot map '%s': its bool data holds bytes other than 0 and 1",
                  op, path);
-  em_mapping *ctx = NULL;
-  em_storage *s = NULL;
-  if (st == EM_OK && !(ctx = malloc(sizeof *ctx)))
-    st = em_fail(EM_E_NOMEM, "%s: out of memory", op);
-  if (st == EM_OK) {
-    *ctx = m;
-    st = em_storage_wrap(data, h.data_len, em_cpu(), unmap_deleter, ctx, &s);
-  }
   if (st != EM_OK) {
-    free(ctx);
-    em_unmap_file(&m);
+    em_io_unmap(&m);
     return st;
   }
+  em_storage *s;
+  st = em_io_wrap_mapping(op, m, data, h.data_len, &s);
+  if (st != EM_OK) return st;
   /* from here the storage owns the mapping */
   int64_t strides[EM_MAX_DIMS];
   npy_strides(&h, strides);
@@ -364,8 +352,8 @@ static em_status load_read(const char *path, em_tensor **out) {
     st = em_fail(EM_E_RUNTIME, "%s: read error on '%s'", op, path);
   fclose(f);
   if (st == EM_OK) {
-    if (h.swap) em_byteswap(em_storage_data(s), h.numel, h.itemsize);
-    if (h.dt == EM_BOOL) em_bool_normalise(em_storage_data(s), h.numel, 1);
+    if (h.swap) em_io_byteswap(em_storage_data(s), h.numel, h.itemsize);
+    if (h.dt == EM_BOOL) em_io_bool_normalise(em_storage_data(s), h.numel, 1);
     int64_t strides[EM_MAX_DIMS];
     npy_strides(&h, strides);
     st = em_tensor_new(s, 0, h.ndim, h.sizes, strides, h.dt, out);
@@ -447,7 +435,7 @@ static em_status prepare_write(const char *op, const em_tensor *t, char *hdr,
     return em_fail(EM_E_TYPE,
                    "%s: NumPy has no %s dtype; convert first (e.g. t:float())", op,
                    em_dtype_name(t->dtype));
-  if (!em_host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "%s: big-endian hosts are not supported", op);
   int fortran = 0;
   const em_tensor *src = t;
@@ -589,11 +577,11 @@ em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out) {
 }
 
 em_status em_npz_load(const char *path, em_npz **out) {
-  em_mapping m = {0};
-  em_status st = em_map_file("load_npz", path, 0, &m);
+  em_io_mapping m = {0};
+  em_status st = em_io_map_file("load_npz", path, 0, &m);
   if (st != EM_OK) return st;
   st = em_npz_load_buffer(m.base ? m.base : "", m.len, out);
-  em_unmap_file(&m);
+  em_io_unmap(&m);
   return st;
 }
 

@@ -14,7 +14,7 @@
 **   0/1; a truncated or corrupted file is an error naming what is wrong.
 */
 #include "core/core.h"
-#include "io/zip.h"
+#include "io/mapping.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +90,7 @@ em_status em_load_buffer(const void *buf, size_t len, em_loaded **out) {
   if (version != VERSION)
     return em_fail(EM_E_VALUE, "load: file format version %u is not supported (this ember reads version %d)",
                    version, VERSION);
-  if (!em_host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "load: big-endian hosts are not supported");
   uint64_t metalen = rd64(b + 16), nst = rd64(b + 24), nt = rd64(b + 32);
   uint64_t pos = HEADER;
@@ -189,7 +189,9 @@ em_status em_load_buffer(const void *buf, size_t len, em_loaded **out) {
       /* the bytes the view can reach: [offset, last] */
       int64_t last = offset;
       for (uint32_t d = 0; d < ndim; d++) last += (sizes[d] - 1) * strides[d];
-      em_bool_normalise((uint8_t *)em_storage_data(storages[si]) + offset, last - offset + 1, 1);
+      uint8_t *p = em_storage_data(storages[si]);
+      for (int64_t k = offset; k <= last; k++)
+        if (p[k] > 1) p[k] = 1;
     }
   }
   for (uint64_t i = 0; i < nst; i++) em_storage_release(storages[i]);
@@ -238,7 +240,7 @@ em_status em_save(const char *path, int64_t ntensors,
                   const em_tensor *const *tensors, const void *meta,
                   size_t metalen) {
   if (ntensors < 0) return em_fail(EM_E_VALUE, "save: %lld tensors", (long long)ntensors);
-  if (!em_host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "save: big-endian hosts are not supported");
   for (int64_t i = 0; i < ntensors; i++) {
     char d[32];

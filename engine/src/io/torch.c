@@ -27,6 +27,7 @@
 **   sharing.
 */
 #include "core/core.h"
+#include "io/mapping.h"
 #include "io/zip.h"
 
 #include <stdio.h>
@@ -817,14 +818,14 @@ static em_status persistent_load(loader *L, int64_t pid) {
     free(owned);
     if (st != EM_OK) return st;
     r->itemsize = itemsize;
-    if (L->swap && itemsize > 1) em_byteswap(r->s->data, num->i, itemsize);
+    if (L->swap && itemsize > 1) em_io_byteswap(r->s->data, num->i, itemsize);
   } else if (L->swap && r->itemsize != itemsize && (itemsize > 1 || r->itemsize > 1)) {
     return em_fail(EM_E_VALUE,
                    "%s: storage '%s' is viewed with two element sizes in a file of the other "
                    "byte order",
                    OP, name + 5);
   }
-  if (dt == EM_BOOL) em_bool_normalise(r->s->data, (int64_t)r->e.ulen, 1);
+  if (dt == EM_BOOL) em_io_bool_normalise(r->s->data, (int64_t)r->e.ulen, 1);
   em_tensor *x;
   int64_t size = num->i, stride = 1;
   if ((st = em_tensor_new(r->s, 0, 1, &size, &stride, dt, &x)) != EM_OK) return st;
@@ -1155,7 +1156,7 @@ em_status em_torch_load_buffer(const void *buf, size_t len, em_pytree **out) {
     }
     free(owned);
   }
-  L.swap = little != em_host_is_little();
+  L.swap = little != em_io_host_is_little();
   /* the constants every pickle shares */
   if (st == EM_OK) st = new_node(t, EM_PY_NONE, &L.none_id);
   if (st == EM_OK) st = new_node(t, EM_PY_BOOL, &L.false_id);
@@ -1179,13 +1180,13 @@ em_status em_torch_load_buffer(const void *buf, size_t len, em_pytree **out) {
 }
 
 em_status em_torch_load(const char *path, em_pytree **out) {
-  em_mapping m = {0};
+  em_io_mapping m = {0};
   *out = NULL;
-  em_status st = em_map_file(OP, path, 0, &m);
+  em_status st = em_io_map_file(OP, path, 0, &m);
   if (st != EM_OK) return st;
   if (m.len == 0) st = em_fail(EM_E_VALUE, "%s: empty file", OP);
   else st = em_torch_load_buffer(m.base, m.len, out);
-  em_unmap_file(&m);
+  em_io_unmap(&m);
   if (st != EM_OK) {
     char msg[768];
     snprintf(msg, sizeof msg, "%s", em_last_error());
@@ -1517,7 +1518,7 @@ static void archive_name(const char *path, char *out, size_t n) {
 }
 
 em_status em_torch_save(const char *path, const em_pytree *tree) {
-  if (!em_host_is_little())
+  if (!em_io_host_is_little())
     return em_fail(EM_E_RUNTIME, "%s: big-endian hosts are not supported", OP);
   if (tree->root < 0 || tree->root >= tree->n)
     return em_fail(EM_E_VALUE, "%s: the value tree has no root", OP);

@@ -1,6 +1,6 @@
 /*
-** zip.c -- zip archives for .npz (npy.c) and PyTorch checkpoints (torch.c),
-** and the file mapping their loaders share (io/zip.h).
+** zip.c -- zip archives for .npz (npy.c) and PyTorch checkpoints (torch.c)
+** (io/zip.h).
 **
 ** What holds:
 ** - Reading: the end records, every directory entry, each local header and
@@ -9,80 +9,15 @@
 **   expansion of its compressed size (so a lying header cannot ask for a
 **   huge allocation), and every member is checked against its CRC.
 ** - Writing: members are stored or deflated, never over 4 GiB in all
-**   (refused, not written wrong). The NUMPY style is byte-identical to what
-**   this file wrote for .npz before PyTorch's style joined it; the TORCH
-**   style is PyTorch 1.13's layout (io/zip.h).
+**   (refused, not written wrong). The NUMPY style writes the .npz bytes
+**   npy.c wrote before it moved here; the TORCH style is PyTorch 1.13's
+**   layout (io/zip.h).
 */
 #include "io/zip.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
-
-/* -- Mapping ---------------------------------------------------------------- */
-
-em_status em_map_file(const char *op, const char *path, int shared, em_mapping *m) {
-  int fd = open(path, shared ? O_RDWR : O_RDONLY);
-  if (fd < 0)
-    return em_fail(EM_E_RUNTIME, "%s: cannot open '%s': %s", op, path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return em_fail(EM_E_RUNTIME, "%s: '%s' is not a regular file", op, path);
-  }
-  m->len = (size_t)sb.st_size;
-  m->base = NULL;
-  if (m->len == 0) {
-    close(fd);
-    return EM_OK;
-  }
-  m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE,
-                 shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
-  int err = errno;
-  close(fd);
-  if (m->base == MAP_FAILED) {
-    m->base = NULL;
-    return em_fail(EM_E_RUNTIME, "%s: cannot map '%s': %s", op, path, strerror(err));
-  }
-  return EM_OK;
-}
-
-void em_unmap_file(em_mapping *m) {
-  if (m->base) munmap(m->base, m->len);
-  m->base = NULL;
-  m->len = 0;
-}
-
-/* -- Loaded bytes ------------------------------------------------------------- */
-
-int em_host_is_little(void) {
-  const uint16_t one = 1;
-  return *(const uint8_t *)&one == 1;
-}
-
-void em_byteswap(void *data, int64_t n, int size) {
-  uint8_t *p = data;
-  for (int64_t i = 0; i < n; i++, p += size)
-    for (int a = 0, b = size - 1; a < b; a++, b--) {
-      uint8_t t = p[a];
-      p[a] = p[b];
-      p[b] = t;
-    }
-}
-
-int64_t em_bool_normalise(uint8_t *p, int64_t n, int fix) {
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (p[i] > 1) {
-      bad++;
-      if (fix) p[i] = 1;
-    }
-  return bad;
-}
 
 /* -- Little-endian fields ----------------------------------------------------- */
 

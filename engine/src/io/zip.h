@@ -1,8 +1,7 @@
 /*
 ** io/zip.h -- the zip archives of NumPy's .npz (npy.c) and PyTorch's
-** checkpoints (torch.c), and what the file formats of io/ share: the file
-** mapping the loaders read through and the byte-level fixes of loaded data
-** (zip.c). Internal to engine/src/io.
+** checkpoints (torch.c), read from memory (a file mapped with
+** io/mapping.h) and written to a file (zip.c). Internal to engine/src/io.
 **
 ** Reading works on an archive held in memory (a mapped file): every offset
 ** and size in the central directory and the local headers is checked
@@ -16,26 +15,6 @@
 #include "core/core.h"
 
 #include <stdio.h>
-
-/* -- Mapping whole files ---------------------------------------------------- */
-
-typedef struct {
-  void *base;  /* NULL for an empty file */
-  size_t len;
-} em_mapping;
-
-/* Maps a whole regular file, writable: copy-on-write (shared = 0) or
-** shared with the file (shared = 1). Errors name op and path. */
-em_status em_map_file(const char *op, const char *path, int shared, em_mapping *m);
-void em_unmap_file(em_mapping *m);
-
-/* -- Loaded bytes ------------------------------------------------------------- */
-
-int em_host_is_little(void);
-/* Reverses the bytes of each of n elements of size bytes. */
-void em_byteswap(void *data, int64_t n, int size);
-/* Bool bytes other than 0 and 1: set to 1 when fix, counted either way. */
-int64_t em_bool_normalise(uint8_t *p, int64_t n, int fix);
 
 /* -- Reading ---------------------------------------------------------------- */
 

@@ -1,0 +1,130 @@
+-- Options are honoured or refused (issue 21, item 5, first layer): the
+-- selecting, assembling and matrix-product ops write `out` (resized from
+-- empty, returned as the same object) and refuse unknown keys; size and
+-- position arguments refuse nil holes; a tensor where a list of tensors
+-- belongs is an error.
+local T = require "ember"
+
+local function fails_with(fn, expected)
+  local ok, err = pcall(fn)
+  assert.is_false(ok, "expected an error matching: " .. expected)
+  assert.matches(expected, tostring(err), 1, true)
+end
+
+local G = T.arange(12):view(4, 3):float()
+local a, b = T.ones(2, 3), T.zeros(2, 3)
+
+-- each entry: name, a call taking an options table, the result without out
+local calls = {
+  { "cat", function(o) return T.cat({ a, b }, 1, o) end },
+  { "cat (options only)", function(o) return T.cat({ a, b }, o) end },
+  { "cat (Torch7 spelling)", function(o) return T.cat(a, b, 2, o) end },
+  { "stack", function(o) return T.stack({ a, b }, 2, o) end },
+  { "hstack", function(o) return T.hstack({ a, b }, o) end },
+  { "vstack", function(o) return T.vstack({ a, b }, o) end },
+  { "dstack", function(o) return T.dstack({ a, b }, o) end },
+  { "index_select", function(o) return T.index_select(G, 1, T.tensor { 3, 1, 3 }, o) end },
+  { "index_select (method)", function(o) return G:index_select(2, T.tensor { 2 }, o) end },
+  { "gather", function(o) return T.gather(G, 2, T.tensor { { 1 }, { 3 }, { 2 }, { 1 } }, o) end },
+  { "masked_select", function(o) return T.masked_select(G, G:gt(6), o) end },
+  { "where", function(o) return T.where(G:gt(5), G, 0, o) end },
+  { "matmul", function(o) return T.matmul(G, G:t(), o) end },
+  { "mm", function(o) return T.mm(G, G:t(), o) end },
+  { "bmm", function(o) return T.bmm(G:view(1, 4, 3), G:t():reshape(1, 3, 4), o) end },
+  { "mv", function(o) return T.mv(G, T.ones(3), o) end },
+  { "outer", function(o) return T.outer(T.ones(2), T.ones(3), o) end },
+}
+
+describe("out=", function()
+  for _, c in ipairs(calls) do
+    it(c[1] .. " writes into an empty out, resizes it and returns it", function()
+      local want = c[2](nil)
+      local out = T.empty(0, { dtype = want.dtype })
+      local got = c[2]({ out = out })
+      assert.is_true(rawequal(out, got))
+      assert.same(want.shape:totable(), out.shape:totable())
+      assert.is_true(T.equal(want, out))
+      -- an out of the right shape is written in place (same storage)
+      local same = T.empty(want.shape, { dtype = want.dtype })
+      local ptr = same:data_ptr()
+      assert.is_true(rawequal(same, c[2]({ out = same })))
+      assert.equal(ptr, same:data_ptr())
+      assert.is_true(T.equal(want, same))
+    end)
+
+    it(c[1] .. " refuses an unknown option, a wrong out and a wrong dtype", function()
+      local ok, err = pcall(c[2], { outt = T.empty(0) })
+      assert.is_false(ok)
+      assert.matches("unknown option 'outt'", tostring(err), 1, true)
+      ok, err = pcall(c[2], { out = 5 })
+      assert.is_false(ok)
+      assert.matches("expected a tensor for option 'out', got number", tostring(err), 1, true)
+      local want = c[2](nil)
+      local other = want.dtype == T.int64 and T.float32 or T.int64
+      ok, err = pcall(c[2], { out = T.empty(0, { dtype = other }) })
+      assert.is_false(ok)
+      assert.matches("expected out to have dtype", tostring(err), 1, true)
+      if want:numel() > 1 then
+        ok, err = pcall(c[2], { out = T.empty(1, { dtype = want.dtype }) })
+        assert.is_false(ok)
+        assert.matches("doesn't match the result shape", tostring(err), 1, true)
+      end
+    end)
+  end
+
+  it("is not differentiable, as in PyTorch", function()
+    local w = T.ones(2, 2, { requires_grad = true })
+    fails_with(function() return T.mm(w, w, { out = T.empty(0) }) end,
+      "mm: functions with out= arguments don't support automatic differentiation")
+    fails_with(function() return T.cat({ w, w }, 1, { out = T.empty(0) }) end,
+      "cat: functions with out= arguments don't support automatic differentiation")
+  end)
+
+  it("cat takes the dim as an argument or an option, not both", function()
+    assert.same({ 2, 6 }, T.cat({ a, b }, { dim = 2 }).shape:totable())
+    fails_with(function() return T.cat({ a, b }, 1, { dim = 2 }) end,
+      "cat: dim given twice (argument #2 and option 'dim')")
+  end)
+end)
+
+describe("clone", function()
+  it("honours memory_format and refuses other options", function()
+    local t = G:t()
+    assert.is_false(t:clone():is_contiguous()) -- preserve: the same strides
+    assert.same(t:stride(), t:clone():stride())
+    local c = t:clone { memory_format = "contiguous" }
+    assert.is_true(c:is_contiguous())
+    assert.is_true(T.equal(c, t))
+    fails_with(function() return t:clone { memory_format = "channels_last" } end,
+      "clone: memory_format must be 'preserve' or 'contiguous', got channels_last")
+    fails_with(function() return T.clone(t, { bogus = 1 }) end,
+      "clone: unknown option 'bogus' (expected one of: memory_format)")
+  end)
+end)
+
+describe("lists and sizes", function()
+  it("a tensor where a list of tensors belongs is an error naming the op", function()
+    fails_with(function() return T.cat(a) end, "cat: expected a list of tensors for argument #1, got a tensor")
+    fails_with(function() return T.stack(a) end, "stack: expected a table of tensors for argument #1, got a tensor")
+    fails_with(function() return T.hstack(a) end, "hstack: expected a table of tensors for argument #1, got a tensor")
+    -- Torch7's spelling with two or more tensors still joins
+    assert.same({ 4, 3 }, T.cat(a, b).shape:totable())
+  end)
+
+  it("nil holes in sizes and positions are refused, naming the op and the argument", function()
+    local x = T.ones(2, 3)
+    fails_with(function() return T.zeros(2, nil, 3) end, "zeros: argument #2 is nil")
+    fails_with(function() return T.zeros(nil) end, "zeros: argument #1 is nil")
+    fails_with(function() return T.ones(nil, 2) end, "ones: argument #1 is nil")
+    fails_with(function() return T.rand(2, nil, 3) end, "rand: argument #2 is nil")
+    fails_with(function() return T.empty(nil) end, "empty: argument #1 is nil")
+    fails_with(function() return x:view(nil) end, "view: argument #2 is nil")
+    fails_with(function() return x:reshape(nil, 6) end, "reshape: argument #2 is nil")
+    fails_with(function() return x:permute(1, nil) end, "permute: argument #3 is nil")
+    fails_with(function() return x:expand(2, nil, 3) end, "expand: argument #3 is nil")
+    -- no arguments, and a trailing absent options table, are fine
+    assert.equal(0, T.zeros():dim())
+    assert.same({ 2 }, T.zeros(2, nil).shape:totable())
+    assert.same({ 3, 2 }, x:permute(2, 1).shape:totable())
+  end)
+end)
