@@ -1,40 +1,11 @@
 -- NumPy's files: .npy/.npz load and save against fixtures written by NumPy
 -- (tests/fixtures/gen_npy.py), mapped loads, and malformed files.
 local T = require "ember"
+local files = require "filecheck"
+local flat, values, readall, writeall, tmp = files.flat, files.values, files.readall, files.writeall, files.tmp
 
 local FIX = "tests/fixtures/npy/"
 local cases = dofile(FIX .. "cases.lua")
-
-local function flat(x, out)
-  out = out or {}
-  if type(x) ~= "table" then out[#out + 1] = x; return out end
-  for _, v in ipairs(x) do flat(v, out) end
-  return out
-end
-
-local function values(t)
-  if t.dtype == T.float16 or t.dtype == T.bfloat16 then t = t:double() end
-  return flat(t:tolist())
-end
-
-local function readall(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function writeall(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function tmp(suffix)
-  local p = os.tmpname()
-  os.remove(p)
-  return p .. (suffix or "")
-end
 
 local function same_values(expected, got)
   assert.equal(#expected, #got)

@@ -3,40 +3,12 @@
 -- gen_safetensors.py), mapped loads, round trips, and every header check
 -- on files crafted here.
 local T = require "ember"
+local files = require "filecheck"
+local flat, values, readall, writeall = files.flat, files.values, files.readall, files.writeall
+local function tmp() return files.tmp(".safetensors") end
 
 local FIX = "tests/fixtures/safetensors/"
 local cases = dofile(FIX .. "cases.lua")
-
-local function flat(x, out)
-  out = out or {}
-  if type(x) ~= "table" then out[#out + 1] = x; return out end
-  for _, v in ipairs(x) do flat(v, out) end
-  return out
-end
-
-local function values(t)
-  if t.dtype == T.float16 or t.dtype == T.bfloat16 then t = t:double() end
-  return flat(t:tolist())
-end
-
-local function readall(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function writeall(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function tmp()
-  local p = os.tmpname()
-  os.remove(p)
-  return p .. ".safetensors"
-end
 
 local function count(t)
   local n = 0

@@ -1,25 +1,9 @@
 -- ember's own format: T.save / T.load of tensors and nested tables,
 -- storage sharing kept, and every kind of damaged file refused cleanly.
 local T = require "ember"
-
-local function tmp()
-  local p = os.tmpname()
-  os.remove(p)
-  return p .. ".ember"
-end
-
-local function readall(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function writeall(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local files = require "filecheck"
+local readall, writeall = files.readall, files.writeall
+local function tmp() return files.tmp(".ember") end
 
 local function u64le(n)
   local b = {}

@@ -3,42 +3,13 @@
 -- ember and, when /usr/bin/python3 has torch, by torch.load (gen_torch.py
 -- --check), refused files, and damaged ones.
 local T = require "ember"
+local files = require "filecheck"
+local flat, values, readall, writeall, tmp = files.flat, files.values, files.readall, files.writeall, files.tmp
 local nn, F = T.nn, T.nn.functional
 
 local FIX = "tests/fixtures/torch/"
 local cases = dofile(FIX .. "cases.lua")
 local PWNED = "/tmp/ember-torch-fixture-pwned"
-
-local function readall(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function writeall(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function tmp(suffix)
-  local p = os.tmpname()
-  os.remove(p)
-  return p .. (suffix or "")
-end
-
-local function flat(x, out)
-  out = out or {}
-  if type(x) ~= "table" then out[#out + 1] = x; return out end
-  for _, v in ipairs(x) do flat(v, out) end
-  return out
-end
-
-local function values(t)
-  if t.dtype == T.float16 or t.dtype == T.bfloat16 then t = t:double() end
-  return flat(t:tolist())
-end
 
 local function exists(path)
   local f = io.open(path, "rb")
