@@ -392,8 +392,11 @@ em_tensor *l_opt_out(lua_State *L, int idx, const char *op, const char *const *a
   if (lua_gettop(L) > idx && !lua_isnoneornil(L, idx + 1))
     l_errorf(L, "%s: unexpected argument #%d (%s)", op, idx + 1, luaL_typename(L, idx + 1));
   l_checkopts(L, idx, op, allowed);
-  if (!lua_istable(L, idx)) return NULL;
-  lua_getfield(L, idx, "out");
+  return lua_istable(L, idx) ? l_out_field(L, idx, op, outidx) : NULL;
+}
+
+em_tensor *l_out_field(lua_State *L, int opts, const char *op, int *outidx) {
+  lua_getfield(L, opts, "out");
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     return NULL;

@@ -60,6 +60,9 @@ extern const char *const l_out_opts[]; /* {"out", NULL} */
 em_tensor *l_opt_out(lua_State *L, int idx, const char *op, const char *const *allowed,
                      int *outidx);
 int l_out_result(lua_State *L, em_tensor **box, em_tensor *out, int outidx, const char *op);
+/* The `out` field of the options table at opts (already checked): out with
+** its value pushed at *outidx, or NULL with nothing pushed. */
+em_tensor *l_out_field(lua_State *L, int opts, const char *op, int *outidx);
 /* Reads opts[key] as a dtype (a dtype value or name); def when absent. */
 int l_optdtype(lua_State *L, int idx, const char *op, int def);
 em_device l_optdevice(lua_State *L, int idx, const char *op, em_device def);

@@ -90,16 +90,8 @@ static const char *const RED_OPTS_NODT_OUT[] = {"dim", "keepdim", "out", NULL};
 /* The out= option of a reduction: pushes it and returns it, or returns NULL
 ** (nothing pushed) when absent. */
 static em_tensor *opt_out(lua_State *L, int opts, const char *op) {
-  if (!opts) return NULL;
-  lua_getfield(L, opts, "out");
-  if (lua_isnil(L, -1)) {
-    lua_pop(L, 1);
-    return NULL;
-  }
-  em_tensor *out = l_totensor(L, -1);
-  if (!out)
-    l_errorf(L, "%s: expected a tensor for option 'out', got %s", op, luaL_typename(L, -1));
-  return out;
+  int outidx;
+  return opts ? l_out_field(L, opts, op, &outidx) : NULL;
 }
 
 /* With out= the reduction computes in out's dtype (when the op takes a
