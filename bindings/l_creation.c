@@ -127,8 +127,8 @@ static uint64_t checkseed(lua_State *L, int idx, const char *op) {
   return v >= 9223372036854775808.0 ? (uint64_t)v : (uint64_t)(int64_t)v;
 }
 
-/* A seed or offset back to Lua, exactly (l_pushint64) below 2^63 -- T.seed()
-** draws seeds below 2^63 -- and as the nearest double above. */
+/* A seed or offset back to Lua, exactly (l_pushint64) below 2^63 (T.seed()
+** draws below 2^53; manual_seed takes any), as the nearest double above. */
 static void pushseed(lua_State *L, uint64_t v) {
   if (v <= (uint64_t)INT64_MAX) l_pushint64(L, (int64_t)v);
   else lua_pushnumber(L, (lua_Number)v);

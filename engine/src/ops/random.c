@@ -67,8 +67,7 @@ uint64_t em_initial_seed(void) {
 }
 
 uint64_t em_seed(void) {
-  /* below 2^63, so the seed is an exact Lua 5.4 integer (docs/random.md) */
-  uint64_t s = entropy_seed() & (uint64_t)INT64_MAX;
+  uint64_t s = entropy_seed();
   em_manual_seed(s);
   return s;
 }
