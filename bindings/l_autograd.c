@@ -9,6 +9,7 @@
 #include "l_ember.h"
 
 static int l_requires_grad_(lua_State *L) {
+  l_nooptions(L, 2, 2, "requires_grad_");
   em_tensor *t = l_checktensor(L, 1, "requires_grad_");
   if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TBOOLEAN)
     return l_errorf(L, "requires_grad_: expected a boolean, got %s", luaL_typename(L, 2));
@@ -108,16 +109,19 @@ static int p_grad_fn(lua_State *L) {
 }
 
 static int l_retain_grad(lua_State *L) {
+  l_checknomore(L, 1, "retain_grad");
   if (em_tensor_retain_grad(l_checktensor(L, 1, "retain_grad")) != EM_OK) l_error(L);
   return 0;
 }
 static int l_detach(lua_State *L) {
+  l_checknomore(L, 1, "detach");
   em_tensor *t = l_checktensor(L, 1, "detach");
   em_tensor **box = l_newbox(L);
   if (em_detach(t, box) != EM_OK) l_error(L);
   return 1;
 }
 static int l_detach_(lua_State *L) {
+  l_checknomore(L, 1, "detach_");
   if (em_detach_(l_checktensor(L, 1, "detach_")) != EM_OK) l_error(L);
   lua_settop(L, 1);
   return 1;
@@ -333,6 +337,7 @@ static int l_autograd_grad(lua_State *L) {
 
 
 static int l_is_grad_enabled(lua_State *L) {
+  l_checknomore(L, 0, "is_grad_enabled");
   lua_pushboolean(L, em_grad_enabled());
   return 1;
 }

@@ -380,6 +380,48 @@ void l_checkopts(lua_State *L, int idx, const char *op, const char *const *allow
   }
 }
 
+/* A table in an argument slot that holds a list: an options table when it has
+** no [1] and some string key. */
+int l_isoptions(lua_State *L, int idx) {
+  if (!lua_istable(L, idx) || l_isdtype(L, idx)) return 0;
+  lua_rawgeti(L, idx, 1);
+  int has1 = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (has1) return 0;
+  idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+void l_nooptions(lua_State *L, int from, int n, const char *op) {
+  int top = lua_gettop(L);
+  for (int i = from; i <= top; i++) {
+    if (lua_isnil(L, i) || (i <= n && !lua_istable(L, i)) || (i <= n && l_isdtype(L, i)))
+      continue;
+    if (lua_istable(L, i)) {
+      lua_pushnil(L);
+      while (lua_next(L, i)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING)
+          l_errorf(L, "%s: unknown option '%s' (%s takes no options)", op,
+                   lua_tostring(L, -1), op);
+      }
+      l_errorf(L, "%s: takes no options (got a table for argument #%d)", op, i);
+    }
+    l_errorf(L, "%s: unexpected argument #%d (%s): %s takes at most %d arguments", op, i,
+             luaL_typename(L, i), op, n);
+  }
+}
+
+void l_checknomore(lua_State *L, int n, const char *op) { l_nooptions(L, n + 1, n, op); }
+
 const char *const l_out_opts[] = {"out", NULL};
 
 /* The options table of an op whose result can go to `out` (docs/math.md,
@@ -618,6 +660,7 @@ em_device l_optdevice(lua_State *L, int idx, const char *op, em_device def) {
 }
 
 static int l_device_new(lua_State *L) {
+  l_checknomore(L, 1, "device");
   l_pushdevice(L, l_checkdevice(L, 1, "device"));
   return 1;
 }
@@ -910,6 +953,7 @@ static int l_unhook(lua_State *L) {
 }
 
 static int l_memory_stats(lua_State *L) {
+  l_checknomore(L, 0, "memory_stats");
   lua_createtable(L, 0, 4);
   lua_pushinteger(L, (lua_Integer)em_memory_live_bytes());
   lua_setfield(L, -2, "live_bytes");
@@ -934,6 +978,7 @@ static int l_memory_stats(lua_State *L) {
 
 /* T.empty_cache(): hands the cached freed blocks back to the OS. */
 static int l_empty_cache(lua_State *L) {
+  l_checknomore(L, 0, "empty_cache");
   (void)L;
   em_memory_empty_cache();
   return 0;
@@ -942,11 +987,13 @@ static int l_empty_cache(lua_State *L) {
 /* -- Module functions ----------------------------------------------------- */
 
 static int l_is_tensor(lua_State *L) {
+  l_checknomore(L, 1, "is_tensor");
   lua_pushboolean(L, l_totensor(L, 1) != NULL);
   return 1;
 }
 
 static int l_set_default_dtype(lua_State *L) {
+  l_checknomore(L, 1, "set_default_dtype");
   em_dtype dt = l_checkdtype(L, 1, "set_default_dtype");
   if (em_dtype_kindof(dt) != EM_KIND_FLOAT)
     return l_errorf(L, "set_default_dtype: only floating-point types are supported "
@@ -956,11 +1003,13 @@ static int l_set_default_dtype(lua_State *L) {
 }
 
 static int l_get_default_dtype(lua_State *L) {
+  l_checknomore(L, 0, "get_default_dtype");
   l_pushdtype(L, default_dtype);
   return 1;
 }
 
 static int l_use_deterministic(lua_State *L) {
+  l_checknomore(L, 1, "use_deterministic_algorithms");
   if (lua_type(L, 1) != LUA_TBOOLEAN)
     return l_errorf(L, "use_deterministic_algorithms: expected a boolean, got %s",
                     luaL_typename(L, 1));
@@ -969,11 +1018,13 @@ static int l_use_deterministic(lua_State *L) {
 }
 
 static int l_are_deterministic(lua_State *L) {
+  l_checknomore(L, 0, "are_deterministic_algorithms_enabled");
   lua_pushboolean(L, em_get_deterministic());
   return 1;
 }
 
 static int l_is_dtype(lua_State *L) {
+  l_checknomore(L, 1, "is_dtype");
   lua_pushboolean(L, l_isdtype(L, 1));
   return 1;
 }

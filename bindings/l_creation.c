@@ -135,22 +135,26 @@ static void pushseed(lua_State *L, uint64_t v) {
 }
 
 static int l_manual_seed(lua_State *L) {
+  l_checknomore(L, 1, "manual_seed");
   em_manual_seed(checkseed(L, 1, "manual_seed"));
   return 0;
 }
 
 static int l_seed(lua_State *L) {
+  l_checknomore(L, 0, "seed");
   pushseed(L, em_seed());
   return 1;
 }
 
 static int l_initial_seed(lua_State *L) {
+  l_checknomore(L, 0, "initial_seed");
   pushseed(L, em_initial_seed());
   return 1;
 }
 
 /* The state as a Lua value: {seed = s, offset = o}. */
 static int l_get_rng_state(lua_State *L) {
+  l_checknomore(L, 0, "get_rng_state");
   em_rng_state s = em_get_rng_state();
   lua_createtable(L, 0, 2);
   pushseed(L, s.seed);
@@ -161,6 +165,7 @@ static int l_get_rng_state(lua_State *L) {
 }
 
 static int l_set_rng_state(lua_State *L) {
+  l_checknomore(L, 1, "set_rng_state");
   if (!lua_istable(L, 1))
     return l_errorf(L, "set_rng_state: expected a state table {seed = s, offset = o} "
                     "(from get_rng_state), got %s", luaL_typename(L, 1));
@@ -294,6 +299,7 @@ static int l_randperm(lua_State *L) {
 /* -- In-place samplers ------------------------------------------------------- */
 
 static int l_uniform_(lua_State *L) {
+  l_nooptions(L, 2, 3, "uniform_");
   em_tensor *t = l_checktensor(L, 1, "uniform_");
   double from = optnum(L, 2, "uniform_", "from", 0.0);
   double to = optnum(L, 3, "uniform_", "to", 1.0);
@@ -303,6 +309,7 @@ static int l_uniform_(lua_State *L) {
 }
 
 static int l_normal_(lua_State *L) {
+  l_nooptions(L, 2, 3, "normal_");
   em_tensor *t = l_checktensor(L, 1, "normal_");
   double mean = optnum(L, 2, "normal_", "mean", 0.0);
   double std = optnum(L, 3, "normal_", "std", 1.0);
@@ -312,6 +319,7 @@ static int l_normal_(lua_State *L) {
 }
 
 static int l_exponential_(lua_State *L) {
+  l_nooptions(L, 2, 2, "exponential_");
   em_tensor *t = l_checktensor(L, 1, "exponential_");
   double lambd = optnum(L, 2, "exponential_", "lambd", 1.0);
   if (em_exponential_(t, lambd) != EM_OK) l_error(L);
@@ -322,6 +330,7 @@ static int l_exponential_(lua_State *L) {
 /* t:random_(to) draws from [0, to); t:random_(from, to) from [from, to);
 ** t:random_() from [0, 2^mantissa] for floats or the dtype's range. */
 static int l_random_(lua_State *L) {
+  l_nooptions(L, 2, 3, "random_");
   em_tensor *t = l_checktensor(L, 1, "random_");
   int64_t low = 0, high;
   if (lua_isnoneornil(L, 2)) {
@@ -349,6 +358,7 @@ static int l_random_(lua_State *L) {
 }
 
 static int l_bernoulli_(lua_State *L) {
+  l_nooptions(L, 2, 2, "bernoulli_");
   em_tensor *t = l_checktensor(L, 1, "bernoulli_");
   em_tensor *p = l_totensor(L, 2);
   em_status st = p ? em_bernoulli_tensor_(t, p)
@@ -361,6 +371,7 @@ static int l_bernoulli_(lua_State *L) {
 /* T.bernoulli(input) draws 1 with probability input[i]; T.bernoulli(input, p)
 ** with the one probability p. The result has input's shape and dtype. */
 static int l_bernoulli(lua_State *L) {
+  l_nooptions(L, 2, 2, "bernoulli");
   em_tensor *in = l_checktensor(L, 1, "bernoulli");
   int has_p = !lua_isnoneornil(L, 2);
   double p = has_p ? checknum(L, 2, "bernoulli", "p") : 0.0;

@@ -45,6 +45,16 @@ int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what);
 int64_t l_checkint_at(lua_State *L, int idx, const char *op, const char *what, int pos);
 /* Refuses a nil hole in size/position arguments from idx after n numbers. */
 void l_check_no_hole(lua_State *L, int idx, int n, const char *op, const char *what);
+/* An entry point that takes nothing after argument n (no options table):
+** a non-nil argument past n is an error, an options table as
+** "op: unknown option 'k' (op takes no options)" (docs/math.md, "Options"). */
+void l_checknomore(lua_State *L, int n, const char *op);
+/* The same for an entry point whose arguments from..n are numbers, booleans,
+** tensors or dtypes (optional ones may be absent): a table among them is an
+** options table and refused as above. */
+void l_nooptions(lua_State *L, int from, int n, const char *op);
+/* A table with no [1] and a string key: an options table, not a list. */
+int l_isoptions(lua_State *L, int idx);
 /* Sizes as varargs numbers or a table (array or T.Size) starting at idx.
 ** Returns ndim; *next is the first argument after the sizes. */
 int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *next);

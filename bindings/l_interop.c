@@ -365,6 +365,7 @@ static int l_load_npy(lua_State *L) {
 }
 
 static int l_save_npy(lua_State *L) {
+  l_checknomore(L, 2, "save_npy");
   drain(L);
   const char *path = luaL_checkstring(L, 1);
   em_tensor *t = l_checktensor(L, 2, "save_npy");
@@ -373,6 +374,7 @@ static int l_save_npy(lua_State *L) {
 }
 
 static int l_load_npz(lua_State *L) {
+  l_checknomore(L, 1, "load_npz");
   drain(L);
   const char *path = luaL_checkstring(L, 1);
   guard *g = push_guard(L, npz_free_v);
@@ -547,6 +549,7 @@ static int bad_key(lua_State *L, const char *what) {
 
 /* T.save_safetensors(path, {name = tensor, ...}, {key = "value", ...}) */
 static int l_save_safetensors(lua_State *L) {
+  l_checknomore(L, 3, "save_safetensors");
   drain(L);
   const char *path = st_path(L, 1, "save_safetensors");
   if (!lua_istable(L, 2))
@@ -555,8 +558,6 @@ static int l_save_safetensors(lua_State *L) {
   if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
     return l_errorf(L, "save_safetensors: expected a metadata table of strings for argument #3, got %s",
                     luaL_typename(L, 3));
-  if (lua_gettop(L) > 3)
-    return l_errorf(L, "save_safetensors: expected at most 3 arguments, got %d", lua_gettop(L));
   lua_settop(L, 3);
   int n = 0, nm = 0;
   lua_pushnil(L);
@@ -719,6 +720,7 @@ static void encode(lua_State *L, enc *e, int idx, int depth, int is_key) {
 }
 
 static int l_save(lua_State *L) {
+  l_checknomore(L, 2, "save");
   drain(L);
   const char *path = luaL_checkstring(L, 1);
   if (lua_isnone(L, 2)) return l_errorf(L, "save: expected a value to save");
@@ -829,6 +831,7 @@ static void decode(lua_State *L, dec *d, int depth) {
 }
 
 static int l_load(lua_State *L) {
+  l_checknomore(L, 1, "load");
   drain(L);
   const char *path = luaL_checkstring(L, 1);
   lua_settop(L, 1);
@@ -880,6 +883,7 @@ static capsule *tocapsule(lua_State *L, int idx) {
 }
 
 static int l_to_dlpack(lua_State *L) {
+  l_checknomore(L, 1, "to_dlpack");
   drain(L);
   em_tensor *t = l_checktensor(L, 1, "to_dlpack");
   capsule *c = lua_newuserdata(L, sizeof *c);

@@ -309,12 +309,16 @@ static int l_result_type(lua_State *L) {
   if (n < 1 || n > 8)
     return l_errorf(L, "result_type: expected 1 to 8 tensors or numbers, got %d", n);
   em_operand ops[8];
-  for (int i = 0; i < n; i++) ops[i] = checkoperand(L, i + 1, "result_type");
+  for (int i = 0; i < n; i++) {
+    if (lua_istable(L, i + 1)) l_checknomore(L, i, "result_type");
+    ops[i] = checkoperand(L, i + 1, "result_type");
+  }
   l_pushdtype(L, em_result_type(n, ops, l_default_dtype()));
   return 1;
 }
 
 static int l_promote_types(lua_State *L) {
+  l_checknomore(L, 2, "promote_types");
   em_dtype a = l_checkdtype(L, 1, "promote_types");
   em_dtype b = l_checkdtype(L, 2, "promote_types");
   l_pushdtype(L, em_promote_types(a, b));
@@ -322,6 +326,7 @@ static int l_promote_types(lua_State *L) {
 }
 
 static int l_can_cast(lua_State *L) {
+  l_checknomore(L, 2, "can_cast");
   em_dtype a = l_checkdtype(L, 1, "can_cast");
   em_dtype b = l_checkdtype(L, 2, "can_cast");
   lua_pushboolean(L, em_can_cast(a, b));
@@ -329,6 +334,7 @@ static int l_can_cast(lua_State *L) {
 }
 
 static int l_set_num_threads(lua_State *L) {
+  l_checknomore(L, 1, "set_num_threads");
   int64_t n = l_checkint(L, 1, "set_num_threads", "the number of threads");
   if (n > 1 << 16) n = 1 << 16;
   if (em_set_num_threads((int)(n < -1 ? -1 : n)) != EM_OK) return l_error(L);
@@ -336,6 +342,7 @@ static int l_set_num_threads(lua_State *L) {
 }
 
 static int l_get_num_threads(lua_State *L) {
+  l_checknomore(L, 0, "get_num_threads");
   lua_pushinteger(L, em_get_num_threads());
   return 1;
 }

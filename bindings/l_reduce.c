@@ -358,32 +358,35 @@ static int l_cummin(lua_State *L) { return cumext_impl(L, 1); }
 static int l_cumprod(lua_State *L) { return cum_impl(L, 1); }
 
 /* sort([dim=-1], [descending=false], [{dim=, descending=, stable=}]) */
-static int l_sort(lua_State *L) {
+/* t:sort / t:argsort ([dim], [descending] | {dim=, descending=, stable=});
+** always stable, so stable is honoured whatever its value. */
+static int sort_impl(lua_State *L, const char *op) {
   static const char *const allowed[] = {"dim", "descending", "stable", NULL};
-  em_tensor *t = l_checktensor(L, 1, "sort");
+  em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = -1;
   int desc = 0, i = 2;
-  if (lua_type(L, i) == LUA_TNUMBER) dim = l_checkint(L, i++, "sort", "dim");
+  if (lua_type(L, i) == LUA_TNUMBER) dim = l_checkint(L, i++, op, "dim");
   if (lua_type(L, i) == LUA_TBOOLEAN) desc = lua_toboolean(L, i++);
   if (lua_istable(L, i)) {
-    l_checkopts(L, i, "sort", allowed);
+    l_checkopts(L, i, op, allowed);
     lua_getfield(L, i, "dim");
-    if (!lua_isnil(L, -1)) dim = l_checkint(L, -1, "sort", "dim");
+    if (!lua_isnil(L, -1)) dim = l_checkint(L, -1, op, "dim");
     lua_pop(L, 1);
     desc = l_optbool(L, i, "descending", desc);
     i++;
   }
   if (!lua_isnoneornil(L, i))
-    l_errorf(L, "sort: unexpected argument #%d (%s)", i, luaL_typename(L, i));
+    l_errorf(L, "%s: unexpected argument #%d (%s)", op, i, luaL_typename(L, i));
   em_tensor **vb = l_newbox(L);
   em_tensor **ib = l_newbox(L);
   if (em_sort(t, dim, desc, vb, ib) != EM_OK) l_error(L);
   return 2;
 }
+static int l_sort(lua_State *L) { return sort_impl(L, "sort"); }
 
 /* argsort: the indices of sort */
 static int l_argsort(lua_State *L) {
-  int n = l_sort(L);
+  int n = sort_impl(L, "argsort");
   (void)n;
   return 1;  /* the indices box is on top */
 }
@@ -442,6 +445,7 @@ static int l_unique(lua_State *L) {
 }
 
 static int l_equal(lua_State *L) {
+  l_checknomore(L, 2, "equal");
   em_tensor *a = l_checktensor(L, 1, "equal");
   em_tensor *b = l_checktensor(L, 2, "equal");
   int r;
@@ -538,6 +542,7 @@ static int l_addmv(lua_State *L) { return addop(L, "addmv", em_addmv); }
 static int l_baddbmm(lua_State *L) { return addop(L, "baddbmm", em_baddbmm); }
 
 static int l_linear(lua_State *L) {
+  l_checknomore(L, 3, "linear");
   em_tensor *x = l_checktensor(L, 1, "linear");
   em_tensor *w = l_checktensor(L, 2, "linear");
   em_tensor *b = lua_isnoneornil(L, 3) ? NULL : l_checktensor(L, 3, "linear");

@@ -77,6 +77,7 @@ static const em_tensor **tensor_list(lua_State *L, int idx, const char *op, int6
 static int int_list(lua_State *L, int idx, const char *op, const char *what,
                     int64_t *out, int max) {
   if (lua_istable(L, idx) && !l_totensor(L, idx)) {
+    if (l_isoptions(L, idx)) l_checknomore(L, idx - 1, op);
     int len = (int)lua_objlen(L, idx);
     if (len > max) l_errorf(L, "%s: at most %d %s are supported", op, max, what);
     for (int i = 1; i <= len; i++) {
@@ -167,6 +168,7 @@ static int l_masked_select(lua_State *L) {
 }
 
 static int l_take(lua_State *L) {
+  l_checknomore(L, 2, "take");
   em_tensor *t = l_checktensor(L, 1, "take");
   em_tensor *idx = l_checktensor(L, 2, "take");
   em_tensor **box = l_newbox(L);
@@ -232,6 +234,7 @@ static int l_scatter_(lua_State *L) {
 }
 
 static int l_scatter_add_(lua_State *L) {
+  l_checknomore(L, 4, "scatter_add_");
   const char *op = "scatter_add_";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = l_checkint(L, 2, op, "dim");
@@ -268,6 +271,7 @@ static int l_scatter_reduce_(lua_State *L) {
 }
 
 static int l_index_fill_(lua_State *L) {
+  l_checknomore(L, 4, "index_fill_");
   const char *op = "index_fill_";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = l_checkint(L, 2, op, "dim");
@@ -279,6 +283,7 @@ static int l_index_fill_(lua_State *L) {
 }
 
 static int l_index_copy_(lua_State *L) {
+  l_checknomore(L, 4, "index_copy_");
   const char *op = "index_copy_";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = l_checkint(L, 2, op, "dim");
@@ -312,6 +317,7 @@ static int l_index_add_(lua_State *L) {
 }
 
 static int l_masked_fill_(lua_State *L) {
+  l_checknomore(L, 3, "masked_fill_");
   const char *op = "masked_fill_";
   em_tensor *t = l_checktensor(L, 1, op);
   em_tensor *m = l_checktensor(L, 2, op);
@@ -322,6 +328,7 @@ static int l_masked_fill_(lua_State *L) {
 }
 
 static int l_masked_scatter_(lua_State *L) {
+  l_checknomore(L, 3, "masked_scatter_");
   const char *op = "masked_scatter_";
   em_tensor *t = l_checktensor(L, 1, op);
   em_tensor *m = l_checktensor(L, 2, op);
@@ -371,6 +378,7 @@ static int l_nonzero(lua_State *L) {
 }
 
 static int l_argwhere(lua_State *L) {
+  l_checknomore(L, 1, "argwhere");
   em_tensor *t = l_checktensor(L, 1, "argwhere");
   lua_settop(L, 1);
   return push_nonzero(L, t, 0);
@@ -519,6 +527,7 @@ static int push_pieces(lua_State *L, em_tensor *t, int64_t dim, int64_t n,
 
 /* t:split(size | {sizes...}, [dim]) */
 static int l_split(lua_State *L) {
+  l_nooptions(L, 3, 3, "split");
   const char *op = "split";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = opt_dim(L, 3, op, 1);
@@ -542,6 +551,7 @@ static int l_split(lua_State *L) {
 }
 
 static int l_chunk(lua_State *L) {
+  l_nooptions(L, 3, 3, "chunk");
   const char *op = "chunk";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t chunks = l_checkint(L, 2, op, "chunks");
@@ -555,6 +565,7 @@ static int l_chunk(lua_State *L) {
 
 /* t:tensor_split(sections | {positions...} | tensor, [dim]) */
 static int l_tensor_split(lua_State *L) {
+  l_nooptions(L, 3, 3, "tensor_split");
   const char *op = "tensor_split";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = opt_dim(L, 3, op, 1);
@@ -603,6 +614,7 @@ static int l_tensor_split(lua_State *L) {
 }
 
 static int l_unbind(lua_State *L) {
+  l_nooptions(L, 2, 2, "unbind");
   const char *op = "unbind";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = opt_dim(L, 2, op, 1);
@@ -619,6 +631,7 @@ static int l_repeat(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "repeat");
   int64_t reps[EM_MAX_DIMS];
   int n = int_list(L, 2, "repeat", "repeats", reps, EM_MAX_DIMS);
+  l_checknomore(L, lua_istable(L, 2) ? 2 : 1 + n, "repeat");
   em_tensor **box = l_newbox(L);
   if (em_repeat(t, n, reps, box) != EM_OK) l_error(L);
   return 1;
@@ -628,6 +641,7 @@ static int l_tile(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "tile");
   int64_t reps[EM_MAX_DIMS];
   int n = int_list(L, 2, "tile", "dims", reps, EM_MAX_DIMS);
+  l_checknomore(L, lua_istable(L, 2) ? 2 : 1 + n, "tile");
   em_tensor **box = l_newbox(L);
   if (em_tile(t, n, reps, box) != EM_OK) l_error(L);
   return 1;
@@ -637,6 +651,7 @@ static int l_tile(lua_State *L) {
 ** tensor; without dim, t is flattened. T.repeat_interleave(repeats) with
 ** one tensor repeats its positions 1..n. */
 static int l_repeat_interleave(lua_State *L) {
+  l_nooptions(L, 2, 3, "repeat_interleave");
   const char *op = "repeat_interleave";
   em_tensor *t = l_checktensor(L, 1, op);
   if (lua_isnoneornil(L, 2)) {
@@ -662,6 +677,7 @@ static int l_repeat_interleave(lua_State *L) {
 
 /* t:roll(shifts, [dims]) with numbers or tables. */
 static int l_roll(lua_State *L) {
+  l_checknomore(L, 3, "roll");
   const char *op = "roll";
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t shifts[EM_MAX_DIMS], dims[EM_MAX_DIMS];

@@ -200,12 +200,14 @@ static int l_tensor_flat(lua_State *L) {
 static int l_Tensor(lua_State *L) {
   em_tensor *src = l_totensor(L, 1);
   if (src) {
+    l_checknomore(L, 1, "Tensor");
     em_tensor **box = l_newbox(L);
     if (em_alias(src, box) != EM_OK) l_error(L);
     return 1;
   }
   em_dtype dt = l_default_dtype();
   if (lua_istable(L, 1) && !lua_getmetatable(L, 1)) {
+    l_checknomore(L, 1, "Tensor");
     tensor_from_data(L, 1, (int)dt, em_cpu(), "Tensor");
     return 1;
   }
@@ -213,6 +215,7 @@ static int l_Tensor(lua_State *L) {
   int next = 1, ndim = 1;
   sizes[0] = 0; /* T.Tensor() is an empty vector, as torch.Tensor() */
   if (!lua_isnoneornil(L, 1)) ndim = l_checksizes(L, 1, "Tensor", sizes, &next);
+  if (lua_istable(L, next)) l_checknomore(L, next - 1, "Tensor");
   if (!lua_isnone(L, next))
     return l_errorf(L, "Tensor: expected sizes, a table of data or a tensor; got %s "
                     "for argument #%d (T.Tensor takes no options: use T.empty or "
@@ -350,6 +353,7 @@ static int l_to(lua_State *L) {
 }
 
 static int cast_to(lua_State *L, em_dtype dt, const char *op) {
+  l_checknomore(L, 1, op);
   em_tensor *t = l_checktensor(L, 1, op);
   em_tensor **box = l_newbox(L);
   if (em_to(t, dt, em_tensor_device(t), 0, box) != EM_OK) l_error(L);
@@ -370,7 +374,8 @@ CAST_METHOD(char, EM_INT8)
 CAST_METHOD(byte, EM_UINT8)
 CAST_METHOD(bool, EM_BOOL)
 
-static int move_to(lua_State *L, em_device dev, const char *op) {
+static int move_to(lua_State *L, em_device dev, const char *op, int nargs) {
+  l_checknomore(L, nargs, op);
   em_tensor *t = l_checktensor(L, 1, op);
   em_tensor **box = l_newbox(L);
   if (em_to(t, em_tensor_dtype(t), dev, 0, box) != EM_OK) l_error(L);
@@ -378,11 +383,11 @@ static int move_to(lua_State *L, em_device dev, const char *op) {
   return 1;
 }
 
-static int l_cpu(lua_State *L) { return move_to(L, em_cpu(), "cpu"); }
+static int l_cpu(lua_State *L) { return move_to(L, em_cpu(), "cpu", 1); }
 static int l_cuda(lua_State *L) {
   em_device d = {EM_CUDA, 0};
   if (lua_type(L, 2) == LUA_TNUMBER) d.index = (int)l_checkint(L, 2, "cuda", "device index");
-  return move_to(L, d, "cuda");
+  return move_to(L, d, "cuda", 2);
 }
 
 static const char *const clone_opts[] = {"memory_format", NULL};
@@ -419,6 +424,7 @@ static int l_clone(lua_State *L) {
 }
 
 static int l_contiguous(lua_State *L) {
+  l_checknomore(L, 1, "contiguous");
   em_tensor *t = l_checktensor(L, 1, "contiguous");
   em_tensor **box = l_newbox(L);
   if (em_contiguous(t, box) != EM_OK) l_error(L);
@@ -427,6 +433,7 @@ static int l_contiguous(lua_State *L) {
 }
 
 static int l_copy_(lua_State *L) {
+  l_checknomore(L, 2, "copy_");
   em_tensor *dst = l_checktensor(L, 1, "copy_");
   em_tensor *src = l_checktensor(L, 2, "copy_");
   if (em_copy_(dst, src) != EM_OK) l_error(L);
@@ -435,6 +442,7 @@ static int l_copy_(lua_State *L) {
 }
 
 static int l_fill_(lua_State *L) {
+  l_checknomore(L, 2, "fill_");
   em_tensor *dst = l_checktensor(L, 1, "fill_");
   em_tensor *src = l_totensor(L, 2);
   em_status st;
@@ -452,6 +460,7 @@ static int l_fill_(lua_State *L) {
 }
 
 static int l_zero_(lua_State *L) {
+  l_checknomore(L, 1, "zero_");
   em_tensor *dst = l_checktensor(L, 1, "zero_");
   em_scalar z = {EM_SCALAR_INT, 0, 0};
   if (em_fill_(dst, z) != EM_OK) l_error(L);
@@ -463,6 +472,7 @@ static int l_zero_(lua_State *L) {
 
 static int l_item(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "item");
+  l_checknomore(L, 1, "item");
   if (em_tensor_check_values("item", t) != EM_OK) l_error(L);
   int64_t n = em_tensor_numel(t);
   if (n != 1)
@@ -487,6 +497,7 @@ static void tolist_rec(lua_State *L, const em_tensor *t, int dim, int64_t *pos) 
 }
 
 static int l_tolist(lua_State *L) {
+  l_checknomore(L, 1, "tolist");
   em_tensor *t = l_checktensor(L, 1, "tolist");
   if (em_tensor_check_values("tolist", t) != EM_OK) l_error(L);
   int64_t pos = 0;
@@ -498,6 +509,7 @@ static int l_tolist(lua_State *L) {
 
 static int l_size(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "size");
+  l_nooptions(L, 2, 2, "size");
   int nd = em_tensor_ndim(t);
   if (lua_isnoneornil(L, 2)) {
     l_pushsize(L, nd, em_tensor_sizes(t));
@@ -513,6 +525,7 @@ static int l_size(lua_State *L) {
 }
 
 static int l_stride(lua_State *L) {
+  l_nooptions(L, 2, 2, "stride");
   em_tensor *t = l_checktensor(L, 1, "stride");
   int nd = em_tensor_ndim(t);
   const int64_t *st = em_tensor_strides(t);
@@ -537,6 +550,7 @@ static int l_stride(lua_State *L) {
 #define NUMBER_METHOD(NAME, EXPR)                      \
   static int l_##NAME(lua_State *L) {                  \
     em_tensor *t = l_checktensor(L, 1, #NAME);         \
+    l_checknomore(L, 1, #NAME);                        \
     lua_pushinteger(L, (lua_Integer)(EXPR));           \
     return 1;                                          \
   }
@@ -548,11 +562,13 @@ NUMBER_METHOD(nbytes, em_tensor_numel(t) * (int64_t)em_dtype_size(em_tensor_dtyp
 NUMBER_METHOD(data_ptr, (uintptr_t)em_tensor_data(t))
 
 static int l_is_contiguous(lua_State *L) {
+  l_checknomore(L, 1, "is_contiguous");
   lua_pushboolean(L, em_tensor_is_contiguous(l_checktensor(L, 1, "is_contiguous")));
   return 1;
 }
 
 static int l_is_floating_point(lua_State *L) {
+  l_checknomore(L, 1, "is_floating_point");
   em_tensor *t = l_checktensor(L, 1, "is_floating_point");
   lua_pushboolean(L, em_dtype_kindof(em_tensor_dtype(t)) == EM_KIND_FLOAT);
   return 1;

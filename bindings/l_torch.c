@@ -200,9 +200,7 @@ static const char *check_path(lua_State *L, const char *op) {
 /* T.load_torch(path) */
 static int l_load_torch(lua_State *L) {
   const char *path = check_path(L, "load_torch");
-  if (!lua_isnoneornil(L, 2))
-    return l_errorf(L, "load_torch: takes no options (got a %s for argument #2)",
-                    luaL_typename(L, 2));
+  l_checknomore(L, 1, "load_torch");
   lua_settop(L, 1);
   tree_box *b = push_tree_box(L); /* 2 */
   if (em_torch_load(path, &b->t) != EM_OK) return l_error(L);
@@ -567,9 +565,7 @@ static int64_t add_value(lua_State *L, enc *e, int idx, int depth, const char *w
 static int l_save_torch(lua_State *L) {
   const char *path = check_path(L, "save_torch");
   if (lua_isnoneornil(L, 2)) return l_errorf(L, "save_torch: expected a value to save");
-  if (!lua_isnoneornil(L, 3))
-    return l_errorf(L, "save_torch: takes no options (got a %s for argument #3)",
-                    luaL_typename(L, 3));
+  l_checknomore(L, 2, "save_torch");
   lua_settop(L, 2);
   tree_box *b = push_tree_box(L); /* 3 */
   if (em_pytree_new(&b->t) != EM_OK) return l_error(L);
@@ -584,6 +580,7 @@ static int l_save_torch(lua_State *L) {
 /* T.torch_kind(t) -> "dict" | "OrderedDict" | "list" | "tuple" | nil;
 ** T.torch_kind(t, kind) marks t to be saved as kind and returns t. */
 static int l_torch_kind(lua_State *L) {
+  l_nooptions(L, 2, 2, "torch_kind");
   if (!lua_istable(L, 1) || l_isdtype(L, 1))
     return l_errorf(L, "torch_kind: expected a table for argument #1, got %s",
                     l_isdtype(L, 1) ? "a dtype" : luaL_typename(L, 1));

@@ -23,11 +23,13 @@ static int64_t optint(lua_State *L, int idx, const char *op, const char *what,
 
 /* Integers from idx on: a table (array or T.Size) or varargs numbers.
 ** Negative values pass through (the engine judges them). Returns the count;
-** *next is the first argument after them. */
+** *next is the first argument after them; with next NULL the list is the
+** last argument (anything after it is refused). */
 static int checkints(lua_State *L, int idx, const char *op, const char *what,
                      int64_t *out, int max, int *next) {
   int n = 0;
   if (lua_istable(L, idx) && !l_isdtype(L, idx)) {
+    if (l_isoptions(L, idx)) l_checknomore(L, idx - 1, op);
     int len = (int)lua_objlen(L, idx);
     if (len > max)
       l_errorf(L, "%s: %d %s given, at most %d are supported", op, len, what, max);
@@ -37,6 +39,7 @@ static int checkints(lua_State *L, int idx, const char *op, const char *what,
       lua_pop(L, 1);
     }
     if (next) *next = idx + 1;
+    else l_checknomore(L, idx, op);
     return n;
   }
   while (lua_type(L, idx + n) == LUA_TNUMBER) {
@@ -51,6 +54,7 @@ static int checkints(lua_State *L, int idx, const char *op, const char *what,
     l_errorf(L, "%s: argument #%d is nil: expected %s (a nil cannot stand for a size "
                "or end a list early)", op, idx + n, what);
   if (next) *next = idx + n;
+  else if (n > 0) l_checknomore(L, idx + n - 1, op);
   return n;
 }
 
@@ -66,6 +70,7 @@ static int checkints(lua_State *L, int idx, const char *op, const char *what,
 /* -- The view ops ------------------------------------------------------------ */
 
 static int l_narrow(lua_State *L) {
+  l_checknomore(L, 4, "narrow");
   em_tensor *t = l_checktensor(L, 1, "narrow");
   int64_t dim = l_checkint(L, 2, "narrow", "dim");
   int64_t start = l_checkint(L, 3, "narrow", "start");
@@ -74,6 +79,7 @@ static int l_narrow(lua_State *L) {
 }
 
 static int l_select(lua_State *L) {
+  l_checknomore(L, 3, "select");
   em_tensor *t = l_checktensor(L, 1, "select");
   int64_t dim = l_checkint(L, 2, "select", "dim");
   int64_t index = l_checkint(L, 3, "select", "index");
@@ -81,6 +87,7 @@ static int l_select(lua_State *L) {
 }
 
 static int l_transpose(lua_State *L) {
+  l_checknomore(L, 3, "transpose");
   em_tensor *t = l_checktensor(L, 1, "transpose");
   int64_t d0 = l_checkint(L, 2, "transpose", "dim0");
   int64_t d1 = l_checkint(L, 3, "transpose", "dim1");
@@ -88,6 +95,7 @@ static int l_transpose(lua_State *L) {
 }
 
 static int l_t(lua_State *L) {
+  l_checknomore(L, 1, "t");
   em_tensor *t = l_checktensor(L, 1, "t");
   RETURN_BOX(em_t(t, box));
 }
@@ -118,6 +126,13 @@ static int p_mH(lua_State *L) {
   RETURN_BOX(em_mT(t, box));
 }
 
+/* t:adjoint(): a method, so it takes nothing more (the getters take t only) */
+static int l_adjoint(lua_State *L) {
+  l_checknomore(L, 1, "adjoint");
+  em_tensor *t = l_checktensor(L, 1, "adjoint");
+  RETURN_BOX(em_mT(t, box));
+}
+
 static int l_permute(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "permute");
   int64_t dims[EM_MAX_DIMS];
@@ -126,12 +141,13 @@ static int l_permute(lua_State *L) {
 }
 
 static int l_movedim(lua_State *L) {
+  l_checknomore(L, 3, "movedim");
   em_tensor *t = l_checktensor(L, 1, "movedim");
   int64_t src[EM_MAX_DIMS], dst[EM_MAX_DIMS];
-  int ns, nd;
-  if (lua_istable(L, 2)) ns = checkints(L, 2, "movedim", "source", src, EM_MAX_DIMS, NULL);
+  int ns, nd, next;
+  if (lua_istable(L, 2)) ns = checkints(L, 2, "movedim", "source", src, EM_MAX_DIMS, &next);
   else { src[0] = l_checkint(L, 2, "movedim", "source"); ns = 1; }
-  if (lua_istable(L, 3)) nd = checkints(L, 3, "movedim", "destination", dst, EM_MAX_DIMS, NULL);
+  if (lua_istable(L, 3)) nd = checkints(L, 3, "movedim", "destination", dst, EM_MAX_DIMS, &next);
   else { dst[0] = l_checkint(L, 3, "movedim", "destination"); nd = 1; }
   if (ns != nd)
     return l_errorf(L, "movedim: invalid source or destination dims: source has %d "
@@ -144,6 +160,7 @@ static int shape_op(lua_State *L, const char *op,
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t sizes[EM_MAX_DIMS];
   int next, n = checkints(L, 2, op, "size", sizes, EM_MAX_DIMS, &next);
+  if (lua_istable(L, next)) l_checknomore(L, next - 1, op);
   if (!lua_isnoneornil(L, next))
     return l_errorf(L, "%s: expected sizes as numbers or one table, got %s for "
                       "argument #%d", op, luaL_typename(L, next), next - 1);
@@ -158,6 +175,7 @@ static int l_broadcast_to(lua_State *L) {
 }
 
 static int l_flatten(lua_State *L) {
+  l_nooptions(L, 2, 3, "flatten");
   em_tensor *t = l_checktensor(L, 1, "flatten");
   int64_t start = optint(L, 2, "flatten", "start_dim", 1);
   int64_t end = optint(L, 3, "flatten", "end_dim", -1);
@@ -184,19 +202,21 @@ static int l_squeeze(lua_State *L) {
 }
 
 static int l_unsqueeze(lua_State *L) {
+  l_checknomore(L, 2, "unsqueeze");
   em_tensor *t = l_checktensor(L, 1, "unsqueeze");
   int64_t dim = l_checkint(L, 2, "unsqueeze", "dim");
   RETURN_BOX(em_unsqueeze(t, dim, box));
 }
 
 static int l_as_strided(lua_State *L) {
+  l_nooptions(L, 4, 4, "as_strided");
   em_tensor *t = l_checktensor(L, 1, "as_strided");
   int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
   if (!lua_istable(L, 2) || !lua_istable(L, 3))
     return l_errorf(L, "as_strided: expected tables of sizes and strides, got %s and %s",
                       luaL_typename(L, 2), luaL_typename(L, 3));
-  int n = checkints(L, 2, "as_strided", "size", sizes, EM_MAX_DIMS, NULL);
-  int m = checkints(L, 3, "as_strided", "stride", strides, EM_MAX_DIMS, NULL);
+  int next, n = checkints(L, 2, "as_strided", "size", sizes, EM_MAX_DIMS, &next);
+  int m = checkints(L, 3, "as_strided", "stride", strides, EM_MAX_DIMS, &next);
   if (n != m)
     return l_errorf(L, "as_strided: mismatch in length of strides (%d) and shape (%d)",
                       m, n);
@@ -208,6 +228,7 @@ static int l_as_strided(lua_State *L) {
 }
 
 static int l_unfold(lua_State *L) {
+  l_checknomore(L, 4, "unfold");
   em_tensor *t = l_checktensor(L, 1, "unfold");
   int64_t dim = l_checkint(L, 2, "unfold", "dimension");
   int64_t size = l_checkint(L, 3, "unfold", "size");
@@ -271,6 +292,9 @@ static int l_index_put_(lua_State *L) {
     idx[i - 1] = x; /* kept alive by the indices table */
     lua_pop(L, 1);
   }
+  static const char *const put_opts[] = {"accumulate", NULL};
+  l_checknomore(L, 4, "index_put_");
+  if (lua_istable(L, 4)) l_checkopts(L, 4, "index_put_", put_opts);
   int acc = lua_isnoneornil(L, 4) ? 0
             : lua_istable(L, 4)   ? l_optbool(L, 4, "accumulate", 0)
                                   : lua_toboolean(L, 4);
@@ -306,6 +330,7 @@ static em_storage *checkstorage(lua_State *L, int idx, const char *op) {
 }
 
 static int l_untyped_storage(lua_State *L) {
+  l_checknomore(L, 1, "untyped_storage");
   em_tensor *t = l_checktensor(L, 1, "untyped_storage");
   em_storage **box = lua_newuserdata(L, sizeof(em_storage *));
   *box = NULL;
@@ -357,6 +382,7 @@ static int s_tostring(lua_State *L) {
 }
 
 static int l_shares_storage(lua_State *L) {
+  l_checknomore(L, 2, "shares_storage");
   em_tensor *a = l_checktensor(L, 1, "shares_storage");
   em_tensor *b = l_checktensor(L, 2, "shares_storage");
   lua_pushboolean(L, em_tensor_storage(a) == em_tensor_storage(b));
@@ -364,6 +390,7 @@ static int l_shares_storage(lua_State *L) {
 }
 
 static int l_is_nod(lua_State *L) {
+  l_checknomore(L, 1, "is_non_overlapping_and_dense");
   em_tensor *t = l_checktensor(L, 1, "is_non_overlapping_and_dense");
   lua_pushboolean(L, em_tensor_is_non_overlapping_and_dense(t));
   return 1;
@@ -416,7 +443,7 @@ void l_open_view(lua_State *L) {
       {"unfold", l_unfold},
       {"diagonal", l_diagonal},
       {"flip", l_flip},
-      {"adjoint", p_mH},
+      {"adjoint", l_adjoint},
       {"index_put_", l_index_put_},
       {"untyped_storage", l_untyped_storage},
       {"is_non_overlapping_and_dense", l_is_nod},

@@ -27,7 +27,8 @@ return function(T, C)
   -- t:data(): a typed pointer to the first element, sharing the storage.
   -- The pointer keeps the tensor (so its memory) alive while it is itself
   -- reachable; pointers derived from it by arithmetic do not.
-  function M.data(t)
+  function M.data(t, ...)
+    require("ember.args").nomore("data", 1, ...)
     if not T.is_tensor(t) then
       error("data: expected a tensor for argument #1, got " .. type(t), 0)
     end
@@ -130,7 +131,8 @@ return function(T, C)
   -- FFI pointer (or the light userdata of capsule:release()), and takes
   -- ownership of it on success.
   local from_dlpack = C.from_dlpack
-  function T.from_dlpack(x)
+  function T.from_dlpack(x, ...)
+    require("ember.args").nomore("from_dlpack", 1, ...)
     if ffi and type(x) == "cdata" then
       return C._from_dlpack_address(tonumber(ffi.cast("uintptr_t", ffi.cast("void *", x))))
     end

@@ -31,7 +31,9 @@ return function(T, C)
   -- T.set_printoptions{precision=, threshold=, edgeitems=, linewidth=,
   -- profile=, sci_mode=}. As in PyTorch, sci_mode is reset to automatic
   -- (nil) by any call that does not name it.
-  function T.set_printoptions(o)
+  local nomore = require("ember.args").nomore
+  function T.set_printoptions(o, ...)
+    nomore("set_printoptions", 1, ...)
     o = o or {}
     if type(o) ~= "table" then
       error("set_printoptions: expected an options table, got " .. type(o), 2)
@@ -68,7 +70,8 @@ return function(T, C)
     opts.sci_mode = o.sci_mode
   end
 
-  function T.get_printoptions()
+  function T.get_printoptions(...)
+    nomore("get_printoptions", 0, ...)
     return { precision = opts.precision, threshold = opts.threshold, edgeitems = opts.edgeitems,
       linewidth = opts.linewidth, sci_mode = opts.sci_mode }
   end
@@ -262,5 +265,8 @@ return function(T, C)
   end
 
   C._Tensor_mt.__tostring = tostring_tensor
-  T._tensor_str = tostring_tensor
+  T._tensor_str = function(t, ...)
+    require("ember.args").nomore("_tensor_str", 1, ...)
+    return tostring_tensor(t)
+  end
 end

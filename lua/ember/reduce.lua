@@ -19,8 +19,17 @@ return function(T, C)
   end
 
   -- aminmax: (min, max) in one call, with the reductions' dim/keepdim
-  local function aminmax(t, ...)
-    return M.amin(t, ...), M.amax(t, ...)
+  -- (t[, dim[, keepdim]]) or (t, {dim=, keepdim=}); no out (two results)
+  local A = require "ember.args"
+  local AMM = { "dim", "keepdim" }
+  local function aminmax(t, dim, keepdim, ...)
+    if A.is_opts(dim) then
+      A.nomore("aminmax", 2, keepdim, ...)
+      A.checkopts("aminmax", dim, AMM)
+    else
+      A.nomore("aminmax", 3, ...)
+    end
+    return M.amin(t, dim, keepdim), M.amax(t, dim, keepdim)
   end
   M.aminmax = aminmax
   T.aminmax = aminmax

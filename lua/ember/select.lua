@@ -24,7 +24,7 @@ return function(T, C)
   end
 
   -- t:where(cond, other) is T.where(cond, t, other), as in PyTorch.
-  function M.where(t, cond, other)
-    return T.where(cond, t, other)
+  function M.where(t, cond, other, ...)
+    return T.where(cond, t, other, ...)
   end
 end

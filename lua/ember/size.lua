@@ -53,5 +53,9 @@ return function(T, C)
       return setmetatable(s, mt)
     end,
   })
-  T.is_size = function(s) return getmetatable(s) == mt end
+  local nomore = require("ember.args").nomore
+  T.is_size = function(s, ...)
+    nomore("is_size", 1, ...)
+    return getmetatable(s) == mt
+  end
 end

@@ -4,6 +4,7 @@ return function(T, C)
   local M = C._methods
   local mt, cindex, index_get = C._Tensor_mt, C._tensor_index, C._index_get
   local type = type
+  local nomore = require("ember.args").nomore
 
   -- t.name / t:name() / t[key]. ember.core's __index is a C closure (kept
   -- as C._tensor_index); LuaJIT cannot compile a call to it, so every
@@ -111,14 +112,16 @@ return function(T, C)
       return dtypes[cast(i32p, h + O_DTYPE)[0] + 1]
     end
 
-    local function dim(t)
+    local function dim(t, extra)
+      if extra ~= nil then return c_dim(t, extra) end -- refused there
       local h = header(t)
       if h == nil then return c_dim(t) end
       return cast(i32p, h + O_NDIM)[0]
     end
     M.dim, M.ndimension = dim, dim
 
-    M.size = function(t, d)
+    M.size = function(t, d, extra)
+      if extra ~= nil then return c_size(t, d, extra) end -- refused there
       local h = header(t)
       if h ~= nil then
         if d == nil then return shape_of(h) end
@@ -133,7 +136,8 @@ return function(T, C)
 
     -- numel: 0 when a size is 0 (an empty view's other sizes may multiply
     -- past int64), else the int64 product, as em_tensor_numel
-    local function numel(t)
+    local function numel(t, extra)
+      if extra ~= nil then return c_numel(t, extra) end -- refused there
       local h = header(t)
       if h == nil then return c_numel(t) end
       local nd = cast(i32p, h + O_NDIM)[0]
@@ -150,7 +154,8 @@ return function(T, C)
 
     -- item: exactly one element (every size is 1), on the CPU, of a dtype
     -- read here; int64 only when the value is exact as a Lua number
-    M.item = function(t)
+    M.item = function(t, extra)
+      if extra ~= nil then return c_item(t, extra) end -- refused there
       local h = header(t)
       if h ~= nil then
         local nd = cast(i32p, h + O_NDIM)[0]
@@ -343,7 +348,8 @@ return function(T, C)
   end
 
   -- for i, sub in t:iter() do ... end: sub-tensors along dim 1 (views).
-  function M.iter(t)
+  function M.iter(t, ...)
+    nomore("iter", 1, ...)
     if t:dim() == 0 then error("iter: iteration over a 0-d tensor", 2) end
     local n, i = t:size(1), 0
     return function()

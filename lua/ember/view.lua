@@ -11,9 +11,19 @@ return function(T, C)
     end
     return other.shape
   end
-  function M.view_as(t, other) return t:view(shape_of("view_as", other)) end
-  function M.reshape_as(t, other) return t:reshape(shape_of("reshape_as", other)) end
-  function M.expand_as(t, other) return t:expand(shape_of("expand_as", other)) end
+  local nomore = require("ember.args").nomore
+  function M.view_as(t, other, ...)
+    nomore("view_as", 2, ...)
+    return t:view(shape_of("view_as", other))
+  end
+  function M.reshape_as(t, other, ...)
+    nomore("reshape_as", 2, ...)
+    return t:reshape(shape_of("reshape_as", other))
+  end
+  function M.expand_as(t, other, ...)
+    nomore("expand_as", 2, ...)
+    return t:expand(shape_of("expand_as", other))
+  end
 
   -- T.newaxis (made in tensor.lua) is the sentinel the index parser knows.
   C._set_newaxis(T.newaxis)

@@ -95,13 +95,15 @@ describe("memory statistics", function()
 
   -- a fresh process, so the Lua heap is small and nothing else has collected
   local function fresh(env, code)
-    local f = assert(io.open("/tmp/ember_core_spec_fresh.lua", "w"))
+    -- a file of its own: suites of other checkouts may run at the same time
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
     f:write(code)
     f:close()
-    local p = assert(io.popen(env .. " bin/ember /tmp/ember_core_spec_fresh.lua 2>&1"))
+    local p = assert(io.popen(env .. " bin/ember " .. path .. " 2>&1"))
     local out = p:read("*a")
     p:close()
-    os.remove("/tmp/ember_core_spec_fresh.lua")
+    os.remove(path)
     return out
   end
 

@@ -33,7 +33,7 @@ describe("bad sizes", function()
       "ones: expected a size (integers, a table of integers or a T.Size) or an options table for argument #2, got boolean")
     fails_with(function() return T.zeros{2, "x"} end, "zeros: expected an integer for size[2], got string")
     fails_with(function() return T.Tensor("x") end, "Tensor: expected sizes, a table of data or a tensor; got string for argument #1")
-    fails_with(function() return T.Tensor(2, {dtype = T.int64}) end, "T.Tensor takes no options")
+    fails_with(function() return T.Tensor(2, {dtype = T.int64}) end, "Tensor: unknown option 'dtype' (Tensor takes no options)")
   end)
 
   it("more dimensions than supported", function()

@@ -315,7 +315,7 @@ describe("save_safetensors", function()
     assert.equal("save_safetensors: expected a table of name = tensor for argument #2, got number", se(p, 1))
     assert.equal("save_safetensors: expected a metadata table of strings for argument #3, got string",
       se(p, {}, "x"))
-    assert.equal("save_safetensors: expected at most 3 arguments, got 4", se(p, {}, {}, {}))
+    assert.equal("save_safetensors: takes no options (got a table for argument #4)", se(p, {}, {}, {}))
     assert.equal("save_safetensors: tensor names must be strings, got the number key 1", se(p, {T.ones(1)}))
     assert.equal("save_safetensors: tensor names must be strings, got a boolean key", se(p, {[true] = T.ones(1)}))
     assert.equal("save_safetensors: 'w' is a number, not a tensor", se(p, {w = 3}))

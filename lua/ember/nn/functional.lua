@@ -11,6 +11,9 @@
 -- softmax, ...) get their gradients from those ops.
 return function(T, C)
   local F = {}
+  local A = require "ember.args"
+  local checkopts, nomore = A.checkopts, A.nomore
+  local unpack = table.unpack or unpack
 
   local function opts_at(args, n)
     local o = args[n]
@@ -27,34 +30,44 @@ return function(T, C)
   end
 
   -- -- activations (ember ops; autograd sees them directly) ----------------
-  function F.relu(x) return x:relu() end
-  function F.gelu(x, o)
+  function F.relu(x, ...) nomore("relu", 1, ...); return x:relu() end
+  local GELU = { "approximate" }
+  function F.gelu(x, o, ...)
+    nomore("gelu", 2, ...)
     if type(o) == "string" then o = { approximate = o } end
-    if o and o.approximate and o.approximate ~= "none" then return x:gelu { approximate = o.approximate } end
+    o = checkopts("gelu", o, GELU)
+    if o.approximate and o.approximate ~= "none" then return x:gelu { approximate = o.approximate } end
     return x:gelu()
   end
-  function F.tanh(x) return x:tanh() end
-  function F.sigmoid(x) return x:sigmoid() end
-  function F.silu(x) return x:silu() end
+  function F.tanh(x, ...) nomore("tanh", 1, ...); return x:tanh() end
+  function F.sigmoid(x, ...) nomore("sigmoid", 1, ...); return x:sigmoid() end
+  function F.silu(x, ...) nomore("silu", 1, ...); return x:silu() end
   function F.softplus(x, ...) return x:softplus(...) end
-  function F.leaky_relu(x, slope)
+  local LEAKY = { "negative_slope" }
+  function F.leaky_relu(x, slope, ...)
+    nomore("leaky_relu", 2, ...)
+    if type(slope) == "table" then slope = checkopts("leaky_relu", slope, LEAKY).negative_slope end
     slope = slope or 0.01
-    if type(slope) == "table" then slope = slope.negative_slope or 0.01 end
     return T.where(x:gt(0), x, x * slope)
   end
-  local function dim_of(x, dim, op)
-    if type(dim) == "table" then dim = dim.dim end
+  local DIM = { "dim" }
+  local function dim_of(dim, op, ...)
+    nomore(op, 2, ...)
+    if type(dim) == "table" then dim = checkopts(op, dim, DIM, 4).dim end
     if dim == nil then error(op .. ": the dim argument is required", 3) end
     return dim
   end
-  function F.softmax(x, dim) return x:softmax(dim_of(x, dim, "softmax")) end
-  function F.log_softmax(x, dim) return x:log_softmax(dim_of(x, dim, "log_softmax")) end
+  function F.softmax(x, dim, ...) return x:softmax(dim_of(dim, "softmax", ...)) end
+  function F.log_softmax(x, dim, ...) return x:log_softmax(dim_of(dim, "log_softmax", ...)) end
 
-  function F.linear(x, w, b) return T.linear(x, w, b) end
+  function F.linear(x, w, b, ...) nomore("linear", 3, ...); return T.linear(x, w, b) end
 
   -- -- convolution ------------------------------------------------------------
+  local CONV = { "stride", "padding", "dilation", "groups" }
   local function conv_opts(op, args, first)
-    local o = opts_at(args, first) or {}
+    local o = checkopts(op, opts_at(args, first), CONV, 4)
+    local last = opts_at(args, first) and first or first + 3
+    nomore(op, last + 3, unpack(args, last + 1, args.n))
     local stride = o.stride or (not opts_at(args, first) and args[first]) or 1
     local padding = o.padding or (not opts_at(args, first) and args[first + 1]) or 0
     local dilation = o.dilation or (not opts_at(args, first) and args[first + 2]) or 1
@@ -81,11 +94,13 @@ return function(T, C)
 
   function F.conv2d(x, w, b, ...)
     local op = "conv2d"
+    -- F.conv2d(x, w, {options}): no bias
+    if A.is_opts(b) then return F.conv2d(x, w, nil, b, ...) end
     if not T.is_tensor(x) then error(op .. ": expected a tensor input", 2) end
     if b ~= nil and not T.is_tensor(b) then
       error(op .. ": bias must be a tensor or nil (pass options after it)", 2)
     end
-    local stride, padding, dilation, groups = conv_opts(op, { ... }, 1)
+    local stride, padding, dilation, groups = conv_opts(op, { n = select("#", ...), ... }, 1)
     local s, d = pair(stride, "stride", op), pair(dilation, "dilation", op)
     local p
     if padding == "valid" then p = { 0, 0 }
@@ -102,10 +117,12 @@ return function(T, C)
 
   function F.conv1d(x, w, b, ...)
     local op = "conv1d"
+    -- F.conv1d(x, w, {options}): no bias
+    if A.is_opts(b) then return F.conv1d(x, w, nil, b, ...) end
     if b ~= nil and not T.is_tensor(b) then
       error(op .. ": bias must be a tensor or nil (pass options after it)", 2)
     end
-    local stride, padding, dilation, groups = conv_opts(op, { ... }, 1)
+    local stride, padding, dilation, groups = conv_opts(op, { n = select("#", ...), ... }, 1)
     local function one(v, what)
       if type(v) == "table" then v = v[1] end
       if type(v) ~= "number" and v ~= "same" and v ~= "valid" then
@@ -129,9 +146,15 @@ return function(T, C)
   end
 
   -- -- pooling ----------------------------------------------------------------
+  local POOL = {
+    max_pool2d = { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
+    avg_pool2d = { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
+  }
   local function pool_args(op, kernel, ...)
-    local args = { ... }
-    local o = opts_at(args, 1) or {}
+    local args = { n = select("#", ...), ... }
+    local o = checkopts(op, opts_at(args, 1), POOL[op], 4)
+    local last = opts_at(args, 1) and 1 or #POOL[op] - 1
+    nomore(op, last + 2, unpack(args, last + 1, args.n))
     local pos = not opts_at(args, 1)
     local k = pair(kernel, "kernel_size", op)
     if not k then error(op .. ": kernel_size is required", 3) end
@@ -175,14 +198,18 @@ return function(T, C)
   end
 
   -- -- embedding, normalisation, dropout -------------------------------------------
-  function F.embedding(ids, weight, o)
-    o = o or {}
+  local EMB = { "padding_idx" }
+  function F.embedding(ids, weight, o, ...)
+    nomore("embedding", 3, ...)
+    o = checkopts("embedding", o, EMB)
     return C._nn_embedding(weight, ids, o.padding_idx)
   end
 
-  function F.layer_norm(x, normalized_shape, weight, bias, eps)
+  local LN = { "weight", "bias", "eps" }
+  function F.layer_norm(x, normalized_shape, weight, bias, eps, ...)
     if type(weight) == "table" and not T.is_tensor(weight) then
-      local o = weight
+      nomore("layer_norm", 3, bias, eps, ...)
+      local o = checkopts("layer_norm", weight, LN)
       weight, bias, eps = o.weight, o.bias, o.eps
     end
     if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
@@ -200,9 +227,11 @@ return function(T, C)
 
   -- PyTorch's order: (input, running_mean, running_var, weight, bias,
   -- training, momentum, eps), or (input, running_mean, running_var, opts)
-  function F.batch_norm(x, rm, rv, weight, bias, training, momentum, eps)
+  local BN = { "weight", "bias", "training", "momentum", "eps" }
+  function F.batch_norm(x, rm, rv, weight, bias, training, momentum, eps, ...)
     if type(weight) == "table" and not T.is_tensor(weight) then
-      local o = weight
+      nomore("batch_norm", 4, bias, training, momentum, eps, ...)
+      local o = checkopts("batch_norm", weight, BN)
       weight, bias, training, momentum, eps = o.weight, o.bias, o.training, o.momentum, o.eps
     end
     training = training and true or false
@@ -212,8 +241,15 @@ return function(T, C)
     return (C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps))
   end
 
-  function F.dropout(x, p, training)
-    if type(p) == "table" then p, training = p.p, p.training end
+  local DROP = { "p", "training" }
+  function F.dropout(x, p, training, ...)
+    if type(p) == "table" then
+      nomore("dropout", 2, training, ...)
+      local o = checkopts("dropout", p, DROP)
+      p, training = o.p, o.training
+    else
+      nomore("dropout", 3, ...)
+    end
     p = p or 0.5
     if training == nil then training = true end
     if p < 0 or p > 1 then

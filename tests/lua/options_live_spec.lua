@@ -1,0 +1,316 @@
+-- Every entry point either honours or refuses an option (issue 21, item 5).
+-- The list of entry points is the live one: every function of T, of
+-- T.nn.functional and every tensor method present when the spec runs. Each
+-- needs a recipe below (the positional arguments of one valid call); an
+-- entry without one fails, so a new function cannot skip this check.
+-- For each entry the spec makes the call three times:
+--   plain                       it must succeed (the recipe is valid);
+--   with {zz_unknown = 1} added  it must raise an error naming the op and
+--                                the key ("unknown option 'zz_unknown'"), or
+--                                saying that the op takes no options;
+--   with {out = o} added         it must either write o and return it (equal
+--                                to the plain result), or raise an error that
+--                                names out.
+local T = require "ember"
+local C = require "ember.core"
+local unpack = table.unpack or unpack
+
+-- Fresh values for every evaluation of a recipe (in-place methods mutate).
+local fresh = {
+  x = function() return T.tensor { { 0.5, -1.5, 2 }, { 3, 0.25, -4 } } end,   -- (2, 3) float32
+  y = function() return T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:float() end,
+  p = function() return T.tensor { { 0.5, 0.25, 0.75 }, { 0.125, 0.5, 0.625 } } end, -- in (0, 1)
+  v = function() return T.tensor { 1, 2, 3 }:float() end,                  -- (3)
+  w = function() return T.tensor { 2, 0, 1 }:float() end,
+  sq = function() return T.tensor { { 2, 1 }, { 1, 3 } } end,                -- (2, 2)
+  b3 = function() return T.ones(2, 2, 2) end,                            -- (2, 2, 2)
+  n = function() return T.tensor { 3, 1, 2, 1 } end,                        -- int64
+  k = function() return T.tensor { { 5, 3, 6 }, { 1, 7, 2 } } end,          -- int64 (2, 3)
+  i = function() return T.tensor { 2, 1 } end,                               -- int64 positions
+  gi = function() return T.tensor { { 1, 3 }, { 2, 1 } } end,                 -- gather index (2, 2)
+  si = function() return T.tensor { { 1, 2, 3 }, { 2, 1, 3 } } end,          -- scatter index (2, 3)
+  m = function() return T.tensor { { true, false, true }, { false, true, false } } end,
+  z = function() return T.zeros(2, 3) end,
+  g = function() return T.tensor { { 0.5, -1.5, 2 }, { 3, 0.25, -4 } }:requires_grad_() end,
+  logits = function() return T.tensor { { 1, 2, 0.5 }, { 0.1, 0.2, 3 } } end,
+  target = function() return T.tensor { 2, 3 } end,
+  img = function() return T.ones(1, 1, 4, 4) end,
+  kern = function() return T.ones(1, 1, 3, 3) end,
+  seq = function() return T.ones(1, 1, 5) end,
+  kern1 = function() return T.ones(1, 1, 3) end,
+  lw = function() return T.ones(2, 3) end,
+  lb = function() return T.zeros(2) end,
+  emb = function() return T.ones(4, 3) end,
+  path = function() return os.tmpname() end,
+}
+local env = setmetatable({ T = T, C = C }, { __index = function(_, k)
+  local f = fresh[k]
+  if f then return f() end
+  return _G[k]
+end })
+
+-- recipes: name → the argument list of one valid call, as Lua source
+local R = {}
+local function same(names, args) for w in names:gmatch("%S+") do R[w] = args end end
+
+same([[abs absolute acos arccos arcsin arctan asin atan ceil cos cosh erf exp exp2
+  expm1 fix floor frac isfinite isinf isnan log log10 log1p log2 logical_not neg
+  negative reciprocal relu round rsqrt sigmoid sign silu sin sinh sqrt square tan
+  tanh trunc gelu softplus nan_to_num sum mean prod amax amin aminmax all any argmax
+  argmin std var std_mean var_mean norm median nanmean nanmedian nansum
+  count_nonzero max min sort argsort unique clone flatten t adjoint nonzero
+  argwhere squeeze unbind isreal contiguous detach float double half bfloat16 int
+  long short char byte bool cpu tolist data_ptr element_size nbytes numel nelement
+  ndimension dim is_contiguous is_floating_point storage_offset stride size
+  is_non_overlapping_and_dense untyped_storage item_ data iter detach_ zero_
+  exponential_ normal_ uniform_ random_]], "x")
+same("bernoulli bernoulli_", "p")
+R.retain_grad = "g * 2"
+R.torch_kind = "{}"
+same([[add sub mul div divide multiply subtract true_divide atan2 arctan2 eq ne lt le gt
+  ge greater greater_equal less less_equal not_equal maximum minimum fmod remainder
+  floor_divide pow logical_and logical_or logical_xor isclose allclose equal
+  copy_ expand_as reshape_as view_as shares_storage]], "x, y")
+same([[bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift]], "k, k")
+R.bitwise_not = "k"
+same([[cumsum cumprod cummax cummin softmax log_softmax logsumexp kthvalue topk]], "x, 1")
+R.kthvalue = "x, 1, 2"
+same([[relu_ sigmoid_ tanh_ exp_ abs_ absolute_ neg_ negative_ floor_ ceil_ round_ trunc_ fix_
+  frac_ sign_ sqrt_ rsqrt_ square_ sin_ cos_ tan_ sinh_ cosh_ asin_ acos_ atan_ arcsin_
+  arccos_ arctan_ erf_ exp2_ expm1_ log_ log10_ log1p_ log2_ reciprocal_ silu_ gelu_
+  softplus_ nan_to_num_ logical_not_]], "x")
+same([[add_ sub_ mul_ div_ divide_ multiply_ subtract_ true_divide_ atan2_ arctan2_ eq_
+  ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_ maximum_
+  minimum_ fmod_ remainder_ floor_divide_ pow_ logical_and_ logical_or_ logical_xor_]],
+  "x, y")
+same([[bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_]], "k, k")
+R.bitwise_not_ = "k"
+same("clamp clip clamp_ clip_", "x, -1, 1")
+same("clamp_min clamp_max clamp_min_ clamp_max_", "x, 0")
+same("lerp lerp_", "x, y, 0.5")
+same("fill_", "x, 2")
+same("masked_fill masked_fill_", "x, m, 0")
+same("masked_scatter masked_scatter_", "x, m, y")
+R.masked_select = "x, m"
+R.where = "m, x, y"
+same("index_select", "x, 2, i")
+same("index_add index_add_ index_copy index_copy_", "x, 1, i, y")
+same("index_fill index_fill_", "x, 2, i, 0")
+R.index_put_ = "x, { i }, T.tensor { 9 }:float()"
+same("gather", "x, 2, gi")
+same("scatter scatter_ scatter_add scatter_add_", "x, 2, si, y")
+same("scatter_reduce scatter_reduce_", "x, 2, si, y, 'sum'")
+same("put put_", "x, T.tensor { 1, 6 }, T.tensor { 7, 8 }:float()")
+R.take = "x, T.tensor { 1, 6 }"
+same("matmul mm", "x, y:t()")
+R.bmm = "b3, b3"
+R.mv = "x, v"
+R.dot = "v, w"
+R.outer = "v, w"
+R.addmm = "sq, sq, sq"
+R.addmv = "v:narrow(1, 1, 2), x, v"
+R.baddbmm = "b3, b3, b3"
+R.linear = "x, lw, lb"
+same("cat concat concatenate", "{ x, y }, 1")
+same("stack hstack vstack dstack row_stack", "{ x, y }")
+R.stack = "{ x, y }, 1"
+same("chunk split tensor_split", "x, 2")
+same("narrow", "x, 2, 1, 2")
+same("select", "x, 1, 2")
+same("diagonal", "x")
+same("transpose swapaxes swapdims", "x, 1, 2")
+same("movedim moveaxis", "x, 1, 2")
+R.permute = "x, 2, 1"
+same("view reshape", "x, 3, 2")
+R.expand = "v, 2, 3"
+R.broadcast_to = "v, { 2, 3 }"
+R.unsqueeze = "x, 1"
+R.unflatten = "v, 1, { 1, 3 }"
+R.unfold = "v, 1, 2, 1"
+R.flip = "x, { 1 }"
+R.roll = "x, 1, 2"
+same("repeat_tensor repeat", "x, 2, 1")
+R.tile = "x, { 2, 1 }"
+R.repeat_interleave = "x, 2"
+R.as_strided = "x, { 2, 2 }, { 1, 1 }"
+R.multinomial = "p:view(-1), 2"
+R.to = "x, 'float64'"
+R.backward = "(g * 2):sum()"
+R.requires_grad_ = "x"
+R.item = "x:view(-1):narrow(1, 1, 1)"
+R.cuda = nil -- no device: refused before options matter (checked below)
+R.to_dlpack = "x"
+R.softmax = "x, 1"
+
+-- creation and module-level functions
+same("zeros ones empty rand randn", "2, 3")
+same("zeros_like ones_like empty_like rand_like randn_like", "x")
+R.full = "{ 2, 3 }, 7"
+R.full_like = "x, 7"
+R.randint = "1, 5, { 2, 3 }"
+R.randint_like = "x, 1, 5"
+R.randperm = "5"
+R.arange = "1, 5"
+R.linspace = "0, 1, 5"
+R.logspace = "0, 1, 5"
+R.eye = "3"
+R.tensor = "{ 1, 2, 3 }"
+R.Tensor = "{ 1, 2, 3 }"
+R.is_tensor = "x"
+R.is_size = "x.shape"
+R.is_dtype = "T.float32"
+R.can_cast = "T.float32, T.int64"
+R.promote_types = "T.float32, T.int64"
+R.result_type = "x, k"
+R.get_default_dtype = ""
+R.set_default_dtype = "T.float32"
+R.get_num_threads = ""
+R.set_num_threads = "T.get_num_threads()"
+R.get_printoptions = ""
+R.set_printoptions = "{}"
+R._tensor_str = "x"
+R.get_rng_state = ""
+R.set_rng_state = "T.get_rng_state()"
+R.manual_seed = "1"
+R.seed = ""
+R.initial_seed = ""
+R.memory_stats = ""
+R.empty_cache = ""
+R.device = "'cpu'"
+R.is_grad_enabled = ""
+R.set_grad_enabled = "true"
+R.enable_grad = "function() end"
+R.no_grad = "function() end"
+R.are_deterministic_algorithms_enabled = ""
+R.use_deterministic_algorithms = "false"
+R.from_dlpack = "x:to_dlpack()"
+R.from_ffi = nil -- needs FFI: checked where present
+R.save = "path, x"
+R.load = "(function() local f = os.tmpname(); T.save(f, x); return f end)()"
+R.save_npy = "path, x"
+R.load_npy = "(function() local f = os.tmpname(); T.save_npy(f, x); return f end)()"
+R.save_npz = "path, { a = x }"
+R.load_npz = "(function() local f = os.tmpname(); T.save_npz(f, { a = x }); return f end)()"
+R.save_safetensors = "path, { a = x }, { note = 'v' }"
+R.load_safetensors = "(function() local f = os.tmpname(); T.save_safetensors(f, { a = x }); return f end)()"
+R.load_safetensors_buffer = nil -- set below (needs the bytes)
+R.save_torch = "path, { a = x }"
+R.load_torch = "(function() local f = os.tmpname(); T.save_torch(f, { a = x }); return f end)()"
+
+-- T.nn.functional
+local FR = {
+  relu = "x", sigmoid = "x", tanh = "x", gelu = "x", silu = "x", softplus = "x",
+  leaky_relu = "x", softmax = "x, 2", log_softmax = "x, 2",
+  linear = "x, lw, lb", dropout = "x", embedding = "T.tensor { 1, 2 }, emb",
+  conv1d = "seq, kern1", conv2d = "img, kern", max_pool2d = "img, 2", avg_pool2d = "img, 2",
+  batch_norm = "x, T.zeros(3), T.ones(3)", layer_norm = "x, { 3 }",
+  cross_entropy = "logits, target", nll_loss = "logits:log_softmax(2), target",
+  mse_loss = "x, y", l1_loss = "x, y",
+  binary_cross_entropy = "p, p", binary_cross_entropy_with_logits = "x, p",
+}
+
+local function compile(src, what)
+  local chunk, err = load("return " .. src, "=" .. what, "t", env)
+  assert(chunk, err)
+  return chunk
+end
+
+local entries = {}
+local function add_entry(label, op, fn, recipe, method)
+  entries[#entries + 1] = { label = label, op = op, fn = fn, recipe = recipe, method = method }
+end
+local function sorted_keys(t)
+  local ks = {}
+  for k, v in pairs(t) do if type(v) == "function" and type(k) == "string" then ks[#ks + 1] = k end end
+  table.sort(ks)
+  return ks
+end
+for _, k in ipairs(sorted_keys(T)) do add_entry("T." .. k, k, T[k], R[k], false) end
+-- methods whose arguments differ from the function of the same name
+local MR = { where = "x, m, y" }
+for _, k in ipairs(sorted_keys(C._methods)) do
+  add_entry("t:" .. k, k, C._methods[k], MR[k] or R[k], true)
+end
+local F = T.nn.functional
+for _, k in ipairs(sorted_keys(F)) do add_entry("F." .. k, k, F[k], FR[k], false) end
+
+-- entries that cannot run their plain call here, with the reason
+local skip = {
+  ["t:cuda"] = "no cuda device on a build without CUDA: the call is refused (tested in the device specs)",
+  ["T.from_ffi"] = "FFI-only entry point: its options are checked in interop_spec",
+  ["T.load_safetensors_buffer"] = "takes bytes made by save_safetensors: checked in safetensors_spec",
+}
+if not pcall(require, "ffi") then
+  skip["t:data"] = "t:data() needs LuaJIT's FFI"
+end
+
+-- entry points that pass their arguments after fn on to fn: an extra table
+-- is fn's argument, not an option (checked below: fn receives it)
+local forwards = { ["T.no_grad"] = true, ["T.enable_grad"] = true, ["T.set_grad_enabled"] = true }
+
+local function call(e, extra)
+  local args = { compile(e.recipe, e.label)() }
+  local n = select("#", compile(e.recipe, e.label)())
+  if extra ~= nil then n = n + 1; args[n] = extra end
+  return e.fn(unpack(args, 1, n))
+end
+
+-- aliases whose errors name the function they stand for
+local alias = {
+  concat = "cat", concatenate = "cat", row_stack = "vstack", swapaxes = "transpose",
+  swapdims = "transpose", moveaxis = "movedim", repeat_tensor = "repeat",
+  ndimension = "dim", nelement = "numel",
+}
+local function names_op(err, e)
+  return err:find(e.op, 1, true) ~= nil or (alias[e.op] and err:find(alias[e.op], 1, true))
+end
+
+describe("every entry point", function()
+  for _, e in ipairs(entries) do
+    if skip[e.label] then
+      pending(e.label .. ": " .. skip[e.label])
+    elseif forwards[e.label] then
+      it(e.label .. " passes the arguments after fn on to fn", function()
+        local seen
+        local fn = function(...) seen = { ... }; return 7 end
+        local extra = { zz_unknown = 1 }
+        local r = e.label == "T.set_grad_enabled" and e.fn(true, fn, extra) or e.fn(fn, extra)
+        assert.equal(7, r)
+        assert.is_true(rawequal(seen[1], extra))
+      end)
+    else
+      it(e.label .. " has a recipe and runs it", function()
+        assert(e.recipe, "no recipe for " .. e.label .. " in options_live_spec.lua: add one")
+        local ok, err = pcall(call, e, nil)
+        assert(ok, e.label .. " (" .. e.recipe .. "): " .. tostring(err))
+      end)
+
+      it(e.label .. " refuses an unknown option", function()
+        if not e.recipe then return end
+        local ok, err = pcall(call, e, { zz_unknown = 1 })
+        err = tostring(err)
+        assert(not ok, e.label .. " accepted an unknown option")
+        assert(names_op(err, e) and (err:find("unknown option 'zz_unknown'", 1, true)
+            or err:find("takes no options", 1, true)),
+          e.label .. " refused an unknown option with an unclear message: " .. err)
+      end)
+
+      it(e.label .. " honours or refuses out", function()
+        if not e.recipe then return end
+        local want = call(e, nil)
+        local out = T.is_tensor(want) and T.empty(0, { dtype = want.dtype }) or T.empty(0)
+        local ok, got = pcall(call, e, { out = out })
+        if ok then
+          assert(T.is_tensor(want) and rawequal(got, out),
+            e.label .. " took out= but did not return it")
+          assert(T.equal(out, want) or (want.dtype.is_floating_point and
+            T.allclose(out, want, 0, 0, true)), e.label .. " wrote out wrongly")
+        else
+          got = tostring(got)
+          assert(names_op(got, e) and got:find("out", 1, true),
+            e.label .. " refused out= with an unclear message: " .. got)
+        end
+      end)
+    end
+  end
+end)
