@@ -253,7 +253,10 @@ static int l_backward(lua_State *L) {
     if (!g) return l_errorf(L, "backward: expected a tensor for gradient, got %s",
                             luaL_typename(L, 2));
     if (lua_istable(L, 3)) opts = 3;
+  } else if (lua_istable(L, 3)) {
+    opts = 3; /* t:backward(nil, {...}) */
   }
+  l_checknomore(L, opts ? opts : 2, "backward");
   if (opts) {
     l_checkopts(L, opts, "backward", backward_opts);
     lua_getfield(L, opts, "gradient");

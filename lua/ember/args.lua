@@ -30,19 +30,38 @@ function M.checkopts(op, o, allowed, level)
   return o
 end
 
+local function refuse_table(op, v, pos)
+  for k in pairs(v) do
+    if type(k) == "string" then
+      error(fmt("%s: unknown option '%s' (%s takes no options)", op, k, op), 4)
+    end
+  end
+  error(fmt("%s: takes no options (got a table for argument #%d)", op, pos), 4)
+end
+
+-- The arguments from position `first` on (passed as ...): those up to n
+-- are optional positional values (numbers, booleans, strings, tensors: a
+-- plain table there is an options table and refused); every one after n
+-- must be nil.
+function M.nooptions(op, first, n, ...)
+  for i = 1, select("#", ...) do
+    local v, pos = select(i, ...), first + i - 1
+    if v ~= nil then
+      if type(v) == "table" and getmetatable(v) == nil then refuse_table(op, v, pos) end
+      if pos > n then
+        error(fmt("%s: unexpected argument #%d (%s): %s takes at most %d arguments",
+          op, pos, type(v), op, n), 3)
+      end
+    end
+  end
+end
+
 -- The arguments after the n-th (passed as ...) must all be nil.
 function M.nomore(op, n, ...)
   for i = 1, select("#", ...) do
     local v = select(i, ...)
     if v ~= nil then
-      if type(v) == "table" and getmetatable(v) == nil then
-        for k in pairs(v) do
-          if type(k) == "string" then
-            error(fmt("%s: unknown option '%s' (%s takes no options)", op, k, op), 3)
-          end
-        end
-        error(fmt("%s: takes no options (got a table for argument #%d)", op, n + i), 3)
-      end
+      if type(v) == "table" and getmetatable(v) == nil then refuse_table(op, v, n + i) end
       error(fmt("%s: unexpected argument #%d (%s): %s takes at most %d arguments",
         op, n + i, type(v), op, n), 3)
     end

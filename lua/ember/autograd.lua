@@ -44,17 +44,17 @@ return function(T, C)
   A.no_grad, A.enable_grad, A.set_grad_enabled = T.no_grad, T.enable_grad, T.set_grad_enabled
   A.is_grad_enabled = T.is_grad_enabled
 
-  local grad_opts = { grad_outputs = true, retain_graph = true, create_graph = true,
-                      allow_unused = true }
+  local ARGS = require "ember.args"
+  local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused" }
+  local backward_opts = { "retain_graph", "create_graph" }
+  local gradcheck_opts = { "eps", "atol", "rtol", "raise" }
 
   -- T.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
   -- create_graph=, allow_unused=}) -> list of gradients (a single tensor
   -- when inputs is a single tensor; nil for unused inputs with allow_unused)
-  function A.grad(outputs, inputs, opts)
-    opts = opts or {}
-    for k in pairs(opts) do
-      if not grad_opts[k] then error("grad: unknown option '" .. tostring(k) .. "'", 2) end
-    end
+  function A.grad(outputs, inputs, opts, ...)
+    ARGS.nomore("grad", 3, ...)
+    opts = ARGS.checkopts("grad", opts, grad_opts)
     local create = opts.create_graph and true or false
     local retain = opts.retain_graph
     if retain == nil then retain = create end
@@ -68,8 +68,10 @@ return function(T, C)
   end
 
   -- T.autograd.backward(tensors, grad_tensors, {retain_graph=, create_graph=})
-  function A.backward(tensors, grads, opts)
-    opts = opts or {}
+  function A.backward(tensors, grads, opts, ...)
+    ARGS.nomore("backward", 3, ...)
+    if ARGS.is_opts(grads) and opts == nil then grads, opts = nil, grads end
+    opts = ARGS.checkopts("backward", opts, backward_opts)
     if T.is_tensor(tensors) then tensors = { tensors } end
     if T.is_tensor(grads) then grads = { grads } end
     for i, t in ipairs(tensors) do
@@ -85,8 +87,9 @@ return function(T, C)
   -- central finite differences in float64. inputs: a tensor or a list (the
   -- float64 tensors that require grad are checked; others pass through).
   -- Returns true, or raises (or returns false, msg with raise=false).
-  function A.gradcheck(fn, inputs, opts)
-    opts = opts or {}
+  function A.gradcheck(fn, inputs, opts, ...)
+    ARGS.nomore("gradcheck", 3, ...)
+    opts = ARGS.checkopts("gradcheck", opts, gradcheck_opts)
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
     local raise = opts.raise ~= false
     if T.is_tensor(inputs) then inputs = { inputs } end

@@ -7,6 +7,7 @@
 -- do.
 return function(T, C)
   local unpack = table.unpack or unpack
+  local A = require "ember.args"
   local data = {}
   T.data = data
 
@@ -17,6 +18,7 @@ return function(T, C)
     local ts = { ... }
     if #ts == 0 then error("TensorDataset: expected at least one tensor", 2) end
     for i, t in ipairs(ts) do
+      if A.is_opts(t) then A.nomore("TensorDataset", i - 1, t) end
       if not T.is_tensor(t) then error(string.format("TensorDataset: argument #%d is not a tensor", i), 2) end
       if t.ndim == 0 then error("TensorDataset: tensors must have a first dimension", 2) end
       if t.shape[1] ~= ts[1].shape[1] then
@@ -26,15 +28,20 @@ return function(T, C)
     end
     return setmetatable({ tensors = ts }, TensorDataset)
   end
-  function TensorDataset:len() return self.tensors[1].shape[1] end
-  function TensorDataset:get(i)
+  function TensorDataset:len(...)
+    A.nomore("len", 1, ...)
+    return self.tensors[1].shape[1]
+  end
+  function TensorDataset:get(i, ...)
+    A.nomore("get", 2, ...)
     local n = self:len()
     if i < 1 or i > n then error(string.format("TensorDataset: index %d is out of range 1..%d", i, n), 2) end
     local out = {}
     for k, t in ipairs(self.tensors) do out[k] = t[i] end
     return out
   end
-  function TensorDataset:get_batch(ids)
+  function TensorDataset:get_batch(ids, ...)
+    A.nomore("get_batch", 2, ...)
     local out = {}
     for k, t in ipairs(self.tensors) do out[k] = t:index_select(1, ids) end
     return out
@@ -44,13 +51,21 @@ return function(T, C)
   local Subset = {}
   Subset.__index = Subset
   -- indices: an int64 tensor or a Lua array of 1-based positions
-  function data.Subset(dataset, indices)
+  function data.Subset(dataset, indices, ...)
+    A.nomore("Subset", 2, ...)
     if not T.is_tensor(indices) then indices = T.tensor(indices, { dtype = T.int64 }) end
     return setmetatable({ dataset = dataset, indices = indices }, Subset)
   end
-  function Subset:len() return self.indices:numel() end
-  function Subset:get(i) return self.dataset:get(self.indices[i]:item()) end
-  function Subset:get_batch(ids)
+  function Subset:len(...)
+    A.nomore("len", 1, ...)
+    return self.indices:numel()
+  end
+  function Subset:get(i, ...)
+    A.nomore("get", 2, ...)
+    return self.dataset:get(self.indices[i]:item())
+  end
+  function Subset:get_batch(ids, ...)
+    A.nomore("get_batch", 2, ...)
     local sub = self.indices:index_select(1, ids)
     if self.dataset.get_batch then return self.dataset:get_batch(sub) end
     return nil
@@ -59,7 +74,8 @@ return function(T, C)
   -- lengths: counts summing to the dataset's length, or fractions summing
   -- to 1 (the remainder goes round-robin to the first parts, as PyTorch).
   -- The permutation comes from the generator (T.manual_seed).
-  function data.random_split(dataset, lengths)
+  function data.random_split(dataset, lengths, ...)
+    A.nomore("random_split", 2, ...)
     local n = dataset:len()
     local counts, total = {}, 0
     local fractional = true
@@ -100,7 +116,8 @@ return function(T, C)
   -- -- collate -------------------------------------------------------------------------
   -- Stacks tensors along a new first dim, turns numbers into a tensor and
   -- booleans into a bool tensor, and recurses into tables field by field.
-  function data.default_collate(items)
+  function data.default_collate(items, ...)
+    A.nomore("default_collate", 1, ...)
     local first = items[1]
     if T.is_tensor(first) then return T.stack(items) end
     if type(first) == "number" then
@@ -128,14 +145,12 @@ return function(T, C)
   -- -- DataLoader ----------------------------------------------------------------------
   local DataLoader = {}
   DataLoader.__index = DataLoader
-  local KEYS = { batch_size = true, shuffle = true, drop_last = true, collate_fn = true }
+  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn" }
 
-  function data.DataLoader(dataset, o)
+  function data.DataLoader(dataset, o, ...)
+    A.nomore("DataLoader", 2, ...)
     if type(o) == "number" then o = { batch_size = o } end
-    o = o or {}
-    for k in pairs(o) do
-      if not KEYS[k] then error(string.format("DataLoader: unknown option '%s'", tostring(k)), 2) end
-    end
+    o = A.checkopts("DataLoader", o, KEYS)
     if type(dataset) ~= "table" or not dataset.len then
       error("DataLoader: expected a dataset (with len and get)", 2)
     end
@@ -145,14 +160,16 @@ return function(T, C)
       drop_last = o.drop_last or false, collate_fn = o.collate_fn }, DataLoader)
   end
 
-  function DataLoader:len()
+  function DataLoader:len(...)
+    A.nomore("len", 1, ...)
     local n = self.dataset:len()
     if self.drop_last then return math.floor(n / self.batch_size) end
     return math.ceil(n / self.batch_size)
   end
 
   -- the batches of one pass, each a table of fields
-  function DataLoader:batches()
+  function DataLoader:batches(...)
+    A.nomore("batches", 1, ...)
     local n = self.dataset:len()
     local order = self.shuffle and T.randperm(n) or T.arange(1, n + 1, { dtype = T.int64 })
     local nb, bs, ds = self:len(), self.batch_size, self.dataset
@@ -175,7 +192,8 @@ return function(T, C)
   end
 
   -- for x, y in loader:iter() do ... end  (the fields of each batch)
-  function DataLoader:iter()
+  function DataLoader:iter(...)
+    A.nomore("iter", 1, ...)
     local nextb = self:batches()
     return function()
       local b = nextb()
@@ -189,8 +207,10 @@ return function(T, C)
   -- -- read_csv --------------------------------------------------------------------------
   -- A numeric CSV file (gzip-compressed when the name ends in .gz) as a 2-d
   -- tensor: o.dtype (default float32), o.header (skip the first line).
-  function data.read_csv(path, o)
-    o = o or {}
+  local CSV = { "dtype", "header" }
+  function data.read_csv(path, o, ...)
+    A.nomore("read_csv", 2, ...)
+    o = A.checkopts("read_csv", o, CSV)
     local f
     if path:match("%.gz$") then
       local test = io.open(path, "rb")

@@ -199,7 +199,7 @@ describe("optimizers against torch.optim", function()
 
   it("explains bad options", function()
     local ps = fresh_params()
-    assert.has_error(function() T.optim.SGD(ps, { lr = 0.1, momentun = 0.9 }) end, "SGD: unknown option 'momentun'")
+    assert.has_error(function() T.optim.SGD(ps, { lr = 0.1, momentun = 0.9 }) end, "SGD: unknown option 'momentun' (expected one of: dampening, lr, maximize, momentum, nesterov, weight_decay)")
     assert.has_error(function() T.optim.SGD(ps, {}) end, "SGD: lr is required")
     assert.has_error(function() T.optim.SGD({}, { lr = 1 }) end, "SGD: optimizer got an empty parameter list")
     assert.has_error(function() T.optim.SGD(ps, { lr = -1 }) end, "SGD: Invalid learning rate: -1")

@@ -209,6 +209,74 @@ local FR = {
   binary_cross_entropy = "p, p", binary_cross_entropy_with_logits = "x, p",
 }
 
+-- T.nn classes (constructors), T.nn.init, T.nn.utils, T.optim,
+-- T.optim.lr_scheduler, T.data, T.autograd, and the methods of modules,
+-- optimizers, schedulers, data loaders and datasets
+fresh.lin = function() return T.nn.Linear(3, 2) end
+fresh.params = function() return T.nn.Linear(3, 2):parameters() end
+fresh.sgd = function() return T.optim.SGD(T.nn.Linear(3, 2):parameters(), { lr = 0.1 }) end
+fresh.ds = function() return T.data.TensorDataset(T.ones(4, 2), T.ones(4)) end
+fresh.loader = function() return T.data.DataLoader(T.data.TensorDataset(T.ones(4, 2), T.ones(4)), { batch_size = 2 }) end
+fresh.sched = function()
+  return T.optim.lr_scheduler.StepLR(T.optim.SGD(T.nn.Linear(3, 2):parameters(), { lr = 0.1 }), { step_size = 1 })
+end
+fresh.csv = function()
+  local f = os.tmpname()
+  local h = io.open(f, "w"); h:write("1,2\n3,4\n"); h:close()
+  return f
+end
+fresh.leaf = function() return T.ones(2, { dtype = T.float64, requires_grad = true }) end
+local NR = {
+  Linear = "3, 2", Conv1d = "1, 2, 3", Conv2d = "1, 2, 3", BatchNorm1d = "3", BatchNorm2d = "3",
+  LayerNorm = "3", Dropout = "0.5", Embedding = "4, 3", MaxPool2d = "2", AvgPool2d = "2",
+  LeakyReLU = "", ReLU = "", GELU = "", Tanh = "", Sigmoid = "", SiLU = "", Softmax = "1",
+  LogSoftmax = "1", Flatten = "", Unflatten = "2, { 1, 3 }", Identity = "", Sequential = "lin",
+  ModuleList = "{ lin }", CrossEntropyLoss = "", NLLLoss = "", MSELoss = "", L1Loss = "",
+  BCELoss = "", BCEWithLogitsLoss = "",
+  -- functions of T.nn, T.nn.init, T.nn.utils
+  Parameter = "T.ones(2)",
+  calculate_gain = "'relu'", uniform_ = "T.empty(2, 2)", normal_ = "T.empty(2, 2)",
+  constant_ = "T.empty(2, 2), 1", zeros_ = "T.empty(2, 2)", ones_ = "T.empty(2, 2)",
+  xavier_uniform_ = "T.empty(2, 2)", xavier_normal_ = "T.empty(2, 2)",
+  kaiming_uniform_ = "T.empty(2, 2)", kaiming_normal_ = "T.empty(2, 2)",
+  _calculate_fan_in_and_fan_out = "T.empty(2, 2)",
+  clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
+  -- T.optim and its schedulers
+  SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
+  grad_of = "T.ones(2)", set_grad = "T.ones(2), T.ones(2)", _zero_grads = "params",
+  StepLR = "sgd, { step_size = 1 }", CosineAnnealingLR = "sgd, { T_max = 3 }",
+  -- T.data
+  TensorDataset = "T.ones(4, 2), T.ones(4)", Subset = "ds, { 1, 2 }", random_split = "ds, { 2, 2 }",
+  default_collate = "{ { T.ones(2) }, { T.ones(2) } }", DataLoader = "ds, { batch_size = 2 }",
+  read_csv = "csv",
+  -- T.autograd
+  grad = "(function() local l = leaf; return (l * 2):sum(), { l } end)()", backward = "(leaf * 2):sum()",
+  is_grad_enabled = "",
+  gradcheck = "function(a) return a * 2 end, { leaf }",
+}
+-- methods of objects: the recipe's first value is the object
+local OR = {
+  module = {
+    parameters = "lin", named_parameters = "lin", buffers = "lin", named_buffers = "lin",
+    children = "lin", named_children = "lin", modules = "lin", named_modules = "lin",
+    apply = "lin, function() end", num_parameters = "lin", train = "lin", eval = "lin",
+    zero_grad = "lin", to = "lin, T.float64", double = "lin", float = "lin",
+    state_dict = "lin", load_state_dict = "lin, lin:state_dict()", extra_repr = "lin",
+    register_parameter = "lin, 'extra', T.ones(2)", register_buffer = "lin, 'b', T.ones(2)",
+    add_module = "lin, 'sub', T.nn.ReLU()", forward = "lin, T.ones(2, 3)",
+    init = "lin", new = "T.nn.Linear, 3, 2", extend = "T.nn.Module, 'Mine'",
+  },
+  optimizer = {
+    zero_grad = "sgd", step = "sgd", state_dict = "sgd", load_state_dict = "sgd, sgd:state_dict()",
+    add_param_group = "sgd, { params = { T.ones(2, { requires_grad = true }) } }",
+    create = nil, update = nil,
+  },
+  scheduler = { step = "sched", get_last_lr = "sched", state_dict = "sched",
+    load_state_dict = "sched, sched:state_dict()", _apply = "sched" },
+  loader = { len = "loader", batches = "loader", iter = "loader" },
+  dataset = { len = "ds", get = "ds, 1", get_batch = "ds, T.tensor { 1, 2 }" },
+}
+
 local function compile(src, what)
   local chunk, err = load("return " .. src, "=" .. what, "t", env)
   assert(chunk, err)
@@ -234,6 +302,92 @@ end
 local F = T.nn.functional
 for _, k in ipairs(sorted_keys(F)) do add_entry("F." .. k, k, F[k], FR[k], false) end
 
+-- names starting with _ are the layer's own internals, not entry points
+local function add_all(prefix, tbl, recipes)
+  for _, k in ipairs(sorted_keys(tbl)) do
+    if not k:match("^_") then add_entry(prefix .. k, k, tbl[k], recipes[k], false) end
+  end
+end
+local function callable_keys(t)
+  local ks = {}
+  for k, v in pairs(t) do
+    local mt = type(v) == "table" and getmetatable(v)
+    if type(k) == "string" and mt and mt.__call then ks[#ks + 1] = k end
+  end
+  table.sort(ks)
+  return ks
+end
+for _, k in ipairs(callable_keys(T.nn)) do
+  if k ~= "Module" then add_entry("nn." .. k, k, T.nn[k], NR[k], false) end
+end
+add_all("nn.", T.nn, NR)
+add_all("nn.init.", T.nn.init, NR)
+add_all("nn.utils.", T.nn.utils, NR)
+add_all("optim.", T.optim, NR)
+add_all("lr_scheduler.", T.optim.lr_scheduler, NR)
+add_all("data.", T.data, NR)
+add_all("autograd.", T.autograd, NR)
+-- class-level functions of the optimizer and scheduler objects, called by
+-- the layer itself (Optimizer.create(cls, ...), a class's update, the
+-- schedule lr_at), not methods a user calls
+local internal = { create = true, update = true, lr_at = true }
+local function methods_of(label, obj, recipes)
+  local seen, ks = {}, {}
+  local t = obj
+  while t do
+    for k, v in pairs(t) do
+      if type(v) == "function" and type(k) == "string" and not seen[k] and not k:match("^_")
+          and not internal[k] then
+        seen[k] = true
+        ks[#ks + 1] = k
+      end
+    end
+    local mt = getmetatable(t)
+    t = mt and type(mt.__index) == "table" and mt.__index or nil
+  end
+  table.sort(ks)
+  for _, k in ipairs(ks) do add_entry(label .. ":" .. k, k, obj[k], recipes[k], true) end
+end
+-- the class protocol of nn.Module: what a subclass defines or overrides
+-- (init, forward, extra_repr) and the class machinery (new, extend)
+local class_protocol = { init = true, new = true, extend = true, forward = true, extra_repr = true }
+-- a module's methods are those of nn.Module (its instances index them
+-- through a function); each layer's forward is checked below
+do
+  local lin = fresh.lin()
+  for _, k in ipairs(sorted_keys(T.nn.Module)) do
+    if not k:match("^_") and not class_protocol[k] then
+      add_entry("module:" .. k, k, lin[k], OR.module[k], true)
+    end
+  end
+end
+-- forward of every layer: the recipe makes the layer, then its input(s)
+local FW = {
+  Linear = "T.nn.Linear(3, 2), x", Conv1d = "T.nn.Conv1d(1, 2, 3), seq", Conv2d = "T.nn.Conv2d(1, 2, 3), img",
+  BatchNorm1d = "T.nn.BatchNorm1d(3), x", BatchNorm2d = "T.nn.BatchNorm2d(1), img",
+  LayerNorm = "T.nn.LayerNorm(3), x", Dropout = "T.nn.Dropout(0.5), x",
+  Embedding = "T.nn.Embedding(4, 3), T.tensor { 1, 2 }", MaxPool2d = "T.nn.MaxPool2d(2), img",
+  AvgPool2d = "T.nn.AvgPool2d(2), img", LeakyReLU = "T.nn.LeakyReLU(), x", ReLU = "T.nn.ReLU(), x",
+  GELU = "T.nn.GELU(), x", Tanh = "T.nn.Tanh(), x", Sigmoid = "T.nn.Sigmoid(), x", SiLU = "T.nn.SiLU(), x",
+  Softmax = "T.nn.Softmax(1), x", LogSoftmax = "T.nn.LogSoftmax(1), x", Flatten = "T.nn.Flatten(), img",
+  Unflatten = "T.nn.Unflatten(2, { 1, 3 }), x", Identity = "T.nn.Identity(), x",
+  Sequential = "T.nn.Sequential(T.nn.ReLU()), x",
+  CrossEntropyLoss = "T.nn.CrossEntropyLoss(), logits, target", NLLLoss = "T.nn.NLLLoss(), logits, target",
+  MSELoss = "T.nn.MSELoss(), x, y", L1Loss = "T.nn.L1Loss(), x, y", BCELoss = "T.nn.BCELoss(), p, p",
+  BCEWithLogitsLoss = "T.nn.BCEWithLogitsLoss(), x, p",
+}
+-- containers without a forward of their own
+local no_forward = { ModuleList = "a ModuleList has no forward (it raises)" }
+for _, k in ipairs(callable_keys(T.nn)) do
+  if k ~= "Module" and not no_forward[k] then
+    add_entry(k .. ":forward", "forward", T.nn[k].forward, FW[k], true)
+  end
+end
+methods_of("optimizer", fresh.sgd(), OR.optimizer)
+methods_of("scheduler", fresh.sched(), OR.scheduler)
+methods_of("loader", fresh.loader(), OR.loader)
+methods_of("dataset", fresh.ds(), OR.dataset)
+
 -- entries that cannot run their plain call here, with the reason
 local skip = {
   ["t:cuda"] = "no cuda device on a build without CUDA: the call is refused (tested in the device specs)",
@@ -246,7 +400,9 @@ end
 
 -- entry points that pass their arguments after fn on to fn: an extra table
 -- is fn's argument, not an option (checked below: fn receives it)
-local forwards = { ["T.no_grad"] = true, ["T.enable_grad"] = true, ["T.set_grad_enabled"] = true }
+local forwards = { ["T.no_grad"] = true, ["T.enable_grad"] = true, ["T.set_grad_enabled"] = true,
+  ["autograd.no_grad"] = true, ["autograd.enable_grad"] = true, ["autograd.set_grad_enabled"] = true,
+}
 
 local function call(e, extra)
   local args = { compile(e.recipe, e.label)() }
@@ -274,7 +430,7 @@ describe("every entry point", function()
         local seen
         local fn = function(...) seen = { ... }; return 7 end
         local extra = { zz_unknown = 1 }
-        local r = e.label == "T.set_grad_enabled" and e.fn(true, fn, extra) or e.fn(fn, extra)
+        local r = e.label:match("set_grad_enabled$") and e.fn(true, fn, extra) or e.fn(fn, extra)
         assert.equal(7, r)
         assert.is_true(rawequal(seen[1], extra))
       end)

@@ -128,3 +128,29 @@ describe("lists and sizes", function()
     assert.same({ 3, 2 }, x:permute(2, 1).shape:totable())
   end)
 end)
+
+describe("layer constructors", function()
+  it("honour device and dtype and refuse other options", function()
+    local l = T.nn.Linear(3, 2, { device = "meta", dtype = T.float64 })
+    assert.equal("meta", tostring(l.weight.device))
+    assert.equal("meta", tostring(l.bias.device))
+    assert.equal(T.float64, l.weight.dtype)
+    local bn = T.nn.BatchNorm1d(3, { device = "meta" })
+    assert.equal("meta", tostring(bn.running_mean.device))
+    assert.equal("meta", tostring(bn.num_batches_tracked.device))
+    fails_with(function() return T.nn.Linear(3, 2, { bais = false }) end,
+      "Linear: unknown option 'bais' (expected one of: bias, dtype, device)")
+    fails_with(function() return T.nn.Conv2d(1, 2, 3, { padding_mode = "reflect" }) end,
+      "Conv2d: unknown option 'padding_mode'")
+    fails_with(function() return T.nn.ReLU { inplace = true } end,
+      "ReLU: unknown option 'inplace' (ReLU takes no options)")
+    fails_with(function() return T.nn.Linear(3, 2)(T.ones(1, 3), { zz = 1 }) end,
+      "Linear.forward: unknown option 'zz'")
+  end)
+
+  it("a parameter group's unknown key is refused", function()
+    local p = T.ones(2, { requires_grad = true })
+    fails_with(function() return T.optim.SGD({ { params = { p }, lr = 0.1, momentun = 0.9 } }, { lr = 0.1 }) end,
+      "SGD: unknown option 'momentun' in a parameter group")
+  end)
+end)

@@ -8,7 +8,9 @@ return function(T, C)
   nn.Module = require("ember.nn.module")(T, C)
 
   -- A parameter: the tensor itself, marked as requiring grad.
-  function nn.Parameter(t, requires_grad)
+  local A = require "ember.args"
+  function nn.Parameter(t, requires_grad, ...)
+    A.nooptions("Parameter", 2, 2, requires_grad, ...)
     if not T.is_tensor(t) then error("Parameter: expected a tensor", 2) end
     if requires_grad == false then return t end
     if not t.requires_grad then t:requires_grad_(true) end
@@ -20,8 +22,10 @@ return function(T, C)
   nn.utils = {}
   -- Scales the gradients of params in place so that their joint norm is at
   -- most max_norm; returns the norm before clipping (a 0-d tensor).
-  function nn.utils.clip_grad_norm_(params, max_norm, norm_type)
-    if type(norm_type) == "table" then norm_type = norm_type.norm_type end
+  local CLIP = { "norm_type" }
+  function nn.utils.clip_grad_norm_(params, max_norm, norm_type, ...)
+    A.nomore("clip_grad_norm_", 3, ...)
+    if type(norm_type) == "table" then norm_type = A.checkopts("clip_grad_norm_", norm_type, CLIP).norm_type end
     norm_type = norm_type or 2
     if T.is_tensor(params) then params = { params } end
     local grads = {}
@@ -39,14 +43,16 @@ return function(T, C)
     end
     return total
   end
-  function nn.utils.clip_grad_value_(params, clip)
+  function nn.utils.clip_grad_value_(params, clip, ...)
+    A.nooptions("clip_grad_value_", 2, 2, clip, ...)
     if T.is_tensor(params) then params = { params } end
     for _, p in ipairs(params) do
       local g = T.optim.grad_of(p)
       if g ~= nil then g:clamp_(-clip, clip) end
     end
   end
-  function nn.utils.parameters_to_vector(params)
+  function nn.utils.parameters_to_vector(params, ...)
+    A.nomore("parameters_to_vector", 1, ...)
     local flat = {}
     for i, p in ipairs(params) do flat[i] = p:reshape(-1) end
     return T.cat(flat)

@@ -2,13 +2,19 @@
 -- T.nn.functional. Initialisation is PyTorch's default for each.
 return function(T, C, nn)
   local Module, F, init = nn.Module, nn.functional, nn.init
+  local A = require "ember.args"
+  local nomore = A.nomore
+  -- a constructor's options table against the names it takes (honoured or
+  -- refused: docs/nn.md)
+  local function checkopts(name, o, allowed) return A.checkopts(name, o, allowed, 4) end
 
   local function opt(o, k, def)
     if o == nil or o[k] == nil then return def end
     return o[k]
   end
   local function param(shape, o)
-    return T.empty(shape, { dtype = opt(o, "dtype", nil) or T.get_default_dtype() })
+    return T.empty(shape, { dtype = opt(o, "dtype", nil) or T.get_default_dtype(),
+      device = opt(o, "device", nil) })
   end
   local function pair(v)
     if type(v) == "number" then return { v, v } end
@@ -24,9 +30,14 @@ return function(T, C, nn)
   function Sequential:init(...)
     local mods = { ... }
     if #mods == 1 and type(mods[1]) == "table" and not Module._is_module(mods[1]) then mods = mods[1] end
+    for i = 1, select("#", ...) do
+      local m = select(i, ...)
+      if i > 1 and A.is_opts(m) and not Module._is_module(m) then nomore("Sequential", i - 1, m) end
+    end
     for i, m in ipairs(mods) do self:add_module(tostring(i), m) end
   end
-  function Sequential:forward(x)
+  function Sequential:forward(x, ...)
+    nomore("Sequential.forward", 1, ...)
     for _, n in ipairs(self._module_names) do x = self._modules[n](x) end
     return x
   end
@@ -39,7 +50,8 @@ return function(T, C, nn)
   nn.Sequential = Sequential
 
   local ModuleList = Module:extend("ModuleList")
-  function ModuleList:init(mods)
+  function ModuleList:init(mods, ...)
+    nomore("ModuleList", 1, ...)
     for _, m in ipairs(mods or {}) do self:append(m) end
   end
   function ModuleList:append(m)
@@ -59,7 +71,10 @@ return function(T, C, nn)
 
   -- -- linear and convolution ----------------------------------------------------------
   local Linear = Module:extend("Linear")
-  function Linear:init(in_features, out_features, o)
+  local LINEAR = { "bias", "dtype", "device" }
+  function Linear:init(in_features, out_features, o, ...)
+    nomore("Linear", 3, ...)
+    checkopts("Linear", o, LINEAR)
     self.in_features, self.out_features = in_features, out_features
     local w = param({ out_features, in_features }, o)
     init.kaiming_uniform_(w, math.sqrt(5))
@@ -71,7 +86,9 @@ return function(T, C, nn)
       self.bias = b:requires_grad_(true)
     end
   end
-  function Linear:forward(x) return F.linear(x, self.weight, self.bias) end
+  function Linear:forward(x, ...)
+    nomore("Linear.forward", 1, ...)
+    return F.linear(x, self.weight, self.bias) end
   function Linear:extra_repr()
     return string.format("in_features=%d, out_features=%d, bias=%s", self.in_features,
       self.out_features, tostring(self.bias ~= nil))
@@ -79,12 +96,19 @@ return function(T, C, nn)
   nn.Linear = Linear
 
   local Identity = Module:extend("Identity")
-  function Identity:forward(x) return x end
+  function Identity:init(...) nomore("Identity", 0, ...) end
+  function Identity:forward(x, ...)
+    nomore("Identity.forward", 1, ...)
+    return x
+  end
   nn.Identity = Identity
 
   local function conv_class(name, nd)
     local Conv = Module:extend(name)
-    function Conv:init(cin, cout, kernel, o)
+    local CONV = { "stride", "padding", "dilation", "groups", "bias", "dtype", "device" }
+    function Conv:init(cin, cout, kernel, o, ...)
+      nomore(name, 4, ...)
+      checkopts(name, o, CONV)
       local groups = opt(o, "groups", 1)
       if cin % groups ~= 0 then error(name .. ": in_channels must be divisible by groups", 3) end
       if cout % groups ~= 0 then error(name .. ": out_channels must be divisible by groups", 3) end
@@ -106,7 +130,8 @@ return function(T, C, nn)
       end
     end
     local f = nd == 2 and F.conv2d or F.conv1d
-    function Conv:forward(x)
+    function Conv:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
       return f(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
         dilation = self.dilation, groups = self.groups })
     end
@@ -126,13 +151,17 @@ return function(T, C, nn)
 
   -- -- pooling -----------------------------------------------------------------------
   local MaxPool2d = Module:extend("MaxPool2d")
-  function MaxPool2d:init(kernel, o)
+  local MAXPOOL = { "stride", "padding", "dilation", "ceil_mode", "return_indices" }
+  function MaxPool2d:init(kernel, o, ...)
+    nomore("MaxPool2d", 2, ...)
     if type(o) == "number" then o = { stride = o } end
+    checkopts("MaxPool2d", o, MAXPOOL)
     self.kernel_size, self.stride = kernel, opt(o, "stride", kernel)
     self.padding, self.dilation = opt(o, "padding", 0), opt(o, "dilation", 1)
     self.ceil_mode, self.return_indices = opt(o, "ceil_mode", false), opt(o, "return_indices", false)
   end
-  function MaxPool2d:forward(x)
+  function MaxPool2d:forward(x, ...)
+    nomore("MaxPool2d.forward", 1, ...)
     return F.max_pool2d(x, self.kernel_size, { stride = self.stride, padding = self.padding,
       dilation = self.dilation, ceil_mode = self.ceil_mode, return_indices = self.return_indices })
   end
@@ -143,13 +172,17 @@ return function(T, C, nn)
   nn.MaxPool2d = MaxPool2d
 
   local AvgPool2d = Module:extend("AvgPool2d")
-  function AvgPool2d:init(kernel, o)
+  local AVGPOOL = { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" }
+  function AvgPool2d:init(kernel, o, ...)
+    nomore("AvgPool2d", 2, ...)
     if type(o) == "number" then o = { stride = o } end
+    checkopts("AvgPool2d", o, AVGPOOL)
     self.kernel_size, self.stride, self.padding = kernel, opt(o, "stride", kernel), opt(o, "padding", 0)
     self.ceil_mode, self.count_include_pad = opt(o, "ceil_mode", false), opt(o, "count_include_pad", true)
     self.divisor_override = opt(o, "divisor_override", nil)
   end
-  function AvgPool2d:forward(x)
+  function AvgPool2d:forward(x, ...)
+    nomore("AvgPool2d.forward", 1, ...)
     return F.avg_pool2d(x, self.kernel_size, { stride = self.stride, padding = self.padding,
       ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad,
       divisor_override = self.divisor_override })
@@ -162,7 +195,10 @@ return function(T, C, nn)
 
   -- -- embedding and normalisation ------------------------------------------------------
   local Embedding = Module:extend("Embedding")
-  function Embedding:init(num, dim, o)
+  local EMB = { "padding_idx", "dtype", "device" }
+  function Embedding:init(num, dim, o, ...)
+    nomore("Embedding", 3, ...)
+    checkopts("Embedding", o, EMB)
     self.num_embeddings, self.embedding_dim = num, dim
     self.padding_idx = opt(o, "padding_idx", nil)
     local w = param({ num, dim }, o)
@@ -170,7 +206,9 @@ return function(T, C, nn)
     if self.padding_idx then w[self.padding_idx]:fill_(0) end
     self.weight = w:requires_grad_(true)
   end
-  function Embedding:forward(ids) return F.embedding(ids, self.weight, { padding_idx = self.padding_idx }) end
+  function Embedding:forward(ids, ...)
+    nomore("Embedding.forward", 1, ...)
+    return F.embedding(ids, self.weight, { padding_idx = self.padding_idx }) end
   function Embedding:extra_repr()
     local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
     if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
@@ -179,7 +217,10 @@ return function(T, C, nn)
   nn.Embedding = Embedding
 
   local LayerNorm = Module:extend("LayerNorm")
-  function LayerNorm:init(shape, o)
+  local LN = { "eps", "elementwise_affine", "dtype", "device" }
+  function LayerNorm:init(shape, o, ...)
+    nomore("LayerNorm", 2, ...)
+    checkopts("LayerNorm", o, LN)
     if type(shape) == "number" then shape = { shape } end
     local s = {}
     for i = 1, #shape do s[i] = shape[i] end
@@ -190,7 +231,9 @@ return function(T, C, nn)
       self.bias = init.zeros_(param(s, o)):requires_grad_(true)
     end
   end
-  function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+  function LayerNorm:forward(x, ...)
+    nomore("LayerNorm.forward", 1, ...)
+    return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
   function LayerNorm:extra_repr()
     return string.format("%s, eps=%g, elementwise_affine=%s", fmt(self.normalized_shape), self.eps,
       tostring(self.elementwise_affine))
@@ -199,7 +242,10 @@ return function(T, C, nn)
 
   local function bn_class(name, dims)
     local BN = Module:extend(name)
-    function BN:init(n, o)
+    local BNO = { "eps", "momentum", "affine", "track_running_stats", "dtype", "device" }
+    function BN:init(n, o, ...)
+      nomore(name, 2, ...)
+      checkopts(name, o, BNO)
       self.num_features, self.eps, self.momentum = n, opt(o, "eps", 1e-5), opt(o, "momentum", 0.1)
       self.affine, self.track_running_stats = opt(o, "affine", true), opt(o, "track_running_stats", true)
       if self.affine then
@@ -207,13 +253,14 @@ return function(T, C, nn)
         self.bias = init.zeros_(param({ n }, o)):requires_grad_(true)
       end
       if self.track_running_stats then
-        local dt = opt(o, "dtype", nil) or T.get_default_dtype()
-        self:register_buffer("running_mean", T.zeros({ n }, { dtype = dt }))
-        self:register_buffer("running_var", T.ones({ n }, { dtype = dt }))
-        self:register_buffer("num_batches_tracked", T.tensor(0, { dtype = T.int64 }))
+        local dt, dev = opt(o, "dtype", nil) or T.get_default_dtype(), opt(o, "device", nil)
+        self:register_buffer("running_mean", T.zeros({ n }, { dtype = dt, device = dev }))
+        self:register_buffer("running_var", T.ones({ n }, { dtype = dt, device = dev }))
+        self:register_buffer("num_batches_tracked", T.zeros({}, { dtype = T.int64, device = dev }))
       end
     end
-    function BN:forward(x)
+    function BN:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
       local ok = false
       for _, d in ipairs(dims) do ok = ok or x.ndim == d end
       if not ok then
@@ -241,22 +288,31 @@ return function(T, C, nn)
   nn.BatchNorm2d = bn_class("BatchNorm2d", { 4 })
 
   local Dropout = Module:extend("Dropout")
-  function Dropout:init(p)
-    if type(p) == "table" then p = p.p end
+  local DROP = { "p" }
+  function Dropout:init(p, ...)
+    nomore("Dropout", 1, ...)
+    if type(p) == "table" then p = checkopts("Dropout", p, DROP).p end
     p = p or 0.5
     if p < 0 or p > 1 then
       error(string.format("Dropout: dropout probability has to be between 0 and 1, but got %g", p), 3)
     end
     self.p = p
   end
-  function Dropout:forward(x) return F.dropout(x, self.p, self.training) end
+  function Dropout:forward(x, ...)
+    nomore("Dropout.forward", 1, ...)
+    return F.dropout(x, self.p, self.training) end
   function Dropout:extra_repr() return string.format("p=%g", self.p) end
   nn.Dropout = Dropout
 
   -- -- activations and shape ------------------------------------------------------------
   local function simple(name, fn, repr)
     local M = Module:extend(name)
-    M.forward = fn
+    local op = name .. ".forward"
+    M.forward = function(self, x, ...)
+      nomore(op, 1, ...)
+      return fn(self, x)
+    end
+    function M:init(...) nomore(name, 0, ...) end
     if repr then M.extra_repr = repr end
     nn[name] = M
     return M
@@ -267,42 +323,63 @@ return function(T, C, nn)
   simple("SiLU", function(_, x) return F.silu(x) end)
   local GELU = simple("GELU", function(self, x) return F.gelu(x, self.approximate) end,
     function(self) return "approximate='" .. (self.approximate or "none") .. "'" end)
-  function GELU:init(o)
+  local GELU_O = { "approximate" }
+  function GELU:init(o, ...)
+    nomore("GELU", 1, ...)
     if type(o) == "string" then o = { approximate = o } end
+    checkopts("GELU", o, GELU_O)
     self.approximate = opt(o, "approximate", "none")
   end
   local LeakyReLU = simple("LeakyReLU", function(self, x) return F.leaky_relu(x, self.negative_slope) end,
     function(self) return "negative_slope=" .. self.negative_slope end)
-  function LeakyReLU:init(s) self.negative_slope = type(s) == "table" and s.negative_slope or s or 0.01 end
+  local LEAKY = { "negative_slope" }
+  function LeakyReLU:init(s, ...)
+    nomore("LeakyReLU", 1, ...)
+    if type(s) == "table" then s = checkopts("LeakyReLU", s, LEAKY).negative_slope end
+    self.negative_slope = s or 0.01
+  end
   for _, nm in ipairs { "Softmax", "LogSoftmax" } do
     local f = nm == "Softmax" and F.softmax or F.log_softmax
     local M = simple(nm, function(self, x) return f(x, self.dim) end,
       function(self) return "dim=" .. tostring(self.dim) end)
-    function M:init(dim) self.dim = type(dim) == "table" and dim.dim or dim end
+    function M:init(dim, ...)
+      nomore(nm, 1, ...)
+      if type(dim) == "table" then dim = checkopts(nm, dim, { "dim" }).dim end
+      self.dim = dim
+    end
   end
   local Flatten = simple("Flatten", function(self, x) return x:flatten(self.start_dim, self.end_dim) end,
     function(self) return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end)
-  function Flatten:init(s, e)
-    if type(s) == "table" then s, e = s.start_dim, s.end_dim end
+  local FLAT = { "start_dim", "end_dim" }
+  function Flatten:init(s, e, ...)
+    if type(s) == "table" then
+      nomore("Flatten", 1, e, ...)
+      local o = checkopts("Flatten", s, FLAT)
+      s, e = o.start_dim, o.end_dim
+    else
+      nomore("Flatten", 2, ...)
+    end
     self.start_dim, self.end_dim = s or 2, e or -1
   end
   local Unflatten = simple("Unflatten", function(self, x) return x:unflatten(self.dim, self.sizes) end)
-  function Unflatten:init(dim, sizes) self.dim, self.sizes = dim, sizes end
+  function Unflatten:init(dim, sizes, ...)
+    nomore("Unflatten", 2, ...)
+    self.dim, self.sizes = dim, sizes
+  end
 
   -- -- losses as modules ----------------------------------------------------------------
   local function loss_class(name, fn, keys)
     local L = Module:extend(name)
-    function L:init(o)
-      o = o or {}
+    function L:init(o, ...)
+      nomore(name, 1, ...)
+      o = checkopts(name, o, keys)
       self.opts = {}
       for _, k in ipairs(keys) do self.opts[k] = o[k] end
-      for k in pairs(o) do
-        local known = false
-        for _, kk in ipairs(keys) do known = known or kk == k end
-        if not known then error(string.format("%s: unknown option '%s'", name, tostring(k)), 3) end
-      end
     end
-    function L:forward(input, target) return fn(input, target, self.opts) end
+    function L:forward(input, target, ...)
+      nomore(name .. ".forward", 2, ...)
+      return fn(input, target, self.opts)
+    end
     nn[name] = L
   end
   loss_class("CrossEntropyLoss", F.cross_entropy, { "weight", "ignore_index", "reduction", "label_smoothing" })

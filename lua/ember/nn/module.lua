@@ -64,6 +64,9 @@ return function(T, C)
     end
   end
 
+  local A = require "ember.args"
+  local nomore, nooptions, check_opts = A.nomore, A.nooptions, A.checkopts
+
   function Module:extend(name)
     local cls = setmetatable({ __name = name, _parent = self }, {
       __index = self,
@@ -88,7 +91,8 @@ return function(T, C)
     error("nn." .. self.__name .. ": forward is not implemented", 2)
   end
 
-  function Module:register_parameter(name, t)
+  function Module:register_parameter(name, t, ...)
+    nomore("register_parameter", 3, ...)
     if t ~= nil and not T.is_tensor(t) then
       error(string.format("register_parameter: %s must be a tensor or nil", name), 2)
     end
@@ -96,12 +100,14 @@ return function(T, C)
     self._parameters[name] = t
     if t == nil then remove_name(self._param_names, name) else add_name(self._param_names, name) end
   end
-  function Module:register_buffer(name, t, persistent)
+  function Module:register_buffer(name, t, persistent, ...)
+    nooptions("register_buffer", 4, 4, persistent, ...)
     self._buffers[name] = t
     add_name(self._buffer_names, name)
     self._nonpersistent[name] = persistent == false or nil
   end
-  function Module:add_module(name, m)
+  function Module:add_module(name, m, ...)
+    nomore("add_module", 3, ...)
     if m ~= nil and not is_module(m) then
       error(string.format("add_module: %s is not a Module", tostring(name)), 2)
     end
@@ -155,62 +161,80 @@ return function(T, C)
     end
   end
 
-  function Module:parameters(recurse)
+  function Module:parameters(recurse, ...)
+    nooptions("parameters", 2, 2, recurse, ...)
     local out = {}
     for i, it in ipairs(collect(self, "param", recurse)) do out[i] = it[2] end
     return iterlist(out)
   end
-  function Module:named_parameters(recurse) return named_iter(collect(self, "param", recurse)) end
-  function Module:buffers(recurse)
+  function Module:named_parameters(recurse, ...)
+    nooptions("named_parameters", 2, 2, recurse, ...)
+    return named_iter(collect(self, "param", recurse)) end
+  function Module:buffers(recurse, ...)
+    nooptions("buffers", 2, 2, recurse, ...)
     local out = {}
     for i, it in ipairs(collect(self, "buffer", recurse)) do out[i] = it[2] end
     return iterlist(out)
   end
-  function Module:named_buffers(recurse) return named_iter(collect(self, "buffer", recurse)) end
-  function Module:children()
+  function Module:named_buffers(recurse, ...)
+    nooptions("named_buffers", 2, 2, recurse, ...)
+    return named_iter(collect(self, "buffer", recurse)) end
+  function Module:children(...)
+    nomore("children", 1, ...)
     local out = {}
     for _, n in ipairs(self._module_names) do out[#out + 1] = self._modules[n] end
     return iterlist(out)
   end
-  function Module:named_children()
+  function Module:named_children(...)
+    nomore("named_children", 1, ...)
     local items = {}
     for _, n in ipairs(self._module_names) do items[#items + 1] = { n, self._modules[n] } end
     return named_iter(items)
   end
-  function Module:modules()
+  function Module:modules(...)
+    nomore("modules", 1, ...)
     local out = {}
     walk(self, "", function(_, m) out[#out + 1] = m end)
     return iterlist(out)
   end
-  function Module:named_modules()
+  function Module:named_modules(...)
+    nomore("named_modules", 1, ...)
     local items = {}
     walk(self, "", function(p, m) items[#items + 1] = { p, m } end)
     return named_iter(items)
   end
-  function Module:apply(fn)
+  function Module:apply(fn, ...)
+    nomore("apply", 2, ...)
     for _, n in ipairs(self._module_names) do self._modules[n]:apply(fn) end
     fn(self)
     return self
   end
-  function Module:num_parameters()
+  function Module:num_parameters(...)
+    nomore("num_parameters", 1, ...)
     local n = 0
     for _, p in ipairs(self:parameters()) do n = n + p:numel() end
     return n
   end
 
   -- -- modes, gradients, conversion ---------------------------------------------
-  function Module:train(mode)
+  function Module:train(mode, ...)
+    nooptions("train", 2, 2, mode, ...)
     if mode == nil then mode = true end
     walk(self, "", function(_, m) rawset(m, "training", mode and true or false) end)
     return self
   end
-  function Module:eval() return self:train(false) end
+  function Module:eval(...)
+    nomore("eval", 1, ...)
+    return self:train(false)
+  end
 
   -- zero_grad([set_to_none=true] | {set_to_none=}): the parameters'
   -- gradients dropped (or zeroed in place), module by module, without
   -- building the parameters() list
-  function Module:zero_grad(set_to_none)
-    if type(set_to_none) == "table" then set_to_none = set_to_none.set_to_none end
+  local ZERO = { "set_to_none" }
+  function Module:zero_grad(set_to_none, ...)
+    nomore("zero_grad", 2, ...)
+    if type(set_to_none) == "table" then set_to_none = check_opts("zero_grad", set_to_none, ZERO).set_to_none end
     local zero = T.optim._zero_grads
     local list = {}
     walk(self, "", function(_, m)
@@ -237,11 +261,14 @@ return function(T, C)
   -- to(dtype) / to(device) / to(dtype, device) / to{dtype=, device=}:
   -- parameters and floating buffers are replaced by converted tensors
   -- (make optimizers after moving a model, as in PyTorch)
-  function Module:to(a, b)
+  local TO = { "dtype", "device" }
+  function Module:to(a, b, ...)
+    nomore("to", 3, ...)
     local dtype, device
     local function take(v)
       if v == nil then return end
       if type(v) == "table" and not T.is_dtype(v) and not T.is_tensor(v) and getmetatable(v) == nil then
+        check_opts("to", v, TO, 4)
         dtype, device = v.dtype or dtype, v.device or device
       elseif T.is_dtype(v) then dtype = v
       elseif type(v) == "string" and T[v] and T.is_dtype(T[v]) then dtype = T[v]
@@ -276,8 +303,14 @@ return function(T, C)
     end)
     return self
   end
-  function Module:double() return self:to(T.float64) end
-  function Module:float() return self:to(T.float32) end
+  function Module:double(...)
+    nomore("double", 1, ...)
+    return self:to(T.float64)
+  end
+  function Module:float(...)
+    nomore("float", 1, ...)
+    return self:to(T.float32)
+  end
 
   -- -- state ---------------------------------------------------------------------
   local function detached(t)
@@ -285,30 +318,15 @@ return function(T, C)
     return t
   end
 
-  local state_opts = { torch_names = true }
-  local load_opts = { strict = true, torch_names = true }
-  local function check_opts(op, o, allowed)
-    if o == nil then return {} end
-    if type(o) ~= "table" then
-      error(string.format("%s: expected an options table, got %s", op, type(o)), 3)
-    end
-    for k in pairs(o) do
-      if not allowed[k] then
-        local names = {}
-        for n in pairs(allowed) do names[#names + 1] = n end
-        table.sort(names)
-        error(string.format("%s: unknown option '%s' (expected one of: %s)", op, tostring(k),
-          table.concat(names, ", ")), 3)
-      end
-    end
-    return o
-  end
+  local state_opts = { "torch_names" }
+  local load_opts = { "strict", "torch_names" }
 
   -- A table of name -> tensor (parameters then buffers, sharing memory with
   -- the module); keys() in the metatable lists the names in order.
   -- {torch_names = true}: PyTorch's names, the children of a Sequential or
   -- ModuleList numbered from 0 (T.save_torch of it loads into PyTorch).
-  function Module:state_dict(o)
+  function Module:state_dict(o, ...)
+    nomore("state_dict", 2, ...)
     o = check_opts("state_dict", o, state_opts)
     local sd, keys = {}, {}
     walk(self, "", function(prefix, m)
@@ -345,7 +363,8 @@ return function(T, C)
   -- true) makes missing and unexpected keys an error; returns the lists
   -- of missing and unexpected keys. {torch_names = true}: sd has PyTorch's
   -- names (a Sequential's children from 0), as T.load_torch returns them.
-  function Module:load_state_dict(sd, strict)
+  function Module:load_state_dict(sd, strict, ...)
+    nomore("load_state_dict", 3, ...)
     local o = {}
     if type(strict) == "table" then
       o = check_opts("load_state_dict", strict, load_opts)

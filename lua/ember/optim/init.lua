@@ -11,8 +11,15 @@ return function(T, C)
   local optim = {}
   T.optim = optim
 
-  function optim.grad_of(p) return p.grad end
-  function optim.set_grad(p, g) p.grad = g end
+  local ARGS = require "ember.args"
+  function optim.grad_of(p, ...)
+    ARGS.nomore("grad_of", 1, ...)
+    return p.grad
+  end
+  function optim.set_grad(p, g, ...)
+    ARGS.nomore("set_grad", 2, ...)
+    p.grad = g
+  end
 
 
   -- zero_grad for a list of parameters: set_to_none (default true) drops
@@ -44,7 +51,13 @@ return function(T, C)
   function Optimizer.create(cls, name, params, defaults, o)
     o = o or {}
     for k in pairs(o) do
-      if defaults[k] == nil then error(string.format("%s: unknown option '%s'", name, tostring(k)), 3) end
+      if defaults[k] == nil then
+        local names = {}
+        for n in pairs(defaults) do names[#names + 1] = n end
+        table.sort(names)
+        error(string.format("%s: unknown option '%s' (expected one of: %s)", name, tostring(k),
+          table.concat(names, ", ")), 3)
+      end
     end
     local self = setmetatable({ name = name, defaults = {}, param_groups = {}, state = {} }, cls)
     for k, v in pairs(defaults) do
@@ -59,7 +72,13 @@ return function(T, C)
     return self
   end
 
-  function Optimizer:add_param_group(g)
+  function Optimizer:add_param_group(g, ...)
+    ARGS.nomore("add_param_group", 2, ...)
+    for k in pairs(g) do
+      if k ~= "params" and self.defaults[k] == nil then
+        error(string.format("%s: unknown option '%s' in a parameter group", self.name, tostring(k)), 3)
+      end
+    end
     local group = { params = {} }
     local ps = g.params
     if T.is_tensor(ps) then ps = { ps } end
@@ -72,8 +91,10 @@ return function(T, C)
     self.param_groups[#self.param_groups + 1] = group
   end
 
-  function Optimizer:zero_grad(set_to_none)
-    if type(set_to_none) == "table" then set_to_none = set_to_none.set_to_none end
+  local ZERO = { "set_to_none" }
+  function Optimizer:zero_grad(set_to_none, ...)
+    ARGS.nomore("zero_grad", 2, ...)
+    if type(set_to_none) == "table" then set_to_none = ARGS.checkopts("zero_grad", set_to_none, ZERO).set_to_none end
     for _, g in ipairs(self.param_groups) do optim._zero_grads(g.params, set_to_none) end
   end
 
@@ -81,7 +102,8 @@ return function(T, C)
   -- given, runs the update, and returns the closure's loss
   -- The updates write the parameters' memory directly (a fused kernel per
   -- parameter); they record nothing, so no grad-mode switch is needed.
-  function Optimizer:step(closure)
+  function Optimizer:step(closure, ...)
+    ARGS.nooptions("step", 2, 2, closure, ...)
     local loss
     if closure then loss = closure() end
     local grad_of, state = optim.grad_of, self.state
@@ -105,7 +127,8 @@ return function(T, C)
 
   -- {state = {[i] = {...}}, param_groups = {{lr = ..., params = {i, ...}}}}
   -- with parameters numbered 1.. in group order, as PyTorch's.
-  function Optimizer:state_dict()
+  function Optimizer:state_dict(...)
+    ARGS.nomore("state_dict", 1, ...)
     local index, n, groups, state = {}, 0, {}, {}
     for gi, g in ipairs(self.param_groups) do
       local pg = { params = {} }
@@ -129,7 +152,8 @@ return function(T, C)
     return { state = T.torch_kind(state, "dict"), param_groups = groups }
   end
 
-  function Optimizer:load_state_dict(sd)
+  function Optimizer:load_state_dict(sd, ...)
+    ARGS.nomore("load_state_dict", 2, ...)
     local groups = sd.param_groups
     if #groups ~= #self.param_groups then
       error("load_state_dict: loaded state dict has a different number of parameter groups", 2)
@@ -168,7 +192,8 @@ return function(T, C)
     local cls = setmetatable({}, { __index = Optimizer })
     cls.__index = cls
     cls.update = update
-    optim[name] = function(params, o)
+    optim[name] = function(params, o, ...)
+      ARGS.nomore(name, 2, ...)
       if type(o) == "number" then o = { lr = o } end
       if check then check(o or {}) end
       return Optimizer.create(cls, name, params, defaults, o)

@@ -23,15 +23,22 @@ return function(T, optim)
       self._last_lr[i] = g.lr
     end
   end
-  function Scheduler:step(epoch)
+  local A = require "ember.args"
+  function Scheduler:step(epoch, ...)
+    A.nooptions("step", 2, 2, epoch, ...)
     self.last_epoch = epoch or self.last_epoch + 1
     self:_apply()
   end
-  function Scheduler:get_last_lr() return self._last_lr end
-  function Scheduler:state_dict()
+  function Scheduler:get_last_lr(...)
+    A.nomore("get_last_lr", 1, ...)
+    return self._last_lr
+  end
+  function Scheduler:state_dict(...)
+    A.nomore("state_dict", 1, ...)
     return { last_epoch = self.last_epoch, base_lrs = { unpack(self.base_lrs) } }
   end
-  function Scheduler:load_state_dict(sd)
+  function Scheduler:load_state_dict(sd, ...)
+    A.nomore("load_state_dict", 2, ...)
     self.last_epoch = sd.last_epoch
     self.base_lrs = { unpack(sd.base_lrs) }
     self:_apply()
@@ -39,9 +46,12 @@ return function(T, optim)
 
   local StepLR = setmetatable({}, { __index = Scheduler })
   StepLR.__index = StepLR
-  function S.StepLR(opt, o)
+  local ARGS = require "ember.args"
+  local STEP = { "step_size", "gamma" }
+  function S.StepLR(opt, o, ...)
+    ARGS.nomore("StepLR", 2, ...)
     if type(o) == "number" then o = { step_size = o } end
-    o = o or {}
+    o = ARGS.checkopts("StepLR", o, STEP)
     if not o.step_size then error("StepLR: step_size is required", 2) end
     local gamma = o.gamma or 0.1
     local self = make(StepLR, opt, function(_, base, e) return base * gamma ^ math.floor(e / o.step_size) end)
@@ -51,9 +61,11 @@ return function(T, optim)
 
   local Cosine = setmetatable({}, { __index = Scheduler })
   Cosine.__index = Cosine
-  function S.CosineAnnealingLR(opt, o)
+  local COS = { "T_max", "eta_min" }
+  function S.CosineAnnealingLR(opt, o, ...)
+    ARGS.nomore("CosineAnnealingLR", 2, ...)
     if type(o) == "number" then o = { T_max = o } end
-    o = o or {}
+    o = ARGS.checkopts("CosineAnnealingLR", o, COS)
     if not o.T_max then error("CosineAnnealingLR: T_max is required", 2) end
     local eta = o.eta_min or 0
     local self = make(Cosine, opt, function(_, base, e)
