@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <time.h>
 
 static float *A, *B, *Cc;
@@ -58,6 +61,45 @@ static void transpose(const float *a, float *c, int64_t n) {
         for (int64_t j = j0; j < j0 + bs && j < n; j++) c[j * n + i] = a[i * n + j];
 }
 
+/* A blocked AVX2 transpose into a preallocated c (the C reference of
+** out:copy_(t:t())): 8x8 blocks transposed in registers inside 32x32
+** tiles, the rows of tiles split across OpenMP threads. n: a multiple of 8. */
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline void tr8(const float *s, int64_t ss, float *d, int64_t ds) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * ss);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(d + i * ds, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(d + (i + 4) * ds, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+#endif
+static void transpose_avx2(const float *a, float *c, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i0 = 0; i0 < n; i0 += 32)
+    for (int64_t j0 = 0; j0 < n; j0 += 32)
+      for (int64_t i = i0; i < i0 + 32 && i < n; i += 8)
+        for (int64_t j = j0; j < j0 + 32 && j < n; j += 8) {
+#if defined(__AVX2__)
+          tr8(a + i * n + j, n, c + j * n + i, n);
+#else
+          for (int64_t ii = i; ii < i + 8; ii++)
+            for (int64_t jj = j; jj < j + 8; jj++) c[jj * n + ii] = a[ii * n + jj];
+#endif
+        }
+}
+
 static const char *setup(const char *name, int k) {
   freeall();
   const int64_t M = 16 * 1024 * 1024;
@@ -100,6 +142,8 @@ static void run(const char *name) {
     float *c = malloc(4 * N * N); bcast(A, B, c, N); sink = c[N * N - 1]; free(c);
   } else if (!strcmp(name, "layout_transpose")) {
     float *c = malloc(4 * N * N); transpose(A, c, N); sink = c[1]; free(c);
+  } else if (!strcmp(name, "layout_transpose_out")) {
+    transpose_avx2(A, Cc, N); sink = Cc[1];
   } else if (!strcmp(name, "layout_clone_slice")) {
     int64_t h = (N + 1) / 2; float *c = malloc(4 * N * h);
     for (int64_t i = 0; i < N; i++) for (int64_t j = 0; j < h; j++) c[i * h + j] = A[i * N + 2 * j];
@@ -138,7 +182,13 @@ int main(void) {
     a1[0] = 0; a2 = 1;
     if (sscanf(line, "%31s %63s %d", cmd, a1, &a2) < 1) continue;
     if (!strcmp(cmd, "quit")) break;
-    if (!strcmp(cmd, "threads")) { openblas_set_num_threads(atoi(a1)); puts("ok"); }
+    if (!strcmp(cmd, "threads")) {
+      openblas_set_num_threads(atoi(a1));
+#ifdef _OPENMP
+      omp_set_num_threads(atoi(a1));
+#endif
+      puts("ok");
+    }
     else if (!strcmp(cmd, "setup")) puts(setup(a1, a2));
     else if (!strcmp(cmd, "time")) {
       double t0 = now();

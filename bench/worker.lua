@@ -26,6 +26,7 @@ local setups = {
   stream_bcast_out = function(k) local n = fl(4096 / k); S.a, S.b, S.c = T.rand(n, 1), T.rand(1, n), T.empty(n, n) end,
   stream_bcast_alloc = function(k) local n = fl(4096 / k); S.a, S.b = T.rand(n, 1), T.rand(1, n) end,
   layout_transpose = function(k) local n = fl(4096 / k); S.t = T.rand(n, n) end,
+  layout_transpose_out = function(k) local n = fl(4096 / k); S.t = T.rand(n, n); S.out = T.empty(n, n) end,
   layout_clone_slice = function(k) local n = fl(4096 / k); S.t = T.rand(n, n) end,
   sel_index_select = function(k)
     S.t = T.rand(fl(4 * 1024 * 1024 / k), 16)
@@ -51,6 +52,7 @@ local bodies = {
   stream_bcast_out = function(n) local o = { out = S.c }; for _ = 1, n do T.add(S.a, S.b, o) end end,
   stream_bcast_alloc = function(n) for _ = 1, n do local _ = S.a + S.b end end,
   layout_transpose = function(n) for _ = 1, n do local _ = S.t:transpose(1, 2):contiguous() end end,
+  layout_transpose_out = function(n) for _ = 1, n do S.out:copy_(S.t:t()) end end,
   layout_clone_slice = function(n) for _ = 1, n do local _ = S.t[{ {}, { 1, -1, 2 } }]:clone() end end,
   sel_index_select = function(n) for _ = 1, n do local _ = S.t:index_select(1, S.idx) end end,
   sel_masked_select = function(n) for _ = 1, n do local _ = S.a:masked_select(S.mask) end end,

@@ -50,9 +50,10 @@ def setup(name, k):
     elif name in ("stream_bcast_out", "stream_bcast_alloc"):
         n = 4096 // k
         S["a"], S["b"], S["c"] = rand(n, 1), rand(1, n), empty(n, n)
-    elif name in ("layout_transpose", "layout_clone_slice"):
+    elif name in ("layout_transpose", "layout_clone_slice", "layout_transpose_out"):
         n = 4096 // k
         S["t"] = rand(n, n)
+        S["out"] = rand(n, n)
     elif name == "sel_index_select":
         S["t"] = rand(4 * 1024 * 1024 // k, 16)
         n = 1024 * 1024 // k
@@ -107,6 +108,9 @@ def body(name):
         return lambda: a.sum()
     if name == "layout_transpose":
         return (lambda: t.t().contiguous()) if T else (lambda: np.ascontiguousarray(t.T))
+    if name == "layout_transpose_out":
+        o = S["out"]
+        return (lambda: o.copy_(t.t())) if T else (lambda: np.copyto(o, t.T))
     if name == "layout_clone_slice":
         return (lambda: t[:, ::2].clone()) if T else (lambda: t[:, ::2].copy())
     if name == "sel_index_select":

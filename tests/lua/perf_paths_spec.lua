@@ -44,3 +44,31 @@ describe("index_select fast path", function()
       "index_select: index 4 is out of bounds for dimension 1 with size 3")
   end)
 end)
+
+describe("tiled transposed copies", function()
+  -- the tiled path (AVX2 8x8 blocks for 4-byte types, scalar tiles for
+  -- the others, split across threads) against a copy through another
+  -- dtype, which takes the untiled cast loop
+  local unpack = table.unpack or unpack
+  local shapes = { { 16, 16 }, { 17, 23 }, { 33, 40 }, { 100, 9 }, { 257, 129 }, { 300, 300 },
+    { 3, 40, 50 }, { 64, 300, 2 } }
+  for _, dt in ipairs { T.float32, T.int32, T.float64, T.int16, T.uint8, T.bfloat16 } do
+    it(tostring(dt) .. ": every element lands where the untiled copy puts it, at 1 and 2 threads", function()
+      local threads = T.get_num_threads()
+      for _, nt in ipairs { 1, 2 } do
+        T.set_num_threads(nt)
+        for _, sh in ipairs(shapes) do
+          local n = 1
+          for _, v in ipairs(sh) do n = n * v end
+          local x = T.arange(n):remainder(251):to(dt):view(unpack(sh))
+          local y = x:transpose(1, #sh)
+          local ref = y:double():contiguous():to(dt)
+          assert.is_true(T.equal(y:contiguous(), ref), table.concat(sh, "x"))
+          local out = T.empty(y.shape, { dtype = dt })
+          assert.is_true(T.equal(out:copy_(y), ref), table.concat(sh, "x"))
+        end
+      end
+      T.set_num_threads(threads)
+    end)
+  end
+end)

@@ -9,6 +9,10 @@
 
 #include <stdlib.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* -- Cast loops: em_cast_<dst>_<src>, 10 x 10 of them ---------------------- */
 
 #define DEF_CAST(D, S)                                                       \
@@ -75,11 +79,16 @@ static em_loop1d copy_loop(em_dtype dst, em_dtype src) {
 /* 16x16 tiles measured best on 2048..4096-square float32 transposes (docs/views.md) */
 enum { TILE = 16, TILE_MIN = 16 };
 
+typedef void (*tile_fn)(char *d, const char *s, int64_t n0, int64_t jb, int64_t je,
+                        int64_t d0, int64_t dj, int64_t s0, int64_t sj);
+
+/* columns jb..je of the (n0 x nj) block, in TILE x TILE tiles */
 #define DEF_TILE(NAME, T)                                                    \
-  static void NAME(char *d, const char *s, int64_t n0, int64_t nj,           \
-                   int64_t d0, int64_t dj, int64_t s0, int64_t sj) {         \
-    for (int64_t jb = 0; jb < nj; jb += TILE) {                              \
-      int64_t je = jb + TILE < nj ? jb + TILE : nj;                          \
+  static void NAME(char *d, const char *s, int64_t n0, int64_t jb0,          \
+                   int64_t je0, int64_t d0, int64_t dj, int64_t s0,          \
+                   int64_t sj) {                                             \
+    for (int64_t jb = jb0; jb < je0; jb += TILE) {                           \
+      int64_t je = jb + TILE < je0 ? jb + TILE : je0;                        \
       for (int64_t ib = 0; ib < n0; ib += TILE) {                            \
         int64_t ie = ib + TILE < n0 ? ib + TILE : n0;                        \
         for (int64_t j = jb; j < je; j++)                                    \
@@ -93,6 +102,64 @@ DEF_TILE(tile2, uint16_t)
 DEF_TILE(tile4, uint32_t)
 DEF_TILE(tile8, uint64_t)
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(EMBER_NO_CLONES)
+#include <immintrin.h>
+#define EM_HAVE_AVX2_TILE 1
+/* An 8x8 block of 4-byte elements transposed in registers: row i of the
+** source (8 contiguous elements at s + i * ss) becomes column i of the
+** destination (row j at d + j * ds). */
+__attribute__((target("avx2"))) static inline void tr8x8_4(const float *s, int64_t ss,
+                                                            float *d, int64_t ds) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ss);
+  __m256 r2 = _mm256_loadu_ps(s + 2 * ss), r3 = _mm256_loadu_ps(s + 3 * ss);
+  __m256 r4 = _mm256_loadu_ps(s + 4 * ss), r5 = _mm256_loadu_ps(s + 5 * ss);
+  __m256 r6 = _mm256_loadu_ps(s + 6 * ss), r7 = _mm256_loadu_ps(s + 7 * ss);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* tile4 for a destination unit-stride along dim 0 and a source unit-stride
+** along dim j: whole 8x8 blocks in registers, the edges element by element.
+** The bits moved are the same as tile4's (a move, no arithmetic). */
+__attribute__((target("avx2"))) static void tile4_avx2(char *d, const char *s, int64_t n0,
+                                                        int64_t jb0, int64_t je0, int64_t d0,
+                                                        int64_t dj, int64_t s0, int64_t sj) {
+  const int64_t ds = dj / 4, ss = s0 / 4;
+  for (int64_t jb = jb0; jb < je0; jb += TILE) {
+    int64_t je = jb + TILE < je0 ? jb + TILE : je0;
+    for (int64_t ib = 0; ib < n0; ib += TILE) {
+      int64_t ie = ib + TILE < n0 ? ib + TILE : n0;
+      int64_t j = jb;
+      for (; j + 8 <= je; j += 8) {
+        int64_t i = ib;
+        for (; i + 8 <= ie; i += 8)
+          tr8x8_4((const float *)(s + i * s0 + j * sj), ss, (float *)(d + i * d0 + j * dj), ds);
+        for (int64_t jj = j; jj < j + 8; jj++)
+          for (int64_t ii = i; ii < ie; ii++)
+            *(uint32_t *)(d + ii * d0 + jj * dj) = *(const uint32_t *)(s + ii * s0 + jj * sj);
+      }
+      for (; j < je; j++)
+        for (int64_t i = ib; i < ie; i++)
+          *(uint32_t *)(d + i * d0 + j * dj) = *(const uint32_t *)(s + i * s0 + j * sj);
+    }
+  }
+}
+#endif
+
 /* The iteration dim (>= 1) along which operand 1 is unit-stride while dim 0
 ** is not, with both dims long enough to tile; -1 when tiling does not pay. */
 static int tile_dim(const em_iter *it, int64_t isz) {
@@ -103,29 +170,47 @@ static int tile_dim(const em_iter *it, int64_t isz) {
   return -1;
 }
 
-/* Runs the tiled copy over dims 0 and j for every position of the others. */
+static tile_fn tile_for(int64_t isz) {
+#ifdef EM_HAVE_AVX2_TILE
+  static int avx2 = -1;
+  if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+  if (isz == 4 && avx2) return tile4_avx2;
+#endif
+  return isz == 1 ? tile1 : isz == 2 ? tile2 : isz == 4 ? tile4 : tile8;
+}
+
+/* Runs the tiled copy over dims 0 and j for every position of the others.
+** The work is cut into pieces of whole tile columns (a range of dim j at
+** one position of the other dims), split across the threads: each element
+** is moved by one thread, so the result does not depend on the count. */
 static void copy_tiled(const em_iter *it, int j, int64_t isz) {
-  void (*tile)(char *, const char *, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t) =
-      isz == 1 ? tile1 : isz == 2 ? tile2 : isz == 4 ? tile4 : tile8;
-  int64_t outer = it->numel / (it->shape[0] * it->shape[j]);
-  int64_t counter[EM_MAX_DIMS] = {0};
-  char *d = it->data[0];
-  const char *s = it->data[1];
-  for (int64_t o = 0; o < outer; o++) {
-    tile(d, s, it->shape[0], it->shape[j], it->strides[0][0], it->strides[j][0],
-         it->strides[0][1], it->strides[j][1]);
-    for (int k = 1; k < it->ndim; k++) {
+  tile_fn tile = tile_for(isz);
+  const int64_t n0 = it->shape[0], nj = it->shape[j];
+  const int64_t outer = it->numel / (n0 * nj);
+  /* columns per piece: whole tiles, about EM_PARALLEL_GRAIN elements */
+  int64_t cols = (32768 / (n0 > 0 ? n0 : 1) + TILE - 1) / TILE * TILE;
+  if (cols < TILE) cols = TILE;
+  const int64_t per = (nj + cols - 1) / cols, pieces = outer * per;
+  int nt = em_get_num_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && pieces > 1 && it->numel >= 65536 && !omp_in_parallel())
+#endif
+  for (int64_t w = 0; w < pieces; w++) {
+    int64_t o = w / per, jb = (w % per) * cols;
+    int64_t je = jb + cols < nj ? jb + cols : nj;
+    char *d = it->data[0];
+    const char *s = it->data[1];
+    for (int k = 1; k < it->ndim; k++) { /* position o over the other dims */
       if (k == j) continue;
-      counter[k]++;
-      d += it->strides[k][0];
-      s += it->strides[k][1];
-      if (counter[k] < it->shape[k]) break;
-      d -= counter[k] * it->strides[k][0];
-      s -= counter[k] * it->strides[k][1];
-      counter[k] = 0;
+      int64_t c = o % it->shape[k];
+      o /= it->shape[k];
+      d += c * it->strides[k][0];
+      s += c * it->strides[k][1];
     }
+    tile(d, s, n0, jb, je, it->strides[0][0], it->strides[j][0], it->strides[0][1],
+         it->strides[j][1]);
   }
+  (void)nt;
 }
 
 #define DEF_FILL(NAME, T)                                                    \
@@ -156,7 +241,7 @@ static void cpu_copy(const em_iter *it, em_dtype dst, em_dtype src) {
   int64_t isz = (int64_t)em_dtype_size(dst);
   int j = dst == src ? tile_dim(it, isz) : -1;
   if (j > 0) copy_tiled(it, j, isz);
-  else em_iter_run(it, copy_loop(dst, src), NULL);
+  else em_iter_run_parallel(it, copy_loop(dst, src), NULL);
 }
 
 static void cpu_fill(const em_iter *it, em_dtype dt, const void *value) {
