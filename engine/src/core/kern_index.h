@@ -137,11 +137,11 @@ typedef struct em_index_kernels {
   /* -- t[key]: advanced indexing (ops/index.c) ------------------------------------ */
 
   /* Operands: 0 offsets (int64), 1 an index (dtype idx_dt: int64 or int32).
-  ** offsets += (0-based position of the index in [0, size)) * stride
-  ** (elements); a position outside is skipped and the first reported. A
-  ** device without values reports nothing. */
+  ** offsets = (0-based position of the index in [0, size)) * stride
+  ** (elements), or += when add; a position outside is skipped and the
+  ** first reported. A device without values reports nothing. */
   void (*key_offsets)(const em_iter *it, em_dtype idx_dt, int64_t size, int64_t stride,
-                      em_index_bad *bad);
+                      int add, em_index_bad *bad);
   /* offsets (int64, contiguous, runs' total) = for each true element of
   ** mask (contiguous, in row-major order), the sum of its position along
   ** each of k dims (sizes: the dims of mask, which has their product of

@@ -9,10 +9,10 @@
 ** - Every index an entry dereferences has been normalised to 0-based int64
 **   and bounds-checked (by the normalize entry) before any element moves.
 ** - The iterator loops see an indexed operand "restrided" (kern_index.h):
-**   they only add index * stride to the pointer they are handed. Two fast
+**   they only add index * stride to the pointer they are handed. The fast
 **   paths of contiguous operands have no strides to walk and skip the
-**   iterator: the block copies of index_select and the run compaction of
-**   masked_select.
+**   iterator: the block copies of index_select, the run compaction of
+**   masked_select (also t[mask]), and t[key]'s rows of blocks.
 ** - Per-dtype kernels are generated from EM_FOR_EACH_DTYPE with grep-able
 **   names (em_gather_f32, em_scatter_add_i64, em_masked_fill_b8, ...).
 */
@@ -150,11 +150,6 @@ EM_FOR_EACH_DTYPE(DEF_SCATTER)
   }
 EM_FOR_EACH_DTYPE(DEF_MEAN_DIV)
 
-/* Masked ops. masked_fill: (dst, mask); masked_select: (src, mask, prefix)
-** writing out[prefix - 1]; masked_scatter: (dst, mask, prefix) reading
-** source[prefix - 1]; where: (out, cond, a, b). The prefix operand holds
-** the inclusive running count of true mask positions in row-major order,
-** so the iteration order does not matter. */
 /* masked_fill of contiguous runs: every element is rewritten as a bit
 ** blend of itself and the value (no branch on the mask, so the loop is
 ** vectorised; a select is turned back into a branch by the compiler). */
@@ -179,6 +174,11 @@ static void blend_fill(char *d, const uint8_t *m, int64_t n, const void *value, 
   else blend_fill8(d, m, n, value);
 }
 
+/* Masked ops. masked_fill: (dst, mask); masked_select: (src, mask, prefix)
+** writing out[prefix - 1]; masked_scatter: (dst, mask, prefix) reading
+** source[prefix - 1]; where: (out, cond, a, b). The prefix operand holds
+** the inclusive running count of true mask positions in row-major order,
+** so the iteration order does not matter. */
 typedef struct {
   char *base;           /* out (masked_select) or source (masked_scatter) */
   uint64_t value;       /* masked_fill's value, as element bytes */
@@ -319,12 +319,14 @@ DEF_NORMALIZE(em_normalize_i32, int32_t)
 typedef struct {
   int64_t size, stride; /* of the indexed view dim */
   em_index_bad *bad;    /* the first invalid position seen */
+  int keep;             /* 1: offsets +=, 0: offsets = */
 } offs_ctx;
 
-/* offsets += (normalised position) * stride; o is int64, x int64/int32 */
+/* offsets (+)= (normalised position) * stride; o is int64, x int64/int32 */
 #define DEF_OFFS(NAME, T)                                                     \
   static void NAME(char **data, const int64_t *st, int64_t n, void *vctx) {   \
     offs_ctx *c = vctx;                                                       \
+    const int keep = c->keep;                                                 \
     char *o = data[0];                                                        \
     const char *x = data[1];                                                  \
     for (int64_t i = 0; i < n; i++, o += st[0], x += st[1]) {                 \
@@ -334,7 +336,8 @@ typedef struct {
         if (!c->bad->found) { c->bad->found = EM_BAD_VALUE; c->bad->value = pos; } \
         continue;                                                             \
       }                                                                       \
-      *(int64_t *)o += k * c->stride;                                         \
+      if (keep) *(int64_t *)o += k * c->stride;                               \
+      else *(int64_t *)o = k * c->stride;                                     \
     }                                                                         \
   }
 DEF_OFFS(em_index_offsets_i64, int64_t)
@@ -562,8 +565,8 @@ static void cpu_repeat_positions(em_tensor *out, const em_tensor *repeats, int64
 }
 
 static void cpu_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
-                            int64_t stride, em_index_bad *bad) {
-  offs_ctx c = {size, stride, bad};
+                            int64_t stride, int add, em_index_bad *bad) {
+  offs_ctx c = {size, stride, bad, add ? 1 : 0};
   bad->found = 0;
   run(it, idx_dt == EM_INT64 ? em_index_offsets_i64 : em_index_offsets_i32, &c);
 }

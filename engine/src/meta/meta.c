@@ -107,7 +107,7 @@ static em_status meta_repeat_total(const char *op, const em_tensor *repeats, int
 }
 static void meta_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {}
 static void meta_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
-                             int64_t stride, em_index_bad *bad) {
+                             int64_t stride, int add, em_index_bad *bad) {
   bad->found = 0;
 }
 static void meta_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int k,

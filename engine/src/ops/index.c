@@ -7,14 +7,27 @@
 **     ranges narrow with a step (clamped like Python slices), newaxis
 **     inserts a size-1 dim, the ellipsis and the dims no item names are
 **     kept whole; a dim indexed by a tensor is kept whole in this view;
-**   - a list of advanced index tensors, one per view dim they index (a bool
-**     mask of k dims becomes k position tensors, its nonzero positions).
-** Without advanced indices the result is that view (no copy). With them,
-** the index tensors broadcast to a shape B and the result has the view's
-** other dims plus B, placed where the advanced dims were when they are
-** adjacent in the view, else first (PyTorch's rule). Reads copy: a gather
-** through the iterator with a per-position offset operand. Writes scatter
-** through the same plan, so t[idx] = v and t[mask] = v modify t.
+**   - a list of advanced items: position tensors (one view dim each) and
+**     bool masks (k view dims each), in the key's order.
+** Without advanced items the result is that view (no copy). With them, the
+** items broadcast to a shape B (a mask counts as one dim of its count of
+** true elements) and the result has the view's other dims plus B, placed
+** where the advanced dims were when they are adjacent in the view, else
+** first (PyTorch's rule): [outer..., B..., inner...]. Reads copy, writes
+** modify t (t[idx] = v, t[mask] = v), and neither walks the result element
+** by element through the iterator:
+**   - every position of B gets one offset (elements from the view's
+**     start), built once: positions times strides, bounds-checked; a
+**     mask's straight from its runs of true elements (no nonzero);
+**   - a read copies rows (outer, b) of the inner dims (key_gather: one
+**     element, one memcpy, or a strided block per row), split among
+**     threads; a write puts them back (key_put), the value read with its
+**     own strides (copied first only when its strides over B do not
+**     flatten); accumulate adds one element after another;
+**   - a single mask over the view's last dims, when they are one run of
+**     stride 1, is read by masked_select's compaction for each outer
+**     position (no offsets), and t[mask] = number is masked_fill_ over
+**     the view (no count).
 **
 ** Guarantees: every position is checked before any element moves (an
 ** error leaves t unchanged); positions are 1-based, negatives count from
@@ -22,10 +35,10 @@
 **
 ** The values of index tensors and masks are read only by the device's
 ** kernels (core/kern_index.h): the positions' offsets and their bounds
-** check, a mask's true positions, the gathers and scatters. A device
-** without values (meta) gives the shapes of integer indexing (its bounds
-** check cannot run) and refuses a bool mask (the result's shape is its
-** count of true elements).
+** check, a mask's count and offsets, the copies. A device without values
+** (meta) gives the shapes of integer indexing (its bounds check cannot
+** run) and of t[mask] = number (a masked_fill_), and refuses other uses
+** of a bool mask (the result's shape is its count of true elements).
 */
 #include "ops/index_checks.h"
 #include "autograd/autograd.h"
@@ -362,8 +375,15 @@ static em_status resolve_offsets(const em_index_kernels *k, const em_tensor *t,
     if (st == EM_OK) k->key_mask_offsets(a->offsets, mi->mc, n, msz, mst, mi->runs);
     return st;
   }
-  st = em_zeros(a->bndim, bshape, EM_INT64, dev, &a->offsets);
-  for (int j = 0; j < p->nadv && st == EM_OK; j++) {
+  /* the first position tensor sets the offsets (else they start at 0),
+  ** the others add to them */
+  int first = -1;
+  for (int j = 0; j < p->nadv && first < 0; j++)
+    if (!is_mask(&p->adv[j])) first = j;
+  st = first >= 0 ? em_empty(a->bndim, bshape, EM_INT64, dev, &a->offsets)
+                  : em_zeros(a->bndim, bshape, EM_INT64, dev, &a->offsets);
+  for (int q = 0; q < p->nadv && st == EM_OK; q++) {
+    int j = q == 0 && first >= 0 ? first : q <= first ? q - 1 : q;
     const adv_item *x = &p->adv[j];
     if (is_mask(x)) { /* offsets += the mask's, broadcast */
       mask_info *mi = &a->masks[j];
@@ -382,7 +402,8 @@ static em_status resolve_offsets(const em_index_kernels *k, const em_tensor *t,
     const em_tensor *ops[2] = {a->offsets, x->x};
     st = em_iter_build(&it, "index", 2, ops, a->bndim, bshape, false);
     if (st != EM_OK) break;
-    k->key_offsets(&it, x->x->dtype, p->sizes[x->dim], p->strides[x->dim], &bad);
+    k->key_offsets(&it, x->x->dtype, p->sizes[x->dim], p->strides[x->dim], j != first,
+                   &bad);
     if (bad.found) st = bad_position(bad.value, x->src, p->sizes[x->dim]);
   }
   if (st != EM_OK) {
