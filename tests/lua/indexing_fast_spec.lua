@@ -329,6 +329,45 @@ describe("t[key] = value writes", function()
   end)
 end)
 
+describe("index_copy_ and index_fill_ put rows of blocks too", function()
+  -- with distinct positions: the written slices read back through
+  -- index_select, and the slices not written are unchanged
+  local function check_copy(G, dim, idx, src)
+    local before = G:clone()
+    G:index_copy_(dim, idx, src)
+    same(G:index_select(dim, idx), src:contiguous())
+    local keep = T.ones(G:size(dim), { dtype = T.bool })
+    keep[idx] = false
+    same(G:index_select(dim, T.nonzero(keep):view(-1)),
+         before:index_select(dim, T.nonzero(keep):view(-1)))
+  end
+
+  it("along the first, a middle and the last dim, contiguous or strided", function()
+    local idx = T.randperm(5000)[{ { 1, 3000 } }]
+    check_copy(T.rand(5000, 64), 1, idx, T.rand(3000, 64))
+    check_copy(T.rand(64, 5000):t(), 1, -idx:neg(), T.rand(64, 3000):t())
+    check_copy(T.rand(3, 5000, 4), 2, idx, T.rand(3, 3000, 4))
+    check_copy(T.rand(40, 5000), 2, idx, T.rand(40, 3000))
+    check_copy(T.rand(6, 4), 1, T.tensor { -1, 2 }, T.rand(2, 4))
+    local v = T.arange(5):double()
+    v:index_copy_(1, T.tensor(3), T.tensor(9, { dtype = T.float64 })) -- 0-d index, source
+    assert.same({ 0, 1, 9, 3, 4 }, v:tolist())
+  end)
+
+  it("index_fill_ writes the number into every selected slice", function()
+    local G = T.rand(5000, 64):t()
+    local idx = T.tensor { 7, -1, 7, 4000 }
+    G:index_fill_(2, idx, -2)
+    for _, c in ipairs { 7, 5000, 4000 } do
+      assert.is_true(G[{ {}, c }]:eq(-2):all():item())
+    end
+    assert.is_false(G[{ {}, 8 }]:eq(-2):any():item())
+    local b = T.zeros(3, 2, { dtype = T.bool })
+    b:index_fill_(1, T.tensor { 2 }, true)
+    assert.same({ { false, false }, { true, true }, { false, false } }, b:tolist())
+  end)
+end)
+
 describe("autograd through the fast paths", function()
   it("x[mask], x[{ {}, mask }], G[idx] and G[{ i, j }] send gradients back", function()
     local x = T.rand(4, 5, { requires_grad = true })
