@@ -13,7 +13,7 @@
 #include <time.h>
 
 static float *A, *B, *Cc;
-static int64_t *IDX;
+static int64_t *IDX, *JDX;
 static unsigned char *MASK;
 static float *LIST[64];
 static int64_t N, ROWS, NIDX, LROWS;
@@ -30,8 +30,8 @@ static float *frand(int64_t n) {
   return p;
 }
 static void freeall(void) {
-  free(A); free(B); free(Cc); free(IDX); free(MASK);
-  A = B = Cc = NULL; IDX = NULL; MASK = NULL;
+  free(A); free(B); free(Cc); free(IDX); free(JDX); free(MASK);
+  A = B = Cc = NULL; IDX = JDX = NULL; MASK = NULL;
   for (int i = 0; i < 64; i++) { free(LIST[i]); LIST[i] = NULL; }
 }
 static volatile float sink;
@@ -116,9 +116,13 @@ static const char *setup(const char *name, int k) {
     ROWS = 4 * 1024 * 1024 / k; NIDX = 1024 * 1024 / k;
     A = frand(ROWS * 16); IDX = malloc(8 * NIDX);
     for (int64_t i = 0; i < NIDX; i++) IDX[i] = rand() % ROWS;
-  } else if (!strcmp(name, "sel_masked_select")) {
+  } else if (!strcmp(name, "sel_masked_select") || !strncmp(name, "idx_mask_", 9)) {
     N = M / k; A = frand(N); MASK = malloc(N);
     for (int64_t i = 0; i < N; i++) MASK[i] = rand() & 1;
+  } else if (!strncmp(name, "idx_rows_", 9) || !strcmp(name, "idx_gather2d")) {
+    ROWS = 4 * 1024 * 1024 / k; NIDX = 1024 * 1024 / k;
+    A = frand(ROWS * 16); B = frand(NIDX * 16); IDX = malloc(8 * NIDX); JDX = malloc(8 * NIDX);
+    for (int64_t i = 0; i < NIDX; i++) { IDX[i] = rand() % ROWS; JDX[i] = rand() % 16; }
   } else if (!strncmp(name, "asm_", 4)) {
     LROWS = 16384 / k;
     for (int i = 0; i < 64; i++) LIST[i] = frand(LROWS * 16);
@@ -148,11 +152,26 @@ static void run(const char *name) {
     int64_t h = (N + 1) / 2; float *c = malloc(4 * N * h);
     for (int64_t i = 0; i < N; i++) for (int64_t j = 0; j < h; j++) c[i * h + j] = A[i * N + 2 * j];
     sink = c[1]; free(c);
-  } else if (!strcmp(name, "sel_index_select")) {
+  } else if (!strcmp(name, "idx_mask_write") || !strcmp(name, "idx_mask_fill")) {
+    /* a bit blend: written as a select, GCC turns it back into a branch */
+    uint32_t *a = (uint32_t *)A;
+    for (int64_t i = 0; i < N; i++) {
+      uint32_t k = 0u - (uint32_t)(MASK[i] != 0);
+      a[i] = (a[i] & ~k) | (0u & k);
+    }
+    sink = A[1];
+  } else if (!strcmp(name, "idx_rows_write") || !strcmp(name, "idx_rows_put")) {
+    for (int64_t i = 0; i < NIDX; i++) memcpy(A + 16 * IDX[i], B + 16 * i, 64);
+    sink = A[1];
+  } else if (!strcmp(name, "idx_gather2d")) {
+    float *c = malloc(4 * NIDX);
+    for (int64_t i = 0; i < NIDX; i++) c[i] = A[16 * IDX[i] + JDX[i]];
+    sink = c[1]; free(c);
+  } else if (!strcmp(name, "sel_index_select") || !strcmp(name, "idx_rows_read")) {
     float *c = malloc(4 * 16 * NIDX);
     for (int64_t i = 0; i < NIDX; i++) memcpy(c + 16 * i, A + 16 * IDX[i], 64);
     sink = c[1]; free(c);
-  } else if (!strcmp(name, "sel_masked_select")) {
+  } else if (!strcmp(name, "sel_masked_select") || !strcmp(name, "idx_mask_read")) {
     float *c = malloc(4 * N); int64_t k = 0;
     for (int64_t i = 0; i < N; i++) { c[k] = A[i]; k += MASK[i]; }
     sink = c[0]; free(c);

@@ -33,6 +33,28 @@ local setups = {
     S.idx = T.randint(1, S.t:size(1) + 1, { fl(1024 * 1024 / k) })
   end,
   sel_masked_select = function(k) S.a = T.rand(fl(M / k)); S.mask = T.rand(fl(M / k)):lt(0.5) end,
+  idx_mask_read = function(k) S.a = T.rand(fl(M / k)); S.mask = T.rand(fl(M / k)):lt(0.5) end,
+  idx_mask_write = function(k) S.a = T.rand(fl(M / k)); S.mask = T.rand(fl(M / k)):lt(0.5) end,
+  idx_mask_fill = function(k) S.a = T.rand(fl(M / k)); S.mask = T.rand(fl(M / k)):lt(0.5) end,
+  idx_rows_read = function(k)
+    S.t = T.rand(fl(4 * 1024 * 1024 / k), 16)
+    S.idx = T.randint(1, S.t:size(1) + 1, { fl(1024 * 1024 / k) })
+  end,
+  idx_rows_write = function(k)
+    S.t = T.rand(fl(4 * 1024 * 1024 / k), 16)
+    S.idx = T.randint(1, S.t:size(1) + 1, { fl(1024 * 1024 / k) })
+    S.rows = T.rand(fl(1024 * 1024 / k), 16)
+  end,
+  idx_rows_put = function(k)
+    S.t = T.rand(fl(4 * 1024 * 1024 / k), 16)
+    S.idx = T.randint(1, S.t:size(1) + 1, { fl(1024 * 1024 / k) })
+    S.rows = T.rand(fl(1024 * 1024 / k), 16)
+  end,
+  idx_gather2d = function(k)
+    S.t = T.rand(fl(4 * 1024 * 1024 / k), 16)
+    S.i = T.randint(1, S.t:size(1) + 1, { fl(1024 * 1024 / k) })
+    S.j = T.randint(1, 17, { fl(1024 * 1024 / k) })
+  end,
   asm_cat = function(k) S.list = {}; for i = 1, 64 do S.list[i] = T.rand(fl(16384 / k), 16) end end,
   asm_stack = function(k) S.list = {}; for i = 1, 64 do S.list[i] = T.rand(fl(16384 / k), 16) end end,
   mm_256 = function() S.a, S.b = T.rand(256, 256), T.rand(256, 256) end,
@@ -56,6 +78,13 @@ local bodies = {
   layout_clone_slice = function(n) for _ = 1, n do local _ = S.t[{ {}, { 1, -1, 2 } }]:clone() end end,
   sel_index_select = function(n) for _ = 1, n do local _ = S.t:index_select(1, S.idx) end end,
   sel_masked_select = function(n) for _ = 1, n do local _ = S.a:masked_select(S.mask) end end,
+  idx_mask_read = function(n) local a, m = S.a, S.mask; for _ = 1, n do local _ = a[m] end end,
+  idx_mask_write = function(n) local a, m = S.a, S.mask; for _ = 1, n do a[m] = 0 end end,
+  idx_mask_fill = function(n) for _ = 1, n do S.a:masked_fill_(S.mask, 0) end end,
+  idx_rows_read = function(n) local t, idx = S.t, S.idx; for _ = 1, n do local _ = t[idx] end end,
+  idx_rows_write = function(n) local t, idx, rows = S.t, S.idx, S.rows; for _ = 1, n do t[idx] = rows end end,
+  idx_rows_put = function(n) local key = { S.idx }; for _ = 1, n do S.t:index_put_(key, S.rows) end end,
+  idx_gather2d = function(n) local t, key = S.t, { S.i, S.j }; for _ = 1, n do local _ = t[key] end end,
   asm_cat = function(n) for _ = 1, n do local _ = T.cat(S.list, 1) end end,
   asm_stack = function(n) for _ = 1, n do local _ = T.stack(S.list, 1) end end,
   mm_256 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,

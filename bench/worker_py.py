@@ -64,6 +64,18 @@ def setup(name, k):
     elif name == "sel_masked_select":
         S["a"] = rand(M // k)
         S["mask"] = rand(M // k) < 0.5
+    elif name in ("idx_mask_read", "idx_mask_write", "idx_mask_fill"):
+        S["a"] = rand(M // k)
+        S["mask"] = rand(M // k) < 0.5
+    elif name in ("idx_rows_read", "idx_rows_write", "idx_rows_put", "idx_gather2d"):
+        if name == "idx_rows_put" and MODE != "torch":
+            return "skip no NumPy counterpart"
+        S["t"] = rand(4 * 1024 * 1024 // k, 16)
+        n = 1024 * 1024 // k
+        ri = torch.randint if MODE == "torch" else (lambda lo, hi, sz: np.random.randint(lo, hi, sz))
+        S["idx"] = ri(0, S["t"].shape[0], (n,))
+        S["j"] = ri(0, 16, (n,))
+        S["rows"] = rand(n, 16)
     elif name in ("asm_cat", "asm_stack"):
         S["list"] = [rand(16384 // k, 16) for _ in range(64)]
     elif name.startswith("mm_"):
@@ -119,6 +131,33 @@ def body(name):
     if name == "sel_masked_select":
         m = S["mask"]
         return (lambda: a.masked_select(m)) if T else (lambda: a[m])
+    if name == "idx_mask_read":
+        m = S["mask"]
+        return lambda: a[m]
+    if name == "idx_mask_write":
+        m = S["mask"]
+
+        def f():
+            a[m] = 0
+        return f
+    if name == "idx_mask_fill":
+        m = S["mask"]
+        return (lambda: a.masked_fill_(m, 0)) if T else (lambda: np.putmask(a, m, 0))
+    if name == "idx_rows_read":
+        idx = S["idx"]
+        return lambda: t[idx]
+    if name == "idx_rows_write":
+        idx, rows = S["idx"], S["rows"]
+
+        def f():
+            t[idx] = rows
+        return f
+    if name == "idx_rows_put":
+        key, rows = (S["idx"],), S["rows"]
+        return lambda: t.index_put_(key, rows)
+    if name == "idx_gather2d":
+        i, j = S["idx"], S["j"]
+        return lambda: t[i, j]
     if name == "asm_cat":
         L = S["list"]
         return (lambda: torch.cat(L, 0)) if T else (lambda: np.concatenate(L, 0))

@@ -122,9 +122,19 @@ describe("meta: t[key]", function()
   end)
   data_dependent("a bool mask", function(d) return d.x(4, 5)[d.b(4, 5)] end, "index")
   data_dependent("a 0-d bool mask", function(d) return d.x(4, 5)[d.b()] end, "index")
-  data_dependent("writing through a bool mask", function(d)
-    local x = d.x(4, 5)
+  -- a number written through one mask is masked_fill_: no count is needed
+  like_cpu("writing a number through a bool mask", function(d)
+    local x, y = d.x(4, 5), d.x(4, 5)
     x[d.b(4)] = 0
+    y[{ 2, d.b(5) }] = 1
+    return { x, y }
+  end)
+  data_dependent("writing a tensor through a bool mask", function(d)
+    local x = d.x(4, 5)
+    x[d.b(4)] = d.x(5)
+  end, "index")
+  data_dependent("a bool mask with an index tensor", function(d)
+    return d.x(4, 5)[{ d.b(4), d.i(1) }]
   end, "index")
 end)
 

@@ -36,6 +36,19 @@ typedef struct em_scatter_params {
   int64_t alpha_i;  /* the same, integer dtypes */
 } em_scatter_params;
 
+/* The dims of t[key]'s copies (key_gather, key_put): nouter outer dims,
+** then B (the advanced dims, one dim of nb positions whose offsets the op
+** gives), then ninner inner dims; sizes, and the strides (elements) of the
+** view and of the other side (the result or the value) on the outer and
+** inner dims, in that order; ob is the other side's stride along B. */
+typedef struct em_key_layout {
+  int nouter, ninner;             /* nouter + ninner <= EM_MAX_DIMS */
+  int64_t nb, ob;
+  int64_t sizes[EM_MAX_DIMS];
+  int64_t vstrides[EM_MAX_DIMS];
+  int64_t ostrides[EM_MAX_DIMS];
+} em_key_layout;
+
 /* masked_select of a contiguous source and mask cuts the mask into runs of
 ** this many elements: each run's count, then each run compacted into its
 ** place. The op allocates the runs tensor of ceil(n / EM_MASK_RUN) + 1
@@ -82,10 +95,14 @@ typedef struct em_index_kernels {
   ** masked_select, a mask in t[key]): a device without values refuses. */
   em_status (*mask_count)(const char *op, const em_tensor *mask, em_tensor *runs,
                           int64_t *count);
-  /* out (1-d, contiguous, runs' total) = src's elements where mask, in
-  ** order; src and mask contiguous with one shape, runs from mask_count. */
+  /* out (contiguous) = src's elements where mask, in order, for every
+  ** position of nouter outer dims (sizes, strides: src's, in elements; none
+  ** for masked_select): out[o, :] = the elements where mask of the run of
+  ** numel(mask) contiguous elements at src + (o's offset). mask contiguous,
+  ** runs from mask_count; out holds (outer positions) x runs' total. */
   void (*masked_compact)(em_tensor *out, const em_tensor *src, const em_tensor *mask,
-                         const em_tensor *runs);
+                         const em_tensor *runs, int nouter, const int64_t *sizes,
+                         const int64_t *strides);
   /* prefix (int64) = the inclusive running count of true elements of mask
   ** in row-major order, *count = their total; both contiguous, one shape.
   ** sizes_result: the count is a result's length (masked_select), which a
@@ -120,17 +137,32 @@ typedef struct em_index_kernels {
   /* -- t[key]: advanced indexing (ops/index.c) ------------------------------------ */
 
   /* Operands: 0 offsets (int64), 1 an index (dtype idx_dt: int64 or int32).
-  ** offsets += (0-based position of the index in [0, size)) * stride
-  ** (elements); a position outside is skipped and the first reported. A
-  ** device without values reports nothing. */
+  ** offsets = (0-based position of the index in [0, size)) * stride
+  ** (elements), or += when add; a position outside is skipped and the
+  ** first reported. A device without values reports nothing. */
   void (*key_offsets)(const em_iter *it, em_dtype idx_dt, int64_t size, int64_t stride,
-                      em_index_bad *bad);
-  /* Operands: 0 out, 1 base, 2 offsets (int64). out = base[offsets]
-  ** (elements of dt from base's pointer). */
-  void (*key_gather)(const em_iter *it, em_dtype dt);
-  /* Operands: 0 base, 1 value, 2 offsets. base[offsets] = value, or +=
-  ** value when accumulate (bool: or; integers wrap). */
-  void (*key_scatter)(const em_iter *it, em_dtype dt, int accumulate);
+                      int add, em_index_bad *bad);
+  /* offsets (int64, contiguous, runs' total) = for each true element of
+  ** mask (contiguous, in row-major order), the sum of its position along
+  ** each of k dims (sizes: the dims of mask, which has their product of
+  ** elements) times strides (elements); runs from mask_count. */
+  void (*key_mask_offsets)(em_tensor *offsets, const em_tensor *mask, int k,
+                           const int64_t *sizes, const int64_t *strides,
+                           const em_tensor *runs);
+  /* The copies between a view of t (storage and offset; its shape is
+  ** not read) and the result of a read or the value of a write, over the
+  ** dims [outer..., B, inner...] of em_key_layout: B's nb positions are at
+  ** offsets (int64, contiguous, checked) from the view's first element.
+  ** key_gather: out[o, b, i] = view[o, i] at offsets[b]; key_put: the
+  ** reverse, from value (t's dtype, not overlapping t). Rows (o, b) are
+  ** split among threads: with repeated offsets one of the writes wins. */
+  void (*key_gather)(const em_tensor *view, em_tensor *out, const em_tensor *offsets,
+                     const em_key_layout *l);
+  void (*key_put)(em_tensor *view, const em_tensor *value, const em_tensor *offsets,
+                  const em_key_layout *l);
+  /* Operands: 0 base, 1 value, 2 offsets. base[offsets] += value (bool:
+  ** or; integers wrap), one element after another. */
+  void (*key_accumulate)(const em_iter *it, em_dtype dt);
 } em_index_kernels;
 
 extern const em_index_kernels em_cpu_index_kernels, em_meta_index_kernels;

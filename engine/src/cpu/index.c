@@ -9,10 +9,10 @@
 ** - Every index an entry dereferences has been normalised to 0-based int64
 **   and bounds-checked (by the normalize entry) before any element moves.
 ** - The iterator loops see an indexed operand "restrided" (kern_index.h):
-**   they only add index * stride to the pointer they are handed. Two fast
+**   they only add index * stride to the pointer they are handed. The fast
 **   paths of contiguous operands have no strides to walk and skip the
-**   iterator: the block copies of index_select and the run compaction of
-**   masked_select.
+**   iterator: the block copies of index_select, the run compaction of
+**   masked_select (also t[mask]), and t[key]'s rows of blocks.
 ** - Per-dtype kernels are generated from EM_FOR_EACH_DTYPE with grep-able
 **   names (em_gather_f32, em_scatter_add_i64, em_masked_fill_b8, ...).
 */
@@ -150,6 +150,30 @@ EM_FOR_EACH_DTYPE(DEF_SCATTER)
   }
 EM_FOR_EACH_DTYPE(DEF_MEAN_DIV)
 
+/* masked_fill of contiguous runs: every element is rewritten as a bit
+** blend of itself and the value (no branch on the mask, so the loop is
+** vectorised; a select is turned back into a branch by the compiler). */
+#define DEF_BLEND(NAME, UT)                                              \
+  static void NAME(char *vd, const uint8_t *m, int64_t n, const void *value) { \
+    UT *d = (UT *)vd, v;                                                 \
+    memcpy(&v, value, sizeof v);                                         \
+    for (int64_t i = 0; i < n; i++) {                                    \
+      UT k = (UT)((UT)0 - (UT)(m[i] != 0));                              \
+      d[i] = (UT)((d[i] & (UT)~k) | (v & k));                            \
+    }                                                                    \
+  }
+DEF_BLEND(blend_fill1, uint8_t)
+DEF_BLEND(blend_fill2, uint16_t)
+DEF_BLEND(blend_fill4, uint32_t)
+DEF_BLEND(blend_fill8, uint64_t)
+
+static void blend_fill(char *d, const uint8_t *m, int64_t n, const void *value, size_t es) {
+  if (es == 1) blend_fill1(d, m, n, value);
+  else if (es == 2) blend_fill2(d, m, n, value);
+  else if (es == 4) blend_fill4(d, m, n, value);
+  else blend_fill8(d, m, n, value);
+}
+
 /* Masked ops. masked_fill: (dst, mask); masked_select: (src, mask, prefix)
 ** writing out[prefix - 1]; masked_scatter: (dst, mask, prefix) reading
 ** source[prefix - 1]; where: (out, cond, a, b). The prefix operand holds
@@ -167,6 +191,10 @@ typedef struct {
     memcpy(&v, &((const mask_ctx *)vctx)->value, sizeof v);                   \
     char *d = data[0];                                                        \
     const char *m = data[1];                                                  \
+    if (st[0] == (int64_t)sizeof(CT) && st[1] == 1) {                         \
+      blend_fill(d, (const uint8_t *)m, n, &v, sizeof(CT));                    \
+      return;                                                                 \
+    }                                                                         \
     for (int64_t i = 0; i < n; i++, d += st[0], m += st[1])                   \
       if (*(const bool *)m) *(CT *)d = v;                                     \
   }                                                                           \
@@ -291,12 +319,14 @@ DEF_NORMALIZE(em_normalize_i32, int32_t)
 typedef struct {
   int64_t size, stride; /* of the indexed view dim */
   em_index_bad *bad;    /* the first invalid position seen */
+  int keep;             /* 1: offsets +=, 0: offsets = */
 } offs_ctx;
 
-/* offsets += (normalised position) * stride; o is int64, x int64/int32 */
+/* offsets (+)= (normalised position) * stride; o is int64, x int64/int32 */
 #define DEF_OFFS(NAME, T)                                                     \
   static void NAME(char **data, const int64_t *st, int64_t n, void *vctx) {   \
     offs_ctx *c = vctx;                                                       \
+    const int keep = c->keep;                                                 \
     char *o = data[0];                                                        \
     const char *x = data[1];                                                  \
     for (int64_t i = 0; i < n; i++, o += st[0], x += st[1]) {                 \
@@ -306,38 +336,12 @@ typedef struct {
         if (!c->bad->found) { c->bad->found = EM_BAD_VALUE; c->bad->value = pos; } \
         continue;                                                             \
       }                                                                       \
-      *(int64_t *)o += k * c->stride;                                         \
+      if (keep) *(int64_t *)o += k * c->stride;                               \
+      else *(int64_t *)o = k * c->stride;                                     \
     }                                                                         \
   }
 DEF_OFFS(em_index_offsets_i64, int64_t)
 DEF_OFFS(em_index_offsets_i32, int32_t)
-
-/* gather: out = *(base + offset); scatter: *(base + offset) = value.
-** data[0] out/base, data[1] base/value, data[2] offsets. */
-#define DEF_KEY_GATHER(NAME, T)                                                 \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {      \
-    char *o = data[0];                                                          \
-    const char *b = data[1], *f = data[2];                                      \
-    for (int64_t i = 0; i < n; i++, o += st[0], b += st[1], f += st[2])         \
-      *(T *)o = ((const T *)b)[*(const int64_t *)f];                            \
-    (void)ctx;                                                                  \
-  }
-#define DEF_KEY_SCATTER(NAME, T)                                                \
-  static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {      \
-    char *b = data[0];                                                          \
-    const char *v = data[1], *f = data[2];                                      \
-    for (int64_t i = 0; i < n; i++, b += st[0], v += st[1], f += st[2])         \
-      ((T *)b)[*(const int64_t *)f] = *(const T *)v;                            \
-    (void)ctx;                                                                  \
-  }
-DEF_KEY_GATHER(em_index_gather1, uint8_t)
-DEF_KEY_GATHER(em_index_gather2, uint16_t)
-DEF_KEY_GATHER(em_index_gather4, uint32_t)
-DEF_KEY_GATHER(em_index_gather8, uint64_t)
-DEF_KEY_SCATTER(em_index_scatter1, uint8_t)
-DEF_KEY_SCATTER(em_index_scatter2, uint16_t)
-DEF_KEY_SCATTER(em_index_scatter4, uint32_t)
-DEF_KEY_SCATTER(em_index_scatter8, uint64_t)
 
 /* accumulate: *(base + offset) += value, per dtype (same dtype operands). */
 #define ACC_ADD_b8(p, v) (*(bool *)(p) = *(bool *)(p) || *(const bool *)(v))
@@ -369,11 +373,6 @@ DEF_KEY_SCATTER(em_index_scatter8, uint64_t)
 EM_FOR_EACH_DTYPE(DEF_ACC)
 #define ACC_ROW(S, E, CT, K) [E] = em_index_accumulate_##S,
 static const em_loop1d accumulate_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(ACC_ROW)};
-
-static em_loop1d by_size(size_t sz, em_loop1d l1, em_loop1d l2, em_loop1d l4,
-                         em_loop1d l8) {
-  return sz == 1 ? l1 : sz == 2 ? l2 : sz == 4 ? l4 : l8;
-}
 
 /* -- The table entries ------------------------------------------------------------ */
 
@@ -428,7 +427,7 @@ static void cpu_scatter_mean_div(const em_iter *it, em_dtype dt) {
 static void cpu_masked_fill(const em_iter *it, em_dtype dt, const void *value) {
   mask_ctx c = {NULL, 0};
   memcpy(&c.value, value, em_dtype_size(dt));
-  run(it, masked_fill_loops[dt], &c);
+  if (it->numel > 0) em_iter_run_parallel(it, masked_fill_loops[dt], &c);
 }
 
 /* Runs of EM_MASK_RUN elements are counted in parallel, and their counts'
@@ -457,19 +456,40 @@ static em_status cpu_mask_count(const char *op, const em_tensor *mask, em_tensor
   return EM_OK;
 }
 
+/* The offset (elements) of position o of n dims (sizes, strides), the
+** last dim fastest. */
+static int64_t outer_offset(int64_t o, int n, const int64_t *sizes, const int64_t *strides) {
+  int64_t off = 0;
+  for (int d = n - 1; d >= 0 && o > 0; d--) {
+    int64_t q = o / sizes[d];
+    off += (o - q * sizes[d]) * strides[d];
+    o = q;
+  }
+  return off;
+}
+
+/* Every pair (outer position, run) is compacted apart: a run's place in
+** the result is its outer position's row plus the runs before it. */
 static void cpu_masked_compact(em_tensor *out, const em_tensor *src, const em_tensor *mask,
-                               const em_tensor *runs) {
+                               const em_tensor *runs, int nouter, const int64_t *sizes,
+                               const int64_t *strides) {
   int64_t n = em_tensor_numel(mask), nruns = (n + EM_MASK_RUN - 1) / EM_MASK_RUN;
+  int64_t nout = 1;
+  for (int d = 0; d < nouter; d++) nout *= sizes[d];
   const int64_t *pos = em_tensor_data(runs);
   const uint8_t *m = em_tensor_data(mask);
   const char *s = em_tensor_data(src);
   char *dst = em_tensor_data(out);
-  int64_t es = (int64_t)em_dtype_size(src->dtype);
+  int64_t es = (int64_t)em_dtype_size(src->dtype), count = pos[nruns];
+  int64_t total = nout * nruns;
   compact_fn f = compact_loops[src->dtype];
-#pragma omp parallel for schedule(static) if (n > 2 * EM_MASK_RUN)
-  for (int64_t r = 0; r < nruns; r++) {
+  if (n == 0 || nout == 0) return;
+#pragma omp parallel for schedule(static) if (n * nout > 2 * EM_MASK_RUN)
+  for (int64_t q = 0; q < total; q++) {
+    int64_t o = q / nruns, r = q - o * nruns;
     int64_t b = r * EM_MASK_RUN, e = b + EM_MASK_RUN < n ? b + EM_MASK_RUN : n;
-    f(dst + pos[r] * es, s + b * es, m + b, e - b);
+    int64_t so = nouter ? outer_offset(o, nouter, sizes, strides) : 0;
+    f(dst + (o * count + pos[r]) * es, s + (so + b) * es, m + b, e - b);
   }
 }
 
@@ -545,23 +565,202 @@ static void cpu_repeat_positions(em_tensor *out, const em_tensor *repeats, int64
 }
 
 static void cpu_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
-                            int64_t stride, em_index_bad *bad) {
-  offs_ctx c = {size, stride, bad};
+                            int64_t stride, int add, em_index_bad *bad) {
+  offs_ctx c = {size, stride, bad, add ? 1 : 0};
   bad->found = 0;
   run(it, idx_dt == EM_INT64 ? em_index_offsets_i64 : em_index_offsets_i32, &c);
 }
 
-static void cpu_key_gather(const em_iter *it, em_dtype dt) {
-  run(it, by_size(em_dtype_size(dt), em_index_gather1, em_index_gather2, em_index_gather4,
-                  em_index_gather8), NULL);
+/* Mask offsets: each run writes the offsets of its true elements at its
+** place, without branches (the store happens at every element, the
+** position advances by the mask), stopping before the run's last true
+** element as masked_compact does, so no store leaves the run's share. */
+static void cpu_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int k,
+                                 const int64_t *sizes, const int64_t *strides,
+                                 const em_tensor *runs) {
+  int64_t n = em_tensor_numel(mask), nruns = (n + EM_MASK_RUN - 1) / EM_MASK_RUN;
+  const int64_t *pos = em_tensor_data(runs);
+  const uint8_t *m = em_tensor_data(mask);
+  int64_t *w = em_tensor_data(offsets);
+  if (n == 0 || k < 1) return;
+#pragma omp parallel for schedule(static) if (n > 2 * EM_MASK_RUN)
+  for (int64_t r = 0; r < nruns; r++) {
+    int64_t b = r * EM_MASK_RUN, e = b + EM_MASK_RUN < n ? b + EM_MASK_RUN : n;
+    int64_t last = e - 1;
+    while (last >= b && !m[last]) last--;
+    if (last < b) continue;
+    int64_t *o = w + pos[r], c = 0, at[EM_MAX_DIMS], off = 0, rest = b;
+    for (int d = k - 1; d >= 0; d--) { /* b's position and offset */
+      at[d] = rest % sizes[d];
+      rest /= sizes[d];
+      off += at[d] * strides[d];
+    }
+    int64_t inner = sizes[k - 1], step = strides[k - 1];
+    for (int64_t i = b; i < last; i++) {
+      o[c] = off;
+      c += m[i] != 0;
+      off += step;
+      if (++at[k - 1] == inner) { /* carry into the outer dims */
+        off -= inner * step;
+        at[k - 1] = 0;
+        for (int d = k - 2; d >= 0; d--) {
+          off += strides[d];
+          if (++at[d] < sizes[d]) break;
+          off -= sizes[d] * strides[d];
+          at[d] = 0;
+        }
+      }
+    }
+    o[c] = off;
+  }
 }
 
-static void cpu_key_scatter(const em_iter *it, em_dtype dt, int accumulate) {
-  em_loop1d loop = accumulate ? accumulate_loops[dt]
-                              : by_size(em_dtype_size(dt), em_index_scatter1,
-                                        em_index_scatter2, em_index_scatter4,
-                                        em_index_scatter8);
-  run(it, loop, NULL);
+/* -- t[key]: key_gather and key_put ------------------------------------------------
+** A layout's inner dims are collapsed first (size-1 dims dropped,
+** neighbours merged where both sides are contiguous across them); a row
+** (o, b) is then one element, one memcpy, or a strided block. */
+typedef struct {
+  int n;
+  int64_t numel, size[EM_MAX_DIMS], v[EM_MAX_DIMS], o[EM_MAX_DIMS];
+} inner_dims;
+
+static void collapse_inner(const em_key_layout *l, inner_dims *d) {
+  d->n = 0;
+  d->numel = 1;
+  for (int i = l->nouter; i < l->nouter + l->ninner; i++) {
+    int64_t s = l->sizes[i], vs = l->vstrides[i], os = l->ostrides[i];
+    d->numel *= s;
+    if (s == 1) continue;
+    int j = d->n - 1;
+    if (j >= 0 && d->v[j] == vs * s && d->o[j] == os * s) {
+      d->size[j] *= s;
+      d->v[j] = vs;
+      d->o[j] = os;
+    } else {
+      d->size[++j] = s;
+      d->v[j] = vs;
+      d->o[j] = os;
+      d->n++;
+    }
+  }
+}
+
+/* One block of n >= 1 dims: dst = src, strides in elements. */
+#define DEF_KEY_BLOCK(NAME, T)                                                    \
+  static void NAME(char *vdst, const int64_t *ds, const char *vsrc,               \
+                   const int64_t *ss, int n, const int64_t *size) {               \
+    T *dst = (T *)vdst;                                                           \
+    const T *src = (const T *)vsrc;                                               \
+    int64_t at[EM_MAX_DIMS] = {0}, len = size[n - 1], dl = ds[n - 1], sl = ss[n - 1]; \
+    for (;;) {                                                                    \
+      if (dl == 1 && sl == 1) memcpy(dst, src, (size_t)len * sizeof(T));          \
+      else for (int64_t j = 0; j < len; j++) dst[j * dl] = src[j * sl];           \
+      int d = n - 2;                                                              \
+      for (; d >= 0; d--) {                                                       \
+        dst += ds[d];                                                             \
+        src += ss[d];                                                             \
+        if (++at[d] < size[d]) break;                                             \
+        dst -= ds[d] * size[d];                                                   \
+        src -= ss[d] * size[d];                                                   \
+        at[d] = 0;                                                                \
+      }                                                                           \
+      if (d < 0) return;                                                          \
+    }                                                                             \
+  }
+DEF_KEY_BLOCK(key_block1, uint8_t)
+DEF_KEY_BLOCK(key_block2, uint16_t)
+DEF_KEY_BLOCK(key_block4, uint32_t)
+DEF_KEY_BLOCK(key_block8, uint64_t)
+
+/* Rows without outer dims whose block is one element: the loop of a plain
+** gather (out[b * ob] = view[offs[b]]) or scatter. */
+#define DEF_KEY_ELEMS(NAME, T)                                                  \
+  static void NAME(char *vview, char *vother, int put, const int64_t *offs,     \
+                   int64_t ob, int64_t r0, int64_t r1) {                        \
+    T *v = (T *)vview, *o = (T *)vother;                                        \
+    if (put)                                                                    \
+      for (int64_t b = r0; b < r1; b++) v[offs[b]] = o[b * ob];                 \
+    else                                                                        \
+      for (int64_t b = r0; b < r1; b++) o[b * ob] = v[offs[b]];                 \
+  }
+DEF_KEY_ELEMS(key_elems1, uint8_t)
+DEF_KEY_ELEMS(key_elems2, uint16_t)
+DEF_KEY_ELEMS(key_elems4, uint32_t)
+DEF_KEY_ELEMS(key_elems8, uint64_t)
+
+typedef void (*key_block_fn)(char *, const int64_t *, const char *, const int64_t *, int,
+                             const int64_t *);
+typedef void (*key_elems_fn)(char *, char *, int, const int64_t *, int64_t, int64_t, int64_t);
+
+enum { KEY_CHUNK = 4096 }; /* rows per task */
+
+static void key_copy(char *view, char *other, int put, const em_tensor *offsets,
+                     const em_key_layout *l, size_t es) {
+  inner_dims d;
+  collapse_inner(l, &d);
+  int64_t nb = l->nb, nout = 1;
+  for (int i = 0; i < l->nouter; i++) nout *= l->sizes[i];
+  int64_t rows = nout * nb;
+  if (rows == 0 || d.numel == 0) return;
+  const int64_t *offs = em_tensor_data(offsets);
+  int si = es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : 3;
+  static const key_block_fn blocks[4] = {key_block1, key_block2, key_block4, key_block8};
+  static const key_elems_fn elems[4] = {key_elems1, key_elems2, key_elems4, key_elems8};
+  key_block_fn block = blocks[si];
+  int64_t nchunks = (rows + KEY_CHUNK - 1) / KEY_CHUNK;
+  int contig = d.n == 1 && d.v[0] == 1 && d.o[0] == 1;
+  size_t bytes = (size_t)d.numel * es;
+#pragma omp parallel for schedule(static) if (rows * d.numel * (int64_t)es > ((int64_t)1 << 20))
+  for (int64_t c = 0; c < nchunks; c++) {
+    int64_t r0 = c * KEY_CHUNK, r1 = r0 + KEY_CHUNK < rows ? r0 + KEY_CHUNK : rows;
+    if (l->nouter == 0 && d.n == 0) {
+      elems[si](view, other, put, offs, l->ob, r0, r1);
+      continue;
+    }
+    if (l->nouter == 0 && contig) { /* rows of one contiguous block */
+      int64_t ob = l->ob * (int64_t)es;
+      if (put)
+        for (int64_t r = r0; r < r1; r++)
+          memcpy(view + offs[r] * (int64_t)es, other + r * ob, bytes);
+      else
+        for (int64_t r = r0; r < r1; r++)
+          memcpy(other + r * ob, view + offs[r] * (int64_t)es, bytes);
+      continue;
+    }
+    int64_t o = r0 / nb, b = r0 - o * nb;
+    int64_t vo = outer_offset(o, l->nouter, l->sizes, l->vstrides);
+    int64_t oo = outer_offset(o, l->nouter, l->sizes, l->ostrides);
+    for (int64_t r = r0; r < r1; r++) {
+      char *vp = view + (vo + offs[b]) * (int64_t)es;
+      char *op = other + (oo + b * l->ob) * (int64_t)es;
+      if (d.n == 0) memcpy(put ? vp : op, put ? op : vp, es);
+      else if (contig) memcpy(put ? vp : op, put ? op : vp, bytes);
+      else if (put) block(vp, d.v, op, d.o, d.n, d.size);
+      else block(op, d.o, vp, d.v, d.n, d.size);
+      if (++b == nb && r + 1 < r1) {
+        b = 0;
+        o++;
+        vo = outer_offset(o, l->nouter, l->sizes, l->vstrides);
+        oo = outer_offset(o, l->nouter, l->sizes, l->ostrides);
+      }
+    }
+  }
+}
+
+static void cpu_key_gather(const em_tensor *view, em_tensor *out, const em_tensor *offsets,
+                           const em_key_layout *l) {
+  key_copy(em_tensor_data(view), em_tensor_data(out), 0, offsets, l,
+           em_dtype_size(view->dtype));
+}
+
+static void cpu_key_put(em_tensor *view, const em_tensor *value, const em_tensor *offsets,
+                        const em_key_layout *l) {
+  key_copy(em_tensor_data(view), em_tensor_data(value), 1, offsets, l,
+           em_dtype_size(view->dtype));
+}
+
+static void cpu_key_accumulate(const em_iter *it, em_dtype dt) {
+  run(it, accumulate_loops[dt], NULL);
 }
 
 const em_index_kernels em_cpu_index_kernels = {
@@ -581,6 +780,8 @@ const em_index_kernels em_cpu_index_kernels = {
     .repeat_total = cpu_repeat_total,
     .repeat_positions = cpu_repeat_positions,
     .key_offsets = cpu_key_offsets,
+    .key_mask_offsets = cpu_key_mask_offsets,
     .key_gather = cpu_key_gather,
-    .key_scatter = cpu_key_scatter,
+    .key_put = cpu_key_put,
+    .key_accumulate = cpu_key_accumulate,
 };

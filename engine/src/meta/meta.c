@@ -89,7 +89,8 @@ static em_status meta_mask_count(const char *op, const em_tensor *mask, em_tenso
   return em_fail(EM_E_RUNTIME, EM_MSG_META_DATA_DEPENDENT, op);
 }
 static void meta_masked_compact(em_tensor *out, const em_tensor *src, const em_tensor *mask,
-                                const em_tensor *runs) {}
+                                const em_tensor *runs, int nouter, const int64_t *sizes,
+                                const int64_t *strides) {}
 /* masked_scatter_'s count only feeds its source-length check: answered 0 */
 static em_status meta_mask_prefix(const char *op, em_tensor *prefix, const em_tensor *mask,
                                   int sizes_result, int64_t *count) {
@@ -106,10 +107,16 @@ static em_status meta_repeat_total(const char *op, const em_tensor *repeats, int
 }
 static void meta_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {}
 static void meta_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
-                             int64_t stride, em_index_bad *bad) {
+                             int64_t stride, int add, em_index_bad *bad) {
   bad->found = 0;
 }
-static void meta_key_scatter(const em_iter *it, em_dtype dt, int accumulate) {}
+static void meta_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int k,
+                                  const int64_t *sizes, const int64_t *strides,
+                                  const em_tensor *runs) {}
+static void meta_key_gather(const em_tensor *view, em_tensor *out, const em_tensor *offsets,
+                            const em_key_layout *l) {}
+static void meta_key_put(em_tensor *view, const em_tensor *value, const em_tensor *offsets,
+                         const em_key_layout *l) {}
 
 const em_index_kernels em_meta_index_kernels = {
     .normalize = meta_normalize,
@@ -128,8 +135,10 @@ const em_index_kernels em_meta_index_kernels = {
     .repeat_total = meta_repeat_total,
     .repeat_positions = meta_repeat_positions,
     .key_offsets = meta_key_offsets,
-    .key_gather = meta_iter_dt,
-    .key_scatter = meta_key_scatter,
+    .key_mask_offsets = meta_key_mask_offsets,
+    .key_gather = meta_key_gather,
+    .key_put = meta_key_put,
+    .key_accumulate = meta_iter_dt,
 };
 
 /* -- linalg --------------------------------------------------------------- */

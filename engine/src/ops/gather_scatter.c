@@ -414,6 +414,30 @@ static em_status put_nograd(em_tensor *t, const em_tensor *index, const em_tenso
 
 /* -- index_fill_ / index_copy_ / index_add_ -------------------------------------- */
 
+/* index_copy_ and index_fill_: the slices of src (or the 0-d value) put
+** at the positions, as rows of t[key]'s key_put (blocks, split among
+** threads). idx (normalised, private) becomes the offsets in place. */
+static em_status put_rows(const em_index_kernels *k, em_tensor *t, int axis, em_tensor *idx,
+                          const em_tensor *src) {
+  em_operand in[2] = {{idx, {0}}, {NULL, {EM_SCALAR_INT, t->strides[axis], 0.0}}};
+  em_status st = em_elementwise(EM_OP_MUL, 2, in, NULL, idx, NULL);
+  if (st != EM_OK) return st;
+  em_key_layout l;
+  l.nouter = axis;
+  l.ninner = t->ndim - axis - 1;
+  l.nb = em_tensor_numel(idx);
+  l.ob = src->ndim == 0 ? 0 : src->strides[axis];
+  for (int i = 0, j = 0; i < t->ndim; i++) {
+    if (i == axis) continue;
+    l.sizes[j] = t->sizes[i];
+    l.vstrides[j] = t->strides[i];
+    l.ostrides[j] = src->ndim == 0 ? 0 : src->strides[i];
+    j++;
+  }
+  k->key_put(t, src, idx, &l);
+  return EM_OK;
+}
+
 /* dst[.., idx[i], ..] (op)= src[.., i, ..] along axis, src shaped like t
 ** with the index's length at axis (or a 0-d value tensor). */
 static em_status index_write(const char *op, em_tensor *t, int64_t dim,
@@ -457,7 +481,9 @@ static em_status index_write(const char *op, em_tensor *t, int64_t dim,
   if (st != EM_OK) return st;
   if (src) st = snapshot(t, &src, &snap);
   else st = scalar_tensor(t, value, t->dtype, &vt), src = vt;
-  if (st == EM_OK) {
+  if (st == EM_OK && r == EM_SCATTER_NONE && nd > 0) {
+    st = put_rows(k, t, axis, idx, src);
+  } else if (st == EM_OK) {
     for (int i = 0; i < nd; i++) ss[i] = src->ndim == 0 ? 0 : src->strides[i];
     st = scatter_core(op, k, t, nd, shape, ds, idx, is, src, ss, dim_stride(t, axis),
                       r, alpha);

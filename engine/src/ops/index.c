@@ -7,14 +7,27 @@
 **     ranges narrow with a step (clamped like Python slices), newaxis
 **     inserts a size-1 dim, the ellipsis and the dims no item names are
 **     kept whole; a dim indexed by a tensor is kept whole in this view;
-**   - a list of advanced index tensors, one per view dim they index (a bool
-**     mask of k dims becomes k position tensors, its nonzero positions).
-** Without advanced indices the result is that view (no copy). With them,
-** the index tensors broadcast to a shape B and the result has the view's
-** other dims plus B, placed where the advanced dims were when they are
-** adjacent in the view, else first (PyTorch's rule). Reads copy: a gather
-** through the iterator with a per-position offset operand. Writes scatter
-** through the same plan, so t[idx] = v and t[mask] = v modify t.
+**   - a list of advanced items: position tensors (one view dim each) and
+**     bool masks (k view dims each), in the key's order.
+** Without advanced items the result is that view (no copy). With them, the
+** items broadcast to a shape B (a mask counts as one dim of its count of
+** true elements) and the result has the view's other dims plus B, placed
+** where the advanced dims were when they are adjacent in the view, else
+** first (PyTorch's rule): [outer..., B..., inner...]. Reads copy, writes
+** modify t (t[idx] = v, t[mask] = v), and neither walks the result element
+** by element through the iterator:
+**   - every position of B gets one offset (elements from the view's
+**     start), built once: positions times strides, bounds-checked; a
+**     mask's straight from its runs of true elements (no nonzero);
+**   - a read copies rows (outer, b) of the inner dims (key_gather: one
+**     element, one memcpy, or a strided block per row), split among
+**     threads; a write puts them back (key_put), the value read with its
+**     own strides (copied first only when its strides over B do not
+**     flatten); accumulate adds one element after another;
+**   - a single mask over the view's last dims, when they are one run of
+**     stride 1, is read by masked_select's compaction for each outer
+**     position (no offsets), and t[mask] = number is masked_fill_ over
+**     the view (no count).
 **
 ** Guarantees: every position is checked before any element moves (an
 ** error leaves t unchanged); positions are 1-based, negatives count from
@@ -22,14 +35,12 @@
 **
 ** The values of index tensors and masks are read only by the device's
 ** kernels (core/kern_index.h): the positions' offsets and their bounds
-** check, a mask's true positions, the gathers and scatters. A device
-** without values (meta) gives the shapes of integer indexing (its bounds
-** check cannot run) and refuses a bool mask (the result's shape is its
-** count of true elements).
+** check, a mask's count and offsets, the copies. A device without values
+** (meta) gives the shapes of integer indexing (its bounds check cannot
+** run) and of t[mask] = number (a masked_fill_), and refuses other uses
+** of a bool mask (the result's shape is its count of true elements).
 */
-#include "core/kern_index.h"
-#include "core/kernels.h"
-#include "core/errmsg.h"
+#include "ops/index_checks.h"
 #include "autograd/autograd.h"
 
 #include <stdlib.h>
@@ -51,22 +62,31 @@ static inline void offset_add(int64_t *offset, int64_t k, int64_t stride) {
     *offset = r;
 }
 
+/* An advanced item: int64/int32 positions that index view dim `dim`
+** (k = 1), or a bool mask of k >= 1 dims that indexes view dims
+** dim..dim+k-1; src is the 1-based source dim of dim (for messages). */
+typedef struct adv_item {
+  const em_tensor *x;
+  int dim, k, src;
+} adv_item;
+
 typedef struct plan {
   /* the basic view */
   int ndim;
   int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS], offset;
-  /* advanced indices: view dim, source dim (for messages), positions */
+  /* the advanced items, in the key's order */
   int nadv;
-  int adv_dim[EM_MAX_DIMS], adv_src[EM_MAX_DIMS];
-  const em_tensor *adv[EM_MAX_DIMS];
+  adv_item adv[EM_MAX_DIMS];
   int nowned;
-  em_tensor *owned[EM_MAX_DIMS + 1]; /* position tensors made from masks */
+  em_tensor *owned[EM_MAX_DIMS]; /* the positions of 0-d masks */
 } plan;
 
 static void plan_free(plan *p) {
   for (int i = 0; i < p->nowned; i++) em_tensor_release(p->owned[i]);
   p->nowned = 0;
 }
+
+static int is_mask(const adv_item *a) { return a->x->dtype == EM_BOOL; }
 
 static em_status too_many_dims(void) {
   return em_fail(EM_E_VALUE, "index: the result would have more than %d dimensions",
@@ -86,45 +106,10 @@ static void range_bounds(int64_t size, int64_t first, int64_t last, int64_t step
   *len = e > s ? (e - s - 1) / step + 1 : 0;
 }
 
-/* The index kernels of t's device. */
-static em_status index_kernels(const em_tensor *t, const em_index_kernels **k) {
-  const em_kernels *kt;
-  *k = NULL;
-  em_status st = em_kernels_check("index", t->storage->device, &kt);
-  if (st == EM_OK) *k = kt->index;
-  return st;
-}
-
 static em_status bad_position(int64_t pos, int dim, int64_t size) {
   return em_fail(EM_E_INDEX, "index %lld is out of bounds for dimension %d with size %lld%s",
                  (long long)pos, dim, (long long)size,
                  pos == 0 ? " (positions are 1-based)" : "");
-}
-
-/* The positions of the true elements of a bool mask: k int64 tensors (one per
-** mask dim) of 1-based positions, in row-major order: the columns of the
-** mask's nonzero (strided views of one [count, k] tensor). */
-static em_status mask_positions(const em_tensor *mask, plan *p, int first_owned) {
-  const em_index_kernels *k;
-  em_tensor *m, *nz = NULL;
-  em_status st = index_kernels(mask, &k);
-  if (st != EM_OK) return st;
-  st = em_contiguous(mask, &m);
-  if (st != EM_OK) return st;
-  int64_t size[2] = {0, mask->ndim}, stride = mask->ndim;
-  st = k->mask_count("index", m, NULL, &size[0]);
-  if (st == EM_OK) st = em_empty(2, size, EM_INT64, mask->storage->device, &nz);
-  if (st == EM_OK) {
-    k->nonzero(nz, m);
-    for (int j = 0; j < mask->ndim && st == EM_OK; j++) {
-      st = em_tensor_alloc(nz->storage, j, 1, &size[0], &stride, EM_INT64,
-                           &p->owned[first_owned + j]);
-      if (st == EM_OK) p->nowned++;
-    }
-  }
-  em_tensor_release(nz);
-  em_tensor_release(m);
-  return st;
 }
 
 static em_status parse(const em_tensor *t, int n, const em_index_item *items,
@@ -171,6 +156,11 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
     p->strides[p->ndim] = (ST);                         \
     p->ndim++;                                          \
   } while (0)
+#define PUSH_ADV(X, K)                                                 \
+  do {                                                                 \
+    if (p->nadv >= EM_MAX_DIMS) return too_many_dims();                \
+    p->adv[p->nadv++] = (adv_item){(X), p->ndim, (K), d + 1};          \
+  } while (0)
   for (int i = 0; i < n; i++) {
     const em_index_item *it = &items[i];
     switch (it->kind) {
@@ -207,27 +197,24 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
       case EM_INDEX_TENSOR: {
         const em_tensor *x = it->tensor;
         if (x->dtype != EM_BOOL) {
-          p->adv_dim[p->nadv] = p->ndim;
-          p->adv_src[p->nadv] = d + 1;
-          p->adv[p->nadv++] = x;
+          PUSH_ADV(x, 1);
           PUSH_DIM(t->sizes[d], t->strides[d]);
           d++;
           break;
         }
         if (x->ndim == 0) {
-          /* a 0-d mask adds a dim of size 1 and keeps it (true) or none */
-          if (p->nowned >= EM_MAX_DIMS + 1) return too_many_dims();
+          /* a 0-d mask adds a dim of size 1 and keeps it (true) or none:
+          ** positions (all 1) of that dim */
+          if (p->nowned >= EM_MAX_DIMS) return too_many_dims();
           const em_index_kernels *k;
           em_scalar one = {EM_SCALAR_INT, 1, 1.0};
           int64_t cnt;
-          em_status st = index_kernels(x, &k);
+          em_status st = index_kernels("index", 1, &x, &k);
           if (st == EM_OK) st = k->mask_count("index", x, NULL, &cnt);
           if (st == EM_OK)
             st = em_full(1, &cnt, one, EM_INT64, x->storage->device, &p->owned[p->nowned]);
           if (st != EM_OK) return st;
-          p->adv_dim[p->nadv] = p->ndim;
-          p->adv_src[p->nadv] = d + 1;
-          p->adv[p->nadv++] = p->owned[p->nowned++];
+          PUSH_ADV(p->owned[p->nowned++], 1);
           PUSH_DIM(1, d < t->ndim ? stride_mul(t->strides[d], t->sizes[d]) : 1);
           break;
         }
@@ -240,53 +227,124 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
                            em_fmt_shape(b1, sizeof b1, x->ndim, x->sizes),
                            em_fmt_shape(b2, sizeof b2, x->ndim, t->sizes + d), d + 1);
           }
-        if (p->nowned + x->ndim > EM_MAX_DIMS + 1) return too_many_dims();
-        int first = p->nowned;
-        em_status st = mask_positions(x, p, first);
-        if (st != EM_OK) return st;
-        for (int k = 0; k < x->ndim; k++, d++) {
-          p->adv_dim[p->nadv] = p->ndim;
-          p->adv_src[p->nadv] = d + 1;
-          p->adv[p->nadv++] = p->owned[first + k];
-          PUSH_DIM(t->sizes[d], t->strides[d]);
-        }
+        PUSH_ADV(x, x->ndim);
+        for (int k = 0; k < x->ndim; k++, d++) PUSH_DIM(t->sizes[d], t->strides[d]);
         break;
       }
     }
   }
   for (; d < t->ndim; d++) PUSH_DIM(t->sizes[d], t->strides[d]);
+#undef PUSH_ADV
 #undef PUSH_DIM
   return EM_OK;
 }
 
-/* -- Advanced indexing ------------------------------------------------------ */
+/* The basic view as a stack descriptor (never handed out). */
+static void view_header(const em_tensor *t, const plan *p, em_tensor *view) {
+  memset(view, 0, sizeof *view);
+  view->ndim = p->ndim;
+  view->dtype = t->dtype;
+  view->storage = t->storage;
+  view->offset = p->offset;
+  memcpy(view->sizes, p->sizes, sizeof view->sizes);
+  memcpy(view->strides, p->strides, sizeof view->strides);
+}
 
-/* The resolved advanced part: the result shape, where B sits in it, and the
-** offset (in elements, from the view's offset) of each position in B. */
-typedef struct {
+/* -- Advanced indexing ------------------------------------------------------
+** The index tensors broadcast to B: a mask counts as one dim of its count
+** of true elements. The result is [outer..., B..., inner...]: B where the
+** advanced dims were when they are adjacent (else first), the other view
+** dims around it in order. Each position of B has one offset (elements,
+** from the view's first element): the sum over the items of position *
+** stride, a mask's from the strides of its dims. Reads and writes copy
+** rows (outer, b) of the inner dims (key_gather, key_put); a single mask
+** over the last dims of a contiguous run is compacted instead (reads), or
+** is a masked_fill (writing a number), which need no offsets. */
+
+/* A mask made contiguous, and its runs' counts (mask_count). */
+typedef struct mask_info {
+  em_tensor *mc, *runs;
+  int64_t count;
+} mask_info;
+
+typedef struct adv_plan {
   int ndim;
   int64_t sizes[EM_MAX_DIMS];
-  int bpos, bndim;         /* B occupies result dims bpos..bpos+bndim-1 */
+  int bpos, bndim;          /* B occupies result dims bpos..bpos+bndim-1 */
+  int64_t nb;               /* B's elements */
   int rest_of[EM_MAX_DIMS]; /* result dim -> view dim (-1 for B dims) */
-  em_tensor *offsets;      /* int64, shape B, contiguous */
+  mask_info masks[EM_MAX_DIMS]; /* per item; set for masks */
+  em_tensor *offsets;       /* int64, shape B, contiguous (resolve_offsets) */
 } adv_plan;
 
-static em_status resolve_advanced(const em_index_kernels *k, const em_tensor *t,
-                                  const plan *p, adv_plan *a) {
-  int bnd;
-  int64_t bshape[EM_MAX_DIMS];
-  em_status st = em_broadcast_shapes("index", p->nadv, p->adv, &bnd, bshape);
-  if (st != EM_OK) return st;
-  bool adjacent = true, is_adv[EM_MAX_DIMS] = {false};
+static void adv_free(adv_plan *a, const plan *p) {
   for (int j = 0; j < p->nadv; j++) {
-    is_adv[p->adv_dim[j]] = true;
-    if (j > 0 && p->adv_dim[j] != p->adv_dim[j - 1] + 1) adjacent = false;
+    em_tensor_release(a->masks[j].mc);
+    em_tensor_release(a->masks[j].runs);
   }
-  int rest = p->ndim - p->nadv;
-  if (rest + bnd > EM_MAX_DIMS) return too_many_dims();
-  a->bpos = adjacent ? p->adv_dim[0] : 0;
+  em_tensor_release(a->offsets);
+  a->offsets = NULL;
+}
+
+/* The dims a mask indexes, merged where the view is contiguous across
+** them; returns their count. */
+static int mask_dims(const plan *p, const adv_item *m, int64_t *sizes, int64_t *strides) {
+  int n = 0;
+  for (int j = m->dim; j < m->dim + m->k; j++) {
+    int64_t sz = p->sizes[j], st = p->strides[j];
+    if (n > 0 && strides[n - 1] == stride_mul(st, sz)) {
+      sizes[n - 1] *= sz;
+      strides[n - 1] = st;
+    } else {
+      sizes[n] = sz;
+      strides[n] = st;
+      n++;
+    }
+  }
+  return n;
+}
+
+/* The result's shape (masks counted); releases what it made on failure. */
+static em_status resolve_shape(const em_index_kernels *k, const plan *p, adv_plan *a) {
+  em_status st = EM_OK;
+  memset(a->masks, 0, sizeof a->masks);
+  a->offsets = NULL;
+  em_tensor heads[EM_MAX_DIMS];
+  const em_tensor *shapes[EM_MAX_DIMS];
+  for (int j = 0; j < p->nadv && st == EM_OK; j++) {
+    const adv_item *x = &p->adv[j];
+    shapes[j] = x->x;
+    if (!is_mask(x)) continue;
+    mask_info *mi = &a->masks[j];
+    int64_t n = em_tensor_numel(x->x), rsize[1] = {(n + EM_MASK_RUN - 1) / EM_MASK_RUN + 1};
+    st = em_contiguous(x->x, &mi->mc);
+    if (st == EM_OK) st = em_empty(1, rsize, EM_INT64, x->x->storage->device, &mi->runs);
+    if (st == EM_OK) st = k->mask_count("index", mi->mc, mi->runs, &mi->count);
+    memset(&heads[j], 0, sizeof heads[j]);
+    heads[j].ndim = 1;
+    heads[j].sizes[0] = mi->count;
+    shapes[j] = &heads[j];
+  }
+  int bnd = 0;
+  int64_t bshape[EM_MAX_DIMS];
+  if (st == EM_OK) st = em_broadcast_shapes("index", p->nadv, shapes, &bnd, bshape);
+  bool adjacent = true, is_adv[EM_MAX_DIMS] = {false};
+  int nadv_dims = 0;
+  for (int j = 0; j < p->nadv; j++) {
+    for (int q = 0; q < p->adv[j].k; q++) is_adv[p->adv[j].dim + q] = true;
+    nadv_dims += p->adv[j].k;
+    if (j > 0 && p->adv[j].dim != p->adv[j - 1].dim + p->adv[j - 1].k) adjacent = false;
+  }
+  int rest = p->ndim - nadv_dims;
+  if (st == EM_OK && rest + bnd > EM_MAX_DIMS) st = too_many_dims();
+  if (st != EM_OK) {
+    adv_free(a, p);
+    return st;
+  }
+  a->bpos = adjacent ? p->adv[0].dim : 0;
   a->bndim = bnd;
   a->ndim = rest + bnd;
+  a->nb = 1;
   int r = 0;
   for (int v = 0; v < p->ndim; v++) {
     if (is_adv[v]) continue;
@@ -295,74 +353,133 @@ static em_status resolve_advanced(const em_index_kernels *k, const em_tensor *t,
     a->rest_of[r] = v;
     r++;
   }
-  for (int k = 0; k < bnd; k++) {
-    a->sizes[a->bpos + k] = bshape[k];
-    a->rest_of[a->bpos + k] = -1;
+  for (int q = 0; q < bnd; q++) {
+    a->sizes[a->bpos + q] = bshape[q];
+    a->rest_of[a->bpos + q] = -1;
+    a->nb *= bshape[q];
   }
-  st = em_zeros(bnd, bshape, EM_INT64, t->storage->device, &a->offsets);
-  if (st != EM_OK) return st;
-  for (int j = 0; j < p->nadv; j++) {
+  return EM_OK;
+}
+
+/* The offsets of B's positions, every position checked. */
+static em_status resolve_offsets(const em_index_kernels *k, const em_tensor *t,
+                                 const plan *p, adv_plan *a) {
+  em_device dev = t->storage->device;
+  int64_t msz[EM_MAX_DIMS], mst[EM_MAX_DIMS];
+  const int64_t *bshape = a->sizes + a->bpos;
+  em_status st;
+  if (p->nadv == 1 && is_mask(&p->adv[0])) { /* the mask's own offsets */
+    mask_info *mi = &a->masks[0];
+    int n = mask_dims(p, &p->adv[0], msz, mst);
+    st = em_empty(1, &mi->count, EM_INT64, dev, &a->offsets);
+    if (st == EM_OK) k->key_mask_offsets(a->offsets, mi->mc, n, msz, mst, mi->runs);
+    return st;
+  }
+  /* the first position tensor sets the offsets (else they start at 0),
+  ** the others add to them */
+  int first = -1;
+  for (int j = 0; j < p->nadv && first < 0; j++)
+    if (!is_mask(&p->adv[j])) first = j;
+  st = first >= 0 ? em_empty(a->bndim, bshape, EM_INT64, dev, &a->offsets)
+                  : em_zeros(a->bndim, bshape, EM_INT64, dev, &a->offsets);
+  for (int q = 0; q < p->nadv && st == EM_OK; q++) {
+    int j = q == 0 && first >= 0 ? first : q <= first ? q - 1 : q;
+    const adv_item *x = &p->adv[j];
+    if (is_mask(x)) { /* offsets += the mask's, broadcast */
+      mask_info *mi = &a->masks[j];
+      em_tensor *mo;
+      int n = mask_dims(p, x, msz, mst);
+      st = em_empty(1, &mi->count, EM_INT64, dev, &mo);
+      if (st != EM_OK) break;
+      k->key_mask_offsets(mo, mi->mc, n, msz, mst, mi->runs);
+      em_operand in[2] = {{a->offsets, {0}}, {mo, {0}}};
+      st = em_elementwise(EM_OP_ADD, 2, in, NULL, a->offsets, NULL);
+      em_tensor_release(mo);
+      continue;
+    }
     em_index_bad bad;
     em_iter it;
-    const em_tensor *ops[2] = {a->offsets, p->adv[j]};
-    st = em_iter_build(&it, "index", 2, ops, bnd, bshape, false);
+    const em_tensor *ops[2] = {a->offsets, x->x};
+    st = em_iter_build(&it, "index", 2, ops, a->bndim, bshape, false);
     if (st != EM_OK) break;
-    k->key_offsets(&it, p->adv[j]->dtype, p->sizes[p->adv_dim[j]],
-                   p->strides[p->adv_dim[j]], &bad);
-    if (bad.found) {
-      st = bad_position(bad.value, p->adv_src[j], p->sizes[p->adv_dim[j]]);
-      break;
-    }
+    k->key_offsets(&it, x->x->dtype, p->sizes[x->dim], p->strides[x->dim], j != first,
+                   &bad);
+    if (bad.found) st = bad_position(bad.value, x->src, p->sizes[x->dim]);
   }
-  if (st != EM_OK) em_tensor_release(a->offsets);
+  if (st != EM_OK) {
+    em_tensor_release(a->offsets);
+    a->offsets = NULL;
+  }
   return st;
 }
 
-/* Stack descriptors over the result's shape: the view's storage read with
-** the view's strides on its kept dims and stride 0 on B; the offsets with
-** their strides on B and stride 0 elsewhere. Never handed out. */
-static void shaped_descriptors(const em_tensor *t, const plan *p, const adv_plan *a,
-                               em_tensor *base, em_tensor *offs) {
-  memset(base, 0, sizeof *base);
-  memset(offs, 0, sizeof *offs);
-  base->ndim = offs->ndim = a->ndim;
-  base->dtype = t->dtype;
-  base->storage = t->storage;
-  base->offset = p->offset;
-  offs->dtype = EM_INT64;
-  offs->storage = a->offsets->storage;
-  offs->offset = a->offsets->offset;
+/* The layout of key_gather/key_put: the view's strides and the other
+** side's (ostr, over the result's dims; ob along B). */
+static void key_layout(const plan *p, const adv_plan *a, const int64_t *ostr, int64_t ob,
+                       em_key_layout *l) {
+  l->nouter = a->bpos;
+  l->ninner = a->ndim - a->bpos - a->bndim;
+  l->nb = a->nb;
+  l->ob = ob;
+  int j = 0;
   for (int r = 0; r < a->ndim; r++) {
-    base->sizes[r] = offs->sizes[r] = a->sizes[r];
-    if (a->rest_of[r] >= 0) {
-      base->strides[r] = p->strides[a->rest_of[r]];
-      offs->strides[r] = 0;
-    } else {
-      base->strides[r] = 0;
-      offs->strides[r] = a->offsets->strides[r - a->bpos];
-    }
+    if (a->rest_of[r] < 0) continue;
+    l->sizes[j] = a->sizes[r];
+    l->vstrides[j] = p->strides[a->rest_of[r]];
+    l->ostrides[j] = ostr[r];
+    j++;
   }
+}
+
+static void contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
+  int64_t s = 1;
+  for (int r = ndim - 1; r >= 0; r--) {
+    strides[r] = s;
+    s = stride_mul(s, sizes[r] > 1 ? sizes[r] : 1);
+  }
+}
+
+/* A single mask over the view's last dims, which are one run of stride 1:
+** the result is each outer position's run compacted (masked_select's
+** kernel), with no offsets. */
+static int compactable(const plan *p, const adv_plan *a) {
+  if (p->nadv != 1 || !is_mask(&p->adv[0]) || a->bpos + 1 != a->ndim) return 0;
+  int64_t msz[EM_MAX_DIMS], mst[EM_MAX_DIMS];
+  int n = mask_dims(p, &p->adv[0], msz, mst);
+  return n == 1 && (mst[0] == 1 || msz[0] <= 1);
 }
 
 static em_status gather(const em_tensor *t, const plan *p, em_tensor **out) {
   const em_index_kernels *k;
   adv_plan a;
-  em_status st = index_kernels(t, &k);
-  if (st == EM_OK) st = resolve_advanced(k, t, p, &a);
+  em_status st = index_kernels("index", 1, &t, &k);
+  if (st == EM_OK) st = resolve_shape(k, p, &a);
   if (st != EM_OK) return st;
-  em_tensor *res;
-  st = em_empty(a.ndim, a.sizes, t->dtype, t->storage->device, &res);
-  if (st == EM_OK) {
-    em_tensor base, offs;
-    shaped_descriptors(t, p, &a, &base, &offs);
-    em_iter it;
-    const em_tensor *ops[3] = {res, &base, &offs};
-    st = em_iter_build(&it, "index", 3, ops, a.ndim, a.sizes, false);
-    if (st == EM_OK) k->key_gather(&it, t->dtype);
-    if (st == EM_OK) *out = res;
-    else em_tensor_release(res);
+  em_tensor view, *res = NULL;
+  view_header(t, p, &view);
+  int64_t ostr[EM_MAX_DIMS], osz[EM_MAX_DIMS];
+  if (compactable(p, &a)) {
+    int j = 0;
+    for (int r = 0; r < a.bpos; r++, j++) {
+      osz[j] = a.sizes[r];
+      ostr[j] = p->strides[a.rest_of[r]];
+    }
+    st = em_empty(a.ndim, a.sizes, t->dtype, t->storage->device, &res);
+    if (st == EM_OK)
+      k->masked_compact(res, &view, a.masks[0].mc, a.masks[0].runs, a.bpos, osz, ostr);
+  } else {
+    st = resolve_offsets(k, t, p, &a);
+    if (st == EM_OK) st = em_empty(a.ndim, a.sizes, t->dtype, t->storage->device, &res);
+    if (st == EM_OK) {
+      em_key_layout l;
+      contiguous_strides(a.ndim, a.sizes, ostr);
+      key_layout(p, &a, ostr, a.bndim > 0 ? ostr[a.bpos + a.bndim - 1] : 0, &l);
+      k->key_gather(&view, res, a.offsets, &l);
+    }
   }
-  em_tensor_release(a.offsets);
+  adv_free(&a, p);
+  if (st == EM_OK) *out = res;
+  else em_tensor_release(res);
   return st;
 }
 
@@ -396,14 +513,29 @@ static em_status check_value_shape(const em_tensor *v, int ndim, const int64_t *
 
 static em_status check_put_target(const plan *p, const em_tensor *t) {
   em_tensor view;
-  memset(&view, 0, sizeof view);
-  view.ndim = p->ndim;
-  view.dtype = t->dtype;
-  view.storage = t->storage;
-  view.offset = p->offset;
-  memcpy(view.sizes, p->sizes, sizeof view.sizes);
-  memcpy(view.strides, p->strides, sizeof view.strides);
+  view_header(t, p, &view);
   return em_check_writable("index", &view);
+}
+
+/* The value's strides over the result's dims (0 where it broadcasts). */
+static void value_strides(const em_tensor *v, const adv_plan *a, int64_t *vs) {
+  for (int r = 0; r < a->ndim; r++) {
+    int i = r - (a->ndim - v->ndim);
+    vs[r] = i >= 0 && v->sizes[i] != 1 ? v->strides[i] : 0;
+  }
+}
+
+/* The value's stride along B flattened, or -1 when its strides on B's dims
+** do not flatten (then it is copied contiguous). */
+static int64_t value_b_stride(const adv_plan *a, const int64_t *vs) {
+  int64_t ob = 0, expect = -1;
+  for (int r = a->bpos + a->bndim - 1; r >= a->bpos; r--) {
+    if (a->sizes[r] == 1) continue;
+    if (expect < 0) ob = vs[r];
+    else if (vs[r] != expect) return -1;
+    expect = stride_mul(vs[r], a->sizes[r]);
+  }
+  return ob;
 }
 
 /* Writes value (already t's dtype, not overlapping t) through plan p. */
@@ -412,25 +544,92 @@ static em_status scatter(em_tensor *t, const plan *p, const em_tensor *value,
   const em_index_kernels *k;
   adv_plan a;
   em_status st = check_put_target(p, t);
-  if (st == EM_OK) st = index_kernels(t, &k);
-  if (st == EM_OK) st = resolve_advanced(k, t, p, &a);
+  if (st == EM_OK) st = index_kernels("index", 1, (const em_tensor *const *)&t, &k);
+  if (st == EM_OK) st = resolve_shape(k, p, &a);
   if (st != EM_OK) return st;
-  em_tensor base, offs, v;
-  shaped_descriptors(t, p, &a, &base, &offs);
+  st = resolve_offsets(k, t, p, &a);
+  em_tensor v, view, *vc = NULL;
   strip_leading_ones(value, a.ndim, &v);
-  st = check_value_shape(&v, a.ndim, a.sizes);
-  if (st != EM_OK) {
-    em_tensor_release(a.offsets);
-    return st;
-  }
-  em_iter it;
-  const em_tensor *ops[3] = {&base, &v, &offs};
-  st = em_iter_build(&it, "index_put_", 3, ops, a.ndim, a.sizes, false);
+  if (st == EM_OK) st = check_value_shape(&v, a.ndim, a.sizes);
+  int64_t vs[EM_MAX_DIMS], ob = 0;
   if (st == EM_OK) {
-    k->key_scatter(&it, t->dtype, accumulate);
+    value_strides(&v, &a, vs);
+    ob = value_b_stride(&a, vs);
+  }
+  if (st == EM_OK && !accumulate && ob < 0) { /* B's strides do not flatten */
+    em_tensor h;
+    restride(&h, &v, a.ndim, a.sizes, vs);
+    st = em_empty(a.ndim, a.sizes, t->dtype, t->storage->device, &vc);
+    if (st == EM_OK) st = em_copy_(vc, &h);
+    if (st == EM_OK) {
+      contiguous_strides(a.ndim, a.sizes, vs);
+      ob = a.bndim > 0 ? vs[a.bpos + a.bndim - 1] : 0;
+    }
+  }
+  if (st == EM_OK && !accumulate) {
+    em_key_layout l;
+    view_header(t, p, &view);
+    key_layout(p, &a, vs, ob, &l);
+    k->key_put(&view, vc ? vc : &v, a.offsets, &l);
+    em_storage_bump_version(t->storage);
+  } else if (st == EM_OK) { /* one element after another: repeats add up */
+    em_tensor base, offs;
+    memset(&base, 0, sizeof base);
+    memset(&offs, 0, sizeof offs);
+    base.ndim = offs.ndim = a.ndim;
+    base.dtype = t->dtype;
+    base.storage = t->storage;
+    base.offset = p->offset;
+    offs.dtype = EM_INT64;
+    offs.storage = a.offsets->storage;
+    offs.offset = a.offsets->offset;
+    int64_t os[EM_MAX_DIMS];
+    contiguous_strides(a.bndim, a.sizes + a.bpos, os);
+    for (int r = 0; r < a.ndim; r++) {
+      base.sizes[r] = offs.sizes[r] = a.sizes[r];
+      int b = a.rest_of[r] < 0;
+      base.strides[r] = b ? 0 : p->strides[a.rest_of[r]];
+      offs.strides[r] = b ? os[r - a.bpos] : 0;
+    }
+    em_iter it;
+    const em_tensor *ops[3] = {&base, &v, &offs};
+    st = em_iter_build(&it, "index_put_", 3, ops, a.ndim, a.sizes, false);
+    if (st == EM_OK) {
+      k->key_accumulate(&it, t->dtype);
+      em_storage_bump_version(t->storage);
+    }
+  }
+  em_tensor_release(vc);
+  adv_free(&a, p);
+  return st;
+}
+
+/* t[mask] = number for a single mask: masked_fill_ over the view, the
+** mask's strides on its dims and 0 on the others. */
+static em_status mask_fill(em_tensor *t, const plan *p, em_scalar value) {
+  const em_index_kernels *k;
+  em_status st = check_put_target(p, t);
+  if (st == EM_OK) st = index_kernels("index", 1, (const em_tensor *const *)&t, &k);
+  if (st != EM_OK) return st;
+  const adv_item *x = &p->adv[0];
+  em_tensor view, mv, *snap = NULL;
+  view_header(t, p, &view);
+  const em_tensor *m = x->x;
+  st = snapshot(&view, &m, &snap);
+  if (st != EM_OK) return st;
+  int64_t ms[EM_MAX_DIMS] = {0};
+  for (int j = 0; j < x->k; j++) ms[x->dim + j] = m->strides[j];
+  restride(&mv, m, view.ndim, view.sizes, ms);
+  em_iter it;
+  const em_tensor *ops[2] = {&view, &mv};
+  st = em_iter_build(&it, "index_put_", 2, ops, view.ndim, view.sizes, false);
+  if (st == EM_OK) {
+    uint64_t bytes = 0;
+    em_scalar_to_bytes(value, t->dtype, &bytes);
+    k->masked_fill(&it, t->dtype, &bytes);
     em_storage_bump_version(t->storage);
   }
-  em_tensor_release(a.offsets);
+  em_tensor_release(snap);
   return st;
 }
 
@@ -506,6 +705,8 @@ static em_status index_fill_scalar_nograd(em_tensor *t, int n, const em_index_it
       st = em_fill_(view, value);
       em_tensor_release(view);
     }
+  } else if (p.nadv == 1 && is_mask(&p.adv[0])) {
+    st = mask_fill(t, &p, value);
   } else {
     em_tensor *v;
     st = em_full(0, NULL, value, t->dtype, t->storage->device, &v);

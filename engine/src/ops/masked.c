@@ -78,7 +78,7 @@ static em_status masked_select_dense(const char *op, const em_index_kernels *k,
   st = k->mask_count(op, mv, runs, &osize[0]);
   if (st == EM_OK) st = em_empty(1, osize, tv->dtype, dev, &o);
   if (st == EM_OK) {
-    k->masked_compact(o, tv, mv, runs);
+    k->masked_compact(o, tv, mv, runs, 0, NULL, NULL);
     *out = o;
   }
   em_tensor_release(runs);
