@@ -59,20 +59,20 @@ static float prod(const float *a, int64_t n) {
   for (; i < n; i++) s *= a[i];
   return s;
 }
-static float extreme(const float *a, int64_t n, int is_min) {
-  float acc[16];
-  for (int k = 0; k < 16; k++) acc[k] = a[0];
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int k = 0; k < 16; k++) {
-      float x = a[i + k];
-      acc[k] = (is_min ? x < acc[k] : x > acc[k]) ? x : acc[k];
-    }
-  float s = acc[0];
-  for (int k = 0; k < 16; k++) s = (is_min ? acc[k] < s : acc[k] > s) ? acc[k] : s;
-  for (; i < n; i++) s = (is_min ? a[i] < s : a[i] > s) ? a[i] : s;
-  return s;
-}
+#define DEF_EXTREME(NAME, BETTER)                                              \
+  __attribute__((optimize("no-trapping-math"))) static float NAME(const float *a, int64_t n) { \
+    float acc[16];                                                             \
+    for (int k = 0; k < 16; k++) acc[k] = a[0];                                \
+    int64_t i = 0;                                                             \
+    for (; i + 16 <= n; i += 16)                                               \
+      for (int k = 0; k < 16; k++) acc[k] = a[i + k] BETTER acc[k] ? a[i + k] : acc[k]; \
+    float s = acc[0];                                                          \
+    for (int k = 0; k < 16; k++) s = acc[k] BETTER s ? acc[k] : s;             \
+    for (; i < n; i++) s = a[i] BETTER s ? a[i] : s;                           \
+    return s;                                                                  \
+  }
+DEF_EXTREME(maxf, >)
+DEF_EXTREME(minf, <)
 static float sumsq(const float *a, int64_t n, float *sum_out) {
   float acc[16] = {0}, acc2[16] = {0};
   int64_t i = 0;
@@ -147,8 +147,8 @@ static void run(const char *name) {
   else if (!strcmp(name, "stream_sum") || !strcmp(name, "red_sum")) sink = sum(A, N);
   else if (!strcmp(name, "red_mean")) sink = sum(A, N) / N;
   else if (!strcmp(name, "red_prod")) sink = prod(A, N);
-  else if (!strcmp(name, "red_amax") || !strcmp(name, "red_amin"))
-    sink = extreme(A, N, name[5] == 'i');
+  else if (!strcmp(name, "red_amax")) sink = maxf(A, N);
+  else if (!strcmp(name, "red_amin")) sink = minf(A, N);
   else if (!strcmp(name, "red_norm")) { float s; sink = sqrtf(sumsq(A, N, &s)); }
   else if (!strcmp(name, "red_var") || !strcmp(name, "red_std")) {
     float s, s2 = sumsq(A, N, &s), v = (s2 - s * s / N) / (N - 1);

@@ -10,12 +10,14 @@
 **   keepdim tensor, stride 0 on the reduced dims) is operand 0, the input
 **   operand 1. The reduced dims go innermost unless the input's densest dim
 **   is kept (then the iteration follows the input's layout; see run_reduce).
-** - Floating inputs accumulate in double; each inner-loop run is summed
-**   pairwise (blocks of 8 partial sums, halving above 128 elements; a
-**   unit-stride float32 run: blocks of 256 in 16 partial sums, combined
-**   pairwise, vectorised in cpu/vecmath.c), so the rounding error grows
-**   like log n, not n. Integer and bool inputs
-**   accumulate in int64 with wrap-around (PyTorch gives int64 sums).
+** - float32 input: unit-stride runs and row stacks (outputs innermost)
+**   go to the float-lane kernels of cpu/vreduce.c (cascade sums in float
+**   lanes, float extremes, double products and moments), whose results
+**   land in the double accumulator. Other floating inputs accumulate in
+**   double; each inner-loop run is summed pairwise (blocks of 8 partial
+**   sums, halving above 128 elements), so the rounding error grows like
+**   log n, not n. Integer and bool inputs accumulate in int64 with
+**   wrap-around (PyTorch gives int64 sums).
 ** - Results do not depend on the number of threads: work is split by whole
 **   outputs, or (one output) into chunks of a fixed size whose partials
 **   combine in a fixed tree, by the combine the reduction's kind maps to.

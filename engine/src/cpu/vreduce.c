@@ -34,22 +34,27 @@ enum {
   ROW_VB = 32                /* rows: rows per variance block */
 };
 
-/* GCC's vector extensions: 8 floats, 4 doubles, 4 floats, 8 int32 masks.
+/* GCC's vector extensions: 8 floats, 8 int32 masks, 4 and 8 doubles.
 ** Their operations are lane-wise IEEE operations, whatever the target. */
 typedef float vf __attribute__((vector_size(32)));
-typedef double vd __attribute__((vector_size(32)));
-typedef float vf4 __attribute__((vector_size(16)));
 typedef int32_t vi __attribute__((vector_size(32)));
+typedef double vd __attribute__((vector_size(32)));
+typedef double vd8 __attribute__((vector_size(64)));
 
 AI vf ldu(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
-AI vd ldu_d(const float *p) { vf4 v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, vd); }
+/* 8 floats as 8 doubles (GCC converts 8 to 8 in whole registers; 4 to 4
+** it splits) */
+AI void ldu_d8(const float *p, vd *lo, vd *hi) {
+  vd8 d = __builtin_convertvector(ldu(p), vd8);
+  *lo = __builtin_shufflevector(d, d, 0, 1, 2, 3);
+  *hi = __builtin_shufflevector(d, d, 4, 5, 6, 7);
+}
 AI vf vsplat(float x) { return (vf){x, x, x, x, x, x, x, x}; }
 #define vabs(v) ((vf)((vi)(v) & 0x7fffffff))
 /* m ? a : b, lane-wise (m all ones or all zeros) */
 #define vsel(m, a, b) ((vf)(((vi)(a) & (m)) | ((vi)(b) & ~(m))))
 /* the lanes of v added in a fixed tree */
 #define HSUM(v) ((((v)[0] + (v)[4]) + ((v)[2] + (v)[6])) + (((v)[1] + (v)[5]) + ((v)[3] + (v)[7])))
-#define HSUM_D(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
 
 #define F_X(x) (x)
 #define F_SQ(x) ((x) * (x))
@@ -59,31 +64,42 @@ AI vf vsplat(float x) { return (vf){x, x, x, x, x, x, x, x}; }
 #define V_ABS(v) vabs(v)
 
 /* -- Cascade sums ------------------------------------------------------------
-** leaf: n <= EM_VRED_LEAF elements in 4 x 8 lanes: a full leaf adds 4
-** pairwise sums of 4 elements into each lane; the lanes are folded in a
-** fixed tree, the tail added in order. cascade: leaves
+** block: up to 512 elements in 4 x 8 lanes (a full block adds 4 pairwise
+** sums of 4 elements into each lane), the 4 vectors folded pairwise.
+** leaf: n <= EM_VRED_LEAF = 4 blocks, their vectors added pairwise, the 8
+** lanes folded in a fixed tree, the tail added in order. cascade: leaves
 ** combined by a binary counter (leaf 2j+1 joins leaf 2j, then pairs of
 ** pairs, ...) in double. */
 #define DEF_CASCADE(NAME, F, V)                                                \
-  AI float leaf_##NAME(const float *p, int64_t n) {                          \
+  /* n <= 512 elements into one vector of 8 lanes; *i: how far it got */     \
+  AI vf block_##NAME(const float *p, int64_t n, int64_t *i) {                \
     vf a0 = vsplat(0), a1 = a0, a2 = a0, a3 = a0;                            \
-    int64_t i = 0;                                                           \
-    /* 16 vectors a step, four into each lane, added pairwise first */       \
-    for (; i + 4 * VW <= n; i += 4 * VW) {                                   \
-      const float *q = p + i;                                                \
+    int64_t k = *i;                                                          \
+    for (; k + 4 * VW <= n; k += 4 * VW) {                                   \
+      const float *q = p + k;                                                \
       a0 += (V(ldu(q)) + V(ldu(q + 8))) + (V(ldu(q + 16)) + V(ldu(q + 24))); \
       a1 += (V(ldu(q + 32)) + V(ldu(q + 40))) + (V(ldu(q + 48)) + V(ldu(q + 56))); \
       a2 += (V(ldu(q + 64)) + V(ldu(q + 72))) + (V(ldu(q + 80)) + V(ldu(q + 88))); \
       a3 += (V(ldu(q + 96)) + V(ldu(q + 104))) + (V(ldu(q + 112)) + V(ldu(q + 120))); \
     }                                                                        \
-    for (; i + VW <= n; i += VW) {                                           \
-      a0 += V(ldu(p + i));                                                   \
-      a1 += V(ldu(p + i + 8));                                               \
-      a2 += V(ldu(p + i + 16));                                              \
-      a3 += V(ldu(p + i + 24));                                              \
+    for (; k + VW <= n; k += VW) {                                           \
+      a0 += V(ldu(p + k));                                                   \
+      a1 += V(ldu(p + k + 8));                                               \
+      a2 += V(ldu(p + k + 16));                                              \
+      a3 += V(ldu(p + k + 24));                                              \
     }                                                                        \
-    vf t = (a0 + a2) + (a1 + a3);                                            \
-    float s = HSUM(t);                                \
+    *i = k;                                                                  \
+    return (a0 + a2) + (a1 + a3);                                            \
+  }                                                                          \
+  AI float leaf_##NAME(const float *p, int64_t n) {                          \
+    vf t[4] = {vsplat(0), vsplat(0), vsplat(0), vsplat(0)};                  \
+    int64_t i = 0;                                                           \
+    for (int b = 0; b < 4 && i + VW <= n; b++) {                             \
+      int64_t end = i + EM_VRED_BLOCK < n ? i + EM_VRED_BLOCK : n;           \
+      t[b] = block_##NAME(p, end, &i);                                       \
+    }                                                                        \
+    vf tt = (t[0] + t[1]) + (t[2] + t[3]);                                   \
+    float s = HSUM(tt);                                                      \
     for (; i < n; i++) s += F(p[i]);                                         \
     return s;                                                                \
   }                                                                          \
@@ -106,15 +122,18 @@ DEF_CASCADE(x, F_X, V_X)
 DEF_CASCADE(sq, F_SQ, V_SQ)
 DEF_CASCADE(abs, F_ABS, V_ABS)
 
-/* the product in 4 x 4 double lanes */
+/* the product in 2 x 8 double lanes */
 AI double prod_run(const float *p, int64_t n) {
-  vd one = {1, 1, 1, 1}, a0 = one, a1 = one, a2 = one, a3 = one;
+  vd a0 = {1, 1, 1, 1}, a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    a0 *= ldu_d(p + i);
-    a1 *= ldu_d(p + i + 4);
-    a2 *= ldu_d(p + i + 8);
-    a3 *= ldu_d(p + i + 12);
+    vd x0, x1, x2, x3;
+    ldu_d8(p + i, &x0, &x1);
+    ldu_d8(p + i + 8, &x2, &x3);
+    a0 *= x0;
+    a1 *= x1;
+    a2 *= x2;
+    a3 *= x3;
   }
   vd a = (a0 * a2) * (a1 * a3);
   double s = (a[0] * a[2]) * (a[1] * a[3]);
@@ -179,22 +198,26 @@ EM_VEC_CLONES float em_vred_ext_f32(em_vred_kind k, const float *p, int64_t n) {
 ** M2 = sum d^2 - (sum d)^2 / n (the corrected two-pass formula: the
 ** rounding of m cancels), mean = m + sum d / n. Pieces merge by Chan's
 ** formula. */
-AI void moments_piece(const float *p, int64_t n, double *mean, double *m2) {
+AI void moments_piece(const float *p, int64_t n, const float *next, int64_t nnext,
+                      double *mean, double *m2) {
   double m = cascade_x(p, n) / (double)n;
-  vd vm = {m, m, m, m}, z = {0, 0, 0, 0};
+  vd vm = {m, m, m, m}, s0 = vm - vm, s1 = s0, q0 = s0, q1 = s0;
   /* four accumulators (few enough to stay in registers), each fed a pair */
-  vd s0 = z, s1 = z, q0 = z, q1 = z;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    vd d0 = ldu_d(p + i) - vm, d1 = ldu_d(p + i + 4) - vm;
-    vd d2 = ldu_d(p + i + 8) - vm, d3 = ldu_d(p + i + 12) - vm;
+    vd d0, d1, d2, d3;
+    /* the next piece is fetched while this one is computed on */
+    if (i < nnext) __builtin_prefetch(next + i, 0, 2);
+    ldu_d8(p + i, &d0, &d1);
+    ldu_d8(p + i + 8, &d2, &d3);
+    d0 -= vm; d1 -= vm; d2 -= vm; d3 -= vm;
     s0 += d0 + d1;
     s1 += d2 + d3;
     q0 += d0 * d0 + d1 * d1;
     q1 += d2 * d2 + d3 * d3;
   }
   vd ts = s0 + s1, tq = q0 + q1;
-  double a = HSUM_D(ts), b = HSUM_D(tq);
+  double a = (ts[0] + ts[2]) + (ts[1] + ts[3]), b = (tq[0] + tq[2]) + (tq[1] + tq[3]);
   for (; i < n; i++) {
     double d = (double)p[i] - m;
     a += d;
@@ -219,7 +242,8 @@ EM_VEC_CLONES void em_vred_moments_f32(const float *p, int64_t n, double *mean, 
   for (int64_t i = 0; i < n; i += MOM_PIECE) {
     int64_t len = n - i < MOM_PIECE ? n - i : MOM_PIECE;
     double pm, pq;
-    moments_piece(p + i, len, &pm, &pq);
+    int64_t nlen = n - i - len < MOM_PIECE ? n - i - len : MOM_PIECE;
+    moments_piece(p + i, len, p + i + len, nlen, &pm, &pq);
     if (cnt == 0) { cnt = (double)len; m = pm; q = pq; }
     else chan_merge(&cnt, &m, &q, (double)len, pm, pq);
   }

@@ -5,12 +5,13 @@
 ** (cpu/reduce.c) call them for float32 input.
 **
 ** What holds:
-** - Sums (of x, x*x or |x|) are cascades: blocks of EM_VRED_LEAF elements
-**   are summed in 32 float lanes (each lane: 4 pairwise sums of 4
-**   elements, added in order), the lanes folded in a fixed tree, and the
-**   block sums combined pairwise in double by a binary counter. Every
-**   element passes through at most 2 + 4 + 5 float additions and
-**   O(log n) double ones.
+** - Sums (of x, x*x or |x|) are cascades: blocks of EM_VRED_BLOCK
+**   elements are summed in 32 float lanes (each lane: 4 pairwise sums of
+**   4 elements, added in order) and folded to 8 lanes; the 4 blocks of a
+**   leaf (EM_VRED_LEAF elements) are added pairwise and the 8 lanes folded
+**   in a fixed tree; the leaf sums are combined pairwise in double by a
+**   binary counter. Every element passes through at most
+**   2 + 4 + 2 + 2 + 3 = 13 float additions and O(log n) double ones.
 ** - The order of every operation depends only on n (and, for rows, on the
 **   row count), never on the data's address, a thread split or the
 **   instruction set: the AVX2 and the baseline clones do the same IEEE
@@ -24,7 +25,7 @@
 
 #include <stdint.h>
 
-enum { EM_VRED_LEAF = 512 };
+enum { EM_VRED_BLOCK = 512, EM_VRED_LEAF = 4 * EM_VRED_BLOCK };
 
 /* What a run or a row stack reduces to. */
 typedef enum em_vred_kind {
