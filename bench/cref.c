@@ -49,6 +49,50 @@ static float sum(const float *a, int64_t n) {
   for (; i < n; i++) s += a[i];
   return s;
 }
+/* The reduction rows' loops: 16 float lanes, one pass (the bandwidth
+** floor; red_var's sum of squares is not a stable variance). */
+static float prod(const float *a, int64_t n) {
+  float acc[16];
+  for (int k = 0; k < 16; k++) acc[k] = 1;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; k++) acc[k] *= a[i + k];
+  float s = 1;
+  for (int k = 0; k < 16; k++) s *= acc[k];
+  for (; i < n; i++) s *= a[i];
+  return s;
+}
+#define DEF_EXTREME(NAME, BETTER)                                              \
+  __attribute__((optimize("no-trapping-math"))) static float NAME(const float *a, int64_t n) { \
+    float acc[16];                                                             \
+    for (int k = 0; k < 16; k++) acc[k] = a[0];                                \
+    int64_t i = 0;                                                             \
+    for (; i + 16 <= n; i += 16)                                               \
+      for (int k = 0; k < 16; k++) acc[k] = a[i + k] BETTER acc[k] ? a[i + k] : acc[k]; \
+    float s = acc[0];                                                          \
+    for (int k = 0; k < 16; k++) s = acc[k] BETTER s ? acc[k] : s;             \
+    for (; i < n; i++) s = a[i] BETTER s ? a[i] : s;                           \
+    return s;                                                                  \
+  }
+DEF_EXTREME(maxf, >)
+DEF_EXTREME(minf, <)
+static float sumsq(const float *a, int64_t n, float *sum_out) {
+  float acc[16] = {0}, acc2[16] = {0};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; k++) { acc[k] += a[i + k]; acc2[k] += a[i + k] * a[i + k]; }
+  float s = 0, s2 = 0;
+  for (int k = 0; k < 16; k++) { s += acc[k]; s2 += acc2[k]; }
+  for (; i < n; i++) { s += a[i]; s2 += a[i] * a[i]; }
+  *sum_out = s;
+  return s2;
+}
+/* c[j] = sum over i of a[i * n + j]: rows added into a row of sums */
+static void colsum(const float *a, float *c, int64_t n) {
+  for (int64_t j = 0; j < n; j++) c[j] = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) c[j] += a[i * n + j];
+}
 static void bcast(const float *a, const float *b, float *c, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < n; j++) c[i * n + j] = a[i] + b[j];
@@ -109,6 +153,12 @@ static const char *setup(const char *name, int k) {
     N = M / k; A = frand(N); B = frand(N); Cc = malloc(4 * N);
   } else if (!strcmp(name, "stream_exp") || !strcmp(name, "stream_sum")) {
     N = M / k; A = frand(N); Cc = malloc(4 * N);
+  } else if (!strncmp(name, "red_sum_", 8)) {
+    N = 4096 / k; A = frand(N * N); Cc = malloc(4 * N);
+  } else if (!strncmp(name, "red_", 4)) {
+    N = M / k; A = frand(N);
+    if (!strcmp(name, "red_prod"))
+      for (int64_t i = 0; i < N; i++) A[i] = A[i] / 1024 + (1 - 1.0f / 2048);
   } else if (!strncmp(name, "stream_bcast", 12) || !strncmp(name, "layout_", 7)) {
     N = 4096 / k;
     A = frand(!strncmp(name, "layout_", 7) ? N * N : N); B = frand(N); Cc = malloc(4 * N * N);
@@ -140,7 +190,16 @@ static void run(const char *name) {
   else if (!strcmp(name, "stream_add_alloc")) {
     float *c = malloc(4 * N); add(A, B, c, N); sink = c[N - 1]; free(c);
   } else if (!strcmp(name, "stream_exp")) for (int64_t i = 0; i < N; i++) Cc[i] = expf(A[i]);
-  else if (!strcmp(name, "stream_sum")) sink = sum(A, N);
+  else if (!strcmp(name, "stream_sum") || !strcmp(name, "red_sum")) sink = sum(A, N);
+  else if (!strcmp(name, "red_mean")) sink = sum(A, N) / N;
+  else if (!strcmp(name, "red_prod")) sink = prod(A, N);
+  else if (!strcmp(name, "red_amax")) sink = maxf(A, N);
+  else if (!strcmp(name, "red_amin")) sink = minf(A, N);
+  else if (!strcmp(name, "red_norm")) { float s; sink = sqrtf(sumsq(A, N, &s)); }
+  else if (!strcmp(name, "red_var") || !strcmp(name, "red_std")) {
+    float s, s2 = sumsq(A, N, &s), v = (s2 - s * s / N) / (N - 1);
+    sink = name[5] == 's' ? sqrtf(v) : v;
+  } else if (!strncmp(name, "red_sum_", 8)) { colsum(A, Cc, N); sink = Cc[1]; }
   else if (!strcmp(name, "stream_bcast_out")) bcast(A, B, Cc, N);
   else if (!strcmp(name, "stream_bcast_alloc")) {
     float *c = malloc(4 * N * N); bcast(A, B, c, N); sink = c[N * N - 1]; free(c);

@@ -84,6 +84,13 @@ def setup(name, k):
         S["a"], S["b"] = rand(n, n), rand(n, n)
     elif name == "bmm_64x128":
         S["a"], S["b"] = rand(64, 128, 128), rand(64, 128, 128)
+    elif name == "red_prod":
+        S["a"] = rand(M // k) / 1024 + (1 - 1 / 2048)
+    elif name.startswith("red_sum_"):
+        n = 4096 // k
+        S["t"] = rand(n, n)
+    elif name.startswith("red_"):
+        S["a"] = rand(M // k)
     else:
         return "skip unknown workload"
     return "ok"
@@ -168,6 +175,27 @@ def body(name):
         return (lambda: torch.mm(a, b)) if T else (lambda: a @ b)
     if name == "bmm_64x128":
         return (lambda: torch.bmm(a, b)) if T else (lambda: np.matmul(a, b))
+    if name.startswith("red_"):
+        return red_body(name, a, t, T)
+    return None
+
+
+def red_body(name, a, t, T):
+    if name in ("red_sum", "red_mean", "red_prod"):
+        return getattr(a, name[4:])
+    if name in ("red_amax", "red_amin"):
+        if T:
+            return a.amax if name == "red_amax" else a.amin
+        return a.max if name == "red_amax" else a.min
+    if name == "red_norm":
+        return a.norm if T else (lambda: np.linalg.norm(a))
+    if name in ("red_var", "red_std"):
+        f = getattr(a, name[4:])
+        return f if T else (lambda: f(ddof=1))
+    if name == "red_sum_outer":
+        return lambda: t.sum(0)
+    if name == "red_sum_inner_strided":
+        return (lambda: t.t().sum(1)) if T else (lambda: t.T.sum(1))
     return None
 
 

@@ -10,12 +10,14 @@
 **   keepdim tensor, stride 0 on the reduced dims) is operand 0, the input
 **   operand 1. The reduced dims go innermost unless the input's densest dim
 **   is kept (then the iteration follows the input's layout; see run_reduce).
-** - Floating inputs accumulate in double; each inner-loop run is summed
-**   pairwise (blocks of 8 partial sums, halving above 128 elements; a
-**   unit-stride float32 run: blocks of 256 in 16 partial sums, combined
-**   pairwise, vectorised in cpu/vecmath.c), so the rounding error grows
-**   like log n, not n. Integer and bool inputs
-**   accumulate in int64 with wrap-around (PyTorch gives int64 sums).
+** - float32 input: unit-stride runs and row stacks (outputs innermost)
+**   go to the float-lane kernels of cpu/vreduce.c (cascade sums in float
+**   lanes, float extremes, double products and moments), whose results
+**   land in the double accumulator. Other floating inputs accumulate in
+**   double; each inner-loop run is summed pairwise (blocks of 8 partial
+**   sums, halving above 128 elements), so the rounding error grows like
+**   log n, not n. Integer and bool inputs accumulate in int64 with
+**   wrap-around (PyTorch gives int64 sums).
 ** - Results do not depend on the number of threads: work is split by whole
 **   outputs, or (one output) into chunks of a fixed size whose partials
 **   combine in a fixed tree, by the combine the reduction's kind maps to.
@@ -24,6 +26,7 @@
 #include "cpu/lanes.h"
 #include "cpu/reduce.h"
 #include "cpu/vecmath.h"
+#include "cpu/vreduce.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,6 +96,49 @@ static void cmb_norm(char *a, const char *p, const void *c) {
 ** partials combined in a fixed tree. */
 enum { RED_CHUNK = 1 << 16 };
 
+/* Outputs innermost, float32 input (run_reduce): when the iteration is
+** rows of contiguous inputs (dim 0: unit input stride, accumulators of
+** width doubles side by side) stacked along a reduced dim 1, each row
+** stack goes to the float-lane row kernel (cpu/vreduce.c) as a whole,
+** its columns split into strips between threads (each column is computed
+** the same way whatever the split). The dims above 1 are walked here.
+** false: not that shape (nothing done). */
+static bool run_rows(const em_iter *it, int kind, int width) {
+  if (it->ndim < 2 || it->strides[0][1] != 4 || it->strides[0][0] != 8 * width ||
+      it->strides[1][0] != 0 || it->strides[1][1] % 4 != 0)
+    return false;
+  int64_t ncols = it->shape[0], nrows = it->shape[1], rs = it->strides[1][1] / 4;
+  int64_t outer = it->numel / (ncols * nrows);
+  int nt = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel() && it->numel >= 2 * RED_CHUNK) nt = omp_get_max_threads();
+#endif
+  /* columns in nt strips of a multiple of 16 (when there are that many) */
+  int64_t strip = (ncols + nt - 1) / nt;
+  strip = strip < 16 ? 16 : (strip + 15) / 16 * 16;
+  int64_t nstrips = (ncols + strip - 1) / strip;
+  int64_t ntasks = outer * nstrips;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#endif
+  for (int64_t task = 0; task < ntasks; task++) {
+    /* outer position o (dims 2.. as an odometer), strip c */
+    int64_t o = task / nstrips, c = task % nstrips;
+    char *a = it->data[0];
+    const char *in = it->data[1];
+    for (int d = 2; d < it->ndim; d++) {
+      int64_t i = o % it->shape[d];
+      o /= it->shape[d];
+      a += i * it->strides[d][0];
+      in += i * it->strides[d][1];
+    }
+    int64_t c0 = c * strip, nc = ncols - c0 < strip ? ncols - c0 : strip;
+    em_vred_rows_f32((em_vred_kind)kind, (double *)a + c0 * width, (const float *)in + c0,
+                     rs, nrows, nc);
+  }
+  return true;
+}
+
 /* Runs loop over (acc, extra..., t). Normally the reduced dims go innermost
 ** (reduction mode), so each kernel call folds a run of inputs into one
 ** accumulator (pairwise for sums). When the input's densest dim is not
@@ -108,7 +154,7 @@ enum { RED_CHUNK = 1 << 16 };
 ** combine. Either way the result is the same on any number of threads. */
 static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
                             const em_tensor *extra, em_loop1d loop, void *ctx,
-                            bool sums, combine_fn combine, int width) {
+                            bool sums, combine_fn combine, int width, int rows) {
   int dense = -1;
   for (int i = 0; i < t->ndim; i++) {
     if (t->sizes[i] <= 1) continue;
@@ -127,6 +173,8 @@ static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
   if (st != EM_OK) return st;
   if (it.numel <= 0) return EM_OK;
   if (!reduction_order) {
+    if (rows >= 0 && !extra && t->dtype == EM_FLOAT32 && run_rows(&it, rows, width))
+      return EM_OK;
     em_iter_run(&it, loop, ctx);  /* outputs innermost: chunks would share them */
     return EM_OK;
   }
@@ -194,6 +242,14 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
 #define DEF_EXTREMUM(NAME, BETTER, KEEP, START, S, E, CT, K)                   \
   static void em_##NAME##_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
+    if (st[0] == 0 && E == EM_FLOAT32 && st[1] == 4) {                       \
+      /* float lanes (cpu/vreduce.c) */                                      \
+      double x = em_vred_ext_f32(START < 0 ? EM_VRED_MAX : EM_VRED_MIN,      \
+                                 (const float *)d[1], n);                    \
+      double a = *(double *)d[0];                                            \
+      *(double *)d[0] = (a != a || a KEEP x) ? a : x;                        \
+      return;                                                                \
+    }                                                                        \
     if (st[0] == 0 && K == EM_KIND_FLOAT && sizeof(CT) >= 4 &&               \
         st[1] == (int64_t)sizeof(CT)) {                                      \
       /* float32/float64, unit stride: compare in the dtype itself (exact), \
@@ -250,12 +306,21 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
 ** st[0] == 0 the n inputs all fold into one accumulator; otherwise each
 ** input meets its own accumulator. */
 
+/* The float-lane kind of a p-norm's elementwise step (EM_VRED_SUM: none) */
+static em_vred_kind norm_vkind(double p) {
+  if (p == 2) return EM_VRED_SUMSQ;
+  if (p == 1) return EM_VRED_ASUM;
+  if (p == INFINITY) return EM_VRED_MAXABS;
+  if (p == -INFINITY) return EM_VRED_MINABS;
+  return EM_VRED_SUM;
+}
+
 #define DEF_RED_KERNELS(S, E, CT, K)                                           \
   static void em_sum_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
     if (K == EM_KIND_FLOAT) {                                                \
       if (st[0] == 0 && E == EM_FLOAT32 && st[1] == 4) {                     \
-        *(double *)d[0] += em_vsum_f32((const float *)d[1], n);              \
+        *(double *)d[0] += em_vred_sum_f32(EM_VRED_SUM, (const float *)d[1], n); \
         return;                                                              \
       }                                                                      \
       if (st[0] == 0) { *(double *)d[0] += pw_sum_##S(d[1], st[1], n); return; } \
@@ -277,6 +342,10 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   }                                                                          \
   static void em_prod_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     (void)ctx;                                                               \
+    if (st[0] == 0 && E == EM_FLOAT32 && st[1] == 4) {                       \
+      *(double *)d[0] *= em_vred_sum_f32(EM_VRED_PROD, (const float *)d[1], n); \
+      return;                                                                \
+    }                                                                        \
     for (int64_t i = 0; i < n; i++) {                                        \
       char *a = d[0] + i * st[0];                                            \
       if (K == EM_KIND_FLOAT) *(double *)a *= ld_d_##S(d[1] + i * st[1]);     \
@@ -305,10 +374,15 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
     (void)ctx;                                                               \
     if (st[0] == 0) {                                                        \
       double *a = (double *)d[0];                                            \
-      double m = pw_sum_##S(d[1], st[1], n) / (double)n, m2 = 0;             \
-      for (int64_t i = 0; i < n; i++) {                                      \
-        double x = ld_d_##S(d[1] + i * st[1]) - m;                           \
-        m2 += x * x;                                                         \
+      double m, m2 = 0;                                                      \
+      if (E == EM_FLOAT32 && st[1] == 4) {                                   \
+        em_vred_moments_f32((const float *)d[1], n, &m, &m2);                \
+      } else {                                                               \
+        m = pw_sum_##S(d[1], st[1], n) / (double)n;                          \
+        for (int64_t i = 0; i < n; i++) {                                    \
+          double x = ld_d_##S(d[1] + i * st[1]) - m;                         \
+          m2 += x * x;                                                       \
+        }                                                                    \
       }                                                                      \
       double na = a[0], nb = (double)n, tot = na + nb, delta = m - a[1];     \
       a[1] += delta * nb / tot;                                              \
@@ -327,6 +401,26 @@ EM_FOR_EACH_DTYPE(DEF_PWSUM)
   }                                                                          \
   static void em_norm_##S(char **d, const int64_t *st, int64_t n, void *ctx) { \
     double p = *(const double *)ctx;                                         \
+    if (st[0] == 0 && E == EM_FLOAT32 && st[1] == 4 && p != 0) {             \
+      em_vred_kind vk = norm_vkind(p);                                       \
+      double *a = (double *)d[0];                                            \
+      if (vk == EM_VRED_SUMSQ || vk == EM_VRED_ASUM) {                       \
+        *a += em_vred_sum_f32(vk, (const float *)d[1], n);                   \
+        return;                                                              \
+      }                                                                      \
+      if (vk != EM_VRED_SUM) {                                               \
+        double x = em_vred_ext_f32(vk, (const float *)d[1], n);              \
+        if (vk == EM_VRED_MAXABS) *a = (*a != *a || *a >= x) ? *a : x;       \
+        else *a = (*a != *a || *a <= x) ? *a : x;                            \
+        return;                                                              \
+      }                                                                      \
+    }                                                                        \
+    if (st[0] == 0 && p != 1 && p != 2 && p != 0 && !isinf(p)) {             \
+      double *a = (double *)d[0], s = 0;                                     \
+      for (int64_t i = 0; i < n; i++) s += pow(fabs(ld_d_##S(d[1] + i * st[1])), p); \
+      *a += s;                                                               \
+      return;                                                                \
+    }                                                                        \
     for (int64_t i = 0; i < n; i++) {                                        \
       double *a = (double *)(d[0] + i * st[0]);                              \
       double x = fabs(ld_d_##S(d[1] + i * st[1]));                           \
@@ -415,20 +509,24 @@ static em_status cpu_reduce(const char *op, em_red_kind k, em_tensor *acc,
   em_loop1d loop;
   combine_fn combine;
   bool sums = false;  /* sums keep the pairwise order (run_reduce) */
+  int rows = -1;      /* the row-stack kernel of float32 input (run_rows) */
   switch (k) {
     case EM_RED_PROD:
+      rows = EM_VRED_PROD;
       loop = prod_loops[in];
       dinit = 1;
       iinit = 1;
       combine = d ? cmb_mul_d : cmb_mul_i;
       break;
     case EM_RED_AMAX:
+      rows = EM_VRED_MAX;
       loop = amax_loops[in];
       dinit = -INFINITY;
       iinit = INT64_MIN;
       combine = d ? cmb_max_d : cmb_max_i;
       break;
     case EM_RED_AMIN:
+      rows = EM_VRED_MIN;
       loop = amin_loops[in];
       dinit = INFINITY;
       iinit = INT64_MAX;
@@ -439,14 +537,16 @@ static em_status cpu_reduce(const char *op, em_red_kind k, em_tensor *acc,
     case EM_RED_NANSUM: loop = nansum_loops[in]; combine = cmb_add_d; sums = true; break;
     case EM_RED_NANMEAN: loop = nanmean_loops[in]; combine = cmb_add2_d; sums = true; break;
     case EM_RED_COUNT_NONZERO: loop = nnz_loops[in]; combine = cmb_add_i; break;
-    case EM_RED_VAR: loop = var_loops[in]; combine = cmb_var; break;
+    case EM_RED_VAR: rows = EM_VRED_VAR; loop = var_loops[in]; combine = cmb_var; break;
     case EM_RED_NORM:
+      rows = norm_vkind(q) == EM_VRED_SUM ? -1 : (int)norm_vkind(q);
       loop = norm_loops[in];
       dinit = q == -INFINITY ? INFINITY : 0;
       combine = cmb_norm;
       sums = true;
       break;
     default: /* sum, mean */
+      rows = EM_VRED_SUM;
       loop = sum_loops[in];
       combine = d ? cmb_add_d : cmb_add_i;
       sums = true;
@@ -456,7 +556,7 @@ static em_status cpu_reduce(const char *op, em_red_kind k, em_tensor *acc,
   double *a = em_tensor_data(acc);  /* the finishes below are of float64 ones */
   acc_init(a, acc->dtype, n * width, dinit, iinit);
   em_status st = run_reduce(op, acc, t, NULL, loop, k == EM_RED_NORM ? &q : NULL, sums,
-                            combine, width);
+                            combine, width, rows);
   if (st != EM_OK) return st;
   /* the finish: element 0 of each output becomes the result */
   if (k == EM_RED_MEAN) {
@@ -496,7 +596,7 @@ static em_status cpu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
   double *m = em_tensor_data(shift), *a = em_tensor_data(acc);
   acc_init(m, mx.dtype, n, -INFINITY, INT64_MIN);
   em_status st = run_reduce(op, &mx, t, NULL, amax_loops[t->dtype], NULL, false,
-                            fl ? cmb_max_d : cmb_max_i, 1);
+                            fl ? cmb_max_d : cmb_max_i, 1, fl ? EM_VRED_MAX : -1);
   if (st != EM_OK) return st;
   if (!fl) {
     for (int64_t i = 0; i < n; i++) {
@@ -508,7 +608,7 @@ static em_status cpu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
   for (int64_t i = 0; i < n; i++)
     if (isinf(m[i])) m[i] = 0;  /* as PyTorch: an infinite max shifts by 0 */
   acc_init(a, EM_FLOAT64, n, 0, 0);
-  st = run_reduce(op, acc, t, shift, lse_loops[t->dtype], NULL, true, cmb_add_d, 1);
+  st = run_reduce(op, acc, t, shift, lse_loops[t->dtype], NULL, true, cmb_add_d, 1, -1);
   if (st != EM_OK) return st;
   for (int64_t i = 0; i < n; i++) a[i] = log(a[i]) + m[i];
   return EM_OK;

@@ -1,0 +1,366 @@
+/*
+** cpu/vreduce.c -- float32 reductions in float lanes (vreduce.h says what
+** holds).
+**
+** Every loop is a plain indexed loop over a small array of lanes, which
+** GCC keeps in vector registers (4 AVX2 registers of 8 floats for 32
+** lanes). Each entry is cloned for AVX2 and baseline x86-64
+** (target_clones); the helpers are forced inline so that each clone gets
+** its own vectorised copy. Neither clone may fuse a multiply and an add,
+** so both give the same bits. Built with -fno-trapping-math (as
+** cpu/vecmath.c) so that the NaN-aware selects if-convert.
+*/
+#include "vreduce.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(EMBER_NO_CLONES)
+#define EM_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EM_VEC_CLONES
+#endif
+#define AI static inline __attribute__((always_inline))
+/* the helpers taking and returning vectors are always inlined: no ABI */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+enum {
+  VW = 32,                   /* float lanes: 4 vectors of 8 */
+  MOM_PIECE = 8192,          /* moments: elements per two-pass piece (32 KB) */
+  ROW_CB = 2048,             /* rows: columns per strip (8 KB of floats) */
+  ROW_VCB = 512,             /* rows, variance: columns per strip */
+  ROW_B = 16,                /* rows: rows summed in float per block */
+  ROW_VB = 32                /* rows: rows per variance block */
+};
+
+/* GCC's vector extensions: 8 floats, 8 int32 masks, 4 and 8 doubles.
+** Their operations are lane-wise IEEE operations, whatever the target. */
+typedef float vf __attribute__((vector_size(32)));
+typedef int32_t vi __attribute__((vector_size(32)));
+typedef double vd __attribute__((vector_size(32)));
+typedef double vd8 __attribute__((vector_size(64)));
+
+AI vf ldu(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
+/* 8 floats as 8 doubles (GCC converts 8 to 8 in whole registers; 4 to 4
+** it splits) */
+AI void ldu_d8(const float *p, vd *lo, vd *hi) {
+  vd8 d = __builtin_convertvector(ldu(p), vd8);
+  *lo = __builtin_shufflevector(d, d, 0, 1, 2, 3);
+  *hi = __builtin_shufflevector(d, d, 4, 5, 6, 7);
+}
+AI vf vsplat(float x) { return (vf){x, x, x, x, x, x, x, x}; }
+#define vabs(v) ((vf)((vi)(v) & 0x7fffffff))
+/* m ? a : b, lane-wise (m all ones or all zeros) */
+#define vsel(m, a, b) ((vf)(((vi)(a) & (m)) | ((vi)(b) & ~(m))))
+/* the lanes of v added in a fixed tree */
+#define HSUM(v) ((((v)[0] + (v)[4]) + ((v)[2] + (v)[6])) + (((v)[1] + (v)[5]) + ((v)[3] + (v)[7])))
+
+#define F_X(x) (x)
+#define F_SQ(x) ((x) * (x))
+#define F_ABS(x) fabsf(x)
+#define V_X(v) (v)
+#define V_SQ(v) ((v) * (v))
+#define V_ABS(v) vabs(v)
+
+/* -- Cascade sums ------------------------------------------------------------
+** block: up to 512 elements in 4 x 8 lanes (a full block adds 4 pairwise
+** sums of 4 elements into each lane), the 4 vectors folded pairwise.
+** leaf: n <= EM_VRED_LEAF = 4 blocks, their vectors added pairwise, the 8
+** lanes folded in a fixed tree, the tail added in order. cascade: leaves
+** combined by a binary counter (leaf 2j+1 joins leaf 2j, then pairs of
+** pairs, ...) in double. */
+#define DEF_CASCADE(NAME, F, V)                                                \
+  /* n <= 512 elements into one vector of 8 lanes; *i: how far it got */     \
+  AI vf block_##NAME(const float *p, int64_t n, int64_t *i) {                \
+    vf a0 = vsplat(0), a1 = a0, a2 = a0, a3 = a0;                            \
+    int64_t k = *i;                                                          \
+    for (; k + 4 * VW <= n; k += 4 * VW) {                                   \
+      const float *q = p + k;                                                \
+      a0 += (V(ldu(q)) + V(ldu(q + 8))) + (V(ldu(q + 16)) + V(ldu(q + 24))); \
+      a1 += (V(ldu(q + 32)) + V(ldu(q + 40))) + (V(ldu(q + 48)) + V(ldu(q + 56))); \
+      a2 += (V(ldu(q + 64)) + V(ldu(q + 72))) + (V(ldu(q + 80)) + V(ldu(q + 88))); \
+      a3 += (V(ldu(q + 96)) + V(ldu(q + 104))) + (V(ldu(q + 112)) + V(ldu(q + 120))); \
+    }                                                                        \
+    for (; k + VW <= n; k += VW) {                                           \
+      a0 += V(ldu(p + k));                                                   \
+      a1 += V(ldu(p + k + 8));                                               \
+      a2 += V(ldu(p + k + 16));                                              \
+      a3 += V(ldu(p + k + 24));                                              \
+    }                                                                        \
+    *i = k;                                                                  \
+    return (a0 + a2) + (a1 + a3);                                            \
+  }                                                                          \
+  AI float leaf_##NAME(const float *p, int64_t n) {                          \
+    vf t[4] = {vsplat(0), vsplat(0), vsplat(0), vsplat(0)};                  \
+    int64_t i = 0;                                                           \
+    for (int b = 0; b < 4 && i + VW <= n; b++) {                             \
+      int64_t end = i + EM_VRED_BLOCK < n ? i + EM_VRED_BLOCK : n;           \
+      t[b] = block_##NAME(p, end, &i);                                       \
+    }                                                                        \
+    vf tt = (t[0] + t[1]) + (t[2] + t[3]);                                   \
+    float s = HSUM(tt);                                                      \
+    for (; i < n; i++) s += F(p[i]);                                         \
+    return s;                                                                \
+  }                                                                          \
+  AI double cascade_##NAME(const float *p, int64_t n) {                      \
+    double stack[64]; /* one entry per bit of the leaf count */              \
+    int depth = 0;                                                           \
+    uint64_t count = 0;                                                      \
+    int64_t i = 0;                                                           \
+    for (; n - i >= EM_VRED_LEAF; i += EM_VRED_LEAF) {                       \
+      double s = leaf_##NAME(p + i, EM_VRED_LEAF);                           \
+      count++;                                                               \
+      for (uint64_t c = count; !(c & 1); c >>= 1) s = stack[--depth] + s;    \
+      stack[depth++] = s;                                                    \
+    }                                                                        \
+    double s = leaf_##NAME(p + i, n - i);                                    \
+    while (depth) s = stack[--depth] + s;                                    \
+    return s;                                                                \
+  }
+DEF_CASCADE(x, F_X, V_X)
+DEF_CASCADE(sq, F_SQ, V_SQ)
+DEF_CASCADE(abs, F_ABS, V_ABS)
+
+/* the product in 2 x 8 double lanes */
+AI double prod_run(const float *p, int64_t n) {
+  vd a0 = {1, 1, 1, 1}, a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    vd x0, x1, x2, x3;
+    ldu_d8(p + i, &x0, &x1);
+    ldu_d8(p + i + 8, &x2, &x3);
+    a0 *= x0;
+    a1 *= x1;
+    a2 *= x2;
+    a3 *= x3;
+  }
+  vd a = (a0 * a2) * (a1 * a3);
+  double s = (a[0] * a[2]) * (a[1] * a[3]);
+  for (; i < n; i++) s *= (double)p[i];
+  return s;
+}
+
+EM_VEC_CLONES double em_vred_sum_f32(em_vred_kind k, const float *p, int64_t n) {
+  switch (k) {
+    case EM_VRED_SUMSQ: return cascade_sq(p, n);
+    case EM_VRED_ASUM: return cascade_abs(p, n);
+    case EM_VRED_PROD: return prod_run(p, n);
+    default: return cascade_x(p, n);
+  }
+}
+
+/* -- Extremes -----------------------------------------------------------------
+** x replaces v when x BETTER v or x is NaN; a NaN v is never replaced
+** (NaN BETTER anything is false), so NaN sticks. The comparison masks are
+** combined with |, no branch. */
+#define DEF_EXT(NAME, BETTER, F, V, INIT)                                      \
+  AI float ext_##NAME(const float *p, int64_t n) {                           \
+    vf v0 = vsplat(INIT), v1 = v0, v2 = v0, v3 = v0;                         \
+    int64_t i = 0;                                                           \
+    for (; i + VW <= n; i += VW) {                                           \
+      vf x0 = V(ldu(p + i)), x1 = V(ldu(p + i + 8));                         \
+      vf x2 = V(ldu(p + i + 16)), x3 = V(ldu(p + i + 24));                   \
+      v0 = vsel((x0 BETTER v0) | (x0 != x0), x0, v0);                        \
+      v1 = vsel((x1 BETTER v1) | (x1 != x1), x1, v1);                        \
+      v2 = vsel((x2 BETTER v2) | (x2 != x2), x2, v2);                        \
+      v3 = vsel((x3 BETTER v3) | (x3 != x3), x3, v3);                        \
+    }                                                                        \
+    float r = INIT;                                                          \
+    vf vs[4] = {v0, v1, v2, v3};                                             \
+    for (int k = 0; k < 4; k++)                                              \
+      for (int j = 0; j < 8; j++) {                                          \
+        float x = vs[k][j];                                                  \
+        r = ((x BETTER r) | (x != x)) ? x : r;                               \
+      }                                                                      \
+    for (; i < n; i++) {                                                     \
+      float x = F(p[i]);                                                     \
+      r = ((x BETTER r) | (x != x)) ? x : r;                                 \
+    }                                                                        \
+    return r;                                                                \
+  }
+DEF_EXT(max, >, F_X, V_X, -INFINITY)
+DEF_EXT(min, <, F_X, V_X, INFINITY)
+DEF_EXT(maxabs, >, F_ABS, V_ABS, -INFINITY)
+DEF_EXT(minabs, <, F_ABS, V_ABS, INFINITY)
+
+EM_VEC_CLONES float em_vred_ext_f32(em_vred_kind k, const float *p, int64_t n) {
+  switch (k) {
+    case EM_VRED_MIN: return ext_min(p, n);
+    case EM_VRED_MAXABS: return ext_maxabs(p, n);
+    case EM_VRED_MINABS: return ext_minabs(p, n);
+    default: return ext_max(p, n);
+  }
+}
+
+/* -- Moments ------------------------------------------------------------------
+** A piece: its mean m from the float cascade, then d = x - m in double:
+** M2 = sum d^2 - (sum d)^2 / n (the corrected two-pass formula: the
+** rounding of m cancels), mean = m + sum d / n. Pieces merge by Chan's
+** formula. */
+AI void moments_piece(const float *p, int64_t n, const float *next, int64_t nnext,
+                      double *mean, double *m2) {
+  double m = cascade_x(p, n) / (double)n;
+  vd vm = {m, m, m, m}, s0 = vm - vm, s1 = s0, q0 = s0, q1 = s0;
+  /* four accumulators (few enough to stay in registers), each fed a pair */
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    vd d0, d1, d2, d3;
+    /* the next piece is fetched while this one is computed on */
+    if (i < nnext) __builtin_prefetch(next + i, 0, 2);
+    ldu_d8(p + i, &d0, &d1);
+    ldu_d8(p + i + 8, &d2, &d3);
+    d0 -= vm; d1 -= vm; d2 -= vm; d3 -= vm;
+    s0 += d0 + d1;
+    s1 += d2 + d3;
+    q0 += d0 * d0 + d1 * d1;
+    q1 += d2 * d2 + d3 * d3;
+  }
+  vd ts = s0 + s1, tq = q0 + q1;
+  double a = (ts[0] + ts[2]) + (ts[1] + ts[3]), b = (tq[0] + tq[2]) + (tq[1] + tq[3]);
+  for (; i < n; i++) {
+    double d = (double)p[i] - m;
+    a += d;
+    b += d * d;
+  }
+  double q = b - a * a / (double)n;
+  *mean = m + a / (double)n;
+  *m2 = q > 0 ? q : 0;
+}
+
+/* Chan et al.: {na, ma, qa} <- merged with {nb, mb, qb} */
+static inline void chan_merge(double *na, double *ma, double *qa, double nb, double mb,
+                              double qb) {
+  double tot = *na + nb, delta = mb - *ma;
+  *ma += delta * nb / tot;
+  *qa += qb + delta * delta * *na * nb / tot;
+  *na = tot;
+}
+
+EM_VEC_CLONES void em_vred_moments_f32(const float *p, int64_t n, double *mean, double *m2) {
+  double cnt = 0, m = 0, q = 0;
+  for (int64_t i = 0; i < n; i += MOM_PIECE) {
+    int64_t len = n - i < MOM_PIECE ? n - i : MOM_PIECE;
+    double pm, pq;
+    int64_t nlen = n - i - len < MOM_PIECE ? n - i - len : MOM_PIECE;
+    moments_piece(p + i, len, p + i + len, nlen, &pm, &pq);
+    if (cnt == 0) { cnt = (double)len; m = pm; q = pq; }
+    else chan_merge(&cnt, &m, &q, (double)len, pm, pq);
+  }
+  *mean = m;
+  *m2 = q;
+}
+
+/* -- Row stacks ------------------------------------------------------------------
+** One strip of nc <= ROW_CB columns at a time, so that the float block
+** (and the variance's block sums) stay in L1. */
+#define DEF_ROWS_SUM(NAME, F)                                                  \
+  AI void rows_##NAME(double *acc, const float *p, int64_t rs, int64_t nrows, int64_t nc) { \
+    float fb[ROW_CB];                                                        \
+    for (int64_t r0 = 0; r0 < nrows; r0 += ROW_B) {                          \
+      int64_t nr = nrows - r0 < ROW_B ? nrows - r0 : ROW_B, r = 0;           \
+      const float *q = p + r0 * rs;                                          \
+      for (int64_t j = 0; j < nc; j++) fb[j] = 0;                            \
+      /* rows four at a time, added pairwise, then one by one */             \
+      for (; r + 4 <= nr; r += 4) {                                          \
+        const float *a = q + r * rs, *b = a + rs, *c = b + rs, *d = c + rs;  \
+        for (int64_t j = 0; j < nc; j++)                                     \
+          fb[j] += (F(a[j]) + F(b[j])) + (F(c[j]) + F(d[j]));                \
+      }                                                                      \
+      for (; r < nr; r++) {                                                  \
+        const float *a = q + r * rs;                                         \
+        for (int64_t j = 0; j < nc; j++) fb[j] += F(a[j]);                   \
+      }                                                                      \
+      for (int64_t j = 0; j < nc; j++) acc[j] += (double)fb[j];              \
+    }                                                                        \
+  }
+DEF_ROWS_SUM(x, F_X)
+DEF_ROWS_SUM(sq, F_SQ)
+DEF_ROWS_SUM(abs, F_ABS)
+
+/* x if x BETTER y or x is NaN, else y (so a NaN y stays) */
+#define EXT2(BETTER, x, y) ((((x) BETTER (y)) | ((x) != (x))) ? (x) : (y))
+#define DEF_ROWS_EXT(NAME, BETTER, KEEP, F)                                    \
+  AI void rows_##NAME(double *acc, const float *p, int64_t rs, int64_t nrows, int64_t nc) { \
+    float fb[ROW_CB];                                                        \
+    int64_t r = 1;                                                           \
+    for (int64_t j = 0; j < nc; j++) fb[j] = F(p[j]);                        \
+    for (; r + 2 <= nrows; r += 2) {                                         \
+      const float *a = p + r * rs, *b = a + rs;                              \
+      for (int64_t j = 0; j < nc; j++) {                                     \
+        float x = F(a[j]), y = F(b[j]), m = EXT2(BETTER, x, y);              \
+        fb[j] = EXT2(BETTER, m, fb[j]);                                      \
+      }                                                                      \
+    }                                                                        \
+    for (; r < nrows; r++) {                                                 \
+      const float *a = p + r * rs;                                           \
+      for (int64_t j = 0; j < nc; j++) {                                     \
+        float x = F(a[j]);                                                   \
+        fb[j] = EXT2(BETTER, x, fb[j]);                                      \
+      }                                                                      \
+    }                                                                        \
+    for (int64_t j = 0; j < nc; j++) {                                       \
+      double a = acc[j], x = (double)fb[j];                                  \
+      acc[j] = (a != a || a KEEP x) ? a : x;                                 \
+    }                                                                        \
+  }
+DEF_ROWS_EXT(max, >, >=, F_X)
+DEF_ROWS_EXT(min, <, <=, F_X)
+DEF_ROWS_EXT(maxabs, >, >=, F_ABS)
+DEF_ROWS_EXT(minabs, <, <=, F_ABS)
+
+AI void rows_prod(double *acc, const float *p, int64_t rs, int64_t nrows, int64_t nc) {
+  for (int64_t r = 0; r < nrows; r++) {
+    const float *qr = p + r * rs;
+    for (int64_t j = 0; j < nc; j++) acc[j] *= (double)qr[j];
+  }
+}
+
+/* blocks of ROW_VB rows: per column the block's mean (double sum), then
+** its M2 about that mean (second pass over the block, in cache), merged
+** into acc's {count, mean, M2} */
+AI void rows_var(double *acc, const float *p, int64_t rs, int64_t nrows, int64_t nc) {
+  double bs[ROW_VCB], bq[ROW_VCB];
+  for (int64_t r0 = 0; r0 < nrows; r0 += ROW_VB) {
+    int64_t nr = nrows - r0 < ROW_VB ? nrows - r0 : ROW_VB;
+    const float *q = p + r0 * rs;
+    for (int64_t j = 0; j < nc; j++) bs[j] = 0, bq[j] = 0;
+    for (int64_t r = 0; r < nr; r++)
+      for (int64_t j = 0; j < nc; j++) bs[j] += (double)q[r * rs + j];
+    double inv = 1.0 / (double)nr;
+    for (int64_t j = 0; j < nc; j++) bs[j] *= inv;
+    for (int64_t r = 0; r < nr; r++)
+      for (int64_t j = 0; j < nc; j++) {
+        double d = (double)q[r * rs + j] - bs[j];
+        bq[j] += d * d;
+      }
+    for (int64_t j = 0; j < nc; j++) {
+      double *a = acc + 3 * j;
+      if (a[0] == 0) { a[0] = (double)nr; a[1] = bs[j]; a[2] = bq[j]; }
+      else chan_merge(&a[0], &a[1], &a[2], (double)nr, bs[j], bq[j]);
+    }
+  }
+}
+
+EM_VEC_CLONES void em_vred_rows_f32(em_vred_kind k, double *acc, const float *p, int64_t rs,
+                                    int64_t nrows, int64_t ncols) {
+  int aw = k == EM_VRED_VAR ? 3 : 1;
+  int64_t cb = k == EM_VRED_VAR ? ROW_VCB : ROW_CB;
+  if (nrows <= 0) return;
+  for (int64_t c0 = 0; c0 < ncols; c0 += cb) {
+    int64_t nc = ncols - c0 < cb ? ncols - c0 : cb;
+    double *a = acc + c0 * aw;
+    const float *q = p + c0;
+    switch (k) {
+      case EM_VRED_SUM: rows_x(a, q, rs, nrows, nc); break;
+      case EM_VRED_SUMSQ: rows_sq(a, q, rs, nrows, nc); break;
+      case EM_VRED_ASUM: rows_abs(a, q, rs, nrows, nc); break;
+      case EM_VRED_MAX: rows_max(a, q, rs, nrows, nc); break;
+      case EM_VRED_MIN: rows_min(a, q, rs, nrows, nc); break;
+      case EM_VRED_MAXABS: rows_maxabs(a, q, rs, nrows, nc); break;
+      case EM_VRED_MINABS: rows_minabs(a, q, rs, nrows, nc); break;
+      case EM_VRED_PROD: rows_prod(a, q, rs, nrows, nc); break;
+      case EM_VRED_VAR: rows_var(a, q, rs, nrows, nc); break;
+    }
+  }
+}
