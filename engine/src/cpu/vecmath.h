@@ -8,7 +8,10 @@
 ** - Every element's result depends only on its input: the same value in any
 **   position, run length, thread split or instruction set (the AVX2 and the
 **   baseline clones do the same IEEE float operations in the same order,
-**   with no fused multiply-add), so results are bit-identical everywhere.
+**   with no fused multiply-add), so these functions' results are
+**   bit-identical everywhere. (The dispatch below may pick FMA code
+**   instead on a CPU with AVX2 + FMA: the same in one process, not across
+**   CPUs.)
 ** - Special values are those of C's expf: exp(+inf) = +inf, exp(-inf) = 0,
 **   NaN stays NaN, overflow gives +inf and underflow subnormals or 0.
 **   Accuracy against the exact result, over tests/c/test_vecmath.c's sweep
