@@ -142,6 +142,29 @@ static void transpose_avx2(const float *a, float *c, int64_t n) {
             for (int64_t jj = j; jj < j + 8; jj++) c[jj * n + ii] = a[ii * n + jj];
 #endif
         }
+/* the transcendental rows: libm per element into the preallocated Cc */
+static float gelu_tanh_f(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+static void vm_run(const char *name) {
+  const float *a = A;
+  float *c = Cc;
+  if (!strcmp(name, "vm_exp")) for (int64_t i = 0; i < N; i++) c[i] = expf(a[i]);
+  else if (!strcmp(name, "vm_log")) for (int64_t i = 0; i < N; i++) c[i] = logf(a[i]);
+  else if (!strcmp(name, "vm_sin")) for (int64_t i = 0; i < N; i++) c[i] = sinf(a[i]);
+  else if (!strcmp(name, "vm_tanh")) for (int64_t i = 0; i < N; i++) c[i] = tanhf(a[i]);
+  else if (!strcmp(name, "vm_sigmoid"))
+    for (int64_t i = 0; i < N; i++) c[i] = 1.0f / (1.0f + expf(-a[i]));
+  else if (!strcmp(name, "vm_gelu"))
+    for (int64_t i = 0; i < N; i++) c[i] = a[i] * 0.5f * (1.0f + erff(a[i] * (float)M_SQRT1_2));
+  else if (!strcmp(name, "vm_gelu_tanh")) for (int64_t i = 0; i < N; i++) c[i] = gelu_tanh_f(a[i]);
+  else if (!strcmp(name, "vm_erf")) for (int64_t i = 0; i < N; i++) c[i] = erff(a[i]);
+  else if (!strcmp(name, "vm_pow")) for (int64_t i = 0; i < N; i++) c[i] = powf(a[i], 2.5f);
+  else if (!strcmp(name, "vm_exp_f64")) {
+    const double *ad = (const double *)A;
+    double *cd = (double *)Cc;
+    for (int64_t i = 0; i < N; i++) cd[i] = exp(ad[i]);
+  }
 }
 
 static const char *setup(const char *name, int k) {
@@ -181,6 +204,15 @@ static const char *setup(const char *name, int k) {
     A = frand(N * N); B = frand(N * N); Cc = malloc(4 * N * N);
   } else if (!strcmp(name, "bmm_64x128")) {
     A = frand(64 * 128 * 128); B = frand(64 * 128 * 128); Cc = malloc(4 * 64 * 128 * 128);
+  } else if (!strncmp(name, "vm_", 3)) { /* the transcendental rows: a libm loop */
+    N = M / k; A = frand(N); Cc = malloc(8 * N);
+    int sym = strstr("vm_tanh vm_sigmoid vm_gelu vm_gelu_tanh vm_erf", name) != NULL;
+    if (sym) for (int64_t i = 0; i < N; i++) A[i] = A[i] * 8 - 4;
+    if (!strcmp(name, "vm_exp_f64")) {
+      double *d = malloc(8 * N);
+      for (int64_t i = 0; i < N; i++) d[i] = A[i];
+      free(A); A = (float *)d;
+    }
   } else return "skip unknown workload";
   return "ok";
 }
@@ -200,6 +232,7 @@ static void run(const char *name) {
     float s, s2 = sumsq(A, N, &s), v = (s2 - s * s / N) / (N - 1);
     sink = name[5] == 's' ? sqrtf(v) : v;
   } else if (!strncmp(name, "red_sum_", 8)) { colsum(A, Cc, N); sink = Cc[1]; }
+  else if (!strncmp(name, "vm_", 3)) vm_run(name);
   else if (!strcmp(name, "stream_bcast_out")) bcast(A, B, Cc, N);
   else if (!strcmp(name, "stream_bcast_alloc")) {
     float *c = malloc(4 * N * N); bcast(A, B, c, N); sink = c[N * N - 1]; free(c);

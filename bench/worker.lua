@@ -116,6 +116,31 @@ local bodies = {
   train_cnn = train_body,
 }
 
+-- the transcendental rows (vm_*): 16M values into a preallocated output;
+-- [0, 1) for exp/log/sin/pow, [-4, 4) for the activations
+local function sym(n) return T.rand(n) * 8 - 4 end
+local vm_rows = {
+  vm_exp = { T.rand, function(a, o) return T.exp(a, o) end },
+  vm_log = { T.rand, function(a, o) return T.log(a, o) end },
+  vm_sin = { T.rand, function(a, o) return T.sin(a, o) end },
+  vm_tanh = { sym, function(a, o) return T.tanh(a, o) end },
+  vm_sigmoid = { sym, function(a, o) return T.sigmoid(a, o) end },
+  vm_gelu = { sym, function(a, o) return T.gelu(a, o) end },
+  vm_gelu_tanh = { sym, function(a, o) return T.gelu(a, o) end, { approximate = "tanh" } },
+  vm_erf = { sym, function(a, o) return T.erf(a, o) end },
+  vm_pow = { T.rand, function(a, o) return T.pow(a, 2.5, o) end },
+  vm_exp_f64 = { function(n) return T.rand(n, { dtype = T.float64 }) end,
+                 function(a, o) return T.exp(a, o) end },
+}
+for name, row in pairs(vm_rows) do
+  setups[name] = function(k)
+    S.a = row[1](fl(M / k)); S.c = T.empty(fl(M / k), { dtype = S.a.dtype })
+    S.o = { out = S.c }
+    for key, v in pairs(row[3] or {}) do S.o[key] = v end
+  end
+  bodies[name] = function(n) local f, a, o = row[2], S.a, S.o; for _ = 1, n do f(a, o) end end
+end
+
 for k, f in pairs(percall_setups) do setups[k] = f end
 for k, f in pairs(percall_bodies) do bodies[k] = f end
 

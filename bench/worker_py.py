@@ -23,6 +23,28 @@ def empty(*shape):
     return torch.empty(*shape) if MODE == "torch" else np.empty(shape, np.float32)
 
 
+def _np_sigmoid(a, c):
+    np.negative(a, out=c)
+    np.exp(c, out=c)
+    c += 1
+    np.reciprocal(c, out=c)
+
+
+# the transcendental rows: (input range, torch body, NumPy body or None)
+VM = {
+    "vm_exp": ("unit", lambda a, c: torch.exp(a, out=c), lambda a, c: np.exp(a, out=c)),
+    "vm_log": ("unit", lambda a, c: torch.log(a, out=c), lambda a, c: np.log(a, out=c)),
+    "vm_sin": ("unit", lambda a, c: torch.sin(a, out=c), lambda a, c: np.sin(a, out=c)),
+    "vm_tanh": ("sym", lambda a, c: torch.tanh(a, out=c), lambda a, c: np.tanh(a, out=c)),
+    "vm_sigmoid": ("sym", lambda a, c: torch.sigmoid(a, out=c), _np_sigmoid),
+    "vm_gelu": ("sym", lambda a, c: torch._C._nn.gelu(a, out=c), None),
+    "vm_gelu_tanh": ("sym", lambda a, c: torch._C._nn.gelu(a, approximate="tanh", out=c), None),
+    "vm_erf": ("sym", lambda a, c: torch.erf(a, out=c), None),
+    "vm_pow": ("unit", lambda a, c: torch.pow(a, 2.5, out=c), lambda a, c: np.power(a, 2.5, out=c)),
+    "vm_exp_f64": ("unit", lambda a, c: torch.exp(a, out=c), lambda a, c: np.exp(a, out=c)),
+}
+
+
 def setup(name, k):
     S.clear()
     if name in TRAIN:
@@ -91,6 +113,16 @@ def setup(name, k):
         S["t"] = rand(n, n)
     elif name.startswith("red_"):
         S["a"] = rand(M // k)
+    elif name in VM:
+        if MODE != "torch" and VM[name][2] is None:
+            return "skip no NumPy counterpart"
+        n = M // k
+        a = rand(n)
+        if VM[name][0] == "sym":
+            a = a * 8 - 4
+        if name.endswith("_f64"):
+            a = a.double() if MODE == "torch" else a.astype(np.float64)
+        S["a"], S["c"] = a, (torch.empty_like(a) if MODE == "torch" else np.empty_like(a))
     else:
         return "skip unknown workload"
     return "ok"
@@ -121,6 +153,9 @@ def body(name):
         return (lambda: torch.add(a, b, out=c)) if T else (lambda: np.add(a, b, out=c))
     if name in ("stream_add_alloc", "stream_bcast_alloc"):
         return lambda: a + b
+    if name in VM:
+        f = VM[name][1] if T else VM[name][2]
+        return lambda: f(a, c)
     if name == "stream_exp":
         return (lambda: torch.exp(a, out=c)) if T else (lambda: np.exp(a, out=c))
     if name == "stream_sum":

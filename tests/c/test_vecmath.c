@@ -292,4 +292,7 @@ int main(void) {
 #define em_vtanh_f32 scalar_vtanh_f32
 #define em_vlog_f32 scalar_vlog_f32
 #define em_vsum_f32 scalar_vsum_f32
+#define em_verf_f32 scalar_verf_f32
+#define em_vgelu_f32 scalar_vgelu_f32
+#define em_vgelu_tanh_f32 scalar_vgelu_tanh_f32
 #include "cpu/vecmath.c"

@@ -10,8 +10,10 @@
 ** - Every kernel is a 1-d inner loop of the iterator (iter.h) with a
 **   contiguous path the compiler vectorises; each element is computed
 **   independently, so results do not depend on the thread count. float32
-**   exp, sigmoid, silu, tanh and log hand their runs to cpu/vecmath.c
-**   (strided runs through a buffer: the same bits for any layout).
+**   and float64 exp, log, log1p, expm1, sin, cos, tanh, sigmoid, silu,
+**   erf, gelu and pow hand their runs to the vector functions of
+**   cpu/vecmath.h where there is one (float16/bfloat16 through float32;
+**   strided runs through a buffer: the same bits for any layout).
 ** - Kernels are generated from EM_FOR_EACH_DTYPE and the lists of
 **   core/kern_ew.h: one function per (kernel, dtype), named
 **   em_<op>_<dtype> (em_add_f32, em_sqrt_bf16), for the dtype kinds the
@@ -189,6 +191,87 @@ static inline double round_dec_d(double x, int64_t d) {
 }
 #define ROUND_DEC(x, d) _Generic((x), float: round_dec_f, default: round_dec_d)((x), (d))
 
+/* Ops with a vector implementation (cpu/vecmath.h; which one runs is
+** cpu/vmath.c's choice): their float32/float64 kernels hand each run to it,
+** float16/bfloat16 convert through float32. A strided run goes through a
+** small buffer, so an element's result does not depend on the layout. */
+static const em_vm_fn vm_of[EM_EW_NKERNELS] = {
+    [EM_K_exp] = EM_VM_EXP,     [EM_K_log] = EM_VM_LOG,         [EM_K_log1p] = EM_VM_LOG1P,
+    [EM_K_expm1] = EM_VM_EXPM1, [EM_K_sin] = EM_VM_SIN,         [EM_K_cos] = EM_VM_COS,
+    [EM_K_tanh] = EM_VM_TANH,   [EM_K_sigmoid] = EM_VM_SIGMOID, [EM_K_silu] = EM_VM_SILU,
+    [EM_K_erf] = EM_VM_ERF,     [EM_K_gelu] = EM_VM_GELU};
+
+enum { VBUF = 256 };
+
+/* Runs the vector function of (kernel, options) over one run of dtype e;
+** 0 when there is none for that dtype (the caller's loop runs). */
+static int vec_run(em_ew_kernel kk, const em_kctx *k, em_dtype e, char *o, int64_t so,
+                   const char *a, int64_t sa, int64_t n) {
+  em_vm_fn f = vm_of[kk];
+  if (kk == EM_K_gelu && k->i0) f = EM_VM_GELU_TANH;
+  if (e == EM_FLOAT64) {
+    em_vec_f64_fn fn = em_vm_f64(f);
+    if (!fn) return 0;
+    if (so == 8 && sa == 8) {
+      fn((double *)o, (const double *)a, n);
+      return 1;
+    }
+    double buf[VBUF];
+    for (int64_t i0 = 0; i0 < n; i0 += VBUF) {
+      int64_t m = n - i0 < VBUF ? n - i0 : VBUF;
+      for (int64_t j = 0; j < m; j++) buf[j] = *(const double *)(a + (i0 + j) * sa);
+      fn(buf, buf, m);
+      for (int64_t j = 0; j < m; j++) *(double *)(o + (i0 + j) * so) = buf[j];
+    }
+    return 1;
+  }
+  em_vec_f32_fn fn = em_vm_f32(f);
+  if (!fn || (e != EM_FLOAT32 && e != EM_FLOAT16 && e != EM_BFLOAT16)) return 0;
+  if (e == EM_FLOAT32 && so == 4 && sa == 4) {
+    fn((float *)o, (const float *)a, n);
+    return 1;
+  }
+  float buf[VBUF];
+  for (int64_t i0 = 0; i0 < n; i0 += VBUF) {
+    int64_t m = n - i0 < VBUF ? n - i0 : VBUF;
+    const char *ap = a + i0 * sa;
+    char *op = o + i0 * so;
+    if (e == EM_FLOAT32)
+      for (int64_t j = 0; j < m; j++) buf[j] = *(const float *)(ap + j * sa);
+    else if (e == EM_FLOAT16)
+      for (int64_t j = 0; j < m; j++) buf[j] = ld_half(*(const em_half *)(ap + j * sa));
+    else
+      for (int64_t j = 0; j < m; j++) buf[j] = ld_bf16(*(const em_bfloat16 *)(ap + j * sa));
+    fn(buf, buf, m);
+    if (e == EM_FLOAT32)
+      for (int64_t j = 0; j < m; j++) *(float *)(op + j * so) = buf[j];
+    else if (e == EM_FLOAT16)
+      for (int64_t j = 0; j < m; j++) *(em_half *)(op + j * so) = st_half(buf[j]);
+    else
+      for (int64_t j = 0; j < m; j++) *(em_bfloat16 *)(op + j * so) = st_bf16(buf[j]);
+  }
+  return 1;
+}
+
+/* pow of float32/float64 with a dense base and a dense or scalar exponent
+** into a dense output, by the vector pow when there is one; 0 otherwise. */
+static int vec_pow(em_dtype e, char *o, int64_t so, const char *a, int64_t sa, const char *b,
+                   int64_t sb, int64_t n) {
+  int64_t es = e == EM_FLOAT32 ? 4 : 8;
+  if ((e != EM_FLOAT32 && e != EM_FLOAT64) || so != es || sa != es || (sb != 0 && sb != es))
+    return 0;
+  if (e == EM_FLOAT32) {
+    em_vpow_f32_fn fn = em_vm_pow_f32();
+    if (!fn) return 0;
+    fn((float *)o, (const float *)a, (const float *)b, sb ? 1 : 0, n);
+  } else {
+    em_vpow_f64_fn fn = em_vm_pow_f64();
+    if (!fn) return 0;
+    fn((double *)o, (const double *)a, (const double *)b, sb ? 1 : 0, n);
+  }
+  return 1;
+}
+
 /* -- Binary expressions: BX_<op>_<kind>(x, y, CT) ---------------------------- */
 
 /* alpha_ct: alpha in the compute type, hoisted out of the loop (ALPHA_x) */
@@ -282,6 +365,8 @@ static inline double round_dec_d(double x, int64_t d) {
     const char *a = data[1], *b = data[2];                                      \
     const int64_t so = st[0], sa = st[1], sb = st[2];                           \
     (void)k; (void)alpha_ct;                                                    \
+    if (EM_K_##OP == EM_K_pow && K == EM_KIND_FLOAT && vec_pow(E, o, so, a, sa, b, sb, n)) \
+      return;                                                                   \
     if (so == (int64_t)sizeof(OT_) && sa == (int64_t)sizeof(T) &&               \
         sb == (int64_t)sizeof(T)) {                                             \
       OT_ *op = (OT_ *)o;                                                       \
@@ -391,28 +476,6 @@ EM_FOR_EACH_DTYPE(DEF_BINARIES)
 #define TERNARY_OPS(X, S, E, T, K) EM_EW_TERNARY_KERNELS(X, S, E, T, K)
 
 
-/* float32 ops with a vector implementation (cpu/vecmath.c): their kernels
-** hand each run to it. A strided run goes through a small buffer, so an
-** element's result does not depend on the layout either. */
-static const em_vec_f32_fn vec_f32[EM_EW_NKERNELS] = {
-    [EM_K_exp] = em_vexp_f32, [EM_K_sigmoid] = em_vsigmoid_f32,
-    [EM_K_silu] = em_vsilu_f32, [EM_K_tanh] = em_vtanh_f32, [EM_K_log] = em_vlog_f32};
-
-static void vec_run_f32(em_vec_f32_fn fn, char *o, int64_t so, const char *a,
-                        int64_t sa, int64_t n) {
-  if (so == 4 && sa == 4) {
-    fn((float *)o, (const float *)a, n);
-    return;
-  }
-  float buf[256];
-  for (int64_t i0 = 0; i0 < n; i0 += 256) {
-    int64_t m = n - i0 < 256 ? n - i0 : 256;
-    for (int64_t j = 0; j < m; j++) buf[j] = *(const float *)(a + (i0 + j) * sa);
-    fn(buf, buf, m);
-    for (int64_t j = 0; j < m; j++) *(float *)(o + (i0 + j) * so) = buf[j];
-  }
-}
-
 #define DEF_UNARY(OP, M, OUTC, S, E, T, K)                                      \
   WHEN_##M##_##K(                                                               \
   static void em_##OP##_##S(char **data, const int64_t *st, int64_t n, void *vk) { \
@@ -422,10 +485,8 @@ static void vec_run_f32(em_vec_f32_fn fn, char *o, int64_t so, const char *a,
     const char *a = data[1];                                                    \
     const int64_t so = st[0], sa = st[1];                                       \
     (void)k;                                                                    \
-    if (E == EM_FLOAT32 && vec_f32[EM_K_##OP]) {                                \
-      vec_run_f32(vec_f32[EM_K_##OP], o, so, a, sa, n);                         \
+    if (K == EM_KIND_FLOAT && vm_of[EM_K_##OP] && vec_run(EM_K_##OP, k, E, o, so, a, sa, n)) \
       return;                                                                   \
-    }                                                                           \
     if (so == (int64_t)sizeof(OT_) && sa == (int64_t)sizeof(T)) {               \
       OT_ *op = (OT_ *)o;                                                       \
       const T *ap = (const T *)a;                                               \
