@@ -16,6 +16,7 @@ return function(T, C)
   end
 
   require("ember.nn.layers")(T, C, nn)
+  require("ember.nn.activations")(T, C, nn)
 
   nn.utils = {}
   -- Scales the gradients of params in place so that their joint norm is at
