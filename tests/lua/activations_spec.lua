@@ -71,12 +71,12 @@ describe("activation modules", function()
   it("print as PyTorch's and forward to F", function()
     local x = T.randn(2, 4)
     local cases = {
-      { nn.ELU(), "ELU(alpha=1)", F.elu(x) },
+      { nn.ELU(), "ELU(alpha=1.0)", F.elu(x) },
       { nn.ELU { alpha = 0.5 }, "ELU(alpha=0.5)", F.elu(x, 0.5) },
       { nn.SELU(), "SELU()", F.selu(x) },
-      { nn.CELU(2), "CELU(alpha=2)", F.celu(x, 2) },
+      { nn.CELU(2), "CELU(alpha=2.0)", F.celu(x, 2) },
       { nn.ReLU6(), "ReLU6()", F.relu6(x) },
-      { nn.Hardtanh(-2, 2), "Hardtanh(min_val=-2, max_val=2)", F.hardtanh(x, -2, 2) },
+      { nn.Hardtanh(-2, 2), "Hardtanh(min_val=-2.0, max_val=2.0)", F.hardtanh(x, -2, 2) },
       { nn.Hardswish(), "Hardswish()", F.hardswish(x) },
       { nn.Hardsigmoid(), "Hardsigmoid()", F.hardsigmoid(x) },
       { nn.Mish(), "Mish()", F.mish(x) },

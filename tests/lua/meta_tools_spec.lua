@@ -57,4 +57,23 @@ describe("tensor tools on meta tensors", function()
     same_on_meta(function(a, b) return T.cdist(a, b) end, T.zeros(30, 2), T.zeros(4, 2))
     same_on_meta(function(a, b) return T.cdist(a, b, 1.5) end, T.zeros(2, 3, 2), T.zeros(4, 2))
   end)
+
+  it("the activations and the layers of issue 18 item 4", function()
+    for _, name in ipairs { "elu", "selu", "celu", "relu6", "hardtanh", "hardswish", "hardsigmoid", "mish",
+                            "softsign", "logsigmoid", "tanhshrink", "glu" } do
+      same_on_meta(F[name], T.zeros(3, 4))
+    end
+    same_on_meta(F.prelu, T.zeros(2, 3, 4), T.zeros(3))
+    same_on_meta(function(x) return F.max_pool1d(x, 3, { stride = 2, return_indices = true }) end, T.zeros(2, 3, 9))
+    same_on_meta(function(x) return F.avg_pool1d(x, 3) end, T.zeros(2, 3, 9))
+    same_on_meta(function(x) return F.adaptive_avg_pool2d(x, { 2, 3 }) end, T.zeros(2, 3, 5, 7))
+    same_on_meta(function(x) return F.adaptive_max_pool2d(x, { 2, 3 }, true) end, T.zeros(2, 3, 5, 7))
+    same_on_meta(function(x, w, b) return F.group_norm(x, 2, w, b) end, T.zeros(2, 4, 3), T.zeros(4), T.zeros(4))
+    same_on_meta(function(x) return F.rms_norm(x, { 3 }) end, T.zeros(2, 3))
+    same_on_meta(function(x) return F.instance_norm(x) end, T.zeros(2, 3, 4))
+    same_on_meta(function(a, b) return F.smooth_l1_loss(a, b) end, T.zeros(3, 4), T.zeros(3, 4))
+    same_on_meta(function(a, b, v) return F.gaussian_nll_loss(a, b, v, "none") end, T.zeros(3, 4), T.zeros(3, 4),
+      T.ones(3, 4))
+    same_on_meta(function(a, p, n) return F.triplet_margin_loss(a, p, n) end, T.zeros(3, 4), T.zeros(3, 4), T.zeros(3, 4))
+  end)
 end)

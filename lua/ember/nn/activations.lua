@@ -149,7 +149,7 @@ return function(T, C, nn)
   F.prelu = named("prelu", F.prelu)
 
   -- -- modules ----------------------------------------------------------------
-  local function fmtnum(v) return string.format("%g", v) end
+  local fmtnum = require "ember.pyfloat" -- PyTorch prints its float arguments as Python floats
 
   -- A module whose init takes PyTorch's positional arguments (or one
   -- options table) for keys, with defs
@@ -185,7 +185,7 @@ return function(T, C, nn)
       if repr then return repr(self) end
       local parts = {}
       for _, k in ipairs(keys) do parts[#parts + 1] = k .. "=" .. fmtnum(self[k]) end
-      if self.inplace then parts[#parts + 1] = "inplace=True" end
+      if self.inplace then parts[#parts + 1] = "inplace=true" end
       return table.concat(parts, ", ")
     end
     nn[name] = M
@@ -193,16 +193,16 @@ return function(T, C, nn)
   end
 
   act_module("ELU", "elu", { "alpha" }, { 1.0 }, function(s)
-    return "alpha=" .. fmtnum(s.alpha) .. (s.inplace and ", inplace=True" or "")
+    return "alpha=" .. fmtnum(s.alpha) .. (s.inplace and ", inplace=true" or "")
   end)
-  act_module("SELU", "selu", {}, {}, function(s) return s.inplace and "inplace=True" or "" end)
+  act_module("SELU", "selu", {}, {}, function(s) return s.inplace and "inplace=true" or "" end)
   act_module("CELU", "celu", { "alpha" }, { 1.0 }, function(s)
-    return "alpha=" .. fmtnum(s.alpha) .. (s.inplace and ", inplace=True" or "")
+    return "alpha=" .. fmtnum(s.alpha) .. (s.inplace and ", inplace=true" or "")
   end)
-  act_module("ReLU6", "relu6", {}, {}, function(s) return s.inplace and "inplace=True" or "" end)
+  act_module("ReLU6", "relu6", {}, {}, function(s) return s.inplace and "inplace=true" or "" end)
   act_module("Hardtanh", "hardtanh", { "min_val", "max_val" }, { -1.0, 1.0 }, function(s)
     return string.format("min_val=%s, max_val=%s", fmtnum(s.min_val), fmtnum(s.max_val))
-      .. (s.inplace and ", inplace=True" or "")
+      .. (s.inplace and ", inplace=true" or "")
   end)
   act_module("Hardswish", "hardswish", {}, {}, function() return "" end)
   act_module("Hardsigmoid", "hardsigmoid", {}, {}, function() return "" end)
@@ -225,7 +225,7 @@ return function(T, C, nn)
     self.beta, self.threshold = beta or 1, threshold or 20
   end
   function Softplus:forward(x) return x:softplus(self.beta, self.threshold) end
-  function Softplus:extra_repr() return string.format("beta=%s, threshold=%s", fmtnum(self.beta), fmtnum(self.threshold)) end
+  function Softplus:extra_repr() return string.format("beta=%g, threshold=%g", self.beta, self.threshold) end
   nn.Softplus = Softplus
 
   local GLU = Module:extend("GLU")
