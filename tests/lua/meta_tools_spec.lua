@@ -75,5 +75,12 @@ describe("tensor tools on meta tensors", function()
     same_on_meta(function(a, b, v) return F.gaussian_nll_loss(a, b, v, "none") end, T.zeros(3, 4), T.zeros(3, 4),
       T.ones(3, 4))
     same_on_meta(function(a, p, n) return F.triplet_margin_loss(a, p, n) end, T.zeros(3, 4), T.zeros(3, 4), T.zeros(3, 4))
+    same_on_meta(function(x, w, b) return F.conv_transpose2d(x, w, b, { stride = 2, output_padding = 1 }) end,
+      T.zeros(2, 4, 3, 3), T.zeros(4, 3, 3, 3), T.zeros(3))
+    same_on_meta(function(x, w) return F.conv_transpose1d(x, w) end, T.zeros(2, 4, 5), T.zeros(4, 3, 2))
+    same_on_meta(function(x) return F.interpolate(x, { scale_factor = 2, mode = "bilinear" }) end, T.zeros(1, 2, 3, 4))
+    same_on_meta(function(x) return F.interpolate(x, { size = 7 }) end, T.zeros(1, 2, 3))
+    same_on_meta(function(w) return F.embedding_bag(T.ones(2, 3, { dtype = T.int64, device = w.device }), w,
+      nil, { mode = "sum" }) end, T.zeros(5, 4))
   end)
 end)

@@ -42,13 +42,19 @@ describe("issue 18 layers against PyTorch 1.13", function()
           diff[#diff + 1] = xs[k]
         end
       end
+      local function resolve(a)
+        if type(a) ~= "table" then return a end
+        if a.t then return xs[a.t] end
+        if a.none then return nil end
+        if a.ids then return tensor(a.ids) end
+        local o = {}
+        for k, v in pairs(a) do o[k] = resolve(v) end -- an options table (may hold inputs)
+        return o
+      end
       local args, n = {}, 0
       for _, a in ipairs(c.args) do
         n = n + 1
-        if type(a) == "table" and a.t then args[n] = xs[a.t]
-        elseif type(a) == "table" and a.none then args[n] = nil
-        elseif type(a) == "table" and a.ids then args[n] = tensor(a.ids)
-        else args[n] = a end
+        args[n] = resolve(a)
       end
       local outs = { F[c.fn](unpack(args, 1, n)) }
       assert.equal(#c.out, #outs, "number of results")
@@ -154,6 +160,27 @@ describe("issue 18 layer modules", function()
     assert.is_true(T.allclose(out, e.weight:detach():index_select(1, T.tensor { 1, 3 })))
     assert.has_error(function() F.embedding(T.tensor { 1 }, e.weight, { maxnorm = 1 }) end,
       "embedding: unknown option 'maxnorm'")
+  end)
+
+  it("EmbeddingBag: 1-based ids and offsets, gradcheck, errors", function()
+    local e = nn.EmbeddingBag(6, 3, { mode = "max", padding_idx = 2 })
+    assert.equal("EmbeddingBag(6, 3, mode='max', padding_idx=2)", tostring(e))
+    assert.same({ 0, 0, 0 }, e.weight[2]:tolist())
+    local ids, offs = T.tensor { 1, 3, 4, 2, 6 }, T.tensor { 1, 3 }
+    assert.is_true(T.equal(e(ids, offs), F.embedding_bag(ids, e.weight, offs, { mode = "max", padding_idx = 2 })))
+    local w = T.randn(6, 3):double():requires_grad_()
+    local psw = T.rand(5):double():requires_grad_()
+    for _, mode in ipairs { "sum", "mean", "max" } do
+      assert.is_true(T.autograd.gradcheck(function(x) return F.embedding_bag(ids, x, offs, { mode = mode }) end, { w }))
+    end
+    assert.is_true(T.autograd.gradcheck(function(x, p)
+      return F.embedding_bag(ids, x, offs, { mode = "sum", per_sample_weights = p })
+    end, { w, psw }))
+    assert.has_error(function() F.embedding_bag(ids, w, T.tensor { 2, 3 }) end,
+      "embedding_bag: offsets[1] has to be 1, i.e., the first sequence in the mini-batch has to start from position 1; got 2")
+    assert.has_error(function() F.embedding_bag(ids, w, offs, { mode = "min" }) end,
+      "embedding_bag: mode has to be one of sum, mean or max, got min")
+    assert.has_error(function() F.embedding_bag(ids, w) end, "embedding_bag: offsets has to be a 1-d tensor but got nil")
   end)
 
   it("loss modules take F's options and inputs", function()

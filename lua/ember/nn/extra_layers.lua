@@ -520,10 +520,107 @@ return function(T, C, nn)
     return reduce(op, l, red)
   end
 
+  -- embedding_bag(ids, weight, offsets, {mode="mean", per_sample_weights=, include_last_offset=,
+  -- padding_idx=, max_norm=, norm_type=}): ids 2-d (one bag per row) or 1-d with offsets, the
+  -- 1-based positions where the bags start (PyTorch's 0-based offsets + 1); ids and
+  -- padding_idx are 1-based as F.embedding's.
+  local EB = set { "mode", "per_sample_weights", "include_last_offset", "padding_idx", "max_norm", "norm_type",
+                   "scale_grad_by_freq", "sparse" }
+  function F.embedding_bag(ids, weight, offsets, o)
+    local op = "embedding_bag"
+    check_tensor(op, ids, "the ids")
+    check_tensor(op, weight, "the weight")
+    if is_opts(offsets) then offsets, o = nil, offsets end
+    o = check_opts(op, o, EB)
+    local mode = o.mode or "mean"
+    if mode ~= "sum" and mode ~= "mean" and mode ~= "max" then
+      error(string.format("%s: mode has to be one of sum, mean or max, got %s", op, tostring(mode)), 2)
+    end
+    if o.scale_grad_by_freq or o.sparse then
+      error(op .. ": scale_grad_by_freq and sparse gradients are not supported", 2)
+    end
+    if ids.dtype ~= T.int64 and ids.dtype ~= T.int32 then
+      error(string.format("%s: expected int64 or int32 ids, got %s", op, tostring(ids.dtype)), 2)
+    end
+    local psw = o.per_sample_weights
+    if psw ~= nil and mode ~= "sum" then
+      error(string.format("%s: embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+        .. "supported for mode='sum' (got mode='%s'). Please open a feature request on GitHub.", op, mode), 2)
+    end
+    local dev = weight.device
+    local flat, starts
+    if ids.ndim == 2 then
+      if offsets ~= nil then
+        error(string.format("%s: if input is 2-d, then offsets has to be nil, as input is treated is a mini-batch "
+          .. "of fixed length sequences", op), 2)
+      end
+      local B, N = ids.shape[1], ids.shape[2]
+      flat = ids:reshape(-1)
+      starts = T.arange(1, B * N + 1, math.max(N, 1), { device = dev })
+      if N == 0 then starts = T.ones(B, { dtype = T.int64, device = dev }) end
+      if psw ~= nil then psw = psw:reshape(-1) end
+    elseif ids.ndim == 1 then
+      if offsets == nil then error(op .. ": offsets has to be a 1-d tensor but got nil", 2) end
+      check_tensor(op, offsets, "offsets")
+      if offsets.ndim ~= 1 then error(string.format("%s: offsets has to be a 1-d tensor but got a %d-d one", op, offsets.ndim), 2) end
+      flat, starts = ids, offsets:to(T.int64)
+      if o.include_last_offset then
+        if starts:numel() < 1 then error(op .. ": include_last_offset needs at least one offset", 2) end
+        starts = starts:narrow(1, 1, starts:numel() - 1)
+      end
+    else
+      error(string.format("%s: input has to be 1-d or 2-d, but got a %d-d tensor", op, ids.ndim), 2)
+    end
+    local n, B, D = flat:numel(), starts:numel(), weight.shape[2]
+    if tostring(dev) ~= "meta" and B > 0 then
+      if starts[1]:item() ~= 1 then
+        error(string.format("%s: offsets[1] has to be 1, i.e., the first sequence in the mini-batch has to start "
+          .. "from position 1; got %d", op, starts[1]:item()), 2)
+      end
+      if B > 1 and (starts:narrow(1, 2, B - 1) - starts:narrow(1, 1, B - 1)):lt(0):any():item() then
+        error(op .. ": offsets must be non-decreasing", 2)
+      end
+      if starts[B]:item() > n + 1 then
+        error(string.format("%s: offsets[%d] (%d) is out of bounds for %d ids", op, B, starts[B]:item(), n), 2)
+      end
+    end
+    if o.max_norm ~= nil then F.embedding(flat, weight, { max_norm = o.max_norm, norm_type = o.norm_type }) end
+    -- the bag (1-based) of each id: how many bags start at or before it
+    local marks = T.zeros(n + 1, { dtype = T.int64, device = dev })
+    marks:index_add_(1, starts, T.ones(B, { dtype = T.int64, device = dev }))
+    local bag_of = marks:cumsum(1):narrow(1, 1, n)
+    local emb = weight:index_select(1, flat)
+    local keep = nil
+    if o.padding_idx ~= nil then
+      keep = flat:ne(o.padding_idx)
+      emb = emb * keep:to(weight.dtype):unsqueeze(2)
+    end
+    if psw ~= nil then emb = emb * psw:unsqueeze(2) end
+    local counts = T.zeros(B, { dtype = weight.dtype, device = dev })
+    counts:index_add_(1, bag_of, keep and keep:to(weight.dtype) or T.ones(n, { dtype = weight.dtype, device = dev }))
+    if mode ~= "max" then
+      local out = T.zeros({ B, D }, { dtype = weight.dtype, device = dev }):index_add(1, bag_of, emb)
+      if mode == "mean" then out = out / counts:clamp_min(1):unsqueeze(2) end
+      return out
+    end
+    -- max: each bag's rows into a (B, longest, D) block of -inf, then the max along the bag
+    local ends = T.cat({ starts:narrow(1, 2, math.max(B - 1, 0)), T.full({ 1 }, n + 1, { dtype = T.int64, device = dev }) })
+    local longest = B > 0 and tostring(dev) ~= "meta" and (ends - starts):max():item() or 0
+    if longest == 0 then return T.zeros({ B, D }, { dtype = weight.dtype, device = dev }) end
+    local within = T.arange(1, n + 1, { device = dev }) - starts:index_select(1, bag_of)
+    local pos = (bag_of - 1) * longest + within + 1
+    local block = T.full({ B * longest, D }, -math.huge, { dtype = weight.dtype, device = dev })
+    if keep then emb = T.where(keep:unsqueeze(2), emb, -math.huge) end
+    block = block:index_copy(1, pos, emb)
+    local v = block:view(B, longest, D):max(2)
+    return T.where(counts:gt(0):unsqueeze(2), v, 0)
+  end
+
   for _, name in ipairs { "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
                           "adaptive_max_pool1d", "adaptive_max_pool2d", "group_norm", "rms_norm", "instance_norm",
                           "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
-                          "pairwise_distance", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss" } do
+                          "pairwise_distance", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+                          "embedding_bag" } do
     F[name] = named(name, F[name])
   end
 
@@ -702,4 +799,33 @@ return function(T, C, nn)
   loss_class("TripletMarginLoss", F.triplet_margin_loss, { "margin", "p", "eps", "swap", "reduction" })
   loss_class("PoissonNLLLoss", F.poisson_nll_loss, { "log_input", "full", "eps", "reduction" })
   loss_class("GaussianNLLLoss", F.gaussian_nll_loss, { "full", "eps", "reduction" })
+
+  -- EmbeddingBag(num, dim, {mode="mean", padding_idx=, max_norm=, norm_type=, include_last_offset=})
+  local EmbeddingBag = Module:extend("EmbeddingBag")
+  function EmbeddingBag:init(num, dim, o)
+    o = checked("EmbeddingBag", o, set { "mode", "padding_idx", "max_norm", "norm_type", "include_last_offset",
+      "scale_grad_by_freq", "sparse", "dtype" })
+    self.num_embeddings, self.embedding_dim = num, dim
+    self.mode, self.padding_idx = opt(o, "mode", "mean"), opt(o, "padding_idx", nil)
+    self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
+    self.include_last_offset = opt(o, "include_last_offset", false)
+    if o.scale_grad_by_freq or o.sparse then
+      error("EmbeddingBag: scale_grad_by_freq and sparse gradients are not supported", 3)
+    end
+    local w = T.empty({ num, dim }, { dtype = opt(o, "dtype", nil) or T.get_default_dtype() })
+    init.normal_(w, 0, 1)
+    if self.padding_idx then w[self.padding_idx]:fill_(0) end
+    self.weight = w:requires_grad_(true)
+  end
+  function EmbeddingBag:forward(ids, offsets, per_sample_weights)
+    return F.embedding_bag(ids, self.weight, offsets, { mode = self.mode, padding_idx = self.padding_idx,
+      max_norm = self.max_norm, norm_type = self.norm_type, include_last_offset = self.include_last_offset,
+      per_sample_weights = per_sample_weights })
+  end
+  function EmbeddingBag:extra_repr()
+    local s = string.format("%d, %d, mode='%s'", self.num_embeddings, self.embedding_dim, self.mode)
+    if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
+    return s
+  end
+  nn.EmbeddingBag = EmbeddingBag
 end
