@@ -11,7 +11,8 @@
 -- reflection/replication backward kernels do). So gradients, double
 -- backward, the meta device and every dtype come from those ops, and hosts
 -- in C get the same results by calling them. out= is honoured through
--- C._write_out (bindings/l_tools.c: em_write_out's rules).
+-- C._write_out (bindings/l_tools.c: em_write_out's rules). Argument helpers and the
+-- error naming wrapper: lua/ember/argcheck.lua.
 --
 -- Positions are 1-based (dims, class ids); sizes and offsets (diagonal, pad
 -- widths) are PyTorch's quantities.
@@ -20,25 +21,9 @@ return function(T, C)
   local F = T.nn.functional
 
   -- -- argument helpers ---------------------------------------------------------
-  local function is_opts(v) return type(v) == "table" and not T.is_tensor(v) end
-
-  local function check_opts(op, o, allowed, level)
-    if o == nil then return {} end
-    if not is_opts(o) then
-      error(string.format("%s: expected an options table, got %s", op, type(o)), level + 1)
-    end
-    for k in pairs(o) do
-      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), level + 1) end
-    end
-    return o
-  end
-
-  local function check_tensor(op, t, what, level)
-    if not T.is_tensor(t) then
-      error(string.format("%s: expected a tensor for %s, got %s", op, what, type(t)), level + 1)
-    end
-    return t
-  end
+  local A = require("ember.argcheck")(T)
+  local is_opts, check_opts, check_tensor, named = A.is_opts, A.check_opts, A.check_tensor, A.named
+  local shape_of, fmt_shape = A.shape_of, A.fmt_shape
 
   local function check_int(op, v, what, level)
     if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
@@ -61,14 +46,6 @@ return function(T, C)
     if o.out ~= nil then return C._write_out(op, res, o.out) end
     return res
   end
-
-  local function shape_of(t)
-    local s = {}
-    for i = 1, t.ndim do s[i] = t.shape[i] end
-    return s
-  end
-
-  local function fmt_shape(s) return "[" .. table.concat(s, ", ") .. "]" end
 
   -- 1-based dim d of an ndim-d tensor to 1..ndim (negative from the end)
   local function wrap_dim(op, d, ndim, level)
@@ -94,8 +71,6 @@ return function(T, C)
     end
     return out
   end
-
-  local named = require "ember.errname"
 
   local function method_and_function(name, f)
     f = named(name, f)

@@ -13,15 +13,9 @@
 -- graph stays valid when the input requires grad), and the input returned.
 return function(T, C, nn)
   local F, Module = nn.functional, nn.Module
-  local named = require "ember.errname"
-
-  local function is_opts(v) return type(v) == "table" and not T.is_tensor(v) end
-
-  local function check_opts(op, o, allowed)
-    for k in pairs(o) do
-      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), 4) end
-    end
-  end
+  local A = require("ember.argcheck")(T)
+  local is_opts, named = A.is_opts, A.named
+  local function check_opts(op, o, allowed) A.check_opts(op, o, allowed, 3) end
 
   local function check_tensor(op, x)
     if not T.is_tensor(x) then error(string.format("%s: expected a tensor input, got %s", op, type(x)), 4) end

@@ -13,30 +13,11 @@
 -- running stats repeated and averaged back.
 return function(T, C, nn)
   local F, Module, init = nn.functional, nn.Module, nn.init
-  local named = require "ember.errname"
   local unpack = table.unpack or unpack
-
-  local function is_opts(v) return type(v) == "table" and not T.is_tensor(v) end
-
-  local function check_opts(op, o, allowed)
-    if o == nil then return {} end
-    if not is_opts(o) then error(string.format("%s: expected an options table, got %s", op, type(o)), 3) end
-    for k in pairs(o) do
-      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), 3) end
-    end
-    return o
-  end
-
-  local function check_tensor(op, x, what)
-    if not T.is_tensor(x) then error(string.format("%s: expected a tensor for %s, got %s", op, what, type(x)), 3) end
-    return x
-  end
-
-  local function shape_of(t)
-    local s = {}
-    for i = 1, t.ndim do s[i] = t.shape[i] end
-    return s
-  end
+  local A = require("ember.argcheck")(T)
+  local is_opts, named, set, shape_of = A.is_opts, A.named, A.set, A.shape_of
+  local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 2) end
+  local function check_tensor(op, x, what) return A.check_tensor(op, x, what, 2) end
 
   -- "mean" / "sum" / "none"
   local function reduce(op, l, red)
@@ -44,12 +25,6 @@ return function(T, C, nn)
     if red == "mean" then return l:mean() end
     if red == "sum" then return l:sum() end
     error(string.format("%s: %s is not a valid value for reduction", op, tostring(red)), 3)
-  end
-
-  local function set(list)
-    local s = {}
-    for _, k in ipairs(list) do s[k] = true end
-    return s
   end
 
   -- -- 1-d pooling --------------------------------------------------------------
@@ -634,14 +609,7 @@ return function(T, C, nn)
     if type(v) == "number" then return string.format("%g", v) end
     return tostring(v)
   end
-  local function checked(name, o, allowed)
-    if o == nil then return {} end
-    if not is_opts(o) then error(string.format("%s: expected an options table, got %s", name, type(o)), 4) end
-    for k in pairs(o) do
-      if not allowed[k] then error(string.format("%s: unknown option '%s'", name, tostring(k)), 4) end
-    end
-    return o
-  end
+  local function checked(name, o, allowed) return A.check_opts(name, o, allowed, 3) end
 
   local MaxPool1d = Module:extend("MaxPool1d")
   function MaxPool1d:init(kernel, o)

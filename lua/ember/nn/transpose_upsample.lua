@@ -12,25 +12,10 @@
 -- PyTorch's upsample backward kernels.
 return function(T, C, nn)
   local F, Module, init = nn.functional, nn.Module, nn.init
-  local named = require "ember.errname"
   local unpack = table.unpack or unpack
-
-  local function is_opts(v) return type(v) == "table" and not T.is_tensor(v) end
-
-  local function check_opts(op, o, allowed)
-    if o == nil then return {} end
-    if not is_opts(o) then error(string.format("%s: expected an options table, got %s", op, type(o)), 3) end
-    for k in pairs(o) do
-      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), 3) end
-    end
-    return o
-  end
-
-  local function set(list)
-    local s = {}
-    for _, k in ipairs(list) do s[k] = true end
-    return s
-  end
+  local A = require("ember.argcheck")(T)
+  local is_opts, named, set = A.is_opts, A.named, A.set
+  local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 2) end
 
   local function tuple(op, v, n, what)
     if type(v) == "number" then
