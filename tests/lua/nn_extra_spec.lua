@@ -7,6 +7,11 @@ local F = T.nn.functional
 local nn = T.nn
 local unpack = table.unpack or unpack
 local cases = dofile("tests/fixtures/nn_extra_cases.lua")
+-- the calls the fixtures name: F's, and ctc_loss fed by log_softmax (PyTorch's
+-- ctc backward gives the gradient w.r.t. logits through log_softmax)
+local fns = setmetatable({
+  ctc_loss_logits = function(x, ...) return F.ctc_loss(x:log_softmax(3), ...) end,
+}, { __index = F })
 
 local function tensor(rec)
   local t = T.tensor(rec.v, { dtype = T[rec.dtype] })
@@ -56,7 +61,7 @@ describe("issue 18 layers against PyTorch 1.13", function()
         n = n + 1
         args[n] = resolve(a)
       end
-      local outs = { F[c.fn](unpack(args, 1, n)) }
+      local outs = { fns[c.fn](unpack(args, 1, n)) }
       assert.equal(#c.out, #outs, "number of results")
       for k = 1, #outs do close(outs[k], c.out[k], "output " .. k) end
       if c.g then
@@ -181,6 +186,23 @@ describe("issue 18 layer modules", function()
     assert.has_error(function() F.embedding_bag(ids, w, offs, { mode = "min" }) end,
       "embedding_bag: mode has to be one of sum, mean or max, got min")
     assert.has_error(function() F.embedding_bag(ids, w) end, "embedding_bag: offsets has to be a 1-d tensor but got nil")
+  end)
+
+  it("CTCLoss: 1-based blank and ids, counts, both target layouts, gradcheck", function()
+    local x = T.randn(6, 2, 4):double():requires_grad_()
+    local tg, il, tl = T.tensor { { 2, 3, 3 }, { 4, 2, 1 } }, T.tensor { 6, 5 }, T.tensor { 3, 2 }
+    local m = nn.CTCLoss { reduction = "sum" }
+    local a = m(x:log_softmax(3), tg, il, tl)
+    local b = F.ctc_loss(x:log_softmax(3), T.tensor { 2, 3, 3, 4, 2 }, { 6, 5 }, { 3, 2 }, { reduction = "sum" })
+    assert(math.abs(a:item() - b:item()) < 1e-12)
+    assert.is_true(T.autograd.gradcheck(function(lp) return F.ctc_loss(lp, tg, il, tl) end, { x:log_softmax(3):detach():requires_grad_() }))
+    assert.is_true(T.autograd.gradcheck(function(z) return F.ctc_loss(z:log_softmax(3), tg, il, tl, { blank = 4 }) end, { x }))
+    assert.has_error(function() F.ctc_loss(x, tg, il, tl, { blank = 0 }) end,
+      "ctc_loss: blank must be in label range: 1 <= blank <= 4, got 0")
+    assert.has_error(function() F.ctc_loss(x, tg, { 7, 5 }, tl) end,
+      "ctc_loss: expected input_lengths to have value at most 6, but got value 7")
+    assert.has_error(function() F.ctc_loss(x, T.tensor { { 2, 3, 5 }, { 4, 2, 1 } }, il, tl) end,
+      "ctc_loss: target class ids must be in 1..4, got 5")
   end)
 
   it("loss modules take F's options and inputs", function()

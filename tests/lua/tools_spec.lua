@@ -265,6 +265,18 @@ describe("tensor tools: forms, options, out= and in place", function()
     assert.has_error(function() F.cosine_similarity(T.ones(2, 3), T.ones(2, 4)) end)
   end)
 
+  it("cat of more than 31 tensors that require grad (the adaptive pools' pieces)", function()
+    local parts, xs = {}, {}
+    for i = 1, 40 do
+      xs[i] = T.full({ 1 }, i, { dtype = T.float64, requires_grad = true })
+      parts[i] = xs[i] * i
+    end
+    local y = T.cat(parts)
+    y:sum():backward()
+    assert.equal(40, xs[40].grad:item())
+    assert.equal(1, xs[1].grad:item())
+  end)
+
   it("cdist gives a zero gradient at zero distance, as PyTorch", function()
     local a = T.zeros(2, 3, { dtype = T.float64, requires_grad = true })
     local b = T.zeros(2, 3, { dtype = T.float64 })
