@@ -138,5 +138,6 @@ void l_open_nn(lua_State *L);  /* nn kernels, internal C._nn_* entry points (iss
 void l_open_plot(lua_State *L);  /* C._plot_png: line charts written as PNG (issue 9) */
 void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, grad mode (issue 9) */
 void l_open_optim(lua_State *L);  /* C._optim_*: fused optimizer updates (issue 9) */
+void l_open_tools(lua_State *L);  /* C._write_out for the tensor tools in Lua (issue 18) */
 
 #endif

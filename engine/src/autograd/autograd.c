@@ -287,7 +287,9 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
   /* saved inputs; an input that is also an output (in place) is saved as
   ** an output, and its value from before the op comes in p->pre */
   for (int i = 0; i < nin && st == EM_OK; i++) {
-    if (!(p && (p->save_in >> i & 1)) || !in[i]) continue;
+    /* save_in has a bit for each of the first 31 inputs (cat/stack of
+    ** more inputs save none: shifting by 32 or more is undefined) */
+    if (!(p && i < 31 && (p->save_in >> i & 1)) || !in[i]) continue;
     int k = 0;
     while (k < nout && out[k] != in[i]) k++;
     if (i < 3 && p->pre[i])
@@ -298,7 +300,7 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
       st = save(n, k < nout ? EM_AG_SV_OUT(n, k) : i, in[i], k < nout, k);
   }
   for (int k = 0; k < nout && st == EM_OK; k++)
-    if (p && (p->save_out >> k & 1)) st = save(n, EM_AG_SV_OUT(n, k), out[k], 1, k);
+    if (p && k < 31 && (p->save_out >> k & 1)) st = save(n, EM_AG_SV_OUT(n, k), out[k], 1, k);
   if (st == EM_OK && p && p->extra) st = save(n, EM_AG_SV_EXTRA(n), p->extra, 0, 0);
   for (int j = 0; j < 3 && st == EM_OK && p; j++)
     if (p->more[j]) st = save(n, EM_AG_SV_PRE(n, j), p->more[j], 0, 0);

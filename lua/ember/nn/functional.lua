@@ -198,10 +198,27 @@ return function(T, C)
   end
 
   -- -- embedding, normalisation, dropout -------------------------------------------
-  local EMB = { "padding_idx" }
+  -- max_norm: the rows looked up whose norm_type-norm exceeds max_norm are
+  -- rescaled in place to max_norm / (norm + 1e-7) first, under no_grad
+  -- (PyTorch's embedding_renorm_)
+  local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
   function F.embedding(ids, weight, o, ...)
     nomore("embedding", 3, ...)
     o = checkopts("embedding", o, EMB)
+    if o.scale_grad_by_freq or o.sparse then
+      error("embedding: scale_grad_by_freq and sparse gradients are not supported", 2)
+    end
+    if o.max_norm ~= nil and T.is_tensor(ids) and T.is_tensor(weight) and tostring(weight.device) ~= "meta"
+       and ids:numel() > 0 then
+      local p = o.norm_type or 2
+      T.no_grad(function()
+        local u = T.unique(ids:reshape(-1))
+        local rows = weight:index_select(1, u)
+        local norms = rows:norm(p, 2, true)
+        local scale = T.where(norms:gt(o.max_norm), (norms + 1e-7):reciprocal() * o.max_norm, 1)
+        weight:index_copy_(1, u, rows * scale)
+      end)
+    end
     return C._nn_embedding(weight, ids, o.padding_idx)
   end
 

@@ -18,6 +18,11 @@ return function(T, C)
   end
 
   require("ember.nn.layers")(T, C, nn)
+  require("ember.nn.activations")(T, C, nn)
+  require("ember.nn.containers")(T, C, nn)
+  require("ember.nn.extra_layers")(T, C, nn)
+  require("ember.nn.transpose_upsample")(T, C, nn)
+  require("ember.nn.ctc")(T, C, nn)
 
   nn.utils = {}
   -- Scales the gradients of params in place so that their joint norm is at

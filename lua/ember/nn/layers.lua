@@ -195,12 +195,13 @@ return function(T, C, nn)
 
   -- -- embedding and normalisation ------------------------------------------------------
   local Embedding = Module:extend("Embedding")
-  local EMB = { "padding_idx", "dtype", "device" }
+  local EMB = { "padding_idx", "max_norm", "norm_type", "dtype", "device" }
   function Embedding:init(num, dim, o, ...)
     nomore("Embedding", 3, ...)
     checkopts("Embedding", o, EMB)
     self.num_embeddings, self.embedding_dim = num, dim
     self.padding_idx = opt(o, "padding_idx", nil)
+    self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
     local w = param({ num, dim }, o)
     init.normal_(w, 0, 1)
     if self.padding_idx then w[self.padding_idx]:fill_(0) end
@@ -208,10 +209,13 @@ return function(T, C, nn)
   end
   function Embedding:forward(ids, ...)
     nomore("Embedding.forward", 1, ...)
-    return F.embedding(ids, self.weight, { padding_idx = self.padding_idx }) end
+    return F.embedding(ids, self.weight, { padding_idx = self.padding_idx, max_norm = self.max_norm,
+      norm_type = self.norm_type })
+  end
   function Embedding:extra_repr()
     local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
     if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
+    if self.max_norm then s = s .. ", max_norm=" .. require("ember.pyfloat")(self.max_norm) end
     return s
   end
   nn.Embedding = Embedding
@@ -265,7 +269,7 @@ return function(T, C, nn)
       for _, d in ipairs(dims) do ok = ok or x.ndim == d end
       if not ok then
         error(string.format("%s: expected %s input (got %dD input)", name,
-          #dims == 2 and "2D or 3D" or "4D", x.ndim), 2)
+          #dims == 2 and "2D or 3D" or dims[1] .. "D", x.ndim), 2)
       end
       local momentum = self.momentum
       if self.training and self.track_running_stats then
@@ -286,6 +290,7 @@ return function(T, C, nn)
   end
   nn.BatchNorm1d = bn_class("BatchNorm1d", { 2, 3 })
   nn.BatchNorm2d = bn_class("BatchNorm2d", { 4 })
+  nn.BatchNorm3d = bn_class("BatchNorm3d", { 5 })
 
   local Dropout = Module:extend("Dropout")
   local DROP = { "p" }

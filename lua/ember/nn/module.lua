@@ -34,7 +34,10 @@ return function(T, C)
         if b ~= nil then return b end
         local m = rawget(self, "_modules")[k]
         if m ~= nil then return m end
-        if type(k) == "number" then return rawget(self, "_modules")[tostring(k)] end
+        if type(k) == "number" then
+          local key = tostring(k)
+          return rawget(self, "_modules")[key] or rawget(self, "_parameters")[key]
+        end
         return cls[k]
       end,
       __newindex = function(self, k, v)
@@ -293,6 +296,8 @@ return function(T, C)
           if q ~= p then
             if q.requires_grad == false then q:requires_grad_(true) end
             m._parameters[n] = q
+            local i = tonumber(n) -- a ParameterList's array entry
+            if i and rawget(m, i) == p then rawset(m, i, q) end
           end
         end
         for _, n in ipairs(m._buffer_names) do
@@ -335,7 +340,9 @@ return function(T, C)
         sd[k] = detached(t)
         keys[#keys + 1] = k
       end
-      for _, n in ipairs(m._param_names) do add(n, m._parameters[n]) end
+      for _, n in ipairs(m._param_names) do
+        add(o.torch_names and torch_name(m, n) or n, m._parameters[n]) -- a ParameterList's from 0
+      end
       for _, n in ipairs(m._buffer_names) do
         if m._buffers[n] ~= nil and not m._nonpersistent[n] then add(n, m._buffers[n]) end
       end
@@ -347,11 +354,14 @@ return function(T, C)
   local function targets_of(self, torch_names)
     local targets = {}
     walk(self, "", function(prefix, m)
-      local function add(n, store)
-        local k = prefix == "" and n or prefix .. "." .. n
+      local function add(n, store, name)
+        name = name or n
+        local k = prefix == "" and name or prefix .. "." .. name
         targets[k] = { store, n }
       end
-      for _, n in ipairs(m._param_names) do add(n, m._parameters) end
+      for _, n in ipairs(m._param_names) do
+        add(n, m._parameters, torch_names and torch_name(m, n) or n)
+      end
       for _, n in ipairs(m._buffer_names) do
         if not m._nonpersistent[n] then add(n, m._buffers) end
       end

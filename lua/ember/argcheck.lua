@@ -1,0 +1,63 @@
+-- Argument helpers shared by the functions written in Lua on top of engine
+-- ops (lua/ember/tools.lua, nn/activations.lua, nn/extra_layers.lua,
+-- nn/transpose_upsample.lua): require("ember.argcheck")(T).
+return function(T)
+  local A = {}
+
+  -- a table that is not a tensor: an options table (or a list)
+  function A.is_opts(v) return type(v) == "table" and not T.is_tensor(v) end
+
+  -- o (nil: {}) checked against the allowed keys; errors at level + 1
+  -- from here (level as the caller counts it)
+  function A.check_opts(op, o, allowed, level)
+    if o == nil then return {} end
+    if not A.is_opts(o) then
+      error(string.format("%s: expected an options table, got %s", op, type(o)), level + 1)
+    end
+    for k in pairs(o) do
+      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), level + 1) end
+    end
+    return o
+  end
+
+  function A.check_tensor(op, t, what, level)
+    if not T.is_tensor(t) then
+      error(string.format("%s: expected a tensor for %s, got %s", op, what, type(t)), level + 1)
+    end
+    return t
+  end
+
+  -- {k = true} for the keys listed
+  function A.set(list)
+    local s = {}
+    for _, k in ipairs(list) do s[k] = true end
+    return s
+  end
+
+  function A.shape_of(t)
+    local s = {}
+    for i = 1, t.ndim do s[i] = t.shape[i] end
+    return s
+  end
+
+  function A.fmt_shape(s) return "[" .. table.concat(s, ", ") .. "]" end
+
+  -- named(op, f): f with its errors naming op: an error raised inside by an
+  -- engine op ("masked_fill_: ...") is re-raised as "op: ...", and every
+  -- error is raised at the caller's position, as a C function's is.
+  local function rethrow(op, e)
+    if type(e) ~= "string" then error(e, 0) end
+    local m = e:gsub("^[^\n]-:%d+: ", "")
+    if m:sub(1, #op + 1) ~= op .. ":" then m = op .. ": " .. m:gsub("^[%w_]+: ", "") end
+    error(m, 3)
+  end
+  function A.named(op, f)
+    local function pass(ok, ...)
+      if ok then return ... end
+      rethrow(op, (...))
+    end
+    return function(...) return pass(pcall(f, ...)) end
+  end
+
+  return A
+end

@@ -1,0 +1,284 @@
+-- Transposed convolutions and resizing (issue 18, item 4):
+-- F.conv_transpose1d/2d, nn.ConvTranspose1d/2d, F.interpolate (nearest,
+-- linear, bilinear; align_corners) and nn.Upsample (docs/nn.md).
+--
+-- A transposed convolution is the gradient of a convolution w.r.t. its
+-- input: conv_transpose2d(x, w) is the engine's conv2d_backward_input with
+-- x as the output gradient (PyTorch computes it the same way), a recorded,
+-- twice-differentiable engine op, so gradients w.r.t. x and w come from its
+-- formula. interpolate is one index_select per resized dim (nearest) or two
+-- and a lerp (linear), with PyTorch's source coordinates; the gradient
+-- (index_select's index_add) sums over every output an input feeds, as
+-- PyTorch's upsample backward kernels.
+return function(T, C, nn)
+  local F, Module, init = nn.functional, nn.Module, nn.init
+  local unpack = table.unpack or unpack
+  local A = require("ember.argcheck")(T)
+  local is_opts, named, set = A.is_opts, A.named, A.set
+  local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 2) end
+
+  local function tuple(op, v, n, what)
+    if type(v) == "number" then
+      local t = {}
+      for i = 1, n do t[i] = v end
+      return t
+    end
+    if type(v) == "table" and #v == n then return { unpack(v, 1, n) } end
+    if type(v) == "table" and #v == 1 then return tuple(op, v[1], n, what) end
+    error(string.format("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
+  end
+
+  -- -- conv_transpose ---------------------------------------------------------------
+  local CT = set { "stride", "padding", "output_padding", "groups", "dilation" }
+
+  -- PyTorch's positional order: (x, w, b, stride, padding, output_padding, groups, dilation)
+  local function ct_args(op, args, n)
+    local o
+    if is_opts(args[1]) then
+      o = check_opts(op, args[1], CT)
+    else
+      o = { stride = args[1], padding = args[2], output_padding = args[3], groups = args[4], dilation = args[5] }
+    end
+    return tuple(op, o.stride or 1, n, "stride"), tuple(op, o.padding or 0, n, "padding"),
+      tuple(op, o.output_padding or 0, n, "output_padding"), o.groups or 1, tuple(op, o.dilation or 1, n, "dilation")
+  end
+
+  -- x [N, Cin, H, W], w [Cin, Cout/groups, kH, kW] (all 4-d)
+  local function conv_transpose(op, x, w, b, s, p, op_, g, d)
+    local N, Cin, H, W = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+    if w.shape[1] ~= Cin then
+      error(string.format("%s: expected the weight's first dim (%d) to match the input's channels (%d)", op,
+        w.shape[1], Cin), 3)
+    end
+    if g < 1 or Cin % g ~= 0 then
+      error(string.format("%s: the input's channels (%d) must be divisible by groups (%d)", op, Cin, g), 3)
+    end
+    local out = { N, w.shape[2] * g }
+    local sizes = { H, W }
+    for i = 1, 2 do
+      if op_[i] >= s[i] and op_[i] >= d[i] then
+        error(string.format("%s: output padding must be smaller than either stride or dilation, but got "
+          .. "output_padding=%d, stride=%d, dilation=%d", op, op_[i], s[i], d[i]), 3)
+      end
+      local o = (sizes[i] - 1) * s[i] - 2 * p[i] + d[i] * (w.shape[i + 2] - 1) + op_[i] + 1
+      if o <= 0 then
+        error(string.format("%s: the output size %d is too small (input %d, kernel %d, stride %d, padding %d)",
+          op, o, sizes[i], w.shape[i + 2], s[i], p[i]), 3)
+      end
+      out[i + 2] = o
+    end
+    local y = C._nn_conv2d_backward_input(x, w, out, s[1], s[2], p[1], p[2], d[1], d[2], g)
+    if b then
+      if b.ndim ~= 1 or b:numel() ~= out[2] then
+        error(string.format("%s: expected a bias of %d elements, got %d", op, out[2], b:numel()), 3)
+      end
+      y = y + b:view(1, -1, 1, 1)
+    end
+    return y
+  end
+
+  function F.conv_transpose2d(x, w, b, ...)
+    local op = "conv_transpose2d"
+    if not T.is_tensor(x) or not T.is_tensor(w) then error(op .. ": expected tensor input and weight", 2) end
+    if b ~= nil and not T.is_tensor(b) then error(op .. ": bias must be a tensor or nil (pass options after it)", 2) end
+    local s, p, opad, g, d = ct_args(op, { ... }, 2)
+    if w.ndim ~= 4 then error(string.format("%s: expected a 4-d weight, got %d-d", op, w.ndim), 2) end
+    local unbatched = x.ndim == 3
+    if unbatched then x = x:unsqueeze(1) end
+    if x.ndim ~= 4 then
+      error(string.format("%s: expected a 3-d (unbatched) or 4-d (batched) input, got %d-d", op, x.ndim), 2)
+    end
+    local y = conv_transpose(op, x, w, b, s, p, opad, g, d)
+    return unbatched and y:squeeze(1) or y
+  end
+
+  function F.conv_transpose1d(x, w, b, ...)
+    local op = "conv_transpose1d"
+    if not T.is_tensor(x) or not T.is_tensor(w) then error(op .. ": expected tensor input and weight", 2) end
+    if b ~= nil and not T.is_tensor(b) then error(op .. ": bias must be a tensor or nil (pass options after it)", 2) end
+    local s, p, opad, g, d = ct_args(op, { ... }, 1)
+    if w.ndim ~= 3 then error(string.format("%s: expected a 3-d weight, got %d-d", op, w.ndim), 2) end
+    local unbatched = x.ndim == 2
+    if unbatched then x = x:unsqueeze(1) end
+    if x.ndim ~= 3 then
+      error(string.format("%s: expected a 2-d (unbatched) or 3-d (batched) input, got %d-d", op, x.ndim), 2)
+    end
+    -- [N, C, 1, L] and [Cin, Cout/groups, 1, k]: a transposed conv over a height of 1
+    local y = conv_transpose(op, x:unsqueeze(3), w:unsqueeze(3), b, { 1, s[1] }, { 0, p[1] }, { 0, opad[1] }, g,
+      { 1, d[1] }):squeeze(3)
+    return unbatched and y:squeeze(1) or y
+  end
+
+  -- -- interpolate --------------------------------------------------------------------
+  local MODES = { nearest = 1, linear = 1, bilinear = 2 }
+  local INTERP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
+
+  -- PyTorch's source coordinates along one dim (in -> out), computed in the
+  -- input's dtype as its kernels do (float32 for float32): scale is in / out,
+  -- or 1 / scale_factor when that was given and not recomputed.
+  local function nearest_index(n_in, n_out, scale, dev)
+    if n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
+    local dst = T.arange(n_out, { dtype = T.float32, device = dev })
+    local i = (dst * T.full({}, scale, { dtype = T.float32, device = dev })):floor():to(T.int64)
+    return i:clamp_max(n_in - 1) + 1
+  end
+
+  local function linear_along(x, dim, n_in, n_out, scale, align)
+    local dev, dt = x.device, x.dtype
+    local dst = T.arange(n_out, { dtype = dt, device = dev })
+    local src
+    if align then
+      src = dst * (n_out > 1 and (n_in - 1) / (n_out - 1) or 0)
+    else
+      src = ((dst + 0.5) * scale - 0.5):clamp_min(0)
+    end
+    local lo = src:to(T.int64) -- truncation: src >= 0
+    local step = lo:lt(n_in - 1):to(T.int64)
+    local l1 = src - lo:to(dt)
+    local shape = {}
+    for k = 1, x.ndim do shape[k] = 1 end
+    shape[dim] = n_out
+    local a, b = x:index_select(dim, lo + 1), x:index_select(dim, lo + step + 1)
+    return a * (1 - l1):view(shape) + b * l1:view(shape)
+  end
+
+  function F.interpolate(x, o)
+    local op = "interpolate"
+    if not T.is_tensor(x) then error(op .. ": expected a tensor input, got " .. type(x), 2) end
+    o = check_opts(op, o, INTERP)
+    local mode = o.mode or "nearest"
+    local nd = MODES[mode]
+    if not nd then
+      error(string.format("%s: mode %s is not supported (nearest, linear, bilinear)", op, tostring(mode)), 2)
+    end
+    if mode == "nearest" then nd = x.ndim - 2 end
+    if x.ndim - 2 ~= nd or nd < 1 or nd > 2 then
+      error(string.format("%s: mode %s expects a %s input (N, C, ...), got %d-d", op, mode,
+        mode == "nearest" and "3-d or 4-d" or tostring(nd + 2) .. "-d", x.ndim), 2)
+    end
+    if o.align_corners ~= nil and mode == "nearest" then
+      error(op .. ": align_corners option can only be set with the interpolating modes: linear | bilinear", 2)
+    end
+    if (o.size == nil) == (o.scale_factor == nil) then
+      error(op .. ": either size or scale_factor should be defined (exactly one)", 2)
+    end
+    local sizes, scales = {}, {}
+    for i = 1, nd do
+      local n_in = x.shape[2 + i]
+      if o.size ~= nil then
+        sizes[i] = tuple(op, o.size, nd, "size")[i]
+        scales[i] = n_in / sizes[i]
+      else
+        local sf = tuple(op, o.scale_factor, nd, "scale_factor")[i]
+        sizes[i] = math.floor(n_in * sf)
+        scales[i] = o.recompute_scale_factor and n_in / sizes[i] or 1 / sf
+      end
+      if sizes[i] < 1 then
+        error(string.format("%s: output size %d along dim %d must be positive", op, sizes[i], 2 + i), 2)
+      end
+    end
+    local y = x
+    for i = 1, nd do
+      local dim, n_in = 2 + i, x.shape[2 + i]
+      if mode == "nearest" then
+        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device))
+      else
+        y = linear_along(y, dim, n_in, sizes[i], scales[i], o.align_corners or false)
+      end
+    end
+    return y
+  end
+
+  F.conv_transpose1d = named("conv_transpose1d", F.conv_transpose1d)
+  F.conv_transpose2d = named("conv_transpose2d", F.conv_transpose2d)
+  F.interpolate = named("interpolate", F.interpolate)
+  F.upsample = F.interpolate
+
+  -- -- modules --------------------------------------------------------------------------
+  local function fmt(v)
+    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. (#v == 1 and ",)" or ")") end
+    return tostring(v)
+  end
+
+  local function conv_transpose_class(name, n)
+    local M = Module:extend(name)
+    local allowed = set { "stride", "padding", "output_padding", "groups", "bias", "dilation", "dtype" }
+    function M:init(cin, cout, kernel, o)
+      if o ~= nil and not is_opts(o) then error(name .. ": pass the options in a table", 3) end
+      o = o or {}
+      for k in pairs(o) do
+        if not allowed[k] then error(string.format("%s: unknown option '%s'", name, tostring(k)), 3) end
+      end
+      local groups = o.groups or 1
+      if cin % groups ~= 0 or cout % groups ~= 0 then
+        error(string.format("%s: in_channels and out_channels must be divisible by groups", name), 3)
+      end
+      self.in_channels, self.out_channels, self.groups = cin, cout, groups
+      self.kernel_size = tuple(name, kernel, n, "kernel_size")
+      self.stride = tuple(name, o.stride or 1, n, "stride")
+      self.padding = tuple(name, o.padding or 0, n, "padding")
+      self.output_padding = tuple(name, o.output_padding or 0, n, "output_padding")
+      self.dilation = tuple(name, o.dilation or 1, n, "dilation")
+      local dt = o.dtype or T.get_default_dtype()
+      local shape = { cin, cout / groups }
+      for i = 1, n do shape[i + 2] = self.kernel_size[i] end
+      local w = T.empty(shape, { dtype = dt })
+      init.kaiming_uniform_(w, math.sqrt(5)) -- PyTorch's fan_in: weight.size(2) * kernel
+      self.weight = w:requires_grad_(true)
+      if o.bias ~= false then
+        local fan_in = (cout / groups)
+        for i = 1, n do fan_in = fan_in * self.kernel_size[i] end
+        local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
+        self.bias = init.uniform_(T.empty({ cout }, { dtype = dt }), -bound, bound):requires_grad_(true)
+      end
+    end
+    function M:forward(x)
+      local f = n == 1 and F.conv_transpose1d or F.conv_transpose2d
+      local one = function(t) return n == 1 and t[1] or t end
+      return f(x, self.weight, self.bias, { stride = one(self.stride), padding = one(self.padding),
+        output_padding = one(self.output_padding), groups = self.groups, dilation = one(self.dilation) })
+    end
+    function M:extra_repr()
+      local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
+        fmt(self.kernel_size), fmt(self.stride))
+      local zero = function(t) for _, v in ipairs(t) do if v ~= 0 then return false end end return true end
+      local ones = function(t) for _, v in ipairs(t) do if v ~= 1 then return false end end return true end
+      if not zero(self.padding) then s = s .. ", padding=" .. fmt(self.padding) end
+      if not zero(self.output_padding) then s = s .. ", output_padding=" .. fmt(self.output_padding) end
+      if not ones(self.dilation) then s = s .. ", dilation=" .. fmt(self.dilation) end
+      if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+      if self.bias == nil then s = s .. ", bias=false" end
+      return s
+    end
+    nn[name] = M
+  end
+  conv_transpose_class("ConvTranspose1d", 1)
+  conv_transpose_class("ConvTranspose2d", 2)
+
+  local Upsample = Module:extend("Upsample")
+  local UP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
+  function Upsample:init(o)
+    if o ~= nil and not is_opts(o) then error("Upsample: pass the options in a table", 3) end
+    o = o or {}
+    for k in pairs(o) do
+      if not UP[k] then error(string.format("Upsample: unknown option '%s'", tostring(k)), 3) end
+    end
+    self.size, self.scale_factor, self.mode = o.size, o.scale_factor, o.mode or "nearest"
+    self.align_corners, self.recompute_scale_factor = o.align_corners, o.recompute_scale_factor
+  end
+  function Upsample:forward(x)
+    return F.interpolate(x, { size = self.size, scale_factor = self.scale_factor, mode = self.mode,
+      align_corners = self.align_corners, recompute_scale_factor = self.recompute_scale_factor })
+  end
+  function Upsample:extra_repr()
+    local pf = require "ember.pyfloat"
+    local s
+    if self.scale_factor ~= nil then
+      s = "scale_factor=" .. (type(self.scale_factor) == "number" and pf(self.scale_factor) or fmt(self.scale_factor))
+    else
+      s = "size=" .. fmt(self.size)
+    end
+    return s .. ", mode='" .. self.mode .. "'"
+  end
+  nn.Upsample = Upsample
+end
