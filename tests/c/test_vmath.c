@@ -1,6 +1,7 @@
 /* test_vmath.c -- the transcendental functions the engine runs (cpu/vmath.c's
-** choice on this machine: SLEEF's AVX2 functions where built and supported,
-** ember's own cpu/vecmath.c otherwise) against libm over the whole range:
+** choice on this machine: ember's AVX2 + FMA code and SLEEF's AVX2 functions
+** where built and supported, cpu/vecmath.c and libm otherwise) against libm
+** over the whole range:
 ** - float32 exp, log, log1p, expm1, sin, cos, tanh, erf: a sweep of every
 **   STRIDE-th bit pattern of the 2^32 (about 4.2M values: subnormals, +-0,
 **   +-inf, NaNs and huge sin/cos arguments among them), each result within

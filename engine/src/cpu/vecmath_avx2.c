@@ -1,6 +1,8 @@
 /*
 ** cpu/vecmath_avx2.c -- the AVX2 + FMA code of the transcendental functions,
-** for cpu/vmath.c's dispatch: ember's own float32 gelu (both forms), and
+** for cpu/vmath.c's dispatch: ember's own float32 exp, log, tanh, sigmoid,
+** silu, erf (cpu/vecmath_impl.h's element functions, multiply-adds fused)
+** and gelu (both forms, below), and
 ** SLEEF's AVX2 functions (libsleef, Boost Software License 1.0) when SLEEF
 ** was found (EMBER_HAVE_SLEEF). Built with -mavx2 -mfma on x86-64
 ** (CMakeLists.txt); nothing here runs unless vmath.c has seen AVX2 and FMA
@@ -100,6 +102,10 @@ void em_avx2_log_f32(float *out, const float *in, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = log_one(in[i]);
 }
 
+void em_avx2_erf_f32(float *out, const float *in, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = erf_one(in[i]);
+}
+
 void em_avx2_gelu_f32(float *out, const float *in, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = gelu_fma_one(in[i]);
 }
@@ -152,7 +158,6 @@ LOOP_F8(em_avx2_sin_f32, Sleef_sinf8_u10avx2(x))
 LOOP_F8(em_avx2_cos_f32, Sleef_cosf8_u10avx2(x))
 LOOP_F8(em_avx2_log1p_f32, log1p_f8(x))
 LOOP_F8(em_avx2_expm1_f32, Sleef_expm1f8_u10avx2(x))
-LOOP_F8(em_avx2_erf_f32, Sleef_erff8_u10avx2(x))
 
 static inline __m256d log1p_d4(__m256d x) {
   __m256d big = _mm256_cmp_pd(x, _mm256_set1_pd(1e307), _CMP_GT_OQ);

@@ -9,11 +9,11 @@
 **   length or thread count.
 ** - Per function, the faster of SLEEF and ember's own code measured on the
 **   development machine (docs/math.md, "Speed"): float32 exp, log, tanh,
-**   sigmoid, silu and both gelus are ember's own, its AVX2 + FMA build
-**   (cpu/vecmath_avx2.c) where the CPU has them, else cpu/vecmath.c's
-**   (no FMA; AVX2 and baseline clones); float32 erf, sin, cos, log1p,
-**   expm1, pow and every float64 function are SLEEF's when available
-**   (erf: else cpu/vecmath.c's), libm per element otherwise.
+**   sigmoid, silu, erf and both gelus are ember's own, its AVX2 + FMA
+**   build (cpu/vecmath_avx2.c) where the CPU has them, else
+**   cpu/vecmath.c's (no FMA; AVX2 and baseline clones); float32 sin, cos,
+**   log1p, expm1, pow and every float64 function are SLEEF's when
+**   available, libm per element otherwise.
 */
 #include "cpu/vecmath.h"
 
@@ -25,6 +25,7 @@ void em_avx2_log_f32(float *, const float *, int64_t);
 void em_avx2_tanh_f32(float *, const float *, int64_t);
 void em_avx2_sigmoid_f32(float *, const float *, int64_t);
 void em_avx2_silu_f32(float *, const float *, int64_t);
+void em_avx2_erf_f32(float *, const float *, int64_t);
 void em_avx2_gelu_f32(float *, const float *, int64_t);
 void em_avx2_gelu_tanh_f32(float *, const float *, int64_t);
 
@@ -32,7 +33,8 @@ void em_avx2_gelu_tanh_f32(float *, const float *, int64_t);
 static const em_vec_f32_fn avx2_f32[EM_VM_N] = {
     [EM_VM_EXP] = em_avx2_exp_f32,         [EM_VM_LOG] = em_avx2_log_f32,
     [EM_VM_TANH] = em_avx2_tanh_f32,       [EM_VM_SIGMOID] = em_avx2_sigmoid_f32,
-    [EM_VM_SILU] = em_avx2_silu_f32,       [EM_VM_GELU] = em_avx2_gelu_f32,
+    [EM_VM_SILU] = em_avx2_silu_f32,       [EM_VM_ERF] = em_avx2_erf_f32,
+    [EM_VM_GELU] = em_avx2_gelu_f32,
     [EM_VM_GELU_TANH] = em_avx2_gelu_tanh_f32};
 
 static int have_avx2(void) {
@@ -45,7 +47,6 @@ static int have_avx2(void) {
 #endif
 
 #ifdef EMBER_HAVE_SLEEF
-void em_avx2_erf_f32(float *, const float *, int64_t);
 void em_avx2_sin_f32(float *, const float *, int64_t);
 void em_avx2_cos_f32(float *, const float *, int64_t);
 void em_avx2_log1p_f32(float *, const float *, int64_t);
@@ -65,7 +66,7 @@ void em_avx2_pow_f32(float *, const float *, const float *, int64_t, int64_t);
 void em_avx2_pow_f64(double *, const double *, const double *, int64_t, int64_t);
 
 static const em_vec_f32_fn sleef_f32[EM_VM_N] = {
-    [EM_VM_ERF] = em_avx2_erf_f32, [EM_VM_SIN] = em_avx2_sin_f32, [EM_VM_COS] = em_avx2_cos_f32,
+    [EM_VM_SIN] = em_avx2_sin_f32, [EM_VM_COS] = em_avx2_cos_f32,
     [EM_VM_LOG1P] = em_avx2_log1p_f32, [EM_VM_EXPM1] = em_avx2_expm1_f32};
 static const em_vec_f64_fn sleef_f64[EM_VM_N] = {
     [EM_VM_EXP] = em_avx2_exp_f64,         [EM_VM_LOG] = em_avx2_log_f64,
