@@ -11,6 +11,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_tensor,  l_open_index, l_open_view,   l_open_creation, l_open_math,
     l_open_reduce,  l_open_select, l_open_interop, l_open_nn,      l_open_plot,
     l_open_autograd, l_open_optim, l_open_layout, l_open_torch,
+    l_open_dist,
 };
 
 int luaopen_ember_core(lua_State *L) {
