@@ -446,7 +446,10 @@ static int l_autograd_grad(lua_State *L) {
   em_status st = em_autograd_grad(nout, outs, gos, nin, (const em_tensor *const *)ins, retain,
                                   create, allow_unused, res);
   current_L = prev;
-  if (st != EM_OK) return l_error(L);
+  if (st != EM_OK) {
+    run_final_callbacks(L, 0); /* touches no engine error */
+    return l_error(L);
+  }
   /* boxes for every result first; no raise after this point but pushes */
   lua_createtable(L, nin, 0);
   for (int j = 0; j < nin; j++) {
@@ -458,6 +461,7 @@ static int l_autograd_grad(lua_State *L) {
     }
     lua_rawseti(L, -2, j + 1);
   }
+  run_final_callbacks(L, 1); /* the results are boxed: a raise frees them */
   return 1;
 }
 

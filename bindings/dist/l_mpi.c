@@ -8,8 +8,8 @@
 ** name, and knows nothing of tensors, dtypes' arithmetic or autograd.
 **
 ** Every collective is MPI's nonblocking form and returns a request; wait
-** polls it with MPI_Test (yielding the core, then sleeping once the wait is
-** long) until it completes or the timeout passes. A timed-out request
+** polls it with MPI_Test (yielding the core; sleeping 1 ms between tests
+** once it has waited 5 s) until it completes or the timeout passes. A timed-out request
 ** stays posted: the communicator can no longer be used, and the process
 ** calls MPI_Abort at exit instead of MPI_Finalize (which would wait for the
 ** peers forever), so mpirun ends the job.
@@ -408,7 +408,11 @@ static int l_wait(lua_State *L) {
       lua_pushboolean(L, 0);
       return 1;
     }
-    if (el > 0.5) { /* a straggler: stop burning the core */
+    /* MPI progresses a nonblocking collective only inside MPI calls, on
+    ** every rank: keep testing (yielding the core to the peers) while a
+    ** large transfer is under way; only a wait of seconds (a straggler)
+    ** sleeps between tests */
+    if (el > 5.0) {
       struct timespec ts = {0, 1000000};
       nanosleep(&ts, NULL);
     } else if (++it > 64) {

@@ -432,6 +432,41 @@ return function(T, C)
 
   local function local_world(g) return g.comm == nil end
 
+  -- EMBER_DISTRIBUTED_DEBUG=DETAIL (PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL):
+  -- before each collective the ranks compare what they pass (the operation,
+  -- its element count, the dtype) with one small all_reduce, so a mismatch
+  -- is an error on every rank instead of a truncation or silent garbage.
+  -- Off by default: it doubles the number of collectives.
+  local DETAIL = os.getenv("EMBER_DISTRIBUTED_DEBUG") == "DETAIL"
+  local OPNAMES = { "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+    "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "scatter", "barrier" }
+  local OPCODE, DTCODE = {}, {}
+  for i, nm in ipairs(OPNAMES) do OPCODE[nm] = i end
+  for i, nm in ipairs { "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+    "float64" } do DTCODE[nm] = i end
+  local function agree(name, g, count, dtype, level)
+    if not DETAIL then return end
+    local code, dt = OPCODE[name], dtype and (DTCODE[dtype.name] or 99) or 0
+    local buf = T.tensor({ code, count, dt, -code, -count, -dt }, { dtype = T.int64 })
+    local req = M.iallreduce(g.comm, addr(name, buf, true), 6, "int64", "max")
+    if not M.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
+    local v = buf:tolist()
+    local what = {}
+    if v[1] ~= code or -v[4] ~= code then
+      what[#what + 1] = string.format("the operations (%s .. %s)", OPNAMES[-v[4]] or "?", OPNAMES[v[1]] or "?")
+    end
+    if v[2] ~= count or -v[5] ~= count then
+      what[#what + 1] = string.format("the element counts (%d .. %d)", -v[5], v[2])
+    end
+    if v[3] ~= dt or -v[6] ~= dt then what[#what + 1] = "the dtypes" end
+    if #what > 0 then
+      fail(level + 1, "%s: the ranks of the group disagree on %s; this rank (%d) passes %d elements of %s " ..
+        "(EMBER_DISTRIBUTED_DEBUG=DETAIL)", name, table.concat(what, " and "), S.world._rank, count,
+        dtype and dtype.name or "nothing")
+    end
+  end
+  dist._detail = function() return DETAIL end
+
   -- -- collectives ------------------------------------------------------------------
   local RED_KEYS = set { "op", "group", "async_op" }
   function dist.all_reduce(t, o)
@@ -442,6 +477,7 @@ return function(T, C)
     local mop, stage = mpi_op("all_reduce", op, t.dtype, 2)
     if not g then return nil end
     if local_world(g) then return launch("all_reduce", g, {}, nil, nil, o.async_op, 2) end
+    agree("all_reduce", g, t:numel(), t.dtype, 2)
     local buf = red_buf(t, stage)
     local req = M.iallreduce(g.comm, addr("all_reduce", buf, true), buf:numel(), buf.dtype.name, mop)
     if buf ~= t then addr("all_reduce", t, true) end
@@ -477,6 +513,7 @@ return function(T, C)
     if not g then check_int("broadcast", "src", src, 2) return nil end
     local root = group_rank("broadcast", "src", g, src, 2)
     if local_world(g) then return launch("broadcast", g, {}, nil, nil, o.async_op, 2) end
+    agree("broadcast", g, t:numel(), t.dtype, 2)
     local buf = contig(t)
     local me = root == g._rank
     local req = M.ibcast(g.comm, addr("broadcast", buf, not me), buf:numel(), buf.dtype.name, root)
@@ -499,6 +536,7 @@ return function(T, C)
     if not g then check_int("reduce", "dst", dst, 2) return nil end
     local root = group_rank("reduce", "dst", g, dst, 2)
     if local_world(g) then return launch("reduce", g, {}, nil, nil, o.async_op, 2) end
+    agree("reduce", g, t:numel(), t.dtype, 2)
     local me = root == g._rank
     local buf = red_buf(t, stage)
     local req = M.ireduce(g.comm, addr("reduce", buf, me), buf:numel(), buf.dtype.name, mop, root, me)
@@ -525,6 +563,7 @@ return function(T, C)
       T.no_grad(function() list[1]:copy_(t:view(list[1].shape)) end)
       return launch("all_gather", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("all_gather", g, t:numel(), t.dtype, 2)
     local n, k = g._size, t:numel()
     local src = contig(t)
     local out = T.empty({ n * k }, { dtype = t.dtype })
@@ -558,6 +597,7 @@ return function(T, C)
       T.no_grad(function() out:copy_(t:reshape(out.shape)) end)
       return launch("all_gather_into_tensor", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("all_gather_into_tensor", g, k, t.dtype, 2)
     local src, dst = contig(t), contig(out)
     local req = M.iallgather(g.comm, addr("all_gather_into_tensor", src, false),
       addr("all_gather_into_tensor", dst, true), k, t.dtype.name)
@@ -601,6 +641,7 @@ return function(T, C)
       T.no_grad(function() out:copy_(list[1]:view(out.shape)) end)
       return launch("reduce_scatter", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("reduce_scatter", g, out:numel(), out.dtype, 2)
     local flat = {}
     for i = 1, g._size do flat[i] = list[i]:reshape(-1) end
     return reduce_scatter_flat("reduce_scatter", out, T.cat(flat), op, g, o.async_op, 2)
@@ -626,6 +667,7 @@ return function(T, C)
       T.no_grad(function() out:copy_(t:reshape(out.shape)) end)
       return launch("reduce_scatter_tensor", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("reduce_scatter_tensor", g, out:numel(), out.dtype, 2)
     return reduce_scatter_flat("reduce_scatter_tensor", out, contig(t), op, g, o.async_op, 2)
   end
 
@@ -651,6 +693,7 @@ return function(T, C)
       T.no_grad(function() outs[1]:copy_(ins[1]:view(outs[1].shape)) end)
       return launch("all_to_all", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("all_to_all", g, ins[1]:numel(), ins[1].dtype, 2)
     local n, k = g._size, ins[1]:numel()
     local flat = {}
     for i = 1, n do flat[i] = ins[i]:reshape(-1) end
@@ -683,6 +726,7 @@ return function(T, C)
       T.no_grad(function() out:copy_(t:reshape(out.shape)) end)
       return launch("all_to_all_single", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("all_to_all_single", g, t:numel(), t.dtype, 2)
     local src, dst = contig(t), contig(out)
     local req = M.ialltoall(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
       math.floor(t:numel() / n), t.dtype.name)
@@ -714,6 +758,7 @@ return function(T, C)
       T.no_grad(function() list[1]:copy_(t:view(list[1].shape)) end)
       return launch("gather", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("gather", g, t:numel(), t.dtype, 2)
     local n, k = g._size, t:numel()
     local src = contig(t)
     local out = me and T.empty({ n * k }, { dtype = t.dtype }) or nil
@@ -749,6 +794,7 @@ return function(T, C)
       T.no_grad(function() t:copy_(list[1]:view(t.shape)) end)
       return launch("scatter", g, {}, nil, nil, o.async_op, 2)
     end
+    agree("scatter", g, t:numel(), t.dtype, 2)
     local n, k = g._size, t:numel()
     local send
     if me then
@@ -772,6 +818,7 @@ return function(T, C)
     local g = group_of("barrier", o.group, 2)
     if not g then return nil end
     if local_world(g) then return launch("barrier", g, {}, nil, nil, o.async_op, 2) end
+    agree("barrier", g, 0, nil, 2)
     return launch("barrier", g, { M.ibarrier(g.comm) }, nil, nil, o.async_op, 2)
   end
 
@@ -910,10 +957,15 @@ return function(T, C)
     rawset(self, "_buckets", buckets)
     rawset(self, "_where", where)
     rawset(self, "_pending", false)
-    local me = self
+    -- the hooks hold the wrapper weakly: a wrapper that is collected (or
+    -- replaced by another wrap of the same model) stops reducing
+    local weak = setmetatable({ ddp = self }, { __mode = "v" })
     local handles = {}
     for i, p in ipairs(params) do
-      handles[i] = p:register_post_accumulate_grad_hook(function() me:_grad_ready(i) end)
+      handles[i] = p:register_post_accumulate_grad_hook(function()
+        local me = weak.ddp
+        if me then me:_grad_ready(i) end
+      end)
     end
     rawset(self, "_hooks", handles)
   end

@@ -33,6 +33,7 @@ command -v "$mpirun" >/dev/null || skip "no $mpirun (Debian: openmpi-bin libopen
 mpi_args=(--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
 [ "$(id -u)" = 0 ] && mpi_args+=(--allow-run-as-root)
 
+env_args=()
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
@@ -45,7 +46,7 @@ cases() {
   local np=$1 script=$2 lua=${3:-luajit} rc
   local start=$SECONDS
   if [ "$lua" = luajit ]; then
-    timeout "$limit" "$mpirun" "${mpi_args[@]}" -np "$np" ./bin/ember "tests/dist/$script" >"$log" 2>&1
+    timeout "$limit" "$mpirun" "${mpi_args[@]}" ${env_args[@]+"${env_args[@]}"} -np "$np" ./bin/ember "tests/dist/$script" >"$log" 2>&1
   else
     timeout "$limit" "$mpirun" "${mpi_args[@]}" -np "$np" \
       -x LUA_PATH="$here/lua/?.lua;$here/lua/?/init.lua;;" -x LUA_CPATH="$build/lua5.4/?.so;;" \
@@ -76,6 +77,10 @@ cases 2 ddp.lua
 cases 3 ddp.lua
 cases 2 sampler.lua
 cases 3 sampler.lua
+env_args=(-x EMBER_DISTRIBUTED_DEBUG=DETAIL)
+cases 3 detail.lua
+cases 2 collectives.lua   # every collective passes the DETAIL check
+env_args=()
 
 # -- the timeout: rank 1 skips an all_reduce of a group with timeout = 2 s
 start=$SECONDS
