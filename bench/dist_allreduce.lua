@@ -3,9 +3,11 @@
 -- calls, then the best of 3 trials of `reps` calls (the slowest rank's time).
 -- Prints "bytes reps seconds_per_call" on rank 0. Run by bench/dist_bench.sh:
 --   mpirun -np 2 bin/ember bench/dist_allreduce.lua 4096 1048576 67108864
+-- With EMBER_BENCH_NO_TIMEOUT=1 the group has timeout = math.huge (blocking
+-- MPI_Allreduce); by default the 1800 s timeout (MPI_Iallreduce + polling).
 local T = require "ember"
 local dist = T.distributed
-dist.init_process_group { backend = "mpi" }
+dist.init_process_group { backend = "mpi", timeout = os.getenv("EMBER_BENCH_NO_TIMEOUT") == "1" and math.huge or nil }
 local clock = T.train.clock
 for i = 1, #arg do
   local bytes = tonumber(arg[i])

@@ -360,6 +360,41 @@ static int l_irecv(lua_State *L) {
                  "recv");
 }
 
+/* -- Blocking forms: for a group without a timeout (timeout = math.huge),
+** where waiting forever is what was asked and MPI's blocking collectives
+** are faster than the nonblocking ones (Open MPI's libnbc) -- */
+
+/* allreduce(comm, addr, count, dtype, op): in place */
+static int l_allreduce(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "all_reduce");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "all_reduce");
+  MPI_Datatype t = check_type(L, 4, "all_reduce");
+  MPI_Op op = check_op(L, 5, "all_reduce");
+  int rc = MPI_Allreduce(MPI_IN_PLACE, a, n, t, op, c);
+  if (rc != MPI_SUCCESS) return fail(L, "all_reduce", rc);
+  return 0;
+}
+
+/* bcast(comm, addr, count, dtype, root) */
+static int l_bcast(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "broadcast");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "broadcast");
+  MPI_Datatype t = check_type(L, 4, "broadcast");
+  int root = (int)luaL_checkinteger(L, 5);
+  int rc = MPI_Bcast(a, n, t, root, c);
+  if (rc != MPI_SUCCESS) return fail(L, "broadcast", rc);
+  return 0;
+}
+
+static int l_barrier(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "barrier");
+  int rc = MPI_Barrier(c);
+  if (rc != MPI_SUCCESS) return fail(L, "barrier", rc);
+  return 0;
+}
+
 /* -- Completion ---------------------------------------------------------- */
 
 static int test_once(lua_State *L, dreq *r, const char *op, int *done) {
@@ -397,7 +432,6 @@ static int l_wait(lua_State *L) {
   const char *op = luaL_optstring(L, 3, "wait");
   int done = !r->active;
   double t0 = MPI_Wtime();
-  long it = 0;
   while (!done) {
     test_once(L, r, op, &done);
     if (done) break;
@@ -409,13 +443,14 @@ static int l_wait(lua_State *L) {
       return 1;
     }
     /* MPI progresses a nonblocking collective only inside MPI calls, on
-    ** every rank: keep testing (yielding the core to the peers) while a
-    ** large transfer is under way; only a wait of seconds (a straggler)
-    ** sleeps between tests */
+    ** every rank: test without pause for the first 50 us (a small message
+    ** is done by then), then yield the core to the peers between tests
+    ** while a large transfer is under way; only a wait of seconds (a
+    ** straggler) sleeps between tests */
     if (el > 5.0) {
       struct timespec ts = {0, 1000000};
       nanosleep(&ts, NULL);
-    } else if (++it > 64) {
+    } else if (el > 50e-6) {
       sched_yield();
     }
   }
@@ -457,6 +492,8 @@ int luaopen_ember_dist(lua_State *L) {
       {"ialltoall", l_ialltoall}, {"igather", l_igather},
       {"iscatter", l_iscatter},   {"ibarrier", l_ibarrier},
       {"isend", l_isend},         {"irecv", l_irecv},
+      {"allreduce", l_allreduce}, {"bcast", l_bcast},
+      {"barrier", l_barrier},
       {"test", l_test},           {"wait", l_wait},
       {"wtime", l_wtime},         {"version", l_version},
       {NULL, NULL}};

@@ -479,6 +479,11 @@ return function(T, C)
     if local_world(g) then return launch("all_reduce", g, {}, nil, nil, o.async_op, 2) end
     agree("all_reduce", g, t:numel(), t.dtype, 2)
     local buf = red_buf(t, stage)
+    if g.timeout == math.huge and not o.async_op and buf == t and op ~= "avg" then
+      -- no timeout to keep: MPI's blocking form, the fastest
+      M.allreduce(g.comm, addr("all_reduce", t, true), t:numel(), t.dtype.name, mop)
+      return launch("all_reduce", g, {}, nil, nil, false, 2)
+    end
     local req = M.iallreduce(g.comm, addr("all_reduce", buf, true), buf:numel(), buf.dtype.name, mop)
     if buf ~= t then addr("all_reduce", t, true) end
     local post
@@ -516,6 +521,10 @@ return function(T, C)
     agree("broadcast", g, t:numel(), t.dtype, 2)
     local buf = contig(t)
     local me = root == g._rank
+    if g.timeout == math.huge and not o.async_op and buf == t then
+      M.bcast(g.comm, addr("broadcast", t, not me), t:numel(), t.dtype.name, root)
+      return launch("broadcast", g, {}, nil, nil, false, 2)
+    end
     local req = M.ibcast(g.comm, addr("broadcast", buf, not me), buf:numel(), buf.dtype.name, root)
     local post
     if buf ~= t and not me then
@@ -819,6 +828,10 @@ return function(T, C)
     if not g then return nil end
     if local_world(g) then return launch("barrier", g, {}, nil, nil, o.async_op, 2) end
     agree("barrier", g, 0, nil, 2)
+    if g.timeout == math.huge and not o.async_op then
+      M.barrier(g.comm)
+      return launch("barrier", g, {}, nil, nil, false, 2)
+    end
     return launch("barrier", g, { M.ibarrier(g.comm) }, nil, nil, o.async_op, 2)
   end
 

@@ -324,6 +324,27 @@ H.check("subgroups: members run the collective, others do nothing", function()
   dist.barrier()
 end)
 
+H.check("a group without a timeout (math.huge) takes MPI's blocking forms", function()
+  local g = dist.new_group(nil, { timeout = math.huge })
+  for _, dt in ipairs { T.float32, T.int64, T.float16 } do
+    for _, kind in ipairs { "vector", "transposed", "offset" } do
+      local t = make(kind, rank, dt)
+      dist.all_reduce(t, { group = g })
+      H.same(t, expected(kind, dt, "sum"), "all_reduce " .. dt.name .. " " .. kind)
+      local b = make(kind, rank, dt)
+      dist.broadcast(b, { src = n - 1, group = g })
+      H.same(b, make(kind, n - 1, dt), "broadcast " .. dt.name .. " " .. kind)
+    end
+  end
+  local a = make("vector", rank, T.float32)
+  dist.all_reduce(a, { op = "avg", group = g })
+  H.same(a, expected("vector", T.float32, "avg"), "avg")
+  dist.barrier { group = g }
+  local w = dist.all_reduce(T.ones(3), { group = g, async_op = true })
+  H.assert(w:wait(), "async on a group without a timeout")
+  dist.destroy_process_group(g)
+end)
+
 H.check("bad use is a clear error on every rank", function()
   local t = T.zeros(3)
   H.errors(function() dist.all_reduce(t, { op = "mean" }) end, "all_reduce: unknown op 'mean'")
