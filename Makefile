@@ -4,7 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz
+.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz bench-dist
 
 all: build
 
@@ -93,3 +93,9 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	@./tools/deps.sh clang libclang-rt-14-dev
 	@FUZZ_SEED=$(FUZZ_SEED) FUZZ_RUNS=$(FUZZ_RUNS) ./tools/fuzz.sh $(FUZZ_SECONDS)
+
+# The T.distributed rows (issue 17): all_reduce against a C MPI_Allreduce
+# loop and the DDP step on 1 and 2 ranks, as a markdown table
+# (bench/dist_bench.sh; needs Open MPI). Not part of CI.
+bench-dist: bench-build
+	@./bench/dist_bench.sh $(RELEASE_BUILD)

@@ -4,6 +4,7 @@
 ** engine half of T.autograd.grad (lua/ember/autograd.lua has the rest).
 ** Registered after l_tensor.c, so these props replace its placeholders.
 */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "l_ember.h"
@@ -239,6 +240,134 @@ static int l_autograd_custom(lua_State *L) {
   return 1;
 }
 
+/* -- Post-accumulate-grad hooks and final callbacks (issue 17) ----------------
+** C._set_grad_hook(t, fn|nil) gives leaf t one Lua function, called as
+** fn(t) by the engine (em_tensor_set_grad_hook) once per backward after t's
+** .grad holds every gradient of that backward; lua/ember/autograd.lua keeps
+** the list of a tensor's hooks behind it (register_post_accumulate_grad_hook).
+** C._get_grad_hook(t) returns it. Like a Lua backward it runs on the thread
+** that started the backward. C._queue_callback(fn), during a backward, runs
+** fn() once when that backward has finished (PyTorch's engine queue_callback;
+** DistributedDataParallel waits for its all-reduces there). */
+typedef struct lua_hook {
+  lua_State *anchor;
+  int ref;
+} lua_hook;
+
+static void lua_hook_free(void *p) {
+  lua_hook *h = p;
+  luaL_unref(h->anchor, LUA_REGISTRYINDEX, h->ref);
+  free(h);
+}
+
+static int lua_hook_call(lua_State *L) {
+  lua_call(L, 1, 0);
+  return 0;
+}
+
+static em_status lua_grad_hook(void *p, em_tensor *t) {
+  lua_hook *h = p;
+  lua_State *L = current_L;
+  if (!L)
+    return em_set_error(EM_E_RUNTIME, "backward: a tensor of this graph has a hook written "
+                        "in Lua; start the backward from Lua");
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 8)) return em_set_error(EM_E_NOMEM, "backward: Lua stack overflow");
+  lua_pushcfunction(L, lua_hook_call);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+  em_tensor **box = l_newbox(L);
+  em_tensor_retain(t);
+  *box = t;
+  if (lua_pcall(L, 2, 0, 0) != 0) {
+    char other[96];
+    const char *msg = lua_tostring(L, -1);
+    if (!msg) {
+      snprintf(other, sizeof other, "backward: a hook raised a %s", luaL_typename(L, -1));
+      msg = other;
+    }
+    em_status st = em_set_error(EM_E_RUNTIME, msg);
+    lua_settop(L, top);
+    return st;
+  }
+  lua_settop(L, top);
+  return EM_OK;
+}
+
+static int l_set_grad_hook(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "register_post_accumulate_grad_hook");
+  if (lua_isnoneornil(L, 2)) {
+    if (em_tensor_set_grad_hook(t, NULL, NULL, NULL) != EM_OK) return l_error(L);
+    return 0;
+  }
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
+  lua_State *anchor = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!anchor) return l_errorf(L, "register_post_accumulate_grad_hook: the ember module is not opened");
+  lua_hook *h = malloc(sizeof *h);
+  if (!h) return l_errorf(L, "register_post_accumulate_grad_hook: out of memory");
+  lua_pushvalue(L, 2);
+  h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  h->anchor = anchor;
+  if (em_tensor_set_grad_hook(t, lua_grad_hook, h, lua_hook_free) != EM_OK) return l_error(L);
+  return 0;
+}
+
+static int l_get_grad_hook(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "register_post_accumulate_grad_hook");
+  lua_hook *h = em_tensor_grad_hook_ctx(t, lua_grad_hook);
+  if (!h) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+  return 1;
+}
+
+static const char K_CALLBACKS = 0; /* registry: the list of queued final callbacks */
+
+static int l_queue_callback(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  if (!current_L)
+    return l_errorf(L, "queue_callback: final callbacks can only be installed during the "
+                    "backward pass");
+  lua_pushlightuserdata(L, (void *)&K_CALLBACKS);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushlightuserdata(L, (void *)&K_CALLBACKS);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+  }
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+  return 0;
+}
+
+/* After the outermost backward: takes the queued callbacks off the list and,
+** when the backward succeeded, calls them in order (an error raises from
+** backward, after the list is cleared). */
+static void run_final_callbacks(lua_State *L, int ok) {
+  if (current_L) return; /* a backward inside a hook: the outer one runs them */
+  lua_pushlightuserdata(L, (void *)&K_CALLBACKS);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (!lua_istable(L, -1) || lua_objlen(L, -1) == 0) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pushlightuserdata(L, (void *)&K_CALLBACKS);
+  lua_newtable(L);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  if (!ok) {
+    lua_pop(L, 1);
+    return;
+  }
+  int list = lua_gettop(L), n = (int)lua_objlen(L, list);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, list, i);
+    lua_call(L, 0, 0);
+  }
+  lua_pop(L, 1);
+}
+
 static const char *const backward_opts[] = {"gradient", "retain_graph", "create_graph",
                                             NULL};
 
@@ -273,7 +402,8 @@ static int l_backward(lua_State *L) {
   current_L = L;
   em_status st = em_backward(1, ts, gs, retain, create);
   current_L = prev;
-  if (st != EM_OK) l_error(L);
+  run_final_callbacks(L, st == EM_OK); /* touches no engine error */
+  if (st != EM_OK) return l_error(L);
   return 0;
 }
 
@@ -323,7 +453,10 @@ static int l_autograd_grad(lua_State *L) {
   em_status st = em_autograd_grad(nout, outs, gos, nin, (const em_tensor *const *)ins, retain,
                                   create, allow_unused, res);
   current_L = prev;
-  if (st != EM_OK) return l_error(L);
+  if (st != EM_OK) {
+    run_final_callbacks(L, 0); /* touches no engine error */
+    return l_error(L);
+  }
   /* boxes for every result first; no raise after this point but pushes */
   lua_createtable(L, nin, 0);
   for (int j = 0; j < nin; j++) {
@@ -335,6 +468,7 @@ static int l_autograd_grad(lua_State *L) {
     }
     lua_rawseti(L, -2, j + 1);
   }
+  run_final_callbacks(L, 1); /* the results are boxed: a raise frees them */
   return 1;
 }
 
@@ -358,6 +492,9 @@ void l_open_autograd(lua_State *L) {
                                  {"set_grad_enabled", l_set_grad_enabled},
                                  {"_autograd_grad", l_autograd_grad},
                                  {"_autograd_custom", l_autograd_custom},
+                                 {"_set_grad_hook", l_set_grad_hook},
+                                 {"_get_grad_hook", l_get_grad_hook},
+                                 {"_queue_callback", l_queue_callback},
                                  {NULL, NULL}};
   static const luaL_Reg methods[] = {{"requires_grad_", l_requires_grad_},
                                      {"backward", l_backward},

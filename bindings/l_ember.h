@@ -137,6 +137,7 @@ void l_open_torch(lua_State *L);  /* PyTorch checkpoints: load_torch/save_torch,
 void l_open_nn(lua_State *L);  /* nn kernels, internal C._nn_* entry points (issue 9) */
 void l_open_plot(lua_State *L);  /* C._plot_png: line charts written as PNG (issue 9) */
 void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, grad mode (issue 9) */
+void l_open_dist(lua_State *L);  /* C._data_address for T.distributed (issue 17) */
 void l_open_optim(lua_State *L);  /* C._optim_*: fused optimizer updates (issue 9) */
 void l_open_tools(lua_State *L);  /* C._write_out for the tensor tools in Lua (issue 18) */
 

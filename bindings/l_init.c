@@ -12,6 +12,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_reduce,  l_open_select, l_open_interop, l_open_nn,      l_open_plot,
     l_open_autograd, l_open_optim, l_open_layout, l_open_torch,
     l_open_tools,
+    l_open_dist,
 };
 
 int luaopen_ember_core(lua_State *L) {

@@ -1157,6 +1157,21 @@ em_status em_autograd_record(const char *name, int nin, const em_tensor *const *
                              const em_tensor *const *saved, em_autograd_backward_fn backward,
                              void *ctx, void (*free_ctx)(void *ctx));
 
+/* A leaf's post-accumulate-grad hook (PyTorch 2's
+** register_post_accumulate_grad_hook): during a backward that accumulates
+** into .grad (em_backward, not em_autograd_grad), fn(ctx, t) runs once per
+** backward, after every gradient reaching t in it has been added to t's
+** .grad, while the rest of the backward is still to run (DistributedDataParallel
+** starts its all-reduce there). An error it returns stops the backward with
+** its message. One hook per tensor: setting one frees the previous ctx
+** (free_ctx, may be NULL; also called when the tensor is freed); fn NULL
+** removes it. t must be a leaf that requires grad. */
+typedef em_status (*em_grad_hook_fn)(void *ctx, em_tensor *t);
+em_status em_tensor_set_grad_hook(em_tensor *t, em_grad_hook_fn fn, void *ctx,
+                                  void (*free_ctx)(void *ctx));
+/* The ctx of t's hook when that hook is fn; else NULL. */
+void *em_tensor_grad_hook_ctx(const em_tensor *t, em_grad_hook_fn fn);
+
 /* (end of Autograd) */
 
 /* -- Optimizers (ops/optim.c, cpu/optim.c; docs/training.md) ----------------

@@ -179,4 +179,37 @@ return function(T, C)
     end
     return true
   end
+
+  -- t:register_post_accumulate_grad_hook(fn) (PyTorch 2): fn(t) runs once per
+  -- backward, after every gradient of that backward has been added to the
+  -- leaf t's .grad (the rest of the backward still to run). Returns a handle
+  -- whose remove() takes the hook off. C._set_grad_hook holds one function
+  -- per tensor: the dispatcher below, over this tensor's list.
+  local hook_lists = setmetatable({}, { __mode = "k" })
+  function T.Tensor_methods.register_post_accumulate_grad_hook(t, fn)
+    if type(fn) ~= "function" then
+      error("register_post_accumulate_grad_hook: expected a function, got " .. type(fn), 2)
+    end
+    local d = C._get_grad_hook(t)
+    local list = d and hook_lists[d]
+    if not list then
+      list = { n = 0 }
+      d = function(x)
+        for i = 1, list.n do
+          local f = list[i]
+          if f then f(x) end
+        end
+      end
+      hook_lists[d] = list
+      local ok, err = pcall(C._set_grad_hook, t, d)
+      if not ok then error(err, 2) end
+    end
+    list.n = list.n + 1
+    list[list.n] = fn
+    local i = list.n
+    return { remove = function() list[i] = false end }
+  end
+  -- T.autograd._queue_callback(fn): during a backward, fn() runs once that
+  -- backward has finished (PyTorch's Variable._execution_engine.queue_callback)
+  A._queue_callback = C._queue_callback
 end

@@ -145,7 +145,7 @@ return function(T, C)
   -- -- DataLoader ----------------------------------------------------------------------
   local DataLoader = {}
   DataLoader.__index = DataLoader
-  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn" }
+  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler" }
 
   function data.DataLoader(dataset, o, ...)
     A.nomore("DataLoader", 2, ...)
@@ -156,13 +156,21 @@ return function(T, C)
     end
     local bs = o.batch_size or 1
     if bs < 1 or bs % 1 ~= 0 then error("DataLoader: batch_size should be a positive integer, got " .. bs, 2) end
+    -- sampler: an object with len() and indices() (1-based positions, an
+    -- int64 tensor or a Lua array), e.g. T.data.DistributedSampler
+    if o.sampler ~= nil then
+      if o.shuffle then error("DataLoader: sampler option is mutually exclusive with shuffle", 2) end
+      if type(o.sampler) ~= "table" or not o.sampler.len or not o.sampler.indices then
+        error("DataLoader: sampler must have len() and indices()", 2)
+      end
+    end
     return setmetatable({ dataset = dataset, batch_size = bs, shuffle = o.shuffle or false,
-      drop_last = o.drop_last or false, collate_fn = o.collate_fn }, DataLoader)
+      drop_last = o.drop_last or false, collate_fn = o.collate_fn, sampler = o.sampler }, DataLoader)
   end
 
   function DataLoader:len(...)
     A.nomore("len", 1, ...)
-    local n = self.dataset:len()
+    local n = self.sampler and self.sampler:len() or self.dataset:len()
     if self.drop_last then return math.floor(n / self.batch_size) end
     return math.ceil(n / self.batch_size)
   end
@@ -170,8 +178,15 @@ return function(T, C)
   -- the batches of one pass, each a table of fields
   function DataLoader:batches(...)
     A.nomore("batches", 1, ...)
-    local n = self.dataset:len()
-    local order = self.shuffle and T.randperm(n) or T.arange(1, n + 1, { dtype = T.int64 })
+    local n, order
+    if self.sampler then
+      order = self.sampler:indices()
+      if not T.is_tensor(order) then order = T.tensor(order, { dtype = T.int64 }) end
+      n = order:numel()
+    else
+      n = self.dataset:len()
+      order = self.shuffle and T.randperm(n) or T.arange(1, n + 1, { dtype = T.int64 })
+    end
     local nb, bs, ds = self:len(), self.batch_size, self.dataset
     local i = 0
     return function()

@@ -199,6 +199,65 @@ TEST(custom_ops_join_the_graph) {
   em_tensor_release(x);
 }
 
+/* The post-accumulate-grad hook (em_tensor_set_grad_hook; DDP's): once per
+** backward, after the last of several gradients into the leaf, with .grad
+** complete; not for em_autograd_grad; an error stops the backward; the ctx
+** is freed when replaced and with the tensor. */
+typedef struct hook_log {
+  int calls, freed;
+  double grad0; /* .grad[0] seen by the last call */
+  int fail;
+} hook_log;
+
+static em_status count_hook(void *ctx, em_tensor *t) {
+  hook_log *h = ctx;
+  h->calls++;
+  em_tensor *g = em_tensor_grad(t);
+  h->grad0 = g ? at(g, 0) : -1;
+  em_tensor_release(g);
+  if (h->fail) return em_set_error(EM_E_RUNTIME, "hook: failed on purpose");
+  return EM_OK;
+}
+static void count_free(void *ctx) { ((hook_log *)ctx)->freed++; }
+
+TEST(post_accumulate_grad_hooks) {
+  double xv[2] = {1, 2};
+  em_tensor *x = vec(xv, 2, 1), *a = NULL, *b = NULL, *y = NULL, *s = NULL;
+  hook_log h = {0, 0, 0, 0};
+  CHECK_OK(em_tensor_set_grad_hook(x, count_hook, &h, count_free));
+  CHECK(em_tensor_grad_hook_ctx(x, count_hook) == &h);
+  /* x reaches the loss along two paths: s = sum(3x + x*x) */
+  double tv[2] = {3, 3};
+  em_tensor *three = vec(tv, 2, 0);
+  CHECK_OK(em_binary(EM_OP_MUL, x, three, &a));
+  em_tensor_release(three);
+  CHECK_OK(em_binary(EM_OP_MUL, x, x, &b));
+  CHECK_OK(em_binary(EM_OP_ADD, a, b, &y));
+  CHECK_OK(em_reduce(EM_REDUCE_SUM, y, 0, NULL, 0, -1, &s));
+  CHECK_OK(em_backward(1, &s, NULL, 1, 0));
+  CHECK(h.calls == 1 && h.grad0 == 5); /* 3 + 2x at x = 1: both paths summed */
+  em_tensor *r = NULL;
+  CHECK_OK(em_autograd_grad(1, &s, NULL, 1, (const em_tensor *const *)&x, 1, 0, 0, &r));
+  CHECK(h.calls == 1); /* no accumulation, no hook */
+  em_tensor_release(r);
+  h.fail = 1;
+  CHECK_ERR(em_backward(1, &s, NULL, 1, 0), "hook: failed on purpose");
+  CHECK(h.calls == 2 && h.grad0 == 10);
+  /* non-leaves and tensors without grad are refused (and ctx freed) */
+  hook_log h2 = {0, 0, 0, 0};
+  CHECK_ERR(em_tensor_set_grad_hook(y, count_hook, &h2, count_free), "non-leaf tensors");
+  CHECK(h2.freed == 1);
+  /* replacing frees the old ctx; the tensor's release frees the new one */
+  CHECK_OK(em_tensor_set_grad_hook(x, count_hook, &h2, count_free));
+  CHECK(h.freed == 1 && h2.freed == 1);
+  em_tensor_release(s);
+  em_tensor_release(y);
+  em_tensor_release(b);
+  em_tensor_release(a);
+  em_tensor_release(x);
+  CHECK(h2.freed == 2);
+}
+
 int main(void) {
   RUN(custom_ops_join_the_graph);
   RUN(backward_through_the_c_api);
@@ -206,5 +265,6 @@ int main(void) {
   RUN(deep_graphs_run_and_free_without_recursion);
   RUN(grad_mode_is_per_thread);
   RUN(autograd_grad_and_version_checks);
+  RUN(post_accumulate_grad_hooks);
   return CTEST_END();
 }

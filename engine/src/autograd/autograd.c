@@ -55,6 +55,14 @@ typedef struct em_ag_meta {
   em_node *grad_fn;  /* one reference; NULL for leaves */
   int output_nr;
   int retains_grad;
+  /* the post-accumulate-grad hook of a leaf (em_tensor_set_grad_hook) and,
+  ** per backward run (hook_mark), the deliveries still to come */
+  em_grad_hook_fn hook;
+  void *hook_ctx;
+  void (*hook_free)(void *ctx);
+  uint64_t hook_mark;
+  int64_t hook_pending;
+  int hook_got;
 } em_ag_meta;
 
 static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autograd; }
@@ -86,6 +94,7 @@ static void meta_release(em_tensor *t) {
     m->grad_fn->retain[m->output_nr] = NULL;
   em_tensor_release(m->grad);
   em_node_release(m->grad_fn);
+  if (m->hook_free) m->hook_free(m->hook_ctx);
   free(m);
   t->autograd = NULL;
 }
@@ -770,6 +779,30 @@ static em_status push_node(run *r, em_node *n) {
   return EM_OK;
 }
 
+/* Post-accumulate-grad hooks: a hooked leaf counts the edges into it from
+** the nodes of this run (discover), and its hook runs once, after the last
+** of them has delivered (or had nothing to deliver), when at least one
+** gradient reached its .grad: PyTorch's AccumulateGrad runs once per
+** backward, after every contribution to the leaf is summed. */
+static void hook_expect(run *r, const em_tensor *leaf) {
+  em_ag_meta *m = meta_of(leaf);
+  if (!r->accumulate || !m || !m->hook) return;
+  if (m->hook_mark != r->mark) {
+    m->hook_mark = r->mark;
+    m->hook_pending = 0;
+    m->hook_got = 0;
+  }
+  m->hook_pending++;
+}
+
+static em_status hook_arrive(run *r, em_tensor *leaf) {
+  em_ag_meta *m = meta_of(leaf);
+  if (!r->accumulate || !m || !m->hook || m->hook_mark != r->mark) return EM_OK;
+  if (--m->hook_pending > 0 || !m->hook_got) return EM_OK;
+  m->hook_got = 0;
+  return m->hook(m->hook_ctx, leaf);
+}
+
 /* Every node reachable from the roots, each once, with its count of edges
 ** from other reachable nodes. */
 static em_status discover(run *r, int nroots, em_node *const *roots) {
@@ -786,6 +819,7 @@ static em_status discover(run *r, int nroots, em_node *const *roots) {
     em_node *n = r->nodes[w];
     for (int i = 0; i < n->nin && st == EM_OK; i++) {
       em_node *c = n->next[i].node;
+      if (!c && n->next[i].leaf) hook_expect(r, n->next[i].leaf);
       if (!c) continue;
       if (c->mark != r->mark) {
         c->mark = r->mark;
@@ -828,6 +862,7 @@ static em_status accumulate_grad(em_tensor *t, em_tensor *g, int create_graph) {
   em_ag_meta *m;
   em_status st = meta_get(t, &m);
   if (st != EM_OK) return st;
+  m->hook_got = 1;
   if (!m->grad) return own_grad(g, create_graph, &m->grad);
   if (!create_graph && !m->grad->requires_grad && em_tensor_refcount(m->grad) >= 1 &&
       !em_has_internal_overlap(m->grad)) {
@@ -933,6 +968,7 @@ static em_status run_node(run *r, em_node *n) {
   st = em_ag_apply(n, n->buf, gin);
   for (int i = 0; i < n->nin && st == EM_OK; i++) {
     em_ag_edge *e = &n->next[i];
+    if (!gin[i] && !e->node && e->leaf) st = hook_arrive(r, e->leaf);
     if (!gin[i] || (!e->node && !e->leaf)) continue;
     em_tensor *g = NULL, *c = NULL;
     st = sum_to(n, i, gin[i], &n->in[i], &g);
@@ -944,6 +980,7 @@ static em_status run_node(run *r, em_node *n) {
       g = c;
     }
     if (st == EM_OK) st = deliver(r, e, g);
+    if (st == EM_OK && !e->node) st = hook_arrive(r, e->leaf);
     em_tensor_release(g);
   }
   for (int i = 0; i < n->nin; i++) em_tensor_release(gin[i]);
@@ -1035,7 +1072,9 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
   for (int i = 0; i < nroots && st == EM_OK; i++) {
     em_ag_edge e;
     edge_of(roots[i], &e);
+    if (!e.node && e.leaf) hook_expect(&r, e.leaf);
     st = deliver(&r, &e, rg[i]);
+    if (st == EM_OK && !e.node && e.leaf) st = hook_arrive(&r, e.leaf);
     em_node_release(e.node);
     em_tensor_release(e.leaf);
   }
@@ -1074,6 +1113,36 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
   free(r.tnode);
   free(r.tnr);
   return st;
+}
+
+em_status em_tensor_set_grad_hook(em_tensor *t, em_grad_hook_fn fn, void *ctx,
+                                  void (*free_ctx)(void *ctx)) {
+  if (fn && (!t->requires_grad || grad_fn_of(t))) {
+    if (free_ctx) free_ctx(ctx);
+    return em_fail(EM_E_RUNTIME, "register_post_accumulate_grad_hook: %s",
+                   t->requires_grad ? "post accumulate grad hooks cannot be registered on "
+                                      "non-leaf tensors"
+                                    : "cannot register a hook on a tensor that doesn't "
+                                      "require gradient");
+  }
+  em_ag_meta *m;
+  em_status st = meta_get(t, &m);
+  if (st != EM_OK) {
+    if (free_ctx) free_ctx(ctx);
+    return st;
+  }
+  if (m->hook_free) m->hook_free(m->hook_ctx);
+  m->hook = fn;
+  m->hook_ctx = fn ? ctx : NULL;
+  m->hook_free = fn ? free_ctx : NULL;
+  m->hook_mark = 0;
+  if (!fn && free_ctx) free_ctx(ctx);
+  return EM_OK;
+}
+
+void *em_tensor_grad_hook_ctx(const em_tensor *t, em_grad_hook_fn fn) {
+  em_ag_meta *m = meta_of(t);
+  return m && fn && m->hook == fn ? m->hook_ctx : NULL;
 }
 
 em_status em_backward(int n, em_tensor *const *tensors, em_tensor *const *grads,

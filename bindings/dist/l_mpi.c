@@ -1,0 +1,522 @@
+/*
+** l_mpi.c -- ember.dist, the MPI half of T.distributed (issue 17;
+** docs/distributed.md). A separate Lua C module (build/ember/dist.so), so
+** libember and ember.core never link MPI and a script that does not use
+** T.distributed never loads it; lua/ember/distributed.lua requires it on
+** init_process_group. It moves raw buffers: every call takes an address
+** (C._data_address of a contiguous tensor), an element count and a dtype
+** name, and knows nothing of tensors, dtypes' arithmetic or autograd.
+**
+** Every collective is MPI's nonblocking form and returns a request; wait
+** polls it with MPI_Test (yielding the core; sleeping 1 ms between tests
+** once it has waited 5 s) until it completes or the timeout passes. A timed-out request
+** stays posted: the communicator can no longer be used, and the process
+** calls MPI_Abort at exit instead of MPI_Finalize (which would wait for the
+** peers forever), so mpirun ends the job.
+*/
+#include <mpi.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "lauxlib.h"
+#include "lua.h"
+
+#define MAX_COMMS 256
+static MPI_Comm comms[MAX_COMMS];
+static int ncomms = 0;
+static int we_initialized = 0; /* MPI_Init was ours (so is MPI_Finalize) */
+static int broken = 0;          /* a request timed out or was lost: abort at exit */
+static const char *broken_why = NULL;
+
+#define REQ_MT "ember.dist.request"
+typedef struct dreq {
+  MPI_Request req;
+  int active;
+  int source; /* a receive's sender, once complete */
+} dreq;
+
+static int fail(lua_State *L, const char *op, int rc) {
+  char msg[MPI_MAX_ERROR_STRING + 1];
+  int len = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) len = 0;
+  msg[len] = 0;
+  return luaL_error(L, "%s: MPI error: %s", op, len ? msg : "unknown");
+}
+
+static MPI_Comm check_comm(lua_State *L, int idx, const char *op) {
+  lua_Integer id = luaL_checkinteger(L, idx);
+  if (!we_initialized && ncomms == 0) luaL_error(L, "%s: MPI is not initialized", op);
+  if (id < 0 || id >= ncomms || comms[id] == MPI_COMM_NULL)
+    luaL_error(L, "%s: the process group has been destroyed", op);
+  return comms[id];
+}
+
+static MPI_Datatype check_type(lua_State *L, int idx, const char *op) {
+  const char *n = luaL_checkstring(L, idx);
+  if (!strcmp(n, "float32")) return MPI_FLOAT;
+  if (!strcmp(n, "float64")) return MPI_DOUBLE;
+  if (!strcmp(n, "int64")) return MPI_INT64_T;
+  if (!strcmp(n, "int32")) return MPI_INT32_T;
+  if (!strcmp(n, "int16")) return MPI_INT16_T;
+  if (!strcmp(n, "int8")) return MPI_INT8_T;
+  if (!strcmp(n, "uint8")) return MPI_UINT8_T;
+  if (!strcmp(n, "bool")) return MPI_C_BOOL;
+  if (!strcmp(n, "float16") || !strcmp(n, "bfloat16")) return MPI_UINT16_T; /* moved, not reduced */
+  luaL_error(L, "%s: dtype %s has no MPI type", op, n);
+  return MPI_DATATYPE_NULL;
+}
+
+static MPI_Op check_op(lua_State *L, int idx, const char *op) {
+  const char *n = luaL_checkstring(L, idx);
+  if (!strcmp(n, "sum")) return MPI_SUM;
+  if (!strcmp(n, "prod")) return MPI_PROD;
+  if (!strcmp(n, "max")) return MPI_MAX;
+  if (!strcmp(n, "min")) return MPI_MIN;
+  if (!strcmp(n, "lor")) return MPI_LOR;
+  if (!strcmp(n, "land")) return MPI_LAND;
+  if (!strcmp(n, "band")) return MPI_BAND;
+  if (!strcmp(n, "bor")) return MPI_BOR;
+  if (!strcmp(n, "bxor")) return MPI_BXOR;
+  luaL_error(L, "%s: unknown reduce op '%s'", op, n);
+  return MPI_OP_NULL;
+}
+
+static int check_count(lua_State *L, int idx, const char *op) {
+  lua_Number n = luaL_checknumber(L, idx);
+  if (n < 0 || n > 2147483647.0)
+    luaL_error(L, "%s: %.0f elements is more than one MPI call moves (2^31 - 1)", op, n);
+  return (int)n;
+}
+
+/* an address argument: a lightuserdata, or nil for MPI_IN_PLACE */
+static void *check_addr(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return MPI_IN_PLACE;
+  luaL_checktype(L, idx, LUA_TLIGHTUSERDATA);
+  return lua_touserdata(L, idx);
+}
+
+static dreq *new_req(lua_State *L) {
+  dreq *r = lua_newuserdata(L, sizeof *r);
+  r->req = MPI_REQUEST_NULL;
+  r->active = 0;
+  r->source = -1;
+  luaL_getmetatable(L, REQ_MT);
+  lua_setmetatable(L, -2);
+  return r;
+}
+
+static int started(lua_State *L, dreq *r, int rc, const char *op) {
+  if (rc != MPI_SUCCESS) return fail(L, op, rc);
+  r->active = 1;
+  return 1;
+}
+
+/* -- Set-up -------------------------------------------------------------- */
+
+/* init() -> rank, size (of MPI_COMM_WORLD) */
+static int l_init(lua_State *L) {
+  int flag = 0;
+  MPI_Initialized(&flag);
+  if (!flag) {
+    int provided;
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) return luaL_error(L, "init_process_group: MPI_Init failed");
+    we_initialized = 1;
+  }
+  if (ncomms == 0) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    comms[0] = MPI_COMM_WORLD;
+    ncomms = 1;
+  }
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  lua_pushinteger(L, rank);
+  lua_pushinteger(L, size);
+  return 2;
+}
+
+/* The state's sentinel: at lua_close, finalize (or abort a broken job). */
+static int l_sentinel_gc(lua_State *L) {
+  (void)L;
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (!init || fin || !we_initialized) return 0;
+  if (broken) {
+    fprintf(stderr, "ember.distributed: aborting the job (%s)\n",
+            broken_why ? broken_why : "a collective did not complete");
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  for (int i = 1; i < ncomms; i++)
+    if (comms[i] != MPI_COMM_NULL) MPI_Comm_free(&comms[i]);
+  MPI_Finalize();
+  return 0;
+}
+
+/* finalize(): MPI_Finalize now (the sentinel does it at exit) */
+static int l_finalize(lua_State *L) { return l_sentinel_gc(L); }
+
+static int l_abort(lua_State *L) {
+  int code = (int)luaL_optinteger(L, 1, 1);
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Abort(MPI_COMM_WORLD, code);
+  return 0;
+}
+
+static int l_set_broken(lua_State *L) {
+  broken = 1;
+  lua_pushvalue(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "ember.dist.why"); /* keeps the string alive */
+  broken_why = lua_tostring(L, 1);
+  return 0;
+}
+
+static int l_is_broken(lua_State *L) {
+  lua_pushboolean(L, broken);
+  return 1;
+}
+
+/* comm_create(parent, {ranks in parent, 0-based}, tag) -> id, rank, size;
+** only the members call it (MPI_Comm_create_group). */
+static int l_comm_create(lua_State *L) {
+  MPI_Comm parent = check_comm(L, 1, "new_group");
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int tag = (int)luaL_checkinteger(L, 3);
+  int n = 0;
+  while (1) {
+    lua_rawgeti(L, 2, n + 1);
+    int nil = lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (nil) break;
+    n++;
+  }
+  if (n < 1 || n > 65536) return luaL_error(L, "new_group: expected 1 to 65536 ranks");
+  if (ncomms >= MAX_COMMS) return luaL_error(L, "new_group: more than %d live groups", MAX_COMMS - 1);
+  int *rs = lua_newuserdata(L, sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    rs[i] = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  MPI_Group pg, g;
+  MPI_Comm_group(parent, &pg);
+  int rc = MPI_Group_incl(pg, n, rs, &g);
+  MPI_Group_free(&pg);
+  if (rc != MPI_SUCCESS) return fail(L, "new_group", rc);
+  MPI_Comm c;
+  rc = MPI_Comm_create_group(parent, g, tag, &c);
+  MPI_Group_free(&g);
+  if (rc != MPI_SUCCESS) return fail(L, "new_group", rc);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  int id = -1;
+  for (int i = 1; i < ncomms; i++)
+    if (comms[i] == MPI_COMM_NULL) { id = i; break; }
+  if (id < 0) id = ncomms++;
+  comms[id] = c;
+  int rank, size;
+  MPI_Comm_rank(c, &rank);
+  MPI_Comm_size(c, &size);
+  lua_pushinteger(L, id);
+  lua_pushinteger(L, rank);
+  lua_pushinteger(L, size);
+  return 3;
+}
+
+static int l_comm_free(lua_State *L) {
+  lua_Integer id = luaL_checkinteger(L, 1);
+  if (id > 0 && id < ncomms && comms[id] != MPI_COMM_NULL) {
+    if (!broken) MPI_Comm_free(&comms[id]);
+    comms[id] = MPI_COMM_NULL;
+  }
+  return 0;
+}
+
+/* -- Collectives: each returns a request ----------------------------------- */
+
+/* iallreduce(comm, addr, count, dtype, op): in place */
+static int l_iallreduce(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "all_reduce");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "all_reduce");
+  MPI_Datatype t = check_type(L, 4, "all_reduce");
+  MPI_Op op = check_op(L, 5, "all_reduce");
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Iallreduce(MPI_IN_PLACE, a, n, t, op, c, &r->req), "all_reduce");
+}
+
+/* ibcast(comm, addr, count, dtype, root) */
+static int l_ibcast(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "broadcast");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "broadcast");
+  MPI_Datatype t = check_type(L, 4, "broadcast");
+  int root = (int)luaL_checkinteger(L, 5);
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Ibcast(a, n, t, root, c, &r->req), "broadcast");
+}
+
+/* ireduce(comm, addr, count, dtype, op, root, i_am_root): in place at the root */
+static int l_ireduce(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "reduce");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "reduce");
+  MPI_Datatype t = check_type(L, 4, "reduce");
+  MPI_Op op = check_op(L, 5, "reduce");
+  int root = (int)luaL_checkinteger(L, 6);
+  int me = lua_toboolean(L, 7);
+  dreq *r = new_req(L);
+  int rc = me ? MPI_Ireduce(MPI_IN_PLACE, a, n, t, op, root, c, &r->req)
+              : MPI_Ireduce(a, NULL, n, t, op, root, c, &r->req);
+  return started(L, r, rc, "reduce");
+}
+
+/* iallgather(comm, send|nil (in place), recv, count per rank, dtype) */
+static int l_iallgather(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "all_gather");
+  void *s = check_addr(L, 2), *d = check_addr(L, 3);
+  int n = check_count(L, 4, "all_gather");
+  MPI_Datatype t = check_type(L, 5, "all_gather");
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Iallgather(s, s == MPI_IN_PLACE ? 0 : n, t, d, n, t, c, &r->req),
+                 "all_gather");
+}
+
+/* ireduce_scatter(comm, send, recv, count per rank, dtype, op) */
+static int l_ireduce_scatter(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "reduce_scatter");
+  void *s = check_addr(L, 2), *d = check_addr(L, 3);
+  int n = check_count(L, 4, "reduce_scatter");
+  MPI_Datatype t = check_type(L, 5, "reduce_scatter");
+  MPI_Op op = check_op(L, 6, "reduce_scatter");
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Ireduce_scatter_block(s, d, n, t, op, c, &r->req), "reduce_scatter");
+}
+
+/* ialltoall(comm, send, recv, count per rank, dtype) */
+static int l_ialltoall(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "all_to_all");
+  void *s = check_addr(L, 2), *d = check_addr(L, 3);
+  int n = check_count(L, 4, "all_to_all");
+  MPI_Datatype t = check_type(L, 5, "all_to_all");
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Ialltoall(s, n, t, d, n, t, c, &r->req), "all_to_all");
+}
+
+/* igather(comm, send, recv|nil (not the root), count per rank, dtype, root) */
+static int l_igather(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "gather");
+  void *s = check_addr(L, 2), *d = lua_isnoneornil(L, 3) ? NULL : check_addr(L, 3);
+  int n = check_count(L, 4, "gather");
+  MPI_Datatype t = check_type(L, 5, "gather");
+  int root = (int)luaL_checkinteger(L, 6);
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Igather(s, n, t, d, n, t, root, c, &r->req), "gather");
+}
+
+/* iscatter(comm, send|nil (not the root), recv, count per rank, dtype, root) */
+static int l_iscatter(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "scatter");
+  void *s = lua_isnoneornil(L, 2) ? NULL : check_addr(L, 2), *d = check_addr(L, 3);
+  int n = check_count(L, 4, "scatter");
+  MPI_Datatype t = check_type(L, 5, "scatter");
+  int root = (int)luaL_checkinteger(L, 6);
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Iscatter(s, n, t, d, n, t, root, c, &r->req), "scatter");
+}
+
+static int l_ibarrier(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "barrier");
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Ibarrier(c, &r->req), "barrier");
+}
+
+/* isend(comm, addr, count, dtype, dst, tag) */
+static int l_isend(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "send");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "send");
+  MPI_Datatype t = check_type(L, 4, "send");
+  int dst = (int)luaL_checkinteger(L, 5), tag = (int)luaL_checkinteger(L, 6);
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Isend(a, n, t, dst, tag, c, &r->req), "send");
+}
+
+/* irecv(comm, addr, count, dtype, src (-1: any), tag) */
+static int l_irecv(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "recv");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "recv");
+  MPI_Datatype t = check_type(L, 4, "recv");
+  int src = (int)luaL_checkinteger(L, 5), tag = (int)luaL_checkinteger(L, 6);
+  dreq *r = new_req(L);
+  return started(L, r, MPI_Irecv(a, n, t, src < 0 ? MPI_ANY_SOURCE : src, tag, c, &r->req),
+                 "recv");
+}
+
+/* -- Blocking forms: for a group without a timeout (timeout = math.huge),
+** where waiting forever is what was asked and MPI's blocking collectives
+** are faster than the nonblocking ones (Open MPI's libnbc) -- */
+
+/* allreduce(comm, addr, count, dtype, op): in place */
+static int l_allreduce(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "all_reduce");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "all_reduce");
+  MPI_Datatype t = check_type(L, 4, "all_reduce");
+  MPI_Op op = check_op(L, 5, "all_reduce");
+  int rc = MPI_Allreduce(MPI_IN_PLACE, a, n, t, op, c);
+  if (rc != MPI_SUCCESS) return fail(L, "all_reduce", rc);
+  return 0;
+}
+
+/* bcast(comm, addr, count, dtype, root) */
+static int l_bcast(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "broadcast");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "broadcast");
+  MPI_Datatype t = check_type(L, 4, "broadcast");
+  int root = (int)luaL_checkinteger(L, 5);
+  int rc = MPI_Bcast(a, n, t, root, c);
+  if (rc != MPI_SUCCESS) return fail(L, "broadcast", rc);
+  return 0;
+}
+
+static int l_barrier(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "barrier");
+  int rc = MPI_Barrier(c);
+  if (rc != MPI_SUCCESS) return fail(L, "barrier", rc);
+  return 0;
+}
+
+/* -- Completion ---------------------------------------------------------- */
+
+static int test_once(lua_State *L, dreq *r, const char *op, int *done) {
+  MPI_Status stt;
+  int flag = 0;
+  int rc = MPI_Test(&r->req, &flag, &stt);
+  if (rc != MPI_SUCCESS) {
+    r->active = 0;
+    return fail(L, op, rc);
+  }
+  if (flag) {
+    r->active = 0;
+    r->source = stt.MPI_SOURCE;
+  }
+  *done = flag;
+  return 0;
+}
+
+/* test(req, op) -> done, source */
+static int l_test(lua_State *L) {
+  dreq *r = luaL_checkudata(L, 1, REQ_MT);
+  const char *op = luaL_optstring(L, 2, "is_completed");
+  int done = !r->active;
+  if (!done) test_once(L, r, op, &done);
+  lua_pushboolean(L, done);
+  lua_pushinteger(L, r->source);
+  return 2;
+}
+
+/* wait(req, timeout_s (<= 0: none), op) -> true, source | false (timed out:
+** the job is then marked broken) */
+static int l_wait(lua_State *L) {
+  dreq *r = luaL_checkudata(L, 1, REQ_MT);
+  double timeout = luaL_optnumber(L, 2, 0);
+  const char *op = luaL_optstring(L, 3, "wait");
+  int done = !r->active;
+  double t0 = MPI_Wtime();
+  while (!done) {
+    test_once(L, r, op, &done);
+    if (done) break;
+    double el = MPI_Wtime() - t0;
+    if (timeout > 0 && el >= timeout) {
+      broken = 1;
+      if (!broken_why) broken_why = "a collective timed out";
+      lua_pushboolean(L, 0);
+      return 1;
+    }
+    /* MPI progresses a nonblocking collective only inside MPI calls, on
+    ** every rank: test without pause for the first 50 us (a small message
+    ** is done by then), then yield the core to the peers between tests
+    ** while a large transfer is under way; only a wait of seconds (a
+    ** straggler) sleeps between tests */
+    if (el > 5.0) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    } else if (el > 50e-6) {
+      sched_yield();
+    }
+  }
+  lua_pushboolean(L, 1);
+  lua_pushinteger(L, r->source);
+  return 2;
+}
+
+static int l_req_gc(lua_State *L) {
+  dreq *r = luaL_checkudata(L, 1, REQ_MT);
+  if (r->active) { /* collected while posted: MPI may still write its buffer */
+    broken = 1;
+    if (!broken_why) broken_why = "a request was dropped before it completed";
+  }
+  return 0;
+}
+
+static int l_wtime(lua_State *L) {
+  lua_pushnumber(L, MPI_Wtime());
+  return 1;
+}
+
+static int l_version(lua_State *L) {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  lua_pushlstring(L, v, (size_t)len);
+  return 1;
+}
+
+int luaopen_ember_dist(lua_State *L) {
+  static const luaL_Reg fns[] = {
+      {"init", l_init},           {"finalize", l_finalize},
+      {"abort", l_abort},         {"set_broken", l_set_broken},
+      {"is_broken", l_is_broken}, {"comm_create", l_comm_create},
+      {"comm_free", l_comm_free}, {"iallreduce", l_iallreduce},
+      {"ibcast", l_ibcast},       {"ireduce", l_ireduce},
+      {"iallgather", l_iallgather}, {"ireduce_scatter", l_ireduce_scatter},
+      {"ialltoall", l_ialltoall}, {"igather", l_igather},
+      {"iscatter", l_iscatter},   {"ibarrier", l_ibarrier},
+      {"isend", l_isend},         {"irecv", l_irecv},
+      {"allreduce", l_allreduce}, {"bcast", l_bcast},
+      {"barrier", l_barrier},
+      {"test", l_test},           {"wait", l_wait},
+      {"wtime", l_wtime},         {"version", l_version},
+      {NULL, NULL}};
+  if (luaL_newmetatable(L, REQ_MT)) {
+    lua_pushcfunction(L, l_req_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+  /* the sentinel: finalizes MPI when the state closes */
+  lua_getfield(L, LUA_REGISTRYINDEX, "ember.dist.sentinel");
+  if (lua_isnil(L, -1)) {
+    lua_newuserdata(L, 1);
+    lua_newtable(L);
+    lua_pushcfunction(L, l_sentinel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, "ember.dist.sentinel");
+  }
+  lua_pop(L, 1);
+  lua_newtable(L);
+  for (const luaL_Reg *f = fns; f->name; f++) {
+    lua_pushcfunction(L, f->func);
+    lua_setfield(L, -2, f->name);
+  }
+  return 1;
+}

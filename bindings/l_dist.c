@@ -1,0 +1,30 @@
+/*
+** l_dist.c -- what T.distributed needs from ember.core (issue 17): the
+** address of a tensor's values, for the MPI module ember.dist
+** (bindings/dist/l_mpi.c), which moves raw buffers and knows nothing of
+** tensors. lua/ember/distributed.lua makes the buffers contiguous first.
+*/
+#include "l_ember.h"
+
+/* C._data_address(t, op, write) -> lightuserdata: the address of t's first
+** element (a CPU tensor with values); write bumps t's version, as an
+** in-place op does (the collective writes into it). */
+static int l_data_address(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "distributed");
+  const char *op = luaL_optstring(L, 2, "distributed");
+  if (em_tensor_check_values(op, t) != EM_OK) return l_error(L);
+  em_device d = em_tensor_device(t);
+  if (d.type != EM_CPU) {
+    char b[32];
+    return l_errorf(L, "%s: the mpi backend moves CPU tensors, got a tensor on %s", op,
+                    em_device_str(d, b, sizeof b));
+  }
+  if (lua_toboolean(L, 3)) em_storage_bump_version(em_tensor_storage(t));
+  lua_pushlightuserdata(L, em_tensor_data(t));
+  return 1;
+}
+
+void l_open_dist(lua_State *L) {
+  static const luaL_Reg fns[] = {{"_data_address", l_data_address}, {NULL, NULL}};
+  l_add_functions(L, fns);
+}
