@@ -164,7 +164,7 @@ describe("issue 18 layer modules", function()
     assert.is_true(T.equal(e.weight:detach()[2], before[2]))
     assert.is_true(T.allclose(out, e.weight:detach():index_select(1, T.tensor { 1, 3 })))
     assert.has_error(function() F.embedding(T.tensor { 1 }, e.weight, { maxnorm = 1 }) end,
-      "embedding: unknown option 'maxnorm'")
+      "embedding: unknown option 'maxnorm' (expected one of: padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)")
   end)
 
   it("EmbeddingBag: 1-based ids and offsets, gradcheck, errors", function()

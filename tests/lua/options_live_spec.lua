@@ -140,6 +140,7 @@ R.requires_grad_ = "x"
 R.item = "x:view(-1):narrow(1, 1, 1)"
 R.cuda = nil -- no device: refused before options matter (checked below)
 R.to_dlpack = "x"
+R.register_post_accumulate_grad_hook = "T.ones(2, { requires_grad = true }), function() end"
 R.softmax = "x, 1"
 
 -- creation and module-level functions
@@ -267,6 +268,7 @@ local NR = {
   ModuleDict = "{ a = lin }", ParameterDict = "{ a = T.ones(2) }", ParameterList = "{ T.ones(2) }",
   PoissonNLLLoss = "", RMSNorm = "3", SmoothL1Loss = "", TripletMarginLoss = "",
   Upsample = "{ scale_factor = 2 }",
+  DistributedDataParallel = "lin", DistributedSampler = "ds, { num_replicas = 1, rank = 0 }",
   -- functions of T.nn, T.nn.init, T.nn.utils
   Parameter = "T.ones(2)",
   calculate_gain = "'relu'", uniform_ = "T.empty(2, 2)", normal_ = "T.empty(2, 2)",
@@ -428,6 +430,7 @@ local FW = {
   PoissonNLLLoss = "T.nn.PoissonNLLLoss(), x, y", RMSNorm = "T.nn.RMSNorm(3), x",
   SmoothL1Loss = "T.nn.SmoothL1Loss(), x, y", TripletMarginLoss = "T.nn.TripletMarginLoss(), x, y, p",
   Upsample = "T.nn.Upsample { scale_factor = 2 }, img",
+  DistributedDataParallel = "T.nn.parallel.DistributedDataParallel(T.nn.Linear(3, 2)), x",
 }
 -- containers without a forward of their own
 local no_forward = { ModuleList = "a ModuleList has no forward (it raises)", ModuleDict = true,
@@ -447,12 +450,16 @@ local skip = {
   ["t:cuda"] = "no cuda device on a build without CUDA: the call is refused (tested in the device specs)",
   ["T.from_ffi"] = "FFI-only entry point: its options are checked in interop_spec",
   ["T.load_safetensors_buffer"] = "takes bytes made by save_safetensors: checked in safetensors_spec",
+  ["nn.DistributedDataParallel"] = "needs init_process_group: its options are checked under mpirun (tests/dist)",
+  ["DistributedDataParallel:forward"] = "needs init_process_group: checked under mpirun (tests/dist)",
 }
 -- Known gaps, not yet mended (issue 21 item 5, left open on the issue):
 -- the composites and layers of issue 18 merged in the same session that
 -- do not yet refuse an extra argument or check every option. Each shows as
 -- pending until it is fixed and taken off this list.
 local gaps = {
+  ["t:register_post_accumulate_grad_hook"] = true,
+  ["data.DistributedSampler"] = true,
   ["AdaptiveAvgPool1d:forward"] = true,
   ["AdaptiveAvgPool2d:forward"] = true,
   ["AdaptiveMaxPool1d:forward"] = true,
