@@ -25,7 +25,7 @@ case "${EMBER_LUAJIT:-}" in
   upstream) luajit_pkgs="luajit libluajit-5.1-dev" ;;
   openresty) luajit_pkgs="luajit2 libluajit2-5.1-dev" ;;
 esac
-pkgs="$luajit_pkgs liblua5.4-dev lua5.4 libopenblas-dev lua-busted cmake build-essential pkg-config zlib1g-dev libdlpack-dev libedit-dev lua-cjson $*"
+pkgs="$luajit_pkgs liblua5.4-dev lua5.4 libopenblas-dev lua-busted cmake build-essential pkg-config zlib1g-dev libdlpack-dev libedit-dev lua-cjson libsleef-dev libopenmpi-dev openmpi-bin bc $*"
 missing=""
 for p in $pkgs; do
   installed "$p" || missing="$missing $p"
