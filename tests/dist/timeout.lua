@@ -20,5 +20,11 @@ else
   print(string.format("rank %d: all_reduce: %s", rank, tostring(err)))
   local ok2, err2 = pcall(dist.broadcast, T.ones(4), { src = 0 })
   print(string.format("rank %d: then: %s", rank, tostring(err2)))
+  io.stdout:flush()
+  -- the first rank to exit aborts the job (MPI_Abort at exit), which would
+  -- kill a rank still inside its own 2 s wait before it reports: stay a
+  -- while, so every waiting rank reaches its timeout and says so
+  local t0 = os.time()
+  while os.time() - t0 < 6 do end
 end
 io.stdout:flush()

@@ -483,7 +483,7 @@ static void cpu_masked_compact(em_tensor *out, const em_tensor *src, const em_te
   int64_t es = (int64_t)em_dtype_size(src->dtype), count = pos[nruns];
   int64_t total = nout * nruns;
   compact_fn f = compact_loops[src->dtype];
-  if (n == 0 || nout == 0) return;
+  if (n == 0 || nout == 0 || count == 0) return; /* nothing selected: out may have no data */
 #pragma omp parallel for schedule(static) if (n * nout > 2 * EM_MASK_RUN)
   for (int64_t q = 0; q < total; q++) {
     int64_t o = q / nruns, r = q - o * nruns;
