@@ -142,6 +142,8 @@ static void transpose_avx2(const float *a, float *c, int64_t n) {
             for (int64_t jj = j; jj < j + 8; jj++) c[jj * n + ii] = a[ii * n + jj];
 #endif
         }
+}
+
 /* the transcendental rows: libm per element into the preallocated Cc */
 static float gelu_tanh_f(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
