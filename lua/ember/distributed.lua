@@ -748,21 +748,31 @@ return function(T, C)
   end
 
   -- gather(tensor, {gather_list = (at dst) list, dst = rank})
-  function dist.gather(t, o)
-    o = check_opts("gather", o, set { "gather_list", "dst", "group", "async_op" }, 2)
-    check_tensor("gather", "tensor", t, 2)
-    local g = group_of("gather", o.group, 2)
-    local dst = src_opt("gather", o, "dst", 0, 2)
-    if not g then return nil end
-    local root = group_rank("gather", "dst", g, dst, 2)
+  -- the arguments of a rooted collective with a list at the root (gather,
+  -- scatter): o checked, the group (nil off it), the root's group rank,
+  -- whether this rank is the root, and the list (checked there, refused elsewhere)
+  local function rooted(name, t, o, listkey, rootkey, role, what)
+    o = check_opts(name, o, set { listkey, rootkey, "group", "async_op" }, 3)
+    check_tensor(name, "tensor", t, 3)
+    local g = group_of(name, o.group, 3)
+    local r = src_opt(name, o, rootkey, 0, 3)
+    if not g then return o, nil end
+    local root = group_rank(name, rootkey, g, r, 3)
     local me = root == g._rank
-    local list = o.gather_list
+    local list = o[listkey]
     if me then
-      if list == nil then error("gather: gather_list is required on the destination rank", 2) end
-      check_list("gather", "gather_list", list, g._size, t, "the input tensor", 2)
+      if list == nil then error(("%s: %s is required on the %s rank"):format(name, listkey, role), 3) end
+      check_list(name, listkey, list, g._size, t, what, 3)
     elseif list ~= nil then
-      error("gather: gather_list must not be given on a rank that is not the destination", 2)
+      error(("%s: %s must not be given on a rank that is not the %s"):format(name, listkey, role), 3)
     end
+    return o, g, root, me, list
+  end
+
+  function dist.gather(t, o)
+    local g, root, me, list
+    o, g, root, me, list = rooted("gather", t, o, "gather_list", "dst", "destination", "the input tensor")
+    if not g then return nil end
     if local_world(g) then
       T.no_grad(function() list[1]:copy_(t:view(list[1].shape)) end)
       return launch("gather", g, {}, nil, nil, o.async_op, 2)
@@ -785,20 +795,9 @@ return function(T, C)
   -- scatter(tensor, {scatter_list = (at src) list, src = rank}): tensor
   -- gets scatter_list[rank + 1] of src
   function dist.scatter(t, o)
-    o = check_opts("scatter", o, set { "scatter_list", "src", "group", "async_op" }, 2)
-    check_tensor("scatter", "tensor", t, 2)
-    local g = group_of("scatter", o.group, 2)
-    local src = src_opt("scatter", o, "src", 0, 2)
+    local g, root, me, list
+    o, g, root, me, list = rooted("scatter", t, o, "scatter_list", "src", "source", "the output tensor")
     if not g then return nil end
-    local root = group_rank("scatter", "src", g, src, 2)
-    local me = root == g._rank
-    local list = o.scatter_list
-    if me then
-      if list == nil then error("scatter: scatter_list is required on the source rank", 2) end
-      check_list("scatter", "scatter_list", list, g._size, t, "the output tensor", 2)
-    elseif list ~= nil then
-      error("scatter: scatter_list must not be given on a rank that is not the source", 2)
-    end
     if local_world(g) then
       T.no_grad(function() t:copy_(list[1]:view(t.shape)) end)
       return launch("scatter", g, {}, nil, nil, o.async_op, 2)

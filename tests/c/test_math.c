@@ -6,30 +6,9 @@
 #include <stdlib.h>
 
 #include "ctest.h"
+#include "ctest_ops.h"
 #include "core/core.h"
 #include "core/iter.h"
-
-static em_operand T_(const em_tensor *t) {
-  em_operand o;
-  memset(&o, 0, sizeof o);
-  o.tensor = t;
-  return o;
-}
-static em_operand S_int(int64_t v) {
-  em_operand o;
-  memset(&o, 0, sizeof o);
-  o.scalar.kind = EM_SCALAR_INT;
-  o.scalar.i = v;
-  o.scalar.f = (double)v;
-  return o;
-}
-static em_operand S_float(double v) {
-  em_operand o;
-  memset(&o, 0, sizeof o);
-  o.scalar.kind = EM_SCALAR_FLOAT;
-  o.scalar.f = v;
-  return o;
-}
 
 static em_tensor *arange_f32(int ndim, const int64_t *sizes) {
   em_tensor *t;

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 
 #include "ctest.h"
+#include "ctest_ops.h"
 #include "core/core.h"
 #include "cpu/vecmath.h"
 
@@ -68,19 +69,6 @@ static double ddist(double got, double want) {
   return a > b ? (double)(a - b) : (double)(b - a);
 }
 
-static em_operand T_(const em_tensor *t) {
-  em_operand o;
-  memset(&o, 0, sizeof o);
-  o.tensor = t;
-  return o;
-}
-static em_operand S_float(double v) {
-  em_operand o;
-  memset(&o, 0, sizeof o);
-  o.scalar.kind = EM_SCALAR_FLOAT;
-  o.scalar.f = v;
-  return o;
-}
 static em_status pow_of(const em_tensor *x, em_operand y, em_tensor **r) {
   em_operand ops[2] = {T_(x), y};
   return em_elementwise(EM_OP_POW, 2, ops, NULL, NULL, r);
