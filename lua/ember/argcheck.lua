@@ -1,23 +1,31 @@
 -- Argument helpers shared by the functions written in Lua on top of engine
 -- ops (lua/ember/tools.lua, nn/activations.lua, nn/extra_layers.lua,
 -- nn/transpose_upsample.lua): require("ember.argcheck")(T).
+local ARGS = require("ember.args")
+
 return function(T)
   local A = {}
 
   -- a table that is not a tensor: an options table (or a list)
   function A.is_opts(v) return type(v) == "table" and not T.is_tensor(v) end
 
-  -- o (nil: {}) checked against the allowed keys; errors at level + 1
-  -- from here (level as the caller counts it)
+  -- o (nil: {}) checked against the allowed keys (a set) by ember.args, so
+  -- the messages are the ones every other entry point gives; errors at
+  -- level + 1 from here (level as the caller counts it)
+  local lists = setmetatable({}, { __mode = "k" })
   function A.check_opts(op, o, allowed, level)
     if o == nil then return {} end
     if not A.is_opts(o) then
       error(string.format("%s: expected an options table, got %s", op, type(o)), level + 1)
     end
-    for k in pairs(o) do
-      if not allowed[k] then error(string.format("%s: unknown option '%s'", op, tostring(k)), level + 1) end
+    local list = lists[allowed]
+    if not list then
+      list = {}
+      for k in pairs(allowed) do list[#list + 1] = k end
+      table.sort(list)
+      lists[allowed] = list
     end
-    return o
+    return ARGS.checkopts(op, o, list, level + 2)
   end
 
   function A.check_tensor(op, t, what, level)

@@ -120,7 +120,7 @@ describe("activation modules", function()
   end)
 
   it("refuses unknown options and bad input", function()
-    assert.has_error(function() F.elu(T.ones(2), { alpha = 1, beta = 2 }) end, "elu: unknown option 'beta'")
+    assert.has_error(function() F.elu(T.ones(2), { alpha = 1, beta = 2 }) end, "elu: unknown option 'beta' (expected one of: alpha, inplace)")
     assert.has_error(function() nn.Hardtanh { min = 1 } end, "Hardtanh: unknown option 'min'")
     assert.has_error(function() F.glu(T.ones(2, 3)) end, "glu: halving dimension must be even, but dimension -1 is size 3")
     assert.has_error(function() F.hardtanh(T.ones(2), 2, 1) end,

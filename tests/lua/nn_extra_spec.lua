@@ -218,7 +218,7 @@ describe("issue 18 layer modules", function()
     assert.is_true(T.equal(nn.TripletMarginLoss { p = 1 }(a, b, a * 2), F.triplet_margin_loss(a, b, a * 2, { p = 1 })))
     assert.is_true(T.equal(nn.PoissonNLLLoss()(a, b:abs()), F.poisson_nll_loss(a, b:abs())))
     assert.is_true(T.equal(nn.GaussianNLLLoss()(a, b, T.ones(3, 4)), F.gaussian_nll_loss(a, b, T.ones(3, 4))))
-    assert.has_error(function() nn.HuberLoss { beta = 1 } end, "HuberLoss: unknown option 'beta'")
+    assert.has_error(function() nn.HuberLoss { beta = 1 } end, "HuberLoss: unknown option 'beta' (expected one of: delta, reduction)")
   end)
 
   it("name bad input", function()

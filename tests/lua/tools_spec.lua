@@ -152,15 +152,15 @@ describe("tensor tools: forms, options, out= and in place", function()
 
   it("refuses unknown options", function()
     local a = T.ones(3, 3)
-    assert.has_error(function() a:tril { diagnal = 1 } end, "tril: unknown option 'diagnal'")
-    assert.has_error(function() F.pad(a, { 1, 1 }, { mode = "reflect", foo = 1 }) end, "pad: unknown option 'foo'")
+    assert.has_error(function() a:tril { diagnal = 1 } end, "tril: unknown option 'diagnal' (expected one of: diagonal, out)")
+    assert.has_error(function() F.pad(a, { 1, 1 }, { mode = "reflect", foo = 1 }) end, "pad: unknown option 'foo' (expected one of: mode, value)")
     assert.has_error(function() T.meshgrid(a[1], { indexing = "ij", sparse = true }) end,
-      "meshgrid: unknown option 'sparse'")
-    assert.has_error(function() F.normalize(a, { p = 2, axis = 1 }) end, "normalize: unknown option 'axis'")
+      "meshgrid: unknown option 'sparse' (expected one of: indexing)")
+    assert.has_error(function() F.normalize(a, { p = 2, axis = 1 }) end, "normalize: unknown option 'axis' (expected one of: dim, eps, out, p)")
     assert.has_error(function() F.cosine_similarity(a, a, { dim = 1, epsilon = 1 }) end,
-      "cosine_similarity: unknown option 'epsilon'")
-    assert.has_error(function() T.cdist(a, a, { p = 2, mode = 1 }) end, "cdist: unknown option 'mode'")
-    assert.has_error(function() T.diag_embed(a, { offset = 1, dim = 2 }) end, "diag_embed: unknown option 'dim'")
+      "cosine_similarity: unknown option 'epsilon' (expected one of: dim, eps)")
+    assert.has_error(function() T.cdist(a, a, { p = 2, mode = 1 }) end, "cdist: unknown option 'mode' (expected one of: compute_mode, p)")
+    assert.has_error(function() T.diag_embed(a, { offset = 1, dim = 2 }) end, "diag_embed: unknown option 'dim' (expected one of: dim1, dim2, offset, out)")
   end)
 
   it("one_hot takes 1-based ids and names a bad id", function()
