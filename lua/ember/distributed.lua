@@ -1107,7 +1107,8 @@ return function(T, C)
   local Sampler = {}
   Sampler.__index = Sampler
   local SAMPLER_KEYS = set { "num_replicas", "rank", "shuffle", "seed", "drop_last" }
-  function T.data.DistributedSampler(dataset, o)
+  function T.data.DistributedSampler(dataset, o, ...)
+    require("ember.args").nomore("DistributedSampler", 2, ...)
     o = check_opts("DistributedSampler", o, SAMPLER_KEYS, 2)
     if type(dataset) ~= "table" or not dataset.len then
       error("DistributedSampler: expected a dataset (with len)", 2)

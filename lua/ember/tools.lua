@@ -254,6 +254,12 @@ return function(T, C)
       error("einsum: expected the equation string as argument #1, got " .. type(equation), 2)
     end
     local operands, num_ops = { ... }, select("#", ...)
+    -- a trailing table with named keys is an options table: einsum takes none
+    local last = operands[num_ops]
+    if num_ops >= 1 and is_opts(last) and next(last) ~= nil and #last == 0 then
+      check_opts(op, last, {}, 2)
+      num_ops = num_ops - 1
+    end
     if num_ops == 1 and is_opts(operands[1]) then
       operands = operands[1]
       num_ops = #operands

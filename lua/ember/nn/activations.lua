@@ -14,6 +14,7 @@
 return function(T, C, nn)
   local F, Module = nn.functional, nn.Module
   local A = require("ember.argcheck")(T)
+  local nomore = require("ember.args").nomore
   local is_opts, named = A.is_opts, A.named
   local function check_opts(op, o, allowed) A.check_opts(op, o, allowed, 3) end
 
@@ -119,8 +120,9 @@ return function(T, C, nn)
 
   -- prelu(x, weight): x > 0: x, else weight * x, weight (one value, or one
   -- per channel: dim 2 of a batched input)
-  function F.prelu(x, weight)
+  function F.prelu(x, weight, ...)
     local op = "prelu"
+    nomore(op, 2, ...)
     check_tensor(op, x)
     if not T.is_tensor(weight) then error("prelu: expected a weight tensor, got " .. type(weight), 2) end
     local n = weight:numel()
@@ -170,7 +172,8 @@ return function(T, C, nn)
       end
       self.inplace = o.inplace or false
     end
-    function M:forward(x)
+    function M:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
       local o = { inplace = self.inplace }
       for _, k in ipairs(keys) do o[k] = self[k] end
       return F[fname](x, o)
@@ -218,7 +221,9 @@ return function(T, C, nn)
     end
     self.beta, self.threshold = beta or 1, threshold or 20
   end
-  function Softplus:forward(x) return x:softplus(self.beta, self.threshold) end
+  function Softplus:forward(x, ...)
+    nomore("Softplus.forward", 1, ...)
+    return x:softplus(self.beta, self.threshold) end
   function Softplus:extra_repr() return string.format("beta=%g, threshold=%g", self.beta, self.threshold) end
   nn.Softplus = Softplus
 
@@ -232,7 +237,9 @@ return function(T, C, nn)
     end
     self.dim = dim or -1
   end
-  function GLU:forward(x) return F.glu(x, self.dim) end
+  function GLU:forward(x, ...)
+    nomore("GLU.forward", 1, ...)
+    return F.glu(x, self.dim) end
   function GLU:extra_repr() return "dim=" .. tostring(self.dim) end
   nn.GLU = GLU
 
@@ -253,7 +260,9 @@ return function(T, C, nn)
     local dt = (o and o.dtype) or T.get_default_dtype()
     self.weight = nn.Parameter(T.full({ self.num_parameters }, init, { dtype = dt }))
   end
-  function PReLU:forward(x) return F.prelu(x, self.weight) end
+  function PReLU:forward(x, ...)
+    nomore("PReLU.forward", 1, ...)
+    return F.prelu(x, self.weight) end
   function PReLU:extra_repr() return "num_parameters=" .. self.num_parameters end
   nn.PReLU = PReLU
 end

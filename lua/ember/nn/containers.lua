@@ -9,6 +9,7 @@
 -- Python dict literal does).
 return function(T, C, nn)
   local Module = nn.Module
+  local nomore = require("ember.args").nomore
   local is_module = Module._is_module
 
   -- {key, value} entries of a dict's initialiser (map or array of pairs)
@@ -46,7 +47,8 @@ return function(T, C, nn)
 
   -- -- ModuleDict -----------------------------------------------------------------
   local ModuleDict = Module:extend("ModuleDict")
-  function ModuleDict:init(mods)
+  function ModuleDict:init(mods, ...)
+    nomore("ModuleDict", 1, ...)
     for _, e in ipairs(entries("ModuleDict", mods)) do self:set(e[1], e[2]) end
   end
   function ModuleDict:set(key, m)
@@ -91,7 +93,8 @@ return function(T, C, nn)
 
   -- -- ParameterList --------------------------------------------------------------
   local ParameterList = Module:extend("ParameterList")
-  function ParameterList:init(params)
+  function ParameterList:init(params, ...)
+    nomore("ParameterList", 1, ...)
     if params ~= nil and (type(params) ~= "table" or T.is_tensor(params)) then
       error("ParameterList: expected an array of tensors, got " .. type(params), 3)
     end
@@ -125,7 +128,8 @@ return function(T, C, nn)
 
   -- -- ParameterDict --------------------------------------------------------------
   local ParameterDict = Module:extend("ParameterDict")
-  function ParameterDict:init(params)
+  function ParameterDict:init(params, ...)
+    nomore("ParameterDict", 1, ...)
     for _, e in ipairs(entries("ParameterDict", params)) do self:set(e[1], e[2]) end
   end
   function ParameterDict:set(key, p)

@@ -10,6 +10,7 @@
 return function(T, C, nn)
   local F, Module = nn.functional, nn.Module
   local A = require("ember.argcheck")(T)
+  local nomore = require("ember.args").nomore
   local named, set = A.named, A.set
 
   local NEG = -math.huge
@@ -177,7 +178,8 @@ return function(T, C, nn)
     o = A.check_opts("CTCLoss", o, CTC, 3)
     self.blank, self.reduction, self.zero_infinity = o.blank or 1, o.reduction or "mean", o.zero_infinity or false
   end
-  function CTCLoss:forward(log_probs, targets, input_lengths, target_lengths)
+  function CTCLoss:forward(log_probs, targets, input_lengths, target_lengths, ...)
+    nomore("CTCLoss.forward", 4, ...)
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths,
       { blank = self.blank, reduction = self.reduction, zero_infinity = self.zero_infinity })
   end

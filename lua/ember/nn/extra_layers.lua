@@ -15,6 +15,8 @@ return function(T, C, nn)
   local F, Module, init = nn.functional, nn.Module, nn.init
   local unpack = table.unpack or unpack
   local A = require("ember.argcheck")(T)
+  local ARGS = require("ember.args")
+  local nomore = ARGS.nomore
   local is_opts, named, set, shape_of = A.is_opts, A.named, A.set, A.shape_of
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 2) end
   local function check_tensor(op, x, what) return A.check_tensor(op, x, what, 2) end
@@ -139,15 +141,17 @@ return function(T, C, nn)
     end
   end
 
-  function F.adaptive_avg_pool1d(x, output_size)
+  function F.adaptive_avg_pool1d(x, output_size, ...)
     local op = "adaptive_avg_pool1d"
+    nomore(op, 2, ...)
     adaptive_input(op, x, 1)
     local o = out_sizes(op, output_size, 1, x)
     return (adaptive_1d(op, x, x.ndim, o[1], "avg"))
   end
 
-  function F.adaptive_avg_pool2d(x, output_size)
+  function F.adaptive_avg_pool2d(x, output_size, ...)
     local op = "adaptive_avg_pool2d"
+    nomore(op, 2, ...)
     adaptive_input(op, x, 2)
     local o = out_sizes(op, output_size, 2, x)
     -- a rectangle's mean is the mean of its rows' means (equal lengths)
@@ -618,7 +622,8 @@ return function(T, C, nn)
     self.padding, self.dilation = opt(o, "padding", 0), opt(o, "dilation", 1)
     self.ceil_mode, self.return_indices = opt(o, "ceil_mode", false), opt(o, "return_indices", false)
   end
-  function MaxPool1d:forward(x)
+  function MaxPool1d:forward(x, ...)
+    nomore("MaxPool1d.forward", 1, ...)
     return F.max_pool1d(x, self.kernel_size, { stride = self.stride, padding = self.padding, dilation = self.dilation,
       ceil_mode = self.ceil_mode, return_indices = self.return_indices })
   end
@@ -634,7 +639,8 @@ return function(T, C, nn)
     self.kernel_size, self.stride, self.padding = kernel, opt(o, "stride", kernel), opt(o, "padding", 0)
     self.ceil_mode, self.count_include_pad = opt(o, "ceil_mode", false), opt(o, "count_include_pad", true)
   end
-  function AvgPool1d:forward(x)
+  function AvgPool1d:forward(x, ...)
+    nomore("AvgPool1d.forward", 1, ...)
     return F.avg_pool1d(x, self.kernel_size, { stride = self.stride, padding = self.padding,
       ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad })
   end
@@ -654,7 +660,8 @@ return function(T, C, nn)
       o = checked(name, o, has_idx and AMP or {})
       self.output_size, self.return_indices = output_size, opt(o, "return_indices", false)
     end
-    function M:forward(x)
+    function M:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
       if has_idx then return F[fname](x, self.output_size, self.return_indices) end
       return F[fname](x, self.output_size)
     end
@@ -676,7 +683,9 @@ return function(T, C, nn)
       self.bias = init.zeros_(T.empty({ num_channels }, { dtype = dt })):requires_grad_(true)
     end
   end
-  function GroupNorm:forward(x) return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps) end
+  function GroupNorm:forward(x, ...)
+    nomore("GroupNorm.forward", 1, ...)
+    return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps) end
   function GroupNorm:extra_repr()
     return string.format("%d, %d, eps=%g, affine=%s", self.num_groups, self.num_channels, self.eps, tostring(self.affine))
   end
@@ -693,7 +702,9 @@ return function(T, C, nn)
       self.weight = init.ones_(T.empty(shape, { dtype = dt })):requires_grad_(true)
     end
   end
-  function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
+  function RMSNorm:forward(x, ...)
+    nomore("RMSNorm.forward", 1, ...)
+    return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
   function RMSNorm:extra_repr()
     return string.format("(%s,), eps=%s, elementwise_affine=%s", table.concat(self.normalized_shape, ", "),
       self.eps and require("ember.pyfloat")(self.eps) or "None", tostring(self.elementwise_affine))
@@ -717,7 +728,8 @@ return function(T, C, nn)
         self:register_buffer("num_batches_tracked", T.tensor(0, { dtype = T.int64 }))
       end
     end
-    function IN:forward(x)
+    function IN:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
       if x.ndim ~= nd + 1 and x.ndim ~= nd + 2 then
         error(string.format("%s: expected %dD or %dD input (got %dD input)", name, nd + 1, nd + 2, x.ndim), 2)
       end
@@ -743,7 +755,7 @@ return function(T, C, nn)
   instance_class("InstanceNorm2d", 2)
 
   -- losses as modules: the options of F, the inputs of F's call
-  local function loss_class(name, fn, keys)
+  local function loss_class(name, fn, keys, ninputs)
     local L = Module:extend(name)
     local allowed = set(keys)
     function L:init(o)
@@ -752,21 +764,22 @@ return function(T, C, nn)
       for _, k in ipairs(keys) do self.opts[k] = o[k] end
     end
     function L:forward(...)
+      local n = ninputs
+      nomore(name .. ".forward", n, select(n + 1, ...))
       local args = { ... }
-      local n = select("#", ...)
       args[n + 1] = self.opts
       return fn(unpack(args, 1, n + 1))
     end
     nn[name] = L
   end
-  loss_class("SmoothL1Loss", F.smooth_l1_loss, { "reduction", "beta" })
-  loss_class("HuberLoss", F.huber_loss, { "reduction", "delta" })
-  loss_class("KLDivLoss", F.kl_div, { "reduction", "log_target" })
-  loss_class("CosineEmbeddingLoss", F.cosine_embedding_loss, { "margin", "reduction" })
-  loss_class("MarginRankingLoss", F.margin_ranking_loss, { "margin", "reduction" })
-  loss_class("TripletMarginLoss", F.triplet_margin_loss, { "margin", "p", "eps", "swap", "reduction" })
-  loss_class("PoissonNLLLoss", F.poisson_nll_loss, { "log_input", "full", "eps", "reduction" })
-  loss_class("GaussianNLLLoss", F.gaussian_nll_loss, { "full", "eps", "reduction" })
+  loss_class("SmoothL1Loss", F.smooth_l1_loss, { "reduction", "beta" }, 2)
+  loss_class("HuberLoss", F.huber_loss, { "reduction", "delta" }, 2)
+  loss_class("KLDivLoss", F.kl_div, { "reduction", "log_target" }, 2)
+  loss_class("CosineEmbeddingLoss", F.cosine_embedding_loss, { "margin", "reduction" }, 3)
+  loss_class("MarginRankingLoss", F.margin_ranking_loss, { "margin", "reduction" }, 3)
+  loss_class("TripletMarginLoss", F.triplet_margin_loss, { "margin", "p", "eps", "swap", "reduction" }, 3)
+  loss_class("PoissonNLLLoss", F.poisson_nll_loss, { "log_input", "full", "eps", "reduction" }, 2)
+  loss_class("GaussianNLLLoss", F.gaussian_nll_loss, { "full", "eps", "reduction" }, 3)
 
   -- EmbeddingBag(num, dim, {mode="mean", padding_idx=, max_norm=, norm_type=, include_last_offset=})
   local EmbeddingBag = Module:extend("EmbeddingBag")
@@ -785,7 +798,8 @@ return function(T, C, nn)
     if self.padding_idx then w[self.padding_idx]:fill_(0) end
     self.weight = w:requires_grad_(true)
   end
-  function EmbeddingBag:forward(ids, offsets, per_sample_weights)
+  function EmbeddingBag:forward(ids, offsets, per_sample_weights, ...)
+    ARGS.nooptions("EmbeddingBag.forward", 2, 3, offsets, per_sample_weights, ...)
     return F.embedding_bag(ids, self.weight, offsets, { mode = self.mode, padding_idx = self.padding_idx,
       max_norm = self.max_norm, norm_type = self.norm_type, include_last_offset = self.include_last_offset,
       per_sample_weights = per_sample_weights })

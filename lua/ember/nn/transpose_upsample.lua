@@ -14,6 +14,7 @@ return function(T, C, nn)
   local F, Module, init = nn.functional, nn.Module, nn.init
   local unpack = table.unpack or unpack
   local A = require("ember.argcheck")(T)
+  local nomore = require("ember.args").nomore
   local is_opts, named, set = A.is_opts, A.named, A.set
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 2) end
 
@@ -79,6 +80,7 @@ return function(T, C, nn)
 
   function F.conv_transpose2d(x, w, b, ...)
     local op = "conv_transpose2d"
+    if is_opts(b) then return F.conv_transpose2d(x, w, nil, b, ...) end -- (x, w, {options}): no bias
     if not T.is_tensor(x) or not T.is_tensor(w) then error(op .. ": expected tensor input and weight", 2) end
     if b ~= nil and not T.is_tensor(b) then error(op .. ": bias must be a tensor or nil (pass options after it)", 2) end
     local s, p, opad, g, d = ct_args(op, { ... }, 2)
@@ -94,6 +96,7 @@ return function(T, C, nn)
 
   function F.conv_transpose1d(x, w, b, ...)
     local op = "conv_transpose1d"
+    if is_opts(b) then return F.conv_transpose1d(x, w, nil, b, ...) end
     if not T.is_tensor(x) or not T.is_tensor(w) then error(op .. ": expected tensor input and weight", 2) end
     if b ~= nil and not T.is_tensor(b) then error(op .. ": bias must be a tensor or nil (pass options after it)", 2) end
     local s, p, opad, g, d = ct_args(op, { ... }, 1)
@@ -142,8 +145,9 @@ return function(T, C, nn)
     return a * (1 - l1):view(shape) + b * l1:view(shape)
   end
 
-  function F.interpolate(x, o)
+  function F.interpolate(x, o, ...)
     local op = "interpolate"
+    nomore(op, 2, ...)
     if not T.is_tensor(x) then error(op .. ": expected a tensor input, got " .. type(x), 2) end
     o = check_opts(op, o, INTERP)
     local mode = o.mode or "nearest"
@@ -232,7 +236,8 @@ return function(T, C, nn)
         self.bias = init.uniform_(T.empty({ cout }, { dtype = dt }), -bound, bound):requires_grad_(true)
       end
     end
-    function M:forward(x)
+    function M:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
       local f = n == 1 and F.conv_transpose1d or F.conv_transpose2d
       local one = function(t) return n == 1 and t[1] or t end
       return f(x, self.weight, self.bias, { stride = one(self.stride), padding = one(self.padding),
@@ -257,7 +262,8 @@ return function(T, C, nn)
 
   local Upsample = Module:extend("Upsample")
   local UP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
-  function Upsample:init(o)
+  function Upsample:init(o, ...)
+    nomore("Upsample", 1, ...)
     if o ~= nil and not is_opts(o) then error("Upsample: pass the options in a table", 3) end
     o = o or {}
     for k in pairs(o) do
@@ -266,7 +272,8 @@ return function(T, C, nn)
     self.size, self.scale_factor, self.mode = o.size, o.scale_factor, o.mode or "nearest"
     self.align_corners, self.recompute_scale_factor = o.align_corners, o.recompute_scale_factor
   end
-  function Upsample:forward(x)
+  function Upsample:forward(x, ...)
+    nomore("Upsample.forward", 1, ...)
     return F.interpolate(x, { size = self.size, scale_factor = self.scale_factor, mode = self.mode,
       align_corners = self.align_corners, recompute_scale_factor = self.recompute_scale_factor })
   end
