@@ -21,10 +21,11 @@ return function(T, C)
     end
     return M or nil
   end
-  function dist.is_available() return mpi() ~= nil end
-  dist.is_mpi_available = dist.is_available
-  function dist.is_nccl_available() return false end
-  function dist.is_gloo_available() return false end
+  local nomore = require("ember.args").nomore
+  function dist.is_available(...) nomore("is_available", 0, ...) return mpi() ~= nil end
+  function dist.is_mpi_available(...) nomore("is_mpi_available", 0, ...) return mpi() ~= nil end
+  function dist.is_nccl_available(...) nomore("is_nccl_available", 0, ...) return false end
+  function dist.is_gloo_available(...) nomore("is_gloo_available", 0, ...) return false end
 
   -- started by mpirun/mpiexec (Open MPI, MPICH's hydra) or srun with PMIx
   local function launched()
@@ -113,7 +114,7 @@ return function(T, C)
     return i - 1
   end
 
-  function dist.is_initialized() return S.initialized end
+  function dist.is_initialized(...) nomore("is_initialized", 0, ...) return S.initialized end
   -- ends the whole job now (MPI_Abort; lua/ember/launch.lua on an error)
   function dist._abort(code)
     if M then
@@ -123,45 +124,62 @@ return function(T, C)
     end
     os.exit(code or 1)
   end
-  function dist.get_backend(g)
-    need_init("get_backend", 2)
+  -- the group argument of the query functions (nil: the world), after the
+  -- init check
+  local function query_group(name, g)
+    need_init(name, 3)
+    if g == nil then return S.world end
+    if type(g) == "table" and getmetatable(g) == nil then
+      local k = next(g)
+      if type(k) == "string" then
+        fail(3, "%s: unknown option '%s' (%s takes no options; its argument is a process group)", name, k, name)
+      end
+    end
+    if g ~= NON_MEMBER and getmetatable(g) ~= Group then
+      fail(3, "%s: group must be a process group (T.distributed.new_group), got %s", name,
+        T.is_tensor(g) and "a tensor" or type(g))
+    end
+    return g
+  end
+  function dist.get_backend(g, ...)
+    nomore("get_backend", 1, ...)
+    query_group("get_backend", g)
     return "mpi"
   end
-  function dist.get_rank(g)
-    if not S.initialized then
-      error("get_rank: the default process group has not been initialized; call " ..
-        "T.distributed.init_process_group first", 2)
-    end
-    if g == nil then return S.world._rank end
+  function dist.get_rank(g, ...)
+    nomore("get_rank", 1, ...)
+    g = query_group("get_rank", g)
     if g == NON_MEMBER then return -1 end
     return g.member and g._rank or -1
   end
-  function dist.get_world_size(g)
-    if not S.initialized then
-      error("get_world_size: the default process group has not been initialized; call " ..
-        "T.distributed.init_process_group first", 2)
-    end
-    if g == nil then return S.world._size end
+  function dist.get_world_size(g, ...)
+    nomore("get_world_size", 1, ...)
+    g = query_group("get_world_size", g)
     if g == NON_MEMBER then return -1 end
     return g.member and g._size or -1
   end
-  function dist.get_global_rank(g, r)
-    need_init("get_global_rank", 2)
-    if g == nil then g = S.world end
+  function dist.get_global_rank(g, r, ...)
+    nomore("get_global_rank", 2, ...)
+    g = query_group("get_global_rank", g)
+    if g == NON_MEMBER then fail(2, "get_global_rank: this rank is not a member of the group") end
     check_int("get_global_rank", "group_rank", r, 2)
     if r < 0 or r >= #g.ranks then
       fail(2, "get_global_rank: group rank %d is out of range 0..%d", r, #g.ranks - 1)
     end
     return g.ranks[r + 1]
   end
-  function dist.get_group_rank(g, r)
-    need_init("get_group_rank", 2)
-    return group_rank("get_group_rank", "global_rank", g or S.world, r, 2)
+  function dist.get_group_rank(g, r, ...)
+    nomore("get_group_rank", 2, ...)
+    g = query_group("get_group_rank", g)
+    if g == NON_MEMBER then fail(2, "get_group_rank: this rank is not a member of the group") end
+    return group_rank("get_group_rank", "global_rank", g, r, 2)
   end
-  function dist.get_process_group_ranks(g)
-    need_init("get_process_group_ranks", 2)
+  function dist.get_process_group_ranks(g, ...)
+    nomore("get_process_group_ranks", 1, ...)
+    g = query_group("get_process_group_ranks", g)
+    if g == NON_MEMBER then fail(2, "get_process_group_ranks: this rank is not a member of the group") end
     local out = {}
-    for i, r in ipairs((g or S.world).ranks) do out[i] = r end
+    for i, r in ipairs(g.ranks) do out[i] = r end
     return out
   end
 

@@ -77,6 +77,7 @@ cases 2 ddp.lua
 cases 3 ddp.lua
 cases 2 sampler.lua
 cases 3 sampler.lua
+cases 3 options.lua
 env_args=(-x EMBER_DISTRIBUTED_DEBUG=DETAIL)
 cases 3 detail.lua
 cases 2 collectives.lua   # every collective passes the DETAIL check
