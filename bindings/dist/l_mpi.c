@@ -14,6 +14,7 @@
 ** calls MPI_Abort at exit instead of MPI_Finalize (which would wait for the
 ** peers forever), so mpirun ends the job.
 */
+#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
@@ -98,6 +99,17 @@ static void *check_addr(lua_State *L, int idx) {
   return lua_touserdata(L, idx);
 }
 
+/* a request with `extra` bytes after it, for argument arrays MPI reads
+** until the operation completes (the request userdata outlives it) */
+static dreq *new_req_extra(lua_State *L, size_t extra) {
+  dreq *r = lua_newuserdata(L, sizeof(dreq) + extra);
+  r->req = MPI_REQUEST_NULL;
+  r->active = 0;
+  r->source = -1;
+  luaL_getmetatable(L, REQ_MT);
+  lua_setmetatable(L, -2);
+  return r;
+}
 static dreq *new_req(lua_State *L) {
   dreq *r = lua_newuserdata(L, sizeof *r);
   r->req = MPI_REQUEST_NULL;
@@ -309,6 +321,33 @@ static int l_ialltoall(lua_State *L) {
   return started(L, r, MPI_Ialltoall(s, n, t, d, n, t, c, &r->req), "all_to_all");
 }
 
+/* ialltoallv(comm, send, recv, sendcounts, recvcounts, dtype): the counts
+** are Lua lists of n element counts (one per rank, in rank order); blocks
+** are packed back to back in rank order on both sides */
+static int l_ialltoallv(lua_State *L) {
+  MPI_Comm c = check_comm(L, 1, "all_to_all");
+  void *s = check_addr(L, 2), *d = check_addr(L, 3);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  MPI_Datatype t = check_type(L, 6, "all_to_all");
+  int n = 0;
+  MPI_Comm_size(c, &n);
+  dreq *r = new_req_extra(L, 4 * (size_t)n * sizeof(int));
+  int *sc = (int *)(r + 1), *sd = sc + n, *rc = sd + n, *rd = rc + n;
+  long long so = 0, ro = 0;
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 4, i + 1);
+    lua_rawgeti(L, 5, i + 1);
+    lua_Integer a = lua_tointeger(L, -2), b = lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    if (a < 0 || b < 0 || so + a > INT_MAX || ro + b > INT_MAX)
+      return luaL_error(L, "all_to_all: split sizes must be counts that fit MPI's int (got %d and %d)", (int)a, (int)b);
+    sc[i] = (int)a, sd[i] = (int)so, rc[i] = (int)b, rd[i] = (int)ro;
+    so += a, ro += b;
+  }
+  return started(L, r, MPI_Ialltoallv(s, sc, sd, t, d, rc, rd, t, c, &r->req), "all_to_all");
+}
+
 /* igather(comm, send, recv|nil (not the root), count per rank, dtype, root) */
 static int l_igather(lua_State *L) {
   MPI_Comm c = check_comm(L, 1, "gather");
@@ -489,7 +528,7 @@ int luaopen_ember_dist(lua_State *L) {
       {"comm_free", l_comm_free}, {"iallreduce", l_iallreduce},
       {"ibcast", l_ibcast},       {"ireduce", l_ireduce},
       {"iallgather", l_iallgather}, {"ireduce_scatter", l_ireduce_scatter},
-      {"ialltoall", l_ialltoall}, {"igather", l_igather},
+      {"ialltoall", l_ialltoall}, {"ialltoallv", l_ialltoallv}, {"igather", l_igather},
       {"iscatter", l_iscatter},   {"ibarrier", l_ibarrier},
       {"isend", l_isend},         {"irecv", l_irecv},
       {"allreduce", l_allreduce}, {"bcast", l_bcast},

@@ -699,64 +699,185 @@ return function(T, C)
   end
 
   local A2A_KEYS = set { "group", "async_op", "output_split_sizes", "input_split_sizes" }
-  local function no_splits(name, o, level)
-    if o.output_split_sizes ~= nil or o.input_split_sizes ~= nil then
-      fail(level + 1, "%s: uneven splits (output_split_sizes/input_split_sizes) are not supported by the mpi " ..
-        "backend yet; every block must have the same size", name)
+  local A2A_LIST_KEYS = set { "group", "async_op" }
+
+  -- the counts each rank sends to each other agree with what that rank
+  -- expects (one all_to_all of the counts, then one all_reduce of the
+  -- verdict, so every rank raises or none does): an uneven exchange with a
+  -- mismatch would truncate or leave a rank waiting
+  local function counts_agree(name, g, sends, recvs, level)
+    local n = g._size
+    local sc, rc = T.tensor(sends, { dtype = T.int64 }), T.empty({ n }, { dtype = T.int64 })
+    local req = M.ialltoall(g.comm, addr(name, sc, false), addr(name, rc, true), 1, "int64")
+    if not M.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
+    local got, bad = rc:tolist(), 0
+    for i = 1, n do if got[i] ~= recvs[i] then bad = i; break end end
+    local verdict = T.tensor({ bad > 0 and 1 or 0 }, { dtype = T.int64 })
+    req = M.iallreduce(g.comm, addr(name, verdict, true), 1, "int64", "max")
+    if not M.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
+    if bad > 0 then
+      fail(level + 1, "%s: rank %d sends %d elements to this rank (%d), which expects %d from it", name,
+        g.ranks[bad], got[bad], g._rank, recvs[bad])
+    elseif verdict:item() ~= 0 then
+      fail(level + 1, "%s: the ranks of the group disagree on the split sizes (another rank's expected " ..
+        "counts differ from what this rank sends)", name)
     end
   end
-  -- all_to_all(output_list, input_list): output_list[i] gets rank i-1's input_list[rank + 1]
+
+  -- all_to_all(output_list, input_list): output_list[i] gets rank i-1's
+  -- input_list[rank + 1]; the blocks may differ in size (each output_list[i]
+  -- has the size rank i-1 sends), the dtypes may not
   function dist.all_to_all(outs, ins, o)
-    o = check_opts("all_to_all", o, A2A_KEYS, 2)
-    no_splits("all_to_all", o, 2)
+    o = check_opts("all_to_all", o, A2A_LIST_KEYS, 2)
     local g = group_of("all_to_all", o.group, 2)
     if not g then return nil end
     if type(ins) ~= "table" or T.is_tensor(ins) or not T.is_tensor(ins[1]) then
       fail(2, "all_to_all: input_tensor_list must be a list of tensors")
     end
-    check_list("all_to_all", "input_tensor_list", ins, g._size, ins[1], "input_tensor_list[1]", 2)
-    check_list("all_to_all", "output_tensor_list", outs, g._size, ins[1], "input_tensor_list[1]", 2)
+    local n = g._size
+    for _, l in ipairs { { ins, "input_tensor_list" }, { outs, "output_tensor_list" } } do
+      local list, what = l[1], l[2]
+      if type(list) ~= "table" or T.is_tensor(list) then
+        fail(2, "all_to_all: %s must be a list of tensors, got %s", what, T.is_tensor(list) and "a tensor" or type(list))
+      end
+      if #list ~= n then fail(2, "all_to_all: %s holds %d tensors, expected %d (the group's size)", what, #list, n) end
+      for i = 1, n do
+        check_tensor("all_to_all", what .. "[" .. i .. "]", list[i], 2)
+        if list[i].dtype ~= ins[1].dtype then
+          fail(2, "all_to_all: %s[%d] has dtype %s, but input_tensor_list[1] has dtype %s", what, i,
+            list[i].dtype.name, ins[1].dtype.name)
+        end
+      end
+    end
+    local sends, recvs, even = {}, {}, true
+    for i = 1, n do
+      sends[i], recvs[i] = ins[i]:numel(), outs[i]:numel()
+      if sends[i] ~= sends[1] or recvs[i] ~= sends[1] then even = false end
+    end
     if local_world(g) then
+      if sends[1] ~= recvs[1] then
+        fail(2, "all_to_all: output_tensor_list[1] has %d elements, but input_tensor_list[1] sends %d", recvs[1], sends[1])
+      end
       T.no_grad(function() outs[1]:copy_(ins[1]:view(outs[1].shape)) end)
       return launch("all_to_all", g, {}, nil, nil, o.async_op, 2)
     end
-    agree("all_to_all", g, ins[1]:numel(), ins[1].dtype, 2)
-    local n, k = g._size, ins[1]:numel()
     local flat = {}
     for i = 1, n do flat[i] = ins[i]:reshape(-1) end
     local send = T.cat(flat)
-    local recv = T.empty({ n * k }, { dtype = ins[1].dtype })
-    local req = M.ialltoall(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), k,
-      recv.dtype.name)
+    local total = 0
+    for i = 1, n do total = total + recvs[i] end
+    local recv = T.empty({ total }, { dtype = ins[1].dtype })
+    local req
+    if even then
+      agree("all_to_all", g, sends[1], ins[1].dtype, 2)
+      req = M.ialltoall(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), sends[1],
+        recv.dtype.name)
+    else
+      counts_agree("all_to_all", g, sends, recvs, 2)
+      req = M.ialltoallv(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), sends, recvs,
+        recv.dtype.name)
+    end
     for i = 1, n do addr("all_to_all", outs[i], true) end
     local post = function()
-      for i = 1, n do outs[i]:copy_(recv:narrow(1, (i - 1) * k + 1, k):view(outs[i].shape)) end
+      local at = 1
+      for i = 1, n do
+        if recvs[i] > 0 then outs[i]:copy_(recv:narrow(1, at, recvs[i]):view(outs[i].shape)) end
+        at = at + recvs[i]
+      end
     end
     return launch("all_to_all", g, { req }, { send, recv, outs }, post, o.async_op, 2)
   end
 
-  -- all_to_all_single(output, input): block i of input (dim 1 split evenly)
-  -- goes to rank i-1; block i of output comes from it
+  -- the elements of one row (dim 1) of t: the product of the other sizes
+  local function row_elems(t)
+    local r = 1
+    for d = 2, t.ndim do r = r * t.shape[d] end
+    return r
+  end
+  -- split sizes along dim 1 (rows): a list of n non-negative integers
+  -- summing to the tensor's first size; nil: n equal blocks
+  local function splits(name, key, sizes, t, what, n, level)
+    local rows = t.ndim > 0 and t.shape[1] or 1
+    if sizes == nil then
+      if rows % n ~= 0 then
+        fail(level + 1, "%s: %s has %d rows (dim 1), which the group's size %d does not divide; pass %s",
+          name, what, rows, n, key)
+      end
+      local l = {}
+      for i = 1, n do l[i] = math.floor(rows / n) end
+      return l
+    end
+    if type(sizes) ~= "table" or T.is_tensor(sizes) or #sizes ~= n then
+      fail(level + 1, "%s: %s must be a list of %d row counts (one per rank), got %s", name, key, n,
+        type(sizes) == "table" and not T.is_tensor(sizes) and (#sizes .. " entries") or type(sizes))
+    end
+    local sum = 0
+    for i = 1, n do
+      local v = sizes[i]
+      if type(v) ~= "number" or v % 1 ~= 0 or v < 0 then
+        fail(level + 1, "%s: %s[%d] must be a non-negative integer, got %s", name, key, i, tostring(v))
+      end
+      sum = sum + v
+    end
+    if sum ~= rows then
+      fail(level + 1, "%s: %s sums to %d rows, but %s has %d rows (dim 1)", name, key, sum, what, rows)
+    end
+    return sizes
+  end
+
+  -- all_to_all_single(output, input, {output_split_sizes, input_split_sizes}):
+  -- input's rows (dim 1) are split into blocks, block i to rank i-1 (equal
+  -- blocks unless input_split_sizes); output's rows receive rank i-1's block
+  -- in block i (equal unless output_split_sizes)
   function dist.all_to_all_single(out, t, o)
     o = check_opts("all_to_all_single", o, A2A_KEYS, 2)
-    no_splits("all_to_all_single", o, 2)
     check_tensor("all_to_all_single", "output", out, 2)
     check_tensor("all_to_all_single", "input", t, 2)
     local g = group_of("all_to_all_single", o.group, 2)
     if not g then return nil end
-    same_layout("all_to_all_single", "output", out, t, "input", 2)
+    if out.dtype ~= t.dtype then
+      fail(2, "all_to_all_single: output has dtype %s, but input has dtype %s", out.dtype.name, t.dtype.name)
+    end
     local n = g._size
-    if t:numel() % n ~= 0 then
-      fail(2, "all_to_all_single: input has %d elements, which the group's size %d does not divide", t:numel(), n)
+    local uneven = o.output_split_sizes ~= nil or o.input_split_sizes ~= nil
+    if not uneven then
+      same_layout("all_to_all_single", "output", out, t, "input", 2)
+      if t:numel() % n ~= 0 then
+        fail(2, "all_to_all_single: input has %d elements, which the group's size %d does not divide", t:numel(), n)
+      end
+    end
+    local isz, osz
+    local row_i, row_o = row_elems(t), row_elems(out)
+    if uneven then
+      if t.ndim == 0 or out.ndim == 0 then
+        fail(2, "all_to_all_single: split sizes need tensors of at least one dimension (rows along dim 1)")
+      end
+      if row_i ~= row_o then
+        fail(2, "all_to_all_single: a row of output has %d elements, but a row of input has %d", row_o, row_i)
+      end
+      isz = splits("all_to_all_single", "input_split_sizes", o.input_split_sizes, t, "input", n, 2)
+      osz = splits("all_to_all_single", "output_split_sizes", o.output_split_sizes, out, "output", n, 2)
     end
     if local_world(g) then
+      if uneven and isz[1] ~= osz[1] then
+        fail(2, "all_to_all_single: output_split_sizes[1] (%d) differs from input_split_sizes[1] (%d)", osz[1], isz[1])
+      end
       T.no_grad(function() out:copy_(t:reshape(out.shape)) end)
       return launch("all_to_all_single", g, {}, nil, nil, o.async_op, 2)
     end
-    agree("all_to_all_single", g, t:numel(), t.dtype, 2)
     local src, dst = contig(t), contig(out)
-    local req = M.ialltoall(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
-      math.floor(t:numel() / n), t.dtype.name)
+    local req
+    if not uneven then
+      agree("all_to_all_single", g, t:numel(), t.dtype, 2)
+      req = M.ialltoall(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
+        math.floor(t:numel() / n), t.dtype.name)
+    else
+      local sends, recvs = {}, {}
+      for i = 1, n do sends[i], recvs[i] = isz[i] * row_i, osz[i] * row_o end
+      counts_agree("all_to_all_single", g, sends, recvs, 2)
+      req = M.ialltoallv(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
+        sends, recvs, t.dtype.name)
+    end
     local post
     if dst ~= out then
       addr("all_to_all_single", out, true)

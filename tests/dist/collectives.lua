@@ -202,6 +202,51 @@ H.check("all_to_all and all_to_all_single", function()
   end
 end)
 
+H.check("uneven all_to_all and all_to_all_single (split sizes)", function()
+  -- rank r sends (r + j) rows of 2 to rank j (0-based): block sizes differ
+  -- per pair; each row holds 100 * sender + 10 * receiver + row
+  for _, dt in ipairs { T.float32, T.int64, T.float64 } do
+    local isz, osz, rows_in, rows_out = {}, {}, {}, {}
+    for j = 0, n - 1 do
+      isz[j + 1], osz[j + 1] = rank + j, j + rank
+      local b = T.zeros(rank + j, 2, { dtype = dt })
+      for r = 1, rank + j do b[r]:fill_(100 * rank + 10 * j + r) end
+      rows_in[j + 1] = b
+      rows_out[j + 1] = T.zeros(j + rank, 2, { dtype = dt })
+    end
+    dist.all_to_all(rows_out, rows_in)
+    for j = 0, n - 1 do
+      H.assert(rows_out[j + 1].shape[1] == j + rank, "shape")
+      for r = 1, j + rank do
+        H.same(rows_out[j + 1][r], T.full({ 2 }, 100 * j + 10 * rank + r, { dtype = dt }),
+          dt.name .. " uneven all_to_all from " .. j .. " row " .. r)
+      end
+    end
+    local src = T.cat(rows_in)
+    local dst = T.zeros(src.shape[1] + 0, 2, { dtype = dt }) -- sum_j (rank + j) rows either way
+    dist.all_to_all_single(dst, src:t():contiguous():t(), { input_split_sizes = isz, output_split_sizes = osz })
+    H.same(dst, T.cat(rows_out), dt.name .. " uneven all_to_all_single")
+  end
+  -- one side given, the other even
+  local even = T.zeros(2 * n, 1)
+  dist.all_to_all_single(even, T.full({ 2 * n, 1 }, rank, { dtype = T.float32 }), { input_split_sizes = (function()
+    local l = {} for i = 1, n do l[i] = 2 end return l end)() })
+  for j = 0, n - 1 do H.same(even:narrow(1, 2 * j + 1, 2), T.full({ 2, 1 }, j, { dtype = T.float32 }), "one-sided splits") end
+  -- a mismatch is an error on every rank, and the group goes on
+  local bad = {}
+  for j = 1, n do bad[j] = (rank == 0 and j == 2) and 2 or 1 end
+  H.errors(function() dist.all_to_all_single(T.zeros(n + (rank == 1 and 0 or 0)), T.zeros(n + (rank == 0 and 1 or 0)),
+    { input_split_sizes = bad, output_split_sizes = (function() local l = {} for i = 1, n do l[i] = 1 end return l end)() }) end,
+    "all_to_all_single: ")
+  local t2 = T.ones(2)
+  dist.all_reduce(t2)
+  H.same(t2, T.full({ 2 }, n, { dtype = T.float32 }), "the group goes on after a split mismatch")
+  H.errors(function() dist.all_to_all_single(T.zeros(n), T.zeros(n), { input_split_sizes = { 1 } }) end,
+    "all_to_all_single: input_split_sizes must be a list of " .. n .. " row counts")
+  H.errors(function() dist.all_to_all_single(T.zeros(n), T.zeros(n + 1), { input_split_sizes = (function()
+    local l = {} for i = 1, n do l[i] = 1 end return l end)() }) end, "input_split_sizes sums to " .. n .. " rows, but input has " .. n + 1 .. " rows")
+end)
+
 H.check("gather and scatter", function()
   local dst = n - 1
   for _, dt in ipairs { T.float32, T.int8, T.bfloat16 } do

@@ -192,8 +192,13 @@ describe("T.distributed without a launcher", function()
     assert.has_error(function() dist.recv(t) end, "recv: a world of one process has no other rank to receive from")
     assert.has_error(function() dist.gather(t, { dst = 0 }) end,
       "gather: gather_list is required on the destination rank")
-    assert.has_error(function() dist.all_to_all_single(T.ones(3), t, { input_split_sizes = { 3 } }) end,
-      "all_to_all_single: uneven splits (output_split_sizes/input_split_sizes) are not supported by the mpi backend yet; every block must have the same size")
+    local o3 = T.zeros(3)
+    dist.all_to_all_single(o3, t, { input_split_sizes = { 3 }, output_split_sizes = { 3 } })
+    assert.is_true(T.equal(o3, t))
+    assert.has_error(function() dist.all_to_all_single(T.ones(3), t, { input_split_sizes = { 2 } }) end,
+      "all_to_all_single: input_split_sizes sums to 2 rows, but input has 3 rows (dim 1)")
+    assert.has_error(function() dist.all_to_all_single(T.ones(3), t, { input_split_sizes = { 3 }, output_split_sizes = { 3, 0 } }) end,
+      "all_to_all_single: output_split_sizes must be a list of 1 row counts (one per rank), got 2 entries")
     assert.has_error(function() dist.new_group({ 0, 1 }) end,
       "new_group: rank 1 is out of range: ranks are 0..0 (a world of 1)")
     assert.has_error(function() dist.new_group({ 0, 0 }) end, "new_group: rank 0 is listed twice")
