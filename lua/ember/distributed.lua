@@ -54,15 +54,23 @@ return function(T, C)
 
   local function fail(level, fmt, ...) error(string.format(fmt, ...), level + 1) end
 
+  -- o against a set of keys, through ember.args (the message every entry
+  -- point gives, naming the keys taken)
+  local ARGS = require("ember.args")
+  local key_lists = setmetatable({}, { __mode = "k" })
   local function check_opts(name, o, keys, level)
     if o == nil then return {} end
     if type(o) ~= "table" or T.is_tensor(o) then
       fail(level + 1, "%s: expected a table of options, got %s", name, T.is_tensor(o) and "a tensor" or type(o))
     end
-    for k in pairs(o) do
-      if not keys[k] then fail(level + 1, "%s: unknown option '%s'", name, tostring(k)) end
+    local list = key_lists[keys]
+    if not list then
+      list = {}
+      for k in pairs(keys) do list[#list + 1] = k end
+      table.sort(list)
+      key_lists[keys] = list
     end
-    return o
+    return ARGS.checkopts(name, o, list, level + 2)
   end
   local function set(list)
     local s = {}
@@ -487,6 +495,9 @@ return function(T, C)
 
   -- -- collectives ------------------------------------------------------------------
   local RED_KEYS = set { "op", "group", "async_op" }
+  local BCAST_KEYS = set { "src", "group", "async_op" }
+  local REDUCE_KEYS = set { "dst", "op", "group", "async_op" }
+  local BARRIER_KEYS = set { "group", "async_op", "device_ids" }
   function dist.all_reduce(t, o)
     o = check_opts("all_reduce", o, RED_KEYS, 2)
     check_tensor("all_reduce", "tensor", t, 2)
@@ -529,7 +540,7 @@ return function(T, C)
 
   function dist.broadcast(t, o, o2)
     if type(o) == "number" then o2 = o2 or {}; o2.src = o2.src or o; o = o2 end
-    o = check_opts("broadcast", o, set { "src", "group", "async_op" }, 2)
+    o = check_opts("broadcast", o, BCAST_KEYS, 2)
     check_tensor("broadcast", "tensor", t, 2)
     local g = group_of("broadcast", o.group, 2)
     local src = src_opt("broadcast", o, "src", nil, 2)
@@ -554,7 +565,7 @@ return function(T, C)
 
   function dist.reduce(t, o, o2)
     if type(o) == "number" then o2 = o2 or {}; o2.dst = o2.dst or o; o = o2 end
-    o = check_opts("reduce", o, set { "dst", "op", "group", "async_op" }, 2)
+    o = check_opts("reduce", o, REDUCE_KEYS, 2)
     check_tensor("reduce", "tensor", t, 2)
     local g = group_of("reduce", o.group, 2)
     local op = o.op or "sum"
@@ -961,7 +972,7 @@ return function(T, C)
   end
 
   function dist.barrier(o)
-    o = check_opts("barrier", o, set { "group", "async_op", "device_ids" }, 2)
+    o = check_opts("barrier", o, BARRIER_KEYS, 2)
     local g = group_of("barrier", o.group, 2)
     if not g then return nil end
     if local_world(g) then return launch("barrier", g, {}, nil, nil, o.async_op, 2) end
