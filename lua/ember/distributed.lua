@@ -1198,6 +1198,10 @@ return function(T, C)
     local p = self._params[i]
     T.no_grad(function() b.views[k]:copy_(p.grad:reshape(-1)) end)
     if b.ready == #b.params then self:_launch_ready() end
+    -- MPI moves a message only inside an MPI call: each gradient that
+    -- arrives gives the buckets in flight a step, so they travel during the
+    -- backward instead of all at its end
+    if self._next > 1 and M then M.progress() end
   end
 
   function DDP:_finish_backward()

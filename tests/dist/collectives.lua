@@ -37,7 +37,7 @@ local function expected(kind, dt, op, ranks)
   local acc
   for _, r in ipairs(ranks) do
     local x = make(kind, r, dt)
-    x = dt == T.bool and x:to(T.int64) or x:double()
+    x = dt == T.bool and x:to(T.int64) or (dt.is_floating_point and x:double() or x) -- integers wrap as MPI does
     if not acc then acc = x:clone()
     elseif op == "sum" or op == "avg" then acc = acc + x
     elseif op == "prod" then acc = acc * x
@@ -71,6 +71,58 @@ H.check("all_reduce: every dtype, op and layout", function()
         end
       end
     end
+  end
+end)
+
+H.check("all_reduce: the schedules (recursive doubling, ring) at many sizes, the same bytes on every rank", function()
+  -- sizes around the chunking (fewer elements than ranks, remainders) and
+  -- past the recursive-doubling limit (64 KB), float sums whose rounding
+  -- depends on the order: every rank must hold the same bits
+  for _, numel in ipairs { 0, 1, 2, 5, 1000, 16384, 16385, 70001 } do
+    local x = ((T.arange(numel, { dtype = T.float64 }) * (rank + 1) * 0.7311):sin() * 1e3):float()
+    local want = T.zeros(numel, { dtype = T.float64 })
+    for r = 0, n - 1 do want = want + ((T.arange(numel, { dtype = T.float64 }) * (r + 1) * 0.7311):sin() * 1e3):float():double() end
+    local y = x:clone()
+    dist.all_reduce(y)
+    if numel > 0 then
+      H.assert((y:double() - want):abs():max():item() <= 1e-3 * n, "sum of %d elements off", numel)
+    end
+    local all = {}
+    for i = 1, n do all[i] = T.zeros(numel) end
+    dist.all_gather(all, y)
+    for i = 2, n do H.assert(T.equal(all[i], all[1]), "rank %d's sum of %d elements differs in its bits from rank 0's", i - 1, numel) end
+    local m = x:clone()
+    dist.all_reduce(m, { op = "max" })
+    if numel > 0 then
+      local mw = x:clone()
+      for r = 0, n - 1 do
+        mw = T.maximum(mw, ((T.arange(numel, { dtype = T.float64 }) * (r + 1) * 0.7311):sin() * 1e3):float())
+      end
+      H.same(m, mw, "max of " .. numel)
+    end
+    local k = T.full({ numel }, rank + 2, { dtype = T.int64 })
+    dist.all_reduce(k, { op = "prod" })
+    local p = 1
+    for r = 0, n - 1 do p = p * (r + 2) end
+    H.same(k, T.full({ numel }, p, { dtype = T.int64 }), "int64 prod of " .. numel)
+  end
+end)
+
+H.check("all_reduce: async ones in flight waited in different orders on different ranks", function()
+  local ws, ts = {}, {}
+  for i = 1, 4 do
+    ts[i] = T.full({ i == 4 and 100000 or 10 * i }, i + rank, { dtype = T.float32 })
+    ws[i] = dist.all_reduce(ts[i], { async_op = true })
+  end
+  -- rank 0 waits oldest first, the others newest first
+  for j = 1, 4 do
+    local i = rank == 0 and j or 5 - j
+    H.assert(ws[i]:wait(), "wait")
+  end
+  for i = 1, 4 do
+    local want = 0
+    for r = 0, n - 1 do want = want + i + r end
+    H.same(ts[i], T.full({ ts[i]:numel() }, want, { dtype = T.float32 }), "async all_reduce " .. i)
   end
 end)
 

@@ -70,6 +70,7 @@ cases() {
 
 cases 2 collectives.lua
 cases 3 collectives.lua
+cases 4 collectives.lua   # a power-of-two group past 2: recursive doubling in 2 rounds
 if command -v lua5.4 >/dev/null && [ -f "$build/lua5.4/ember/dist.so" ]; then
   cases 2 collectives.lua lua5.4
 fi
