@@ -260,6 +260,14 @@ em_status em_clone(const em_tensor *t, em_tensor **out);
 em_status em_contiguous(const em_tensor *t, em_tensor **out);
 /* t itself when dtype and device already match and copy is 0; else a new
 ** tensor holding t's values converted. */
+/* Autocast (docs/amp.md): per thread and device type, PyTorch's
+** torch.autocast state. While enabled, the ops on the device's lists cast
+** their floating inputs (never float64) to dtype (matmul/conv family) or to
+** float32 (losses, prod; on cuda also reductions, softmax, layer_norm and
+** the exp/log family). dtype: bfloat16 on the cpu, float16 or bfloat16 on
+** cuda. */
+em_status em_autocast_set(em_device_type d, int enabled, em_dtype dtype);
+int em_autocast_enabled(em_device_type d, em_dtype *dtype);
 em_status em_to(const em_tensor *t, em_dtype dt, em_device dev, int copy,
                 em_tensor **out);
 

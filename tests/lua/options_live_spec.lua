@@ -180,6 +180,9 @@ R.empty_cache = ""
 R.device = "'cpu'"
 R.is_grad_enabled = ""
 R.set_grad_enabled = "true"
+R.is_autocast_enabled = "'cpu'"
+R.get_autocast_dtype = "'cpu'"
+R.is_autocast_cpu_enabled = ""
 R.enable_grad = "function() end"
 R.no_grad = "function() end"
 R.are_deterministic_algorithms_enabled = ""
@@ -467,6 +470,7 @@ end
 -- entry points that pass their arguments after fn on to fn: an extra table
 -- is fn's argument, not an option (checked below: fn receives it)
 local forwards = { ["T.no_grad"] = true, ["T.enable_grad"] = true, ["T.set_grad_enabled"] = true,
+  ["T.autocast"] = true, -- T.autocast(device_type, [opts], fn, ...): its options are checked in amp_spec
   ["autograd.no_grad"] = true, ["autograd.enable_grad"] = true, ["autograd.set_grad_enabled"] = true,
 }
 
@@ -496,7 +500,10 @@ describe("every entry point", function()
         local seen
         local fn = function(...) seen = { ... }; return 7 end
         local extra = { zz_unknown = 1 }
-        local r = e.label:match("set_grad_enabled$") and e.fn(true, fn, extra) or e.fn(fn, extra)
+        local r
+        if e.label:match("set_grad_enabled$") then r = e.fn(true, fn, extra)
+        elseif e.label == "T.autocast" then r = e.fn("cpu", {}, fn, extra)
+        else r = e.fn(fn, extra) end
         assert.equal(7, r)
         assert.is_true(rawequal(seen[1], extra))
       end)

@@ -16,6 +16,7 @@
 ** - backward_bias sums grad_out over N, oH, oW (em_reduce).
 */
 #include "ops/nn_ops.h"
+#include "ops/autocast.h"
 
 #include <limits.h>
 
@@ -150,6 +151,9 @@ static em_status conv2d_checked(const char *op, const em_tensor *input, const em
 em_status em_conv2d(const em_tensor *input, const em_tensor *weight, const em_tensor *bias,
                     const int64_t stride[2], const int64_t padding[2],
                     const int64_t dilation[2], int64_t groups, em_tensor **out) {
+  const em_tensor *ac[3] = {input, weight, bias};
+  EM_AUTOCAST(EM_AC_CONV, 3, ac, em_conv2d(ac[0], ac[1], ac[2], stride, padding, dilation, groups, out));
+  EM_HALF_VIA_F32(3, ac, em_conv2d(ac[0], ac[1], ac[2], stride, padding, dilation, groups, out), out);
   int on = em_ag_pause();
   em_status st = conv2d_checked("conv2d", input, weight, bias, stride, padding, dilation,
                                 groups, out);

@@ -9,6 +9,7 @@
 #include "core/kern_reduce.h"
 #include "core/kernels.h"
 #include "autograd/autograd.h"
+#include "ops/autocast.h"
 
 static em_status cumulative_nograd(const em_tensor *t, int64_t dim, int prod, int dtype,
                         em_tensor **out) {
@@ -63,6 +64,10 @@ static em_status cumextreme_nograd(const em_tensor *t, int64_t dim, int is_min,
 
 em_status em_cumulative(const em_tensor *t, int64_t dim, int prod, int dtype,
                         em_tensor **out) {
+  if (dtype < 0) {
+    const em_tensor *ac[1] = {t};
+    EM_AUTOCAST(EM_AC_REDUCE, 1, ac, em_cumulative(ac[0], dim, prod, dtype, out));
+  }
   em_ag_params p;
   memset(&p, 0, sizeof p);
   p.name = prod ? "CumprodBackward0" : "CumsumBackward0";

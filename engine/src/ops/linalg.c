@@ -20,6 +20,7 @@
 #include "core/kernels.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
+#include "ops/autocast.h"
 
 /* ember's alias names (T.float, T.double, ...) in the dtype message */
 static const char *alias_name(em_dtype dt) {
@@ -421,14 +422,20 @@ static em_ag_params lin_params(const char *name, int save_in) {
 em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   em_ag_params p = lin_params("MmBackward0", 3);
   const em_tensor *in[2] = {a, b};
+  EM_AUTOCAST(EM_AC_MM, 2, in, em_mm(in[0], in[1], out));
   EM_AG_CALL(EM_AG_MM, 2, in, out, &p, mm_nograd(a, b, out));
 }
 em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out) {
   em_ag_params p = lin_params("BmmBackward0", 3);
   const em_tensor *in[2] = {a, b};
+  EM_AUTOCAST(EM_AC_MM, 2, in, em_bmm(in[0], in[1], out));
   EM_AG_CALL(EM_AG_BMM, 2, in, out, &p, bmm_nograd(a, b, out));
 }
 em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out) {
+  {
+    const em_tensor *ac[2] = {a, b};
+    EM_AUTOCAST(EM_AC_MM, 2, ac, em_matmul(ac[0], ac[1], out));
+  }
   em_ag_params p = lin_params("MatmulBackward0", 3);
   if (a->ndim == 1 && b->ndim == 1) p.name = "DotBackward0";
   else if (a->ndim == 2 && b->ndim == 2) p.name = "MmBackward0";
@@ -446,6 +453,7 @@ em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out) {
 em_status em_mv(const em_tensor *a, const em_tensor *v, em_tensor **out) {
   em_ag_params p = lin_params("MvBackward0", 6);
   const em_tensor *in[3] = {NULL, a, v};
+  EM_AUTOCAST(EM_AC_MV, 3, in, em_mv(in[1], in[2], out));
   EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, mv_nograd(a, v, out));
 }
 em_status em_outer(const em_tensor *a, const em_tensor *b, em_tensor **out) {
@@ -460,6 +468,7 @@ em_status em_addmm(const em_tensor *input, const em_tensor *m1, const em_tensor 
   p.d[0] = beta;
   p.d[1] = alpha;
   const em_tensor *in[3] = {input, m1, m2};
+  EM_AUTOCAST(EM_AC_MM, 3, in, em_addmm(in[0], in[1], in[2], beta, alpha, out));
   EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, addmm_nograd(input, m1, m2, beta, alpha, out));
 }
 em_status em_addmv(const em_tensor *input, const em_tensor *m, const em_tensor *v,
@@ -468,6 +477,7 @@ em_status em_addmv(const em_tensor *input, const em_tensor *m, const em_tensor *
   p.d[0] = beta;
   p.d[1] = alpha;
   const em_tensor *in[3] = {input, m, v};
+  EM_AUTOCAST(EM_AC_MV, 3, in, em_addmv(in[0], in[1], in[2], beta, alpha, out));
   EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, addmv_nograd(input, m, v, beta, alpha, out));
 }
 em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tensor *b2,
@@ -476,11 +486,13 @@ em_status em_baddbmm(const em_tensor *input, const em_tensor *b1, const em_tenso
   p.d[0] = beta;
   p.d[1] = alpha;
   const em_tensor *in[3] = {input, b1, b2};
+  EM_AUTOCAST(EM_AC_MM, 3, in, em_baddbmm(in[0], in[1], in[2], beta, alpha, out));
   EM_AG_CALL(EM_AG_ADDMM, 3, in, out, &p, baddbmm_nograd(input, b1, b2, beta, alpha, out));
 }
 em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
                     em_tensor **out) {
   em_ag_params p = lin_params("LinearBackward0", 3);
   const em_tensor *in[3] = {x, w, b};
+  EM_AUTOCAST(EM_AC_MM, 3, in, em_linear(in[0], in[1], in[2], out));
   EM_AG_CALL(EM_AG_LINEAR, b ? 3 : 2, in, out, &p, linear_nograd(x, w, b, out));
 }

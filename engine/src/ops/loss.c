@@ -20,6 +20,7 @@
 **   uses engine ops).
 */
 #include "ops/nn_ops.h"
+#include "ops/autocast.h"
 #include "core/iter.h"
 
 /* -- class losses: nll_loss and cross_entropy -------------------------------- */
@@ -310,6 +311,9 @@ static void cls_params(em_ag_params *p, const em_tensor *target, const em_tensor
 em_status em_nll_loss(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
                       em_reduction reduction, int64_t ignore_index, em_tensor **out,
                       em_tensor **total_weight) {
+  const em_tensor *ac[3] = {input, target, weight};
+  EM_AUTOCAST(EM_AC_LOSS, 3, ac, em_nll_loss(ac[0], ac[1], ac[2], reduction, ignore_index, out, total_weight));
+  EM_HALF_VIA_F32(3, ac, em_nll_loss(ac[0], ac[1], ac[2], reduction, ignore_index, out, total_weight), out);
   int on = em_ag_pause();
   em_tensor *tw = NULL;
   em_status st = nll_loss_run(input, target, weight, reduction, ignore_index, out, &tw);
@@ -343,6 +347,9 @@ em_status em_nll_loss_backward(const em_tensor *grad_out, const em_tensor *input
 em_status em_cross_entropy(const em_tensor *input, const em_tensor *target,
                            const em_tensor *weight, em_reduction reduction,
                            int64_t ignore_index, double label_smoothing, em_tensor **out) {
+  const em_tensor *ac[3] = {input, target, weight};
+  EM_AUTOCAST(EM_AC_LOSS, 3, ac, em_cross_entropy(ac[0], ac[1], ac[2], reduction, ignore_index, label_smoothing, out));
+  EM_HALF_VIA_F32(3, ac, em_cross_entropy(ac[0], ac[1], ac[2], reduction, ignore_index, label_smoothing, out), out);
   int on = em_ag_pause();
   em_status st = cross_entropy_run(input, target, weight, reduction, ignore_index,
                                    label_smoothing, out);
@@ -372,6 +379,9 @@ em_status em_nn_cross_entropy_logp_grad(const em_tensor *grad_out, const em_tens
 static em_status pw_entry(em_ag_nn_op op, const char *name, const em_tensor *input,
                           const em_tensor *target, const em_tensor *weight,
                           const em_tensor *pos_weight, em_reduction red, em_tensor **out) {
+  const em_tensor *ac[4] = {input, target, weight, pos_weight};
+  EM_AUTOCAST(EM_AC_LOSS, 4, ac, pw_entry(op, name, ac[0], ac[1], ac[2], ac[3], red, out));
+  EM_HALF_VIA_F32(4, ac, pw_entry(op, name, ac[0], ac[1], ac[2], ac[3], red, out), out);
   int on = em_ag_pause();
   em_status st;
   switch (op) {

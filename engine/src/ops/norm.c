@@ -17,6 +17,7 @@
 **   (the recorded backward uses engine ops there: autograd/formulas.c).
 */
 #include "ops/nn_ops.h"
+#include "ops/autocast.h"
 
 /* -- layer norm -------------------------------------------------------------- */
 
@@ -263,6 +264,9 @@ static em_status norm_record(int on, em_status st, const em_tensor *const *in, e
 em_status em_layer_norm(const em_tensor *input, int normalized_ndim, const em_tensor *weight,
                         const em_tensor *bias, double eps, em_tensor **out, em_tensor **mean,
                         em_tensor **rstd) {
+  const em_tensor *ac[3] = {input, weight, bias};
+  EM_AUTOCAST(EM_AC_NORM, 3, ac, em_layer_norm(ac[0], normalized_ndim, ac[1], ac[2], eps, out, mean, rstd));
+  EM_HALF_VIA_F32(3, ac, em_layer_norm(ac[0], normalized_ndim, ac[1], ac[2], eps, out, mean, rstd), out);
   int on = em_ag_pause();
   em_tensor *mu = NULL, *rs = NULL;
   em_status st = layer_norm_run(input, normalized_ndim, weight, bias, eps, out, &mu, &rs);

@@ -16,6 +16,7 @@
 #include "core/kern_reduce.h"
 #include "core/kernels.h"
 #include "autograd/autograd.h"
+#include "ops/autocast.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -439,6 +440,9 @@ em_status em_reduce(em_reduce_op rop, const em_tensor *t, int ndims,
     p.save_in = 1;
   if (rop == EM_REDUCE_AMAX || rop == EM_REDUCE_AMIN) p.save_in = p.save_out = 1;
   const em_tensor *in[1] = {t};
+  if (dtype < 0 && (rop == EM_REDUCE_PROD || rop == EM_REDUCE_SUM))
+    EM_AUTOCAST(rop == EM_REDUCE_PROD ? EM_AC_PROD : EM_AC_REDUCE, 1, in,
+                em_reduce(rop, in[0], ndims, dims, keepdim, dtype, out));
   EM_AG_CALL(EM_AG_REDUCE, 1, in, out, &p,
              reduce_nograd(rop, t, ndims, dims, keepdim, dtype, out));
 }

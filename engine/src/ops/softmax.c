@@ -8,6 +8,7 @@
 #include "core/kern_reduce.h"
 #include "core/kernels.h"
 #include "autograd/autograd.h"
+#include "ops/autocast.h"
 
 static em_status softmax_nograd(const em_tensor *t, int64_t dim, int log, int dtype,
                      em_tensor **out) {
@@ -33,6 +34,10 @@ static em_status softmax_nograd(const em_tensor *t, int64_t dim, int log, int dt
 
 em_status em_softmax(const em_tensor *t, int64_t dim, int log, int dtype,
                      em_tensor **out) {
+  if (dtype < 0) {
+    const em_tensor *ac[1] = {t};
+    EM_AUTOCAST(EM_AC_REDUCE, 1, ac, em_softmax(ac[0], dim, log, dtype, out));
+  }
   em_ag_params p;
   memset(&p, 0, sizeof p);
   p.name = log ? "LogSoftmaxBackward0" : "SoftmaxBackward0";
