@@ -60,7 +60,7 @@ static double optnumber(lua_State *L, int opts, const char *key, const char *op,
 
 static const char *const ew_opts[] = {"out", "alpha", "rounding_mode", "decimals",
                                       "approximate", "beta", "threshold", "nan",
-                                      "posinf", "neginf", "min", "max", NULL};
+                                      "posinf", "neginf", "min", "max", "eps", NULL};
 
 static em_rounding checkrounding(lua_State *L, int idx, const char *op) {
   if (lua_isnil(L, idx)) return EM_ROUND_NONE;
@@ -130,6 +130,15 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
     o.beta = lua_tonumber(L, next++);
     if (lua_type(L, next) == LUA_TNUMBER) o.threshold = lua_tonumber(L, next++);
   }
+  if (op == EM_OP_POLYGAMMA) {
+    if (lua_type(L, next) != LUA_TNUMBER)
+      return l_errorf(L, "%s: expected an integer order n, got %s", name, luaL_typename(L, next));
+    o.polygamma_n = l_checkint(L, next++, name, "n");
+  }
+  if (op == EM_OP_LOGIT && (lua_type(L, next) == LUA_TNUMBER || (lua_isnil(L, next) && next < top))) {
+    if (!lua_isnil(L, next)) { o.eps = lua_tonumber(L, next); o.has_eps = 1; }
+    next++;
+  }
   if (op == EM_OP_NAN_TO_NUM) {
     double *vals[3] = {&o.nan, &o.posinf, &o.neginf};
     int *has[3] = {&o.has_nan, &o.has_posinf, &o.has_neginf};
@@ -180,6 +189,7 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
       o.beta = optnumber(L, opts, "beta", name, NULL, o.beta);
       o.threshold = optnumber(L, opts, "threshold", name, NULL, o.threshold);
     }
+    if (op == EM_OP_LOGIT) o.eps = optnumber(L, opts, "eps", name, &o.has_eps, o.eps);
     if (op == EM_OP_NAN_TO_NUM) {
       o.nan = optnumber(L, opts, "nan", name, &o.has_nan, o.nan);
       o.posinf = optnumber(L, opts, "posinf", name, &o.has_posinf, o.posinf);
@@ -249,13 +259,50 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
   X(logical_not, EM_OP_LOGICAL_NOT, 0) X(bitwise_not, EM_OP_BITWISE_NOT, 0)        \
   X(clamp, EM_OP_CLAMP, 0) X(clip, EM_OP_CLAMP, 0)                                 \
   X(clamp_min, EM_OP_CLAMP, F_CLAMP_MIN) X(clamp_max, EM_OP_CLAMP, F_CLAMP_MAX)    \
-  X(lerp, EM_OP_LERP, 0)
+  X(lerp, EM_OP_LERP, 0) EW_SPECIAL_NAMES(X)
+
+/* The special functions (issue 19) that PyTorch has as methods with an
+** in-place form; polygamma's own entry puts n after the tensor. */
+#define EW_SPECIAL_NAMES(X)                                                        \
+  X(erfc, EM_OP_ERFC, 0) X(erfinv, EM_OP_ERFINV, 0) X(lgamma, EM_OP_LGAMMA, 0)     \
+  X(digamma, EM_OP_DIGAMMA, 0) X(i0, EM_OP_I0, 0) X(sinc, EM_OP_SINC, 0)           \
+  X(logit, EM_OP_LOGIT, 0) X(xlogy, EM_OP_XLOGY, 0) X(hypot, EM_OP_HYPOT, 0)       \
+  X(copysign, EM_OP_COPYSIGN, 0) X(nextafter, EM_OP_NEXTAFTER, 0)                  \
+  X(gcd, EM_OP_GCD, 0) X(lcm, EM_OP_LCM, 0) X(heaviside, EM_OP_HEAVISIDE, 0)
+
+/* functional and method forms only */
+#define EW_SPECIAL_FNS(X) X(logaddexp, EM_OP_LOGADDEXP, 0) X(logaddexp2, EM_OP_LOGADDEXP2, 0)
+
+/* T.special only (lua/ember/special.lua names them from these) */
+#define EW_SPECIAL_ONLY(X)                                                          \
+  X(_special_i0e, EM_OP_I0E, 0) X(_special_i1, EM_OP_I1, 0) X(_special_i1e, EM_OP_I1E, 0) \
+  X(_special_ndtr, EM_OP_NDTR, 0) X(_special_ndtri, EM_OP_NDTRI, 0)                 \
+  X(_special_log_ndtr, EM_OP_LOG_NDTR, 0) X(_special_entr, EM_OP_ENTR, 0)           \
+  X(_special_xlog1py, EM_OP_XLOG1PY, 0) X(_special_zeta, EM_OP_ZETA, 0)
 
 /* tests have no in-place form (their result is bool) */
 #define EW_TESTS(X) X(isnan, EM_OP_ISNAN, 0) X(isinf, EM_OP_ISINF, 0) X(isfinite, EM_OP_ISFINITE, 0)
 
 EW_NAMES(EW2)
 EW_TESTS(EW)
+EW_SPECIAL_FNS(EW)
+/* named in messages without the leading underscore: "special_ndtri" */
+#define EWS(NAME, OP, FLAGS) \
+  static int l_ew_##NAME(lua_State *L) { return ew_call(L, OP, FLAGS, #NAME + 1); }
+EW_SPECIAL_ONLY(EWS)
+
+/* polygamma(n, x) as a function, x:polygamma(n) as a method: the
+** operands go to ew_call as (x, n) */
+static int polygamma_call(lua_State *L, int flags, const char *name) {
+  if (lua_type(L, 1) == LUA_TNUMBER && l_totensor(L, 2)) {
+    lua_pushvalue(L, 1);
+    lua_remove(L, 1);
+    lua_insert(L, 2);
+  }
+  return ew_call(L, EM_OP_POLYGAMMA, flags, name);
+}
+static int l_ew_polygamma(lua_State *L) { return polygamma_call(L, 0, "polygamma"); }
+static int l_ew_polygamma_(lua_State *L) { return polygamma_call(L, F_INPLACE, "polygamma_"); }
 
 #define REG_FN(NAME, OP, FLAGS) {#NAME, l_ew_##NAME},
 #define REG_INPLACE(NAME, OP, FLAGS) {#NAME "_", l_ew_##NAME##_},
@@ -348,8 +395,11 @@ static int l_get_num_threads(lua_State *L) {
 }
 
 void l_open_math(lua_State *L) {
-  static const luaL_Reg fns[] = {EW_NAMES(REG_FN) EW_TESTS(REG_FN){NULL, NULL}};
-  static const luaL_Reg inplace[] = {EW_NAMES(REG_INPLACE){NULL, NULL}};
+  static const luaL_Reg fns[] = {EW_NAMES(REG_FN) EW_TESTS(REG_FN) EW_SPECIAL_FNS(REG_FN)
+                                 {"polygamma", l_ew_polygamma}, {NULL, NULL}};
+  static const luaL_Reg inplace[] = {EW_NAMES(REG_INPLACE){"polygamma_", l_ew_polygamma_},
+                                     {NULL, NULL}};
+  static const luaL_Reg special_only[] = {EW_SPECIAL_ONLY(REG_FN){NULL, NULL}};
   static const luaL_Reg module_only[] = {
       {"result_type", l_result_type},   {"promote_types", l_promote_types},
       {"can_cast", l_can_cast},         {"set_num_threads", l_set_num_threads},
@@ -358,6 +408,7 @@ void l_open_math(lua_State *L) {
   l_add_methods(L, inplace);
   l_add_functions(L, fns);
   l_add_functions(L, module_only);
+  l_add_functions(L, special_only);
 
   /* the metatable of tensors: reached through a box holding no tensor */
   l_newbox(L);

@@ -508,6 +508,13 @@ typedef enum em_ew_op {
   EM_OP_ISNAN, EM_OP_ISINF, EM_OP_ISFINITE, EM_OP_LOGICAL_NOT, EM_OP_BITWISE_NOT,
   /* ternary */
   EM_OP_LERP, EM_OP_CLAMP,
+  /* special functions (issue 19): binary */
+  EM_OP_XLOGY, EM_OP_XLOG1PY, EM_OP_LOGADDEXP, EM_OP_LOGADDEXP2, EM_OP_HYPOT,
+  EM_OP_COPYSIGN, EM_OP_NEXTAFTER, EM_OP_GCD, EM_OP_LCM, EM_OP_HEAVISIDE, EM_OP_ZETA,
+  /* unary; EM_OP_POLYGAMMA reads polygamma_n, EM_OP_LOGIT has_eps/eps */
+  EM_OP_ERFC, EM_OP_ERFINV, EM_OP_LGAMMA, EM_OP_DIGAMMA, EM_OP_POLYGAMMA, EM_OP_I0,
+  EM_OP_I0E, EM_OP_I1, EM_OP_I1E, EM_OP_NDTR, EM_OP_NDTRI, EM_OP_LOG_NDTR,
+  EM_OP_SINC, EM_OP_ENTR, EM_OP_LOGIT,
   EM_OP_COUNT
 } em_ew_op;
 
@@ -528,6 +535,9 @@ typedef struct em_ew_opts {
   double nan, posinf, neginf;           /* ... default 0, dtype max, lowest */
   int has_min, has_max;    /* clamp: which bounds are given */
   em_dtype default_float;  /* what integer inputs of float ops become */
+  int64_t polygamma_n;     /* polygamma: the order n >= 0 */
+  int has_eps;             /* logit: clamp the input to [eps, 1 - eps] */
+  double eps;
   const char *name;        /* the op's name in messages (NULL: em_ew_op_name) */
 } em_ew_opts;
 

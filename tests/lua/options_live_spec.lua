@@ -88,6 +88,31 @@ R.bitwise_not_ = "k"
 same("clamp clip clamp_ clip_", "x, -1, 1")
 same("clamp_min clamp_max clamp_min_ clamp_max_", "x, 0")
 same("lerp lerp_", "x, y, 0.5")
+-- special functions (issue 19 item 3; tests/lua/special_spec.lua)
+same([[erfc erfc_ erfinv erfinv_ lgamma lgamma_ digamma digamma_ i0 i0_ sinc sinc_ frexp]], "p")
+same("logit logit_", "p, 0.1")
+same("polygamma polygamma_", "p, 1")
+R.polygamma = "1, p"
+same("mvlgamma mvlgamma_", "p + 2, 2")
+same([[xlogy xlogy_ hypot hypot_ copysign copysign_ nextafter nextafter_ heaviside heaviside_
+  logaddexp logaddexp2 float_power ldexp ldexp_]], "x, y")
+R.float_power_ = "x:double(), y"
+same("gcd gcd_ lcm lcm_", "k, k")
+same("addcmul addcmul_ addcdiv addcdiv_", "x, y, y")
+-- distributions' samplers (issue 19 item 4; tests/lua/distributions_spec.lua)
+R.normal = "x, 0" -- std 0: the same values with and without out=
+same("cauchy_ log_normal_", "x, 0, 1")
+R.geometric_ = "x, 0.5"
+-- statistics helpers (issue 19 item 3; tests/lua/stats_spec.lua)
+same([[diff cov corrcoef histc histogram trapezoid trapz cumulative_trapezoid gradient]], "x")
+same("quantile nanquantile", "x, 0.5")
+R.logcumsumexp = "x, 2"
+R.bincount = "n"
+same("mode unique_consecutive", "k")
+R.searchsorted = "v, x"
+R.bucketize = "x, v"
+R.dist = "x, y"
+same("renorm renorm_", "x, 2, 1, 1")
 same("fill_", "x, 2")
 same("masked_fill masked_fill_", "x, m, 0")
 same("masked_scatter masked_scatter_", "x, m, y")

@@ -39,6 +39,16 @@ void em_ag_ew_saves(em_ew_op op, int *save_in, int *save_out) {
     case EM_OP_SOFTPLUS: case EM_OP_ERF: case EM_OP_NAN_TO_NUM:
       in = IN0; break;
     case EM_OP_LERP: case EM_OP_CLAMP: in = ALLIN; break;
+    case EM_OP_XLOGY: case EM_OP_XLOG1PY: case EM_OP_LOGADDEXP: case EM_OP_LOGADDEXP2:
+    case EM_OP_ZETA:
+      in = IN0 | IN1; break;
+    case EM_OP_HYPOT: case EM_OP_COPYSIGN: in = IN0 | IN1; out = 1; break;
+    case EM_OP_ERFINV: case EM_OP_NDTRI: out = 1; break;
+    case EM_OP_ERFC: case EM_OP_LGAMMA: case EM_OP_DIGAMMA: case EM_OP_POLYGAMMA:
+    case EM_OP_I0: case EM_OP_NDTR: case EM_OP_SINC: case EM_OP_ENTR: case EM_OP_LOGIT:
+      in = IN0; break;
+    case EM_OP_I0E: case EM_OP_I1: case EM_OP_I1E: case EM_OP_LOG_NDTR:
+      in = IN0; out = 1; break;
     default: break;
   }
   *save_in = in;
@@ -72,6 +82,18 @@ const char *em_ag_ew_name(em_ew_op op, int tensor_exponent) {
       [EM_OP_TRUNC] = "TruncBackward0", [EM_OP_FRAC] = "FracBackward0",
       [EM_OP_NAN_TO_NUM] = "NanToNumBackward0", [EM_OP_LERP] = "LerpBackward0",
       [EM_OP_CLAMP] = "ClampBackward1",
+      [EM_OP_XLOGY] = "XlogyBackward0", [EM_OP_XLOG1PY] = "SpecialXlog1PyBackward0",
+      [EM_OP_LOGADDEXP] = "LogaddexpBackward0", [EM_OP_LOGADDEXP2] = "Logaddexp2Backward0",
+      [EM_OP_HYPOT] = "HypotBackward0", [EM_OP_COPYSIGN] = "CopysignBackward0",
+      [EM_OP_NEXTAFTER] = "NextafterBackward0", [EM_OP_HEAVISIDE] = "HeavisideBackward0",
+      [EM_OP_ZETA] = "SpecialZetaBackward0", [EM_OP_ERFC] = "ErfcBackward0",
+      [EM_OP_ERFINV] = "ErfinvBackward0", [EM_OP_LGAMMA] = "LgammaBackward0",
+      [EM_OP_DIGAMMA] = "DigammaBackward0", [EM_OP_POLYGAMMA] = "PolygammaBackward0",
+      [EM_OP_I0] = "I0Backward0", [EM_OP_I0E] = "SpecialI0EBackward0",
+      [EM_OP_I1] = "SpecialI1Backward0", [EM_OP_I1E] = "SpecialI1EBackward0",
+      [EM_OP_NDTR] = "SpecialNdtrBackward0", [EM_OP_NDTRI] = "SpecialNdtriBackward0",
+      [EM_OP_LOG_NDTR] = "SpecialLogNdtrBackward0", [EM_OP_SINC] = "SincBackward0",
+      [EM_OP_ENTR] = "SpecialEntrBackward0", [EM_OP_LOGIT] = "LogitBackward0",
   };
   if (op == EM_OP_POW && tensor_exponent) return "PowBackward1";
   return (unsigned)op < EM_OP_COUNT && names[op] ? names[op] : "ElementwiseBackward0";
@@ -144,6 +166,18 @@ static em_tensor *un(F *f, em_ew_op op, const em_tensor *a) {
   if (!a || !OK) return NULL;
   em_tensor *r = NULL;
   return keep(f, em_unary(op, a, &r), &r);
+}
+/* op(a) with options (polygamma's order) */
+static em_tensor *unopt(F *f, em_ew_op op, const em_tensor *a, const em_ew_opts *o) {
+  if (!a || !OK) return NULL;
+  em_tensor *r = NULL;
+  em_operand ops[1] = {{a, {EM_SCALAR_INT, 0, 0}}};
+  return keep(f, em_elementwise(op, 1, ops, o, NULL, &r), &r);
+}
+static em_tensor *polyg(F *f, int64_t n, const em_tensor *a) {
+  em_ew_opts o = em_ew_defaults();
+  o.polygamma_n = n;
+  return unopt(f, EM_OP_POLYGAMMA, a, &o);
 }
 #define ADD(a, b) bin(f, EM_OP_ADD, a, b)
 #define SUB(a, b) bin(f, EM_OP_SUB, a, b)
@@ -588,6 +622,125 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
         em_tensor *m = bino(f, EM_OP_GT, xs, hi);
         if (has_lo) m = bin(f, EM_OP_LOGICAL_OR, m, bino(f, EM_OP_GT, lo, hi));
         gin[ihi] = MUL(g, cast(f, m, g->dtype));
+      }
+      break;
+    }
+    case EM_OP_ERFC:  /* -2/sqrt(pi) exp(-x^2) */
+      x = saved(f, 0);
+      gin[0] = MUL(MULS(g, -M_2_SQRTPI), un(f, EM_OP_EXP, un(f, EM_OP_NEG, MUL(x, x))));
+      break;
+    case EM_OP_ERFINV:  /* sqrt(pi)/2 exp(y^2) */
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(MULS(g, 0.88622692545275801365), un(f, EM_OP_EXP, MUL(y, y)));
+      break;
+    case EM_OP_LGAMMA: gin[0] = MUL(g, un(f, EM_OP_DIGAMMA, saved(f, 0))); break;
+    case EM_OP_DIGAMMA: gin[0] = MUL(g, polyg(f, 1, saved(f, 0))); break;
+    case EM_OP_POLYGAMMA: gin[0] = MUL(g, polyg(f, o->polygamma_n + 1, saved(f, 0))); break;
+    case EM_OP_I0: gin[0] = MUL(g, un(f, EM_OP_I1, saved(f, 0))); break;
+    case EM_OP_I0E:  /* i1e(x) - sgn(x) i0e(x) */
+      x = saved(f, 0);
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(g, SUB(un(f, EM_OP_I1E, x), MUL(un(f, EM_OP_SIGN, x), y)));
+      break;
+    case EM_OP_I1: case EM_OP_I1E: {
+      /* i1: i0(x) - y / x; i1e: i0e(x) - y (sgn(x) + 1 / x); 1/2 at x = 0 */
+      x = saved(f, 0);
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      int e = n->p.op == EM_OP_I1E;
+      em_tensor *yx = DIV(y, x);
+      em_tensor *d = SUB(un(f, e ? EM_OP_I0E : EM_OP_I0, x), yx);
+      if (e) d = SUB(d, MUL(un(f, EM_OP_SIGN, x), y));
+      em_tensor *half = zeros_like(f, d);
+      half = ADDS(half, 0.5);
+      gin[0] = MUL(g, where(f, bino(f, EM_OP_EQ, TS(x), SC(0.0)), half, d));
+      break;
+    }
+    case EM_OP_NDTR:  /* exp(-x^2/2) / sqrt(2 pi) */
+      x = saved(f, 0);
+      gin[0] = MUL(MULS(g, 0.39894228040143267794), un(f, EM_OP_EXP, MULS(MUL(x, x), -0.5)));
+      break;
+    case EM_OP_NDTRI:  /* sqrt(2 pi) exp(y^2/2) */
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(MULS(g, 2.50662827463100050242), un(f, EM_OP_EXP, MULS(MUL(y, y), 0.5)));
+      break;
+    case EM_OP_LOG_NDTR:  /* exp(-x^2/2 - y) / sqrt(2 pi) */
+      x = saved(f, 0);
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      gin[0] = MUL(MULS(g, 0.39894228040143267794),
+                   un(f, EM_OP_EXP, SUB(MULS(MUL(x, x), -0.5), y)));
+      break;
+    case EM_OP_SINC: {  /* (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0 */
+      x = saved(f, 0);
+      em_tensor *px = MULS(x, M_PI);
+      em_tensor *d = DIV(SUB(MUL(px, un(f, EM_OP_COS, px)), un(f, EM_OP_SIN, px)), MUL(px, x));
+      gin[0] = MUL(g, where(f, bino(f, EM_OP_EQ, TS(x), SC(0.0)), zeros_like(f, d), d));
+      break;
+    }
+    case EM_OP_ENTR:  /* -(1 + log x) */
+      x = saved(f, 0);
+      gin[0] = MUL(g, un(f, EM_OP_NEG, ADDS(un(f, EM_OP_LOG, x), 1.0)));
+      break;
+    case EM_OP_LOGIT: {  /* 1 / (x (1 - x)); 0 outside [eps, 1 - eps] */
+      x = saved(f, 0);
+      em_tensor *d = DIV(g, MUL(x, RSUB(1.0, x)));
+      if (o->has_eps) {
+        em_tensor *out = bin(f, EM_OP_LOGICAL_OR, bins(f, EM_OP_LT, x, o->eps),
+                             bins(f, EM_OP_GT, x, 1.0 - o->eps));
+        d = where(f, out, zeros_like(f, d), d);
+      }
+      gin[0] = d;
+      break;
+    }
+    case EM_OP_XLOGY: case EM_OP_XLOG1PY: {
+      /* x: xlogy(g, y) (0 where x = 0 and y <= 0 (-1)); y: g x / y (y + 1) */
+      int p1 = n->p.op == EM_OP_XLOG1PY;
+      a = opd(f, 0); b = opd(f, 1);
+      if (NEED(0)) {
+        em_tensor *d = bino(f, n->p.op, TS(g), b);
+        em_tensor *z = bin(f, EM_OP_LOGICAL_AND, bino(f, EM_OP_EQ, a, SC(0.0)),
+                           bino(f, EM_OP_LE, b, SC(p1 ? -1.0 : 0.0)));
+        gin[0] = where(f, z, zeros_like(f, d), d);
+      }
+      if (NEED(1)) {
+        em_tensor *den = p1 ? bino(f, EM_OP_ADD, b, SC(1.0)) : NULL;
+        gin[1] = bino(f, EM_OP_DIV, TS(bino(f, EM_OP_MUL, TS(g), a)), den ? TS(den) : b);
+      }
+      break;
+    }
+    case EM_OP_LOGADDEXP: case EM_OP_LOGADDEXP2: {  /* g / (1 + e^(other - self)) */
+      a = opd(f, 0); b = opd(f, 1);
+      em_ew_op ex = n->p.op == EM_OP_LOGADDEXP ? EM_OP_EXP : EM_OP_EXP2;
+      if (NEED(0)) gin[0] = DIV(g, ADDS(un(f, ex, bino(f, EM_OP_SUB, b, a)), 1.0));
+      if (NEED(1)) gin[1] = DIV(g, ADDS(un(f, ex, bino(f, EM_OP_SUB, a, b)), 1.0));
+      break;
+    }
+    case EM_OP_HYPOT:  /* g self / result, g other / result */
+      a = opd(f, 0); b = opd(f, 1);
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      if (NEED(0)) gin[0] = DIV(bino(f, EM_OP_MUL, TS(g), a), y);
+      if (NEED(1)) gin[1] = DIV(bino(f, EM_OP_MUL, TS(g), b), y);
+      break;
+    case EM_OP_COPYSIGN: {  /* g result / self (0 where self = 0); other: 0 */
+      a = opd(f, 0);
+      y = saved(f, EM_AG_SV_OUT(n, 0));
+      if (NEED(0)) {
+        em_tensor *d = bino(f, EM_OP_DIV, TS(MUL(g, y)), a);
+        gin[0] = where(f, bino(f, EM_OP_EQ, a, SC(0.0)), zeros_like(f, d), d);
+      }
+      if (NEED(1)) gin[1] = zeros_like(f, g);
+      break;
+    }
+    case EM_OP_ZETA: {  /* q: -x zeta(x + 1, q) g; x: not implemented (PyTorch) */
+      a = opd(f, 0); b = opd(f, 1);
+      if (NEED(0)) {
+        if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: the derivative of zeta with respect "
+                                "to x (argument 1) is not implemented");
+        break;
+      }
+      if (NEED(1)) {
+        em_tensor *x1 = bino(f, EM_OP_ADD, a, SC(1.0));
+        em_tensor *z = bino(f, EM_OP_ZETA, TS(x1), b);
+        gin[1] = un(f, EM_OP_NEG, MUL(bino(f, EM_OP_MUL, TS(g), a), z));
       }
       break;
     }

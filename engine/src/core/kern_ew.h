@@ -39,7 +39,17 @@ typedef struct em_kctx {
   X(lor, B, BOOL, __VA_ARGS__) X(lxor, B, BOOL, __VA_ARGS__)                  \
   X(band, BI, SAME, __VA_ARGS__) X(bor, BI, SAME, __VA_ARGS__)                \
   X(bxor, BI, SAME, __VA_ARGS__) X(lshift, I, SAME, __VA_ARGS__)              \
-  X(rshift, I, SAME, __VA_ARGS__)
+  X(rshift, I, SAME, __VA_ARGS__)                                             \
+  EM_EW_BINARY_SPECIAL(X, __VA_ARGS__)
+
+/* The special functions' binary kernels (issue 19; cpu/special.h). */
+#define EM_EW_BINARY_SPECIAL(X, ...)  \
+  X(xlogy, F, SAME, __VA_ARGS__) X(xlog1py, F, SAME, __VA_ARGS__)             \
+  X(logaddexp, F, SAME, __VA_ARGS__) X(logaddexp2, F, SAME, __VA_ARGS__)      \
+  X(hypot, F, SAME, __VA_ARGS__) X(copysign, F, SAME, __VA_ARGS__)            \
+  X(nextafter, F, SAME, __VA_ARGS__) X(gcd, I, SAME, __VA_ARGS__)             \
+  X(lcm, I, SAME, __VA_ARGS__) X(heaviside, BIF, SAME, __VA_ARGS__)           \
+  X(zeta, F, SAME, __VA_ARGS__)
 
 #define EM_EW_UNARY_KERNELS(X, ...)  \
   X(neg, IF, SAME, __VA_ARGS__) X(abs, IF, SAME, __VA_ARGS__)                     \
@@ -61,7 +71,20 @@ typedef struct em_kctx {
   X(trunc, IF, SAME, __VA_ARGS__) X(frac, F, SAME, __VA_ARGS__)                   \
   X(nan_to_num, BIF, SAME, __VA_ARGS__) X(isnan, BIF, BOOL, __VA_ARGS__)          \
   X(isinf, BIF, BOOL, __VA_ARGS__) X(isfinite, BIF, BOOL, __VA_ARGS__)            \
-  X(lnot, B, BOOL, __VA_ARGS__) X(bnot, BI, SAME, __VA_ARGS__)
+  X(lnot, B, BOOL, __VA_ARGS__) X(bnot, BI, SAME, __VA_ARGS__)                   \
+  EM_EW_UNARY_SPECIAL(X, __VA_ARGS__)
+
+/* The special functions' unary kernels (issue 19): polygamma reads its
+** order from i0, logit its eps from p0 (flags 1: eps given). */
+#define EM_EW_UNARY_SPECIAL(X, ...)  \
+  X(erfc, F, SAME, __VA_ARGS__) X(erfinv, F, SAME, __VA_ARGS__)                   \
+  X(lgamma, F, SAME, __VA_ARGS__) X(digamma, F, SAME, __VA_ARGS__)                \
+  X(polygamma, F, SAME, __VA_ARGS__) X(i0, F, SAME, __VA_ARGS__)                  \
+  X(i0e, F, SAME, __VA_ARGS__) X(i1, F, SAME, __VA_ARGS__)                        \
+  X(i1e, F, SAME, __VA_ARGS__) X(ndtr, F, SAME, __VA_ARGS__)                      \
+  X(ndtri, F, SAME, __VA_ARGS__) X(log_ndtr, F, SAME, __VA_ARGS__)                \
+  X(sinc, F, SAME, __VA_ARGS__) X(entr, F, SAME, __VA_ARGS__)                     \
+  X(logit, F, SAME, __VA_ARGS__)
 
 #define EM_EW_TERNARY_KERNELS(X, ...)  \
   X(lerp, F, SAME, __VA_ARGS__) X(clamp, IF, SAME, __VA_ARGS__)

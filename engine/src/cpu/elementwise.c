@@ -25,6 +25,7 @@
 
 #include "core/kern_ew.h"
 #include "cpu/vecmath.h"
+#include "cpu/special.h"
 
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #pragma GCC diagnostic ignored "-Wbool-operation"
@@ -159,6 +160,17 @@ static inline int64_t powi64(int64_t a, int64_t b) {
     b >>= 1;
   }
   return (int64_t)r;
+}
+
+/* |v| as an unsigned 64-bit value (no overflow at the minimum) */
+#define mag_u64(v) ((v) < 0 ? (uint64_t)0 - (uint64_t)(int64_t)(v) : (uint64_t)(v))
+static inline uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
 }
 
 /* PyTorch's div_floor_floating (BinaryOps.h) */
@@ -348,6 +360,27 @@ static int vec_pow(em_dtype e, char *o, int64_t so, const char *a, int64_t sa, c
   (((y) < 0 || (int64_t)(y) >= (int64_t)(8 * sizeof(CT))) ? (CT)((x) < 0 ? -1 : 0) \
                                                           : (CT)((x) >> (y)))
 
+/* The special functions (issue 19): computed in double (cpu/special.h),
+** rounded once to the compute type. */
+#define SPD(CT, e) ((CT)(e))
+#define BX_xlogy_EM_KIND_FLOAT(x, y, CT) \
+  ((y) != (y) ? (y) : (x) == 0 ? (CT)0 : (CT)((double)(x) * log((double)(y))))
+#define BX_xlog1py_EM_KIND_FLOAT(x, y, CT) \
+  ((y) != (y) ? (y) : (x) == 0 ? (CT)0 : (CT)((double)(x) * log1p((double)(y))))
+#define BX_logaddexp_EM_KIND_FLOAT(x, y, CT) SPD(CT, em_sp_logaddexp(x, y))
+#define BX_logaddexp2_EM_KIND_FLOAT(x, y, CT) SPD(CT, em_sp_logaddexp2(x, y))
+#define BX_hypot_EM_KIND_FLOAT(x, y, CT) FM2(hypot, x, y)
+#define BX_copysign_EM_KIND_FLOAT(x, y, CT) FM2(copysign, x, y)
+#define BX_nextafter_EM_KIND_FLOAT(x, y, CT) FM2(nextafter, x, y)
+#define BX_gcd_EM_KIND_INT(x, y, CT) ((CT)gcd_u64(mag_u64(x), mag_u64(y)))
+#define BX_lcm_EM_KIND_INT(x, y, CT) \
+  ({ uint64_t g_ = gcd_u64(mag_u64(x), mag_u64(y)); \
+     g_ == 0 ? (CT)0 : (CT)(mag_u64(x) / g_ * mag_u64(y)); })
+#define BX_heaviside_EM_KIND_BOOL(x, y, CT) ((x) == 0 ? (y) : 1)
+#define BX_heaviside_EM_KIND_INT(x, y, CT) ((x) == 0 ? (y) : (CT)((x) > 0))
+#define BX_heaviside_EM_KIND_FLOAT(x, y, CT) ((x) == 0 ? (y) : (CT)((x) > 0))
+#define BX_zeta_EM_KIND_FLOAT(x, y, CT) SPD(CT, em_sp_zeta(x, y))
+
 /* The binary ops: X(name, kind mask, output class). */
 /* The binary ops: X(name, kind mask, output class), from core/kern_ew.h. */
 #define BINARY_OPS(X, S, E, T, K) EM_EW_BINARY_KERNELS(X, S, E, T, K)
@@ -470,6 +503,21 @@ EM_FOR_EACH_DTYPE(DEF_BINARIES)
 #define UX_lnot_EM_KIND_BOOL(x, CT) (!(x))
 #define UX_bnot_EM_KIND_BOOL(x, CT) (!(x))
 #define UX_bnot_EM_KIND_INT(x, CT) ((CT)~(x))
+#define UX_erfc_EM_KIND_FLOAT(x, CT) FM(erfc, x)
+#define UX_erfinv_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_erfinv(x))
+#define UX_lgamma_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_lgamma(x))
+#define UX_digamma_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_digamma(x))
+#define UX_polygamma_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_polygamma(k->i0, x))
+#define UX_i0_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_i0(x))
+#define UX_i0e_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_i0e(x))
+#define UX_i1_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_i1(x))
+#define UX_i1e_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_i1e(x))
+#define UX_ndtr_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_ndtr(x))
+#define UX_ndtri_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_ndtri(x))
+#define UX_log_ndtr_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_log_ndtr(x))
+#define UX_sinc_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_sinc(x))
+#define UX_entr_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_entr(x))
+#define UX_logit_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_logit(x, k->flags & 1, k->p0))
 
 #define UNARY_OPS(X, S, E, T, K) EM_EW_UNARY_KERNELS(X, S, E, T, K)
 

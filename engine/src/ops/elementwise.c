@@ -133,6 +133,32 @@ static const op_info op_table[EM_OP_COUNT] = {
     [EM_OP_BITWISE_NOT] = {"bitwise_not", 1, R_SAME, EM_K_bnot},
     [EM_OP_LERP] = {"lerp", 3, R_LERP, EM_K_lerp},
     [EM_OP_CLAMP] = {"clamp", 3, R_SAME, EM_K_clamp},
+    [EM_OP_XLOGY] = {"xlogy", 2, R_FLOAT, EM_K_xlogy},
+    [EM_OP_XLOG1PY] = {"xlog1py", 2, R_FLOAT, EM_K_xlog1py},
+    [EM_OP_LOGADDEXP] = {"logaddexp", 2, R_FLOAT, EM_K_logaddexp},
+    [EM_OP_LOGADDEXP2] = {"logaddexp2", 2, R_FLOAT, EM_K_logaddexp2},
+    [EM_OP_HYPOT] = {"hypot", 2, R_SAME, EM_K_hypot},
+    [EM_OP_COPYSIGN] = {"copysign", 2, R_FLOAT, EM_K_copysign},
+    [EM_OP_NEXTAFTER] = {"nextafter", 2, R_SAME, EM_K_nextafter},
+    [EM_OP_GCD] = {"gcd", 2, R_SAME, EM_K_gcd},
+    [EM_OP_LCM] = {"lcm", 2, R_SAME, EM_K_lcm},
+    [EM_OP_HEAVISIDE] = {"heaviside", 2, R_SAME, EM_K_heaviside},
+    [EM_OP_ZETA] = {"zeta", 2, R_FLOAT, EM_K_zeta},
+    [EM_OP_ERFC] = {"erfc", 1, R_FLOAT, EM_K_erfc},
+    [EM_OP_ERFINV] = {"erfinv", 1, R_FLOAT, EM_K_erfinv},
+    [EM_OP_LGAMMA] = {"lgamma", 1, R_FLOAT, EM_K_lgamma},
+    [EM_OP_DIGAMMA] = {"digamma", 1, R_FLOAT, EM_K_digamma},
+    [EM_OP_POLYGAMMA] = {"polygamma", 1, R_FLOAT, EM_K_polygamma},
+    [EM_OP_I0] = {"i0", 1, R_FLOAT, EM_K_i0},
+    [EM_OP_I0E] = {"i0e", 1, R_FLOAT, EM_K_i0e},
+    [EM_OP_I1] = {"i1", 1, R_FLOAT, EM_K_i1},
+    [EM_OP_I1E] = {"i1e", 1, R_FLOAT, EM_K_i1e},
+    [EM_OP_NDTR] = {"ndtr", 1, R_FLOAT, EM_K_ndtr},
+    [EM_OP_NDTRI] = {"ndtri", 1, R_FLOAT, EM_K_ndtri},
+    [EM_OP_LOG_NDTR] = {"log_ndtr", 1, R_FLOAT, EM_K_log_ndtr},
+    [EM_OP_SINC] = {"sinc", 1, R_FLOAT, EM_K_sinc},
+    [EM_OP_ENTR] = {"entr", 1, R_FLOAT, EM_K_entr},
+    [EM_OP_LOGIT] = {"logit", 1, R_FLOAT, EM_K_logit},
 };
 
 const char *em_ew_op_name(em_ew_op op) {
@@ -442,6 +468,16 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
     k.p2 = o.has_neginf ? o.neginf : -dtype_max(compute);
   }
   if (op == EM_OP_CLAMP) k.flags = (o.has_min ? 1 : 0) | (o.has_max ? 2 : 0);
+  if (op == EM_OP_POLYGAMMA) {
+    if (o.polygamma_n < 0)
+      return em_fail(EM_E_VALUE, "%s: polygamma(n, x) does not support negative n (got %lld)",
+                     name, (long long)o.polygamma_n);
+    k.i0 = o.polygamma_n;
+  }
+  if (op == EM_OP_LOGIT && o.has_eps) {
+    k.flags = 1;
+    k.p0 = o.eps;
+  }
   if (op == EM_OP_POW && em_dtype_kindof(compute) != EM_KIND_FLOAT && !ops[1].tensor &&
       ((ops[1].scalar.kind == EM_SCALAR_INT && ops[1].scalar.i < 0)))
     return em_fail(EM_E_VALUE, "%s: integers to negative integer powers are not allowed", name);

@@ -1,0 +1,1174 @@
+-- distributions: T.distributions, PyTorch's torch.distributions over
+-- tensor ops (issue 19 item 4; docs/distributions.md). Every density,
+-- entropy and reparameterised sample is written with engine ops, so
+-- autograd runs through them. Draws use ember's Philox streams (T.rand,
+-- T.randn, t:exponential_, T.multinomial, T.bernoulli): T.manual_seed
+-- makes them repeatable. Categorical samples are 1-based class ids, as
+-- cross_entropy takes them.
+return function(T, C)
+  local M = C._methods
+  local A = require("ember.argcheck")(T)
+  local fmt = string.format
+  local pi = math.pi
+  local LOG2PI = math.log(2 * pi)
+
+  local D = {}
+  T.distributions = D
+
+  -- -- shapes and parameters ------------------------------------------------------
+  local function totable(s)
+    if s == nil then return {} end
+    if type(s) == "number" then return { s } end
+    local r = {}
+    if T.is_tensor(s) then s = s.shape end
+    for i = 1, #s do r[i] = s[i] end
+    return r
+  end
+  local function concat(a, b)
+    local r = {}
+    for i = 1, #a do r[#r + 1] = a[i] end
+    for i = 1, #b do r[#r + 1] = b[i] end
+    return r
+  end
+  local function sub(s, i, j)
+    local r = {}
+    for k = i, j or #s do r[#r + 1] = s[k] end
+    return r
+  end
+  local function bshape(name, shapes)
+    local n = 0
+    for _, s in ipairs(shapes) do n = math.max(n, #s) end
+    local out = {}
+    for i = 1, n do
+      local v = 1
+      for _, s in ipairs(shapes) do
+        local x = s[#s - n + i] or 1
+        if x ~= 1 then
+          if v ~= 1 and v ~= x then
+            error(fmt("%s: the parameters' shapes cannot be broadcast together (size %d against %d at dim %d)",
+              name, v, x, i), 4)
+          end
+          v = x
+        end
+      end
+      out[i] = v
+    end
+    return out
+  end
+  local function fdtype(ts)
+    for _, t in ipairs(ts) do
+      if T.is_tensor(t) and t:is_floating_point() then return t.dtype end
+    end
+    return T.get_default_dtype()
+  end
+  -- the parameters as tensors of one floating dtype, broadcast together
+  local function params(name, list)
+    local dt = fdtype(list)
+    local dev
+    for _, t in ipairs(list) do if T.is_tensor(t) then dev = t.device; break end end
+    local ts, shapes = {}, {}
+    for i, v in ipairs(list) do
+      if T.is_tensor(v) then
+        ts[i] = v:is_floating_point() and v or v:to(dt)
+      elseif type(v) == "number" then
+        ts[i] = T.full({}, v, { dtype = dt, device = dev })
+      else
+        error(fmt("%s: expected a tensor or a number for a parameter, got %s", name, type(v)), 3)
+      end
+      shapes[i] = totable(ts[i].shape)
+    end
+    local s = bshape(name, shapes)
+    for i = 1, #ts do ts[i] = ts[i]:expand(s) end
+    return ts, s
+  end
+
+  -- -- constraints -----------------------------------------------------------------
+  local Cn = {}
+  D.constraints = Cn
+  local function constraint(name, check) return { name = name, check = check } end
+  Cn.real = constraint("real", function(v) return v:eq(v) end)
+  Cn.positive = constraint("positive", function(v) return v:gt(0) end)
+  Cn.nonnegative = constraint("nonnegative", function(v) return v:ge(0) end)
+  Cn.unit_interval = constraint("unit_interval", function(v) return v:ge(0):logical_and(v:le(1)) end)
+  Cn.boolean = constraint("boolean", function(v) return v:eq(0):logical_or(v:eq(1)) end)
+  Cn.nonnegative_integer = constraint("nonnegative_integer", function(v) return v:ge(0):logical_and(v:eq(v:floor())) end)
+  Cn.simplex = constraint("simplex", function(v)
+    return v:ge(0):all(-1):logical_and((v:sum(-1) - 1):abs():lt(1e-6))
+  end)
+  Cn.lower_cholesky = constraint("lower_cholesky", function(v)
+    local n = v.shape[v.ndim]
+    local low = v:tril():eq(v):flatten(-2):all(-1)
+    return low:logical_and(v:diagonal(0, -2, -1):gt(0):all(-1))
+  end)
+  Cn.positive_definite = constraint("positive_definite", function(v)
+    local sym = (v - v:transpose(-1, -2)):abs():le(1e-6 * (1 + v:abs())):flatten(-2):all(-1)
+    local ok = pcall(function() return D._cholesky(v) end)
+    return sym:logical_and(T.full(sym.shape, ok, { dtype = T.bool }))
+  end)
+  -- the support of an interval that depends on parameters (Uniform)
+  local function interval(lo, hi)
+    return constraint("interval", function(v) return v:ge(lo):logical_and(v:lt(hi)) end)
+  end
+  local function integer_interval(lo, hi)
+    return constraint("integer_interval", function(v)
+      return v:ge(lo):logical_and(v:le(hi)):logical_and(v:eq(v:floor()))
+    end)
+  end
+
+  local validate_default = true
+  local function check(d, what, t, con)
+    if t:numel() == 0 or tostring(t.device) == "meta" then return end
+    local ok = con.check(t:detach())
+    if not ok:all():item() then
+      error(fmt("%s: expected %s to satisfy the constraint %s, but found invalid values",
+        d.__name, what, con.name), 4)
+    end
+  end
+
+  -- -- the base class -----------------------------------------------------------
+  local Distribution = {}
+  Distribution.__name = "Distribution"
+  D.Distribution = Distribution
+  local props = { mean = true, variance = true, stddev = true, mode = true, probs = true, logits = true,
+    covariance_matrix = true, precision_matrix = true, scale_tril = true, support = true }
+  local function class(name, parent)
+    local cls = setmetatable({}, { __index = parent })
+    cls.__name = name
+    cls.__index = function(self, k)
+      local v = cls[k]
+      if v ~= nil then return v end
+      if props[k] then
+        local getter = cls["_" .. k]
+        if getter then return getter(self) end
+      end
+      return nil
+    end
+    cls.__tostring = function(self) return name .. "()" end
+    return cls
+  end
+  D._class = class
+
+  function Distribution.set_default_validate_args(v) validate_default = not not v end
+  local function init(d, batch_shape, event_shape, validate_args)
+    d.batch_shape = T.Size(batch_shape)
+    d.event_shape = T.Size(event_shape or {})
+    if validate_args == nil then validate_args = validate_default end
+    d._validate_args = validate_args
+    return d
+  end
+  local function new(cls, o) return setmetatable(o or {}, cls) end
+
+  function Distribution:_extended_shape(sample_shape)
+    return concat(concat(totable(sample_shape), totable(self.batch_shape)), totable(self.event_shape))
+  end
+  function Distribution:sample(sample_shape)
+    if self.has_rsample then
+      local s = sample_shape
+      return T.no_grad(function() return self:rsample(s) end)
+    end
+    error(fmt("%s: sample is not implemented", self.__name), 2)
+  end
+  function Distribution:rsample()
+    error(fmt("%s: rsample is not implemented (has_rsample is false: use sample)", self.__name), 2)
+  end
+  function Distribution:sample_n(n) return self:sample({ n }) end
+  function Distribution:_stddev() return self.variance:sqrt() end
+  function Distribution:_validate_sample(value)
+    if not self._validate_args then return end
+    if not T.is_tensor(value) then
+      error(fmt("%s: the value argument must be a tensor, got %s", self.__name, type(value)), 3)
+    end
+    local es = totable(self.event_shape)
+    local vs = totable(value.shape)
+    for i = 1, #es do
+      if vs[#vs - #es + i] ~= es[i] then
+        error(fmt("%s: the rightmost dims of value (%s) must match the event shape %s", self.__name,
+          A.fmt_shape(vs), A.fmt_shape(es)), 3)
+      end
+    end
+    local sup = self.support
+    if sup and value:numel() > 0 and tostring(value.device) ~= "meta" then
+      if not sup.check(value:detach()):all():item() then
+        error(fmt("%s: expected value argument to be within the support (%s) of the distribution, "
+          .. "but found invalid values", self.__name, sup.name), 3)
+      end
+    end
+  end
+  for _, m in ipairs { "log_prob", "cdf", "icdf", "entropy", "_mean", "_variance" } do
+    Distribution[m] = function(self)
+      error(fmt("%s: %s is not implemented", self.__name, m:gsub("^_", "")), 2)
+    end
+  end
+  function Distribution:perplexity() return self:entropy():exp() end
+  -- expand: the same distribution with a larger batch shape (parameters
+  -- expanded, no copy)
+  function Distribution:expand(batch_shape)
+    local bs = totable(batch_shape)
+    local cls = getmetatable(self)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    for _, k in ipairs(cls._params or {}) do
+      local p = self[k]
+      local es = cls._param_event_dims and cls._param_event_dims[k] or 0
+      local tail = sub(totable(p.shape), p.ndim - es + 1)
+      o[k] = p:expand(concat(bs, tail))
+    end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, cls)
+  end
+
+  -- make(cls, name): the constructor D[name](...) with validation
+  local function ctor(cls, f)
+    D[cls.__name] = setmetatable({}, {
+      __index = cls,
+      __call = function(_, ...) return f(...) end,
+      __tostring = function() return "distributions." .. cls.__name end,
+    })
+    cls.class = D[cls.__name]
+  end
+  local function take_opts(name, o, allowed)
+    o = o or {}
+    if type(o) ~= "table" or T.is_tensor(o) then
+      error(fmt("%s: expected an options table, got %s", name, type(o)), 4)
+    end
+    for k in pairs(o) do
+      local ok = false
+      for _, a in ipairs(allowed) do if a == k then ok = true end end
+      if not ok then
+        error(fmt("%s: unknown option '%s' (expected one of: %s)", name, tostring(k), table.concat(allowed, ", ")), 4)
+      end
+    end
+    return o
+  end
+
+  -- -- Normal ----------------------------------------------------------------------
+  local Normal = class("Normal", Distribution)
+  Normal._params = { "loc", "scale" }
+  Normal.has_rsample = true
+  Normal.support = Cn.real
+  ctor(Normal, function(loc, scale, o)
+    o = take_opts("Normal", o, { "validate_args" })
+    local p, s = params("Normal", { loc, scale })
+    local d = init(new(Normal, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
+    return d
+  end)
+  function Normal:_mean() return self.loc end
+  function Normal:_mode() return self.loc end
+  function Normal:_stddev() return self.scale end
+  function Normal:_variance() return self.scale:pow(2) end
+  function Normal:rsample(shape)
+    local eps = T.randn(self:_extended_shape(shape), { dtype = self.loc.dtype, device = self.loc.device })
+    return self.loc + eps * self.scale
+  end
+  function Normal:log_prob(v)
+    self:_validate_sample(v)
+    return -((v - self.loc):pow(2)) / (self.scale:pow(2) * 2) - self.scale:log() - 0.5 * LOG2PI
+  end
+  function Normal:cdf(v)
+    self:_validate_sample(v)
+    return ((v - self.loc) / (self.scale * math.sqrt(2))):erf():add(1):mul(0.5)
+  end
+  function Normal:icdf(p) return self.loc + self.scale * (p * 2 - 1):erfinv() * math.sqrt(2) end
+  function Normal:entropy() return self.scale:log() + 0.5 + 0.5 * LOG2PI end
+
+  -- -- Uniform ---------------------------------------------------------------------
+  local Uniform = class("Uniform", Distribution)
+  Uniform._params = { "low", "high" }
+  Uniform.has_rsample = true
+  function Uniform:_support() return interval(self.low, self.high) end
+  ctor(Uniform, function(low, high, o)
+    o = take_opts("Uniform", o, { "validate_args" })
+    local p, s = params("Uniform", { low, high })
+    local d = init(new(Uniform, { low = p[1], high = p[2] }), s, {}, o.validate_args)
+    if d._validate_args and p[1]:numel() > 0 and tostring(p[1].device) ~= "meta" and
+        not p[1]:lt(p[2]):all():item() then
+      error("Uniform: expected parameter low to be less than high, but found invalid values", 2)
+    end
+    return d
+  end)
+  function Uniform:_mean() return (self.high + self.low) / 2 end
+  function Uniform:_variance() return (self.high - self.low):pow(2) / 12 end
+  function Uniform:_stddev() return (self.high - self.low) / math.sqrt(12) end
+  function Uniform:rsample(shape)
+    local u = T.rand(self:_extended_shape(shape), { dtype = self.low.dtype, device = self.low.device })
+    return self.low + u * (self.high - self.low)
+  end
+  function Uniform:log_prob(v)
+    self:_validate_sample(v)
+    local inside = v:ge(self.low):logical_and(v:lt(self.high)):to(self.low.dtype)
+    return inside:log() - (self.high - self.low):log()
+  end
+  function Uniform:cdf(v)
+    self:_validate_sample(v)
+    return ((v - self.low) / (self.high - self.low)):clamp(0, 1)
+  end
+  function Uniform:icdf(p) return p * (self.high - self.low) + self.low end
+  function Uniform:entropy() return (self.high - self.low):log() end
+
+  -- -- probs / logits ------------------------------------------------------------------
+  local function clamp_probs(p)
+    local eps = p.dtype == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07
+    return p:clamp(eps, 1 - eps)
+  end
+  local function probs_or_logits(name, probs, logits, o)
+    if (probs == nil) == (logits == nil) then
+      error(fmt("%s: either probs or logits must be specified, but not both", name), 4)
+    end
+    return probs, logits
+  end
+
+  -- -- Bernoulli -------------------------------------------------------------------------
+  local Bernoulli = class("Bernoulli", Distribution)
+  Bernoulli.has_rsample = false
+  Bernoulli.support = Cn.boolean
+  ctor(Bernoulli, function(o)
+    if T.is_tensor(o) or type(o) == "number" then o = { probs = o } end
+    o = take_opts("Bernoulli", o, { "probs", "logits", "validate_args" })
+    probs_or_logits("Bernoulli", o.probs, o.logits)
+    local d
+    if o.probs ~= nil then
+      local p, s = params("Bernoulli", { o.probs })
+      d = init(new(Bernoulli, { _p = p[1] }), s, {}, o.validate_args)
+      if d._validate_args then check(d, "parameter probs", p[1], Cn.unit_interval) end
+    else
+      local p, s = params("Bernoulli", { o.logits })
+      d = init(new(Bernoulli, { _l = p[1] }), s, {}, o.validate_args)
+      if d._validate_args then check(d, "parameter logits", p[1], Cn.real) end
+    end
+    return d
+  end)
+  function Bernoulli:_probs() return rawget(self, "_p") or rawget(self, "_l"):sigmoid() end
+  function Bernoulli:_logits()
+    local l = rawget(self, "_l")
+    if l then return l end
+    local p = clamp_probs(rawget(self, "_p"))
+    return p:log() - (-p):log1p()
+  end
+  function Bernoulli:_mean() return self.probs end
+  function Bernoulli:_variance() local p = self.probs; return p * (-p + 1) end
+  function Bernoulli:sample(shape)
+    local p = self.probs:detach():expand(self:_extended_shape(shape))
+    return T.bernoulli(p:contiguous())
+  end
+  function Bernoulli:log_prob(v)
+    self:_validate_sample(v)
+    local l = self.logits
+    return -T.nn.functional.binary_cross_entropy_with_logits(l:expand(bshape("Bernoulli",
+      { totable(l.shape), totable(v.shape) })), v:to(l.dtype):expand(bshape("Bernoulli",
+      { totable(l.shape), totable(v.shape) })), { reduction = "none" })
+  end
+  function Bernoulli:entropy()
+    return T.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = "none" })
+  end
+  function Bernoulli:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    bs = totable(bs)
+    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Bernoulli)
+  end
+
+  -- -- Categorical (1-based class ids) ----------------------------------------------------
+  local Categorical = class("Categorical", Distribution)
+  Categorical.has_rsample = false
+  function Categorical:_support() return integer_interval(1, self._num_events) end
+  ctor(Categorical, function(o)
+    if T.is_tensor(o) then o = { probs = o } end
+    o = take_opts("Categorical", o, { "probs", "logits", "validate_args" })
+    probs_or_logits("Categorical", o.probs, o.logits)
+    local t = o.probs or o.logits
+    A.check_tensor("Categorical", t, o.probs and "probs" or "logits", 3)
+    if t.ndim < 1 then error("Categorical: probs or logits must be at least one-dimensional", 3) end
+    if not t:is_floating_point() then t = t:to(T.get_default_dtype()) end
+    local d = new(Categorical, {})
+    local bs = sub(totable(t.shape), 1, t.ndim - 1)
+    init(d, bs, {}, o.validate_args)
+    d._num_events = t.shape[t.ndim]
+    if o.probs then
+      if d._validate_args then check(d, "parameter probs", t, Cn.nonnegative) end
+      d._p = t / t:sum(-1, true)
+    else
+      if d._validate_args then check(d, "parameter logits", t, Cn.real) end
+      d._l = t - t:logsumexp(-1, true)
+    end
+    return d
+  end)
+  function Categorical:_probs() return rawget(self, "_p") or rawget(self, "_l"):softmax(-1) end
+  function Categorical:_logits()
+    local l = rawget(self, "_l")
+    if l then return l end
+    return clamp_probs(rawget(self, "_p")):log()
+  end
+  function Categorical:_mean()
+    return T.full(self:_extended_shape(), 0 / 0, { dtype = self.probs.dtype })
+  end
+  Categorical._variance = Categorical._mean
+  function Categorical:sample(shape)
+    local ss = totable(shape)
+    local n = 1
+    for _, v in ipairs(ss) do n = n * v end
+    local p = self.probs:detach():reshape(-1, self._num_events)
+    local s = T.multinomial(p, n, true) -- (batch, n), 1-based
+    local bs = totable(self.batch_shape)
+    return s:t():contiguous():reshape(concat(ss, bs))
+  end
+  function Categorical:log_prob(v)
+    self:_validate_sample(v)
+    local l = self.logits
+    local vs, ls = totable(v.shape), sub(totable(l.shape), 1, l.ndim - 1)
+    local s = bshape("Categorical", { vs, ls })
+    local idx = v:long():expand(s):unsqueeze(-1)
+    local lp = l:expand(concat(s, { self._num_events }))
+    return lp:gather(-1, idx):squeeze(-1)
+  end
+  function Categorical:entropy()
+    local l = self.logits
+    local minr = l.dtype == T.float64 and -1.7976931348623157e308 or -3.4028234663852886e38
+    return -(l:clamp(minr) * self.probs):sum(-1)
+  end
+  function Categorical:expand(bs)
+    bs = totable(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    if rawget(self, "_p") then o._p = self._p:expand(concat(bs, { self._num_events })) end
+    if rawget(self, "_l") then o._l = self._l:expand(concat(bs, { self._num_events })) end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Categorical)
+  end
+
+  -- -- Exponential -------------------------------------------------------------------
+  local Exponential = class("Exponential", Distribution)
+  Exponential._params = { "rate" }
+  Exponential.has_rsample = true
+  Exponential.support = Cn.nonnegative
+  ctor(Exponential, function(rate, o)
+    o = take_opts("Exponential", o, { "validate_args" })
+    local p, s = params("Exponential", { rate })
+    local d = init(new(Exponential, { rate = p[1] }), s, {}, o.validate_args)
+    if d._validate_args then check(d, "parameter rate", d.rate, Cn.positive) end
+    return d
+  end)
+  function Exponential:_mean() return self.rate:reciprocal() end
+  function Exponential:_stddev() return self.rate:reciprocal() end
+  function Exponential:_variance() return self.rate:pow(-2) end
+  function Exponential:rsample(shape)
+    local e = T.empty(self:_extended_shape(shape), { dtype = self.rate.dtype, device = self.rate.device })
+    return e:exponential_() / self.rate
+  end
+  function Exponential:log_prob(v)
+    self:_validate_sample(v)
+    return self.rate:log() - self.rate * v
+  end
+  function Exponential:cdf(v) self:_validate_sample(v); return -(-self.rate * v):exp() + 1 end
+  function Exponential:icdf(p) return -(-p):log1p() / self.rate end
+  function Exponential:entropy() return -self.rate:log() + 1 end
+
+  -- -- Laplace -------------------------------------------------------------------------
+  local Laplace = class("Laplace", Distribution)
+  Laplace._params = { "loc", "scale" }
+  Laplace.has_rsample = true
+  Laplace.support = Cn.real
+  ctor(Laplace, function(loc, scale, o)
+    o = take_opts("Laplace", o, { "validate_args" })
+    local p, s = params("Laplace", { loc, scale })
+    local d = init(new(Laplace, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
+    return d
+  end)
+  function Laplace:_mean() return self.loc end
+  function Laplace:_variance() return self.scale:pow(2) * 2 end
+  function Laplace:_stddev() return self.scale * math.sqrt(2) end
+  function Laplace:rsample(shape)
+    local dt = self.loc.dtype
+    local eps = dt == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07
+    local u = T.empty(self:_extended_shape(shape), { dtype = dt, device = self.loc.device }):uniform_(eps - 1, 1)
+    return self.loc - self.scale * u:sign() * (-u:abs()):log1p()
+  end
+  function Laplace:log_prob(v)
+    self:_validate_sample(v)
+    return -(self.scale * 2):log() - (v - self.loc):abs() / self.scale
+  end
+  function Laplace:cdf(v)
+    self:_validate_sample(v)
+    local z = v - self.loc
+    return 0.5 - 0.5 * z:sign() * (-z:abs() / self.scale):expm1()
+  end
+  function Laplace:icdf(p)
+    local t = p - 0.5
+    return self.loc - self.scale * t:sign() * (-t:abs() * 2):log1p()
+  end
+  function Laplace:entropy() return (self.scale * 2):log() + 1 end
+
+  -- -- Gamma (Marsaglia-Tsang) ----------------------------------------------------------
+  -- Standard gamma draws of concentration a (a tensor, any shape): for a >= 1
+  -- Marsaglia and Tsang's squeeze (d = a - 1/3, c = 1 / sqrt(9 d), accept
+  -- (1 + c z)^3 d when log u < z^2 / 2 + d - d v + d log v); for a < 1 the
+  -- draw for a + 1 times u^(1/a). Vectorised: rounds of draws for the
+  -- elements not yet accepted (acceptance > 95% per round).
+  local function standard_gamma(a)
+    a = a:detach():contiguous()
+    local dt, dev = a.dtype, a.device
+    local small = a:lt(1)
+    local b = T.where(small, a + 1, a)
+    local d = b - 1 / 3
+    local c = (d * 9):rsqrt()
+    local out = T.zeros(a.shape, { dtype = dt, device = dev })
+    local todo = T.ones(a.shape, { dtype = T.bool, device = dev })
+    for _ = 1, 200 do
+      if a:numel() == 0 or not todo:any():item() then break end
+      local z = T.randn(a.shape, { dtype = dt, device = dev })
+      local u = T.rand(a.shape, { dtype = dt, device = dev })
+      local v = (c * z + 1):pow(3)
+      local pos = v:gt(0)
+      local vs = T.where(pos, v, 1)
+      local ok = pos:logical_and(u:log():lt(z * z * 0.5 + d - d * vs + d * vs:log()))
+      local take = ok:logical_and(todo)
+      out = T.where(take, d * vs, out)
+      todo = todo:logical_and(ok:logical_not())
+    end
+    local u = T.rand(a.shape, { dtype = dt, device = dev })
+    local boost = T.where(small, u:pow(a:reciprocal()), 1)
+    local tiny = dt == T.float64 and 2.2250738585072014e-308 or 1.1754943508222875e-38
+    return (out * boost):clamp(tiny)
+  end
+  D._standard_gamma = standard_gamma
+
+  local Gamma = class("Gamma", Distribution)
+  Gamma._params = { "concentration", "rate" }
+  Gamma.has_rsample = true
+  Gamma.support = Cn.nonnegative
+  ctor(Gamma, function(concentration, rate, o)
+    o = take_opts("Gamma", o, { "validate_args" })
+    local p, s = params("Gamma", { concentration, rate })
+    local d = init(new(Gamma, { concentration = p[1], rate = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter concentration", d.concentration, Cn.positive)
+      check(d, "parameter rate", d.rate, Cn.positive)
+    end
+    return d
+  end)
+  function Gamma:_mean() return self.concentration / self.rate end
+  function Gamma:_variance() return self.concentration / self.rate:pow(2) end
+  -- the draw is reparameterised in rate (x = g / rate); the gradient in
+  -- concentration is not propagated (PyTorch's implicit gradient of the
+  -- standard gamma is not implemented here: docs/distributions.md)
+  function Gamma:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local g = standard_gamma(self.concentration:detach():expand(es))
+    return g / self.rate
+  end
+  function Gamma:log_prob(v)
+    self:_validate_sample(v)
+    local a, b = self.concentration, self.rate
+    return T.xlogy(a, b) + T.xlogy(a - 1, v) - b * v - a:lgamma()
+  end
+  function Gamma:entropy()
+    local a = self.concentration
+    return a - self.rate:log() + a:lgamma() + (-a + 1) * a:digamma()
+  end
+
+  -- -- Beta --------------------------------------------------------------------------------
+  local Beta = class("Beta", Distribution)
+  Beta._params = { "concentration1", "concentration0" }
+  Beta.has_rsample = true
+  Beta.support = Cn.unit_interval
+  ctor(Beta, function(c1, c0, o)
+    o = take_opts("Beta", o, { "validate_args" })
+    local p, s = params("Beta", { c1, c0 })
+    local d = init(new(Beta, { concentration1 = p[1], concentration0 = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter concentration1", p[1], Cn.positive)
+      check(d, "parameter concentration0", p[2], Cn.positive)
+    end
+    return d
+  end)
+  function Beta:_mean() return self.concentration1 / (self.concentration1 + self.concentration0) end
+  function Beta:_variance()
+    local a, b = self.concentration1, self.concentration0
+    local t = a + b
+    return a * b / (t:pow(2) * (t + 1))
+  end
+  function Beta:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local x = standard_gamma(self.concentration1:detach():expand(es))
+    local y = standard_gamma(self.concentration0:detach():expand(es))
+    return x / (x + y)
+  end
+  local function lbeta(a, b) return a:lgamma() + b:lgamma() - (a + b):lgamma() end
+  function Beta:log_prob(v)
+    self:_validate_sample(v)
+    local a, b = self.concentration1, self.concentration0
+    return T.xlogy(a - 1, v) + T.special.xlog1py(b - 1, -v) - lbeta(a, b)
+  end
+  function Beta:entropy()
+    local a, b = self.concentration1, self.concentration0
+    local t = a + b
+    return lbeta(a, b) - (a - 1) * a:digamma() - (b - 1) * b:digamma() + (t - 2) * t:digamma()
+  end
+
+  -- -- Dirichlet ---------------------------------------------------------------------------
+  local Dirichlet = class("Dirichlet", Distribution)
+  Dirichlet._params = { "concentration" }
+  Dirichlet._param_event_dims = { concentration = 1 }
+  Dirichlet.has_rsample = true
+  Dirichlet.support = Cn.simplex
+  ctor(Dirichlet, function(conc, o)
+    o = take_opts("Dirichlet", o, { "validate_args" })
+    A.check_tensor("Dirichlet", conc, "concentration", 3)
+    if conc.ndim < 1 then error("Dirichlet: concentration must be at least one-dimensional", 3) end
+    if not conc:is_floating_point() then conc = conc:to(T.get_default_dtype()) end
+    local s = totable(conc.shape)
+    local d = init(new(Dirichlet, { concentration = conc }), sub(s, 1, #s - 1), { s[#s] }, o.validate_args)
+    if d._validate_args then check(d, "parameter concentration", conc, Cn.positive) end
+    return d
+  end)
+  function Dirichlet:_mean() return self.concentration / self.concentration:sum(-1, true) end
+  function Dirichlet:_variance()
+    local a = self.concentration
+    local a0 = a:sum(-1, true)
+    return a * (a0 - a) / (a0:pow(2) * (a0 + 1))
+  end
+  function Dirichlet:rsample(shape)
+    local g = standard_gamma(self.concentration:detach():expand(self:_extended_shape(shape)))
+    return g / g:sum(-1, true)
+  end
+  function Dirichlet:log_prob(v)
+    self:_validate_sample(v)
+    local a = self.concentration
+    return T.xlogy(a - 1, v):sum(-1) + a:sum(-1):lgamma() - a:lgamma():sum(-1)
+  end
+  function Dirichlet:entropy()
+    local a = self.concentration
+    local k = a.shape[a.ndim]
+    local a0 = a:sum(-1)
+    return a:lgamma():sum(-1) - a0:lgamma() - (a - 1):mul(a:digamma()):sum(-1) + (a0 - k) * a0:digamma()
+  end
+
+  -- -- Poisson (Knuth below 10, Hormann's PTRS above: the draws of NumPy and
+  -- PyTorch) ---------------------------------------------------------------
+  local function poisson_draw(rate)
+    rate = rate:detach():contiguous()
+    local dt, dev = rate.dtype, rate.device
+    local out = T.zeros(rate.shape, { dtype = dt, device = dev })
+    if rate:numel() == 0 then return out end
+    local small = rate:lt(10)
+    -- Knuth: count uniforms until their product falls below exp(-rate)
+    local lim = (-rate):exp()
+    local prod = T.ones(rate.shape, { dtype = dt, device = dev })
+    local live = small:logical_and(rate:gt(0))
+    local k = T.zeros(rate.shape, { dtype = dt, device = dev })
+    for _ = 1, 2000 do
+      if not live:any():item() then break end
+      prod = prod * T.rand(rate.shape, { dtype = dt, device = dev })
+      local more = live:logical_and(prod:gt(lim))
+      k = k + more:to(dt)
+      live = more
+    end
+    out = T.where(small, k, out)
+    -- PTRS for rate >= 10
+    local big = small:logical_not()
+    if big:any():item() then
+      local lam = T.where(big, rate, 10)
+      local slam, loglam = lam:sqrt(), lam:log()
+      local b = slam * 2.53 + 0.931
+      local a = b * 0.02483 - 0.059
+      local invalpha = (b - 3.4):reciprocal() * 1.1328 + 1.1239
+      local vr = -(b - 2):reciprocal() * 3.6224 + 0.9277
+      local todo = big:clone()
+      for _ = 1, 500 do
+        if not todo:any():item() then break end
+        local U = T.rand(rate.shape, { dtype = dt, device = dev }) - 0.5
+        local V = T.rand(rate.shape, { dtype = dt, device = dev })
+        local us = -U:abs() + 0.5
+        local kk = ((a * 2 / us + b) * U + lam + 0.43):floor()
+        local quick = us:ge(0.07):logical_and(V:le(vr))
+        local reject = kk:lt(0):logical_or(us:lt(0.013):logical_and(V:gt(us)))
+        local lhs = V:log() + invalpha:log() - (a / (us * us) + b):log()
+        local rhs = -lam + kk * loglam - (kk + 1):lgamma()
+        local ok = quick:logical_or(reject:logical_not():logical_and(lhs:le(rhs)))
+        local take = ok:logical_and(todo)
+        out = T.where(take, kk, out)
+        todo = todo:logical_and(ok:logical_not())
+      end
+    end
+    return out
+  end
+  D._poisson = poisson_draw
+
+  local Poisson = class("Poisson", Distribution)
+  Poisson._params = { "rate" }
+  Poisson.has_rsample = false
+  Poisson.support = Cn.nonnegative_integer
+  ctor(Poisson, function(rate, o)
+    o = take_opts("Poisson", o, { "validate_args" })
+    local p, s = params("Poisson", { rate })
+    local d = init(new(Poisson, { rate = p[1] }), s, {}, o.validate_args)
+    if d._validate_args then check(d, "parameter rate", d.rate, Cn.nonnegative) end
+    return d
+  end)
+  function Poisson:_mean() return self.rate end
+  function Poisson:_variance() return self.rate end
+  function Poisson:sample(shape)
+    return poisson_draw(self.rate:detach():expand(self:_extended_shape(shape)))
+  end
+  function Poisson:log_prob(v)
+    self:_validate_sample(v)
+    return T.xlogy(v, self.rate) - self.rate - (v + 1):lgamma()
+  end
+
+  -- -- transforms ------------------------------------------------------------------------
+  local Transform = {}
+  Transform.__index = Transform
+  D.transforms = {}
+  local function transform(name, f)
+    local cls = setmetatable({}, { __index = Transform })
+    cls.__index = cls
+    cls.__name = name
+    D[name] = setmetatable({}, { __index = cls, __call = function(_, ...) return f(cls, ...) end })
+    D.transforms[name] = D[name]
+    return cls
+  end
+  function Transform:__call(x) return self:forward(x) end
+  local Exp = transform("ExpTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
+  function Exp:forward(x) return x:exp() end
+  function Exp:inv(y) return y:log() end
+  function Exp:log_abs_det_jacobian(x, y) return x end
+  local Sig = transform("SigmoidTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
+  function Sig:forward(x) return x:sigmoid() end
+  function Sig:inv(y)
+    local eps = y.dtype == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07
+    local c = y:clamp(eps, 1 - eps)
+    return c:log() - (-c):log1p()
+  end
+  function Sig:log_abs_det_jacobian(x, y)
+    return -T.nn.functional.softplus(-x) - T.nn.functional.softplus(x)
+  end
+  local Aff = transform("AffineTransform", function(cls, loc, scale, o)
+    o = take_opts("AffineTransform", o, { "event_dim" })
+    local t = setmetatable({ loc = loc, scale = scale, event_dim = o.event_dim or 0 }, cls)
+    t.sign = (type(scale) == "number" and (scale >= 0 and 1 or -1)) or nil
+    return t
+  end)
+  function Aff:forward(x) return x * self.scale + self.loc end
+  function Aff:inv(y) return (y - self.loc) / self.scale end
+  function Aff:log_abs_det_jacobian(x, y)
+    local s = self.scale
+    local r = T.is_tensor(s) and s:abs():log():expand(x.shape) or T.full(x.shape, math.log(math.abs(s)), { dtype = x.dtype })
+    for _ = 1, self.event_dim do r = r:sum(-1) end
+    return r
+  end
+
+  -- -- TransformedDistribution / LogNormal ------------------------------------------------
+  local TD = class("TransformedDistribution", Distribution)
+  local function td_new(cls, base, transforms, o)
+    o = take_opts(cls.__name, o, { "validate_args" })
+    if getmetatable(transforms) and transforms.forward then transforms = { transforms } end
+    local d = new(cls, { base_dist = base, transforms = transforms })
+    init(d, totable(base.batch_shape), totable(base.event_shape), o.validate_args)
+    d.has_rsample = base.has_rsample
+    return d
+  end
+  ctor(TD, function(base, transforms, o) return td_new(TD, base, transforms, o) end)
+  function TD:_support() return nil end
+  function TD:rsample(shape)
+    local x = self.base_dist:rsample(shape)
+    for _, t in ipairs(self.transforms) do x = t:forward(x) end
+    return x
+  end
+  function TD:sample(shape)
+    return T.no_grad(function()
+      local x = self.base_dist:sample(shape)
+      for _, t in ipairs(self.transforms) do x = t:forward(x) end
+      return x
+    end)
+  end
+  function TD:log_prob(y)
+    local lp = 0
+    for i = #self.transforms, 1, -1 do
+      local t = self.transforms[i]
+      local x = t:inv(y)
+      lp = lp - t:log_abs_det_jacobian(x, y)
+      y = x
+    end
+    return lp + self.base_dist:log_prob(y)
+  end
+  local function monotone_sign(self)
+    local s = 1
+    for _, t in ipairs(self.transforms) do
+      if t.sign == nil then error(fmt("%s: cdf needs transforms of known monotonicity", self.__name), 3) end
+      s = s * t.sign
+    end
+    return s
+  end
+  function TD:cdf(y)
+    local s = monotone_sign(self)
+    for i = #self.transforms, 1, -1 do y = self.transforms[i]:inv(y) end
+    local c = self.base_dist:cdf(y)
+    return s == 1 and c or -c + 1
+  end
+  function TD:icdf(p)
+    local s = monotone_sign(self)
+    if s ~= 1 then p = -p + 1 end
+    local x = self.base_dist:icdf(p)
+    for _, t in ipairs(self.transforms) do x = t:forward(x) end
+    return x
+  end
+
+  local LogNormal = class("LogNormal", TD)
+  LogNormal.support = Cn.positive
+  LogNormal.has_rsample = true
+  ctor(LogNormal, function(loc, scale, o)
+    o = take_opts("LogNormal", o, { "validate_args" })
+    local base = D.Normal(loc, scale, { validate_args = o.validate_args })
+    local d = td_new(LogNormal, base, { D.ExpTransform() }, { validate_args = o.validate_args })
+    d.loc, d.scale = base.loc, base.scale
+    return d
+  end)
+  function LogNormal:_support() return Cn.positive end
+  function LogNormal:_mean() return (self.loc + self.scale:pow(2) / 2):exp() end
+  function LogNormal:_variance()
+    local s2 = self.scale:pow(2)
+    return s2:expm1() * (self.loc * 2 + s2):exp()
+  end
+  function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
+  function LogNormal:log_prob(y)
+    self:_validate_sample(y)
+    return TD.log_prob(self, y)
+  end
+
+  -- -- Independent -------------------------------------------------------------------------
+  local Ind = class("Independent", Distribution)
+  ctor(Ind, function(base, n, o)
+    o = take_opts("Independent", o, { "validate_args" })
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 0 then
+      error("Independent: reinterpreted_batch_ndims must be a non-negative integer", 2)
+    end
+    local bs = totable(base.batch_shape)
+    if n > #bs then
+      error(fmt("Independent: expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape) = %d, "
+        .. "actual %d", #bs, n), 2)
+    end
+    local d = new(Ind, { base_dist = base, reinterpreted_batch_ndims = n })
+    init(d, sub(bs, 1, #bs - n), concat(sub(bs, #bs - n + 1), totable(base.event_shape)), o.validate_args)
+    d.has_rsample = base.has_rsample
+    return d
+  end)
+  local function sum_right(x, n)
+    for _ = 1, n do x = x:sum(-1) end
+    return x
+  end
+  function Ind:_support() return self.base_dist.support end
+  function Ind:_mean() return self.base_dist.mean end
+  function Ind:_variance() return self.base_dist.variance end
+  function Ind:sample(s) return self.base_dist:sample(s) end
+  function Ind:rsample(s) return self.base_dist:rsample(s) end
+  function Ind:log_prob(v) return sum_right(self.base_dist:log_prob(v), self.reinterpreted_batch_ndims) end
+  function Ind:entropy() return sum_right(self.base_dist:entropy(), self.reinterpreted_batch_ndims) end
+
+  -- -- MultivariateNormal --------------------------------------------------------------------
+  -- A private Cholesky factor (T.linalg is another helper's work, not
+  -- relied on here): column by column with tensor ops, batched over the
+  -- leading dims and differentiable; a non-positive pivot is an error
+  -- naming the column.
+  local function cholesky(a, op)
+    local n = a.shape[a.ndim]
+    a = (a + a:transpose(-1, -2)) * 0.5 -- the gradient is symmetric, as linalg.cholesky's
+    local cols = {}
+    for j = 1, n do
+      local ajj = a:select(-1, j):select(-1, j)
+      local col = a:select(-1, j) -- (..., n)
+      if j > 1 then
+        local lprev = T.stack(cols, -1) -- (..., n, j-1)
+        local lj = lprev:select(-2, j) -- (..., j-1)
+        col = col - lprev:matmul(lj:unsqueeze(-1)):squeeze(-1)
+        ajj = ajj - lj:pow(2):sum(-1)
+      end
+      if ajj:numel() > 0 and tostring(ajj.device) ~= "meta" and not ajj:detach():gt(0):all():item() then
+        error(fmt("%s: the matrix is not positive-definite (the leading minor of order %d is not positive)",
+          op or "cholesky", j), 0)
+      end
+      local d = ajj:sqrt()
+      local mask = T.arange(1, n + 1, { device = a.device }):ge(j):to(a.dtype)
+      cols[j] = col / d:unsqueeze(-1) * mask
+    end
+    return T.stack(cols, -1)
+  end
+  D._cholesky = cholesky
+  -- x with L x = b for lower-triangular L (..., n, n) and b (..., n, k)
+  local function solve_lower(L, b)
+    local n = L.shape[L.ndim]
+    local rows = {}
+    for i = 1, n do
+      local r = b:select(-2, i)
+      if i > 1 then
+        local prev = T.stack(rows, -2) -- (..., i-1, k)
+        local li = L:select(-2, i):narrow(-1, 1, i - 1) -- (..., i-1)
+        r = r - li:unsqueeze(-2):matmul(prev):squeeze(-2)
+      end
+      rows[i] = r / L:select(-1, i):select(-1, i):unsqueeze(-1)
+    end
+    return T.stack(rows, -2)
+  end
+  D._solve_lower = solve_lower
+
+  local MVN = class("MultivariateNormal", Distribution)
+  MVN.has_rsample = true
+  MVN.support = Cn.real
+  ctor(MVN, function(loc, o)
+    o = take_opts("MultivariateNormal", o,
+      { "covariance_matrix", "precision_matrix", "scale_tril", "validate_args" })
+    A.check_tensor("MultivariateNormal", loc, "loc", 3)
+    if loc.ndim < 1 then error("MultivariateNormal: loc must be at least one-dimensional", 2) end
+    local given = (o.covariance_matrix and 1 or 0) + (o.precision_matrix and 1 or 0) + (o.scale_tril and 1 or 0)
+    if given ~= 1 then
+      error("MultivariateNormal: exactly one of covariance_matrix or precision_matrix or scale_tril may be specified", 2)
+    end
+    local m = o.covariance_matrix or o.precision_matrix or o.scale_tril
+    local which = o.covariance_matrix and "covariance_matrix" or o.precision_matrix and "precision_matrix" or "scale_tril"
+    A.check_tensor("MultivariateNormal", m, which, 3)
+    if m.ndim < 2 then
+      error(fmt("MultivariateNormal: %s must be at least two-dimensional, with optional leading batch dimensions", which), 2)
+    end
+    local k = loc.shape[loc.ndim]
+    if m.shape[m.ndim] ~= k or m.shape[m.ndim - 1] ~= k then
+      error(fmt("MultivariateNormal: %s must be of shape (..., %d, %d) for loc of event size %d", which, k, k, k), 2)
+    end
+    local d = new(MVN, {})
+    local bs = bshape("MultivariateNormal", { sub(totable(m.shape), 1, m.ndim - 2), sub(totable(loc.shape), 1, loc.ndim - 1) })
+    init(d, bs, { k }, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter loc", loc, Cn.real)
+      if which == "scale_tril" then check(d, "parameter scale_tril", m, Cn.lower_cholesky) end
+    end
+    local function chol(x)
+      local ok, r = pcall(cholesky, x, "MultivariateNormal")
+      if not ok then
+        error(fmt("MultivariateNormal: expected parameter %s to satisfy the constraint positive_definite, "
+          .. "but found invalid values (%s)", which, tostring(r):gsub("^MultivariateNormal: ", "")), 3)
+      end
+      return r
+    end
+    local L
+    if which == "scale_tril" then L = m
+    elseif which == "covariance_matrix" then L = chol(m)
+    else
+      -- P = Lp Lp^T, cov = Lp^-T Lp^-1, scale_tril = chol(cov)
+      local Lp = chol(m)
+      local eye = T.eye(k, { dtype = m.dtype, device = m.device })
+      local inv = solve_lower(Lp, eye:expand(Lp.shape))
+      L = chol(inv:transpose(-1, -2):matmul(inv))
+    end
+    d._unbroadcasted_scale_tril = L
+    d.loc = loc:expand(concat(bs, { k }))
+    d._k = k
+    return d
+  end)
+  function MVN:_scale_tril() return self._unbroadcasted_scale_tril:expand(concat(totable(self.batch_shape), { self._k, self._k })) end
+  function MVN:_covariance_matrix()
+    local L = self._unbroadcasted_scale_tril
+    return L:matmul(L:transpose(-1, -2)):expand(concat(totable(self.batch_shape), { self._k, self._k }))
+  end
+  function MVN:_precision_matrix()
+    local L = self._unbroadcasted_scale_tril
+    local eye = T.eye(self._k, { dtype = L.dtype, device = L.device })
+    local inv = solve_lower(L, eye:expand(L.shape))
+    return inv:transpose(-1, -2):matmul(inv):expand(concat(totable(self.batch_shape), { self._k, self._k }))
+  end
+  function MVN:_mean() return self.loc end
+  function MVN:_variance()
+    return self._unbroadcasted_scale_tril:pow(2):sum(-1):expand(concat(totable(self.batch_shape), { self._k }))
+  end
+  function MVN:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local eps = T.randn(es, { dtype = self.loc.dtype, device = self.loc.device })
+    return self.loc + self._unbroadcasted_scale_tril:matmul(eps:unsqueeze(-1)):squeeze(-1)
+  end
+  local function half_log_det(L) return L:diagonal(0, -2, -1):log():sum(-1) end
+  function MVN:log_prob(v)
+    self:_validate_sample(v)
+    local diff = v - self.loc
+    local L = self._unbroadcasted_scale_tril
+    local s = bshape("MultivariateNormal", { totable(diff.shape), concat(sub(totable(L.shape), 1, L.ndim - 2), { self._k }) })
+    diff = diff:expand(s)
+    local Lb = L:expand(concat(sub(s, 1, #s - 1), { self._k, self._k }))
+    local z = solve_lower(Lb, diff:unsqueeze(-1)):squeeze(-1)
+    local maha = z:pow(2):sum(-1)
+    return -0.5 * (self._k * LOG2PI + maha) - half_log_det(L)
+  end
+  function MVN:entropy()
+    local h = 0.5 * self._k * (1 + LOG2PI) + half_log_det(self._unbroadcasted_scale_tril)
+    return h:expand(totable(self.batch_shape))
+  end
+  function MVN:expand(bs)
+    bs = totable(bs)
+    local o = {}
+    for kk, v in pairs(self) do o[kk] = v end
+    o.loc = self.loc:expand(concat(bs, { self._k }))
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, MVN)
+  end
+
+  -- -- kl_divergence ---------------------------------------------------------------------
+  local KL = {}
+  local function reg(p, q, f) KL[p .. "|" .. q] = f end
+  function D.register_kl(p, q, f) reg(p.__name, q.__name, f) end
+  function D.kl_divergence(p, q)
+    local pn, qn = p and p.__name, q and q.__name
+    local f = pn and qn and KL[pn .. "|" .. qn]
+    if not f then
+      error(fmt("kl_divergence: no KL(p || q) is implemented for p = %s and q = %s", tostring(pn), tostring(qn)), 2)
+    end
+    return f(p, q)
+  end
+  reg("Normal", "Normal", function(p, q)
+    local vr = (p.scale / q.scale):pow(2)
+    local t1 = ((p.loc - q.loc) / q.scale):pow(2)
+    return (vr + t1 - 1 - vr:log()) * 0.5
+  end)
+  reg("Bernoulli", "Bernoulli", function(p, q)
+    local pp = p.probs
+    local t1 = pp * (T.nn.functional.softplus(-q.logits) - T.nn.functional.softplus(-p.logits))
+    local t2 = (-pp + 1) * (T.nn.functional.softplus(q.logits) - T.nn.functional.softplus(p.logits))
+    return t1 + t2
+  end)
+  reg("Categorical", "Categorical", function(p, q)
+    local t = p.probs * (p.logits - q.logits)
+    t = T.where(q.probs:eq(0):expand(t.shape), 1 / 0, t)
+    t = T.where(p.probs:eq(0):expand(t.shape), 0, t)
+    return t:sum(-1)
+  end)
+  reg("Beta", "Beta", function(p, q)
+    local a1, b1, a2, b2 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    local s1 = a1 + b1
+    return lbeta(a2, b2) - lbeta(a1, b1) + (a1 - a2) * a1:digamma() + (b1 - b2) * b1:digamma()
+      + (a2 - a1 + b2 - b1) * s1:digamma()
+  end)
+  reg("Gamma", "Gamma", function(p, q)
+    local a1, r1, a2, r2 = p.concentration, p.rate, q.concentration, q.rate
+    local t1 = a2 * (r1 / r2):log()
+    local t2 = a2:lgamma() - a1:lgamma()
+    local t3 = (a1 - a2) * a1:digamma()
+    local t4 = (r2 - r1) * (a1 / r1)
+    return t1 + t2 + t3 + t4
+  end)
+  reg("Dirichlet", "Dirichlet", function(p, q)
+    local a, b = p.concentration, q.concentration
+    local a0, b0 = a:sum(-1), b:sum(-1)
+    local t1 = a0:lgamma() - b0:lgamma()
+    local t2 = (b:lgamma() - a:lgamma()):sum(-1)
+    local t3 = ((a - b) * (a:digamma() - a0:unsqueeze(-1):digamma())):sum(-1)
+    return t1 + t2 + t3
+  end)
+  reg("Exponential", "Exponential", function(p, q)
+    local r = q.rate / p.rate
+    return -r:log() + r - 1
+  end)
+  reg("Uniform", "Uniform", function(p, q)
+    local r = ((q.high - q.low) / (p.high - p.low)):log()
+    local outside = q.low:gt(p.low):logical_or(q.high:lt(p.high))
+    return T.where(outside, 1 / 0, r)
+  end)
+  reg("Laplace", "Laplace", function(p, q)
+    local sr = p.scale / q.scale
+    local ld = (p.loc - q.loc):abs()
+    local t1 = -sr:log()
+    local t2 = ld / q.scale
+    local t3 = sr * (-ld / p.scale):exp()
+    return t1 + t2 + t3 - 1
+  end)
+  reg("MultivariateNormal", "MultivariateNormal", function(p, q)
+    if p._k ~= q._k then
+      error("kl_divergence: KL-divergence between two Multivariate Normals with different event shapes cannot be computed", 2)
+    end
+    local Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    local bs = bshape("kl_divergence", { totable(p.batch_shape), totable(q.batch_shape) })
+    local mshape = concat(bs, { p._k, p._k })
+    local LpB, LqB = Lp:expand(mshape), Lq:expand(mshape)
+    local hld = half_log_det(Lq) - half_log_det(Lp)
+    local term1 = solve_lower(LqB, LpB):pow(2):flatten(-2):sum(-1)
+    local diff = (q.loc - p.loc):expand(concat(bs, { p._k }))
+    local term2 = solve_lower(LqB, diff:unsqueeze(-1)):squeeze(-1):pow(2):sum(-1)
+    return hld + (term1 + term2 - p._k) * 0.5
+  end)
+  reg("Independent", "Independent", function(p, q)
+    if p.reinterpreted_batch_ndims ~= q.reinterpreted_batch_ndims then
+      error("kl_divergence: Independent distributions with different reinterpreted_batch_ndims", 2)
+    end
+    return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+  end)
+  reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+
+  -- -- T.normal and the in-place samplers ------------------------------------------------------
+  -- T.normal(mean, std[, size], {generator-free options: dtype, device}):
+  -- tensor/tensor (broadcast), tensor/number, number/tensor, or numbers with
+  -- a size
+  local NORMAL_OPTS = A.set { "dtype", "device", "requires_grad", "out" }
+  T.normal = A.named("normal", function(mean, std, size, o)
+    if A.is_opts(size) and not (type(size[1]) == "number") then o, size = size, nil end
+    o = A.check_opts("normal", o, NORMAL_OPTS, 2)
+    if std == nil then std = 1 end
+    local r
+    if T.is_tensor(mean) or T.is_tensor(std) then
+      if size ~= nil then error("normal: size is only taken with a number mean and std", 2) end
+      local p = params("normal", { mean, std })
+      if p[2]:numel() > 0 and tostring(p[2].device) ~= "meta" and p[2]:lt(0):any():item() then
+        error("normal: expected all elements of std >= 0.0", 2)
+      end
+      local eps = T.randn(p[1].shape, { dtype = p[1].dtype, device = p[1].device })
+      r = T.no_grad(function() return p[1]:detach() + eps * p[2]:detach() end)
+    else
+      if type(mean) ~= "number" or type(std) ~= "number" then
+        error("normal: expected tensors or numbers for mean and std", 2)
+      end
+      if std < 0 then error(fmt("normal: expected std >= 0.0, got %s", tostring(std)), 2) end
+      if size == nil then error("normal: with a number mean and std, a size is required", 2) end
+      r = T.empty(size, { dtype = o.dtype, device = o.device }):normal_(mean, std)
+    end
+    if o.requires_grad then r:requires_grad_() end
+    if o.out ~= nil then return C._write_out("normal", r, o.out) end
+    return r
+  end)
+
+  local function check_float(op, t)
+    A.check_tensor(op, t, "self", 3)
+    if not t:is_floating_point() then
+      error(fmt("%s: expected a floating point tensor, got %s", op, tostring(t.dtype):gsub("^ember%.", "")), 3)
+    end
+  end
+  local function no_opts(op, o) A.check_opts(op, o, {}, 3) end
+  -- Cauchy: median + sigma tan(pi (u - 1/2))
+  M.cauchy_ = A.named("cauchy_", function(t, median, sigma, o)
+    check_float("cauchy_", t)
+    no_opts("cauchy_", o)
+    median, sigma = median or 0, sigma or 1
+    if sigma <= 0 then error(fmt("cauchy_: expects sigma > 0.0, but found sigma=%s", tostring(sigma)), 2) end
+    return T.no_grad(function()
+      t:uniform_()
+      return t:sub_(0.5):mul_(pi):tan_():mul_(sigma):add_(median)
+    end)
+  end)
+  -- log-normal: exp(normal(mean, std))
+  M.log_normal_ = A.named("log_normal_", function(t, mean, std, o)
+    check_float("log_normal_", t)
+    no_opts("log_normal_", o)
+    mean, std = mean or 1, std or 2
+    if std <= 0 then error(fmt("log_normal_: expects std > 0.0, but found std=%s", tostring(std)), 2) end
+    return T.no_grad(function() return t:normal_(mean, std):exp_() end)
+  end)
+  -- geometric: the number of Bernoulli(p) trials to the first success (>= 1)
+  M.geometric_ = A.named("geometric_", function(t, p, o)
+    A.check_tensor("geometric_", t, "self", 2)
+    no_opts("geometric_", o)
+    if type(p) ~= "number" or not (p > 0 and p < 1) then
+      error(fmt("geometric_: p must be > 0 and < 1, but got p=%s", tostring(p)), 2)
+    end
+    return T.no_grad(function()
+      local u = T.rand(t.shape, { dtype = T.float64, device = t.device })
+      local lo = 2.2250738585072014e-308
+      local g = (u:clamp(lo):log() / math.log(1 - p)):ceil():clamp(1)
+      return t:copy_(g)
+    end)
+  end)
+end

@@ -1,0 +1,160 @@
+-- special: the special functions and elementwise helpers of issue 19
+-- (docs/math.md, "Special functions"). The kernels are engine ops
+-- (engine/src/cpu/special.c, bound in bindings/l_math.c: erfc, erfinv,
+-- lgamma, digamma, polygamma, i0, sinc, logit, xlogy, hypot, copysign,
+-- nextafter, gcd, lcm, heaviside, logaddexp(2), and the T.special-only
+-- i0e, i1, i1e, ndtr, ndtri, log_ndtr, entr, xlog1py, zeta). Here: the
+-- compositions of engine ops (mvlgamma, float_power, addcmul, addcdiv,
+-- frexp, ldexp; autograd goes through them) and the T.special namespace.
+return function(T, C)
+  local M = C._methods
+  local A = require("ember.argcheck")(T)
+  local is_opts, check_opts, check_tensor, named = A.is_opts, A.check_opts, A.check_tensor, A.named
+  local fmt = string.format
+
+  local function finish(op, res, o)
+    if o and o.out ~= nil then return C._write_out(op, res, o.out) end
+    return res
+  end
+  local function both(name, f)
+    f = named(name, f)
+    M[name] = f
+    T[name] = f
+  end
+  local function check_int(op, v, what)
+    if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
+      error(fmt("%s: expected an integer for %s, got %s", op, what, tostring(v)), 3)
+    end
+    return v
+  end
+  local function is_float(dt) return dt == T.float32 or dt == T.float64 or dt == T.float16 or dt == T.bfloat16 end
+
+  -- -- mvlgamma(x, p): sum_j lgamma(x - j/2) + p(p-1)/4 log(pi) ----------------
+  local OUT = A.set { "out" }
+  local function mvlgamma(op, x, p, o)
+    check_tensor(op, x, "argument #1", 3)
+    if is_opts(p) then o, p = p, nil end
+    o = check_opts(op, o, OUT, 3)
+    check_int(op, p, "p")
+    if p < 1 then error(fmt("%s: p has to be greater than or equal to 1, got %d", op, p), 3) end
+    local xf = is_float(x.dtype) and x or x:to(T.get_default_dtype())
+    if xf:numel() > 0 and tostring(xf.device) ~= "meta" and
+        not xf:gt((p - 1) / 2):all():item() then
+      error(fmt("%s: all elements must be greater than (p-1)/2 = %s", op, tostring((p - 1) / 2)), 3)
+    end
+    -- one op over the p terms (a huge p is an allocation error, not a loop)
+    local j = T.arange(p, { dtype = xf.dtype, device = xf.device }) * 0.5
+    local r = (xf:unsqueeze(-1) - j):lgamma():sum(-1)
+    return r + p * (p - 1) / 4 * math.log(math.pi)
+  end
+  both("mvlgamma", function(x, p, o) return finish("mvlgamma", mvlgamma("mvlgamma", x, p, o), is_opts(p) and p or o) end)
+  M.mvlgamma_ = named("mvlgamma_", function(x, p, o)
+    if is_opts(p) and p.out ~= nil or is_opts(o) and o.out ~= nil then
+      error("mvlgamma_: an in-place op takes no out= option", 2)
+    end
+    return x:copy_(mvlgamma("mvlgamma_", x, p, o))
+  end)
+
+  -- -- float_power: both operands as float64, then pow -----------------------
+  local function f64(v) if T.is_tensor(v) then return v:to(T.float64) end return v end
+  both("float_power", function(a, b, o)
+    if not T.is_tensor(a) and not T.is_tensor(b) then
+      error("float_power: expected a tensor for argument #1 or #2", 2)
+    end
+    o = check_opts("float_power", o, OUT, 2)
+    if not T.is_tensor(a) then a = T.full({}, a, { dtype = T.float64, device = b.device }) end
+    return finish("float_power", T.pow(f64(a), f64(b)), o)
+  end)
+  M.float_power_ = named("float_power_", function(a, b, o)
+    check_tensor("float_power_", a, "argument #1", 2)
+    check_opts("float_power_", o, {}, 2)
+    if a.dtype ~= T.float64 then
+      error(fmt("float_power_: the base given to float_power_ has dtype %s but the operation's "
+        .. "result requires dtype float64", tostring(a.dtype):gsub("^ember%.", "")), 2)
+    end
+    return a:pow_(f64(b))
+  end)
+
+  -- -- addcmul / addcdiv: input + value * t1 (* or /) t2 ------------------------
+  local VALUE = A.set { "value", "out" }
+  local function addc(name, div)
+    local function compute(op, x, t1, t2, o)
+      check_tensor(op, x, "input", 3)
+      check_tensor(op, t1, "tensor1", 3)
+      check_tensor(op, t2, "tensor2", 3)
+      o = check_opts(op, o, VALUE, 3)
+      local v = o.value == nil and 1 or o.value
+      if type(v) ~= "number" then error(fmt("%s: expected a number for option 'value', got %s", op, type(v)), 3) end
+      if div and not is_float(t1.dtype) and not is_float(t2.dtype) then
+        error(fmt("%s: integer division with addcdiv is no longer supported; cast tensor1 or "
+          .. "tensor2 to a floating dtype", op), 3)
+      end
+      local p = div and t1 / t2 or t1 * t2
+      if v ~= 1 then p = p * v end
+      return p, o
+    end
+    both(name, function(x, t1, t2, o)
+      local p
+      p, o = compute(name, x, t1, t2, o)
+      return finish(name, x + p, o)
+    end)
+    M[name .. "_"] = named(name .. "_", function(x, t1, t2, o)
+      local p
+      p, o = compute(name .. "_", x, t1, t2, o)
+      if o.out ~= nil then error(name .. "_: an in-place op takes no out= option", 2) end
+      return x:add_(p)
+    end)
+  end
+  addc("addcmul", false)
+  addc("addcdiv", true)
+
+  -- -- frexp / ldexp ------------------------------------------------------------
+  -- frexp: x = mantissa * 2^exponent, |mantissa| in [0.5, 1), exponent int32;
+  -- 0, inf and NaN give (x, 0) as C's frexp does.
+  both("frexp", function(x, o)
+    check_tensor("frexp", x, "argument #1", 2)
+    check_opts("frexp", o, {}, 2)
+    if not is_float(x.dtype) then
+      error(fmt("frexp: only supports floating-point dtypes, got %s", tostring(x.dtype):gsub("^ember%.", "")), 2)
+    end
+    local d = x:detach():double()
+    local a = d:abs()
+    local special = a:eq(0):logical_or(d:isfinite():logical_not())
+    local safe = T.where(special, 1, a)
+    local e = safe:log2():floor() + 1
+    local m = a / e:exp2()
+    -- log2 rounding at the edges: bring |m| into [0.5, 1)
+    local hi, lo = m:ge(1), m:lt(0.5)
+    e = e + hi:double() - lo:double()
+    e = T.where(special, 0, e)
+    local mant = T.where(special, x, x / e:exp2():to(x.dtype))
+    return mant, e:to(T.int32)
+  end)
+  both("ldexp", function(x, other, o)
+    check_tensor("ldexp", x, "argument #1", 2)
+    o = check_opts("ldexp", o, OUT, 2)
+    local two = T.is_tensor(other) and other:to(is_float(x.dtype) and x.dtype or T.get_default_dtype()):exp2()
+      or 2 ^ other
+    return finish("ldexp", T.mul(x, two), o)
+  end)
+  M.ldexp_ = named("ldexp_", function(x, other, o)
+    check_opts("ldexp_", o, {}, 2)
+    local two = T.is_tensor(other) and other:to(x.dtype):exp2() or 2 ^ other
+    return x:mul_(two)
+  end)
+
+  -- -- T.special ------------------------------------------------------------------
+  local S = {}
+  for _, n in ipairs { "erf", "erfc", "erfinv", "digamma", "polygamma", "i0", "sinc", "logit",
+    "xlogy", "log1p", "exp2", "expm1", "round", "logsumexp", "softmax", "log_softmax" } do
+    S[n] = T[n]
+  end
+  S.psi = T.digamma
+  S.gammaln = T.lgamma
+  S.expit = T.sigmoid
+  S.multigammaln = T.mvlgamma
+  for _, n in ipairs { "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py", "zeta" } do
+    S[n] = C["_special_" .. n]
+  end
+  T.special = S
+end

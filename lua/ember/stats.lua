@@ -1,0 +1,626 @@
+-- stats: statistics helpers of issue 19 item 3 (docs/math.md,
+-- "Statistics helpers"), over tensor ops (autograd runs through the
+-- differentiable ones). Positions are 1-based: searchsorted/bucketize
+-- return PyTorch's insertion index + 1 (1..n+1), mode and
+-- unique_consecutive's indices are 1-based, bincount counts the values
+-- 1..K (result[v] counts v; a value below 1 is an error).
+return function(T, C)
+  local M = C._methods
+  local A = require("ember.argcheck")(T)
+  local is_opts, check_opts, check_tensor, named = A.is_opts, A.check_opts, A.check_tensor, A.named
+  local fmt = string.format
+
+  local function both(name, f)
+    f = named(name, f)
+    M[name] = f
+    T[name] = f
+  end
+  local function finish(op, res, o)
+    if o and o.out ~= nil then return C._write_out(op, res, o.out) end
+    return res
+  end
+  local function is_float(dt) return dt == T.float32 or dt == T.float64 or dt == T.float16 or dt == T.bfloat16 end
+  local function dtname(dt) return (tostring(dt):gsub("^ember%.", "")) end
+  local function wrap_dim(op, d, ndim)
+    local n = math.max(ndim, 1)
+    if type(d) ~= "number" or d ~= math.floor(d) or d == 0 or d < -n or d > n then
+      error(fmt("%s: dimension %s out of range (expected to be in range of [%d, %d])", op, tostring(d), -n, n), 4)
+    end
+    return d < 0 and d + n + 1 or d
+  end
+  local function has_values(t) return t:numel() > 0 and tostring(t.device) ~= "meta" end
+  -- positional arguments then an options table: returns the positional
+  -- values (as a list, nil-padded to n) and the options
+  local function args(op, n, allowed, ...)
+    local a = { ... }
+    local o
+    for i = 1, n + 1 do
+      if is_opts(a[i]) then
+        o = a[i]
+        for j = i, n do a[j] = nil end
+        break
+      end
+    end
+    o = check_opts(op, o, A.set(allowed), 4)
+    return a, o
+  end
+
+  -- -- diff ------------------------------------------------------------------------
+  both("diff", function(x, ...)
+    local a, o = args("diff", 4, { "n", "dim", "prepend", "append", "out" }, ...)
+    check_tensor("diff", x, "input", 2)
+    local n, dim = a[1] or o.n or 1, a[2] or o.dim or -1
+    local pre, app = a[3] or o.prepend, a[4] or o.append
+    if x.ndim == 0 then error("diff: expects input to be at least one-dimensional", 2) end
+    if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then
+      error(fmt("diff: order must be non-negative but got %s", tostring(n)), 2)
+    end
+    dim = wrap_dim("diff", dim, x.ndim)
+    local parts = {}
+    local function side(v)
+      if v == nil then return end
+      if type(v) == "number" then
+        local s = x.shape:totable(); s[dim] = 1
+        v = T.full(s, v, { dtype = x.dtype, device = x.device })
+      end
+      parts[#parts + 1] = v
+    end
+    side(pre); parts[#parts + 1] = x; side(app)
+    local r = #parts > 1 and T.cat(parts, dim) or x
+    for _ = 1, n do
+      local len = r.shape[dim]
+      if len == 0 then break end
+      local hi, lo = r:narrow(dim, 2, len - 1), r:narrow(dim, 1, len - 1)
+      r = r.dtype == T.bool and hi:logical_xor(lo) or hi - lo
+    end
+    return finish("diff", r, o)
+  end)
+
+  -- -- cov / corrcoef -------------------------------------------------------------------
+  local function cov(op, x, o)
+    check_tensor(op, x, "input", 3)
+    if x.ndim > 2 then error(fmt("%s: expected input to have two or fewer dimensions but got an input with %d dimensions", op, x.ndim), 3) end
+    if x.ndim < 2 then x = x:reshape(1, -1) end
+    if not is_float(x.dtype) then x = x:to(T.get_default_dtype()) end
+    local nobs = x.shape[2]
+    local correction = o.correction == nil and 1 or o.correction
+    local w = nil
+    local fw, aw = o.fweights, o.aweights
+    if fw ~= nil then
+      check_tensor(op, fw, "fweights", 3)
+      if fw.ndim > 1 or fw:numel() ~= nobs then
+        error(fmt("%s: expected fweights to have one dimension with %d elements (the number of observations)", op, nobs), 3)
+      end
+      if is_float(fw.dtype) then error(fmt("%s: expected fweights to have integral dtype", op), 3) end
+      if has_values(fw) and fw:lt(0):any():item() then error(fmt("%s: fweights cannot be negative", op), 3) end
+      w = fw:to(x.dtype)
+    end
+    if aw ~= nil then
+      check_tensor(op, aw, "aweights", 3)
+      if aw.ndim > 1 or aw:numel() ~= nobs then
+        error(fmt("%s: expected aweights to have one dimension with %d elements (the number of observations)", op, nobs), 3)
+      end
+      if not is_float(aw.dtype) then error(fmt("%s: expected aweights to have floating point dtype", op), 3) end
+      if has_values(aw) and aw:lt(0):any():item() then error(fmt("%s: aweights cannot be negative", op), 3) end
+      w = w and w * aw or aw:to(x.dtype)
+    end
+    local avg, wsum
+    if w then
+      wsum = w:sum()
+      avg = (x * w):sum(2) / wsum
+    else
+      wsum = nobs
+      avg = x:mean(2)
+    end
+    local norm
+    if w and correction ~= 0 then
+      if aw then norm = wsum - (w * aw):sum() * correction / wsum else norm = wsum - correction end
+    else
+      norm = wsum - correction
+    end
+    if T.is_tensor(norm) then norm = norm:clamp(0) elseif norm < 0 then norm = 0 end
+    local xm = x - avg:unsqueeze(2)
+    local c = xm:matmul((w and xm * w or xm):t()) / norm
+    return c:squeeze()
+  end
+  local COV = { "correction", "fweights", "aweights" }
+  both("cov", function(x, o)
+    o = check_opts("cov", o, A.set(COV), 2)
+    return cov("cov", x, o)
+  end)
+  both("corrcoef", function(x, o)
+    check_opts("corrcoef", o, {}, 2)
+    local c = cov("corrcoef", x, {})
+    if c.ndim == 0 then return c / c end
+    local s = c:diagonal():sqrt()
+    c = c / s:unsqueeze(2)
+    c = c / s:unsqueeze(1)
+    return c:clamp(-1, 1)
+  end)
+
+  -- -- quantile / nanquantile ----------------------------------------------------------------
+  local INTERP = { linear = true, lower = true, higher = true, midpoint = true, nearest = true }
+  local function quantile(op, ignore_nan, x, q, ...)
+    check_tensor(op, x, "input", 3)
+    local a, o = args(op, 3, { "dim", "keepdim", "interpolation", "out" }, ...)
+    local dim, keepdim = a[1] or o.dim, a[2] or o.keepdim or false
+    local interp = a[3] or o.interpolation or "linear"
+    if not INTERP[interp] then
+      error(fmt("%s: interpolation must be one of linear, lower, higher, midpoint or nearest, got %s", op, tostring(interp)), 3)
+    end
+    if not is_float(x.dtype) then error(fmt("%s: input tensor must be either float or double dtype, got %s", op, dtname(x.dtype)), 3) end
+    if x:numel() == 0 then error(fmt("%s: input tensor must be non-empty", op), 3) end
+    local qs, scalar_q
+    if T.is_tensor(q) then
+      if q.ndim > 1 then error(fmt("%s: q must be a scalar or 1D tensor", op), 3) end
+      if q.dtype ~= x.dtype then error(fmt("%s: q tensor must be same dtype as the input tensor", op), 3) end
+      scalar_q = q.ndim == 0
+      qs = q:reshape(-1):tolist()
+    elseif type(q) == "number" then
+      qs, scalar_q = { q }, true
+    else
+      error(fmt("%s: expected a number or a tensor for q, got %s", op, type(q)), 3)
+    end
+    for _, v in ipairs(qs) do
+      if not (v >= 0 and v <= 1) then error(fmt("%s: q values must be in the range [0, 1]", op), 3) end
+    end
+    local xs, outshape
+    if dim == nil then
+      xs = x:reshape(-1)
+      outshape = {}
+      if keepdim then for i = 1, x.ndim do outshape[i] = 1 end end
+    else
+      dim = wrap_dim(op, dim, x.ndim)
+      xs = x:movedim(dim, -1)
+      outshape = x.shape:totable()
+      if x.ndim == 0 then outshape = {} end
+      if keepdim then outshape[dim] = 1 else table.remove(outshape, dim) end
+    end
+    if xs.ndim == 0 then xs = xs:reshape(1) end
+    local sorted = xs:sort(-1)
+    local n = sorted.shape[sorted.ndim]
+    local nan = xs:isnan()
+    local cnt
+    if ignore_nan then cnt = nan:logical_not():sum(-1, true):to(x.dtype) else cnt = T.full(sorted.shape:totable(), n, { dtype = x.dtype }):narrow(-1, 1, 1) end
+    local anynan = nan:any(-1, true)
+    local res = {}
+    for i, qv in ipairs(qs) do
+      local rank = ((cnt - 1) * qv):clamp(0)
+      local lo, hi = rank:floor(), rank:ceil()
+      if interp == "nearest" then
+        lo = rank:round(); hi = lo
+      end
+      local li, hi_i = (lo + 1):long():clamp(1, n), (hi + 1):long():clamp(1, n)
+      local vlo, vhi = sorted:gather(-1, li), sorted:gather(-1, hi_i)
+      local v
+      if interp == "linear" then v = T.lerp(vlo, vhi, rank - lo)
+      elseif interp == "lower" or interp == "nearest" then v = vlo
+      elseif interp == "higher" then v = vhi
+      else v = (vlo + vhi) * 0.5 end
+      local bad = ignore_nan and cnt:eq(0) or anynan
+      v = T.where(bad, 0 / 0, v)
+      res[i] = v:squeeze(-1):reshape(outshape)
+    end
+    local r = scalar_q and res[1] or T.stack(res, 1)
+    return finish(op, r, o)
+  end
+  both("quantile", function(x, q, ...) return quantile("quantile", false, x, q, ...) end)
+  both("nanquantile", function(x, q, ...) return quantile("nanquantile", true, x, q, ...) end)
+
+  -- -- bincount / histc / histogram ----------------------------------------------------------
+  both("bincount", function(x, ...)
+    local a, o = args("bincount", 2, { "weights", "minlength" }, ...)
+    check_tensor("bincount", x, "input", 2)
+    local w, minlength = a[1] or o.weights, a[2] or o.minlength or 0
+    if x.ndim ~= 1 or is_float(x.dtype) or x.dtype == T.bool then
+      error(fmt("bincount: only 1-d integer tensors are supported, got %d-d %s", x.ndim, dtname(x.dtype)), 2)
+    end
+    if type(minlength) ~= "number" or minlength < 0 then error("bincount: minlength should be >= 0", 2) end
+    if w ~= nil then
+      check_tensor("bincount", w, "weights", 2)
+      if w.ndim ~= 1 or w:numel() ~= x:numel() then
+        error("bincount: weights should be 1-d and have the same length as input", 2)
+      end
+    end
+    local len = minlength
+    if has_values(x) then
+      local lo = x:min():item()
+      if lo < 1 then
+        error(fmt("bincount: values must be >= 1 (class ids are 1-based: result[v] counts v), got %d", lo), 2)
+      end
+      len = math.max(len, x:max():item())
+    end
+    local dt = w and (w.dtype == T.float32 and T.float32 or T.float64) or T.int64
+    local r = T.zeros(len, { dtype = dt, device = x.device })
+    if x:numel() == 0 then return r end
+    local src = w and w:to(dt) or T.ones(x:numel(), { dtype = dt, device = x.device })
+    return r:index_add(1, x:long(), src)
+  end)
+
+  local function minmax_range(op, x, lo, hi)
+    if lo == hi and has_values(x) then lo, hi = x:min():item(), x:max():item() end
+    if lo == hi then lo, hi = lo - 1, hi + 1 end
+    if lo > hi then error(fmt("%s: max must be larger than min", op), 4) end
+    if lo ~= lo or hi ~= hi or lo == -1 / 0 or hi == 1 / 0 then
+      error(fmt("%s: range of [%s, %s] is not finite", op, tostring(lo), tostring(hi)), 4)
+    end
+    return lo, hi
+  end
+  -- counts (or weights) of x in `bins` equal bins over [lo, hi] (hi closed)
+  local function equal_bins(x, bins, lo, hi, w, dt)
+    local f = x:reshape(-1):to(T.float64)
+    local inside = f:ge(lo):logical_and(f:le(hi))
+    local b = ((f - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):long() + 1
+    local src = w and w:reshape(-1):to(dt) or T.ones(f:numel(), { dtype = dt, device = x.device })
+    src = T.where(inside, src, 0)
+    return T.zeros(bins, { dtype = dt, device = x.device }):index_add(1, b, src)
+  end
+  both("histc", function(x, ...)
+    local a, o = args("histc", 3, { "bins", "min", "max", "out" }, ...)
+    check_tensor("histc", x, "input", 2)
+    if not is_float(x.dtype) then error(fmt("histc: not implemented for %s tensors", dtname(x.dtype)), 2) end
+    local bins, lo, hi = a[1] or o.bins or 100, a[2] or o.min or 0, a[3] or o.max or 0
+    if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then
+      error("histc: bins must be > 0", 2)
+    end
+    lo, hi = minmax_range("histc", x, lo, hi)
+    return finish("histc", equal_bins(x, bins, lo, hi, nil, x.dtype), o)
+  end)
+  both("histogram", function(x, bins, o)
+    if is_opts(bins) then o, bins = bins, nil end
+    o = check_opts("histogram", o, A.set { "bins", "range", "weight", "density" }, 2)
+    check_tensor("histogram", x, "input", 2)
+    if not is_float(x.dtype) then error(fmt("histogram: not implemented for %s tensors", dtname(x.dtype)), 2) end
+    bins = bins or o.bins or 100
+    local w = o.weight
+    if w ~= nil and (not T.is_tensor(w) or w.shape:totable()[1] ~= nil and w:numel() ~= x:numel()) then
+      error("histogram: if weight tensor is provided it should have the same shape as the input tensor", 2)
+    end
+    local hist, edges
+    if T.is_tensor(bins) then
+      if bins.ndim ~= 1 or bins:numel() < 1 then error("histogram: bins tensor should have one dimension and at least 1 element", 2) end
+      edges = bins:to(x.dtype)
+      local nb = edges:numel() - 1
+      local f = x:reshape(-1)
+      local e = edges:to(T.float64)
+      local fv = f:to(T.float64)
+      local pos = fv:unsqueeze(2):ge(e:unsqueeze(1)):sum(2) -- edges <= v
+      local last = fv:eq(e[nb + 1])
+      pos = T.where(last, nb, pos)
+      local inside = fv:ge(e[1]):logical_and(fv:le(e[nb + 1]))
+      local src = w and w:reshape(-1):to(x.dtype) or T.ones(f:numel(), { dtype = x.dtype })
+      src = T.where(inside, src, 0)
+      hist = T.zeros(nb, { dtype = x.dtype }):index_add(1, pos:clamp(1, math.max(nb, 1)), src)
+    else
+      if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then error("histogram: bins must be > 0", 2) end
+      local lo, hi = 0, 0
+      if o.range then lo, hi = o.range[1], o.range[2] end
+      lo, hi = minmax_range("histogram", x, lo, hi)
+      edges = T.linspace(lo, hi, bins + 1, { dtype = x.dtype })
+      hist = equal_bins(x, bins, lo, hi, w, x.dtype)
+    end
+    if o.density then
+      local widths = edges:narrow(1, 2, edges:numel() - 1) - edges:narrow(1, 1, edges:numel() - 1)
+      hist = hist / (hist:sum() * widths)
+    end
+    return hist, edges
+  end)
+
+  -- -- searchsorted / bucketize (1-based positions) ----------------------------------------------
+  local function positions(op, seq, v, right, o)
+    local scalar = type(v) == "number"
+    if scalar then v = T.full({}, v, { dtype = seq.dtype, device = seq.device }) end
+    check_tensor(op, v, "input", 4)
+    local s = seq:to(T.float64)
+    local vv = v:to(T.float64)
+    local n = s.shape[s.ndim]
+    local cmp
+    if s.ndim == 1 then
+      local e = vv:unsqueeze(-1)
+      cmp = right and e:ge(s) or e:gt(s)
+    else
+      cmp = right and vv:unsqueeze(-1):ge(s:unsqueeze(-2)) or vv:unsqueeze(-1):gt(s:unsqueeze(-2))
+    end
+    local r = cmp:sum(-1)
+    r = T.where(vv:isnan(), n, r) + 1
+    if o.out_int32 then r = r:int() end
+    if scalar then return r:reshape({}) end
+    return r
+  end
+  both("searchsorted", function(seq, v, o)
+    o = check_opts("searchsorted", o, A.set { "right", "side", "sorter", "out_int32", "out" }, 2)
+    check_tensor("searchsorted", seq, "sorted_sequence", 2)
+    local right = o.right or false
+    if o.side ~= nil then
+      if o.side ~= "left" and o.side ~= "right" then
+        error(fmt("searchsorted: side can only be 'left' or 'right' but got %s", tostring(o.side)), 2)
+      end
+      if o.right and o.side == "left" then
+        error("searchsorted: side and right can't be set to opposites, got side of left while right was true", 2)
+      end
+      right = o.side == "right"
+    end
+    if o.sorter ~= nil then
+      check_tensor("searchsorted", o.sorter, "sorter", 2)
+      if o.sorter.shape:totable()[seq.ndim] ~= seq.shape[seq.ndim] or o.sorter.ndim ~= seq.ndim then
+        error("searchsorted: sorter has to be the same size as sorted_sequence", 2)
+      end
+      seq = seq:gather(seq.ndim, o.sorter:long())
+    end
+    if seq.ndim == 0 then error("searchsorted: sorted_sequence must be at least one-dimensional", 2) end
+    if T.is_tensor(v) and seq.ndim > 1 then
+      local a, b = seq.shape:totable(), v.shape:totable()
+      table.remove(a); table.remove(b)
+      if #a ~= #b or table.concat(a, ",") ~= table.concat(b, ",") then
+        error("searchsorted: boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+          .. "tensor and input value tensor must match", 2)
+      end
+    end
+    return finish("searchsorted", positions("searchsorted", seq, v, right, o), o)
+  end)
+  both("bucketize", function(v, boundaries, o)
+    o = check_opts("bucketize", o, A.set { "right", "out_int32", "out" }, 2)
+    check_tensor("bucketize", boundaries, "boundaries", 2)
+    if boundaries.ndim ~= 1 then
+      error(fmt("bucketize: boundaries tensor must be 1 dimension, but got dim(%d)", boundaries.ndim), 2)
+    end
+    return finish("bucketize", positions("bucketize", boundaries, v, o.right or false, o), o)
+  end)
+
+  -- -- trapezoid / cumulative_trapezoid ----------------------------------------------------
+  local function trap_parts(op, y, x, o)
+    check_tensor(op, y, "y", 4)
+    local dim = wrap_dim(op, o.dim or -1, y.ndim)
+    local n = y.shape[dim]
+    if n == 0 then return nil, dim end
+    local avg = (y:narrow(dim, 2, n - 1) + y:narrow(dim, 1, n - 1)) * 0.5
+    if x == nil then return avg * (o.dx or 1), dim end
+    if type(x) == "number" then return avg * x, dim end
+    check_tensor(op, x, "x", 4)
+    local dx
+    if x.ndim == 1 then
+      dx = x:diff()
+      local s = {}
+      for i = 1, y.ndim do s[i] = 1 end
+      s[dim] = n - 1
+      dx = dx:reshape(s)
+    else
+      dx = x:diff(1, dim)
+    end
+    return avg * dx, dim
+  end
+  local function trapezoid(op, y, x, o)
+    if is_opts(x) then o, x = x, nil end
+    o = check_opts(op, o, A.set { "dx", "dim" }, 3)
+    if x ~= nil and o.dx ~= nil then error(fmt("%s: cannot take both x and dx", op), 3) end
+    local p, dim = trap_parts(op, y, x, o)
+    if not p then
+      local s = y.shape:totable(); table.remove(s, dim)
+      return T.zeros(s, { dtype = is_float(y.dtype) and y.dtype or T.get_default_dtype() })
+    end
+    return p:sum(dim)
+  end
+  both("trapezoid", function(y, x, o) return trapezoid("trapezoid", y, x, o) end)
+  both("trapz", function(y, x, o) return trapezoid("trapz", y, x, o) end)
+  both("cumulative_trapezoid", function(y, x, o)
+    if is_opts(x) then o, x = x, nil end
+    o = check_opts("cumulative_trapezoid", o, A.set { "dx", "dim" }, 2)
+    local p, dim = trap_parts("cumulative_trapezoid", y, x, o)
+    if not p then return y:narrow(dim, 1, 0) * 1.0 end
+    return p:cumsum(dim)
+  end)
+
+  -- -- logcumsumexp --------------------------------------------------------------------------
+  both("logcumsumexp", function(x, dim, o)
+    if is_opts(dim) then o, dim = dim, nil end
+    o = check_opts("logcumsumexp", o, A.set { "dim", "out" }, 2)
+    check_tensor("logcumsumexp", x, "input", 2)
+    dim = dim or o.dim
+    if dim == nil then error("logcumsumexp: missing the dim argument", 2) end
+    dim = wrap_dim("logcumsumexp", dim, x.ndim)
+    if not is_float(x.dtype) then x = x:to(T.get_default_dtype()) end
+    if x.ndim == 0 then return finish("logcumsumexp", x * 1, o) end
+    if x:numel() == 0 then return finish("logcumsumexp", x * 1, o) end
+    -- a scan of logaddexp (exact for every prefix, however far below the
+    -- maximum; differentiable through logaddexp's formula)
+    local n = x.shape[dim]
+    local acc = x:narrow(dim, 1, 1)
+    local parts = { acc }
+    for i = 2, n do
+      acc = T.logaddexp(acc, x:narrow(dim, i, 1))
+      parts[i] = acc
+    end
+    local r = n == 1 and acc * 1 or T.cat(parts, dim)
+    return finish("logcumsumexp", r, o)
+  end)
+
+  -- -- dist / renorm ----------------------------------------------------------------------------
+  both("dist", function(a, b, p, o)
+    if is_opts(p) then o, p = p, nil end
+    check_opts("dist", o, {}, 2)
+    check_tensor("dist", a, "input", 2)
+    check_tensor("dist", b, "other", 2)
+    p = p or 2
+    local d = (a - b)
+    if not is_float(d.dtype) then error(fmt("dist: expected a floating point tensor, got %s", dtname(d.dtype)), 2) end
+    local ad = d:abs()
+    if p == 1 / 0 then return ad:max() end
+    if p == -1 / 0 then return ad:min() end
+    if p == 0 then return ad:ne(0):to(d.dtype):sum() end
+    if p == 2 then return ad:pow(2):sum():sqrt() end
+    return ad:pow(p):sum():pow(1 / p)
+  end)
+  local function renorm(op, x, p, dim, maxnorm)
+    check_tensor(op, x, "input", 3)
+    if type(p) ~= "number" or p <= 0 then error(fmt("%s: non-positive-norm not supported", op), 3) end
+    if type(maxnorm) ~= "number" or maxnorm < 0 then error(fmt("%s: expected maxnorm to be >= 0 but got %s", op, tostring(maxnorm)), 3) end
+    if x.ndim <= 1 then error(fmt("%s: input needs at least 2 dimensions, got %d dimensions", op, x.ndim), 3) end
+    dim = wrap_dim(op, dim, x.ndim)
+    local dims = {}
+    for i = 1, x.ndim do if i ~= dim then dims[#dims + 1] = i end end
+    local norm = x:abs():pow(p):sum(dims, true):pow(1 / p)
+    local factor = T.where(norm:gt(maxnorm), maxnorm / (norm + 1e-7), 1)
+    return x * factor
+  end
+  both("renorm", function(x, p, dim, maxnorm, o)
+    check_opts("renorm", o, {}, 2)
+    return renorm("renorm", x, p, dim, maxnorm)
+  end)
+  M.renorm_ = named("renorm_", function(x, p, dim, maxnorm, o)
+    check_opts("renorm_", o, {}, 2)
+    return x:copy_(renorm("renorm_", x, p, dim, maxnorm))
+  end)
+
+  -- -- mode -------------------------------------------------------------------------------------
+  -- The most frequent value along dim (the smallest of a tie) and the
+  -- 1-based position of its last occurrence.
+  both("mode", function(x, dim, keepdim, o)
+    if is_opts(dim) then o, dim = dim, nil elseif is_opts(keepdim) then o, keepdim = keepdim, nil end
+    o = check_opts("mode", o, A.set { "dim", "keepdim" }, 2)
+    check_tensor("mode", x, "input", 2)
+    dim = dim or o.dim or -1
+    if keepdim == nil then keepdim = o.keepdim or false end
+    local xs = x.ndim == 0 and x:reshape(1) or x
+    local d = wrap_dim("mode", dim, xs.ndim)
+    local mv = xs:movedim(d, -1)
+    local n = mv.shape[mv.ndim]
+    if n == 0 then error("mode: expected a non-empty dimension", 2) end
+    local sorted = mv:sort(-1)
+    local counts = sorted:unsqueeze(-1):eq(sorted:unsqueeze(-2)):sum(-1)
+    local best = counts:argmax(-1, true) -- first maximum: the smallest value of a tie
+    local val = sorted:gather(-1, best)
+    local pos = T.arange(1, n + 1, { device = x.device }):expand(mv.shape)
+    local idx = T.where(mv:eq(val), pos, 0):amax(-1, true)
+    val, idx = val:squeeze(-1), idx:squeeze(-1)
+    if x.ndim == 0 then return val:reshape({}), idx:reshape({}) end
+    if keepdim then val, idx = val:unsqueeze(d), idx:unsqueeze(d) end
+    return val, idx
+  end)
+
+  -- -- unique_consecutive ---------------------------------------------------------------------------
+  both("unique_consecutive", function(x, o)
+    o = check_opts("unique_consecutive", o, A.set { "return_inverse", "return_counts", "dim" }, 2)
+    check_tensor("unique_consecutive", x, "input", 2)
+    local dim = o.dim
+    local rows, n
+    if dim == nil then
+      rows = x:reshape(-1, 1)
+    else
+      dim = wrap_dim("unique_consecutive", dim, x.ndim)
+      rows = x:movedim(dim, 1):reshape(x.shape[dim], -1)
+    end
+    n = rows.shape[1]
+    local keep
+    if n == 0 then
+      keep = T.zeros(0, { dtype = T.bool })
+    else
+      local change = rows:narrow(1, 2, n - 1):ne(rows:narrow(1, 1, n - 1)):any(2)
+      keep = T.cat({ T.ones(1, { dtype = T.bool }), change })
+    end
+    local values
+    if dim == nil then
+      values = x:reshape(-1)[keep]
+    else
+      local idx = keep:nonzero():reshape(-1)
+      values = x:index_select(dim, idx)
+    end
+    local res = { values }
+    if o.return_inverse then
+      local inv = keep:long():cumsum(1)
+      if dim == nil then inv = inv:reshape(x.shape) end
+      res[#res + 1] = inv
+    end
+    if o.return_counts then
+      local starts = keep:nonzero():reshape(-1)
+      local ends = T.cat({ starts:narrow(1, 2, math.max(starts:numel() - 1, 0)), T.tensor { n + 1 } })
+      res[#res + 1] = starts:numel() > 0 and (ends - starts) or T.zeros(0, { dtype = T.int64 })
+    end
+    return (table.unpack or unpack)(res)
+  end)
+
+  -- -- gradient -----------------------------------------------------------------------------------
+  -- Central differences inside, one-sided (edge_order 1 or 2) at the ends;
+  -- spacing: a number, a list of numbers (one per dim) or a list of
+  -- coordinate tensors. Returns one tensor per dim, as PyTorch's tuple.
+  both("gradient", function(y, o)
+    o = check_opts("gradient", o, A.set { "spacing", "dim", "edge_order" }, 2)
+    check_tensor("gradient", y, "input", 2)
+    local eo = o.edge_order or 1
+    if eo ~= 1 and eo ~= 2 then error("gradient: torch.gradient only supports edge_order=1 and edge_order=2.", 2) end
+    local dims = {}
+    if o.dim == nil then for i = 1, y.ndim do dims[i] = i end
+    elseif type(o.dim) == "number" then dims = { wrap_dim("gradient", o.dim, y.ndim) }
+    else for i, d in ipairs(o.dim) do dims[i] = wrap_dim("gradient", d, y.ndim) end end
+    local sp = o.spacing
+    if sp == nil then sp = 1 end
+    if type(sp) == "number" or T.is_tensor(sp) and sp.ndim == 0 then
+      local s = sp; sp = {}
+      for i = 1, #dims do sp[i] = s end
+    end
+    if #sp ~= #dims then
+      error(fmt("gradient: expected spacing to be unspecified, a scalar or a list of length %d but got a list of length %d", #dims, #sp), 2)
+    end
+    local yf = is_float(y.dtype) and y or y:to(T.get_default_dtype())
+    local out = {}
+    for k, d in ipairs(dims) do
+      local n = yf.shape[d]
+      if n < eo + 1 then
+        error(fmt("gradient: each dimension of input must have at least edge_order+1 elements (dim %d has %d)", d, n), 2)
+      end
+      local function at(i, len) return yf:narrow(d, i, len or 1) end
+      local h = sp[k]
+      local g
+      if type(h) == "number" then
+        local inner = n > 2 and (at(3, n - 2) - at(1, n - 2)) / (2 * h) or nil
+        local first, last
+        if eo == 1 then
+          first = (at(2) - at(1)) / h
+          last = (at(n) - at(n - 1)) / h
+        else
+          first = (at(1) * -1.5 + at(2) * 2 - at(3) * 0.5) / h
+          last = (at(n - 2) * 0.5 - at(n - 1) * 2 + at(n) * 1.5) / h
+        end
+        local parts = { first }
+        if inner then parts[#parts + 1] = inner end
+        parts[#parts + 1] = last
+        g = T.cat(parts, d)
+      else
+        -- coordinates: NumPy's second-order formula on uneven spacing
+        local x = h:to(yf.dtype)
+        local s = {}
+        for i = 1, yf.ndim do s[i] = 1 end
+        local function c(i, len) local v = x:narrow(1, i, len or 1); s[d] = v:numel(); return v:reshape(s) end
+        local parts = {}
+        local dx1, dx2
+        if eo == 1 then
+          parts[1] = (at(2) - at(1)) / (c(2) - c(1))
+        else
+          dx1, dx2 = c(2) - c(1), c(3) - c(2)
+          local a = -(dx1 * 2 + dx2) / (dx1 * (dx1 + dx2))
+          local b = (dx1 + dx2) / (dx1 * dx2)
+          local cc = -dx1 / (dx2 * (dx1 + dx2))
+          parts[1] = a * at(1) + b * at(2) + cc * at(3)
+        end
+        if n > 2 then
+          dx1, dx2 = c(2, n - 2) - c(1, n - 2), c(3, n - 2) - c(2, n - 2)
+          local a = -dx2 / (dx1 * (dx1 + dx2))
+          local b = (dx2 - dx1) / (dx1 * dx2)
+          local cc = dx1 / (dx2 * (dx1 + dx2))
+          parts[#parts + 1] = a * at(1, n - 2) + b * at(2, n - 2) + cc * at(3, n - 2)
+        end
+        if eo == 1 then
+          parts[#parts + 1] = (at(n) - at(n - 1)) / (c(n) - c(n - 1))
+        else
+          dx1, dx2 = c(n - 1) - c(n - 2), c(n) - c(n - 1)
+          local a = dx2 / (dx1 * (dx1 + dx2))
+          local b = -(dx2 + dx1) / (dx1 * dx2)
+          local cc = (2 * dx2 + dx1) / (dx2 * (dx1 + dx2))
+          parts[#parts + 1] = a * at(n - 2) + b * at(n - 1) + cc * at(n)
+        end
+        g = T.cat(parts, d)
+      end
+      out[k] = g
+    end
+    return out
+  end)
+end
