@@ -14,6 +14,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_tools,
     l_open_dist,
     l_open_amp,
+    l_open_cuda,
 };
 
 int luaopen_ember_core(lua_State *L) {

@@ -122,6 +122,8 @@ typedef struct em_device {
 em_device em_cpu(void);
 em_device em_meta(void);
 int em_device_equal(em_device a, em_device b);
+/* 1 when this build has CUDA and the machine a driver and a device
+** (engine/src/cuda/runtime.c; docs/cuda.md). */
 int em_cuda_available(void);
 /* "cpu", "meta", "cuda:0" into buf (at least 24 bytes); returns buf. */
 const char *em_device_str(em_device d, char *buf, size_t n);
@@ -1239,4 +1241,47 @@ em_status em_rmsprop_step(em_tensor *p, const em_tensor *g, em_tensor **square_a
 #ifdef __cplusplus
 }
 #endif
+/* -- CUDA (engine/src/cuda/runtime.c; docs/cuda.md) ----------------------
+** Every call works in every build: without CUDA, or without a driver or
+** device, the ones that need a device fail with a message naming op and
+** saying why ("op: CUDA is not available (no CUDA driver or device found:
+** cudaGetDeviceCount: ...)", "op: ember was built without CUDA ..."). */
+int em_cuda_built(void);          /* 1 when this build has the CUDA backend */
+int em_cuda_device_count(void);   /* 0 without a driver or device */
+/* EM_OK when device (0-based) can be used now; else the reason, naming op.
+** Also raises (once) the error of an earlier asynchronous kernel launch. */
+em_status em_cuda_check(const char *op, int device);
+typedef struct em_cuda_stream em_cuda_stream;  /* NULL: the device's default stream */
+typedef struct em_cuda_event em_cuda_event;
+em_status em_cuda_synchronize(const char *op, int device);
+em_status em_cuda_stream_new(int device, int priority, em_cuda_stream **out);
+void em_cuda_stream_free(em_cuda_stream *s);
+int em_cuda_stream_device(const em_cuda_stream *s);
+/* The current stream of device on this thread (NULL: the default one). */
+em_status em_cuda_current_stream(int device, em_cuda_stream **out);
+/* Makes s the current stream of its device on this thread; *prev the one before. */
+em_status em_cuda_set_stream(int device, em_cuda_stream *s, em_cuda_stream **prev);
+em_status em_cuda_stream_synchronize(int device, em_cuda_stream *s);
+em_status em_cuda_stream_query(int device, em_cuda_stream *s, int *done);
+em_status em_cuda_stream_wait_event(int device, em_cuda_stream *s, em_cuda_event *e);
+em_status em_cuda_event_new(int device, int enable_timing, em_cuda_event **out);
+void em_cuda_event_free(em_cuda_event *e);
+em_status em_cuda_event_record(em_cuda_event *e, em_cuda_stream *s);
+em_status em_cuda_event_synchronize(em_cuda_event *e);
+em_status em_cuda_event_query(em_cuda_event *e, int *done);
+em_status em_cuda_event_elapsed(em_cuda_event *start, em_cuda_event *end, double *ms);
+typedef struct em_cuda_memstats {
+  size_t allocated, max_allocated, reserved, max_reserved;
+} em_cuda_memstats;
+em_status em_cuda_memory_stats(const char *op, int device, em_cuda_memstats *out);
+em_status em_cuda_reset_peak(const char *op, int device);
+em_status em_cuda_empty_cache(const char *op);
+/* The seed of every device's generator (T.cuda.manual_seed). */
+em_status em_cuda_manual_seed(const char *op, int device, uint64_t seed);
+/* A CPU storage of nbytes in page-locked (pinned) host memory. */
+em_status em_cuda_pinned_storage(const char *op, size_t nbytes, em_storage **out);
+int em_storage_is_pinned(const em_storage *s);
+/* t's storage is in use on stream s too (PyTorch's record_stream). */
+em_status em_cuda_record_stream(em_tensor *t, em_cuda_stream *s);
+
 #endif

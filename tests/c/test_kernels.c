@@ -54,16 +54,42 @@ static void check_device(em_device dev, em_device_type type, const char *name) {
 TEST(cpu_table_is_complete) { check_device(em_cpu(), EM_CPU, "cpu"); }
 TEST(meta_table_is_complete) { check_device(em_meta(), EM_META, "meta"); }
 
+#ifdef EMBER_HAVE_CUDA
+/* the cuda table is data: its completeness is checked with or without a GPU */
+TEST(cuda_table_is_complete) {
+  em_device cuda = {EM_CUDA, 0};
+  check_device(cuda, EM_CUDA, "cuda");
+  CHECK(em_cuda_kernels.check != NULL);
+}
+#endif
+
 TEST(a_device_without_kernels_fails_cleanly) {
   em_device cuda = {EM_CUDA, 0};
-  CHECK(em_kernels_for(cuda) == NULL);  /* this build has no CUDA backend */
   const em_kernels *k = (const em_kernels *)1;
-  CHECK(em_kernels_check("add", cuda, &k) != EM_OK && k == NULL);
-  CHECK(strstr(em_last_error(), "add: device cuda:0 is not available") != NULL);
   em_tensor *t = NULL;
-  int64_t two = 2;
-  CHECK(em_empty(1, &two, EM_FLOAT32, cuda, &t) != EM_OK && t == NULL);
-  CHECK(strstr(em_last_error(), "cuda:0") != NULL);
+  int64_t two = 2, zero = 0;
+  if (!em_cuda_built()) {
+    CHECK(em_kernels_for(cuda) == NULL);  /* this build has no CUDA backend */
+    CHECK(em_kernels_check("add", cuda, &k) != EM_OK && k == NULL);
+    CHECK(strstr(em_last_error(), "add: device cuda:0 is not available: ember was built without CUDA") != NULL);
+    CHECK(em_empty(1, &two, EM_FLOAT32, cuda, &t) != EM_OK && t == NULL);
+    CHECK(strstr(em_last_error(), "cuda:0") != NULL);
+  } else if (!em_cuda_available()) {
+    /* built with CUDA, run without a driver or device: every way in says why */
+    CHECK(em_kernels_for(cuda) != NULL);
+    CHECK(em_cuda_device_count() == 0);
+    CHECK(em_kernels_check("add", cuda, &k) != EM_OK && k == NULL);
+    CHECK(strstr(em_last_error(), "add: CUDA is not available (") == em_last_error());
+    CHECK(em_empty(1, &two, EM_FLOAT32, cuda, &t) != EM_OK && t == NULL);
+    CHECK(strstr(em_last_error(), "CUDA is not available (") == em_last_error());
+    CHECK(em_empty(1, &zero, EM_FLOAT32, cuda, &t) != EM_OK && t == NULL);  /* even empty */
+    CHECK(strstr(em_last_error(), "CUDA is not available (") == em_last_error());
+  } else {
+    CHECK(em_kernels_check("add", cuda, &k) == EM_OK && k != NULL);
+    em_device far = {EM_CUDA, 63};
+    CHECK(em_kernels_check("add", far, &k) != EM_OK);
+    CHECK(strstr(em_last_error(), "add: device cuda:63 is not available") != NULL);
+  }
 }
 
 TEST(meta_storage_has_a_size_and_no_data) {
@@ -86,6 +112,9 @@ TEST(meta_storage_has_a_size_and_no_data) {
 int main(void) {
   RUN(cpu_table_is_complete);
   RUN(meta_table_is_complete);
+#ifdef EMBER_HAVE_CUDA
+  RUN(cuda_table_is_complete);
+#endif
   RUN(a_device_without_kernels_fails_cleanly);
   RUN(meta_storage_has_a_size_and_no_data);
   return CTEST_END();

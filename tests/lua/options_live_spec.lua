@@ -163,6 +163,9 @@ R.to = "x, 'float64'"
 R.backward = "(g * 2):sum()"
 R.requires_grad_ = "x"
 R.item = "x:view(-1):narrow(1, 1, 1)"
+R.is_pinned = "x"
+R.pin_memory = "x"
+R.record_stream = "x:cuda(), T.cuda.current_stream()"
 R.cuda = nil -- no device: refused before options matter (checked below)
 R.to_dlpack = "x"
 R.register_post_accumulate_grad_hook = "T.ones(2, { requires_grad = true }), function() end"
@@ -391,6 +394,15 @@ add_all("optim.", T.optim, NR)
 add_all("lr_scheduler.", T.optim.lr_scheduler, NR)
 add_all("data.", T.data, NR)
 add_all("autograd.", T.autograd, NR)
+-- T.cuda (docs/cuda.md): without a device only the questions run; the rest
+-- raise "CUDA is not available" before options matter (cuda_spec checks
+-- that and their options) and are skipped below
+local CUDA_R = { is_available = "", is_built = "", device_count = "", current_device = "",
+  synchronize = "", memory_allocated = "", max_memory_allocated = "", memory_reserved = "",
+  max_memory_reserved = "", memory_stats = "", reset_peak_memory_stats = "", empty_cache = "",
+  manual_seed = "1", manual_seed_all = "1", current_stream = "", default_stream = "",
+  set_stream = "T.cuda.current_stream()" }
+add_all("cuda.", T.cuda, CUDA_R)
 -- class-level functions of the optimizer and scheduler objects, called by
 -- the layer itself (Optimizer.create(cls, ...), a class's update, the
 -- schedule lr_at), not methods a user calls
@@ -488,6 +500,16 @@ local gaps = {
   ["t:register_post_accumulate_grad_hook"] = true,
 }
 for k in pairs(gaps) do skip[k] = "known gap: takes an extra table or option without refusing it yet" end
+skip["cuda.stream"] = "passes the arguments after fn on to fn (checked in cuda_spec)"
+if not T.cuda.is_available() then
+  for _, k in ipairs { "current_device", "synchronize", "memory_allocated", "max_memory_allocated",
+    "memory_reserved", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "empty_cache",
+    "manual_seed", "manual_seed_all", "current_stream", "default_stream", "set_stream" } do
+    skip["cuda." .. k] = "no cuda device: refused before options matter (tested in cuda_spec)"
+  end
+  skip["t:pin_memory"] = "no cuda device: refused (tested in cuda_spec)"
+  skip["t:record_stream"] = "no cuda device: refused (tested in cuda_spec)"
+end
 if not pcall(require, "ffi") then
   skip["t:data"] = "t:data() needs LuaJIT's FFI"
 end

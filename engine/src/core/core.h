@@ -199,4 +199,8 @@ typedef struct em_autograd_head {
 void *em_cpu_alloc_bytes(size_t nbytes);
 void em_cpu_free_bytes(void *p, size_t nbytes);
 
+/* Runs this thread's pressure hook as after a failed allocation of nbytes
+** (a device allocator out of memory asks the host to collect; storage.c). */
+void em_memory_collect(size_t nbytes);
+
 #endif

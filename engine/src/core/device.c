@@ -19,7 +19,6 @@ em_device em_meta(void) {
 int em_device_equal(em_device a, em_device b) {
   return a.type == b.type && a.index == b.index;
 }
-int em_cuda_available(void) { return 0; }
 int em_device_has_data(em_device d) { return d.type != EM_META; }
 
 const char *em_device_str(em_device d, char *buf, size_t n) {
@@ -34,7 +33,12 @@ const char *em_device_str(em_device d, char *buf, size_t n) {
 
 em_status em_kernels_check(const char *op, em_device dev, const em_kernels **out) {
   *out = em_kernels_for(dev);
-  if (*out) return EM_OK;
+  if (*out && !(*out)->check) return EM_OK;
+  if (*out) {
+    em_status st = (*out)->check(op, dev);
+    if (st != EM_OK) *out = NULL;
+    return st;
+  }
   char d[32];
   return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_UNAVAILABLE, op, em_device_str(dev, d, sizeof d));
 }

@@ -13,10 +13,12 @@
 #define EM_MSG_DEVICE_MISMATCH                                              \
   "%s: expected all tensors to be on the same device, but found at least " \
   "two devices, %s and %s"
-/* device: where no op is at hand (a storage); the binding names the op */
+/* device: where no op is at hand (a storage); the binding names the op.
+** A device without a kernel table: cuda in a build without CUDA (a build
+** with CUDA says why a device is missing: cuda/runtime.c). */
 #define EM_MSG_NO_DEVICE                                                    \
-  "device %s is not available: ember was built without CUDA or no GPU is "  \
-  "present"
+  "device %s is not available: ember was built without CUDA (configure "   \
+  "with the CUDA Toolkit and -DEMBER_CUDA=ON)"
 /* op, device */
 #define EM_MSG_DEVICE_UNAVAILABLE "%s: " EM_MSG_NO_DEVICE
 /* op, device: an op whose kernels a device does not have */

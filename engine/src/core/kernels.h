@@ -46,6 +46,11 @@ typedef struct em_kernels {
   ** without data (meta). Failure: em_fail, nothing allocated. */
   em_status (*alloc)(em_device dev, size_t nbytes, void **data);
   void (*free)(em_device dev, void *data, size_t nbytes);
+  /* NULL for a device that is always ready (cpu, meta). Else EM_OK when
+  ** dev can run op now, or the reason naming op (cuda: no driver, no such
+  ** device, the error of an earlier asynchronous launch). em_kernels_check
+  ** calls it, so every op on the device passes here once. */
+  em_status (*check)(const char *op, em_device dev);
 
   /* one table per family: const struct em_copy_kernels *copy; ... */
 #define EM_KERNEL_FAMILY_FIELD(f) const struct em_##f##_kernels *f;
@@ -55,6 +60,9 @@ typedef struct em_kernels {
 
 extern const em_kernels em_cpu_kernels;   /* cpu/cpu.c */
 extern const em_kernels em_meta_kernels;  /* meta/meta.c */
+#ifdef EMBER_HAVE_CUDA
+extern const em_kernels em_cuda_kernels;  /* cuda/table.c: builds with CUDA (EMBER_CUDA) */
+#endif
 
 /* The kernels of a device; NULL when this build or machine has none
 ** (cuda without CUDA). The one list of devices: a new device adds its case.
@@ -63,6 +71,9 @@ static inline const em_kernels *em_kernels_for(em_device dev) {
   switch (dev.type) {
     case EM_CPU: return &em_cpu_kernels;
     case EM_META: return &em_meta_kernels;
+#ifdef EMBER_HAVE_CUDA
+    case EM_CUDA: return &em_cuda_kernels;
+#endif
     default: return NULL;
   }
 }

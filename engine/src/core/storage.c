@@ -47,6 +47,11 @@ static int over_soft_limit(size_t nbytes) {
   int64_t after = thread_live + (int64_t)nbytes;
   return pressure_hook && after > 0 && (uint64_t)after > soft_limit;
 }
+/* Another device's allocator is out of memory: the host collects as after
+** a failed host allocation (cuda/runtime.c; the hook of this thread). */
+void em_memory_collect(size_t nbytes) {
+  if (pressure_hook) pressure_hook(pressure_ctx, nbytes, 1);
+}
 void em_set_pressure_hook(em_pressure_hook hook, void *ctx) {
   pressure_hook = hook;
   pressure_ctx = ctx;
@@ -367,6 +372,8 @@ static __attribute__((noinline)) em_status storage_new_device(size_t nbytes, em_
   char d[32];
   if (!k) return em_fail(EM_E_RUNTIME, EM_MSG_NO_DEVICE, em_device_str(dev, d, sizeof d));
   em_status st;
+  /* a device that may be absent says so even for an empty storage */
+  if (k->check && (st = k->check(NULL, dev)) != EM_OK) return st;
   void *data = NULL;
   if (nbytes > 0 && (st = k->alloc(dev, nbytes, &data)) != EM_OK) return st;
   st = storage_make(data, nbytes, dev, device_free, NULL, out);

@@ -1,0 +1,69 @@
+/*
+** cuda/cu_iface.h -- between the C side of the backend (cuda/table.c) and
+** its kernels (cuda/kernels.cu, compiled by nvcc as C++). Plain data only:
+** the .cu files include no core header, so nvcc never parses the engine's
+** C11. Each launcher enqueues on stream and returns a cudaError_t (0: the
+** launch went); the C side applies the launch-error rule (cuda/cuda.h).
+*/
+#ifndef EMBER_CUDA_CU_IFACE_H
+#define EMBER_CUDA_CU_IFACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { EMCU_MAX_DIMS = 16, EMCU_MAX_OPS = 4 };
+
+/* An em_iter's geometry (core/iter.h): dim 0 innermost, byte strides. */
+typedef struct emcu_geom {
+  int nops, ndim;
+  int64_t numel;
+  int64_t shape[EMCU_MAX_DIMS];
+  int64_t strides[EMCU_MAX_DIMS][EMCU_MAX_OPS];
+  char *data[EMCU_MAX_OPS];
+} emcu_geom;
+
+/* dtype codes: em_dtype's values (ember.h): bool, u8, i8, i16, i32, i64,
+** f16, bf16, f32, f64 = 0..9 */
+
+/* operand 0 (dst) = operand 1 (src) cast with docs/dtypes.md's rules */
+int emcu_copy(const emcu_geom *g, int dst, int src, void *stream);
+/* every element of operand 0 = the elsize bytes of value */
+int emcu_fill(const emcu_geom *g, int elsize, uint64_t value, void *stream);
+/* operand 0 (contiguous, dtype dt) = a range: kind 0 arange (integer: istart
+** + istep * i; float: fstart + fstep * i), 1 linspace, 2 logspace */
+typedef struct emcu_range {
+  double fstart, fstep, lstart, lend, lstep, lbase;
+  int64_t istart, istep, steps, halfway;
+  int kind;
+} emcu_range;
+int emcu_range_fill(const emcu_geom *g, int dt, const emcu_range *r, void *stream);
+
+/* The elementwise ops the kernels have (a subset of core/kern_ew.h's
+** lists; the C side maps em_ew_kernel to these and refuses the rest). */
+enum {
+  EMCU_ADD, EMCU_MUL, EMCU_DIV, EMCU_MAXIMUM, EMCU_MINIMUM,
+  EMCU_EQ, EMCU_NE, EMCU_LT, EMCU_LE, EMCU_GT, EMCU_GE,
+  EMCU_LAND, EMCU_LOR, EMCU_LXOR, EMCU_BAND, EMCU_BOR, EMCU_BXOR,
+  EMCU_NEG, EMCU_ABS, EMCU_SQRT, EMCU_RSQRT, EMCU_SQUARE, EMCU_RECIPROCAL,
+  EMCU_EXP, EMCU_LOG, EMCU_SIN, EMCU_COS, EMCU_TANH, EMCU_SIGMOID, EMCU_RELU,
+  EMCU_ISNAN, EMCU_LNOT, EMCU_BNOT,
+  EMCU_CLAMP, EMCU_LERP,
+  EMCU_WHERE
+};
+typedef struct emcu_params {
+  int64_t ai;   /* alpha (integer dtypes) */
+  double af;    /* alpha (floating dtypes) */
+  int flags;    /* clamp: 1 has min, 2 has max */
+} emcu_params;
+/* operands: 0 the output, then the inputs (arity from op), all of dtype dt
+** but the bool outputs of the comparisons (and where's bool condition,
+** operand 1). */
+int emcu_ew(int op, int dt, const emcu_geom *g, const emcu_params *p, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

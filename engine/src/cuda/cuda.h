@@ -1,0 +1,35 @@
+/*
+** cuda/cuda.h -- what the CUDA backend's C files share (the table in
+** cuda/table.c, the runtime in cuda/runtime.c). No CUDA header here: the
+** stream is a void * (a cudaStream_t), so the table stays plain C.
+*/
+#ifndef EMBER_CUDA_CUDA_H
+#define EMBER_CUDA_CUDA_H
+
+#include "core/core.h"
+
+/* The kernel table's check entry: em_cuda_check for dev (op NULL: no prefix). */
+em_status emcu_ready(const char *op, em_device dev);
+/* The kernel table's memory: the device's caching allocator, on the current stream. */
+em_status emcu_alloc(em_device dev, size_t nbytes, void **data);
+void emcu_free(em_device dev, void *data, size_t nbytes);
+/* The device of the op at hand on this thread (set by emcu_ready). */
+int emcu_device(void);
+/* The current stream of device on this thread, as a cudaStream_t. */
+void *emcu_stream(int device);
+/* The launch-error rule (docs/cuda.md): an entry that returns void and
+** cannot go on records its error here; the first one recorded on this
+** thread is raised by the next em_cuda_check (the next op on a cuda
+** tensor, a synchronisation, a copy to the host). */
+void emcu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* After a launch: cudaGetLastError, noted with what when it is an error.
+** Returns 0 when the launch went, else -1. */
+int emcu_launched(const char *what);
+/* 1 when the host memory at p is page-locked (pinned by CUDA). */
+int emcu_is_pinned_ptr(const void *p);
+/* Sets device as the thread's current CUDA device: EM_OK or the error, naming op. */
+em_status emcu_set_device(const char *op, int device);
+/* cudaError_t code -> em_fail naming op and what. */
+em_status emcu_fail(const char *op, const char *what, int cuda_error);
+
+#endif

@@ -1,0 +1,341 @@
+// cuda/kernels.cu -- the CUDA backend's kernels (layer one: copies and
+// casts, fill, ranges, a subset of the elementwise ops, where). Each is a
+// grid-stride loop over an em_iter's geometry (cuda/cu_iface.h): a thread
+// turns its linear position into each operand's byte offset (the offset
+// calculator: div/mod over the coalesced dims, innermost first), in 32-bit
+// arithmetic when the iteration has fewer than 2^31 elements.
+//
+// Compile time is kept small: the dtype of a copy is a run-time switch (one
+// kernel for all 100 casts), the elementwise kernel is one template per
+// dtype with the op a run-time switch (uniform across a launch, so no
+// divergence). COMPILED ONLY: no GPU has run these yet (docs/cuda.md).
+#include "cuda/cu_iface.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <limits>
+#include <type_traits>
+
+namespace {
+
+enum { B8, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
+
+__host__ __device__ inline int elsize(int dt) {
+  switch (dt) {
+    case B8: case U8: case I8: return 1;
+    case I16: case F16: case BF16: return 2;
+    case I32: case F32: return 4;
+    default: return 8;
+  }
+}
+__device__ inline bool is_float(int dt) { return dt >= F16; }
+
+template <typename I>
+__device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
+  for (int k = 0; k < EMCU_MAX_OPS; k++) off[k] = 0;
+  for (int d = 0; d < g.ndim; d++) {
+    I sz = (I)g.shape[d];
+    I i = lin % sz;
+    lin /= sz;
+    for (int k = 0; k < g.nops; k++) off[k] += (int64_t)i * g.strides[d][k];
+  }
+}
+
+// -- Values of any dtype, with docs/dtypes.md's conversions ------------------
+
+__device__ inline double load_f(int dt, const char *p) {
+  switch (dt) {
+    case F16: return (double)__half2float(*(const __half *)p);
+    case BF16: return (double)__bfloat162float(*(const __nv_bfloat16 *)p);
+    case F32: return (double)*(const float *)p;
+    default: return *(const double *)p;
+  }
+}
+__device__ inline int64_t load_i(int dt, const char *p) {
+  switch (dt) {
+    case B8: return *(const bool *)p ? 1 : 0;
+    case U8: return *(const uint8_t *)p;
+    case I8: return *(const int8_t *)p;
+    case I16: return *(const int16_t *)p;
+    case I32: return *(const int32_t *)p;
+    default: return *(const int64_t *)p;
+  }
+}
+// float -> integer: toward zero, NaN -> 0, saturating
+template <typename T>
+__device__ inline T sat(double v, T lo, T hi) {
+  if (v != v) return 0;
+  if (v <= (double)lo) return lo;
+  if (v >= (double)hi) return hi;
+  return (T)v;
+}
+__device__ inline void store_f(int dt, char *p, double v) {
+  switch (dt) {
+    case B8: *(bool *)p = v != 0; break;  // NaN is true
+    case U8: *(uint8_t *)p = sat<uint8_t>(v, 0, UINT8_MAX); break;
+    case I8: *(int8_t *)p = sat<int8_t>(v, INT8_MIN, INT8_MAX); break;
+    case I16: *(int16_t *)p = sat<int16_t>(v, INT16_MIN, INT16_MAX); break;
+    case I32: *(int32_t *)p = sat<int32_t>(v, INT32_MIN, INT32_MAX); break;
+    case I64: *(int64_t *)p = sat<int64_t>(v, INT64_MIN, INT64_MAX); break;
+    case F16: *(__half *)p = __double2half(v); break;
+    case BF16: *(__nv_bfloat16 *)p = __double2bfloat16(v); break;
+    case F32: *(float *)p = (float)v; break;
+    default: *(double *)p = v; break;
+  }
+}
+__device__ inline void store_i(int dt, char *p, int64_t v) {
+  switch (dt) {
+    case B8: *(bool *)p = v != 0; break;
+    case U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;  // integers wrap
+    case I8: *(int8_t *)p = (int8_t)(uint64_t)v; break;
+    case I16: *(int16_t *)p = (int16_t)(uint64_t)v; break;
+    case I32: *(int32_t *)p = (int32_t)(uint64_t)v; break;
+    case I64: *(int64_t *)p = v; break;
+    case F16: *(__half *)p = __float2half_rn((float)v); break;
+    case BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
+    case F32: *(float *)p = (float)v; break;  // once: int64 -> float directly
+    default: *(double *)p = (double)v; break;
+  }
+}
+
+inline unsigned blocks_for(int64_t n) {
+  int64_t b = (n + 255) / 256;
+  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
+}
+inline bool fits32(const emcu_geom *g) { return g->numel < ((int64_t)1 << 31); }
+
+#define GRID_STRIDE(I, n) \
+  for (I lin = (I)(blockIdx.x * blockDim.x + threadIdx.x); lin < (I)(n); lin += (I)(gridDim.x * blockDim.x))
+
+// -- copy, fill, ranges ---------------------------------------------------------
+
+template <typename I>
+__global__ void copy_kernel(emcu_geom g, int dst, int src) {
+  GRID_STRIDE(I, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<I>(g, lin, off);
+    const char *s = g.data[1] + off[1];
+    char *d = g.data[0] + off[0];
+    if (is_float(src)) store_f(dst, d, load_f(src, s));
+    else store_i(dst, d, load_i(src, s));
+  }
+}
+
+template <typename I>
+__global__ void fill_kernel(emcu_geom g, int size, uint64_t v) {
+  GRID_STRIDE(I, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<I>(g, lin, off);
+    char *d = g.data[0] + off[0];
+    switch (size) {
+      case 1: *(uint8_t *)d = (uint8_t)v; break;
+      case 2: *(uint16_t *)d = (uint16_t)v; break;
+      case 4: *(uint32_t *)d = (uint32_t)v; break;
+      default: *(uint64_t *)d = v; break;
+    }
+  }
+}
+
+__global__ void range_kernel(char *out, int64_t n, int dt, emcu_range r) {
+  GRID_STRIDE(int64_t, n) {
+    char *d = out + lin * elsize(dt);
+    if (r.kind == 0) {
+      if (is_float(dt)) store_f(dt, d, r.fstart + r.fstep * (double)lin);
+      else store_i(dt, d, (int64_t)((uint64_t)r.istart + (uint64_t)r.istep * (uint64_t)lin));
+    } else {
+      double v = lin < r.halfway ? r.lstart + r.lstep * (double)lin
+                                 : r.lend - r.lstep * (double)(r.steps - 1 - lin);
+      if (r.kind == 2) v = pow(r.lbase, v);
+      store_f(dt, d, v);
+    }
+  }
+}
+
+// -- elementwise ----------------------------------------------------------------
+
+template <typename T> struct Acc { typedef T type; };
+template <> struct Acc<__half> { typedef float type; };
+template <> struct Acc<__nv_bfloat16> { typedef float type; };
+
+template <typename T> __device__ inline typename Acc<T>::type ld(const char *p) {
+  return *(const T *)p;
+}
+template <> __device__ inline float ld<__half>(const char *p) { return __half2float(*(const __half *)p); }
+template <> __device__ inline float ld<__nv_bfloat16>(const char *p) {
+  return __bfloat162float(*(const __nv_bfloat16 *)p);
+}
+template <typename T> __device__ inline void st(char *p, typename Acc<T>::type v) { *(T *)p = (T)v; }
+template <> __device__ inline void st<__half>(char *p, float v) { *(__half *)p = __float2half_rn(v); }
+template <> __device__ inline void st<__nv_bfloat16>(char *p, float v) {
+  *(__nv_bfloat16 *)p = __float2bfloat16_rn(v);
+}
+
+template <typename A> __device__ inline A nan_of() { return (A)NAN; }
+
+template <typename T>
+__global__ void ew_kernel(int op, emcu_geom g, emcu_params p) {
+  typedef typename Acc<T>::type A;
+  constexpr bool F = std::is_floating_point<A>::value;
+  constexpr bool B = std::is_same<T, bool>::value;
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    char *o = g.data[0] + off[0];
+    const char *p1 = g.data[1] + off[1];
+    if (op == EMCU_WHERE) {
+      bool c = *(const bool *)p1;
+      *(T *)o = c ? *(const T *)(g.data[2] + off[2]) : *(const T *)(g.data[3] + off[3]);
+      continue;
+    }
+    A a = ld<T>(p1);
+    A b = g.nops > 2 ? ld<T>(g.data[2] + off[2]) : A(0);
+    A c = g.nops > 3 ? ld<T>(g.data[3] + off[3]) : A(0);
+    A r = A(0);
+    switch (op) {
+      // comparisons and logic: bool outputs
+      case EMCU_EQ: *(bool *)o = a == b; continue;
+      case EMCU_NE: *(bool *)o = a != b; continue;
+      case EMCU_LT: *(bool *)o = a < b; continue;
+      case EMCU_LE: *(bool *)o = a <= b; continue;
+      case EMCU_GT: *(bool *)o = a > b; continue;
+      case EMCU_GE: *(bool *)o = a >= b; continue;
+      case EMCU_LAND: *(bool *)o = a && b; continue;
+      case EMCU_LOR: *(bool *)o = a || b; continue;
+      case EMCU_LXOR: *(bool *)o = (bool)a != (bool)b; continue;
+      case EMCU_LNOT: *(bool *)o = !a; continue;
+      case EMCU_ISNAN: *(bool *)o = F ? a != a : false; continue;
+      case EMCU_ADD:
+        if constexpr (B) r = a || (p.ai != 0 && b);
+        else if constexpr (F) r = a + (A)p.af * b;
+        else r = (A)((uint64_t)(int64_t)a + (uint64_t)p.ai * (uint64_t)(int64_t)b);
+        break;
+      case EMCU_MUL:
+        if constexpr (B) r = a && b;
+        else if constexpr (F) r = a * b;
+        else r = (A)((uint64_t)(int64_t)a * (uint64_t)(int64_t)b);
+        break;
+      case EMCU_DIV: r = a / b; break;
+      case EMCU_MAXIMUM:
+        if constexpr (F) r = (a != a || b != b) ? nan_of<A>() : (a > b ? a : b);
+        else r = a > b ? a : b;
+        break;
+      case EMCU_MINIMUM:
+        if constexpr (F) r = (a != a || b != b) ? nan_of<A>() : (a < b ? a : b);
+        else r = a < b ? a : b;
+        break;
+      case EMCU_BAND:
+        if constexpr (!F) r = (A)(a & b);
+        break;
+      case EMCU_BOR:
+        if constexpr (!F) r = (A)(a | b);
+        break;
+      case EMCU_BXOR:
+        if constexpr (!F) r = (A)(a ^ b);
+        break;
+      case EMCU_BNOT:
+        if constexpr (B) r = !a;
+        else if constexpr (!F) r = (A)~a;
+        break;
+      case EMCU_NEG:
+        if constexpr (!B) r = (A)(A(0) - a);
+        break;
+      case EMCU_ABS:
+        if constexpr (F) r = a < A(0) ? -a : (a == A(0) ? A(0) : a);
+        else if constexpr (std::is_signed<A>::value) r = a < A(0) ? (A)(A(0) - a) : a;
+        else r = a;
+        break;
+      case EMCU_SQUARE: r = (A)(a * a); break;
+      case EMCU_RELU: r = a <= A(0) ? A(0) : a; break;
+      case EMCU_SQRT:
+        if constexpr (F) r = sqrt(a);
+        break;
+      case EMCU_RSQRT:
+        if constexpr (F) r = rsqrt(a);
+        break;
+      case EMCU_RECIPROCAL:
+        if constexpr (F) r = A(1) / a;
+        break;
+      case EMCU_EXP:
+        if constexpr (F) r = exp(a);
+        break;
+      case EMCU_LOG:
+        if constexpr (F) r = log(a);
+        break;
+      case EMCU_SIN:
+        if constexpr (F) r = sin(a);
+        break;
+      case EMCU_COS:
+        if constexpr (F) r = cos(a);
+        break;
+      case EMCU_TANH:
+        if constexpr (F) r = tanh(a);
+        break;
+      case EMCU_SIGMOID:
+        if constexpr (F) r = A(1) / (A(1) + exp(-a));
+        break;
+      case EMCU_CLAMP:  // as cpu/elementwise.c: a NaN bound or value gives NaN
+        r = a;
+        if (p.flags & 1) r = (r != r || b != b) ? (A)(r + b) : (r < b ? b : r);
+        if (p.flags & 2) r = (r != r || c != c) ? (A)(r + c) : (c < r ? c : r);
+        break;
+      case EMCU_LERP:
+        if constexpr (F) r = (c < A(0.5) && c > A(-0.5)) ? a + c * (b - a) : b - (b - a) * (A(1) - c);
+        break;
+    }
+    st<T>(o, r);
+  }
+}
+
+template <typename T>
+int launch_ew(int op, const emcu_geom *g, const emcu_params *p, void *stream) {
+  ew_kernel<T><<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(op, *g, *p);
+  return (int)cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" int emcu_copy(const emcu_geom *g, int dst, int src, void *stream) {
+  if (g->numel == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  int es = elsize(dst);
+  // the contiguous fast path: the copy engine
+  if (dst == src && g->ndim == 1 && g->strides[0][0] == es && g->strides[0][1] == es)
+    return (int)cudaMemcpyAsync(g->data[0], g->data[1], (size_t)g->numel * (size_t)es,
+                                cudaMemcpyDeviceToDevice, s);
+  if (fits32(g)) copy_kernel<int32_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, dst, src);
+  else copy_kernel<int64_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, dst, src);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_fill(const emcu_geom *g, int size, uint64_t value, void *stream) {
+  if (g->numel == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (fits32(g)) fill_kernel<int32_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, size, value);
+  else fill_kernel<int64_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, size, value);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_range_fill(const emcu_geom *g, int dt, const emcu_range *r, void *stream) {
+  if (g->numel == 0) return 0;
+  range_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(g->data[0], g->numel, dt, *r);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_ew(int op, int dt, const emcu_geom *g, const emcu_params *p, void *stream) {
+  if (g->numel == 0) return 0;
+  switch (dt) {
+    case B8: return launch_ew<bool>(op, g, p, stream);
+    case U8: return launch_ew<uint8_t>(op, g, p, stream);
+    case I8: return launch_ew<int8_t>(op, g, p, stream);
+    case I16: return launch_ew<int16_t>(op, g, p, stream);
+    case I32: return launch_ew<int32_t>(op, g, p, stream);
+    case I64: return launch_ew<int64_t>(op, g, p, stream);
+    case F16: return launch_ew<__half>(op, g, p, stream);
+    case BF16: return launch_ew<__nv_bfloat16>(op, g, p, stream);
+    case F32: return launch_ew<float>(op, g, p, stream);
+    default: return launch_ew<double>(op, g, p, stream);
+  }
+}

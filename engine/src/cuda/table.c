@@ -1,0 +1,570 @@
+/*
+** cuda/table.c -- the CUDA device's kernel table (docs/cuda.md): every
+** family, every entry, as meta/meta.c is for meta. Plain C; the kernels
+** themselves are in cuda/kernels.cu (reached through cuda/cu_iface.h).
+**
+** Layer one implements the copy family (casts, fill, transfers to and from
+** the host, element reads and writes), the creation family (zero, arange,
+** linspace/logspace), the elementwise kernels of cu_iface.h and where.
+** Every other entry refuses with EM_MSG_DEVICE_UNSUPPORTED: at once where
+** the entry returns em_status; through the launch-error rule where it
+** returns void or a count (cuda/cuda.h: the next op on cuda, or the next
+** synchronisation, raises it). COMPILED ONLY until a GPU runs
+** tools/cuda-check.sh.
+*/
+#include "core/kernels.h"
+#include "core/kern_copy.h"
+#include "core/kern_creation.h"
+#include "core/kern_ew.h"
+#include "core/kern_index.h"
+#include "core/kern_linalg.h"
+#include "core/kern_nn.h"
+#include "core/kern_optim.h"
+#include "core/kern_random.h"
+#include "core/kern_reduce.h"
+#include "core/kern_sort.h"
+#include "core/errmsg.h"
+
+#ifdef EMBER_HAVE_CUDA
+
+#include "cuda/cu_iface.h"
+#include "cuda/cuda.h"
+
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+_Static_assert((int)EMCU_MAX_DIMS == (int)EM_MAX_DIMS, "cu_iface.h: EMCU_MAX_DIMS is EM_MAX_DIMS");
+_Static_assert(EM_BOOL == 0 && EM_UINT8 == 1 && EM_INT64 == 5 && EM_FLOAT16 == 6 &&
+                   EM_BFLOAT16 == 7 && EM_FLOAT32 == 8 && EM_FLOAT64 == 9,
+               "cu_iface.h: the dtype codes are em_dtype's");
+
+static em_status unsupported(const char *op) {
+  char d[32];
+  em_device dev = {EM_CUDA, emcu_device()};
+  return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_UNSUPPORTED, op, em_device_str(dev, d, sizeof d));
+}
+/* an entry without a status: the launch-error rule */
+#define UNSUPPORTED_VOID(entry) emcu_note(EM_MSG_DEVICE_UNSUPPORTED, entry, "cuda")
+
+static void *stream(void) { return emcu_stream(emcu_device()); }
+
+/* The iterator's geometry for the kernels; 0 when it has too many operands. */
+static int geom(const em_iter *it, emcu_geom *g) {
+  if (it->nops > EMCU_MAX_OPS) return 0;
+  memset(g, 0, sizeof *g);
+  g->nops = it->nops;
+  g->ndim = it->ndim;
+  g->numel = it->numel;
+  for (int d = 0; d < it->ndim; d++) {
+    g->shape[d] = it->shape[d];
+    for (int k = 0; k < it->nops; k++) g->strides[d][k] = it->strides[d][k];
+  }
+  for (int k = 0; k < it->nops; k++) g->data[k] = it->data[k];
+  return 1;
+}
+
+/* A launcher's cudaError_t under the launch-error rule. */
+static void launched(const char *what, int err) {
+  if (err != 0) {
+    (void)cudaGetLastError();
+    emcu_note("%s: CUDA error: %s", what, cudaGetErrorString((cudaError_t)err));
+  }
+}
+
+/* -- copy ------------------------------------------------------------------ */
+
+static void cu_copy(const em_iter *it, em_dtype dst, em_dtype src) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("copy_"); return; }
+  launched("copy_", emcu_copy(&g, (int)dst, (int)src, stream()));
+}
+
+static void cu_fill(const em_iter *it, em_dtype dt, const void *value) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("fill_"); return; }
+  uint64_t bytes = 0;
+  memcpy(&bytes, value, em_dtype_size(dt));
+  launched("fill_", emcu_fill(&g, (int)em_dtype_size(dt), bytes, stream()));
+}
+
+/* dst = src, one of them here and the other on the CPU, both contiguous
+** (ops/copy.c). Into the device from pinned memory: asynchronous on the
+** current stream; from pageable memory cudaMemcpyAsync returns once the
+** source is staged. Out of the device: synchronises (the values are read
+** next). */
+static em_status cu_transfer(em_tensor *dst, const em_tensor *src) {
+  int to_device = em_tensor_device(dst).type == EM_CUDA;
+  em_device dev = to_device ? em_tensor_device(dst) : em_tensor_device(src);
+  em_status st = emcu_ready("copy_", dev);
+  if (st != EM_OK) return st;
+  size_t n = (size_t)em_tensor_numel(dst) * em_dtype_size(em_tensor_dtype(dst));
+  if (n == 0) return EM_OK;
+  cudaStream_t s = (cudaStream_t)emcu_stream(dev.index);
+  cudaError_t e = cudaMemcpyAsync(em_tensor_data(dst), em_tensor_data(src), n,
+                                  to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess && (!to_device || !em_storage_is_pinned(em_tensor_storage(src))))
+    e = cudaStreamSynchronize(s);
+  return e == cudaSuccess ? EM_OK : emcu_fail("copy_", "cudaMemcpyAsync", e);
+}
+
+/* One element, for item() and printing: synchronises with the current stream. */
+static em_status cu_rw(const char *op, void *dst, const void *src, size_t n, int to_device) {
+  em_device dev = {EM_CUDA, emcu_device()};
+  em_status st = emcu_ready(op, dev);
+  if (st != EM_OK) return st;
+  cudaStream_t s = (cudaStream_t)emcu_stream(dev.index);
+  cudaError_t e = cudaMemcpyAsync(dst, src, n,
+                                  to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  return e == cudaSuccess ? EM_OK : emcu_fail(op, "cudaMemcpyAsync", e);
+}
+static em_status cu_read(const char *op, const void *p, size_t elsize, void *out) {
+  return cu_rw(op, out, p, elsize, 0);
+}
+static em_status cu_write(const char *op, void *p, size_t elsize, const void *in) {
+  return cu_rw(op, p, in, elsize, 1);
+}
+
+const em_copy_kernels em_cuda_copy_kernels = {
+    .copy = cu_copy,
+    .fill = cu_fill,
+    .transfer = cu_transfer,
+    .read = cu_read,
+    .write = cu_write,
+};
+
+/* -- ew -------------------------------------------------------------------- */
+
+#define EW_NAME(OP, M, OUTC, ...) #OP,
+static const char *const ew_names[EM_EW_NKERNELS] = {
+    EM_EW_BINARY_KERNELS(EW_NAME, _) EM_EW_UNARY_KERNELS(EW_NAME, _)
+    EM_EW_TERNARY_KERNELS(EW_NAME, _)};
+#undef EW_NAME
+
+/* em_ew_kernel -> the kernels' op, -1 for the ones layer one lacks */
+static int ew_op(em_ew_kernel k) {
+  switch (k) {
+    case EM_K_add: return EMCU_ADD;
+    case EM_K_mul: return EMCU_MUL;
+    case EM_K_div: return EMCU_DIV;
+    case EM_K_maximum: return EMCU_MAXIMUM;
+    case EM_K_minimum: return EMCU_MINIMUM;
+    case EM_K_eq: return EMCU_EQ;
+    case EM_K_ne: return EMCU_NE;
+    case EM_K_lt: return EMCU_LT;
+    case EM_K_le: return EMCU_LE;
+    case EM_K_gt: return EMCU_GT;
+    case EM_K_ge: return EMCU_GE;
+    case EM_K_land: return EMCU_LAND;
+    case EM_K_lor: return EMCU_LOR;
+    case EM_K_lxor: return EMCU_LXOR;
+    case EM_K_band: return EMCU_BAND;
+    case EM_K_bor: return EMCU_BOR;
+    case EM_K_bxor: return EMCU_BXOR;
+    case EM_K_neg: return EMCU_NEG;
+    case EM_K_abs: return EMCU_ABS;
+    case EM_K_sqrt: return EMCU_SQRT;
+    case EM_K_rsqrt: return EMCU_RSQRT;
+    case EM_K_square: return EMCU_SQUARE;
+    case EM_K_reciprocal: return EMCU_RECIPROCAL;
+    case EM_K_exp: return EMCU_EXP;
+    case EM_K_log: return EMCU_LOG;
+    case EM_K_sin: return EMCU_SIN;
+    case EM_K_cos: return EMCU_COS;
+    case EM_K_tanh: return EMCU_TANH;
+    case EM_K_sigmoid: return EMCU_SIGMOID;
+    case EM_K_relu: return EMCU_RELU;
+    case EM_K_isnan: return EMCU_ISNAN;
+    case EM_K_lnot: return EMCU_LNOT;
+    case EM_K_bnot: return EMCU_BNOT;
+    case EM_K_clamp: return EMCU_CLAMP;
+    case EM_K_lerp: return EMCU_LERP;
+    default: return -1;
+  }
+}
+
+static void cu_ew_run(em_ew_kernel kernel, em_dtype dt, const em_iter *it, const em_kctx *k) {
+  int op = ew_op(kernel);
+  emcu_geom g;
+  if (op < 0 || !geom(it, &g)) {
+    UNSUPPORTED_VOID(ew_names[kernel]);
+    return;
+  }
+  emcu_params p = {k ? k->ai : 1, k ? k->af : 1.0, k ? k->flags : 0};
+  launched(ew_names[kernel], emcu_ew(op, (int)dt, &g, &p, stream()));
+}
+
+/* the integer-division check needs a device reduction: not in layer one
+** (nor are the integer divisions it guards) */
+static int cu_any_zero(const em_iter *it, em_dtype dt) {
+  UNSUPPORTED_VOID("integer division");
+  return 0;
+}
+
+const em_ew_kernels em_cuda_ew_kernels = {
+    .run = cu_ew_run,
+    .any_zero = cu_any_zero,
+};
+
+/* -- creation ------------------------------------------------------------- */
+
+static void cu_zero(em_tensor *t) {
+  em_storage *s = em_tensor_storage(t);
+  if (em_storage_nbytes(s) == 0) return;
+  launched("zeros", (int)cudaMemsetAsync(em_storage_data(s), 0, em_storage_nbytes(s),
+                                         (cudaStream_t)stream()));
+}
+static void range(const char *what, const em_iter *it, em_dtype dt, const em_range *r, int kind) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID(what); return; }
+  emcu_range cr = {r->fstart, r->fstep, r->lstart, r->lend, r->lstep, r->lbase,
+                   r->istart, r->istep, r->steps, r->halfway, kind};
+  launched(what, emcu_range_fill(&g, (int)dt, &cr, stream()));
+}
+static void cu_arange(const em_iter *it, em_dtype dt, const em_range *r) {
+  range("arange", it, dt, r, 0);
+}
+static void cu_linspace(const em_iter *it, em_dtype dt, const em_range *r) {
+  range(r->log ? "logspace" : "linspace", it, dt, r, r->log ? 2 : 1);
+}
+
+const em_creation_kernels em_cuda_creation_kernels = {
+    .zero = cu_zero,
+    .arange = cu_arange,
+    .linspace = cu_linspace,
+};
+
+/* -- index: where; the rest is layer two ------------------------------------ */
+
+static void cu_where(const em_iter *it, em_dtype dt) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("where"); return; }
+  emcu_params p = {0, 0, 0};
+  launched("where", emcu_ew(EMCU_WHERE, (int)dt, &g, &p, stream()));
+}
+
+static void cu_normalize(const em_iter *it, em_dtype idx_dt, int64_t size,
+                           em_index_bad *bad) {
+  bad->found = 0;
+  UNSUPPORTED_VOID("normalize");
+}
+static void cu_gather(const em_iter *it, em_dtype dt, int64_t stride) {
+  UNSUPPORTED_VOID("gather");
+}
+static void cu_select_blocks(em_tensor *out, const em_tensor *src, const em_tensor *idx,
+                               int axis) {
+  UNSUPPORTED_VOID("select_blocks");
+}
+static void cu_scatter(const em_iter *it, em_dtype dt, em_scatter_mode r,
+                         const em_scatter_params *p) {
+  UNSUPPORTED_VOID("scatter");
+}
+static void cu_iter_dt(const em_iter *it, em_dtype dt) {
+  UNSUPPORTED_VOID("scatter_reduce or index_put_ (accumulate)");
+}
+static void cu_masked_fill(const em_iter *it, em_dtype dt, const void *value) {
+  UNSUPPORTED_VOID("masked_fill");
+}
+static em_status cu_mask_count(const char *op, const em_tensor *mask, em_tensor *runs,
+                                 int64_t *count) {
+  return unsupported(op);
+}
+static void cu_masked_compact(em_tensor *out, const em_tensor *src, const em_tensor *mask,
+                                const em_tensor *runs, int nouter, const int64_t *sizes,
+                                const int64_t *strides) {
+  UNSUPPORTED_VOID("masked_compact");
+}
+static em_status cu_mask_prefix(const char *op, em_tensor *prefix, const em_tensor *mask,
+                                  int sizes_result, int64_t *count) {
+  return unsupported(op);
+}
+static void cu_masked_select(const em_iter *it, em_dtype dt, em_tensor *out) {
+  UNSUPPORTED_VOID("masked_select");
+}
+static void cu_masked_scatter(const em_iter *it, em_dtype dt, const em_tensor *src) {
+  UNSUPPORTED_VOID("masked_scatter");
+}
+static void cu_nonzero(em_tensor *out, const em_tensor *mask) {
+  UNSUPPORTED_VOID("nonzero");
+}
+static em_status cu_repeat_total(const char *op, const em_tensor *repeats, int64_t n,
+                                   int64_t *total, em_index_bad *bad) {
+  return unsupported(op);
+}
+static void cu_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {
+  UNSUPPORTED_VOID("repeat_positions");
+}
+static void cu_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
+                             int64_t stride, int add, em_index_bad *bad) {
+  bad->found = 0;
+  UNSUPPORTED_VOID("key_offsets");
+}
+static void cu_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int k,
+                                  const int64_t *sizes, const int64_t *strides,
+                                  const em_tensor *runs) {
+  UNSUPPORTED_VOID("key_mask_offsets");
+}
+static void cu_key_gather(const em_tensor *view, em_tensor *out, const em_tensor *offsets,
+                            const em_key_layout *l) {
+  UNSUPPORTED_VOID("key_gather");
+}
+static void cu_key_put(em_tensor *view, const em_tensor *value, const em_tensor *offsets,
+                         const em_key_layout *l) {
+  UNSUPPORTED_VOID("key_put");
+}
+
+const em_index_kernels em_cuda_index_kernels = {
+    .normalize = cu_normalize,
+    .gather = cu_gather,
+    .select_blocks = cu_select_blocks,
+    .scatter = cu_scatter,
+    .scatter_mean_div = cu_iter_dt,
+    .masked_fill = cu_masked_fill,
+    .mask_count = cu_mask_count,
+    .masked_compact = cu_masked_compact,
+    .mask_prefix = cu_mask_prefix,
+    .masked_select = cu_masked_select,
+    .masked_scatter = cu_masked_scatter,
+    .nonzero = cu_nonzero,
+    .where = cu_where,
+    .repeat_total = cu_repeat_total,
+    .repeat_positions = cu_repeat_positions,
+    .key_offsets = cu_key_offsets,
+    .key_mask_offsets = cu_key_mask_offsets,
+    .key_gather = cu_key_gather,
+    .key_put = cu_key_put,
+    .key_accumulate = cu_iter_dt,
+};
+
+/* -- linalg: layer two ------------------------------------------------------ */
+
+static void cu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
+  UNSUPPORTED_VOID("gemm");
+}
+
+const em_linalg_kernels em_cuda_linalg_kernels = {
+    .gemm = cu_gemm,
+};
+
+/* -- random: layer two ------------------------------------------------------ */
+
+static void cu_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
+  UNSUPPORTED_VOID("sample");
+}
+static int cu_prob_check(const em_iter *it, double *bad) {
+  UNSUPPORTED_VOID("prob_check");
+  return 0;
+}
+static void cu_bernoulli_lt(const em_iter *it) {
+  UNSUPPORTED_VOID("bernoulli_lt");
+}
+static void cu_randperm(em_tensor *perm, const em_draw *d) {
+  UNSUPPORTED_VOID("randperm");
+}
+static em_prob_check cu_multinomial_check(const em_tensor *probs) {
+  UNSUPPORTED_VOID("multinomial_check");
+  return EM_PROBS_OK;
+}
+static em_status cu_multinomial(const em_tensor *probs, em_tensor *out, int replacement,
+                                  const em_draw *d) {
+  return unsupported("multinomial");
+}
+
+const em_random_kernels em_cuda_random_kernels = {
+    .sample = cu_sample,
+    .prob_check = cu_prob_check,
+    .bernoulli_lt = cu_bernoulli_lt,
+    .randperm = cu_randperm,
+    .multinomial_check = cu_multinomial_check,
+    .multinomial = cu_multinomial,
+};
+
+/* -- nn: layer two ---------------------------------------------------------- */
+
+static em_status cu_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
+                             const em_tensor *b, const em_tensor *bias, em_tensor *out,
+                             const em_conv2d_geo *g) {
+  return unsupported(op);
+}
+static void cu_max_pool2d(const em_tensor *x, em_tensor *y, em_tensor *indices,
+                            const em_pool2d_geo *g) {
+  UNSUPPORTED_VOID("max_pool2d");
+}
+static void cu_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
+                                     em_tensor *grad_input) {
+  UNSUPPORTED_VOID("max_pool2d_backward");
+}
+static void cu_avg_pool2d(const em_tensor *x, em_tensor *y, const em_pool2d_geo *g) {
+  UNSUPPORTED_VOID("avg_pool2d");
+}
+static void cu_avg_pool2d_backward(const em_tensor *grad_out, em_tensor *grad_input,
+                                     const em_pool2d_geo *g) {
+  UNSUPPORTED_VOID("avg_pool2d_backward");
+}
+static int cu_bad_id(const em_tensor *ids, int64_t num, int has_ignore, int64_t ignore,
+                       int64_t *bad) {
+  UNSUPPORTED_VOID("bad_id");
+  return 0;
+}
+static void cu_layer_norm(const em_tensor *x, const em_tensor *w, const em_tensor *b,
+                            em_tensor *y, em_tensor *mean, em_tensor *rstd, int64_t M,
+                            int64_t D, double eps) {
+  UNSUPPORTED_VOID("layer_norm");
+}
+static void cu_layer_norm_backward(const em_tensor *grad_out, const em_tensor *x,
+                                     const em_tensor *mean, const em_tensor *rstd,
+                                     const em_tensor *w, em_tensor *gx, em_tensor *gw,
+                                     em_tensor *gb, int64_t M, int64_t D) {
+  UNSUPPORTED_VOID("layer_norm_backward");
+}
+static em_status cu_batch_norm(const char *op, const em_tensor *x, const em_tensor *w,
+                                 const em_tensor *b, em_tensor *running_mean,
+                                 em_tensor *running_var, em_tensor *y, em_tensor *save_mean,
+                                 em_tensor *save_invstd, const em_batch_norm_params *p) {
+  return unsupported(op);
+}
+static void cu_batch_norm_backward(const em_tensor *grad_out, const em_tensor *x,
+                                     const em_tensor *w, const em_tensor *mean,
+                                     const em_tensor *invstd, em_tensor *gx, em_tensor *gw,
+                                     em_tensor *gb, const em_batch_norm_params *p) {
+  UNSUPPORTED_VOID("batch_norm_backward");
+}
+static em_status cu_class_loss(const char *op, const em_tensor *x, const em_tensor *target,
+                                 const em_tensor *w, const em_tensor *grad_out, em_tensor *out,
+                                 em_tensor *total_weight, const em_class_loss_params *p) {
+  return unsupported(op);
+}
+static int cu_outside_unit(const em_tensor *x, double *v) {
+  UNSUPPORTED_VOID("outside_unit");
+  return 0;
+}
+static void cu_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
+                                const em_tensor *x, const em_tensor *t, const em_tensor *w,
+                                const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {
+  UNSUPPORTED_VOID("pointwise_loss");
+}
+
+const em_nn_kernels em_cuda_nn_kernels = {
+    .conv2d = cu_conv2d,
+    .max_pool2d = cu_max_pool2d,
+    .max_pool2d_backward = cu_max_pool2d_backward,
+    .avg_pool2d = cu_avg_pool2d,
+    .avg_pool2d_backward = cu_avg_pool2d_backward,
+    .bad_id = cu_bad_id,
+    .layer_norm = cu_layer_norm,
+    .layer_norm_backward = cu_layer_norm_backward,
+    .batch_norm = cu_batch_norm,
+    .batch_norm_backward = cu_batch_norm_backward,
+    .class_loss = cu_class_loss,
+    .outside_unit = cu_outside_unit,
+    .pointwise_loss = cu_pointwise_loss,
+};
+
+/* -- optim: layer two ------------------------------------------------------- */
+
+static void cu_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  UNSUPPORTED_VOID("optim_step");
+}
+
+const em_optim_kernels em_cuda_optim_kernels = {
+    .sgd = cu_optim_step,
+    .adam = cu_optim_step,
+    .rmsprop = cu_optim_step,
+};
+
+/* -- reduce: layer two ------------------------------------------------------ */
+
+static em_status cu_reduce(const char *op, em_red_kind k, em_tensor *acc,
+                             const em_tensor *t, const em_red_params *p) {
+  return unsupported(op);
+}
+static em_status cu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
+                                const em_tensor *t) {
+  return unsupported(op);
+}
+static em_status cu_lanes_indexed(const char *op, em_tensor *values, em_tensor *indices,
+                                    const em_tensor *t, int axis, int is_min) {
+  return unsupported(op);
+}
+static em_status cu_lanes(const char *op, em_tensor *out, const em_tensor *t, int axis,
+                            int flag) {
+  return unsupported(op);
+}
+static em_status cu_equal(const em_iter *it, em_dtype a, em_dtype b, int *equal) {
+  return unsupported("equal");
+}
+static void cu_isclose(const em_iter *it, em_dtype dt, const em_close_params *p) {
+  UNSUPPORTED_VOID("isclose");
+}
+static em_status cu_all_true(const char *op, const em_tensor *t, int *result) {
+  return unsupported(op);
+}
+
+const em_reduce_kernels em_cuda_reduce_kernels = {
+    .reduce = cu_reduce,
+    .logsumexp = cu_logsumexp,
+    .max_dim = cu_lanes_indexed,
+    .cumextreme = cu_lanes_indexed,
+    .softmax = cu_lanes,
+    .cumulative = cu_lanes,
+    .equal = cu_equal,
+    .isclose = cu_isclose,
+    .all_true = cu_all_true,
+};
+
+/* -- sort: layer two -------------------------------------------------------- */
+
+static em_status cu_sort(const char *op, em_tensor *values, em_tensor *indices,
+                           const em_tensor *t, int axis, int64_t k, int descending) {
+  return unsupported(op);
+}
+static em_status cu_pick(const char *op, em_tensor *values, em_tensor *indices,
+                           const em_tensor *t, int axis, em_pick_kind kind, int64_t k) {
+  return unsupported(op);
+}
+static em_status cu_unique_count(const em_tensor *sorted, int64_t *n) {
+  return unsupported("unique_count");
+}
+static em_status cu_unique_dim_sort(const em_tensor *slices, em_tensor *order, int64_t *n) {
+  return unsupported("unique_dim_sort");
+}
+static em_status cu_unique_write(const em_tensor *sorted, const em_tensor *order,
+                                   em_tensor *values, em_tensor *inverse, em_tensor *counts) {
+  return unsupported("unique_write");
+}
+
+const em_sort_kernels em_cuda_sort_kernels = {
+    .sort = cu_sort,
+    .pick = cu_pick,
+    .unique_count = cu_unique_count,
+    .unique_write = cu_unique_write,
+    .unique_dim_sort = cu_unique_dim_sort,
+    .unique_dim_write = cu_unique_write,
+};
+
+
+/* -- The table --------------------------------------------------------------- */
+
+const em_kernels em_cuda_kernels = {
+    .name = "cuda",
+    .type = EM_CUDA,
+    .alloc = emcu_alloc,
+    .free = emcu_free,
+    .check = emcu_ready,
+
+    .copy = &em_cuda_copy_kernels,
+    .ew = &em_cuda_ew_kernels,
+    .index = &em_cuda_index_kernels,
+    .linalg = &em_cuda_linalg_kernels,
+    .random = &em_cuda_random_kernels,
+    .creation = &em_cuda_creation_kernels,
+    .nn = &em_cuda_nn_kernels,
+    .optim = &em_cuda_optim_kernels,
+    .reduce = &em_cuda_reduce_kernels,
+    .sort = &em_cuda_sort_kernels,
+};
+
+#else
+/* a build without CUDA has no cuda table: em_kernels_for(cuda) is NULL */
+typedef int em_cuda_table_not_built;
+#endif

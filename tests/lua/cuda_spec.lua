@@ -1,0 +1,166 @@
+-- The CUDA backend (issue 15; docs/cuda.md).
+-- Part 1 runs everywhere: a build without CUDA, or with CUDA on a machine
+-- without a driver or device, says so clearly from every entry point.
+-- Part 2 is parametrised by device: each case runs on "cpu" and, where a
+-- device is present, again on "cuda" with the same expected values. Without
+-- a device the cuda cases are busted `pending` ("cuda: no device"), so they
+-- are counted in busted's "N pending" (and in tools/cuda-check.sh's summary).
+local T = require "ember"
+
+local available = T.cuda.is_available()
+local built = T.cuda.is_built()
+
+local function raises(f, needle)
+  local ok, err = pcall(f)
+  assert.is_false(ok, "expected an error containing: " .. needle)
+  err = tostring(err)
+  assert(err:find(needle, 1, true), "expected an error containing '" .. needle .. "', got: " .. err)
+  return err
+end
+
+-- the reason every cuda entry gives without a device
+local function why(op)
+  return built and (op .. ": CUDA is not available (") or (op .. ": ember was built without CUDA")
+end
+
+describe("cuda without a device", function()
+  if available then
+    -- a machine with a device: its messages are the device cases' business
+    it("sees a device", function()
+      assert.is_true(T.cuda.device_count() > 0)
+      assert.is_true(T.cuda.is_built())
+    end)
+    return
+  end
+
+  it("is_available is false and device_count 0; is_built tells the build", function()
+    assert.is_false(T.cuda.is_available())
+    assert.equal(0, T.cuda.device_count())
+    assert.equal("boolean", type(T.cuda.is_built()))
+  end)
+
+  it("making a cuda tensor names the op and why", function()
+    local reason = built and "CUDA is not available (" or "ember was built without CUDA"
+    raises(function() return T.zeros(2, 2, { device = "cuda" }) end, "zeros: " .. reason)
+    raises(function() return T.empty(0, { device = "cuda" }) end, "empty: " .. reason)
+    raises(function() return T.ones(3, { device = "cuda:1" }) end, "ones: " .. reason)
+    raises(function() return T.arange(4, { device = "cuda" }) end, reason)
+    raises(function() return T.ones(2):to("cuda") end, reason)
+    raises(function() return T.ones(2):cuda() end, reason)
+    if built then
+      -- the driver's own words are kept: cudaGetDeviceCount and its reason
+      raises(function() return T.zeros(1, { device = "cuda" }) end, "cudaGetDeviceCount: ")
+    end
+  end)
+
+  it("every T.cuda function that needs a device raises, naming itself", function()
+    local calls = {
+      synchronize = function() T.cuda.synchronize() end,
+      current_stream = function() return T.cuda.current_stream() end,
+      default_stream = function() return T.cuda.default_stream() end,
+      current_device = function() return T.cuda.current_device() end,
+      Stream = function() return T.cuda.Stream() end,
+      Event = function() return T.cuda.Event { enable_timing = true } end,
+      memory_allocated = function() return T.cuda.memory_allocated() end,
+      max_memory_allocated = function() return T.cuda.max_memory_allocated(0) end,
+      memory_reserved = function() return T.cuda.memory_reserved("cuda") end,
+      max_memory_reserved = function() return T.cuda.max_memory_reserved("cuda:0") end,
+      memory_stats = function() return T.cuda.memory_stats() end,
+      reset_peak_memory_stats = function() T.cuda.reset_peak_memory_stats() end,
+      empty_cache = function() T.cuda.empty_cache() end,
+      manual_seed = function() T.cuda.manual_seed(7) end,
+      manual_seed_all = function() T.cuda.manual_seed_all(7) end,
+    }
+    for op, f in pairs(calls) do raises(f, why(op)) end
+  end)
+
+  it("pin_memory refuses clearly; is_pinned is false", function()
+    local x = T.ones(2, 3)
+    raises(function() return x:pin_memory() end, why("pin_memory"))
+    assert.is_false(x:is_pinned())
+    assert.is_false(T.empty(0):is_pinned())
+  end)
+end)
+
+describe("cuda arguments are checked before the device", function()
+  it("refuses unknown options and bad devices", function()
+    raises(function() return T.cuda.Event { bogus = 1 } end, "Event: unknown option 'bogus'")
+    raises(function() return T.cuda.Stream { bogus = 1 } end, "Stream: unknown option 'bogus'")
+    raises(function() return T.cuda.Event { interprocess = true } end, "Event: interprocess events are not supported")
+    raises(function() return T.cuda.memory_allocated("cpu") end,
+      "memory_allocated: expected a cuda device (an index, 'cuda', 'cuda:N' or a device), got 'cpu'")
+    raises(function() return T.cuda.memory_allocated(-1) end, "memory_allocated: invalid device -1")
+    raises(function() return T.cuda.is_available({ zz = 1 }) end, "is_available: unknown option 'zz'")
+    raises(function() return T.cuda.stream(1, function() end) end, "stream: expected a T.cuda.Stream, got number")
+    raises(function() return T.cuda.set_stream("x") end, "set_stream: expected a T.cuda.Stream, got string")
+    raises(function() return T.ones(2):pin_memory({ zz = 1 }) end, "pin_memory: unknown option 'zz'")
+  end)
+end)
+
+-- Part 2: the same cases on every device present.
+local devices = { "cpu", "cuda" }
+local function on(device, name, fn)
+  if device == "cuda" and not available then
+    pending("cuda: no device: " .. name)
+  else
+    it(device .. ": " .. name, function() fn(device) end)
+  end
+end
+local function back(t) return t.device.type == "cpu" and t or t:cpu() end
+local function same(want, got, tol)
+  got = back(got)
+  assert.same(want.shape, got.shape)
+  assert.equal(tostring(want.dtype), tostring(got.dtype))
+  if tol then assert.is_true(T.allclose(got, want, tol, tol, true))
+  else assert.is_true(T.equal(got, want)) end
+end
+
+for _, dev in ipairs(devices) do
+  describe("device " .. dev, function()
+    on(dev, "copies to and from the host keep every dtype's values", function(d)
+      for _, dt in ipairs { T.float32, T.float64, T.float16, T.bfloat16, T.int64, T.int32,
+                            T.int16, T.int8, T.uint8, T.bool } do
+        local x = T.tensor { { 1, 0, 3 }, { 4, 5, 0 } }:to(dt)
+        same(x, x:to(d))
+      end
+    end)
+    on(dev, "casts on the device follow docs/dtypes.md", function(d)
+      local x = T.tensor { -1.75, 2.5, 300.25, 0 }:to(d)
+      same(T.tensor { -1, 2, 300, 0 }, x:long())
+      same(T.tensor { true, true, true, false }, x:bool())
+      same(T.tensor { -1, 2, 127, 0 }:to(T.int8), x:to(T.int8))  -- saturates
+    end)
+    on(dev, "strided copies, fills and zeros", function(d)
+      local x = T.arange(12):view(3, 4):float():to(d)
+      same(T.arange(12):view(3, 4):float():t():contiguous(), x:t():contiguous())
+      local z = T.zeros(2, 3, { device = d })
+      same(T.zeros(2, 3), z)
+      z:fill_(2.5)
+      same(T.full({ 2, 3 }, 2.5), z)
+    end)
+    on(dev, "ranges", function(d)
+      same(T.arange(0, 10, 3), T.arange(0, 10, 3, { device = d }))
+      same(T.linspace(0, 1, 5), T.linspace(0, 1, 5, { device = d }), 1e-6)
+    end)
+    on(dev, "elementwise ops with broadcasting and promotion", function(d)
+      local a = T.tensor { { 1, -2, 3 }, { 4, 5, -6 } }:float()
+      local b = T.tensor { 0.5, 2, -1 }
+      local ad, bd = a:to(d), b:to(d)
+      same(a + b, ad + bd, 1e-6)
+      same(a * b, ad * bd, 1e-6)
+      same(a:sub(b, { alpha = 2 }), ad:sub(bd, { alpha = 2 }), 1e-6)
+      same(a / b, ad / bd, 1e-6)
+      same(T.maximum(a, b), T.maximum(ad, bd))
+      same(a:gt(b), ad:gt(bd))
+      same(a:abs():sqrt(), ad:abs():sqrt(), 1e-6)
+      same(a:exp(), ad:exp(), 1e-5)
+      same(a:relu(), ad:relu())
+      same(a:clamp(-1, 2), ad:clamp(-1, 2))
+      same(T.where(a:gt(0), a, b), T.where(ad:gt(0), ad, bd))
+    end)
+    on(dev, "item and printing read one element", function(d)
+      local x = T.tensor { 1.5, 2.5 }:to(d)
+      assert.equal(2.5, x[2]:item())
+    end)
+  end)
+end
