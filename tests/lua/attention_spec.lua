@@ -312,3 +312,18 @@ describe("the attention modules", function()
     err("num_layers must be a positive number", function() nn.TransformerEncoder(l, 0) end)
   end)
 end)
+
+describe("a PyTorch checkpoint of a TransformerEncoder", function()
+  it("loads by PyTorch's names (layers.0...) and gives torch's output", function()
+    local c
+    for _, x in ipairs(cases.modules) do if x.cls == "TransformerEncoder" then c = x end end
+    local sd = T.load_torch("tests/fixtures/torch/transformer_encoder.pt")
+    assert.is_not_nil(sd["layers.0.self_attn.in_proj_weight"])
+    local m = build(c):double()
+    local ok = pcall(function() m:load_state_dict(sd) end)
+    assert.is_false(ok) -- ember's own names are layers.1...
+    m:load_state_dict(sd, { torch_names = true })
+    local y = m(tensor(c.x[1], T.float64), tensor(c.x[2], T.float64))
+    close(y, c.out[1], 1e-9, "output")
+  end)
+end)
