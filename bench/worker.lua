@@ -141,6 +141,44 @@ for name, row in pairs(vm_rows) do
   bodies[name] = function(n) local f, a, o = row[2], S.a, S.o; for _ = 1, n do f(a, o) end end
 end
 
+-- the attention rows: sdpa_fwd_bwd (the fused op's forward and backward)
+-- and train_transformer (one step of a small causal pre-norm encoder block;
+-- bench/worker_py.py has the same model in PyTorch)
+setups.sdpa_fwd_bwd = function(k)
+  local L = fl(512 / k)
+  local q, kk, v = T.randn(8, 8, L, 64), T.randn(8, 8, L, 64), T.randn(8, 8, L, 64)
+  q:requires_grad_(); kk:requires_grad_(); v:requires_grad_()
+  local g, F = T.randn(8, 8, L, 64), T.nn.functional
+  local wrt, go = { q, kk, v }, { grad_outputs = { g } }
+  S.step = function() T.autograd.grad({ F.scaled_dot_product_attention(q, kk, v) }, wrt, go) end
+end
+setups.train_transformer = function(k)
+  T.manual_seed(0)
+  local nn, F = T.nn, T.nn.functional
+  local N, L, D, V = k > 1 and fl(16 / k) or 16, 64, 128, 64
+  local emb = nn.Embedding(V, D)
+  local layer = nn.TransformerEncoderLayer(D, 4, { dim_feedforward = 512, dropout = 0.1, batch_first = true,
+    norm_first = true })
+  local head = nn.Linear(D, V)
+  local params = {}
+  for _, m in ipairs({ emb, layer, head }) do
+    for _, p in ipairs(m:parameters()) do params[#params + 1] = p end
+  end
+  local opt = T.optim.SGD(params, { lr = 0.01, momentum = 0.9 })
+  local ids = T.randint(1, V + 1, { N, L })
+  local tgt = T.randint(1, V + 1, { N * L })
+  local mask = nn.Transformer.generate_square_subsequent_mask(L)
+  S.step = function()
+    opt:zero_grad()
+    local h = layer(emb(ids), { src_mask = mask, is_causal = true })
+    local loss = F.cross_entropy(head(h):reshape(N * L, V), tgt)
+    loss:backward()
+    opt:step()
+  end
+end
+bodies.sdpa_fwd_bwd = train_body
+bodies.train_transformer = train_body
+
 for k, f in pairs(percall_setups) do setups[k] = f end
 for k, f in pairs(percall_bodies) do bodies[k] = f end
 

@@ -11,6 +11,46 @@ if MODE == "torch":
 M = 16 * 1024 * 1024
 TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd")}
 S = {}
+ATTN = ("sdpa_fwd_bwd", "train_transformer")
+
+
+def attn_step(name, k):
+    """The attention rows (bench/workloads.txt): one call of the returned
+    function is one forward + backward (sdpa_fwd_bwd) or one training step
+    (train_transformer); k shrinks the sizes in quick mode."""
+    import math
+    F = torch.nn.functional
+    if name == "sdpa_fwd_bwd":
+        L = 512 // k
+        q, kk, v = (torch.randn(8, 8, L, 64, requires_grad=True) for _ in range(3))
+        g = torch.randn(8, 8, L, 64)
+        if hasattr(F, "scaled_dot_product_attention"):  # torch 2.x: its own fused op
+            att = F.scaled_dot_product_attention
+        else:  # torch 1.13: the explicit softmax attention
+            def att(q, kk, v):
+                return torch.softmax(q @ kk.transpose(-2, -1) * (1 / math.sqrt(64)), -1) @ v
+        return lambda: torch.autograd.grad(att(q, kk, v), (q, kk, v), g)
+    # a small causal transformer block: pre-norm encoder layer (d 128, 4 heads,
+    # ff 512, dropout 0.1) over (16, 64) tokens, a vocabulary of 64, SGD
+    torch.manual_seed(0)
+    N, L, D, V = 16 // k if k > 1 else 16, 64, 128, 64
+    emb = torch.nn.Embedding(V, D)
+    layer = torch.nn.TransformerEncoderLayer(D, 4, dim_feedforward=512, dropout=0.1,
+                                             batch_first=True, norm_first=True)
+    head = torch.nn.Linear(D, V)
+    params = list(emb.parameters()) + list(layer.parameters()) + list(head.parameters())
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    ids = torch.randint(0, V, (N, L))
+    tgt = torch.randint(0, V, (N * L,))
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(L)
+
+    def step():
+        opt.zero_grad()
+        h = layer(emb(ids), src_mask=mask)
+        loss = F.cross_entropy(head(h).reshape(N * L, V), tgt)
+        loss.backward()
+        opt.step()
+    return step
 
 
 def rand(*shape):
@@ -47,6 +87,11 @@ VM = {
 
 def setup(name, k):
     S.clear()
+    if name in ATTN:
+        if MODE != "torch":
+            return "skip no NumPy counterpart"
+        S["step"] = attn_step(name, k)
+        return "ok"
     if name in TRAIN:
         if MODE != "torch":
             return "skip no NumPy counterpart"
@@ -129,7 +174,7 @@ def setup(name, k):
 
 
 def body(name):
-    if name in TRAIN:
+    if name in TRAIN or name in ATTN:
         return S["step"]
     a, b, c, t = S.get("a"), S.get("b"), S.get("c"), S.get("t")
     T = MODE == "torch"

@@ -7,6 +7,7 @@
 ** function here makes its result boxes first and then calls the engine, so
 ** nothing is held in C across a Lua error.
 */
+#include <math.h>
 #include <string.h>
 
 #include "l_ember.h"
@@ -339,6 +340,19 @@ static int l_bcel_backward(lua_State *L) {
   return box1(L, em_binary_cross_entropy_with_logits_backward(go, x, t, w, pw, r, o), o);
 }
 
+/* (q, k, v, attn_mask | nil, dropout_p, is_causal, scale | nil) -> out */
+static int l_sdpa(lua_State *L) {
+  const char *op = "scaled_dot_product_attention";
+  em_tensor *q = l_checktensor(L, 1, op), *k = l_checktensor(L, 2, op),
+            *v = l_checktensor(L, 3, op);
+  const em_tensor *m = opt_tensor(L, 4, op);
+  double p = luaL_optnumber(L, 5, 0.0);
+  int causal = lua_toboolean(L, 6);
+  double scale = lua_isnoneornil(L, 7) ? NAN : luaL_checknumber(L, 7);
+  em_tensor **o = l_newbox(L);
+  return box1(L, em_scaled_dot_product_attention(q, k, v, m, p, causal, scale, o, NULL), o);
+}
+
 void l_open_nn(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"_nn_conv2d", l_conv2d},
@@ -369,6 +383,7 @@ void l_open_nn(lua_State *L) {
       {"_nn_binary_cross_entropy_backward", l_bce_backward},
       {"_nn_binary_cross_entropy_with_logits", l_bcel},
       {"_nn_binary_cross_entropy_with_logits_backward", l_bcel_backward},
+      {"_nn_scaled_dot_product_attention", l_sdpa},
       {NULL, NULL}};
   l_add_functions(L, fns);
 }

@@ -1054,6 +1054,28 @@ em_status em_batch_norm_backward(const em_tensor *grad_out, const em_tensor *inp
 ** element (0 or 1 / (1 - p)); the backward is grad_out * mask. */
 em_status em_dropout(const em_tensor *input, double p, em_tensor **out, em_tensor **mask);
 
+/* Scaled dot-product attention (ops/attention.c, docs/attention.md):
+** softmax(query key^T * scale + mask) value with query (..., L, E), key
+** (..., S, E), value (..., S, Ev) of one float dtype and the same batch
+** dims -> (..., L, Ev), by one fused kernel that never holds the L x S
+** scores whole. attn_mask (may be NULL): bool (true keeps) or of query's
+** dtype (added), broadcastable to (..., L, S); is_causal keeps key j <=
+** query i and excludes a mask; scale NaN means 1 / sqrt(E); dropout_p in
+** [0, 1] drops probabilities with the generator. logsumexp (may be NULL):
+** each row's log-sum-exp of the scores, (..., L). */
+em_status em_scaled_dot_product_attention(const em_tensor *query, const em_tensor *key,
+                                          const em_tensor *value, const em_tensor *attn_mask,
+                                          double dropout_p, int is_causal, double scale,
+                                          em_tensor **out, em_tensor **logsumexp);
+/* Its gradients from the forward's out and logsumexp; seed and offset name
+** the forward's dropout draw (the generator's seed and the first block it
+** reserved). Any of the three gradients may be NULL. */
+em_status em_scaled_dot_product_attention_backward(
+    const em_tensor *grad_out, const em_tensor *query, const em_tensor *key,
+    const em_tensor *value, const em_tensor *out, const em_tensor *logsumexp,
+    const em_tensor *attn_mask, double dropout_p, int is_causal, double scale, uint64_t seed,
+    uint64_t offset, em_tensor **grad_query, em_tensor **grad_key, em_tensor **grad_value);
+
 /* nll_loss: input [N, C] (or [C], or [N, C, d...]) of log-probabilities,
 ** target int64/int32 class ids 1..C (shape without the C dim); weight [C]
 ** or NULL; targets equal to ignore_index contribute nothing (and to no

@@ -263,6 +263,7 @@ local FR = {
   cross_entropy = "logits, target", nll_loss = "logits:log_softmax(2), target",
   mse_loss = "x, y", l1_loss = "x, y",
   binary_cross_entropy = "p, p", binary_cross_entropy_with_logits = "x, p",
+  scaled_dot_product_attention = "b3, b3, b3",
 }
 
 -- T.nn classes (constructors), T.nn.init, T.nn.utils, T.optim,
@@ -299,6 +300,10 @@ local NR = {
   ModuleDict = "{ a = lin }", ParameterDict = "{ a = T.ones(2) }", ParameterList = "{ T.ones(2) }",
   PoissonNLLLoss = "", RMSNorm = "3", SmoothL1Loss = "", TripletMarginLoss = "",
   Upsample = "{ scale_factor = 2 }",
+  MultiheadAttention = "4, 2", TransformerEncoderLayer = "4, 2", TransformerDecoderLayer = "4, 2",
+  TransformerEncoder = "T.nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), 1",
+  TransformerDecoder = "T.nn.TransformerDecoderLayer(4, 2, { dim_feedforward = 8 }), 1",
+  Transformer = "4, 2",
   DistributedDataParallel = "lin", DistributedSampler = "ds, { num_replicas = 1, rank = 0 }",
   -- functions of T.nn, T.nn.init, T.nn.utils
   Parameter = "T.ones(2)",
@@ -470,6 +475,12 @@ local FW = {
   PoissonNLLLoss = "T.nn.PoissonNLLLoss(), x, y", RMSNorm = "T.nn.RMSNorm(3), x",
   SmoothL1Loss = "T.nn.SmoothL1Loss(), x, y", TripletMarginLoss = "T.nn.TripletMarginLoss(), x, y, p",
   Upsample = "T.nn.Upsample { scale_factor = 2 }, img",
+  MultiheadAttention = "T.nn.MultiheadAttention(4, 2), T.ones(3, 2, 4), T.ones(3, 2, 4), T.ones(3, 2, 4)",
+  TransformerEncoderLayer = "T.nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), T.ones(3, 2, 4)",
+  TransformerDecoderLayer = "T.nn.TransformerDecoderLayer(4, 2, { dim_feedforward = 8 }), T.ones(3, 2, 4), T.ones(3, 2, 4)",
+  TransformerEncoder = "T.nn.TransformerEncoder(T.nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), 1), T.ones(3, 2, 4)",
+  TransformerDecoder = "T.nn.TransformerDecoder(T.nn.TransformerDecoderLayer(4, 2, { dim_feedforward = 8 }), 1), T.ones(3, 2, 4), T.ones(3, 2, 4)",
+  Transformer = "T.nn.Transformer(4, 2, { num_encoder_layers = 1, num_decoder_layers = 1, dim_feedforward = 8 }), T.ones(3, 2, 4), T.ones(3, 2, 4)",
   DistributedDataParallel = "T.nn.parallel.DistributedDataParallel(T.nn.Linear(3, 2)), x",
 }
 -- containers without a forward of their own

@@ -1187,6 +1187,27 @@ static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
     }
     case EM_AG_NN_LAYERNORM: case EM_AG_NN_BATCHNORM: nn_norm_formula(f, g, gin); break;
     case EM_AG_NN_DROPOUT: gin[0] = MUL(g, saved(f, EM_AG_SV_EXTRA(n))); break;
+    case EM_AG_NN_SDPA: {  /* the fused backward (ops/attention.c) */
+      if (em_grad_enabled()) {
+        if (f->st == EM_OK)
+          f->st = em_fail(EM_E_RUNTIME, "scaled_dot_product_attention: the fused kernel's "
+                          "backward is not differentiable (create_graph is not supported)");
+        break;
+      }
+      em_tensor *q = saved(f, 0), *k = saved(f, 1), *v = saved(f, 2);
+      em_tensor *o = saved(f, EM_AG_SV_OUT(n, 0)), *lse = saved(f, EM_AG_SV_PRE(n, 0));
+      em_tensor *m = n->p.i[3] ? saved(f, EM_AG_SV_EXTRA(n)) : NULL;
+      if (!OK) break;
+      em_tensor *gq = NULL, *gk = NULL, *gv = NULL;
+      em_status st = em_scaled_dot_product_attention_backward(
+          g, q, k, v, o, lse, m, n->p.d[0], (int)n->p.i[0], n->p.d[1], (uint64_t)n->p.i[1],
+          (uint64_t)n->p.i[2], NEED(0) ? &gq : NULL, NEED(1) ? &gk : NULL, NEED(2) ? &gv : NULL);
+      if (NEED(0)) gin[0] = keep(f, st, &gq);
+      if (NEED(1)) gin[1] = keep(f, st, &gk);
+      if (NEED(2)) gin[2] = keep(f, st, &gv);
+      if (st != EM_OK && f->st == EM_OK) f->st = st;
+      break;
+    }
     case EM_AG_NN_NLL: {
       em_tensor *x = saved(f, 0), *t = saved(f, EM_AG_SV_EXTRA(n));
       em_tensor *w = saved_opt(f, EM_AG_SV_PRE(n, 0)), *tw = saved_opt(f, EM_AG_SV_PRE(n, 1));

@@ -18,6 +18,7 @@
 #define EMBER_KERN_NN_H
 
 #include "core/core.h"
+#include "core/kern_random.h"
 
 /* -- Parameters ------------------------------------------------------------ */
 
@@ -75,6 +76,27 @@ typedef struct em_class_loss_params {
 typedef enum em_pointwise_loss {
   EM_LOSS_MSE, EM_LOSS_L1, EM_LOSS_BCE, EM_LOSS_BCE_LOGITS
 } em_pointwise_loss;
+
+/* scaled_dot_product_attention over B = prod(batch dims) problems (ops/
+** attention.c): q [B, L, E], k [B, S, E], v [B, S, Ev], out [B, L, Ev],
+** lse [B, L] (the log-sum-exp of each row of scores). mask (NULL or of the
+** dtype, additive, -inf where a position is masked) is read at
+** mask_off(b) + i * msi + j * msj (0-based i < L, j < S), where mask_off
+** unravels b row-major over bsize[0..nb) with the strides bstride (0 on a
+** broadcast dim). causal keeps j <= i. Dropout (p > 0): element (b, i, j)
+** of the probabilities is kept when the uniform of lane idx % 4 of the
+** Philox block draw.offset + idx / 4 (idx = (b * L + i) * S + j; the
+** uniform is the high 24 bits of the lane over 2^24) is >= p, and kept
+** ones are scaled by 1 / (1 - p) (0 when p >= 1). */
+typedef struct em_sdpa_params {
+  int64_t B, L, S, E, Ev;
+  double scale, dropout_p;
+  int causal;
+  em_draw draw;
+  int nb;
+  int64_t bsize[EM_MAX_DIMS], bstride[EM_MAX_DIMS];
+  int64_t msi, msj;
+} em_sdpa_params;
 
 /* -- The entries ------------------------------------------------------------- */
 
@@ -158,6 +180,21 @@ typedef struct em_nn_kernels {
   void (*pointwise_loss)(em_pointwise_loss kind, em_reduction reduction,
                          const em_tensor *x, const em_tensor *t, const em_tensor *w,
                          const em_tensor *pw, const em_tensor *grad_out, em_tensor *out);
+  /* scaled_dot_product_attention, tiled with the online softmax (the
+  ** score matrix is never held whole): q, k, v, mask as em_sdpa_params
+  ** says (dense, one float dtype) -> out, lse. Fails only for want of
+  ** scratch memory, with a message naming op. */
+  em_status (*sdpa)(const char *op, const em_tensor *q, const em_tensor *k,
+                    const em_tensor *v, const em_tensor *mask, em_tensor *out, em_tensor *lse,
+                    const em_sdpa_params *p);
+  /* Its gradients for grad_out (out's shape) from the forward's out and
+  ** lse (scores recomputed tile by tile, the same dropout regenerated):
+  ** gq, gk, gv (q's, k's, v's shapes; zeroed). Fails only for want of
+  ** scratch memory. */
+  em_status (*sdpa_backward)(const char *op, const em_tensor *grad_out, const em_tensor *q,
+                             const em_tensor *k, const em_tensor *v, const em_tensor *mask,
+                             const em_tensor *out, const em_tensor *lse, em_tensor *gq,
+                             em_tensor *gk, em_tensor *gv, const em_sdpa_params *p);
 } em_nn_kernels;
 
 extern const em_nn_kernels em_cpu_nn_kernels, em_meta_nn_kernels;

@@ -19,6 +19,11 @@ typedef struct em_draw {
   uint64_t offset;
 } em_draw;
 
+/* Reserves n blocks of the generator for an op whose kernel draws inside
+** it (scaled_dot_product_attention's dropout): the key and first block in
+** *d (ops/random.c; nothing is drawn on a device without data). */
+void em_random_reserve(em_device dev, uint64_t n, em_draw *d);
+
 typedef enum em_sampler {
   EM_SAMPLE_UNIFORM,     /* a + (b - a) * U[0, 1) */
   EM_SAMPLE_NORMAL,      /* mean a, std b (Box-Muller) */

@@ -582,4 +582,6 @@ const em_nn_kernels em_cpu_nn_kernels = {
     .class_loss = cpu_class_loss,
     .outside_unit = cpu_outside_unit,
     .pointwise_loss = cpu_pointwise_loss,
+    .sdpa = em_cpu_sdpa,
+    .sdpa_backward = em_cpu_sdpa_backward,
 };

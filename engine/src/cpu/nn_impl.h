@@ -21,4 +21,13 @@ em_status em_cpu_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
                         const em_tensor *b, const em_tensor *bias, em_tensor *out,
                         const em_conv2d_geo *g);
 
+/* em_nn_kernels.sdpa and sdpa_backward (cpu/attention.c). */
+em_status em_cpu_sdpa(const char *op, const em_tensor *q, const em_tensor *k,
+                      const em_tensor *v, const em_tensor *mask, em_tensor *out, em_tensor *lse,
+                      const em_sdpa_params *p);
+em_status em_cpu_sdpa_backward(const char *op, const em_tensor *grad_out, const em_tensor *q,
+                               const em_tensor *k, const em_tensor *v, const em_tensor *mask,
+                               const em_tensor *out, const em_tensor *lse, em_tensor *gq,
+                               em_tensor *gk, em_tensor *gv, const em_sdpa_params *p);
+
 #endif

@@ -247,6 +247,19 @@ static void meta_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                 const em_tensor *x, const em_tensor *t, const em_tensor *w,
                                 const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {}
 
+static em_status meta_sdpa(const char *op, const em_tensor *q, const em_tensor *k,
+                           const em_tensor *v, const em_tensor *mask, em_tensor *out,
+                           em_tensor *lse, const em_sdpa_params *p) {
+  return EM_OK;
+}
+static em_status meta_sdpa_backward(const char *op, const em_tensor *grad_out,
+                                    const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                                    const em_tensor *mask, const em_tensor *out,
+                                    const em_tensor *lse, em_tensor *gq, em_tensor *gk,
+                                    em_tensor *gv, const em_sdpa_params *p) {
+  return EM_OK;
+}
+
 const em_nn_kernels em_meta_nn_kernels = {
     .conv2d = meta_conv2d,
     .max_pool2d = meta_max_pool2d,
@@ -261,6 +274,8 @@ const em_nn_kernels em_meta_nn_kernels = {
     .class_loss = meta_class_loss,
     .outside_unit = meta_outside_unit,
     .pointwise_loss = meta_pointwise_loss,
+    .sdpa = meta_sdpa,
+    .sdpa_backward = meta_sdpa_backward,
 };
 
 /* -- optim ----------------------------------------------------------------- */

@@ -97,6 +97,8 @@ static void reserve(em_device dev, uint64_t n, em_draw *d) {
   d->offset = atomic_fetch_add(&g_offset, n);
 }
 
+void em_random_reserve(em_device dev, uint64_t n, em_draw *d) { reserve(dev, n, d); }
+
 /* -- The in-place samplers --------------------------------------------------
 ** Element i of the destination (row-major, 0-based) uses lane
 ** i % em_sample_lanes of block offset + i / lanes. The kernel fills a

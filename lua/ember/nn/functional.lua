@@ -276,6 +276,68 @@ return function(T, C)
     return (C._nn_dropout(x, p))
   end
 
+  -- -- attention (docs/attention.md) -----------------------------------------
+  -- PyTorch 2.x's scaled_dot_product_attention: one fused kernel (engine/src/
+  -- cpu/attention.c) that never holds the L x S scores; the batch dims of
+  -- q, k, v broadcast (expanded here, so autograd sums the gradients back).
+  local SDPA = { "attn_mask", "dropout_p", "is_causal", "scale" }
+  function F.scaled_dot_product_attention(q, k, v, o, ...)
+    local op = "scaled_dot_product_attention"
+    nomore(op, 4, ...)
+    o = checkopts(op, o, SDPA)
+    for i, t in ipairs({ q, k, v }) do
+      if not T.is_tensor(t) then
+        error(string.format("%s: expected %s to be a tensor, got %s", op, ({ "query", "key", "value" })[i], type(t)), 2)
+      end
+      if t.ndim < 2 then
+        error(string.format("%s: expected query, key and value of at least 2 dims, got a %d-d %s",
+          op, t.ndim, ({ "query", "key", "value" })[i]), 2)
+      end
+    end
+    local m = o.attn_mask
+    if m ~= nil and not T.is_tensor(m) then
+      error(string.format("%s: expected attn_mask to be a tensor, got %s", op, type(m)), 2)
+    end
+    local p = o.dropout_p or 0
+    if type(p) ~= "number" then error(string.format("%s: expected dropout_p to be a number, got %s", op, type(p)), 2) end
+    if o.is_causal ~= nil and type(o.is_causal) ~= "boolean" then
+      error(string.format("%s: expected is_causal to be a boolean, got %s", op, type(o.is_causal)), 2)
+    end
+    if o.scale ~= nil and type(o.scale) ~= "number" then
+      error(string.format("%s: expected scale to be a number, got %s", op, type(o.scale)), 2)
+    end
+    -- the broadcast batch dims
+    local nb = math.max(q.ndim, k.ndim, v.ndim) - 2
+    local batch = {}
+    for d = 1, nb do
+      local size = 1
+      for _, t in ipairs({ q, k, v }) do
+        local td = d - (nb - (t.ndim - 2))
+        local s = td >= 1 and t.shape[td] or 1
+        if s ~= 1 then
+          if size ~= 1 and size ~= s then
+            error(string.format("%s: the batch dims of query %s, key %s and value %s do not broadcast",
+              op, tostring(q.shape), tostring(k.shape), tostring(v.shape)), 2)
+          end
+          size = s
+        end
+      end
+      batch[d] = size
+    end
+    local function fit(t)
+      if t.ndim - 2 == nb then
+        local same = true
+        for d = 1, nb do if t.shape[d] ~= batch[d] then same = false end end
+        if same then return t end
+      end
+      local sz = {}
+      for d = 1, nb do sz[d] = batch[d] end
+      sz[nb + 1], sz[nb + 2] = t.shape[t.ndim - 1], t.shape[t.ndim]
+      return t:expand(sz)
+    end
+    return (C._nn_scaled_dot_product_attention(fit(q), fit(k), fit(v), m, p, o.is_causal, o.scale))
+  end
+
   -- -- losses -----------------------------------------------------------------
   local function loss_opts(op, o, allowed)
     if type(o) == "string" then return { reduction = o } end
