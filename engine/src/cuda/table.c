@@ -444,6 +444,18 @@ static void cu_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
   UNSUPPORTED_VOID("pointwise_loss");
 }
 
+static em_status cu_sdpa(const char *op, const em_tensor *q, const em_tensor *k,
+                         const em_tensor *v, const em_tensor *mask, em_tensor *out, em_tensor *lse,
+                         const em_sdpa_params *p) {
+  return unsupported(op);
+}
+static em_status cu_sdpa_backward(const char *op, const em_tensor *grad_out, const em_tensor *q,
+                                  const em_tensor *k, const em_tensor *v, const em_tensor *mask,
+                                  const em_tensor *out, const em_tensor *lse, em_tensor *gq,
+                                  em_tensor *gk, em_tensor *gv, const em_sdpa_params *p) {
+  return unsupported(op);
+}
+
 const em_nn_kernels em_cuda_nn_kernels = {
     .conv2d = cu_conv2d,
     .max_pool2d = cu_max_pool2d,
@@ -458,6 +470,8 @@ const em_nn_kernels em_cuda_nn_kernels = {
     .class_loss = cu_class_loss,
     .outside_unit = cu_outside_unit,
     .pointwise_loss = cu_pointwise_loss,
+    .sdpa = cu_sdpa,
+    .sdpa_backward = cu_sdpa_backward,
 };
 
 /* -- optim: layer two ------------------------------------------------------- */
