@@ -169,11 +169,107 @@ static void vm_run(const char *name) {
   }
 }
 
+/* -- The T.linalg rows (issue 19): the LAPACK routine called directly on a
+** copy of the input (LAPACK overwrites it; any caller copies), float32. The
+** row-major inputs are their column-major transposes: solve passes them as
+** they lie (A^T x = b costs the same), cholesky and eigh read the other
+** triangle, lstsq gets a transposed copy. */
+typedef int lpi;
+void sgesv_(const lpi *n, const lpi *nrhs, float *a, const lpi *lda, lpi *ipiv, float *b,
+            const lpi *ldb, lpi *info);
+void sgetrf_(const lpi *m, const lpi *n, float *a, const lpi *lda, lpi *ipiv, lpi *info);
+void sgetri_(const lpi *n, float *a, const lpi *lda, const lpi *ipiv, float *work,
+             const lpi *lwork, lpi *info);
+void spotrf_(const char *uplo, const lpi *n, float *a, const lpi *lda, lpi *info, size_t);
+void sgesdd_(const char *jobz, const lpi *m, const lpi *n, float *a, const lpi *lda, float *s,
+             float *u, const lpi *ldu, float *vt, const lpi *ldvt, float *work, const lpi *lwork,
+             lpi *iwork, lpi *info, size_t);
+void ssyevd_(const char *jobz, const char *uplo, const lpi *n, float *a, const lpi *lda, float *w,
+             float *work, const lpi *lwork, lpi *iwork, const lpi *liwork, lpi *info, size_t,
+             size_t);
+void sgelsy_(const lpi *m, const lpi *n, const lpi *nrhs, float *a, const lpi *lda, float *b,
+             const lpi *ldb, lpi *jpvt, const float *rcond, lpi *rank, float *work,
+             const lpi *lwork, lpi *info);
+static int64_t LA_M, LA_N, LA_B;
+
+static int la_setup(const char *name, int k) {
+  if (strncmp(name, "la_", 3)) return 0;
+  LA_B = 1;
+  if (!strcmp(name, "la_solve_1024") || !strcmp(name, "la_inv_1024")) LA_M = LA_N = 1024 / k;
+  else if (!strcmp(name, "la_cholesky_2048")) LA_M = LA_N = 2048 / k;
+  else if (!strcmp(name, "la_svd_512") || !strcmp(name, "la_eigh_512")) LA_M = LA_N = 512 / k;
+  else if (!strcmp(name, "la_lstsq_4096x256")) { LA_M = 4096 / k; LA_N = 256 / k; }
+  else if (!strcmp(name, "la_solve_batch16")) { LA_M = LA_N = 16; LA_B = 1024 / k; }
+  else return 0;
+  int64_t m = LA_M, n = LA_N;
+  A = frand(LA_B * m * n);
+  B = frand(LA_B * m);
+  for (int64_t b = 0; b < LA_B; b++)
+    for (int64_t i = 0; i < m && m == n; i++) A[b * n * n + i * n + i] += (float)n;
+  if (!strcmp(name, "la_cholesky_2048") || !strcmp(name, "la_eigh_512"))
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < i; j++) A[j * n + i] = A[i * n + j];
+  return 1;
+}
+
+static void la_run(const char *name) {
+  lpi m = (lpi)LA_M, n = (lpi)LA_N, one = 1, info = 0, lw = -1;
+  float *a = malloc(4 * LA_B * LA_M * LA_N), *b = malloc(4 * LA_B * LA_M), wq = 0;
+  lpi *ipiv = malloc(sizeof(lpi) * 8 * (LA_M > LA_N ? LA_M : LA_N) * LA_B);
+  if (!strcmp(name, "la_lstsq_4096x256")) { /* column-major copy */
+    for (int64_t i = 0; i < LA_M; i++)
+      for (int64_t j = 0; j < LA_N; j++) a[j * LA_M + i] = A[i * LA_N + j];
+  } else {
+    memcpy(a, A, 4 * LA_B * LA_M * LA_N);
+  }
+  memcpy(b, B, 4 * LA_B * LA_M);
+  if (!strcmp(name, "la_solve_1024") || !strcmp(name, "la_solve_batch16")) {
+    for (int64_t i = 0; i < LA_B; i++) sgesv_(&n, &one, a + i * n * n, &n, ipiv + i * n, b + i * n, &n, &info);
+  } else if (!strcmp(name, "la_inv_1024")) {
+    sgetrf_(&n, &n, a, &n, ipiv, &info);
+    sgetri_(&n, a, &n, ipiv, &wq, &lw, &info);
+    lw = (lpi)wq;
+    float *w = malloc(4 * (size_t)lw);
+    sgetri_(&n, a, &n, ipiv, w, &lw, &info);
+    free(w);
+  } else if (!strcmp(name, "la_cholesky_2048")) {
+    spotrf_("U", &n, a, &n, &info, 1);
+  } else if (!strcmp(name, "la_svd_512")) {
+    float *s = malloc(4 * n), *u = malloc(4 * (size_t)n * n), *vt = malloc(4 * (size_t)n * n);
+    sgesdd_("S", &n, &n, a, &n, s, u, &n, vt, &n, &wq, &lw, ipiv, &info, 1);
+    lw = (lpi)wq;
+    float *w = malloc(4 * (size_t)lw);
+    sgesdd_("S", &n, &n, a, &n, s, u, &n, vt, &n, w, &lw, ipiv, &info, 1);
+    free(w); free(s); free(u); free(vt);
+  } else if (!strcmp(name, "la_eigh_512")) {
+    float *ev = malloc(4 * n);
+    lpi iq = 0, liw = -1;
+    ssyevd_("V", "U", &n, a, &n, ev, &wq, &lw, &iq, &liw, &info, 1, 1);
+    lw = (lpi)wq; liw = iq;
+    float *w = malloc(4 * (size_t)lw);
+    lpi *iw = malloc(sizeof(lpi) * (size_t)liw);
+    ssyevd_("V", "U", &n, a, &n, ev, w, &lw, iw, &liw, &info, 1, 1);
+    free(w); free(iw); free(ev);
+  } else if (!strcmp(name, "la_lstsq_4096x256")) {
+    float rcond = 1.1920929e-07f * (float)m;
+    lpi rank = 0;
+    memset(ipiv, 0, sizeof(lpi) * n);
+    sgelsy_(&m, &n, &one, a, &m, b, &m, ipiv, &rcond, &rank, &wq, &lw, &info);
+    lw = (lpi)wq;
+    float *w = malloc(4 * (size_t)lw);
+    sgelsy_(&m, &n, &one, a, &m, b, &m, ipiv, &rcond, &rank, w, &lw, &info);
+    free(w);
+  }
+  sink = a[1] + b[0];
+  free(a); free(b); free(ipiv);
+}
+
 static const char *setup(const char *name, int k) {
   freeall();
   const int64_t M = 16 * 1024 * 1024;
   snprintf(cur, sizeof cur, "%s", name);
   if (!strncmp(name, "percall_", 8)) return "skip no C counterpart";
+  if (la_setup(name, k)) return "ok";
   if (!strcmp(name, "stream_add_out") || !strcmp(name, "stream_add_alloc")) {
     N = M / k; A = frand(N); B = frand(N); Cc = malloc(4 * N);
   } else if (!strcmp(name, "stream_exp") || !strcmp(name, "stream_sum")) {
@@ -220,7 +316,8 @@ static const char *setup(const char *name, int k) {
 }
 
 static void run(const char *name) {
-  if (!strcmp(name, "stream_add_out")) add(A, B, Cc, N);
+  if (!strncmp(name, "la_", 3)) la_run(name);
+  else if (!strcmp(name, "stream_add_out")) add(A, B, Cc, N);
   else if (!strcmp(name, "stream_add_alloc")) {
     float *c = malloc(4 * N); add(A, B, c, N); sink = c[N - 1]; free(c);
   } else if (!strcmp(name, "stream_exp")) for (int64_t i = 0; i < N; i++) Cc[i] = expf(A[i]);

@@ -178,6 +178,27 @@ setups.train_transformer = function(k)
 end
 bodies.sdpa_fwd_bwd = train_body
 bodies.train_transformer = train_body
+-- the T.linalg rows (issue 19), float32; sizes shrink by k in quick mode
+local function spd(n) local a = T.rand(n, n); return a:matmul(a:t()) / n + T.eye(n) end
+local function symm(n) local a = T.rand(n, n); return a + a:t() end
+local la_rows = {
+  la_solve_1024 = { function(k) local n = fl(1024 / k); S.a, S.b = T.rand(n, n) + T.eye(n) * n, T.rand(n, 1) end,
+                    function() return T.linalg.solve(S.a, S.b) end },
+  la_inv_1024 = { function(k) local n = fl(1024 / k); S.a = T.rand(n, n) + T.eye(n) * n end,
+                  function() return T.linalg.inv(S.a) end },
+  la_cholesky_2048 = { function(k) S.a = spd(fl(2048 / k)) end, function() return T.linalg.cholesky(S.a) end },
+  la_svd_512 = { function(k) local n = fl(512 / k); S.a = T.rand(n, n) end,
+                 function() return T.linalg.svd(S.a, { full_matrices = false }) end },
+  la_eigh_512 = { function(k) S.a = symm(fl(512 / k)) end, function() return T.linalg.eigh(S.a) end },
+  la_lstsq_4096x256 = { function(k) S.a, S.b = T.rand(fl(4096 / k), fl(256 / k)), T.rand(fl(4096 / k), 1) end,
+                        function() return T.linalg.lstsq(S.a, S.b) end },
+  la_solve_batch16 = { function(k) local b = fl(1024 / k); S.a = T.rand(b, 16, 16) + T.eye(16) * 16; S.b = T.rand(b, 16, 1) end,
+                       function() return T.linalg.solve(S.a, S.b) end },
+}
+for name, row in pairs(la_rows) do
+  setups[name] = row[1]
+  bodies[name] = function(n) local f = row[2]; for _ = 1, n do f() end end
+end
 
 for k, f in pairs(percall_setups) do setups[k] = f end
 for k, f in pairs(percall_bodies) do bodies[k] = f end

@@ -85,6 +85,50 @@ VM = {
 }
 
 
+# the T.linalg rows (issue 19), float32; sizes shrink by k in quick mode
+LA_ROWS = ("la_solve_1024", "la_inv_1024", "la_cholesky_2048", "la_svd_512", "la_eigh_512",
+           "la_lstsq_4096x256", "la_solve_batch16")
+
+
+def la_setup(name, k):
+    T = MODE == "torch"
+    eye = (lambda n: torch.eye(n)) if T else (lambda n: np.eye(n, dtype=np.float32))
+    tr = (lambda x: x.mT) if T else (lambda x: np.swapaxes(x, -1, -2))
+    if name in ("la_solve_1024", "la_inv_1024"):
+        n = 1024 // k
+        S["a"], S["b"] = rand(n, n) + eye(n) * n, rand(n, 1)
+    elif name == "la_cholesky_2048":
+        n = 2048 // k
+        a = rand(n, n)
+        S["a"] = a @ tr(a) / n + eye(n)
+    elif name == "la_svd_512":
+        S["a"] = rand(512 // k, 512 // k)
+    elif name == "la_eigh_512":
+        a = rand(512 // k, 512 // k)
+        S["a"] = a + tr(a)
+    elif name == "la_lstsq_4096x256":
+        S["a"], S["b"] = rand(4096 // k, 256 // k), rand(4096 // k, 1)
+    elif name == "la_solve_batch16":
+        S["a"], S["b"] = rand(1024 // k, 16, 16) + eye(16) * 16, rand(1024 // k, 16, 1)
+
+
+def la_body(name, a, b):
+    T = MODE == "torch"
+    L = torch.linalg if T else np.linalg
+    if name in ("la_solve_1024", "la_solve_batch16"):
+        return lambda: L.solve(a, b)
+    if name == "la_inv_1024":
+        return lambda: L.inv(a)
+    if name == "la_cholesky_2048":
+        return lambda: L.cholesky(a)
+    if name == "la_svd_512":
+        return (lambda: L.svd(a, full_matrices=False))
+    if name == "la_eigh_512":
+        return lambda: L.eigh(a)
+    if name == "la_lstsq_4096x256":
+        return (lambda: L.lstsq(a, b)) if T else (lambda: L.lstsq(a, b, rcond=None))
+
+
 def setup(name, k):
     S.clear()
     if name in ATTN:
@@ -168,6 +212,8 @@ def setup(name, k):
         if name.endswith("_f64"):
             a = a.double() if MODE == "torch" else a.astype(np.float64)
         S["a"], S["c"] = a, (torch.empty_like(a) if MODE == "torch" else np.empty_like(a))
+    elif name in LA_ROWS:
+        la_setup(name, k)
     else:
         return "skip unknown workload"
     return "ok"
@@ -257,6 +303,8 @@ def body(name):
         return (lambda: torch.bmm(a, b)) if T else (lambda: np.matmul(a, b))
     if name.startswith("red_"):
         return red_body(name, a, t, T)
+    if name in LA_ROWS:
+        return la_body(name, a, b)
     return None
 
 

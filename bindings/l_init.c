@@ -15,6 +15,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_dist,
     l_open_amp,
     l_open_cuda,
+    l_open_linalg,
 };
 
 int luaopen_ember_core(lua_State *L) {

@@ -657,6 +657,33 @@ em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
 ** float32/float64 run on OpenBLAS; float16/bfloat16 compute in float32 and
 ** round once; integers use a blocked int64 kernel that wraps in the dtype;
 ** bool is not supported. */
+/* LAPACK primitives of T.linalg (ops/linalg_lapack.c; lua/ember/linalg.lua
+** builds the public functions and their derivatives on them). float32/
+** float64 matrices batched over the leading dims; results are fresh,
+** column-major per matrix. check != 0: a numerical failure is PyTorch's
+** error naming the 1-based batch element; check == 0: info (int32, the
+** batch shape) is returned instead. None records autograd. */
+em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_tensor **pivots,
+                              em_tensor **info);
+em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
+                             int trans, em_tensor **X);
+/* check: 0 none, 1 solve's message, 2 inv's */
+em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
+                          em_tensor **info);
+em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_tensor **info);
+em_status em_linalg_solve_triangular(const em_tensor *A, const em_tensor *B, int upper, int left,
+                                     int unitriangular, em_tensor **X);
+em_status em_linalg_geqrf(const em_tensor *A, em_tensor **QR, em_tensor **tau);
+em_status em_linalg_householder_product(const em_tensor *A, const em_tensor *tau,
+                                        em_tensor **Q);
+em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, em_tensor **U,
+                        em_tensor **S, em_tensor **Vh);
+em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor **L,
+                         em_tensor **V);
+/* driver: 0 gels, 1 gelsy, 2 gelsd, 3 gelss; rank/S NULL where the driver
+** gives none; R is B's whole solution buffer [..., max(m,n), k] */
+em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, int driver,
+                          em_tensor **X, em_tensor **rank, em_tensor **S, em_tensor **R);
 em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out);
 em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out);
 em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out);

@@ -235,6 +235,10 @@ same("diag diag_embed", "v")
 R.einsum = "'ij,jk->ik', x, y:t()"
 R.meshgrid = "v, w"
 R.cdist = "x, y"
+-- issue 19: T.trace, T.kron, T.tensordot (T.linalg's recipes are LR below)
+R.trace = "sq"
+R.kron = "x, y"
+R.tensordot = "x, y:t(), 1"
 R.cosine_similarity = "x, y"
 
 -- T.nn.functional
@@ -408,6 +412,21 @@ local CUDA_R = { is_available = "", is_built = "", device_count = "", current_de
   manual_seed = "1", manual_seed_all = "1", current_stream = "", default_stream = "",
   set_stream = "T.cuda.current_stream()" }
 add_all("cuda.", T.cuda, CUDA_R)
+-- T.linalg (issue 19): fd is a float64 (2, 2) positive-definite matrix
+fresh.fd = function() return T.tensor({ { 2, 1 }, { 1, 3 } }, { dtype = T.float64 }) end
+fresh.fb = function() return T.tensor({ { 1 }, { 2 } }, { dtype = T.float64 }) end
+local LR = {
+  solve = "fd, fb", solve_ex = "fd, fb", inv = "fd", inv_ex = "fd", det = "fd", slogdet = "fd",
+  cholesky = "fd", cholesky_ex = "fd", lu = "fd", lu_factor = "fd", lu_factor_ex = "fd",
+  lu_solve = "(function() local lu, p = T.linalg.lu_factor(fd); return lu, p, fb end)()",
+  solve_triangular = "fd, fb, { upper = true }", qr = "fd", svd = "fd", svdvals = "fd",
+  eigh = "fd", eigvalsh = "fd", lstsq = "fd, fb", pinv = "fd", matrix_rank = "fd",
+  matrix_power = "fd, 2", matrix_exp = "fd", norm = "fd", vector_norm = "fd", matrix_norm = "fd",
+  cond = "fd", cross = "T.ones(3, { dtype = T.float64 }), T.ones(3, { dtype = T.float64 })",
+  multi_dot = "{ fd, fd }", householder_product = "fd, T.ones(1, { dtype = T.float64 })",
+  diagonal = "fd", matmul = "fd, fd", vecdot = "fd, fd",
+}
+add_all("linalg.", T.linalg, LR)
 -- class-level functions of the optimizer and scheduler objects, called by
 -- the layer itself (Optimizer.create(cls, ...), a class's update, the
 -- schedule lr_at), not methods a user calls

@@ -43,6 +43,50 @@ typedef struct em_gemm {
   double alpha, beta;
 } em_gemm;
 
+/* -- LAPACK (issue 19): the decompositions and solvers of T.linalg ----------
+** One job runs one routine over a batch of matrices. Every matrix is
+** column-major (LAPACK's layout) at base + i * stride elements for batch
+** element i (0-based), leading dimension ld; the op (ops/linalg_lapack.c)
+** makes these buffers (fresh, owned by it) and reads info per element
+** after the call. dt is float32 or float64; vectors (w) are in dt too. */
+typedef enum em_lapack_op {
+  EM_LAPACK_GETRF, /* a (m x n) -> LU, ipiv (min(m,n), 1-based), info */
+  EM_LAPACK_GETRS, /* a = LU (n x n) with ipiv; b (n x nrhs) -> op(A)^-1 b; trans 'N'/'T' */
+  EM_LAPACK_GESV,  /* a (n x n) -> LU, ipiv, info; b -> op(A)^-1 b when info == 0 */
+  EM_LAPACK_POTRF, /* a (n x n) -> its uplo factor (other triangle left as is), info */
+  EM_LAPACK_TRSM,  /* a triangular (uplo, trans, diag); b (m x n) -> op(A)^-1 b (side 'L')
+                      or b op(A)^-1 (side 'R'), alpha 1; no info */
+  EM_LAPACK_GEQRF, /* a (m x n) -> R and reflectors, w = tau (min(m,n)) */
+  EM_LAPACK_ORGQR, /* a (m x n, n <= m) with k reflectors and tau in w -> Q */
+  EM_LAPACK_GESDD, /* a (m x n) (destroyed), jobz 'N'/'S'/'A' -> w = S, b = U (ldb),
+                      c = V^H (ldc), info */
+  EM_LAPACK_SYEVD, /* a (n x n) symmetric (uplo) -> w eigenvalues ascending; jobz 'V':
+                      a holds the eigenvectors; info */
+  EM_LAPACK_GELS   /* a (m x n), b (max(m,n) x nrhs) -> solution in b's first n rows;
+                      driver gels/gelsy/gelsd/gelss; rcond; rank, w = S (gelsd/gelss) */
+} em_lapack_op;
+
+typedef enum em_lstsq_driver {
+  EM_LSTSQ_GELS, EM_LSTSQ_GELSY, EM_LSTSQ_GELSD, EM_LSTSQ_GELSS
+} em_lstsq_driver;
+
+typedef struct em_lapack_job {
+  em_lapack_op op;
+  em_dtype dt;
+  int64_t batch;
+  int m, n, k, nrhs;
+  char uplo, trans, diag, jobz, side;
+  em_lstsq_driver driver;
+  double rcond;
+  void *a; int64_t sa; int lda;
+  void *b; int64_t sb; int ldb;
+  void *c; int64_t sc; int ldc;
+  void *w; int64_t sw;
+  int32_t *ipiv; int64_t sp;
+  int32_t *info;  /* batch entries (NULL: the op needs none) */
+  int64_t *rank;  /* batch entries (GELS with gelsy/gelsd/gelss) */
+} em_lapack_job;
+
 typedef struct em_linalg_kernels {
   /* For every position of it (the batch dims; it->numel may be 0), with
   ** operand 0 at C, 1 at A and 2 at B of that batch element: the product
@@ -51,6 +95,11 @@ typedef struct em_linalg_kernels {
   ** one; A and B are only read. k == 0 leaves C = beta * C (0 when
   ** beta == 0). */
   void (*gemm)(const em_iter *it, em_dtype dt, const em_gemm *g);
+  /* One LAPACK routine over the batch of j (batch >= 0; every dim >= 0
+  ** and every ld >= max(1, rows)). Fails only when it cannot allocate
+  ** LAPACK's workspace; numerical failures are j->info's. Small matrices
+  ** of a batch run in parallel (one BLAS thread each). */
+  em_status (*lapack)(const em_lapack_job *j);
 } em_linalg_kernels;
 
 extern const em_linalg_kernels em_cpu_linalg_kernels, em_meta_linalg_kernels;

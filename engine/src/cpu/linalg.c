@@ -12,6 +12,8 @@
 #include "core/kern_linalg.h"
 
 #include <cblas.h>
+
+em_status em_cpu_lapack(const em_lapack_job *j);
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -129,6 +131,7 @@ static void cpu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
 
 const em_linalg_kernels em_cpu_linalg_kernels = {
     .gemm = cpu_gemm,
+    .lapack = em_cpu_lapack, /* cpu/lapack.c */
 };
 
 /* -- OpenBLAS's threads (core/parallel.c sets them with the engine's) ------ */

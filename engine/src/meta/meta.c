@@ -145,8 +145,16 @@ const em_index_kernels em_meta_index_kernels = {
 
 static void meta_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {}
 
+/* no values: info (and rank) read 0, as for a success */
+static em_status meta_lapack(const em_lapack_job *j) {
+  if (j->info) memset(j->info, 0, (size_t)j->batch * sizeof *j->info);
+  if (j->rank) memset(j->rank, 0, (size_t)j->batch * sizeof *j->rank);
+  return EM_OK;
+}
+
 const em_linalg_kernels em_meta_linalg_kernels = {
     .gemm = meta_gemm,
+    .lapack = meta_lapack,
 };
 
 /* -- random ----------------------------------------------------------------

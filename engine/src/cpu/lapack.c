@@ -1,0 +1,223 @@
+/*
+** cpu/lapack.c -- the LAPACK entry of the CPU's linalg family
+** (core/kern_linalg.h): one routine of OpenBLAS's LAPACK per batch element.
+**
+** Guarantees:
+** - the Fortran symbols of libopenblas (dgetrf_, sgesdd_, ...) are called
+**   directly, with the hidden string-length arguments gfortran appends for
+**   CHARACTER parameters; no LAPACKE, no extra package.
+** - Workspace is asked of LAPACK once per job (lwork = -1 on the first
+**   matrix) and allocated once per thread, not per matrix.
+** - A batch of small matrices runs in parallel over OpenMP threads with
+**   OpenBLAS held at one thread meanwhile (restored after); a large matrix
+**   runs alone, with OpenBLAS's own threads inside LAPACK.
+*/
+#include "core/kern_linalg.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef int lp_int; /* OpenBLAS's LAPACK on Debian: 32-bit integers */
+typedef size_t lp_len;
+
+#define LAPACK_PROTOS(P, T)                                                                   \
+  void P##getrf_(const lp_int *m, const lp_int *n, T *a, const lp_int *lda, lp_int *ipiv,     \
+                 lp_int *info);                                                               \
+  void P##getrs_(const char *tr, const lp_int *n, const lp_int *nrhs, const T *a,             \
+                 const lp_int *lda, const lp_int *ipiv, T *b, const lp_int *ldb, lp_int *info, \
+                 lp_len);                                                                     \
+  void P##potrf_(const char *uplo, const lp_int *n, T *a, const lp_int *lda, lp_int *info,    \
+                 lp_len);                                                                     \
+  void P##geqrf_(const lp_int *m, const lp_int *n, T *a, const lp_int *lda, T *tau, T *work,  \
+                 const lp_int *lwork, lp_int *info);                                          \
+  void P##orgqr_(const lp_int *m, const lp_int *n, const lp_int *k, T *a, const lp_int *lda,  \
+                 const T *tau, T *work, const lp_int *lwork, lp_int *info);                   \
+  void P##gesdd_(const char *jobz, const lp_int *m, const lp_int *n, T *a, const lp_int *lda, \
+                 T *s, T *u, const lp_int *ldu, T *vt, const lp_int *ldvt, T *work,           \
+                 const lp_int *lwork, lp_int *iwork, lp_int *info, lp_len);                   \
+  void P##syevd_(const char *jobz, const char *uplo, const lp_int *n, T *a, const lp_int *lda, \
+                 T *w, T *work, const lp_int *lwork, lp_int *iwork, const lp_int *liwork,     \
+                 lp_int *info, lp_len, lp_len);                                               \
+  void P##gels_(const char *tr, const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a,   \
+                const lp_int *lda, T *b, const lp_int *ldb, T *work, const lp_int *lwork,     \
+                lp_int *info, lp_len);                                                        \
+  void P##gelsy_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
+                 T *b, const lp_int *ldb, lp_int *jpvt, const T *rcond, lp_int *rank,         \
+                 T *work, const lp_int *lwork, lp_int *info);                                 \
+  void P##gelsd_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
+                 T *b, const lp_int *ldb, T *s, const T *rcond, lp_int *rank, T *work,        \
+                 const lp_int *lwork, lp_int *iwork, lp_int *info);                           \
+  void P##gelss_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
+                 T *b, const lp_int *ldb, T *s, const T *rcond, lp_int *rank, T *work,        \
+                 const lp_int *lwork, lp_int *info);
+
+LAPACK_PROTOS(s, float)
+LAPACK_PROTOS(d, double)
+
+/* Work sizes of one job: lwork elements of T, liwork ints, npiv ints. */
+typedef struct lp_sizes {
+  lp_int lwork, liwork;
+} lp_sizes;
+
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
+/* One routine on batch element i with workspace (work, iwork); q: a
+** workspace query (returns sizes in *sz, touches no data). The result is
+** LAPACK's info. */
+#define DEF_ONE(P, T, CBLAS_TRSM)                                                              \
+  static lp_int one_##P(const em_lapack_job *j, int64_t i, T *work, lp_int *iwork,            \
+                        lp_sizes *sz, int q) {                                                \
+    lp_int m = j->m, n = j->n, k = j->k, nrhs = j->nrhs, lda = j->lda, ldb = j->ldb,          \
+           ldc = j->ldc, info = 0, lw = q ? -1 : sz->lwork, liw = q ? -1 : sz->liwork;        \
+    T *a = (T *)j->a + i * j->sa;                                                             \
+    T *b = j->b ? (T *)j->b + i * j->sb : NULL;                                               \
+    T *c = j->c ? (T *)j->c + i * j->sc : NULL;                                               \
+    T *w = j->w ? (T *)j->w + i * j->sw : NULL;                                               \
+    lp_int *ipiv = j->ipiv ? (lp_int *)j->ipiv + i * j->sp : NULL;                            \
+    T wq = 0;                                                                                 \
+    lp_int iq = 0;                                                                            \
+    T rcond = (T)j->rcond;                                                                    \
+    switch (j->op) {                                                                          \
+      case EM_LAPACK_GETRF:                                                                   \
+        if (!q) P##getrf_(&m, &n, a, &lda, ipiv, &info);                                      \
+        break;                                                                                \
+      case EM_LAPACK_GETRS:                                                                   \
+        if (!q) P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);            \
+        break;                                                                                \
+      case EM_LAPACK_GESV:                                                                    \
+        if (q) break;                                                                         \
+        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
+        if (info == 0 && nrhs > 0) {                                                          \
+          lp_int i2 = 0;                                                                      \
+          P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
+        }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_POTRF:                                                                   \
+        if (!q) P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                   \
+        break;                                                                                \
+      case EM_LAPACK_TRSM:                                                                    \
+        if (!q && m > 0 && n > 0)                                                             \
+          CBLAS_TRSM(CblasColMajor, j->side == 'L' ? CblasLeft : CblasRight,                  \
+                     j->uplo == 'U' ? CblasUpper : CblasLower,                                \
+                     j->trans == 'T' ? CblasTrans : CblasNoTrans,                             \
+                     j->diag == 'U' ? CblasUnit : CblasNonUnit, m, n, 1, a, lda, b, ldb);     \
+        break;                                                                                \
+      case EM_LAPACK_GEQRF:                                                                   \
+        P##geqrf_(&m, &n, a, &lda, w, q ? &wq : work, &lw, &info);                            \
+        break;                                                                                \
+      case EM_LAPACK_ORGQR:                                                                   \
+        P##orgqr_(&m, &n, &k, a, &lda, w, q ? &wq : work, &lw, &info);                        \
+        break;                                                                                \
+      case EM_LAPACK_GESDD:                                                                   \
+        P##gesdd_(&j->jobz, &m, &n, a, &lda, w, b, &ldb, c, &ldc, q ? &wq : work, &lw, iwork,  \
+                  &info, 1);                                                                  \
+        if (q) iq = 8 * imax(1, imin(m, n));                                                  \
+        break;                                                                                \
+      case EM_LAPACK_SYEVD:                                                                   \
+        P##syevd_(&j->jobz, &j->uplo, &n, a, &lda, w, q ? &wq : work, &lw, q ? &iq : iwork,   \
+                  &liw, &info, 1, 1);                                                         \
+        break;                                                                                \
+      case EM_LAPACK_GELS:                                                                    \
+        switch (j->driver) {                                                                  \
+          case EM_LSTSQ_GELS:                                                                 \
+            P##gels_("N", &m, &n, &nrhs, a, &lda, b, &ldb, q ? &wq : work, &lw, &info, 1);    \
+            break;                                                                            \
+          case EM_LSTSQ_GELSY: {                                                              \
+            lp_int rank = 0;                                                                  \
+            if (!q) memset(iwork, 0, (size_t)imax(1, n) * sizeof *iwork);                     \
+            P##gelsy_(&m, &n, &nrhs, a, &lda, b, &ldb, iwork, &rcond, &rank,                  \
+                      q ? &wq : work, &lw, &info);                                            \
+            if (q) iq = imax(1, n);                                                           \
+            else if (j->rank) j->rank[i] = rank;                                              \
+            break;                                                                            \
+          }                                                                                   \
+          case EM_LSTSQ_GELSD: {                                                              \
+            lp_int rank = 0;                                                                  \
+            P##gelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, w, &rcond, &rank, q ? &wq : work, &lw,  \
+                      q ? &iq : iwork, &info);                                                \
+            if (q) iq = imax(1, iq);                                                          \
+            else if (j->rank) j->rank[i] = rank;                                              \
+            break;                                                                            \
+          }                                                                                   \
+          case EM_LSTSQ_GELSS: {                                                              \
+            lp_int rank = 0;                                                                  \
+            P##gelss_(&m, &n, &nrhs, a, &lda, b, &ldb, w, &rcond, &rank, q ? &wq : work, &lw,  \
+                      &info);                                                                 \
+            if (!q && j->rank) j->rank[i] = rank;                                             \
+            break;                                                                            \
+          }                                                                                   \
+        }                                                                                     \
+        break;                                                                                \
+    }                                                                                         \
+    if (q) {                                                                                  \
+      sz->lwork = imax(1, (lp_int)wq + 1);                                                    \
+      sz->liwork = imax(1, iq);                                                               \
+    }                                                                                         \
+    return info;                                                                              \
+  }
+
+DEF_ONE(s, float, cblas_strsm)
+DEF_ONE(d, double, cblas_dtrsm)
+
+/* Runs elements [0, batch) of j, each thread with its own workspace.
+** Returns 0, or -1 when a workspace could not be allocated. */
+static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
+  size_t esz = j->dt == EM_FLOAT32 ? sizeof(float) : sizeof(double);
+  int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel if (parallel)
+#endif
+  {
+    void *work = malloc((size_t)sz->lwork * esz);
+    lp_int *iwork = malloc((size_t)sz->liwork * sizeof(lp_int));
+    if (!work || !iwork) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+      failed = 1;
+    }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (int64_t i = 0; i < j->batch; i++) {
+      if (!work || !iwork) continue;
+      lp_sizes s = *sz;
+      lp_int info = j->dt == EM_FLOAT32 ? one_s(j, i, work, iwork, &s, 0)
+                                        : one_d(j, i, work, iwork, &s, 0);
+      if (j->info) j->info[i] = info;
+    }
+    free(work);
+    free(iwork);
+  }
+  (void)parallel;
+  return failed ? -1 : 0;
+}
+
+em_status em_cpu_lapack(const em_lapack_job *j) {
+  if (j->batch == 0) return EM_OK;
+  lp_sizes sz = {1, 1};
+  if (j->dt == EM_FLOAT32) one_s(j, 0, NULL, NULL, &sz, 1);
+  else one_d(j, 0, NULL, NULL, &sz, 1);
+  /* small matrices of a batch: one matrix per OpenMP thread, one BLAS
+  ** thread each */
+  int64_t dim = j->m > j->n ? j->m : j->n;
+  int parallel = 0;
+#ifdef _OPENMP
+  parallel = j->batch > 1 && dim <= 128 && omp_get_max_threads() > 1 && !omp_in_parallel();
+#endif
+  int blas_threads = 0;
+  if (parallel) {
+    blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+  }
+  int r = run_batch(j, &sz, parallel);
+  if (parallel) openblas_set_num_threads(blas_threads);
+  if (r != 0)
+    return em_fail(EM_E_NOMEM, "out of memory: LAPACK workspace of %lld elements",
+                   (long long)sz.lwork);
+  return EM_OK;
+}

@@ -1,0 +1,1203 @@
+-- T.linalg (issue 19): PyTorch's torch.linalg on the LAPACK primitives of
+-- engine/src/ops/linalg_lapack.c (C._linalg_*), plus T.trace, T.kron and
+-- T.tensordot. The decompositions' derivatives are PyTorch's formulas,
+-- recorded as nodes whose backward is written here with ember's own ops
+-- (C._autograd_custom); everything else is a composite of differentiable
+-- ops. docs/linalg.md has the user's view and the decisions.
+return function(T, C)
+  local L = {}
+  T.linalg = L
+  local ARGS = require "ember.args"
+  local unpack = table.unpack or unpack
+  local fmt = string.format
+  local INF = math.huge
+
+  local function mT(t) return t:transpose(-2, -1) end
+  local function eps_of(dt) return dt == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07 end
+
+  local function check_tensor(op, t, name)
+    if not T.is_tensor(t) then
+      error(fmt("%s: expected a tensor for %s, got %s", op, name or "A", type(t)), 3)
+    end
+  end
+  local function check_bool(op, v, name)
+    if v ~= nil and type(v) ~= "boolean" then
+      error(fmt("%s: expected %s to be a boolean, got %s", op, name, type(v)), 4)
+    end
+  end
+  local function check_num(op, v, name)
+    if v ~= nil and type(v) ~= "number" and not T.is_tensor(v) then
+      error(fmt("%s: expected %s to be a number, got %s", op, name, type(v)), 4)
+    end
+  end
+  -- the options table at argument position pos (plain table or nil)
+  local function opts_of(op, o, allowed)
+    return ARGS.checkopts(op, o, allowed, 4)
+  end
+  local function eye_like(n, ref)
+    return T.eye(n, { dtype = ref.dtype, device = ref.device })
+  end
+
+  -- g summed down to shape (the adjoint of broadcasting)
+  local function reduce_to(g, shape)
+    local nd, ns = g:dim(), #shape
+    if nd > ns then
+      local dims = {}
+      for i = 1, nd - ns do dims[i] = i end
+      g = g:sum(dims)
+    end
+    for i = 1, ns do
+      if shape[i] == 1 and g:size(i) ~= 1 then g = g:sum(i, true) end
+    end
+    return g
+  end
+
+  local function needs_grad(...)
+    if not T.is_grad_enabled() then return false end
+    for i = 1, select("#", ...) do
+      local t = select(i, ...)
+      if T.is_tensor(t) and t.requires_grad then return true end
+    end
+    return false
+  end
+
+  -- Records out as the result of inputs (a list, holes allowed: n slots)
+  -- with backward(g) -> list of gradients.
+  local function record(name, inputs, out, backward)
+    return C._autograd_custom(name, inputs, out, backward)
+  end
+  -- Several differentiable outputs: one packed node, the outputs views of
+  -- it; backward(grads) receives one gradient per output.
+  local function record_multi(name, inputs, outs, backward)
+    local flat, shapes, sizes = {}, {}, {}
+    for i, o in ipairs(outs) do
+      shapes[i] = o.shape
+      sizes[i] = o:numel()
+      flat[i] = o:reshape(-1)
+    end
+    local packed = record(name, inputs, T.cat(flat), function(g)
+      local gs, off = {}, 1
+      for i = 1, #outs do
+        gs[i] = g:narrow(1, off, sizes[i]):view(shapes[i])
+        off = off + sizes[i]
+      end
+      return backward(gs)
+    end)
+    local res, off = {}, 1
+    for i = 1, #outs do
+      res[i] = packed:narrow(1, off, sizes[i]):view(shapes[i])
+      off = off + sizes[i]
+    end
+    return res
+  end
+
+  local function skew(X) return X - mT(X) end
+
+  -- -- solve, inv ----------------------------------------------------------
+  local function solve_raw(A, B, check)
+    local X, info = C._linalg_solve(A, B, check)
+    return X, info
+  end
+
+  -- X with A X = B (B broadcast as matrices), differentiable
+  local function solve_mat(A, B, check)
+    local X, info = solve_raw(A, B, check)
+    if needs_grad(A, B) then
+      local Xd = X
+      X = record("LinalgSolveExBackward0", { n = 2, A, B }, X, function(g)
+        local gB = solve_raw(mT(A), g, 1)
+        local gA = -(gB:matmul(mT(Xd)))
+        return { reduce_to(gA, A.shape), reduce_to(gB, B.shape) }
+      end)
+    end
+    return X, info
+  end
+
+  local function solve_impl(op, A, B, o, check, allowed)
+    check_tensor(op, A, "A")
+    check_tensor(op, B, "B")
+    o = opts_of(op, o, allowed)
+    check_bool(op, o.left, "left")
+    local left = o.left ~= false
+    local vector = B:dim() == 1 or (B:dim() == A:dim() - 1 and A:dim() >= 2 and (function()
+      for i = 1, B:dim() do if B:size(i) ~= A:size(i) then return false end end
+      return true
+    end)())
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 3)
+    end
+    local Bm = vector and B:unsqueeze(-1) or B
+    if not left then
+      if vector then Bm = B:unsqueeze(-2) end
+      local X, info = solve_mat(mT(A), mT(Bm), check)
+      X = mT(X)
+      return vector and X:squeeze(-2) or X, info
+    end
+    local X, info = solve_mat(A, Bm, check)
+    return vector and X:squeeze(-1) or X, info
+  end
+
+  function L.solve(A, B, o, ...)
+    ARGS.nomore("linalg.solve", 3, ...)
+    return (solve_impl("linalg.solve", A, B, o, 1, { "left" }))
+  end
+  -- X, info; check_errors = true raises as solve does
+  function L.solve_ex(A, B, o, ...)
+    ARGS.nomore("linalg.solve_ex", 3, ...)
+    local ce = ARGS.is_opts(o) and o.check_errors
+    check_bool("linalg.solve_ex", ce, "check_errors")
+    return solve_impl("linalg.solve_ex", A, B, o, ce and 1 or 0, { "left", "check_errors" })
+  end
+
+  local function inv_impl(op, A, check)
+    check_tensor(op, A)
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 3)
+    end
+    if A:size(-1) ~= A:size(-2) then
+      error(fmt("%s: A must be batches of square matrices, but they are %d by %d matrices",
+        op, A:size(-2), A:size(-1)), 3)
+    end
+    local I = eye_like(A:size(-1), A)
+    local X, info = C._linalg_solve(A, I, check)
+    if needs_grad(A) then
+      local Xd = X
+      X = record("LinalgInvExBackward0", { n = 1, A }, X, function(g)
+        return { -(mT(Xd):matmul(g):matmul(mT(Xd))) }
+      end)
+    end
+    return X, info
+  end
+  function L.inv(A, ...)
+    ARGS.nooptions("linalg.inv", 2, 1, ...)
+    return (inv_impl("linalg.inv", A, 2))
+  end
+  function L.inv_ex(A, o, ...)
+    ARGS.nomore("linalg.inv_ex", 2, ...)
+    o = opts_of("linalg.inv_ex", o, { "check_errors" })
+    check_bool("linalg.inv_ex", o.check_errors, "check_errors")
+    return inv_impl("linalg.inv_ex", A, o.check_errors and 2 or 0)
+  end
+
+  -- -- LU ---------------------------------------------------------------------
+  -- the permutation (a list, 1-based) that the 1-based swaps piv make
+  local function perm_of(piv, m)
+    local p = {}
+    for i = 1, m do p[i] = i end
+    for i = 1, #piv do
+      local j = piv[i]
+      p[i], p[j] = p[j], p[i]
+    end
+    return p
+  end
+  -- P (the batch of permutation matrices, A = P L U) from pivots
+  local function pivots_to_P(pivots, m, ref)
+    local bshape = {}
+    for i = 1, pivots:dim() - 1 do bshape[i] = pivots:size(i) end
+    local flat = pivots:reshape(-1, pivots:size(-1)):tolist()
+    local nb = #flat
+    if pivots:size(-1) == 0 then
+      nb = 1
+      for i = 1, #bshape do nb = nb * bshape[i] end
+      flat = {}
+      for b = 1, nb do flat[b] = {} end
+    end
+    local rows = {}
+    for b = 1, nb do
+      local p = perm_of(flat[b], m)
+      -- row p[i] of P... A = P L U: P[:, i] = e_{p[i]}, i.e. P[p[i], i] = 1
+      local P = {}
+      for r = 1, m do
+        P[r] = {}
+        for c = 1, m do P[r][c] = 0 end
+      end
+      for i = 1, m do P[p[i]][i] = 1 end
+      rows[b] = P
+    end
+    local shape = {}
+    for i = 1, #bshape do shape[i] = bshape[i] end
+    shape[#shape + 1] = m
+    shape[#shape + 1] = m
+    if nb == 0 then return T.zeros(shape, { dtype = ref.dtype, device = ref.device }) end
+    return T.tensor(rows, { dtype = ref.dtype }):to(ref.device):reshape(shape)
+  end
+
+  local function unpack_LU(LU)
+    local m, n = LU:size(-2), LU:size(-1)
+    local k = math.min(m, n)
+    local Lm = LU:narrow(-1, 1, k):tril(-1)
+    local I = T.eye(m, k, { dtype = LU.dtype, device = LU.device })
+    Lm = Lm + I
+    local U = LU:narrow(-2, 1, k):triu()
+    return Lm, U
+  end
+
+  -- the derivative through A = P L U (packed LU) for a square A: PyTorch's
+  -- linalg_lu_backward
+  local function lu_backward(gLU, LU, P)
+    local n = LU:size(-1)
+    if LU:size(-2) ~= n then
+      error("linalg.lu_factor: the derivative is implemented for square matrices only", 0)
+    end
+    local Lm, U = unpack_LU(LU)
+    local gL, gU = gLU:tril(-1), gLU:triu()
+    local phi = mT(Lm):matmul(gL):tril(-1) + gU:matmul(mT(U)):triu()
+    -- gA = P L^{-H} phi U^{-H}
+    local X = C._linalg_solve_triangular(mT(Lm), phi, true, true, true)
+    X = C._linalg_solve_triangular(mT(U), X, false, false, false)
+    return P:matmul(X)
+  end
+
+  local function lu_factor_impl(op, A, o, check)
+    check_tensor(op, A)
+    check_bool(op, o.pivot, "pivot")
+    if o.pivot == false then
+      error(fmt("%s: LU without pivoting is not implemented on the CPU", op), 3)
+    end
+    local LU, piv, info = C._linalg_lu_factor(A, check)
+    if needs_grad(A) then
+      local LUd = LU
+      LU = record("LinalgLuFactorExBackward0", { n = 1, A }, LU, function(g)
+        local P = pivots_to_P(piv, LUd:size(-2), LUd)
+        return { lu_backward(g, LUd, P) }
+      end)
+    end
+    return LU, piv, info
+  end
+  function L.lu_factor(A, o, ...)
+    ARGS.nomore("linalg.lu_factor", 2, ...)
+    o = opts_of("linalg.lu_factor", o, { "pivot" })
+    local LU, piv = lu_factor_impl("linalg.lu_factor", A, o, true)
+    return LU, piv
+  end
+  function L.lu_factor_ex(A, o, ...)
+    ARGS.nomore("linalg.lu_factor_ex", 2, ...)
+    o = opts_of("linalg.lu_factor_ex", o, { "pivot", "check_errors" })
+    check_bool("linalg.lu_factor_ex", o.check_errors, "check_errors")
+    return lu_factor_impl("linalg.lu_factor_ex", A, o, o.check_errors or false)
+  end
+
+  -- P, L, U with A = P L U
+  function L.lu(A, o, ...)
+    ARGS.nomore("linalg.lu", 2, ...)
+    o = opts_of("linalg.lu", o, { "pivot" })
+    local LU, piv = lu_factor_impl("linalg.lu", A, o, false)
+    local P = pivots_to_P(piv, A:size(-2), A)
+    local Lm, U = unpack_LU(LU)
+    return P, Lm, U
+  end
+
+  -- X with A X = B (left) or X A = B, A = P L U given by (LU, pivots);
+  -- adjoint: A^H X = B
+  function L.lu_solve(LU, pivots, B, o, ...)
+    local op = "linalg.lu_solve"
+    ARGS.nomore(op, 4, ...)
+    check_tensor(op, LU, "LU")
+    check_tensor(op, pivots, "pivots")
+    check_tensor(op, B, "B")
+    o = opts_of(op, o, { "left", "adjoint" })
+    check_bool(op, o.left, "left")
+    check_bool(op, o.adjoint, "adjoint")
+    local left, adj = o.left ~= false, o.adjoint == true
+    local function raw(LUx, Bx, tr)
+      if left then return C._linalg_lu_solve(LUx, pivots, Bx, tr) end
+      -- X A = B  <=>  A^T X^T = B^T
+      return mT(C._linalg_lu_solve(LUx, pivots, mT(Bx), not tr))
+    end
+    local X = raw(LU, B, adj)
+    if needs_grad(LU, B) then
+      local Xd = X
+      X = record("LinalgLuSolveBackward0", { n = 3, LU, nil, B }, X, function(g)
+        -- gB: the same solve with A's adjoint; then gA and its LU part
+        local gB = raw(LU, g, not adj)
+        local gA
+        if left then gA = -(gB:matmul(mT(Xd))) else gA = -(mT(Xd):matmul(gB)) end
+        if adj then gA = mT(gA) end
+        local gLU = nil
+        if LU.requires_grad then
+          local P = pivots_to_P(pivots, LU:size(-2), LU)
+          local Lm, U = unpack_LU(LU)
+          local PtgA = mT(P):matmul(gA)
+          gLU = PtgA:matmul(mT(U)):tril(-1) + mT(Lm):matmul(PtgA):triu()
+          gLU = reduce_to(gLU, LU.shape)
+        end
+        return { gLU, nil, reduce_to(gB, B.shape) }
+      end)
+    end
+    return X
+  end
+
+  -- -- det, slogdet -------------------------------------------------------------
+  local function check_square(op, A)
+    check_tensor(op, A)
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 4)
+    end
+    if A:size(-1) ~= A:size(-2) then
+      error(fmt("%s: A must be batches of square matrices, but they are %d by %d matrices",
+        op, A:size(-2), A:size(-1)), 4)
+    end
+  end
+  -- sign of each batch element's permutation (+1/-1) from LU pivots
+  local function perm_sign(piv)
+    local n = piv:size(-1)
+    local ar = T.arange(1, n + 1, { dtype = T.int32, device = piv.device })
+    local swaps = piv:ne(ar):sum(-1)
+    return (swaps:remainder(2):to(T.float64) * -2 + 1)
+  end
+  -- det * A^{-T}: the adjugate's transpose (the derivative of det), through
+  -- the SVD when some matrix of the batch is singular
+  local function det_times_invT(A, det)
+    local n = A:size(-1)
+    local X, info = C._linalg_solve(mT(A), eye_like(n, A), 0)
+    if info:numel() == 0 or info:eq(0):all():item() then
+      return X * det:unsqueeze(-1):unsqueeze(-1)
+    end
+    -- A = U S Vh: adj(A)^T = det(U) det(V) U diag(prod_{j~=i} s_j) Vh
+    local U, S, Vh = C._linalg_svd(A, false, true)
+    local Sr = {}
+    for i = 1, n do
+      local mask = T.ones(n, { dtype = A.dtype, device = A.device })
+      mask[i] = 0
+      local others = S * mask + (1 - mask)
+      Sr[i] = others:prod(-1, true)
+    end
+    local cof = T.cat(Sr, -1)
+    local function sdet(M)
+      local LU, piv = C._linalg_lu_factor(M, false)
+      return LU:diagonal(0, -2, -1):prod(-1) * perm_sign(piv):to(M.dtype)
+    end
+    local s = sdet(U) * sdet(mT(Vh))
+    return (U * cof:unsqueeze(-2)):matmul(Vh) * s:unsqueeze(-1):unsqueeze(-1)
+  end
+
+  function L.det(A, ...)
+    local op = "linalg.det"
+    ARGS.nooptions(op, 2, 1, ...)
+    check_square(op, A)
+    local LU, piv = C._linalg_lu_factor(A, false)
+    local det = LU:diagonal(0, -2, -1):prod(-1) * perm_sign(piv):to(A.dtype)
+    if needs_grad(A) then
+      local d = det
+      det = record("LinalgDetBackward0", { n = 1, A }, det, function(g)
+        return { det_times_invT(A, d) * g:unsqueeze(-1):unsqueeze(-1) }
+      end)
+    end
+    return det
+  end
+
+  function L.slogdet(A, ...)
+    local op = "linalg.slogdet"
+    ARGS.nooptions(op, 2, 1, ...)
+    check_square(op, A)
+    local LU, piv = C._linalg_lu_factor(A, false)
+    local d = LU:diagonal(0, -2, -1)
+    local sign = d:sign():prod(-1) * perm_sign(piv):to(A.dtype)
+    local logabs = d:abs():log():sum(-1)
+    if needs_grad(A) then
+      local outs = record_multi("LinalgSlogdetBackward0", { n = 1, A }, { sign, logabs }, function(gs)
+        local X = C._linalg_solve(mT(A), eye_like(A:size(-1), A), 0)
+        return { X * gs[2]:unsqueeze(-1):unsqueeze(-1) }
+      end)
+      sign, logabs = outs[1], outs[2]
+    end
+    return sign, logabs
+  end
+
+  -- -- Cholesky --------------------------------------------------------------------
+  local function cholesky_backward(gL, Lm)
+    local gA = mT(Lm):matmul(gL):tril()
+    gA = (gA + mT(gA:tril(-1))) * 0.5
+    gA = C._linalg_solve_triangular(mT(Lm), gA, true, true, false)
+    gA = C._linalg_solve_triangular(Lm, gA, false, false, false)
+    return gA
+  end
+  local function cholesky_impl(op, A, o, check)
+    check_tensor(op, A)
+    check_bool(op, o.upper, "upper")
+    local Lm, info = C._linalg_cholesky(A, check)
+    Lm = Lm:tril()
+    if needs_grad(A) then
+      local Ld = Lm
+      Lm = record("LinalgCholeskyExBackward0", { n = 1, A }, Lm, function(g)
+        return { cholesky_backward(g, Ld) }
+      end)
+    end
+    if o.upper then Lm = mT(Lm) end
+    return Lm, info
+  end
+  function L.cholesky(A, o, ...)
+    ARGS.nomore("linalg.cholesky", 2, ...)
+    o = opts_of("linalg.cholesky", o, { "upper" })
+    return (cholesky_impl("linalg.cholesky", A, o, true))
+  end
+  function L.cholesky_ex(A, o, ...)
+    ARGS.nomore("linalg.cholesky_ex", 2, ...)
+    o = opts_of("linalg.cholesky_ex", o, { "upper", "check_errors" })
+    check_bool("linalg.cholesky_ex", o.check_errors, "check_errors")
+    return cholesky_impl("linalg.cholesky_ex", A, o, o.check_errors or false)
+  end
+
+  -- -- triangular solve -----------------------------------------------------------
+  function L.solve_triangular(A, B, o, ...)
+    local op = "linalg.solve_triangular"
+    ARGS.nomore(op, 3, ...)
+    check_tensor(op, A, "A")
+    check_tensor(op, B, "B")
+    o = opts_of(op, o, { "upper", "left", "unitriangular" })
+    if o.upper == nil then error(op .. ": the option 'upper' is required (true or false)", 2) end
+    check_bool(op, o.upper, "upper")
+    check_bool(op, o.left, "left")
+    check_bool(op, o.unitriangular, "unitriangular")
+    local upper, left, unit = o.upper, o.left ~= false, o.unitriangular == true
+    local X = C._linalg_solve_triangular(A, B, upper, left, unit)
+    if needs_grad(A, B) then
+      local Xd = X
+      X = record("LinalgSolveTriangularBackward0", { n = 2, A, B }, X, function(g)
+        local gB = C._linalg_solve_triangular(mT(A), g, not upper, left, unit)
+        local gA
+        if left then gA = -(gB:matmul(mT(Xd))) else gA = -(mT(Xd):matmul(gB)) end
+        if upper then gA = gA:triu(unit and 1 or 0) else gA = gA:tril(unit and -1 or 0) end
+        return { reduce_to(gA, A.shape), reduce_to(gB, B.shape) }
+      end)
+    end
+    return X
+  end
+
+  -- -- QR -------------------------------------------------------------------------
+  local function syminvadj(X)
+    local r = X + mT(X)
+    return r - r:diagonal(0, -2, -1):diag_embed() * 0.5
+  end
+  -- PyTorch's linalg_qr_backward, A = Q R with m >= n (reduced)
+  local function qr_backward_tall(gQ, gR, Q, R)
+    local gA = gR:matmul(mT(R)) - mT(Q):matmul(gQ)
+    gA = Q:matmul(syminvadj(gA:triu())) + gQ
+    return C._linalg_solve_triangular(mT(R), gA, false, false, false)
+  end
+  local function qr_backward(gQ, gR, Q, R)
+    local m, n = Q:size(-2), R:size(-1)
+    if m >= n then return qr_backward_tall(gQ, gR, Q, R) end
+    -- wide: A = [X | Y], R = [U | V] with X = Q U, V = Q^H Y
+    local U, V = R:narrow(-1, 1, m), R:narrow(-1, m + 1, n - m)
+    local Y = Q:matmul(V)
+    local gU, gV = gR:narrow(-1, 1, m), gR:narrow(-1, m + 1, n - m)
+    local gX = qr_backward_tall(gQ + Y:matmul(mT(gV)), gU, Q, U)
+    return T.cat({ gX, Q:matmul(gV) }, -1)
+  end
+
+  local function householder_raw(A, tau) return C._linalg_householder_product(A, tau) end
+  -- Q of geqrf's (QR, tau) in the shape mode asks for
+  local function q_of(QR, tau, m, n, complete)
+    local k = math.min(m, n)
+    if complete and m > n then
+      local sh = QR.shape
+      local full = {}
+      for i = 1, #sh do full[i] = sh[i] end
+      full[#full] = m
+      local buf = T.zeros(full, { dtype = QR.dtype, device = QR.device })
+      buf:narrow(-1, 1, n):copy_(QR)
+      return householder_raw(buf, tau)
+    end
+    return householder_raw(QR:narrow(-1, 1, k), tau)
+  end
+
+  function L.qr(A, o, ...)
+    local op = "linalg.qr"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    if type(o) == "string" then o = { mode = o } end
+    o = opts_of(op, o, { "mode" })
+    local mode = o.mode or "reduced"
+    if mode ~= "reduced" and mode ~= "complete" and mode ~= "r" then
+      error(fmt("qr received unrecognized mode '%s' but expected one of 'reduced' (default), " ..
+        "'r', or 'complete'", tostring(mode)), 2)
+    end
+    local QR, tau = C._linalg_geqrf(A)
+    local m, n = A:size(-2), A:size(-1)
+    local k = math.min(m, n)
+    local R = QR:narrow(-2, 1, mode == "complete" and m or k):triu()
+    if mode == "complete" and m > n then R = QR:triu() end
+    local grad = needs_grad(A)
+    if mode == "r" and not grad then
+      return T.empty(0, { dtype = A.dtype, device = A.device }), R
+    end
+    local Q = q_of(QR, tau, m, n, mode == "complete")
+    if grad then
+      if mode == "complete" and m > n then
+        error("linalg.qr: The derivative of linalg.qr depends on Q, which is not computed when " ..
+          "mode='complete' and nrows > ncols.", 2)
+      end
+      local Qd, Rd = Q, R
+      local outs = record_multi("LinalgQrBackward0", { n = 1, A }, { Q, R }, function(gs)
+        return { qr_backward(gs[1], gs[2], Qd, Rd) }
+      end)
+      Q, R = outs[1], outs[2]
+      if mode == "r" then return T.empty(0, { dtype = A.dtype, device = A.device }), R end
+    end
+    return Q, R
+  end
+
+  -- the product of Householder reflectors H_1 ... H_k (first n columns)
+  function L.householder_product(A, tau, ...)
+    local op = "linalg.householder_product"
+    ARGS.nooptions(op, 3, 2, ...)
+    check_tensor(op, A, "A")
+    check_tensor(op, tau, "tau")
+    local Q = householder_raw(A, tau)
+    if needs_grad(A, tau) then
+      -- differentiable composite: Q = (I - t_1 v_1 v_1^H) ... (I - t_k v_k v_k^H) I[:, :n]
+      local m, n, k = A:size(-2), A:size(-1), tau:size(-1)
+      local below = A:tril(-1) + T.eye(m, n, { dtype = A.dtype, device = A.device })
+      local H = eye_like(m, A)
+      for i = 1, k do
+        local v = below:narrow(-1, i, 1)
+        local t = tau:narrow(-1, i, 1):unsqueeze(-1)
+        H = H - (H:matmul(v) * t):matmul(mT(v))
+      end
+      Q = H:narrow(-1, 1, n)
+    end
+    return Q
+  end
+
+  -- -- SVD ------------------------------------------------------------------------
+  local function svd_backward(gU, gS, gVh, U, S, Vh)
+    local m, n, k = U:size(-2), Vh:size(-1), S:size(-1)
+    if gU == nil and gVh == nil then
+      return (U * gS:unsqueeze(-2)):matmul(Vh)
+    end
+    local V, gV = mT(Vh), gVh and mT(gVh)
+    local S2 = S * S
+    local E = S2:unsqueeze(-2) - S2:unsqueeze(-1)
+    E = E + eye_like(k, S)
+    local ret
+    local UhgU = gU and skew(mT(U):matmul(gU))
+    local VhgV = gV and skew(mT(V):matmul(gV))
+    if gU and gV then
+      ret = (UhgU * S:unsqueeze(-2) + S:unsqueeze(-1) * VhgV) / E
+    elseif gU then
+      ret = (UhgU / E) * S:unsqueeze(-2)
+    else
+      ret = S:unsqueeze(-1) * (VhgV / E)
+    end
+    -- the diagonal of ret is 0 (skew parts); set it to gS
+    if gS then ret = ret + gS:diag_embed() end
+    local gA
+    if m > k and gU then
+      gA = U:matmul(ret)
+      local gUSinv = gU / S:unsqueeze(-2)
+      gA = gA + gUSinv - U:matmul(mT(U):matmul(gUSinv))
+      gA = gA:matmul(Vh)
+    elseif n > k and gV then
+      gA = ret:matmul(Vh)
+      local SinvgVh = mT(gV) / S:unsqueeze(-1)
+      gA = gA + SinvgVh - SinvgVh:matmul(V):matmul(Vh)
+      gA = U:matmul(gA)
+    else
+      gA = U:matmul(ret):matmul(Vh)
+    end
+    return gA
+  end
+
+  function L.svd(A, o, ...)
+    local op = "linalg.svd"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    o = opts_of(op, o, { "full_matrices" })
+    check_bool(op, o.full_matrices, "full_matrices")
+    local full = o.full_matrices ~= false
+    local U, S, Vh = C._linalg_svd(A, full, true)
+    if needs_grad(A) then
+      local k = S:size(-1)
+      local Ud, Sd, Vd = U:narrow(-1, 1, k), S, Vh:narrow(-2, 1, k)
+      local outs = record_multi("LinalgSvdBackward0", { n = 1, A }, { U, S, Vh }, function(gs)
+        local gU, gVh = gs[1]:narrow(-1, 1, k), gs[3]:narrow(-2, 1, k)
+        return { svd_backward(gU, gs[2], gVh, Ud, Sd, Vd) }
+      end)
+      U, S, Vh = outs[1], outs[2], outs[3]
+    end
+    return U, S, Vh
+  end
+
+  function L.svdvals(A, ...)
+    local op = "linalg.svdvals"
+    ARGS.nooptions(op, 2, 1, ...)
+    check_tensor(op, A)
+    if needs_grad(A) then
+      local U, S, Vh = C._linalg_svd(A, false, true)
+      return record("LinalgSvdvalsBackward0", { n = 1, A }, S, function(g)
+        return { svd_backward(nil, g, nil, U, S, Vh) }
+      end)
+    end
+    local _, S = C._linalg_svd(A, false, false)
+    return S
+  end
+
+  -- -- eigh ---------------------------------------------------------------------
+  local function uplo_of(op, o)
+    local u = o.UPLO or "L"
+    if u ~= "L" and u ~= "U" then
+      error(fmt("%s: Expected UPLO argument to be 'L' or 'U', but got %s", op, tostring(u)), 4)
+    end
+    return u == "U"
+  end
+  local function eigh_backward(gL, gV, Lw, V)
+    local n = Lw:size(-1)
+    if gV == nil then return (V * gL:unsqueeze(-2)):matmul(mT(V)) end
+    local VhgV = mT(V):matmul(gV)
+    VhgV = (VhgV - mT(VhgV)) * 0.5
+    local E = Lw:unsqueeze(-2) - Lw:unsqueeze(-1) + eye_like(n, Lw)
+    local ret = VhgV / E
+    if gL then ret = ret + gL:diag_embed() end
+    return V:matmul(ret):matmul(mT(V))
+  end
+  function L.eigh(A, o, ...)
+    local op = "linalg.eigh"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    if type(o) == "string" then o = { UPLO = o } end
+    o = opts_of(op, o, { "UPLO" })
+    local Lw, V = C._linalg_eigh(A, uplo_of(op, o), true)
+    if needs_grad(A) then
+      local Ld, Vd = Lw, V
+      local outs = record_multi("LinalgEighBackward0", { n = 1, A }, { Lw, V }, function(gs)
+        return { eigh_backward(gs[1], gs[2], Ld, Vd) }
+      end)
+      Lw, V = outs[1], outs[2]
+    end
+    return Lw, V
+  end
+  function L.eigvalsh(A, o, ...)
+    local op = "linalg.eigvalsh"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    if type(o) == "string" then o = { UPLO = o } end
+    o = opts_of(op, o, { "UPLO" })
+    local up = uplo_of(op, o)
+    if needs_grad(A) then
+      local Lw, V = C._linalg_eigh(A, up, true)
+      return record("LinalgEighBackward0", { n = 1, A }, Lw, function(g)
+        return { eigh_backward(g, nil, Lw, V) }
+      end)
+    end
+    return (C._linalg_eigh(A, up, false))
+  end
+
+  -- -- pinv, matrix_rank, lstsq ----------------------------------------------
+  -- (atol, rtol) as PyTorch settles them: rtol defaults to eps * max(m, n)
+  -- when atol is not given (or 0), else to 0
+  local function tolerances(op, A, o)
+    check_num(op, o.atol, "atol")
+    check_num(op, o.rtol, "rtol")
+    local atol, rtol = o.atol, o.rtol
+    if rtol == nil then
+      local atol_pos = atol ~= nil and (T.is_tensor(atol) or atol > 0)
+      rtol = atol_pos and 0 or eps_of(A.dtype) * math.max(A:size(-2), A:size(-1))
+    end
+    return atol or 0, rtol
+  end
+  local function as_batch_scalar(v, ref)
+    if T.is_tensor(v) then return v:to(ref.dtype):unsqueeze(-1) end
+    return v
+  end
+  -- the cut-off per batch element, broadcast against S [..., k]
+  local function cutoff(S, smax, atol, rtol)
+    local a, r = as_batch_scalar(atol, S), as_batch_scalar(rtol, S)
+    local c = smax * r
+    if T.is_tensor(a) then return T.maximum(c, a:expand(c.shape)) end
+    if a > 0 then return c:clamp(a) end
+    return c
+  end
+
+  function L.pinv(A, o, ...)
+    local op = "linalg.pinv"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    o = opts_of(op, o, { "atol", "rtol", "hermitian" })
+    check_bool(op, o.hermitian, "hermitian")
+    local atol, rtol = tolerances(op, A, o)
+    if A:numel() == 0 then
+      local sh = {}
+      for i = 1, A:dim() do sh[i] = A:size(i) end
+      sh[#sh - 1], sh[#sh] = sh[#sh], sh[#sh - 1]
+      return T.zeros(sh, { dtype = A.dtype, device = A.device })
+    end
+    if o.hermitian then
+      local w, V = L.eigh(A)
+      local aw = w:abs()
+      local c = cutoff(aw, aw:amax(-1, true), atol, rtol)
+      local winv = T.where(aw:gt(c), w:reciprocal(), T.zeros({}, { dtype = A.dtype, device = A.device }))
+      return (V * winv:unsqueeze(-2)):matmul(mT(V))
+    end
+    local U, S, Vh = L.svd(A, { full_matrices = false })
+    local c = cutoff(S, S:amax(-1, true), atol, rtol)
+    local sinv = T.where(S:gt(c), S:reciprocal(), T.zeros({}, { dtype = A.dtype, device = A.device }))
+    return (mT(Vh) * sinv:unsqueeze(-2)):matmul(mT(U))
+  end
+
+  function L.matrix_rank(A, o, ...)
+    local op = "linalg.matrix_rank"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    o = opts_of(op, o, { "atol", "rtol", "hermitian", "tol" })
+    check_bool(op, o.hermitian, "hermitian")
+    if o.tol ~= nil then o = { atol = o.tol, rtol = 0, hermitian = o.hermitian } end
+    local atol, rtol = tolerances(op, A, o)
+    local S
+    if o.hermitian then S = L.eigvalsh(A):abs() else S = L.svdvals(A) end
+    S = S:detach()
+    if S:size(-1) == 0 then
+      local sh = {}
+      for i = 1, A:dim() - 2 do sh[i] = A:size(i) end
+      return T.zeros(sh, { dtype = T.int64, device = A.device })
+    end
+    local c = cutoff(S, S:amax(-1, true), atol, rtol)
+    return S:gt(c):sum(-1)
+  end
+
+  local DRIVERS = { gels = 0, gelsy = 1, gelsd = 2, gelss = 3 }
+  -- {solution=, residuals=, rank=, singular_values=}: PyTorch's named tuple
+  function L.lstsq(A, B, o, ...)
+    local op = "linalg.lstsq"
+    ARGS.nomore(op, 3, ...)
+    check_tensor(op, A, "A")
+    check_tensor(op, B, "B")
+    o = opts_of(op, o, { "rcond", "driver" })
+    check_num(op, o.rcond, "rcond")
+    local driver = o.driver or "gelsy"
+    if DRIVERS[driver] == nil then
+      error(fmt("%s: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got %s",
+        op, tostring(driver)), 2)
+    end
+    if A:dim() < 2 then
+      error(fmt("%s: input must have at least 2 dimensions.", op), 2)
+    end
+    local vector = B:dim() == A:dim() - 1
+    local Bm = vector and B:unsqueeze(-1) or B
+    if Bm:dim() < 2 then
+      error(fmt("%s: input.dim() must be greater or equal to other.dim() and (input.dim() - " ..
+        "other.dim()) <= 1", op), 2)
+    end
+    local m, n = A:size(-2), A:size(-1)
+    local rcond = o.rcond
+    if rcond == nil then rcond = eps_of(A.dtype) * math.max(m, n) end
+    local X, rank, S, R = C._linalg_lstsq(A, Bm, rcond, DRIVERS[driver])
+    local empty = T.empty(0, { dtype = A.dtype, device = A.device })
+    local residuals = empty
+    if m > n and driver ~= "gelsy" then
+      local full = driver == "gels" or (rank and rank:eq(n):all():item())
+      if full and n > 0 then residuals = R:narrow(-2, n + 1, m - n):square():sum(-2) end
+    end
+    if needs_grad(A, B) then
+      -- the minimum-norm solution pinv(A) B is differentiable
+      X = L.pinv(A):matmul(Bm)
+    end
+    if vector then X = X:squeeze(-1) end
+    return {
+      solution = X,
+      residuals = residuals,
+      rank = rank or T.empty(0, { dtype = T.int64, device = A.device }),
+      singular_values = S or empty,
+    }
+  end
+
+  -- -- matrix functions ---------------------------------------------------------
+  function L.matrix_power(A, k, ...)
+    local op = "linalg.matrix_power"
+    ARGS.nooptions(op, 3, 2, ...)
+    check_square(op, A)
+    if type(k) ~= "number" or k ~= math.floor(k) then
+      error(fmt("%s: expected an integer exponent, got %s", op, tostring(k)), 2)
+    end
+    if k == 0 then
+      return eye_like(A:size(-1), A):expand(A.shape):clone()
+    end
+    local base = A
+    if k < 0 then
+      base = L.inv(A)
+      k = -k
+    end
+    local res
+    while k > 0 do
+      if k % 2 == 1 then res = res and res:matmul(base) or base end
+      k = math.floor(k / 2)
+      if k > 0 then base = base:matmul(base) end
+    end
+    if res == A then res = A:clone() end
+    return res
+  end
+
+  -- Higham's scaling and squaring with the [13/13] Pade approximant
+  -- (expm in SciPy and PyTorch); differentiable as a composite
+  local PADE13 = { 64764752532480000, 32382376266240000, 7771770303897600, 1187353796428800,
+    129060195264000, 10559470521600, 670442572800, 33522128640, 1323241920, 40840800,
+    960960, 16380, 182, 1 }
+  local THETA13 = 5.371920351148152
+  function L.matrix_exp(A, ...)
+    local op = "linalg.matrix_exp"
+    ARGS.nooptions(op, 2, 1, ...)
+    check_square(op, A)
+    local n = A:size(-1)
+    if A:numel() == 0 then return A:clone() end
+    local norm1 = A:detach():abs():sum(-2):amax(-1):amax():item()
+    local s = 0
+    if norm1 > THETA13 then s = math.max(0, math.ceil(math.log(norm1 / THETA13) / math.log(2))) end
+    local As = s > 0 and A / (2 ^ s) or A
+    local I = eye_like(n, A)
+    local b = PADE13
+    local A2 = As:matmul(As)
+    local A4 = A2:matmul(A2)
+    local A6 = A4:matmul(A2)
+    local U = As:matmul(A6:matmul(A6 * b[14] + A4 * b[12] + A2 * b[10]) + A6 * b[8] + A4 * b[6] +
+      A2 * b[4] + I * b[2])
+    local V = A6:matmul(A6 * b[13] + A4 * b[11] + A2 * b[9]) + A6 * b[7] + A4 * b[5] +
+      A2 * b[3] + I * b[1]
+    local R = L.solve(V - U, V + U)
+    for _ = 1, s do R = R:matmul(R) end
+    return R
+  end
+
+  -- -- norms -------------------------------------------------------------------
+  local function ord_value(op, ord)
+    if ord == "inf" then return INF end
+    if ord == "-inf" then return -INF end
+    return ord
+  end
+  local function dims_list(dim)
+    if dim == nil then return nil end
+    if type(dim) == "number" then return { dim } end
+    return dim
+  end
+
+  local function vector_norm_impl(op, x, ord, dim, keepdim, dtype)
+    check_tensor(op, x, "x")
+    ord = ord_value(op, ord)
+    if ord == nil then ord = 2 end
+    if type(ord) ~= "number" then
+      error(fmt("%s: expected ord to be a number, got %s", op, tostring(ord)), 3)
+    end
+    if dtype then x = x:to(dtype) end
+    if x.dtype ~= T.float32 and x.dtype ~= T.float64 and x.dtype ~= T.float16 and x.dtype ~= T.bfloat16 then
+      error(fmt("%s: Expected a floating point or complex tensor as input. Got %s", op,
+        tostring(x.dtype)), 3)
+    end
+    local dims = dims_list(dim)
+    local function red(t, f)
+      if dims then return f(t, dims, keepdim) end
+      if keepdim then
+        local all = {}
+        for i = 1, t:dim() do all[i] = i end
+        return f(t, all, true)
+      end
+      return f(t)
+    end
+    if ord == INF then return red(x:abs(), function(t, d, kd) return t:amax(d or {}, kd) end) end
+    if ord == -INF then return red(x:abs(), function(t, d, kd) return t:amin(d or {}, kd) end) end
+    if ord == 0 then
+      return red(x:ne(0):to(x.dtype), function(t, d, kd) if d then return t:sum(d, kd) end return t:sum() end)
+    end
+    if dims then return x:norm(ord, dims, keepdim or false) end
+    if keepdim then
+      local all = {}
+      for i = 1, x:dim() do all[i] = i end
+      return x:norm(ord, all, true)
+    end
+    return x:norm(ord)
+  end
+
+  function L.vector_norm(x, ord, o, ...)
+    local op = "linalg.vector_norm"
+    if ARGS.is_opts(ord) and o == nil then ord, o = nil, ord end
+    ARGS.nomore(op, 3, ...)
+    o = opts_of(op, o, { "ord", "dim", "keepdim", "dtype" })
+    if o.ord ~= nil then ord = o.ord end
+    check_bool(op, o.keepdim, "keepdim")
+    return vector_norm_impl(op, x, ord, o.dim, o.keepdim, o.dtype)
+  end
+
+  local function matrix_norm_impl(op, A, ord, dim, keepdim, dtype)
+    check_tensor(op, A)
+    ord = ord_value(op, ord)
+    if ord == nil then ord = "fro" end
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 3)
+    end
+    if dtype then A = A:to(dtype) end
+    local d = dims_list(dim) or { -2, -1 }
+    if #d ~= 2 then error(fmt("%s: dim must be a 2-tuple. Got %d dims", op, #d), 3) end
+    local nd = A:dim()
+    local d1 = d[1] < 0 and d[1] + nd + 1 or d[1]
+    local d2 = d[2] < 0 and d[2] + nd + 1 or d[2]
+    if d1 == d2 then
+      error(fmt("%s: dims must be different. Got (%d, %d)", op, d[1], d[2]), 3)
+    end
+    if ord == "fro" then return A:norm(2, { d1, d2 }, keepdim or false) end
+    local function to_last(t)
+      -- move d1, d2 to the end (in that order)
+      local perm = {}
+      for i = 1, nd do if i ~= d1 and i ~= d2 then perm[#perm + 1] = i end end
+      perm[#perm + 1] = d1
+      perm[#perm + 1] = d2
+      return t:permute(perm)
+    end
+    local function keep(r)
+      if not keepdim then return r end
+      local lo, hi = math.min(d1, d2), math.max(d1, d2)
+      return r:unsqueeze(lo):unsqueeze(hi)
+    end
+    if ord == "nuc" or ord == 2 or ord == -2 then
+      local S = L.svdvals(to_last(A))
+      if ord == "nuc" then return keep(S:sum(-1)) end
+      if ord == 2 then return keep(S:amax(-1)) end
+      return keep(S:amin(-1))
+    end
+    if ord == 1 or ord == -1 or ord == INF or ord == -INF then
+      local sum_dim, max_dim = d1, d2
+      if ord == INF or ord == -INF then sum_dim, max_dim = d2, d1 end
+      local s = A:abs():sum(sum_dim, true)
+      local r = (ord > 0) and s:amax(max_dim, true) or s:amin(max_dim, true)
+      if keepdim then return r end
+      return r:squeeze(math.max(d1, d2)):squeeze(math.min(d1, d2))
+    end
+    error(fmt("%s: Order %s not supported.", op, tostring(ord)), 3)
+  end
+
+  function L.matrix_norm(A, ord, o, ...)
+    local op = "linalg.matrix_norm"
+    if ARGS.is_opts(ord) and o == nil then ord, o = nil, ord end
+    ARGS.nomore(op, 3, ...)
+    o = opts_of(op, o, { "ord", "dim", "keepdim", "dtype" })
+    if o.ord ~= nil then ord = o.ord end
+    check_bool(op, o.keepdim, "keepdim")
+    return matrix_norm_impl(op, A, ord, o.dim, o.keepdim, o.dtype)
+  end
+
+  function L.norm(A, ord, o, ...)
+    local op = "linalg.norm"
+    if ARGS.is_opts(ord) and o == nil then ord, o = nil, ord end
+    ARGS.nomore(op, 3, ...)
+    o = opts_of(op, o, { "ord", "dim", "keepdim", "dtype" })
+    if o.ord ~= nil then ord = o.ord end
+    check_tensor(op, A)
+    check_bool(op, o.keepdim, "keepdim")
+    local dims = dims_list(o.dim)
+    if ord ~= nil then
+      if dims == nil and A:dim() ~= 1 and A:dim() ~= 2 then
+        error(fmt("%s: If dim is not specified but ord is, the input must be 1D or 2D. Got %dD.",
+          op, A:dim()), 2)
+      end
+      local is_matrix = (dims and #dims == 2) or (dims == nil and A:dim() == 2)
+      if is_matrix then return matrix_norm_impl(op, A, ord, dims, o.keepdim, o.dtype) end
+      return vector_norm_impl(op, A, ord, dims, o.keepdim, o.dtype)
+    end
+    if dims and #dims == 2 then return matrix_norm_impl(op, A, "fro", dims, o.keepdim, o.dtype) end
+    return vector_norm_impl(op, A, 2, dims, o.keepdim, o.dtype)
+  end
+
+  function L.cond(A, p, ...)
+    local op = "linalg.cond"
+    ARGS.nooptions(op, 2, 2, p, ...)
+    check_tensor(op, A)
+    p = ord_value(op, p)
+    if p == nil or p == 2 or p == -2 then
+      local S = L.svdvals(A)
+      if p == -2 then return S:amin(-1) / S:amax(-1) end
+      return S:amax(-1) / S:amin(-1)
+    end
+    check_square(op, A)
+    local Ainv, info = L.inv_ex(A)
+    local res = matrix_norm_impl(op, A, p) * matrix_norm_impl(op, Ainv, p)
+    -- a singular matrix has condition number inf
+    if info:numel() > 0 and info:ne(0):any():item() then
+      res = res:masked_fill(info:ne(0), INF)
+    end
+    return res
+  end
+
+  -- -- products ------------------------------------------------------------------
+  function L.cross(a, b, o, ...)
+    local op = "linalg.cross"
+    if type(o) == "number" then o = { dim = o } end
+    ARGS.nomore(op, 3, ...)
+    check_tensor(op, a, "input")
+    check_tensor(op, b, "other")
+    o = opts_of(op, o, { "dim" })
+    local dim = o.dim or -1
+    if a:dim() ~= b:dim() then
+      error(fmt("%s: inputs must have the same number of dimensions.", op), 2)
+    end
+    local nd = a:dim()
+    local d = dim < 0 and dim + nd + 1 or dim
+    if d < 1 or d > nd then
+      error(fmt("%s: dimension %d out of range (expected to be in range of [%d, %d])", op, dim,
+        -nd, nd), 2)
+    end
+    if a:size(d) ~= 3 or b:size(d) ~= 3 then
+      error(fmt("%s: inputs dimension %d must have length 3. Got %d and %d", op, dim, a:size(d),
+        b:size(d)), 2)
+    end
+    local function c(t, i) return t:narrow(d, i, 1) end
+    return T.cat({
+      c(a, 2) * c(b, 3) - c(a, 3) * c(b, 2),
+      c(a, 3) * c(b, 1) - c(a, 1) * c(b, 3),
+      c(a, 1) * c(b, 2) - c(a, 2) * c(b, 1),
+    }, d)
+  end
+
+  function L.multi_dot(list, ...)
+    local op = "linalg.multi_dot"
+    ARGS.nooptions(op, 2, 1, ...)
+    if type(list) ~= "table" or #list < 2 then
+      error(fmt("%s: expected at least 2 tensors but got %d", op, type(list) == "table" and #list or 0), 2)
+    end
+    local n = #list
+    local ts = {}
+    for i = 1, n do
+      check_tensor(op, list[i], "tensor " .. i)
+      ts[i] = list[i]
+    end
+    local first_vec, last_vec = ts[1]:dim() == 1, ts[n]:dim() == 1
+    if first_vec then ts[1] = ts[1]:unsqueeze(1) end
+    if last_vec then ts[n] = ts[n]:unsqueeze(2) end
+    for i = 1, n do
+      if ts[i]:dim() ~= 2 then
+        error(fmt("%s: tensor %d must be 2D but got %dD", op, i, list[i]:dim()), 2)
+      end
+    end
+    -- the cheapest order (dynamic programming over the chain)
+    local p = { ts[1]:size(1) }
+    for i = 1, n do p[i + 1] = ts[i]:size(2) end
+    local cost, split = {}, {}
+    for i = 1, n do cost[i] = { [i] = 0 }; split[i] = {} end
+    for len = 2, n do
+      for i = 1, n - len + 1 do
+        local j = i + len - 1
+        cost[i][j] = INF
+        for k = i, j - 1 do
+          local c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+          if c < cost[i][j] then cost[i][j], split[i][j] = c, k end
+        end
+      end
+    end
+    local function chain(i, j)
+      if i == j then return ts[i] end
+      local k = split[i][j]
+      return T.mm(chain(i, k), chain(k + 1, j))
+    end
+    local r = chain(1, n)
+    if first_vec then r = r:squeeze(1) end
+    if last_vec then r = r:squeeze(-1) end
+    return r
+  end
+
+  function L.diagonal(A, o, ...)
+    local op = "linalg.diagonal"
+    ARGS.nomore(op, 2, ...)
+    check_tensor(op, A)
+    o = opts_of(op, o, { "offset", "dim1", "dim2" })
+    return A:diagonal(o.offset or 0, o.dim1 or -2, o.dim2 or -1)
+  end
+
+  function L.matmul(a, b, ...)
+    ARGS.nooptions("linalg.matmul", 3, 2, ...)
+    return T.matmul(a, b)
+  end
+
+  function L.vecdot(x, y, o, ...)
+    local op = "linalg.vecdot"
+    ARGS.nomore(op, 3, ...)
+    o = opts_of(op, o, { "dim" })
+    return (x * y):sum(o.dim or -1)
+  end
+
+  -- -- T.trace, T.kron, T.tensordot ------------------------------------------------
+  function T.trace(t, ...)
+    ARGS.nooptions("trace", 2, 1, ...)
+    check_tensor("trace", t, "input")
+    if t:dim() ~= 2 then error(fmt("trace: expected a matrix, but got tensor with dim %d", t:dim()), 2) end
+    return t:diagonal(0, 1, 2):sum()
+  end
+
+  function T.kron(a, b, ...)
+    ARGS.nooptions("kron", 3, 2, ...)
+    check_tensor("kron", a, "input")
+    check_tensor("kron", b, "other")
+    local nd = math.max(a:dim(), b:dim())
+    local sa, sb = {}, {}
+    for i = 1, nd do
+      local ia, ib = i - (nd - a:dim()), i - (nd - b:dim())
+      sa[i] = ia >= 1 and a:size(ia) or 1
+      sb[i] = ib >= 1 and b:size(ib) or 1
+    end
+    -- a as [a1, 1, a2, 1, ...], b as [1, b1, 1, b2, ...]
+    local va, vb, out = {}, {}, {}
+    for i = 1, nd do
+      va[2 * i - 1], va[2 * i] = sa[i], 1
+      vb[2 * i - 1], vb[2 * i] = 1, sb[i]
+      out[i] = sa[i] * sb[i]
+    end
+    if nd == 0 then return a * b end
+    return (a:reshape(va) * b:reshape(vb)):reshape(out)
+  end
+
+  function T.tensordot(a, b, dims, ...)
+    local op = "tensordot"
+    -- a table without the two lists is an options table: refused
+    if ARGS.is_opts(dims) and dims[1] == nil then ARGS.nooptions(op, 3, 3, dims) end
+    ARGS.nooptions(op, 4, 3, ...)
+    check_tensor(op, a, "a")
+    check_tensor(op, b, "b")
+    if a.dtype ~= b.dtype then
+      error(fmt("%s: expected both tensors to have the same dtype, but got %s and %s", op,
+        tostring(a.dtype), tostring(b.dtype)), 2)
+    end
+    local da, db = {}, {}
+    if dims == nil then dims = 2 end
+    if type(dims) == "number" then
+      if dims < 0 or dims ~= math.floor(dims) then
+        error(fmt("%s: expects dims >= 0, but got dims=%s", op, tostring(dims)), 2)
+      end
+      if dims > a:dim() or dims > b:dim() then
+        error(fmt("%s: dims (%d) exceeds the number of dims of a (%d) or b (%d)", op, dims,
+          a:dim(), b:dim()), 2)
+      end
+      for i = 1, dims do
+        da[i] = a:dim() - dims + i
+        db[i] = i
+      end
+    elseif T.is_tensor(dims) then
+      error(fmt("%s: dims as a tensor is not supported; pass a number or two lists", op), 2)
+    elseif type(dims) == "table" and type(dims[1]) == "table" and type(dims[2]) == "table" then
+      for i, d in ipairs(dims[1]) do da[i] = d < 0 and d + a:dim() + 1 or d end
+      for i, d in ipairs(dims[2]) do db[i] = d < 0 and d + b:dim() + 1 or d end
+      if #da ~= #db then
+        error(fmt("%s: both dimension lists should have same length", op), 2)
+      end
+    else
+      error(fmt("%s: dims must be a number or a pair of lists { {dims of a}, {dims of b} }", op), 2)
+    end
+    local ca, cb = {}, {}
+    for i = 1, #da do
+      if a:size(da[i]) ~= b:size(db[i]) then
+        error(fmt("%s: contracted dimensions need to match, but first has size %d in dim %d " ..
+          "and second has size %d in dim %d", op, a:size(da[i]), da[i], b:size(db[i]), db[i]), 2)
+      end
+      ca[da[i]], cb[db[i]] = true, true
+    end
+    local pa, pb, out, k = {}, {}, {}, 1
+    local mrows, ncols = 1, 1
+    for i = 1, a:dim() do
+      if not ca[i] then pa[#pa + 1] = i; out[#out + 1] = a:size(i); mrows = mrows * a:size(i) end
+    end
+    for i = 1, #da do pa[#pa + 1] = da[i]; k = k * a:size(da[i]) end
+    for i = 1, #db do pb[#pb + 1] = db[i] end
+    for i = 1, b:dim() do
+      if not cb[i] then pb[#pb + 1] = i; out[#out + 1] = b:size(i); ncols = ncols * b:size(i) end
+    end
+    local A2 = (#pa > 0 and a:permute(pa) or a):reshape(mrows, k)
+    local B2 = (#pb > 0 and b:permute(pb) or b):reshape(k, ncols)
+    local r = A2:matmul(B2)
+    if #out == 0 then return r:reshape({}) end
+    return r:reshape(out)
+  end
+end
