@@ -342,8 +342,14 @@ static void cu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
   UNSUPPORTED_VOID("gemm");
 }
 
+static em_status cu_lapack(const em_lapack_job *j) {
+  (void)j;
+  return unsupported("linalg");
+}
+
 const em_linalg_kernels em_cuda_linalg_kernels = {
     .gemm = cu_gemm,
+    .lapack = cu_lapack,
 };
 
 /* -- random: layer two ------------------------------------------------------ */
