@@ -281,6 +281,12 @@ local NR = {
   SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
   grad_of = "T.ones(2)", set_grad = "T.ones(2), T.ones(2)", _zero_grads = "params",
   StepLR = "sgd, { step_size = 1 }", CosineAnnealingLR = "sgd, { T_max = 3 }",
+  LambdaLR = "sgd, function() return 1 end", MultiplicativeLR = "sgd, function() return 0.9 end",
+  MultiStepLR = "sgd, { 2, 4 }", ExponentialLR = "sgd, 0.9", LinearLR = "sgd", ConstantLR = "sgd",
+  OneCycleLR = "sgd, 0.1, { total_steps = 10 }", CosineAnnealingWarmRestarts = "sgd, 2",
+  CyclicLR = "sgd, { base_lr = 0.01, max_lr = 0.1 }", ReduceLROnPlateau = "sgd",
+  SequentialLR = "(function() local o = sgd; return o, { schedulers = { T.optim.lr_scheduler.ConstantLR(o) }, milestones = {} } end)()",
+  ChainedScheduler = "{ T.optim.lr_scheduler.ExponentialLR(sgd, 0.9) }",
   -- T.data
   TensorDataset = "T.ones(4, 2), T.ones(4)", Subset = "ds, { 1, 2 }", random_split = "ds, { 2, 2 }",
   default_collate = "{ { T.ones(2) }, { T.ones(2) } }", DataLoader = "ds, { batch_size = 2 }",
@@ -308,7 +314,7 @@ local OR = {
     create = nil, update = nil,
   },
   scheduler = { step = "sched", get_last_lr = "sched", state_dict = "sched",
-    load_state_dict = "sched, sched:state_dict()", _apply = "sched" },
+    load_state_dict = "sched, sched:state_dict()", _apply = "sched", print_lr = "sched, false, 1, 0.1, 2" },
   loader = { len = "loader", batches = "loader", iter = "loader" },
   dataset = { len = "ds", get = "ds, 1", get_batch = "ds, T.tensor { 1, 2 }" },
 }

@@ -87,7 +87,6 @@ return function(T, C)
     for k, v in pairs(self.defaults) do if group[k] == nil then group[k] = v end end
     if group.lr == nil or group.lr == false then error(self.name .. ": lr is required", 3) end
     if group.lr < 0 then error(string.format("%s: Invalid learning rate: %g", self.name, group.lr), 3) end
-    group.initial_lr = group.initial_lr or group.lr
     self.param_groups[#self.param_groups + 1] = group
   end
 
