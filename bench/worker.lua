@@ -141,6 +141,16 @@ for name, row in pairs(vm_rows) do
   bodies[name] = function(n) local f, a, o = row[2], S.a, S.o; for _ = 1, n do f(a, o) end end
 end
 
+-- the optimizer-step rows (optim_step_*): one step on a 4M parameter
+for name, cls in pairs({ optim_step_adagrad = "Adagrad", optim_step_nadam = "NAdam" }) do
+  setups[name] = function(k)
+    S.p = T.rand(fl(M / 4 / k)):requires_grad_()
+    S.p.grad = T.rand(fl(M / 4 / k))
+    S.opt = T.optim[cls]({ S.p })
+  end
+  bodies[name] = function(n) local opt = S.opt; for _ = 1, n do opt:step() end end
+end
+
 for k, f in pairs(percall_setups) do setups[k] = f end
 for k, f in pairs(percall_bodies) do bodies[k] = f end
 

@@ -141,6 +141,7 @@ R.item = "x:view(-1):narrow(1, 1, 1)"
 R.cuda = nil -- no device: refused before options matter (checked below)
 R.to_dlpack = "x"
 R.register_post_accumulate_grad_hook = "T.ones(2, { requires_grad = true }), function() end"
+R.register_hook = "T.ones(2, { requires_grad = true }), function() end"
 R.softmax = "x, 1"
 
 -- creation and module-level functions
@@ -279,6 +280,9 @@ local NR = {
   clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
   -- T.optim and its schedulers
   SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
+  Adagrad = "params", Adadelta = "params", Adamax = "params", NAdam = "params", RAdam = "params",
+  ASGD = "params", Rprop = "params", LBFGS = "params",
+  summary = "lin, { 1, 3 }, { verbose = 0 }",
   grad_of = "T.ones(2)", set_grad = "T.ones(2), T.ones(2)", _zero_grads = "params",
   StepLR = "sgd, { step_size = 1 }", CosineAnnealingLR = "sgd, { T_max = 3 }",
   LambdaLR = "sgd, function() return 1 end", MultiplicativeLR = "sgd, function() return 0.9 end",
@@ -307,6 +311,8 @@ local OR = {
     register_parameter = "lin, 'extra', T.ones(2)", register_buffer = "lin, 'b', T.ones(2)",
     add_module = "lin, 'sub', T.nn.ReLU()", forward = "lin, T.ones(2, 3)",
     init = "lin", new = "T.nn.Linear, 3, 2", extend = "T.nn.Module, 'Mine'",
+    register_forward_pre_hook = "lin, function() end", register_forward_hook = "lin, function() end",
+    register_full_backward_hook = "lin, function() end",
   },
   optimizer = {
     zero_grad = "sgd", step = "sgd", state_dict = "sgd", load_state_dict = "sgd, sgd:state_dict()",
@@ -464,7 +470,6 @@ local skip = {
 -- do not yet refuse an extra argument or check every option. Each shows as
 -- pending until it is fixed and taken off this list.
 local gaps = {
-  ["t:register_post_accumulate_grad_hook"] = true,
   ["data.DistributedSampler"] = true,
   ["AdaptiveAvgPool1d:forward"] = true,
   ["AdaptiveAvgPool2d:forward"] = true,
