@@ -198,6 +198,14 @@ local la_rows = {
 for name, row in pairs(la_rows) do
   setups[name] = row[1]
   bodies[name] = function(n) local f = row[2]; for _ = 1, n do f() end end
+-- the optimizer-step rows (optim_step_*): one step on a 4M parameter
+for name, cls in pairs({ optim_step_adagrad = "Adagrad", optim_step_nadam = "NAdam" }) do
+  setups[name] = function(k)
+    S.p = T.rand(fl(M / 4 / k)):requires_grad_()
+    S.p.grad = T.rand(fl(M / 4 / k))
+    S.opt = T.optim[cls]({ S.p })
+  end
+  bodies[name] = function(n) local opt = S.opt; for _ = 1, n do opt:step() end end
 end
 
 for k, f in pairs(percall_setups) do setups[k] = f end

@@ -9,6 +9,7 @@ if MODE == "torch":
     import torch
 
 M = 16 * 1024 * 1024
+OPTIM_STEP = {"optim_step_adagrad": "Adagrad", "optim_step_nadam": "NAdam"}
 TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd")}
 S = {}
 ATTN = ("sdpa_fwd_bwd", "train_transformer")
@@ -145,6 +146,13 @@ def setup(name, k):
         x, y = train_models.batch()
         S["step"] = train_models.step_fn(*TRAIN[name], x, y)
         return "ok"
+    if name in OPTIM_STEP:
+        if MODE != "torch":
+            return "skip no NumPy counterpart"
+        p = torch.rand(int(16 * 1024 * 1024 / 4 / k)).requires_grad_()
+        p.grad = torch.rand(p.numel())
+        S["opt"] = getattr(torch.optim, OPTIM_STEP[name])([p])
+        return "ok"
     if name in ("percall_add1", "percall_item"):
         S["a"], S["b"] = rand(1), rand(1)
         S["t"] = S["a"]
@@ -222,6 +230,8 @@ def setup(name, k):
 def body(name):
     if name in TRAIN or name in ATTN:
         return S["step"]
+    if name in OPTIM_STEP:
+        return S["opt"].step
     a, b, c, t = S.get("a"), S.get("b"), S.get("c"), S.get("t")
     T = MODE == "torch"
     if name == "percall_add1":

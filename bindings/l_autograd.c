@@ -321,6 +321,79 @@ static int l_get_grad_hook(lua_State *L) {
   return 1;
 }
 
+/* Tensor hooks (t:register_hook, issue 18): C._set_tensor_hook(t, fn|nil)
+** gives t one Lua function, called as fn(grad) by the engine
+** (em_tensor_set_hook) on the gradient flowing to t; a tensor it returns
+** replaces the gradient. lua/ember/autograd.lua keeps the list of a
+** tensor's hooks behind it. C._get_tensor_hook(t) returns it. */
+static em_status lua_tensor_hook(void *p, em_tensor *g, em_tensor **out) {
+  lua_hook *h = p;
+  lua_State *L = current_L;
+  if (!L)
+    return em_set_error(EM_E_RUNTIME, "backward: a tensor of this graph has a hook written "
+                        "in Lua; start the backward from Lua");
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 8)) return em_set_error(EM_E_NOMEM, "backward: Lua stack overflow");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+  em_tensor **box = l_newbox(L);
+  em_tensor_retain(g);
+  *box = g;
+  if (lua_pcall(L, 1, 1, 0) != 0) {
+    char other[96];
+    const char *msg = lua_tostring(L, -1);
+    if (!msg) {
+      snprintf(other, sizeof other, "backward: a hook raised a %s", luaL_typename(L, -1));
+      msg = other;
+    }
+    em_status st = em_set_error(EM_E_RUNTIME, msg);
+    lua_settop(L, top);
+    return st;
+  }
+  em_status st = EM_OK;
+  if (!lua_isnil(L, -1)) {
+    em_tensor *x = l_totensor(L, -1);
+    if (!x) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "backward: a tensor hook must return a tensor or nil, got %s",
+               luaL_typename(L, -1));
+      st = em_set_error(EM_E_RUNTIME, msg);
+    } else {
+      em_tensor_retain(x);
+      *out = x;
+    }
+  }
+  lua_settop(L, top);
+  return st;
+}
+
+static int l_set_tensor_hook(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "register_hook");
+  if (lua_isnoneornil(L, 2)) {
+    if (em_tensor_set_hook(t, NULL, NULL, NULL) != EM_OK) return l_error(L);
+    return 0;
+  }
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
+  lua_State *anchor = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!anchor) return l_errorf(L, "register_hook: the ember module is not opened");
+  lua_hook *h = malloc(sizeof *h);
+  if (!h) return l_errorf(L, "register_hook: out of memory");
+  lua_pushvalue(L, 2);
+  h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  h->anchor = anchor;
+  if (em_tensor_set_hook(t, lua_tensor_hook, h, lua_hook_free) != EM_OK) return l_error(L);
+  return 0;
+}
+
+static int l_get_tensor_hook(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "register_hook");
+  lua_hook *h = em_tensor_hook_ctx(t, lua_tensor_hook);
+  if (!h) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+  return 1;
+}
+
 static const char K_CALLBACKS = 0; /* registry: the list of queued final callbacks */
 
 static int l_queue_callback(lua_State *L) {
@@ -493,6 +566,8 @@ void l_open_autograd(lua_State *L) {
                                  {"_autograd_grad", l_autograd_grad},
                                  {"_autograd_custom", l_autograd_custom},
                                  {"_set_grad_hook", l_set_grad_hook},
+                                 {"_set_tensor_hook", l_set_tensor_hook},
+                                 {"_get_tensor_hook", l_get_tensor_hook},
                                  {"_get_grad_hook", l_get_grad_hook},
                                  {"_queue_callback", l_queue_callback},
                                  {NULL, NULL}};

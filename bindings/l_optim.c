@@ -9,6 +9,8 @@
 ** they were given and new tensors where the engine created them (boxes made
 ** before the engine call, so a raised error leaks nothing).
 */
+#include <string.h>
+
 #include "l_ember.h"
 
 /* The tensor at idx, or NULL for nil. */
@@ -124,11 +126,60 @@ static int l_optim_rmsprop(lua_State *L) {
   return 3;
 }
 
+/* C._optim_other(kind, p, g, state1|nil, state2|nil, step, scalar1, scalar2,
+**   lr, weight_decay, eps, beta1, beta2, lr_decay, initial_accumulator_value,
+**   rho, momentum_decay, lambd, alpha, t0, etaminus, etaplus, step_size_min,
+**   step_size_max, maximize) -> state1, state2|nil, scalar1, scalar2
+** kind: 1 Adagrad, 2 Adadelta, 3 Adamax, 4 NAdam, 5 RAdam, 6 ASGD, 7 Rprop
+** (em_optim_kind + 1); the scalars are NAdam's mu_product, ASGD's eta and mu
+** (0 for the others). */
+static int l_optim_other(lua_State *L) {
+  static const char *const names[] = {"Adagrad", "Adadelta", "Adamax", "NAdam",
+                                      "RAdam", "ASGD", "Rprop"};
+  int64_t kind = l_checkint(L, 1, "optimizer step", "kind");
+  if (kind < 1 || kind > 7) return l_errorf(L, "optimizer step: unknown kind %lld", (long long)kind);
+  const char *op = names[kind - 1];
+  em_tensor *p = l_checktensor(L, 2, op), *g = l_checktensor(L, 3, op);
+  em_tensor *given[2] = {opt_state(L, 4, op), opt_state(L, 5, op)};
+  int64_t step = l_checkint(L, 6, op, "step");
+  double sc[2] = {opt_num(L, 7, op, "scalar state"), opt_num(L, 8, op, "scalar state")};
+  em_optim_opts o;
+  memset(&o, 0, sizeof o);
+  o.lr = opt_num(L, 9, op, "lr");
+  o.weight_decay = opt_num(L, 10, op, "weight_decay");
+  o.eps = opt_num(L, 11, op, "eps");
+  o.beta1 = opt_num(L, 12, op, "beta1");
+  o.beta2 = opt_num(L, 13, op, "beta2");
+  o.lr_decay = opt_num(L, 14, op, "lr_decay");
+  o.initial_accumulator_value = opt_num(L, 15, op, "initial_accumulator_value");
+  o.rho = opt_num(L, 16, op, "rho");
+  o.momentum_decay = opt_num(L, 17, op, "momentum_decay");
+  o.lambd = opt_num(L, 18, op, "lambd");
+  o.alpha = opt_num(L, 19, op, "alpha");
+  o.t0 = opt_num(L, 20, op, "t0");
+  o.etaminus = opt_num(L, 21, op, "etaminus");
+  o.etaplus = opt_num(L, 22, op, "etaplus");
+  o.step_size_min = opt_num(L, 23, op, "step_size_min");
+  o.step_size_max = opt_num(L, 24, op, "step_size_max");
+  o.maximize = lua_toboolean(L, 25);
+  lua_settop(L, 25);
+  const int idx[2] = {4, 5};
+  em_tensor **box[2];
+  opt_boxes(L, 2, given, box);
+  em_tensor *now[2] = {given[0], given[1]};
+  if (em_optim_step((em_optim_kind)(kind - 1), p, g, now, step, sc, &o) != EM_OK) return l_error(L);
+  opt_push(L, 2, idx, given, box, now, 25);
+  lua_pushnumber(L, sc[0]);
+  lua_pushnumber(L, sc[1]);
+  return 4;
+}
+
 void l_open_optim(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"_optim_sgd", l_optim_sgd},
       {"_optim_adam", l_optim_adam},
       {"_optim_rmsprop", l_optim_rmsprop},
+      {"_optim_other", l_optim_other},
       {NULL, NULL},
   };
   l_add_functions(L, fns);

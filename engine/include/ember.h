@@ -1235,6 +1235,19 @@ em_status em_autograd_record(const char *name, int nin, const em_tensor *const *
 ** its message. One hook per tensor: setting one frees the previous ctx
 ** (free_ctx, may be NULL; also called when the tensor is freed); fn NULL
 ** removes it. t must be a leaf that requires grad. */
+/* Tensor hooks (t:register_hook): during a backward fn(ctx, grad, &out)
+** runs on the gradient flowing to t: for a non-leaf, the summed gradient of
+** t before t's grad_fn runs (and before a retained .grad takes it); for a
+** leaf, the sum of this backward's gradients before they are added to
+** .grad (backward only: autograd.grad's inputs take theirs unhooked). out
+** left NULL keeps grad; a tensor there (a new reference) replaces it and
+** must have grad's shape and dtype. One hook per tensor (fn NULL removes
+** it); ctx is freed with free_ctx when replaced or when t (a leaf) or
+** t's grad_fn is freed. */
+typedef em_status (*em_tensor_hook_fn)(void *ctx, em_tensor *grad, em_tensor **out);
+em_status em_tensor_set_hook(em_tensor *t, em_tensor_hook_fn fn, void *ctx,
+                             void (*free_ctx)(void *ctx));
+void *em_tensor_hook_ctx(const em_tensor *t, em_tensor_hook_fn fn);
 typedef em_status (*em_grad_hook_fn)(void *ctx, em_tensor *t);
 em_status em_tensor_set_grad_hook(em_tensor *t, em_grad_hook_fn fn, void *ctx,
                                   void (*free_ctx)(void *ctx));
@@ -1284,6 +1297,36 @@ typedef struct em_rmsprop_opts {
 em_status em_rmsprop_step(em_tensor *p, const em_tensor *g, em_tensor **square_avg,
                           em_tensor **momentum_buffer, em_tensor **grad_avg,
                           const em_rmsprop_opts *o);
+
+/* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop (issue 18):
+** PyTorch 1.13's single-tensor updates, op for op in p's dtype, through one
+** entry. state[0..1] are the kind's state tensors (NULL: created, as
+** PyTorch creates them, and handed back):
+**   Adagrad  sum (made full of initial_accumulator_value), -
+**   Adadelta square_avg, acc_delta       Adamax exp_avg, exp_inf
+**   NAdam    exp_avg, exp_avg_sq         RAdam  exp_avg, exp_avg_sq
+**   ASGD     ax, -                       Rprop  prev, step_size (made full of lr)
+** step is the step count including this one. scalars is the kind's scalar
+** state, read and written: NAdam {mu_product}; ASGD {eta, mu} (PyTorch
+** keeps these as float32 0-d tensors: they are rounded to float32 here as
+** there). maximize is refused by NAdam and RAdam (1.13 has none). */
+typedef enum em_optim_kind {
+  EM_OPTIM_ADAGRAD, EM_OPTIM_ADADELTA, EM_OPTIM_ADAMAX, EM_OPTIM_NADAM,
+  EM_OPTIM_RADAM, EM_OPTIM_ASGD, EM_OPTIM_RPROP
+} em_optim_kind;
+typedef struct em_optim_opts {
+  double lr, weight_decay, eps;
+  double beta1, beta2;                 /* Adamax, NAdam, RAdam */
+  double lr_decay, initial_accumulator_value; /* Adagrad */
+  double rho;                          /* Adadelta */
+  double momentum_decay;               /* NAdam */
+  double lambd, alpha, t0;             /* ASGD */
+  double etaminus, etaplus, step_size_min, step_size_max; /* Rprop */
+  int maximize;
+} em_optim_opts;
+em_status em_optim_step(em_optim_kind kind, em_tensor *p, const em_tensor *g,
+                        em_tensor **state, int64_t step, double *scalars,
+                        const em_optim_opts *o);
 
 /* (end of Optimizers) */
 

@@ -186,7 +186,8 @@ return function(T, C)
   -- whose remove() takes the hook off. C._set_grad_hook holds one function
   -- per tensor: the dispatcher below, over this tensor's list.
   local hook_lists = setmetatable({}, { __mode = "k" })
-  function T.Tensor_methods.register_post_accumulate_grad_hook(t, fn)
+  function T.Tensor_methods.register_post_accumulate_grad_hook(t, fn, ...)
+    require("ember.args").nomore("register_post_accumulate_grad_hook", 2, ...)
     if type(fn) ~= "function" then
       error("register_post_accumulate_grad_hook: expected a function, got " .. type(fn), 2)
     end
@@ -202,6 +203,46 @@ return function(T, C)
       end
       hook_lists[d] = list
       local ok, err = pcall(C._set_grad_hook, t, d)
+      if not ok then error(err, 2) end
+    end
+    list.n = list.n + 1
+    list[list.n] = fn
+    local i = list.n
+    return { remove = function() list[i] = false end }
+  end
+  -- t:register_hook(fn): fn(grad) runs on the gradient flowing to t in each
+  -- backward (for a leaf, the sum of that backward's gradients, before it
+  -- joins .grad); a tensor it returns replaces the gradient for the hooks
+  -- after it and for the rest of the backward. Returns a handle whose
+  -- remove() takes the hook off. C._set_tensor_hook holds one function per
+  -- tensor: the dispatcher below, over this tensor's list.
+  local tensor_hook_lists = setmetatable({}, { __mode = "k" })
+  function T.Tensor_methods.register_hook(t, fn, ...)
+    require("ember.args").nomore("register_hook", 2, ...)
+    if type(fn) ~= "function" then
+      error("register_hook: expected a function, got " .. type(fn), 2)
+    end
+    local d = C._get_tensor_hook(t)
+    local list = d and tensor_hook_lists[d]
+    if not list then
+      list = { n = 0 }
+      d = function(g)
+        for i = 1, list.n do
+          local f = list[i]
+          if f then
+            local r = f(g)
+            if r ~= nil then
+              if not T.is_tensor(r) then
+                error("register_hook: a hook must return a tensor or nil, got " .. type(r), 0)
+              end
+              g = r
+            end
+          end
+        end
+        return g
+      end
+      tensor_hook_lists[d] = list
+      local ok, err = pcall(C._set_tensor_hook, t, d)
       if not ok then error(err, 2) end
     end
     list.n = list.n + 1

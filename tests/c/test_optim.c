@@ -165,6 +165,110 @@ TEST(half_and_strided_parameters) {
   em_tensor_release(g);
 }
 
+/* em_optim_step (issue 18): made state starts as PyTorch's (Adagrad's sum
+** full of initial_accumulator_value, Rprop's step_size full of lr), given
+** state is updated in place, the scalar state comes back rounded to
+** float32, and a failed step changes nothing. */
+TEST(optim_step_state_and_scalars) {
+  em_tensor *p = filled(3, 1.0, EM_FLOAT64), *g = filled(3, 2.0, EM_FLOAT64);
+  em_tensor *state[2] = {NULL, NULL};
+  em_optim_opts o = {.lr = 0.1, .eps = 1e-10, .initial_accumulator_value = 0.5};
+  CHECK_OK(em_optim_step(EM_OPTIM_ADAGRAD, p, g, state, 1, NULL, &o));
+  CHECK(state[0] != NULL && state[1] == NULL);
+  CHECK(at(state[0], 0) == 4.5); /* 0.5 + 2 * 2 */
+  CHECK(fabs(at(p, 1) - (1 - 0.1 * 2 / (sqrt(4.5) + 1e-10))) < 1e-15);
+  em_tensor *sum = state[0];
+  CHECK_OK(em_optim_step(EM_OPTIM_ADAGRAD, p, g, state, 2, NULL, &o));
+  CHECK(state[0] == sum && at(sum, 2) == 8.5);
+  em_tensor_release(sum);
+
+  /* Rprop: step_size starts at lr; the first step moves by lr * sign(g) */
+  em_tensor *q = filled(2, 1.0, EM_FLOAT32), *h = filled(2, -3.0, EM_FLOAT32);
+  em_tensor *rs[2] = {NULL, NULL};
+  em_optim_opts r = {.lr = 0.25, .etaminus = 0.5, .etaplus = 1.2, .step_size_min = 1e-6,
+                     .step_size_max = 50};
+  CHECK_OK(em_optim_step(EM_OPTIM_RPROP, q, h, rs, 1, NULL, &r));
+  CHECK(rs[0] && rs[1]);
+  CHECK(at(rs[1], 0) == 0.25 && at(q, 0) == 1.25 && at(rs[0], 1) == -3.0);
+  em_tensor_release(rs[0]);
+  em_tensor_release(rs[1]);
+
+  /* ASGD: eta and mu come back as float32 values */
+  em_tensor *ax[2] = {NULL, NULL};
+  double sc[2] = {0.1, 1.0};
+  em_optim_opts a = {.lr = 0.1, .lambd = 1e-4, .alpha = 0.75, .t0 = 1e6};
+  CHECK_OK(em_optim_step(EM_OPTIM_ASGD, p, g, ax, 1, sc, &a));
+  CHECK(sc[0] == (double)(float)(0.1 / pow(1 + 1e-4 * 0.1, 0.75)) && sc[1] == 1.0);
+  CHECK(ax[0] != NULL);
+  em_tensor_release(ax[0]);
+
+  /* a failed step: no state made, the parameter untouched */
+  em_tensor *g2 = filled(2, 1.0, EM_FLOAT64), *st2[2] = {NULL, NULL};
+  uint64_t v0 = em_storage_version(em_tensor_storage(p));
+  CHECK_ERR(em_optim_step(EM_OPTIM_ADAMAX, p, g2, st2, 1, NULL, &o), "Adamax: the gradient of shape [2]");
+  CHECK(st2[0] == NULL && st2[1] == NULL);
+  CHECK(em_storage_version(em_tensor_storage(p)) == v0);
+  em_optim_opts n = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .maximize = 1};
+  double mu[1] = {1.0};
+  CHECK_ERR(em_optim_step(EM_OPTIM_NADAM, p, g, st2, 1, mu, &n), "NAdam: maximize is not an option");
+  em_optim_opts e = {.lr = 0.1, .etaminus = 0.5, .etaplus = 0.9};
+  CHECK_ERR(em_optim_step(EM_OPTIM_RPROP, p, g, st2, 1, NULL, &e), "Rprop: Invalid eta values: 0.5, 0.9");
+  CHECK_ERR(em_optim_step(EM_OPTIM_ADADELTA, p, g, st2, 0, NULL, &o), "step must be 1 or more");
+  CHECK(st2[0] == NULL);
+  em_tensor_release(g2);
+  em_tensor_release(q);
+  em_tensor_release(h);
+  em_tensor_release(p);
+  em_tensor_release(g);
+}
+
+/* Tensor hooks (em_tensor_set_hook): a leaf's hook sees the summed
+** gradient once and its replacement reaches .grad; the context is freed
+** when the hook is replaced and when the tensor goes. */
+static int hook_calls, hook_frees;
+static em_status times3(void *ctx, em_tensor *g, em_tensor **out) {
+  hook_calls++;
+  return em_binary(EM_OP_MUL, g, (em_tensor *)ctx, out);
+}
+static void count_free(void *ctx) {
+  (void)ctx;
+  hook_frees++;
+}
+
+TEST(tensor_hooks_run_once_on_the_sum) {
+  em_tensor *x = filled(2, 1.0, EM_FLOAT64), *three = filled(1, 3.0, EM_FLOAT64);
+  em_tensor *ones = filled(2, 1.0, EM_FLOAT64), *y = NULL;
+  CHECK_OK(em_tensor_requires_grad_(x, 1));
+  CHECK_OK(em_tensor_set_hook(x, times3, three, count_free));
+  CHECK(em_tensor_hook_ctx(x, times3) == three);
+  CHECK_OK(em_binary(EM_OP_ADD, x, x, &y)); /* two edges into x */
+  em_tensor *roots[1] = {y}, *grads[1] = {ones};
+  CHECK_OK(em_backward(1, roots, grads, 0, 0));
+  CHECK(hook_calls == 1);
+  em_tensor *gx = em_tensor_grad(x);
+  CHECK(gx && at(gx, 0) == 6.0);
+  em_tensor_release(gx);
+  /* a non-leaf's hook: y2 = x * 1 hooked, flows 3 * 1 into x */
+  em_tensor *y2 = NULL;
+  CHECK_OK(em_binary(EM_OP_MUL, x, ones, &y2));
+  CHECK_OK(em_tensor_set_hook(y2, times3, three, count_free));
+  CHECK_OK(em_tensor_set_hook(x, NULL, NULL, NULL)); /* removes x's: frees its ctx */
+  CHECK(hook_frees == 1);
+  em_tensor *r2[1] = {y2};
+  CHECK_OK(em_backward(1, r2, grads, 0, 0));
+  CHECK(hook_calls == 2);
+  gx = em_tensor_grad(x);
+  CHECK(gx && at(gx, 1) == 9.0);
+  em_tensor_release(gx);
+  em_tensor_release(y2); /* frees its node and the hook's ctx */
+  CHECK(hook_frees == 2);
+  CHECK_ERR(em_tensor_set_hook(three, times3, three, NULL), "doesn't require gradient");
+  em_tensor_release(y);
+  em_tensor_release(x);
+  em_tensor_release(three);
+  em_tensor_release(ones);
+}
+
 int main(void) {
   RUN(sgd_momentum_buffer_is_made_then_reused);
   RUN(adam_first_step_moves_by_lr);
@@ -172,5 +276,7 @@ int main(void) {
   RUN(a_failed_step_changes_nothing);
   RUN(bad_options_are_named);
   RUN(half_and_strided_parameters);
+  RUN(optim_step_state_and_scalars);
+  RUN(tensor_hooks_run_once_on_the_sum);
   return CTEST_END();
 }

@@ -169,6 +169,7 @@ R.record_stream = "x:cuda(), T.cuda.current_stream()"
 R.cuda = nil -- no device: refused before options matter (checked below)
 R.to_dlpack = "x"
 R.register_post_accumulate_grad_hook = "T.ones(2, { requires_grad = true }), function() end"
+R.register_hook = "T.ones(2, { requires_grad = true }), function() end"
 R.softmax = "x, 1"
 
 -- creation and module-level functions
@@ -319,8 +320,17 @@ local NR = {
   clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
   -- T.optim and its schedulers
   SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
+  Adagrad = "params", Adadelta = "params", Adamax = "params", NAdam = "params", RAdam = "params",
+  ASGD = "params", Rprop = "params", LBFGS = "params",
+  summary = "lin, { 1, 3 }, { verbose = 0 }",
   grad_of = "T.ones(2)", set_grad = "T.ones(2), T.ones(2)", _zero_grads = "params",
   StepLR = "sgd, { step_size = 1 }", CosineAnnealingLR = "sgd, { T_max = 3 }",
+  LambdaLR = "sgd, function() return 1 end", MultiplicativeLR = "sgd, function() return 0.9 end",
+  MultiStepLR = "sgd, { 2, 4 }", ExponentialLR = "sgd, 0.9", LinearLR = "sgd", ConstantLR = "sgd",
+  OneCycleLR = "sgd, 0.1, { total_steps = 10 }", CosineAnnealingWarmRestarts = "sgd, 2",
+  CyclicLR = "sgd, { base_lr = 0.01, max_lr = 0.1 }", ReduceLROnPlateau = "sgd",
+  SequentialLR = "(function() local o = sgd; return o, { schedulers = { T.optim.lr_scheduler.ConstantLR(o) }, milestones = {} } end)()",
+  ChainedScheduler = "{ T.optim.lr_scheduler.ExponentialLR(sgd, 0.9) }",
   -- T.data
   TensorDataset = "T.ones(4, 2), T.ones(4)", Subset = "ds, { 1, 2 }", random_split = "ds, { 2, 2 }",
   default_collate = "{ { T.ones(2) }, { T.ones(2) } }", DataLoader = "ds, { batch_size = 2 }",
@@ -341,6 +351,8 @@ local OR = {
     register_parameter = "lin, 'extra', T.ones(2)", register_buffer = "lin, 'b', T.ones(2)",
     add_module = "lin, 'sub', T.nn.ReLU()", forward = "lin, T.ones(2, 3)",
     init = "lin", new = "T.nn.Linear, 3, 2", extend = "T.nn.Module, 'Mine'",
+    register_forward_pre_hook = "lin, function() end", register_forward_hook = "lin, function() end",
+    register_full_backward_hook = "lin, function() end",
   },
   optimizer = {
     zero_grad = "sgd", step = "sgd", state_dict = "sgd", load_state_dict = "sgd, sgd:state_dict()",
@@ -348,7 +360,7 @@ local OR = {
     create = nil, update = nil,
   },
   scheduler = { step = "sched", get_last_lr = "sched", state_dict = "sched",
-    load_state_dict = "sched, sched:state_dict()", _apply = "sched" },
+    load_state_dict = "sched, sched:state_dict()", _apply = "sched", print_lr = "sched, false, 1, 0.1, 2" },
   loader = { len = "loader", batches = "loader", iter = "loader" },
   dataset = { len = "ds", get = "ds, 1", get_batch = "ds, T.tensor { 1, 2 }" },
 }
@@ -527,7 +539,6 @@ local skip = {
 -- yet refuse an extra argument or check every option. Each shows as pending
 -- until it is fixed and taken off this list.
 local gaps = {
-  ["t:register_post_accumulate_grad_hook"] = true,
 }
 for k in pairs(gaps) do skip[k] = "known gap: takes an extra table or option without refusing it yet" end
 skip["cuda.stream"] = "passes the arguments after fn on to fn (checked in cuda_spec)"

@@ -63,6 +63,12 @@ typedef struct em_ag_meta {
   uint64_t hook_mark;
   int64_t hook_pending;
   int hook_got;
+  /* the tensor hook of a leaf (em_tensor_set_hook) and, per backward run,
+  ** the sum of the gradients it waits for */
+  em_tensor_hook_fn pre;
+  void *pre_ctx;
+  void (*pre_free)(void *ctx);
+  em_tensor *pre_buf;
 } em_ag_meta;
 
 static em_ag_meta *meta_of(const em_tensor *t) { return (em_ag_meta *)t->autograd; }
@@ -95,6 +101,8 @@ static void meta_release(em_tensor *t) {
   em_tensor_release(m->grad);
   em_node_release(m->grad_fn);
   if (m->hook_free) m->hook_free(m->hook_ctx);
+  if (m->pre_free) m->pre_free(m->pre_ctx);
+  em_tensor_release(m->pre_buf);
   free(m);
   t->autograd = NULL;
 }
@@ -175,6 +183,12 @@ void em_node_release(em_node *n) {
     free(n->saved);
     free(n->retain);
     free(n->buf);
+    while (n->prehooks) {
+      em_ag_prehook *h = n->prehooks;
+      n->prehooks = h->next;
+      if (h->free_ctx) h->free_ctx(h->ctx);
+      free(h);
+    }
     if (n->custom_free) n->custom_free(n->custom_ctx);
     free(n->owned_name);
     free(n);
@@ -786,19 +800,63 @@ static em_status push_node(run *r, em_node *n) {
 ** backward, after every contribution to the leaf is summed. */
 static void hook_expect(run *r, const em_tensor *leaf) {
   em_ag_meta *m = meta_of(leaf);
-  if (!r->accumulate || !m || !m->hook) return;
+  if (!r->accumulate || !m || (!m->hook && !m->pre)) return;
   if (m->hook_mark != r->mark) {
     m->hook_mark = r->mark;
     m->hook_pending = 0;
     m->hook_got = 0;
+    em_tensor_release(m->pre_buf); /* left by a failed run */
+    m->pre_buf = NULL;
   }
   m->hook_pending++;
 }
 
+static em_status accumulate_grad(em_tensor *t, em_tensor *g, int create_graph);
+
+/* Runs a tensor hook on g: *out is g (a new reference) or its replacement,
+** checked against g's shape and dtype. */
+static em_status run_tensor_hook(em_tensor_hook_fn fn, void *ctx, em_tensor *g,
+                                 em_tensor **out) {
+  em_tensor *x = NULL;
+  em_status st = fn(ctx, g, &x);
+  if (st != EM_OK) {
+    em_tensor_release(x);
+    return st;
+  }
+  if (!x) {
+    em_tensor_retain(g);
+    *out = g;
+    return EM_OK;
+  }
+  int same = x->ndim == g->ndim;
+  for (int d = 0; same && d < g->ndim; d++) same = x->sizes[d] == g->sizes[d];
+  if (!same || x->dtype != g->dtype) {
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    st = em_fail(EM_E_RUNTIME, "backward: a hook returned a gradient of %s %s where %s %s "
+                 "was expected (hooks may not change the shape or the dtype)",
+                 em_dtype_name(x->dtype), em_fmt_shape(b1, sizeof b1, x->ndim, x->sizes),
+                 em_dtype_name(g->dtype), em_fmt_shape(b2, sizeof b2, g->ndim, g->sizes));
+    em_tensor_release(x);
+    return st;
+  }
+  *out = x;
+  return EM_OK;
+}
+
 static em_status hook_arrive(run *r, em_tensor *leaf) {
   em_ag_meta *m = meta_of(leaf);
-  if (!r->accumulate || !m || !m->hook || m->hook_mark != r->mark) return EM_OK;
-  if (--m->hook_pending > 0 || !m->hook_got) return EM_OK;
+  if (!r->accumulate || !m || (!m->hook && !m->pre) || m->hook_mark != r->mark) return EM_OK;
+  if (--m->hook_pending > 0) return EM_OK;
+  if (m->pre && m->pre_buf) {
+    em_tensor *g = m->pre_buf, *h = NULL;
+    m->pre_buf = NULL;
+    em_status st = run_tensor_hook(m->pre, m->pre_ctx, g, &h);
+    em_tensor_release(g);
+    if (st == EM_OK) st = accumulate_grad(leaf, h, r->create_graph);
+    em_tensor_release(h);
+    if (st != EM_OK) return st;
+  }
+  if (!m->hook || !m->hook_got) return EM_OK;
   m->hook_got = 0;
   return m->hook(m->hook_ctx, leaf);
 }
@@ -890,6 +948,8 @@ static em_status deliver(run *r, const em_ag_edge *e, em_tensor *g) {
   int j = target_of_leaf(r, e->leaf);
   if (j >= 0) return add_into(&r->results[j], g);
   if (!r->accumulate) return EM_OK;
+  em_ag_meta *m = meta_of(e->leaf);
+  if (m && m->pre && m->hook_mark == r->mark) return add_into(&m->pre_buf, g);
   return accumulate_grad(e->leaf, g, r->create_graph);
 }
 
@@ -945,6 +1005,16 @@ static em_status zeros_of(const em_ag_tmeta *m, em_tensor **out) {
 /* Runs one ready node: its summed output gradients in buf. */
 static em_status run_node(run *r, em_node *n) {
   em_status st = EM_OK;
+  for (em_ag_prehook *h = n->prehooks; h && st == EM_OK; h = h->next) {
+    if (h->nr >= n->nout || !n->buf[h->nr]) continue;
+    em_tensor *g = NULL;
+    st = run_tensor_hook(h->fn, h->ctx, n->buf[h->nr], &g);
+    if (st == EM_OK) {
+      em_tensor_release(n->buf[h->nr]);
+      n->buf[h->nr] = g;
+    }
+  }
+  if (st != EM_OK) return st;
   /* gradients wanted at this node's outputs (autograd.grad of non-leaves),
   ** and retained ones */
   for (int j = 0; j < r->ntargets && st == EM_OK; j++)
@@ -1138,6 +1208,73 @@ em_status em_tensor_set_grad_hook(em_tensor *t, em_grad_hook_fn fn, void *ctx,
   m->hook_mark = 0;
   if (!fn && free_ctx) free_ctx(ctx);
   return EM_OK;
+}
+
+em_status em_tensor_set_hook(em_tensor *t, em_tensor_hook_fn fn, void *ctx,
+                             void (*free_ctx)(void *ctx)) {
+  if (fn && !t->requires_grad) {
+    if (free_ctx) free_ctx(ctx);
+    return em_fail(EM_E_RUNTIME, "register_hook: cannot register a hook on a tensor that "
+                   "doesn't require gradient");
+  }
+  em_node *n = grad_fn_of(t);
+  if (n) {
+    int nr = meta_of(t)->output_nr;
+    em_ag_prehook **pp = &n->prehooks;
+    while (*pp && (*pp)->nr != nr) pp = &(*pp)->next;
+    if (*pp) { /* replace (or remove) this output's hook */
+      em_ag_prehook *h = *pp;
+      if (h->free_ctx) h->free_ctx(h->ctx);
+      if (fn) {
+        h->fn = fn;
+        h->ctx = ctx;
+        h->free_ctx = free_ctx;
+      } else {
+        *pp = h->next;
+        free(h);
+      }
+      return EM_OK;
+    }
+    if (!fn) return EM_OK;
+    em_ag_prehook *h = malloc(sizeof *h);
+    if (!h) {
+      if (free_ctx) free_ctx(ctx);
+      return em_fail(EM_E_NOMEM, "register_hook: out of memory");
+    }
+    h->nr = nr;
+    h->fn = fn;
+    h->ctx = ctx;
+    h->free_ctx = free_ctx;
+    h->next = NULL;
+    *pp = h;
+    return EM_OK;
+  }
+  em_ag_meta *m;
+  em_status st = meta_get(t, &m);
+  if (st != EM_OK) {
+    if (free_ctx) free_ctx(ctx);
+    return st;
+  }
+  if (m->pre_free) m->pre_free(m->pre_ctx);
+  m->pre = fn;
+  m->pre_ctx = fn ? ctx : NULL;
+  m->pre_free = fn ? free_ctx : NULL;
+  m->hook_mark = 0;
+  if (!fn && free_ctx) free_ctx(ctx);
+  return EM_OK;
+}
+
+void *em_tensor_hook_ctx(const em_tensor *t, em_tensor_hook_fn fn) {
+  if (!fn) return NULL;
+  em_node *n = grad_fn_of(t);
+  if (n) {
+    int nr = meta_of(t)->output_nr;
+    for (em_ag_prehook *h = n->prehooks; h; h = h->next)
+      if (h->nr == nr) return h->fn == fn ? h->ctx : NULL;
+    return NULL;
+  }
+  em_ag_meta *m = meta_of(t);
+  return m && m->pre == fn ? m->pre_ctx : NULL;
 }
 
 void *em_tensor_grad_hook_ctx(const em_tensor *t, em_grad_hook_fn fn) {

@@ -297,7 +297,18 @@ struct em_node {
   uint64_t mark;
   int deps;
   em_tensor **buf;        /* nout */
+  /* tensor hooks of non-leaf outputs (em_tensor_set_hook), run on buf[nr]
+  ** before the node runs */
+  struct em_ag_prehook *prehooks;
 };
+
+typedef struct em_ag_prehook {
+  int nr;
+  em_tensor_hook_fn fn;
+  void *ctx;
+  void (*free_ctx)(void *ctx);
+  struct em_ag_prehook *next;
+} em_ag_prehook;
 
 void em_node_retain(em_node *n);
 void em_node_release(em_node *n);

@@ -27,6 +27,15 @@ typedef struct em_optim_params {
   int nesterov, maximize;
   int first;          /* SGD: the momentum buffer is new (buf = d) */
   int amsgrad, decoupled, centered, has_momentum;
+  /* the optimizers of the .other entry (em_optim_kind) */
+  int kind;
+  double rho;          /* Adadelta */
+  double bc1, bc2;     /* NAdam: bc2; RAdam: bc1 and sqrt(bias_correction2) */
+  double c1, c2;       /* NAdam: the two addcdiv values; RAdam: c1 = rect;
+                       ** ASGD: c1 = 1 - lambd * eta, c2 = eta */
+  double mu;           /* ASGD: the average's weight */
+  double etaminus, etaplus, step_min, step_max; /* Rprop */
+  int rectify;         /* RAdam: rho_t > 5 */
 } em_optim_params;
 
 typedef struct em_optim_kernels {
@@ -39,6 +48,10 @@ typedef struct em_optim_kernels {
   /* Operands: 0 param, 1 grad, 2 square_avg, 3 momentum_buffer, 4 grad_avg
   ** (the param where absent). */
   void (*rmsprop)(const em_iter *it, em_dtype dt, const em_optim_params *p);
+  /* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (p->kind, an
+  ** em_optim_kind). Operands: 0 param, 1 grad, 2 and 3 the state of
+  ** em_optim_step (3 the param for those with one state tensor). */
+  void (*other)(const em_iter *it, em_dtype dt, const em_optim_params *p);
 } em_optim_kernels;
 
 extern const em_optim_kernels em_cpu_optim_kernels, em_meta_optim_kernels;

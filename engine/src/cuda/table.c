@@ -490,6 +490,7 @@ const em_optim_kernels em_cuda_optim_kernels = {
     .sgd = cu_optim_step,
     .adam = cu_optim_step,
     .rmsprop = cu_optim_step,
+    .other = cu_optim_step,
 };
 
 /* -- reduce: layer two ------------------------------------------------------ */

@@ -295,6 +295,7 @@ const em_optim_kernels em_meta_optim_kernels = {
     .sgd = meta_optim_step,
     .adam = meta_optim_step,
     .rmsprop = meta_optim_step,
+    .other = meta_optim_step,
 };
 
 /* -- reduce ---------------------------------------------------------------- */

@@ -78,7 +78,7 @@ static em_status prepare(const char *op, em_tensor *p, const em_tensor *g, int n
 }
 
 /* The three updates of the optimizer family. */
-typedef enum step_kind { STEP_SGD, STEP_ADAM, STEP_RMSPROP } step_kind;
+typedef enum step_kind { STEP_SGD, STEP_ADAM, STEP_RMSPROP, STEP_OTHER } step_kind;
 
 /* Runs the device's update over (p, g, slots...) and bumps the written
 ** storages' versions. */
@@ -98,6 +98,7 @@ static em_status run(const char *op, const em_optim_kernels *ko, step_kind kind,
     case STEP_SGD: ko->sgd(&it, p->dtype, k); break;
     case STEP_ADAM: ko->adam(&it, p->dtype, k); break;
     case STEP_RMSPROP: ko->rmsprop(&it, p->dtype, k); break;
+    case STEP_OTHER: ko->other(&it, p->dtype, k); break;
   }
   em_storage_bump_version(p->storage);
   for (int i = 0; i < nslots; i++)
@@ -252,5 +253,149 @@ em_status em_rmsprop_step(em_tensor *p, const em_tensor *g, em_tensor **square_a
   *square_avg = slots[0];
   if (has_mom) *momentum_buffer = slots[1];
   if (o->centered) *grad_avg = slots[2];
+  return EM_OK;
+}
+
+/* -- Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop ---------------------- */
+
+static const char *const other_names[] = {"Adagrad", "Adadelta", "Adamax", "NAdam",
+                                          "RAdam", "ASGD", "Rprop"};
+/* the state tensors of each kind (NULL: none) */
+static const char *const other_slots[][2] = {
+    {"sum", NULL},         {"square_avg", "acc_delta"}, {"exp_avg", "exp_inf"},
+    {"exp_avg", "exp_avg_sq"}, {"exp_avg", "exp_avg_sq"}, {"ax", NULL},
+    {"prev", "step_size"},
+};
+
+/* PyTorch keeps these scalars in float32 0-d tensors (the volatile keeps
+** the rounding: GCC 12 at -O2 was seen to drop a (double)(float) pair) */
+static double f32(double v) {
+  volatile float f = (float)v;
+  return (double)f;
+}
+
+em_status em_optim_step(em_optim_kind kind, em_tensor *p, const em_tensor *g,
+                        em_tensor **state, int64_t step, double *scalars,
+                        const em_optim_opts *o) {
+  if ((int)kind < 0 || kind > EM_OPTIM_RPROP)
+    return em_fail(EM_E_VALUE, "optimizer step: unknown optimizer kind %d", (int)kind);
+  const char *op = other_names[kind];
+  em_status st = check_finite(op, "lr", o->lr);
+  if (st == EM_OK) st = check_finite(op, "weight_decay", o->weight_decay);
+  if (st == EM_OK && !(o->lr >= 0))
+    st = em_fail(EM_E_VALUE, "%s: Invalid learning rate: %g", op, o->lr);
+  if (st == EM_OK && !(o->eps >= 0) && kind != EM_OPTIM_ASGD && kind != EM_OPTIM_RPROP)
+    st = em_fail(EM_E_VALUE, "%s: Invalid epsilon value: %g", op, o->eps);
+  if (st == EM_OK && (kind == EM_OPTIM_ADAMAX || kind == EM_OPTIM_NADAM || kind == EM_OPTIM_RADAM)) {
+    if (!(o->beta1 >= 0 && o->beta1 < 1))
+      st = em_fail(EM_E_VALUE, "%s: Invalid beta parameter at index 1: %g", op, o->beta1);
+    else if (!(o->beta2 >= 0 && o->beta2 < 1))
+      st = em_fail(EM_E_VALUE, "%s: Invalid beta parameter at index 2: %g", op, o->beta2);
+  }
+  if (st == EM_OK && kind == EM_OPTIM_ADADELTA && !(o->rho >= 0 && o->rho <= 1))
+    st = em_fail(EM_E_VALUE, "%s: Invalid rho value: %g", op, o->rho);
+  if (st == EM_OK && kind == EM_OPTIM_RPROP &&
+      !(0 < o->etaminus && o->etaminus < 1 && 1 < o->etaplus))
+    st = em_fail(EM_E_VALUE, "%s: Invalid eta values: %g, %g", op, o->etaminus, o->etaplus);
+  if (st == EM_OK && (kind == EM_OPTIM_NADAM || kind == EM_OPTIM_RADAM) && o->maximize)
+    st = em_fail(EM_E_VALUE, "%s: maximize is not an option of %s (PyTorch 1.13)", op, op);
+  if (st == EM_OK && step < 1)
+    st = em_fail(EM_E_VALUE, "%s: step must be 1 or more (the count after this step), got %lld",
+                 op, (long long)step);
+  if (st == EM_OK && (!state || ((kind == EM_OPTIM_NADAM || kind == EM_OPTIM_ASGD) && !scalars)))
+    st = em_fail(EM_E_VALUE, "%s: a state slot is missing", op);
+  if (st != EM_OK) return st;
+
+  em_optim_params k;
+  memset(&k, 0, sizeof k);
+  k.kind = kind;
+  k.lr = o->lr;
+  k.weight_decay = o->weight_decay;
+  k.eps = o->eps;
+  k.beta1 = o->beta1;
+  k.beta2 = o->beta2;
+  k.maximize = o->maximize;
+  double sd = (double)step;
+  double fill[2] = {0, 0};
+  double out_scalars[2] = {0, 0};
+  switch (kind) {
+    case EM_OPTIM_ADAGRAD:
+      k.step_size = o->lr / (1 + (sd - 1) * o->lr_decay); /* clr */
+      fill[0] = o->initial_accumulator_value;
+      break;
+    case EM_OPTIM_ADADELTA: k.rho = o->rho; break;
+    case EM_OPTIM_ADAMAX: k.step_size = o->lr / (1 - pow(o->beta1, sd)); break;
+    case EM_OPTIM_NADAM: {
+      double mu = o->beta1 * (1. - 0.5 * pow(0.96, sd * o->momentum_decay));
+      double mu_next = o->beta1 * (1. - 0.5 * pow(0.96, (sd + 1) * o->momentum_decay));
+      /* mu_product *= mu; mu_product_next = mu_product * mu * mu_next, in float32 */
+      double prod = f32(f32(scalars[0]) * f32(mu));
+      double prod_next = f32(f32(prod * f32(mu)) * f32(mu_next));
+      k.bc2 = 1 - pow(o->beta2, sd);
+      k.c1 = -o->lr * (1. - mu) / (1. - prod);
+      k.c2 = -o->lr * mu_next / (1. - prod_next);
+      out_scalars[0] = prod;
+      break;
+    }
+    case EM_OPTIM_RADAM: {
+      double bc1 = 1 - pow(o->beta1, sd), bc2 = 1 - pow(o->beta2, sd);
+      double rho_inf = 2 / (1 - o->beta2) - 1;
+      double rho_t = rho_inf - 2 * sd * pow(o->beta2, sd) / bc2;
+      k.bc1 = bc1;
+      k.bc2 = sqrt(bc2);
+      k.rectify = rho_t > 5.;
+      if (k.rectify)
+        k.c1 = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+      break;
+    }
+    case EM_OPTIM_ASGD: {
+      double eta = f32(scalars[0]), mu = f32(scalars[1]);
+      k.c1 = 1 - o->lambd * eta;
+      k.c2 = eta;
+      k.mu = mu;
+      out_scalars[0] = f32(o->lr / pow(1 + o->lambd * o->lr * sd, o->alpha));
+      out_scalars[1] = f32(1 / fmax(1, sd - o->t0));
+      break;
+    }
+    case EM_OPTIM_RPROP:
+      k.etaminus = o->etaminus;
+      k.etaplus = o->etaplus;
+      k.step_min = o->step_size_min;
+      k.step_max = o->step_size_max;
+      fill[1] = o->lr;
+      break;
+  }
+  int nslots = other_slots[kind][1] ? 2 : 1;
+  em_tensor *given[2] = {state[0], nslots > 1 ? state[1] : NULL};
+  em_tensor *slots[2] = {given[0], given[1]};
+  int want[2] = {1, nslots > 1};
+  const char *names[2] = {other_slots[kind][0], other_slots[kind][1]};
+  /* made slots start as PyTorch's (zeros, or full of fill) */
+  const em_kernels *kt;
+  st = em_kernels_check(op, em_tensor_device(p), &kt);
+  if (st == EM_OK) st = prepare(op, p, g, nslots, slots, want, names);
+  for (int i = 0; i < nslots && st == EM_OK; i++)
+    if (slots[i] != given[i] && fill[i] != 0) {
+      em_scalar v;
+      memset(&v, 0, sizeof v);
+      v.kind = EM_SCALAR_FLOAT;
+      v.f = fill[i];
+      st = em_fill_(slots[i], v);
+    }
+  if (st != EM_OK) {
+    drop_made(nslots, slots, given);
+    return st;
+  }
+  st = step_slots(op, STEP_OTHER, p, g, nslots, slots, given, want, names, &k);
+  if (st != EM_OK) {
+    drop_made(nslots, slots, given);
+    return st;
+  }
+  for (int i = 0; i < nslots; i++) state[i] = slots[i];
+  if (kind == EM_OPTIM_NADAM) scalars[0] = out_scalars[0];
+  if (kind == EM_OPTIM_ASGD) {
+    scalars[0] = out_scalars[0];
+    scalars[1] = out_scalars[1];
+  }
   return EM_OK;
 }

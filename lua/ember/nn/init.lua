@@ -24,6 +24,7 @@ return function(T, C)
   require("ember.nn.transpose_upsample")(T, C, nn)
   require("ember.nn.ctc")(T, C, nn)
   require("ember.nn.attention")(T, C, nn)
+  require("ember.nn.summary")(T, nn)
 
   nn.utils = {}
   -- Scales the gradients of params in place so that their joint norm is at

@@ -52,7 +52,10 @@ return function(T, C)
           rawset(self, k, v)
         end
       end,
-      __call = function(self, ...) return self:forward(...) end,
+      __call = function(self, ...)
+        if rawget(self, "_module_hooks") == nil then return self:forward(...) end
+        return Module._call_hooked(self, ...)
+      end,
       __tostring = function(self) return self:_repr("") end,
     }
   end
@@ -80,6 +83,163 @@ return function(T, C)
     return cls
   end
   Module._mt = make_mt(Module)
+
+  -- -- Hooks (PyTorch's register_forward_pre_hook, register_forward_hook,
+  -- register_full_backward_hook) -----------------------------------------------
+  -- Each list is kept in registration order under self._hooks (nil until a
+  -- hook is registered: a module without hooks is called as before). A
+  -- handle's remove() takes its hook off.
+  local unpack = table.unpack or unpack
+  local function hook_list(self, kind, fn, what)
+    if type(fn) ~= "function" then error(string.format("%s: expected a function, got %s", what, type(fn)), 3) end
+    local hooks = rawget(self, "_module_hooks")
+    if not hooks then
+      hooks = { pre = {}, fwd = {}, bwd = {}, n = 0 }
+      rawset(self, "_module_hooks", hooks)
+    end
+    hooks.n = hooks.n + 1
+    local id = hooks.n
+    local list = hooks[kind]
+    list[#list + 1] = { id = id, fn = fn }
+    return {
+      id = id,
+      remove = function()
+        for i, h in ipairs(list) do
+          if h.id == id then table.remove(list, i) break end
+        end
+        if #hooks.pre == 0 and #hooks.fwd == 0 and #hooks.bwd == 0 then rawset(self, "_module_hooks", nil) end
+      end,
+    }
+  end
+  -- hook(module, args) -> nil or the new arguments (a list; any other value
+  -- is the single new argument)
+  function Module:register_forward_pre_hook(hook, ...)
+    nomore("register_forward_pre_hook", 2, ...)
+    return hook_list(self, "pre", hook, "register_forward_pre_hook")
+  end
+  -- hook(module, args, output) -> nil or the new output
+  function Module:register_forward_hook(hook, ...)
+    nomore("register_forward_hook", 2, ...)
+    return hook_list(self, "fwd", hook, "register_forward_hook")
+  end
+  -- hook(module, grad_input, grad_output) -> nil or the new grad_input
+  -- (tables: one entry per tensor argument / tensor output; an entry with
+  -- no gradient is nil, and .n holds the count)
+  function Module:register_full_backward_hook(hook, ...)
+    nomore("register_full_backward_hook", 2, ...)
+    return hook_list(self, "bwd", hook, "register_full_backward_hook")
+  end
+
+  local function is_list(v) return type(v) == "table" and getmetatable(v) == nil end
+
+  -- full backward hooks: the tensor inputs and outputs pass through an
+  -- identity (view_as) whose tensor hook sees their gradients
+  local function wrap_inputs(self, args, state)
+    local slots = {}
+    for i = 1, args.n do
+      local a = args[i]
+      if T.is_tensor(a) then
+        slots[#slots + 1] = i
+        if a.requires_grad then
+          local id = a:view_as(a)
+          local k = #slots
+          state.want = state.want + 1
+          id:register_hook(function(g)
+            state.gin[k] = g
+            state.got = state.got + 1
+            if state.got < state.want then return nil end
+            return state.fire(k)
+          end)
+          args[i] = id
+        end
+      end
+    end
+    state.nin = #slots
+  end
+  local function wrap_outputs(out, state)
+    local function wrap(t, k)
+      if not (T.is_tensor(t) and t.requires_grad) then return t end
+      local id = t:view_as(t)
+      id:register_hook(function(g)
+        state.gout[k] = g
+        if state.want == 0 and not state.fired then
+          state.fired = true
+          -- no input needs a gradient: the hook runs once the outputs' are known
+          state.fire(nil)
+        end
+        return nil
+      end)
+      return id
+    end
+    if T.is_tensor(out) then
+      state.nout = 1
+      return wrap(out, 1)
+    end
+    if is_list(out) then
+      local r = {}
+      local n = 0
+      for k, v in pairs(out) do r[k] = v end
+      for i = 1, #out do
+        if T.is_tensor(out[i]) then n = n + 1; r[i] = wrap(out[i], n) end
+      end
+      state.nout = n
+      return r
+    end
+    state.nout = 0
+    return out
+  end
+
+  function Module._call_hooked(self, ...)
+    local hooks = rawget(self, "_module_hooks")
+    local args = { n = select("#", ...), ... }
+    for _, h in ipairs({ unpack(hooks.pre) }) do
+      local r = h.fn(self, args)
+      if r ~= nil then
+        if is_list(r) then args = { n = r.n or #r, unpack(r, 1, r.n or #r) } else args = { n = 1, r } end
+      end
+    end
+    local bwd = hooks.bwd
+    local state
+    if #bwd > 0 and T.is_grad_enabled() then
+      local fns = {}
+      for i, h in ipairs(bwd) do fns[i] = h.fn end
+      state = { want = 0, got = 0, gin = {}, gout = {} }
+      state.fire = function(k)
+        local gin = { n = state.nin }
+        for i = 1, state.nin do gin[i] = state.gin[i] end
+        local gout = { n = state.nout }
+        for i = 1, state.nout do gout[i] = state.gout[i] end
+        local replaced
+        for _, f in ipairs(fns) do
+          local r = f(self, gin, gout)
+          if r ~= nil then
+            if not is_list(r) then
+              error("register_full_backward_hook: a hook must return nil or a table of gradients, got "
+                .. type(r), 0)
+            end
+            gin, replaced = r, true
+          end
+        end
+        state.gin, state.got = {}, 0
+        if replaced and k then
+          if state.want > 1 then
+            error("register_full_backward_hook: replacing grad_input is supported for modules with "
+              .. "one input that requires grad (this one has " .. state.want .. ")", 0)
+          end
+          return gin[k]
+        end
+        return nil
+      end
+      wrap_inputs(self, args, state)
+    end
+    local out = self:forward(unpack(args, 1, args.n))
+    for _, h in ipairs({ unpack(hooks.fwd) }) do
+      local r = h.fn(self, { unpack(args, 1, args.n) }, out)
+      if r ~= nil then out = r end
+    end
+    if state then out = wrap_outputs(out, state) end
+    return out
+  end
 
   function Module:new(...)
     local o = setmetatable({

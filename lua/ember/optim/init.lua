@@ -87,7 +87,6 @@ return function(T, C)
     for k, v in pairs(self.defaults) do if group[k] == nil then group[k] = v end end
     if group.lr == nil or group.lr == false then error(self.name .. ": lr is required", 3) end
     if group.lr < 0 then error(string.format("%s: Invalid learning rate: %g", self.name, group.lr), 3) end
-    group.initial_lr = group.initial_lr or group.lr
     self.param_groups[#self.param_groups + 1] = group
   end
 
@@ -142,7 +141,11 @@ return function(T, C)
         local st = self.state[p]
         if st then
           local copy = {}
-          for k, v in pairs(st) do copy[k] = T.is_tensor(v) and v:clone() or v end
+          local scalars = self.scalar_state
+          for k, v in pairs(st) do
+            if scalars and scalars[k] then v = T.tensor(v, { dtype = T.float32 }) end
+            copy[k] = T.is_tensor(v) and v:clone() or v
+          end
           state[index[p]] = copy
         end
       end
@@ -175,7 +178,8 @@ return function(T, C)
       if p then
         local copy = {}
         for k, v in pairs(st) do
-          if k == "step" and T.is_tensor(v) and v:numel() == 1 then
+          if (k == "step" or (self.scalar_state and self.scalar_state[k])) and T.is_tensor(v)
+              and v:numel() == 1 then
             v = v:item() -- PyTorch >= 1.12 keeps Adam's step as a 0-d tensor
           elseif T.is_tensor(v) then
             v = v:clone()
@@ -264,6 +268,129 @@ return function(T, C)
       need((o.alpha or 0) >= 0, "RMSprop", "alpha value", o.alpha)
       need((o.eps or 0) >= 0, "RMSprop", "epsilon value", o.eps)
     end)
+
+
+  -- -- Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop -------------------------
+  -- (docs/optim.md) one fused C step per parameter (C._optim_other,
+  -- engine/src/cpu/optim.c), PyTorch 1.13's single-tensor updates. Scalar
+  -- state PyTorch keeps in float32 0-d tensors (NAdam's mu_product, ASGD's
+  -- eta and mu) is a Lua number here, rounded as float32 by the step, and
+  -- a 0-d float32 tensor in state_dict().
+  local other_step = C._optim_other
+  local KIND = { Adagrad = 1, Adadelta = 2, Adamax = 3, NAdam = 4, RAdam = 5, ASGD = 6, Rprop = 7 }
+  local SLOTS = {
+    Adagrad = { "sum" }, Adadelta = { "square_avg", "acc_delta" }, Adamax = { "exp_avg", "exp_inf" },
+    NAdam = { "exp_avg", "exp_avg_sq" }, RAdam = { "exp_avg", "exp_avg_sq" }, ASGD = { "ax" },
+    Rprop = { "prev", "step_size" },
+  }
+  local function other_update(name)
+    local kind, slots = KIND[name], SLOTS[name]
+    local s1, s2 = slots[1], slots[2]
+    return function(self, p, g, st, o)
+      local step = (st.step or 0) + 1
+      local b = o.betas or {}
+      local etas, sizes = o.etas or {}, o.step_sizes or {}
+      local a, c
+      if name == "NAdam" then a = st.mu_product or 1
+      elseif name == "ASGD" then a, c = st.eta or o.lr, st.mu or 1 end
+      local x1, x2, r1, r2 = other_step(kind, p, g, st[s1], s2 and st[s2], step, a or 0, c or 0,
+        o.lr, o.weight_decay or 0, o.eps or 0, b[1] or 0, b[2] or 0, o.lr_decay or 0,
+        o.initial_accumulator_value or 0, o.rho or 0, o.momentum_decay or 0, o.lambd or 0,
+        o.alpha or 0, o.t0 or 0, etas[1] or 0, etas[2] or 0, sizes[1] or 0, sizes[2] or 0,
+        o.maximize)
+      st.step, st[s1] = step, x1
+      if s2 then st[s2] = x2 end
+      if name == "NAdam" then st.mu_product = r1
+      elseif name == "ASGD" then st.eta, st.mu = r1, r2 end
+    end
+  end
+  local function nonneg(name, what, v)
+    if v ~= nil and not (type(v) == "number" and v >= 0) then
+      error(string.format("%s: Invalid %s value: %s", name, what, tostring(v)), 4)
+    end
+  end
+  local function pair(name, what, v, check)
+    if v == nil then return end
+    if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[3] ~= nil then
+      error(string.format("%s: %s must be a pair of numbers", name, what), 4)
+    end
+    if check then check(v) end
+  end
+  local function betas_check(name)
+    return function(o)
+      nonneg(name, "epsilon", o.eps)
+      nonneg(name, "weight_decay", o.weight_decay)
+      pair(name, "betas", o.betas, function(v)
+        need(v[1] >= 0 and v[1] < 1, name, "beta parameter at index 1", v[1])
+        need(v[2] >= 0 and v[2] < 1, name, "beta parameter at index 2", v[2])
+      end)
+    end
+  end
+  local function other_class(name, defaults, check, scalar_state)
+    local cls = class(name, defaults, other_update(name), check)
+    cls.scalar_state = scalar_state
+    return cls
+  end
+
+  local Adagrad = other_class("Adagrad", { lr = 1e-2, lr_decay = 0, weight_decay = 0,
+    initial_accumulator_value = 0, eps = 1e-10, maximize = false }, function(o)
+      nonneg("Adagrad", "lr_decay", o.lr_decay)
+      nonneg("Adagrad", "weight_decay", o.weight_decay)
+      nonneg("Adagrad", "initial_accumulator_value", o.initial_accumulator_value)
+      nonneg("Adagrad", "epsilon", o.eps)
+    end)
+  -- PyTorch makes Adagrad's state at construction (step 0, sum full of
+  -- initial_accumulator_value), so a state_dict before any step has it
+  local adagrad_new = optim.Adagrad
+  optim.Adagrad = function(...)
+    local self = adagrad_new(...)
+    for _, g in ipairs(self.param_groups) do
+      for _, p in ipairs(g.params) do
+        if not self.state[p] then
+          self.state[p] = { step = 0, sum = T.full_like(p, g.initial_accumulator_value) }
+        end
+      end
+    end
+    return self
+  end
+  function Adagrad:add_param_group(g, ...)
+    Optimizer.add_param_group(self, g, ...)
+    local group = self.param_groups[#self.param_groups]
+    for _, p in ipairs(group.params) do
+      if not self.state[p] then
+        self.state[p] = { step = 0, sum = T.full_like(p, group.initial_accumulator_value) }
+      end
+    end
+  end
+  other_class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false },
+    function(o)
+      if o.rho ~= nil and not (type(o.rho) == "number" and o.rho >= 0 and o.rho <= 1) then
+        error("Adadelta: Invalid rho value: " .. tostring(o.rho), 3)
+      end
+      nonneg("Adadelta", "epsilon", o.eps)
+      nonneg("Adadelta", "weight_decay", o.weight_decay)
+    end)
+  other_class("Adamax", { lr = 2e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, maximize = false },
+    betas_check("Adamax"))
+  other_class("NAdam", { lr = 2e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, momentum_decay = 4e-3 },
+    function(o)
+      betas_check("NAdam")(o)
+      nonneg("NAdam", "momentum_decay", o.momentum_decay)
+    end, { mu_product = true })
+  other_class("RAdam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 }, betas_check("RAdam"))
+  other_class("ASGD", { lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0, maximize = false },
+    function(o) nonneg("ASGD", "weight_decay", o.weight_decay) end, { eta = true, mu = true })
+  other_class("Rprop", { lr = 1e-2, etas = { 0.5, 1.2 }, step_sizes = { 1e-6, 50 }, maximize = false },
+    function(o)
+      pair("Rprop", "etas", o.etas, function(v)
+        if not (0 < v[1] and v[1] < 1 and 1 < v[2]) then
+          error(string.format("Rprop: Invalid eta values: %s, %s", tostring(v[1]), tostring(v[2])), 5)
+        end
+      end)
+      pair("Rprop", "step_sizes", o.step_sizes)
+    end)
+
+  optim.LBFGS = require("ember.optim.lbfgs")(T, optim, Optimizer)
 
   optim.lr_scheduler = require("ember.optim.lr_scheduler")(T, optim)
   optim.StepLR = optim.lr_scheduler.StepLR
