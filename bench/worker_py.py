@@ -9,7 +9,8 @@ if MODE == "torch":
     import torch
 
 M = 16 * 1024 * 1024
-TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd")}
+TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd"),
+         "train_lstm": ("lstm_lm", "adam")}
 S = {}
 
 
@@ -53,7 +54,7 @@ def setup(name, k):
         import os
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import train_models
-        x, y = train_models.batch()
+        x, y = train_models.batch(TRAIN[name][0])
         S["step"] = train_models.step_fn(*TRAIN[name], x, y)
         return "ok"
     if name in ("percall_add1", "percall_item"):

@@ -140,5 +140,6 @@ void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, 
 void l_open_dist(lua_State *L);  /* C._data_address for T.distributed (issue 17) */
 void l_open_optim(lua_State *L);  /* C._optim_*: fused optimizer updates (issue 9) */
 void l_open_tools(lua_State *L);  /* C._write_out for the tensor tools in Lua (issue 18) */
+void l_open_rnn(lua_State *L);  /* C._nn_rnn_layer: one recurrent layer's time loop (issue 18) */
 
 #endif

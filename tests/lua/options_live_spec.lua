@@ -268,6 +268,10 @@ local NR = {
   ModuleDict = "{ a = lin }", ParameterDict = "{ a = T.ones(2) }", ParameterList = "{ T.ones(2) }",
   PoissonNLLLoss = "", RMSNorm = "3", SmoothL1Loss = "", TripletMarginLoss = "",
   Upsample = "{ scale_factor = 2 }",
+  RNN = "3, 4", LSTM = "3, 4", GRU = "3, 4", RNNCell = "3, 4", LSTMCell = "3, 4", GRUCell = "3, 4",
+  pad_sequence = "{ T.ones(2, 3), T.ones(1, 3) }", pack_sequence = "{ T.ones(2, 3), T.ones(1, 3) }",
+  pack_padded_sequence = "T.ones(2, 2, 3), { 2, 1 }",
+  pad_packed_sequence = "T.nn.utils.rnn.pack_sequence({ T.ones(2, 3), T.ones(1, 3) })",
   DistributedDataParallel = "lin", DistributedSampler = "ds, { num_replicas = 1, rank = 0 }",
   -- functions of T.nn, T.nn.init, T.nn.utils
   Parameter = "T.ones(2)",
@@ -359,6 +363,7 @@ end
 add_all("nn.", T.nn, NR)
 add_all("nn.init.", T.nn.init, NR)
 add_all("nn.utils.", T.nn.utils, NR)
+add_all("nn.utils.rnn.", T.nn.utils.rnn, NR)
 add_all("optim.", T.optim, NR)
 add_all("lr_scheduler.", T.optim.lr_scheduler, NR)
 add_all("data.", T.data, NR)
@@ -430,6 +435,9 @@ local FW = {
   PoissonNLLLoss = "T.nn.PoissonNLLLoss(), x, y", RMSNorm = "T.nn.RMSNorm(3), x",
   SmoothL1Loss = "T.nn.SmoothL1Loss(), x, y", TripletMarginLoss = "T.nn.TripletMarginLoss(), x, y, p",
   Upsample = "T.nn.Upsample { scale_factor = 2 }, img",
+  RNN = "T.nn.RNN(3, 4), T.ones(2, 1, 3)", LSTM = "T.nn.LSTM(3, 4), T.ones(2, 1, 3)",
+  GRU = "T.nn.GRU(3, 4), T.ones(2, 1, 3)", RNNCell = "T.nn.RNNCell(3, 4), T.ones(2, 3)",
+  LSTMCell = "T.nn.LSTMCell(3, 4), T.ones(2, 3)", GRUCell = "T.nn.GRUCell(3, 4), T.ones(2, 3)",
   DistributedDataParallel = "T.nn.parallel.DistributedDataParallel(T.nn.Linear(3, 2)), x",
 }
 -- containers without a forward of their own

@@ -582,4 +582,6 @@ const em_nn_kernels em_cpu_nn_kernels = {
     .class_loss = cpu_class_loss,
     .outside_unit = cpu_outside_unit,
     .pointwise_loss = cpu_pointwise_loss,
+    .rnn_forward = em_cpu_rnn_forward,
+    .rnn_backward = em_cpu_rnn_backward,
 };
