@@ -199,6 +199,26 @@ describe("recurrent layers: the module", function()
     assert.is_true(last < first * 0.5)
   end)
 
+  it("empty sequences, an empty batch and input_size 0 give PyTorch's shapes", function()
+    for _, cls in ipairs({ "RNN", "LSTM", "GRU" }) do
+      local m = nn[cls](3, 4, cls == "LSTM" and { proj_size = 2 } or nil)
+      local P = cls == "LSTM" and 2 or 4
+      local x = T.randn(0, 2, 3):requires_grad_()
+      local y, h = m(x, nil)
+      h = T.is_tensor(h) and h or h[1]
+      assert.same({ 0, 2, P }, y.shape:totable())
+      assert.same({ 1, 2, P }, h.shape:totable())
+      assert.is_true(T.equal(h, T.zeros(1, 2, P)))
+      local y2 = m(T.randn(4, 0, 3))
+      assert.same({ 4, 0, P }, y2.shape:totable())
+      local z = nn[cls](0, 4)
+      local y3 = z(T.randn(3, 2, 0):requires_grad_())
+      y3:sum():backward()
+      assert.same({ 3, 2, 4 }, y3.shape:totable())
+      assert.is_true(T.isfinite(z.weight_hh_l0.grad):all():item())
+    end
+  end)
+
   it("runs on the meta device with the CPU's shapes", function()
     local m = nn.LSTM(3, 4, { bidirectional = true }):to("meta")
     local y, hc = m(T.empty(5, 2, 3, { device = "meta" }))
@@ -355,6 +375,9 @@ describe("recurrent layers: bad input", function()
     assert.has_error(function() nn.LSTM(3, 4, { dropout = 2 }) end)
     assert.has_error(function() nn.LSTM(3, 4, { num_layers = 0 }) end)
     assert.has_error(function() nn.RNNCell(3, 4, { num_layers = 2 }) end)
+    assert.equal(3, nn.GRU(3, 4, 3, { bidirectional = true }).num_layers) -- PyTorch's positional num_layers
+    assert.has_error(function() nn.GRU(3, 4, 2, { num_layers = 2 }) end, "GRU: num_layers given twice")
+    assert.has_error(function() nn.GRU(3, 4, 2, {}, 5) end)
   end)
 
   it("names the layer and the values on bad inputs and states", function()

@@ -1,7 +1,8 @@
 /*
 ** kern_nn.h -- the nn family of the kernel table (core/kernels.h):
-** convolution, pooling, the id checks, layer and batch norm, and the
-** losses. The ops (ops/conv.c, ops/nn.c, ops/norm.c, ops/loss.c) check the
+** convolution, pooling, the id checks, layer and batch norm, the losses
+** and the recurrent layers' time loops. The ops (ops/conv.c, ops/nn.c,
+** ops/norm.c, ops/loss.c, ops/rnn.c) check the
 ** arguments, compute the geometry, make every operand a dense row-major
 ** tensor on one device (float32 or float64, one dtype per call unless an
 ** entry says otherwise) and allocate every output (batch_norm's running

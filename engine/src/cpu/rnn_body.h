@@ -25,6 +25,7 @@ static em_status RNN_FN(rnn_fwd)(const char *op, const em_rnn_geo *g, const em_r
   const int64_t L = g->L, N = g->N, I = g->I, H = g->H, P = g->P, GH = g->G * g->H;
   const em_dtype dt = a->x->dtype;
   const int proj = a->w_hr != NULL;
+  if (N == 0) return EM_OK;  /* empty results (and an empty workspace: no pointers into it) */
   rnn_ws_t w = rnn_ws(g);
   RT *W = em_tensor_data(ws), *hs = W + w.hs, *cs = W + w.cs, *gates = W + w.gates;
   RT *hnb = W + w.hn, *Y = em_tensor_data(out);
@@ -121,6 +122,7 @@ static em_status RNN_FN(rnn_bwd)(const char *op, const em_rnn_geo *g, const em_r
   const int64_t L = g->L, N = g->N, I = g->I, H = g->H, P = g->P, GH = g->G * g->H;
   const em_dtype dt = a->x->dtype;
   const int proj = a->w_hr != NULL, gru = g->mode == EM_RNN_GRU, lstm = g->mode == EM_RNN_LSTM;
+  if (N == 0) return EM_OK;  /* the gradients are empty or stay zero */
   rnn_ws_t w = rnn_ws(g);
   const RT *W = em_tensor_data(ws), *hs = W + w.hs, *cs = W + w.cs, *gates = W + w.gates;
   const RT *hnb = W + w.hn;
@@ -222,7 +224,7 @@ static em_status RNN_FN(rnn_bwd)(const char *op, const em_rnn_geo *g, const em_r
   if (gr->c0 && lstm) memcpy(em_tensor_data(gr->c0), dc, es * (size_t)(N * H));
   if (gr->x && L * N > 0 && I > 0)
     em_cpu_nn_gemm(dt, 0, 0, L * N, I, GH, dXg, GH, Wih, I, 0.0, em_tensor_data(gr->x), I);
-  if (gr->w_ih && L * N > 0)
+  if (gr->w_ih && L * N > 0 && I > 0)
     em_cpu_nn_gemm(dt, 1, 0, GH, I, L * N, dXg, GH, X, I, 0.0, em_tensor_data(gr->w_ih), I);
   if (gr->b_ih) RNN_FN(col_sums)(em_tensor_data(gr->b_ih), dXg, L * N, GH);
 done:

@@ -239,15 +239,32 @@ return function(T, C, nn)
   local GATES = { RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3 }
   local KERNEL = { RNN_TANH = "rnn_tanh", RNN_RELU = "rnn_relu", LSTM = "lstm", GRU = "gru" }
 
-  -- hx as a plain table: its entries, or an error for option-like keys
-  local function state_pair(name, hx)
-    for k in pairs(hx) do
-      if type(k) ~= "number" then
-        error(fmt("%s.forward: unknown option '%s' (the state of an LSTM is a table {h0, c0})",
-          name, tostring(k)), 4)
+  -- the initial state of a layer's or cell's forward: a tensor, or for an
+  -- LSTM a table {h0, c0}; option-like keys are errors
+  local function parse_hx(name, hx, lstm)
+    local plain = type(hx) == "table" and not T.is_tensor(hx)
+    if lstm and not plain then
+      error(fmt("%s.forward: the initial state of an LSTM is a table {h0, c0}", name), 4)
+    end
+    if plain then
+      for k in pairs(hx) do
+        if not lstm or type(k) ~= "number" then
+          error(fmt("%s.forward: unknown option '%s' (the initial state is %s)", name, tostring(k),
+            lstm and "a table {h0, c0}" or "a tensor"), 4)
+        end
       end
     end
-    return hx[1], hx[2]
+    if lstm then return hx[1], hx[2] end
+    return hx
+  end
+
+  -- PyTorch's: every parameter uniform in (-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+  local function reset_parameters(self, ...)
+    nomore(self.__name .. ".reset_parameters", 0, ...)
+    local k = 1 / math.sqrt(self.hidden_size)
+    T.no_grad(function()
+      for _, n in ipairs(self._param_names) do init.uniform_(self._parameters[n], -k, k) end
+    end)
   end
 
   local function check_state(name, what, t, want, x)
@@ -271,8 +288,20 @@ return function(T, C, nn)
     if name == "RNN" then OPTS[#OPTS + 1] = "nonlinearity" end
     if name == "LSTM" then OPTS[#OPTS + 1] = "proj_size" end
     function cls:init(input_size, hidden_size, o, ...)
-      nomore(name, 3, ...)
+      local layers_arg
+      if type(o) == "number" then -- PyTorch's positional num_layers: (input, hidden, layers, opts)
+        layers_arg, o = o, ...
+        nomore(name, 4, select(2, ...))
+      else
+        nomore(name, 3, ...)
+      end
       o = checkopts(name, o, OPTS)
+      if layers_arg ~= nil then
+        if o.num_layers ~= nil then error(fmt("%s: num_layers given twice", name), 3) end
+        local c = { num_layers = layers_arg }
+        for k, v in pairs(o) do c[k] = v end
+        o = c
+      end
       check_count(name, "input_size", input_size, 0)
       check_count(name, "hidden_size", hidden_size, 1)
       local mode = fixed_mode
@@ -322,14 +351,7 @@ return function(T, C, nn)
       rawset(self, "_layer_names", names)
       self:reset_parameters()
     end
-    -- PyTorch's: every parameter uniform in (-1/sqrt(hidden_size), 1/sqrt(hidden_size))
-    function cls:reset_parameters(...)
-      nomore(name .. ".reset_parameters", 0, ...)
-      local k = 1 / math.sqrt(self.hidden_size)
-      T.no_grad(function()
-        for _, n in ipairs(self._param_names) do init.uniform_(self._parameters[n], -k, k) end
-      end)
-    end
+    cls.reset_parameters = reset_parameters
 
     function cls:forward(input, hx, ...)
       nomore(name .. ".forward", 2, ...)
@@ -360,19 +382,7 @@ return function(T, C, nn)
       local N = x.shape[2]
       local h0, c0
       if hx ~= nil then
-        if lstm then
-          if type(hx) ~= "table" or T.is_tensor(hx) then
-            error(fmt("%s.forward: the initial state of an LSTM is a table {h0, c0}", name), 2)
-          end
-          h0, c0 = state_pair(name, hx)
-        else
-          if type(hx) == "table" and not T.is_tensor(hx) then
-            for k in pairs(hx) do
-              error(fmt("%s.forward: unknown option '%s' (the initial state is a tensor)", name, tostring(k)), 2)
-            end
-          end
-          h0 = hx
-        end
+        h0, c0 = parse_hx(name, hx, lstm)
         local function prep(t, what, size)
           if unbatched then
             check_state(name, what, t, { self.num_layers * D, size }, x)
@@ -470,13 +480,7 @@ return function(T, C, nn)
       end
       self:reset_parameters()
     end
-    function cls:reset_parameters(...)
-      nomore(name .. ".reset_parameters", 0, ...)
-      local k = 1 / math.sqrt(self.hidden_size)
-      T.no_grad(function()
-        for _, n in ipairs(self._param_names) do init.uniform_(self._parameters[n], -k, k) end
-      end)
-    end
+    cls.reset_parameters = reset_parameters
     function cls:forward(input, hx, ...)
       nomore(name .. ".forward", 2, ...)
       local lstm = self.mode == "LSTM"
@@ -493,19 +497,7 @@ return function(T, C, nn)
       local N, H = x.shape[1], self.hidden_size
       local h0, c0
       if hx ~= nil then
-        if lstm then
-          if type(hx) ~= "table" or T.is_tensor(hx) then
-            error(fmt("%s.forward: the state of an LSTMCell is a table {h0, c0}", name), 2)
-          end
-          h0, c0 = state_pair(name, hx)
-        else
-          if type(hx) == "table" and not T.is_tensor(hx) then
-            for k in pairs(hx) do
-              error(fmt("%s.forward: unknown option '%s' (the state is a tensor)", name, tostring(k)), 2)
-            end
-          end
-          h0 = hx
-        end
+        h0, c0 = parse_hx(name, hx, lstm)
         local want = unbatched and { H } or { N, H }
         check_state(name, "hx", h0, want, x)
         if unbatched then h0 = h0:unsqueeze(1) end
