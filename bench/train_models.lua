@@ -13,7 +13,27 @@ return function(T)
   local nn, F = T.nn, T.nn.functional
   local M = {}
 
-  function M.batch()
+  -- the LSTM language model's batch (train_lstm): 32 random sequences of
+  -- 65 character ids in 1..96; inputs the first 64, targets the next ones
+  local LM_V = 96
+  local function lm_batch()
+    T.manual_seed(0)
+    local ids = T.randint(1, LM_V + 1, { 32, 65 })
+    return ids:narrow(2, 1, 64), ids:narrow(2, 2, 64):reshape(-1)
+  end
+  local LstmLM = nn.Module:extend("LstmLM")
+  function LstmLM:init()
+    self.emb = nn.Embedding(LM_V, 64)
+    self.lstm = nn.LSTM(64, 128, { num_layers = 2, batch_first = true })
+    self.head = nn.Linear(128, LM_V)
+  end
+  function LstmLM:forward(x)
+    local h = self.lstm(self.emb(x))
+    return self.head(h):reshape(-1, LM_V)
+  end
+
+  function M.batch(name)
+    if name == "lstm_lm" then return lm_batch() end
     local f = io.open("data/digits.csv.gz")
     if f then
       f:close()
@@ -35,6 +55,8 @@ return function(T)
         nn.Conv2d(32, 64, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Dropout(0.25), nn.Linear(64 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, 10))
     end,
+    -- embedding 64, LSTM 2 x 128 (batch_first), linear to the 96 ids
+    lstm_lm = function() return LstmLM() end,
   }
 
   M.optimizers = {

@@ -11,7 +11,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def batch():
+LM_V = 96
+
+
+def batch(name=None):
+    if name == "lstm_lm":  # as train_models.lua: 32 x 65 random ids, inputs and next ids
+        torch.manual_seed(0)
+        ids = torch.randint(0, LM_V, (32, 65))
+        return ids[:, :64], ids[:, 1:].reshape(-1)
     if os.path.exists("data/digits.csv.gz"):
         with gzip.open("data/digits.csv.gz", "rt") as f:
             raw = np.loadtxt(f, delimiter=",", max_rows=32, dtype=np.float32)
@@ -20,7 +27,22 @@ def batch():
     return torch.rand(32, 1, 8, 8), torch.randint(0, 10, (32,))
 
 
+class LstmLM(nn.Module):
+    """embedding 64, LSTM 2 x 128 (batch_first), linear to the 96 ids"""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(LM_V, 64)
+        self.lstm = nn.LSTM(64, 128, num_layers=2, batch_first=True)
+        self.head = nn.Linear(128, LM_V)
+
+    def forward(self, x):
+        h, _ = self.lstm(self.emb(x))
+        return self.head(h).reshape(-1, LM_V)
+
+
 MODELS = {
+    "lstm_lm": LstmLM,
     "mlp": lambda: nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.2),
                                  nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)),
     "cnn": lambda: nn.Sequential(

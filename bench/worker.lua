@@ -10,7 +10,7 @@ local percall_setups, percall_bodies = dofile(here .. "percall.lua")(T, S)
 local TM = dofile(here .. "train_models.lua")(T)
 local function train_setup(model, optname)
   return function()
-    local x, y = TM.batch()
+    local x, y = TM.batch(model)
     S.step = TM.step_fn(model, optname, x, y)
   end
 end
@@ -74,6 +74,7 @@ local setups = {
   train_mlp = train_setup("mlp", "sgd"),
   train_mlp_adam = train_setup("mlp", "adam"),
   train_cnn = train_setup("cnn", "sgd"),
+  train_lstm = train_setup("lstm_lm", "adam"),
 }
 
 local bodies = {
@@ -114,6 +115,7 @@ local bodies = {
   train_mlp = train_body,
   train_mlp_adam = train_body,
   train_cnn = train_body,
+  train_lstm = train_body,
 }
 
 -- the transcendental rows (vm_*): 16M values into a preallocated output;

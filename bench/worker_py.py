@@ -10,7 +10,8 @@ if MODE == "torch":
 
 M = 16 * 1024 * 1024
 OPTIM_STEP = {"optim_step_adagrad": "Adagrad", "optim_step_nadam": "NAdam"}
-TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd")}
+TRAIN = {"train_mlp": ("mlp", "sgd"), "train_mlp_adam": ("mlp", "adam"), "train_cnn": ("cnn", "sgd"),
+         "train_lstm": ("lstm_lm", "adam")}
 S = {}
 ATTN = ("sdpa_fwd_bwd", "train_transformer")
 
@@ -143,7 +144,7 @@ def setup(name, k):
         import os
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import train_models
-        x, y = train_models.batch()
+        x, y = train_models.batch(TRAIN[name][0])
         S["step"] = train_models.step_fn(*TRAIN[name], x, y)
         return "ok"
     if name in OPTIM_STEP:

@@ -143,5 +143,6 @@ void l_open_tools(lua_State *L);  /* C._write_out for the tensor tools in Lua (i
 void l_open_amp(lua_State *L);  /* C._autocast_set/_get for T.autocast (issue 16 item 4) */
 void l_open_cuda(lua_State *L);  /* C._cuda_*, pin_memory/is_pinned: the CUDA runtime (issue 15) */
 void l_open_linalg(lua_State *L);  /* C._linalg_*: the LAPACK primitives of T.linalg (issue 19) */
+void l_open_rnn(lua_State *L);  /* C._nn_rnn_layer: one recurrent layer's time loop (issue 18) */
 
 #endif

@@ -16,6 +16,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_amp,
     l_open_cuda,
     l_open_linalg,
+    l_open_rnn,
 };
 
 int luaopen_ember_core(lua_State *L) {

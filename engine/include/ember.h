@@ -1102,6 +1102,33 @@ em_status em_scaled_dot_product_attention_backward(
     const em_tensor *value, const em_tensor *out, const em_tensor *logsumexp,
     const em_tensor *attn_mask, double dropout_p, int is_causal, double scale, uint64_t seed,
     uint64_t offset, em_tensor **grad_query, em_tensor **grad_key, em_tensor **grad_value);
+/* One layer and direction of a recurrent net (ops/rnn.c; docs/rnn.md):
+** PyTorch's RNN (tanh, relu), LSTM (gates i f g o, optional projection) and
+** GRU (gates r z n, n = tanh(W_in x + b_in + r (W_hn h + b_hn))). The
+** operands in[EM_RNN_NOPS]: x [L, N, I]; h0 [N, P] and c0 [N, H] (LSTM)
+** or NULL (zeros); w_ih [G H, I], w_hh [G H, P], b_ih and b_hh [G H] or
+** NULL; w_hr [P, H] (LSTM's proj_size P) or NULL (P = H). lengths (int64,
+** [N], on the CPU, counts in 0..L) or NULL: sequence n runs over its first
+** lengths[n] steps (outputs after them are 0; reverse starts at its own
+** last step; its state is the one after its last step). out [L, N, P],
+** h_n [N, P], c_n [N, H] (LSTM only; else may be NULL). One node records
+** the whole loop; its backward runs the reverse time loop in C (not itself
+** differentiable: create_graph through it is refused). */
+typedef enum em_rnn_mode { EM_RNN_TANH, EM_RNN_RELU, EM_RNN_LSTM, EM_RNN_GRU } em_rnn_mode;
+enum {
+  EM_RNN_X, EM_RNN_H0, EM_RNN_C0, EM_RNN_W_IH, EM_RNN_W_HH, EM_RNN_B_IH, EM_RNN_B_HH,
+  EM_RNN_W_HR, EM_RNN_NOPS
+};
+em_status em_rnn_layer(em_rnn_mode mode, const em_tensor *const *in, const em_tensor *lengths,
+                       int reverse, em_tensor **out, em_tensor **h_n, em_tensor **c_n);
+/* The fused backward from the forward's workspace (the node saves it):
+** grads[i] (i an EM_RNN_* operand) is computed when want has bit i and the
+** operand is given; grad_out, grad_hn, grad_cn may be NULL (zeros). */
+em_status em_rnn_layer_backward(em_rnn_mode mode, const em_tensor *const *in,
+                                const em_tensor *lengths, int reverse,
+                                const em_tensor *workspace, const em_tensor *grad_out,
+                                const em_tensor *grad_hn, const em_tensor *grad_cn, int want,
+                                em_tensor **grads);
 
 /* nll_loss: input [N, C] (or [C], or [N, C, d...]) of log-probabilities,
 ** target int64/int32 class ids 1..C (shape without the C dim); weight [C]

@@ -309,6 +309,10 @@ local NR = {
   TransformerEncoder = "T.nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), 1",
   TransformerDecoder = "T.nn.TransformerDecoderLayer(4, 2, { dim_feedforward = 8 }), 1",
   Transformer = "4, 2",
+  RNN = "3, 4", LSTM = "3, 4", GRU = "3, 4", RNNCell = "3, 4", LSTMCell = "3, 4", GRUCell = "3, 4",
+  pad_sequence = "{ T.ones(2, 3), T.ones(1, 3) }", pack_sequence = "{ T.ones(2, 3), T.ones(1, 3) }",
+  pack_padded_sequence = "T.ones(2, 2, 3), { 2, 1 }",
+  pad_packed_sequence = "T.nn.utils.rnn.pack_sequence({ T.ones(2, 3), T.ones(1, 3) })",
   DistributedDataParallel = "lin", DistributedSampler = "ds, { num_replicas = 1, rank = 0 }",
   -- functions of T.nn, T.nn.init, T.nn.utils
   Parameter = "T.ones(2)",
@@ -411,6 +415,7 @@ end
 add_all("nn.", T.nn, NR)
 add_all("nn.init.", T.nn.init, NR)
 add_all("nn.utils.", T.nn.utils, NR)
+add_all("nn.utils.rnn.", T.nn.utils.rnn, NR)
 add_all("optim.", T.optim, NR)
 add_all("lr_scheduler.", T.optim.lr_scheduler, NR)
 add_all("data.", T.data, NR)
@@ -512,6 +517,9 @@ local FW = {
   TransformerEncoder = "T.nn.TransformerEncoder(T.nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), 1), T.ones(3, 2, 4)",
   TransformerDecoder = "T.nn.TransformerDecoder(T.nn.TransformerDecoderLayer(4, 2, { dim_feedforward = 8 }), 1), T.ones(3, 2, 4), T.ones(3, 2, 4)",
   Transformer = "T.nn.Transformer(4, 2, { num_encoder_layers = 1, num_decoder_layers = 1, dim_feedforward = 8 }), T.ones(3, 2, 4), T.ones(3, 2, 4)",
+  RNN = "T.nn.RNN(3, 4), T.ones(2, 1, 3)", LSTM = "T.nn.LSTM(3, 4), T.ones(2, 1, 3)",
+  GRU = "T.nn.GRU(3, 4), T.ones(2, 1, 3)", RNNCell = "T.nn.RNNCell(3, 4), T.ones(2, 3)",
+  LSTMCell = "T.nn.LSTMCell(3, 4), T.ones(2, 3)", GRUCell = "T.nn.GRUCell(3, 4), T.ones(2, 3)",
   DistributedDataParallel = "T.nn.parallel.DistributedDataParallel(T.nn.Linear(3, 2)), x",
 }
 -- containers without a forward of their own

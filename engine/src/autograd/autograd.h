@@ -79,7 +79,8 @@ typedef enum em_ag_nn_op {
   EM_AG_NN_EMBEDDING, EM_AG_NN_EMBEDDING_BWD, EM_AG_NN_LAYERNORM, EM_AG_NN_BATCHNORM,
   EM_AG_NN_DROPOUT, EM_AG_NN_NLL, EM_AG_NN_NLL_BWD, EM_AG_NN_CE, EM_AG_NN_MSE,
   EM_AG_NN_L1, EM_AG_NN_BCE, EM_AG_NN_BCEL,
-  EM_AG_NN_SDPA
+  EM_AG_NN_SDPA,
+  EM_AG_NN_RNN  /* ops/rnn.c: i[0] the mode, i[1] reverse; extra lengths, pre[0] workspace */
 } em_ag_nn_op;
 
 /* d loss / d log_softmax(input) of cross_entropy for grad_out (ops/loss.c):

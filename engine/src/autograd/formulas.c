@@ -1110,6 +1110,31 @@ static em_tensor *ce_prob_scale(F *f, const em_tensor *x, const em_tensor *w, co
   return s;
 }
 
+/* a recurrent layer (ops/rnn.c): the fused reverse time loop, which is
+** not itself recorded (create_graph through it is refused) */
+static void nn_rnn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  em_node *n = f->n;
+  if (em_grad_enabled()) {
+    f->st = em_fail(EM_E_RUNTIME, "%s: the backward of a recurrent layer is fused and not "
+                    "differentiable (create_graph is not supported through it)", n->name);
+    return;
+  }
+  const em_tensor *in[EM_RNN_NOPS] = {0};
+  int want = 0;
+  for (int i = 0; i < EM_RNN_NOPS && OK; i++) {
+    if (!n->in[i].is_tensor) continue;
+    in[i] = saved(f, i);
+    if (NEED(i)) want |= 1 << i;
+  }
+  em_tensor *lens = saved_opt(f, EM_AG_SV_EXTRA(n)), *ws = saved(f, EM_AG_SV_PRE(n, 0));
+  if (!OK) return;
+  em_tensor *gr[EM_RNN_NOPS] = {0};
+  em_status st = em_rnn_layer_backward((em_rnn_mode)n->p.i[0], in, lens, (int)n->p.i[1], ws,
+                                       gout[0], gout[1], n->nout > 2 ? gout[2] : NULL, want, gr);
+  for (int i = 0; i < EM_RNN_NOPS; i++)
+    if (want >> i & 1) gin[i] = keep(f, st, &gr[i]);
+}
+
 static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   em_node *n = f->n;
   const em_tensor *g = gout[0];
@@ -1186,6 +1211,7 @@ static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       break;
     }
     case EM_AG_NN_LAYERNORM: case EM_AG_NN_BATCHNORM: nn_norm_formula(f, g, gin); break;
+    case EM_AG_NN_RNN: nn_rnn_formula(f, gout, gin); break;
     case EM_AG_NN_DROPOUT: gin[0] = MUL(g, saved(f, EM_AG_SV_EXTRA(n))); break;
     case EM_AG_NN_SDPA: {  /* the fused backward (ops/attention.c) */
       if (em_grad_enabled()) {

@@ -1,7 +1,8 @@
 /*
 ** kern_nn.h -- the nn family of the kernel table (core/kernels.h):
-** convolution, pooling, the id checks, layer and batch norm, and the
-** losses. The ops (ops/conv.c, ops/nn.c, ops/norm.c, ops/loss.c) check the
+** convolution, pooling, the id checks, layer and batch norm, the losses
+** and the recurrent layers' time loops. The ops (ops/conv.c, ops/nn.c,
+** ops/norm.c, ops/loss.c, ops/rnn.c) check the
 ** arguments, compute the geometry, make every operand a dense row-major
 ** tensor on one device (float32 or float64, one dtype per call unless an
 ** entry says otherwise) and allocate every output (batch_norm's running
@@ -97,6 +98,40 @@ typedef struct em_sdpa_params {
   int64_t bsize[EM_MAX_DIMS], bstride[EM_MAX_DIMS];
   int64_t msi, msj;
 } em_sdpa_params;
+/* One layer and direction of a recurrent net (ops/rnn.c): x [L, N, I],
+** states h [N, P] (P = proj_size, else H) and c [N, H] (LSTM), G gates
+** of H each per step (1 RNN, 4 LSTM i f g o, 3 GRU r z n; w_ih [G H, I],
+** w_hh [G H, P], biases [G H], w_hr [P, H]). lengths (host, N counts in
+** 0..L, NULL: all L): a sequence n runs over t < lengths[n] only (its
+** later outputs are 0 and its state stops there; reverse starts it at its
+** own last step). */
+typedef struct em_rnn_geo {
+  em_rnn_mode mode;
+  int64_t L, N, I, H, P, G;
+  int reverse;
+  const int64_t *lengths;
+} em_rnn_geo;
+
+/* The operands, dense and of one dtype (h0, c0, the biases and w_hr may be
+** NULL: zero states, no bias, no projection), and the gradients of the
+** backward (zeroed outputs of the operands' shapes; NULL: not wanted). */
+typedef struct em_rnn_args {
+  const em_tensor *x, *h0, *c0, *w_ih, *w_hh, *b_ih, *b_hh, *w_hr;
+} em_rnn_args;
+typedef struct em_rnn_grads {
+  em_tensor *x, *h0, *c0, *w_ih, *w_hh, *b_ih, *b_hh, *w_hr;
+} em_rnn_grads;
+
+/* The workspace the forward fills for the backward (elements, one dtype):
+** the state before each step and after the last (L + 1) x N x P, the cell
+** states (L + 1) x N x H (LSTM), the activated gates L x N x G H, and
+** W_hn h + b_hn  L x N x H (GRU). */
+static inline int64_t em_rnn_ws_size(const em_rnn_geo *g) {
+  int64_t s = (g->L + 1) * g->N * g->P + g->L * g->N * g->G * g->H;
+  if (g->mode == EM_RNN_LSTM) s += (g->L + 1) * g->N * g->H;
+  if (g->mode == EM_RNN_GRU) s += g->L * g->N * g->H;
+  return s;
+}
 
 /* -- The entries ------------------------------------------------------------- */
 
@@ -195,6 +230,20 @@ typedef struct em_nn_kernels {
                              const em_tensor *k, const em_tensor *v, const em_tensor *mask,
                              const em_tensor *out, const em_tensor *lse, em_tensor *gq,
                              em_tensor *gk, em_tensor *gv, const em_sdpa_params *p);
+
+  /* A recurrent layer's time loop (em_rnn_geo): out [L, N, P] (zeroed),
+  ** hn [N, P], cn [N, H] (LSTM; else NULL) and the workspace ws
+  ** (em_rnn_ws_size elements, zeroed). One GEMM for the input projection
+  ** of the whole sequence, then per step one GEMM of the state and the
+  ** fused gates. Fails only for want of scratch memory, naming op. */
+  em_status (*rnn_forward)(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
+                           em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws);
+  /* Backward through time from the forward's ws and the gradients of out,
+  ** hn, cn (each may be NULL: zero) into the wanted gradients gr. Fails
+  ** only for want of scratch memory, naming op. */
+  em_status (*rnn_backward)(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
+                            const em_tensor *ws, const em_tensor *g_out, const em_tensor *g_hn,
+                            const em_tensor *g_cn, const em_rnn_grads *gr);
 } em_nn_kernels;
 
 extern const em_nn_kernels em_cpu_nn_kernels, em_meta_nn_kernels;

@@ -96,8 +96,8 @@ static inline int64_t cdiv(int64_t a, int64_t b) { return a > 0 ? (a + b - 1) / 
 EM_FOR_EACH_NN_DTYPE(NN_CONV_KERNELS)
 #undef NN_CONV_KERNELS
 
-/* C[M x N] = alpha op(A) op(B) + beta C, row-major, in the tensor dtype */
-static void gemm(em_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+/* C[M x N] = op(A) op(B) + beta C, row-major, in the tensor dtype (nn_impl.h) */
+void em_cpu_nn_gemm(em_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
                  int64_t lda, const void *B, int64_t ldb, double beta, void *Cm, int64_t ldc) {
   enum CBLAS_TRANSPOSE a = ta ? CblasTrans : CblasNoTrans, b = tb ? CblasTrans : CblasNoTrans;
   if (dt == EM_FLOAT32)
@@ -173,13 +173,13 @@ em_status em_cpu_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
           memset(bufg, 0, (size_t)(g->Og * NL) * es);
         } else if (pass == EM_CONV_FORWARD) {
           im2col(dt, A, col, g, n0, cnt, gr * g->Cg);
-          gemm(dt, 0, 0, g->Og, NL, g->K, B + wg, g->K, col, NL, 0.0, bufg, NL);
+          em_cpu_nn_gemm(dt, 0, 0, g->Og, NL, g->K, B + wg, g->K, col, NL, 0.0, bufg, NL);
         } else if (pass == EM_CONV_BACKWARD_INPUT) {
-          gemm(dt, 1, 0, g->K, NL, g->Og, B + wg, g->K, bufg, NL, 0.0, col, NL);
+          em_cpu_nn_gemm(dt, 1, 0, g->K, NL, g->Og, B + wg, g->K, bufg, NL, 0.0, col, NL);
           col2im(dt, R, col, g, n0, cnt, gr * g->Cg);
         } else {
           im2col(dt, B, col, g, n0, cnt, gr * g->Cg);
-          gemm(dt, 0, 1, g->Og, g->K, NL, bufg, NL, col, NL, 1.0, R + wg, g->K);
+          em_cpu_nn_gemm(dt, 0, 1, g->Og, g->K, NL, bufg, NL, col, NL, 1.0, R + wg, g->K);
         }
       }
       if (pass == EM_CONV_FORWARD)

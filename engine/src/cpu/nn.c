@@ -584,4 +584,6 @@ const em_nn_kernels em_cpu_nn_kernels = {
     .pointwise_loss = cpu_pointwise_loss,
     .sdpa = em_cpu_sdpa,
     .sdpa_backward = em_cpu_sdpa_backward,
+    .rnn_forward = em_cpu_rnn_forward,
+    .rnn_backward = em_cpu_rnn_backward,
 };

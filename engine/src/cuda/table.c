@@ -462,6 +462,16 @@ static em_status cu_sdpa_backward(const char *op, const em_tensor *grad_out, con
   return unsupported(op);
 }
 
+static em_status cu_rnn_forward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
+                                em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws) {
+  return unsupported(op);
+}
+static em_status cu_rnn_backward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
+                                 const em_tensor *ws, const em_tensor *g_out, const em_tensor *g_hn,
+                                 const em_tensor *g_cn, const em_rnn_grads *gr) {
+  return unsupported(op);
+}
+
 const em_nn_kernels em_cuda_nn_kernels = {
     .conv2d = cu_conv2d,
     .max_pool2d = cu_max_pool2d,
@@ -478,6 +488,8 @@ const em_nn_kernels em_cuda_nn_kernels = {
     .pointwise_loss = cu_pointwise_loss,
     .sdpa = cu_sdpa,
     .sdpa_backward = cu_sdpa_backward,
+    .rnn_forward = cu_rnn_forward,
+    .rnn_backward = cu_rnn_backward,
 };
 
 /* -- optim: layer two ------------------------------------------------------- */

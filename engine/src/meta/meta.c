@@ -254,6 +254,16 @@ static int meta_outside_unit(const em_tensor *x, double *v) {
 static void meta_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                 const em_tensor *x, const em_tensor *t, const em_tensor *w,
                                 const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {}
+static em_status meta_rnn_forward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
+                                  em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws) {
+  return EM_OK;
+}
+static em_status meta_rnn_backward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
+                                   const em_tensor *ws, const em_tensor *g_out,
+                                   const em_tensor *g_hn, const em_tensor *g_cn,
+                                   const em_rnn_grads *gr) {
+  return EM_OK;
+}
 
 static em_status meta_sdpa(const char *op, const em_tensor *q, const em_tensor *k,
                            const em_tensor *v, const em_tensor *mask, em_tensor *out,
@@ -281,6 +291,8 @@ const em_nn_kernels em_meta_nn_kernels = {
     .batch_norm_backward = meta_batch_norm_backward,
     .class_loss = meta_class_loss,
     .outside_unit = meta_outside_unit,
+    .rnn_forward = meta_rnn_forward,
+    .rnn_backward = meta_rnn_backward,
     .pointwise_loss = meta_pointwise_loss,
     .sdpa = meta_sdpa,
     .sdpa_backward = meta_sdpa_backward,

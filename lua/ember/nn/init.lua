@@ -64,5 +64,6 @@ return function(T, C)
     for i, p in ipairs(params) do flat[i] = p:reshape(-1) end
     return T.cat(flat)
   end
+  require("ember.nn.rnn")(T, C, nn)
   return nn
 end
