@@ -13,6 +13,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_autograd, l_open_optim, l_open_layout, l_open_torch,
     l_open_tools,
     l_open_dist,
+    l_open_complex,
 };
 
 int luaopen_ember_core(lua_State *L) {
