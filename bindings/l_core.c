@@ -724,6 +724,14 @@ void l_pushelement(lua_State *L, const em_tensor *t, int64_t pos, const char *op
     if (em_get_i64(t, pos, &v) != EM_OK) l_error(L);
     (void)op;
     l_pushint64(L, v);
+  } else if (em_dtype_kindof(dt) == EM_KIND_COMPLEX) { /* a {re, im} pair */
+    double c[2];
+    if (em_get_complex(t, pos, c) != EM_OK) l_error(L);
+    lua_createtable(L, 2, 0);
+    lua_pushnumber(L, c[0]);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, c[1]);
+    lua_rawseti(L, -2, 2);
   } else {
     double v;
     if (em_get_f64(t, pos, &v) != EM_OK) l_error(L);

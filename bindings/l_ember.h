@@ -139,6 +139,7 @@ void l_open_plot(lua_State *L);  /* C._plot_png: line charts written as PNG (iss
 void l_open_autograd(lua_State *L);  /* autograd: grad/grad_fn/backward/detach, grad mode (issue 9) */
 void l_open_dist(lua_State *L);  /* C._data_address for T.distributed (issue 17) */
 void l_open_optim(lua_State *L);  /* C._optim_*: fused optimizer updates (issue 9) */
+void l_open_complex(lua_State *L);  /* complex dtypes and the FFT primitive (issue 19) */
 void l_open_tools(lua_State *L);  /* C._write_out for the tensor tools in Lua (issue 18) */
 void l_open_amp(lua_State *L);  /* C._autocast_set/_get for T.autocast (issue 16 item 4) */
 void l_open_cuda(lua_State *L);  /* C._cuda_*, pin_memory/is_pinned: the CUDA runtime (issue 15) */

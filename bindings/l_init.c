@@ -17,6 +17,7 @@ static void (*const areas[])(lua_State *L) = {
     l_open_cuda,
     l_open_linalg,
     l_open_rnn,
+    l_open_complex,
 };
 
 int luaopen_ember_core(lua_State *L) {

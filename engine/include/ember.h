@@ -42,6 +42,8 @@ extern "C" {
 #endif
 
 enum { EM_MAX_DIMS = 16 };
+/* The largest element (complex128): buffers that hold one element. */
+enum { EM_MAX_ELEM_BYTES = 16 };
 
 /* -- Status ------------------------------------------------------------- */
 
@@ -73,13 +75,16 @@ typedef enum em_dtype {
   EM_BFLOAT16,
   EM_FLOAT32,
   EM_FLOAT64,
+  EM_COMPLEX64,   /* two float32: real, imaginary (docs/dtypes.md) */
+  EM_COMPLEX128,  /* two float64 */
   EM_NUM_DTYPES
 } em_dtype;
 
 typedef enum em_dtype_kind {
   EM_KIND_BOOL = 0,
   EM_KIND_INT = 1,
-  EM_KIND_FLOAT = 2
+  EM_KIND_FLOAT = 2,
+  EM_KIND_COMPLEX = 3
 } em_dtype_kind;
 
 const char *em_dtype_name(em_dtype dt);      /* "float32" */
@@ -103,7 +108,7 @@ typedef struct em_scalar {
   double f;    /* the value when kind is FLOAT */
 } em_scalar;
 
-/* A scalar as dt's element bytes (at most 8) with the cast rules of
+/* A scalar as dt's element bytes (at most 16: EM_MAX_ELEM_BYTES) with the cast rules of
 ** docs/dtypes.md: what writing v into a tensor of dtype dt stores. */
 void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out);
 
@@ -279,6 +284,31 @@ em_status em_get_f64(const em_tensor *t, int64_t pos, double *out);
 em_status em_get_i64(const em_tensor *t, int64_t pos, int64_t *out);
 /* Writes v (converted with the cast rules) at flat row-major position pos. */
 em_status em_set_flat(em_tensor *t, int64_t pos, em_scalar v);
+/* Complex elements at flat position pos: (real, imaginary); a real dtype
+** reads as (value, 0) and takes only a zero imaginary part. */
+em_status em_get_complex(const em_tensor *t, int64_t pos, double out[2]);
+em_status em_set_complex(em_tensor *t, int64_t pos, double re, double im);
+
+/* -- Complex (ops/complex.c, docs/dtypes.md) ------------------------------ */
+
+/* The complex dtype for values of dtype dt (float64 -> complex128, any other
+** real dtype -> complex64; a complex dtype is itself). */
+em_dtype em_complex_of(em_dtype dt);
+/* Views: (..., 2) of the value dtype over a complex tensor's storage, and
+** back (last dim 2 with stride 1, the other strides and the offset even). */
+em_status em_view_as_real(const em_tensor *t, em_tensor **out);
+em_status em_view_as_complex(const em_tensor *t, em_tensor **out);
+/* part 1: the real part, 2: the imaginary part, as views (t.real, t.imag). */
+em_status em_complex_part(const em_tensor *t, int part, em_tensor **out);
+/* complex(real, imag): float32/float64 tensors of one dtype, broadcast. */
+em_status em_complex_new(const em_tensor *re, const em_tensor *im, em_tensor **out);
+em_status em_conj(const em_tensor *t, em_tensor **out);
+em_status em_angle(const em_tensor *t, em_tensor **out);
+/* The discrete Fourier transform of complex x along dim (1-based), exponent
+** sign -1 when forward, every value times fct, as a new contiguous tensor
+** (ops/fft.c; T.fft is lua/ember/fft.lua over it). */
+em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
+                     em_tensor **out);
 
 /* -- Autograd flags ------------------------------------------------------ */
 

@@ -149,9 +149,29 @@ return function(T, C)
     local nd = #sz
     local summarize = t:numel() > opts.threshold
     local e = opts.edgeitems
-    local vals = values_of(t, e, summarize)
-    local f = make_formatter(vals, t.dtype.is_floating_point)
-    if nd == 0 then return format(f, vals[1]) end
+    local cplx = t:is_complex()
+    local vals, f, fmt_el, width
+    if cplx then
+      -- PyTorch's two formatters: the real parts and the imaginary parts
+      -- each decide their own mode and width; an element is real, sign,
+      -- imag, "j" (width: both widths + 3)
+      local re, im = values_of(t.real, e, summarize), values_of(t.imag, e, summarize)
+      local f1, f2 = make_formatter(re, true), make_formatter(im, true)
+      vals = {}
+      for i = 1, #re do vals[i] = i end
+      fmt_el = function(i)
+        local is = (format(f2, im[i]) .. "j"):gsub("^%s+", "")
+        local c = is:sub(1, 1)
+        return format(f1, re[i]) .. ((c == "+" or c == "-") and "" or "+") .. is
+      end
+      width = f1.width + f2.width + 3
+    else
+      vals = values_of(t, e, summarize)
+      f = make_formatter(vals, t.dtype.is_floating_point)
+      fmt_el = function(v) return format(f, v) end
+      width = f.width
+    end
+    if nd == 0 then return fmt_el(vals[1]) end
     local kept, split, fstride = {}, {}, {}
     for d = 1, nd do
       if summarize and sz[d] > 2 * e then
@@ -170,9 +190,9 @@ return function(T, C)
         local data = {}
         for i = 0, kept[d] - 1 do
           if split[d] == i then data[#data + 1] = " ..." end
-          data[#data + 1] = format(f, vals[base + i + 1])
+          data[#data + 1] = fmt_el(vals[base + i + 1])
         end
-        local per_line = math.max(1, floor((lw - ind) / (f.width + 2)))
+        local per_line = math.max(1, floor((lw - ind) / (width + 2)))
         local lines = {}
         for i = 1, #data, per_line do
           lines[#lines + 1] = concat(data, ", ", i, math.min(i + per_line - 1, #data))
@@ -225,6 +245,8 @@ return function(T, C)
     local dev = tostring(t.device)
     if dev ~= "cpu" then suffixes[#suffixes + 1] = "device='" .. dev .. "'" end
     local dt, default = t.dtype, T.get_default_dtype()
+    -- the default complex dtype (PyTorch 1.13 prints it without dtype=)
+    local default_c = default == T.float64 and T.complex128 or T.complex64
     local body
     if dev == "meta" then
       -- no values: PyTorch's form, tensor(..., device='meta', size=(2, 3))
@@ -243,7 +265,7 @@ return function(T, C)
       if dt ~= default then suffixes[#suffixes + 1] = "dtype=" .. tostring(dt) end
       body = "[]"
     else
-      if dt ~= default and dt ~= T.int64 and dt ~= T.bool then
+      if dt ~= default and dt ~= default_c and dt ~= T.int64 and dt ~= T.bool then
         suffixes[#suffixes + 1] = "dtype=" .. tostring(dt)
       end
       -- the values are read on the host (a device tensor is copied first)

@@ -17,6 +17,7 @@
 #include "core/kern_random.h"
 #include "core/kern_reduce.h"
 #include "core/kern_sort.h"
+#include "core/kern_cplx.h"
 
 typedef void (*fn)(void);
 
@@ -48,7 +49,7 @@ static void check_device(em_device dev, em_device_type type, const char *name) {
   }
   EM_KERNEL_FAMILIES(CHECK_FAMILY)
 #undef CHECK_FAMILY
-  CHECK(families == 10);
+  CHECK(families == 11);
 }
 
 TEST(cpu_table_is_complete) { check_device(em_cpu(), EM_CPU, "cpu"); }

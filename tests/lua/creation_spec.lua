@@ -96,7 +96,7 @@ describe("ranges match PyTorch", function()
     assert.has_error(function() T.arange("5") end,
       "arange: expected numbers (end | start, end | start, end, step), got string")
     assert.has_error(function() T.arange(5, { dtype = "float99" }) end, "arange: unknown dtype 'float99' (expected one of bool, uint8, int8, int16, int32, "
-      .. "int64, float16, bfloat16, float32, float64, or an alias such as long, int, float, double, half, byte)")
+      .. "int64, float16, bfloat16, float32, float64, complex64, complex128, or an alias such as long, int, float, double, half, byte)")
     assert.has_error(function() T.arange(5, { dtpye = T.float32 }) end, "arange: unknown option 'dtpye' (expected one of: dtype, device, requires_grad)")
     assert.has_error(function() T.linspace(0, 1, -1) end,
       "linspace: number of steps must be non-negative, got -1")

@@ -56,7 +56,7 @@ describe("bad dtypes and options", function()
   it("unknown dtype names list the known ones", function()
     fails_with(function() return T.zeros(2, {dtype = "flaot32"}) end,
       "zeros: unknown dtype 'flaot32' (expected one of bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64")
-    fails_with(function() return T.tensor({1}, {dtype = "complex64"}) end, "tensor: unknown dtype 'complex64'")
+    fails_with(function() return T.tensor({1}, {dtype = "complex32"}) end, "tensor: unknown dtype 'complex32'")
     fails_with(function() return T.set_default_dtype("foo") end, "set_default_dtype: unknown dtype 'foo'")
     fails_with(function() return T.zeros(2):to("int128") end, "to: unknown device 'int128'")
   end)

@@ -42,6 +42,7 @@ local fresh = {
   lb = function() return T.zeros(2) end,
   emb = function() return T.ones(4, 3) end,
   path = function() return os.tmpname() end,
+  c = function() return T.complex(T.tensor { 1.5, -2 }, T.tensor { 0.5, 3 }) end, -- complex64 (2)
 }
 local env = setmetatable({ T = T, C = C }, { __index = function(_, k)
   local f = fresh[k]
@@ -66,6 +67,10 @@ same([[abs absolute acos arccos arcsin arctan asin atan ceil cos cosh erf exp ex
   exponential_ normal_ uniform_ random_]], "x")
 same("bernoulli bernoulli_", "p")
 R.retain_grad = "g * 2"
+-- complex (issue 19)
+same([[real imag conj angle is_complex view_as_real]], "c")
+R.complex = "v, w"
+R.view_as_complex = "T.ones(3, 2)"
 R.torch_kind = "{}"
 same([[add sub mul div divide multiply subtract true_divide atan2 arctan2 eq ne lt le gt
   ge greater greater_equal less less_equal not_equal maximum minimum fmod remainder
@@ -444,6 +449,14 @@ local LR = {
   diagonal = "fd", matmul = "fd, fd", vecdot = "fd, fd",
 }
 add_all("linalg.", T.linalg, LR)
+-- T.fft (issue 19)
+local FFTR = {}
+for w in ("fft ifft rfft ihfft fftshift ifftshift"):gmatch("%S+") do FFTR[w] = "v" end
+for w in ("irfft hfft"):gmatch("%S+") do FFTR[w] = "c" end
+for w in ("fft2 ifft2 fftn ifftn rfft2 rfftn"):gmatch("%S+") do FFTR[w] = "x" end
+for w in ("irfft2 irfftn"):gmatch("%S+") do FFTR[w] = "T.fft.rfft2(x)" end
+FFTR.fftfreq, FFTR.rfftfreq = "4", "4"
+add_all("fft.", T.fft, FFTR)
 -- class-level functions of the optimizer and scheduler objects, called by
 -- the layer itself (Optimizer.create(cls, ...), a class's update, the
 -- schedule lr_at), not methods a user calls

@@ -26,6 +26,8 @@ static const em_dtype_info dtype_info[EM_NUM_DTYPES] = {
     [EM_BFLOAT16] = {"bfloat16", 2, EM_KIND_FLOAT, 1},
     [EM_FLOAT32] = {"float32", 4, EM_KIND_FLOAT, 1},
     [EM_FLOAT64] = {"float64", 8, EM_KIND_FLOAT, 1},
+    [EM_COMPLEX64] = {"complex64", 8, EM_KIND_COMPLEX, 1},
+    [EM_COMPLEX128] = {"complex128", 16, EM_KIND_COMPLEX, 1},
 };
 
 static const struct {
@@ -34,7 +36,8 @@ static const struct {
 } dtype_aliases[] = {
     {"long", EM_INT64},   {"int", EM_INT32},     {"short", EM_INT16},
     {"byte", EM_UINT8},   {"char", EM_INT8},     {"half", EM_FLOAT16},
-    {"float", EM_FLOAT32}, {"double", EM_FLOAT64},
+    {"float", EM_FLOAT32}, {"double", EM_FLOAT64}, {"cfloat", EM_COMPLEX64},
+    {"cdouble", EM_COMPLEX128},
 };
 
 static int valid(em_dtype dt) { return (unsigned)dt < EM_NUM_DTYPES; }
@@ -117,14 +120,33 @@ void em_scalar_to_bytes(em_scalar v, em_dtype dt, void *out) {
     if (v.kind == EM_SCALAR_FLOAT) EM_STORE_##S(out, v.f); \
     else EM_STORE_##S(out, v.i);                         \
     break;
-  switch (dt) { EM_FOR_EACH_DTYPE(STORE_SCALAR) default: break; }
+  switch (dt) {
+    EM_FOR_EACH_DTYPE(STORE_SCALAR)
+    case EM_COMPLEX64: case EM_COMPLEX128: {  /* the value, imaginary part 0 */
+      double re = v.kind == EM_SCALAR_FLOAT ? v.f : (double)v.i;
+      if (dt == EM_COMPLEX64) {
+        float c[2] = {(float)re, 0.0f};
+        memcpy(out, c, sizeof c);
+      } else {
+        double c[2] = {re, 0.0};
+        memcpy(out, c, sizeof c);
+      }
+      break;
+    }
+    default: break;
+  }
 #undef STORE_SCALAR
 }
 
 double em_bytes_to_f64(em_dtype dt, const void *p) {
   double r = 0;
 #define LOAD_F64(S, E, CT, K) case E: EM_STORE_f64(&r, EM_LOAD_##S(p)); break;
-  switch (dt) { EM_FOR_EACH_DTYPE(LOAD_F64) default: break; }
+  switch (dt) {
+    EM_FOR_EACH_DTYPE(LOAD_F64)
+    case EM_COMPLEX64: EM_STORE_f64(&r, EM_LOAD_f32(p)); break;  /* the real part */
+    case EM_COMPLEX128: r = EM_LOAD_f64(p); break;
+    default: break;
+  }
 #undef LOAD_F64
   return r;
 }
@@ -132,7 +154,12 @@ double em_bytes_to_f64(em_dtype dt, const void *p) {
 int64_t em_bytes_to_i64(em_dtype dt, const void *p) {
   int64_t r = 0;
 #define LOAD_I64(S, E, CT, K) case E: EM_STORE_i64(&r, EM_LOAD_##S(p)); break;
-  switch (dt) { EM_FOR_EACH_DTYPE(LOAD_I64) default: break; }
+  switch (dt) {
+    EM_FOR_EACH_DTYPE(LOAD_I64)
+    case EM_COMPLEX64: EM_STORE_i64(&r, EM_LOAD_f32(p)); break;  /* the real part */
+    case EM_COMPLEX128: EM_STORE_i64(&r, EM_LOAD_f64(p)); break;
+    default: break;
+  }
 #undef LOAD_I64
   return r;
 }

@@ -55,12 +55,25 @@ static int compare_dims(const em_iter *it, const int64_t (*st)[EM_ITER_MAX_OPS],
   return 0;
 }
 
+static _Thread_local int complex_allowed;
+
+int em_iter_allow_complex(int on) {
+  int was = complex_allowed;
+  complex_allowed = on;
+  return was;
+}
+
 em_status em_iter_build(em_iter *it, const char *op, int nops,
                         const em_tensor *const *ops, int ndim,
                         const int64_t *shape, bool is_reduction) {
   int64_t st[EM_MAX_DIMS][EM_ITER_MAX_OPS]; /* bytes, indexed by tensor axis */
   if (nops > EM_ITER_MAX_OPS)
     return em_fail(EM_E_VALUE, "%s: too many operands (%d)", op, nops);
+  if (!complex_allowed)
+    for (int k = 0; k < nops; k++)
+      if (ops[k] && em_dtype_kindof(ops[k]->dtype) == EM_KIND_COMPLEX)
+        return em_fail(EM_E_TYPE, EM_MSG_DTYPE_NOT_IMPLEMENTED, op,
+                       em_dtype_name(ops[k]->dtype));
   it->nops = nops;
   /* An empty shape may hold sizes whose product overflows (a view of
   ** 0 x 2^62 elements): its numel is 0 without multiplying. */

@@ -39,6 +39,13 @@ em_status em_broadcast_shapes(const char *op, int n, const em_tensor *const *ts,
 em_status em_iter_build(em_iter *it, const char *op, int nops,
                         const em_tensor *const *ops, int ndim,
                         const int64_t *shape, bool is_reduction);
+/* Complex operands: em_iter_build refuses them with
+** EM_MSG_DTYPE_NOT_IMPLEMENTED naming op and the dtype, so an op whose
+** kernels have no complex loops fails cleanly. An op that handles complex
+** (copies, fills, the complex family) brackets its builds with
+**   int was = em_iter_allow_complex(1); ... em_iter_allow_complex(was);
+** (per thread; returns the previous setting). */
+int em_iter_allow_complex(int on);
 
 /* Runs loop over elements [begin, end) of the iteration order. */
 void em_iter_run_range(const em_iter *it, int64_t begin, int64_t end,

@@ -31,9 +31,11 @@
 **   nn       convolution, pooling, norms, losses            kern_nn.h
 **   optim    the fused optimizer updates                    kern_optim.h
 **   reduce   reductions, lane ops (softmax, cumsum), comparisons  kern_reduce.h
-**   sort     sort, topk, kthvalue/median, unique            kern_sort.h */
+**   sort     sort, topk, kthvalue/median, unique            kern_sort.h
+**   cplx     complex elementwise loops, the FFT                kern_cplx.h */
 #define EM_KERNEL_FAMILIES(X) \
-  X(copy) X(ew) X(index) X(linalg) X(random) X(creation) X(nn) X(optim) X(reduce) X(sort)
+  X(copy) X(ew) X(index) X(linalg) X(random) X(creation) X(nn) X(optim) X(reduce) X(sort) \
+  X(cplx)
 
 #define EM_KERNEL_FAMILY_DECL(f) struct em_##f##_kernels;
 EM_KERNEL_FAMILIES(EM_KERNEL_FAMILY_DECL)

@@ -1,7 +1,7 @@
 /*
 ** promote.c -- type promotion exactly as PyTorch's promote_types,
 ** result_type and can_cast (c10/core/ScalarType.h, ATen TypeProperties.cpp),
-** for ember's dtypes (no complex, no quantized).
+** for ember's dtypes (complex included; no quantized).
 **
 ** What holds:
 ** - em_promote_types is symmetric, idempotent, and a dtype meets bool in
@@ -20,6 +20,14 @@ em_dtype em_promote_types(em_dtype a, em_dtype b) {
   if (a == EM_BOOL) return b;
   if (b == EM_BOOL) return a;
   em_dtype_kind ka = em_dtype_kindof(a), kb = em_dtype_kindof(b);
+  if (ka == EM_KIND_COMPLEX || kb == EM_KIND_COMPLEX) {
+    /* complex wins; its width is the wider of the two value types
+    ** (complex64 with float64 is complex128, as PyTorch) */
+    if (ka == EM_KIND_COMPLEX && kb == EM_KIND_COMPLEX)
+      return a == EM_COMPLEX128 || b == EM_COMPLEX128 ? EM_COMPLEX128 : EM_COMPLEX64;
+    em_dtype c = ka == EM_KIND_COMPLEX ? a : b, o = ka == EM_KIND_COMPLEX ? b : a;
+    return o == EM_FLOAT64 ? EM_COMPLEX128 : c;
+  }
   if (ka == EM_KIND_FLOAT && kb != EM_KIND_FLOAT) return a;
   if (kb == EM_KIND_FLOAT && ka != EM_KIND_FLOAT) return b;
   if (ka == EM_KIND_FLOAT) {
@@ -38,7 +46,10 @@ em_dtype em_promote_types(em_dtype a, em_dtype b) {
 }
 
 int em_can_cast(em_dtype from, em_dtype to) {
-  if (em_dtype_kindof(from) == EM_KIND_FLOAT && em_dtype_kindof(to) != EM_KIND_FLOAT)
+  if (em_dtype_kindof(from) == EM_KIND_COMPLEX && em_dtype_kindof(to) != EM_KIND_COMPLEX)
+    return 0;
+  if (em_dtype_kindof(from) == EM_KIND_FLOAT && em_dtype_kindof(to) != EM_KIND_FLOAT &&
+      em_dtype_kindof(to) != EM_KIND_COMPLEX)
     return 0;
   if (from != EM_BOOL && to == EM_BOOL) return 0;
   return 1;
@@ -49,7 +60,8 @@ const char *em_dtype_pt_name(em_dtype dt) {
       [EM_BOOL] = "Bool",     [EM_UINT8] = "Byte",      [EM_INT8] = "Char",
       [EM_INT16] = "Short",   [EM_INT32] = "Int",       [EM_INT64] = "Long",
       [EM_FLOAT16] = "Half",  [EM_BFLOAT16] = "BFloat16", [EM_FLOAT32] = "Float",
-      [EM_FLOAT64] = "Double"};
+      [EM_FLOAT64] = "Double", [EM_COMPLEX64] = "ComplexFloat",
+      [EM_COMPLEX128] = "ComplexDouble"};
   return (unsigned)dt < EM_NUM_DTYPES ? names[dt] : "Undefined";
 }
 
@@ -60,8 +72,16 @@ static int promote_skip(int a, int b) {
   return (int)em_promote_types((em_dtype)a, (em_dtype)b);
 }
 
+static int is_kind(int dt, em_dtype_kind k) {
+  return dt >= 0 && em_dtype_kindof((em_dtype)dt) == k;
+}
+
 /* PyTorch's combine_categories(higher, lower). */
 static int combine(int higher, int lower) {
+  if (is_kind(higher, EM_KIND_COMPLEX)) return higher;
+  if (is_kind(lower, EM_KIND_COMPLEX)) /* a floating higher keeps its width */
+    return higher == EM_FLOAT64 ? EM_COMPLEX128
+           : is_kind(higher, EM_KIND_FLOAT) ? EM_COMPLEX64 : lower;
   if (higher >= 0 && em_dtype_kindof((em_dtype)higher) == EM_KIND_FLOAT) return higher;
   if (higher == EM_BOOL ||
       (lower >= 0 && em_dtype_kindof((em_dtype)lower) == EM_KIND_FLOAT))

@@ -1,6 +1,6 @@
 /*
 ** cpu/copy.c -- the copy family of the CPU's kernels (core/kern_copy.h):
-** the strided cast copy (10 x 10 loops, the cast rules of core/core.h),
+** the strided cast copy (10 x 10 loops and the complex casts, the cast rules of core/core.h),
 ** same-dtype moves with blocked transposes, fills, and element reads and
 ** writes of host memory.
 */
@@ -40,6 +40,83 @@ EM_FOR_EACH_DTYPE(DEF_CASTS_FROM)
 static const em_loop1d cast_loops[EM_NUM_DTYPES][EM_NUM_DTYPES] = {
     EM_FOR_EACH_DTYPE(ROW)};
 
+/* -- Complex casts: em_ccast_<dst>_<src> ------------------------------------
+** A real value becomes (value, 0) and a complex value written to a real
+** dtype keeps its real part (PyTorch's copy_ drops the imaginary part);
+** complex64 <-> complex128 converts both parts. V is the value type
+** (float for complex64, double for complex128). */
+#define DEF_TO_C(S, E, CT, K)                                                 \
+  static void em_ccast_c64_##S(char **data, const int64_t *st, int64_t n, void *ctx) { \
+    char *d = data[0];                                                        \
+    const char *s = data[1];                                                  \
+    (void)ctx;                                                                \
+    for (int64_t i = 0; i < n; i++, d += st[0], s += st[1]) {                 \
+      float c[2] = {(float)EM_LOAD_AS_F64_##S(s), 0.0f};                      \
+      memcpy(d, c, sizeof c);                                                 \
+    }                                                                         \
+  }                                                                           \
+  static void em_ccast_c128_##S(char **data, const int64_t *st, int64_t n, void *ctx) { \
+    char *d = data[0];                                                        \
+    const char *s = data[1];                                                  \
+    (void)ctx;                                                                \
+    for (int64_t i = 0; i < n; i++, d += st[0], s += st[1]) {                 \
+      double c[2] = {EM_LOAD_AS_F64_##S(s), 0.0};                             \
+      memcpy(d, c, sizeof c);                                                 \
+    }                                                                         \
+  }                                                                           \
+  static void em_ccast_##S##_c64(char **data, const int64_t *st, int64_t n, void *ctx) { \
+    char *d = data[0];                                                        \
+    const char *s = data[1];                                                  \
+    (void)ctx;                                                                \
+    for (int64_t i = 0; i < n; i++, d += st[0], s += st[1])                   \
+      EM_STORE_##S(d, *(const float *)s);                                     \
+  }                                                                           \
+  static void em_ccast_##S##_c128(char **data, const int64_t *st, int64_t n, void *ctx) { \
+    char *d = data[0];                                                        \
+    const char *s = data[1];                                                  \
+    (void)ctx;                                                                \
+    for (int64_t i = 0; i < n; i++, d += st[0], s += st[1])                   \
+      EM_STORE_##S(d, *(const double *)s);                                    \
+  }
+EM_FOR_EACH_DTYPE(DEF_TO_C)
+
+static void em_ccast_c64_c128(char **data, const int64_t *st, int64_t n, void *ctx) {
+  char *d = data[0];
+  const char *s = data[1];
+  (void)ctx;
+  for (int64_t i = 0; i < n; i++, d += st[0], s += st[1]) {
+    const double *v = (const double *)s;
+    ((float *)d)[0] = (float)v[0];
+    ((float *)d)[1] = (float)v[1];
+  }
+}
+static void em_ccast_c128_c64(char **data, const int64_t *st, int64_t n, void *ctx) {
+  char *d = data[0];
+  const char *s = data[1];
+  (void)ctx;
+  for (int64_t i = 0; i < n; i++, d += st[0], s += st[1]) {
+    const float *v = (const float *)s;
+    ((double *)d)[0] = v[0];
+    ((double *)d)[1] = v[1];
+  }
+}
+
+#define CROW_TO(S, E, CT, K) [E] = {em_ccast_c64_##S, em_ccast_c128_##S},
+#define CROW_FROM(S, E, CT, K) [E] = {em_ccast_##S##_c64, em_ccast_##S##_c128},
+/* [real src][0: to complex64, 1: to complex128], [real dst][0: from c64, 1: from c128] */
+static const em_loop1d to_complex[EM_NUM_DTYPES][2] = {EM_FOR_EACH_DTYPE(CROW_TO)};
+static const em_loop1d from_complex[EM_NUM_DTYPES][2] = {EM_FOR_EACH_DTYPE(CROW_FROM)};
+
+static int is_complex(em_dtype dt) { return dt == EM_COMPLEX64 || dt == EM_COMPLEX128; }
+
+static em_loop1d cast_loop(em_dtype dst, em_dtype src) {
+  if (is_complex(dst) && is_complex(src))
+    return dst == EM_COMPLEX64 ? em_ccast_c64_c128 : em_ccast_c128_c64;
+  if (is_complex(dst)) return to_complex[src][dst == EM_COMPLEX128];
+  if (is_complex(src)) return from_complex[dst][src == EM_COMPLEX128];
+  return cast_loops[dst][src];
+}
+
 /* Same-dtype copies move bytes; the element size picks the loop. */
 #define DEF_MOVE(NAME, T)                                                    \
   static void NAME(char **data, const int64_t *st, int64_t n, void *ctx) {   \
@@ -58,14 +135,17 @@ DEF_MOVE(move1, uint8_t)
 DEF_MOVE(move2, uint16_t)
 DEF_MOVE(move4, uint32_t)
 DEF_MOVE(move8, uint64_t)
+typedef struct { uint64_t w[2]; } em_bytes16;  /* complex128 */
+DEF_MOVE(move16, em_bytes16)
 
 static em_loop1d copy_loop(em_dtype dst, em_dtype src) {
-  if (dst != src) return cast_loops[dst][src];
+  if (dst != src) return cast_loop(dst, src);
   switch (em_dtype_size(dst)) {
     case 1: return move1;
     case 2: return move2;
     case 4: return move4;
-    default: return move8;
+    case 8: return move8;
+    default: return move16;
   }
 }
 
@@ -163,6 +243,7 @@ __attribute__((target("avx2"))) static void tile4_avx2(char *d, const char *s, i
 /* The iteration dim (>= 1) along which operand 1 is unit-stride while dim 0
 ** is not, with both dims long enough to tile; -1 when tiling does not pay. */
 static int tile_dim(const em_iter *it, int64_t isz) {
+  if (isz > 8) return -1;  /* complex128 moves element by element */
   if (it->ndim < 2 || it->shape[0] < TILE_MIN) return -1;
   if (it->strides[0][0] != isz || it->strides[0][1] == isz) return -1;
   for (int j = 1; j < it->ndim; j++)
@@ -224,13 +305,15 @@ DEF_FILL(fill1, uint8_t)
 DEF_FILL(fill2, uint16_t)
 DEF_FILL(fill4, uint32_t)
 DEF_FILL(fill8, uint64_t)
+DEF_FILL(fill16, em_bytes16)
 
 static em_loop1d fill_loop(em_dtype dt) {
   switch (em_dtype_size(dt)) {
     case 1: return fill1;
     case 2: return fill2;
     case 4: return fill4;
-    default: return fill8;
+    case 8: return fill8;
+    default: return fill16;
   }
 }
 
@@ -245,7 +328,7 @@ static void cpu_copy(const em_iter *it, em_dtype dst, em_dtype src) {
 }
 
 static void cpu_fill(const em_iter *it, em_dtype dt, const void *value) {
-  uint64_t bytes = 0;
+  em_bytes16 bytes = {{0, 0}};
   memcpy(&bytes, value, em_dtype_size(dt));
   if (it->numel > 0) em_iter_run(it, fill_loop(dt), &bytes);
 }

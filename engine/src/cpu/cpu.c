@@ -13,6 +13,7 @@
 #include "core/kern_optim.h"
 #include "core/kern_reduce.h"
 #include "core/kern_sort.h"
+#include "core/kern_cplx.h"
 
 static em_status cpu_alloc(em_device dev, size_t nbytes, void **data) {
   (void)dev;
@@ -44,4 +45,5 @@ const em_kernels em_cpu_kernels = {
     .optim = &em_cpu_optim_kernels,
     .reduce = &em_cpu_reduce_kernels,
     .sort = &em_cpu_sort_kernels,
+    .cplx = &em_cpu_cplx_kernels,
 };

@@ -14,6 +14,7 @@
 */
 #include "core/kernels.h"
 #include "core/kern_copy.h"
+#include "core/kern_cplx.h"
 #include "core/kern_creation.h"
 #include "core/kern_ew.h"
 #include "core/kern_index.h"
@@ -578,6 +579,21 @@ const em_sort_kernels em_cuda_sort_kernels = {
 
 /* -- The table --------------------------------------------------------------- */
 
+/* -- cplx: complex loops and the FFT (layer two) ---------------------------- */
+
+static void cu_cplx_ew(em_cx_op op, em_dtype dt, const em_iter *it, double alpha) {
+  UNSUPPORTED_VOID("complex elementwise");
+}
+static em_status cu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner, int forward,
+                        double fct) {
+  return unsupported("fft");
+}
+
+const em_cplx_kernels em_cuda_cplx_kernels = {
+    .ew = cu_cplx_ew,
+    .fft = cu_fft,
+};
+
 const em_kernels em_cuda_kernels = {
     .name = "cuda",
     .type = EM_CUDA,
@@ -593,6 +609,7 @@ const em_kernels em_cuda_kernels = {
     .creation = &em_cuda_creation_kernels,
     .nn = &em_cuda_nn_kernels,
     .optim = &em_cuda_optim_kernels,
+    .cplx = &em_cuda_cplx_kernels,
     .reduce = &em_cuda_reduce_kernels,
     .sort = &em_cuda_sort_kernels,
 };

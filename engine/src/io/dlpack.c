@@ -34,6 +34,7 @@ static int to_dl_dtype(em_dtype dt, DLDataType *out) {
     case EM_FLOAT16: case EM_FLOAT32: case EM_FLOAT64:
       out->code = kDLFloat; return 1;
     case EM_BFLOAT16: out->code = kDLBfloat; return 1;
+    case EM_COMPLEX64: case EM_COMPLEX128: out->code = kDLComplex; return 1;
     default: return 0;
   }
 }

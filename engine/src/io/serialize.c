@@ -30,7 +30,7 @@ enum { VERSION = 1, HEADER = 40, STORAGE_ENTRY = 16, TENSOR_FIXED = 24, ALIGN = 
 /* dtype codes in files: fixed here, independent of the em_dtype enum. */
 static const em_dtype file_dtypes[] = {EM_BOOL,    EM_UINT8,    EM_INT8,    EM_INT16,
                                        EM_INT32,   EM_INT64,    EM_FLOAT16, EM_BFLOAT16,
-                                       EM_FLOAT32, EM_FLOAT64};
+                                       EM_FLOAT32, EM_FLOAT64,  EM_COMPLEX64, EM_COMPLEX128};
 enum { N_FILE_DTYPES = sizeof file_dtypes / sizeof file_dtypes[0] };
 
 static uint32_t file_code(em_dtype dt) {

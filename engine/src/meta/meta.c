@@ -19,6 +19,7 @@
 #include "core/kern_optim.h"
 #include "core/kern_reduce.h"
 #include "core/kern_sort.h"
+#include "core/kern_cplx.h"
 #include "core/errmsg.h"
 
 /* -- Memory: a storage of nbytes that holds none -------------------------- */
@@ -388,6 +389,17 @@ const em_sort_kernels em_meta_sort_kernels = {
 
 /* -- The table --------------------------------------------------------------- */
 
+/* complex: no values to compute */
+static void meta_cx_ew(em_cx_op op, em_dtype dt, const em_iter *it, double alpha) {}
+static em_status meta_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner,
+                          int forward, double fct) {
+  return EM_OK;
+}
+const em_cplx_kernels em_meta_cplx_kernels = {
+    .ew = meta_cx_ew,
+    .fft = meta_fft,
+};
+
 const em_kernels em_meta_kernels = {
     .name = "meta",
     .type = EM_META,
@@ -406,4 +418,5 @@ const em_kernels em_meta_kernels = {
     .optim = &em_meta_optim_kernels,
     .reduce = &em_meta_reduce_kernels,
     .sort = &em_meta_sort_kernels,
+    .cplx = &em_meta_cplx_kernels,
 };

@@ -54,7 +54,9 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
     /* the broadcast check as on one device (building reads no data) */
     em_iter it;
     const em_tensor *ops[2] = {dst, src};
+    int was = em_iter_allow_complex(1);
     st = em_iter_build(&it, "copy_", 2, ops, dst->ndim, dst->sizes, false);
+    em_iter_allow_complex(was);
     return st == EM_OK ? copy_across(dst, src) : st;
   }
   if (em_same_layout(dst, src)) return EM_OK;
@@ -68,7 +70,9 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
   }
   em_iter it;
   const em_tensor *ops[2] = {dst, src};
+  int was = em_iter_allow_complex(1);  /* the cast loops include complex */
   st = em_iter_build(&it, "copy_", 2, ops, dst->ndim, dst->sizes, false);
+  em_iter_allow_complex(was);
   if (st == EM_OK) {
     em_kernels_for(dst->storage->device)->copy->copy(&it, dst->dtype, src->dtype);
     em_storage_bump_version(dst->storage);
@@ -82,13 +86,15 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
 static em_status fill_nograd(em_tensor *dst, em_scalar value) {
   em_status st = em_check_writable("fill_", dst);
   if (st != EM_OK) return st;
-  uint64_t bytes = 0;
-  em_scalar_to_bytes(value, dst->dtype, &bytes);
+  uint64_t bytes[2] = {0, 0};  /* EM_MAX_ELEM_BYTES */
+  em_scalar_to_bytes(value, dst->dtype, bytes);
   em_iter it;
   const em_tensor *ops[1] = {dst};
+  int was = em_iter_allow_complex(1);  /* a fill moves element bytes */
   st = em_iter_build(&it, "fill_", 1, ops, dst->ndim, dst->sizes, false);
+  em_iter_allow_complex(was);
   if (st != EM_OK) return st;
-  em_kernels_for(dst->storage->device)->copy->fill(&it, dst->dtype, &bytes);
+  em_kernels_for(dst->storage->device)->copy->fill(&it, dst->dtype, bytes);
   em_storage_bump_version(dst->storage);
   return EM_OK;
 }
@@ -179,26 +185,69 @@ static em_status element_ptr(const char *op, const em_tensor *t, int64_t pos,
 }
 
 /* The element's bytes, read through the device's kernel. */
-static em_status read_element(const em_tensor *t, int64_t pos, uint64_t *bytes) {
+static em_status read_element(const em_tensor *t, int64_t pos, uint64_t bytes[2]) {
   const char *p;
   em_status st = element_ptr("get", t, pos, &p);
   if (st != EM_OK) return st;
-  *bytes = 0;
+  bytes[0] = bytes[1] = 0;
   return em_kernels_for(t->storage->device)
       ->copy->read("get", p, em_dtype_size(t->dtype), bytes);
 }
 
 em_status em_get_f64(const em_tensor *t, int64_t pos, double *out) {
-  uint64_t bytes;
-  em_status st = read_element(t, pos, &bytes);
-  if (st == EM_OK) *out = em_bytes_to_f64(t->dtype, &bytes);
+  uint64_t bytes[2];
+  em_status st = read_element(t, pos, bytes);
+  if (st == EM_OK) *out = em_bytes_to_f64(t->dtype, bytes);
   return st;
 }
 
 em_status em_get_i64(const em_tensor *t, int64_t pos, int64_t *out) {
-  uint64_t bytes;
-  em_status st = read_element(t, pos, &bytes);
-  if (st == EM_OK) *out = em_bytes_to_i64(t->dtype, &bytes);
+  uint64_t bytes[2];
+  em_status st = read_element(t, pos, bytes);
+  if (st == EM_OK) *out = em_bytes_to_i64(t->dtype, bytes);
+  return st;
+}
+
+em_status em_get_complex(const em_tensor *t, int64_t pos, double out[2]) {
+  uint64_t bytes[2];
+  em_status st = read_element(t, pos, bytes);
+  if (st != EM_OK) return st;
+  if (t->dtype == EM_COMPLEX64) {
+    float c[2];
+    memcpy(c, bytes, sizeof c);
+    out[0] = c[0];
+    out[1] = c[1];
+  } else if (t->dtype == EM_COMPLEX128) {
+    memcpy(out, bytes, 2 * sizeof(double));
+  } else {
+    out[0] = em_bytes_to_f64(t->dtype, bytes);
+    out[1] = 0.0;
+  }
+  return EM_OK;
+}
+
+em_status em_set_complex(em_tensor *t, int64_t pos, double re, double im) {
+  if (em_dtype_kindof(t->dtype) != EM_KIND_COMPLEX) {
+    if (im != 0.0)
+      return em_fail(EM_E_TYPE, "set: can't write a complex value (imaginary part %g) into "
+                     "a %s tensor", im, em_dtype_name(t->dtype));
+    em_scalar v = {EM_SCALAR_FLOAT, 0, re};
+    return em_set_flat(t, pos, v);
+  }
+  const char *p;
+  em_status st = element_ptr("set", t, pos, &p);
+  if (st != EM_OK) return st;
+  uint64_t bytes[2] = {0, 0};
+  if (t->dtype == EM_COMPLEX64) {
+    float c[2] = {(float)re, (float)im};
+    memcpy(bytes, c, sizeof c);
+  } else {
+    double c[2] = {re, im};
+    memcpy(bytes, c, sizeof c);
+  }
+  st = em_kernels_for(t->storage->device)
+      ->copy->write("set", (void *)p, em_dtype_size(t->dtype), bytes);
+  if (st == EM_OK) em_storage_bump_version(t->storage);
   return st;
 }
 
@@ -206,10 +255,10 @@ em_status em_set_flat(em_tensor *t, int64_t pos, em_scalar v) {
   const char *p;
   em_status st = element_ptr("set", t, pos, &p);
   if (st != EM_OK) return st;
-  uint64_t bytes = 0;
-  em_scalar_to_bytes(v, t->dtype, &bytes);
+  uint64_t bytes[2] = {0, 0};
+  em_scalar_to_bytes(v, t->dtype, bytes);
   st = em_kernels_for(t->storage->device)
-      ->copy->write("set", (void *)p, em_dtype_size(t->dtype), &bytes);
+      ->copy->write("set", (void *)p, em_dtype_size(t->dtype), bytes);
   if (st == EM_OK) em_storage_bump_version(t->storage);
   return st;
 }

@@ -8,6 +8,7 @@
 */
 #include "core/kern_reduce.h"
 #include "core/kernels.h"
+#include "core/errmsg.h"
 #include "autograd/autograd.h"
 #include "ops/autocast.h"
 
@@ -21,6 +22,9 @@ static em_status cumulative_nograd(const em_tensor *t, int64_t dim, int prod, in
   if (st != EM_OK) return st;
   em_dtype odt = dtype >= 0 ? (em_dtype)dtype
                             : (em_dtype_kindof(t->dtype) == EM_KIND_FLOAT ? t->dtype : EM_INT64);
+  if (em_dtype_kindof(t->dtype) == EM_KIND_COMPLEX || em_dtype_kindof(odt) == EM_KIND_COMPLEX)
+    return em_fail(EM_E_TYPE, EM_MSG_DTYPE_NOT_IMPLEMENTED, op,
+                   em_dtype_name(em_dtype_kindof(odt) == EM_KIND_COMPLEX ? odt : t->dtype));
   em_tensor *src;
   st = em_to(t, odt, t->storage->device, 0, &src);
   if (st != EM_OK) return st;

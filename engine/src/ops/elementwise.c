@@ -22,6 +22,7 @@
 #include "core/kernels.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
+#include "ops/complex.h"
 
 /* The kind masks of the kernel lists, by kernel (em_ew_kernel). */
 #define EW_MASK(OP, M, OUTC, ...) EM_EW_##M,
@@ -32,7 +33,8 @@ static const unsigned char kernel_masks[EM_EW_NKERNELS] = {
 
 static int kernel_supports(em_ew_kernel k, em_dtype dt) {
   em_dtype_kind kind = em_dtype_kindof(dt);
-  int bit = kind == EM_KIND_BOOL ? 1 : kind == EM_KIND_INT ? 2 : 4;
+  /* complex: no bit, so no real kernel takes it (ops/complex.c runs those) */
+  int bit = kind == EM_KIND_BOOL ? 1 : kind == EM_KIND_INT ? 2 : kind == EM_KIND_FLOAT ? 4 : 0;
   return (kernel_masks[k] & bit) != 0;
 }
 
@@ -400,6 +402,9 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
 
   /* -- types */
   em_dtype rt = em_result_type(nops, ops, o.default_float);
+  if (em_dtype_kindof(rt) == EM_KIND_COMPLEX)
+    return em_complex_ew(op, name, nops, ops, rt, o.alpha, o.rounding != EM_ROUND_NONE, out,
+                         result);
   em_dtype compute, outdt;
   int kernel = oi->kernel;
   if (op == EM_OP_DIV && o.rounding != EM_ROUND_NONE)

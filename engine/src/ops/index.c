@@ -624,9 +624,9 @@ static em_status mask_fill(em_tensor *t, const plan *p, em_scalar value) {
   const em_tensor *ops[2] = {&view, &mv};
   st = em_iter_build(&it, "index_put_", 2, ops, view.ndim, view.sizes, false);
   if (st == EM_OK) {
-    uint64_t bytes = 0;
-    em_scalar_to_bytes(value, t->dtype, &bytes);
-    k->masked_fill(&it, t->dtype, &bytes);
+    uint64_t bytes[2] = {0, 0};  /* EM_MAX_ELEM_BYTES */
+    em_scalar_to_bytes(value, t->dtype, bytes);
+    k->masked_fill(&it, t->dtype, bytes);
     em_storage_bump_version(t->storage);
   }
   em_tensor_release(snap);

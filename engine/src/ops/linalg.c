@@ -25,7 +25,8 @@
 /* ember's alias names (T.float, T.double, ...) in the dtype message */
 static const char *alias_name(em_dtype dt) {
   static const char *const names[EM_NUM_DTYPES] = {
-      "bool", "byte", "char", "short", "int", "long", "half", "bfloat16", "float", "double"};
+      "bool", "byte", "char", "short", "int", "long", "half", "bfloat16", "float", "double",
+      "cfloat", "cdouble"};
   return names[dt];
 }
 

@@ -136,9 +136,9 @@ static em_status masked_fill_nograd(em_tensor *t, const em_tensor *mask, em_scal
   const em_tensor *ops[2] = {t, &mv};
   if (st == EM_OK) st = em_iter_build(&it, op, 2, ops, t->ndim, t->sizes, false);
   if (st == EM_OK) {
-    uint64_t bytes = 0;
-    em_scalar_to_bytes(value, t->dtype, &bytes);
-    k->masked_fill(&it, t->dtype, &bytes);
+    uint64_t bytes[2] = {0, 0};  /* EM_MAX_ELEM_BYTES */
+    em_scalar_to_bytes(value, t->dtype, bytes);
+    k->masked_fill(&it, t->dtype, bytes);
     em_storage_bump_version(t->storage);
   }
   em_tensor_release(snap);

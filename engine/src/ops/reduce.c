@@ -15,6 +15,7 @@
 */
 #include "core/kern_reduce.h"
 #include "core/kernels.h"
+#include "core/errmsg.h"
 #include "autograd/autograd.h"
 #include "ops/autocast.h"
 
@@ -156,6 +157,10 @@ static em_status reduce_nograd(em_reduce_op rop, const em_tensor *t, int ndims,
   if (st != EM_OK) return st;
   if (dtype >= EM_NUM_DTYPES) return em_fail(EM_E_TYPE, "%s: invalid dtype %d", op, dtype);
   em_dtype in = t->dtype;
+  if (em_dtype_kindof(in) == EM_KIND_COMPLEX ||
+      (dtype >= 0 && em_dtype_kindof((em_dtype)dtype) == EM_KIND_COMPLEX))
+    return em_fail(EM_E_TYPE, EM_MSG_DTYPE_NOT_IMPLEMENTED, op,
+                   em_dtype_name(em_dtype_kindof(in) == EM_KIND_COMPLEX ? in : (em_dtype)dtype));
   em_dtype odt;
   switch (rop) {
     case EM_REDUCE_SUM:

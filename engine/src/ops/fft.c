@@ -1,0 +1,44 @@
+/*
+** ops/fft.c -- the FFT's engine op: one complex-to-complex transform along
+** one dim (em_fft_c2c); lua/ember/fft.lua builds T.fft's functions (sizes,
+** norms, real and Hermitian forms, several dims) from it and the views
+** (docs/fft.md).
+*/
+#include "core/kern_cplx.h"
+#include "core/kernels.h"
+#include "core/errmsg.h"
+#include "autograd/autograd.h"
+
+em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
+                     em_tensor **out) {
+  if (em_dtype_kindof(x->dtype) != EM_KIND_COMPLEX)
+    return em_fail(EM_E_TYPE, "fft: expected a complex tensor, got %s", em_dtype_name(x->dtype));
+  if (em_grad_enabled() && x->requires_grad)
+    return em_fail(EM_E_TYPE, "fft: autograd through the FFT is not implemented");
+  int nd = x->ndim > 0 ? x->ndim : 1;
+  if (dim < -nd || dim == 0 || dim > nd)
+    return em_fail(EM_E_INDEX, "fft: dimension %lld out of range (expected to be in range of "
+                   "[%d, %d])", (long long)dim, -nd, nd);
+  if (x->ndim == 0)
+    return em_fail(EM_E_VALUE, "fft: expected a tensor of at least 1 dim, got a 0-d tensor");
+  int d = (int)(dim < 0 ? dim + x->ndim : dim - 1);
+  const em_kernels *kt;
+  em_status st = em_kernels_check("fft", x->storage->device, &kt);
+  if (st != EM_OK) return st;
+  if (x->sizes[d] == 0)
+    return em_fail(EM_E_VALUE, "fft: invalid number of data points (0) specified");
+  em_tensor *y = NULL;
+  st = em_empty(x->ndim, x->sizes, x->dtype, x->storage->device, &y);
+  if (st == EM_OK) st = em_copy_(y, x);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < d; i++) outer *= x->sizes[i];
+  for (int i = d + 1; i < x->ndim; i++) inner *= x->sizes[i];
+  if (st == EM_OK && em_tensor_numel(y) > 0)
+    st = kt->cplx->fft(x->dtype, y->storage->data, outer, x->sizes[d], inner, forward, fct);
+  if (st != EM_OK) {
+    em_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return EM_OK;
+}

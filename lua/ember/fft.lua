@@ -1,0 +1,300 @@
+-- T.fft (issue 19, item 2; docs/fft.md): PyTorch's torch.fft with 1-based
+-- dims, over one engine primitive, C._fft_c2c (a complex transform along one
+-- dim on pocketfft, ops/fft.c). The real (rfft/irfft), Hermitian (hfft/ihfft)
+-- and n-dimensional forms are built here from it, the views and cat/flip.
+return function(T, C)
+  local A = require "ember.args"
+  local fmt, floor, sqrt = string.format, math.floor, math.sqrt
+  local F = {}
+
+  local function is_complex(x) return x:is_complex() end
+
+  local function to_complex(x)
+    if is_complex(x) then return x end
+    return x:to(x.dtype == T.float64 and T.complex128 or T.complex64)
+  end
+
+  local function check_real(op, x)
+    if is_complex(x) then
+      error(fmt("%s: expects a real input tensor, but got %s", op, tostring(x.dtype)), 4)
+    end
+  end
+
+  local function check_grad(op, x)
+    if x.requires_grad and T.is_grad_enabled() then
+      error(fmt("%s: autograd through the FFT is not implemented yet (docs/fft.md); " ..
+        "detach() the input or use T.no_grad()", op), 4)
+    end
+  end
+
+  -- dim (1-based, negative from the end) as a positive position
+  local function wrap(op, x, d)
+    local nd = x:dim()
+    if type(d) ~= "number" or d ~= floor(d) then
+      error(fmt("%s: expected an integer dim, got %s", op, tostring(d)), 4)
+    end
+    if nd == 0 or d == 0 or d < -nd or d > nd then
+      error(fmt("%s: dimension %d out of range (expected to be in range of [%d, %d])",
+        op, d, -math.max(nd, 1), math.max(nd, 1)), 4)
+    end
+    return d < 0 and d + nd + 1 or d
+  end
+
+  -- the scale of one dim of n points (PyTorch's norm modes)
+  local function scale(op, norm, n, forward)
+    if norm == nil or norm == "backward" then return forward and 1 or 1 / n end
+    if norm == "forward" then return forward and 1 / n or 1 end
+    if norm == "ortho" then return 1 / sqrt(n) end
+    error(fmt("%s: Invalid normalization mode: \"%s\" (expected \"backward\", \"ortho\" " ..
+      "or \"forward\")", op, tostring(norm)), 4)
+  end
+  local dual = { backward = "forward", forward = "backward", ortho = "ortho" }
+
+  -- x with dim d of size n: trimmed, or zero-padded at the end
+  local function resize(op, x, d, n)
+    if type(n) ~= "number" or n ~= floor(n) or n < 1 then
+      error(fmt("%s: Invalid number of data points (%s) specified", op, tostring(n)), 4)
+    end
+    local m = x:size(d)
+    if n == m then return x end
+    if n < m then return x:narrow(d, 1, n) end
+    local sz = {}
+    for i = 1, x:dim() do sz[i] = x:size(i) end
+    sz[d] = n
+    local z = T.zeros(sz, { dtype = x.dtype, device = x.device })
+    z:narrow(d, 1, m):copy_(x)
+    return z
+  end
+
+  local function c2c(op, x, d, forward, norm)
+    return C._fft_c2c(x, d, forward, scale(op, norm, x:size(d), forward))
+  end
+
+  local function real_part(y) return T.view_as_real(y):select(-1, 1):contiguous() end
+
+  -- (x, n, dim, norm) or (x, {n=, dim=, norm=})
+  local ONE = { "n", "dim", "norm" }
+  local function args1(op, x, n, dim, norm, ...)
+    if not T.is_tensor(x) then
+      error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 3)
+    end
+    if A.is_opts(n) then
+      A.nomore(op, 2, dim, norm, ...)
+      local o = A.checkopts(op, n, ONE, 3)
+      n, dim, norm = o.n, o.dim, o.norm
+    else
+      A.nooptions(op, 2, 4, n, dim, norm, ...)
+    end
+    check_grad(op, x)
+    return x, n, wrap(op, x, dim or -1), norm
+  end
+
+  local function cfft(op, forward)
+    return function(...)
+      local x, n, d, norm = args1(op, ...)
+      local y = to_complex(x)
+      if n then y = resize(op, y, d, n) end
+      return c2c(op, y, d, forward, norm)
+    end
+  end
+  F.fft = cfft("fft", true)
+  F.ifft = cfft("ifft", false)
+
+  local function rfft1(op, x, n, d, norm)
+    check_real(op, x)
+    local y = to_complex(x)
+    if n then y = resize(op, y, d, n) end
+    local m = y:size(d)
+    return c2c(op, y, d, true, norm):narrow(d, 1, floor(m / 2) + 1):contiguous()
+  end
+
+  -- the inverse of rfft: n real outputs from the first n//2+1 of a Hermitian
+  -- spectrum (the rest are the conjugates, mirrored)
+  local function irfft1(op, x, n, d, norm)
+    local y = to_complex(x)
+    n = n or 2 * (y:size(d) - 1)
+    if n < 1 then
+      error(fmt("%s: Invalid number of data points (%d) specified", op, n), 4)
+    end
+    local half = floor(n / 2) + 1
+    y = resize(op, y, d, half)
+    if n - half > 0 then
+      local tail = y:narrow(d, 2, n - half):flip({ d }):conj()
+      y = T.cat({ y, tail }, d)
+    end
+    return real_part(c2c(op, y, d, false, norm))
+  end
+
+  F.rfft = function(...) return rfft1("rfft", args1("rfft", ...)) end
+  F.irfft = function(...) return irfft1("irfft", args1("irfft", ...)) end
+  F.hfft = function(...)
+    local x, n, d, norm = args1("hfft", ...)
+    scale("hfft", norm, 1, true)
+    return irfft1("hfft", to_complex(x):conj(), n, d, dual[norm or "backward"])
+  end
+  F.ihfft = function(...)
+    local x, n, d, norm = args1("ihfft", ...)
+    scale("ihfft", norm, 1, true)
+    return rfft1("ihfft", x, n, d, dual[norm or "backward"]):conj()
+  end
+
+  -- n-dimensional forms: (x, s, dim, norm) or (x, {s=, dim=, norm=})
+  local NDIM = { "s", "dim", "norm" }
+  local function list_of(op, what, v, x)
+    if type(v) == "number" then return { v } end
+    if type(v) ~= "table" then
+      error(fmt("%s: expected a list of integers for %s, got %s", op, what, type(v)), 4)
+    end
+    local r = {}
+    for i = 1, #v do r[i] = v[i] end
+    return r
+  end
+  local function argsn(op, default_dims, x, s, dim, norm, ...)
+    if not T.is_tensor(x) then
+      error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 3)
+    end
+    if type(s) == "table" and getmetatable(s) == nil and s[1] == nil then
+      A.nomore(op, 2, dim, norm, ...)
+      local o = A.checkopts(op, s, NDIM, 3)
+      s, dim, norm = o.s, o.dim, o.norm
+    else
+      A.nomore(op, 4, ...)
+    end
+    check_grad(op, x)
+    local dims
+    if dim ~= nil then
+      dims = list_of(op, "dim", dim)
+    elseif s ~= nil then
+      local k = #list_of(op, "s", s)
+      dims = {}
+      for i = 1, k do dims[i] = -k + i - 1 end
+    elseif default_dims then
+      dims = { -2, -1 }
+    else
+      dims = {}
+      for i = 1, x:dim() do dims[i] = i end
+    end
+    local seen = {}
+    for i = 1, #dims do
+      dims[i] = wrap(op, x, dims[i])
+      if seen[dims[i]] then error(fmt("%s: dims must be unique (dim %d repeats)", op, dims[i]), 3) end
+      seen[dims[i]] = true
+    end
+    local sizes
+    if s ~= nil then
+      sizes = list_of(op, "s", s)
+      if #sizes ~= #dims then
+        error(fmt("%s: When given, dim and shape arguments must have the same length " ..
+          "(got %d and %d)", op, #dims, #sizes), 3)
+      end
+      for i = 1, #sizes do if sizes[i] == -1 then sizes[i] = x:size(dims[i]) end end
+    end
+    return x, sizes, dims, norm
+  end
+
+  local function cfftn(op, forward, two)
+    return function(...)
+      local x, s, dims, norm = argsn(op, two, ...)
+      local y = to_complex(x)
+      for i = 1, #dims do
+        if s then y = resize(op, y, dims[i], s[i]) end
+        y = c2c(op, y, dims[i], forward, norm)
+      end
+      if #dims == 0 then y = y:clone() end
+      return y
+    end
+  end
+  F.fftn, F.ifftn = cfftn("fftn", true, false), cfftn("ifftn", false, false)
+  F.fft2, F.ifft2 = cfftn("fft2", true, true), cfftn("ifft2", false, true)
+
+  local function rfftn(op, two)
+    return function(...)
+      local x, s, dims, norm = argsn(op, two, ...)
+      check_real(op, x)
+      local k = #dims
+      if k == 0 then error(fmt("%s: must transform at least one axis", op), 2) end
+      local y = rfft1(op, x, s and s[k], dims[k], norm)
+      for i = 1, k - 1 do
+        if s then y = resize(op, y, dims[i], s[i]) end
+        y = c2c(op, y, dims[i], true, norm)
+      end
+      return y
+    end
+  end
+  F.rfftn, F.rfft2 = rfftn("rfftn", false), rfftn("rfft2", true)
+
+  local function irfftn(op, two)
+    return function(...)
+      local x, s, dims, norm = argsn(op, two, ...)
+      local k = #dims
+      if k == 0 then error(fmt("%s: must transform at least one axis", op), 2) end
+      local y = to_complex(x)
+      for i = 1, k - 1 do
+        if s then y = resize(op, y, dims[i], s[i]) end
+        y = c2c(op, y, dims[i], false, norm)
+      end
+      return irfft1(op, y, s and s[k], dims[k], norm)
+    end
+  end
+  F.irfftn, F.irfft2 = irfftn("irfftn", false), irfftn("irfft2", true)
+
+  -- fftfreq(n, d=1, {dtype=, device=, requires_grad=})
+  local FREQ = { "dtype", "device", "requires_grad" }
+  local function freqs(op, real)
+    return function(n, d, opts, ...)
+      if A.is_opts(d) then opts, d = d, nil end
+      A.nomore(op, 3, ...)
+      local o = A.checkopts(op, opts, FREQ, 3)
+      if type(n) ~= "number" or n ~= floor(n) or n < 0 then
+        error(fmt("%s: expected a non-negative integer n, got %s", op, tostring(n)), 2)
+      end
+      d = d or 1
+      if type(d) ~= "number" then error(fmt("%s: expected a number d, got %s", op, type(d)), 2) end
+      local dtype = o.dtype or T.get_default_dtype()
+      local k = real and floor(n / 2) + 1 or n
+      local r = T.arange(0, k, { dtype = T.float64 })
+      if not real and n > 0 then
+        local pos = floor((n - 1) / 2) + 1  -- how many non-negative ones
+        r = T.cat({ r:narrow(1, 1, pos), T.arange(-floor(n / 2), 0, { dtype = T.float64 }) }, 1)
+      end
+      r = (r / (d * n)):to(dtype)
+      if o.device then r = r:to(o.device) end
+      if o.requires_grad then r:requires_grad_() end
+      return r
+    end
+  end
+  F.fftfreq, F.rfftfreq = freqs("fftfreq", false), freqs("rfftfreq", true)
+
+  -- fftshift(x, dim): roll by n//2 on dims (all by default); ifftshift undoes it
+  local function shift(op, inverse)
+    return function(x, dim, ...)
+      if not T.is_tensor(x) then
+        error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 2)
+      end
+      if A.is_opts(dim) and dim[1] == nil then
+        A.nomore(op, 2, ...)
+        dim = A.checkopts(op, dim, { "dim" }, 2).dim
+      else
+        A.nomore(op, 2, ...)
+      end
+      local dims
+      if dim == nil then
+        dims = {}
+        for i = 1, x:dim() do dims[i] = i end
+      else
+        dims = type(dim) == "table" and dim or { dim }
+      end
+      if #dims == 0 then return x:clone() end
+      local shifts, ds = {}, {}
+      for i = 1, #dims do
+        ds[i] = wrap(op, x, dims[i])
+        local n = x:size(ds[i])
+        shifts[i] = inverse and -floor(n / 2) or floor(n / 2)
+      end
+      return x:roll(shifts, ds)
+    end
+  end
+  F.fftshift, F.ifftshift = shift("fftshift", false), shift("ifftshift", true)
+
+  T.fft = F
+end

@@ -1,0 +1,121 @@
+-- The complex dtypes (issue 19): arithmetic and printing against torch 1.13
+-- (tests/fixtures/gen_complex.py -> complex_cases.lua), promotion, views,
+-- item/tolist, and a list of common ops that must give a correct result or
+-- refuse with the op and dtype named (none may misbehave silently).
+local T = require "ember"
+local F = dofile("tests/fixtures/complex_cases.lua")
+
+local VALUE = { complex64 = "float32", complex128 = "float64" }
+local function build(e)
+  local t = T.tensor(e.v, { dtype = T[VALUE[e.dtype] or e.dtype] }):reshape(e.shape)
+  if e.cplx then t = T.view_as_complex(t) end
+  return t
+end
+local function check(got, e, what)
+  assert.are.equal("ember." .. e.dtype, tostring(got.dtype), what)
+  local g = (got:is_complex() and T.view_as_real(got) or got):contiguous():reshape(-1):double():tolist()
+  local tol = (e.dtype == "float32" or e.dtype == "complex64") and 1e-5 or 1e-12
+  assert.are.equal(#e.v, #g, what)
+  for i = 1, #e.v do
+    local ev, gv = e.v[i], g[i]
+    if type(ev) == "boolean" then assert.are.equal(ev, gv == 1 or gv == true, what)
+    else assert.is_true(math.abs(gv - ev) <= tol * math.max(1, math.abs(ev)), what .. " " .. i) end
+  end
+end
+
+local a = T.complex(T.tensor { 1.5, -2.0, 3.0 }, T.tensor { 0.5, 1.0, -2.25 })
+local b = T.complex(T.tensor({ 0.25, 4.0, -1.0 }, { dtype = T.float64 }),
+  T.tensor({ -1.0, 2.0, 0.5 }, { dtype = T.float64 }))
+local r = T.tensor { 2.0, -0.5, 1.0 }
+
+describe("complex dtypes", function()
+  it("computes as torch", function()
+    local E = {
+      add = function() return a + b end, sub = function() return a - r end,
+      mul = function() return a * b end, div = function() return a / b end,
+      neg = function() return -a end, exp = function() return a:exp() end,
+      log = function() return b:log() end, sqrt = function() return a:sqrt() end,
+      pow = function() return a:pow(b) end, abs = function() return b:abs() end,
+      angle = function() return a:angle() end, conj = function() return b:conj() end,
+      real = function() return a.real end, imag = function() return b.imag end,
+      mul_scalar = function() return a * 2 end, add_int = function() return T.tensor { 1, 2, 3 } + a end,
+      sum = function() return a:sum() end, mean = function() return b:mean() end,
+      eq = function() return a:eq(a:conj()) end, ne = function() return a:ne(b) end,
+    }
+    for k, e in pairs(F.ops) do check(E[k](), e, k) end
+  end)
+
+  it("prints as torch 1.13", function()
+    for k, c in pairs(F.prints) do
+      assert.are.equal(c.s, tostring(build(c.v)), k)
+    end
+  end)
+
+  it("promotes as torch", function()
+    assert.are.equal(T.complex128, T.promote_types(T.complex64, T.float64))
+    assert.are.equal(T.complex64, T.promote_types(T.complex64, T.int64))
+    assert.are.equal(T.complex128, T.promote_types(T.complex64, T.complex128))
+    assert.are.equal(T.complex64, T.promote_types(T.float16, T.complex64))
+    assert.are.equal(T.complex64, (T.ones(2) + T.zeros(1, { dtype = T.complex64 })).dtype)
+  end)
+
+  it("makes and reads complex tensors", function()
+    local z = T.zeros(2, 3, { dtype = T.complex64 })
+    assert.are.equal(T.complex64, z.dtype)
+    assert.are.equal(8, z:element_size())
+    assert.are.same({ 1.5, 0.5 }, a[1]:item())
+    assert.are.same({ { 1.5, 0.5 }, { -2, 1 }, { 3, -2.25 } }, a:tolist())
+    local v = T.view_as_real(b)
+    v[2][2] = 7  -- a view: writes b's imaginary part
+    assert.are.equal(7, b.imag[2]:item())
+    assert.are.same({ 1, 0 }, T.ones(1, { dtype = T.complex128 })[1]:item())
+    local c = a:to(T.complex128)
+    assert.are.equal(T.complex128, c.dtype)
+    assert.are.equal(1.5, a:float()[1]:item())  -- the real part, as torch's copy_
+    assert.is_true(a:is_complex())
+    assert.is_false(r:is_complex())
+  end)
+
+  it("refuses what it does not support, naming the op and dtype", function()
+    local ops = {
+      lt = function() return a:lt(a) end, max = function() return a:max() end,
+      sort = function() return a:sort() end, matmul = function() return a:reshape(1, 3):matmul(a:reshape(3, 1)) end,
+      relu = function() return a:relu() end, floor = function() return a:floor() end,
+      clamp = function() return a:clamp(0, 1) end, cumsum = function() return a:cumsum(1) end,
+      prod = function() return a:prod() end, argmax = function() return a:argmax() end,
+      sigmoid = function() return a:sigmoid() end, tanh_ok = false,
+      gather = function() return a:gather(1, T.tensor { 1 }) end,
+      masked_fill = function() return a:masked_fill(T.tensor { true, false, true }, 1) end,
+      isnan = function() return a:isnan() end, sign = function() return a:sign() end,
+      remainder = function() return a:remainder(2) end,
+      requires_grad = function() return a:clone():requires_grad_() end,
+    }
+    for name, f in pairs(ops) do
+      if f then
+        local ok, e = pcall(f)
+        if ok then error(name .. " did not refuse complex64") end
+        assert.is_truthy(tostring(e):find("complex", 1, true) or tostring(e):find("Complex", 1, true),
+          name .. ": " .. tostring(e))
+      end
+    end
+  end)
+
+  it("round-trips through T.save and refuses .npy", function()
+    local path = os.tmpname()
+    T.save(path, { a = a, b = b })
+    local l = T.load(path)
+    os.remove(path)
+    assert.are.equal(T.complex64, l.a.dtype)
+    assert.is_true(T.equal(T.view_as_real(l.a), T.view_as_real(a)))
+    assert.is_true(T.equal(T.view_as_real(l.b), T.view_as_real(b)))
+    assert.has_error(function() T.save_npy(path, a) end)
+  end)
+
+  it("keeps the views' rules", function()
+    assert.has_error(function() T.view_as_complex(T.ones(3, 3)) end)
+    assert.has_error(function() T.view_as_complex(T.ones(2, 4):t()) end)
+    assert.has_error(function() T.view_as_real(T.ones(2)) end)
+    assert.has_error(function() T.complex(T.ones(2), T.ones(2, { dtype = T.float64 })) end)
+    assert.has_error(function() return T.ones(2).imag end)
+  end)
+end)

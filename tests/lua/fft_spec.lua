@@ -1,0 +1,112 @@
+-- T.fft against torch.fft 1.13 (tests/fixtures/gen_fft.py -> fft_cases.lua):
+-- values of every transform over odd/even sizes, padding and truncation by
+-- n/s, the three norms, several dims, non-contiguous and integer inputs;
+-- fftfreq/rfftfreq and the shifts; and the refusals.
+local T = require "ember"
+local F = dofile("tests/fixtures/fft_cases.lua")
+
+local VALUE = { complex64 = "float32", complex128 = "float64" }
+
+local function build(e)
+  local vt = VALUE[e.dtype] or e.dtype
+  local t = T.tensor(e.v, { dtype = T[vt] }):reshape(e.shape)
+  if e.cplx then t = T.view_as_complex(t) end
+  return t
+end
+
+local function flat(t)
+  if t:is_complex() then t = T.view_as_real(t) end
+  return t:contiguous():reshape(-1):double():tolist()
+end
+
+local function close(got, e, what)
+  assert.are.equal(e.dtype, tostring(got.dtype):gsub("^ember%.", ""), what .. ": dtype")
+  local shape = {}
+  for i = 1, got:dim() do shape[i] = got:size(i) end
+  if e.cplx then shape[#shape + 1] = 2 end
+  assert.are.same(e.shape, shape, what .. ": shape")
+  local g = flat(got)
+  local tol = (e.dtype == "float32" or e.dtype == "complex64") and 2e-5 or 1e-11
+  local scale = 1
+  for i = 1, #e.v do scale = math.max(scale, math.abs(e.v[i])) end
+  for i = 1, #e.v do
+    if math.abs(g[i] - e.v[i]) > tol * scale then
+      error(string.format("%s: value %d is %.17g, torch has %.17g", what, i, g[i], e.v[i]))
+    end
+  end
+end
+
+describe("T.fft conformance with torch.fft", function()
+  it("matches every transform case", function()
+    assert.is_true(#F.cases > 300)
+    for i, c in ipairs(F.cases) do
+      local x = build(c.x)
+      if c.t then x = x:t() end
+      local what = string.format("case %d: %s", i, c.fn)
+      local ok, y = pcall(T.fft[c.fn], x, c.args)
+      if not ok then error(what .. ": " .. tostring(y)) end
+      close(y, c.y, what)
+    end
+  end)
+
+  it("matches fftfreq and rfftfreq", function()
+    for _, c in ipairs(F.freqs) do
+      close(T.fft[c.fn](c.n, c.d), c.y, c.fn .. " " .. c.n)
+    end
+    local f = T.fft.fftfreq(4, { dtype = T.float64 })
+    assert.are.equal(T.float64, f.dtype)
+  end)
+
+  it("matches fftshift and ifftshift", function()
+    for _, c in ipairs(F.shifts) do
+      local x = build(c.x)
+      close(T.fft[c.fn](x, c.args.dim), c.y, c.fn)
+    end
+  end)
+
+  it("takes positional arguments", function()
+    local x = T.randn(8)
+    local a = T.fft.fft(x, 8, -1, "ortho")
+    local b = T.fft.fft(x, { n = 8, dim = -1, norm = "ortho" })
+    assert.is_true(T.equal(T.view_as_real(a), T.view_as_real(b)))
+    local y = T.randn(3, 4, 5)
+    local c = T.fft.fftn(y, { 4, 6 }, { 1, 3 })
+    assert.are.same({ 4, 4, 6 }, { c:size(1), c:size(2), c:size(3) })
+  end)
+
+  it("round-trips", function()
+    local x = T.randn(4, 9, { dtype = T.float64 })
+    local r = T.fft.irfft(T.fft.rfft(x), 9)
+    assert.is_true(T.allclose(r, x, 1e-12, 1e-12))
+    local z = T.fft.ifftn(T.fft.fftn(x))
+    assert.is_true(T.allclose(z.real, x, 1e-12, 1e-12))
+  end)
+
+  it("refuses bad arguments with the op named", function()
+    local x = T.randn(8)
+    local function fails(pat, f, ...)
+      local ok, e = pcall(f, ...)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(e):find(pat, 1, true), tostring(e))
+    end
+    fails("fft: Invalid normalization mode", T.fft.fft, x, { norm = "nope" })
+    fails("fft: unknown option 'zz'", T.fft.fft, x, { zz = 1 })
+    fails("fft: Invalid number of data points (0)", T.fft.fft, x, { n = 0 })
+    fails("fft: dimension 2 out of range", T.fft.fft, x, { dim = 2 })
+    fails("rfft: expects a real input tensor", T.fft.rfft, T.fft.fft(x))
+    fails("fftn: dims must be unique", T.fft.fftn, T.randn(2, 2), { dim = { 1, -2 } })
+    fails("fftn: When given, dim and shape", T.fft.fftn, T.randn(2, 2), { s = { 2 }, dim = { 1, 2 } })
+    fails("irfft: Invalid number of data points (0)", T.fft.irfft, T.randn(1))
+    fails("fft: autograd through the FFT is not implemented", T.fft.fft,
+      T.randn(4):requires_grad_())
+    fails("fft: expected a tensor", T.fft.fft, 3)
+    fails("fftfreq: unknown option 'zz'", T.fft.fftfreq, 4, { zz = 1 })
+  end)
+
+  it("works on the meta device (shapes only)", function()
+    local x = T.empty(4, 6, { device = "meta" })
+    local y = T.fft.rfft(x)
+    assert.are.equal("meta", tostring(y.device))
+    assert.are.same({ 4, 4 }, { y:size(1), y:size(2) })
+  end)
+end)
