@@ -311,6 +311,11 @@ return function(T, C)
     local scalar = type(v) == "number"
     if scalar then v = T.full({}, v, { dtype = seq.dtype, device = seq.device }) end
     check_tensor(op, v, "input", 4)
+    -- the float64 casts below would drop an imaginary part: refused, as
+    -- PyTorch (complex values have no order)
+    for _, t in ipairs { seq, v } do
+      if t:is_complex() then error(fmt("%s: not implemented for %s tensors", op, t.dtype.name), 4) end
+    end
     local s = seq:to(T.float64)
     local vv = v:to(T.float64)
     local n = s.shape[s.ndim]

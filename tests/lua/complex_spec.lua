@@ -89,6 +89,11 @@ describe("complex dtypes", function()
       isnan = function() return a:isnan() end, sign = function() return a:sign() end,
       remainder = function() return a:remainder(2) end,
       requires_grad = function() return a:clone():requires_grad_() end,
+      searchsorted = function() return T.searchsorted(a, a) end, bucketize = function() return T.bucketize(a, a) end,
+      erfinv = function() return T.special.erfinv(a) end, lgamma = function() return a:lgamma() end,
+      linalg_inv = function() return T.linalg.inv(T.complex(T.eye(2), T.zeros(2, 2))) end,
+      lstm = function() return T.nn.LSTM(3, 2)(a:reshape(1, 1, 3)) end,
+      sdpa = function() local q = a:reshape(1, 1, 3); return T.nn.functional.scaled_dot_product_attention(q, q, q) end,
     }
     for name, f in pairs(ops) do
       if f then

@@ -35,7 +35,11 @@
 static em_status check_float(const char *op, const em_tensor *t) {
   if (t->dtype != EM_FLOAT32 && t->dtype != EM_FLOAT64) {
     static const char *const names[EM_NUM_DTYPES] = {
-        "Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double"};
+        "Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double",
+        "ComplexFloat", "ComplexDouble"};
+    if (t->dtype == EM_COMPLEX64 || t->dtype == EM_COMPLEX128)
+      return em_fail(EM_E_TYPE, "%s: not implemented for %s tensors (complex linear algebra is not "
+                     "supported yet)", op, em_dtype_name(t->dtype));
     return em_fail(EM_E_TYPE, "%s: Expected a floating point or complex tensor as input. Got %s",
                    op, names[t->dtype]);
   }
