@@ -254,6 +254,22 @@ typedef struct lua_hook {
   int ref;
 } lua_hook;
 
+/* A hook context for the Lua function at idx (checked), anchored to the
+** module's main thread, which outlives any coroutine that registers it. */
+static lua_hook *new_lua_hook(lua_State *L, int idx, const char *op) {
+  luaL_checktype(L, idx, LUA_TFUNCTION);
+  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
+  lua_State *anchor = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!anchor) l_errorf(L, "%s: the ember module is not opened", op);
+  lua_hook *h = malloc(sizeof *h);
+  if (!h) l_errorf(L, "%s: out of memory", op);
+  lua_pushvalue(L, idx);
+  h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  h->anchor = anchor;
+  return h;
+}
+
 static void lua_hook_free(void *p) {
   lua_hook *h = p;
   luaL_unref(h->anchor, LUA_REGISTRYINDEX, h->ref);
@@ -299,16 +315,7 @@ static int l_set_grad_hook(lua_State *L) {
     if (em_tensor_set_grad_hook(t, NULL, NULL, NULL) != EM_OK) return l_error(L);
     return 0;
   }
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
-  lua_State *anchor = lua_tothread(L, -1);
-  lua_pop(L, 1);
-  if (!anchor) return l_errorf(L, "register_post_accumulate_grad_hook: the ember module is not opened");
-  lua_hook *h = malloc(sizeof *h);
-  if (!h) return l_errorf(L, "register_post_accumulate_grad_hook: out of memory");
-  lua_pushvalue(L, 2);
-  h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  h->anchor = anchor;
+  lua_hook *h = new_lua_hook(L, 2, "register_post_accumulate_grad_hook");
   if (em_tensor_set_grad_hook(t, lua_grad_hook, h, lua_hook_free) != EM_OK) return l_error(L);
   return 0;
 }
@@ -372,16 +379,7 @@ static int l_set_tensor_hook(lua_State *L) {
     if (em_tensor_set_hook(t, NULL, NULL, NULL) != EM_OK) return l_error(L);
     return 0;
   }
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
-  lua_State *anchor = lua_tothread(L, -1);
-  lua_pop(L, 1);
-  if (!anchor) return l_errorf(L, "register_hook: the ember module is not opened");
-  lua_hook *h = malloc(sizeof *h);
-  if (!h) return l_errorf(L, "register_hook: out of memory");
-  lua_pushvalue(L, 2);
-  h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  h->anchor = anchor;
+  lua_hook *h = new_lua_hook(L, 2, "register_hook");
   if (em_tensor_set_hook(t, lua_tensor_hook, h, lua_hook_free) != EM_OK) return l_error(L);
   return 0;
 }

@@ -180,53 +180,52 @@ return function(T, C)
     return true
   end
 
+  -- A hook method over C's one-function-per-tensor slot (get/set): the slot
+  -- holds a dispatcher, made by dispatch(list), over this tensor's list of
+  -- hooks; each call appends one and returns a handle whose remove() takes
+  -- it off.
+  local function hook_method(name, get, set, dispatch)
+    local lists = setmetatable({}, { __mode = "k" })
+    return function(t, fn, ...)
+      require("ember.args").nomore(name, 2, ...)
+      if type(fn) ~= "function" then
+        error(name .. ": expected a function, got " .. type(fn), 2)
+      end
+      local d = get(t)
+      local list = d and lists[d]
+      if not list then
+        list = { n = 0 }
+        d = dispatch(list)
+        lists[d] = list
+        local ok, err = pcall(set, t, d)
+        if not ok then error(err, 2) end
+      end
+      list.n = list.n + 1
+      list[list.n] = fn
+      local i = list.n
+      return { remove = function() list[i] = false end }
+    end
+  end
+
   -- t:register_post_accumulate_grad_hook(fn) (PyTorch 2): fn(t) runs once per
   -- backward, after every gradient of that backward has been added to the
-  -- leaf t's .grad (the rest of the backward still to run). Returns a handle
-  -- whose remove() takes the hook off. C._set_grad_hook holds one function
-  -- per tensor: the dispatcher below, over this tensor's list.
-  local hook_lists = setmetatable({}, { __mode = "k" })
-  function T.Tensor_methods.register_post_accumulate_grad_hook(t, fn, ...)
-    require("ember.args").nomore("register_post_accumulate_grad_hook", 2, ...)
-    if type(fn) ~= "function" then
-      error("register_post_accumulate_grad_hook: expected a function, got " .. type(fn), 2)
-    end
-    local d = C._get_grad_hook(t)
-    local list = d and hook_lists[d]
-    if not list then
-      list = { n = 0 }
-      d = function(x)
+  -- leaf t's .grad (the rest of the backward still to run).
+  T.Tensor_methods.register_post_accumulate_grad_hook = hook_method("register_post_accumulate_grad_hook",
+    C._get_grad_hook, C._set_grad_hook, function(list)
+      return function(x)
         for i = 1, list.n do
           local f = list[i]
           if f then f(x) end
         end
       end
-      hook_lists[d] = list
-      local ok, err = pcall(C._set_grad_hook, t, d)
-      if not ok then error(err, 2) end
-    end
-    list.n = list.n + 1
-    list[list.n] = fn
-    local i = list.n
-    return { remove = function() list[i] = false end }
-  end
+    end)
   -- t:register_hook(fn): fn(grad) runs on the gradient flowing to t in each
   -- backward (for a leaf, the sum of that backward's gradients, before it
   -- joins .grad); a tensor it returns replaces the gradient for the hooks
-  -- after it and for the rest of the backward. Returns a handle whose
-  -- remove() takes the hook off. C._set_tensor_hook holds one function per
-  -- tensor: the dispatcher below, over this tensor's list.
-  local tensor_hook_lists = setmetatable({}, { __mode = "k" })
-  function T.Tensor_methods.register_hook(t, fn, ...)
-    require("ember.args").nomore("register_hook", 2, ...)
-    if type(fn) ~= "function" then
-      error("register_hook: expected a function, got " .. type(fn), 2)
-    end
-    local d = C._get_tensor_hook(t)
-    local list = d and tensor_hook_lists[d]
-    if not list then
-      list = { n = 0 }
-      d = function(g)
+  -- after it and for the rest of the backward.
+  T.Tensor_methods.register_hook = hook_method("register_hook", C._get_tensor_hook, C._set_tensor_hook,
+    function(list)
+      return function(g)
         for i = 1, list.n do
           local f = list[i]
           if f then
@@ -241,15 +240,7 @@ return function(T, C)
         end
         return g
       end
-      tensor_hook_lists[d] = list
-      local ok, err = pcall(C._set_tensor_hook, t, d)
-      if not ok then error(err, 2) end
-    end
-    list.n = list.n + 1
-    list[list.n] = fn
-    local i = list.n
-    return { remove = function() list[i] = false end }
-  end
+    end)
   -- T.autograd._queue_callback(fn): during a backward, fn() runs once that
   -- backward has finished (PyTorch's Variable._execution_engine.queue_callback)
   A._queue_callback = C._queue_callback
