@@ -111,6 +111,13 @@ return function(T, optim)
     return self
   end
 
+  -- step's argument: nil or a number of epochs (errors at step's caller)
+  local function check_epoch(epoch)
+    if epoch ~= nil and type(epoch) ~= "number" then
+      error(string.format("step: epoch must be a number, got %s", type(epoch)), 3)
+    end
+  end
+
   function Scheduler:_initial_step()
     self._step_count = 0
     self:step()
@@ -118,9 +125,7 @@ return function(T, optim)
 
   function Scheduler:step(epoch, ...)
     ARGS.nooptions("step", 2, 2, epoch, ...)
-    if epoch ~= nil and type(epoch) ~= "number" then
-      error(string.format("step: epoch must be a number, got %s", type(epoch)), 2)
-    end
+    check_epoch(epoch)
     self._step_count = self._step_count + 1
     local values
     if epoch == nil then
@@ -429,9 +434,7 @@ return function(T, optim)
   -- step(epoch) takes a fractional epoch (epoch + batch / batches)
   function Warm:step(epoch, ...)
     ARGS.nooptions("step", 2, 2, epoch, ...)
-    if epoch ~= nil and type(epoch) ~= "number" then
-      error(string.format("step: epoch must be a number, got %s", type(epoch)), 2)
-    end
+    check_epoch(epoch)
     self._step_count = self._step_count + 1
     if epoch == nil and self.last_epoch < 0 then epoch = 0 end
     if epoch == nil then
