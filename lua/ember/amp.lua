@@ -90,7 +90,7 @@ return function(T, C)
   GradScaler.__name = "GradScaler"
   local READY, UNSCALED, STEPPED = 0, 1, 2
 
-  local function positive(name, v, what)
+  local function number(v, what)
     if type(v) ~= "number" or v ~= v then error(string.format("GradScaler: %s must be a number, got %s", what, tostring(v)), 3) end
     return v
   end
@@ -101,9 +101,9 @@ return function(T, C)
     local self = setmetatable({}, GradScaler)
     self._enabled = o.enabled == nil and true or o.enabled
     if type(self._enabled) ~= "boolean" then error("GradScaler: enabled must be a boolean", 2) end
-    self._init_scale = positive("GradScaler", o.init_scale or 2.0 ^ 16, "init_scale")
-    self._growth_factor = positive("GradScaler", o.growth_factor or 2.0, "growth_factor")
-    self._backoff_factor = positive("GradScaler", o.backoff_factor or 0.5, "backoff_factor")
+    self._init_scale = number(o.init_scale or 2.0 ^ 16, "init_scale")
+    self._growth_factor = number(o.growth_factor or 2.0, "growth_factor")
+    self._backoff_factor = number(o.backoff_factor or 0.5, "backoff_factor")
     local gi = o.growth_interval or 2000
     if type(gi) ~= "number" or gi % 1 ~= 0 or gi <= 0 then
       error("GradScaler: growth_interval must be a positive integer, got " .. tostring(gi), 2)
@@ -237,8 +237,8 @@ return function(T, C)
   function GradScaler:get_growth_factor() return self._growth_factor end
   function GradScaler:get_backoff_factor() return self._backoff_factor end
   function GradScaler:get_growth_interval() return self._growth_interval end
-  function GradScaler:set_growth_factor(v) self._growth_factor = positive("GradScaler", v, "growth_factor") end
-  function GradScaler:set_backoff_factor(v) self._backoff_factor = positive("GradScaler", v, "backoff_factor") end
+  function GradScaler:set_growth_factor(v) self._growth_factor = number(v, "growth_factor") end
+  function GradScaler:set_backoff_factor(v) self._backoff_factor = number(v, "backoff_factor") end
   function GradScaler:set_growth_interval(v) self._growth_interval = v end
   function GradScaler:state_dict()
     if not self._enabled then return {} end

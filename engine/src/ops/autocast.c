@@ -12,7 +12,7 @@
 ** - cuda (float16 or bfloat16): lower precision also mv and addmv; fp32
 **   also sum, cumsum/cumprod and softmax/log_softmax without a dtype, and
 **   layer_norm. (PyTorch's cuda fp32 list also has the exp/log/pow family,
-**   not yet wired here: EM_AC_POINTWISE has no op; nothing of the cuda
+**   not yet wired here; nothing of the cuda
 **   lists has run, for want of a device.)
 ** float64 inputs are never cast (PyTorch's is_eligible).
 */
@@ -27,9 +27,9 @@ static _Thread_local int ac_on[3];                  /* by em_device_type */
 static _Thread_local em_dtype ac_dt[3] = {EM_BFLOAT16, EM_FLOAT16, EM_BFLOAT16};
 
 enum { KEEP = 0, LOWER = 1, FP32 = 2 };
-/*                                   MM     MV     CONV   PROD  REDUCE NORM  LOSS  POINTWISE */
-static const unsigned char cpu_policy[EM_AC_COUNT] = {LOWER, KEEP, LOWER, FP32, KEEP, KEEP, FP32, KEEP};
-static const unsigned char cuda_policy[EM_AC_COUNT] = {LOWER, LOWER, LOWER, FP32, FP32, FP32, FP32, FP32};
+/*                                   MM     MV     CONV   PROD  REDUCE NORM  LOSS */
+static const unsigned char cpu_policy[EM_AC_COUNT] = {LOWER, KEEP, LOWER, FP32, KEEP, KEEP, FP32};
+static const unsigned char cuda_policy[EM_AC_COUNT] = {LOWER, LOWER, LOWER, FP32, FP32, FP32, FP32};
 
 em_status em_autocast_set(em_device_type d, int enabled, em_dtype dt) {
   if ((unsigned)d > EM_META)
@@ -60,12 +60,6 @@ static int policy(em_ac_op op, em_device_type d) {
 
 static int eligible(em_dtype dt) {
   return dt == EM_FLOAT32 || dt == EM_FLOAT16 || dt == EM_BFLOAT16;
-}
-
-em_dtype em_ac_target(em_ac_op op, em_device_type d, em_dtype dt) {
-  int pol = policy(op, d);
-  if (pol == KEEP || !eligible(dt)) return dt;
-  return pol == LOWER ? ac_dt[d] : EM_FLOAT32;
 }
 
 int em_ac_begin(em_ac_scope *s, em_ac_op op, int n, const em_tensor **in) {

@@ -26,7 +26,6 @@ typedef enum em_ac_op {
   EM_AC_REDUCE,    /* sum, mean, cumsum, cumprod, softmax, log_softmax (fp32 on cuda) */
   EM_AC_NORM,      /* layer_norm (fp32 on cuda) */
   EM_AC_LOSS,      /* the losses (fp32 on both) */
-  EM_AC_POINTWISE, /* exp, log, pow, ... (fp32 on cuda) */
   EM_AC_COUNT
 } em_ac_op;
 
@@ -45,10 +44,6 @@ extern _Thread_local int em_ac_any; /* some device has autocast on */
 ** (s->status set) */
 int em_ac_begin(em_ac_scope *s, em_ac_op op, int n, const em_tensor **in);
 void em_ac_end(em_ac_scope *s);
-/* the dtype ops of class op produce from floating inputs of dtype dt under
-** autocast on device d, or dt itself when autocast does not apply */
-em_dtype em_ac_target(em_ac_op op, em_device_type d, em_dtype dt);
-
 #define EM_AUTOCAST(OP, N, IN, RECALL)                                        \
   do {                                                                        \
     if (em_ac_any) {                                                          \
