@@ -74,6 +74,23 @@ describe("T.autocast on the cpu", function()
     assert.equal(T.float32, conv.weight.grad.dtype)
   end)
 
+  it("takes half inputs outside autocast where only float32/64 kernels exist, rounding back", function()
+    local x = tensor(fx.x)
+    for _, dt in ipairs { T.bfloat16, T.float16 } do
+      local h = x:to(dt)
+      local l = F.mse_loss(h, h * 0.5)
+      assert.equal(dt, l.dtype)
+      close(l, F.mse_loss(h:float(), (h * 0.5):float()), 1e-2, dt.name .. " mse_loss")
+      local n = F.layer_norm(h, { 4 })
+      assert.equal(dt, n.dtype)
+      close(n, F.layer_norm(h:float(), { 4 }), 2e-2, dt.name .. " layer_norm")
+      local g = h:clone():requires_grad_()
+      F.l1_loss(g, h * 0):backward()
+      assert.equal(dt, g.grad.dtype)
+    end
+    assert.is_false(T.is_autocast_cpu_enabled())
+  end)
+
   it("restores the state after the region, nested regions and errors", function()
     assert.is_false(T.is_autocast_cpu_enabled())
     T.autocast("cpu", function()
