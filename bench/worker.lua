@@ -200,6 +200,8 @@ local la_rows = {
 for name, row in pairs(la_rows) do
   setups[name] = row[1]
   bodies[name] = function(n) local f = row[2]; for _ = 1, n do f() end end
+end
+
 -- the optimizer-step rows (optim_step_*): one step on a 4M parameter
 for name, cls in pairs({ optim_step_adagrad = "Adagrad", optim_step_nadam = "NAdam" }) do
   setups[name] = function(k)
