@@ -1410,6 +1410,9 @@ int em_cuda_stream_device(const em_cuda_stream *s);
 em_status em_cuda_current_stream(int device, em_cuda_stream **out);
 /* Makes s the current stream of its device on this thread; *prev the one before. */
 em_status em_cuda_set_stream(int device, em_cuda_stream *s, em_cuda_stream **prev);
+/* The current stream of device on this thread as the runtime's cudaStream_t
+** (NULL: the default stream), for libraries that enqueue on it (NCCL). */
+em_status em_cuda_raw_stream(const char *op, int device, void **out);
 em_status em_cuda_stream_synchronize(int device, em_cuda_stream *s);
 em_status em_cuda_stream_query(int device, em_cuda_stream *s, int *done);
 em_status em_cuda_stream_wait_event(int device, em_cuda_stream *s, em_cuda_event *e);

@@ -22,9 +22,57 @@ return function(T, C)
     return M or nil
   end
   local nomore = require("ember.args").nomore
+
+  -- -- the NCCL module (bindings/dist/l_nccl.c): cuda tensors ---------------------
+  local N, nccl_err
+  local function nccl()
+    if N == nil then
+      local ok, m = pcall(require, "ember.dist_nccl")
+      if ok then N = m else N, nccl_err = false, tostring(m) end
+    end
+    return N or nil
+  end
+  -- The nccl backend behind the MPI module's calls (so the collectives below
+  -- are written once): each operation is enqueued on the current stream of
+  -- the group's device, under the timeout of its communicator.
+  local function nccl_backend(dev)
+    local TO, SRC = {}, setmetatable({}, { __mode = "k" })
+    local function st() return C._cuda_stream(dev) end
+    local B = { timeouts = TO, name = "nccl", device = "cuda:" .. dev }
+    function B.iallreduce(c, a, n, dt, op) return N.iallreduce(c, a, n, dt, op, st(), TO[c]) end
+    function B.ibcast(c, a, n, dt, root) return N.ibcast(c, a, n, dt, root, st(), TO[c]) end
+    function B.ireduce(c, a, n, dt, op, root) return N.ireduce(c, a, n, dt, op, root, st(), TO[c]) end
+    function B.iallgather(c, sa, ra, k, dt) return N.iallgather(c, sa, ra, k, dt, st(), TO[c]) end
+    function B.ireduce_scatter(c, sa, ra, k, dt, op) return N.ireduce_scatter(c, sa, ra, k, dt, op, st(), TO[c]) end
+    function B.ialltoall(c, sa, ra, k, dt) return N.ialltoall(c, sa, ra, k, dt, st(), TO[c]) end
+    function B.ialltoallv(c, sa, ra, sc, rc, dt) return N.ialltoallv(c, sa, ra, sc, rc, dt, st(), TO[c]) end
+    function B.igather(c, sa, ra, k, dt, root) return N.igather(c, sa, ra, k, dt, root, st(), TO[c]) end
+    function B.iscatter(c, sa, ra, k, dt, root) return N.iscatter(c, sa, ra, k, dt, root, st(), TO[c]) end
+    function B.ibarrier(c) return N.ibarrier(c, st(), TO[c]) end
+    function B.isend(c, a, n, dt, peer) return N.isend(c, a, n, dt, peer, st(), TO[c]) end
+    function B.irecv(c, a, n, dt, peer)
+      local r = N.irecv(c, a, n, dt, peer, st(), TO[c])
+      SRC[r] = peer
+      return r
+    end
+    function B.wait(r, timeout, name) return N.wait(r, timeout, name), SRC[r] end
+    function B.test(r, name) return N.test(r, name), SRC[r] end
+    local function blocking(f, name)
+      return function(c, ...)
+        if not N.wait(f(c, ...), TO[c], name) then error(name .. ": timed out", 3) end
+      end
+    end
+    B.allreduce = blocking(B.iallreduce, "all_reduce")
+    B.bcast = blocking(B.ibcast, "broadcast")
+    B.barrier = blocking(B.ibarrier, "barrier")
+    B.progress = function() end
+    B.set_broken = N.set_broken
+    B.comm_free = N.comm_free
+    return B
+  end
   function dist.is_available(...) nomore("is_available", 0, ...) return mpi() ~= nil end
   function dist.is_mpi_available(...) nomore("is_mpi_available", 0, ...) return mpi() ~= nil end
-  function dist.is_nccl_available(...) nomore("is_nccl_available", 0, ...) return false end
+  function dist.is_nccl_available(...) nomore("is_nccl_available", 0, ...) return nccl() ~= nil end
   function dist.is_gloo_available(...) nomore("is_gloo_available", 0, ...) return false end
 
   -- started by mpirun/mpiexec (Open MPI, MPICH's hydra) or srun with PMIx
@@ -43,7 +91,7 @@ return function(T, C)
   local Group = {}
   Group.__index = Group
   Group.__tostring = function(g)
-    return string.format("ProcessGroup(mpi, ranks {%s}, rank %d of %d)", table.concat(g.ranks, ", "),
+    return string.format("ProcessGroup(%s, ranks {%s}, rank %d of %d)", g.backend, table.concat(g.ranks, ", "),
       g._rank, g._size)
   end
   function Group:rank() return self._rank end
@@ -151,8 +199,8 @@ return function(T, C)
   end
   function dist.get_backend(g, ...)
     nomore("get_backend", 1, ...)
-    query_group("get_backend", g)
-    return "mpi"
+    g = query_group("get_backend", g)
+    return g == NON_MEMBER and S.world.backend or g.backend
   end
   function dist.get_rank(g, ...)
     nomore("get_rank", 1, ...)
@@ -191,9 +239,11 @@ return function(T, C)
     return out
   end
 
-  local function new_group_object(ranks, timeout, comm, grank)
+  local function new_group_object(ranks, timeout, comm, grank, B)
     local g = setmetatable({ ranks = ranks, index = {}, _size = #ranks, timeout = timeout, comm = comm,
-      member = grank ~= nil, _rank = grank or -1 }, Group)
+      member = grank ~= nil, _rank = grank or -1, B = B, backend = B.name or "mpi", device = B.device or "cpu" },
+      Group)
+    if B.timeouts and comm then B.timeouts[comm] = timeout end
     for i, r in ipairs(ranks) do g.index[r] = i end
     return g
   end
@@ -212,20 +262,31 @@ return function(T, C)
     o = check_opts("init_process_group", o, INIT_KEYS, 2)
     if S.initialized then error("init_process_group: trying to initialize the default process group twice!", 2) end
     local backend = o.backend or "mpi"
-    if backend == "nccl" then
-      error("init_process_group: backend 'nccl' needs cuda tensors; the cuda backend is issue 15 " ..
-        "(use backend = 'mpi' for CPU tensors)", 2)
-    end
-    if backend ~= "mpi" then
-      fail(2, "init_process_group: unknown backend '%s' (ember has 'mpi'; 'nccl' comes with the cuda backend)",
-        tostring(backend))
+    if backend ~= "mpi" and backend ~= "nccl" then
+      fail(2, "init_process_group: unknown backend '%s' (ember has 'mpi' for CPU tensors and 'nccl' for cuda " ..
+        "tensors)", tostring(backend))
     end
     if o.init_method ~= nil and o.init_method ~= "env://" then
-      fail(2, "init_process_group: init_method '%s' is not supported: the mpi backend takes its rank and " ..
-        "world size from the launcher (mpirun)", tostring(o.init_method))
+      fail(2, "init_process_group: init_method '%s' is not supported: the %s backend takes its rank and " ..
+        "world size from the launcher (mpirun)", tostring(o.init_method), backend)
     end
     local timeout = check_timeout("init_process_group", o.timeout, 2) or 1800
-    if not mpi() then
+    local B = mpi()
+    if backend == "nccl" then
+      if not T.cuda.is_available() then
+        local ok, why = pcall(T.cuda.synchronize)
+        fail(2, "init_process_group: backend 'nccl' needs a CUDA device: %s", ok and "none found" or
+          tostring(why):gsub("^[^:]*: ", ""):match("^[^\n]*"))
+      end
+      if not nccl() then
+        fail(2, "init_process_group: backend 'nccl' is not available: the module ember.dist_nccl did not load " ..
+          "(%s); build with the CUDA Toolkit's NCCL (EMBER_CUDA=ON)", tostring(nccl_err):match("^[^\n]*"))
+      end
+      if launched() and not B then
+        fail(2, "init_process_group: backend 'nccl' under a launcher needs the MPI module to share NCCL's " ..
+          "unique id (%s)", tostring(load_err):match("^[^\n]*"))
+      end
+    elseif not B then
       fail(2, "init_process_group: backend 'mpi' is not available: this ember was built without MPI " ..
         "(the module ember.dist did not load: %s); install libopenmpi-dev and rebuild (EMBER_MPI=AUTO)",
         tostring(load_err):match("^[^\n]*"))
@@ -243,9 +304,24 @@ return function(T, C)
       fail(2, "init_process_group: rank = %s was given, but the launcher says this process is rank %d",
         tostring(o.rank), rank)
     end
+    if backend == "nccl" then
+      -- rank 0 makes NCCL's unique id and MPI broadcasts it; one GPU per
+      -- process: device 0 of what CUDA_VISIBLE_DEVICES shows it (docs)
+      local id = size > 1 and rank ~= 0 and string.rep("\0", 128) or N.get_unique_id()
+      if size > 1 then
+        local buf = T.tensor({ id:byte(1, -1) }, { dtype = T.uint8 })
+        M.bcast(0, addr("init_process_group", buf, true), #id, "uint8", 0)
+        id = string.char(table.unpack and table.unpack(buf:tolist()) or unpack(buf:tolist()))
+      end
+      local c = N.comm_init(size, id, rank, 0, timeout)
+      if c == nil then
+        fail(2, "init_process_group: NCCL's set-up timed out after %g s (rank %d of %d)", timeout, rank, size)
+      end
+      comm, B = c, nccl_backend(0)
+    end
     local ranks = {}
     for r = 0, size - 1 do ranks[#ranks + 1] = r end
-    S.world = new_group_object(ranks, timeout, comm, rank)
+    S.world = new_group_object(ranks, timeout, comm, rank, B)
     S.world.is_world = true
     S.initialized = true
     S.groups = {}
@@ -255,8 +331,9 @@ return function(T, C)
     if type(ranks) == "table" and ranks.ranks ~= nil and o == nil then ranks, o = ranks.ranks, ranks end
     need_init("new_group", 2)
     o = check_opts("new_group", o, set { "ranks", "timeout", "backend" }, 2)
-    if o.backend ~= nil and o.backend ~= "mpi" then
-      fail(2, "new_group: backend '%s' is not available (the default group's is 'mpi')", tostring(o.backend))
+    if o.backend ~= nil and o.backend ~= S.world.backend then
+      fail(2, "new_group: backend '%s' is not available (the default group's is '%s')", tostring(o.backend),
+        S.world.backend)
     end
     local timeout = check_timeout("new_group", o.timeout, 2) or S.world.timeout
     local w = S.world._size
@@ -281,13 +358,20 @@ return function(T, C)
     local me
     for i, r in ipairs(list) do if r == S.world._rank then me = i - 1 end end
     S.tag = S.tag + 1 -- every rank calls new_group in the same order: the same tag
-    if me == nil then return NON_MEMBER end
     local comm
-    if S.world.comm then
-      local id, r = M.comm_create(0, list, S.tag)
-      comm, me = id, r
+    if S.world.backend == "nccl" then
+      -- every rank of the world splits its communicator (non-members too)
+      comm = N.comm_split(S.world.comm, me ~= nil, me or 0, timeout)
+      if comm == false then fail(2, "new_group: NCCL's split timed out after %g s", timeout) end
+      if me == nil then return NON_MEMBER end
+    else
+      if me == nil then return NON_MEMBER end
+      if S.world.comm then
+        local id, r = M.comm_create(0, list, S.tag)
+        comm, me = id, r
+      end
     end
-    local g = new_group_object(list, timeout, comm, me)
+    local g = new_group_object(list, timeout, comm, me, S.world.B)
     S.groups[#S.groups + 1] = g
     return g
   end
@@ -298,16 +382,17 @@ return function(T, C)
     end
     if g == nil or g == S.world then
       for _, sg in ipairs(S.groups) do
-        if sg.comm and not sg.destroyed then M.comm_free(sg.comm) end
+        if sg.comm and not sg.destroyed then sg.B.comm_free(sg.comm) end
         sg.destroyed = true
       end
+      if S.world.backend == "nccl" and S.world.comm then S.world.B.comm_free(S.world.comm) end
       S.world.destroyed = true
       S.initialized, S.world, S.groups = false, nil, {}
       return
     end
     if g == NON_MEMBER then return end
     if getmetatable(g) ~= Group then error("destroy_process_group: expected a process group", 2) end
-    if g.comm and not g.destroyed then M.comm_free(g.comm) end
+    if g.comm and not g.destroyed then g.B.comm_free(g.comm) end
     g.destroyed = true
   end
 
@@ -320,7 +405,7 @@ return function(T, C)
       "operation; the process group is now unusable and the job is aborted when this process exits",
       name, g.timeout, S.world._rank, S.world._size)
     S.broken = name .. " timed out"
-    M.set_broken(msg)
+    g.B.set_broken(msg)
     error(msg, level + 1)
   end
 
@@ -338,7 +423,7 @@ return function(T, C)
     if self.done then return true end
     local g = self.group
     for i, r in ipairs(self.reqs) do
-      local ok, src = M.wait(r, timeout or g.timeout, self.name)
+      local ok, src = g.B.wait(r, timeout or g.timeout, self.name)
       if not ok then timed_out(self.name, g, 2) end
       if i == 1 then self.source = src end
     end
@@ -348,7 +433,7 @@ return function(T, C)
   function Work:is_completed()
     if self.done then return true end
     for i, r in ipairs(self.reqs) do
-      local d, src = M.test(r, self.name)
+      local d, src = self.group.B.test(r, self.name)
       if not d then return false end
       if i == 1 then self.source = src end
     end
@@ -372,7 +457,7 @@ return function(T, C)
     if async then return w end
     if not w.done then
       for i, r in ipairs(reqs) do
-        local ok, src = M.wait(r, g.timeout, name)
+        local ok, src = g.B.wait(r, g.timeout, name)
         if not ok then timed_out(name, g, level + 1) end
         if i == 1 then w.source = src end
       end
@@ -386,13 +471,17 @@ return function(T, C)
     if not T.is_tensor(t) then
       fail(level + 1, "%s: expected a tensor for %s, got %s", name, what, type(t))
     end
-    if t.device.type ~= "cpu" then
-      fail(level + 1, "%s: the mpi backend moves CPU tensors, but %s is on %s%s", name, what,
-        tostring(t.device.type), t.device.type == "cuda" and " (cuda tensors need the nccl backend, issue 15)" or "")
+    local want = S.world and S.world.backend == "nccl" and "cuda" or "cpu"
+    if t.device.type ~= want then
+      fail(level + 1, "%s: the %s backend moves %s tensors, but %s is on %s%s", name, want == "cuda" and "nccl" or "mpi",
+        want == "cuda" and "cuda" or "CPU", what, tostring(t.device),
+        t.device.type == "cuda" and " (cuda tensors need init_process_group{backend = 'nccl'})" or "")
     end
     return t
   end
-  local function addr(name, t, write) return C._data_address(t, name, write) end
+  local function addr(name, t, write)
+    return C._data_address(t, name, write, S.world and S.world.backend == "nccl" and "cuda" or nil)
+  end
   -- t itself when contiguous (MPI reads and writes it in place), else a
   -- contiguous copy (written back by the caller's post)
   local function contig(t) if t:is_contiguous() then return t end return t:contiguous() end
@@ -446,7 +535,8 @@ return function(T, C)
     if (op == "band" or op == "bor" or op == "bxor") and float then
       fail(level + 1, "%s: op '%s' needs an integer or bool tensor, got %s", name, op, dn)
     end
-    local stage = dn == "float16" or dn == "bfloat16"
+    -- NCCL reduces float16/bfloat16 itself
+    local stage = (dn == "float16" or dn == "bfloat16") and not (S.world and S.world.backend == "nccl")
     return op == "avg" and "sum" or op, stage
   end
   -- a buffer for reducing t's values: t itself when it can be; else a
@@ -473,9 +563,9 @@ return function(T, C)
   local function agree(name, g, count, dtype, level)
     if not DETAIL then return end
     local code, dt = OPCODE[name], dtype and (DTCODE[dtype.name] or 99) or 0
-    local buf = T.tensor({ code, count, dt, -code, -count, -dt }, { dtype = T.int64 })
-    local req = M.iallreduce(g.comm, addr(name, buf, true), 6, "int64", "max")
-    if not M.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
+    local buf = T.tensor({ code, count, dt, -code, -count, -dt }, { dtype = T.int64, device = g.device })
+    local req = g.B.iallreduce(g.comm, addr(name, buf, true), 6, "int64", "max")
+    if not g.B.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
     local v = buf:tolist()
     local what = {}
     if v[1] ~= code or -v[4] ~= code then
@@ -510,10 +600,10 @@ return function(T, C)
     local buf = red_buf(t, stage)
     if g.timeout == math.huge and not o.async_op and buf == t and op ~= "avg" then
       -- no timeout to keep: MPI's blocking form, the fastest
-      M.allreduce(g.comm, addr("all_reduce", t, true), t:numel(), t.dtype.name, mop)
+      g.B.allreduce(g.comm, addr("all_reduce", t, true), t:numel(), t.dtype.name, mop)
       return launch("all_reduce", g, {}, nil, nil, false, 2)
     end
-    local req = M.iallreduce(g.comm, addr("all_reduce", buf, true), buf:numel(), buf.dtype.name, mop)
+    local req = g.B.iallreduce(g.comm, addr("all_reduce", buf, true), buf:numel(), buf.dtype.name, mop)
     if buf ~= t then addr("all_reduce", t, true) end
     local post
     if op == "avg" or buf ~= t then
@@ -551,10 +641,10 @@ return function(T, C)
     local buf = contig(t)
     local me = root == g._rank
     if g.timeout == math.huge and not o.async_op and buf == t then
-      M.bcast(g.comm, addr("broadcast", t, not me), t:numel(), t.dtype.name, root)
+      g.B.bcast(g.comm, addr("broadcast", t, not me), t:numel(), t.dtype.name, root)
       return launch("broadcast", g, {}, nil, nil, false, 2)
     end
-    local req = M.ibcast(g.comm, addr("broadcast", buf, not me), buf:numel(), buf.dtype.name, root)
+    local req = g.B.ibcast(g.comm, addr("broadcast", buf, not me), buf:numel(), buf.dtype.name, root)
     local post
     if buf ~= t and not me then
       addr("broadcast", t, true)
@@ -577,7 +667,7 @@ return function(T, C)
     agree("reduce", g, t:numel(), t.dtype, 2)
     local me = root == g._rank
     local buf = red_buf(t, stage)
-    local req = M.ireduce(g.comm, addr("reduce", buf, me), buf:numel(), buf.dtype.name, mop, root, me)
+    local req = g.B.ireduce(g.comm, addr("reduce", buf, me), buf:numel(), buf.dtype.name, mop, root, me)
     local post
     if me and (op == "avg" or buf ~= t) then
       addr("reduce", t, true)
@@ -605,7 +695,7 @@ return function(T, C)
     local n, k = g._size, t:numel()
     local src = contig(t)
     local out = T.empty({ n * k }, { dtype = t.dtype })
-    local req = M.iallgather(g.comm, addr("all_gather", src, false), addr("all_gather", out, true), k, t.dtype.name)
+    local req = g.B.iallgather(g.comm, addr("all_gather", src, false), addr("all_gather", out, true), k, t.dtype.name)
     for i = 1, n do addr("all_gather", list[i], true) end
     local post = function()
       for i = 1, n do list[i]:copy_(out:narrow(1, (i - 1) * k + 1, k):view(list[i].shape)) end
@@ -637,7 +727,7 @@ return function(T, C)
     end
     agree("all_gather_into_tensor", g, k, t.dtype, 2)
     local src, dst = contig(t), contig(out)
-    local req = M.iallgather(g.comm, addr("all_gather_into_tensor", src, false),
+    local req = g.B.iallgather(g.comm, addr("all_gather_into_tensor", src, false),
       addr("all_gather_into_tensor", dst, true), k, t.dtype.name)
     local post
     if dst ~= out then
@@ -654,7 +744,7 @@ return function(T, C)
     local k = out:numel()
     if stage then send = send:to(T.float32) end
     local recv = red_buf(out, stage)
-    local req = M.ireduce_scatter(g.comm, addr(name, send, false), addr(name, recv, true), k, recv.dtype.name, mop)
+    local req = g.B.ireduce_scatter(g.comm, addr(name, send, false), addr(name, recv, true), k, recv.dtype.name, mop)
     local post
     if op == "avg" or recv ~= out then
       if recv ~= out then addr(name, out, true) end
@@ -718,14 +808,15 @@ return function(T, C)
   -- mismatch would truncate or leave a rank waiting
   local function counts_agree(name, g, sends, recvs, level)
     local n = g._size
-    local sc, rc = T.tensor(sends, { dtype = T.int64 }), T.empty({ n }, { dtype = T.int64 })
-    local req = M.ialltoall(g.comm, addr(name, sc, false), addr(name, rc, true), 1, "int64")
-    if not M.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
+    local sc, rc = T.tensor(sends, { dtype = T.int64, device = g.device }), T.empty({ n }, { dtype = T.int64,
+      device = g.device })
+    local req = g.B.ialltoall(g.comm, addr(name, sc, false), addr(name, rc, true), 1, "int64")
+    if not g.B.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
     local got, bad = rc:tolist(), 0
     for i = 1, n do if got[i] ~= recvs[i] then bad = i; break end end
-    local verdict = T.tensor({ bad > 0 and 1 or 0 }, { dtype = T.int64 })
-    req = M.iallreduce(g.comm, addr(name, verdict, true), 1, "int64", "max")
-    if not M.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
+    local verdict = T.tensor({ bad > 0 and 1 or 0 }, { dtype = T.int64, device = g.device })
+    req = g.B.iallreduce(g.comm, addr(name, verdict, true), 1, "int64", "max")
+    if not g.B.wait(req, g.timeout, name) then timed_out(name, g, level + 1) end
     if bad > 0 then
       fail(level + 1, "%s: rank %d sends %d elements to this rank (%d), which expects %d from it", name,
         g.ranks[bad], got[bad], g._rank, recvs[bad])
@@ -781,11 +872,11 @@ return function(T, C)
     local req
     if even then
       agree("all_to_all", g, sends[1], ins[1].dtype, 2)
-      req = M.ialltoall(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), sends[1],
+      req = g.B.ialltoall(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), sends[1],
         recv.dtype.name)
     else
       counts_agree("all_to_all", g, sends, recvs, 2)
-      req = M.ialltoallv(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), sends, recvs,
+      req = g.B.ialltoallv(g.comm, addr("all_to_all", send, false), addr("all_to_all", recv, true), sends, recvs,
         recv.dtype.name)
     end
     for i = 1, n do addr("all_to_all", outs[i], true) end
@@ -880,13 +971,13 @@ return function(T, C)
     local req
     if not uneven then
       agree("all_to_all_single", g, t:numel(), t.dtype, 2)
-      req = M.ialltoall(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
+      req = g.B.ialltoall(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
         math.floor(t:numel() / n), t.dtype.name)
     else
       local sends, recvs = {}, {}
       for i = 1, n do sends[i], recvs[i] = isz[i] * row_i, osz[i] * row_o end
       counts_agree("all_to_all_single", g, sends, recvs, 2)
-      req = M.ialltoallv(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
+      req = g.B.ialltoallv(g.comm, addr("all_to_all_single", src, false), addr("all_to_all_single", dst, true),
         sends, recvs, t.dtype.name)
     end
     local post
@@ -931,7 +1022,7 @@ return function(T, C)
     local n, k = g._size, t:numel()
     local src = contig(t)
     local out = me and T.empty({ n * k }, { dtype = t.dtype }) or nil
-    local req = M.igather(g.comm, addr("gather", src, false), out and addr("gather", out, true), k, t.dtype.name, root)
+    local req = g.B.igather(g.comm, addr("gather", src, false), out and addr("gather", out, true), k, t.dtype.name, root)
     local post
     if me then
       for i = 1, n do addr("gather", list[i], true) end
@@ -961,7 +1052,7 @@ return function(T, C)
       send = T.cat(flat)
     end
     local recv = contig(t)
-    local req = M.iscatter(g.comm, send and addr("scatter", send, false), addr("scatter", recv, true), k,
+    local req = g.B.iscatter(g.comm, send and addr("scatter", send, false), addr("scatter", recv, true), k,
       t.dtype.name, root)
     local post
     if recv ~= t then
@@ -978,10 +1069,10 @@ return function(T, C)
     if local_world(g) then return launch("barrier", g, {}, nil, nil, o.async_op, 2) end
     agree("barrier", g, 0, nil, 2)
     if g.timeout == math.huge and not o.async_op then
-      M.barrier(g.comm)
+      g.B.barrier(g.comm)
       return launch("barrier", g, {}, nil, nil, false, 2)
     end
-    return launch("barrier", g, { M.ibarrier(g.comm) }, nil, nil, o.async_op, 2)
+    return launch("barrier", g, { g.B.ibarrier(g.comm) }, nil, nil, o.async_op, 2)
   end
 
   -- -- point to point ------------------------------------------------------------------
@@ -1002,6 +1093,9 @@ return function(T, C)
     if type(tag) ~= "number" or tag % 1 ~= 0 or tag < 0 or tag > 32767 then
       fail(level + 1, "%s: tag must be an integer in 0..32767, got %s", name, tostring(tag))
     end
+    if g and g.backend == "nccl" and tag ~= 0 then
+      fail(level + 1, "%s: the nccl backend has no message tags (tag = %d)", name, tag)
+    end
     return o, g, tag
   end
   local function peer_of(name, key, g, r, level)
@@ -1019,7 +1113,7 @@ return function(T, C)
     if not g then return nil end
     local peer = peer_of(name, "dst", g, o.dst, level + 1)
     local buf = contig(t)
-    local req = M.isend(g.comm, addr(name, buf, false), buf:numel(), buf.dtype.name, peer, tag)
+    local req = g.B.isend(g.comm, addr(name, buf, false), buf:numel(), buf.dtype.name, peer, tag)
     return launch(name, g, { req }, { t, buf }, nil, async, level + 1)
   end
   local function start_recv(name, t, o, o2, async, level)
@@ -1028,9 +1122,12 @@ return function(T, C)
     if not g then return nil end
     local peer = -1
     if o.src ~= nil then peer = peer_of(name, "src", g, o.src, level + 1) end
+    if peer < 0 and g.backend == "nccl" then
+      fail(level + 1, "%s: the nccl backend cannot receive from any source: give src", name)
+    end
     if local_world(g) then fail(level + 1, "%s: a world of one process has no other rank to receive from", name) end
     local buf = contig(t)
-    local req = M.irecv(g.comm, addr(name, buf, true), buf:numel(), buf.dtype.name, peer, tag)
+    local req = g.B.irecv(g.comm, addr(name, buf, true), buf:numel(), buf.dtype.name, peer, tag)
     if buf ~= t then addr(name, t, true) end
     local post = function(w)
       if buf ~= t then t:copy_(buf) end

@@ -92,16 +92,33 @@ describe("T.distributed without a launcher", function()
     assert.has_error(function() dist.new_group({ 0 }) end, "new_group: " .. msg)
   end)
 
-  it("refuses unknown backends and options, and nccl until the cuda backend", function()
+  it("refuses unknown backends and options, and nccl without a CUDA device", function()
     assert.has_error(function() dist.init_process_group { backend = "gloo" } end,
-      "init_process_group: unknown backend 'gloo' (ember has 'mpi'; 'nccl' comes with the cuda backend)")
-    assert.has_error(function() dist.init_process_group { backend = "nccl" } end,
-      "init_process_group: backend 'nccl' needs cuda tensors; the cuda backend is issue 15 (use backend = 'mpi' for CPU tensors)")
+      "init_process_group: unknown backend 'gloo' (ember has 'mpi' for CPU tensors and 'nccl' for cuda tensors)")
+    if not T.cuda.is_available() then
+      local ok, err = pcall(dist.init_process_group, { backend = "nccl" })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("init_process_group: backend 'nccl' needs a CUDA device: ", 1, true), err)
+      -- the reason is the cuda backend's own: no driver, or no CUDA in this build
+      assert.truthy(tostring(err):find("CUDA", 60, true), err)
+    end
     assert.has_error(function() dist.init_process_group { backend = "mpi", timout = 3 } end,
       "init_process_group: unknown option 'timout' (expected one of: backend, group_name, init_method, rank, timeout, world_size)")
     assert.has_error(function() dist.init_process_group { timeout = -1 } end,
       "init_process_group: timeout must be a positive number of seconds, got -1")
     assert.is_false(dist.is_initialized())
+  end)
+
+  it("has the nccl module exactly when this build has CUDA and NCCL", function()
+    local ok, N = pcall(require, "ember.dist_nccl")
+    assert.are.equal(ok, dist.is_nccl_available())
+    if not T.cuda.is_built() then
+      assert.is_false(ok)
+    elseif ok then
+      -- new_group splits the world's communicator: ncclCommSplit is NCCL 2.18+
+      assert.is_true(N.version() >= 21800)
+      assert.is_function(N.comm_init)
+    end
   end)
 
   it("is rank 0 of a world of 1 where every collective is the identity", function()

@@ -173,6 +173,13 @@ em_status em_cuda_current_stream(int device, em_cuda_stream **out) {
   return st;
 }
 
+em_status em_cuda_raw_stream(const char *op, int device, void **out) {
+  *out = NULL;
+  em_status st = em_cuda_check(op, device);
+  if (st == EM_OK) *out = emcu_stream(device);
+  return st;
+}
+
 em_status em_cuda_set_stream(int device, em_cuda_stream *s, em_cuda_stream **prev) {
   em_status st = em_cuda_check("stream", device);
   if (st != EM_OK) return st;
@@ -480,6 +487,10 @@ em_status em_cuda_current_stream(int device, em_cuda_stream **out) {
 }
 em_status em_cuda_set_stream(int device, em_cuda_stream *s, em_cuda_stream **prev) {
   return no_cuda("stream");
+}
+em_status em_cuda_raw_stream(const char *op, int device, void **out) {
+  *out = NULL;
+  return no_cuda(op);
 }
 em_status em_cuda_stream_synchronize(int device, em_cuda_stream *s) { return no_cuda("synchronize"); }
 em_status em_cuda_stream_query(int device, em_cuda_stream *s, int *done) { return no_cuda("query"); }
