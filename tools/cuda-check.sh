@@ -80,6 +80,15 @@ set -- $(busted_counts "$build/cuda_spec.log") 0 1 0
 s_pass=$1 s_fail=$2 s_skip=$3
 say "cuda specs: $s_pass passed, $s_fail failed, $s_skip skipped"
 
+say "== nccl backend, a world of one (tests/dist/nccl_world1.lua) =="
+n_res="not built"
+if [ -f "$build/ember/dist_nccl.so" ]; then
+  if luajit tests/dist/nccl_world1.lua >"$build/nccl.log" 2>&1; then n_res="ok"; else n_res="FAILED"; fi
+  cat "$build/nccl.log" >>"$log"
+  n_res="$n_res ($(grep NCCL-CASES "$build/nccl.log" | tail -1))"
+fi
+say "nccl: $n_res"
+
 a_pass=- a_fail=- a_skip=- san="not run"
 if [ "${EMBER_CUDA_CHECK_QUICK:-0}" != 1 ]; then
   say "== the whole suite (busted, luajit) =="
@@ -103,10 +112,11 @@ fi
 
 secs=$(( $(date +%s) - start ))
 say "== summary =="
-say "cuda-check: C $c_pass passed / $c_fail failed; cuda specs $s_pass passed / $s_fail failed / $s_skip skipped; suite $a_pass passed / $a_fail failed / $a_skip skipped; memcheck: $san; ${secs}s"
+say "cuda-check: C $c_pass passed / $c_fail failed; cuda specs $s_pass passed / $s_fail failed / $s_skip skipped; suite $a_pass passed / $a_fail failed / $a_skip skipped; nccl: $n_res; memcheck: $san; ${secs}s"
 [ "$c_fail" -eq 0 ] && [ "$c_rc" -eq 0 ] && [ "$s_fail" -eq 0 ] || exit 1
 [ "$a_fail" = - ] || [ "$a_fail" -eq 0 ] || exit 1
 case $san in ERRORS*) exit 1 ;; esac
+case $n_res in FAILED*) exit 1 ;; esac
 if [ "$s_skip" -ne 0 ]; then
   say "cuda-check: the cuda cases were skipped (no device seen): nothing ran on a GPU"
   exit 2
