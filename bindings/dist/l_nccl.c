@@ -468,37 +468,26 @@ static int l_ialltoallv(lua_State *L) { /* comm, send, recv, sends, recvs, dtype
 }
 
 /* gather(comm, send, recv or nil, k, dtype, root, stream, timeout): every
-** rank sends k elements to root, which receives rank p's into recv + p k */
-static int l_igather(lua_State *L) {
-  COMM_ARGS("gather");
+** rank sends k elements to root, which receives rank p's into recv + p k;
+** scatter(comm, send or nil, recv, k, dtype, root, stream, timeout): the
+** mirror image. Both are all-to-alls with every other count zero. */
+static int rooted(lua_State *L, int gather) {
+  COMM_ARGS(gather ? "gather" : "scatter");
   int n = comm_size(L, c, opname), me = comm_rank(L, c, opname);
   int root = (int)luaL_checkinteger(L, 6);
-  size_t *v = lua_newuserdata(L, 4 * (size_t)n * sizeof *v);
+  size_t *v = lua_newuserdata(L, 4 * (size_t)n * sizeof *v); /* freed by the collector */
   size_t k = check_count(L, 4);
   memset(v, 0, 4 * (size_t)n * sizeof *v);
-  v[root] = k; /* send k to root */
+  size_t *one = gather ? v : v + 2 * n, *all = gather ? v + 2 * n : v; /* counts; offsets follow at + n */
+  one[root] = k;
   if (me == root)
-    for (int i = 0; i < n; i++) v[2 * n + i] = k, v[3 * n + i] = k * i;
-  void *recv = lua_isnil(L, 3) ? NULL : check_addr(L, 3);
-  return alltoall(L, c, slot, check_addr(L, 2), recv, v, v + n, v + 2 * n, v + 3 * n, n, check_type(L, 5, opname),
+    for (int i = 0; i < n; i++) all[i] = k, all[n + i] = k * i;
+  void *send = lua_isnil(L, 2) ? NULL : check_addr(L, 2), *recv = lua_isnil(L, 3) ? NULL : check_addr(L, 3);
+  return alltoall(L, c, slot, send, recv, v, v + n, v + 2 * n, v + 3 * n, n, check_type(L, 5, opname),
                   check_stream(L, 7), luaL_checknumber(L, 8), opname);
 }
-
-/* scatter(comm, send or nil, recv, k, dtype, root, stream, timeout) */
-static int l_iscatter(lua_State *L) {
-  COMM_ARGS("scatter");
-  int n = comm_size(L, c, opname), me = comm_rank(L, c, opname);
-  int root = (int)luaL_checkinteger(L, 6);
-  size_t *v = lua_newuserdata(L, 4 * (size_t)n * sizeof *v);
-  size_t k = check_count(L, 4);
-  memset(v, 0, 4 * (size_t)n * sizeof *v);
-  if (me == root)
-    for (int i = 0; i < n; i++) v[i] = k, v[n + i] = k * i;
-  v[2 * n + root] = k;
-  void *send = lua_isnil(L, 2) ? NULL : check_addr(L, 2);
-  return alltoall(L, c, slot, send, check_addr(L, 3), v, v + n, v + 2 * n, v + 3 * n, n, check_type(L, 5, opname),
-                  check_stream(L, 7), luaL_checknumber(L, 8), opname);
-}
+static int l_igather(lua_State *L) { return rooted(L, 1); }
+static int l_iscatter(lua_State *L) { return rooted(L, 0); }
 
 /* barrier(comm, stream, timeout): an all_reduce of one float, as PyTorch's
 ** NCCL barrier */
