@@ -225,6 +225,14 @@ static int l_is_pinned(lua_State *L) {
   return 1;
 }
 
+/* C._cuda_allow_tf32([on]) -> whether float32 products on cuda may use
+** TF32 (sets it first when on is given) */
+static int l_allow_tf32(lua_State *L) {
+  if (!lua_isnoneornil(L, 1)) em_cuda_set_allow_tf32(lua_toboolean(L, 1));
+  lua_pushboolean(L, em_cuda_get_allow_tf32());
+  return 1;
+}
+
 /* t:record_stream(s): C._cuda_record_stream(t, stream userdata or nil) */
 static int l_record_stream(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "record_stream");
@@ -268,6 +276,7 @@ void l_open_cuda(lua_State *L) {
       {"_cuda_empty_cache", l_empty_cache},
       {"_cuda_manual_seed", l_manual_seed},
       {"_cuda_record_stream", l_record_stream},
+      {"_cuda_allow_tf32", l_allow_tf32},
       {NULL, NULL}};
   l_add_functions(L, fns);
   static const luaL_Reg methods[] = {

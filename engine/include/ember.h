@@ -1428,6 +1428,10 @@ typedef struct em_cuda_memstats {
 em_status em_cuda_memory_stats(const char *op, int device, em_cuda_memstats *out);
 em_status em_cuda_reset_peak(const char *op, int device);
 em_status em_cuda_empty_cache(const char *op);
+/* TF32 tensor cores for float32 products on cuda (PyTorch's
+** torch.backends.cuda.matmul.allow_tf32; off by default). */
+void em_cuda_set_allow_tf32(int on);
+int em_cuda_get_allow_tf32(void);
 /* The seed of every device's generator (T.cuda.manual_seed). */
 em_status em_cuda_manual_seed(const char *op, int device, uint64_t seed);
 /* A CPU storage of nbytes in page-locked (pinned) host memory. */

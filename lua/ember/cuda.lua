@@ -246,4 +246,25 @@ return function(T, C)
     if not is_stream(s) then error("record_stream: expected a T.cuda.Stream, got " .. type(s), 2) end
     C._cuda_record_stream(t, s.ud)
   end
+
+  -- T.backends.cuda.matmul.allow_tf32 (torch.backends.cuda.matmul.allow_tf32):
+  -- float32 products on cuda may use TF32 tensor cores; off by default, as
+  -- PyTorch's. Any other key, or a value that is not a boolean, is an error.
+  T.backends = T.backends or {}
+  T.backends.cuda = T.backends.cuda or {}
+  T.backends.cuda.matmul = setmetatable({}, {
+    __index = function(_, k)
+      if k == "allow_tf32" then return raw._cuda_allow_tf32() end
+      error(string.format("T.backends.cuda.matmul: unknown setting '%s' (expected allow_tf32)", tostring(k)), 2)
+    end,
+    __newindex = function(_, k, v)
+      if k ~= "allow_tf32" then
+        error(string.format("T.backends.cuda.matmul: unknown setting '%s' (expected allow_tf32)", tostring(k)), 2)
+      end
+      if type(v) ~= "boolean" then
+        error("T.backends.cuda.matmul.allow_tf32: expected a boolean, got " .. type(v), 2)
+      end
+      raw._cuda_allow_tf32(v)
+    end,
+  })
 end

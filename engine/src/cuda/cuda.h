@@ -29,6 +29,10 @@ int emcu_launched(const char *what);
 int emcu_is_pinned_ptr(const void *p);
 /* Sets device as the thread's current CUDA device: EM_OK or the error, naming op. */
 em_status emcu_set_device(const char *op, int device);
+/* The linalg family's gemm on cuBLAS (cuda/blas.c). */
+struct em_iter;
+struct em_gemm;
+void emcu_gemm(const struct em_iter *it, em_dtype dt, const struct em_gemm *g);
 /* cudaError_t code -> em_fail naming op and what. */
 em_status emcu_fail(const char *op, const char *what, int cuda_error);
 

@@ -337,11 +337,7 @@ const em_index_kernels em_cuda_index_kernels = {
     .key_accumulate = cu_iter_dt,
 };
 
-/* -- linalg: layer two ------------------------------------------------------ */
-
-static void cu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
-  UNSUPPORTED_VOID("gemm");
-}
+/* -- linalg: gemm on cuBLAS (cuda/blas.c); LAPACK is layer two ---------------- */
 
 static em_status cu_lapack(const em_lapack_job *j) {
   (void)j;
@@ -349,7 +345,7 @@ static em_status cu_lapack(const em_lapack_job *j) {
 }
 
 const em_linalg_kernels em_cuda_linalg_kernels = {
-    .gemm = cu_gemm,
+    .gemm = emcu_gemm,
     .lapack = cu_lapack,
 };
 
