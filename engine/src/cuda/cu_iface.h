@@ -63,6 +63,25 @@ typedef struct emcu_params {
 ** operand 1). */
 int emcu_ew(int op, int dt, const emcu_geom *g, const emcu_params *p, void *stream);
 
+/* A reduction over some dims of one input (core/kern_reduce.h's reduce
+** entry): kind is em_red_kind's value, dt the input's dtype. Output o (0..
+** nout-1, the accumulator's row-major order) reads the count inputs at
+** in + (o over oshape/ostride) + (j over rshape/rstride), dims innermost
+** first, strides in bytes; it writes width values at acc + o * width
+** (double, or int64 when acc_int), finished (mean divided, var/std, norm's
+** root) as the CPU's entry leaves them. */
+typedef struct emcu_red {
+  int kind, dt, width, acc_int, take_sqrt;
+  int ondim, rndim;
+  int64_t nout, count;
+  int64_t oshape[EMCU_MAX_DIMS], ostride[EMCU_MAX_DIMS];
+  int64_t rshape[EMCU_MAX_DIMS], rstride[EMCU_MAX_DIMS];
+  const char *in;
+  void *acc;
+  double p, correction;
+} emcu_red;
+int emcu_reduce(const emcu_red *r, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -297,6 +297,183 @@ int launch_ew(int op, const emcu_geom *g, const emcu_params *p, void *stream) {
 
 }  // namespace
 
+namespace {
+
+// -- reductions over dims (emcu_red; core/kern_reduce.h's reduce entry) --------
+// One block per output (a grid-stride loop over the outputs), 256 threads
+// each folding a strided share of the output's inputs into a private state,
+// then a tree in shared memory in a fixed order: the result does not depend
+// on timing. float inputs fold in double, integer ones in int64 (sums and
+// products wrap modulo 2^64, as the CPU's). var keeps (count, mean, M2) per
+// thread and merges them by Chan's formula, as the CPU's pairwise path.
+// A few outputs over many inputs (a full sum) still get one block each:
+// splitting those across blocks is the next step for speed.
+
+enum { R_SUM, R_PROD, R_MEAN, R_AMAX, R_AMIN, R_ALL, R_ANY, R_NANSUM, R_NANMEAN, R_NNZ, R_VAR, R_NORM };
+
+struct rstate {
+  double a, b, c;
+  int64_t i;
+};
+
+__device__ inline double fmax_nan(double a, double x) { return (a != a || a >= x) ? a : x; }
+__device__ inline double fmin_nan(double a, double x) { return (a != a || a <= x) ? a : x; }
+
+__device__ inline void r_init(const emcu_red &r, rstate &s) {
+  s.a = s.b = s.c = 0;
+  s.i = 0;
+  switch (r.kind) {
+    case R_PROD: s.a = 1; s.i = 1; break;
+    case R_AMAX: s.a = -INFINITY; s.i = INT64_MIN; break;
+    case R_AMIN: s.a = INFINITY; s.i = INT64_MAX; break;
+    case R_ALL: s.i = 1; break;
+    case R_NORM: s.a = r.p == -INFINITY ? INFINITY : 0; break;
+    default: break;
+  }
+}
+
+__device__ inline void r_fold(const emcu_red &r, rstate &s, const char *p) {
+  if (r.acc_int) {
+    int64_t v = is_float(r.dt) ? (load_f(r.dt, p) != 0) : load_i(r.dt, p);
+    switch (r.kind) {
+      case R_SUM: s.i = (int64_t)((uint64_t)s.i + (uint64_t)v); break;
+      case R_PROD: s.i = (int64_t)((uint64_t)s.i * (uint64_t)v); break;
+      case R_AMAX: s.i = v > s.i ? v : s.i; break;
+      case R_AMIN: s.i = v < s.i ? v : s.i; break;
+      case R_ALL: s.i = s.i && v != 0; break;
+      case R_ANY: s.i = s.i || v != 0; break;
+      default: s.i += v != 0; break;  // count_nonzero
+    }
+    return;
+  }
+  double x = is_float(r.dt) ? load_f(r.dt, p) : (double)load_i(r.dt, p);
+  switch (r.kind) {
+    case R_PROD: s.a *= x; break;
+    case R_AMAX: s.a = fmax_nan(s.a, x); break;
+    case R_AMIN: s.a = fmin_nan(s.a, x); break;
+    case R_NANSUM: if (x == x) s.a += x; break;
+    case R_NANMEAN: if (x == x) { s.a += x; s.b += 1; } break;
+    case R_VAR: {  // Welford: a count, b mean, c M2
+      s.a += 1;
+      double d = x - s.b;
+      s.b += d / s.a;
+      s.c += d * (x - s.b);
+      break;
+    }
+    case R_NORM: {
+      double q = r.p, ax = fabs(x);
+      if (q == INFINITY) s.a = fmax_nan(s.a, ax);
+      else if (q == -INFINITY) s.a = fmin_nan(s.a, ax);
+      else if (q == 0) s.a += ax != 0;
+      else if (q == 1) s.a += ax;
+      else if (q == 2) s.a += ax * ax;
+      else s.a += pow(ax, q);
+      break;
+    }
+    default: s.a += x; break;  // sum, mean
+  }
+}
+
+__device__ inline void r_merge(const emcu_red &r, rstate &s, const rstate &o) {
+  if (r.acc_int) {
+    switch (r.kind) {
+      case R_PROD: s.i = (int64_t)((uint64_t)s.i * (uint64_t)o.i); break;
+      case R_AMAX: s.i = o.i > s.i ? o.i : s.i; break;
+      case R_AMIN: s.i = o.i < s.i ? o.i : s.i; break;
+      case R_ALL: s.i = s.i && o.i; break;
+      case R_ANY: s.i = s.i || o.i; break;
+      default: s.i = (int64_t)((uint64_t)s.i + (uint64_t)o.i); break;
+    }
+    return;
+  }
+  switch (r.kind) {
+    case R_PROD: s.a *= o.a; break;
+    case R_AMAX: s.a = fmax_nan(s.a, o.a); break;
+    case R_AMIN: s.a = fmin_nan(s.a, o.a); break;
+    case R_NANMEAN: s.a += o.a; s.b += o.b; break;
+    case R_VAR: {
+      double tot = s.a + o.a;
+      if (tot == 0) break;
+      double d = o.b - s.b;
+      s.b += d * o.a / tot;
+      s.c += o.c + d * d * s.a * o.a / tot;
+      s.a = tot;
+      break;
+    }
+    case R_NORM:
+      if (r.p == INFINITY) s.a = fmax_nan(s.a, o.a);
+      else if (r.p == -INFINITY) s.a = fmin_nan(s.a, o.a);
+      else s.a += o.a;
+      break;
+    default: s.a += o.a; break;
+  }
+}
+
+__global__ void reduce_kernel(emcu_red r) {
+  __shared__ rstate sh[256];
+  for (int64_t o = blockIdx.x; o < r.nout; o += gridDim.x) {
+    const char *base = r.in;
+    int64_t rest = o;
+    for (int d = 0; d < r.ondim; d++) {
+      base += (rest % r.oshape[d]) * r.ostride[d];
+      rest /= r.oshape[d];
+    }
+    rstate s;
+    r_init(r, s);
+    for (int64_t j = threadIdx.x; j < r.count; j += blockDim.x) {
+      int64_t off = 0, q = j;
+      for (int d = 0; d < r.rndim; d++) {
+        off += (q % r.rshape[d]) * r.rstride[d];
+        q /= r.rshape[d];
+      }
+      r_fold(r, s, base + off);
+    }
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+      if ((int)threadIdx.x < w) r_merge(r, sh[threadIdx.x], sh[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      rstate t = sh[0];
+      if (r.acc_int) {
+        ((int64_t *)r.acc)[o] = t.i;
+      } else {
+        double *a = (double *)r.acc + o * r.width;
+        double cnt = (double)r.count;
+        switch (r.kind) {
+          case R_MEAN: a[0] = t.a / cnt; break;
+          case R_NANMEAN: a[0] = t.a / t.b; a[1] = t.b; break;
+          case R_VAR: {
+            double den = cnt - r.correction > 0 ? cnt - r.correction : 0;
+            double var = t.c / den;
+            a[0] = r.take_sqrt ? sqrt(var) : var;
+            a[1] = r.count == 0 ? NAN : t.b;
+            a[2] = t.c;
+            break;
+          }
+          case R_NORM: {
+            double q = r.p;
+            a[0] = q == 2 ? sqrt(t.a) : (q != 1 && q != 0 && !isinf(q)) ? pow(t.a, 1.0 / q) : t.a;
+            break;
+          }
+          default: a[0] = t.a; break;
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+extern "C" int emcu_reduce(const emcu_red *r, void *stream) {
+  if (r->nout == 0) return 0;
+  unsigned blocks = (unsigned)(r->nout < 65535 ? r->nout : 65535);
+  reduce_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(*r);
+  return (int)cudaGetLastError();
+}
+
 extern "C" int emcu_copy(const emcu_geom *g, int dst, int src, void *stream) {
   if (g->numel == 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;

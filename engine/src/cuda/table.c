@@ -502,11 +502,53 @@ const em_optim_kernels em_cuda_optim_kernels = {
     .other = cu_optim_step,
 };
 
-/* -- reduce: layer two ------------------------------------------------------ */
+/* -- reduce: the reduction over dims (cuda/kernels.cu reduce_kernel); the
+** lane ops (max_dim, softmax, cumulative), logsumexp and the comparisons
+** are layer two ---------------------------------------------------------------- */
+
+_Static_assert(EM_RED_SUM == 0 && EM_RED_PROD == 1 && EM_RED_MEAN == 2 && EM_RED_AMAX == 3 &&
+                   EM_RED_AMIN == 4 && EM_RED_ALL == 5 && EM_RED_ANY == 6 && EM_RED_NANSUM == 7 &&
+                   EM_RED_NANMEAN == 8 && EM_RED_COUNT_NONZERO == 9 && EM_RED_VAR == 10 && EM_RED_NORM == 11,
+               "cuda/kernels.cu's reduction kinds are em_red_kind's");
 
 static em_status cu_reduce(const char *op, em_red_kind k, em_tensor *acc,
                              const em_tensor *t, const em_red_params *p) {
-  return unsupported(op);
+  emcu_red r;
+  memset(&r, 0, sizeof r);
+  r.kind = (int)k;
+  r.dt = (int)t->dtype;
+  r.width = em_red_acc_width(k);
+  r.acc_int = acc->dtype == EM_INT64;
+  r.take_sqrt = p->take_sqrt;
+  r.p = p->p;
+  r.correction = p->correction;
+  r.count = 1;
+  r.nout = 1;
+  int64_t es = (int64_t)em_dtype_size(t->dtype);
+  /* the accumulator has t's dims with the reduced ones of size 1; dims
+  ** innermost first, as the kernel walks them */
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t n = t->sizes[d];
+    if (n == 1) continue;
+    if (acc->sizes[d] == 1) {
+      r.rshape[r.rndim] = n;
+      r.rstride[r.rndim++] = t->strides[d] * es;
+      r.count *= n;
+    } else {
+      r.oshape[r.ondim] = n;
+      r.ostride[r.ondim++] = t->strides[d] * es;
+      r.nout *= n;
+    }
+  }
+  if (r.count == 0) r.rndim = 0; /* a reduced dim of size 0: the identity, finished */
+  r.in = em_tensor_data(t);
+  r.acc = em_tensor_data(acc);
+  int err = emcu_reduce(&r, stream());
+  if (err != 0) {
+    (void)cudaGetLastError();
+    return emcu_fail(op, "reduce", err);
+  }
+  return EM_OK;
 }
 static em_status cu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
                                 const em_tensor *t) {
