@@ -4,10 +4,11 @@
 ** the whole sequence, then per step one GEMM of the state (OpenBLAS) and
 ** the fused gate loop; the backward runs the steps in reverse from the
 ** saved states and gates, with one GEMM per step for the state's gradient
-** and two at the end for the input's and w_ih's. The loops for float32
+** and three at the end for the input's, w_ih's and w_hh's. The loops for float32
 ** and float64 are cpu/rnn_body.h, included once for each.
 */
 #include "cpu/nn_impl.h"
+#include "cpu/vecmath.h"
 
 #include <string.h>
 
@@ -34,21 +35,29 @@ static int rnn_active(const em_rnn_geo *g, int64_t n, int64_t t) {
 #define SUF f32
 #define EXPF expf
 #define TANHF tanhf
+#define VMFN em_vm_f32
+#define VFN em_vec_f32_fn
 #include "cpu/rnn_body.h"
 #undef RT
 #undef SUF
 #undef EXPF
 #undef TANHF
+#undef VMFN
+#undef VFN
 
 #define RT double
 #define SUF f64
 #define EXPF exp
 #define TANHF tanh
+#define VMFN em_vm_f64
+#define VFN em_vec_f64_fn
 #include "cpu/rnn_body.h"
 #undef RT
 #undef SUF
 #undef EXPF
 #undef TANHF
+#undef VMFN
+#undef VFN
 
 em_status em_cpu_rnn_forward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
                              em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws) {
