@@ -183,6 +183,10 @@ size_t em_memory_live_bytes(void);
 size_t em_memory_thread_live_bytes(void);
 void em_set_pressure_hook(em_pressure_hook hook, void *ctx);
 void em_set_soft_limit(size_t bytes);
+/* The limit, and a floor it follows this thread's live bytes down to:
+** while live * 2 < limit, tensors freed (outside the hook too) lower the
+** limit to max(live * 2, floor). em_set_soft_limit(b) is (b, b). */
+void em_set_soft_limits(size_t limit, size_t floor);
 size_t em_get_soft_limit(void);
 /* The cache of freed large blocks (docs/memory.md): bytes it holds now (not
 ** live), freeing all of them, and how many large requests it served/missed. */

@@ -123,6 +123,27 @@ describe("memory statistics", function()
     assert.is_true(limit <= math.max(16 * 2^20, 2 * (live + 8 * 2^20), 4 * heap * 2), out)
   end)
 
+  it("lowers the soft limit again when a large working set dies outside a forced collection", function()
+    local out = fresh("", [[
+      local T = require "ember"
+      local big = T.empty(25 * 1024 * 1024) -- 100 MB held
+      for i = 1, 40 do local t = T.empty(2 * 1024 * 1024) end -- garbage: forced collections
+      local raised = T.memory_stats().soft_limit
+      big = nil
+      collectgarbage() -- the script's own collection, not the hook's
+      local s = T.memory_stats()
+      print(raised, s.soft_limit, s.thread_live_bytes, collectgarbage("count") * 1024)
+    ]])
+    local raised, limit, live, heap = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
+    raised, limit, live, heap = tonumber(raised), tonumber(limit), tonumber(live), tonumber(heap)
+    assert(raised, out)
+    assert.is_true(raised >= 200 * 2^20, out) -- twice the 100 MB survivor
+    assert.is_true(limit >= 16 * 2^20, out)
+    -- back to the floor: max(2 x live, 4 x heap, 16 MiB), the heap measured at the last
+    -- forced collection (bounded here by twice today's)
+    assert.is_true(limit <= math.max(16 * 2^20, 2 * live, 4 * heap * 2), out)
+  end)
+
   it("sets GOMP_SPINCOUNT=3000 before libgomp loads, unless the user chose", function()
     local code = [[require "ember"; print(os.getenv("GOMP_SPINCOUNT"))]]
     assert.equal("3000", fresh("env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY", code):match("%S+"))

@@ -26,12 +26,23 @@
 static atomic_size_t live_bytes;
 static _Thread_local int64_t thread_live;
 static _Thread_local size_t soft_limit = (size_t)256 << 20;
+/* The limit follows this thread's live bytes down (twice them) to this
+** floor when tensors die outside a forced collection (a host's own
+** collection, say): the limit a large working set earned must not stay
+** once that set is gone, or the next loop of small temporaries runs on
+** fresh, uncached blocks until it has made that much garbage.
+** em_set_soft_limit sets floor = limit (the limit never moves by itself). */
+static _Thread_local size_t soft_floor = (size_t)256 << 20;
 static _Thread_local em_pressure_hook pressure_hook;
 static _Thread_local void *pressure_ctx;
 
 size_t em_memory_live_bytes(void) { return atomic_load(&live_bytes); }
 size_t em_memory_thread_live_bytes(void) { return thread_live > 0 ? (size_t)thread_live : 0; }
-void em_set_soft_limit(size_t bytes) { soft_limit = bytes; }
+void em_set_soft_limit(size_t bytes) { soft_limit = soft_floor = bytes; }
+void em_set_soft_limits(size_t limit, size_t floor) {
+  soft_limit = limit;
+  soft_floor = floor < limit ? floor : limit;
+}
 size_t em_get_soft_limit(void) { return soft_limit; }
 
 static void count_alloc(size_t nbytes) {
@@ -41,6 +52,9 @@ static void count_alloc(size_t nbytes) {
 static void count_free(size_t nbytes) {
   atomic_fetch_sub(&live_bytes, nbytes);
   thread_live -= (int64_t)nbytes;
+  size_t twice = thread_live > 0 ? 2 * (size_t)thread_live : 0;
+  if (twice < soft_limit && soft_limit > soft_floor)
+    soft_limit = twice > soft_floor ? twice : soft_floor;
 }
 /* Would this thread's next allocation of nbytes pass its soft limit? */
 static int over_soft_limit(size_t nbytes) {
