@@ -197,6 +197,12 @@ local la_rows = {
   la_solve_batch16 = { function(k) local b = fl(1024 / k); S.a = T.rand(b, 16, 16) + T.eye(16) * 16; S.b = T.rand(b, 16, 1) end,
                        function() return T.linalg.solve(S.a, S.b) end },
 }
+-- the T.fft rows (issue 19): rfft of 2^20 (float32, float64), fft2 of 1024^2 complex64
+la_rows.fft_rfft_1m = { function(k) S.a = T.rand(fl(1048576 / k)) end, function() return T.fft.rfft(S.a) end }
+la_rows.fft_rfft_1m_f64 = { function(k) S.a = T.rand(fl(1048576 / k), { dtype = T.float64 }) end,
+                            function() return T.fft.rfft(S.a) end }
+la_rows.fft_fft2_1024 = { function(k) local n = fl(1024 / k); S.a = T.complex(T.rand(n, n), T.rand(n, n)) end,
+                          function() return T.fft.fft2(S.a) end }
 for name, row in pairs(la_rows) do
   setups[name] = row[1]
   bodies[name] = function(n) local f = row[2]; for _ = 1, n do f() end end

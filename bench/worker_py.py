@@ -89,7 +89,7 @@ VM = {
 
 # the T.linalg rows (issue 19), float32; sizes shrink by k in quick mode
 LA_ROWS = ("la_solve_1024", "la_inv_1024", "la_cholesky_2048", "la_svd_512", "la_eigh_512",
-           "la_lstsq_4096x256", "la_solve_batch16")
+           "la_lstsq_4096x256", "la_solve_batch16", "fft_rfft_1m", "fft_rfft_1m_f64", "fft_fft2_1024")
 
 
 def la_setup(name, k):
@@ -112,6 +112,14 @@ def la_setup(name, k):
         S["a"], S["b"] = rand(4096 // k, 256 // k), rand(4096 // k, 1)
     elif name == "la_solve_batch16":
         S["a"], S["b"] = rand(1024 // k, 16, 16) + eye(16) * 16, rand(1024 // k, 16, 1)
+    elif name == "fft_rfft_1m":
+        S["a"] = rand(1048576 // k)
+    elif name == "fft_rfft_1m_f64":
+        S["a"] = rand(1048576 // k).double() if T else rand(1048576 // k).astype(np.float64)
+    elif name == "fft_fft2_1024":
+        n = 1024 // k
+        S["a"] = torch.complex(rand(n, n), rand(n, n)) if T else \
+            (rand(n, n) + 1j * rand(n, n)).astype(np.complex64)
 
 
 def la_body(name, a, b):
@@ -129,6 +137,11 @@ def la_body(name, a, b):
         return lambda: L.eigh(a)
     if name == "la_lstsq_4096x256":
         return (lambda: L.lstsq(a, b)) if T else (lambda: L.lstsq(a, b, rcond=None))
+    FFT = torch.fft if T else np.fft
+    if name in ("fft_rfft_1m", "fft_rfft_1m_f64"):
+        return lambda: FFT.rfft(a)
+    if name == "fft_fft2_1024":
+        return lambda: FFT.fft2(a)
 
 
 def setup(name, k):

@@ -64,13 +64,24 @@ static int l_fft_c2c(lua_State *L) {
   return 1;
 }
 
+/* C._fft_r2c(x, dim, fct): x float32/float64; rfft along dim, times fct */
+static int l_fft_r2c(lua_State *L) {
+  em_tensor *x = l_checktensor(L, 1, "rfft");
+  int64_t dim = l_checkint(L, 2, "rfft", "dim");
+  double fct = luaL_checknumber(L, 3);
+  em_tensor **box = l_newbox(L);
+  if (em_fft_r2c(x, dim, fct, box) != EM_OK) return l_error(L);
+  return 1;
+}
+
 void l_open_complex(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"complex", l_complex},         {"view_as_real", l_view_as_real},
       {"view_as_complex", l_view_as_complex}, {"real", l_real},
       {"imag", l_imag},               {"conj", l_conj},
       {"angle", l_angle},             {"is_complex", l_is_complex},
-      {"_fft_c2c", l_fft_c2c},        {NULL, NULL}};
+      {"_fft_c2c", l_fft_c2c},        {"_fft_r2c", l_fft_r2c},
+      {NULL, NULL}};
   static const luaL_Reg methods[] = {
       {"conj", l_conj}, {"angle", l_angle}, {"is_complex", l_is_complex}, {NULL, NULL}};
   static const luaL_Reg props[] = {{"real", p_real}, {"imag", p_imag}, {NULL, NULL}};

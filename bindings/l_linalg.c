@@ -64,7 +64,16 @@ static int l_solve(lua_State *L) {
   return results(L, base, 2);
 }
 
-/* (A, check) -> L (upper triangle not cleared), info */
+/* (A, check) -> inv(A), info (check as l_solve's: 0 none, else raise) */
+static int l_inv(lua_State *L) {
+  em_tensor *A = l_checktensor(L, 1, "linalg.inv");
+  int check = (int)luaL_optinteger(L, 2, 1), base;
+  boxes(L, 2, &base);
+  if (em_linalg_inv(A, check, box_at(L, base), box_at(L, base + 1)) != EM_OK) l_error(L);
+  return results(L, base, 2);
+}
+
+/* (A, check) -> L (upper triangle zeroed), info */
 static int l_cholesky(lua_State *L) {
   em_tensor *A = l_checktensor(L, 1, "linalg.cholesky");
   int check = flag(L, 2), base;
@@ -142,6 +151,7 @@ void l_open_linalg(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"_linalg_lu_factor", l_lu_factor}, {"_linalg_lu_solve", l_lu_solve},
       {"_linalg_solve", l_solve}, {"_linalg_cholesky", l_cholesky},
+      {"_linalg_inv", l_inv},
       {"_linalg_solve_triangular", l_solve_triangular}, {"_linalg_geqrf", l_geqrf},
       {"_linalg_householder_product", l_householder_product}, {"_linalg_svd", l_svd},
       {"_linalg_eigh", l_eigh}, {"_linalg_lstsq", l_lstsq}, {NULL, NULL}};

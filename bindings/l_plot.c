@@ -9,7 +9,10 @@
 ** label = "train"}, ...}, ymin = n, ymax = n, title = "loss"} (the range
 ** defaults to the data's; labels make a legend), drawn side by side,
 ** each with a frame, 5 horizontal grid lines labelled with their values, and
-** x running over the points (1..n). Everything C allocates lives in a
+** x running over the points (1..n). A series with x = {...} (as many as its
+** values) puts its points at those x instead, the panel's x axis then
+** spanning the x values (xmin/xmax override); points = true draws each point
+** as a dot and joins none (a scatter plot). Everything C allocates lives in a
 ** userdata, so a Lua error in argument reading leaks nothing.
 */
 #include <math.h>
@@ -179,10 +182,22 @@ static double num_field(lua_State *L, int idx, const char *k, double def) {
 
 static void fmt_tick(char *s, size_t n, double v, double span) {
   span /= 4; /* the step between grid lines */
+  if (fabs(v) < span * 1e-6) v = 0; /* no "-0" */
   if (span >= 10) snprintf(s, n, "%.0f", v);
   else if (span >= 1) snprintf(s, n, "%.1f", v);
   else if (span >= 0.1) snprintf(s, n, "%.2f", v);
   else snprintf(s, n, "%.3f", v);
+}
+
+/* the finite min/max of the numbers in the array at stack idx */
+static void span_of(lua_State *L, int idx, double *lo, double *hi) {
+  int n = (int)lua_objlen(L, idx);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    double v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    if (isfinite(v)) { *lo = fmin(*lo, v); *hi = fmax(*hi, v); }
+  }
 }
 
 /* the panel at stack idx drawn into [x0, x0 + pw) x [0, h) */
@@ -192,24 +207,34 @@ static void panel(lua_State *L, int idx, canvas *c, int x0, int pw, const char *
   lua_getfield(L, idx, "series");
   if (!lua_istable(L, -1)) l_errorf(L, "%s: each panel needs a series table", op);
   int ser = lua_gettop(L), ns = (int)lua_objlen(L, ser);
-  double lo = INFINITY, hi = -INFINITY;
-  int npts = 1;
+  double lo = INFINITY, hi = -INFINITY, xlo = INFINITY, xhi = -INFINITY;
+  int npts = 1, has_x = 0;
   for (int s = 1; s <= ns; s++) {
     lua_rawgeti(L, ser, s);
     lua_getfield(L, -1, "values");
     int n = (int)lua_objlen(L, -1);
     if (n > npts) npts = n;
-    for (int i = 1; i <= n; i++) {
-      lua_rawgeti(L, -1, i);
-      double v = lua_tonumber(L, -1);
-      lua_pop(L, 1);
-      if (isfinite(v)) { lo = fmin(lo, v); hi = fmax(hi, v); }
+    span_of(L, lua_gettop(L), &lo, &hi);
+    lua_getfield(L, -2, "x");
+    if (lua_istable(L, -1)) {
+      if ((int)lua_objlen(L, -1) != n)
+        l_errorf(L, "%s: series %d has %d values but %d x", op, s, n, (int)lua_objlen(L, -1));
+      has_x = 1;
+      span_of(L, lua_gettop(L), &xlo, &xhi);
     }
-    lua_pop(L, 2);
+    lua_pop(L, 3);
   }
   lo = num_field(L, idx, "ymin", isfinite(lo) ? lo : 0);
   hi = num_field(L, idx, "ymax", isfinite(hi) ? hi : 1);
   if (hi <= lo) hi = lo + 1;
+  if (has_x) {
+    xlo = num_field(L, idx, "xmin", isfinite(xlo) ? xlo : 0);
+    xhi = num_field(L, idx, "xmax", isfinite(xhi) ? xhi : 1);
+    if (xhi <= xlo) xhi = xlo + 1;
+  } else {
+    xlo = 1;
+    xhi = npts > 1 ? npts : 2;
+  }
   lua_getfield(L, idx, "title");
   const char *title = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
   int left = x0 + 50, right = x0 + pw - 12, top = title ? 26 : 12, bottom = c->h - 28;
@@ -225,12 +250,19 @@ static void panel(lua_State *L, int idx, canvas *c, int x0, int pw, const char *
     fmt_tick(s, sizeof s, v, hi - lo);
     text(c, left - 6 - (int)strlen(s) * 8, y - 5, s, fg, 2);
   }
-  /* x labels: first and last point, and the middle */
+  /* x labels: first and last point (or the x range's ends), and the middle */
   for (int k = 0; k <= 2; k++) {
-    int i = 1 + (npts - 1) * k / 2;
-    int x = left + (npts > 1 ? (int)lround((double)(right - left) * (i - 1) / (npts - 1)) : 0);
     char s[32];
-    snprintf(s, sizeof s, "%d", i);
+    int x;
+    if (has_x) {
+      double v = xlo + (xhi - xlo) * k / 2.0;
+      x = left + (int)lround((double)(right - left) * k / 2.0);
+      fmt_tick(s, sizeof s, v, xhi - xlo);
+    } else {
+      int i = 1 + (npts - 1) * k / 2;
+      x = left + (npts > 1 ? (int)lround((double)(right - left) * (i - 1) / (npts - 1)) : 0);
+      snprintf(s, sizeof s, "%d", i);
+    }
     line(c, x, bottom, x, bottom + 4, fg, 1);
     text(c, x - (int)strlen(s) * 4, bottom + 8, s, fg, 2);
   }
@@ -251,32 +283,48 @@ static void panel(lua_State *L, int idx, canvas *c, int x0, int pw, const char *
     }
     lua_pop(L, 1);
     int col = color(c, r & 255, g & 255, b & 255);
+    lua_getfield(L, se, "points");
+    int points = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     lua_getfield(L, se, "label");
     if (lua_isstring(L, -1)) {
       const char *lab = lua_tostring(L, -1);
       int tx = right - 8 - (int)strlen(lab) * 8;
-      line(c, tx - 22, legend_y + 4, tx - 6, legend_y + 4, col, 2);
+      if (points) line(c, tx - 14, legend_y + 4, tx - 14, legend_y + 4, col, 5);
+      else line(c, tx - 22, legend_y + 4, tx - 6, legend_y + 4, col, 2);
       text(c, tx, legend_y, lab, fg, 2);
       legend_y += 16;
     }
     lua_pop(L, 1);
+    lua_getfield(L, se, "x");
+    int xs = lua_istable(L, -1) ? lua_gettop(L) : 0;
     lua_getfield(L, se, "values");
     int n = (int)lua_objlen(L, -1);
     double px = 0, py = 0;
     int have = 0;
     for (int i = 1; i <= n; i++) {
       lua_rawgeti(L, -1, i);
-      double v = lua_tonumber(L, -1);
+      double v = lua_tonumber(L, -1), xv = i;
       lua_pop(L, 1);
-      if (!isfinite(v)) { have = 0; continue; }
+      if (xs) {
+        lua_rawgeti(L, xs, i);
+        xv = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+      }
+      if (!isfinite(v) || !isfinite(xv) || (points && (v < lo || v > hi || xv < xlo || xv > xhi))) {
+        have = 0;
+        continue;
+      }
       v = fmin(fmax(v, lo), hi);
-      double x = left + (npts > 1 ? (double)(right - left) * (i - 1) / (npts - 1) : 0);
+      xv = fmin(fmax(xv, xlo), xhi);
+      double x = left + (double)(right - left) * (xv - xlo) / (xhi - xlo);
       double y = bottom - (bottom - top) * (v - lo) / (hi - lo);
-      if (have) line(c, px, py, x, y, col, 2);
+      if (points) line(c, x, y, x, y, col, 3);
+      else if (have) line(c, px, py, x, y, col, 2);
       else line(c, x, y, x, y, col, 3);
       px = x; py = y; have = 1;
     }
-    lua_pop(L, 2);
+    lua_pop(L, 3);
   }
   lua_pop(L, 1);
 }

@@ -313,6 +313,9 @@ em_status em_angle(const em_tensor *t, em_tensor **out);
 ** (ops/fft.c; T.fft is lua/ember/fft.lua over it). */
 em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out);
+/* The forward transform of real x (float32/float64) along dim: its first
+** n / 2 + 1 frequencies (complex64/complex128), times fct, contiguous. */
+em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **out);
 
 /* -- Autograd flags ------------------------------------------------------ */
 
@@ -704,6 +707,7 @@ em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const
 /* check: 0 none, 1 solve's message, 2 inv's */
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info);
+em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor **info);
 em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_tensor **info);
 em_status em_linalg_solve_triangular(const em_tensor *A, const em_tensor *B, int upper, int left,
                                      int unitriangular, em_tensor **X);

@@ -1,6 +1,6 @@
 -- T.fft (issue 19, item 2; docs/fft.md): PyTorch's torch.fft with 1-based
 -- dims, over one engine primitive, C._fft_c2c (a complex transform along one
--- dim on pocketfft, ops/fft.c). The real (rfft/irfft), Hermitian (hfft/ihfft)
+-- dim on pocketfft, ops/fft.c), and rfft's fast path C._fft_r2c. The real (rfft/irfft), Hermitian (hfft/ihfft)
 -- and n-dimensional forms are built here from it, the views and cat/flip.
 return function(T, C)
   local A = require "ember.args"
@@ -102,6 +102,13 @@ return function(T, C)
 
   local function rfft1(op, x, n, d, norm)
     check_real(op, x)
+    if not (x.requires_grad and T.is_grad_enabled()) then
+      -- the real transform (C._fft_r2c): half the work, no complex copy
+      local xr = x
+      if xr.dtype ~= T.float32 and xr.dtype ~= T.float64 then xr = xr:to(T.float32) end
+      if n then xr = resize(op, xr, d, n) end
+      return C._fft_r2c(xr, d, scale(op, norm, xr:size(d), true))
+    end
     local y = to_complex(x)
     if n then y = resize(op, y, d, n) end
     local m = y:size(d)

@@ -158,8 +158,7 @@ return function(T, C)
       error(fmt("%s: A must be batches of square matrices, but they are %d by %d matrices",
         op, A:size(-2), A:size(-1)), 3)
     end
-    local I = eye_like(A:size(-1), A)
-    local X, info = C._linalg_solve(A, I, check)
+    local X, info = C._linalg_inv(A, check)
     if needs_grad(A) then
       local Xd = X
       X = record("LinalgInvExBackward0", { n = 1, A }, X, function(g)
@@ -415,8 +414,7 @@ return function(T, C)
   local function cholesky_impl(op, A, o, check)
     check_tensor(op, A)
     check_bool(op, o.upper, "upper")
-    local Lm, info = C._linalg_cholesky(A, check)
-    Lm = Lm:tril()
+    local Lm, info = C._linalg_cholesky(A, check) -- its upper triangle is zeros
     if needs_grad(A) then
       local Ld = Lm
       Lm = record("LinalgCholeskyExBackward0", { n = 1, A }, Lm, function(g)

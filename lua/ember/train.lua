@@ -191,7 +191,9 @@ return function(T, C)
   local PALETTE = { { 31, 119, 180 }, { 214, 39, 40 }, { 44, 160, 44 }, { 255, 127, 14 }, { 148, 103, 189 } }
   -- panels: an array of {series = {{values = {...}, color = {r, g, b}, label = "train"}},
   -- ymin =, ymax =, title = "loss"} or of plain arrays of series values;
-  -- written as a PNG of width x height
+  -- written as a PNG of width x height. A series with x = {...} is drawn
+  -- against those x (the panel's xmin =, xmax = override the range);
+  -- points = true makes it a scatter of dots.
   function train.plot_curves(path, panels, o)
     o = o or {}
     local ps = {}
@@ -200,9 +202,10 @@ return function(T, C)
       local ss = {}
       for j, s in ipairs(series) do
         local vals = s.values or s
-        ss[j] = { values = vals, color = s.color or PALETTE[(j - 1) % #PALETTE + 1], label = s.label }
+        ss[j] = { values = vals, color = s.color or PALETTE[(j - 1) % #PALETTE + 1], label = s.label,
+                  x = s.x, points = s.points }
       end
-      ps[i] = { series = ss, ymin = p.ymin, ymax = p.ymax, title = p.title }
+      ps[i] = { series = ss, ymin = p.ymin, ymax = p.ymax, xmin = p.xmin, xmax = p.xmax, title = p.title }
     end
     return C._plot_png(path, o.width or 400 * #ps, o.height or 300, ps)
   end

@@ -29,6 +29,12 @@ typedef struct em_cplx_kernels {
   ** Fails (em_fail) only when memory runs out. */
   em_status (*fft)(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner,
                    int forward, double fct);
+  /* The forward transform of real values: in, contiguous (outer, n, inner)
+  ** of dtype dt (float32/float64), to out, contiguous (outer, n / 2 + 1,
+  ** inner) of the matching complex dtype: the non-negative frequencies,
+  ** every value times fct. Fails only when memory runs out. */
+  em_status (*rfft)(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
+                    int64_t inner, double fct);
 } em_cplx_kernels;
 
 extern const em_cplx_kernels em_cpu_cplx_kernels, em_meta_cplx_kernels, em_cuda_cplx_kernels;

@@ -10,6 +10,7 @@
 
 #include <complex.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "pocketfft/pocketfft.h"
@@ -90,62 +91,171 @@ static void cpu_cx_ew(em_cx_op op, em_dtype dt, const em_iter *it, double alpha)
 }
 
 /* -- FFT ----------------------------------------------------------------------
-** Each lane (one position of the outer and inner dims) is gathered into a
-** buffer of n complex128 values, transformed by pocketfft (which computes in
-** double; complex64 is converted, as NumPy's pocketfft computes float32) and
-** written back. A complex128 lane that is already contiguous (inner == 1) is
-** transformed in place. Lanes are split across the engine's threads; the plan
-** is shared (pocketfft's plans are read-only while they run). */
+** Lanes (one position of the outer and inner dims) go to pocketfft (which
+** computes in double; complex64 is converted, as NumPy's pocketfft computes
+** float32) through a per-thread buffer and are written back. A complex128
+** lane that is already contiguous (inner == 1) is transformed in place.
+** Lanes strided by inner > 1 are moved LANE_BLOCK adjacent ones at a time,
+** so each read and write touches whole cache lines (a lane alone would
+** touch one element per line). Blocks are split across the engine's
+** threads; the plan is shared (pocketfft's plans are read-only while they
+** run) and kept in a small cache, as planning a long transform (its
+** twiddle factors) costs a good part of one transform. */
 
-static void load_lane(em_dtype dt, const char *base, int64_t n, int64_t inner, double *buf) {
+enum { LANE_BLOCK = 16, PLAN_CACHE = 4, PLAN_CACHE_MAX_N = 1 << 22 };
+
+/* -- the plan cache: the last PLAN_CACHE plans by (kind, n); a plan in use
+** (refs > 0) is never evicted: when every slot is held, a new plan is its
+** caller's alone and freed after the call */
+typedef struct plan_slot {
+  int real;  /* 0: cfft_plan, 1: rfft_plan */
+  size_t n;
+  void *plan;
+  int refs;
+  unsigned long used;
+} plan_slot;
+
+static plan_slot plan_slots[PLAN_CACHE];
+static pthread_mutex_t plan_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void destroy_plan(int real, void *plan) {
+  if (real) destroy_rfft_plan(plan);
+  else destroy_cfft_plan(plan);
+}
+static void plan_lock_take(void) { pthread_mutex_lock(&plan_mutex); }
+static void plan_lock_give(void) { pthread_mutex_unlock(&plan_mutex); }
+
+/* a plan for (real, n) with a reference taken; *slot for plan_release; NULL
+** when out of memory */
+static void *plan_get(int real, size_t n, plan_slot **slot) {
+  static unsigned long tick;
+  plan_lock_take();
+  for (int i = 0; i < PLAN_CACHE; i++)
+    if (plan_slots[i].plan && plan_slots[i].real == real && plan_slots[i].n == n) {
+      plan_slots[i].refs++;
+      plan_slots[i].used = ++tick;
+      *slot = &plan_slots[i];
+      plan_lock_give();
+      return plan_slots[i].plan;
+    }
+  plan_lock_give();
+  void *plan = real ? (void *)make_rfft_plan(n) : (void *)make_cfft_plan(n);
+  if (!plan) return NULL;
+  if (n > PLAN_CACHE_MAX_N) { /* not kept: its twiddles are large */
+    *slot = NULL;
+    return plan;
+  }
+  plan_lock_take();
+  /* the least recently used slot that nobody holds */
+  plan_slot *victim = NULL;
+  for (int i = 0; i < PLAN_CACHE; i++)
+    if (plan_slots[i].refs == 0 && (!victim || !plan_slots[i].plan ||
+                                    (victim->plan && plan_slots[i].used < victim->used)))
+      victim = &plan_slots[i];
+  if (!victim) { /* all held: this plan is the caller's alone */
+    plan_lock_give();
+    *slot = NULL;
+    return plan;
+  }
+  if (victim->plan) destroy_plan(victim->real, victim->plan);
+  victim->real = real;
+  victim->n = n;
+  victim->plan = plan;
+  victim->refs = 1;
+  victim->used = ++tick;
+  *slot = victim;
+  plan_lock_give();
+  return plan;
+}
+
+static void plan_release(int real, void *plan, plan_slot *slot) {
+  if (!slot) {
+    destroy_plan(real, plan);
+    return;
+  }
+  plan_lock_take();
+  slot->refs--;
+  plan_lock_give();
+}
+
+/* count lanes of (outer, inner) as blocks of up to LANE_BLOCK adjacent
+** inner positions: block b covers outer o, inner i0 .. i0 + nb - 1 */
+static void lane_block(int64_t b, int64_t inner, int64_t *o, int64_t *i0, int64_t *nb) {
+  int64_t per = (inner + LANE_BLOCK - 1) / LANE_BLOCK;
+  *o = b / per;
+  *i0 = (b % per) * LANE_BLOCK;
+  *nb = inner - *i0 < LANE_BLOCK ? inner - *i0 : LANE_BLOCK;
+}
+
+/* nb lanes of n complex values at base (element stride inner) into buf
+** (lane l at buf + 2 * l * n), as doubles */
+static void load_lanes(em_dtype dt, const char *base, int64_t n, int64_t inner, int64_t nb,
+                       double *buf) {
   if (dt == EM_COMPLEX64) {
     const float *p = (const float *)base;
-    for (int64_t k = 0; k < n; k++) {
-      buf[2 * k] = p[2 * k * inner];
-      buf[2 * k + 1] = p[2 * k * inner + 1];
-    }
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t l = 0; l < nb; l++) {
+        buf[2 * (l * n + k)] = p[2 * (k * inner + l)];
+        buf[2 * (l * n + k) + 1] = p[2 * (k * inner + l) + 1];
+      }
   } else {
     const double *p = (const double *)base;
-    for (int64_t k = 0; k < n; k++) {
-      buf[2 * k] = p[2 * k * inner];
-      buf[2 * k + 1] = p[2 * k * inner + 1];
-    }
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t l = 0; l < nb; l++) {
+        buf[2 * (l * n + k)] = p[2 * (k * inner + l)];
+        buf[2 * (l * n + k) + 1] = p[2 * (k * inner + l) + 1];
+      }
   }
 }
 
-static void store_lane(em_dtype dt, char *base, int64_t n, int64_t inner, const double *buf) {
+static void store_lanes(em_dtype dt, char *base, int64_t n, int64_t inner, int64_t nb,
+                        const double *buf) {
   if (dt == EM_COMPLEX64) {
     float *p = (float *)base;
-    for (int64_t k = 0; k < n; k++) {
-      p[2 * k * inner] = (float)buf[2 * k];
-      p[2 * k * inner + 1] = (float)buf[2 * k + 1];
-    }
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t l = 0; l < nb; l++) {
+        p[2 * (k * inner + l)] = (float)buf[2 * (l * n + k)];
+        p[2 * (k * inner + l) + 1] = (float)buf[2 * (l * n + k) + 1];
+      }
   } else {
     double *p = (double *)base;
-    for (int64_t k = 0; k < n; k++) {
-      p[2 * k * inner] = buf[2 * k];
-      p[2 * k * inner + 1] = buf[2 * k + 1];
-    }
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t l = 0; l < nb; l++) {
+        p[2 * (k * inner + l)] = buf[2 * (l * n + k)];
+        p[2 * (k * inner + l) + 1] = buf[2 * (l * n + k) + 1];
+      }
   }
+}
+
+/* whether to split `blocks` blocks of work `work` values over nt threads */
+static int fft_parallel(int nt, int64_t blocks, int64_t work) {
+#ifdef _OPENMP
+  return nt > 1 && blocks > 1 && work >= 32768 && !omp_in_parallel();
+#else
+  (void)nt; (void)blocks; (void)work;
+  return 0;
+#endif
 }
 
 static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner,
                          int forward, double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
-  cfft_plan plan = make_cfft_plan((size_t)n);
+  plan_slot *slot = NULL;
+  cfft_plan plan = plan_get(0, (size_t)n, &slot);
   if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
                             (long long)n);
   const size_t esz = em_dtype_size(dt);
-  const int64_t lanes = outer * inner;
   const int direct = dt == EM_COMPLEX128 && inner == 1;
+  const int64_t blocks = outer * ((inner + LANE_BLOCK - 1) / LANE_BLOCK);
+  const int64_t width = inner < LANE_BLOCK ? inner : LANE_BLOCK;
   int failed = 0;
   int nt = em_get_num_threads();
   (void)nt;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1 && lanes > 1 && lanes * n >= 32768 && !omp_in_parallel())
+#pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
 #endif
   {
-    double *buf = direct ? NULL : malloc((size_t)n * 2 * sizeof(double));
+    double *buf = direct ? NULL : malloc((size_t)(n * width) * 2 * sizeof(double));
     if (!direct && !buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -155,24 +265,106 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-    for (int64_t l = 0; l < lanes; l++) {
+    for (int64_t b = 0; b < blocks; b++) {
       if (!direct && !buf) continue;
-      int64_t o = l / inner, i = l % inner;
-      char *base = (char *)data + ((o * n) * inner + i) * (int64_t)esz;
-      double *v = direct ? (double *)base : buf;
-      if (!direct) load_lane(dt, base, n, inner, buf);
-      int r = forward ? cfft_forward(plan, v, fct) : cfft_backward(plan, v, fct);
-      if (r != 0) {
+      int64_t o, i0, nb;
+      lane_block(b, inner, &o, &i0, &nb);
+      char *base = (char *)data + ((o * n) * inner + i0) * (int64_t)esz;
+      if (!direct) load_lanes(dt, base, n, inner, nb, buf);
+      for (int64_t l = 0; l < nb; l++) {
+        double *v = direct ? (double *)base : buf + 2 * l * n;
+        int r = forward ? cfft_forward(plan, v, fct) : cfft_backward(plan, v, fct);
+        if (r != 0) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
-        failed = 1;
+          failed = 1;
+        }
       }
-      if (!direct) store_lane(dt, base, n, inner, buf);
+      if (!direct) store_lanes(dt, base, n, inner, nb, buf);
     }
     free(buf);
   }
-  destroy_cfft_plan(plan);
+  plan_release(0, plan, slot);
+  if (failed)
+    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
+                   (long long)n);
+  return EM_OK;
+}
+
+/* The real-input transform: in (real dt, contiguous (outer, n, inner)) to
+** out (the matching complex dtype, contiguous (outer, n / 2 + 1, inner)),
+** the non-negative frequencies of the forward transform, times fct. On
+** pocketfft's real plan (half the work of a complex transform); its
+** packed result (r0, r1, i1, r2, i2, ...) is unpacked as NumPy does. */
+static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
+                          int64_t inner, double fct) {
+  if (outer == 0 || n == 0 || inner == 0) return EM_OK;
+  plan_slot *slot = NULL;
+  rfft_plan plan = plan_get(1, (size_t)n, &slot);
+  if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
+                            (long long)n);
+  const int64_t nh = n / 2 + 1, stride = n + 2;
+  const int64_t blocks = outer * ((inner + LANE_BLOCK - 1) / LANE_BLOCK);
+  const int64_t width = inner < LANE_BLOCK ? inner : LANE_BLOCK;
+  const int f32 = dt == EM_FLOAT32;
+  int failed = 0;
+  int nt = em_get_num_threads();
+  (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
+#endif
+  {
+    double *buf = malloc((size_t)(stride * width) * sizeof(double));
+    if (!buf) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+      failed = 1;
+    }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (int64_t b = 0; b < blocks; b++) {
+      if (!buf) continue;
+      int64_t o, i0, nb;
+      lane_block(b, inner, &o, &i0, &nb);
+      int64_t ioff = o * n * inner + i0, ooff = o * nh * inner + i0;
+      /* lane l's values at buf + l * stride + 1 */
+      for (int64_t k = 0; k < n; k++)
+        for (int64_t l = 0; l < nb; l++)
+          buf[l * stride + 1 + k] = f32 ? ((const float *)in)[ioff + k * inner + l]
+                                        : ((const double *)in)[ioff + k * inner + l];
+      for (int64_t l = 0; l < nb; l++) {
+        double *v = buf + l * stride;
+        if (rfft_forward(plan, v + 1, fct) != 0) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+          failed = 1;
+        }
+        /* (r0, r1, i1, ...) at v + 1 -> (r0, 0, r1, i1, ...) at v */
+        v[0] = v[1];
+        v[1] = 0;
+        if (n % 2 == 0) v[n + 1] = 0;
+      }
+      for (int64_t k = 0; k < nh; k++)
+        for (int64_t l = 0; l < nb; l++) {
+          const double *v = buf + l * stride + 2 * k;
+          if (f32) {
+            float *p = (float *)out + 2 * (ooff + k * inner + l);
+            p[0] = (float)v[0];
+            p[1] = (float)v[1];
+          } else {
+            double *p = (double *)out + 2 * (ooff + k * inner + l);
+            p[0] = v[0];
+            p[1] = v[1];
+          }
+        }
+    }
+    free(buf);
+  }
+  plan_release(1, plan, slot);
   if (failed)
     return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
                    (long long)n);
@@ -182,4 +374,5 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
 const em_cplx_kernels em_cpu_cplx_kernels = {
     .ew = cpu_cx_ew,
     .fft = cpu_fft,
+    .rfft = cpu_rfft,
 };

@@ -15,7 +15,9 @@
 #include "core/kern_linalg.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -29,6 +31,8 @@ typedef size_t lp_len;
   void P##getrs_(const char *tr, const lp_int *n, const lp_int *nrhs, const T *a,             \
                  const lp_int *lda, const lp_int *ipiv, T *b, const lp_int *ldb, lp_int *info, \
                  lp_len);                                                                     \
+  void P##getri_(const lp_int *n, T *a, const lp_int *lda, const lp_int *ipiv, T *work,        \
+                 const lp_int *lwork, lp_int *info);                                          \
   void P##potrf_(const char *uplo, const lp_int *n, T *a, const lp_int *lda, lp_int *info,    \
                  lp_len);                                                                     \
   void P##geqrf_(const lp_int *m, const lp_int *n, T *a, const lp_int *lda, T *tau, T *work,  \
@@ -65,6 +69,79 @@ typedef struct lp_sizes {
 static int imax(int a, int b) { return a > b ? a : b; }
 static int imin(int a, int b) { return a < b ? a : b; }
 
+/* -- Small solves ------------------------------------------------------------
+** A batch of small systems (n <= SMALL_N) spends more in LAPACK's per-call
+** overhead (argument checks, OpenBLAS's buffer and thread bookkeeping) than
+** in the arithmetic: for them GESV with trans 'T' (ember's solve hands a
+** row-major A over as A^T column-major) runs getf2's algorithm here, on A
+** read row-major: partial pivoting on the first largest |a| of the column
+** (LAPACK's choice), the multipliers by the pivot's reciprocal, then the
+** two triangular solves. info as getrf's (the first zero pivot, 1-based);
+** b is left as is when info > 0, as gesv leaves it. */
+enum { SMALL_N = 32 };
+
+#define DEF_SMALL(P, T, ABS)                                                                   \
+  static lp_int small_gesv_##P(lp_int n, lp_int nrhs, T *a, lp_int lda, lp_int *ipiv, T *b,    \
+                               lp_int ldb) {                                                  \
+    lp_int info = 0;                                                                          \
+    for (lp_int jj = 0; jj < n; jj++) {                                                       \
+      lp_int p = jj;                                                                          \
+      T best = ABS(a[(int64_t)jj * lda + jj]);                                                \
+      for (lp_int i = jj + 1; i < n; i++)                                                     \
+        if (ABS(a[(int64_t)i * lda + jj]) > best) {                                           \
+          best = ABS(a[(int64_t)i * lda + jj]);                                               \
+          p = i;                                                                              \
+        }                                                                                     \
+      ipiv[jj] = p + 1;                                                                       \
+      T *rj = a + (int64_t)jj * lda;                                                          \
+      if (a[(int64_t)p * lda + jj] == 0) {                                                    \
+        if (info == 0) info = jj + 1;                                                         \
+        continue;                                                                             \
+      }                                                                                       \
+      if (p != jj) {                                                                          \
+        T *rp = a + (int64_t)p * lda;                                                         \
+        for (lp_int k = 0; k < n; k++) {                                                      \
+          T t = rj[k];                                                                        \
+          rj[k] = rp[k];                                                                      \
+          rp[k] = t;                                                                          \
+        }                                                                                     \
+      }                                                                                       \
+      T r = 1 / rj[jj];                                                                       \
+      for (lp_int i = jj + 1; i < n; i++) {                                                   \
+        T *ri = a + (int64_t)i * lda;                                                         \
+        T f = ri[jj] * r;                                                                     \
+        ri[jj] = f;                                                                           \
+        for (lp_int k = jj + 1; k < n; k++) ri[k] -= f * rj[k];                               \
+      }                                                                                       \
+    }                                                                                         \
+    if (info) return info;                                                                    \
+    for (lp_int c = 0; c < nrhs; c++) {                                                       \
+      T *x = b + (int64_t)c * ldb;                                                            \
+      for (lp_int jj = 0; jj < n; jj++) {                                                     \
+        lp_int p = ipiv[jj] - 1;                                                              \
+        T t = x[jj];                                                                          \
+        x[jj] = x[p];                                                                         \
+        x[p] = t;                                                                             \
+      }                                                                                       \
+      for (lp_int i = 1; i < n; i++) {                                                        \
+        const T *ri = a + (int64_t)i * lda;                                                   \
+        T acc = 0;                                                                            \
+        for (lp_int k = 0; k < i; k++) acc += ri[k] * x[k];                                   \
+        x[i] -= acc;                                                                          \
+      }                                                                                       \
+      for (lp_int i = n - 1; i >= 0; i--) {                                                   \
+        const T *ri = a + (int64_t)i * lda;                                                   \
+        T acc = 0;                                                                            \
+        for (lp_int k = i + 1; k < n; k++) acc += ri[k] * x[k];                               \
+        x[i] = (x[i] - acc) / ri[i];                                                          \
+      }                                                                                       \
+    }                                                                                         \
+    return 0;                                                                                 \
+  }
+
+DEF_SMALL(s, float, fabsf)
+DEF_SMALL(d, double, fabs)
+
 /* One routine on batch element i with workspace (work, iwork); q: a
 ** workspace query (returns sizes in *sz, touches no data). The result is
 ** LAPACK's info. */
@@ -90,14 +167,37 @@ static int imin(int a, int b) { return a < b ? a : b; }
         break;                                                                                \
       case EM_LAPACK_GESV:                                                                    \
         if (q) break;                                                                         \
+        if (n <= SMALL_N && j->trans == 'T') {                                                \
+          info = small_gesv_##P(n, nrhs, a, lda, ipiv, b, ldb);                               \
+          break;                                                                              \
+        }                                                                                     \
         P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
         if (info == 0 && nrhs > 0) {                                                          \
           lp_int i2 = 0;                                                                      \
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
         break;                                                                                \
+      case EM_LAPACK_GETRI:                                                                   \
+        if (q) {                                                                              \
+          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
+          break;                                                                              \
+        }                                                                                     \
+        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
+        if (info == 0) {                                                                      \
+          lp_int i2 = 0;                                                                      \
+          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
+        }                                                                                     \
+        break;                                                                                \
       case EM_LAPACK_POTRF:                                                                   \
-        if (!q) P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                   \
+        if (q) break;                                                                         \
+        P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                           \
+        /* the other triangle: zeros, column by column (cache-hot here) */                   \
+        for (lp_int col = 0; col < n; col++) {                                                \
+          if (j->uplo == 'U' && col + 1 < n)                                                  \
+            memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T));   \
+          else if (j->uplo == 'L' && col > 0)                                                 \
+            memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                       \
+        }                                                                                     \
         break;                                                                                \
       case EM_LAPACK_TRSM:                                                                    \
         if (!q && m > 0 && n > 0)                                                             \

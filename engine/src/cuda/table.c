@@ -627,9 +627,15 @@ static em_status cu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64
   return unsupported("fft");
 }
 
+static em_status cu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
+                         int64_t inner, double fct) {
+  return unsupported("fft");
+}
+
 const em_cplx_kernels em_cuda_cplx_kernels = {
     .ew = cu_cplx_ew,
     .fft = cu_fft,
+    .rfft = cu_rfft,
 };
 
 const em_kernels em_cuda_kernels = {

@@ -395,9 +395,14 @@ static em_status meta_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int
                           int forward, double fct) {
   return EM_OK;
 }
+static em_status meta_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
+                           int64_t inner, double fct) {
+  return EM_OK;
+}
 const em_cplx_kernels em_meta_cplx_kernels = {
     .ew = meta_cx_ew,
     .fft = meta_fft,
+    .rfft = meta_rfft,
 };
 
 const em_kernels em_meta_kernels = {

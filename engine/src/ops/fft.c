@@ -1,6 +1,7 @@
 /*
-** ops/fft.c -- the FFT's engine op: one complex-to-complex transform along
-** one dim (em_fft_c2c); lua/ember/fft.lua builds T.fft's functions (sizes,
+** ops/fft.c -- the FFT's engine ops: one complex-to-complex transform along
+** one dim (em_fft_c2c) and the real-input forward one (em_fft_r2c, rfft's
+** fast path: half the work, no complex copy of the input); lua/ember/fft.lua builds T.fft's functions (sizes,
 ** norms, real and Hermitian forms, several dims) from it and the views
 ** (docs/fft.md).
 */
@@ -8,6 +9,8 @@
 #include "core/kernels.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
+
+#include <string.h>
 
 em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out) {
@@ -35,6 +38,48 @@ em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
   for (int i = d + 1; i < x->ndim; i++) inner *= x->sizes[i];
   if (st == EM_OK && em_tensor_numel(y) > 0)
     st = kt->cplx->fft(x->dtype, y->storage->data, outer, x->sizes[d], inner, forward, fct);
+  if (st != EM_OK) {
+    em_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return EM_OK;
+}
+
+em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **out) {
+  if (x->dtype != EM_FLOAT32 && x->dtype != EM_FLOAT64)
+    return em_fail(EM_E_TYPE, "rfft: expected a float32 or float64 tensor, got %s",
+                   em_dtype_name(x->dtype));
+  if (em_grad_enabled() && x->requires_grad)
+    return em_fail(EM_E_TYPE, "rfft: autograd through the FFT is not implemented");
+  int nd = x->ndim > 0 ? x->ndim : 1;
+  if (dim < -nd || dim == 0 || dim > nd)
+    return em_fail(EM_E_INDEX, "rfft: dimension %lld out of range (expected to be in range of "
+                   "[%d, %d])", (long long)dim, -nd, nd);
+  if (x->ndim == 0)
+    return em_fail(EM_E_VALUE, "rfft: expected a tensor of at least 1 dim, got a 0-d tensor");
+  int d = (int)(dim < 0 ? dim + x->ndim : dim - 1);
+  const em_kernels *kt;
+  em_status st = em_kernels_check("rfft", x->storage->device, &kt);
+  if (st != EM_OK) return st;
+  int64_t n = x->sizes[d];
+  if (n == 0) return em_fail(EM_E_VALUE, "rfft: invalid number of data points (0) specified");
+  em_tensor *c = NULL, *y = NULL;
+  st = em_contiguous(x, &c);
+  int64_t sh[EM_MAX_DIMS];
+  memcpy(sh, x->sizes, (size_t)x->ndim * sizeof *sh);
+  sh[d] = n / 2 + 1;
+  if (st == EM_OK)
+    st = em_empty(x->ndim, sh, x->dtype == EM_FLOAT32 ? EM_COMPLEX64 : EM_COMPLEX128,
+                  x->storage->device, &y);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < d; i++) outer *= x->sizes[i];
+  for (int i = d + 1; i < x->ndim; i++) inner *= x->sizes[i];
+  if (st == EM_OK && em_tensor_numel(y) > 0)
+    st = kt->cplx->rfft(x->dtype, (const char *)c->storage->data +
+                                      c->offset * (int64_t)em_dtype_size(c->dtype),
+                        y->storage->data, outer, n, inner, fct);
+  em_tensor_release(c);
   if (st != EM_OK) {
     em_tensor_release(y);
     return st;

@@ -369,10 +369,61 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
   return EM_OK;
 }
 
+/* inv(A) by getrf and getri (fewer flops than solving A X = I; the C
+** reference of bench/cref.c calls the same pair). A row-major copy of A is
+** A^T column-major, whose inverse read row-major is inv(A): no transposing
+** copy, and the result is contiguous. */
+em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor **info) {
+  const char *op = "linalg.inv";
+  em_status st = check_matrix(op, "A", A, 1);
+  if (st != EM_OK) return st;
+  int on = em_ag_pause();
+  int nb = A->ndim - 2;
+  int64_t n = A->sizes[nb];
+  em_device dev = A->storage->device;
+  em_tensor *x = NULL, *piv = NULL, *inf = NULL;
+  st = load(A, nb, A->sizes, n, n, 0, &x);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, n, EM_INT32, dev, &piv);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
+  int64_t batch = batch_count(nb, A->sizes);
+  if (st == EM_OK && batch > 0) {
+    em_scalar z = {0};
+    st = em_fill_(inf, z);
+  }
+  if (st == EM_OK && batch > 0 && n > 0) {
+    em_lapack_job j = {0};
+    j.op = EM_LAPACK_GETRI;
+    j.dt = A->dtype;
+    j.batch = batch;
+    j.m = j.n = (int)n;
+    j.a = data_of(x); j.sa = n * n; j.lda = (int)n;
+    j.ipiv = data_of(piv); j.sp = n;
+    j.info = data_of(inf);
+    st = run_job(op, dev, &j);
+  }
+  if (st == EM_OK && check && batch > 0) {
+    char pre[64];
+    int code;
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code))
+      st = em_fail(EM_E_VALUE, "%s: %sThe diagonal element %d is zero, the inversion could "
+                   "not be completed because the input matrix is singular.", op, pre, code);
+  }
+  em_ag_resume(on);
+  em_tensor_release(piv);
+  if (st != EM_OK) {
+    em_tensor_release(x);
+    em_tensor_release(inf);
+    return st;
+  }
+  *X = x;
+  *info = inf;
+  return EM_OK;
+}
+
 /* -- Cholesky ------------------------------------------------------------- */
 
 /* The lower factor L (A = L L^H) from A's lower triangle; the strict upper
-** triangle of the result holds what A had there (the caller takes tril). */
+** triangle of the result is zeroed by the kernel (no tril pass after). */
 em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_tensor **info) {
   const char *op = "linalg.cholesky";
   em_status st = check_matrix(op, "A", A, 1);
