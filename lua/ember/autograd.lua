@@ -85,7 +85,13 @@ return function(T, C)
   -- T.autograd.gradcheck(fn, inputs, {eps=1e-6, atol=1e-5, rtol=1e-3,
   -- raise=true}): compares the backward's gradients of every output with
   -- central finite differences in float64. inputs: a tensor or a list (the
-  -- float64 tensors that require grad are checked; others pass through).
+  -- float64 and complex128 tensors that require grad are checked; others
+  -- pass through). Complex inputs and outputs are checked as their real
+  -- views (view_as_real), as PyTorch's gradcheck perturbs the real and the
+  -- imaginary part: for PyTorch's convention (grad = dL/dRe + i dL/dIm) the
+  -- gradient for grad_output 1 (i) at a complex output element is the row
+  -- of the real Jacobian of its real (imaginary) part. Element numbers in
+  -- messages count real-view elements for complex tensors.
   -- Returns true, or raises (or returns false, msg with raise=false).
   function A.gradcheck(fn, inputs, opts, ...)
     ARGS.nomore("gradcheck", 3, ...)
@@ -108,13 +114,18 @@ return function(T, C)
       end
       return list
     end
+    -- the real numbers of t (its real view when complex), flat
+    local function reals(t)
+      if t:is_complex() then t = T.view_as_real(t) end
+      return t:reshape(-1)
+    end
     local checked = {}
     for i = 1, maxn(inputs) do
       local x = inputs[i]
       if T.is_tensor(x) and x.requires_grad then
-        if x.dtype ~= T.float64 then
-          return fail(string.format("input %d is %s; gradcheck needs float64 inputs", i,
-            tostring(x.dtype)))
+        if x.dtype ~= T.float64 and x.dtype ~= T.complex128 then
+          return fail(string.format("input %d is %s; gradcheck needs float64 or complex128 " ..
+            "inputs", i, tostring(x.dtype)))
         end
         checked[#checked + 1] = i
       end
@@ -125,31 +136,37 @@ return function(T, C)
     local outs = outputs_of()
     local analytic, sizes = {}, {}
     for oi, y in ipairs(outs) do
-      if y.requires_grad and (y.dtype == T.float64 or y.dtype == T.float32) then
-        local ny = y:numel()
+      local dt = y.dtype
+      if y.requires_grad and (dt == T.float64 or dt == T.float32 or dt == T.complex128 or
+          dt == T.complex64) then
+        local cx = y:is_complex()
+        local ny = y:numel() * (cx and 2 or 1)
         sizes[oi] = ny
         analytic[oi] = {}
         for _, i in ipairs(checked) do
-          analytic[oi][i] = T.zeros(ny, inputs[i]:numel(), { dtype = T.float64 })
+          analytic[oi][i] = T.zeros(ny, reals(inputs[i]):numel(), { dtype = T.float64 })
         end
         for r = 1, ny do
-          local go = T.zeros(ny, { dtype = y.dtype })
+          local go = T.zeros(ny, { dtype = cx and (dt == T.complex64 and T.float32 or T.float64)
+            or dt })
           go[r] = 1
+          if cx then go = T.view_as_complex(go:view(-1, 2)) end
           local ins = {}
           for k, i in ipairs(checked) do ins[k] = inputs[i] end
           local gs = A.grad({ y }, ins, { grad_outputs = { go:view(y.shape) },
             retain_graph = true, allow_unused = true })
           for k, i in ipairs(checked) do
-            if gs[k] then analytic[oi][i][r] = gs[k]:reshape(-1):double() end
+            if gs[k] then analytic[oi][i][r] = reals(gs[k]):double() end
           end
         end
       end
     end
-    -- numerical: perturb each input element in place
+    -- numerical: perturb each real number of each input in place
     for _, i in ipairs(checked) do
       local x = inputs[i]
-      local flat = x:detach():view(-1)
-      for c = 1, x:numel() do
+      local flat = x:detach()
+      flat = (flat:is_complex() and T.view_as_real(flat) or flat):view(-1)
+      for c = 1, flat:numel() do
         local orig = flat[c]:item()
         -- fn runs in grad mode (it may differentiate inside); only the
         -- writes into the leaf are under no_grad
@@ -157,7 +174,7 @@ return function(T, C)
           T.no_grad(function() flat[c] = v end)
           local o = outputs_of()
           local res = {}
-          for oi in pairs(analytic) do res[oi] = o[oi]:detach():reshape(-1):double():clone() end
+          for oi in pairs(analytic) do res[oi] = reals(o[oi]:detach()):double():clone() end
           return res
         end
         local plus, minus = at(orig + eps), at(orig - eps)

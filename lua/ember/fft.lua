@@ -20,13 +20,6 @@ return function(T, C)
     end
   end
 
-  local function check_grad(op, x)
-    if x.requires_grad and T.is_grad_enabled() then
-      error(fmt("%s: autograd through the FFT is not implemented yet (docs/fft.md); " ..
-        "detach() the input or use T.no_grad()", op), 4)
-    end
-  end
-
   -- dim (1-based, negative from the end) as a positive position
   local function wrap(op, x, d)
     local nd = x:dim()
@@ -60,10 +53,8 @@ return function(T, C)
     if n < m then return x:narrow(d, 1, n) end
     local sz = {}
     for i = 1, x:dim() do sz[i] = x:size(i) end
-    sz[d] = n
-    local z = T.zeros(sz, { dtype = x.dtype, device = x.device })
-    z:narrow(d, 1, m):copy_(x)
-    return z
+    sz[d] = n - m
+    return T.cat({ x, T.zeros(sz, { dtype = x.dtype, device = x.device }) }, d)
   end
 
   local function c2c(op, x, d, forward, norm)
@@ -85,7 +76,6 @@ return function(T, C)
     else
       A.nooptions(op, 2, 4, n, dim, norm, ...)
     end
-    check_grad(op, x)
     return x, n, wrap(op, x, dim or -1), norm
   end
 
@@ -167,7 +157,6 @@ return function(T, C)
     else
       A.nomore(op, 4, ...)
     end
-    check_grad(op, x)
     local dims
     if dim ~= nil then
       dims = list_of(op, "dim", dim)

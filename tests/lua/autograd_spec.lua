@@ -53,7 +53,7 @@ describe("leaves, grad_fn and requires_grad", function()
     x.requires_grad = false
     assert.is_false(x.requires_grad)
     assert.has_error(function() T.zeros(3, { dtype = T.int64 }):requires_grad_() end,
-      "requires_grad: only tensors of floating point dtype can require gradients, got ember.int64")
+      "requires_grad: only tensors of floating point and complex dtype can require gradients, got ember.int64")
     assert.has_error(function() T.arange(3, { requires_grad = true }) end)
   end)
 

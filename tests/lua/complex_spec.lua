@@ -88,7 +88,6 @@ describe("complex dtypes", function()
       masked_fill = function() return a:masked_fill(T.tensor { true, false, true }, 1) end,
       isnan = function() return a:isnan() end, sign = function() return a:sign() end,
       remainder = function() return a:remainder(2) end,
-      requires_grad = function() return a:clone():requires_grad_() end,
       searchsorted = function() return T.searchsorted(a, a) end, bucketize = function() return T.bucketize(a, a) end,
       erfinv = function() return T.special.erfinv(a) end, lgamma = function() return a:lgamma() end,
       linalg_inv = function() return T.linalg.inv(T.complex(T.eye(2), T.zeros(2, 2))) end,

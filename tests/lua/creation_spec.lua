@@ -78,7 +78,7 @@ describe("ranges match PyTorch", function()
     assert.is_true(T.linspace(0, 1, 3, { requires_grad = true }).requires_grad)
     assert.is_true(T.eye(2, { requires_grad = true }).requires_grad)
     assert.has_error(function() T.arange(3, { requires_grad = true }) end,
-      "requires_grad: only tensors of floating point dtype can require gradients, got ember.int64")
+      "requires_grad: only tensors of floating point and complex dtype can require gradients, got ember.int64")
   end)
 
   it("reject bad input with clear errors", function()

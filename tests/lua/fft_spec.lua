@@ -1,7 +1,8 @@
 -- T.fft against torch.fft 1.13 (tests/fixtures/gen_fft.py -> fft_cases.lua):
 -- values of every transform over odd/even sizes, padding and truncation by
 -- n/s, the three norms, several dims, non-contiguous and integer inputs;
--- fftfreq/rfftfreq and the shifts; and the refusals.
+-- fftfreq/rfftfreq and the shifts; gradients against torch's and gradcheck;
+-- and the refusals.
 local T = require "ember"
 local F = dofile("tests/fixtures/fft_cases.lua")
 
@@ -64,6 +65,54 @@ describe("T.fft conformance with torch.fft", function()
     end
   end)
 
+  it("matches torch's gradients of every transform (each norm, trimmed and padded n)", function()
+    assert.is_true(#F.grads > 150)
+    for i, c in ipairs(F.grads) do
+      local x = build(c.x):requires_grad_()
+      local what = string.format("gradient case %d: %s", i, c.fn)
+      local ok, y = pcall(function()
+        if c.fn == "fftshift" or c.fn == "ifftshift" then return T.fft[c.fn](x, c.args.dim) end
+        return T.fft[c.fn](x, c.args)
+      end)
+      if not ok then error(what .. ": " .. tostring(y)) end
+      local gx = T.autograd.grad({ y }, { x }, { grad_outputs = { build(c.g) } })[1]
+      close(gx, c.gx, what)
+    end
+  end)
+
+  it("gradchecks every transform in float64 and complex128", function()
+    T.manual_seed(7)
+    local gc = T.autograd.gradcheck
+    local function r(...) return T.randn({ ... }, { dtype = T.float64 }):requires_grad_() end
+    local function z(...)
+      return T.complex(T.randn({ ... }, { dtype = T.float64 }),
+        T.randn({ ... }, { dtype = T.float64 })):requires_grad_()
+    end
+    for _, norm in ipairs { "backward", "ortho", "forward" } do
+      assert.is_true(gc(function(a) return T.fft.fft(a, 7, 1, norm) end, { z(5) }))
+      assert.is_true(gc(function(a) return T.fft.ifft(a, 3, -1, norm) end, { z(2, 5) }))
+      assert.is_true(gc(function(a) return T.fft.fft(a, nil, 1, norm) end, { r(4, 2) }))
+      assert.is_true(gc(function(a) return T.fft.rfft(a, 5, -1, norm) end, { r(6) }))
+      assert.is_true(gc(function(a) return T.fft.irfft(a, nil, -1, norm) end, { z(4) }))
+      assert.is_true(gc(function(a) return T.fft.irfft(a, 9, -1, norm) end, { z(4) }))
+      assert.is_true(gc(function(a) return T.fft.hfft(a, 5, -1, norm) end, { z(4) }))
+      assert.is_true(gc(function(a) return T.fft.ihfft(a, 7, -1, norm) end, { r(6) }))
+      assert.is_true(gc(function(a) return T.fft.rfft2(a, { 3, 4 }, nil, norm) end, { r(2, 5) }))
+      assert.is_true(gc(function(a) return T.fft.irfftn(a, nil, nil, norm) end, { z(3, 3) }))
+      assert.is_true(gc(function(a) return T.fft.fftn(a, { 2, 4 }, nil, norm) end, { z(3, 3) }))
+    end
+    assert.is_true(gc(function(a) return T.fft.fftshift(a) end, { z(3, 4) }))
+    assert.is_true(gc(function(a) return T.fft.ifftshift(a, 1) end, { r(5, 2) }))
+    -- second order: the backward of the backward is a transform again
+    local a = z(4)
+    local g = T.autograd.grad({ T.fft.fft(a):abs():sum() }, { a }, { create_graph = true })[1]
+    assert.is_true(g.requires_grad)
+    assert.is_true(gc(function(b)
+      local h = T.autograd.grad({ T.fft.rfft(b):abs():sum() }, { b }, { create_graph = true })[1]
+      return h
+    end, { r(6) }))
+  end)
+
   it("takes positional arguments", function()
     local x = T.randn(8)
     local a = T.fft.fft(x, 8, -1, "ortho")
@@ -97,8 +146,6 @@ describe("T.fft conformance with torch.fft", function()
     fails("fftn: dims must be unique", T.fft.fftn, T.randn(2, 2), { dim = { 1, -2 } })
     fails("fftn: When given, dim and shape", T.fft.fftn, T.randn(2, 2), { s = { 2 }, dim = { 1, 2 } })
     fails("irfft: Invalid number of data points (0)", T.fft.irfft, T.randn(1))
-    fails("fft: autograd through the FFT is not implemented", T.fft.fft,
-      T.randn(4):requires_grad_())
     fails("fft: expected a tensor", T.fft.fft, 3)
     fails("fftfreq: unknown option 'zz'", T.fft.fftfreq, 4, { zz = 1 })
   end)

@@ -206,8 +206,9 @@ static void tmeta_of(const em_tensor *t, em_ag_tmeta *m) {
   memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
 }
 
+/* floating or complex: the dtypes that carry gradients */
 static int is_float(const em_tensor *t) {
-  return t && em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+  return t && em_ag_diff_dtype(t->dtype);
 }
 
 /* The edge a gradient for t takes: its grad_fn, or t itself as a leaf. */
@@ -299,6 +300,12 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
   int any_float = 0;
   for (int k = 0; k < nout; k++) any_float |= is_float(out[k]);
   if (!any_float) return EM_OK;  /* integer/bool results carry no gradient */
+  if (nout == 1 && nin >= 1 && in[0] == out[0] &&
+      atomic_load(&out[0]->storage->ag_reinterpreted))
+    return em_fail(EM_E_RUNTIME, "%s: an in-place operation on a tensor whose storage is also "
+                   "viewed as another dtype (view_as_real/view_as_complex, z.real, z.imag) "
+                   "in the autograd graph is not supported; clone() the tensor first",
+                   p && p->name ? p->name : "autograd");
   em_node *n;
   em_status st = node_new(kind, nin, nout, p, &n);
   if (st != EM_OK) return st;
@@ -509,7 +516,7 @@ em_status em_ag_record_indexed(const char *name, const em_tensor *t, int64_t dim
 
 em_status em_ag_record_inplace(const char *name, em_tensor *t, const em_tensor *src,
                                const em_tensor *pos, int accumulate, double alpha) {
-  if (em_dtype_kindof(t->dtype) != EM_KIND_FLOAT) return EM_OK;
+  if (!em_ag_diff_dtype(t->dtype)) return EM_OK;
   em_ag_params p;
   memset(&p, 0, sizeof p);
   p.name = name;
@@ -990,8 +997,19 @@ static em_status sum_to(em_node *n, int i, em_tensor *g, const em_ag_tmeta *m,
                    i + 1, em_fmt_shape(b1, sizeof b1, g->ndim, g->sizes),
                    em_fmt_shape(b2, sizeof b2, m->ndim, m->sizes));
   }
-  em_tensor *s;
-  em_status st = em_reduce(EM_REDUCE_SUM, g, nd, dims, 1, -1, &s);
+  em_tensor *s = NULL, *rv = NULL, *rs = NULL, *rc = NULL;
+  em_status st;
+  if (em_dtype_kindof(g->dtype) == EM_KIND_COMPLEX) {  /* the sum of the (re, im) view */
+    st = em_view_as_real(g, &rv);
+    if (st == EM_OK) st = em_reduce(EM_REDUCE_SUM, rv, nd, dims, 1, -1, &rs);
+    if (st == EM_OK) st = em_contiguous(rs, &rc);
+    if (st == EM_OK) st = em_view_as_complex(rc, &s);
+    em_tensor_release(rv);
+    em_tensor_release(rs);
+    em_tensor_release(rc);
+  } else {
+    st = em_reduce(EM_REDUCE_SUM, g, nd, dims, 1, -1, &s);
+  }
   if (st != EM_OK) return st;
   st = em_reshape(s, m->ndim, m->sizes, out);
   em_tensor_release(s);
@@ -1029,7 +1047,7 @@ static em_status run_node(run *r, em_node *n) {
   if (n->freed)
     return freed_graph_error(n);
   for (int k = 0; k < n->nout && st == EM_OK; k++)
-    if (!n->buf[k] && em_dtype_kindof(n->out[k].dtype) == EM_KIND_FLOAT &&
+    if (!n->buf[k] && em_ag_diff_dtype(n->out[k].dtype) &&
         n->out[k].is_tensor)
       st = zeros_of(&n->out[k], &n->buf[k]);
   if (st != EM_OK) return st;
@@ -1112,9 +1130,17 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
                      em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes));
         break;
       }
-      if (em_dtype_kindof(g->dtype) != EM_KIND_FLOAT) {
-        st = em_fail(EM_E_TYPE, "%s: gradient %d must be a floating point tensor, got "
-                     "ember.%s", op, i + 1, em_dtype_name(g->dtype));
+      if (!em_ag_diff_dtype(g->dtype)) {
+        st = em_fail(EM_E_TYPE, "%s: gradient %d must be a floating point or complex "
+                     "tensor, got ember.%s", op, i + 1, em_dtype_name(g->dtype));
+        break;
+      }
+      if ((em_dtype_kindof(g->dtype) == EM_KIND_COMPLEX) !=
+          (em_dtype_kindof(t->dtype) == EM_KIND_COMPLEX)) {
+        st = em_fail(EM_E_TYPE, "%s: for complex tensors, both grad_output and output are "
+                     "required to have the same dtype. Mismatch in dtype: grad_output[%d] "
+                     "has a dtype of ember.%s and output[%d] has a dtype of ember.%s", op, i + 1,
+                     em_dtype_name(g->dtype), i + 1, em_dtype_name(t->dtype));
         break;
       }
       if (!em_device_equal(em_tensor_device(g), em_tensor_device(t))) {
@@ -1126,6 +1152,11 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
       }
       st = em_to(g, t->dtype, em_tensor_device(t), 0, &rg[i]);
     } else {
+      if (em_dtype_kindof(t->dtype) == EM_KIND_COMPLEX) {
+        st = em_fail(EM_E_RUNTIME, "%s: grad can be implicitly created only for real scalar "
+                     "outputs (output %d is ember.%s)", op, i + 1, em_dtype_name(t->dtype));
+        break;
+      }
       if (em_tensor_numel(t) != 1) {
         st = em_fail(EM_E_RUNTIME, "%s: grad can be implicitly created only for scalar "
                      "outputs (output %d has shape %s)", op, i + 1,

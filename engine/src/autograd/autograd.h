@@ -42,7 +42,8 @@
   X(OVERWRITE, "CopyBackwards") /* copy_/fill_ over a tensor */  \
   X(INDEXPUT, "IndexPutBackward0") /* in-place writes at positions */ \
   X(CUSTOM, "CustomBackward")   /* em_autograd_record: a host's formula */ \
-  X(NN, "NnBackward0")          /* the nn ops: p.op an em_ag_nn_op, name given */
+  X(NN, "NnBackward0")          /* the nn ops: p.op an em_ag_nn_op, name given */ \
+  X(COMPLEX, "ConjBackward0")   /* ops/complex.c, fft.c: p.op an em_ag_cx_op, name given */
 
 typedef enum em_ag_kind {
 #define EM_AG_ENUM(k, n) EM_AG_##k,
@@ -50,6 +51,12 @@ typedef enum em_ag_kind {
 #undef EM_AG_ENUM
   EM_AG_NKINDS
 } em_ag_kind;
+
+/* The complex ops of ops/complex.c and ops/fft.c (kind COMPLEX). */
+typedef enum em_ag_cx_op {
+  EM_AG_CX_CONJ, EM_AG_CX_ANGLE, EM_AG_CX_AS_REAL, EM_AG_CX_AS_COMPLEX, EM_AG_CX_NEW,
+  EM_AG_CX_FFT /* i[0] the dim (1-based), i[1] forward, d[0] the scale */
+} em_ag_cx_op;
 
 /* Parameters an op hands to its node (what the formula needs beyond the
 ** tensors). */
@@ -121,9 +128,11 @@ em_status em_ag_arange_like(const em_tensor *t, em_tensor **out);
 /* Views of floating tensors remember their base in grad mode, whether or
 ** not it requires grad: a later in-place write of a value that requires
 ** grad into the view must reach the base. */
-static inline int em_ag_viewable(const em_tensor *t) {
-  return em_dtype_kindof(t->dtype) == EM_KIND_FLOAT;
+static inline int em_ag_diff_dtype(em_dtype dt) {
+  em_dtype_kind k = em_dtype_kindof(dt);
+  return k == EM_KIND_FLOAT || k == EM_KIND_COMPLEX;
 }
+static inline int em_ag_viewable(const em_tensor *t) { return em_ag_diff_dtype(t->dtype); }
 /* Marks out as a view of src (of src's base when src is a view), so an
 ** in-place op on out rebases the base's history (CopySlices). */
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src);

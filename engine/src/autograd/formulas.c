@@ -104,6 +104,7 @@ const char *em_ag_ew_name(em_ew_op op, int tensor_exponent) {
 typedef struct F {
   em_status st;
   em_node *n;
+  int conj;  /* saved complex tensors are read conjugated (holomorphic ops) */
   em_tensor **tmp;
   int ntmp, cap;
 } F;
@@ -198,10 +199,19 @@ static em_tensor *maskf(F *f, em_ew_op op, em_operand a, em_operand b, const em_
   return like ? cast(f, m, like->dtype) : NULL;
 }
 
+static em_tensor *conj_of(F *f, const em_tensor *t) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_conj(t, &r), &r);
+}
+static int cplx(const em_tensor *t) {
+  return t && em_dtype_kindof(t->dtype) == EM_KIND_COMPLEX;
+}
 static em_tensor *saved(F *f, int k) {
   if (!OK) return NULL;
   em_tensor *t = NULL;
-  return keep(f, em_ag_saved_get(f->n, k, &t), &t);
+  t = keep(f, em_ag_saved_get(f->n, k, &t), &t);
+  return f->conj && cplx(t) ? conj_of(f, t) : t;
 }
 /* Operand i of an elementwise node: the saved tensor or the scalar. */
 static em_operand opd(F *f, int i) {
@@ -282,6 +292,7 @@ static em_tensor *cum(F *f, const em_tensor *t, int64_t dim, int prod) {
   return keep(f, em_cumulative(t, dim, prod, -1, &r), &r);
 }
 static em_tensor *take(F *f, const em_tensor *t, const em_tensor *pos);
+static em_tensor *full_like(F *f, const em_tensor *t, double v);
 
 /* The dims a reduction node reduced, as a 0/1 mask over the input dims. */
 static void reduced_mask(const em_node *n, int *mask) {
@@ -362,9 +373,24 @@ static em_status put_ext(const em_tensor *g, const em_tensor *pos, const em_ag_t
   return st;
 }
 
-/* take_ext as a recorded op (PUTPOS's backward is a GATHER and back). */
+/* the real (part 1) or imaginary (2) part of a complex tensor, and back */
+static em_tensor *part(F *f, const em_tensor *t, int k) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_complex_part(t, k, &r), &r);
+}
+static em_tensor *mkcplx(F *f, const em_tensor *re, const em_tensor *im) {
+  if (!re || !im || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_complex_new(re, im, &r), &r);
+}
+static em_dtype value_of(em_dtype dt) { return dt == EM_COMPLEX128 ? EM_FLOAT64 : EM_FLOAT32; }
+
+/* take_ext as a recorded op (PUTPOS's backward is a GATHER and back);
+** complex tensors part by part (take/put_ have no complex loops). */
 static em_tensor *take(F *f, const em_tensor *t, const em_tensor *pos) {
   if (!t || !pos || !OK) return NULL;
+  if (cplx(t)) return mkcplx(f, take(f, part(f, t, 1), pos), take(f, part(f, t, 2), pos));
   em_tensor *r = NULL;
   int on = em_ag_pause();
   em_status st = take_ext(t, pos, &r);
@@ -376,6 +402,11 @@ static em_tensor *take(F *f, const em_tensor *t, const em_tensor *pos) {
 }
 static em_tensor *put(F *f, const em_tensor *g, const em_tensor *pos, const em_ag_tmeta *m) {
   if (!g || !pos || !OK) return NULL;
+  if (cplx(g)) {
+    em_ag_tmeta mv = *m;
+    mv.dtype = value_of(g->dtype);
+    return mkcplx(f, put(f, part(f, g, 1), pos, &mv), put(f, part(f, g, 2), pos, &mv));
+  }
   em_tensor *r = NULL;
   int on = em_ag_pause();
   em_status st = put_ext(g, pos, m, &r);
@@ -401,6 +432,18 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   const em_ew_opts *o = &n->p.ew;
   em_operand a, b;
   em_tensor *y = NULL, *x = NULL;
+  /* complex: PyTorch's convention, grad * conj(f'(z)); the holomorphic ops
+  ** here have real coefficients, so conj(f'(z)) = f'(conj(z)) and their
+  ** formulas read the saved values conjugated */
+  int cx = em_dtype_kindof(n->out[0].dtype) == EM_KIND_COMPLEX;
+  if (cx) {
+    switch ((em_ew_op)n->p.op) {
+      case EM_OP_MUL: case EM_OP_DIV: case EM_OP_POW: case EM_OP_SQRT: case EM_OP_RECIPROCAL:
+      case EM_OP_EXP: case EM_OP_LOG: case EM_OP_SIN: case EM_OP_COS: case EM_OP_TANH:
+      case EM_OP_SQUARE: f->conj = 1; break;
+      default: break;
+    }
+  }
   switch ((em_ew_op)n->p.op) {
     case EM_OP_ADD: case EM_OP_SUB: {
       double al = o->alpha.kind == EM_SCALAR_FLOAT ? o->alpha.f : (double)o->alpha.i;
@@ -450,7 +493,7 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
           em_tensor *pw = b.tensor ? bino(f, EM_OP_POW, a, TS(bm1))
                                    : bino(f, EM_OP_POW, a, SC(opd_value(&b) - 1.0));
           gin[0] = MUL(bino(f, EM_OP_MUL, TS(g), b), pw);
-          if (b.tensor) {  /* b == 0 contributes nothing (0 * inf would be NaN) */
+          if (b.tensor && !cx) {  /* b == 0 contributes nothing (0 * inf would be NaN) */
             em_tensor *bz = bino(f, EM_OP_EQ, b, SC(0.0));
             gin[0] = where(f, bz, zeros_like(f, gin[0]), gin[0]);
           }
@@ -465,7 +508,8 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
                                g->dtype, em_tensor_device(g), &la), &la);
         }
         em_tensor *r = MUL(MUL(g, y), la);
-        if (a.tensor && r) {
+        if (cx) {  /* no masks: complex has no ordering (and where no loop) */
+        } else if (a.tensor && r) {
           em_tensor *az = bino(f, EM_OP_EQ, a, SC(0.0));
           em_tensor *bp = bino(f, EM_OP_GE, b, SC(0.0));
           em_tensor *c = bin(f, EM_OP_LOGICAL_AND, az, bp);
@@ -496,7 +540,16 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       break;
     }
     case EM_OP_NEG: gin[0] = un(f, EM_OP_NEG, g); break;
-    case EM_OP_ABS: gin[0] = MUL(g, un(f, EM_OP_SIGN, saved(f, 0))); break;
+    case EM_OP_ABS:
+      x = saved(f, 0);
+      if (cplx(x)) {  /* g * sgn(z), sgn(z) = z / |z| (0 at 0) */
+        em_tensor *ax = un(f, EM_OP_ABS, x);
+        em_tensor *den = where(f, bins(f, EM_OP_EQ, ax, 0.0), full_like(f, ax, 1.0), ax);
+        gin[0] = MUL(g, DIV(x, den));
+      } else {
+        gin[0] = MUL(g, un(f, EM_OP_SIGN, x));
+      }
+      break;
     case EM_OP_SIGN: case EM_OP_FLOOR: case EM_OP_CEIL: case EM_OP_ROUND:
     case EM_OP_TRUNC:
       gin[0] = zeros_like(f, g);
@@ -1287,6 +1340,41 @@ static void nn_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
 }
 #undef R
 
+/* The complex ops (ops/complex.c, fft.c). */
+static void complex_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
+  em_node *n = f->n;
+  const em_tensor *g = gout[0];
+  em_tensor *r = NULL;
+  switch ((em_ag_cx_op)n->p.op) {
+    case EM_AG_CX_CONJ: gin[0] = conj_of(f, g); break;
+    case EM_AG_CX_ANGLE: {  /* g i z / |z|^2, 0 at z = 0 */
+      em_tensor *z = saved(f, 0);
+      em_tensor *re = part(f, z, 1), *im = part(f, z, 2);
+      em_tensor *a2 = ADD(MUL(re, re), MUL(im, im));
+      em_tensor *den = where(f, bins(f, EM_OP_EQ, a2, 0.0), full_like(f, a2, 1.0), a2);
+      em_tensor *iz = mkcplx(f, un(f, EM_OP_NEG, im), re);
+      gin[0] = MUL(iz, DIV(g, den));
+      break;
+    }
+    case EM_AG_CX_AS_REAL: {
+      em_tensor *c = NULL;
+      if (OK) c = keep(f, em_contiguous(g, &c), &c);
+      if (c && OK) gin[0] = keep(f, em_view_as_complex(c, &r), &r);
+      break;
+    }
+    case EM_AG_CX_AS_COMPLEX:
+      if (OK) gin[0] = keep(f, em_view_as_real(g, &r), &r);
+      break;
+    case EM_AG_CX_NEW:
+      if (NEED(0)) gin[0] = part(f, g, 1);
+      if (NEED(1)) gin[1] = part(f, g, 2);
+      break;
+    case EM_AG_CX_FFT:
+      if (OK) gin[0] = keep(f, em_fft_c2c(g, n->p.i[0], !n->p.i[1], n->p.d[0], &r), &r);
+      break;
+  }
+}
+
 em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
   F fs;
   memset(&fs, 0, sizeof fs);
@@ -1418,9 +1506,14 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
         } else if (OK) {
           em_tensor *ones = NULL;
           em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
-          ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_tensor_device(g), &ones), &ones);
-          em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
-          gin[0] = where(f, hit, zeros_like(f, g), (em_tensor *)g);
+          em_ag_tmeta mv = n->in[0];
+          if (cplx(g)) mv.dtype = value_of(g->dtype);  /* a real mask (no complex where) */
+          ones = keep(f, em_full(pos->ndim, pos->sizes, one, mv.dtype, em_tensor_device(g), &ones), &ones);
+          em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &mv), 0.0);
+          if (cplx(g))
+            gin[0] = MUL(g, cast(f, un(f, EM_OP_LOGICAL_NOT, hit), mv.dtype));
+          else
+            gin[0] = where(f, hit, zeros_like(f, g), (em_tensor *)g);
         }
       }
       if (n->nin > 1 && NEED(1)) {
@@ -1506,6 +1599,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       break;
     }
     case EM_AG_NN: nn_formula(f, gout, gin); break;
+    case EM_AG_COMPLEX: complex_formula(f, gout, gin); break;
     default:
       if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: no formula for %s", n->name);
   }

@@ -28,6 +28,8 @@ struct em_storage {
   em_deleter deleter;    /* called once with (deleter_ctx, data, nbytes) */
   void *deleter_ctx;
   atomic_uint_least64_t version;  /* shared by every view of this storage */
+  atomic_int ag_reinterpreted;    /* autograd recorded a view of it as another dtype
+                                     (view_as_real/complex): in-place writes are refused */
 };
 
 /* Field order: everything em_tensor_release and the small-tensor paths

@@ -315,6 +315,7 @@ static em_status storage_make(void *data, size_t nbytes, em_device dev,
   s->deleter = del;
   s->deleter_ctx = ctx;
   atomic_init(&s->version, 0);
+  atomic_init(&s->ag_reinterpreted, 0);
   *out = s;
   return EM_OK;
 }
@@ -349,6 +350,7 @@ static em_status storage_new_inline(size_t nbytes, em_storage **out) {
   s->deleter = inline_free;
   s->deleter_ctx = NULL;
   atomic_init(&s->version, 0);
+  atomic_init(&s->ag_reinterpreted, 0);
   count_alloc(nbytes);
   *out = s;
   return EM_OK;

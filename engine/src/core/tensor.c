@@ -228,10 +228,11 @@ em_status em_tensor_new(em_storage *s, int64_t offset, int ndim,
 int em_tensor_requires_grad(const em_tensor *t) { return t->requires_grad; }
 
 em_status em_tensor_set_requires_grad(em_tensor *t, int on) {
-  if (on && em_dtype_kindof(t->dtype) != EM_KIND_FLOAT)
+  em_dtype_kind k = em_dtype_kindof(t->dtype);
+  if (on && k != EM_KIND_FLOAT && k != EM_KIND_COMPLEX)
     return em_fail(EM_E_TYPE,
-                   "requires_grad: only tensors of floating point dtype can require "
-                   "gradients, got ember.%s", em_dtype_name(t->dtype));
+                   "requires_grad: only tensors of floating point and complex dtype can "
+                   "require gradients, got ember.%s", em_dtype_name(t->dtype));
   t->requires_grad = on != 0;
   return EM_OK;
 }

@@ -10,16 +10,18 @@
 **   every other elementwise op on a complex operand is refused naming the op
 **   and the dtype (EM_MSG_DTYPE_NOT_IMPLEMENTED), ordering comparisons too.
 ** - conj materialises (PyTorch's lazy conjugate bit is not kept).
-** - Complex tensors cannot require gradients (core/tensor.c): the ops here
-**   record no autograd; a real operand that requires grad is refused where
-**   the result would be complex (autograd for complex is not implemented).
+** - Autograd (docs/autograd.md, "Complex"): the elementwise ops record
+**   through em_elementwise (formulas.c conjugates what they save); the ops
+**   here record kind COMPLEX nodes (em_cx_record).
 */
 #include <math.h>
+#include <string.h>
 
 #include "core/kern_cplx.h"
 #include "core/kernels.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
+#include "ops/complex.h"
 
 static int is_complex(em_dtype dt) { return em_dtype_kindof(dt) == EM_KIND_COMPLEX; }
 
@@ -35,13 +37,30 @@ em_dtype em_complex_of(em_dtype dt) {
   return dt == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64;
 }
 
-static em_status refuse_grad(const char *op, int n, const em_tensor *const *ts) {
-  if (!em_grad_enabled()) return EM_OK;
-  for (int i = 0; i < n; i++)
-    if (ts[i] && ts[i]->requires_grad)
-      return em_fail(EM_E_TYPE, "%s: autograd through complex results is not implemented "
-                     "(argument #%d requires grad); detach() it or use T.no_grad()", op, i + 1);
-  return EM_OK;
+/* Records the node (kind COMPLEX, sub-op op) of a complex op whose result
+** *out was computed with grad mode paused (on: the mode before); on failure
+** *out is released. */
+em_status em_cx_record(int on, int op, const char *name, int nin, const em_tensor *const *in,
+                       em_ag_params *p, em_tensor **out) {
+  if (!on || !em_ag_any(nin, in)) return EM_OK;
+  em_ag_params q;
+  if (!p) {
+    memset(&q, 0, sizeof q);
+    p = &q;
+  }
+  p->op = op;
+  p->name = name;
+  /* the real view and its complex tensor share the storage; autograd's view
+  ** machinery (CopySlices, stale-view refresh) works in one dtype's units,
+  ** so in-place writes there are refused from now on (autograd.c) */
+  if (op == EM_AG_CX_AS_REAL || op == EM_AG_CX_AS_COMPLEX)
+    atomic_store(&(*out)->storage->ag_reinterpreted, 1);
+  em_status st = em_ag_record(EM_AG_COMPLEX, nin, in, 1, out, p);
+  if (st != EM_OK) {
+    em_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 /* -- Elementwise ------------------------------------------------------------ */
@@ -110,8 +129,7 @@ em_status em_complex_ew(em_ew_op op, const char *name, int n, const em_operand *
     ts[i] = ops[i].tensor;
     if (ts[i]) dev = ts[i]->storage->device;
   }
-  em_status st = refuse_grad(name, n, ts);
-  if (st != EM_OK) return st;
+  em_status st = EM_OK;
   em_dtype outdt = cx == EM_CX_ABS ? value_dtype(rt)
                    : (cx == EM_CX_EQ || cx == EM_CX_NE) ? EM_BOOL : rt;
   em_tensor *owned[3] = {NULL, NULL, NULL};
@@ -168,8 +186,13 @@ em_status em_view_as_real(const em_tensor *t, em_tensor **out) {
   }
   sizes[t->ndim] = 2;
   strides[t->ndim] = 1;
-  return em_tensor_new(t->storage, t->offset * 2, t->ndim + 1, sizes, strides,
-                       value_dtype(t->dtype), out);
+  int on = em_ag_pause();
+  em_status st = em_tensor_new(t->storage, t->offset * 2, t->ndim + 1, sizes, strides,
+                               value_dtype(t->dtype), out);
+  em_ag_resume(on);
+  const em_tensor *in[1] = {t};
+  if (st == EM_OK) st = em_cx_record(on, EM_AG_CX_AS_REAL, "ViewAsRealBackward0", 1, in, NULL, out);
+  return st;
 }
 
 em_status em_view_as_complex(const em_tensor *t, em_tensor **out) {
@@ -189,16 +212,19 @@ em_status em_view_as_complex(const em_tensor *t, em_tensor **out) {
   if (t->offset % 2 != 0)
     return em_fail(EM_E_VALUE, "view_as_complex: tensor must have a storage_offset "
                    "divisible by 2, got %lld", (long long)t->offset);
-  const em_tensor *ts[1] = {t};
-  em_status st = refuse_grad("view_as_complex", 1, ts);
-  if (st != EM_OK) return st;
   int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
   for (int d = 0; d < t->ndim - 1; d++) {
     sizes[d] = t->sizes[d];
     strides[d] = t->strides[d] / 2;
   }
-  return em_tensor_new(t->storage, t->offset / 2, t->ndim - 1, sizes, strides,
-                       t->dtype == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64, out);
+  int on = em_ag_pause();
+  em_status st = em_tensor_new(t->storage, t->offset / 2, t->ndim - 1, sizes, strides,
+                               t->dtype == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64, out);
+  em_ag_resume(on);
+  const em_tensor *in[1] = {t};
+  if (st == EM_OK)
+    st = em_cx_record(on, EM_AG_CX_AS_COMPLEX, "ViewAsComplexBackward0", 1, in, NULL, out);
+  return st;
 }
 
 /* part 1: real, 2: imag. A real tensor's real part is itself (an alias), its
@@ -224,15 +250,14 @@ em_status em_complex_new(const em_tensor *re, const em_tensor *im, em_tensor **o
                    "tensors of one dtype, but got %s for real and %s for imag",
                    em_dtype_name(re->dtype), em_dtype_name(im->dtype));
   const em_tensor *ts[2] = {re, im};
-  em_status st = refuse_grad("complex", 2, ts);
-  if (st != EM_OK) return st;
-  st = em_same_device_check("complex", re->storage->device, im->storage->device);
+  em_status st = em_same_device_check("complex", re->storage->device, im->storage->device);
   if (st != EM_OK) return st;
   int ndim;
   int64_t shape[EM_MAX_DIMS];
   st = em_broadcast_shapes("complex", 2, ts, &ndim, shape);
   if (st != EM_OK) return st;
   em_tensor *r = NULL, *parts[2] = {NULL, NULL};
+  int on = em_ag_pause();
   st = em_empty(ndim, shape, re->dtype == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64,
                 re->storage->device, &r);
   for (int p = 0; p < 2 && st == EM_OK; p++) {
@@ -241,12 +266,14 @@ em_status em_complex_new(const em_tensor *re, const em_tensor *im, em_tensor **o
   }
   em_tensor_release(parts[0]);
   em_tensor_release(parts[1]);
+  em_ag_resume(on);
   if (st != EM_OK) {
     em_tensor_release(r);
     return st;
   }
-  *out = r;
-  return EM_OK;
+  st = em_cx_record(on, EM_AG_CX_NEW, "ComplexBackward0", 2, ts, NULL, &r);
+  if (st == EM_OK) *out = r;
+  return st;
 }
 
 /* conj and angle: conj of a real tensor is itself (an alias, as PyTorch);
@@ -254,7 +281,11 @@ em_status em_complex_new(const em_tensor *re, const em_tensor *im, em_tensor **o
 em_status em_conj(const em_tensor *t, em_tensor **out) {
   if (!is_complex(t->dtype)) return em_alias(t, out);
   const em_tensor *in[1] = {t};
-  return cx_run("conj", EM_CX_CONJ, 1, in, t->dtype, t->dtype, 1.0, out);
+  int on = em_ag_pause();
+  em_status st = cx_run("conj", EM_CX_CONJ, 1, in, t->dtype, t->dtype, 1.0, out);
+  em_ag_resume(on);
+  if (st == EM_OK) st = em_cx_record(on, EM_AG_CX_CONJ, "ConjBackward0", 1, in, NULL, out);
+  return st;
 }
 
 em_status em_angle(const em_tensor *t, em_tensor **out) {
@@ -262,5 +293,12 @@ em_status em_angle(const em_tensor *t, em_tensor **out) {
     return em_fail(EM_E_TYPE, "angle: expected a complex tensor, got %s (for a real x, "
                    "angle is T.where(x < 0, math.pi, 0))", em_dtype_name(t->dtype));
   const em_tensor *in[1] = {t};
-  return cx_run("angle", EM_CX_ANGLE, 1, in, t->dtype, value_dtype(t->dtype), 1.0, out);
+  int on = em_ag_pause();
+  em_status st = cx_run("angle", EM_CX_ANGLE, 1, in, t->dtype, value_dtype(t->dtype), 1.0, out);
+  em_ag_resume(on);
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.save_in = 1;
+  if (st == EM_OK) st = em_cx_record(on, EM_AG_CX_ANGLE, "AngleBackward0", 1, in, &p, out);
+  return st;
 }

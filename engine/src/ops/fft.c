@@ -8,7 +8,10 @@
 #include "core/kern_cplx.h"
 #include "core/kernels.h"
 #include "core/errmsg.h"
+#include <string.h>
+
 #include "autograd/autograd.h"
+#include "ops/complex.h"
 
 #include <string.h>
 
@@ -16,8 +19,6 @@ em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out) {
   if (em_dtype_kindof(x->dtype) != EM_KIND_COMPLEX)
     return em_fail(EM_E_TYPE, "fft: expected a complex tensor, got %s", em_dtype_name(x->dtype));
-  if (em_grad_enabled() && x->requires_grad)
-    return em_fail(EM_E_TYPE, "fft: autograd through the FFT is not implemented");
   int nd = x->ndim > 0 ? x->ndim : 1;
   if (dim < -nd || dim == 0 || dim > nd)
     return em_fail(EM_E_INDEX, "fft: dimension %lld out of range (expected to be in range of "
@@ -31,6 +32,7 @@ em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
   if (x->sizes[d] == 0)
     return em_fail(EM_E_VALUE, "fft: invalid number of data points (0) specified");
   em_tensor *y = NULL;
+  int on = em_ag_pause();
   st = em_empty(x->ndim, x->sizes, x->dtype, x->storage->device, &y);
   if (st == EM_OK) st = em_copy_(y, x);
   int64_t outer = 1, inner = 1;
@@ -38,12 +40,22 @@ em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
   for (int i = d + 1; i < x->ndim; i++) inner *= x->sizes[i];
   if (st == EM_OK && em_tensor_numel(y) > 0)
     st = kt->cplx->fft(x->dtype, y->storage->data, outer, x->sizes[d], inner, forward, fct);
+  em_ag_resume(on);
   if (st != EM_OK) {
     em_tensor_release(y);
     return st;
   }
-  *out = y;
-  return EM_OK;
+  /* backward: the adjoint of a scaled DFT is the opposite-direction DFT with
+  ** the same scale (PyTorch's fft_c2c_backward) */
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.i[0] = d + 1;
+  p.i[1] = forward != 0;
+  p.d[0] = fct;
+  const em_tensor *in[1] = {x};
+  st = em_cx_record(on, EM_AG_CX_FFT, "FftC2CBackward0", 1, in, &p, &y);
+  if (st == EM_OK) *out = y;
+  return st;
 }
 
 em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **out) {
