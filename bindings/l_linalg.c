@@ -134,6 +134,15 @@ static int l_eigh(lua_State *L) {
   return results(L, base, 2);
 }
 
+/* (A, compute_v) -> L, V */
+static int l_eig(lua_State *L) {
+  em_tensor *A = l_checktensor(L, 1, "linalg.eig");
+  int base;
+  boxes(L, 2, &base);
+  if (em_linalg_eig(A, flag(L, 2), box_at(L, base), box_at(L, base + 1)) != EM_OK) l_error(L);
+  return results(L, base, 2);
+}
+
 /* (A, B, rcond, driver) -> X, rank, S, R */
 static int l_lstsq(lua_State *L) {
   em_tensor *A = l_checktensor(L, 1, "linalg.lstsq");
@@ -154,6 +163,7 @@ void l_open_linalg(lua_State *L) {
       {"_linalg_inv", l_inv},
       {"_linalg_solve_triangular", l_solve_triangular}, {"_linalg_geqrf", l_geqrf},
       {"_linalg_householder_product", l_householder_product}, {"_linalg_svd", l_svd},
-      {"_linalg_eigh", l_eigh}, {"_linalg_lstsq", l_lstsq}, {NULL, NULL}};
+      {"_linalg_eigh", l_eigh}, {"_linalg_lstsq", l_lstsq}, {"_linalg_eig", l_eig},
+      {NULL, NULL}};
   l_add_functions(L, fns);
 }

@@ -529,7 +529,8 @@ static int addop(lua_State *L, const char *op, addop_fn f) {
   l_checkopts(L, 4, op, allowed);
   int opts = lua_istable(L, 4) ? 4 : 0;
   double beta = optnum(L, opts, "beta", 1, op), alpha = optnum(L, opts, "alpha", 1, op);
-  if (em_dtype_kindof(em_tensor_dtype(a)) != EM_KIND_FLOAT &&
+  em_dtype_kind kind = em_dtype_kindof(em_tensor_dtype(a));
+  if (kind != EM_KIND_FLOAT && kind != EM_KIND_COMPLEX &&
       (beta != floor(beta) || alpha != floor(alpha)))
     l_errorf(L, "%s: for integer tensors beta and alpha must be integers, got beta=%g alpha=%g",
              op, beta, alpha);

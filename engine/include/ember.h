@@ -696,7 +696,8 @@ em_status em_allclose(const em_tensor *a, const em_tensor *b, double rtol,
 ** bool is not supported. */
 /* LAPACK primitives of T.linalg (ops/linalg_lapack.c; lua/ember/linalg.lua
 ** builds the public functions and their derivatives on them). float32/
-** float64 matrices batched over the leading dims; results are fresh,
+** float64/complex64/complex128 matrices (lstsq and lu_solve: real only)
+** batched over the leading dims; results are fresh,
 ** column-major per matrix. check != 0: a numerical failure is PyTorch's
 ** error naming the 1-based batch element; check == 0: info (int32, the
 ** batch shape) is returned instead. None records autograd. */
@@ -718,6 +719,10 @@ em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, e
                         em_tensor **S, em_tensor **Vh);
 em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor **L,
                          em_tensor **V);
+/* L [..., n] eigenvalues, V [..., n, n] right eigenvectors (compute_v; unit
+** columns as LAPACK's geev gives them): complex64 for float32/complex64
+** input, complex128 for float64/complex128; inf/NaN input is an error. */
+em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_tensor **V);
 /* driver: 0 gels, 1 gelsy, 2 gelsd, 3 gelss; rank/S NULL where the driver
 ** gives none; R is B's whole solution buffer [..., max(m,n), k] */
 em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, int driver,

@@ -38,6 +38,59 @@ return function(T, C)
     return T.eye(n, { dtype = ref.dtype, device = ref.device })
   end
 
+  local function needs_grad_early(t)
+    return T.is_grad_enabled() and T.is_tensor(t) and t.requires_grad
+  end
+
+  -- -- complex input (docs/linalg.md, "Complex") ------------------------------
+  local function is_cx(t) return t:is_complex() end
+  local function value_dtype(dt)
+    if dt == T.complex64 then return T.float32 end
+    if dt == T.complex128 then return T.float64 end
+    return dt
+  end
+  -- tril/triu of any float or complex tensor (the engine's tril refuses
+  -- complex: a complex X is multiplied by the 0/1 mask)
+  local function tri(X, k, upper)
+    if not is_cx(X) then
+      if upper then return X:triu(k or 0) end
+      return X:tril(k or 0)
+    end
+    local mask = T.ones(X:size(-2), X:size(-1), { dtype = value_dtype(X.dtype), device = X.device })
+    mask = upper and mask:triu(k or 0) or mask:tril(k or 0)
+    return X * mask + 0 -- + 0: the -0 of a negative part times 0 becomes 0
+  end
+  local function tril(X, k) return tri(X, k, false) end
+  local function triu(X, k) return tri(X, k, true) end
+  -- the conjugate transpose of the last two dims (mT for a real tensor)
+  local function mH(t)
+    if is_cx(t) then return T.conj(t:transpose(-2, -1)) end
+    return t:transpose(-2, -1)
+  end
+  -- the product over the last dim (the engine's prod refuses complex)
+  local function prod_last(d)
+    if not is_cx(d) then return d:prod(-1) end
+    local n = d:size(-1)
+    if n == 0 then return T.ones(d:narrow(-1, 1, 0):sum(-1).shape, { dtype = d.dtype, device = d.device }) end
+    local p = d:select(-1, 1)
+    for i = 2, n do p = p * d:select(-1, i) end
+    return p
+  end
+  -- the functions that take no complex input yet refuse it by name
+  local function refuse_complex(op, t)
+    if T.is_tensor(t) and is_cx(t) then
+      error(fmt("%s: not implemented for %s tensors (complex input is not supported yet)", op,
+        tostring(t.dtype):gsub("^ember%.", "")), 3)
+    end
+  end
+  -- complex results cannot carry gradients yet (docs/dtypes.md)
+  local function refuse_complex_grad(op, t)
+    if needs_grad_early(t) then
+      error(fmt("%s: autograd through complex results is not implemented (argument #1 " ..
+        "requires grad); detach() it or use T.no_grad()", op), 3)
+    end
+  end
+
   -- g summed down to shape (the adjoint of broadcasting)
   local function reduce_to(g, shape)
     local nd, ns = g:dim(), #shape
@@ -218,16 +271,17 @@ return function(T, C)
     shape[#shape + 1] = m
     shape[#shape + 1] = m
     if nb == 0 then return T.zeros(shape, { dtype = ref.dtype, device = ref.device }) end
-    return T.tensor(rows, { dtype = ref.dtype }):to(ref.device):reshape(shape)
+
+    return T.tensor(rows, { dtype = value_dtype(ref.dtype) }):to(ref.dtype):to(ref.device):reshape(shape)
   end
 
   local function unpack_LU(LU)
     local m, n = LU:size(-2), LU:size(-1)
     local k = math.min(m, n)
-    local Lm = LU:narrow(-1, 1, k):tril(-1)
+    local Lm = tril(LU:narrow(-1, 1, k), -1)
     local I = T.eye(m, k, { dtype = LU.dtype, device = LU.device })
     Lm = Lm + I
-    local U = LU:narrow(-2, 1, k):triu()
+    local U = triu(LU:narrow(-2, 1, k))
     return Lm, U
   end
 
@@ -295,6 +349,8 @@ return function(T, C)
     check_tensor(op, pivots, "pivots")
     check_tensor(op, B, "B")
     o = opts_of(op, o, { "left", "adjoint" })
+    refuse_complex(op, LU)
+    refuse_complex(op, B)
     check_bool(op, o.left, "left")
     check_bool(op, o.adjoint, "adjoint")
     local left, adj = o.left ~= false, o.adjoint == true
@@ -375,7 +431,7 @@ return function(T, C)
     ARGS.nooptions(op, 2, 1, ...)
     check_square(op, A)
     local LU, piv = C._linalg_lu_factor(A, false)
-    local det = LU:diagonal(0, -2, -1):prod(-1) * perm_sign(piv):to(A.dtype)
+    local det = prod_last(LU:diagonal(0, -2, -1)) * perm_sign(piv):to(A.dtype)
     if needs_grad(A) then
       local d = det
       det = record("LinalgDetBackward0", { n = 1, A }, det, function(g)
@@ -391,8 +447,16 @@ return function(T, C)
     check_square(op, A)
     local LU, piv = C._linalg_lu_factor(A, false)
     local d = LU:diagonal(0, -2, -1)
-    local sign = d:sign():prod(-1) * perm_sign(piv):to(A.dtype)
-    local logabs = d:abs():log():sum(-1)
+    local sign, logabs
+    if is_cx(d) then
+      -- sign: the product of d / |d| (0 for a zero pivot), a complex number
+      local ad = d:abs()
+      sign = prod_last(d / (ad + ad:eq(0):to(ad.dtype))) * perm_sign(piv):to(A.dtype)
+      logabs = ad:log():sum(-1)
+    else
+      sign = d:sign():prod(-1) * perm_sign(piv):to(A.dtype)
+      logabs = d:abs():log():sum(-1)
+    end
     if needs_grad(A) then
       local outs = record_multi("LinalgSlogdetBackward0", { n = 1, A }, { sign, logabs }, function(gs)
         local X = C._linalg_solve(mT(A), eye_like(A:size(-1), A), 0)
@@ -421,7 +485,7 @@ return function(T, C)
         return { cholesky_backward(g, Ld) }
       end)
     end
-    if o.upper then Lm = mT(Lm) end
+    if o.upper then Lm = mH(Lm) end
     return Lm, info
   end
   function L.cholesky(A, o, ...)
@@ -514,8 +578,8 @@ return function(T, C)
     local QR, tau = C._linalg_geqrf(A)
     local m, n = A:size(-2), A:size(-1)
     local k = math.min(m, n)
-    local R = QR:narrow(-2, 1, mode == "complete" and m or k):triu()
-    if mode == "complete" and m > n then R = QR:triu() end
+    local R = triu(QR:narrow(-2, 1, mode == "complete" and m or k))
+    if mode == "complete" and m > n then R = triu(QR) end
     local grad = needs_grad(A)
     if mode == "r" and not grad then
       return T.empty(0, { dtype = A.dtype, device = A.device }), R
@@ -681,6 +745,60 @@ return function(T, C)
     return (C._linalg_eigh(A, up, false))
   end
 
+  -- -- eig, eigvals (general square matrices; LAPACK geev) -----------------
+  -- The derivative of (L, V) = eig(A), PyTorch 1.13's linalg_eig_backward
+  -- (FunctionsManual.cpp), written with ember's ops for when complex
+  -- tensors can carry gradients (docs/linalg.md, "eig"): gL, gV the
+  -- incoming gradients (either may be nil), L, V the saved results; the
+  -- result is gA, complex (its real part for a real A). Not recorded yet:
+  -- eig refuses an input that requires grad.
+  function L._eig_backward(gL, gV, Lw, V, real_input)
+    local n = Lw:size(-1)
+    local Vh = mH(V)
+    local gA
+    if gV == nil then
+      -- V^-H diag(gL) V^H
+      gA = C._linalg_solve(Vh, gL:unsqueeze(-1) * Vh, 0)
+    else
+      local VhgV = Vh:matmul(gV)
+      -- the loss must not depend on the eigenvectors' phases
+      local im = T.imag(VhgV):diagonal(0, -2, -1)
+      if im:numel() > 0 and im:abs():amax():item() > 1e-2 then
+        error("linalg_eig_backward: The eigenvectors in the complex case are specified up to " ..
+          "multiplication by e^{i phi}. The specified loss function depends on this quantity, " ..
+          "so it is ill-defined.", 0)
+      end
+      local diag_re = T.real(VhgV):diagonal(0, -2, -1)
+      -- V^H gV - V^H V diag(re(V^H gV)), divided by conj(L_j - L_i) off the diagonal
+      local ret = VhgV - Vh:matmul(V * diag_re:unsqueeze(-2))
+      local Lc = T.conj(Lw)
+      local E = Lc:unsqueeze(-2) - Lc:unsqueeze(-1) + eye_like(n, Lc)
+      ret = ret / E
+      if gL ~= nil then
+        local I = eye_like(n, ret)
+        ret = ret * (1 - T.real(I)) + gL:unsqueeze(-1) * I
+      end
+      gA = C._linalg_solve(Vh, ret:matmul(Vh), 0)
+    end
+    if real_input then return T.real(gA):contiguous() end
+    return gA
+  end
+
+  local function eig_impl(op, A, compute_v)
+    check_tensor(op, A)
+    refuse_complex_grad(op, A)
+    return C._linalg_eig(A, compute_v)
+  end
+  -- L, V with A V = V diag(L): complex64/complex128 for real or complex A
+  function L.eig(A, ...)
+    ARGS.nooptions("linalg.eig", 2, 1, ...)
+    return eig_impl("linalg.eig", A, true)
+  end
+  function L.eigvals(A, ...)
+    ARGS.nooptions("linalg.eigvals", 2, 1, ...)
+    return (eig_impl("linalg.eigvals", A, false))
+  end
+
   -- -- pinv, matrix_rank, lstsq ----------------------------------------------
   -- (atol, rtol) as PyTorch settles them: rtol defaults to eps * max(m, n)
   -- when atol is not given (or 0), else to 0
@@ -709,6 +827,7 @@ return function(T, C)
 
   function L.pinv(A, o, ...)
     local op = "linalg.pinv"
+    refuse_complex(op, A)
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
     o = opts_of(op, o, { "atol", "rtol", "hermitian" })
@@ -735,6 +854,7 @@ return function(T, C)
 
   function L.matrix_rank(A, o, ...)
     local op = "linalg.matrix_rank"
+    refuse_complex(op, A)
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
     o = opts_of(op, o, { "atol", "rtol", "hermitian", "tol" })
@@ -757,6 +877,8 @@ return function(T, C)
   -- {solution=, residuals=, rank=, singular_values=}: PyTorch's named tuple
   function L.lstsq(A, B, o, ...)
     local op = "linalg.lstsq"
+    refuse_complex(op, A)
+    refuse_complex(op, B)
     ARGS.nomore(op, 3, ...)
     check_tensor(op, A, "A")
     check_tensor(op, B, "B")
@@ -833,6 +955,7 @@ return function(T, C)
   local THETA13 = 5.371920351148152
   function L.matrix_exp(A, ...)
     local op = "linalg.matrix_exp"
+    refuse_complex(op, A)
     ARGS.nooptions(op, 2, 1, ...)
     check_square(op, A)
     local n = A:size(-1)
@@ -875,6 +998,8 @@ return function(T, C)
       error(fmt("%s: expected ord to be a number, got %s", op, tostring(ord)), 3)
     end
     if dtype then x = x:to(dtype) end
+    -- a complex x: the norm of |x| (a real result, as PyTorch)
+    if is_cx(x) then x = x:abs() end
     if x.dtype ~= T.float32 and x.dtype ~= T.float64 and x.dtype ~= T.float16 and x.dtype ~= T.bfloat16 then
       error(fmt("%s: Expected a floating point or complex tensor as input. Got %s", op,
         tostring(x.dtype)), 3)
@@ -929,6 +1054,8 @@ return function(T, C)
     if d1 == d2 then
       error(fmt("%s: dims must be different. Got (%d, %d)", op, d[1], d[2]), 3)
     end
+    -- complex A: every order but the spectral ones is that of |A|
+    if is_cx(A) and ord ~= "nuc" and ord ~= 2 and ord ~= -2 then A = A:abs() end
     if ord == "fro" then return A:norm(2, { d1, d2 }, keepdim or false) end
     local function to_last(t)
       -- move d1, d2 to the end (in that order)
@@ -996,6 +1123,7 @@ return function(T, C)
     local op = "linalg.cond"
     ARGS.nooptions(op, 2, 2, p, ...)
     check_tensor(op, A)
+    refuse_complex(op, A)
     p = ord_value(op, p)
     if p == nil or p == 2 or p == -2 then
       local S = L.svdvals(A)
@@ -1105,8 +1233,29 @@ return function(T, C)
     local op = "linalg.vecdot"
     ARGS.nomore(op, 3, ...)
     o = opts_of(op, o, { "dim" })
+    -- PyTorch's vecdot conjugates x: sum(conj(x) * y)
+    if T.is_tensor(x) and is_cx(x) then x = T.conj(x) end
     return (x * y):sum(o.dim or -1)
   end
+
+  -- dot(conj(a), b) (torch.vdot): the first operand conjugated when complex
+  local function vdot(a, b, ...)
+    ARGS.nooptions("vdot", 3, 2, ...)
+    check_tensor("vdot", a, "input")
+    check_tensor("vdot", b, "other")
+    if a:dim() ~= 1 or b:dim() ~= 1 then
+      error(fmt("vdot: 1D tensors expected, but got %dD and %dD tensors", a:dim(), b:dim()), 2)
+    end
+    if a.dtype ~= b.dtype then
+      error(fmt("vdot: expected both vectors to have same dtype, but found %s and %s",
+        tostring(a.dtype):gsub("^ember%.", ""), tostring(b.dtype):gsub("^ember%.", "")), 2)
+    end
+    if a.dtype == T.bool then error("vdot: not implemented for 'bool' tensors", 2) end
+    if is_cx(a) then a = T.conj(a) end
+    return T.dot(a, b)
+  end
+  T.vdot = vdot
+  T.Tensor_methods.vdot = vdot
 
   -- -- T.trace, T.kron, T.tensordot ------------------------------------------------
   function T.trace(t, ...)

@@ -8,6 +8,7 @@
 ** compares every function with torch.linalg.)
 */
 #include <math.h>
+#include <string.h>
 
 #include "ctest.h"
 
@@ -122,11 +123,69 @@ TEST(parallel_batch_matches_one_at_a_time) {
   em_tensor_release(info);
 }
 
+/* eig of real input: complex results, a conjugate pair's eigenvectors as
+** conjugate columns; a parallel batch agrees with one matrix at a time
+** (geev's workspace per thread) */
+TEST(eig_real_input_and_parallel_batch) {
+  enum { NB = 24, N = 4 };
+  double a[NB * N * N];
+  for (int i = 0; i < NB * N * N; i++) a[i] = sin(i * 1.3) + cos(i * 0.4);
+  em_tensor *A = mat(NB, N, N, a, em_cpu()), *L = NULL, *V = NULL, *Lr = NULL, *Vr = NULL;
+  CHECK_OK(em_linalg_eig(A, 1, &L, &V));
+  CHECK(em_tensor_dtype(L) == EM_COMPLEX128 && em_tensor_dtype(V) == EM_COMPLEX128);
+  CHECK(em_tensor_ndim(L) == 2 && em_tensor_ndim(V) == 3);
+  CHECK_OK(em_view_as_real(L, &Lr));
+  CHECK_OK(em_view_as_real(V, &Vr));
+  for (int k = 0; k < NB; k += 7) {
+    em_tensor *Ak = mat(0, N, N, a + k * N * N, em_cpu()), *Lk = NULL, *Vk = NULL, *Lkr = NULL;
+    CHECK_OK(em_linalg_eig(Ak, 0, &Lk, &Vk));
+    CHECK(Vk == NULL);
+    CHECK_OK(em_view_as_real(Lk, &Lkr));
+    for (int i = 0; i < 2 * N; i++) CHECK(fabs(at(Lkr, i) - at(Lr, k * 2 * N + i)) < 1e-12);
+    em_tensor_release(Ak);
+    em_tensor_release(Lk);
+    em_tensor_release(Lkr);
+  }
+  em_tensor_release(L);
+  em_tensor_release(V);
+  em_tensor_release(Lr);
+  em_tensor_release(Vr);
+  em_tensor_release(A);
+  /* a rotation: eigenvalues +-i, eigenvectors conjugate */
+  const double r[] = {0, -1, 1, 0};
+  A = mat(0, 2, 2, r, em_cpu());
+  CHECK_OK(em_linalg_eig(A, 1, &L, &V));
+  CHECK_OK(em_view_as_real(L, &Lr));
+  CHECK_OK(em_view_as_real(V, &Vr));
+  CHECK(fabs(at(Lr, 0)) < 1e-15 && fabs(at(Lr, 1) - 1) < 1e-15);
+  CHECK(fabs(at(Lr, 2)) < 1e-15 && fabs(at(Lr, 3) + 1) < 1e-15);
+  /* V[r][c] at (r, c) of the (2, 2, 2) real view: V[.][0] = conj(V[.][1]) */
+  for (int row = 0; row < 2; row++) {
+    int64_t i0 = row * 4, i1 = row * 4 + 2; /* flat positions of (row, 0) and (row, 1) */
+    CHECK(fabs(at(Vr, i0) - at(Vr, i1)) < 1e-15);
+    CHECK(fabs(at(Vr, i0 + 1) + at(Vr, i1 + 1)) < 1e-15);
+  }
+  em_tensor_release(L);
+  em_tensor_release(V);
+  em_tensor_release(Lr);
+  em_tensor_release(Vr);
+  em_tensor_release(A);
+  /* non-finite input is an error naming the op */
+  const double bad[] = {1, NAN, 0, 1};
+  A = mat(0, 2, 2, bad, em_cpu());
+  L = V = NULL;
+  CHECK(em_linalg_eig(A, 1, &L, &V) != EM_OK);
+  CHECK(strstr(em_last_error(), "linalg.eig: input tensor should not contain infs or NaNs") != NULL);
+  CHECK(L == NULL && V == NULL);
+  em_tensor_release(A);
+}
+
 int main(void) {
   RUN(solve_values_and_layout);
   RUN(batched_failures_name_the_1_based_element);
   RUN(bad_arguments_are_named);
   RUN(meta_gives_shapes_without_values);
   RUN(parallel_batch_matches_one_at_a_time);
+  RUN(eig_real_input_and_parallel_batch);
   return CTEST_END();
 }

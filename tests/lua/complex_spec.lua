@@ -79,7 +79,7 @@ describe("complex dtypes", function()
   it("refuses what it does not support, naming the op and dtype", function()
     local ops = {
       lt = function() return a:lt(a) end, max = function() return a:max() end,
-      sort = function() return a:sort() end, matmul = function() return a:reshape(1, 3):matmul(a:reshape(3, 1)) end,
+      sort = function() return a:sort() end,
       relu = function() return a:relu() end, floor = function() return a:floor() end,
       clamp = function() return a:clamp(0, 1) end, cumsum = function() return a:cumsum(1) end,
       prod = function() return a:prod() end, argmax = function() return a:argmax() end,
@@ -90,7 +90,7 @@ describe("complex dtypes", function()
       remainder = function() return a:remainder(2) end,
       searchsorted = function() return T.searchsorted(a, a) end, bucketize = function() return T.bucketize(a, a) end,
       erfinv = function() return T.special.erfinv(a) end, lgamma = function() return a:lgamma() end,
-      linalg_inv = function() return T.linalg.inv(T.complex(T.eye(2), T.zeros(2, 2))) end,
+      linalg_lstsq = function() local z = T.complex(T.eye(2), T.zeros(2, 2)); return T.linalg.lstsq(z, z) end,
       lstm = function() return T.nn.LSTM(3, 2)(a:reshape(1, 1, 3)) end,
       sdpa = function() local q = a:reshape(1, 1, 3); return T.nn.functional.scaled_dot_product_attention(q, q, q) end,
     }

@@ -136,6 +136,7 @@ same("matmul mm", "x, y:t()")
 R.bmm = "b3, b3"
 R.mv = "x, v"
 R.dot = "v, w"
+R.vdot = "v, w"
 R.outer = "v, w"
 R.addmm = "sq, sq, sq"
 R.addmv = "v:narrow(1, 1, 2), x, v"
@@ -448,6 +449,8 @@ local LR = {
   multi_dot = "{ fd, fd }", householder_product = "fd, T.ones(1, { dtype = T.float64 })",
   diagonal = "fd", matmul = "fd, fd", vecdot = "fd, fd",
 }
+LR.eig = "fd"
+LR.eigvals = "fd"
 add_all("linalg.", T.linalg, LR)
 -- T.fft (issue 19)
 local FFTR = {}

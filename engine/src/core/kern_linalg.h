@@ -48,7 +48,10 @@ typedef struct em_gemm {
 ** column-major (LAPACK's layout) at base + i * stride elements for batch
 ** element i (0-based), leading dimension ld; the op (ops/linalg_lapack.c)
 ** makes these buffers (fresh, owned by it) and reads info per element
-** after the call. dt is float32 or float64; vectors (w) are in dt too. */
+** after the call. dt is float32, float64, complex64 or complex128 (the c/z
+** routines; GELS is real only); vectors (w) are in dt too, except the
+** singular values (GESDD) and Hermitian eigenvalues (SYEVD) of a complex
+** dt, which are in its value type, and GEEV's, which are always complex. */
 typedef enum em_lapack_op {
   EM_LAPACK_GETRF, /* a (m x n) -> LU, ipiv (min(m,n), 1-based), info */
   EM_LAPACK_GETRS, /* a = LU (n x n) with ipiv; b (n x nrhs) -> op(A)^-1 b; trans 'N'/'T' */
@@ -62,10 +65,13 @@ typedef enum em_lapack_op {
   EM_LAPACK_ORGQR, /* a (m x n, n <= m) with k reflectors and tau in w -> Q */
   EM_LAPACK_GESDD, /* a (m x n) (destroyed), jobz 'N'/'S'/'A' -> w = S, b = U (ldb),
                       c = V^H (ldc), info */
-  EM_LAPACK_SYEVD, /* a (n x n) symmetric (uplo) -> w eigenvalues ascending; jobz 'V':
+  EM_LAPACK_SYEVD, /* a (n x n) symmetric, or Hermitian (heevd) (uplo) -> w eigenvalues ascending; jobz 'V':
                       a holds the eigenvectors; info */
-  EM_LAPACK_GELS   /* a (m x n), b (max(m,n) x nrhs) -> solution in b's first n rows;
+  EM_LAPACK_GELS,  /* a (m x n), b (max(m,n) x nrhs) -> solution in b's first n rows;
                       driver gels/gelsy/gelsd/gelss; rcond; rank, w = S (gelsd/gelss) */
+  EM_LAPACK_GEEV   /* a (n x n) (destroyed) -> w eigenvalues (n, complex of dt's value
+                      type); jobz 'V': b (n x n, complex, ld n) the right eigenvectors
+                      (unit norm, as geev gives them); info */
 } em_lapack_op;
 
 typedef enum em_lstsq_driver {
@@ -92,8 +98,8 @@ typedef struct em_lapack_job {
 typedef struct em_linalg_kernels {
   /* For every position of it (the batch dims; it->numel may be 0), with
   ** operand 0 at C, 1 at A and 2 at B of that batch element: the product
-  ** of g in compute dtype dt: float32, float64, or int64 (wrapping modulo
-  ** 2^64). Each C is contiguous (row stride n) and no two positions share
+  ** of g in compute dtype dt: float32, float64, complex64, complex128, or
+  ** int64 (wrapping modulo 2^64). Each C is contiguous (row stride n) and no two positions share
   ** one; A and B are only read. k == 0 leaves C = beta * C (0 when
   ** beta == 0). */
   void (*gemm)(const em_iter *it, em_dtype dt, const em_gemm *g);

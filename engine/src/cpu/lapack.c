@@ -8,6 +8,11 @@
 **   CHARACTER parameters; no LAPACKE, no extra package.
 ** - Workspace is asked of LAPACK once per job (lwork = -1 on the first
 **   matrix) and allocated once per thread, not per matrix.
+** - complex64/complex128 run the c/z routines (Hermitian ones where the
+**   real routine is symmetric: heevd, ungqr); their real workspace (rwork)
+**   is asked for and allocated as the other workspaces are. Real geev's
+**   eigenvalues (wr, wi) and eigenvectors (conjugate pairs in two real
+**   columns) are made complex here, as PyTorch does.
 ** - A batch of small matrices runs in parallel over OpenMP threads with
 **   OpenBLAS held at one thread meanwhile (restored after); a large matrix
 **   runs alone, with OpenBLAS's own threads inside LAPACK.
@@ -15,6 +20,7 @@
 #include "core/kern_linalg.h"
 
 #include <cblas.h>
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,14 +62,48 @@ typedef size_t lp_len;
                  const lp_int *lwork, lp_int *iwork, lp_int *info);                           \
   void P##gelss_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
                  T *b, const lp_int *ldb, T *s, const T *rcond, lp_int *rank, T *work,        \
-                 const lp_int *lwork, lp_int *info);
+                 const lp_int *lwork, lp_int *info);                                          \
+  void P##geev_(const char *jvl, const char *jvr, const lp_int *n, T *a, const lp_int *lda,    \
+                T *wr, T *wi, T *vl, const lp_int *ldvl, T *vr, const lp_int *ldvr, T *work,  \
+                const lp_int *lwork, lp_int *info, lp_len, lp_len);
 
 LAPACK_PROTOS(s, float)
 LAPACK_PROTOS(d, double)
 
-/* Work sizes of one job: lwork elements of T, liwork ints, npiv ints. */
+/* the complex routines: T the complex type, R its value type */
+#define LAPACK_PROTOS_CX(P, T, R)                                                             \
+  void P##getrf_(const lp_int *m, const lp_int *n, T *a, const lp_int *lda, lp_int *ipiv,     \
+                 lp_int *info);                                                               \
+  void P##getrs_(const char *tr, const lp_int *n, const lp_int *nrhs, const T *a,             \
+                 const lp_int *lda, const lp_int *ipiv, T *b, const lp_int *ldb, lp_int *info, \
+                 lp_len);                                                                     \
+  void P##getri_(const lp_int *n, T *a, const lp_int *lda, const lp_int *ipiv, T *work,        \
+                 const lp_int *lwork, lp_int *info);                                          \
+  void P##potrf_(const char *uplo, const lp_int *n, T *a, const lp_int *lda, lp_int *info,    \
+                 lp_len);                                                                     \
+  void P##geqrf_(const lp_int *m, const lp_int *n, T *a, const lp_int *lda, T *tau, T *work,  \
+                 const lp_int *lwork, lp_int *info);                                          \
+  void P##ungqr_(const lp_int *m, const lp_int *n, const lp_int *k, T *a, const lp_int *lda,  \
+                 const T *tau, T *work, const lp_int *lwork, lp_int *info);                   \
+  void P##gesdd_(const char *jobz, const lp_int *m, const lp_int *n, T *a, const lp_int *lda, \
+                 R *s, T *u, const lp_int *ldu, T *vt, const lp_int *ldvt, T *work,           \
+                 const lp_int *lwork, R *rwork, lp_int *iwork, lp_int *info, lp_len);         \
+  void P##heevd_(const char *jobz, const char *uplo, const lp_int *n, T *a, const lp_int *lda, \
+                 R *w, T *work, const lp_int *lwork, R *rwork, const lp_int *lrwork,          \
+                 lp_int *iwork, const lp_int *liwork, lp_int *info, lp_len, lp_len);          \
+  void P##geev_(const char *jvl, const char *jvr, const lp_int *n, T *a, const lp_int *lda,    \
+                T *w, T *vl, const lp_int *ldvl, T *vr, const lp_int *ldvr, T *work,          \
+                const lp_int *lwork, R *rwork, lp_int *info, lp_len, lp_len);
+
+LAPACK_PROTOS_CX(c, float complex, float)
+LAPACK_PROTOS_CX(z, double complex, double)
+
+/* Work sizes of one job: lwork elements of T, liwork ints, lrwork
+** elements of T's value type (complex routines' rwork; real geev's wr, wi
+** and eigenvectors). */
 typedef struct lp_sizes {
   lp_int lwork, liwork;
+  int64_t lrwork;
 } lp_sizes;
 
 static int imax(int a, int b) { return a > b ? a : b; }
@@ -146,7 +186,7 @@ DEF_SMALL(d, double, fabs)
 ** workspace query (returns sizes in *sz, touches no data). The result is
 ** LAPACK's info. */
 #define DEF_ONE(P, T, CBLAS_TRSM)                                                              \
-  static lp_int one_##P(const em_lapack_job *j, int64_t i, T *work, lp_int *iwork,            \
+  static lp_int one_##P(const em_lapack_job *j, int64_t i, T *work, lp_int *iwork, T *rwork,  \
                         lp_sizes *sz, int q) {                                                \
     lp_int m = j->m, n = j->n, k = j->k, nrhs = j->nrhs, lda = j->lda, ldb = j->ldb,          \
            ldc = j->ldc, info = 0, lw = q ? -1 : sz->lwork, liw = q ? -1 : sz->liwork;        \
@@ -188,7 +228,18 @@ DEF_SMALL(d, double, fabs)
           P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
         }                                                                                     \
         break;                                                                                \
-      case EM_LAPACK_POTRF:                                                                   \
+            case EM_LAPACK_GETRI:                                                                   \
+        if (q) {                                                                              \
+          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
+          break;                                                                              \
+        }                                                                                     \
+        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
+        if (info == 0) {                                                                      \
+          lp_int i2 = 0;                                                                      \
+          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
+        }                                                                                     \
+        break;                                                                                \
+case EM_LAPACK_POTRF:                                                                   \
         if (q) break;                                                                         \
         P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                           \
         /* the other triangle: zeros, column by column (cache-hot here) */                   \
@@ -252,6 +303,20 @@ DEF_SMALL(d, double, fabs)
           }                                                                                   \
         }                                                                                     \
         break;                                                                                \
+      case EM_LAPACK_GEEV: {                                                                  \
+        /* rwork: wr, wi (n each), then the real eigenvectors (n x n) */                      \
+        lp_int one = 1;                                                                       \
+        T *wr = rwork, *wi = rwork ? rwork + n : NULL, *vr = rwork ? rwork + 2 * n : NULL;    \
+        P##geev_("N", &j->jobz, &n, a, &lda, wr, wi, NULL, &one, vr, &lda, q ? &wq : work,    \
+                 &lw, &info, 1, 1);                                                           \
+        if (q) sz->lrwork = 2 * (int64_t)n + (int64_t)n * n;                                  \
+        else if (info == 0)                                                                   \
+          geev_complex_##P(n, wr, wi, j->jobz == 'V' ? vr : NULL,                             \
+                           (T *)j->w + 2 * i * j->sw, j->b ? (T *)j->b + 2 * i * j->sb : NULL); \
+        break;                                                                                \
+      }                                                                                       \
+      default:                                                                                \
+        break;                                                                                \
     }                                                                                         \
     if (q) {                                                                                  \
       sz->lwork = imax(1, (lp_int)wq + 1);                                                    \
@@ -260,13 +325,149 @@ DEF_SMALL(d, double, fabs)
     return info;                                                                              \
   }
 
+/* Real geev's results made complex: w[j] = wr[j] + i wi[j]; a conjugate
+** pair (wi[j] > 0, then wi[j+1] < 0) has eigenvectors vr[:, j] +- i
+** vr[:, j+1]. w and v (n x n, column-major; NULL when not wanted) are
+** complex of T. */
+#define DEF_GEEV_COMPLEX(P, T, CT)                                                            \
+  static void geev_complex_##P(lp_int n, const T *wr, const T *wi, const T *vr, void *wv,    \
+                               void *vv) {                                                    \
+    CT *w = wv, *v = vv;                                                                      \
+    for (lp_int c = 0; c < n; c++) w[c] = wr[c] + wi[c] * I;                                  \
+    if (!vr) return;                                                                          \
+    for (lp_int c = 0; c < n; c++) {                                                          \
+      const T *x = vr + (int64_t)c * n;                                                       \
+      CT *o = v + (int64_t)c * n;                                                             \
+      if (wi[c] != 0 && c + 1 < n) {                                                          \
+        const T *y = x + n;                                                                   \
+        for (lp_int r = 0; r < n; r++) {                                                      \
+          o[r] = x[r] + y[r] * I;                                                             \
+          o[r + n] = x[r] - y[r] * I;                                                         \
+        }                                                                                     \
+        c++;                                                                                  \
+      } else {                                                                                \
+        for (lp_int r = 0; r < n; r++) o[r] = x[r];                                           \
+      }                                                                                       \
+    }                                                                                         \
+  }
+DEF_GEEV_COMPLEX(s, float, float complex)
+DEF_GEEV_COMPLEX(d, double, double complex)
+
 DEF_ONE(s, float, cblas_strsm)
 DEF_ONE(d, double, cblas_dtrsm)
+
+/* The complex routines on batch element i (as DEF_ONE; rwork: the real
+** workspace of gesdd, heevd and geev). */
+#define DEF_ONE_CX(P, T, R, CBLAS_TRSM)                                                        \
+  static lp_int one_##P(const em_lapack_job *j, int64_t i, T *work, lp_int *iwork, R *rwork,  \
+                        lp_sizes *sz, int q) {                                                \
+    lp_int m = j->m, n = j->n, k = j->k, nrhs = j->nrhs, lda = j->lda, ldb = j->ldb,          \
+           ldc = j->ldc, info = 0, lw = q ? -1 : sz->lwork, liw = q ? -1 : sz->liwork;        \
+    lp_int lrw = q ? -1 : (lp_int)sz->lrwork;                                                 \
+    T *a = (T *)j->a + i * j->sa;                                                             \
+    T *b = j->b ? (T *)j->b + i * j->sb : NULL;                                               \
+    T *c = j->c ? (T *)j->c + i * j->sc : NULL;                                               \
+    lp_int *ipiv = j->ipiv ? (lp_int *)j->ipiv + i * j->sp : NULL;                            \
+    T wq = 0;                                                                                 \
+    R rq = 0;                                                                                 \
+    lp_int iq = 0;                                                                            \
+    int64_t mn = imin(m, n), mx = imax(m, n);                                                 \
+    switch (j->op) {                                                                          \
+      case EM_LAPACK_GETRF:                                                                   \
+        if (!q) P##getrf_(&m, &n, a, &lda, ipiv, &info);                                      \
+        break;                                                                                \
+      case EM_LAPACK_GETRS:                                                                   \
+        if (!q) P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);            \
+        break;                                                                                \
+      case EM_LAPACK_GESV:                                                                    \
+        if (q) break;                                                                         \
+        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
+        if (info == 0 && nrhs > 0) {                                                          \
+          lp_int i2 = 0;                                                                      \
+          P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
+        }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_POTRF:                                                                   \
+        if (q) break;                                                                         \
+        P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                           \
+        for (lp_int col = 0; col < n; col++) { /* the other triangle: zeros */                \
+          if (j->uplo == 'U' && col + 1 < n)                                                  \
+            memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T));   \
+          else if (j->uplo == 'L' && col > 0)                                                 \
+            memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                       \
+        }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_TRSM:                                                                    \
+        if (!q && m > 0 && n > 0) {                                                           \
+          T one = 1;                                                                          \
+          CBLAS_TRSM(CblasColMajor, j->side == 'L' ? CblasLeft : CblasRight,                  \
+                     j->uplo == 'U' ? CblasUpper : CblasLower,                                \
+                     j->trans == 'T' ? CblasTrans : j->trans == 'C' ? CblasConjTrans          \
+                                                                    : CblasNoTrans,           \
+                     j->diag == 'U' ? CblasUnit : CblasNonUnit, m, n, &one, a, lda, b, ldb);  \
+        }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_GEQRF:                                                                   \
+        P##geqrf_(&m, &n, a, &lda, (T *)j->w + i * j->sw, q ? &wq : work, &lw, &info);        \
+        break;                                                                                \
+      case EM_LAPACK_ORGQR:                                                                   \
+        P##ungqr_(&m, &n, &k, a, &lda, (T *)j->w + i * j->sw, q ? &wq : work, &lw, &info);    \
+        break;                                                                                \
+      case EM_LAPACK_GESDD:                                                                   \
+        P##gesdd_(&j->jobz, &m, &n, a, &lda, (R *)j->w + i * j->sw, b, &ldb, c, &ldc,         \
+                  q ? &wq : work, &lw, q ? &rq : rwork, iwork, &info, 1);                     \
+        if (q) {                                                                              \
+          iq = 8 * imax(1, mn);                                                               \
+          sz->lrwork = j->jobz == 'N' ? 7 * mn                                                \
+                                      : mn * (5 * mn + 7 > 2 * mx + 2 * mn + 1                \
+                                                  ? 5 * mn + 7 : 2 * mx + 2 * mn + 1);        \
+        }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_SYEVD:                                                                   \
+        P##heevd_(&j->jobz, &j->uplo, &n, a, &lda, (R *)j->w + i * j->sw, q ? &wq : work, &lw, \
+                  q ? &rq : rwork, &lrw, q ? &iq : iwork, &liw, &info, 1, 1);                 \
+        if (q) sz->lrwork = (int64_t)rq + 1;                                                  \
+        break;                                                                                \
+      case EM_LAPACK_GEEV: {                                                                  \
+        lp_int one = 1;                                                                       \
+        P##geev_("N", &j->jobz, &n, a, &lda, (T *)j->w + i * j->sw, NULL, &one,               \
+                 j->jobz == 'V' ? b : NULL, &lda, q ? &wq : work, &lw, q ? &rq : rwork, &info, \
+                 1, 1);                                                                       \
+        if (q) sz->lrwork = 2 * (int64_t)n;                                                   \
+        break;                                                                                \
+      }                                                                                       \
+      default: /* GELS: refused for complex by the op */                                      \
+        info = -1;                                                                            \
+        break;                                                                                \
+    }                                                                                         \
+    (void)ldc; (void)c; (void)k;                                                              \
+    if (q) {                                                                                  \
+      sz->lwork = imax(1, (lp_int)creal(wq) + 1);                                             \
+      sz->liwork = imax(1, iq);                                                               \
+      if (sz->lrwork < 1) sz->lrwork = 1;                                                     \
+    }                                                                                         \
+    return info;                                                                              \
+  }
+
+DEF_ONE_CX(c, float complex, float, cblas_ctrsm)
+DEF_ONE_CX(z, double complex, double, cblas_ztrsm)
+
+/* one element of any dtype */
+static lp_int one_any(const em_lapack_job *j, int64_t i, void *work, lp_int *iwork, void *rwork,
+                      lp_sizes *sz, int q) {
+  switch (j->dt) {
+    case EM_FLOAT32: return one_s(j, i, work, iwork, rwork, sz, q);
+    case EM_FLOAT64: return one_d(j, i, work, iwork, rwork, sz, q);
+    case EM_COMPLEX64: return one_c(j, i, work, iwork, rwork, sz, q);
+    default: return one_z(j, i, work, iwork, rwork, sz, q);
+  }
+}
 
 /* Runs elements [0, batch) of j, each thread with its own workspace.
 ** Returns 0, or -1 when a workspace could not be allocated. */
 static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
-  size_t esz = j->dt == EM_FLOAT32 ? sizeof(float) : sizeof(double);
+  size_t esz = em_dtype_size(j->dt);
+  size_t rsz = j->dt == EM_FLOAT32 || j->dt == EM_COMPLEX64 ? sizeof(float) : sizeof(double);
   int failed = 0;
 #ifdef _OPENMP
 #pragma omp parallel if (parallel)
@@ -274,7 +475,8 @@ static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
   {
     void *work = malloc((size_t)sz->lwork * esz);
     lp_int *iwork = malloc((size_t)sz->liwork * sizeof(lp_int));
-    if (!work || !iwork) {
+    void *rwork = malloc((size_t)sz->lrwork * rsz);
+    if (!work || !iwork || !rwork) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
@@ -284,14 +486,14 @@ static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
 #pragma omp for schedule(static)
 #endif
     for (int64_t i = 0; i < j->batch; i++) {
-      if (!work || !iwork) continue;
+      if (!work || !iwork || !rwork) continue;
       lp_sizes s = *sz;
-      lp_int info = j->dt == EM_FLOAT32 ? one_s(j, i, work, iwork, &s, 0)
-                                        : one_d(j, i, work, iwork, &s, 0);
+      lp_int info = one_any(j, i, work, iwork, rwork, &s, 0);
       if (j->info) j->info[i] = info;
     }
     free(work);
     free(iwork);
+    free(rwork);
   }
   (void)parallel;
   return failed ? -1 : 0;
@@ -299,9 +501,8 @@ static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
 
 em_status em_cpu_lapack(const em_lapack_job *j) {
   if (j->batch == 0) return EM_OK;
-  lp_sizes sz = {1, 1};
-  if (j->dt == EM_FLOAT32) one_s(j, 0, NULL, NULL, &sz, 1);
-  else one_d(j, 0, NULL, NULL, &sz, 1);
+  lp_sizes sz = {1, 1, 1};
+  one_any(j, 0, NULL, NULL, NULL, &sz, 1);
   /* small matrices of a batch: one matrix per OpenMP thread, one BLAS
   ** thread each */
   int64_t dim = j->m > j->n ? j->m : j->n;

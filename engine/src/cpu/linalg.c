@@ -6,12 +6,15 @@
 ** - float32/float64 run on OpenBLAS (cblas_?gemm), each matrix handed over
 **   in place with the transpose flag and leading dimension em_gemm_layout
 **   finds for it.
+** - complex64/complex128 run on cblas_cgemm / cblas_zgemm the same way
+**   (alpha and beta real, passed as complex numbers with imaginary part 0).
 ** - int64 uses a blocked kernel; results wrap modulo 2^64.
 ** - A product with k == 0 scales C by beta here (BLAS is not asked to).
 */
 #include "core/kern_linalg.h"
 
 #include <cblas.h>
+#include <complex.h>
 
 em_status em_cpu_lapack(const em_lapack_job *j);
 #ifdef _OPENMP
@@ -48,6 +51,20 @@ static void em_gemm_f64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
                 (blasint)c->lda, (const double *)(d[2] + i * st[2]), (blasint)c->ldb,
                 c->beta, (double *)(d[0] + i * st[0]), (blasint)(c->n > 1 ? c->n : 1));
 }
+
+/* complex: cblas takes alpha and beta by address */
+#define DEF_GEMM_CX(NAME, CT, FN)                                                      \
+  static void NAME(char **d, const int64_t *st, int64_t cnt, void *vctx) {            \
+    const gemmctx *c = vctx;                                                           \
+    CT alpha = (CT)c->alpha, beta = (CT)c->beta;                                       \
+    for (int64_t i = 0; i < cnt; i++)                                                  \
+      FN(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans,                             \
+         c->tb ? CblasTrans : CblasNoTrans, (blasint)c->m, (blasint)c->n, (blasint)c->k, \
+         &alpha, d[1] + i * st[1], (blasint)c->lda, d[2] + i * st[2], (blasint)c->ldb,  \
+         &beta, d[0] + i * st[0], (blasint)(c->n > 1 ? c->n : 1));                      \
+  }
+DEF_GEMM_CX(em_gemm_c64, float complex, cblas_cgemm)
+DEF_GEMM_CX(em_gemm_c128, double complex, cblas_zgemm)
 
 /* Blocked int64 GEMM, C = beta*C + alpha*A*B with wrap-around. The i-k-j
 ** order keeps the innermost loop on a contiguous row of C; blocks of 32
@@ -105,6 +122,8 @@ static void em_gemm_i64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
 DEF_SCALE(em_scale_f32, float, MUL_F32)
 DEF_SCALE(em_scale_f64, double, MUL_F64)
 DEF_SCALE(em_scale_i64, int64_t, MUL_I64)
+DEF_SCALE(em_scale_c64, float complex, MUL_F32)
+DEF_SCALE(em_scale_c128, double complex, MUL_F64)
 
 /* -- The table entry ------------------------------------------------------- */
 
@@ -119,13 +138,16 @@ static void cpu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
   if (g->k == 0) {
     if (g->beta != 1)
       em_iter_run(it, dt == EM_FLOAT32 ? em_scale_f32 : dt == EM_FLOAT64 ? em_scale_f64
-                                                                          : em_scale_i64,
+                      : dt == EM_COMPLEX64 ? em_scale_c64 : dt == EM_COMPLEX128 ? em_scale_c128
+                                                                   : em_scale_i64,
                   &c);
     return;
   }
   em_gemm_layout(c.m, c.k, c.as0, c.as1, &c.ta, &c.lda);
   em_gemm_layout(c.k, c.n, c.bs0, c.bs1, &c.tb, &c.ldb);
-  em_iter_run(it, dt == EM_FLOAT32 ? em_gemm_f32 : dt == EM_FLOAT64 ? em_gemm_f64 : em_gemm_i64,
+  em_iter_run(it, dt == EM_FLOAT32 ? em_gemm_f32 : dt == EM_FLOAT64 ? em_gemm_f64
+                  : dt == EM_COMPLEX64 ? em_gemm_c64 : dt == EM_COMPLEX128 ? em_gemm_c128
+                                                               : em_gemm_i64,
               &c);
 }
 

@@ -9,6 +9,9 @@
 **   contiguous memory.
 ** - float16/bfloat16 are converted to float32, multiplied with float32
 **   accumulation, and rounded once to the dtype at the end.
+** - complex64/complex128 multiply in their own type (cgemm/zgemm); there
+**   is no lazy conjugate bit, so vdot (lua/ember/linalg.lua) conjugates
+**   its first operand with em_conj first.
 ** - Integer dtypes multiply in int64; results wrap modulo 2^bits of the
 **   dtype (as the dtype's own arithmetic would). bool is rejected.
 ** - Batch dims broadcast with PyTorch's rule; the batch is the iterator
@@ -153,7 +156,9 @@ static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *
     batch_view(&vo, co, nbd);
     em_iter it;
     const em_tensor *ops[3] = {&vo, &va, &vb};
+    int was = em_iter_allow_complex(1); /* the gemm kernel takes complex64/128 */
     st = em_iter_build(&it, op, 3, ops, nbd, shape, false);
+    em_iter_allow_complex(was);
     if (st == EM_OK) em_kernels_for(dev)->linalg->gemm(&it, cdt, &g);
   }
   if (st == EM_OK) st = em_to(co, dt, dev, 0, &res);

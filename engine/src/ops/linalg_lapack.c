@@ -7,8 +7,11 @@
 ** norms, ...) and records their derivatives.
 **
 ** Guarantees:
-** - float32/float64 only (PyTorch's "Expected a floating point or complex
-**   tensor as input. Got Long"); the inputs are never written.
+** - float32/float64 and complex64/complex128 (the c/z routines; lstsq and
+**   lu_solve are real only); other dtypes get PyTorch's "Expected a
+**   floating point or complex tensor as input. Got Long". The inputs are
+**   never written.
+** - eig (geev) gives complex results for real input too, as PyTorch.
 ** - Each op copies its operands once into fresh column-major buffers
 **   (LAPACK overwrites them); a row-major input is copied as it lies and
 **   handed over as its transpose where the routine can take that (solve,
@@ -28,22 +31,41 @@
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /* -- Checks --------------------------------------------------------------- */
 
+static int is_complex(em_dtype dt) { return dt == EM_COMPLEX64 || dt == EM_COMPLEX128; }
+
+/* float32/float64/complex64/complex128 */
 static em_status check_float(const char *op, const em_tensor *t) {
-  if (t->dtype != EM_FLOAT32 && t->dtype != EM_FLOAT64) {
+  if (t->dtype != EM_FLOAT32 && t->dtype != EM_FLOAT64 && !is_complex(t->dtype)) {
     static const char *const names[EM_NUM_DTYPES] = {
         "Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double",
         "ComplexFloat", "ComplexDouble"};
-    if (t->dtype == EM_COMPLEX64 || t->dtype == EM_COMPLEX128)
-      return em_fail(EM_E_TYPE, "%s: not implemented for %s tensors (complex linear algebra is not "
-                     "supported yet)", op, em_dtype_name(t->dtype));
     return em_fail(EM_E_TYPE, "%s: Expected a floating point or complex tensor as input. Got %s",
                    op, names[t->dtype]);
   }
   return EM_OK;
+}
+
+/* the ops without a complex form yet (lstsq, lu_solve) */
+static em_status check_real(const char *op, const em_tensor *t) {
+  if (is_complex(t->dtype))
+    return em_fail(EM_E_TYPE, "%s: not implemented for %s tensors (complex input is not "
+                   "supported yet)", op, em_dtype_name(t->dtype));
+  return check_float(op, t);
+}
+
+/* the real dtype of a complex one's parts (float32 -> float32) */
+static em_dtype value_dtype(em_dtype dt) {
+  return dt == EM_COMPLEX64 ? EM_FLOAT32 : dt == EM_COMPLEX128 ? EM_FLOAT64 : dt;
+}
+
+/* the complex dtype of a real one's (complex64 for float32) */
+static em_dtype complex_dtype(em_dtype dt) {
+  return dt == EM_FLOAT32 || dt == EM_COMPLEX64 ? EM_COMPLEX64 : EM_COMPLEX128;
 }
 
 static em_status check_matrix(const char *op, const char *name, const em_tensor *t, int square) {
@@ -241,7 +263,8 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
 em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
                              int trans, em_tensor **X) {
   const char *op = "linalg.lu_solve";
-  em_status st = check_matrix(op, "LU", LU, 1);
+  em_status st = check_real(op, LU);
+  if (st == EM_OK) st = check_matrix(op, "LU", LU, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
   if (st == EM_OK) st = check_same(op, LU, B);
   if (st != EM_OK) return st;
@@ -624,7 +647,7 @@ em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, e
   em_device dev = A->storage->device;
   em_tensor *a = NULL, *s = NULL, *u = NULL, *vh = NULL, *inf = NULL;
   st = load(A, nb, A->sizes, m, n, 1, &a);
-  if (st == EM_OK) st = int_empty(nb, A->sizes, k, A->dtype, dev, &s);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, k, value_dtype(A->dtype), dev, &s);
   if (st == EM_OK && compute_uv) st = colmajor_empty(nb, A->sizes, m, ucols, A->dtype, dev, &u);
   if (st == EM_OK && compute_uv) st = colmajor_empty(nb, A->sizes, vrows, n, A->dtype, dev, &vh);
   if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
@@ -700,9 +723,11 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
   int64_t n = A->sizes[nb];
   em_device dev = A->storage->device;
   em_tensor *a = NULL, *w = NULL, *inf = NULL, *v = NULL;
-  /* row-major A is A^T column-major: its other triangle */
-  st = load(A, nb, A->sizes, n, n, 0, &a);
-  if (st == EM_OK) st = int_empty(nb, A->sizes, n, A->dtype, dev, &w);
+  /* real: row-major A is A^T column-major, so its other triangle. complex:
+  ** that would be conj(A) (Hermitian), so A is copied column-major */
+  int cx = is_complex(A->dtype);
+  st = load(A, nb, A->sizes, n, n, cx, &a);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, n, value_dtype(A->dtype), dev, &w);
   if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
   int64_t batch = batch_count(nb, A->sizes);
   if (st == EM_OK && batch > 0 && n > 0) {
@@ -716,7 +741,7 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
     j.batch = batch;
     j.n = (int)n;
     j.jobz = compute_v ? 'V' : 'N';
-    j.uplo = upper ? 'L' : 'U';
+    j.uplo = (upper != 0) == (cx != 0) ? 'U' : 'L';
     j.a = data_of(a); j.sa = n * n; j.lda = (int)n;
     j.w = data_of(w); j.sw = n;
     j.info = data_of(inf);
@@ -730,13 +755,99 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
                    "matrix is ill-conditioned or has too many repeated eigenvalues (error "
                    "code: %d).", op, pre, code);
   }
-  /* the eigenvectors are column-major in the buffer: its transpose */
-  if (st == EM_OK && compute_v) st = em_transpose(a, -2, -1, &v);
+  /* the eigenvectors are column-major in the buffer: its transpose (a
+  ** complex a is that view already) */
+  if (st == EM_OK && compute_v) {
+    if (cx) {
+      v = a;
+      a = NULL;
+    } else {
+      st = em_transpose(a, -2, -1, &v);
+    }
+  }
   em_ag_resume(on);
   em_tensor_release(a);
   em_tensor_release(inf);
   if (st != EM_OK) {
     em_tensor_release(w);
+    return st;
+  }
+  *L = w;
+  if (compute_v) *V = v;
+  return EM_OK;
+}
+
+/* -- General eigensolver ---------------------------------------------------- */
+
+/* The first batch element (0-based) of the buffer a (batch x nvals values
+** of a's value type, contiguous) that holds an inf or NaN, or -1. The meta
+** device has no values: -1. */
+static int64_t first_nonfinite(const em_tensor *a, int64_t batch, int64_t nvals) {
+  const void *p = a->storage->data ? data_of(a) : NULL;
+  int f32 = value_dtype(a->dtype) == EM_FLOAT32;
+  for (int64_t i = 0; p && i < batch; i++)
+    for (int64_t e = i * nvals; e < (i + 1) * nvals; e++)
+      if (!isfinite(f32 ? (double)((const float *)p)[e] : ((const double *)p)[e])) return i;
+  return -1;
+}
+
+/* Eigenvalues L [..., n] and right eigenvectors V [..., n, n] (column-
+** major, unit norm, as geev gives them) of a square A, complex64 for
+** float32/complex64 input, complex128 for float64/complex128. */
+em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_tensor **V) {
+  const char *op = compute_v ? "linalg.eig" : "linalg.eigvals";
+  em_status st = check_matrix(op, "A", A, 1);
+  if (st != EM_OK) return st;
+  int on = em_ag_pause();
+  int nb = A->ndim - 2;
+  int64_t n = A->sizes[nb];
+  em_dtype cdt = complex_dtype(A->dtype);
+  em_device dev = A->storage->device;
+  em_tensor *a = NULL, *w = NULL, *v = NULL, *inf = NULL;
+  st = load(A, nb, A->sizes, n, n, 1, &a);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, n, cdt, dev, &w);
+  if (st == EM_OK && compute_v) st = colmajor_empty(nb, A->sizes, n, n, cdt, dev, &v);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
+  int64_t batch = batch_count(nb, A->sizes);
+  if (st == EM_OK && batch > 0 && n > 0) {
+    int64_t bad = first_nonfinite(a, batch, n * n * (is_complex(A->dtype) ? 2 : 1));
+    if (bad >= 0) {
+      char pre[64];
+      batch_prefix(pre, sizeof pre, nb, bad);
+      st = em_fail(EM_E_VALUE, "%s: %sinput tensor should not contain infs or NaNs.", op, pre);
+    }
+  }
+  if (st == EM_OK && batch > 0 && n > 0) {
+    em_scalar z = {0};
+    st = em_fill_(inf, z);
+  }
+  if (st == EM_OK && batch > 0 && n > 0) {
+    em_lapack_job j = {0};
+    j.op = EM_LAPACK_GEEV;
+    j.dt = A->dtype;
+    j.batch = batch;
+    j.m = j.n = (int)n;
+    j.jobz = compute_v ? 'V' : 'N';
+    j.a = data_of(a); j.sa = n * n; j.lda = (int)n;
+    j.w = data_of(w); j.sw = n;
+    j.b = compute_v ? data_of(v) : NULL; j.sb = n * n; j.ldb = (int)n;
+    j.info = data_of(inf);
+    st = run_job(op, dev, &j);
+  }
+  if (st == EM_OK && batch > 0 && n > 0) {
+    char pre[64];
+    int code;
+    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code))
+      st = em_fail(EM_E_VALUE, "%s: %sThe algorithm failed to converge because the input "
+                   "matrix is ill-conditioned or has too many repeated eigenvalues (error "
+                   "code: %d).", op, pre, code);
+  }
+  em_ag_resume(on);
+  em_tensor_release(a);
+  em_tensor_release(inf);
+  if (st != EM_OK) {
+    em_tensor_release(w);
+    em_tensor_release(v);
     return st;
   }
   *L = w;
@@ -754,7 +865,8 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
 em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, int driver,
                           em_tensor **X, em_tensor **rank, em_tensor **S, em_tensor **R) {
   const char *op = "linalg.lstsq";
-  em_status st = check_matrix(op, "A", A, 0);
+  em_status st = check_real(op, A);
+  if (st == EM_OK) st = check_matrix(op, "A", A, 0);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
   if (st == EM_OK) st = check_same(op, A, B);
   if (st != EM_OK) return st;

@@ -1,0 +1,361 @@
+-- Complex linear algebra (docs/linalg.md, "Complex input" and "eig"): the
+-- matmul family on complex64/complex128, T.linalg.eig/eigvals on real and
+-- complex input, the LAPACK functions that take complex input, against
+-- PyTorch 1.13 (tests/fixtures/linalg_complex_cases.lua from
+-- gen_linalg_complex.py); the invariants of the factors that are not unique
+-- (A V = V diag(L), reconstructions), eig's derivative formula, and the
+-- functions that refuse complex input by name.
+local T = require "ember"
+local LA = T.linalg
+local cases = dofile("tests/fixtures/linalg_complex_cases.lua")
+
+local function tensor(rec)
+  local t
+  if rec.re then
+    local dt = rec.dtype == "complex64" and T.float32 or T.float64
+    t = T.complex(T.tensor(rec.re, { dtype = dt }), T.tensor(rec.im, { dtype = dt }))
+  else
+    t = T.tensor(rec.v, { dtype = T[rec.dtype] })
+  end
+  return #rec.shape == 0 and t:reshape({}) or t:reshape(rec.shape)
+end
+local function input(x)
+  local t = tensor(x.base)
+  if x.perm then t = t:permute(x.perm) end
+  return t
+end
+
+local TOL = { float32 = 2e-4, float64 = 1e-9, complex64 = 2e-4, complex128 = 1e-9 }
+
+local function close(got, want, what, tol)
+  assert(T.is_tensor(got), what .. ": not a tensor")
+  assert.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
+  assert.equal(want.dtype, got.dtype, what .. ": dtype")
+  if want:numel() == 0 then return end
+  if not want.dtype.is_floating_point and not want:is_complex() then
+    assert.is_true(T.equal(want:long(), got:long()), what .. ": values")
+    return
+  end
+  local d = (got - want):abs():max():item()
+  local t = tol * math.max(1, want:abs():max():item())
+  assert(d <= t, string.format("%s: max difference %g (tolerance %g)", what, d, t))
+end
+
+-- eigenvalues in a canonical order (real part, then imaginary part; parts
+-- within 1e-6 relative count as equal): the permutation of 1..n, per matrix
+local function order_of(l)
+  local vals = l:tolist()
+  local idx = {}
+  for i = 1, #vals do idx[i] = i end
+  local scale = 1
+  for _, v in ipairs(vals) do scale = math.max(scale, math.abs(v[1]), math.abs(v[2])) end
+  table.sort(idx, function(a, b)
+    local x, y = vals[a], vals[b]
+    if math.abs(x[1] - y[1]) > 1e-6 * scale then return x[1] < y[1] end
+    return x[2] < y[2]
+  end)
+  return idx
+end
+-- t's last dim (eigenvalues) or last dim as columns (eigenvectors) sorted by
+-- the eigenvalues l, matrix by matrix
+local function sorted(t, l, columns)
+  if l:numel() == 0 then return t end
+  local n = l:size(-1)
+  local lf, tf = l:reshape(-1, n), t:reshape(columns and { -1, n, n } or { -1, n })
+  local parts = {}
+  for b = 1, lf:size(1) do
+    local ix = T.tensor(order_of(lf[b]))
+    parts[b] = tf[b]:index_select(columns and 2 or 1, ix)
+  end
+  return T.stack(parts):reshape(t.shape)
+end
+
+local function herm(a)
+  return a:matmul(T.conj(a.mT)) + T.eye(a:size(-1), { dtype = a.dtype })
+end
+
+-- name -> the same computation in ember (the generator's FN)
+local F = {
+  mm = T.mm, bmm = T.bmm, mv = T.mv, dot = T.dot, vdot = T.vdot, outer = T.outer,
+  matmul = T.matmul,
+  addmm = function(c, a, b) return T.addmm(c, a, b, { beta = 0.5, alpha = 2 }) end,
+  eigvals = LA.eigvals,
+  eig_L = function(a) return (LA.eig(a)) end,
+  eig_absV = function(a) local _, V = LA.eig(a); return V:abs() end,
+  solve = LA.solve, inv = LA.inv, det = LA.det,
+  slogdet_sign = function(a) return (LA.slogdet(a)) end,
+  slogdet_logabs = function(a) local _, l = LA.slogdet(a); return l end,
+  lu_factor_LU = function(a) return (LA.lu_factor(a)) end,
+  lu_factor_pivots = function(a) local _, p = LA.lu_factor(a); return p end,
+  lu_L = function(a) local _, l = LA.lu(a); return l end,
+  cholesky_herm = function(a) return LA.cholesky(herm(a)) end,
+  cholesky_upper_herm = function(a) return LA.cholesky(herm(a), { upper = true }) end,
+  solve_triangular_upper = function(a, b)
+    local n = a:size(-1)
+    local up = a * T.ones(n, n, { dtype = T.real(a).dtype }):triu() + T.eye(n, { dtype = a.dtype }) * 3
+    return LA.solve_triangular(up, b, { upper = true })
+  end,
+  eigvalsh_herm = function(a) return LA.eigvalsh(herm(a)) end,
+  eigvalsh_U = function(a) return LA.eigvalsh(a, { UPLO = "U" }) end,
+  eigh_L_herm = function(a) return (LA.eigh(herm(a))) end,
+  eigh_absV_herm = function(a) local _, V = LA.eigh(herm(a)); return V:abs() end,
+  svdvals = LA.svdvals,
+  svd_absU = function(a) return (LA.svd(a, { full_matrices = false })):abs() end,
+  svd_absVh = function(a) local _, _, Vh = LA.svd(a, { full_matrices = false }); return Vh:abs() end,
+  qr_absQ = function(a) return (LA.qr(a)):abs() end,
+  qr_absR = function(a) local _, R = LA.qr(a); return R:abs() end,
+  householder_product = LA.householder_product,
+  vector_norm = LA.vector_norm,
+  vector_norm_inf_dim = function(a) return LA.vector_norm(a, math.huge, { dim = -1 }) end,
+  matrix_norm_fro = LA.matrix_norm,
+  matrix_norm_nuc = function(a) return LA.matrix_norm(a, "nuc") end,
+  matrix_norm_2 = function(a) return LA.matrix_norm(a, 2) end,
+  matrix_norm_m2 = function(a) return LA.matrix_norm(a, -2) end,
+  matrix_norm_1 = function(a) return LA.matrix_norm(a, 1) end,
+  matrix_norm_inf = function(a) return LA.matrix_norm(a, math.huge) end,
+  norm = LA.norm,
+  vecdot = LA.vecdot,
+  multi_dot = function(a, b, c) return LA.multi_dot({ a, b, c }) end,
+}
+
+local function describe_case(c)
+  local parts = {}
+  for i, x in ipairs(c.x) do
+    parts[i] = x.base.dtype .. "[" .. table.concat(x.base.shape, ",") .. "]" .. (x.perm and "(T)" or "")
+  end
+  return c.name .. "(" .. table.concat(parts, ", ") .. ")"
+end
+
+describe("complex linear algebra matches PyTorch 1.13", function()
+  local groups, order = {}, {}
+  for _, c in ipairs(cases) do
+    if c.x then
+      if not groups[c.name] then
+        groups[c.name] = {}
+        order[#order + 1] = c.name
+      end
+      table.insert(groups[c.name], c)
+    end
+  end
+  for _, name in ipairs(order) do
+    it(("%s (%d cases)"):format(name, #groups[name]), function()
+      for _, c in ipairs(groups[name]) do
+        local xs = {}
+        for i, x in ipairs(c.x) do xs[i] = input(x) end
+        local got = F[name]((table.unpack or unpack)(xs))
+        local want = tensor(c.out)
+        local what = describe_case(c)
+        if name == "eig_L" or name == "eigvals" then
+          got, want = sorted(got, got), sorted(want, want)
+        elseif name == "eig_absV" then
+          -- columns matched through the eigenvalues (both sides sorted)
+          local Lg = LA.eigvals(xs[1])
+          got = sorted(got, Lg, true)
+          want = sorted(want, Lg, true)
+        end
+        close(got, want, what, c.tol or TOL[want.dtype.name] or TOL[c.x[1].base.dtype])
+      end
+    end)
+  end
+end)
+
+describe("linalg.eig", function()
+  local function residual(A, L, V)
+    local Ac = A:is_complex() and A or A:to(V.dtype)
+    return (Ac:matmul(V) - V * L:unsqueeze(-2)):abs():max():item()
+  end
+
+  it("gives A V = V diag(L) with unit eigenvectors, complex results for real input", function()
+    T.manual_seed(7)
+    for _, dt in ipairs { T.float32, T.float64, T.complex64, T.complex128 } do
+      local A = dt.is_floating_point and T.randn(3, 5, 5, { dtype = dt })
+        or T.complex(T.randn(3, 5, 5, { dtype = T.float64 }), T.randn(3, 5, 5, { dtype = T.float64 })):to(dt)
+      local L, V = LA.eig(A)
+      local cdt = (dt == T.float32 or dt == T.complex64) and T.complex64 or T.complex128
+      assert.equal(cdt, L.dtype)
+      assert.equal(cdt, V.dtype)
+      assert.same({ 3, 5 }, L.shape:totable())
+      assert.same({ 3, 5, 5 }, V.shape:totable())
+      local tol = cdt == T.complex64 and 1e-4 or 1e-10
+      assert.is_true(residual(A, L, V) < tol * 10)
+      local norms = V:abs():pow(2):sum(-2):sqrt()
+      assert.is_true((norms - 1):abs():max():item() < tol)
+      -- eigvals gives the same values
+      assert.is_true((LA.eigvals(A) - L):abs():max():item() < tol)
+    end
+  end)
+
+  it("pairs the eigenvectors of a real matrix's complex eigenvalues as conjugates", function()
+    local L, V = LA.eig(T.tensor({ { 0, -1 }, { 1, 0 } }, { dtype = T.float64 }))
+    assert.same({ { 0, 1 }, { 0, -1 } }, L:tolist())
+    local v = V:tolist()
+    assert.near(v[1][1][1], v[1][2][1], 1e-15)
+    assert.near(v[1][1][2], -v[1][2][2], 1e-15)
+    assert.near(v[2][1][1], v[2][2][1], 1e-15)
+    assert.near(v[2][1][2], -v[2][2][2], 1e-15)
+  end)
+
+  it("handles empty inputs and non-contiguous ones", function()
+    local L, V = LA.eig(T.zeros(2, 0, 0))
+    assert.same({ 2, 0 }, L.shape:totable())
+    assert.same({ 2, 0, 0 }, V.shape:totable())
+    assert.equal(T.complex64, L.dtype)
+    L, V = LA.eig(T.zeros(0, 3, 3, { dtype = T.float64 }))
+    assert.same({ 0, 3 }, L.shape:totable())
+    assert.equal(T.complex128, V.dtype)
+    local A = T.randn(4, 4, { dtype = T.float64 })
+    local At = A:t()
+    L, V = LA.eig(At)
+    assert.is_true(residual(At:contiguous(), L, V) < 1e-10)
+  end)
+
+  it("raises PyTorch's errors, naming the op and the 1-based batch element", function()
+    local bad = T.tensor({ { { 1, 2 }, { 3, 4 } }, { { 1, 0 / 0 }, { 0, 1 } } }, { dtype = T.float64 })
+    local ok, err = pcall(LA.eig, bad)
+    assert.is_false(ok)
+    assert.matches("linalg.eig: (Batch element 2): input tensor should not contain infs or NaNs.", err, 1, true)
+    ok, err = pcall(LA.eigvals, T.tensor({ { 1, math.huge }, { 0, 1 } }, { dtype = T.float64 }))
+    assert.matches("linalg.eigvals: input tensor should not contain infs or NaNs.", err, 1, true)
+    ok, err = pcall(LA.eig, T.ones(2, 3))
+    assert.matches("linalg.eig: A must be batches of square matrices, but they are 2 by 3 matrices", err, 1, true)
+    ok, err = pcall(LA.eigvals, T.ones(3))
+    assert.matches("linalg.eigvals: The input tensor A must have at least 2 dimensions.", err, 1, true)
+    ok, err = pcall(LA.eig, T.ones(2, 2):long())
+    assert.matches("linalg.eig: Expected a floating point or complex tensor as input. Got Long", err, 1, true)
+    ok, err = pcall(LA.eig, T.ones(2, 2), { zz = 1 })
+    assert.is_false(ok)
+    ok, err = pcall(LA.eig, T.ones(2, 2):requires_grad_())
+    assert.matches("linalg.eig: autograd through complex results is not implemented", err, 1, true)
+    -- under no_grad it runs
+    T.no_grad(function() LA.eig(T.ones(2, 2):requires_grad_()) end)
+  end)
+
+  it("works on the meta device (shapes and dtypes)", function()
+    local L, V = LA.eig(T.empty(2, 3, 3, { device = "meta" }))
+    assert.same({ 2, 3 }, L.shape:totable())
+    assert.same({ 2, 3, 3 }, V.shape:totable())
+    assert.equal(T.complex64, V.dtype)
+  end)
+end)
+
+describe("eig's derivative formula (PyTorch's linalg_eig_backward)", function()
+  it("gives torch's gradient from torch's L, V and incoming gradients", function()
+    local n = 0
+    for _, c in ipairs(cases) do
+      if c.name == "eig_backward" then
+        n = n + 1
+        local A = tensor(c.A)
+        local gA = LA._eig_backward(tensor(c.gL), c.gV and tensor(c.gV) or nil, tensor(c.L),
+          tensor(c.V), not A:is_complex())
+        close(gA, tensor(c.gA), "eig_backward " .. c.A.dtype, 1e-8)
+      end
+    end
+    assert.equal(4, n)
+  end)
+
+  it("refuses a loss that depends on the eigenvectors' phases", function()
+    local c
+    for _, x in ipairs(cases) do if x.name == "eig_backward" and x.gV then c = x break end end
+    local V = tensor(c.V)
+    local ok, err = pcall(LA._eig_backward, nil, V * T.complex(T.zeros(1, { dtype = T.float64 }),
+      T.ones(1, { dtype = T.float64 })), tensor(c.L), V, true)
+    assert.is_false(ok)
+    assert.matches("depends on this quantity", err, 1, true)
+  end)
+
+  pending("records eig's node once complex tensors can require grad (gradcheck in float64)")
+end)
+
+describe("complex matmul family", function()
+  local function cx(re, im) return T.complex(T.tensor(re, { dtype = T.float64 }), T.tensor(im, { dtype = T.float64 })) end
+
+  it("multiplies complex numbers exactly on small integers", function()
+    local a = cx({ { 1, 2 } }, { { 1, -1 } })      -- [1+i, 2-i]
+    local b = cx({ { 3 }, { 0 } }, { { 0 }, { 1 } }) -- [3, i]^T
+    -- (1+i)*3 + (2-i)*i = 3+3i + 2i+1 = 4+5i
+    assert.same({ { { 4, 5 } } }, T.mm(a, b):tolist())
+    assert.same({ 4, 5 }, T.dot(a[1], b:t()[1]):item())
+    -- vdot conjugates the first: (1-i)*3 + (2+i)*i = 3-3i + 2i-1 = 2-i
+    assert.same({ 2, -1 }, T.vdot(a[1], b:t()[1]):item())
+    assert.same({ 2, -1 }, a[1]:vdot(b:t()[1]):item())
+  end)
+
+  it("refuses mixed real and complex operands as the real paths refuse mixed dtypes", function()
+    local ok, err = pcall(T.mm, T.ones(2, 2, { dtype = T.complex64 }), T.ones(2, 2))
+    assert.is_false(ok)
+    assert.matches("mm: expected m1 and m2 to have the same dtype, but got: cfloat != float", err, 1, true)
+    ok, err = pcall(T.vdot, T.ones(2, 2), T.ones(2))
+    assert.matches("vdot: 1D tensors expected, but got 2D and 1D tensors", err, 1, true)
+  end)
+
+  it("bmm with an expanded (stride-0) operand and k = 0 give PyTorch's results", function()
+    local a = T.complex(T.randn(1, 3, 4, { dtype = T.float64 }), T.randn(1, 3, 4, { dtype = T.float64 }))
+    local b = T.complex(T.randn(2, 4, 2, { dtype = T.float64 }), T.randn(2, 4, 2, { dtype = T.float64 }))
+    local r = T.bmm(a:expand(2, 3, 4), b)
+    for i = 1, 2 do
+      assert.is_true((r[i] - T.mm(a[1], b[i])):abs():max():item() < 1e-12)
+    end
+    local z = T.mm(T.ones(2, 0, { dtype = T.complex64 }), T.ones(0, 3, { dtype = T.complex64 }))
+    assert.same({ 2, 3 }, z.shape:totable())
+    assert.equal(0, z:abs():max():item())
+  end)
+end)
+
+describe("complex LAPACK functions", function()
+  local function crandn(...)
+    local size = { ... }
+    return T.complex(T.randn(size, { dtype = T.float64 }), T.randn(size, { dtype = T.float64 }))
+  end
+
+  it("reconstruct their input: LU, Cholesky, QR, SVD, eigh", function()
+    T.manual_seed(3)
+    local A = crandn(2, 4, 4)
+    local P, Lm, U = LA.lu(A)
+    assert.is_true((P:matmul(Lm):matmul(U) - A):abs():max():item() < 1e-12)
+    local H = herm(A)
+    local C = LA.cholesky(H)
+    assert.is_true((C:matmul(T.conj(C.mT)) - H):abs():max():item() < 1e-12)
+    local Up = LA.cholesky(H, { upper = true })
+    assert.is_true((T.conj(Up.mT):matmul(Up) - H):abs():max():item() < 1e-12)
+    local Q, R = LA.qr(A)
+    assert.is_true((Q:matmul(R) - A):abs():max():item() < 1e-12)
+    assert.is_true((T.conj(Q.mT):matmul(Q) - T.eye(4, { dtype = T.complex128 })):abs():max():item() < 1e-12)
+    local Uu, S, Vh = LA.svd(A)
+    assert.equal(T.float64, S.dtype)
+    assert.is_true((Uu:matmul(Vh * S:unsqueeze(-1)) - A):abs():max():item() < 1e-12)
+    local w, V = LA.eigh(H)
+    assert.equal(T.float64, w.dtype)
+    assert.is_true((H:matmul(V) - V * w:unsqueeze(-2)):abs():max():item() < 1e-11)
+    local wu = LA.eigvalsh(H, { UPLO = "U" })
+    assert.is_true((wu - w):abs():max():item() < 1e-11)
+  end)
+
+  it("raise the real paths' errors for singular and non-positive-definite input", function()
+    local S = T.zeros(2, 2, 2, { dtype = T.complex128 })
+    S[1] = T.eye(2, { dtype = T.complex128 })
+    local ok, err = pcall(LA.solve, S, T.ones(2, 2, 1, { dtype = T.complex128 }))
+    assert.matches("linalg.solve: (Batch element 2): The solver failed because the input matrix is singular.", err, 1, true)
+    ok, err = pcall(LA.cholesky, -T.eye(2, { dtype = T.complex64 }))
+    assert.matches("linalg.cholesky: The factorization could not be completed because the input is not positive-definite (the leading minor of order 1 is not positive-definite).", err, 1, true)
+    assert.equal(0, LA.det(T.zeros(2, 2, { dtype = T.complex128 })):abs():item())
+    local sign, logabs = LA.slogdet(T.zeros(2, 2, { dtype = T.complex128 }))
+    assert.same({ 0, 0 }, sign:item())
+    assert.equal(-math.huge, logabs:item())
+  end)
+
+  it("refuse complex input by name where it is not supported yet", function()
+    local A = T.eye(2, { dtype = T.complex128 })
+    for name, call in pairs {
+      lstsq = function() return LA.lstsq(A, A) end,
+      lu_solve = function() local lu, p = LA.lu_factor(A); return LA.lu_solve(lu, p, A) end,
+      pinv = function() return LA.pinv(A) end,
+      matrix_rank = function() return LA.matrix_rank(A) end,
+      cond = function() return LA.cond(A) end,
+      matrix_exp = function() return LA.matrix_exp(A) end,
+    } do
+      local ok, err = pcall(call)
+      assert.is_false(ok, name)
+      assert.matches("linalg." .. name .. ": not implemented for complex128 tensors", err, 1, true)
+    end
+  end)
+end)
