@@ -217,17 +217,6 @@ DEF_SMALL(d, double, fabs)
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
         break;                                                                                \
-      case EM_LAPACK_GETRI:                                                                   \
-        if (q) {                                                                              \
-          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
-          break;                                                                              \
-        }                                                                                     \
-        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
-        if (info == 0) {                                                                      \
-          lp_int i2 = 0;                                                                      \
-          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
-        }                                                                                     \
-        break;                                                                                \
             case EM_LAPACK_GETRI:                                                                   \
         if (q) {                                                                              \
           P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
@@ -387,7 +376,18 @@ DEF_ONE(d, double, cblas_dtrsm)
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
         break;                                                                                \
-      case EM_LAPACK_POTRF:                                                                   \
+            case EM_LAPACK_GETRI:                                                                   \
+        if (q) {                                                                              \
+          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
+          break;                                                                              \
+        }                                                                                     \
+        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
+        if (info == 0) {                                                                      \
+          lp_int i2 = 0;                                                                      \
+          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
+        }                                                                                     \
+        break;                                                                                \
+case EM_LAPACK_POTRF:                                                                   \
         if (q) break;                                                                         \
         P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                           \
         for (lp_int col = 0; col < n; col++) { /* the other triangle: zeros */                \

@@ -113,6 +113,9 @@ return function(T, C, nn)
       error(fmt("%s: expected key and value to be %d-d as query is, got %d-d and %d-d", op, query.ndim,
         key.ndim, value.ndim), 2)
     end
+    if batched and self.batch_first and not need_weights and self.bias_k == nil and not self.add_zero_attn then
+      return self:_forward_batch_first(query, key, value, kpm, am, is_causal)
+    end
     if batched then
       if self.batch_first then query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2) end
     else
@@ -214,6 +217,73 @@ return function(T, C, nn)
       out = out:transpose(1, 2)
     end
     return out, weights
+  end
+  -- The batch_first path without weights (a transformer layer's): the
+  -- projections run on the (N, L, E) layout and the fused attention on
+  -- (N, H, L, hd) views, so no (L, N, E) transposes of the inputs or the
+  -- output are made (each a copy in the backward); same values as forward's.
+  function MHA:_forward_batch_first(query, key, value, kpm, am, is_causal)
+    local op = "MultiheadAttention.forward"
+    local N, L, E = query.shape[1], query.shape[2], query.shape[3]
+    local S, H, hd = key.shape[2], self.num_heads, self.head_dim
+    if E ~= self.embed_dim then
+      error(fmt("%s: was expecting embedding dimension of %d, but got %d", op, self.embed_dim, E), 3)
+    end
+    if key.shape[1] ~= N or value.shape[1] ~= N or value.shape[2] ~= S then
+      error(fmt("%s: key %s and value %s do not match query %s (batch, sequence)", op, tostring(key.shape),
+        tostring(value.shape), tostring(query.shape)), 3)
+    end
+    local dt = query.dtype
+    local b = self.in_proj_bias
+    local bq, bk, bv
+    if b ~= nil then bq, bk, bv = b:narrow(1, 1, E), b:narrow(1, E + 1, E), b:narrow(1, 2 * E + 1, E) end
+    local q, k, v
+    if self._qkv_same_embed_dim then
+      local W = self.in_proj_weight
+      q = F.linear(query, W:narrow(1, 1, E), bq)
+      k = F.linear(key, W:narrow(1, E + 1, E), bk)
+      v = F.linear(value, W:narrow(1, 2 * E + 1, E), bv)
+    else
+      q = F.linear(query, self.q_proj_weight, bq)
+      k = F.linear(key, self.k_proj_weight, bk)
+      v = F.linear(value, self.v_proj_weight, bv)
+    end
+    local causal_hint = is_causal and kpm == nil
+    if causal_hint then
+      am = nil
+    else
+      am = float_mask(op, "attn_mask", am, dt)
+      if am ~= nil then
+        if am.ndim == 2 then
+          if am.shape[1] ~= L or am.shape[2] ~= S then
+            error(fmt("%s: the shape of the 2-d attn_mask is %s, but should be (%d, %d)", op, tostring(am.shape), L, S), 3)
+          end
+        elseif am.ndim == 3 then
+          if am.shape[1] ~= N * H or am.shape[2] ~= L or am.shape[3] ~= S then
+            error(fmt("%s: the shape of the 3-d attn_mask is %s, but should be (%d, %d, %d)", op,
+              tostring(am.shape), N * H, L, S), 3)
+          end
+          am = am:reshape(N, H, L, S)
+        else
+          error(fmt("%s: attn_mask's dimension %d is not supported", op, am.ndim), 3)
+        end
+      end
+    end
+    kpm = float_mask(op, "key_padding_mask", kpm, dt)
+    if kpm ~= nil then
+      if kpm.ndim ~= 2 or kpm.shape[1] ~= N or kpm.shape[2] ~= S then
+        error(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)), 3)
+      end
+      kpm = kpm:reshape(N, 1, 1, S)
+      am = am == nil and kpm or am + kpm
+    end
+    q = q:reshape(N, L, H, hd):transpose(2, 3)
+    k = k:reshape(N, S, H, hd):transpose(2, 3)
+    v = v:reshape(N, S, H, hd):transpose(2, 3)
+    local p = self.training and self.dropout or 0
+    local out = F.scaled_dot_product_attention(q, k, v, { attn_mask = am, dropout_p = p, is_causal = causal_hint })
+    out = out:transpose(2, 3):reshape(N * L, E)
+    return F.linear(out, self.out_proj.weight, self.out_proj.bias):reshape(N, L, E), nil
   end
   function MHA:extra_repr()
     return fmt("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
