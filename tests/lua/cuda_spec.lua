@@ -218,6 +218,55 @@ for _, dev in ipairs(devices) do
       same(n:amax(), n:to(d):amax(), 0)     -- NaN propagates (allclose with equal_nan)
       same(T.zeros(0, 3):sum(1), T.zeros(0, 3, { device = d }):sum(1))
     end)
+    on(dev, "lane ops: max/min with indices, softmax, log_softmax, cumulative sums and extremes", function(d)
+      local x = T.tensor { { 3, 1, 3, -2 }, { 0 / 0, 5, 0 / 0, 5 }, { -1, -1, 4, 4 } }
+      local xd = x:to(d)
+      local v, i = xd:max(2)
+      same(T.tensor { 3, 0 / 0, 4 }, v, 0)            -- NaN is the max (allclose, equal_nan)
+      same(T.tensor { 1, 1, 3 }, i)                   -- the first extreme wins (1-based)
+      local mv, mi = xd:min(2)
+      same(T.tensor { -2, 0 / 0, -1 }, mv, 0)
+      same(T.tensor { 4, 1, 1 }, mi)
+      same(T.tensor { 2, 1, 2 }, T.tensor { { 1, 9, 2 }, { 7, 0, 8 } }:to(d):argmax(1))
+      local y = T.tensor { { 1, 2, 3 }, { 0, 0, 0 }, { 1000, 1000, -1 / 0 } }
+      local yd = y:to(d)
+      local e = math.exp
+      local s1 = e(1) + e(2) + e(3)
+      same(T.tensor { { e(1) / s1, e(2) / s1, e(3) / s1 }, { 1 / 3, 1 / 3, 1 / 3 }, { 0.5, 0.5, 0 } },
+        yd:softmax(2), 1e-6)
+      same(T.tensor { { 1 - math.log(s1), 2 - math.log(s1), 3 - math.log(s1) } },
+        yd:narrow(1, 1, 1):log_softmax(2), 1e-5)
+      local z = T.randn(5, 7, 3)
+      same(z:softmax(2), z:to(d):softmax(2), 1e-6)                       -- a strided lane
+      same(z:transpose(1, 3):log_softmax(1), z:to(d):transpose(1, 3):log_softmax(1), 1e-5)
+      same(z:double():softmax(3), z:double():to(d):softmax(3), 1e-12)
+      same(T.tensor { { 1, 3, 6 }, { 4, 9, 15 } }, T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:to(d):cumsum(2))
+      same(T.tensor { { 1, 2, 3 }, { 4, 10, 18 } }, T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:to(d):cumprod(1))
+      same(z:cumsum(1), z:to(d):cumsum(1), 1e-5)
+      local c = T.tensor { 1, 3, 2, 3, 0 / 0, 5 }
+      local cv, ci = c:to(d):cummax(1)
+      same(T.tensor { 1, 3, 3, 3, 0 / 0, 0 / 0 }, cv, 0)
+      same(T.tensor { 1, 2, 2, 4, 5, 5 }, ci)        -- the last of equal values; NaN stays
+      local nv, ni = T.tensor { 2, 1, 1, 4 }:to(d):cummin(1)
+      same(T.tensor { 2, 1, 1, 1 }, nv)
+      same(T.tensor { 1, 2, 3, 3 }, ni)
+      same(T.tensor { math.log(e(1) + e(2)), math.log(2) + 1000 },
+        T.tensor { { 1, 2 }, { 1000, 1000 } }:to(d):logsumexp(2), 1e-6)
+      same(z:logsumexp({ 1, 3 }), z:to(d):logsumexp({ 1, 3 }), 1e-5)
+    end)
+    on(dev, "comparisons: equal, isclose, allclose", function(d)
+      local a = T.tensor { 1, 2, 0 / 0, 1 / 0 }
+      local b = T.tensor { 1, 2.0001, 0 / 0, 1 / 0 }
+      local ad, bd = a:to(d), b:to(d)
+      assert.is_true(T.equal(ad, ad:clone()) == false)  -- NaN equals nothing
+      assert.is_true(T.equal(ad:narrow(1, 1, 2), T.tensor { 1, 2 }:to(d)))
+      assert.is_false(T.equal(ad:narrow(1, 1, 2), bd:narrow(1, 1, 2)))
+      same(T.tensor { true, true, false, true }, T.isclose(ad, bd, 1e-3, 0))
+      same(T.tensor { true, true, true, true }, T.isclose(ad, bd, 1e-3, 0, true))
+      same(T.tensor { true, false, false, true }, T.isclose(ad, bd, 1e-6, 0))
+      assert.is_true(T.allclose(ad, bd, 1e-3, 0, true))
+      assert.is_false(T.allclose(ad, bd, 1e-6, 0, true))
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

@@ -81,6 +81,37 @@ typedef struct emcu_red {
   double p, correction;
 } emcu_red;
 int emcu_reduce(const emcu_red *r, void *stream);
+/* logsumexp over r's geometry (kind ignored, width 1, double outputs):
+** shift[o] = the max of output o's inputs (0 where infinite), acc[o] =
+** log(sum(exp(x - shift))) + shift. */
+int emcu_logsumexp(const emcu_red *r, double *shift, void *stream);
+
+/* The lane ops (core/kern_reduce.h): one whole dim of the input per lane.
+** Operand 0 the output (values), 1 the int64 indices (max_dim,
+** cumextreme; else unused), 2 the input; shape/stride: the other dims,
+** innermost first, byte strides per operand; lstride: each operand's byte
+** stride along the lane. */
+enum { EMCU_LANE_MAX, EMCU_LANE_CUMEXT, EMCU_LANE_SOFTMAX, EMCU_LANE_CUM };
+typedef struct emcu_lanes {
+  int kind, flag; /* flag: is_min (MAX, CUMEXT), log (SOFTMAX), prod (CUM) */
+  int dt, odt;    /* the input's dtype, the output's */
+  int ndim;
+  int64_t nlanes, len;
+  int64_t shape[EMCU_MAX_DIMS];
+  int64_t stride[EMCU_MAX_DIMS][3];
+  int64_t lstride[3];
+  char *data[3];
+} emcu_lanes;
+int emcu_lanes_run(const emcu_lanes *l, void *stream);
+
+/* isclose: operand 0 (bool) = operands 1 and 2 (dtype dt) close (core/
+** kern_reduce.h's rule); equal: *flag (device int, zeroed by the caller)
+** set to 1 where operands 0 (dtype a) and 1 (dtype b) differ as numbers;
+** all_true: *flag set to 1 where one of the n bools at p is false. */
+int emcu_isclose(const emcu_geom *g, int dt, double rtol, double atol, int equal_nan,
+                 void *stream);
+int emcu_unequal(const emcu_geom *g, int a, int b, int *flag, void *stream);
+int emcu_any_false(const char *p, int64_t n, int *flag, void *stream);
 
 #ifdef __cplusplus
 }

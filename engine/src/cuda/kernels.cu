@@ -465,6 +465,244 @@ __global__ void reduce_kernel(emcu_red r) {
   }
 }
 
+// -- logsumexp: one block per output, the max then the shifted sum of exps --
+
+__device__ inline double r_load(const emcu_red &r, const char *p) {
+  return is_float(r.dt) ? load_f(r.dt, p) : (double)load_i(r.dt, p);
+}
+__device__ inline const char *r_at(const emcu_red &r, const char *base, int64_t j) {
+  int64_t off = 0;
+  for (int d = 0; d < r.rndim; d++) {
+    off += (j % r.rshape[d]) * r.rstride[d];
+    j /= r.rshape[d];
+  }
+  return base + off;
+}
+__device__ inline const char *r_base(const emcu_red &r, int64_t o) {
+  const char *base = r.in;
+  for (int d = 0; d < r.ondim; d++) {
+    base += (o % r.oshape[d]) * r.ostride[d];
+    o /= r.oshape[d];
+  }
+  return base;
+}
+
+// a fixed-order tree over the block's 256 values (max with NaN kept, or sum)
+__device__ inline double block_fold(double *sh, double v, bool is_max) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) {
+      double a = sh[threadIdx.x], b = sh[threadIdx.x + w];
+      sh[threadIdx.x] = is_max ? fmax_nan(a, b) : a + b;
+    }
+    __syncthreads();
+  }
+  double r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+__global__ void lse_kernel(emcu_red r, double *shift) {
+  __shared__ double sh[256];
+  for (int64_t o = blockIdx.x; o < r.nout; o += gridDim.x) {
+    const char *base = r_base(r, o);
+    double m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < r.count; j += blockDim.x) m = fmax_nan(m, r_load(r, r_at(r, base, j)));
+    m = block_fold(sh, m, true);
+    if (isinf(m)) m = 0;  // as PyTorch: an infinite max shifts by 0
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < r.count; j += blockDim.x) s += exp(r_load(r, r_at(r, base, j)) - m);
+    s = block_fold(sh, s, false);
+    if (threadIdx.x == 0) {
+      shift[o] = m;
+      ((double *)r.acc)[o] = log(s) + m;
+    }
+  }
+}
+
+// -- lane ops (emcu_lanes): max/min with indices and softmax a block per
+// lane (fixed-order trees); cumulative sums/products and running extremes a
+// thread per lane (a serial scan: CUB's block scans are the next step) -----
+
+__device__ inline void lane_bases(const emcu_lanes &l, int64_t lane, char **b) {
+  for (int k = 0; k < 3; k++) b[k] = l.data[k];
+  for (int d = 0; d < l.ndim; d++) {
+    int64_t i = lane % l.shape[d];
+    lane /= l.shape[d];
+    for (int k = 0; k < 3; k++) b[k] += i * l.stride[d][k];
+  }
+}
+__device__ inline void copy_elem(char *dst, const char *src, int n) {
+  for (int i = 0; i < n; i++) dst[i] = src[i];
+}
+
+// (value, position) of the best so far: NaN is the extreme (the first NaN
+// wins), equal values keep the first position; j < 0 is empty
+struct best_t {
+  double v;
+  int64_t iv, j;
+};
+__device__ inline bool beats(bool fl, bool is_min, const best_t &o, const best_t &s) {
+  if (o.j < 0) return false;
+  if (s.j < 0) return true;
+  if (fl) {
+    bool on = o.v != o.v, sn = s.v != s.v;
+    if (on || sn) return on && (!sn || o.j < s.j);
+    if (o.v == s.v) return o.j < s.j;
+    return is_min ? o.v < s.v : o.v > s.v;
+  }
+  if (o.iv == s.iv) return o.j < s.j;
+  return is_min ? o.iv < s.iv : o.iv > s.iv;
+}
+
+__global__ void lane_block_kernel(emcu_lanes l) {
+  __shared__ best_t shb[256];
+  __shared__ double sh[256];
+  const bool fl = is_float(l.dt);
+  const int es = elsize(l.dt);
+  for (int64_t lane = blockIdx.x; lane < l.nlanes; lane += gridDim.x) {
+    char *b[3];
+    lane_bases(l, lane, b);
+    const char *x = b[2];
+    if (l.kind == EMCU_LANE_MAX) {
+      best_t s = {0, 0, -1};
+      for (int64_t j = threadIdx.x; j < l.len; j += blockDim.x) {
+        const char *p = x + j * l.lstride[2];
+        best_t c = {fl ? load_f(l.dt, p) : 0, fl ? 0 : load_i(l.dt, p), j};
+        if (beats(fl, l.flag, c, s)) s = c;
+      }
+      shb[threadIdx.x] = s;
+      __syncthreads();
+      for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w && beats(fl, l.flag, shb[threadIdx.x + w], shb[threadIdx.x]))
+          shb[threadIdx.x] = shb[threadIdx.x + w];
+        __syncthreads();
+      }
+      if (threadIdx.x == 0) {
+        int64_t j = shb[0].j;
+        copy_elem(b[0], x + j * l.lstride[2], es);
+        *(int64_t *)b[1] = j + 1;
+      }
+      __syncthreads();
+      continue;
+    }
+    // softmax / log_softmax, in double
+    double m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < l.len; j += blockDim.x) {
+      const char *p = x + j * l.lstride[2];
+      m = fmax_nan(m, fl ? load_f(l.dt, p) : (double)load_i(l.dt, p));
+    }
+    m = block_fold(sh, m, true);
+    if (isinf(m)) m = m > 0 ? m : 0;
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < l.len; j += blockDim.x) {
+      const char *p = x + j * l.lstride[2];
+      s += exp((fl ? load_f(l.dt, p) : (double)load_i(l.dt, p)) - m);
+    }
+    s = block_fold(sh, s, false);
+    double ls = log(s);
+    for (int64_t j = threadIdx.x; j < l.len; j += blockDim.x) {
+      const char *p = x + j * l.lstride[2];
+      double v = (fl ? load_f(l.dt, p) : (double)load_i(l.dt, p)) - m;
+      store_f(l.odt, b[0] + j * l.lstride[0], l.flag ? v - ls : exp(v) / s);
+    }
+  }
+}
+
+__global__ void lane_scan_kernel(emcu_lanes l) {
+  const bool fl = is_float(l.dt);
+  const int es = elsize(l.dt);
+  for (int64_t lane = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lane < l.nlanes;
+       lane += (int64_t)gridDim.x * blockDim.x) {
+    char *b[3];
+    lane_bases(l, lane, b);
+    const char *x = b[2];
+    if (l.kind == EMCU_LANE_CUM) {
+      double a = l.flag ? 1 : 0;
+      int64_t ai = l.flag ? 1 : 0;
+      for (int64_t j = 0; j < l.len; j++) {
+        const char *p = x + j * l.lstride[2];
+        char *o = b[0] + j * l.lstride[0];
+        if (fl) {
+          double v = load_f(l.dt, p);
+          a = l.flag ? a * v : a + v;
+          store_f(l.odt, o, a);
+        } else {  // integers wrap modulo 2^64, then to the dtype
+          uint64_t v = (uint64_t)load_i(l.dt, p);
+          ai = (int64_t)(l.flag ? (uint64_t)ai * v : (uint64_t)ai + v);
+          store_i(l.odt, o, ai);
+        }
+      }
+      continue;
+    }
+    // cummax / cummin: the last of equal values; every NaN takes over
+    int64_t best = 0;
+    double bv = 0;
+    int64_t bi = 0;
+    for (int64_t j = 0; j < l.len; j++) {
+      const char *p = x + j * l.lstride[2];
+      bool take = j == 0;
+      if (fl) {
+        double a = load_f(l.dt, p);
+        if (!take) take = a != a || (bv == bv && (l.flag ? a <= bv : a >= bv));
+        if (take) bv = a;
+      } else {
+        int64_t a = load_i(l.dt, p);
+        if (!take) take = l.flag ? a <= bi : a >= bi;
+        if (take) bi = a;
+      }
+      if (take) best = j;
+      copy_elem(b[0] + j * l.lstride[0], x + best * l.lstride[2], es);
+      *(int64_t *)(b[1] + j * l.lstride[1]) = best + 1;
+    }
+  }
+}
+
+// -- comparisons ----------------------------------------------------------------
+
+__device__ inline bool close1(double x, double y, double rtol, double atol, int equal_nan) {
+  if (x == y) return true;
+  if (x != x || y != y) return equal_nan && x != x && y != y;
+  if (isinf(x) || isinf(y)) return false;
+  return fabs(x - y) <= atol + rtol * fabs(y);
+}
+
+__global__ void isclose_kernel(emcu_geom g, int dt, double rtol, double atol, int equal_nan) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    const char *a = g.data[1] + off[1], *b = g.data[2] + off[2];
+    bool r;
+    if (is_float(dt)) {
+      r = close1(load_f(dt, a), load_f(dt, b), rtol, atol, equal_nan);
+    } else {
+      int64_t x = load_i(dt, a), y = load_i(dt, b);
+      r = x == y || fabs((double)x - (double)y) <= atol + rtol * fabs((double)y);
+    }
+    *(bool *)(g.data[0] + off[0]) = r;
+  }
+}
+
+__global__ void unequal_kernel(emcu_geom g, int da, int db, int *flag) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    const char *a = g.data[0] + off[0], *b = g.data[1] + off[1];
+    bool ne = (!is_float(da) && !is_float(db))
+                  ? load_i(da, a) != load_i(db, b)
+                  : !((is_float(da) ? load_f(da, a) : (double)load_i(da, a)) ==
+                      (is_float(db) ? load_f(db, b) : (double)load_i(db, b)));
+    if (ne) *flag = 1;  // every writer stores the same value
+  }
+}
+
+__global__ void any_false_kernel(const bool *p, int64_t n, int *flag) {
+  GRID_STRIDE(int64_t, n) {
+    if (!p[lin]) *flag = 1;
+  }
+}
+
 }  // namespace
 
 extern "C" int emcu_reduce(const emcu_red *r, void *stream) {
@@ -515,4 +753,42 @@ extern "C" int emcu_ew(int op, int dt, const emcu_geom *g, const emcu_params *p,
     case F32: return launch_ew<float>(op, g, p, stream);
     default: return launch_ew<double>(op, g, p, stream);
   }
+}
+
+extern "C" int emcu_logsumexp(const emcu_red *r, double *shift, void *stream) {
+  if (r->nout == 0) return 0;
+  unsigned blocks = (unsigned)(r->nout < 65535 ? r->nout : 65535);
+  lse_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(*r, shift);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_lanes_run(const emcu_lanes *l, void *stream) {
+  if (l->nlanes == 0 || l->len == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (l->kind == EMCU_LANE_MAX || l->kind == EMCU_LANE_SOFTMAX) {
+    unsigned blocks = (unsigned)(l->nlanes < 65535 ? l->nlanes : 65535);
+    lane_block_kernel<<<blocks, 256, 0, s>>>(*l);
+  } else {
+    lane_scan_kernel<<<blocks_for(l->nlanes), 256, 0, s>>>(*l);
+  }
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_isclose(const emcu_geom *g, int dt, double rtol, double atol, int equal_nan,
+                            void *stream) {
+  if (g->numel == 0) return 0;
+  isclose_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, dt, rtol, atol, equal_nan);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_unequal(const emcu_geom *g, int a, int b, int *flag, void *stream) {
+  if (g->numel == 0) return 0;
+  unequal_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, a, b, flag);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_any_false(const char *p, int64_t n, int *flag, void *stream) {
+  if (n == 0) return 0;
+  any_false_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>((const bool *)p, n, flag);
+  return (int)cudaGetLastError();
 }

@@ -5,7 +5,9 @@
 **
 ** Layer one implements the copy family (casts, fill, transfers to and from
 ** the host, element reads and writes), the creation family (zero, arange,
-** linspace/logspace), the elementwise kernels of cu_iface.h and where.
+** linspace/logspace), the elementwise kernels of cu_iface.h and where, the
+** matrix products (cuda/blas.c), the reduce family (reductions over dims,
+** logsumexp, the lane ops, the comparisons).
 ** Every other entry refuses with EM_MSG_DEVICE_UNSUPPORTED: at once where
 ** the entry returns em_status; through the launch-error rule where it
 ** returns void or a count (cuda/cuda.h: the next op on cuda, or the next
@@ -502,83 +504,180 @@ const em_optim_kernels em_cuda_optim_kernels = {
     .other = cu_optim_step,
 };
 
-/* -- reduce: the reduction over dims (cuda/kernels.cu reduce_kernel); the
-** lane ops (max_dim, softmax, cumulative), logsumexp and the comparisons
-** are layer two ---------------------------------------------------------------- */
+/* -- reduce: the reductions over dims and logsumexp (a block per output),
+** the lane ops (max_dim and softmax a block per lane; cumsum/cumprod and
+** cummax/cummin a serial scan per lane) and the comparisons (cuda/kernels.cu)
+** ------------------------------------------------------------------------------ */
 
 _Static_assert(EM_RED_SUM == 0 && EM_RED_PROD == 1 && EM_RED_MEAN == 2 && EM_RED_AMAX == 3 &&
                    EM_RED_AMIN == 4 && EM_RED_ALL == 5 && EM_RED_ANY == 6 && EM_RED_NANSUM == 7 &&
                    EM_RED_NANMEAN == 8 && EM_RED_COUNT_NONZERO == 9 && EM_RED_VAR == 10 && EM_RED_NORM == 11,
                "cuda/kernels.cu's reduction kinds are em_red_kind's");
 
+/* A reduction's geometry (cu_iface.h emcu_red) from t and its
+** accumulator (t's dims with the reduced ones of size 1), dims innermost
+** first, as the kernels walk them. */
+static void red_geom(emcu_red *r, const em_tensor *acc, const em_tensor *t) {
+  memset(r, 0, sizeof *r);
+  r->dt = (int)t->dtype;
+  r->count = 1;
+  r->nout = 1;
+  int64_t es = (int64_t)em_dtype_size(t->dtype);
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t n = t->sizes[d];
+    if (n == 1) continue;
+    if (acc->sizes[d] == 1) {
+      r->rshape[r->rndim] = n;
+      r->rstride[r->rndim++] = t->strides[d] * es;
+      r->count *= n;
+    } else {
+      r->oshape[r->ondim] = n;
+      r->ostride[r->ondim++] = t->strides[d] * es;
+      r->nout *= n;
+    }
+  }
+  if (r->count == 0) r->rndim = 0; /* a reduced dim of size 0: the identity, finished */
+  r->in = em_tensor_data(t);
+  r->acc = em_tensor_data(acc);
+}
+
+static em_status cu_status(const char *op, const char *what, int err) {
+  if (err == 0) return EM_OK;
+  (void)cudaGetLastError();
+  return emcu_fail(op, what, err);
+}
+
 static em_status cu_reduce(const char *op, em_red_kind k, em_tensor *acc,
                              const em_tensor *t, const em_red_params *p) {
   emcu_red r;
-  memset(&r, 0, sizeof r);
+  red_geom(&r, acc, t);
   r.kind = (int)k;
-  r.dt = (int)t->dtype;
   r.width = em_red_acc_width(k);
   r.acc_int = acc->dtype == EM_INT64;
   r.take_sqrt = p->take_sqrt;
   r.p = p->p;
   r.correction = p->correction;
-  r.count = 1;
-  r.nout = 1;
-  int64_t es = (int64_t)em_dtype_size(t->dtype);
-  /* the accumulator has t's dims with the reduced ones of size 1; dims
-  ** innermost first, as the kernel walks them */
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    int64_t n = t->sizes[d];
-    if (n == 1) continue;
-    if (acc->sizes[d] == 1) {
-      r.rshape[r.rndim] = n;
-      r.rstride[r.rndim++] = t->strides[d] * es;
-      r.count *= n;
-    } else {
-      r.oshape[r.ondim] = n;
-      r.ostride[r.ondim++] = t->strides[d] * es;
-      r.nout *= n;
-    }
-  }
-  if (r.count == 0) r.rndim = 0; /* a reduced dim of size 0: the identity, finished */
-  r.in = em_tensor_data(t);
-  r.acc = em_tensor_data(acc);
-  int err = emcu_reduce(&r, stream());
-  if (err != 0) {
-    (void)cudaGetLastError();
-    return emcu_fail(op, "reduce", err);
-  }
-  return EM_OK;
+  return cu_status(op, "reduce", emcu_reduce(&r, stream()));
 }
 static em_status cu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
                                 const em_tensor *t) {
-  return unsupported(op);
+  emcu_red r;
+  red_geom(&r, acc, t);
+  r.width = 1;
+  return cu_status(op, "logsumexp", emcu_logsumexp(&r, em_tensor_data(shift), stream()));
 }
-static em_status cu_lanes_indexed(const char *op, em_tensor *values, em_tensor *indices,
-                                    const em_tensor *t, int axis, int is_min) {
-  return unsupported(op);
+
+/* The lane ops: every dim of t but axis is a lane position (outputs agree
+** with t on those dims); t of ndim 0 is one lane of length 1. */
+static em_status cu_run_lanes(const char *op, int kind, int flag, em_tensor *out,
+                                em_tensor *indices, const em_tensor *t, int axis) {
+  emcu_lanes l;
+  memset(&l, 0, sizeof l);
+  l.kind = kind;
+  l.flag = flag;
+  l.dt = (int)t->dtype;
+  l.odt = (int)out->dtype;
+  l.nlanes = 1;
+  l.len = t->ndim > 0 ? t->sizes[axis] : 1;
+  const em_tensor *ts[3] = {out, indices, t};
+  for (int k = 0; k < 3; k++) {
+    if (!ts[k]) continue;
+    l.data[k] = em_tensor_data(ts[k]);
+    if (t->ndim > 0) l.lstride[k] = ts[k]->strides[axis] * (int64_t)em_dtype_size(ts[k]->dtype);
+  }
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (d == axis || t->sizes[d] == 1) continue;
+    l.shape[l.ndim] = t->sizes[d];
+    for (int k = 0; k < 3; k++)
+      if (ts[k]) l.stride[l.ndim][k] = ts[k]->strides[d] * (int64_t)em_dtype_size(ts[k]->dtype);
+    l.nlanes *= t->sizes[d];
+    l.ndim++;
+  }
+  if (t->ndim > 0 && t->sizes[axis] == 0) l.nlanes = 0;
+  return cu_status(op, "lane op", emcu_lanes_run(&l, stream()));
 }
-static em_status cu_lanes(const char *op, em_tensor *out, const em_tensor *t, int axis,
-                            int flag) {
-  return unsupported(op);
+static em_status cu_max_dim(const char *op, em_tensor *values, em_tensor *indices,
+                              const em_tensor *t, int axis, int is_min) {
+  return cu_run_lanes(op, EMCU_LANE_MAX, is_min, values, indices, t, axis);
+}
+static em_status cu_cumextreme(const char *op, em_tensor *values, em_tensor *indices,
+                                 const em_tensor *t, int axis, int is_min) {
+  return cu_run_lanes(op, EMCU_LANE_CUMEXT, is_min, values, indices, t, axis);
+}
+static em_status cu_softmax(const char *op, em_tensor *out, const em_tensor *t, int axis,
+                              int log) {
+  return cu_run_lanes(op, EMCU_LANE_SOFTMAX, log, out, NULL, t, axis);
+}
+static em_status cu_cumulative(const char *op, em_tensor *out, const em_tensor *t, int axis,
+                                 int prod) {
+  return cu_run_lanes(op, EMCU_LANE_CUM, prod, out, NULL, t, axis);
+}
+
+/* A device flag (an int, zeroed), set by a kernel and read back (this
+** synchronises, as the CPU's answer is needed now). */
+typedef int (*flag_launch)(const void *ctx, int *flag, void *stream);
+static em_status cu_flag(const char *op, flag_launch run, const void *ctx, int *set) {
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *d = NULL;
+  em_status st = emcu_alloc(dev, sizeof(int), &d);
+  if (st != EM_OK) return st;
+  void *s = stream();
+  int host = 0;
+  int err = (int)cudaMemsetAsync(d, 0, sizeof(int), (cudaStream_t)s);
+  if (err == 0) err = run(ctx, (int *)d, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&host, d, sizeof(int), cudaMemcpyDeviceToHost, (cudaStream_t)s);
+  if (err == 0) err = (int)cudaStreamSynchronize((cudaStream_t)s);
+  emcu_free(dev, d, sizeof(int));
+  if (err != 0) return cu_status(op, "comparison", err);
+  *set = host;
+  return EM_OK;
+}
+typedef struct unequal_ctx {
+  emcu_geom g;
+  int a, b;
+} unequal_ctx;
+static int run_unequal(const void *vc, int *flag, void *s) {
+  const unequal_ctx *c = vc;
+  return emcu_unequal(&c->g, c->a, c->b, flag, s);
 }
 static em_status cu_equal(const em_iter *it, em_dtype a, em_dtype b, int *equal) {
-  return unsupported("equal");
+  unequal_ctx c;
+  if (!geom(it, &c.g)) return unsupported("equal");
+  c.a = (int)a;
+  c.b = (int)b;
+  int ne = 0;
+  em_status st = cu_flag("equal", run_unequal, &c, &ne);
+  if (st == EM_OK) *equal = !ne;
+  return st;
 }
 static void cu_isclose(const em_iter *it, em_dtype dt, const em_close_params *p) {
-  UNSUPPORTED_VOID("isclose");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("isclose"); return; }
+  launched("isclose", emcu_isclose(&g, (int)dt, p->rtol, p->atol, p->equal_nan, stream()));
+}
+typedef struct any_false_ctx {
+  const char *p;
+  int64_t n;
+} any_false_ctx;
+static int run_any_false(const void *vc, int *flag, void *s) {
+  const any_false_ctx *c = vc;
+  return emcu_any_false(c->p, c->n, flag, s);
 }
 static em_status cu_all_true(const char *op, const em_tensor *t, int *result) {
-  return unsupported(op);
+  any_false_ctx c = {em_tensor_data(t), em_tensor_numel(t)};
+  int any_false = 0;
+  em_status st = cu_flag(op, run_any_false, &c, &any_false);
+  if (st == EM_OK) *result = !any_false;
+  return st;
 }
 
 const em_reduce_kernels em_cuda_reduce_kernels = {
     .reduce = cu_reduce,
     .logsumexp = cu_logsumexp,
-    .max_dim = cu_lanes_indexed,
-    .cumextreme = cu_lanes_indexed,
-    .softmax = cu_lanes,
-    .cumulative = cu_lanes,
+    .max_dim = cu_max_dim,
+    .cumextreme = cu_cumextreme,
+    .softmax = cu_softmax,
+    .cumulative = cu_cumulative,
     .equal = cu_equal,
     .isclose = cu_isclose,
     .all_true = cu_all_true,
