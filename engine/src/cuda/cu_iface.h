@@ -113,6 +113,31 @@ int emcu_isclose(const emcu_geom *g, int dt, double rtol, double atol, int equal
 int emcu_unequal(const emcu_geom *g, int a, int b, int *flag, void *stream);
 int emcu_any_false(const char *p, int64_t n, int *flag, void *stream);
 
+/* Random numbers (core/kern_random.h, the CPU's cpu/random.c): element i
+** of the contiguous n elements at out (dtype dt) draws from lane i % lanes
+** of Philox4x32-10 block offset + i / lanes under key, as the CPU's kernel,
+** so the integer and uniform samples are bit for bit the CPU's (normal and
+** exponential go through the device's log/sin/cos). kind is em_sampler's
+** value; bits/scale: the uniform's mantissa bits and 2^-bits. */
+typedef struct emcu_sample {
+  int kind, dt, lanes, bits;
+  double scale, a, b;
+  int64_t low;
+  uint64_t range, offset;
+  uint32_t key[2];
+} emcu_sample;
+int emcu_sample_run(char *out, int64_t n, const emcu_sample *s, void *stream);
+/* operand 0 (float64 uniforms) = 1.0 where below operand 1 (float64), else 0 */
+int emcu_bernoulli_lt(const emcu_geom *g, void *stream);
+/* *first (device, set to INT64_MAX by the caller) = the lowest position of
+** operand 0 (float64) not in [0, 1]; then *value (device) = its value */
+int emcu_prob_first_bad(const emcu_geom *g, unsigned long long *first, double *value,
+                        void *stream);
+/* perm (n int64) = Fisher-Yates from the top as the CPU's randperm;
+** scratch: n int64 on the device (each step's partner) */
+int emcu_randperm(int64_t *perm, int64_t *scratch, int64_t n, uint64_t offset,
+                  const uint32_t key[2], void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -792,3 +792,165 @@ extern "C" int emcu_any_false(const char *p, int64_t n, int *flag, void *stream)
   any_false_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>((const bool *)p, n, flag);
   return (int)cudaGetLastError();
 }
+
+// -- random numbers: cpu/random.c's Philox4x32-10 and samplers, per element ----
+
+namespace {
+
+__device__ inline void philox10(uint32_t c[4], uint32_t k0, uint32_t k1) {
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const uint64_t p0 = (uint64_t)0xD2511F53u * c[0];
+    const uint64_t p1 = (uint64_t)0xCD9E8D57u * c[2];
+    const uint32_t r0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0;
+    const uint32_t r2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+    c[1] = (uint32_t)p1;
+    c[3] = (uint32_t)p0;
+    c[0] = r0;
+    c[2] = r2;
+  }
+}
+__device__ inline void rblock(uint64_t idx, uint32_t d, const uint32_t *key, uint32_t w[4]) {
+  w[0] = (uint32_t)idx;
+  w[1] = (uint32_t)(idx >> 32);
+  w[2] = d;
+  w[3] = 0;
+  philox10(w, key[0], key[1]);
+}
+__device__ inline double u53(uint32_t hi, uint32_t lo) {
+  return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
+}
+// Lemire's multiply-shift with rejection, as cpu/random.c's bounded()
+__device__ inline uint64_t rbounded(uint64_t idx, uint64_t range, const uint32_t *key) {
+  uint32_t w[4];
+  uint64_t thresh = (0 - range) % range;
+  for (uint32_t d = 0;; d++) {
+    rblock(idx, d, key, w);
+    for (int h = 0; h < 2; h++) {
+      uint64_t x = ((uint64_t)w[2 * h] << 32) | w[2 * h + 1];
+      if (x * range >= thresh) return __umul64hi(x, range);
+    }
+  }
+}
+
+enum { S_UNIFORM, S_NORMAL, S_EXPONENTIAL, S_RANDOM, S_BERNOULLI };
+
+__global__ void sample_kernel(char *out, int64_t n, emcu_sample s) {
+  const int es = elsize(s.dt);
+  const bool fl = is_float(s.dt);
+  GRID_STRIDE(int64_t, n) {
+    const uint64_t i = (uint64_t)lin, L = (uint64_t)s.lanes;
+    const uint64_t b = s.offset + i / L;
+    const int l = (int)(i % L);
+    char *p = out + lin * es;
+    if (s.kind == S_RANDOM) {
+      store_i(s.dt, p, (int64_t)((uint64_t)s.low + rbounded(b, s.range, s.key)));
+      continue;
+    }
+    uint32_t w[4];
+    rblock(b, 0, s.key, w);
+    double v;
+    switch (s.kind) {
+      case S_UNIFORM:
+        if (L == 2) v = s.a + u53(w[2 * l], w[2 * l + 1]) * (s.b - s.a);
+        else v = s.a + (double)(w[l] >> (32 - s.bits)) * s.scale * (s.b - s.a);
+        break;
+      case S_NORMAL: {
+        double u1 = 1.0 - u53(w[0], w[1]), u2 = u53(w[2], w[3]);
+        double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+        v = s.a + s.b * (l == 0 ? r * cos(th) : r * sin(th));
+        break;
+      }
+      case S_EXPONENTIAL: v = -log1p(-u53(w[2 * l], w[2 * l + 1])) / s.a; break;
+      default: v = u53(w[2 * l], w[2 * l + 1]) < s.a ? 1.0 : 0.0; break;  // bernoulli
+    }
+    if (!fl) {
+      store_i(s.dt, p, (int64_t)v);
+    } else if (s.dt == F16) {
+      *(__half *)p = __float2half_rn((float)v);  // through float, as the CPU
+    } else if (s.dt == BF16) {
+      *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v);
+    } else {
+      store_f(s.dt, p, v);
+    }
+  }
+}
+
+__global__ void bernoulli_lt_kernel(emcu_geom g) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    double *u = (double *)(g.data[0] + off[0]);
+    *u = *u < *(const double *)(g.data[1] + off[1]) ? 1.0 : 0.0;
+  }
+}
+
+__global__ void prob_bad_kernel(emcu_geom g, unsigned long long *first) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    double v = *(const double *)(g.data[0] + off[0]);
+    if (!(v >= 0.0 && v <= 1.0)) atomicMin(first, (unsigned long long)lin);
+  }
+}
+__global__ void prob_value_kernel(emcu_geom g, const unsigned long long *first, double *value) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  unsigned long long f = *first;
+  if (f >= (unsigned long long)g.numel) return;
+  int64_t off[EMCU_MAX_OPS];
+  offsets<int64_t>(g, (int64_t)f, off);
+  *value = *(const double *)(g.data[0] + off[0]);
+}
+
+// Fisher-Yates is sequential: the swaps in one thread, the draws in parallel
+// first (each step's partner depends only on its counter)
+__global__ void randperm_draw_kernel(int64_t *j, int64_t n, uint64_t offset, uint32_t k0, uint32_t k1) {
+  const uint32_t key[2] = {k0, k1};
+  GRID_STRIDE(int64_t, n) {
+    j[lin] = lin == 0 ? 0 : (int64_t)rbounded(offset + (uint64_t)lin, (uint64_t)lin + 1, key);
+  }
+}
+__global__ void randperm_swap_kernel(int64_t *perm, const int64_t *j, int64_t n) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  for (int64_t i = 0; i < n; i++) perm[i] = i + 1;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t k = j[i], t = perm[i];
+    perm[i] = perm[k];
+    perm[k] = t;
+  }
+}
+
+}  // namespace
+
+extern "C" int emcu_sample_run(char *out, int64_t n, const emcu_sample *s, void *stream) {
+  if (n == 0) return 0;
+  sample_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>(out, n, *s);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_bernoulli_lt(const emcu_geom *g, void *stream) {
+  if (g->numel == 0) return 0;
+  bernoulli_lt_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_prob_first_bad(const emcu_geom *g, unsigned long long *first, double *value,
+                                   void *stream) {
+  if (g->numel == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  prob_bad_kernel<<<blocks_for(g->numel), 256, 0, s>>>(*g, first);
+  prob_value_kernel<<<1, 32, 0, s>>>(*g, first, value);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_randperm(int64_t *perm, int64_t *scratch, int64_t n, uint64_t offset,
+                             const uint32_t key[2], void *stream) {
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  randperm_draw_kernel<<<blocks_for(n), 256, 0, s>>>(scratch, n, offset, key[0], key[1]);
+  randperm_swap_kernel<<<1, 32, 0, s>>>(perm, scratch, n);
+  return (int)cudaGetLastError();
+}

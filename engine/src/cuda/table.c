@@ -351,20 +351,81 @@ const em_linalg_kernels em_cuda_linalg_kernels = {
     .lapack = cu_lapack,
 };
 
-/* -- random: layer two ------------------------------------------------------ */
+/* -- random: the samplers, bernoulli with probabilities, randperm (the
+** CPU's Philox counters, so the same numbers); multinomial is layer two -- */
+
+_Static_assert(EM_SAMPLE_UNIFORM == 0 && EM_SAMPLE_NORMAL == 1 && EM_SAMPLE_EXPONENTIAL == 2 &&
+                   EM_SAMPLE_RANDOM == 3 && EM_SAMPLE_BERNOULLI == 4,
+               "cuda/kernels.cu's sampler kinds are em_sampler's");
+
+static int uniform_bits(em_dtype dt) {
+  switch (dt) {
+    case EM_FLOAT16: return 11;
+    case EM_BFLOAT16: return 8;
+    case EM_FLOAT32: return 24;
+    default: return 53;
+  }
+}
 
 static void cu_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
-  UNSUPPORTED_VOID("sample");
+  if (it->numel == 0) return;
+  emcu_sample c;
+  memset(&c, 0, sizeof c);
+  c.kind = (int)s->kind;
+  c.dt = (int)dt;
+  c.lanes = em_sample_lanes(s->kind, dt);
+  if (s->kind == EM_SAMPLE_UNIFORM) {
+    c.bits = uniform_bits(dt);
+    c.scale = 1.0;
+    for (int i = 0; i < c.bits; i++) c.scale *= 0.5;
+  }
+  c.a = s->a;
+  c.b = s->b;
+  c.low = s->low;
+  c.range = s->range;
+  c.offset = s->draw.offset;
+  c.key[0] = s->draw.key[0];
+  c.key[1] = s->draw.key[1];
+  /* one contiguous tensor: element i lies i elements past data[0] */
+  launched("sample", emcu_sample_run(it->data[0], it->numel, &c, stream()));
 }
 static int cu_prob_check(const em_iter *it, double *bad) {
-  UNSUPPORTED_VOID("prob_check");
-  return 0;
+  emcu_geom g;
+  if (it->numel == 0) return 0;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("prob_check"); return 0; }
+  em_device dev = {EM_CUDA, emcu_device()};
+  struct { unsigned long long first; double value; } h = {~0ull, 0}, *d = NULL;
+  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
+    emcu_note("bernoulli: out of memory on %s checking the probabilities", "cuda");
+    return 0;
+  }
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
+  if (err == 0) err = emcu_prob_first_bad(&g, &d->first, &d->value, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  emcu_free(dev, d, sizeof h);
+  if (err != 0) { launched("prob_check", err); return 0; }
+  if (h.first >= (unsigned long long)it->numel) return 0;
+  *bad = h.value;
+  return 1;
 }
 static void cu_bernoulli_lt(const em_iter *it) {
-  UNSUPPORTED_VOID("bernoulli_lt");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("bernoulli_lt"); return; }
+  launched("bernoulli_", emcu_bernoulli_lt(&g, stream()));
 }
 static void cu_randperm(em_tensor *perm, const em_draw *d) {
-  UNSUPPORTED_VOID("randperm");
+  int64_t n = em_tensor_numel(perm);
+  if (n == 0) return;
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *scratch = NULL;
+  if (emcu_alloc(dev, (size_t)n * sizeof(int64_t), &scratch) != EM_OK) {
+    emcu_note("randperm: out of memory on %s for %lld draws", "cuda", (long long)n);
+    return;
+  }
+  launched("randperm", emcu_randperm(em_tensor_data(perm), scratch, n, d->offset, d->key, stream()));
+  emcu_free(dev, scratch, (size_t)n * sizeof(int64_t)); /* stream-ordered reuse */
 }
 static em_prob_check cu_multinomial_check(const em_tensor *probs) {
   UNSUPPORTED_VOID("multinomial_check");
