@@ -138,6 +138,39 @@ int emcu_prob_first_bad(const emcu_geom *g, unsigned long long *first, double *v
 int emcu_randperm(int64_t *perm, int64_t *scratch, int64_t n, uint64_t offset,
                   const uint32_t key[2], void *stream);
 
+/* -- index family (core/kern_index.h) -- */
+/* Operands 0 out (int64), 1 the index (idx_dt: int64 or int32). mode 0:
+** out = the 0-based position of each 1-based one in [0, size); 1: out =
+** that * stride; 2: out += that * stride. A bad position is skipped and
+** the lowest row-major position of one goes to *first (device, set to
+** ~0 by the caller), its value then to *value (device). */
+int emcu_index_positions(const emcu_geom *g, int idx_dt, int64_t size, int64_t stride, int mode,
+                         unsigned long long *first, int64_t *value, void *stream);
+/* Operands 0 out, 1 src restrided, 2 index (int64): out = src[index] */
+int emcu_gather(const emcu_geom *g, int elsize, int64_t stride, void *stream);
+/* rows = outer * len rows of inner bytes: dst row r = src's block
+** (r / len) * axis_bytes + idx[r % len] * inner */
+int emcu_select_blocks(char *dst, const char *src, const int64_t *idx, int64_t outer, int64_t len,
+                       int64_t inner, int64_t axis_bytes, void *stream);
+/* Operands 0 dst restrided, 1 index (int64), 2 src (dt): dst[index] (mode)=
+** src, mode em_scatter_mode's value; the reductions are atomic. */
+int emcu_scatter(const emcu_geom *g, int dt, int mode, int64_t stride, double alpha_f,
+                 int64_t alpha_i, void *stream);
+/* Operands 0 dst (dt), 1 counts (int64): dst /= counts where counts > 1 */
+int emcu_mean_div(const emcu_geom *g, int dt, void *stream);
+/* Operands 0 dst, 1 mask (bool): dst = value's elsize bytes where mask */
+int emcu_masked_fill(const emcu_geom *g, int elsize, uint64_t value, void *stream);
+/* Operands 0 base, 1 value, 2 offsets (int64, elements): base[offsets] +=
+** value, atomically (bool: or) */
+int emcu_key_accumulate(const emcu_geom *g, int dt, void *stream);
+/* t[key]'s copies (em_key_layout): strides in elements */
+typedef struct emcu_key {
+  int nouter, ninner, elsize, put;
+  int64_t nb, ob;
+  int64_t sizes[EMCU_MAX_DIMS], vstrides[EMCU_MAX_DIMS], ostrides[EMCU_MAX_DIMS];
+} emcu_key;
+int emcu_key_copy(char *view, char *other, const int64_t *offsets, const emcu_key *k, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -954,3 +954,279 @@ extern "C" int emcu_randperm(int64_t *perm, int64_t *scratch, int64_t n, uint64_
   randperm_swap_kernel<<<1, 32, 0, s>>>(perm, scratch, n);
   return (int)cudaGetLastError();
 }
+
+// -- index family: positions, gather, select blocks, scatter (atomic
+// reductions by compare-and-swap on the word holding the element), t[key] --
+
+namespace {
+
+__global__ void positions_kernel(emcu_geom g, int idx_dt, int64_t size, int64_t stride, int mode,
+                                 unsigned long long *first) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    const char *x = g.data[1] + off[1];
+    int64_t v = idx_dt == I64 ? *(const int64_t *)x : (int64_t) * (const int32_t *)x;
+    int64_t k = v > 0 ? v - 1 : v + size;
+    if (v == 0 || k < 0 || k >= size) {
+      atomicMin(first, (unsigned long long)lin);
+      continue;
+    }
+    int64_t *o = (int64_t *)(g.data[0] + off[0]);
+    if (mode == 0) *o = k;
+    else if (mode == 1) *o = k * stride;
+    else *o += k * stride;
+  }
+}
+__global__ void position_value_kernel(emcu_geom g, int idx_dt, const unsigned long long *first,
+                                      int64_t *value) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  unsigned long long f = *first;
+  if (f >= (unsigned long long)g.numel) return;
+  int64_t off[EMCU_MAX_OPS];
+  offsets<int64_t>(g, (int64_t)f, off);
+  const char *x = g.data[1] + off[1];
+  *value = idx_dt == I64 ? *(const int64_t *)x : (int64_t) * (const int32_t *)x;
+}
+
+__device__ inline void copy_n(char *d, const char *s, int es) {
+  switch (es) {
+    case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
+    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    default: *(uint64_t *)d = *(const uint64_t *)s; break;
+  }
+}
+
+__global__ void gather_kernel(emcu_geom g, int es, int64_t stride) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    int64_t k = *(const int64_t *)(g.data[2] + off[2]);
+    copy_n(g.data[0] + off[0], g.data[1] + off[1] + k * stride, es);
+  }
+}
+
+template <typename W>
+__global__ void select_blocks_kernel(char *dst, const char *src, const int64_t *idx, int64_t len,
+                                     int64_t words, int64_t inner, int64_t axis_bytes, int64_t total) {
+  GRID_STRIDE(int64_t, total) {
+    int64_t r = lin / words, w = lin - r * words;
+    int64_t o = r / len, j = r - o * len;
+    const W *s = (const W *)(src + o * axis_bytes + idx[j] * inner);
+    ((W *)(dst + r * inner))[w] = s[w];
+  }
+}
+
+// The CPU's stores (half types through float, integers wrapping)
+__device__ inline void st_cpu(int dt, char *p, double v) {
+  if (dt == F16) *(__half *)p = __float2half_rn((float)v);
+  else if (dt == BF16) *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v);
+  else store_f(dt, p, v);
+}
+
+// new value of an element (bytes at cur) combined with src (bytes at b);
+// returns false when it stays
+__device__ inline bool combine(int dt, int mode, const char *cur, const char *b, double af,
+                               int64_t ai, char *out) {
+  if (is_float(dt)) {
+    double x = load_f(dt, cur), y = load_f(dt, b), r;
+    switch (mode) {
+      case 2: r = x * y; break;                               // prod
+      case 4: if (!(y != y || y > x)) return false; r = y; break;  // amax: NaN wins
+      case 5: if (!(y != y || y < x)) return false; r = y; break;  // amin
+      default: r = x + af * y; break;                         // sum, mean
+    }
+    st_cpu(dt, out, r);
+    return true;
+  }
+  int64_t x = load_i(dt, cur), y = load_i(dt, b), r;
+  switch (mode) {
+    case 2: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+    case 4: if (!(y > x)) return false; r = y; break;
+    case 5: if (!(y < x)) return false; r = y; break;
+    default: r = (int64_t)((uint64_t)x + (uint64_t)ai * (uint64_t)y); break;
+  }
+  store_i(dt, out, r);
+  return true;
+}
+
+// *p (mode)= *b atomically: a compare-and-swap loop on the aligned word
+// that holds the element (32 bits for elements of 1, 2 and 4 bytes)
+__device__ inline void atomic_combine(char *p, int dt, int mode, const char *b, double af, int64_t ai) {
+  const int es = elsize(dt);
+  if (es == 8) {
+    unsigned long long *w = (unsigned long long *)p, old = *w, assumed;
+    do {
+      assumed = old;
+      char nv[8];
+      if (!combine(dt, mode, (const char *)&assumed, b, af, ai, nv)) return;
+      unsigned long long n;
+      memcpy(&n, nv, 8);
+      old = atomicCAS(w, assumed, n);
+    } while (old != assumed);
+    return;
+  }
+  uintptr_t a = (uintptr_t)p;
+  unsigned int *w = (unsigned int *)(a & ~(uintptr_t)3);
+  const int shift = (int)(a & 3) * 8;
+  const unsigned int mask = es == 4 ? 0xffffffffu : ((1u << (es * 8)) - 1u) << shift;
+  unsigned int old = *w, assumed;
+  do {
+    assumed = old;
+    unsigned int curv = (assumed & mask) >> shift;
+    char cur[4], nv[4] = {0, 0, 0, 0};
+    memcpy(cur, &curv, 4);
+    if (!combine(dt, mode, cur, b, af, ai, nv)) return;
+    unsigned int n;
+    memcpy(&n, nv, 4);
+    if (es < 4) n &= (1u << (es * 8)) - 1u;
+    old = atomicCAS(w, assumed, (assumed & ~mask) | (n << shift));
+  } while (old != assumed);
+}
+
+__global__ void scatter_kernel(emcu_geom g, int dt, int mode, int64_t stride, double af, int64_t ai) {
+  const int es = elsize(dt);
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    int64_t k = *(const int64_t *)(g.data[1] + off[1]);
+    char *d = g.data[0] + off[0] + k * stride;
+    const char *src = g.data[2] + off[2];
+    if (mode == 0) copy_n(d, src, es);  // duplicates: one of them wins
+    else atomic_combine(d, dt, mode, src, af, ai);
+  }
+}
+
+__global__ void mean_div_kernel(emcu_geom g, int dt) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    int64_t cnt = *(const int64_t *)(g.data[1] + off[1]);
+    if (cnt <= 1) continue;
+    char *d = g.data[0] + off[0];
+    if (is_float(dt)) {
+      st_cpu(dt, d, load_f(dt, d) / (double)cnt);
+    } else {
+      int64_t a = load_i(dt, d), q = a / cnt;
+      if ((a % cnt != 0) && (a < 0)) q--;
+      store_i(dt, d, q);
+    }
+  }
+}
+
+__global__ void masked_fill_kernel(emcu_geom g, int es, uint64_t v) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    if (*(const bool *)(g.data[1] + off[1])) copy_n(g.data[0] + off[0], (const char *)&v, es);
+  }
+}
+
+__global__ void key_accumulate_kernel(emcu_geom g, int dt) {
+  const int es = elsize(dt);
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    int64_t k = *(const int64_t *)(g.data[2] + off[2]);
+    atomic_combine(g.data[0] + off[0] + k * es, dt, 1, g.data[1] + off[1], 1.0, 1);
+  }
+}
+
+// t[key]: element (o..., b, i...) of the layout, innermost last
+__global__ void key_copy_kernel(char *view, char *other, const int64_t *offs, emcu_key k,
+                                int64_t total) {
+  GRID_STRIDE(int64_t, total) {
+    int64_t rest = lin, vo = 0, oo = 0;
+    for (int d = k.nouter + k.ninner - 1; d >= k.nouter; d--) {
+      int64_t i = rest % k.sizes[d];
+      rest /= k.sizes[d];
+      vo += i * k.vstrides[d];
+      oo += i * k.ostrides[d];
+    }
+    int64_t b = rest % k.nb;
+    rest /= k.nb;
+    vo += offs[b];
+    oo += b * k.ob;
+    for (int d = k.nouter - 1; d >= 0; d--) {
+      int64_t i = rest % k.sizes[d];
+      rest /= k.sizes[d];
+      vo += i * k.vstrides[d];
+      oo += i * k.ostrides[d];
+    }
+    char *vp = view + vo * k.elsize, *op = other + oo * k.elsize;
+    if (k.put) copy_n(vp, op, k.elsize);
+    else copy_n(op, vp, k.elsize);
+  }
+}
+
+}  // namespace
+
+extern "C" int emcu_index_positions(const emcu_geom *g, int idx_dt, int64_t size, int64_t stride,
+                                    int mode, unsigned long long *first, int64_t *value,
+                                    void *stream) {
+  if (g->numel == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  positions_kernel<<<blocks_for(g->numel), 256, 0, s>>>(*g, idx_dt, size, stride, mode, first);
+  position_value_kernel<<<1, 32, 0, s>>>(*g, idx_dt, first, value);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_gather(const emcu_geom *g, int es, int64_t stride, void *stream) {
+  if (g->numel == 0) return 0;
+  gather_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, es, stride);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_select_blocks(char *dst, const char *src, const int64_t *idx, int64_t outer,
+                                  int64_t len, int64_t inner, int64_t axis_bytes, void *stream) {
+  int64_t rows = outer * len;
+  if (rows == 0 || inner == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  uintptr_t al = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)inner | (uintptr_t)axis_bytes;
+  if (al % 8 == 0) {
+    int64_t words = inner / 8, total = rows * words;
+    select_blocks_kernel<uint64_t><<<blocks_for(total), 256, 0, s>>>(dst, src, idx, len, words, inner, axis_bytes, total);
+  } else if (al % 4 == 0) {
+    int64_t words = inner / 4, total = rows * words;
+    select_blocks_kernel<uint32_t><<<blocks_for(total), 256, 0, s>>>(dst, src, idx, len, words, inner, axis_bytes, total);
+  } else {
+    int64_t total = rows * inner;
+    select_blocks_kernel<uint8_t><<<blocks_for(total), 256, 0, s>>>(dst, src, idx, len, inner, inner, axis_bytes, total);
+  }
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_scatter(const emcu_geom *g, int dt, int mode, int64_t stride, double alpha_f,
+                            int64_t alpha_i, void *stream) {
+  if (g->numel == 0) return 0;
+  scatter_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, dt, mode, stride, alpha_f, alpha_i);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_mean_div(const emcu_geom *g, int dt, void *stream) {
+  if (g->numel == 0) return 0;
+  mean_div_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, dt);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_masked_fill(const emcu_geom *g, int es, uint64_t value, void *stream) {
+  if (g->numel == 0) return 0;
+  masked_fill_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, es, value);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_key_accumulate(const emcu_geom *g, int dt, void *stream) {
+  if (g->numel == 0) return 0;
+  key_accumulate_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, dt);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_key_copy(char *view, char *other, const int64_t *offsets, const emcu_key *k,
+                             void *stream) {
+  int64_t total = k->nb;
+  for (int d = 0; d < k->nouter + k->ninner; d++) total *= k->sizes[d];
+  if (total == 0) return 0;
+  key_copy_kernel<<<blocks_for(total), 256, 0, (cudaStream_t)stream>>>(view, other, offsets, *k, total);
+  return (int)cudaGetLastError();
+}

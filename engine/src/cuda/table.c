@@ -237,7 +237,10 @@ const em_creation_kernels em_cuda_creation_kernels = {
     .linspace = cu_linspace,
 };
 
-/* -- index: where; the rest is layer two ------------------------------------ */
+/* -- index: where, index positions and their bounds checks, gather,
+** index_select's blocks, scatter (atomic reductions), masked_fill, t[key]
+** reads, writes and accumulation; the mask counts and compactions
+** (masked_select, nonzero, t[mask]) and repeat_interleave are layer two -- */
 
 static void cu_where(const em_iter *it, em_dtype dt) {
   emcu_geom g;
@@ -246,27 +249,76 @@ static void cu_where(const em_iter *it, em_dtype dt) {
   launched("where", emcu_ew(EMCU_WHERE, (int)dt, &g, &p, stream()));
 }
 
+/* The index positions (normalize, key_offsets): the first bad one met in
+** row-major order comes back from the device (this synchronises: the op
+** must answer before it goes on). */
+static void positions(const char *op, const em_iter *it, em_dtype idx_dt, int64_t size,
+                      int64_t stride, int mode, em_index_bad *bad) {
+  bad->found = 0;
+  if (it->numel == 0) return;
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID(op); return; }
+  em_device dev = {EM_CUDA, emcu_device()};
+  struct { unsigned long long first; int64_t value; } h = {~0ull, 0}, *d = NULL;
+  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
+    emcu_note("%s: out of memory on %s for the bounds check", op, "cuda");
+    return;
+  }
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
+  if (err == 0)
+    err = emcu_index_positions(&g, (int)idx_dt, size, stride, mode, &d->first, &d->value, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  emcu_free(dev, d, sizeof h);
+  if (err != 0) { launched(op, err); return; }
+  if (h.first < (unsigned long long)it->numel) {
+    bad->found = EM_BAD_VALUE;
+    bad->value = h.value;
+  }
+}
 static void cu_normalize(const em_iter *it, em_dtype idx_dt, int64_t size,
                            em_index_bad *bad) {
-  bad->found = 0;
-  UNSUPPORTED_VOID("normalize");
+  positions("index", it, idx_dt, size, 1, 0, bad);
 }
 static void cu_gather(const em_iter *it, em_dtype dt, int64_t stride) {
-  UNSUPPORTED_VOID("gather");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("gather"); return; }
+  launched("gather", emcu_gather(&g, (int)em_dtype_size(dt), stride, stream()));
 }
 static void cu_select_blocks(em_tensor *out, const em_tensor *src, const em_tensor *idx,
                                int axis) {
-  UNSUPPORTED_VOID("select_blocks");
+  int nd = src->ndim;
+  int64_t len = out->sizes[axis], outer = 1, inner = (int64_t)em_dtype_size(src->dtype);
+  for (int i = axis + 1; i < nd; i++) inner *= src->sizes[i];
+  for (int i = 0; i < axis; i++) outer *= src->sizes[i];
+  launched("index_select",
+           emcu_select_blocks(em_tensor_data(out), em_tensor_data(src), em_tensor_data(idx), outer,
+                              len, inner, src->sizes[axis] * inner, stream()));
 }
 static void cu_scatter(const em_iter *it, em_dtype dt, em_scatter_mode r,
                          const em_scatter_params *p) {
-  UNSUPPORTED_VOID("scatter");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("scatter"); return; }
+  int mode = r == EM_SCATTER_MEAN ? (int)EM_SCATTER_SUM : (int)r;
+  launched("scatter", emcu_scatter(&g, (int)dt, mode, p->stride, p->alpha_f, p->alpha_i, stream()));
 }
-static void cu_iter_dt(const em_iter *it, em_dtype dt) {
-  UNSUPPORTED_VOID("scatter_reduce or index_put_ (accumulate)");
+static void cu_scatter_mean_div(const em_iter *it, em_dtype dt) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("scatter_reduce"); return; }
+  launched("scatter_reduce", emcu_mean_div(&g, (int)dt, stream()));
+}
+static void cu_key_accumulate(const em_iter *it, em_dtype dt) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("index_put_"); return; }
+  launched("index_put_", emcu_key_accumulate(&g, (int)dt, stream()));
 }
 static void cu_masked_fill(const em_iter *it, em_dtype dt, const void *value) {
-  UNSUPPORTED_VOID("masked_fill");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("masked_fill"); return; }
+  uint64_t v = 0;
+  memcpy(&v, value, em_dtype_size(dt));
+  launched("masked_fill", emcu_masked_fill(&g, (int)em_dtype_size(dt), v, stream()));
 }
 static em_status cu_mask_count(const char *op, const em_tensor *mask, em_tensor *runs,
                                  int64_t *count) {
@@ -299,21 +351,38 @@ static void cu_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_
 }
 static void cu_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
                              int64_t stride, int add, em_index_bad *bad) {
-  bad->found = 0;
-  UNSUPPORTED_VOID("key_offsets");
+  positions("index", it, idx_dt, size, stride, add ? 2 : 1, bad);
 }
 static void cu_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int k,
                                   const int64_t *sizes, const int64_t *strides,
                                   const em_tensor *runs) {
   UNSUPPORTED_VOID("key_mask_offsets");
 }
+static void key_copy(const char *what, const em_tensor *view, const em_tensor *other,
+                     const em_tensor *offsets, const em_key_layout *l, int put) {
+  emcu_key k;
+  memset(&k, 0, sizeof k);
+  k.nouter = l->nouter;
+  k.ninner = l->ninner;
+  k.elsize = (int)em_dtype_size(view->dtype);
+  k.put = put;
+  k.nb = l->nb;
+  k.ob = l->ob;
+  for (int d = 0; d < l->nouter + l->ninner; d++) {
+    k.sizes[d] = l->sizes[d];
+    k.vstrides[d] = l->vstrides[d];
+    k.ostrides[d] = l->ostrides[d];
+  }
+  launched(what, emcu_key_copy(em_tensor_data(view), em_tensor_data(other),
+                               em_tensor_data(offsets), &k, stream()));
+}
 static void cu_key_gather(const em_tensor *view, em_tensor *out, const em_tensor *offsets,
                             const em_key_layout *l) {
-  UNSUPPORTED_VOID("key_gather");
+  key_copy("index", view, out, offsets, l, 0);
 }
 static void cu_key_put(em_tensor *view, const em_tensor *value, const em_tensor *offsets,
                          const em_key_layout *l) {
-  UNSUPPORTED_VOID("key_put");
+  key_copy("index_put_", view, value, offsets, l, 1);
 }
 
 const em_index_kernels em_cuda_index_kernels = {
@@ -321,7 +390,7 @@ const em_index_kernels em_cuda_index_kernels = {
     .gather = cu_gather,
     .select_blocks = cu_select_blocks,
     .scatter = cu_scatter,
-    .scatter_mean_div = cu_iter_dt,
+    .scatter_mean_div = cu_scatter_mean_div,
     .masked_fill = cu_masked_fill,
     .mask_count = cu_mask_count,
     .masked_compact = cu_masked_compact,
@@ -336,7 +405,7 @@ const em_index_kernels em_cuda_index_kernels = {
     .key_mask_offsets = cu_key_mask_offsets,
     .key_gather = cu_key_gather,
     .key_put = cu_key_put,
-    .key_accumulate = cu_iter_dt,
+    .key_accumulate = cu_key_accumulate,
 };
 
 /* -- linalg: gemm on cuBLAS (cuda/blas.c); LAPACK is layer two ---------------- */
