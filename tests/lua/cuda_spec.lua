@@ -338,6 +338,31 @@ for _, dev in ipairs(devices) do
       ok, err = pcall(function() return xd[{ T.tensor { 0 }:to(d) }] end)
       assert.is_false(ok)
     end)
+    on(dev, "masks and repeats: masked_select, t[mask], masked_scatter_, nonzero, repeat_interleave", function(d)
+      local x = T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }
+      local m = T.tensor { { true, false, true }, { false, true, false } }
+      local xd, md = x:to(d), m:to(d)
+      same(T.tensor { 1, 3, 5 }, xd:masked_select(md))
+      same(T.tensor { 1, 3, 5 }, xd[md])
+      same(T.tensor { { 1, 3 }, { 4, 6 } }, xd:t():contiguous():t()[{ {}, T.tensor { true, false, true }:to(d) }])
+      local w = x:clone():to(d)
+      w[md] = 0
+      same(T.tensor { { 0, 2, 0 }, { 4, 0, 6 } }, w)
+      local ms = x:clone():to(d)
+      ms:masked_scatter_(md, T.tensor { 10, 20, 30, 40 }:to(d))
+      same(T.tensor { { 10, 2, 20 }, { 4, 30, 6 } }, ms)
+      same(T.tensor { { 1, 1 }, { 1, 3 }, { 2, 2 } }, md:nonzero())
+      same(T.zeros(0, 2, { dtype = T.int64 }), T.zeros(2, 3, { dtype = T.bool, device = d }):nonzero())
+      local big = T.arange(600000):remainder(7):eq(0)     -- more than one run of the mask
+      local bd = big:to(d)
+      assert.equal(85715, bd:sum():item())
+      same(T.arange(600000):masked_select(big), T.arange(600000):to(d):masked_select(bd))
+      same(big:nonzero(), bd:nonzero())
+      same(T.tensor { 1, 1, 3, 3, 3 }, T.tensor { 1, 2, 3 }:to(d):repeat_interleave(T.tensor { 2, 0, 3 }:to(d)))
+      same(T.tensor { { 1, 2 }, { 1, 2 }, { 3, 4 }, { 3, 4 } },
+        T.tensor { { 1, 2 }, { 3, 4 } }:to(d):repeat_interleave(2, 1))
+      assert.has_error(function() T.tensor { 1, 2 }:to(d):repeat_interleave(T.tensor { 1, -1 }:to(d)) end)
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

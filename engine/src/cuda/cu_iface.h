@@ -8,6 +8,7 @@
 #ifndef EMBER_CUDA_CU_IFACE_H
 #define EMBER_CUDA_CU_IFACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -170,6 +171,40 @@ typedef struct emcu_key {
   int64_t sizes[EMCU_MAX_DIMS], vstrides[EMCU_MAX_DIMS], ostrides[EMCU_MAX_DIMS];
 } emcu_key;
 int emcu_key_copy(char *view, char *other, const int64_t *offsets, const emcu_key *k, void *stream);
+
+/* -- masks and repeats (cuda/scan.cu, on CUB's device scans) -- */
+/* prefix (n int64) = the inclusive running count of mask (n bools), or
+** out = the exclusive running sum of in (n int64); temp NULL: *temp_bytes
+** gets the scratch the scan needs */
+int emcu_mask_prefix(const bool *mask, int64_t *prefix, int64_t n, void *temp, size_t *temp_bytes,
+                     void *stream);
+int emcu_exclusive_sum(const int64_t *in, int64_t *out, int64_t n, void *temp, size_t *temp_bytes,
+                       void *stream);
+/* runs[r] = prefix[r * run - 1] (0 for r = 0), r = 0..nruns (the last: the
+** total) */
+int emcu_runs_from_prefix(int64_t *runs, const int64_t *prefix, int64_t n, int64_t run,
+                          int64_t nruns, void *stream);
+/* out[o * *count + prefix[i] - 1] = src[outer offset of o + i] where
+** mask[i], for the outer positions (nouter dims, sizes and strides in
+** elements); count: the total, on the device */
+int emcu_masked_compact(char *out, const char *src, const bool *mask, const int64_t *prefix,
+                        int64_t n, int nouter, const int64_t *sizes, const int64_t *strides,
+                        const int64_t *count, int elsize, void *stream);
+/* offsets[prefix[i] - 1] = the sum over the k dims of mask (sizes) of i's
+** position times strides (elements), where mask[i] */
+int emcu_mask_offsets(int64_t *offsets, const bool *mask, const int64_t *prefix, int64_t n, int k,
+                      const int64_t *sizes, const int64_t *strides, void *stream);
+/* row prefix[i] - 1 of out (n true rows of nd int64) = i's 1-based position */
+int emcu_nonzero(int64_t *out, const bool *mask, const int64_t *prefix, int64_t n, int nd,
+                 const int64_t *sizes, void *stream);
+/* masked_select: operands 0 src, 1 mask, 2 prefix: out[prefix - 1] = src;
+** masked_scatter: operands 0 dst, 1 mask, 2 prefix: dst = src[prefix - 1] */
+int emcu_masked_select(const emcu_geom *g, int elsize, char *out, void *stream);
+int emcu_masked_scatter(const emcu_geom *g, int elsize, const char *src, void *stream);
+/* out = each 1..n repeated repeats times (one: repeats[0] for all; else
+** starts the exclusive sums of repeats) */
+int emcu_repeat_positions(int64_t *out, const int64_t *repeats, const int64_t *starts, int64_t n,
+                          int one, int64_t total, void *stream);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@
 #include "cuda/cuda.h"
 
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert((int)EMCU_MAX_DIMS == (int)EM_MAX_DIMS, "cu_iface.h: EMCU_MAX_DIMS is EM_MAX_DIMS");
@@ -72,6 +73,13 @@ static void launched(const char *what, int err) {
     (void)cudaGetLastError();
     emcu_note("%s: CUDA error: %s", what, cudaGetErrorString((cudaError_t)err));
   }
+}
+
+/* A launcher's cudaError_t as an entry's status. */
+static em_status cu_status(const char *op, const char *what, int err) {
+  if (err == 0) return EM_OK;
+  (void)cudaGetLastError();
+  return emcu_fail(op, what, err);
 }
 
 /* -- copy ------------------------------------------------------------------ */
@@ -239,8 +247,9 @@ const em_creation_kernels em_cuda_creation_kernels = {
 
 /* -- index: where, index positions and their bounds checks, gather,
 ** index_select's blocks, scatter (atomic reductions), masked_fill, t[key]
-** reads, writes and accumulation; the mask counts and compactions
-** (masked_select, nonzero, t[mask]) and repeat_interleave are layer two -- */
+** reads, writes and accumulation, the mask counts and compactions
+** (masked_select, masked_scatter_, nonzero, t[mask]) on CUB's scans
+** (cuda/scan.cu), repeat_interleave ------------------------------------------ */
 
 static void cu_where(const em_iter *it, em_dtype dt) {
   emcu_geom g;
@@ -320,34 +329,182 @@ static void cu_masked_fill(const em_iter *it, em_dtype dt, const void *value) {
   memcpy(&v, value, em_dtype_size(dt));
   launched("masked_fill", emcu_masked_fill(&g, (int)em_dtype_size(dt), v, stream()));
 }
+/* The inclusive running count of a contiguous mask (n > 0 bools) in
+** device scratch (*mem, *bytes: give it back with emcu_free): CUB's scan,
+** its temporary storage behind the counts. */
+static em_status mask_scan(const char *op, const em_tensor *mask, int64_t n, void **mem,
+                           size_t *bytes, int64_t **prefix) {
+  size_t tb = 0;
+  int err = emcu_mask_prefix(NULL, NULL, n, NULL, &tb, NULL);
+  if (err != 0) return cu_status(op, "scan", err);
+  size_t head = ((size_t)n * sizeof(int64_t) + 255) & ~(size_t)255;
+  em_device dev = {EM_CUDA, emcu_device()};
+  *bytes = head + tb;
+  em_status st = emcu_alloc(dev, *bytes, mem);
+  if (st != EM_OK) return st;
+  *prefix = *mem;
+  err = emcu_mask_prefix(em_tensor_data(mask), *prefix, n, (char *)*mem + head, &tb, stream());
+  if (err != 0) {
+    emcu_free(dev, *mem, *bytes);
+    return cu_status(op, "scan", err);
+  }
+  return EM_OK;
+}
+static void scan_done(void *mem, size_t bytes) {
+  em_device dev = {EM_CUDA, emcu_device()};
+  emcu_free(dev, mem, bytes); /* stream-ordered: reused after the kernels */
+}
+/* one int64 of the device, read back (synchronises) */
+static em_status read_i64(const char *op, const int64_t *d, int64_t *out) {
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(out, d, sizeof *out, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  return cu_status(op, "read back", err);
+}
+
 static em_status cu_mask_count(const char *op, const em_tensor *mask, em_tensor *runs,
                                  int64_t *count) {
-  return unsupported(op);
+  int64_t n = em_tensor_numel(mask);
+  *count = 0;
+  if (n == 0) {
+    if (runs)
+      return cu_status(op, "memset", (int)cudaMemsetAsync(em_tensor_data(runs), 0, sizeof(int64_t),
+                                                          (cudaStream_t)stream()));
+    return EM_OK;
+  }
+  void *mem;
+  size_t bytes;
+  int64_t *prefix;
+  em_status st = mask_scan(op, mask, n, &mem, &bytes, &prefix);
+  if (st != EM_OK) return st;
+  if (runs) {
+    int64_t nruns = (n + EM_MASK_RUN - 1) / EM_MASK_RUN;
+    st = cu_status(op, "runs", emcu_runs_from_prefix(em_tensor_data(runs), prefix, n, EM_MASK_RUN,
+                                                     nruns, stream()));
+  }
+  if (st == EM_OK) st = read_i64(op, prefix + n - 1, count);
+  scan_done(mem, bytes);
+  return st;
 }
 static void cu_masked_compact(em_tensor *out, const em_tensor *src, const em_tensor *mask,
                                 const em_tensor *runs, int nouter, const int64_t *sizes,
                                 const int64_t *strides) {
-  UNSUPPORTED_VOID("masked_compact");
+  int64_t n = em_tensor_numel(mask), nruns = (n + EM_MASK_RUN - 1) / EM_MASK_RUN;
+  if (n == 0) return;
+  void *mem;
+  size_t bytes;
+  int64_t *prefix;
+  if (mask_scan("masked_select", mask, n, &mem, &bytes, &prefix) != EM_OK) {
+    emcu_note("masked_select: out of memory on %s for the mask's counts", "cuda");
+    return;
+  }
+  launched("masked_select",
+           emcu_masked_compact(em_tensor_data(out), em_tensor_data(src), em_tensor_data(mask), prefix,
+                               n, nouter, sizes, strides, (const int64_t *)em_tensor_data(runs) + nruns,
+                               (int)em_dtype_size(src->dtype), stream()));
+  scan_done(mem, bytes);
 }
 static em_status cu_mask_prefix(const char *op, em_tensor *prefix, const em_tensor *mask,
                                   int sizes_result, int64_t *count) {
-  return unsupported(op);
+  (void)sizes_result;
+  int64_t n = em_tensor_numel(mask);
+  *count = 0;
+  if (n == 0) return EM_OK;
+  size_t tb = 0;
+  int err = emcu_mask_prefix(NULL, NULL, n, NULL, &tb, NULL);
+  if (err != 0) return cu_status(op, "scan", err);
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *temp = NULL;
+  em_status st = emcu_alloc(dev, tb ? tb : 1, &temp);
+  if (st != EM_OK) return st;
+  int64_t *p = em_tensor_data(prefix);
+  st = cu_status(op, "scan", emcu_mask_prefix(em_tensor_data(mask), p, n, temp, &tb, stream()));
+  emcu_free(dev, temp, tb ? tb : 1);
+  if (st == EM_OK) st = read_i64(op, p + n - 1, count);
+  return st;
 }
 static void cu_masked_select(const em_iter *it, em_dtype dt, em_tensor *out) {
-  UNSUPPORTED_VOID("masked_select");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("masked_select"); return; }
+  launched("masked_select", emcu_masked_select(&g, (int)em_dtype_size(dt), em_tensor_data(out), stream()));
 }
 static void cu_masked_scatter(const em_iter *it, em_dtype dt, const em_tensor *src) {
-  UNSUPPORTED_VOID("masked_scatter");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("masked_scatter_"); return; }
+  launched("masked_scatter_",
+           emcu_masked_scatter(&g, (int)em_dtype_size(dt), em_tensor_data(src), stream()));
 }
 static void cu_nonzero(em_tensor *out, const em_tensor *mask) {
-  UNSUPPORTED_VOID("nonzero");
+  int64_t n = em_tensor_numel(mask);
+  if (n == 0 || mask->ndim == 0 || em_tensor_numel(out) == 0) return;
+  void *mem;
+  size_t bytes;
+  int64_t *prefix;
+  if (mask_scan("nonzero", mask, n, &mem, &bytes, &prefix) != EM_OK) {
+    emcu_note("nonzero: out of memory on %s for the mask's counts", "cuda");
+    return;
+  }
+  launched("nonzero", emcu_nonzero(em_tensor_data(out), em_tensor_data(mask), prefix, n, mask->ndim,
+                                   mask->sizes, stream()));
+  scan_done(mem, bytes);
 }
+/* the repeats come to the host: their sum sizes the result */
 static em_status cu_repeat_total(const char *op, const em_tensor *repeats, int64_t n,
                                    int64_t *total, em_index_bad *bad) {
-  return unsupported(op);
+  int one = em_tensor_numel(repeats) == 1;
+  int64_t m = one ? 1 : n, sum = 0;
+  bad->found = 0;
+  *total = 0;
+  if (n == 0) return EM_OK;
+  int64_t *h = malloc((size_t)m * sizeof *h);
+  if (!h) return em_fail(EM_E_NOMEM, "%s: out of host memory for %lld repeats", op, (long long)m);
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(h, em_tensor_data(repeats), (size_t)m * sizeof *h,
+                                 cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  if (err != 0) {
+    free(h);
+    return cu_status(op, "read back", err);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t ri = h[one ? 0 : i];
+    if (ri < 0) {
+      bad->found = EM_BAD_VALUE;
+      bad->value = ri;
+      break;
+    }
+    if (__builtin_add_overflow(sum, ri, &sum)) {
+      bad->found = EM_BAD_OVERFLOW;
+      break;
+    }
+  }
+  free(h);
+  *total = sum;
+  return EM_OK;
 }
 static void cu_repeat_positions(em_tensor *out, const em_tensor *repeats, int64_t n) {
-  UNSUPPORTED_VOID("repeat_positions");
+  int64_t total = em_tensor_numel(out);
+  if (total == 0 || n == 0) return;
+  if (em_tensor_numel(repeats) == 1) {
+    launched("repeat_interleave", emcu_repeat_positions(em_tensor_data(out), em_tensor_data(repeats),
+                                                        NULL, n, 1, total, stream()));
+    return;
+  }
+  size_t tb = 0;
+  int err = emcu_exclusive_sum(NULL, NULL, n, NULL, &tb, NULL);
+  if (err != 0) { launched("repeat_interleave", err); return; }
+  size_t head = ((size_t)n * sizeof(int64_t) + 255) & ~(size_t)255, bytes = head + tb;
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *mem = NULL;
+  if (emcu_alloc(dev, bytes, &mem) != EM_OK) {
+    emcu_note("repeat_interleave: out of memory on %s for the starts", "cuda");
+    return;
+  }
+  err = emcu_exclusive_sum(em_tensor_data(repeats), mem, n, (char *)mem + head, &tb, stream());
+  if (err == 0)
+    err = emcu_repeat_positions(em_tensor_data(out), em_tensor_data(repeats), mem, n, 0, total, stream());
+  launched("repeat_interleave", err);
+  emcu_free(dev, mem, bytes);
 }
 static void cu_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
                              int64_t stride, int add, em_index_bad *bad) {
@@ -356,7 +513,19 @@ static void cu_key_offsets(const em_iter *it, em_dtype idx_dt, int64_t size,
 static void cu_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int k,
                                   const int64_t *sizes, const int64_t *strides,
                                   const em_tensor *runs) {
-  UNSUPPORTED_VOID("key_mask_offsets");
+  (void)runs;
+  int64_t n = em_tensor_numel(mask);
+  if (n == 0 || k < 1) return;
+  void *mem;
+  size_t bytes;
+  int64_t *prefix;
+  if (mask_scan("index", mask, n, &mem, &bytes, &prefix) != EM_OK) {
+    emcu_note("index: out of memory on %s for the mask's counts", "cuda");
+    return;
+  }
+  launched("index", emcu_mask_offsets(em_tensor_data(offsets), em_tensor_data(mask), prefix, n, k,
+                                      sizes, strides, stream()));
+  scan_done(mem, bytes);
 }
 static void key_copy(const char *what, const em_tensor *view, const em_tensor *other,
                      const em_tensor *offsets, const em_key_layout *l, int put) {
@@ -669,12 +838,6 @@ static void red_geom(emcu_red *r, const em_tensor *acc, const em_tensor *t) {
   if (r->count == 0) r->rndim = 0; /* a reduced dim of size 0: the identity, finished */
   r->in = em_tensor_data(t);
   r->acc = em_tensor_data(acc);
-}
-
-static em_status cu_status(const char *op, const char *what, int err) {
-  if (err == 0) return EM_OK;
-  (void)cudaGetLastError();
-  return emcu_fail(op, what, err);
 }
 
 static em_status cu_reduce(const char *op, em_red_kind k, em_tensor *acc,
