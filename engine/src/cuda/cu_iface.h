@@ -206,6 +206,26 @@ int emcu_masked_scatter(const emcu_geom *g, int elsize, const char *src, void *s
 int emcu_repeat_positions(int64_t *out, const int64_t *repeats, const int64_t *starts, int64_t n,
                           int one, int64_t total, void *stream);
 
+/* -- sort family (cuda/sort.cu, on CUB's segmented radix sort) -- */
+/* The lanes of t as for emcu_lanes (operand 0 values, 1 indices, 2 t; dt
+** t's dtype), every lane sorted (stable; NaN after every number; -0 = 0).
+** mode 0: the first k of each lane (descending with desc) into values and
+** indices; 1: one entry per lane, the pick (kind em_pick_kind's value,
+** k). scratch: emcu_sort_scratch(nlanes, len) bytes on the device; fails
+** (cudaErrorInvalidValue) from 2^31 elements on (CUB's item count). */
+size_t emcu_sort_scratch(int64_t nlanes, int64_t len);
+int emcu_sort_lanes(const emcu_lanes *l, int64_t k, int desc, int pick, int pick_kind,
+                    void *scratch, size_t scratch_bytes, void *stream);
+/* unique over sorted (n elements of dt, contiguous): flags (n bools) =
+** starts a new value (NaN equals nothing) */
+int emcu_unique_flags(const char *sorted, int dt, int64_t n, bool *flags, void *stream);
+/* from flags' inclusive count (group, n int64): values[group - 1] =
+** sorted where flags; inverse (or NULL)[perm - 1] = group; counts (or NULL)
+** [group - 1] += 1 */
+int emcu_unique_write(const char *sorted, int elsize, const int64_t *perm, const bool *flags,
+                      const int64_t *group, int64_t n, char *values, int64_t *inverse,
+                      int64_t *counts, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -976,25 +976,114 @@ const em_reduce_kernels em_cuda_reduce_kernels = {
     .all_true = cu_all_true,
 };
 
-/* -- sort: layer two -------------------------------------------------------- */
+/* -- sort: sort, topk, kthvalue/median/nanmedian and unique on CUB's
+** segmented radix sort (cuda/sort.cu); unique over slices (dim=) is layer two */
 
+/* The lanes of t for the sort kernels (cu_run_lanes' geometry). */
+static void sort_lanes(emcu_lanes *l, em_tensor *values, em_tensor *indices, const em_tensor *t,
+                       int axis) {
+  memset(l, 0, sizeof *l);
+  l->dt = l->odt = (int)t->dtype;
+  l->nlanes = 1;
+  l->len = t->ndim > 0 ? t->sizes[axis] : 1;
+  const em_tensor *ts[3] = {values, indices, t};
+  for (int k = 0; k < 3; k++) {
+    l->data[k] = em_tensor_data(ts[k]);
+    if (t->ndim > 0) l->lstride[k] = ts[k]->strides[axis] * (int64_t)em_dtype_size(ts[k]->dtype);
+  }
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (d == axis || t->sizes[d] == 1) continue;
+    l->shape[l->ndim] = t->sizes[d];
+    for (int k = 0; k < 3; k++)
+      l->stride[l->ndim][k] = ts[k]->strides[d] * (int64_t)em_dtype_size(ts[k]->dtype);
+    l->nlanes *= t->sizes[d];
+    l->ndim++;
+  }
+  if (t->ndim > 0 && t->sizes[axis] == 0) l->nlanes = 0;
+}
+static em_status run_sort(const char *op, em_tensor *values, em_tensor *indices, const em_tensor *t,
+                          int axis, int64_t k, int desc, int pick, int kind) {
+  emcu_lanes l;
+  sort_lanes(&l, values, indices, t, axis);
+  int64_t total = l.nlanes * l.len;
+  if (total == 0) return EM_OK;
+  if (total >= ((int64_t)1 << 31))
+    return em_fail(EM_E_VALUE, "%s: cuda sorts fewer than 2^31 elements at once, got %lld", op,
+                   (long long)total);
+  size_t bytes = emcu_sort_scratch(l.nlanes, l.len);
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *scratch = NULL;
+  em_status st = emcu_alloc(dev, bytes, &scratch);
+  if (st != EM_OK) return st;
+  st = cu_status(op, "sort", emcu_sort_lanes(&l, k, desc, pick, kind, scratch, bytes, stream()));
+  emcu_free(dev, scratch, bytes);
+  return st;
+}
 static em_status cu_sort(const char *op, em_tensor *values, em_tensor *indices,
                            const em_tensor *t, int axis, int64_t k, int descending) {
-  return unsupported(op);
+  return run_sort(op, values, indices, t, axis, k, descending, 0, 0);
 }
 static em_status cu_pick(const char *op, em_tensor *values, em_tensor *indices,
                            const em_tensor *t, int axis, em_pick_kind kind, int64_t k) {
-  return unsupported(op);
+  return run_sort(op, values, indices, t, axis, k, 0, 1, (int)kind);
+}
+/* unique: the neighbours that start a new value, and their running count */
+static em_status unique_groups(const char *op, const em_tensor *sorted, void **mem, size_t *bytes,
+                               bool **flags, int64_t **group, int64_t *n) {
+  int64_t m = em_tensor_numel(sorted);
+  em_device dev = {EM_CUDA, emcu_device()};
+  size_t tb = 0;
+  int err = emcu_mask_prefix(NULL, NULL, m, NULL, &tb, NULL);
+  if (err != 0) return cu_status(op, "scan", err);
+  size_t g = ((size_t)m * sizeof(int64_t) + 255) & ~(size_t)255;
+  size_t f = ((size_t)m + 255) & ~(size_t)255;
+  *bytes = g + f + tb;
+  em_status st = emcu_alloc(dev, *bytes, mem);
+  if (st != EM_OK) return st;
+  *group = *mem;
+  *flags = (bool *)((char *)*mem + g);
+  err = emcu_unique_flags(em_tensor_data(sorted), (int)sorted->dtype, m, *flags, stream());
+  if (err == 0) err = emcu_mask_prefix(*flags, *group, m, (char *)*mem + g + f, &tb, stream());
+  st = cu_status(op, "unique", err);
+  if (st == EM_OK) st = read_i64(op, *group + m - 1, n);
+  if (st != EM_OK) emcu_free(dev, *mem, *bytes);
+  return st;
 }
 static em_status cu_unique_count(const em_tensor *sorted, int64_t *n) {
-  return unsupported("unique_count");
+  *n = 0;
+  if (em_tensor_numel(sorted) == 0) return EM_OK;
+  void *mem;
+  size_t bytes;
+  bool *flags;
+  int64_t *group;
+  em_status st = unique_groups("unique", sorted, &mem, &bytes, &flags, &group, n);
+  if (st == EM_OK) scan_done(mem, bytes);
+  return st;
+}
+static em_status cu_unique_write(const em_tensor *sorted, const em_tensor *perm,
+                                   em_tensor *values, em_tensor *inverse, em_tensor *counts) {
+  int64_t m = em_tensor_numel(sorted), n = 0;
+  if (m == 0) return EM_OK;
+  void *mem;
+  size_t bytes;
+  bool *flags;
+  int64_t *group;
+  em_status st = unique_groups("unique", sorted, &mem, &bytes, &flags, &group, &n);
+  if (st != EM_OK) return st;
+  st = cu_status("unique", "unique",
+                 emcu_unique_write(em_tensor_data(sorted), (int)em_dtype_size(sorted->dtype),
+                                   em_tensor_data(perm), flags, group, m, em_tensor_data(values),
+                                   inverse ? em_tensor_data(inverse) : NULL,
+                                   counts ? em_tensor_data(counts) : NULL, stream()));
+  scan_done(mem, bytes);
+  return st;
 }
 static em_status cu_unique_dim_sort(const em_tensor *slices, em_tensor *order, int64_t *n) {
   return unsupported("unique_dim_sort");
 }
-static em_status cu_unique_write(const em_tensor *sorted, const em_tensor *order,
-                                   em_tensor *values, em_tensor *inverse, em_tensor *counts) {
-  return unsupported("unique_write");
+static em_status cu_unique_dim_write(const em_tensor *slices, const em_tensor *order,
+                                       em_tensor *values, em_tensor *inverse, em_tensor *counts) {
+  return unsupported("unique_dim_write");
 }
 
 const em_sort_kernels em_cuda_sort_kernels = {
@@ -1003,7 +1092,7 @@ const em_sort_kernels em_cuda_sort_kernels = {
     .unique_count = cu_unique_count,
     .unique_write = cu_unique_write,
     .unique_dim_sort = cu_unique_dim_sort,
-    .unique_dim_write = cu_unique_write,
+    .unique_dim_write = cu_unique_dim_write,
 };
 
 
