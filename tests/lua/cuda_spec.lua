@@ -393,6 +393,50 @@ for _, dev in ipairs(devices) do
       same(T.tensor { 2, 1, 3 }, cnt)
       same(T.tensor { -1, 0, 2 }:float(), T.tensor { 0, -0.0, 2, -1, 2 }:float():to(d):unique())
     end)
+    on(dev, "elementwise layer two: integer and float division, pow, shifts, rounding, math functions", function(d)
+      local a = T.tensor { 7, -7, 7, -7, 0 }
+      local b = T.tensor { 2, 2, -2, -2, 3 }
+      local ad, bd = a:to(d), b:to(d)
+      same(T.tensor { 3, -4, -4, 3, 0 }, T.floor_divide(ad, bd))
+      same(T.tensor { 3, -3, -3, 3, 0 }, T.div(ad, bd, { rounding_mode = "trunc" }))
+      same(T.tensor { 1, 1, -1, -1, 0 }, T.remainder(ad, bd))
+      same(T.tensor { 1, -1, 1, -1, 0 }, T.fmod(ad, bd))
+      same(T.tensor { 49, 49, 0, 0, 0 }, T.pow(ad, T.tensor { 2, 2, -1, -1, 5 }:to(d)))
+      same(T.tensor { 28, -28, 0, 0, 0 }, T.bitwise_left_shift(ad, T.tensor { 2, 2, -1, 64, 1 }:to(d)))
+      same(T.tensor { 1, -2, 0, -1, 0 }, T.bitwise_right_shift(ad, T.tensor { 2, 2, 64, 64, 1 }:to(d)))
+      same(T.tensor { 1, -1, 1, -1, 0 }, ad:sign())
+      same(T.tensor { 1, 1, 1, 1, 3 }, T.gcd(ad, bd))
+      same(T.tensor { 14, 14, 14, 14, 0 }, T.lcm(ad, bd))
+      local ok, err = pcall(function() return T.floor_divide(ad, T.tensor { 1, 0, 1, 1, 1 }:to(d)) end)
+      assert.is_false(ok)
+      assert.matches("ZeroDivision", tostring(err))
+      local f = T.tensor { -2.5, -0.5, 0.5, 1.5, 2.25 }
+      local fd = f:to(d)
+      same(T.tensor { -2, -0.0, 0, 2, 2 }:float(), fd:round())   -- half to even
+      same(T.tensor { -2.5, -0.5, 0.5, 1.5, 2.2 }:float(), fd:round({ decimals = 1 }), 1e-6)
+      same(T.tensor { -3, -1, 0, 1, 2 }:float(), fd:floor())
+      same(T.tensor { -2, -0.0, 1, 2, 3 }:float(), fd:ceil())
+      same(T.tensor { -0.5, -0.5, 0.5, 0.5, 0.25 }:float(), fd:frac())
+      same(T.tensor { 1, 0, 0, 0, 0 }:float(), T.remainder(fd, T.tensor { 1.75, 0.5, 0.5, 1.5, 2.25 }:to(d)), 1e-6)
+      for _, name in ipairs { "exp2", "expm1", "log1p", "tan", "atan", "sinh", "cosh", "erf", "erfc", "trunc" } do
+        same(f[name](f), fd[name](fd), 1e-5)
+      end
+      local u = T.tensor { 0.1, 0.5, 0.9 }
+      for _, name in ipairs { "asin", "acos", "log2", "log10" } do
+        same(u[name](u), u:to(d)[name](u:to(d)), 1e-5)
+      end
+      same(T.nn.functional.gelu(f), T.nn.functional.gelu(fd), 1e-5)
+      same(T.nn.functional.gelu(f, { approximate = "tanh" }), T.nn.functional.gelu(fd, { approximate = "tanh" }), 1e-5)
+      same(T.nn.functional.silu(f), T.nn.functional.silu(fd), 1e-5)
+      same(T.nn.functional.softplus(f, { beta = 2, threshold = 3 }), T.nn.functional.softplus(fd, { beta = 2, threshold = 3 }), 1e-5)
+      same(T.atan2(f, f:flip(1)), T.atan2(fd, fd:flip(1)), 1e-5)
+      same(T.hypot(f, f:flip(1)), T.hypot(fd, fd:flip(1)), 1e-5)
+      same(T.tensor { 0, 5, 9 }:float(), T.tensor { 0 / 0, 1 / 0, -1 / 0 }:to(d):nan_to_num({ nan = 0, posinf = 5, neginf = 9 }))
+      same(T.tensor { false, true, false }, T.tensor { 0 / 0, 1 / 0, 1 }:to(d):isinf())
+      same(T.tensor { false, false, true }, T.tensor { 0 / 0, 1 / 0, 1 }:to(d):isfinite())
+      same(T.tensor { 0.5, 1, 0 }:float(), T.heaviside(T.tensor { 0, 2, -1 }:float():to(d), T.tensor { 0.5 }:to(d)))
+      same(T.tensor { 0, 2 * math.log(3) }:float(), T.xlogy(T.tensor { 0, 2 }:float():to(d), T.tensor { 0, 3 }:float():to(d)), 1e-6)
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

@@ -52,13 +52,27 @@ enum {
   EMCU_EXP, EMCU_LOG, EMCU_SIN, EMCU_COS, EMCU_TANH, EMCU_SIGMOID, EMCU_RELU,
   EMCU_ISNAN, EMCU_LNOT, EMCU_BNOT,
   EMCU_CLAMP, EMCU_LERP,
-  EMCU_WHERE
+  EMCU_WHERE,
+  /* layer two: the rest of core/kern_ew.h's lists but the special
+  ** functions that need cpu/special.h's series */
+  EMCU_DIVTRUNC, EMCU_DIVFLOOR, EMCU_REMAINDER, EMCU_FMOD, EMCU_POW, EMCU_ATAN2,
+  EMCU_LSHIFT, EMCU_RSHIFT, EMCU_SIGN, EMCU_EXP2, EMCU_EXPM1, EMCU_LOG2, EMCU_LOG10,
+  EMCU_LOG1P, EMCU_TAN, EMCU_ASIN, EMCU_ACOS, EMCU_ATAN, EMCU_SINH, EMCU_COSH, EMCU_GELU,
+  EMCU_SILU, EMCU_SOFTPLUS, EMCU_ERF, EMCU_ERFC, EMCU_FLOOR, EMCU_CEIL, EMCU_ROUND,
+  EMCU_TRUNC, EMCU_FRAC, EMCU_NAN_TO_NUM, EMCU_ISINF, EMCU_ISFINITE, EMCU_XLOGY,
+  EMCU_XLOG1PY, EMCU_HYPOT, EMCU_COPYSIGN, EMCU_NEXTAFTER, EMCU_GCD, EMCU_LCM,
+  EMCU_HEAVISIDE
 };
 typedef struct emcu_params {
   int64_t ai;   /* alpha (integer dtypes) */
   double af;    /* alpha (floating dtypes) */
   int flags;    /* clamp: 1 has min, 2 has max */
+  double p0, p1, p2; /* softplus beta/threshold; nan_to_num nan/posinf/neginf */
+  int64_t i0;   /* round: decimals; gelu: the tanh approximation */
 } emcu_params;
+/* *flag (device int, zeroed by the caller) = 1 where operand 0 (integer,
+** elsize bytes) has a zero: the integer division's check */
+int emcu_any_zero(const emcu_geom *g, int elsize, int *flag, void *stream);
 /* operands: 0 the output, then the inputs (arity from op), all of dtype dt
 ** but the bool outputs of the comparisons (and where's bool condition,
 ** operand 1). */

@@ -175,6 +175,159 @@ template <> __device__ inline void st<__nv_bfloat16>(char *p, float v) {
 
 template <typename A> __device__ inline A nan_of() { return (A)NAN; }
 
+// The ops of layer two, as cpu/elementwise.c computes them (integers in
+// their own type with wrap-around, floats in the compute type A).
+__device__ inline int64_t powi64(int64_t a, int64_t b) {
+  if (b < 0) {
+    if (a == 1) return 1;
+    if (a == -1) return (b & 1) ? -1 : 1;
+    return 0;
+  }
+  uint64_t r = 1, base = (uint64_t)a;
+  while (b) {
+    if (b & 1) r *= base;
+    base *= base;
+    b >>= 1;
+  }
+  return (int64_t)r;
+}
+__device__ inline uint64_t mag_u64(int64_t v) { return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; }
+__device__ inline uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+template <typename A>
+__device__ inline A round_dec(A x, int64_t d) {
+  if (d == 0) return rint(x);
+  A q = (A)pow(10.0, (double)(d < 0 ? -d : d));
+  return d < 0 ? rint(x / q) * q : rint(x * q) / q;
+}
+
+template <typename A>
+__device__ inline bool negv(A a) {
+  if constexpr (std::is_signed<A>::value) return a < A(0);
+  else return false;
+}
+
+template <typename A, bool F, bool B>
+__device__ inline A ew_more(int op, A a, A b, const emcu_params &p) {
+  if constexpr (F) {
+    switch (op) {
+      case EMCU_DIVTRUNC: return trunc(a / b);
+      case EMCU_DIVFLOOR: {  // PyTorch's div_floor_floating
+        if (b == 0) return a / b;
+        A mod = fmod(a, b), div = (a - mod) / b;
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+        if (div != 0) {
+          A r = floor(div);
+          if (div - r > A(0.5)) r += 1;
+          return r;
+        }
+        return copysign(A(0), a / b);
+      }
+      case EMCU_REMAINDER: {
+        A m = fmod(a, b);
+        return (m != 0 && (b < 0) != (m < 0)) ? m + b : m;
+      }
+      case EMCU_FMOD: return fmod(a, b);
+      case EMCU_POW: return pow(a, b);
+      case EMCU_ATAN2: return atan2(a, b);
+      case EMCU_SIGN: return (A)((A(0) < a) - (a < A(0)));
+      case EMCU_EXP2: return exp2(a);
+      case EMCU_EXPM1: return expm1(a);
+      case EMCU_LOG2: return log2(a);
+      case EMCU_LOG10: return log10(a);
+      case EMCU_LOG1P: return log1p(a);
+      case EMCU_TAN: return tan(a);
+      case EMCU_ASIN: return asin(a);
+      case EMCU_ACOS: return acos(a);
+      case EMCU_ATAN: return atan(a);
+      case EMCU_SINH: return sinh(a);
+      case EMCU_COSH: return cosh(a);
+      case EMCU_GELU:
+        if (p.i0) return A(0.5) * a * (A(1) + tanh(A(0.7978845608028654) * (a + A(0.044715) * a * a * a)));
+        return a * A(0.5) * (A(1) + erf(a * A(0.7071067811865476)));
+      case EMCU_SILU: return a / (A(1) + exp(-a));
+      case EMCU_SOFTPLUS: return a * (A)p.p0 > (A)p.p1 ? a : log1p(exp(a * (A)p.p0)) / (A)p.p0;
+      case EMCU_ERF: return erf(a);
+      case EMCU_ERFC: return erfc(a);
+      case EMCU_FLOOR: return floor(a);
+      case EMCU_CEIL: return ceil(a);
+      case EMCU_ROUND: return round_dec(a, p.i0);
+      case EMCU_TRUNC: return trunc(a);
+      case EMCU_FRAC: return a - trunc(a);
+      case EMCU_NAN_TO_NUM: return a != a ? (A)p.p0 : isinf(a) ? (a > 0 ? (A)p.p1 : (A)p.p2) : a;
+      case EMCU_XLOGY: return b != b ? b : a == 0 ? A(0) : (A)((double)a * log((double)b));
+      case EMCU_XLOG1PY: return b != b ? b : a == 0 ? A(0) : (A)((double)a * log1p((double)b));
+      case EMCU_HYPOT: return hypot(a, b);
+      case EMCU_COPYSIGN: return copysign(a, b);
+      case EMCU_NEXTAFTER: return nextafter(a, b);
+      case EMCU_HEAVISIDE: return a == 0 ? b : (A)(a > 0);
+      default: return A(0);
+    }
+  } else if constexpr (B) {
+    switch (op) {
+      case EMCU_SIGN: case EMCU_NAN_TO_NUM: case EMCU_FLOOR: case EMCU_CEIL: case EMCU_ROUND:
+      case EMCU_TRUNC:
+        return a;
+      case EMCU_HEAVISIDE: return a == 0 ? b : true;
+      default: return a;
+    }
+  } else {
+    constexpr bool S = std::is_signed<A>::value;
+    constexpr int W = 8 * (int)sizeof(A);
+    switch (op) {
+      case EMCU_DIVTRUNC:
+        if (S && b == (A)-1) return (A)((uint64_t)0 - (uint64_t)(int64_t)a);
+        return (A)(a / b);
+      case EMCU_DIVFLOOR:
+        if (S && b == (A)-1) return (A)((uint64_t)0 - (uint64_t)(int64_t)a);
+        return (negv(a) != negv(b) && a % b != 0) ? (A)(a / b - 1) : (A)(a / b);
+      case EMCU_REMAINDER:
+        if (S && b == (A)-1) return A(0);
+        return (a % b != 0 && (negv((A)(a % b)) != negv(b))) ? (A)(a % b + b) : (A)(a % b);
+      case EMCU_FMOD:
+        if (S && b == (A)-1) return A(0);
+        return (A)(a % b);
+      case EMCU_POW: return (A)powi64((int64_t)a, (int64_t)b);
+      case EMCU_LSHIFT:
+        return ((int64_t)b < 0 || (int64_t)b >= W) ? A(0) : (A)((uint64_t)(int64_t)a << (int64_t)b);
+      case EMCU_RSHIFT:
+        return ((int64_t)b < 0 || (int64_t)b >= W) ? (A)(negv(a) ? -1 : 0) : (A)(a >> (int64_t)b);
+      case EMCU_SIGN: return (A)((a > 0) - negv(a));
+      case EMCU_FLOOR: case EMCU_CEIL: case EMCU_ROUND: case EMCU_TRUNC: case EMCU_NAN_TO_NUM:
+        return a;
+      case EMCU_GCD: return (A)gcd_u64(mag_u64((int64_t)a), mag_u64((int64_t)b));
+      case EMCU_LCM: {
+        uint64_t g = gcd_u64(mag_u64((int64_t)a), mag_u64((int64_t)b));
+        return g == 0 ? A(0) : (A)(mag_u64((int64_t)a) / g * mag_u64((int64_t)b));
+      }
+      case EMCU_HEAVISIDE: return a == 0 ? b : (A)(a > 0);
+      default: return A(0);
+    }
+  }
+}
+
+__global__ void any_zero_kernel(emcu_geom g, int es, int *flag) {
+  GRID_STRIDE(int64_t, g.numel) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
+    const char *x = g.data[0] + off[0];
+    bool z;
+    switch (es) {
+      case 1: z = *(const uint8_t *)x == 0; break;
+      case 2: z = *(const uint16_t *)x == 0; break;
+      case 4: z = *(const uint32_t *)x == 0; break;
+      default: z = *(const uint64_t *)x == 0; break;
+    }
+    if (z) *flag = 1;
+  }
+}
+
 template <typename T>
 __global__ void ew_kernel(int op, emcu_geom g, emcu_params p) {
   typedef typename Acc<T>::type A;
@@ -207,6 +360,12 @@ __global__ void ew_kernel(int op, emcu_geom g, emcu_params p) {
       case EMCU_LXOR: *(bool *)o = (bool)a != (bool)b; continue;
       case EMCU_LNOT: *(bool *)o = !a; continue;
       case EMCU_ISNAN: *(bool *)o = F ? a != a : false; continue;
+      case EMCU_ISINF:
+        if constexpr (F) *(bool *)o = isinf(a); else *(bool *)o = false;
+        continue;
+      case EMCU_ISFINITE:
+        if constexpr (F) *(bool *)o = isfinite(a); else *(bool *)o = true;
+        continue;
       case EMCU_ADD:
         if constexpr (B) r = a || (p.ai != 0 && b);
         else if constexpr (F) r = a + (A)p.af * b;
@@ -283,6 +442,9 @@ __global__ void ew_kernel(int op, emcu_geom g, emcu_params p) {
         break;
       case EMCU_LERP:
         if constexpr (F) r = (c < A(0.5) && c > A(-0.5)) ? a + c * (b - a) : b - (b - a) * (A(1) - c);
+        break;
+      default:
+        r = ew_more<A, F, B>(op, a, b, p);
         break;
     }
     st<T>(o, r);
@@ -1228,5 +1390,11 @@ extern "C" int emcu_key_copy(char *view, char *other, const int64_t *offsets, co
   for (int d = 0; d < k->nouter + k->ninner; d++) total *= k->sizes[d];
   if (total == 0) return 0;
   key_copy_kernel<<<blocks_for(total), 256, 0, (cudaStream_t)stream>>>(view, other, offsets, *k, total);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_any_zero(const emcu_geom *g, int es, int *flag, void *stream) {
+  if (g->numel == 0) return 0;
+  any_zero_kernel<<<blocks_for(g->numel), 256, 0, (cudaStream_t)stream>>>(*g, es, flag);
   return (int)cudaGetLastError();
 }

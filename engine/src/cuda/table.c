@@ -190,6 +190,47 @@ static int ew_op(em_ew_kernel k) {
     case EM_K_bnot: return EMCU_BNOT;
     case EM_K_clamp: return EMCU_CLAMP;
     case EM_K_lerp: return EMCU_LERP;
+    case EM_K_divtrunc: return EMCU_DIVTRUNC;
+    case EM_K_divfloor: return EMCU_DIVFLOOR;
+    case EM_K_remainder: return EMCU_REMAINDER;
+    case EM_K_fmod: return EMCU_FMOD;
+    case EM_K_pow: return EMCU_POW;
+    case EM_K_atan2: return EMCU_ATAN2;
+    case EM_K_lshift: return EMCU_LSHIFT;
+    case EM_K_rshift: return EMCU_RSHIFT;
+    case EM_K_sign: return EMCU_SIGN;
+    case EM_K_exp2: return EMCU_EXP2;
+    case EM_K_expm1: return EMCU_EXPM1;
+    case EM_K_log2: return EMCU_LOG2;
+    case EM_K_log10: return EMCU_LOG10;
+    case EM_K_log1p: return EMCU_LOG1P;
+    case EM_K_tan: return EMCU_TAN;
+    case EM_K_asin: return EMCU_ASIN;
+    case EM_K_acos: return EMCU_ACOS;
+    case EM_K_atan: return EMCU_ATAN;
+    case EM_K_sinh: return EMCU_SINH;
+    case EM_K_cosh: return EMCU_COSH;
+    case EM_K_gelu: return EMCU_GELU;
+    case EM_K_silu: return EMCU_SILU;
+    case EM_K_softplus: return EMCU_SOFTPLUS;
+    case EM_K_erf: return EMCU_ERF;
+    case EM_K_erfc: return EMCU_ERFC;
+    case EM_K_floor: return EMCU_FLOOR;
+    case EM_K_ceil: return EMCU_CEIL;
+    case EM_K_round: return EMCU_ROUND;
+    case EM_K_trunc: return EMCU_TRUNC;
+    case EM_K_frac: return EMCU_FRAC;
+    case EM_K_nan_to_num: return EMCU_NAN_TO_NUM;
+    case EM_K_isinf: return EMCU_ISINF;
+    case EM_K_isfinite: return EMCU_ISFINITE;
+    case EM_K_xlogy: return EMCU_XLOGY;
+    case EM_K_xlog1py: return EMCU_XLOG1PY;
+    case EM_K_hypot: return EMCU_HYPOT;
+    case EM_K_copysign: return EMCU_COPYSIGN;
+    case EM_K_nextafter: return EMCU_NEXTAFTER;
+    case EM_K_gcd: return EMCU_GCD;
+    case EM_K_lcm: return EMCU_LCM;
+    case EM_K_heaviside: return EMCU_HEAVISIDE;
     default: return -1;
   }
 }
@@ -201,15 +242,34 @@ static void cu_ew_run(em_ew_kernel kernel, em_dtype dt, const em_iter *it, const
     UNSUPPORTED_VOID(ew_names[kernel]);
     return;
   }
-  emcu_params p = {k ? k->ai : 1, k ? k->af : 1.0, k ? k->flags : 0};
+  emcu_params p = {k ? k->ai : 1, k ? k->af : 1.0, k ? k->flags : 0, k ? k->p0 : 0,
+                   k ? k->p1 : 0, k ? k->p2 : 0, k ? k->i0 : 0};
   launched(ew_names[kernel], emcu_ew(op, (int)dt, &g, &p, stream()));
 }
 
-/* the integer-division check needs a device reduction: not in layer one
-** (nor are the integer divisions it guards) */
+/* the integer-division check: a device flag read back (this
+** synchronises; the op must refuse before it writes) */
+typedef struct zero_ctx {
+  emcu_geom g;
+  int es;
+} zero_ctx;
+static int run_any_zero(const void *vc, int *flag, void *s) {
+  const zero_ctx *c = vc;
+  return emcu_any_zero(&c->g, c->es, flag, s);
+}
+static em_status cu_flag(const char *op, int (*run)(const void *, int *, void *), const void *ctx,
+                         int *set);
 static int cu_any_zero(const em_iter *it, em_dtype dt) {
-  UNSUPPORTED_VOID("integer division");
-  return 0;
+  zero_ctx c;
+  if (it->numel == 0) return 0;
+  if (!geom(it, &c.g)) { UNSUPPORTED_VOID("integer division"); return 0; }
+  c.es = (int)em_dtype_size(dt);
+  int found = 0;
+  if (cu_flag("integer division", run_any_zero, &c, &found) != EM_OK) {
+    emcu_note("integer division: the check for zeros failed on %s", "cuda");
+    return 0;
+  }
+  return found;
 }
 
 const em_ew_kernels em_cuda_ew_kernels = {
@@ -254,7 +314,8 @@ const em_creation_kernels em_cuda_creation_kernels = {
 static void cu_where(const em_iter *it, em_dtype dt) {
   emcu_geom g;
   if (!geom(it, &g)) { UNSUPPORTED_VOID("where"); return; }
-  emcu_params p = {0, 0, 0};
+  emcu_params p;
+  memset(&p, 0, sizeof p);
   launched("where", emcu_ew(EMCU_WHERE, (int)dt, &g, &p, stream()));
 }
 
@@ -909,7 +970,8 @@ static em_status cu_cumulative(const char *op, em_tensor *out, const em_tensor *
 /* A device flag (an int, zeroed), set by a kernel and read back (this
 ** synchronises, as the CPU's answer is needed now). */
 typedef int (*flag_launch)(const void *ctx, int *flag, void *stream);
-static em_status cu_flag(const char *op, flag_launch run, const void *ctx, int *set) {
+static em_status cu_flag(const char *op, int (*run)(const void *, int *, void *), const void *ctx,
+                         int *set) {
   em_device dev = {EM_CUDA, emcu_device()};
   void *d = NULL;
   em_status st = emcu_alloc(dev, sizeof(int), &d);
