@@ -437,6 +437,43 @@ for _, dev in ipairs(devices) do
       same(T.tensor { 0.5, 1, 0 }:float(), T.heaviside(T.tensor { 0, 2, -1 }:float():to(d), T.tensor { 0.5 }:to(d)))
       same(T.tensor { 0, 2 * math.log(3) }:float(), T.xlogy(T.tensor { 0, 2 }:float():to(d), T.tensor { 0, 3 }:float():to(d)), 1e-6)
     end)
+    on(dev, "optimizers: SGD, Adam/AdamW, RMSprop steps on the device give the CPU's values", function(d)
+      local configs = {
+        { "SGD", { lr = 0.1 } },
+        { "SGD", { lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 0.01 } },
+        { "SGD", { lr = 0.1, momentum = 0.9, dampening = 0.5, maximize = true } },
+        { "Adam", { lr = 0.01 } },
+        { "Adam", { lr = 0.01, weight_decay = 0.1, amsgrad = true } },
+        { "AdamW", { lr = 0.01, weight_decay = 0.1 } },
+        { "RMSprop", { lr = 0.01 } },
+        { "RMSprop", { lr = 0.01, momentum = 0.9, centered = true, weight_decay = 0.1 } },
+      }
+      for _, c in ipairs(configs) do
+        for _, dt in ipairs { T.float32, T.float64 } do
+          local function run(dv)
+            T.manual_seed(5)
+            local p = T.randn(4, 3, { dtype = dt }):to(dv):requires_grad_()
+            local w = T.linspace(-1, 1, 12, { dtype = dt }):view(4, 3):to(dv)
+            local opt = T.optim[c[1]]({ p }, c[2])
+            for _ = 1, 3 do
+              opt:zero_grad()
+              local loss = (p * p * w):sum()
+              loss:backward()
+              opt:step()
+            end
+            return p:detach()
+          end
+          same(run("cpu"), run(d), dt == T.float64 and 1e-12 or 1e-6)
+        end
+      end
+      -- one step by hand: p = 1, grad 2, lr 0.1, momentum 0.9 (first step: buf = grad)
+      local q = T.ones(2, { device = d, requires_grad = true })
+      local opt = T.optim.SGD({ q }, { lr = 0.1, momentum = 0.9 })
+      local loss = (q * 2):sum()
+      loss:backward()
+      opt:step()
+      same(T.tensor { 0.8, 0.8 }:float(), q:detach(), 1e-7)
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-enum { EMCU_MAX_DIMS = 16, EMCU_MAX_OPS = 4 };
+enum { EMCU_MAX_DIMS = 16, EMCU_MAX_OPS = 5 };
 
 /* An em_iter's geometry (core/iter.h): dim 0 innermost, byte strides. */
 typedef struct emcu_geom {
@@ -239,6 +239,14 @@ int emcu_unique_flags(const char *sorted, int dt, int64_t n, bool *flags, void *
 int emcu_unique_write(const char *sorted, int elsize, const int64_t *perm, const bool *flags,
                       const int64_t *group, int64_t n, char *values, int64_t *inverse,
                       int64_t *counts, void *stream);
+
+/* -- optimizers (cuda/optim.cu; core/kern_optim.h's operands) -- */
+typedef struct emcu_optim {
+  int kind;  /* 0 sgd, 1 adam, 2 rmsprop */
+  double lr, momentum, dampening, weight_decay, beta1, beta2, eps, step_size, bc2_sqrt, alpha;
+  int nesterov, maximize, first, amsgrad, decoupled, centered, has_momentum;
+} emcu_optim;
+int emcu_optim_step(const emcu_geom *g, int dt, const emcu_optim *o, void *stream);
 
 #ifdef __cplusplus
 }

@@ -851,17 +851,54 @@ const em_nn_kernels em_cuda_nn_kernels = {
     .rnn_backward = cu_rnn_backward,
 };
 
-/* -- optim: layer two ------------------------------------------------------- */
+/* -- optim: SGD, Adam/AdamW and RMSprop fused (cuda/optim.cu); the .other
+** optimizers (Adagrad ... Rprop) are layer two ----------------------------- */
 
-static void cu_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+static void optim_run(const char *what, int kind, const em_iter *it, em_dtype dt,
+                      const em_optim_params *p) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID(what); return; }
+  emcu_optim o;
+  memset(&o, 0, sizeof o);
+  o.kind = kind;
+  o.lr = p->lr;
+  o.momentum = p->momentum;
+  o.dampening = p->dampening;
+  o.weight_decay = p->weight_decay;
+  o.beta1 = p->beta1;
+  o.beta2 = p->beta2;
+  o.eps = p->eps;
+  o.step_size = p->step_size;
+  o.bc2_sqrt = p->bc2_sqrt;
+  o.alpha = p->alpha;
+  o.nesterov = p->nesterov;
+  o.maximize = p->maximize;
+  o.first = p->first;
+  o.amsgrad = p->amsgrad;
+  o.decoupled = p->decoupled;
+  o.centered = p->centered;
+  o.has_momentum = p->has_momentum;
+  launched(what, emcu_optim_step(&g, (int)dt, &o, stream()));
+}
+static void cu_sgd(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  optim_run("SGD.step", 0, it, dt, p);
+}
+static void cu_adam(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  optim_run("Adam.step", 1, it, dt, p);
+}
+static void cu_rmsprop(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  optim_run("RMSprop.step", 2, it, dt, p);
+}
+static void cu_optim_other(const em_iter *it, em_dtype dt, const em_optim_params *p) {
+  (void)it; (void)dt; (void)p;
   UNSUPPORTED_VOID("optim_step");
 }
 
 const em_optim_kernels em_cuda_optim_kernels = {
-    .sgd = cu_optim_step,
-    .adam = cu_optim_step,
-    .rmsprop = cu_optim_step,
-    .other = cu_optim_step,
+    .sgd = cu_sgd,
+    .adam = cu_adam,
+    .rmsprop = cu_rmsprop,
+    .other = cu_optim_other,
 };
 
 /* -- reduce: the reductions over dims and logsumexp (a block per output),
