@@ -248,6 +248,35 @@ typedef struct emcu_optim {
 } emcu_optim;
 int emcu_optim_step(const emcu_geom *g, int dt, const emcu_optim *o, void *stream);
 
+/* -- nn (cuda/nn.cu; core/kern_nn.h's entries, dense row-major float32
+** (f64 0) or float64 (f64 1) operands) -- */
+typedef struct emcu_pool {
+  int64_t planes, H, W, oH, oW;
+  int64_t k[2], s[2], p[2], d[2];
+  int count_include_pad;
+  int64_t divisor_override;
+} emcu_pool;
+int emcu_max_pool2d(int f64, const void *x, void *y, int64_t *indices, const emcu_pool *g,
+                    void *stream);
+/* grad_input (zeroed, planes x HW) += grad_out (planes x oHW) at indices,
+** atomically (windows overlap) */
+int emcu_max_pool2d_backward(int f64, const void *grad_out, const int64_t *indices,
+                             void *grad_input, int64_t planes, int64_t HW, int64_t oHW,
+                             void *stream);
+/* bwd 0: y = the window means of x; bwd 1: x is grad_out, y grad_input
+** (zeroed), atomically */
+int emcu_avg_pool2d(int f64, const void *x, void *y, const emcu_pool *g, int bwd, void *stream);
+/* *first (device, ~0 by the caller) = the lowest position of an id
+** outside 1..num that is not the ignored one; *value its id */
+int emcu_bad_id(const int64_t *ids, int64_t n, int64_t num, int has_ignore, int64_t ignore,
+                unsigned long long *first, int64_t *value, void *stream);
+/* layer norm over rows of D (w, b, gx, gw, gb may be NULL) */
+int emcu_layer_norm(int f64, const void *x, const void *w, const void *b, void *y, void *mean,
+                    void *rstd, int64_t M, int64_t D, double eps, void *stream);
+int emcu_layer_norm_backward(int f64, const void *grad_out, const void *x, const void *mean,
+                             const void *rstd, const void *w, void *gx, void *gw, void *gb,
+                             int64_t M, int64_t D, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

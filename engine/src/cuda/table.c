@@ -744,43 +744,97 @@ const em_random_kernels em_cuda_random_kernels = {
     .multinomial = cu_multinomial,
 };
 
-/* -- nn: layer two ---------------------------------------------------------- */
+/* -- nn: pooling, the id check and layer norm (cuda/nn.cu); convolution,
+** batch norm, the losses, attention and the recurrent loops are layer two */
 
 static em_status cu_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
                              const em_tensor *b, const em_tensor *bias, em_tensor *out,
                              const em_conv2d_geo *g) {
   return unsupported(op);
 }
+static void pool_geom(emcu_pool *p, const em_pool2d_geo *g) {
+  memset(p, 0, sizeof *p);
+  p->planes = g->planes;
+  p->H = g->H;
+  p->W = g->W;
+  p->oH = g->oH;
+  p->oW = g->oW;
+  for (int i = 0; i < 2; i++) {
+    p->k[i] = g->k[i];
+    p->s[i] = g->s[i];
+    p->p[i] = g->p[i];
+    p->d[i] = g->d[i];
+  }
+  p->count_include_pad = g->count_include_pad;
+  p->divisor_override = g->divisor_override;
+}
+#define NN_DATA(t) ((t) ? em_tensor_data(t) : NULL)
 static void cu_max_pool2d(const em_tensor *x, em_tensor *y, em_tensor *indices,
                             const em_pool2d_geo *g) {
-  UNSUPPORTED_VOID("max_pool2d");
+  emcu_pool p;
+  pool_geom(&p, g);
+  launched("max_pool2d", emcu_max_pool2d(x->dtype == EM_FLOAT64, em_tensor_data(x), em_tensor_data(y),
+                                         NN_DATA(indices), &p, stream()));
 }
 static void cu_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
                                      em_tensor *grad_input) {
-  UNSUPPORTED_VOID("max_pool2d_backward");
+  const int64_t *in = grad_input->sizes;
+  launched("max_pool2d_backward",
+           emcu_max_pool2d_backward(grad_out->dtype == EM_FLOAT64, em_tensor_data(grad_out),
+                                    em_tensor_data(indices), em_tensor_data(grad_input), in[0] * in[1],
+                                    in[2] * in[3], grad_out->sizes[2] * grad_out->sizes[3], stream()));
 }
 static void cu_avg_pool2d(const em_tensor *x, em_tensor *y, const em_pool2d_geo *g) {
-  UNSUPPORTED_VOID("avg_pool2d");
+  emcu_pool p;
+  pool_geom(&p, g);
+  launched("avg_pool2d", emcu_avg_pool2d(x->dtype == EM_FLOAT64, em_tensor_data(x), em_tensor_data(y), &p,
+                                         0, stream()));
 }
 static void cu_avg_pool2d_backward(const em_tensor *grad_out, em_tensor *grad_input,
                                      const em_pool2d_geo *g) {
-  UNSUPPORTED_VOID("avg_pool2d_backward");
+  emcu_pool p;
+  pool_geom(&p, g);
+  launched("avg_pool2d_backward", emcu_avg_pool2d(grad_out->dtype == EM_FLOAT64, em_tensor_data(grad_out),
+                                                  em_tensor_data(grad_input), &p, 1, stream()));
 }
+/* the first bad id comes back to the host (this synchronises: the op
+** raises before anything reads the ids) */
 static int cu_bad_id(const em_tensor *ids, int64_t num, int has_ignore, int64_t ignore,
                        int64_t *bad) {
-  UNSUPPORTED_VOID("bad_id");
-  return 0;
+  int64_t n = em_tensor_numel(ids);
+  if (n == 0) return 0;
+  em_device dev = {EM_CUDA, emcu_device()};
+  struct { unsigned long long first; int64_t value; } h = {~0ull, 0}, *d = NULL;
+  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
+    emcu_note("the id check: out of memory on %s", "cuda");
+    return 0;
+  }
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
+  if (err == 0) err = emcu_bad_id(em_tensor_data(ids), n, num, has_ignore, ignore, &d->first, &d->value, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  emcu_free(dev, d, sizeof h);
+  if (err != 0) { launched("the id check", err); return 0; }
+  if (h.first >= (unsigned long long)n) return 0;
+  *bad = h.value;
+  return 1;
 }
 static void cu_layer_norm(const em_tensor *x, const em_tensor *w, const em_tensor *b,
                             em_tensor *y, em_tensor *mean, em_tensor *rstd, int64_t M,
                             int64_t D, double eps) {
-  UNSUPPORTED_VOID("layer_norm");
+  launched("layer_norm", emcu_layer_norm(x->dtype == EM_FLOAT64, em_tensor_data(x), NN_DATA(w), NN_DATA(b),
+                                         em_tensor_data(y), em_tensor_data(mean), em_tensor_data(rstd), M, D,
+                                         eps, stream()));
 }
 static void cu_layer_norm_backward(const em_tensor *grad_out, const em_tensor *x,
                                      const em_tensor *mean, const em_tensor *rstd,
                                      const em_tensor *w, em_tensor *gx, em_tensor *gw,
                                      em_tensor *gb, int64_t M, int64_t D) {
-  UNSUPPORTED_VOID("layer_norm_backward");
+  launched("layer_norm_backward",
+           emcu_layer_norm_backward(x->dtype == EM_FLOAT64, em_tensor_data(grad_out), em_tensor_data(x),
+                                    em_tensor_data(mean), em_tensor_data(rstd), NN_DATA(w), NN_DATA(gx),
+                                    NN_DATA(gw), NN_DATA(gb), M, D, stream()));
 }
 static em_status cu_batch_norm(const char *op, const em_tensor *x, const em_tensor *w,
                                  const em_tensor *b, em_tensor *running_mean,

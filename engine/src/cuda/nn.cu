@@ -1,0 +1,258 @@
+// cuda/nn.cu -- the CUDA backend's nn kernels of layer two (core/kern_nn.h):
+// max/avg pooling forward and backward, the id check, layer norm forward and
+// backward; as cpu/nn.c computes them (sums in double). Backward passes whose
+// windows overlap add with atomics (the order of float additions then
+// depends on timing, as on PyTorch's CUDA). COMPILED ONLY: no GPU has run
+// these yet (docs/cuda.md).
+#include "cuda/cu_iface.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+namespace {
+
+inline unsigned blocks_for(int64_t n) {
+  int64_t b = (n + 255) / 256;
+  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
+}
+
+#define GRID_STRIDE(n) \
+  for (int64_t lin = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lin < (int64_t)(n); \
+       lin += (int64_t)gridDim.x * blockDim.x)
+
+template <typename T>
+__global__ void maxpool_kernel(const T *x, T *y, int64_t *ix, emcu_pool g) {
+  GRID_STRIDE(g.planes * g.oH * g.oW) {
+    int64_t ox = lin % g.oW, oy = (lin / g.oW) % g.oH, pl = lin / (g.oW * g.oH);
+    const T *xp = x + pl * g.H * g.W;
+    T best = (T)-INFINITY;
+    int64_t at = -1;
+    for (int64_t i = 0; i < g.k[0]; i++) {
+      int64_t iy = oy * g.s[0] - g.p[0] + i * g.d[0];
+      if (iy < 0 || iy >= g.H) continue;
+      for (int64_t j = 0; j < g.k[1]; j++) {
+        int64_t xx = ox * g.s[1] - g.p[1] + j * g.d[1];
+        if (xx < 0 || xx >= g.W) continue;
+        T v = xp[iy * g.W + xx];
+        if (at < 0 || v > best || (v != v && best == best)) {  // NaN wins, the first of equals
+          best = v;
+          at = iy * g.W + xx;
+        }
+      }
+    }
+    y[lin] = best;
+    if (ix) ix[lin] = at + 1;
+  }
+}
+
+template <typename T>
+__global__ void maxpool_bwd_kernel(const T *go, const int64_t *ix, T *gx, int64_t planes, int64_t HW,
+                                   int64_t oHW) {
+  GRID_STRIDE(planes * oHW) {
+    int64_t pl = lin / oHW, at = ix[lin];
+    if (at >= 1 && at <= HW) atomicAdd(&gx[pl * HW + at - 1], go[lin]);
+  }
+}
+
+template <typename T>
+__global__ void avgpool_kernel(const T *a, T *b, emcu_pool g, int bwd) {
+  GRID_STRIDE(g.planes * g.oH * g.oW) {
+    int64_t ox = lin % g.oW, oy = (lin / g.oW) % g.oH, pl = lin / (g.oW * g.oH);
+    int64_t h0 = oy * g.s[0] - g.p[0], w0 = ox * g.s[1] - g.p[1];
+    int64_t h1 = h0 + g.k[0], w1 = w0 + g.k[1];
+    if (h1 > g.H + g.p[0]) h1 = g.H + g.p[0];
+    if (w1 > g.W + g.p[1]) w1 = g.W + g.p[1];
+    int64_t pool = (h1 - h0) * (w1 - w0);
+    if (h0 < 0) h0 = 0;
+    if (w0 < 0) w0 = 0;
+    if (h1 > g.H) h1 = g.H;
+    if (w1 > g.W) w1 = g.W;
+    if (h0 >= h1 || w0 >= w1) {
+      if (!bwd) b[lin] = 0;
+      continue;
+    }
+    double div = g.divisor_override > 0 ? (double)g.divisor_override
+                                         : (double)(g.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
+    if (!bwd) {
+      double sum = 0;
+      for (int64_t iy = h0; iy < h1; iy++)
+        for (int64_t xx = w0; xx < w1; xx++) sum += (double)a[(pl * g.H + iy) * g.W + xx];
+      b[lin] = (T)(sum / div);
+    } else {
+      T gv = (T)((double)a[lin] / div);
+      for (int64_t iy = h0; iy < h1; iy++)
+        for (int64_t xx = w0; xx < w1; xx++) atomicAdd(&b[(pl * g.H + iy) * g.W + xx], gv);
+    }
+  }
+}
+
+__global__ void bad_id_kernel(const int64_t *ids, int64_t n, int64_t num, int has_ignore, int64_t ignore,
+                              unsigned long long *first) {
+  GRID_STRIDE(n) {
+    int64_t v = ids[lin];
+    if ((v < 1 || v > num) && !(has_ignore && v == ignore)) atomicMin(first, (unsigned long long)lin);
+  }
+}
+__global__ void bad_id_value_kernel(const int64_t *ids, int64_t n, const unsigned long long *first,
+                                    int64_t *value) {
+  if (threadIdx.x == 0 && blockIdx.x == 0 && *first < (unsigned long long)n) *value = ids[*first];
+}
+
+// a fixed-order tree over the block's 256 doubles
+__device__ inline double block_sum(double *sh, double v) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+    __syncthreads();
+  }
+  double r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+// a block per row
+template <typename T>
+__global__ void ln_fwd_kernel(const T *x, const T *w, const T *b, T *y, T *mu, T *rs, int64_t M, int64_t D,
+                              double eps) {
+  __shared__ double sh[256];
+  for (int64_t r = blockIdx.x; r < M; r += gridDim.x) {
+    const T *xr = x + r * D;
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x) s += (double)xr[j];
+    double m = block_sum(sh, s) / (double)D;
+    double v = 0;
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x) v += ((double)xr[j] - m) * ((double)xr[j] - m);
+    v = block_sum(sh, v) / (double)D;
+    double is = 1.0 / sqrt(v + eps);
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+      double h = ((double)xr[j] - m) * is;
+      if (w) h *= (double)w[j];
+      if (b) h += (double)b[j];
+      y[r * D + j] = (T)h;
+    }
+    if (threadIdx.x == 0) {
+      mu[r] = (T)m;
+      rs[r] = (T)is;
+    }
+  }
+}
+
+template <typename T>
+__global__ void ln_bwd_x_kernel(const T *go, const T *x, const T *mu, const T *rs, const T *w, T *gx, int64_t M,
+                                int64_t D) {
+  __shared__ double sh[256];
+  for (int64_t r = blockIdx.x; r < M; r += gridDim.x) {
+    const T *g = go + r * D, *xr = x + r * D;
+    double m = (double)mu[r], is = (double)rs[r], s1 = 0, s2 = 0;
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+      double gh = (double)g[j] * (w ? (double)w[j] : 1.0);
+      s1 += gh;
+      s2 += gh * ((double)xr[j] - m) * is;
+    }
+    s1 = block_sum(sh, s1) / (double)D;
+    s2 = block_sum(sh, s2) / (double)D;
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+      double gh = (double)g[j] * (w ? (double)w[j] : 1.0);
+      double xh = ((double)xr[j] - m) * is;
+      gx[r * D + j] = (T)(is * (gh - s1 - xh * s2));
+    }
+  }
+}
+
+// a thread per column: the weight and bias gradients, rows in order
+template <typename T>
+__global__ void ln_bwd_w_kernel(const T *go, const T *x, const T *mu, const T *rs, T *gw, T *gb, int64_t M,
+                                int64_t D) {
+  GRID_STRIDE(D) {
+    double sw = 0, sb = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double g = (double)go[r * D + lin];
+      sw += g * ((double)x[r * D + lin] - (double)mu[r]) * (double)rs[r];
+      sb += g;
+    }
+    if (gw) gw[lin] = (T)sw;
+    if (gb) gb[lin] = (T)sb;
+  }
+}
+
+}  // namespace
+
+extern "C" int emcu_max_pool2d(int f64, const void *x, void *y, int64_t *ix, const emcu_pool *g, void *stream) {
+  int64_t n = g->planes * g->oH * g->oW;
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (f64) maxpool_kernel<double><<<blocks_for(n), 256, 0, s>>>((const double *)x, (double *)y, ix, *g);
+  else maxpool_kernel<float><<<blocks_for(n), 256, 0, s>>>((const float *)x, (float *)y, ix, *g);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_max_pool2d_backward(int f64, const void *go, const int64_t *ix, void *gx, int64_t planes,
+                                        int64_t HW, int64_t oHW, void *stream) {
+  int64_t n = planes * oHW;
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (f64) maxpool_bwd_kernel<double><<<blocks_for(n), 256, 0, s>>>((const double *)go, ix, (double *)gx, planes, HW, oHW);
+  else maxpool_bwd_kernel<float><<<blocks_for(n), 256, 0, s>>>((const float *)go, ix, (float *)gx, planes, HW, oHW);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_avg_pool2d(int f64, const void *x, void *y, const emcu_pool *g, int bwd, void *stream) {
+  int64_t n = g->planes * g->oH * g->oW;
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (f64) avgpool_kernel<double><<<blocks_for(n), 256, 0, s>>>((const double *)x, (double *)y, *g, bwd);
+  else avgpool_kernel<float><<<blocks_for(n), 256, 0, s>>>((const float *)x, (float *)y, *g, bwd);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_bad_id(const int64_t *ids, int64_t n, int64_t num, int has_ignore, int64_t ignore,
+                           unsigned long long *first, int64_t *value, void *stream) {
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  bad_id_kernel<<<blocks_for(n), 256, 0, s>>>(ids, n, num, has_ignore, ignore, first);
+  bad_id_value_kernel<<<1, 32, 0, s>>>(ids, n, first, value);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_layer_norm(int f64, const void *x, const void *w, const void *b, void *y, void *mean,
+                               void *rstd, int64_t M, int64_t D, double eps, void *stream) {
+  if (M == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  unsigned blocks = (unsigned)(M < 65535 ? M : 65535);
+  if (f64)
+    ln_fwd_kernel<double><<<blocks, 256, 0, s>>>((const double *)x, (const double *)w, (const double *)b,
+                                                 (double *)y, (double *)mean, (double *)rstd, M, D, eps);
+  else
+    ln_fwd_kernel<float><<<blocks, 256, 0, s>>>((const float *)x, (const float *)w, (const float *)b,
+                                                (float *)y, (float *)mean, (float *)rstd, M, D, eps);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_layer_norm_backward(int f64, const void *go, const void *x, const void *mean,
+                                        const void *rstd, const void *w, void *gx, void *gw, void *gb,
+                                        int64_t M, int64_t D, void *stream) {
+  if (M == 0 || D == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  unsigned blocks = (unsigned)(M < 65535 ? M : 65535);
+  if (gx) {
+    if (f64)
+      ln_bwd_x_kernel<double><<<blocks, 256, 0, s>>>((const double *)go, (const double *)x, (const double *)mean,
+                                                     (const double *)rstd, (const double *)w, (double *)gx, M, D);
+    else
+      ln_bwd_x_kernel<float><<<blocks, 256, 0, s>>>((const float *)go, (const float *)x, (const float *)mean,
+                                                    (const float *)rstd, (const float *)w, (float *)gx, M, D);
+  }
+  if (gw || gb) {
+    if (f64)
+      ln_bwd_w_kernel<double><<<blocks_for(D), 256, 0, s>>>((const double *)go, (const double *)x,
+                                                            (const double *)mean, (const double *)rstd,
+                                                            (double *)gw, (double *)gb, M, D);
+    else
+      ln_bwd_w_kernel<float><<<blocks_for(D), 256, 0, s>>>((const float *)go, (const float *)x,
+                                                           (const float *)mean, (const float *)rstd,
+                                                           (float *)gw, (float *)gb, M, D);
+  }
+  return (int)cudaGetLastError();
+}
