@@ -518,6 +518,34 @@ for _, dev in ipairs(devices) do
       assert.is_false(ok)
       assert.matches("5", tostring(err))
     end)
+    on(dev, "nn: conv2d forward and both gradients (im2col + cuBLAS), groups, stride, padding, dilation", function(d)
+      local F = T.nn.functional
+      local one = T.ones(1, 1, 3, 3)
+      same(T.tensor { { { { 4, 6, 4 }, { 6, 9, 6 }, { 4, 6, 4 } } } }:float(),
+        F.conv2d(one:to(d), T.ones(1, 1, 3, 3):to(d), nil, { padding = 1 }))
+      T.manual_seed(11)
+      local cases = {
+        { x = { 2, 4, 9, 8 }, w = { 6, 4, 3, 3 }, o = { stride = 2, padding = 1 } },
+        { x = { 3, 4, 7, 7 }, w = { 4, 2, 2, 3 }, o = { groups = 2, dilation = 2, padding = { 1, 2 } } },
+        { x = { 1, 3, 5, 6 }, w = { 2, 3, 1, 1 }, o = {} },
+      }
+      for _, c in ipairs(cases) do
+        local x = T.randn(c.x, { dtype = T.float64 })
+        local w = T.randn(c.w, { dtype = T.float64 })
+        local bias = T.randn(c.w[1], { dtype = T.float64 })
+        local xa, wa, ba = x:clone():requires_grad_(), w:clone():requires_grad_(), bias:clone():requires_grad_()
+        local xb, wb, bb = x:clone():to(d):requires_grad_(), w:clone():to(d):requires_grad_(),
+          bias:clone():to(d):requires_grad_()
+        local ya, yb = F.conv2d(xa, wa, ba, c.o), F.conv2d(xb, wb, bb, c.o)
+        same(ya:detach(), yb:detach(), 1e-10)
+        local g = T.randn(ya.shape, { dtype = T.float64 })
+        ya:backward(g)
+        yb:backward(g:to(d))
+        same(xa.grad, xb.grad, 1e-10)
+        same(wa.grad, wb.grad, 1e-10)
+        same(ba.grad, bb.grad, 1e-10)
+      end
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

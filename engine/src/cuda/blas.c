@@ -180,6 +180,33 @@ void emcu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
   }
 }
 
+/* Row-major C [M x N] = op(A) op(B) + beta C in float32 or float64 (the
+** conv driver's GEMM, em_cpu_nn_gemm's contract): column-major cuBLAS
+** computes C^T = op(B)^T op(A)^T. 0, or -1 after a note (the launch-error
+** rule). */
+int emcu_nn_gemm(em_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+                 int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+  if (M == 0 || N == 0) return 0;
+  cublasHandle_t h = handle(emcu_device());
+  if (!h) return -1;
+  int f64 = dt == EM_FLOAT64;
+  cudaDataType t = f64 ? CUDA_R_64F : CUDA_R_32F;
+  cublasComputeType_t ct = f64 ? CUBLAS_COMPUTE_64F
+                               : atomic_load(&allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  float af = 1.0f, bf = (float)beta;
+  double ad = 1.0, bd = beta;
+  const void *alpha = f64 ? (const void *)&ad : (const void *)&af;
+  const void *bet = f64 ? (const void *)&bd : (const void *)&bf;
+  cublasStatus_t s = lib.gemm_sb(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
+                                 (int)M, (int)K, alpha, B, t, (int)ldb, 0, A, t, (int)lda, 0, bet, C, t,
+                                 (int)ldc, 0, 1, ct, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    emcu_note("conv2d: cublasGemmStridedBatchedEx: %s", status(s));
+    return -1;
+  }
+  return 0;
+}
+
 #else
 
 void em_cuda_set_allow_tf32(int on) { (void)on; }

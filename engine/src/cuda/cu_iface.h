@@ -277,6 +277,21 @@ int emcu_layer_norm_backward(int f64, const void *grad_out, const void *x, const
                              const void *rstd, const void *w, void *gx, void *gw, void *gb,
                              int64_t M, int64_t D, void *stream);
 
+/* conv2d's column matrix (cpu/conv.c's layout): col [K, nb * L], row
+** k = (c, i, j) of channel c0 + c, column n * L + l of sample n0 + n */
+typedef struct emcu_conv {
+  int64_t N, C, H, W, O, Cg, kH, kW, oH, oW, groups, Og, K, L;
+  int64_t s[2], p[2], d[2];
+} emcu_conv;
+/* to_col 1: col = the image's windows (0 outside); 0: image += col
+** (atomically: windows overlap) */
+int emcu_im2col(int f64, void *img, void *col, const emcu_conv *g, int64_t n0, int64_t nb, int64_t c0,
+                int to_col, void *stream);
+/* [N, O, L] rows n0.. <-> buf [O, nb * L]: to_buf gathers; else out = buf
+** (+ bias[o]) */
+int emcu_conv_reorder(int f64, void *nol, void *buf, const void *bias, const emcu_conv *g, int64_t n0,
+                      int64_t nb, int to_buf, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

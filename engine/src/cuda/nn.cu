@@ -177,7 +177,52 @@ __global__ void ln_bwd_w_kernel(const T *go, const T *x, const T *mu, const T *r
   }
 }
 
+template <typename T>
+__global__ void im2col_kernel(T *img, T *col, emcu_conv g, int64_t n0, int64_t nb, int64_t c0, int to_col) {
+  const int64_t NL = nb * g.L;
+  GRID_STRIDE(g.K * NL) {
+    int64_t k = lin / NL, rem = lin - k * NL, j = rem / g.L, l = rem - j * g.L;
+    int64_t oy = l / g.oW, ox = l - oy * g.oW;
+    int64_t c = k / (g.kH * g.kW), i = (k / g.kW) % g.kH, jj = k % g.kW;
+    int64_t iy = oy * g.s[0] - g.p[0] + i * g.d[0], ix = ox * g.s[1] - g.p[1] + jj * g.d[1];
+    bool in = iy >= 0 && iy < g.H && ix >= 0 && ix < g.W;
+    T *px = img + (((n0 + j) * g.C + c0 + c) * g.H + (in ? iy : 0)) * g.W + (in ? ix : 0);
+    if (to_col) col[lin] = in ? *px : T(0);
+    else if (in) atomicAdd(px, col[lin]);
+  }
+}
+
+template <typename T>
+__global__ void reorder_kernel(T *nol, T *buf, const T *bias, emcu_conv g, int64_t n0, int64_t nb, int to_buf) {
+  GRID_STRIDE(g.O * nb * g.L) {
+    int64_t l = lin % g.L, j = (lin / g.L) % nb, o = lin / (g.L * nb);
+    T *a = nol + ((n0 + j) * g.O + o) * g.L + l;
+    if (to_buf) buf[lin] = *a;
+    else *a = buf[lin] + (bias ? bias[o] : T(0));
+  }
+}
+
 }  // namespace
+
+extern "C" int emcu_im2col(int f64, void *img, void *col, const emcu_conv *g, int64_t n0, int64_t nb, int64_t c0,
+                           int to_col, void *stream) {
+  int64_t n = g->K * nb * g->L;
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (f64) im2col_kernel<double><<<blocks_for(n), 256, 0, s>>>((double *)img, (double *)col, *g, n0, nb, c0, to_col);
+  else im2col_kernel<float><<<blocks_for(n), 256, 0, s>>>((float *)img, (float *)col, *g, n0, nb, c0, to_col);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_conv_reorder(int f64, void *nol, void *buf, const void *bias, const emcu_conv *g, int64_t n0,
+                                 int64_t nb, int to_buf, void *stream) {
+  int64_t n = g->O * nb * g->L;
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (f64) reorder_kernel<double><<<blocks_for(n), 256, 0, s>>>((double *)nol, (double *)buf, (const double *)bias, *g, n0, nb, to_buf);
+  else reorder_kernel<float><<<blocks_for(n), 256, 0, s>>>((float *)nol, (float *)buf, (const float *)bias, *g, n0, nb, to_buf);
+  return (int)cudaGetLastError();
+}
 
 extern "C" int emcu_max_pool2d(int f64, const void *x, void *y, int64_t *ix, const emcu_pool *g, void *stream) {
   int64_t n = g->planes * g->oH * g->oW;

@@ -744,13 +744,68 @@ const em_random_kernels em_cuda_random_kernels = {
     .multinomial = cu_multinomial,
 };
 
-/* -- nn: pooling, the id check and layer norm (cuda/nn.cu); convolution,
-** batch norm, the losses, attention and the recurrent loops are layer two */
+/* -- nn: conv2d (im2col + cuBLAS), pooling, the id check and layer norm
+** (cuda/nn.cu); batch norm, the losses, attention and the recurrent loops are layer two */
 
+/* conv2d: im2col + cuBLAS, cpu/conv.c's driver with device buffers: per
+** chunk of the batch (col under 2^24 elements) and group, FWD col =
+** im2col(x), out_g = W_g @ col; BWD_INPUT col = W_g^T @ go_g, col2im;
+** BWD_WEIGHT col = im2col(x), gW_g += go_g @ col^T. */
 static em_status cu_conv2d(const char *op, em_conv_pass pass, const em_tensor *a,
                              const em_tensor *b, const em_tensor *bias, em_tensor *out,
                              const em_conv2d_geo *g) {
-  return unsupported(op);
+  if (!(g->N > 0 && g->L > 0 && (g->K > 0 || pass == EM_CONV_FORWARD))) return EM_OK;
+  em_dtype dt = a->dtype;
+  int f64 = dt == EM_FLOAT64;
+  size_t es = em_dtype_size(dt);
+  emcu_conv c;
+  c.N = g->N, c.C = g->C, c.H = g->H, c.W = g->W, c.O = g->O, c.Cg = g->Cg, c.kH = g->kH;
+  c.kW = g->kW, c.oH = g->oH, c.oW = g->oW, c.groups = g->groups, c.Og = g->Og, c.K = g->K, c.L = g->L;
+  for (int i = 0; i < 2; i++) c.s[i] = g->s[i], c.p[i] = g->p[i], c.d[i] = g->d[i];
+  int64_t per = g->K * g->L, nb = per > 0 ? ((int64_t)1 << 24) / per : g->N;
+  if (nb < 1) nb = 1;
+  if (nb > g->N) nb = g->N;
+  while (nb > 1 && nb * g->L > INT32_MAX) nb--;
+  em_device dev = {EM_CUDA, emcu_device()};
+  size_t colb = (size_t)(g->K * nb * g->L) * es + 256, bufb = (size_t)(g->O * nb * g->L) * es + 256;
+  void *col = NULL, *buf = NULL;
+  em_status st = emcu_alloc(dev, colb, &col);
+  if (st == EM_OK) st = emcu_alloc(dev, bufb, &buf);
+  if (st != EM_OK) {
+    if (col) emcu_free(dev, col, colb);
+    return st;
+  }
+  char *A = em_tensor_data(a), *B = em_tensor_data(b), *R = em_tensor_data(out);
+  void *s = stream();
+  int err = 0;
+  for (int64_t n0 = 0; n0 < g->N && err == 0; n0 += nb) {
+    int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb, NL = cnt * g->L;
+    if (pass != EM_CONV_FORWARD) err = emcu_conv_reorder(f64, A, buf, NULL, &c, n0, cnt, 1, s);
+    for (int64_t gr = 0; gr < g->groups && err == 0; gr++) {
+      char *bufg = (char *)buf + (size_t)(gr * g->Og * NL) * es;
+      size_t wg = (size_t)(gr * g->Og * g->K) * es;
+      if (pass == EM_CONV_FORWARD && g->K == 0) {
+        err = (int)cudaMemsetAsync(bufg, 0, (size_t)(g->Og * NL) * es, (cudaStream_t)s);
+      } else if (pass == EM_CONV_FORWARD) {
+        err = emcu_im2col(f64, A, col, &c, n0, cnt, gr * g->Cg, 1, s);
+        if (err == 0 && emcu_nn_gemm(dt, 0, 0, g->Og, NL, g->K, B + wg, g->K, col, NL, 0.0, bufg, NL) != 0)
+          err = -1;
+      } else if (pass == EM_CONV_BACKWARD_INPUT) {
+        if (emcu_nn_gemm(dt, 1, 0, g->K, NL, g->Og, B + wg, g->K, bufg, NL, 0.0, col, NL) != 0) err = -1;
+        if (err == 0) err = emcu_im2col(f64, R, col, &c, n0, cnt, gr * g->Cg, 0, s);
+      } else {
+        err = emcu_im2col(f64, B, col, &c, n0, cnt, gr * g->Cg, 1, s);
+        if (err == 0 && emcu_nn_gemm(dt, 0, 1, g->Og, g->K, NL, bufg, NL, col, NL, 1.0, R + wg, g->K) != 0)
+          err = -1;
+      }
+    }
+    if (err == 0 && pass == EM_CONV_FORWARD)
+      err = emcu_conv_reorder(f64, R, buf, bias ? em_tensor_data(bias) : NULL, &c, n0, cnt, 0, s);
+  }
+  emcu_free(dev, col, colb);
+  emcu_free(dev, buf, bufb);
+  if (err == -1) return em_fail(EM_E_RUNTIME, "%s: cuBLAS failed (the next cuda call names why)", op);
+  return cu_status(op, "conv2d", err);
 }
 static void pool_geom(emcu_pool *p, const em_pool2d_geo *g) {
   memset(p, 0, sizeof *p);
