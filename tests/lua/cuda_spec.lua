@@ -546,6 +546,35 @@ for _, dev in ipairs(devices) do
         same(ba.grad, bb.grad, 1e-10)
       end
     end)
+    on(dev, "nn: batch norm in training (running statistics move) and evaluation, with gradients", function(d)
+      local F = T.nn.functional
+      local x = T.tensor { { { 1, 3 } }, { { 5, 7 } } }:double()      -- N 2, C 1, S 2: mean 4, var 5
+      local rm, rv = T.zeros(1, { dtype = T.float64 }):to(d), T.ones(1, { dtype = T.float64 }):to(d)
+      local y = F.batch_norm(x:to(d), rm, rv, { training = true, momentum = 0.5, eps = 0 })
+      same(T.tensor { { { -3, -1 } }, { { 1, 3 } } }:double():div(math.sqrt(5)), y, 1e-12)
+      same(T.tensor { 2 }:double(), rm, 1e-12)
+      same(T.tensor({ 0.5 + 0.5 * 20 / 3 }, { dtype = T.float64 }), rv, 1e-12)   -- the unbiased variance
+      local z = T.randn(4, 3, 5, { dtype = T.float64 })
+      for _, training in ipairs { true, false } do
+        local w, b = T.randn(3, { dtype = T.float64 }), T.randn(3, { dtype = T.float64 })
+        local ra, va = T.randn(3, { dtype = T.float64 }), T.rand(3, { dtype = T.float64 }):add(0.5)
+        local za, wa, ba = z:clone():requires_grad_(), w:clone():requires_grad_(), b:clone():requires_grad_()
+        local zb, wb, bb = z:clone():to(d):requires_grad_(), w:clone():to(d):requires_grad_(),
+          b:clone():to(d):requires_grad_()
+        local rb, vb = ra:clone():to(d), va:clone():to(d)
+        local ya = F.batch_norm(za, ra, va, { weight = wa, bias = ba, training = training })
+        local yb = F.batch_norm(zb, rb, vb, { weight = wb, bias = bb, training = training })
+        same(ya:detach(), yb:detach(), 1e-12)
+        same(ra, rb, 1e-12)
+        same(va, vb, 1e-12)
+        local g = T.randn(4, 3, 5, { dtype = T.float64 })
+        ya:backward(g)
+        yb:backward(g:to(d))
+        same(za.grad, zb.grad, 1e-12)
+        same(wa.grad, wb.grad, 1e-12)
+        same(ba.grad, bb.grad, 1e-12)
+      end
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

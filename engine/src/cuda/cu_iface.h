@@ -292,6 +292,17 @@ int emcu_im2col(int f64, void *img, void *col, const emcu_conv *g, int64_t n0, i
 int emcu_conv_reorder(int f64, void *nol, void *buf, const void *bias, const emcu_conv *g, int64_t n0,
                       int64_t nb, int to_buf, void *stream);
 
+/* batch norm over x [N, C, S]: stats (2 C doubles of device scratch) get
+** each channel's mean and inverse std; running_mean/var (or NULL) move in
+** training; save_mean/save_invstd (x's dtype) get them too; then y */
+int emcu_batch_norm(int f64, const void *x, const void *w, const void *b, void *running_mean,
+                    void *running_var, void *y, void *save_mean, void *save_invstd, double *stats,
+                    int64_t N, int64_t C, int64_t S, int training, double momentum, double eps,
+                    void *stream);
+int emcu_batch_norm_backward(int f64, const void *grad_out, const void *x, const void *w,
+                             const void *mean, const void *invstd, void *gx, void *gw, void *gb,
+                             int64_t N, int64_t C, int64_t S, int training, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

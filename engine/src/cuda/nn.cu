@@ -202,7 +202,122 @@ __global__ void reorder_kernel(T *nol, T *buf, const T *bias, emcu_conv g, int64
   }
 }
 
+// batch norm: a block per channel for the statistics and the gradients
+template <typename T>
+__global__ void bn_stats_kernel(const T *x, T *rm, T *rv, T *sm, T *si, double *stats, int64_t N, int64_t C,
+                                int64_t S, int training, double momentum, double eps) {
+  __shared__ double sh[256];
+  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+    double m, inv;
+    if (training) {
+      const int64_t cnt = N * S;
+      double a = 0;
+      for (int64_t q = threadIdx.x; q < cnt; q += blockDim.x) a += (double)x[((q / S) * C + c) * S + q % S];
+      m = block_sum(sh, a) / (double)cnt;
+      double v = 0;
+      for (int64_t q = threadIdx.x; q < cnt; q += blockDim.x) {
+        double d = (double)x[((q / S) * C + c) * S + q % S] - m;
+        v += d * d;
+      }
+      v = block_sum(sh, v) / (double)cnt;
+      if (threadIdx.x == 0) {
+        double unb = (double)cnt / (double)(cnt - 1);
+        if (rm) rm[c] = (T)((1 - momentum) * (double)rm[c] + momentum * m);
+        if (rv) rv[c] = (T)((1 - momentum) * (double)rv[c] + momentum * v * unb);
+      }
+      inv = 1.0 / sqrt(v + eps);
+    } else {
+      m = (double)rm[c];
+      inv = 1.0 / sqrt((double)rv[c] + eps);
+    }
+    if (threadIdx.x == 0) {
+      stats[c] = m;
+      stats[C + c] = inv;
+      sm[c] = (T)m;
+      si[c] = (T)inv;
+    }
+  }
+}
+template <typename T>
+__global__ void bn_apply_kernel(const T *x, T *y, const T *w, const T *b, const double *stats, int64_t N,
+                                int64_t C, int64_t S) {
+  GRID_STRIDE(N * C * S) {
+    int64_t c = (lin / S) % C;
+    double a = stats[C + c] * (w ? (double)w[c] : 1.0);
+    double sh = (b ? (double)b[c] : 0.0) - stats[c] * a;
+    y[lin] = (T)((double)x[lin] * a + sh);
+  }
+}
+template <typename T>
+__global__ void bn_bwd_kernel(const T *go, const T *x, const T *w, const T *mu, const T *ist, int training,
+                              T *gx, T *gw, T *gb, int64_t N, int64_t C, int64_t S) {
+  __shared__ double sh[256];
+  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+    const int64_t cnt = N * S;
+    double m = (double)mu[c], is = (double)ist[c], sg = 0, sgx = 0;
+    for (int64_t q = threadIdx.x; q < cnt; q += blockDim.x) {
+      int64_t k = ((q / S) * C + c) * S + q % S;
+      sg += (double)go[k];
+      sgx += (double)go[k] * ((double)x[k] - m) * is;
+    }
+    sg = block_sum(sh, sg);
+    sgx = block_sum(sh, sgx);
+    if (threadIdx.x == 0) {
+      if (gw) gw[c] = (T)sgx;
+      if (gb) gb[c] = (T)sg;
+    }
+    if (!gx) continue;
+    double wc = w ? (double)w[c] : 1.0, n = (double)cnt;
+    for (int64_t q = threadIdx.x; q < cnt; q += blockDim.x) {
+      int64_t k = ((q / S) * C + c) * S + q % S;
+      double g = (double)go[k];
+      if (training) g -= sg / n + ((double)x[k] - m) * is * sgx / n;
+      gx[k] = (T)(g * wc * is);
+    }
+  }
+}
+
 }  // namespace
+
+extern "C" int emcu_batch_norm(int f64, const void *x, const void *w, const void *b, void *rm, void *rv, void *y,
+                               void *sm, void *si, double *stats, int64_t N, int64_t C, int64_t S, int training,
+                               double momentum, double eps, void *stream) {
+  if (C == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  unsigned blocks = (unsigned)(C < 65535 ? C : 65535);
+  int64_t n = N * C * S;
+  if (f64) {
+    bn_stats_kernel<double><<<blocks, 256, 0, s>>>((const double *)x, (double *)rm, (double *)rv, (double *)sm,
+                                                   (double *)si, stats, N, C, S, training, momentum, eps);
+    if (n > 0)
+      bn_apply_kernel<double><<<blocks_for(n), 256, 0, s>>>((const double *)x, (double *)y, (const double *)w,
+                                                            (const double *)b, stats, N, C, S);
+  } else {
+    bn_stats_kernel<float><<<blocks, 256, 0, s>>>((const float *)x, (float *)rm, (float *)rv, (float *)sm,
+                                                  (float *)si, stats, N, C, S, training, momentum, eps);
+    if (n > 0)
+      bn_apply_kernel<float><<<blocks_for(n), 256, 0, s>>>((const float *)x, (float *)y, (const float *)w,
+                                                           (const float *)b, stats, N, C, S);
+  }
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_batch_norm_backward(int f64, const void *go, const void *x, const void *w, const void *mean,
+                                        const void *invstd, void *gx, void *gw, void *gb, int64_t N, int64_t C,
+                                        int64_t S, int training, void *stream) {
+  if (C == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  unsigned blocks = (unsigned)(C < 65535 ? C : 65535);
+  if (f64)
+    bn_bwd_kernel<double><<<blocks, 256, 0, s>>>((const double *)go, (const double *)x, (const double *)w,
+                                                 (const double *)mean, (const double *)invstd, training,
+                                                 (double *)gx, (double *)gw, (double *)gb, N, C, S);
+  else
+    bn_bwd_kernel<float><<<blocks, 256, 0, s>>>((const float *)go, (const float *)x, (const float *)w,
+                                                (const float *)mean, (const float *)invstd, training, (float *)gx,
+                                                (float *)gw, (float *)gb, N, C, S);
+  return (int)cudaGetLastError();
+}
 
 extern "C" int emcu_im2col(int f64, void *img, void *col, const emcu_conv *g, int64_t n0, int64_t nb, int64_t c0,
                            int to_col, void *stream) {

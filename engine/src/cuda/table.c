@@ -744,8 +744,8 @@ const em_random_kernels em_cuda_random_kernels = {
     .multinomial = cu_multinomial,
 };
 
-/* -- nn: conv2d (im2col + cuBLAS), pooling, the id check and layer norm
-** (cuda/nn.cu); batch norm, the losses, attention and the recurrent loops are layer two */
+/* -- nn: conv2d (im2col + cuBLAS), pooling, the id check, layer and batch
+** norm (cuda/nn.cu); the losses, attention and the recurrent loops are layer two */
 
 /* conv2d: im2col + cuBLAS, cpu/conv.c's driver with device buffers: per
 ** chunk of the batch (col under 2^24 elements) and group, FWD col =
@@ -895,13 +895,27 @@ static em_status cu_batch_norm(const char *op, const em_tensor *x, const em_tens
                                  const em_tensor *b, em_tensor *running_mean,
                                  em_tensor *running_var, em_tensor *y, em_tensor *save_mean,
                                  em_tensor *save_invstd, const em_batch_norm_params *p) {
-  return unsupported(op);
+  em_device dev = {EM_CUDA, emcu_device()};
+  size_t bytes = (size_t)(2 * p->C + 1) * sizeof(double);
+  void *stats = NULL;
+  em_status st = emcu_alloc(dev, bytes, &stats);
+  if (st != EM_OK) return st;
+  st = cu_status(op, "batch_norm",
+                 emcu_batch_norm(x->dtype == EM_FLOAT64, em_tensor_data(x), NN_DATA(w), NN_DATA(b),
+                                 NN_DATA(running_mean), NN_DATA(running_var), em_tensor_data(y),
+                                 em_tensor_data(save_mean), em_tensor_data(save_invstd), stats, p->N, p->C,
+                                 p->S, p->training, p->momentum, p->eps, stream()));
+  emcu_free(dev, stats, bytes);
+  return st;
 }
 static void cu_batch_norm_backward(const em_tensor *grad_out, const em_tensor *x,
                                      const em_tensor *w, const em_tensor *mean,
                                      const em_tensor *invstd, em_tensor *gx, em_tensor *gw,
                                      em_tensor *gb, const em_batch_norm_params *p) {
-  UNSUPPORTED_VOID("batch_norm_backward");
+  launched("batch_norm_backward",
+           emcu_batch_norm_backward(x->dtype == EM_FLOAT64, em_tensor_data(grad_out), em_tensor_data(x),
+                                    NN_DATA(w), em_tensor_data(mean), em_tensor_data(invstd), NN_DATA(gx),
+                                    NN_DATA(gw), NN_DATA(gb), p->N, p->C, p->S, p->training, stream()));
 }
 static em_status cu_class_loss(const char *op, const em_tensor *x, const em_tensor *target,
                                  const em_tensor *w, const em_tensor *grad_out, em_tensor *out,
