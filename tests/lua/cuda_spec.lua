@@ -575,6 +575,50 @@ for _, dev in ipairs(devices) do
         same(ba.grad, bb.grad, 1e-12)
       end
     end)
+    on(dev, "nn: the losses (cross_entropy, nll_loss, mse, l1, binary cross-entropy) and their gradients", function(d)
+      local F = T.nn.functional
+      local x = T.tensor { { 0, 0 } }:double()
+      same(T.tensor(math.log(2), { dtype = T.float64 }), F.cross_entropy(x:to(d), T.tensor { 1 }:to(d)), 1e-12)
+      local logits = T.randn(6, 4, 3, { dtype = T.float64 })
+      local ids = T.tensor { { 1, 2, 3 }, { 4, 4, 1 }, { 2, 2, 2 }, { 3, 1, 4 }, { 1, 1, 1 }, { 4, 3, 2 } }
+      local wt = T.tensor({ 0.5, 1, 2, 1.5 }, { dtype = T.float64 })
+      local probs = T.randn(6, 4, 3, { dtype = T.float64 }):softmax(2)
+      local cases = {
+        function(a, t, w) return F.cross_entropy(a, t) end,
+        function(a, t, w) return F.cross_entropy(a, t, { weight = w, ignore_index = 2 }) end,
+        function(a, t, w) return F.cross_entropy(a, t, { label_smoothing = 0.2, reduction = "sum" }) end,
+        function(a, t, w) return F.cross_entropy(a, t, { reduction = "none" }):sum() end,
+        function(a, t, w, p) return F.cross_entropy(a, p) end,
+        function(a, t, w) return F.nll_loss(a:log_softmax(2), t, { weight = w }) end,
+      }
+      for _, f in ipairs(cases) do
+        local aa, ab = logits:clone():requires_grad_(), logits:clone():to(d):requires_grad_()
+        local la = f(aa, ids, wt, probs)
+        local lb = f(ab, ids:to(d), wt:to(d), probs:to(d))
+        same(la:detach(), lb:detach(), 1e-12)
+        la:backward()
+        lb:backward()
+        same(aa.grad, ab.grad, 1e-12)
+      end
+      local u = T.rand(5, 3, { dtype = T.float64 }):mul(0.9):add(0.05)
+      local t = T.rand(5, 3, { dtype = T.float64 })
+      local pw = {
+        function(a, b) return F.mse_loss(a, b) end,
+        function(a, b) return F.l1_loss(a, b, { reduction = "sum" }) end,
+        function(a, b) return F.binary_cross_entropy(a, b) end,
+        function(a, b) return F.binary_cross_entropy_with_logits(a, b, { pos_weight = T.full({ 3 }, 2, { dtype = T.float64 }):to(b.device) }) end,
+        function(a, b) return F.mse_loss(a, b, { reduction = "none" }):sum() end,
+      }
+      for _, f in ipairs(pw) do
+        local aa, ab = u:clone():requires_grad_(), u:clone():to(d):requires_grad_()
+        local la, lb = f(aa, t), f(ab, t:to(d))
+        same(la:detach(), lb:detach(), 1e-12)
+        la:backward()
+        lb:backward()
+        same(aa.grad, ab.grad, 1e-12)
+      end
+      assert.has_error(function() F.binary_cross_entropy(T.tensor { 0.5, 1.5 }:to(d), T.tensor { 0, 1 }:float():to(d)) end)
+    end)
     on(dev, "item and printing read one element", function(d)
       local x = T.tensor { 1.5, 2.5 }:to(d)
       assert.equal(2.5, x[2]:item())

@@ -303,6 +303,24 @@ int emcu_batch_norm_backward(int f64, const void *grad_out, const void *x, const
                              const void *mean, const void *invstd, void *gx, void *gw, void *gb,
                              int64_t N, int64_t C, int64_t S, int training, void *stream);
 
+/* the losses (core/kern_nn.h): reduction 0 none, 1 mean, 2 sum */
+typedef struct emcu_cls {
+  int64_t N, C, S, ignore;
+  int prob, logsm, reduction;
+  double ls;
+} emcu_cls;
+/* class_loss: scratch 2 * N * S + 2 doubles on the device; go NULL:
+** forward into out (and tw), else the gradient into out */
+int emcu_class_loss(int f64, const void *x, const void *target, const void *w, const void *go,
+                    void *out, void *tw, const emcu_cls *p, double *scratch, void *stream);
+/* kind em_pointwise_loss's value; go NULL: the loss per element */
+int emcu_pointwise_loss(int f64, int kind, int reduction, int64_t n, const void *x, const void *t,
+                        const void *w, const void *pw, const void *go, void *out, void *stream);
+/* *first (device, ~0) = the lowest position of x (n elements) outside
+** [0, 1] (NaN too), *value its value */
+int emcu_outside_unit(int f64, const void *x, int64_t n, unsigned long long *first, double *value,
+                      void *stream);
+
 #ifdef __cplusplus
 }
 #endif

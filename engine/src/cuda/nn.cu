@@ -277,7 +277,210 @@ __global__ void bn_bwd_kernel(const T *go, const T *x, const T *w, const T *mu, 
   }
 }
 
+// -- losses: cpu/nn.c's class and pointwise losses, op for op ---------------
+
+// the total weight of the counted targets, one block in a fixed order
+template <typename T>
+__global__ void cls_tw_kernel(const int64_t *ids, const T *w, int64_t NS, int64_t ignore, double *tw) {
+  __shared__ double sh[256];
+  double a = 0;
+  for (int64_t i = threadIdx.x; i < NS; i += blockDim.x)
+    if (ids[i] != ignore) a += w ? (double)w[ids[i] - 1] : 1.0;
+  a = block_sum(sh, a);
+  if (threadIdx.x == 0) *tw = a;
+}
+
+template <typename T>
+__global__ void cls_lane_kernel(const T *x, const T *tp, const int64_t *ids, const T *w, const T *go, T *gx,
+                                emcu_cls p, double *nll, double *smooth, const double *twp) {
+  const int64_t C = p.C, S = p.S, NS = p.N * p.S;
+  const double ls = p.ls, twsum = p.prob ? 0 : *twp;
+  const double nll_den = p.reduction == 1 ? twsum : 1.0;
+  const double sm_den = p.reduction == 1 ? (p.prob ? (double)NS : twsum) : 1.0;
+  const double ls_nll = p.prob ? 0.0 : (p.logsm ? 1 - ls : 1.0);
+  const double ls_sm = p.prob ? 1.0 : (p.logsm ? ls / (double)C : 0.0);
+  GRID_STRIDE(NS) {
+    int64_t n = lin / S, s = lin % S, base = n * C * S + s;
+    int64_t t = p.prob ? -1 : ids[lin] - 1;
+    if (!p.prob && ids[lin] == p.ignore) {
+      nll[lin] = smooth[lin] = 0;
+      continue;  // its gradient stays zero (out is zeroed)
+    }
+    double gi = 0;
+    if (go) gi = p.reduction == 0 ? (double)go[lin] : (double)go[0];
+    double a = gi * ls_nll / nll_den, b = gi * ls_sm / sm_den;
+    double mx = -INFINITY, lse = 0;
+    if (p.logsm) {
+      for (int64_t c = 0; c < C; c++) {
+        double v = (double)x[base + c * S];
+        if (v > mx) mx = v;
+      }
+      if (!isfinite(mx)) mx = 0;
+      for (int64_t c = 0; c < C; c++) lse += exp((double)x[base + c * S] - mx);
+      lse = log(lse) + mx;
+    }
+    double nl = 0, sm = 0, sumd = 0;
+    for (int64_t c = 0; c < C; c++) {
+      double lp = (double)x[base + c * S] - lse;
+      double wc = w ? (double)w[c] : 1.0;
+      double tc = tp ? (double)tp[base + c * S] * (1 - ls) + ls / (double)C : (c == t ? 1.0 : 0.0);
+      if (tp) {
+        sm -= wc * tc * lp;
+      } else {
+        if (c == t) nl = -wc * lp;
+        sm -= wc * lp;
+      }
+      if (gx) {
+        double d = tp ? -b * wc * tc : -(c == t ? a * wc : 0.0) - b * wc;
+        sumd += d;
+        gx[base + c * S] = (T)d;
+      }
+    }
+    nll[lin] = nl;
+    smooth[lin] = sm;
+    if (gx && p.logsm == 1)
+      for (int64_t c = 0; c < C; c++) {
+        double q = exp((double)x[base + c * S] - lse);
+        gx[base + c * S] = (T)((double)gx[base + c * S] - q * sumd);
+      }
+  }
+}
+
+template <typename T>
+__global__ void cls_out_kernel(const double *nll, const double *smooth, emcu_cls p, const double *twp, T *out,
+                               T *tw) {
+  __shared__ double sh[256];
+  const int64_t NS = p.N * p.S;
+  const double twsum = p.prob ? 0 : *twp;
+  const double nll_den = p.reduction == 1 ? twsum : 1.0;
+  const double sm_den = p.reduction == 1 ? (p.prob ? (double)NS : twsum) : 1.0;
+  const double ls_nll = p.prob ? 0.0 : (p.logsm ? 1 - p.ls : 1.0);
+  const double ls_sm = p.prob ? 1.0 : (p.logsm ? p.ls / (double)p.C : 0.0);
+  if (p.reduction == 0) {
+    for (int64_t i = threadIdx.x; i < NS; i += blockDim.x) out[i] = (T)(ls_nll * nll[i] + ls_sm * smooth[i]);
+  } else {
+    double sn = 0, ss = 0;
+    for (int64_t i = threadIdx.x; i < NS; i += blockDim.x) {
+      sn += nll[i];
+      ss += smooth[i];
+    }
+    sn = block_sum(sh, sn);
+    ss = block_sum(sh, ss);
+    if (threadIdx.x == 0) {
+      double v = (ls_nll != 0 ? ls_nll * sn / nll_den : 0) + (ls_sm != 0 ? ls_sm * ss / sm_den : 0);
+      if (p.reduction == 1 && !p.prob && twsum == 0) v = NAN;
+      out[0] = (T)v;
+    }
+  }
+  if (tw && threadIdx.x == 0) tw[0] = (T)(p.prob ? (double)NS : twsum);
+}
+
+__device__ inline double pw_eval(int k, int bwd, double x, double t, double w, double pw) {
+  switch (k) {
+    case 0: return bwd ? 2 * (x - t) : (x - t) * (x - t);  // mse
+    case 1: return bwd ? (x > t ? 1.0 : x < t ? -1.0 : 0.0) : fabs(x - t);  // l1
+    case 2: {  // bce
+      if (bwd) {
+        double den = (1 - x) * x;
+        if (den < 1e-12) den = 1e-12;
+        return w * (x - t) / den;
+      }
+      double lx = log(x), l1x = log1p(-x);
+      if (lx < -100) lx = -100;
+      if (l1x < -100) l1x = -100;
+      return -w * (t * lx + (1 - t) * l1x);
+    }
+    default: {  // bce with logits
+      double lw = (pw - 1) * t + 1;
+      if (bwd) {
+        double s = 1.0 / (1.0 + exp(-x));
+        return w * ((1 - t) - lw * (1 - s));
+      }
+      double sp = log1p(exp(-fabs(x))) + (x < 0 ? -x : 0.0);
+      return w * ((1 - t) * x + lw * sp);
+    }
+  }
+}
+
+template <typename T>
+__global__ void pw_kernel(int k, int bwd, int64_t n, const T *x, const T *t, const T *w, const T *pw, const T *go,
+                          int64_t gstep, double scale, T *y) {
+  GRID_STRIDE(n) {
+    double v = pw_eval(k, bwd, (double)x[lin], (double)t[lin], w ? (double)w[lin] : 1.0, pw ? (double)pw[lin] : 1.0);
+    if (bwd) {
+      if (k != 2 && k != 3 && w) v *= (double)w[lin];
+      v *= (double)go[lin * gstep] * scale;
+    }
+    y[lin] = (T)v;
+  }
+}
+
+template <typename T>
+__global__ void outside_kernel(const T *x, int64_t n, unsigned long long *first) {
+  GRID_STRIDE(n) {
+    double e = (double)x[lin];
+    if (!(e >= 0 && e <= 1)) atomicMin(first, (unsigned long long)lin);
+  }
+}
+template <typename T>
+__global__ void outside_value_kernel(const T *x, int64_t n, const unsigned long long *first, double *v) {
+  if (threadIdx.x == 0 && blockIdx.x == 0 && *first < (unsigned long long)n) *v = (double)x[*first];
+}
+
+template <typename T>
+int class_loss_t(const void *x, const void *target, const void *w, const void *go, void *out, void *tw,
+                 const emcu_cls *p, double *scratch, cudaStream_t s) {
+  const int64_t NS = p->N * p->S;
+  double *nll = scratch, *smooth = scratch + NS, *twp = scratch + 2 * NS;
+  const int64_t *ids = p->prob ? NULL : (const int64_t *)target;
+  const T *tp = p->prob ? (const T *)target : NULL;
+  if (!p->prob) cls_tw_kernel<T><<<1, 256, 0, s>>>(ids, (const T *)w, NS, p->ignore, twp);
+  if (NS > 0)
+    cls_lane_kernel<T><<<blocks_for(NS), 256, 0, s>>>((const T *)x, tp, ids, (const T *)w, (const T *)go,
+                                                      go ? (T *)out : NULL, *p, nll, smooth, twp);
+  if (!go) cls_out_kernel<T><<<1, 256, 0, s>>>(nll, smooth, *p, twp, (T *)out, (T *)tw);
+  return (int)cudaGetLastError();
+}
+
 }  // namespace
+
+extern "C" int emcu_class_loss(int f64, const void *x, const void *target, const void *w, const void *go,
+                               void *out, void *tw, const emcu_cls *p, double *scratch, void *stream) {
+  cudaStream_t s = (cudaStream_t)stream;
+  return f64 ? class_loss_t<double>(x, target, w, go, out, tw, p, scratch, s)
+             : class_loss_t<float>(x, target, w, go, out, tw, p, scratch, s);
+}
+
+extern "C" int emcu_pointwise_loss(int f64, int kind, int reduction, int64_t n, const void *x, const void *t,
+                                   const void *w, const void *pw, const void *go, void *out, void *stream) {
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  double scale = go && reduction == 1 ? 1.0 / (double)n : 1.0;
+  int64_t gstep = reduction == 0 ? 1 : 0;
+  if (f64)
+    pw_kernel<double><<<blocks_for(n), 256, 0, s>>>(kind, go != NULL, n, (const double *)x, (const double *)t,
+                                                    (const double *)w, (const double *)pw, (const double *)go,
+                                                    gstep, scale, (double *)out);
+  else
+    pw_kernel<float><<<blocks_for(n), 256, 0, s>>>(kind, go != NULL, n, (const float *)x, (const float *)t,
+                                                   (const float *)w, (const float *)pw, (const float *)go, gstep,
+                                                   scale, (float *)out);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_outside_unit(int f64, const void *x, int64_t n, unsigned long long *first, double *value,
+                                 void *stream) {
+  if (n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (f64) {
+    outside_kernel<double><<<blocks_for(n), 256, 0, s>>>((const double *)x, n, first);
+    outside_value_kernel<double><<<1, 32, 0, s>>>((const double *)x, n, first, value);
+  } else {
+    outside_kernel<float><<<blocks_for(n), 256, 0, s>>>((const float *)x, n, first);
+    outside_value_kernel<float><<<1, 32, 0, s>>>((const float *)x, n, first, value);
+  }
+  return (int)cudaGetLastError();
+}
 
 extern "C" int emcu_batch_norm(int f64, const void *x, const void *w, const void *b, void *rm, void *rv, void *y,
                                void *sm, void *si, double *stats, int64_t N, int64_t C, int64_t S, int training,

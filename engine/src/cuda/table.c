@@ -653,6 +653,9 @@ const em_linalg_kernels em_cuda_linalg_kernels = {
 /* -- random: the samplers, bernoulli with probabilities, randperm (the
 ** CPU's Philox counters, so the same numbers); multinomial is layer two -- */
 
+_Static_assert(EM_LOSS_MSE == 0 && EM_LOSS_L1 == 1 && EM_LOSS_BCE == 2 && EM_LOSS_BCE_LOGITS == 3 &&
+                   EM_REDUCTION_NONE == 0 && EM_REDUCTION_MEAN == 1 && EM_REDUCTION_SUM == 2,
+               "cuda/nn.cu's loss kinds and reductions are core's");
 _Static_assert(EM_SAMPLE_UNIFORM == 0 && EM_SAMPLE_NORMAL == 1 && EM_SAMPLE_EXPONENTIAL == 2 &&
                    EM_SAMPLE_RANDOM == 3 && EM_SAMPLE_BERNOULLI == 4,
                "cuda/kernels.cu's sampler kinds are em_sampler's");
@@ -745,7 +748,8 @@ const em_random_kernels em_cuda_random_kernels = {
 };
 
 /* -- nn: conv2d (im2col + cuBLAS), pooling, the id check, layer and batch
-** norm (cuda/nn.cu); the losses, attention and the recurrent loops are layer two */
+** norm, the losses (cuda/nn.cu); attention and the recurrent loops are
+** layer two */
 
 /* conv2d: im2col + cuBLAS, cpu/conv.c's driver with device buffers: per
 ** chunk of the batch (col under 2^24 elements) and group, FWD col =
@@ -920,16 +924,50 @@ static void cu_batch_norm_backward(const em_tensor *grad_out, const em_tensor *x
 static em_status cu_class_loss(const char *op, const em_tensor *x, const em_tensor *target,
                                  const em_tensor *w, const em_tensor *grad_out, em_tensor *out,
                                  em_tensor *total_weight, const em_class_loss_params *p) {
-  return unsupported(op);
+  emcu_cls c;
+  memset(&c, 0, sizeof c);
+  c.N = p->N, c.C = p->C, c.S = p->S, c.ignore = p->ignore_index;
+  c.prob = p->prob, c.logsm = p->logsm, c.reduction = (int)p->reduction, c.ls = p->label_smoothing;
+  em_device dev = {EM_CUDA, emcu_device()};
+  size_t bytes = (size_t)(2 * p->N * p->S + 2) * sizeof(double);
+  void *scratch = NULL;
+  em_status st = emcu_alloc(dev, bytes, &scratch);
+  if (st != EM_OK) return st;
+  st = cu_status(op, "loss",
+                 emcu_class_loss(x->dtype == EM_FLOAT64, em_tensor_data(x), em_tensor_data(target), NN_DATA(w),
+                                 NN_DATA(grad_out), em_tensor_data(out), NN_DATA(total_weight), &c, scratch,
+                                 stream()));
+  emcu_free(dev, scratch, bytes);
+  return st;
 }
+/* binary_cross_entropy's input check: the first value outside [0, 1]
+** comes back (this synchronises) */
 static int cu_outside_unit(const em_tensor *x, double *v) {
-  UNSUPPORTED_VOID("outside_unit");
-  return 0;
+  int64_t n = em_tensor_numel(x);
+  if (n == 0) return 0;
+  em_device dev = {EM_CUDA, emcu_device()};
+  struct { unsigned long long first; double value; } h = {~0ull, 0}, *d = NULL;
+  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
+    emcu_note("binary_cross_entropy: out of memory on %s for the input check", "cuda");
+    return 0;
+  }
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
+  if (err == 0) err = emcu_outside_unit(x->dtype == EM_FLOAT64, em_tensor_data(x), n, &d->first, &d->value, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  emcu_free(dev, d, sizeof h);
+  if (err != 0) { launched("binary_cross_entropy", err); return 0; }
+  if (h.first >= (unsigned long long)n) return 0;
+  *v = h.value;
+  return 1;
 }
 static void cu_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                 const em_tensor *x, const em_tensor *t, const em_tensor *w,
                                 const em_tensor *pw, const em_tensor *grad_out, em_tensor *out) {
-  UNSUPPORTED_VOID("pointwise_loss");
+  launched("loss", emcu_pointwise_loss(x->dtype == EM_FLOAT64, (int)kind, (int)reduction, em_tensor_numel(out),
+                                       em_tensor_data(x), em_tensor_data(t), NN_DATA(w), NN_DATA(pw),
+                                       NN_DATA(grad_out), em_tensor_data(out), stream()));
 }
 
 static em_status cu_sdpa(const char *op, const em_tensor *q, const em_tensor *k,
