@@ -145,7 +145,7 @@ return function(T, C)
   -- -- DataLoader ----------------------------------------------------------------------
   local DataLoader = {}
   DataLoader.__index = DataLoader
-  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler" }
+  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler", "pin_memory" }
 
   function data.DataLoader(dataset, o, ...)
     A.nomore("DataLoader", 2, ...)
@@ -164,8 +164,18 @@ return function(T, C)
         error("DataLoader: sampler must have len() and indices()", 2)
       end
     end
+    -- pin_memory: every tensor of a batch in page-locked host memory, so
+    -- that x:to("cuda", {non_blocking = true}) is an asynchronous copy;
+    -- refused where there is no cuda device to pin for
+    if o.pin_memory ~= nil and type(o.pin_memory) ~= "boolean" then
+      error("DataLoader: pin_memory must be a boolean, got " .. type(o.pin_memory), 2)
+    end
+    if o.pin_memory and not T.cuda.is_available() then
+      error("DataLoader: pin_memory = true needs a cuda device (T.cuda.is_available() is false)", 2)
+    end
     return setmetatable({ dataset = dataset, batch_size = bs, shuffle = o.shuffle or false,
-      drop_last = o.drop_last or false, collate_fn = o.collate_fn, sampler = o.sampler }, DataLoader)
+      drop_last = o.drop_last or false, collate_fn = o.collate_fn, sampler = o.sampler,
+      pin_memory = o.pin_memory or false }, DataLoader)
   end
 
   function DataLoader:len(...)
@@ -201,6 +211,11 @@ return function(T, C)
         local items = {}
         for k = 1, cnt do items[k] = ds:get(ids[k]:item()) end
         batch = (self.collate_fn or data.default_collate)(items)
+      end
+      if self.pin_memory then
+        for k, v in pairs(batch) do
+          if T.is_tensor(v) and v.device.type == "cpu" then batch[k] = v:pin_memory() end
+        end
       end
       return batch, i
     end

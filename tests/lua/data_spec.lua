@@ -74,7 +74,24 @@ describe("TensorDataset and DataLoader", function()
     assert.are.equal(T.int64, b.label.dtype)
     assert.are.same({ 0.5, 1.0 }, b.meta.w:tolist())
     assert.are.same({ false, true }, b.meta.ok:tolist())
-    assert.has_error(function() data.DataLoader(custom, { batchsize = 2 }) end, "DataLoader: unknown option 'batchsize' (expected one of: batch_size, shuffle, drop_last, collate_fn, sampler)")
+    assert.has_error(function() data.DataLoader(custom, { batchsize = 2 }) end, "DataLoader: unknown option 'batchsize' (expected one of: batch_size, shuffle, drop_last, collate_fn, sampler, pin_memory)")
+  end)
+
+  it("pin_memory is a boolean, and true is refused where there is no cuda device", function()
+    local ds = T.data.TensorDataset(T.arange(6):float())
+    assert.has_error(function() T.data.DataLoader(ds, { pin_memory = 1 }) end,
+      "DataLoader: pin_memory must be a boolean, got number")
+    if T.cuda.is_available() then
+      for x in T.data.DataLoader(ds, { batch_size = 4, pin_memory = true }):iter() do
+        assert.is_true(x:is_pinned())
+      end
+    else
+      assert.has_error(function() T.data.DataLoader(ds, { pin_memory = true }) end,
+        "DataLoader: pin_memory = true needs a cuda device (T.cuda.is_available() is false)")
+    end
+    local n = 0
+    for x in T.data.DataLoader(ds, { batch_size = 4, pin_memory = false }):iter() do n = n + x:numel() end
+    assert.equal(6, n)
   end)
 
   it("read_csv reads numeric CSV files, gzip-compressed or not", function()
