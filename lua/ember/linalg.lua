@@ -750,8 +750,8 @@ return function(T, C)
   -- (FunctionsManual.cpp), written with ember's ops for when complex
   -- tensors can carry gradients (docs/linalg.md, "eig"): gL, gV the
   -- incoming gradients (either may be nil), L, V the saved results; the
-  -- result is gA, complex (its real part for a real A). Not recorded yet:
-  -- eig refuses an input that requires grad.
+  -- result is gA, complex (its real part for a real A, PyTorch's
+  -- handle_r_to_c). eig_impl records it.
   function L._eig_backward(gL, gV, Lw, V, real_input)
     local n = Lw:size(-1)
     local Vh = mH(V)
@@ -784,10 +784,27 @@ return function(T, C)
     return gA
   end
 
+  -- eig records one node for (L, V) (gL and gV arrive together: an unused
+  -- output's gradient is zero); eigvals computes V too when A requires grad,
+  -- as the derivative needs it (PyTorch does the same)
   local function eig_impl(op, A, compute_v)
     check_tensor(op, A)
-    refuse_complex_grad(op, A)
-    return C._linalg_eig(A, compute_v)
+    if not needs_grad(A) then return C._linalg_eig(A, compute_v) end
+    local real_input = not is_cx(A)
+    local ok, Lw, V = pcall(C._linalg_eig, A, true)
+    if not ok then -- eigvals's errors name eigvals
+      error(compute_v and Lw or (tostring(Lw):gsub("linalg%.eig:", "linalg.eigvals:", 1)), 0)
+    end
+    local Ld, Vd = Lw, V
+    if not compute_v then
+      return record("LinalgEigBackward0", { n = 1, A }, Lw, function(g)
+        return { L._eig_backward(g, nil, Ld, Vd, real_input) }
+      end)
+    end
+    local outs = record_multi("LinalgEigBackward0", { n = 1, A }, { Lw, V }, function(gs)
+      return { L._eig_backward(gs[1], gs[2], Ld, Vd, real_input) }
+    end)
+    return outs[1], outs[2]
   end
   -- L, V with A V = V diag(L): complex64/complex128 for real or complex A
   function L.eig(A, ...)
