@@ -83,11 +83,21 @@ return function(T, C)
         tostring(t.dtype):gsub("^ember%.", "")), 3)
     end
   end
-  -- complex results cannot carry gradients yet (docs/dtypes.md)
-  local function refuse_complex_grad(op, t)
-    if needs_grad_early(t) then
-      error(fmt("%s: autograd through complex results is not implemented (argument #1 " ..
-        "requires grad); detach() it or use T.no_grad()", op), 3)
+  -- the functions whose complex derivative is not written yet refuse a
+  -- complex input when an argument requires grad (docs/dtypes.md)
+  local function refuse_complex_grad(op, ...)
+    if not T.is_grad_enabled() then return end
+    local cx, rg = false, false
+    for i = 1, select("#", ...) do
+      local t = select(i, ...)
+      if T.is_tensor(t) then
+        cx = cx or is_cx(t)
+        rg = rg or t.requires_grad
+      end
+    end
+    if cx and rg then
+      error(fmt("%s: autograd for complex input is not implemented yet (an argument requires " ..
+        "grad); detach() it or use T.no_grad()", op), 3)
     end
   end
 
@@ -158,8 +168,8 @@ return function(T, C)
     if needs_grad(A, B) then
       local Xd = X
       X = record("LinalgSolveExBackward0", { n = 2, A, B }, X, function(g)
-        local gB = solve_raw(mT(A), g, 1)
-        local gA = -(gB:matmul(mT(Xd)))
+        local gB = solve_raw(mH(A), g, 1)
+        local gA = -(gB:matmul(mH(Xd)))
         return { reduce_to(gA, A.shape), reduce_to(gB, B.shape) }
       end)
     end
@@ -215,7 +225,7 @@ return function(T, C)
     if needs_grad(A) then
       local Xd = X
       X = record("LinalgInvExBackward0", { n = 1, A }, X, function(g)
-        return { -(mT(Xd):matmul(g):matmul(mT(Xd))) }
+        return { -(mH(Xd):matmul(g):matmul(mH(Xd))) }
       end)
     end
     return X, info
@@ -302,6 +312,7 @@ return function(T, C)
   end
 
   local function lu_factor_impl(op, A, o, check)
+    refuse_complex_grad(op, A)
     check_tensor(op, A)
     check_bool(op, o.pivot, "pivot")
     if o.pivot == false then
@@ -435,13 +446,17 @@ return function(T, C)
     if needs_grad(A) then
       local d = det
       det = record("LinalgDetBackward0", { n = 1, A }, det, function(g)
-        return { det_times_invT(A, d) * g:unsqueeze(-1):unsqueeze(-1) }
+        -- complex: conj(det) A^-H g (PyTorch's conjugate-Wirtinger form)
+        local dX = det_times_invT(A, d)
+        if is_cx(dX) then dX = T.conj(dX) end
+        return { dX * g:unsqueeze(-1):unsqueeze(-1) }
       end)
     end
     return det
   end
 
   function L.slogdet(A, ...)
+    refuse_complex_grad("linalg.slogdet", A)
     local op = "linalg.slogdet"
     ARGS.nooptions(op, 2, 1, ...)
     check_square(op, A)
@@ -476,6 +491,7 @@ return function(T, C)
     return gA
   end
   local function cholesky_impl(op, A, o, check)
+    refuse_complex_grad(op, A)
     check_tensor(op, A)
     check_bool(op, o.upper, "upper")
     local Lm, info = C._linalg_cholesky(A, check) -- its upper triangle is zeros
@@ -502,6 +518,7 @@ return function(T, C)
 
   -- -- triangular solve -----------------------------------------------------------
   function L.solve_triangular(A, B, o, ...)
+    refuse_complex_grad("linalg.solve_triangular", A, B)
     local op = "linalg.solve_triangular"
     ARGS.nomore(op, 3, ...)
     check_tensor(op, A, "A")
@@ -565,6 +582,7 @@ return function(T, C)
   end
 
   function L.qr(A, o, ...)
+    refuse_complex_grad("linalg.qr", A)
     local op = "linalg.qr"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -602,6 +620,7 @@ return function(T, C)
 
   -- the product of Householder reflectors H_1 ... H_k (first n columns)
   function L.householder_product(A, tau, ...)
+    refuse_complex_grad("linalg.householder_product", A, tau)
     local op = "linalg.householder_product"
     ARGS.nooptions(op, 3, 2, ...)
     check_tensor(op, A, "A")
@@ -662,6 +681,7 @@ return function(T, C)
   end
 
   function L.svd(A, o, ...)
+    refuse_complex_grad("linalg.svd", A)
     local op = "linalg.svd"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -714,6 +734,7 @@ return function(T, C)
     return V:matmul(ret):matmul(mT(V))
   end
   function L.eigh(A, o, ...)
+    refuse_complex_grad("linalg.eigh", A)
     local op = "linalg.eigh"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -730,6 +751,7 @@ return function(T, C)
     return Lw, V
   end
   function L.eigvalsh(A, o, ...)
+    refuse_complex_grad("linalg.eigvalsh", A)
     local op = "linalg.eigvalsh"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -750,8 +772,8 @@ return function(T, C)
   -- (FunctionsManual.cpp), written with ember's ops for when complex
   -- tensors can carry gradients (docs/linalg.md, "eig"): gL, gV the
   -- incoming gradients (either may be nil), L, V the saved results; the
-  -- result is gA, complex (its real part for a real A). Not recorded yet:
-  -- eig refuses an input that requires grad.
+  -- result is gA, complex (its real part for a real A, PyTorch's
+  -- handle_r_to_c). eig_impl records it.
   function L._eig_backward(gL, gV, Lw, V, real_input)
     local n = Lw:size(-1)
     local Vh = mH(V)
@@ -784,10 +806,27 @@ return function(T, C)
     return gA
   end
 
+  -- eig records one node for (L, V) (gL and gV arrive together: an unused
+  -- output's gradient is zero); eigvals computes V too when A requires grad,
+  -- as the derivative needs it (PyTorch does the same)
   local function eig_impl(op, A, compute_v)
     check_tensor(op, A)
-    refuse_complex_grad(op, A)
-    return C._linalg_eig(A, compute_v)
+    if not needs_grad(A) then return C._linalg_eig(A, compute_v) end
+    local real_input = not is_cx(A)
+    local ok, Lw, V = pcall(C._linalg_eig, A, true)
+    if not ok then -- eigvals's errors name eigvals
+      error(compute_v and Lw or (tostring(Lw):gsub("linalg%.eig:", "linalg.eigvals:", 1)), 0)
+    end
+    local Ld, Vd = Lw, V
+    if not compute_v then
+      return record("LinalgEigBackward0", { n = 1, A }, Lw, function(g)
+        return { L._eig_backward(g, nil, Ld, Vd, real_input) }
+      end)
+    end
+    local outs = record_multi("LinalgEigBackward0", { n = 1, A }, { Lw, V }, function(gs)
+      return { L._eig_backward(gs[1], gs[2], Ld, Vd, real_input) }
+    end)
+    return outs[1], outs[2]
   end
   -- L, V with A V = V diag(L): complex64/complex128 for real or complex A
   function L.eig(A, ...)
