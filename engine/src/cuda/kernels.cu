@@ -10,6 +10,7 @@
 // dtype with the op a run-time switch (uniform across a launch, so no
 // divergence). COMPILED ONLY: no GPU has run these yet (docs/cuda.md).
 #include "cuda/cu_iface.h"
+#include "cuda/cu_common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -21,17 +22,6 @@
 
 namespace {
 
-enum { B8, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
-
-__host__ __device__ inline int elsize(int dt) {
-  switch (dt) {
-    case B8: case U8: case I8: return 1;
-    case I16: case F16: case BF16: return 2;
-    case I32: case F32: return 4;
-    default: return 8;
-  }
-}
-__device__ inline bool is_float(int dt) { return dt >= F16; }
 
 template <typename I>
 __device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
@@ -46,24 +36,6 @@ __device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
 
 // -- Values of any dtype, with docs/dtypes.md's conversions ------------------
 
-__device__ inline double load_f(int dt, const char *p) {
-  switch (dt) {
-    case F16: return (double)__half2float(*(const __half *)p);
-    case BF16: return (double)__bfloat162float(*(const __nv_bfloat16 *)p);
-    case F32: return (double)*(const float *)p;
-    default: return *(const double *)p;
-  }
-}
-__device__ inline int64_t load_i(int dt, const char *p) {
-  switch (dt) {
-    case B8: return *(const bool *)p ? 1 : 0;
-    case U8: return *(const uint8_t *)p;
-    case I8: return *(const int8_t *)p;
-    case I16: return *(const int16_t *)p;
-    case I32: return *(const int32_t *)p;
-    default: return *(const int64_t *)p;
-  }
-}
 // float -> integer: toward zero, NaN -> 0, saturating
 template <typename T>
 __device__ inline T sat(double v, T lo, T hi) {
@@ -101,10 +73,6 @@ __device__ inline void store_i(int dt, char *p, int64_t v) {
   }
 }
 
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
-}
 inline bool fits32(const emcu_geom *g) { return g->numel < ((int64_t)1 << 31); }
 
 #define GRID_STRIDE(I, n) \
@@ -1151,14 +1119,6 @@ __global__ void position_value_kernel(emcu_geom g, int idx_dt, const unsigned lo
   *value = idx_dt == I64 ? *(const int64_t *)x : (int64_t) * (const int32_t *)x;
 }
 
-__device__ inline void copy_n(char *d, const char *s, int es) {
-  switch (es) {
-    case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
-    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
-    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-    default: *(uint64_t *)d = *(const uint64_t *)s; break;
-  }
-}
 
 __global__ void gather_kernel(emcu_geom g, int es, int64_t stride) {
   GRID_STRIDE(int64_t, g.numel) {

@@ -5,6 +5,7 @@
 // depends on timing, as on PyTorch's CUDA). COMPILED ONLY: no GPU has run
 // these yet (docs/cuda.md).
 #include "cuda/cu_iface.h"
+#include "cuda/cu_common.cuh"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -12,18 +13,10 @@
 
 namespace {
 
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
-}
-
-#define GRID_STRIDE(n) \
-  for (int64_t lin = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lin < (int64_t)(n); \
-       lin += (int64_t)gridDim.x * blockDim.x)
 
 template <typename T>
 __global__ void maxpool_kernel(const T *x, T *y, int64_t *ix, emcu_pool g) {
-  GRID_STRIDE(g.planes * g.oH * g.oW) {
+  GRID_LOOP(g.planes * g.oH * g.oW) {
     int64_t ox = lin % g.oW, oy = (lin / g.oW) % g.oH, pl = lin / (g.oW * g.oH);
     const T *xp = x + pl * g.H * g.W;
     T best = (T)-INFINITY;
@@ -49,7 +42,7 @@ __global__ void maxpool_kernel(const T *x, T *y, int64_t *ix, emcu_pool g) {
 template <typename T>
 __global__ void maxpool_bwd_kernel(const T *go, const int64_t *ix, T *gx, int64_t planes, int64_t HW,
                                    int64_t oHW) {
-  GRID_STRIDE(planes * oHW) {
+  GRID_LOOP(planes * oHW) {
     int64_t pl = lin / oHW, at = ix[lin];
     if (at >= 1 && at <= HW) atomicAdd(&gx[pl * HW + at - 1], go[lin]);
   }
@@ -57,7 +50,7 @@ __global__ void maxpool_bwd_kernel(const T *go, const int64_t *ix, T *gx, int64_
 
 template <typename T>
 __global__ void avgpool_kernel(const T *a, T *b, emcu_pool g, int bwd) {
-  GRID_STRIDE(g.planes * g.oH * g.oW) {
+  GRID_LOOP(g.planes * g.oH * g.oW) {
     int64_t ox = lin % g.oW, oy = (lin / g.oW) % g.oH, pl = lin / (g.oW * g.oH);
     int64_t h0 = oy * g.s[0] - g.p[0], w0 = ox * g.s[1] - g.p[1];
     int64_t h1 = h0 + g.k[0], w1 = w0 + g.k[1];
@@ -89,7 +82,7 @@ __global__ void avgpool_kernel(const T *a, T *b, emcu_pool g, int bwd) {
 
 __global__ void bad_id_kernel(const int64_t *ids, int64_t n, int64_t num, int has_ignore, int64_t ignore,
                               unsigned long long *first) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     int64_t v = ids[lin];
     if ((v < 1 || v > num) && !(has_ignore && v == ignore)) atomicMin(first, (unsigned long long)lin);
   }
@@ -165,7 +158,7 @@ __global__ void ln_bwd_x_kernel(const T *go, const T *x, const T *mu, const T *r
 template <typename T>
 __global__ void ln_bwd_w_kernel(const T *go, const T *x, const T *mu, const T *rs, T *gw, T *gb, int64_t M,
                                 int64_t D) {
-  GRID_STRIDE(D) {
+  GRID_LOOP(D) {
     double sw = 0, sb = 0;
     for (int64_t r = 0; r < M; r++) {
       double g = (double)go[r * D + lin];
@@ -180,7 +173,7 @@ __global__ void ln_bwd_w_kernel(const T *go, const T *x, const T *mu, const T *r
 template <typename T>
 __global__ void im2col_kernel(T *img, T *col, emcu_conv g, int64_t n0, int64_t nb, int64_t c0, int to_col) {
   const int64_t NL = nb * g.L;
-  GRID_STRIDE(g.K * NL) {
+  GRID_LOOP(g.K * NL) {
     int64_t k = lin / NL, rem = lin - k * NL, j = rem / g.L, l = rem - j * g.L;
     int64_t oy = l / g.oW, ox = l - oy * g.oW;
     int64_t c = k / (g.kH * g.kW), i = (k / g.kW) % g.kH, jj = k % g.kW;
@@ -194,7 +187,7 @@ __global__ void im2col_kernel(T *img, T *col, emcu_conv g, int64_t n0, int64_t n
 
 template <typename T>
 __global__ void reorder_kernel(T *nol, T *buf, const T *bias, emcu_conv g, int64_t n0, int64_t nb, int to_buf) {
-  GRID_STRIDE(g.O * nb * g.L) {
+  GRID_LOOP(g.O * nb * g.L) {
     int64_t l = lin % g.L, j = (lin / g.L) % nb, o = lin / (g.L * nb);
     T *a = nol + ((n0 + j) * g.O + o) * g.L + l;
     if (to_buf) buf[lin] = *a;
@@ -241,7 +234,7 @@ __global__ void bn_stats_kernel(const T *x, T *rm, T *rv, T *sm, T *si, double *
 template <typename T>
 __global__ void bn_apply_kernel(const T *x, T *y, const T *w, const T *b, const double *stats, int64_t N,
                                 int64_t C, int64_t S) {
-  GRID_STRIDE(N * C * S) {
+  GRID_LOOP(N * C * S) {
     int64_t c = (lin / S) % C;
     double a = stats[C + c] * (w ? (double)w[c] : 1.0);
     double sh = (b ? (double)b[c] : 0.0) - stats[c] * a;
@@ -299,7 +292,7 @@ __global__ void cls_lane_kernel(const T *x, const T *tp, const int64_t *ids, con
   const double sm_den = p.reduction == 1 ? (p.prob ? (double)NS : twsum) : 1.0;
   const double ls_nll = p.prob ? 0.0 : (p.logsm ? 1 - ls : 1.0);
   const double ls_sm = p.prob ? 1.0 : (p.logsm ? ls / (double)C : 0.0);
-  GRID_STRIDE(NS) {
+  GRID_LOOP(NS) {
     int64_t n = lin / S, s = lin % S, base = n * C * S + s;
     int64_t t = p.prob ? -1 : ids[lin] - 1;
     if (!p.prob && ids[lin] == p.ignore) {
@@ -405,7 +398,7 @@ __device__ inline double pw_eval(int k, int bwd, double x, double t, double w, d
 template <typename T>
 __global__ void pw_kernel(int k, int bwd, int64_t n, const T *x, const T *t, const T *w, const T *pw, const T *go,
                           int64_t gstep, double scale, T *y) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     double v = pw_eval(k, bwd, (double)x[lin], (double)t[lin], w ? (double)w[lin] : 1.0, pw ? (double)pw[lin] : 1.0);
     if (bwd) {
       if (k != 2 && k != 3 && w) v *= (double)w[lin];
@@ -417,7 +410,7 @@ __global__ void pw_kernel(int k, int bwd, int64_t n, const T *x, const T *t, con
 
 template <typename T>
 __global__ void outside_kernel(const T *x, int64_t n, unsigned long long *first) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     double e = (double)x[lin];
     if (!(e >= 0 && e <= 1)) atomicMin(first, (unsigned long long)lin);
   }

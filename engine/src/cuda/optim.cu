@@ -6,6 +6,7 @@
 // rounded separately (__fmul_rn/__fadd_rn, no contraction into FMAs), so a
 // step gives the CPU's values. COMPILED ONLY: no GPU has run these yet.
 #include "cuda/cu_iface.h"
+#include "cuda/cu_common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,8 +14,6 @@
 #include <stdint.h>
 
 namespace {
-
-enum { F16 = 6, BF16 = 7, F32 = 8, F64 = 9 };
 
 template <typename T> struct Acc { typedef T type; };
 template <> struct Acc<__half> { typedef float type; };
@@ -106,10 +105,6 @@ __global__ void optim_kernel(emcu_geom g, emcu_optim o) {
   }
 }
 
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
-}
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 // masked_scatter, t[mask]'s offsets, repeat_interleave. COMPILED ONLY: no GPU
 // has run these yet (docs/cuda.md).
 #include "cuda/cu_iface.h"
+#include "cuda/cu_common.cuh"
 
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/transform_iterator.h>
@@ -18,14 +19,6 @@ struct to_i64 {
   __host__ __device__ int64_t operator()(bool b) const { return b ? 1 : 0; }
 };
 
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
-}
-
-#define GRID_STRIDE(n) \
-  for (int64_t lin = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lin < (int64_t)(n); \
-       lin += (int64_t)gridDim.x * blockDim.x)
 
 struct dims {
   int n;
@@ -42,17 +35,9 @@ __device__ inline int64_t offset_of(const dims &d, int64_t i) {  // the last dim
   return off;
 }
 
-__device__ inline void copy_n(char *d, const char *s, int es) {
-  switch (es) {
-    case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
-    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
-    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-    default: *(uint64_t *)d = *(const uint64_t *)s; break;
-  }
-}
 
 __global__ void runs_kernel(int64_t *runs, const int64_t *prefix, int64_t n, int64_t run, int64_t nruns) {
-  GRID_STRIDE(nruns + 1) {
+  GRID_LOOP(nruns + 1) {
     int64_t end = lin * run;  // the elements before run lin
     if (end > n) end = n;
     runs[lin] = end == 0 ? 0 : prefix[end - 1];
@@ -62,7 +47,7 @@ __global__ void runs_kernel(int64_t *runs, const int64_t *prefix, int64_t n, int
 __global__ void compact_kernel(char *out, const char *src, const bool *mask, const int64_t *prefix,
                                int64_t n, dims outer, const int64_t *countp, int es, int64_t total) {
   const int64_t count = *countp;
-  GRID_STRIDE(total) {
+  GRID_LOOP(total) {
     int64_t o = lin / n, i = lin - o * n;
     if (!mask[i]) continue;
     int64_t so = outer.n ? offset_of(outer, o) : 0;
@@ -72,13 +57,13 @@ __global__ void compact_kernel(char *out, const char *src, const bool *mask, con
 
 __global__ void mask_offsets_kernel(int64_t *offsets, const bool *mask, const int64_t *prefix, int64_t n,
                                     dims d) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     if (mask[lin]) offsets[prefix[lin] - 1] = offset_of(d, lin);
   }
 }
 
 __global__ void nonzero_kernel(int64_t *out, const bool *mask, const int64_t *prefix, int64_t n, dims d) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     if (!mask[lin] || d.n == 0) continue;
     int64_t *row = out + (prefix[lin] - 1) * d.n, i = lin;
     for (int k = d.n - 1; k >= 0; k--) {
@@ -99,7 +84,7 @@ __device__ inline void geom_offsets(const emcu_geom &g, int64_t lin, int64_t *of
 }
 
 __global__ void masked_select_kernel(emcu_geom g, int es, char *out) {
-  GRID_STRIDE(g.numel) {
+  GRID_LOOP(g.numel) {
     int64_t off[EMCU_MAX_OPS];
     geom_offsets(g, lin, off);
     if (*(const bool *)(g.data[1] + off[1]))
@@ -108,7 +93,7 @@ __global__ void masked_select_kernel(emcu_geom g, int es, char *out) {
 }
 
 __global__ void masked_scatter_kernel(emcu_geom g, int es, const char *src) {
-  GRID_STRIDE(g.numel) {
+  GRID_LOOP(g.numel) {
     int64_t off[EMCU_MAX_OPS];
     geom_offsets(g, lin, off);
     if (*(const bool *)(g.data[1] + off[1]))
@@ -117,10 +102,10 @@ __global__ void masked_scatter_kernel(emcu_geom g, int es, const char *src) {
 }
 
 __global__ void repeat_one_kernel(int64_t *out, int64_t r, int64_t total) {
-  GRID_STRIDE(total) out[lin] = lin / r + 1;
+  GRID_LOOP(total) out[lin] = lin / r + 1;
 }
 __global__ void repeat_kernel(int64_t *out, const int64_t *repeats, const int64_t *starts, int64_t n) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     int64_t b = starts[lin], r = repeats[lin];
     for (int64_t t = 0; t < r; t++) out[b + t] = lin + 1;
   }

@@ -6,6 +6,7 @@
 // descending sort inverts the keys, which keeps equal values in their
 // order, as the CPU's stable sort. COMPILED ONLY: no GPU has run these yet.
 #include "cuda/cu_iface.h"
+#include "cuda/cu_common.cuh"
 
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -19,43 +20,6 @@
 
 namespace {
 
-enum { B8, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
-
-__host__ __device__ inline int elsize(int dt) {
-  switch (dt) {
-    case B8: case U8: case I8: return 1;
-    case I16: case F16: case BF16: return 2;
-    case I32: case F32: return 4;
-    default: return 8;
-  }
-}
-__device__ inline bool is_float(int dt) { return dt >= F16; }
-__device__ inline double load_f(int dt, const char *p) {
-  switch (dt) {
-    case F16: return (double)__half2float(*(const __half *)p);
-    case BF16: return (double)__bfloat162float(*(const __nv_bfloat16 *)p);
-    case F32: return (double)*(const float *)p;
-    default: return *(const double *)p;
-  }
-}
-__device__ inline int64_t load_i(int dt, const char *p) {
-  switch (dt) {
-    case B8: return *(const bool *)p ? 1 : 0;
-    case U8: return *(const uint8_t *)p;
-    case I8: return *(const int8_t *)p;
-    case I16: return *(const int16_t *)p;
-    case I32: return *(const int32_t *)p;
-    default: return *(const int64_t *)p;
-  }
-}
-__device__ inline void copy_n(char *d, const char *s, int es) {
-  switch (es) {
-    case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
-    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
-    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-    default: *(uint64_t *)d = *(const uint64_t *)s; break;
-  }
-}
 
 const unsigned long long NAN_KEY = ~0ull;
 
@@ -69,14 +33,6 @@ __device__ inline unsigned long long key_of(int dt, const char *p) {
   return (u >> 63) ? ~u : (u | (1ull << 63));  // NaN's key is above every number's
 }
 
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
-}
-
-#define GRID_STRIDE(n) \
-  for (int64_t lin = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lin < (int64_t)(n); \
-       lin += (int64_t)gridDim.x * blockDim.x)
 
 __device__ inline void lane_bases(const emcu_lanes &l, int64_t lane, char **b) {
   for (int k = 0; k < 3; k++) b[k] = l.data[k];
@@ -88,7 +44,7 @@ __device__ inline void lane_bases(const emcu_lanes &l, int64_t lane, char **b) {
 }
 
 __global__ void keys_kernel(emcu_lanes l, int desc, unsigned long long *keys, int *pos) {
-  GRID_STRIDE(l.nlanes * l.len) {
+  GRID_LOOP(l.nlanes * l.len) {
     int64_t lane = lin / l.len, j = lin - lane * l.len;
     char *b[3];
     lane_bases(l, lane, b);
@@ -100,7 +56,7 @@ __global__ void keys_kernel(emcu_lanes l, int desc, unsigned long long *keys, in
 
 __global__ void write_kernel(emcu_lanes l, int64_t k, const int *pos) {
   const int es = elsize(l.dt);
-  GRID_STRIDE(l.nlanes * k) {
+  GRID_LOOP(l.nlanes * k) {
     int64_t lane = lin / k, j = lin - lane * k;
     char *b[3];
     lane_bases(l, lane, b);
@@ -114,7 +70,7 @@ __global__ void pick_kernel(emcu_lanes l, int kind, int64_t k, const unsigned lo
                             const int *pos) {
   const int es = elsize(l.dt);
   const bool fl = is_float(l.dt);
-  GRID_STRIDE(l.nlanes) {
+  GRID_LOOP(l.nlanes) {
     const unsigned long long *kl = keys + lin * l.len;
     int64_t valid = l.len;
     if (fl)
@@ -150,7 +106,7 @@ size_t cub_bytes(int64_t total, int64_t nlanes, int len) {
 }
 
 __global__ void unique_flags_kernel(const char *sorted, int dt, int64_t n, bool *flags) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     if (lin == 0) { flags[0] = true; continue; }
     const int es = elsize(dt);
     const char *a = sorted + (lin - 1) * es, *b = sorted + lin * es;
@@ -162,7 +118,7 @@ __global__ void unique_flags_kernel(const char *sorted, int dt, int64_t n, bool 
 __global__ void unique_write_kernel(const char *sorted, int es, const int64_t *perm, const bool *flags,
                                     const int64_t *group, int64_t n, char *values, int64_t *inverse,
                                     int64_t *counts) {
-  GRID_STRIDE(n) {
+  GRID_LOOP(n) {
     int64_t g = group[lin];
     if (flags[lin]) copy_n(values + (g - 1) * es, sorted + lin * es, es);
     if (inverse) inverse[perm[lin] - 1] = g;
