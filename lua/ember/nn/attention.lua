@@ -47,6 +47,26 @@ return function(T, C, nn)
   end
 
   -- -- MultiheadAttention -----------------------------------------------------
+  -- attn_mask's shape checked against (L, S) or (N * H, L, S); level: the
+  -- error's level as the caller's caller sees it
+  local function check_attn_mask(op, am, L, S, N, H, level)
+    level = level or 2
+    if am == nil then return nil end
+    if am.ndim == 2 then
+      if am.shape[1] ~= L or am.shape[2] ~= S then
+        error(fmt("%s: the shape of the 2-d attn_mask is %s, but should be (%d, %d)", op, tostring(am.shape), L, S),
+          level + 1)
+      end
+    elseif am.ndim == 3 then
+      if am.shape[1] ~= N * H or am.shape[2] ~= L or am.shape[3] ~= S then
+        error(fmt("%s: the shape of the 3-d attn_mask is %s, but should be (%d, %d, %d)", op,
+          tostring(am.shape), N * H, L, S), level + 1)
+      end
+    else
+      error(fmt("%s: attn_mask's dimension %d is not supported", op, am.ndim), level + 1)
+    end
+    return am
+  end
   local MHA = Module:extend("MultiheadAttention")
   local MHA_O = { "dropout", "bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim", "batch_first",
     "dtype", "device" }
@@ -132,42 +152,14 @@ return function(T, C, nn)
         tostring(value.shape), tostring(query.shape)), 2)
     end
     local dt = query.dtype
-    -- the input projections
-    local b = self.in_proj_bias
-    local bq, bk, bv
-    if b ~= nil then bq, bk, bv = b:narrow(1, 1, E), b:narrow(1, E + 1, E), b:narrow(1, 2 * E + 1, E) end
-    local q, k, v
-    if self._qkv_same_embed_dim then
-      local W = self.in_proj_weight
-      q = F.linear(query, W:narrow(1, 1, E), bq)
-      k = F.linear(key, W:narrow(1, E + 1, E), bk)
-      v = F.linear(value, W:narrow(1, 2 * E + 1, E), bv)
-    else
-      q = F.linear(query, self.q_proj_weight, bq)
-      k = F.linear(key, self.k_proj_weight, bk)
-      v = F.linear(value, self.v_proj_weight, bv)
-    end
+    local q, k, v = self:_project(query, key, value, E)
     -- the masks, additive
     local causal_hint = is_causal and kpm == nil and not need_weights
     if causal_hint then
       am = nil
     else
-      am = float_mask(op, "attn_mask", am, dt)
-      if am ~= nil then
-        if am.ndim == 2 then
-          if am.shape[1] ~= L or am.shape[2] ~= S then
-            error(fmt("%s: the shape of the 2-d attn_mask is %s, but should be (%d, %d)", op, tostring(am.shape), L, S), 2)
-          end
-          am = am:unsqueeze(1)
-        elseif am.ndim == 3 then
-          if am.shape[1] ~= N * H or am.shape[2] ~= L or am.shape[3] ~= S then
-            error(fmt("%s: the shape of the 3-d attn_mask is %s, but should be (%d, %d, %d)", op,
-              tostring(am.shape), N * H, L, S), 2)
-          end
-        else
-          error(fmt("%s: attn_mask's dimension %d is not supported", op, am.ndim), 2)
-        end
-      end
+      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt), L, S, N, H)
+      if am ~= nil and am.ndim == 2 then am = am:unsqueeze(1) end
       if kpm ~= nil then is_causal = false end
     end
     kpm = float_mask(op, "key_padding_mask", kpm, dt)
@@ -234,40 +226,13 @@ return function(T, C, nn)
         tostring(value.shape), tostring(query.shape)), 3)
     end
     local dt = query.dtype
-    local b = self.in_proj_bias
-    local bq, bk, bv
-    if b ~= nil then bq, bk, bv = b:narrow(1, 1, E), b:narrow(1, E + 1, E), b:narrow(1, 2 * E + 1, E) end
-    local q, k, v
-    if self._qkv_same_embed_dim then
-      local W = self.in_proj_weight
-      q = F.linear(query, W:narrow(1, 1, E), bq)
-      k = F.linear(key, W:narrow(1, E + 1, E), bk)
-      v = F.linear(value, W:narrow(1, 2 * E + 1, E), bv)
-    else
-      q = F.linear(query, self.q_proj_weight, bq)
-      k = F.linear(key, self.k_proj_weight, bk)
-      v = F.linear(value, self.v_proj_weight, bv)
-    end
+    local q, k, v = self:_project(query, key, value, E)
     local causal_hint = is_causal and kpm == nil
     if causal_hint then
       am = nil
     else
-      am = float_mask(op, "attn_mask", am, dt)
-      if am ~= nil then
-        if am.ndim == 2 then
-          if am.shape[1] ~= L or am.shape[2] ~= S then
-            error(fmt("%s: the shape of the 2-d attn_mask is %s, but should be (%d, %d)", op, tostring(am.shape), L, S), 3)
-          end
-        elseif am.ndim == 3 then
-          if am.shape[1] ~= N * H or am.shape[2] ~= L or am.shape[3] ~= S then
-            error(fmt("%s: the shape of the 3-d attn_mask is %s, but should be (%d, %d, %d)", op,
-              tostring(am.shape), N * H, L, S), 3)
-          end
-          am = am:reshape(N, H, L, S)
-        else
-          error(fmt("%s: attn_mask's dimension %d is not supported", op, am.ndim), 3)
-        end
-      end
+      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt), L, S, N, H, 3)
+      if am ~= nil and am.ndim == 3 then am = am:reshape(N, H, L, S) end
     end
     kpm = float_mask(op, "key_padding_mask", kpm, dt)
     if kpm ~= nil then
@@ -284,6 +249,19 @@ return function(T, C, nn)
     local out = F.scaled_dot_product_attention(q, k, v, { attn_mask = am, dropout_p = p, is_causal = causal_hint })
     out = out:transpose(2, 3):reshape(N * L, E)
     return F.linear(out, self.out_proj.weight, self.out_proj.bias):reshape(N, L, E), nil
+  end
+  -- the input projections of query, key and value (E: the embedding size)
+  function MHA:_project(query, key, value, E)
+    local b = self.in_proj_bias
+    local bq, bk, bv
+    if b ~= nil then bq, bk, bv = b:narrow(1, 1, E), b:narrow(1, E + 1, E), b:narrow(1, 2 * E + 1, E) end
+    if self._qkv_same_embed_dim then
+      local W = self.in_proj_weight
+      return F.linear(query, W:narrow(1, 1, E), bq), F.linear(key, W:narrow(1, E + 1, E), bk),
+        F.linear(value, W:narrow(1, 2 * E + 1, E), bv)
+    end
+    return F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
+      F.linear(value, self.v_proj_weight, bv)
   end
   function MHA:extra_repr()
     return fmt("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
