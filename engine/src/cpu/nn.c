@@ -32,27 +32,33 @@
     for (int64_t pl = 0; pl < planes; pl++) {                                              \
       const T *xp = x + pl * H * W;                                                        \
       T *yp = y + pl * oH * oW;                                                            \
-      int64_t *ip = ix ? ix + pl * oH * oW : NULL;                                         \
+      int64_t *ip = ix ? ix + pl * oH * oW : NULL, scratch[oW];                            \
       for (int64_t oy = 0; oy < oH; oy++) {                                                \
         const T *r0 = xp + 2 * oy * W, *r1 = r0 + W;                                       \
         const int64_t base = 2 * oy * W + 1;                                               \
+        T *yr = yp + oy * oW;                                                              \
+        int64_t *ir = ip ? ip + oy * oW : scratch;                                         \
+        /* take = (best is a number) & !(v <= best): v > best, or v NaN over a \
+        ** number; selected through bit masks, with no branch (random data \
+        ** mispredicts half the time) */                                     \
         for (int64_t ox = 0; ox < oW; ox++) {                                              \
-          T best = r0[2 * ox];                                                             \
-          int64_t at = 2 * ox;                                                             \
-          T v = r0[2 * ox + 1];                                                            \
-          int take = (v > best) | ((v != v) & (best == best));                             \
-          best = take ? v : best;                                                          \
-          at = take ? 2 * ox + 1 : at;                                                     \
-          v = r1[2 * ox];                                                                  \
-          take = (v > best) | ((v != v) & (best == best));                                 \
-          best = take ? v : best;                                                          \
-          at = take ? W + 2 * ox : at;                                                     \
-          v = r1[2 * ox + 1];                                                              \
-          take = (v > best) | ((v != v) & (best == best));                                 \
-          best = take ? v : best;                                                          \
-          at = take ? W + 2 * ox + 1 : at;                                                 \
-          yp[oy * oW + ox] = best;                                                         \
-          if (ip) ip[oy * oW + ox] = base + at;                                            \
+          typedef __typeof__(__builtin_choose_expr(sizeof(T) == 4, (uint32_t)0, (uint64_t)0)) U; \
+          U bb, vb, m;                                                                     \
+          T best = r0[2 * ox], v;                                                          \
+          int64_t at = 2 * ox, take, cand[3] = {2 * ox + 1, W + 2 * ox, W + 2 * ox + 1};   \
+          const T *src[3] = {r0 + 2 * ox + 1, r1 + 2 * ox, r1 + 2 * ox + 1};               \
+          for (int q = 0; q < 3; q++) {                                                    \
+            v = *src[q];                                                                   \
+            take = (int64_t)(best == best) & (1 - (int64_t)(v <= best));                \
+            m = (U)0 - (U)take;                                                            \
+            memcpy(&bb, &best, sizeof bb);                                                 \
+            memcpy(&vb, &v, sizeof vb);                                                    \
+            bb = (bb & ~m) | (vb & m);                                                     \
+            memcpy(&best, &bb, sizeof bb);                                                 \
+            at ^= (at ^ cand[q]) & -take;                                                  \
+          }                                                                                \
+          yr[ox] = best;                                                                   \
+          ir[ox] = base + at;                                                              \
         }                                                                                  \
       }                                                                                    \
     }                                                                                      \
