@@ -319,32 +319,55 @@ static void cu_where(const em_iter *it, em_dtype dt) {
   launched("where", emcu_ew(EMCU_WHERE, (int)dt, &g, &p, stream()));
 }
 
-/* The index positions (normalize, key_offsets): the first bad one met in
-** row-major order comes back from the device (this synchronises: the op
-** must answer before it goes on). */
+/* The checks that answer with the first bad element (index positions,
+** probabilities, class ids, BCE inputs): run launches a kernel that
+** atomic-mins the lowest bad position of n into *first and then stores that
+** element's value (8 bytes: int64 or double) at value; both come back to the
+** host (this synchronises: the op must answer before it goes on). 1 with
+** the value in *out when one was found; 0 when none was, or when the check
+** could not run (then noted under the launch-error rule, naming what). */
+typedef int (*first_bad_launch)(const void *ctx, unsigned long long *first, void *value, void *stream);
+static int first_bad(const char *what, int64_t n, first_bad_launch run, const void *ctx, void *out) {
+  if (n == 0) return 0;
+  em_device dev = {EM_CUDA, emcu_device()};
+  struct { unsigned long long first; char value[8]; } h = {~0ull, {0}}, *d = NULL;
+  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
+    emcu_note("%s: out of memory on %s for the check", what, "cuda");
+    return 0;
+  }
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
+  if (err == 0) err = run(ctx, &d->first, d->value, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  emcu_free(dev, d, sizeof h);
+  if (err != 0) { launched(what, err); return 0; }
+  if (h.first >= (unsigned long long)n) return 0;
+  memcpy(out, h.value, 8);
+  return 1;
+}
+
+/* The index positions (normalize, key_offsets), the first bad one met in
+** row-major order reported. */
+typedef struct positions_ctx {
+  emcu_geom g;
+  int idx_dt, mode;
+  int64_t size, stride;
+} positions_ctx;
+static int run_positions(const void *vc, unsigned long long *first, void *value, void *s) {
+  const positions_ctx *c = vc;
+  return emcu_index_positions(&c->g, c->idx_dt, c->size, c->stride, c->mode, first, value, s);
+}
 static void positions(const char *op, const em_iter *it, em_dtype idx_dt, int64_t size,
                       int64_t stride, int mode, em_index_bad *bad) {
   bad->found = 0;
   if (it->numel == 0) return;
-  emcu_geom g;
-  if (!geom(it, &g)) { UNSUPPORTED_VOID(op); return; }
-  em_device dev = {EM_CUDA, emcu_device()};
-  struct { unsigned long long first; int64_t value; } h = {~0ull, 0}, *d = NULL;
-  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
-    emcu_note("%s: out of memory on %s for the bounds check", op, "cuda");
-    return;
-  }
-  cudaStream_t s = (cudaStream_t)stream();
-  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
-  if (err == 0)
-    err = emcu_index_positions(&g, (int)idx_dt, size, stride, mode, &d->first, &d->value, s);
-  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
-  if (err == 0) err = (int)cudaStreamSynchronize(s);
-  emcu_free(dev, d, sizeof h);
-  if (err != 0) { launched(op, err); return; }
-  if (h.first < (unsigned long long)it->numel) {
+  positions_ctx c = {.idx_dt = (int)idx_dt, .mode = mode, .size = size, .stride = stride};
+  if (!geom(it, &c.g)) { UNSUPPORTED_VOID(op); return; }
+  int64_t v;
+  if (first_bad(op, it->numel, run_positions, &c, &v)) {
     bad->found = EM_BAD_VALUE;
-    bad->value = h.value;
+    bad->value = v;
   }
 }
 static void cu_normalize(const em_iter *it, em_dtype idx_dt, int64_t size,
@@ -691,26 +714,14 @@ static void cu_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
   /* one contiguous tensor: element i lies i elements past data[0] */
   launched("sample", emcu_sample_run(it->data[0], it->numel, &c, stream()));
 }
+static int run_prob_check(const void *vc, unsigned long long *first, void *value, void *s) {
+  return emcu_prob_first_bad(vc, first, value, s);
+}
 static int cu_prob_check(const em_iter *it, double *bad) {
   emcu_geom g;
   if (it->numel == 0) return 0;
   if (!geom(it, &g)) { UNSUPPORTED_VOID("prob_check"); return 0; }
-  em_device dev = {EM_CUDA, emcu_device()};
-  struct { unsigned long long first; double value; } h = {~0ull, 0}, *d = NULL;
-  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
-    emcu_note("bernoulli: out of memory on %s checking the probabilities", "cuda");
-    return 0;
-  }
-  cudaStream_t s = (cudaStream_t)stream();
-  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
-  if (err == 0) err = emcu_prob_first_bad(&g, &d->first, &d->value, s);
-  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
-  if (err == 0) err = (int)cudaStreamSynchronize(s);
-  emcu_free(dev, d, sizeof h);
-  if (err != 0) { launched("prob_check", err); return 0; }
-  if (h.first >= (unsigned long long)it->numel) return 0;
-  *bad = h.value;
-  return 1;
+  return first_bad("bernoulli", it->numel, run_prob_check, &g, bad);
 }
 static void cu_bernoulli_lt(const em_iter *it) {
   emcu_geom g;
@@ -858,26 +869,19 @@ static void cu_avg_pool2d_backward(const em_tensor *grad_out, em_tensor *grad_in
 }
 /* the first bad id comes back to the host (this synchronises: the op
 ** raises before anything reads the ids) */
+typedef struct bad_id_ctx {
+  const int64_t *ids;
+  int64_t n, num, ignore;
+  int has_ignore;
+} bad_id_ctx;
+static int run_bad_id(const void *vc, unsigned long long *first, void *value, void *s) {
+  const bad_id_ctx *c = vc;
+  return emcu_bad_id(c->ids, c->n, c->num, c->has_ignore, c->ignore, first, value, s);
+}
 static int cu_bad_id(const em_tensor *ids, int64_t num, int has_ignore, int64_t ignore,
                        int64_t *bad) {
-  int64_t n = em_tensor_numel(ids);
-  if (n == 0) return 0;
-  em_device dev = {EM_CUDA, emcu_device()};
-  struct { unsigned long long first; int64_t value; } h = {~0ull, 0}, *d = NULL;
-  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
-    emcu_note("the id check: out of memory on %s", "cuda");
-    return 0;
-  }
-  cudaStream_t s = (cudaStream_t)stream();
-  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
-  if (err == 0) err = emcu_bad_id(em_tensor_data(ids), n, num, has_ignore, ignore, &d->first, &d->value, s);
-  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
-  if (err == 0) err = (int)cudaStreamSynchronize(s);
-  emcu_free(dev, d, sizeof h);
-  if (err != 0) { launched("the id check", err); return 0; }
-  if (h.first >= (unsigned long long)n) return 0;
-  *bad = h.value;
-  return 1;
+  bad_id_ctx c = {em_tensor_data(ids), em_tensor_numel(ids), num, ignore, has_ignore};
+  return first_bad("the id check", c.n, run_bad_id, &c, bad);
 }
 static void cu_layer_norm(const em_tensor *x, const em_tensor *w, const em_tensor *b,
                             em_tensor *y, em_tensor *mean, em_tensor *rstd, int64_t M,
@@ -940,27 +944,19 @@ static em_status cu_class_loss(const char *op, const em_tensor *x, const em_tens
   emcu_free(dev, scratch, bytes);
   return st;
 }
-/* binary_cross_entropy's input check: the first value outside [0, 1]
-** comes back (this synchronises) */
+/* binary_cross_entropy's input check: the first value outside [0, 1] */
+typedef struct outside_ctx {
+  const void *x;
+  int64_t n;
+  int f64;
+} outside_ctx;
+static int run_outside(const void *vc, unsigned long long *first, void *value, void *s) {
+  const outside_ctx *c = vc;
+  return emcu_outside_unit(c->f64, c->x, c->n, first, value, s);
+}
 static int cu_outside_unit(const em_tensor *x, double *v) {
-  int64_t n = em_tensor_numel(x);
-  if (n == 0) return 0;
-  em_device dev = {EM_CUDA, emcu_device()};
-  struct { unsigned long long first; double value; } h = {~0ull, 0}, *d = NULL;
-  if (emcu_alloc(dev, sizeof h, (void **)&d) != EM_OK) {
-    emcu_note("binary_cross_entropy: out of memory on %s for the input check", "cuda");
-    return 0;
-  }
-  cudaStream_t s = (cudaStream_t)stream();
-  int err = (int)cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
-  if (err == 0) err = emcu_outside_unit(x->dtype == EM_FLOAT64, em_tensor_data(x), n, &d->first, &d->value, s);
-  if (err == 0) err = (int)cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
-  if (err == 0) err = (int)cudaStreamSynchronize(s);
-  emcu_free(dev, d, sizeof h);
-  if (err != 0) { launched("binary_cross_entropy", err); return 0; }
-  if (h.first >= (unsigned long long)n) return 0;
-  *v = h.value;
-  return 1;
+  outside_ctx c = {em_tensor_data(x), em_tensor_numel(x), x->dtype == EM_FLOAT64};
+  return first_bad("binary_cross_entropy", c.n, run_outside, &c, v);
 }
 static void cu_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                 const em_tensor *x, const em_tensor *t, const em_tensor *w,
