@@ -172,6 +172,67 @@ TEST(baseline_float32_code_within_1_ulp) {
   }
 }
 
+/* ember's own float32 code at 16 lanes (cpu/vecmath_avx512.c) and at 8
+** (cpu/vecmath_avx2.c) is one source (cpu/vecmath_fma.h): the same bits for
+** every input of the sweep (a NaN's sign aside: sigmoid's is not kept), in runs of 4093 (so both tails are used), and
+** one-element calls. Needs a CPU with AVX-512 F and DQ (else it says so). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define VM_PAIR(f) void em_avx2_##f##_f32(float *, const float *, int64_t); \
+                   void em_avx512_##f##_f32(float *, const float *, int64_t);
+VM_PAIR(exp) VM_PAIR(log) VM_PAIR(tanh) VM_PAIR(sigmoid) VM_PAIR(silu) VM_PAIR(erf)
+VM_PAIR(gelu) VM_PAIR(gelu_tanh)
+#endif
+TEST(avx512_and_avx2_code_give_the_same_bits) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    printf("  no AVX-512 F/DQ on this CPU: not compared\n");
+    return;
+  }
+  struct { const char *name; em_vec_f32_fn a, b; } fs[] = {
+      {"exp", em_avx2_exp_f32, em_avx512_exp_f32}, {"log", em_avx2_log_f32, em_avx512_log_f32},
+      {"tanh", em_avx2_tanh_f32, em_avx512_tanh_f32},
+      {"sigmoid", em_avx2_sigmoid_f32, em_avx512_sigmoid_f32},
+      {"silu", em_avx2_silu_f32, em_avx512_silu_f32}, {"erf", em_avx2_erf_f32, em_avx512_erf_f32},
+      {"gelu", em_avx2_gelu_f32, em_avx512_gelu_f32},
+      {"gelu_tanh", em_avx2_gelu_tanh_f32, em_avx512_gelu_tanh_f32}};
+  enum { RUN = 4093 };
+  static float in[RUN], o8[RUN], o16[RUN];
+  uint32_t step = stride() * 2 + 1;
+  for (size_t k = 0; k < sizeof fs / sizeof fs[0]; k++) {
+    long diff = 0, n = 0;
+    int m = 0;
+    for (uint64_t u = 0;; u += step) {
+      int last = u > 0xffffffffull;
+      if (!last) in[m++] = u2f((uint32_t)u);
+      if (m == RUN || (last && m > 0)) {
+        fs[k].a(o8, in, m);
+        fs[k].b(o16, in, m);
+        for (int j = 0; j < m; j++) {
+          if (f2u(o8[j]) != f2u(o16[j]) && !(isnan(o8[j]) && isnan(o16[j]))) {
+            if (diff < 5) printf("  %s(%a): avx2 %a, avx512 %a\n", fs[k].name, in[j], o8[j], o16[j]);
+            diff++;
+          }
+          if (j % 97 == 0) { /* alone: the padded tail */
+            float one;
+            fs[k].b(&one, &in[j], 1);
+            if (f2u(one) != f2u(o16[j]) && !(isnan(one) && isnan(o16[j]))) {
+              printf("  %s(%a): alone %a, in a run %a\n", fs[k].name, in[j], one, o16[j]);
+              diff++;
+            }
+          }
+        }
+        n += m;
+        m = 0;
+      }
+      if (last) break;
+    }
+    printf("  %s: %ld values, %ld differ\n", fs[k].name, n, diff);
+    CHECK(diff == 0);
+  }
+#endif
+}
+
 /* float32 special values, exactly libm's (the sign of zero included) */
 TEST(float32_special_values_are_libm_s) {
   const float pts[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f, -1.0f,
@@ -398,6 +459,7 @@ TEST(half_types_and_strided_float64_through_the_engine) {
 int main(void) {
   RUN(float32_functions_within_1_ulp_of_libm_over_the_whole_range);
   RUN(baseline_float32_code_within_1_ulp);
+  RUN(avx512_and_avx2_code_give_the_same_bits);
   RUN(float32_special_values_are_libm_s);
   RUN(float64_functions_within_2_ulp_of_libm);
   RUN(pow_within_bounds_and_special_values);

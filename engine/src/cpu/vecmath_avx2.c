@@ -2,7 +2,7 @@
 ** cpu/vecmath_avx2.c -- the AVX2 + FMA code of the transcendental functions,
 ** for cpu/vmath.c's dispatch: ember's own float32 exp, log, tanh, sigmoid,
 ** silu, erf (cpu/vecmath_impl.h's element functions, multiply-adds fused)
-** and gelu (both forms, below), and
+** and gelu (both forms; cpu/vecmath_fma.h's loops at 8 lanes), and
 ** SLEEF's AVX2 functions (libsleef, Boost Software License 1.0) when SLEEF
 ** was found (EMBER_HAVE_SLEEF). Built with -mavx2 -mfma on x86-64
 ** (CMakeLists.txt); nothing here runs unless vmath.c has seen AVX2 and FMA
@@ -13,14 +13,9 @@
 **   depends only on its input (SLEEF's wrappers run the last n % 8 (n % 4)
 **   elements through one padded vector), so not on its position or the run
 **   length.
-** - gelu (float32): x Phi(x), Phi(x) = erfc(-u) / 2, u = x / sqrt 2, in
-**   float with FMA: erfc(|u|) = exp(-x^2 / 2) R(t), t = 1 / (1 + |u| / 2),
-**   R fitted on [0, 10.5] (relative error 5.2 ulp once its coefficients
-**   are floats), x^2 split exactly into two floats by FMA so exp's argument
-**   is exact, and Phi = erfc / 2 or 1 - erfc / 2 by the sign of x. Within
-**   8 ulp of the exact value (tests/c/test_vmath.c), the tail x < 0
-**   included (no cancellation: gelu(-10) is the tiny exact value, PyTorch's
-**   is 0).
+** - gelu (float32): cpu/gelu_simd.h, within 8 ulp of x Phi(x); the loops
+**   of ember's own functions are cpu/vecmath_fma.h's, also built for
+**   AVX-512 (cpu/vecmath_avx512.c).
 ** - gelu's tanh form: x / (1 + exp(y)), y = -2 sqrt(2 / pi) (x + 0.044715
 **   x^3) computed in double and split into two floats, so exp is accurate
 **   however large |y| (x e / (1 + e), e = exp(-y), for y > 0); within 4 ulp.
@@ -34,85 +29,34 @@
 #include <math.h>
 
 #include "cpu/vecmath.h"
-#include "cpu/vecmath_impl.h"
 
-/* gelu of one float with FMA (the header says how) */
-static inline float gelu_fma_one(float x) {
-  float u = x * 0.707106781186547524f, a = fabsf(u);
-  /* erfc(|u|) = exp(-x^2 / 2) R(t), kept times 2^24 (x clamped where Phi is
-  ** 0 or 1 in float) */
-  float xc = x > -15.0f ? x : -15.0f; /* selects, not fminf: they vectorise */
-  xc = xc < 15.0f ? xc : 15.0f;
-  float h = xc * xc, l = fmaf(xc, xc, -h); /* x^2 = h + l */
-  float e = exp_one_x2p24(-0.5f * h);
-  e = fmaf(e, -0.5f * l, e); /* exp(-(h + l) / 2) 2^24 */
-  float t = 1.0f / fmaf(0.5f, a < 10.7f ? a : 10.7f, 1.0f);
-  float r = -0.05065286532044411f;
-  r = fmaf(r, t, 0.2418069988489151f);
-  r = fmaf(r, t, -0.39392155408859253f);
-  r = fmaf(r, t, 0.16385337710380554f);
-  r = fmaf(r, t, 0.059586044400930405f);
-  r = fmaf(r, t, 0.16123642027378082f);
-  r = fmaf(r, t, 0.255753755569458f);
-  r = fmaf(r, t, 0.2800194323062897f);
-  r = fmaf(r, t, 0.28232887387275696f);
-  r = fmaf(r, t, -1.0495987226022407e-05f);
-  float ec = e * r; /* erfc(|u|) 2^24 */
-  float neg = (x * (0.5f * ec)) * 0x1p-24f; /* rounded once, also when subnormal */
-  neg = x < -15.0f ? x * 0.0f : neg; /* -0, and NaN at -inf (-inf * 0, PyTorch's) */
-  float pos = x * fmaf(-0x1p-25f, ec, 1.0f);
-  return u < 0 ? neg : pos; /* NaN stays NaN */
-}
-
-/* gelu's tanh form with FMA: with y = -2v, x / (1 + exp(y)) for y <= 0 and
-** x exp(-y) / (1 + exp(-y)) above (so a result in the subnormal range is
-** not lost to exp(y) = inf); -|y| in double, split into two floats. */
-static inline float gelu_tanh_fma_one(float x) {
-  double d = (double)x;
-  double y = d * (-1.5957691216057308 - 0.07135481627260025 * (d * d));
-  double yn = -fabs(y);
-  yn = yn > -200.0 ? yn : -200.0; /* NaN goes to -200 */
-  float yh = (float)yn, yl = (float)(yn - (double)yh);
-  float es = exp_one_x2p24(yh);
-  es = fmaf(es, yl, es); /* exp(-|y|) 2^24 */
-  float den = fmaf(es, 0x1p-24f, 1.0f);
-  float r = y > 0 ? ((x * es) / den) * 0x1p-24f : x / den;
-  return x == -INFINITY ? x * 0.0f : r; /* the formula's -inf * 0 = NaN */
-}
-
-/* exp, sigmoid, silu, tanh, log: cpu/vecmath.c's element functions
-** (cpu/vecmath_impl.h) with their multiply-adds fused */
-void em_avx2_exp_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = exp_one(in[i]);
-}
-
-void em_avx2_sigmoid_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = 1.0f / (1.0f + exp_one(-in[i]));
-}
-
-void em_avx2_silu_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = in[i] / (1.0f + exp_one(-in[i]));
-}
-
-void em_avx2_tanh_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = tanh_one(in[i]);
-}
-
-void em_avx2_log_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = log_one(in[i]);
-}
-
-void em_avx2_erf_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = erf_one(in[i]);
-}
-
-void em_avx2_gelu_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = gelu_fma_one(in[i]);
-}
-
-void em_avx2_gelu_tanh_f32(float *out, const float *in, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = gelu_tanh_fma_one(in[i]);
-}
+/* ember's own loops (cpu/vecmath_fma.h) at 8 lanes */
+#define VM_FN(name) em_avx2_##name##_f32
+#define G_LANES 8
+#define G_LOAD _mm256_loadu_ps
+#define G_STORE _mm256_storeu_ps
+#define GV __m256
+#define GVI __m256i
+#define G_SET _mm256_set1_ps
+#define G_SETI _mm256_set1_epi32
+#define G_ADD _mm256_add_ps
+#define G_SUB _mm256_sub_ps
+#define G_MUL _mm256_mul_ps
+#define G_DIV _mm256_div_ps
+#define G_MIN _mm256_min_ps
+#define G_MAX _mm256_max_ps
+#define G_FMA _mm256_fmadd_ps
+#define G_FMS _mm256_fmsub_ps
+#define G_FNMA _mm256_fnmadd_ps
+#define G_ABS(v) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (v))
+#define G_I _mm256_castps_si256
+#define G_F _mm256_castsi256_ps
+#define G_ISUB _mm256_sub_epi32
+#define G_IADD _mm256_add_epi32
+#define G_ISHL23(v) _mm256_slli_epi32((v), 23)
+#define G_SEL_LT(x, y, a, b) _mm256_blendv_ps((a), (b), _mm256_cmp_ps((x), (y), _CMP_LT_OQ))
+#define G_SEL_NEG(x, a, b) _mm256_blendv_ps((a), (b), (x))
+#include "cpu/vecmath_fma.h"
 
 #ifdef EMBER_HAVE_SLEEF
 #include <sleef.h>

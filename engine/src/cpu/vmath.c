@@ -4,13 +4,15 @@
 **
 ** What holds:
 ** - The choice depends only on the build (SLEEF found or not) and the CPU
-**   (AVX2 and FMA, by __builtin_cpu_supports), so one process always runs
+**   (AVX2 and FMA, AVX-512, by __builtin_cpu_supports; the environment
+**   variable EMBER_VM_NO_AVX512, read once), so one process always runs
 **   the same code for a function: results do not depend on layout, run
 **   length or thread count.
 ** - Per function, the faster of SLEEF and ember's own code measured on the
 **   development machine (docs/math.md, "Speed"): float32 exp, log, tanh,
-**   sigmoid, silu, erf and both gelus are ember's own, its AVX2 + FMA
-**   build (cpu/vecmath_avx2.c) where the CPU has them, else
+**   sigmoid, silu, erf and both gelus are ember's own: its AVX-512 build
+**   (cpu/vecmath_avx512.c) where the CPU has AVX-512 F and DQ, its AVX2 +
+**   FMA build (cpu/vecmath_avx2.c) where it has those, else
 **   cpu/vecmath.c's (no FMA; AVX2 and baseline clones); float32 sin, cos,
 **   log1p, expm1, pow and every float64 function are SLEEF's when
 **   available, libm per element otherwise.
@@ -18,6 +20,7 @@
 #include "cpu/vecmath.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #ifdef EMBER_VEC_AVX2
 void em_avx2_exp_f32(float *, const float *, int64_t);
@@ -36,6 +39,42 @@ static const em_vec_f32_fn avx2_f32[EM_VM_N] = {
     [EM_VM_SILU] = em_avx2_silu_f32,       [EM_VM_ERF] = em_avx2_erf_f32,
     [EM_VM_GELU] = em_avx2_gelu_f32,
     [EM_VM_GELU_TANH] = em_avx2_gelu_tanh_f32};
+
+#ifdef EMBER_VEC_AVX512
+void em_avx512_exp_f32(float *, const float *, int64_t);
+void em_avx512_log_f32(float *, const float *, int64_t);
+void em_avx512_tanh_f32(float *, const float *, int64_t);
+void em_avx512_sigmoid_f32(float *, const float *, int64_t);
+void em_avx512_silu_f32(float *, const float *, int64_t);
+void em_avx512_erf_f32(float *, const float *, int64_t);
+void em_avx512_gelu_f32(float *, const float *, int64_t);
+void em_avx512_gelu_tanh_f32(float *, const float *, int64_t);
+
+/* the same code at 16 lanes (cpu/vecmath_avx512.c): the same bits */
+static const em_vec_f32_fn avx512_f32[EM_VM_N] = {
+    [EM_VM_EXP] = em_avx512_exp_f32,         [EM_VM_LOG] = em_avx512_log_f32,
+    [EM_VM_TANH] = em_avx512_tanh_f32,       [EM_VM_SIGMOID] = em_avx512_sigmoid_f32,
+    [EM_VM_SILU] = em_avx512_silu_f32,       [EM_VM_ERF] = em_avx512_erf_f32,
+    [EM_VM_GELU] = em_avx512_gelu_f32,
+    [EM_VM_GELU_TANH] = em_avx512_gelu_tanh_f32};
+
+/* __builtin_cpu_supports also checks that the OS saves the AVX-512 state.
+** EMBER_VM_NO_AVX512=1 in the environment keeps the AVX2 code (the C tests
+** compare the two). */
+static int have_avx512(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static int known = -1;
+  if (known < 0) {
+    const char *off = getenv("EMBER_VM_NO_AVX512");
+    known = !(off && *off && *off != '0') && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+  }
+  return known;
+#else
+  return 0;
+#endif
+}
+#endif
 
 static int have_avx2(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -85,6 +124,9 @@ static const em_vec_f32_fn own_f32[EM_VM_N] = {
 
 em_vec_f32_fn em_vm_f32(em_vm_fn f) {
   if (f <= EM_VM_NONE || f >= EM_VM_N) return NULL;
+#ifdef EMBER_VEC_AVX512
+  if (avx512_f32[f] && have_avx512()) return avx512_f32[f];
+#endif
 #ifdef EMBER_VEC_AVX2
   if (avx2_f32[f] && have_avx2()) return avx2_f32[f];
 #endif
@@ -117,8 +159,14 @@ em_vpow_f64_fn em_vm_pow_f64(void) {
 }
 
 const char *em_vm_backend(void) {
+#if defined(EMBER_HAVE_SLEEF) && defined(EMBER_VEC_AVX512)
+  if (have_avx2() && have_avx512()) return "sleef-avx2+ember-avx512";
+#endif
 #ifdef EMBER_HAVE_SLEEF
   if (have_avx2()) return "sleef-avx2";
+#endif
+#ifdef EMBER_VEC_AVX512
+  if (have_avx512()) return "ember-avx512";
 #endif
 #ifdef EMBER_VEC_AVX2
   if (have_avx2()) return "ember-avx2";
