@@ -286,20 +286,34 @@ return function(T, C)
     return Lm, U
   end
 
-  -- the derivative through A = P L U (packed LU) for a square A: PyTorch's
-  -- linalg_lu_backward, gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H
-  -- (real or complex)
-  local function lu_backward(gLU, LU, P)
-    local n = LU:size(-1)
-    if LU:size(-2) ~= n then
-      error("linalg.lu_factor: the derivative is implemented for square matrices only", 0)
-    end
-    local Lm, U = unpack_LU(LU)
-    local gL, gU = tril(gLU, -1), triu(gLU)
+  -- the gradient with respect to B = L U of a square LU (L unit lower, U
+  -- upper): L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H (real or complex)
+  local function lu_core(gL, gU, Lm, U)
     local phi = tril(mH(Lm):matmul(gL), -1) + triu(gU:matmul(mH(U)))
     local X = C._linalg_solve_triangular(mH(Lm), phi, true, true, true)
-    X = C._linalg_solve_triangular(mH(U), X, false, false, false)
-    return P:matmul(X)
+    return C._linalg_solve_triangular(mH(U), X, false, false, false)
+  end
+  -- the derivative through A = P L U (packed LU), PyTorch's
+  -- linalg_lu_backward: P lu_core for a square A; a wide A = P L [U1 | U2]
+  -- is the square LU of its first m columns with U2 = L^-1 P^T A2, a tall
+  -- A = P [L1; L2] U the square LU of its first n rows (of P^T A) with
+  -- L2 = B2 U^-1
+  local function lu_backward(gLU, LU, P)
+    local m, n = LU:size(-2), LU:size(-1)
+    local k = math.min(m, n)
+    local Lm, U = unpack_LU(LU)
+    local gL, gU = tril(gLU:narrow(-1, 1, k), -1), triu(gLU:narrow(-2, 1, k))
+    if m == n then return P:matmul(lu_core(gL, gU, Lm, U)) end
+    if m < n then
+      local U2, gU2 = U:narrow(-1, k + 1, n - k), gU:narrow(-1, k + 1, n - k)
+      local Y = C._linalg_solve_triangular(mH(Lm), gU2, true, true, true) -- L^-H gU2
+      local gB1 = lu_core(gL - Y:matmul(mH(U2)), gU:narrow(-1, 1, k), Lm, U:narrow(-1, 1, k))
+      return P:matmul(T.cat({ gB1, Y }, -1))
+    end
+    local L2, gL2 = Lm:narrow(-2, k + 1, m - k), gL:narrow(-2, k + 1, m - k)
+    local Z = C._linalg_solve_triangular(mH(U), gL2, false, false, false) -- gL2 U^-H
+    local gB1 = lu_core(gL:narrow(-2, 1, k), gU - mH(L2):matmul(Z), Lm:narrow(-2, 1, k), U)
+    return P:matmul(T.cat({ gB1, Z }, -2))
   end
 
   local function lu_factor_impl(op, A, o, check)
