@@ -3,8 +3,10 @@
 -- complex input, the LAPACK functions that take complex input, against
 -- PyTorch 1.13 (tests/fixtures/linalg_complex_cases.lua from
 -- gen_linalg_complex.py); the invariants of the factors that are not unique
--- (A V = V diag(L), reconstructions), eig's derivative formula, and the
--- functions that refuse complex input by name.
+-- (A V = V diag(L), reconstructions), eig's derivative formula, the
+-- gradients of every decomposition on complex input (against torch's, by
+-- gradcheck, and the phase-dependence errors), and the functions that
+-- refuse complex input by name.
 local T = require "ember"
 local LA = T.linalg
 local cases = dofile("tests/fixtures/linalg_complex_cases.lua")
