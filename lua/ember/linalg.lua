@@ -83,23 +83,6 @@ return function(T, C)
         tostring(t.dtype):gsub("^ember%.", "")), 3)
     end
   end
-  -- the functions whose complex derivative is not written yet refuse a
-  -- complex input when an argument requires grad (docs/dtypes.md)
-  local function refuse_complex_grad(op, ...)
-    if not T.is_grad_enabled() then return end
-    local cx, rg = false, false
-    for i = 1, select("#", ...) do
-      local t = select(i, ...)
-      if T.is_tensor(t) then
-        cx = cx or is_cx(t)
-        rg = rg or t.requires_grad
-      end
-    end
-    if cx and rg then
-      error(fmt("%s: autograd for complex input is not implemented yet (an argument requires " ..
-        "grad); detach() it or use T.no_grad()", op), 3)
-    end
-  end
 
   -- g summed down to shape (the adjoint of broadcasting)
   local function reduce_to(g, shape)
@@ -130,18 +113,25 @@ return function(T, C)
     return C._autograd_custom(name, inputs, out, backward)
   end
   -- Several differentiable outputs: one packed node, the outputs views of
-  -- it; backward(grads) receives one gradient per output.
+  -- it; backward(grads) receives one gradient per output. Real outputs next
+  -- to complex ones (svd's S, eigh's L, slogdet's logabsdet) are packed as
+  -- complex and come back as the real part (exact: the imaginary part is
+  -- 0), their gradients as real tensors.
   local function record_multi(name, inputs, outs, backward)
-    local flat, shapes, sizes = {}, {}, {}
+    local flat, shapes, sizes, real = {}, {}, {}, {}
+    local cx
+    for _, o in ipairs(outs) do if is_cx(o) then cx = o.dtype end end
     for i, o in ipairs(outs) do
       shapes[i] = o.shape
       sizes[i] = o:numel()
-      flat[i] = o:reshape(-1)
+      real[i] = cx ~= nil and not is_cx(o)
+      flat[i] = real[i] and o:reshape(-1):to(cx) or o:reshape(-1)
     end
     local packed = record(name, inputs, T.cat(flat), function(g)
       local gs, off = {}, 1
       for i = 1, #outs do
         gs[i] = g:narrow(1, off, sizes[i]):view(shapes[i])
+        if real[i] then gs[i] = T.real(gs[i]) end
         off = off + sizes[i]
       end
       return backward(gs)
@@ -149,12 +139,13 @@ return function(T, C)
     local res, off = {}, 1
     for i = 1, #outs do
       res[i] = packed:narrow(1, off, sizes[i]):view(shapes[i])
+      if real[i] then res[i] = T.real(res[i]):contiguous() end
       off = off + sizes[i]
     end
     return res
   end
 
-  local function skew(X) return X - mT(X) end
+  local function skew(X) return X - mH(X) end -- X - X^H (X - X^T for real X)
 
   -- -- solve, inv ----------------------------------------------------------
   local function solve_raw(A, B, check)
@@ -295,24 +286,37 @@ return function(T, C)
     return Lm, U
   end
 
-  -- the derivative through A = P L U (packed LU) for a square A: PyTorch's
-  -- linalg_lu_backward
+  -- the gradient with respect to B = L U of a square LU (L unit lower, U
+  -- upper): L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H (real or complex)
+  local function lu_core(gL, gU, Lm, U)
+    local phi = tril(mH(Lm):matmul(gL), -1) + triu(gU:matmul(mH(U)))
+    local X = C._linalg_solve_triangular(mH(Lm), phi, true, true, true)
+    return C._linalg_solve_triangular(mH(U), X, false, false, false)
+  end
+  -- the derivative through A = P L U (packed LU), PyTorch's
+  -- linalg_lu_backward: P lu_core for a square A; a wide A = P L [U1 | U2]
+  -- is the square LU of its first m columns with U2 = L^-1 P^T A2, a tall
+  -- A = P [L1; L2] U the square LU of its first n rows (of P^T A) with
+  -- L2 = B2 U^-1
   local function lu_backward(gLU, LU, P)
-    local n = LU:size(-1)
-    if LU:size(-2) ~= n then
-      error("linalg.lu_factor: the derivative is implemented for square matrices only", 0)
-    end
+    local m, n = LU:size(-2), LU:size(-1)
+    local k = math.min(m, n)
     local Lm, U = unpack_LU(LU)
-    local gL, gU = gLU:tril(-1), gLU:triu()
-    local phi = mT(Lm):matmul(gL):tril(-1) + gU:matmul(mT(U)):triu()
-    -- gA = P L^{-H} phi U^{-H}
-    local X = C._linalg_solve_triangular(mT(Lm), phi, true, true, true)
-    X = C._linalg_solve_triangular(mT(U), X, false, false, false)
-    return P:matmul(X)
+    local gL, gU = tril(gLU:narrow(-1, 1, k), -1), triu(gLU:narrow(-2, 1, k))
+    if m == n then return P:matmul(lu_core(gL, gU, Lm, U)) end
+    if m < n then
+      local U2, gU2 = U:narrow(-1, k + 1, n - k), gU:narrow(-1, k + 1, n - k)
+      local Y = C._linalg_solve_triangular(mH(Lm), gU2, true, true, true) -- L^-H gU2
+      local gB1 = lu_core(gL - Y:matmul(mH(U2)), gU:narrow(-1, 1, k), Lm, U:narrow(-1, 1, k))
+      return P:matmul(T.cat({ gB1, Y }, -1))
+    end
+    local L2, gL2 = Lm:narrow(-2, k + 1, m - k), gL:narrow(-2, k + 1, m - k)
+    local Z = C._linalg_solve_triangular(mH(U), gL2, false, false, false) -- gL2 U^-H
+    local gB1 = lu_core(gL:narrow(-2, 1, k), gU - mH(L2):matmul(Z), Lm:narrow(-2, 1, k), U)
+    return P:matmul(T.cat({ gB1, Z }, -2))
   end
 
   local function lu_factor_impl(op, A, o, check)
-    refuse_complex_grad(op, A)
     check_tensor(op, A)
     check_bool(op, o.pivot, "pivot")
     if o.pivot == false then
@@ -456,7 +460,6 @@ return function(T, C)
   end
 
   function L.slogdet(A, ...)
-    refuse_complex_grad("linalg.slogdet", A)
     local op = "linalg.slogdet"
     ARGS.nooptions(op, 2, 1, ...)
     check_square(op, A)
@@ -473,9 +476,14 @@ return function(T, C)
       logabs = d:abs():log():sum(-1)
     end
     if needs_grad(A) then
+      local sgn = sign
       local outs = record_multi("LinalgSlogdetBackward0", { n = 1, A }, { sign, logabs }, function(gs)
-        local X = C._linalg_solve(mT(A), eye_like(A:size(-1), A), 0)
-        return { X * gs[2]:unsqueeze(-1):unsqueeze(-1) }
+        -- gA = g A^-H; complex: g = g_logabs - i Im(conj(g_sign) sign)
+        -- (PyTorch's slogdet_backward; the sign's gradient is 0 for real A)
+        local X = C._linalg_solve(mH(A), eye_like(A:size(-1), A), 0)
+        local g = gs[2]
+        if is_cx(A) then g = T.complex(g, -T.imag(T.conj(gs[1]) * sgn)) end
+        return { X * g:unsqueeze(-1):unsqueeze(-1) }
       end)
       sign, logabs = outs[1], outs[2]
     end
@@ -483,15 +491,17 @@ return function(T, C)
   end
 
   -- -- Cholesky --------------------------------------------------------------------
+  -- PyTorch's cholesky_backward (real or complex): with
+  -- phi = tril(L^H gL), gA = L^-H (phi + tril(phi, -1)^H) / 2 L^-1
   local function cholesky_backward(gL, Lm)
-    local gA = mT(Lm):matmul(gL):tril()
-    gA = (gA + mT(gA:tril(-1))) * 0.5
-    gA = C._linalg_solve_triangular(mT(Lm), gA, true, true, false)
+    local Lh = mH(Lm)
+    local gA = tril(Lh:matmul(gL))
+    gA = (gA + mH(tril(gA, -1))) * 0.5
+    gA = C._linalg_solve_triangular(Lh, gA, true, true, false)
     gA = C._linalg_solve_triangular(Lm, gA, false, false, false)
     return gA
   end
   local function cholesky_impl(op, A, o, check)
-    refuse_complex_grad(op, A)
     check_tensor(op, A)
     check_bool(op, o.upper, "upper")
     local Lm, info = C._linalg_cholesky(A, check) -- its upper triangle is zeros
@@ -518,7 +528,6 @@ return function(T, C)
 
   -- -- triangular solve -----------------------------------------------------------
   function L.solve_triangular(A, B, o, ...)
-    refuse_complex_grad("linalg.solve_triangular", A, B)
     local op = "linalg.solve_triangular"
     ARGS.nomore(op, 3, ...)
     check_tensor(op, A, "A")
@@ -533,10 +542,12 @@ return function(T, C)
     if needs_grad(A, B) then
       local Xd = X
       X = record("LinalgSolveTriangularBackward0", { n = 2, A, B }, X, function(g)
-        local gB = C._linalg_solve_triangular(mT(A), g, not upper, left, unit)
+        -- PyTorch's linalg_solve_triangular_backward: gB = A^-H g,
+        -- gA = -gB X^H (left) or -X^H gB, on A's triangle
+        local gB = C._linalg_solve_triangular(mH(A), g, not upper, left, unit)
         local gA
-        if left then gA = -(gB:matmul(mT(Xd))) else gA = -(mT(Xd):matmul(gB)) end
-        if upper then gA = gA:triu(unit and 1 or 0) else gA = gA:tril(unit and -1 or 0) end
+        if left then gA = -(gB:matmul(mH(Xd))) else gA = -(mH(Xd):matmul(gB)) end
+        if upper then gA = triu(gA, unit and 1 or 0) else gA = tril(gA, unit and -1 or 0) end
         return { reduce_to(gA, A.shape), reduce_to(gB, B.shape) }
       end)
     end
@@ -544,15 +555,17 @@ return function(T, C)
   end
 
   -- -- QR -------------------------------------------------------------------------
+  -- X + X^H with half the (real) diagonal
   local function syminvadj(X)
-    local r = X + mT(X)
+    local r = X + mH(X)
     return r - r:diagonal(0, -2, -1):diag_embed() * 0.5
   end
-  -- PyTorch's linalg_qr_backward, A = Q R with m >= n (reduced)
+  -- PyTorch's linalg_qr_backward, A = Q R with m >= n (reduced), real or
+  -- complex: gA = (gQ + Q syminvadj(triu(gR R^H - Q^H gQ))) R^-H
   local function qr_backward_tall(gQ, gR, Q, R)
-    local gA = gR:matmul(mT(R)) - mT(Q):matmul(gQ)
-    gA = Q:matmul(syminvadj(gA:triu())) + gQ
-    return C._linalg_solve_triangular(mT(R), gA, false, false, false)
+    local gA = gR:matmul(mH(R)) - mH(Q):matmul(gQ)
+    gA = Q:matmul(syminvadj(triu(gA))) + gQ
+    return C._linalg_solve_triangular(mH(R), gA, false, false, false)
   end
   local function qr_backward(gQ, gR, Q, R)
     local m, n = Q:size(-2), R:size(-1)
@@ -561,7 +574,7 @@ return function(T, C)
     local U, V = R:narrow(-1, 1, m), R:narrow(-1, m + 1, n - m)
     local Y = Q:matmul(V)
     local gU, gV = gR:narrow(-1, 1, m), gR:narrow(-1, m + 1, n - m)
-    local gX = qr_backward_tall(gQ + Y:matmul(mT(gV)), gU, Q, U)
+    local gX = qr_backward_tall(gQ + Y:matmul(mH(gV)), gU, Q, U)
     return T.cat({ gX, Q:matmul(gV) }, -1)
   end
 
@@ -582,7 +595,6 @@ return function(T, C)
   end
 
   function L.qr(A, o, ...)
-    refuse_complex_grad("linalg.qr", A)
     local op = "linalg.qr"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -620,7 +632,6 @@ return function(T, C)
 
   -- the product of Householder reflectors H_1 ... H_k (first n columns)
   function L.householder_product(A, tau, ...)
-    refuse_complex_grad("linalg.householder_product", A, tau)
     local op = "linalg.householder_product"
     ARGS.nooptions(op, 3, 2, ...)
     check_tensor(op, A, "A")
@@ -628,13 +639,14 @@ return function(T, C)
     local Q = householder_raw(A, tau)
     if needs_grad(A, tau) then
       -- differentiable composite: Q = (I - t_1 v_1 v_1^H) ... (I - t_k v_k v_k^H) I[:, :n]
+      -- (LAPACK's ungqr reflectors; v^H = v^T for real A)
       local m, n, k = A:size(-2), A:size(-1), tau:size(-1)
-      local below = A:tril(-1) + T.eye(m, n, { dtype = A.dtype, device = A.device })
+      local below = tril(A, -1) + T.eye(m, n, { dtype = A.dtype, device = A.device })
       local H = eye_like(m, A)
       for i = 1, k do
         local v = below:narrow(-1, i, 1)
         local t = tau:narrow(-1, i, 1):unsqueeze(-1)
-        H = H - (H:matmul(v) * t):matmul(mT(v))
+        H = H - (H:matmul(v) * t):matmul(mH(v))
       end
       Q = H:narrow(-1, 1, n)
     end
@@ -642,18 +654,34 @@ return function(T, C)
   end
 
   -- -- SVD ------------------------------------------------------------------------
+  -- PyTorch's svd_backward (real or complex). Complex singular vectors are
+  -- defined up to a phase per pair (U diag(e^{i phi}), V diag(e^{i phi})):
+  -- the loss must not depend on it (Im diag(U^H gU) = -Im diag(V^H gV)),
+  -- else an error as torch; the phase-invariant gradient adds
+  -- i Im diag(U^H gU) / S to the diagonal.
   local function svd_backward(gU, gS, gVh, U, S, Vh)
     local m, n, k = U:size(-2), Vh:size(-1), S:size(-1)
     if gU == nil and gVh == nil then
       return (U * gS:unsqueeze(-2)):matmul(Vh)
     end
-    local V, gV = mT(Vh), gVh and mT(gVh)
+    local cx = is_cx(U)
+    local V, gV = mH(Vh), gVh and mH(gVh)
     local S2 = S * S
     local E = S2:unsqueeze(-2) - S2:unsqueeze(-1)
     E = E + eye_like(k, S)
     local ret
-    local UhgU = gU and skew(mT(U):matmul(gU))
-    local VhgV = gV and skew(mT(V):matmul(gV))
+    local UhgU = gU and skew(mH(U):matmul(gU))
+    local VhgV = gV and skew(mH(V):matmul(gV))
+    if cx and k > 0 then
+      local imU = UhgU and T.imag(UhgU:diagonal(0, -2, -1)) or T.zeros_like(S)
+      local imV = VhgV and T.imag(VhgV:diagonal(0, -2, -1)) or T.zeros_like(S)
+      -- torch's allclose(imU, -imV, rtol = 1e-2, atol = 1e-2)
+      if (imU + imV):abs():gt(imV:abs() * 1e-2 + 1e-2):any():item() then
+        error("svd_backward: The singular vectors in the complex case are specified up to " ..
+          "multiplication by e^{i phi}. The specified loss function depends on this phase " ..
+          "term, making it ill-defined.", 0)
+      end
+    end
     if gU and gV then
       ret = (UhgU * S:unsqueeze(-2) + S:unsqueeze(-1) * VhgV) / E
     elseif gU then
@@ -661,17 +689,18 @@ return function(T, C)
     else
       ret = S:unsqueeze(-1) * (VhgV / E)
     end
-    -- the diagonal of ret is 0 (skew parts); set it to gS
+    -- the diagonal of ret is 0 for real input (skew parts); add gS
     if gS then ret = ret + gS:diag_embed() end
+    if cx and gU and gV then ret = ret + (UhgU:diagonal(0, -2, -1) / (S * 2)):diag_embed() end
     local gA
     if m > k and gU then
       gA = U:matmul(ret)
       local gUSinv = gU / S:unsqueeze(-2)
-      gA = gA + gUSinv - U:matmul(mT(U):matmul(gUSinv))
+      gA = gA + gUSinv - U:matmul(mH(U):matmul(gUSinv))
       gA = gA:matmul(Vh)
     elseif n > k and gV then
       gA = ret:matmul(Vh)
-      local SinvgVh = mT(gV) / S:unsqueeze(-1)
+      local SinvgVh = gVh / S:unsqueeze(-1)
       gA = gA + SinvgVh - SinvgVh:matmul(V):matmul(Vh)
       gA = U:matmul(gA)
     else
@@ -681,7 +710,6 @@ return function(T, C)
   end
 
   function L.svd(A, o, ...)
-    refuse_complex_grad("linalg.svd", A)
     local op = "linalg.svd"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -723,18 +751,33 @@ return function(T, C)
     end
     return u == "U"
   end
+  -- PyTorch's linalg_eig_backward for a Hermitian A (real or complex):
+  -- gA = V (skew(V^H gV) / 2 / E, gL on the diagonal) V^H. Complex
+  -- eigenvectors are defined up to a phase each: a loss that depends on it
+  -- (Im diag(V^H gV) beyond 1e-2) is an error, as torch.
   local function eigh_backward(gL, gV, Lw, V)
     local n = Lw:size(-1)
-    if gV == nil then return (V * gL:unsqueeze(-2)):matmul(mT(V)) end
-    local VhgV = mT(V):matmul(gV)
-    VhgV = (VhgV - mT(VhgV)) * 0.5
+    if gV == nil then return (V * gL:unsqueeze(-2)):matmul(mH(V)) end
+    local VhgV = mH(V):matmul(gV)
+    local cx = is_cx(V)
+    if cx then
+      local im = T.imag(VhgV):diagonal(0, -2, -1)
+      if im:numel() > 0 and im:abs():amax():item() > 1e-2 then
+        error("linalg_eigh_backward: The eigenvectors in the complex case are specified up to " ..
+          "multiplication by e^{i phi}. The specified loss function depends on this quantity, " ..
+          "so it is ill-defined.", 0)
+      end
+    end
+    VhgV = (VhgV - mH(VhgV)) * 0.5
     local E = Lw:unsqueeze(-2) - Lw:unsqueeze(-1) + eye_like(n, Lw)
     local ret = VhgV / E
+    -- the diagonal is gL (the skew part's diagonal, i Im diag(V^H gV), is 0
+    -- for a real A and dropped for a complex one, as torch)
+    if cx then ret = ret - ret:diagonal(0, -2, -1):diag_embed() end
     if gL then ret = ret + gL:diag_embed() end
-    return V:matmul(ret):matmul(mT(V))
+    return V:matmul(ret):matmul(mH(V))
   end
   function L.eigh(A, o, ...)
-    refuse_complex_grad("linalg.eigh", A)
     local op = "linalg.eigh"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
@@ -751,7 +794,6 @@ return function(T, C)
     return Lw, V
   end
   function L.eigvalsh(A, o, ...)
-    refuse_complex_grad("linalg.eigvalsh", A)
     local op = "linalg.eigvalsh"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)

@@ -47,6 +47,11 @@ local OPS = {
   t_reshape = function(a) return a:t():reshape(-1) end,
   cat_flip = function(a, b) return T.cat({ a, b:flip({ 1 }) }) end,
   chain = function(a) return (a * a:conj() + a:exp()):abs():sum() end,
+  mm = function(a, b) return T.mm(a, b) end, mv = function(a, b) return T.mv(a, b) end,
+  vecmat = function(a, b) return T.matmul(a, b) end,
+  outer = function(a, b) return T.outer(a, b) end,
+  addmm = function(a, b) return T.addmm(T.mm(a, b), a, b, { beta = 0.5, alpha = 2 }) end,
+  linear = function(a, b) return T.nn.functional.linear(a, b) end,
 }
 
 local function cz(...)
@@ -56,7 +61,7 @@ end
 
 describe("complex autograd", function()
   it("matches torch's gradients of every complex op", function()
-    assert.is_true(#CASES >= 30)
+    assert.is_true(#CASES >= 38)
     for _, c in ipairs(CASES) do
       local fn = assert(OPS[c.op], c.op)
       local ins = {}

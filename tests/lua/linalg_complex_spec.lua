@@ -3,8 +3,10 @@
 -- complex input, the LAPACK functions that take complex input, against
 -- PyTorch 1.13 (tests/fixtures/linalg_complex_cases.lua from
 -- gen_linalg_complex.py); the invariants of the factors that are not unique
--- (A V = V diag(L), reconstructions), eig's derivative formula, and the
--- functions that refuse complex input by name.
+-- (A V = V diag(L), reconstructions), eig's derivative formula, the
+-- gradients of every decomposition on complex input (against torch's, by
+-- gradcheck, and the phase-dependence errors), and the functions that
+-- refuse complex input by name.
 local T = require "ember"
 local LA = T.linalg
 local cases = dofile("tests/fixtures/linalg_complex_cases.lua")
@@ -361,24 +363,182 @@ describe("complex det, inv and solve autograd", function()
     assert.is_true(T.autograd.gradcheck(function(a) return LA.matrix_norm(a, 2) end, { cz(3, 3) }))
     assert.is_true(T.autograd.gradcheck(function(a) return LA.matrix_norm(a) end, { cz(2, 3) }))
   end)
+end)
 
-  it("refuses a complex input that requires grad where the derivative is not written", function()
-    local A = T.eye(2, { dtype = T.complex128 }):requires_grad_()
-    for name, call in pairs {
-      slogdet = function() return LA.slogdet(A) end,
-      cholesky = function() return LA.cholesky(A) end,
-      lu_factor = function() return LA.lu_factor(A) end,
-      qr = function() return LA.qr(A) end,
-      svd = function() return LA.svd(A) end,
-      eigh = function() return LA.eigh(A) end,
-      eigvalsh = function() return LA.eigvalsh(A) end,
-      solve_triangular = function() return LA.solve_triangular(A, A, { upper = true }) end,
-    } do
-      local ok, err = pcall(call)
-      assert.is_false(ok, name)
-      assert.matches("linalg." .. name .. ": autograd for complex input is not implemented yet", err, 1, true)
-      T.no_grad(call) -- runs without grad mode
+describe("complex decompositions autograd (slogdet, lu, cholesky, solve_triangular, qr, householder_product, svd, eigh)", function()
+  -- the generator's FN2 (a random complex grad_output on a unique result)
+  local CXF = {
+    st_upper = function(a, b) return LA.solve_triangular(a, b, { upper = true }) end,
+    st_lower = function(a, b) return LA.solve_triangular(a, b, { upper = false }) end,
+    st_lower_right_unit = function(a, b)
+      return LA.solve_triangular(a, b, { upper = false, left = false, unitriangular = true })
+    end,
+    cholesky = function(a) return LA.cholesky(a) end,
+    cholesky_upper = function(a) return LA.cholesky(a, { upper = true }) end,
+    cholesky_ex = function(a) return (LA.cholesky_ex(a)) end,
+    lu_factor = function(a) return (LA.lu_factor(a)) end,
+    householder_product = function(a, t) return LA.householder_product(a, t) end,
+  }
+  -- the generator's LOSS: { outputs of the input, loss of outputs and weights }
+  local function pack(...) return { ... } end
+  local function abs2(o, w) return (o[1]:abs() * w[1]):sum() + (o[2]:abs() * w[2]):sum() end
+  local function svd_loss(o, w) return (o[1]:abs() * w[1]):sum() + (o[2] * w[2]):sum() + (o[3]:abs() * w[3]):sum() end
+  local function eigh_loss(o, w) return (o[1] * w[1]):sum() + (o[2]:abs() * w[2]):sum() end
+  local function vals_loss(o, w) return (o[1] * w[1]):sum() end
+  local LOSS = {
+    slogdet = { function(a) return pack(LA.slogdet(a)) end,
+      function(o, w) return T.real(o[1] * w[1]):sum() + (o[2] * w[2]):sum() end },
+    lu = { function(a) local _, l, u = LA.lu(a); return { l, u } end,
+      function(o, w) return T.real(o[1] * w[1]):sum() + T.real(o[2] * w[2]):sum() end },
+    qr = { function(a) return pack(LA.qr(a)) end, abs2 },
+    qr_complete = { function(a) return pack(LA.qr(a, { mode = "complete" })) end, abs2 },
+    svd = { function(a) return pack(LA.svd(a, { full_matrices = false })) end, svd_loss },
+    svd_full = { function(a) return pack(LA.svd(a, { full_matrices = true })) end,
+      function(o, w) return (o[2] * w[2]):sum() + (o[3]:abs() * w[3]):sum() end },
+    svd_recon = { function(a) return pack(LA.svd(a, { full_matrices = false })) end,
+      function(o, w)
+        return T.real((o[1] * o[2]:unsqueeze(-2)):matmul(o[3]) * w[1]):sum() +
+          (o[1]:matmul(o[3]):abs() * w[2]):sum()
+      end },
+    svdvals = { function(a) return { LA.svdvals(a) } end, vals_loss },
+    eigh = { function(a) return pack(LA.eigh(a)) end, eigh_loss },
+    eigh_U = { function(a) return pack(LA.eigh(a, { UPLO = "U" })) end, eigh_loss },
+    eigh_recon = { function(a) return pack(LA.eigh(a)) end,
+      function(o, w) return T.real((o[2] * o[1]:unsqueeze(-2)):matmul(T.conj(o[2].mT)) * w[1]):sum() end },
+    eigvalsh = { function(a) return { LA.eigvalsh(a) } end, vals_loss },
+  }
+
+  local function by_op(kind)
+    local groups, order = {}, {}
+    for _, c in ipairs(cases) do
+      if c.name == kind then
+        if not groups[c.op] then groups[c.op] = {}; order[#order + 1] = c.op end
+        table.insert(groups[c.op], c)
+      end
     end
+    return groups, order
+  end
+  local function what(c, k)
+    local sh = {}
+    for i, x in ipairs(c.ins) do sh[i] = "[" .. table.concat(x.shape, ",") .. "]" end
+    return ("%s %s(%s) input %d"):format(c.ins[1].dtype, c.op, table.concat(sh, ", "), k)
+  end
+
+  local g2, o2 = by_op("cx_grad2")
+  it(("give PyTorch's gradients for a complex grad_output (%d ops: %s)"):format(#o2, table.concat(o2, ", ")), function()
+    local n = 0
+    for _, op in ipairs(o2) do
+      for _, c in ipairs(g2[op]) do
+        n = n + 1
+        local xs = {}
+        for k, x in ipairs(c.ins) do xs[k] = tensor(x):requires_grad_() end
+        local y = assert(CXF[op], op)((table.unpack or unpack)(xs))
+        local gs = T.autograd.grad({ y }, xs, { grad_outputs = { tensor(c.g) } })
+        for k = 1, #xs do close(gs[k], tensor(c.grads[k]), what(c, k), c.tol) end
+      end
+    end
+    assert.equal(32, n)
+  end)
+
+  local gl, ol = by_op("cx_loss")
+  for _, op in ipairs(ol) do
+    it(("give PyTorch's gradients of phase-invariant losses: %s (%d cases)"):format(op, #gl[op]), function()
+      for _, c in ipairs(gl[op]) do
+        local A = tensor(c.ins[1]):requires_grad_()
+        local ws = {}
+        for k, w in ipairs(c.w) do ws[k] = tensor(w) end
+        local fwd, loss = LOSS[op][1], LOSS[op][2]
+        local gA = T.autograd.grad({ loss(fwd(A), ws) }, { A })[1]
+        close(gA, tensor(c.grads[1]), what(c, 1), c.tol)
+      end
+    end)
+  end
+  it("cover every newly differentiable function", function()
+    local n = 0
+    for _, op in ipairs(ol) do n = n + #gl[op] end
+    assert.equal(52, n)
+  end)
+
+  it("gradcheck in complex128", function()
+    T.manual_seed(29)
+    local function cz(...)
+      local s = { ... }
+      return T.complex(T.randn(s, { dtype = T.float64 }), T.randn(s, { dtype = T.float64 })):requires_grad_()
+    end
+    local function hermitian(a) return a + T.conj(a.mT) end
+    local W = T.randn(4, 4, { dtype = T.float64 })
+    local checks = {
+      slogdet = { function(a) local s, l = LA.slogdet(a); return T.cat({ T.view_as_real(s):reshape(-1), l:reshape(-1) }) end, { cz(2, 3, 3) } },
+      lu_factor = { function(a) return (LA.lu_factor(a)) end, { cz(2, 3, 3) } },
+      lu = { function(a) local _, l, u = LA.lu(a); return l:matmul(u) + l * 2 end, { cz(3, 3) } },
+      lu_wide = { function(a) local _, l, u = LA.lu(a); return T.cat({ l:reshape(-1), u:reshape(-1) }) end, { cz(2, 3, 4) } },
+      lu_tall = { function(a) return (LA.lu_factor(a)) end, { cz(4, 2) } },
+      lu_tall_real = { function(a) return (LA.lu_factor(a)) end, { T.randn(5, 3, { dtype = T.float64 }):requires_grad_() } },
+      cholesky = { function(a) return LA.cholesky(herm(a)) end, { cz(2, 3, 3) } },
+      cholesky_upper = { function(a) return LA.cholesky(herm(a), { upper = true }) end, { cz(3, 3) } },
+      solve_triangular = { function(a, b) return LA.solve_triangular(a, b, { upper = true }) end, { cz(3, 3), cz(3, 2) } },
+      solve_triangular_right_unit = { function(a, b)
+        return LA.solve_triangular(a, b, { upper = false, left = false, unitriangular = true })
+      end, { cz(3, 3), cz(2, 3) } },
+      qr_tall = { function(a) local q, r = LA.qr(a); return T.cat({ q:reshape(-1), r:reshape(-1) }) end, { cz(4, 3) } },
+      qr_wide = { function(a) local q, r = LA.qr(a); return T.cat({ q:reshape(-1), r:reshape(-1) }) end, { cz(3, 5) } },
+      householder_product = { function(a, t) return LA.householder_product(a, t) end, { cz(4, 3), cz(2) } },
+      svd = { function(a)
+        local u, s, vh = LA.svd(a, { full_matrices = false })
+        return (u:abs() * 1.5):sum() + (vh:abs() * W:narrow(1, 1, 3):narrow(2, 1, 3)):sum() + s:sum()
+      end, { cz(4, 3) } },
+      svd_recon = { function(a)
+        local u, s, vh = LA.svd(a, { full_matrices = false })
+        return (u * s:unsqueeze(-2)):matmul(vh) + T.real(u:matmul(vh)):sum()
+      end, { cz(3, 4) } },
+      svdvals = { function(a) return LA.svdvals(a) end, { cz(2, 3, 2) } },
+      eigh = { function(a)
+        local l, v = LA.eigh(hermitian(a))
+        return l:sum() + (v:abs() * W:narrow(1, 1, 3):narrow(2, 1, 3)):sum()
+      end, { cz(3, 3) } },
+      eigh_U = { function(a)
+        local l, v = LA.eigh(hermitian(a), "U")
+        return T.cat({ l:reshape(-1), v:abs():reshape(-1) })
+      end, { cz(2, 3, 3) } },
+      eigvalsh = { function(a) return LA.eigvalsh(hermitian(a)) end, { cz(2, 3, 3) } },
+    }
+    for name, ch in pairs(checks) do
+      local ok, err = pcall(T.autograd.gradcheck, ch[1], ch[2])
+      assert(ok and err, name .. ": " .. tostring(err))
+    end
+  end)
+
+  it("refuse losses that depend on the singular vectors' or eigenvectors' phases, as torch", function()
+    T.manual_seed(31)
+    local A = T.complex(T.randn(3, 3, { dtype = T.float64 }), T.randn(3, 3, { dtype = T.float64 })):requires_grad_()
+    local U = LA.svd(A)
+    local ok, err = pcall(function() T.real(U):sum():backward() end)
+    assert.is_false(ok)
+    assert.matches("svd_backward: The singular vectors in the complex case are specified up to " ..
+      "multiplication by e^{i phi}. The specified loss function depends on this phase term, making " ..
+      "it ill-defined.", err, 1, true)
+    local _, _, Vh = LA.svd(A)
+    ok, err = pcall(function() T.imag(Vh):sum():backward() end)
+    assert.is_false(ok)
+    assert.matches("svd_backward: The singular vectors", err, 1, true)
+    local H = A + T.conj(A.mT)
+    local _, V = LA.eigh(H)
+    ok, err = pcall(function() T.real(V):sum():backward() end)
+    assert.is_false(ok)
+    assert.matches("linalg_eigh_backward: The eigenvectors in the complex case are specified up to " ..
+      "multiplication by e^{i phi}. The specified loss function depends on this quantity, so it is " ..
+      "ill-defined.", err, 1, true)
+    -- the phase-invariant ones pass, and the real outputs keep their dtypes
+    local U2, S2, Vh2 = LA.svd(A)
+    assert.equal(T.float64, S2.dtype)
+    assert.is_true(S2.requires_grad)
+    T.abs(U2:matmul(Vh2)):sum():backward()
+    assert.equal(T.complex128, A.grad.dtype)
+    local w = LA.eigh(H)
+    assert.equal(T.float64, w.dtype)
+    local s, l = LA.slogdet(A)
+    assert.equal(T.complex128, s.dtype)
+    assert.equal(T.float64, l.dtype)
   end)
 end)
 

@@ -929,6 +929,10 @@ static void matmul_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
 static void linalg_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   em_node *n = f->n;
   const em_tensor *g = gout[0];
+  /* complex: the products are holomorphic and bilinear, so each operand's
+  ** gradient is g times the other operand conjugated (g @ b^H, a^H @ g):
+  ** the saved operands are read conjugated */
+  if (em_dtype_kindof(n->out[0].dtype) == EM_KIND_COMPLEX) f->conj = 1;
   switch (n->kind) {
     case EM_AG_MM: case EM_AG_BMM: {
       em_tensor *a = saved(f, 0), *b = saved(f, 1);
