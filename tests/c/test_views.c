@@ -207,6 +207,25 @@ TEST(blocked_transpose_copy_is_exact) {
   CHECK(bad == 0);
   em_tensor_release(a); em_tensor_release(at); em_tensor_release(c);
   em_tensor_release(b); em_tensor_release(bp); em_tensor_release(bc);
+  /* float32 (the AVX2 path's 64x64 tiles of 8x8 blocks): several whole
+  ** tiles, ragged tiles and ragged 8x8 blocks, at 1 and 2 threads */
+  int64_t fs[2] = {403, 250}; /* above the parallel threshold */
+  int old = em_get_num_threads();
+  for (int th = 1; th <= 2; th++) {
+    CHECK_OK(em_set_num_threads(th));
+    em_tensor *f, *ft, *fc;
+    CHECK_OK(em_empty(2, fs, EM_FLOAT32, em_cpu(), &f));
+    for (int64_t k = 0; k < 403 * 250; k++) ((float *)em_tensor_data(f))[k] = (float)k;
+    CHECK_OK(em_transpose(f, 1, 2, &ft));
+    CHECK_OK(em_contiguous(ft, &fc));
+    bad = 0;
+    for (int64_t i = 0; i < 250; i++)
+      for (int64_t j = 0; j < 403; j++)
+        bad += ((float *)em_tensor_data(fc))[i * 403 + j] != (float)(j * 250 + i);
+    CHECK(bad == 0);
+    em_tensor_release(f); em_tensor_release(ft); em_tensor_release(fc);
+  }
+  CHECK_OK(em_set_num_threads(old));
 }
 
 TEST(flip_reverses_and_copies) {
