@@ -22,41 +22,24 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#ifdef EMBER_VEC_AVX2
-void em_avx2_exp_f32(float *, const float *, int64_t);
-void em_avx2_log_f32(float *, const float *, int64_t);
-void em_avx2_tanh_f32(float *, const float *, int64_t);
-void em_avx2_sigmoid_f32(float *, const float *, int64_t);
-void em_avx2_silu_f32(float *, const float *, int64_t);
-void em_avx2_erf_f32(float *, const float *, int64_t);
-void em_avx2_gelu_f32(float *, const float *, int64_t);
-void em_avx2_gelu_tanh_f32(float *, const float *, int64_t);
+/* ember's own float32 functions with FMA (cpu/vecmath_fma.h), built as
+** em_avx2_<name>_f32 (cpu/vecmath_avx2.c) and em_avx512_<name>_f32
+** (cpu/vecmath_avx512.c, 16 lanes, the same bits) */
+#define OWN_FMA_F32(X) \
+  X(EXP, exp) X(LOG, log) X(TANH, tanh) X(SIGMOID, sigmoid) X(SILU, silu) X(ERF, erf) \
+  X(GELU, gelu) X(GELU_TANH, gelu_tanh)
 
-/* ember's own AVX2 + FMA float32 code (cpu/vecmath_avx2.c) */
-static const em_vec_f32_fn avx2_f32[EM_VM_N] = {
-    [EM_VM_EXP] = em_avx2_exp_f32,         [EM_VM_LOG] = em_avx2_log_f32,
-    [EM_VM_TANH] = em_avx2_tanh_f32,       [EM_VM_SIGMOID] = em_avx2_sigmoid_f32,
-    [EM_VM_SILU] = em_avx2_silu_f32,       [EM_VM_ERF] = em_avx2_erf_f32,
-    [EM_VM_GELU] = em_avx2_gelu_f32,
-    [EM_VM_GELU_TANH] = em_avx2_gelu_tanh_f32};
+#ifdef EMBER_VEC_AVX2
+#define DECL_AVX2(E, name) void em_avx2_##name##_f32(float *, const float *, int64_t);
+#define ENTRY_AVX2(E, name) [EM_VM_##E] = em_avx2_##name##_f32,
+OWN_FMA_F32(DECL_AVX2)
+static const em_vec_f32_fn avx2_f32[EM_VM_N] = {OWN_FMA_F32(ENTRY_AVX2)};
 
 #ifdef EMBER_VEC_AVX512
-void em_avx512_exp_f32(float *, const float *, int64_t);
-void em_avx512_log_f32(float *, const float *, int64_t);
-void em_avx512_tanh_f32(float *, const float *, int64_t);
-void em_avx512_sigmoid_f32(float *, const float *, int64_t);
-void em_avx512_silu_f32(float *, const float *, int64_t);
-void em_avx512_erf_f32(float *, const float *, int64_t);
-void em_avx512_gelu_f32(float *, const float *, int64_t);
-void em_avx512_gelu_tanh_f32(float *, const float *, int64_t);
-
-/* the same code at 16 lanes (cpu/vecmath_avx512.c): the same bits */
-static const em_vec_f32_fn avx512_f32[EM_VM_N] = {
-    [EM_VM_EXP] = em_avx512_exp_f32,         [EM_VM_LOG] = em_avx512_log_f32,
-    [EM_VM_TANH] = em_avx512_tanh_f32,       [EM_VM_SIGMOID] = em_avx512_sigmoid_f32,
-    [EM_VM_SILU] = em_avx512_silu_f32,       [EM_VM_ERF] = em_avx512_erf_f32,
-    [EM_VM_GELU] = em_avx512_gelu_f32,
-    [EM_VM_GELU_TANH] = em_avx512_gelu_tanh_f32};
+#define DECL_AVX512(E, name) void em_avx512_##name##_f32(float *, const float *, int64_t);
+#define ENTRY_AVX512(E, name) [EM_VM_##E] = em_avx512_##name##_f32,
+OWN_FMA_F32(DECL_AVX512)
+static const em_vec_f32_fn avx512_f32[EM_VM_N] = {OWN_FMA_F32(ENTRY_AVX512)};
 
 /* __builtin_cpu_supports also checks that the OS saves the AVX-512 state.
 ** EMBER_VM_NO_AVX512=1 in the environment keeps the AVX2 code (the C tests
