@@ -322,6 +322,26 @@ static void store_lanes(em_dtype dt, char *base, int64_t n, int64_t inner, int64
   else store_lanes_n(dt, base, n, inner, nb, buf);
 }
 
+/* A thread's lane buffer, kept between calls up to SCRATCH_KEEP bytes (a
+** fresh multi-megabyte buffer per call costs its page faults, more than a
+** tenth of a 2^20 transform): scratch_get returns at least `bytes`, NULL
+** when out of memory; scratch_put frees it unless it is the kept one. */
+enum { SCRATCH_KEEP = 64 << 20 };
+static __thread double *scratch_buf;
+static __thread size_t scratch_cap;
+static double *scratch_get(size_t bytes) {
+  if (bytes > SCRATCH_KEEP) return malloc(bytes);
+  if (scratch_cap < bytes) {
+    free(scratch_buf);
+    scratch_buf = malloc(bytes);
+    scratch_cap = scratch_buf ? bytes : 0;
+  }
+  return scratch_buf;
+}
+static void scratch_put(double *buf) {
+  if (buf && buf != scratch_buf) free(buf);
+}
+
 /* whether to split `blocks` blocks of work `work` values over nt threads */
 static int fft_parallel(int nt, int64_t blocks, int64_t work) {
 #ifdef _OPENMP
@@ -351,7 +371,7 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
 #pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
 #endif
   {
-    double *buf = direct ? NULL : malloc((size_t)(lane_stride(n) * width) * sizeof(double));
+    double *buf = direct ? NULL : scratch_get((size_t)(lane_stride(n) * width) * sizeof(double));
     if (!direct && !buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -379,7 +399,7 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
       }
       if (!direct) store_lanes(dt, base, n, inner, nb, buf);
     }
-    free(buf);
+    scratch_put(buf);
   }
   plan_release(0, plan, slot);
   if (failed)
@@ -412,7 +432,7 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
 #pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
 #endif
   {
-    double *buf = malloc((size_t)(stride * width) * sizeof(double));
+    double *buf = scratch_get((size_t)(stride * width) * sizeof(double));
     if (!buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -483,7 +503,7 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
           }
         }
     }
-    free(buf);
+    scratch_put(buf);
   }
   plan_release(1, plan, slot);
   if (failed)
