@@ -64,6 +64,18 @@ static int l_fft_c2c(lua_State *L) {
   return 1;
 }
 
+/* C._fft_c2c_(y, dim, forward, fct): the same in place on y (contiguous,
+** complex, not requiring grad); returns y */
+static int l_fft_c2c_(lua_State *L) {
+  em_tensor *y = l_checktensor(L, 1, "fft");
+  int64_t dim = l_checkint(L, 2, "fft", "dim");
+  int forward = lua_toboolean(L, 3);
+  double fct = luaL_checknumber(L, 4);
+  if (em_fft_c2c_(y, dim, forward, fct) != EM_OK) return l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* C._fft_r2c(x, dim, fct): x float32/float64; rfft along dim, times fct */
 static int l_fft_r2c(lua_State *L) {
   em_tensor *x = l_checktensor(L, 1, "rfft");
@@ -81,6 +93,7 @@ void l_open_complex(lua_State *L) {
       {"imag", l_imag},               {"conj", l_conj},
       {"angle", l_angle},             {"is_complex", l_is_complex},
       {"_fft_c2c", l_fft_c2c},        {"_fft_r2c", l_fft_r2c},
+      {"_fft_c2c_", l_fft_c2c_},
       {NULL, NULL}};
   static const luaL_Reg methods[] = {
       {"conj", l_conj}, {"angle", l_angle}, {"is_complex", l_is_complex}, {NULL, NULL}};

@@ -313,6 +313,10 @@ em_status em_angle(const em_tensor *t, em_tensor **out);
 ** (ops/fft.c; T.fft is lua/ember/fft.lua over it). */
 em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out);
+/* The same transform in place on y, which must be contiguous, complex and
+** not require grad (no autograd is recorded): for a result the caller made
+** and owns, as the later dims of fftn/fft2 (lua/ember/fft.lua). */
+em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct);
 /* The forward transform of real x (float32/float64) along dim: its first
 ** n / 2 + 1 frequencies (complex64/complex128), times fct, contiguous. */
 em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **out);

@@ -194,7 +194,13 @@ return function(T, C)
       local y = to_complex(x)
       for i = 1, #dims do
         if s then y = resize(op, y, dims[i], s[i]) end
-        y = c2c(op, y, dims[i], forward, norm)
+        if i > 1 and not s and not (y.requires_grad and T.is_grad_enabled()) then
+          -- y is the previous dim's fresh contiguous result: in place
+          local d = dims[i]
+          y = C._fft_c2c_(y, d, forward, scale(op, norm, y:size(d), forward))
+        else
+          y = c2c(op, y, dims[i], forward, norm)
+        end
       end
       if #dims == 0 then y = y:clone() end
       return y

@@ -12,12 +12,66 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pocketfft/pocketfft.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+/* -- which pocketfft runs ------------------------------------------------------
+** The baseline build (engine/third_party/pocketfft/pocketfft.c) or, on a CPU
+** with AVX2 and FMA, the same source built for them (cpu/pocketfft_avx2.c,
+** names em_pf_avx2_*): chosen once per process, plans and transforms from
+** the same build. Results may differ in the last bits between the two. */
+typedef struct pf_ops {
+  cfft_plan (*make_c)(size_t);
+  void (*destroy_c)(cfft_plan);
+  int (*fwd_c)(cfft_plan, double *, double);
+  int (*bwd_c)(cfft_plan, double *, double);
+  rfft_plan (*make_r)(size_t);
+  void (*destroy_r)(rfft_plan);
+  int (*fwd_r)(rfft_plan, double *, double);
+} pf_ops;
+
+static const pf_ops pf_base = {make_cfft_plan, destroy_cfft_plan, cfft_forward, cfft_backward,
+                               make_rfft_plan, destroy_rfft_plan, rfft_forward};
+
+#ifdef EMBER_VEC_AVX2
+cfft_plan em_pf_avx2_make_cfft_plan(size_t);
+void em_pf_avx2_destroy_cfft_plan(cfft_plan);
+int em_pf_avx2_cfft_forward(cfft_plan, double *, double);
+int em_pf_avx2_cfft_backward(cfft_plan, double *, double);
+rfft_plan em_pf_avx2_make_rfft_plan(size_t);
+void em_pf_avx2_destroy_rfft_plan(rfft_plan);
+int em_pf_avx2_rfft_forward(rfft_plan, double *, double);
+static const pf_ops pf_avx2 = {em_pf_avx2_make_cfft_plan, em_pf_avx2_destroy_cfft_plan,
+                               em_pf_avx2_cfft_forward,   em_pf_avx2_cfft_backward,
+                               em_pf_avx2_make_rfft_plan, em_pf_avx2_destroy_rfft_plan,
+                               em_pf_avx2_rfft_forward};
+#endif
+
+/* EMBER_FFT_BASELINE=1 in the environment keeps the baseline build (the
+** other path's results, for tests and for bits that match a machine
+** without AVX2) */
+static const pf_ops *pf_choose(void) {
+#if defined(EMBER_VEC_AVX2) && defined(__x86_64__) && defined(__GNUC__)
+  const char *e = getenv("EMBER_FFT_BASELINE");
+  if ((!e || !*e || !strcmp(e, "0")) && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma"))
+    return &pf_avx2;
+#endif
+  return &pf_base;
+}
+
+/* the process's choice (the same answer whichever thread asks first) */
+static const pf_ops *pf(void) {
+  static const pf_ops *volatile chosen;
+  const pf_ops *c = chosen;
+  if (!c) chosen = c = pf_choose();
+  return c;
+}
 
 /* -- Elementwise ------------------------------------------------------------ */
 
@@ -119,8 +173,8 @@ static plan_slot plan_slots[PLAN_CACHE];
 static pthread_mutex_t plan_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void destroy_plan(int real, void *plan) {
-  if (real) destroy_rfft_plan(plan);
-  else destroy_cfft_plan(plan);
+  if (real) pf()->destroy_r(plan);
+  else pf()->destroy_c(plan);
 }
 static void plan_lock_take(void) { pthread_mutex_lock(&plan_mutex); }
 static void plan_lock_give(void) { pthread_mutex_unlock(&plan_mutex); }
@@ -139,7 +193,7 @@ static void *plan_get(int real, size_t n, plan_slot **slot) {
       return plan_slots[i].plan;
     }
   plan_lock_give();
-  void *plan = real ? (void *)make_rfft_plan(n) : (void *)make_cfft_plan(n);
+  void *plan = real ? (void *)pf()->make_r(n) : (void *)pf()->make_c(n);
   if (!plan) return NULL;
   if (n > PLAN_CACHE_MAX_N) { /* not kept: its twiddles are large */
     *slot = NULL;
@@ -187,44 +241,105 @@ static void lane_block(int64_t b, int64_t inner, int64_t *o, int64_t *i0, int64_
   *nb = inner - *i0 < LANE_BLOCK ? inner - *i0 : LANE_BLOCK;
 }
 
+/* doubles from one lane's start to the next in a block's buffer: 2 n and a
+** cache line, so the LANE_BLOCK lanes (n a power of two: 16 KB apart at
+** 1024) do not fall on the same L1 sets */
+static inline int64_t lane_stride(int64_t n) { return 2 * n + 8; }
+
 /* nb lanes of n complex values at base (element stride inner) into buf
-** (lane l at buf + 2 * l * n), as doubles */
-static void load_lanes(em_dtype dt, const char *base, int64_t n, int64_t inner, int64_t nb,
-                       double *buf) {
+** (lane l at buf + l * lane_stride(n)), as doubles */
+static inline __attribute__((always_inline)) void load_lanes_n(
+    em_dtype dt, const char *base, int64_t n, int64_t inner, int64_t nb, double *buf) {
+  const int64_t ls = lane_stride(n);
+  if (nb == 1 && dt == EM_COMPLEX64) { /* one lane: a plain conversion loop */
+    const float *p = (const float *)base;
+    if (inner == 1)
+      for (int64_t k = 0; k < 2 * n; k++) buf[k] = p[k];
+    else
+      for (int64_t k = 0; k < n; k++) {
+        buf[2 * k] = p[2 * k * inner];
+        buf[2 * k + 1] = p[2 * k * inner + 1];
+      }
+    return;
+  }
   if (dt == EM_COMPLEX64) {
     const float *p = (const float *)base;
     for (int64_t k = 0; k < n; k++)
       for (int64_t l = 0; l < nb; l++) {
-        buf[2 * (l * n + k)] = p[2 * (k * inner + l)];
-        buf[2 * (l * n + k) + 1] = p[2 * (k * inner + l) + 1];
+        buf[l * ls + 2 * k] = p[2 * (k * inner + l)];
+        buf[l * ls + 2 * k + 1] = p[2 * (k * inner + l) + 1];
       }
   } else {
     const double *p = (const double *)base;
     for (int64_t k = 0; k < n; k++)
       for (int64_t l = 0; l < nb; l++) {
-        buf[2 * (l * n + k)] = p[2 * (k * inner + l)];
-        buf[2 * (l * n + k) + 1] = p[2 * (k * inner + l) + 1];
+        buf[l * ls + 2 * k] = p[2 * (k * inner + l)];
+        buf[l * ls + 2 * k + 1] = p[2 * (k * inner + l) + 1];
       }
   }
 }
 
-static void store_lanes(em_dtype dt, char *base, int64_t n, int64_t inner, int64_t nb,
-                        const double *buf) {
+static inline __attribute__((always_inline)) void store_lanes_n(
+    em_dtype dt, char *base, int64_t n, int64_t inner, int64_t nb, const double *buf) {
+  const int64_t ls = lane_stride(n);
+  if (nb == 1 && dt == EM_COMPLEX64) {
+    float *p = (float *)base;
+    if (inner == 1)
+      for (int64_t k = 0; k < 2 * n; k++) p[k] = (float)buf[k];
+    else
+      for (int64_t k = 0; k < n; k++) {
+        p[2 * k * inner] = (float)buf[2 * k];
+        p[2 * k * inner + 1] = (float)buf[2 * k + 1];
+      }
+    return;
+  }
   if (dt == EM_COMPLEX64) {
     float *p = (float *)base;
     for (int64_t k = 0; k < n; k++)
       for (int64_t l = 0; l < nb; l++) {
-        p[2 * (k * inner + l)] = (float)buf[2 * (l * n + k)];
-        p[2 * (k * inner + l) + 1] = (float)buf[2 * (l * n + k) + 1];
+        p[2 * (k * inner + l)] = (float)buf[l * ls + 2 * k];
+        p[2 * (k * inner + l) + 1] = (float)buf[l * ls + 2 * k + 1];
       }
   } else {
     double *p = (double *)base;
     for (int64_t k = 0; k < n; k++)
       for (int64_t l = 0; l < nb; l++) {
-        p[2 * (k * inner + l)] = buf[2 * (l * n + k)];
-        p[2 * (k * inner + l) + 1] = buf[2 * (l * n + k) + 1];
+        p[2 * (k * inner + l)] = buf[l * ls + 2 * k];
+        p[2 * (k * inner + l) + 1] = buf[l * ls + 2 * k + 1];
       }
   }
+}
+
+/* a full block's lane count as a constant (the inner loops unrolled) */
+static void load_lanes(em_dtype dt, const char *base, int64_t n, int64_t inner, int64_t nb,
+                       double *buf) {
+  if (nb == LANE_BLOCK) load_lanes_n(dt, base, n, inner, LANE_BLOCK, buf);
+  else load_lanes_n(dt, base, n, inner, nb, buf);
+}
+static void store_lanes(em_dtype dt, char *base, int64_t n, int64_t inner, int64_t nb,
+                        const double *buf) {
+  if (nb == LANE_BLOCK) store_lanes_n(dt, base, n, inner, LANE_BLOCK, buf);
+  else store_lanes_n(dt, base, n, inner, nb, buf);
+}
+
+/* A thread's lane buffer, kept between calls up to SCRATCH_KEEP bytes (a
+** fresh multi-megabyte buffer per call costs its page faults, more than a
+** tenth of a 2^20 transform): scratch_get returns at least `bytes`, NULL
+** when out of memory; scratch_put frees it unless it is the kept one. */
+enum { SCRATCH_KEEP = 64 << 20 };
+static __thread double *scratch_buf;
+static __thread size_t scratch_cap;
+static double *scratch_get(size_t bytes) {
+  if (bytes > SCRATCH_KEEP) return malloc(bytes);
+  if (scratch_cap < bytes) {
+    free(scratch_buf);
+    scratch_buf = malloc(bytes);
+    scratch_cap = scratch_buf ? bytes : 0;
+  }
+  return scratch_buf;
+}
+static void scratch_put(double *buf) {
+  if (buf && buf != scratch_buf) free(buf);
 }
 
 /* whether to split `blocks` blocks of work `work` values over nt threads */
@@ -241,6 +356,7 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
                          int forward, double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
   plan_slot *slot = NULL;
+  const pf_ops *ops = pf();
   cfft_plan plan = plan_get(0, (size_t)n, &slot);
   if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
                             (long long)n);
@@ -255,7 +371,7 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
 #pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
 #endif
   {
-    double *buf = direct ? NULL : malloc((size_t)(n * width) * 2 * sizeof(double));
+    double *buf = direct ? NULL : scratch_get((size_t)(lane_stride(n) * width) * sizeof(double));
     if (!direct && !buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -272,8 +388,8 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
       char *base = (char *)data + ((o * n) * inner + i0) * (int64_t)esz;
       if (!direct) load_lanes(dt, base, n, inner, nb, buf);
       for (int64_t l = 0; l < nb; l++) {
-        double *v = direct ? (double *)base : buf + 2 * l * n;
-        int r = forward ? cfft_forward(plan, v, fct) : cfft_backward(plan, v, fct);
+        double *v = direct ? (double *)base : buf + l * lane_stride(n);
+        int r = forward ? ops->fwd_c(plan, v, fct) : ops->bwd_c(plan, v, fct);
         if (r != 0) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -283,7 +399,7 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
       }
       if (!direct) store_lanes(dt, base, n, inner, nb, buf);
     }
-    free(buf);
+    scratch_put(buf);
   }
   plan_release(0, plan, slot);
   if (failed)
@@ -301,6 +417,7 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
                           int64_t inner, double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
   plan_slot *slot = NULL;
+  const pf_ops *ops = pf();
   rfft_plan plan = plan_get(1, (size_t)n, &slot);
   if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
                             (long long)n);
@@ -315,7 +432,7 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
 #pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
 #endif
   {
-    double *buf = malloc((size_t)(stride * width) * sizeof(double));
+    double *buf = scratch_get((size_t)(stride * width) * sizeof(double));
     if (!buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -331,13 +448,28 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
       lane_block(b, inner, &o, &i0, &nb);
       int64_t ioff = o * n * inner + i0, ooff = o * nh * inner + i0;
       /* lane l's values at buf + l * stride + 1 */
-      for (int64_t k = 0; k < n; k++)
-        for (int64_t l = 0; l < nb; l++)
-          buf[l * stride + 1 + k] = f32 ? ((const float *)in)[ioff + k * inner + l]
-                                        : ((const double *)in)[ioff + k * inner + l];
+      if (nb == 1 && f32) { /* one lane: plain conversion loops */
+        const float *p = (const float *)in + ioff;
+        double *v = buf + 1;
+        if (inner == 1) for (int64_t k = 0; k < n; k++) v[k] = p[k];
+        else for (int64_t k = 0; k < n; k++) v[k] = p[k * inner];
+      } else if (nb == 1) {
+        const double *p = (const double *)in + ioff;
+        double *v = buf + 1;
+        if (inner == 1) memcpy(v, p, (size_t)n * sizeof(double));
+        else for (int64_t k = 0; k < n; k++) v[k] = p[k * inner];
+      } else if (f32) {
+        for (int64_t k = 0; k < n; k++)
+          for (int64_t l = 0; l < nb; l++)
+            buf[l * stride + 1 + k] = ((const float *)in)[ioff + k * inner + l];
+      } else {
+        for (int64_t k = 0; k < n; k++)
+          for (int64_t l = 0; l < nb; l++)
+            buf[l * stride + 1 + k] = ((const double *)in)[ioff + k * inner + l];
+      }
       for (int64_t l = 0; l < nb; l++) {
         double *v = buf + l * stride;
-        if (rfft_forward(plan, v + 1, fct) != 0) {
+        if (ops->fwd_r(plan, v + 1, fct) != 0) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
@@ -347,6 +479,15 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
         v[0] = v[1];
         v[1] = 0;
         if (n % 2 == 0) v[n + 1] = 0;
+      }
+      if (nb == 1 && inner == 1) { /* one contiguous lane */
+        if (f32) {
+          float *p = (float *)out + 2 * ooff;
+          for (int64_t k = 0; k < 2 * nh; k++) p[k] = (float)buf[k];
+        } else {
+          memcpy((double *)out + 2 * ooff, buf, (size_t)(2 * nh) * sizeof(double));
+        }
+        continue;
       }
       for (int64_t k = 0; k < nh; k++)
         for (int64_t l = 0; l < nb; l++) {
@@ -362,7 +503,7 @@ static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer,
           }
         }
     }
-    free(buf);
+    scratch_put(buf);
   }
   plan_release(1, plan, slot);
   if (failed)

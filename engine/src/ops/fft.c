@@ -15,6 +15,31 @@
 
 #include <string.h>
 
+em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct) {
+  if (em_dtype_kindof(y->dtype) != EM_KIND_COMPLEX)
+    return em_fail(EM_E_TYPE, "fft: expected a complex tensor, got %s", em_dtype_name(y->dtype));
+  if (y->ndim == 0)
+    return em_fail(EM_E_VALUE, "fft: expected a tensor of at least 1 dim, got a 0-d tensor");
+  if (dim < -y->ndim || dim == 0 || dim > y->ndim)
+    return em_fail(EM_E_INDEX, "fft: dimension %lld out of range (expected to be in range of "
+                   "[%d, %d])", (long long)dim, -y->ndim, y->ndim);
+  if (!em_tensor_is_contiguous(y) || em_tensor_requires_grad(y))
+    return em_fail(EM_E_VALUE, "fft: the in-place transform needs a contiguous tensor that "
+                   "does not require grad");
+  int d = (int)(dim < 0 ? dim + y->ndim : dim - 1);
+  const em_kernels *kt;
+  em_status st = em_kernels_check("fft", y->storage->device, &kt);
+  if (st != EM_OK) return st;
+  if (y->sizes[d] == 0)
+    return em_fail(EM_E_VALUE, "fft: invalid number of data points (0) specified");
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < d; i++) outer *= y->sizes[i];
+  for (int i = d + 1; i < y->ndim; i++) inner *= y->sizes[i];
+  if (em_tensor_numel(y) == 0) return EM_OK;
+  char *data = (char *)y->storage->data + y->offset * (int64_t)em_dtype_size(y->dtype);
+  return kt->cplx->fft(y->dtype, data, outer, y->sizes[d], inner, forward, fct);
+}
+
 em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out) {
   if (em_dtype_kindof(x->dtype) != EM_KIND_COMPLEX)
