@@ -15,56 +15,69 @@
 
 #include <string.h>
 
-em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct) {
-  if (em_dtype_kindof(y->dtype) != EM_KIND_COMPLEX)
-    return em_fail(EM_E_TYPE, "fft: expected a complex tensor, got %s", em_dtype_name(y->dtype));
-  if (y->ndim == 0)
-    return em_fail(EM_E_VALUE, "fft: expected a tensor of at least 1 dim, got a 0-d tensor");
-  if (dim < -y->ndim || dim == 0 || dim > y->ndim)
-    return em_fail(EM_E_INDEX, "fft: dimension %lld out of range (expected to be in range of "
-                   "[%d, %d])", (long long)dim, -y->ndim, y->ndim);
-  if (!em_tensor_is_contiguous(y) || em_tensor_requires_grad(y))
-    return em_fail(EM_E_VALUE, "fft: the in-place transform needs a contiguous tensor that "
-                   "does not require grad");
-  int d = (int)(dim < 0 ? dim + y->ndim : dim - 1);
-  const em_kernels *kt;
-  em_status st = em_kernels_check("fft", y->storage->device, &kt);
+/* The checks every transform makes of x and its 1-based dim, in PyTorch's
+** order and wording (op names it): sets the 0-based dim d, the kernels,
+** and the sizes before and after d as outer and inner. */
+static em_status fft_prepare(const char *op, const em_tensor *x, int64_t dim, int *d,
+                             const em_kernels **kt, int64_t *outer, int64_t *inner) {
+  int nd = x->ndim > 0 ? x->ndim : 1;
+  if (dim < -nd || dim == 0 || dim > nd)
+    return em_fail(EM_E_INDEX, "%s: dimension %lld out of range (expected to be in range of "
+                   "[%d, %d])", op, (long long)dim, -nd, nd);
+  if (x->ndim == 0)
+    return em_fail(EM_E_VALUE, "%s: expected a tensor of at least 1 dim, got a 0-d tensor", op);
+  *d = (int)(dim < 0 ? dim + x->ndim : dim - 1);
+  em_status st = em_kernels_check(op, x->storage->device, kt);
   if (st != EM_OK) return st;
-  if (y->sizes[d] == 0)
-    return em_fail(EM_E_VALUE, "fft: invalid number of data points (0) specified");
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < d; i++) outer *= y->sizes[i];
-  for (int i = d + 1; i < y->ndim; i++) inner *= y->sizes[i];
+  if (x->sizes[*d] == 0)
+    return em_fail(EM_E_VALUE, "%s: invalid number of data points (0) specified", op);
+  *outer = 1;
+  *inner = 1;
+  for (int i = 0; i < *d; i++) *outer *= x->sizes[i];
+  for (int i = *d + 1; i < x->ndim; i++) *inner *= x->sizes[i];
+  return EM_OK;
+}
+
+static em_status fft_check_complex(const em_tensor *x) {
+  if (em_dtype_kindof(x->dtype) != EM_KIND_COMPLEX)
+    return em_fail(EM_E_TYPE, "fft: expected a complex tensor, got %s", em_dtype_name(x->dtype));
+  return EM_OK;
+}
+
+/* the transform along d of y's contiguous data, in place */
+static em_status fft_run(const em_kernels *kt, em_tensor *y, int d, int64_t outer,
+                         int64_t inner, int forward, double fct) {
   if (em_tensor_numel(y) == 0) return EM_OK;
   char *data = (char *)y->storage->data + y->offset * (int64_t)em_dtype_size(y->dtype);
   return kt->cplx->fft(y->dtype, data, outer, y->sizes[d], inner, forward, fct);
 }
 
+em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct) {
+  int d;
+  const em_kernels *kt;
+  int64_t outer, inner;
+  em_status st = fft_check_complex(y);
+  if (st == EM_OK) st = fft_prepare("fft", y, dim, &d, &kt, &outer, &inner);
+  if (st != EM_OK) return st;
+  if (!em_tensor_is_contiguous(y) || em_tensor_requires_grad(y))
+    return em_fail(EM_E_VALUE, "fft: the in-place transform needs a contiguous tensor that "
+                   "does not require grad");
+  return fft_run(kt, y, d, outer, inner, forward, fct);
+}
+
 em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out) {
-  if (em_dtype_kindof(x->dtype) != EM_KIND_COMPLEX)
-    return em_fail(EM_E_TYPE, "fft: expected a complex tensor, got %s", em_dtype_name(x->dtype));
-  int nd = x->ndim > 0 ? x->ndim : 1;
-  if (dim < -nd || dim == 0 || dim > nd)
-    return em_fail(EM_E_INDEX, "fft: dimension %lld out of range (expected to be in range of "
-                   "[%d, %d])", (long long)dim, -nd, nd);
-  if (x->ndim == 0)
-    return em_fail(EM_E_VALUE, "fft: expected a tensor of at least 1 dim, got a 0-d tensor");
-  int d = (int)(dim < 0 ? dim + x->ndim : dim - 1);
+  int d;
   const em_kernels *kt;
-  em_status st = em_kernels_check("fft", x->storage->device, &kt);
+  int64_t outer, inner;
+  em_status st = fft_check_complex(x);
+  if (st == EM_OK) st = fft_prepare("fft", x, dim, &d, &kt, &outer, &inner);
   if (st != EM_OK) return st;
-  if (x->sizes[d] == 0)
-    return em_fail(EM_E_VALUE, "fft: invalid number of data points (0) specified");
   em_tensor *y = NULL;
   int on = em_ag_pause();
   st = em_empty(x->ndim, x->sizes, x->dtype, x->storage->device, &y);
   if (st == EM_OK) st = em_copy_(y, x);
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < d; i++) outer *= x->sizes[i];
-  for (int i = d + 1; i < x->ndim; i++) inner *= x->sizes[i];
-  if (st == EM_OK && em_tensor_numel(y) > 0)
-    st = kt->cplx->fft(x->dtype, y->storage->data, outer, x->sizes[d], inner, forward, fct);
+  if (st == EM_OK) st = fft_run(kt, y, d, outer, inner, forward, fct);
   em_ag_resume(on);
   if (st != EM_OK) {
     em_tensor_release(y);
@@ -89,18 +102,12 @@ em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **ou
                    em_dtype_name(x->dtype));
   if (em_grad_enabled() && x->requires_grad)
     return em_fail(EM_E_TYPE, "rfft: autograd through the FFT is not implemented");
-  int nd = x->ndim > 0 ? x->ndim : 1;
-  if (dim < -nd || dim == 0 || dim > nd)
-    return em_fail(EM_E_INDEX, "rfft: dimension %lld out of range (expected to be in range of "
-                   "[%d, %d])", (long long)dim, -nd, nd);
-  if (x->ndim == 0)
-    return em_fail(EM_E_VALUE, "rfft: expected a tensor of at least 1 dim, got a 0-d tensor");
-  int d = (int)(dim < 0 ? dim + x->ndim : dim - 1);
+  int d;
   const em_kernels *kt;
-  em_status st = em_kernels_check("rfft", x->storage->device, &kt);
+  int64_t outer, inner;
+  em_status st = fft_prepare("rfft", x, dim, &d, &kt, &outer, &inner);
   if (st != EM_OK) return st;
   int64_t n = x->sizes[d];
-  if (n == 0) return em_fail(EM_E_VALUE, "rfft: invalid number of data points (0) specified");
   em_tensor *c = NULL, *y = NULL;
   st = em_contiguous(x, &c);
   int64_t sh[EM_MAX_DIMS];
@@ -109,9 +116,6 @@ em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **ou
   if (st == EM_OK)
     st = em_empty(x->ndim, sh, x->dtype == EM_FLOAT32 ? EM_COMPLEX64 : EM_COMPLEX128,
                   x->storage->device, &y);
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < d; i++) outer *= x->sizes[i];
-  for (int i = d + 1; i < x->ndim; i++) inner *= x->sizes[i];
   if (st == EM_OK && em_tensor_numel(y) > 0)
     st = kt->cplx->rfft(x->dtype, (const char *)c->storage->data +
                                       c->offset * (int64_t)em_dtype_size(c->dtype),
