@@ -751,6 +751,16 @@ return function(T, C)
     end
     return u == "U"
   end
+  -- The loss must not depend on the complex eigenvectors' phases: torch's
+  -- error (named by its backward, name) when Im diag(V^H gV) exceeds 1e-2
+  local function check_eigvec_phase(name, VhgV)
+    local im = T.imag(VhgV):diagonal(0, -2, -1)
+    if im:numel() > 0 and im:abs():amax():item() > 1e-2 then
+      error(name .. ": The eigenvectors in the complex case are specified up to " ..
+        "multiplication by e^{i phi}. The specified loss function depends on this quantity, " ..
+        "so it is ill-defined.", 0)
+    end
+  end
   -- PyTorch's linalg_eig_backward for a Hermitian A (real or complex):
   -- gA = V (skew(V^H gV) / 2 / E, gL on the diagonal) V^H. Complex
   -- eigenvectors are defined up to a phase each: a loss that depends on it
@@ -760,14 +770,7 @@ return function(T, C)
     if gV == nil then return (V * gL:unsqueeze(-2)):matmul(mH(V)) end
     local VhgV = mH(V):matmul(gV)
     local cx = is_cx(V)
-    if cx then
-      local im = T.imag(VhgV):diagonal(0, -2, -1)
-      if im:numel() > 0 and im:abs():amax():item() > 1e-2 then
-        error("linalg_eigh_backward: The eigenvectors in the complex case are specified up to " ..
-          "multiplication by e^{i phi}. The specified loss function depends on this quantity, " ..
-          "so it is ill-defined.", 0)
-      end
-    end
+    if cx then check_eigvec_phase("linalg_eigh_backward", VhgV) end
     VhgV = (VhgV - mH(VhgV)) * 0.5
     local E = Lw:unsqueeze(-2) - Lw:unsqueeze(-1) + eye_like(n, Lw)
     local ret = VhgV / E
@@ -825,13 +828,7 @@ return function(T, C)
       gA = C._linalg_solve(Vh, gL:unsqueeze(-1) * Vh, 0)
     else
       local VhgV = Vh:matmul(gV)
-      -- the loss must not depend on the eigenvectors' phases
-      local im = T.imag(VhgV):diagonal(0, -2, -1)
-      if im:numel() > 0 and im:abs():amax():item() > 1e-2 then
-        error("linalg_eig_backward: The eigenvectors in the complex case are specified up to " ..
-          "multiplication by e^{i phi}. The specified loss function depends on this quantity, " ..
-          "so it is ill-defined.", 0)
-      end
+      check_eigvec_phase("linalg_eig_backward", VhgV)
       local diag_re = T.real(VhgV):diagonal(0, -2, -1)
       -- V^H gV - V^H V diag(re(V^H gV)), divided by conj(L_j - L_i) off the diagonal
       local ret = VhgV - Vh:matmul(V * diag_re:unsqueeze(-2))
