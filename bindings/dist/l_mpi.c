@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <mpi.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,8 @@ typedef struct sched {
   struct sched *prev, *next;
 } sched;
 static sched *inflight = NULL;
+typedef union { size_t bytes; max_align_t align; } blkhdr; /* the block's size, then the schedule */
+static blkhdr *spare = NULL;
 #define SCHED_TAG0 32768
 #define SCHED_TAGS 1024
 #define SCHED_RD_BYTES 65536 /* recursive doubling up to this size */
@@ -214,6 +217,8 @@ static int l_sentinel_gc(lua_State *L) {
   }
   for (int i = 1; i < ncomms; i++)
     if (comms[i] != MPI_COMM_NULL) MPI_Comm_free(&comms[i]);
+  free(spare);
+  spare = NULL;
   MPI_Finalize();
   return 0;
 }
@@ -301,6 +306,35 @@ static int l_comm_free(lua_State *L) {
 
 /* -- Collectives: each returns a request ----------------------------------- */
 
+/* A schedule's block (the struct, its steps and the receive buffer: half
+** the message on 2 ranks) comes from one kept spare when it is big enough,
+** and a finished schedule's block becomes the spare (the larger of the
+** two is kept, up to SPARE_MAX): a loop of all_reduces of one size then
+** allocates nothing, where a fresh 32 MB receive buffer per 64 MB call
+** cost its page faults every time. finalize frees it. */
+#define SPARE_MAX ((size_t)64 << 20)
+static sched *sched_alloc(size_t bytes) {
+  blkhdr *h;
+  if (spare && spare->bytes >= bytes) {
+    h = spare;
+    spare = NULL;
+  } else {
+    h = malloc(sizeof(blkhdr) + bytes);
+    if (!h) return NULL;
+    h->bytes = bytes;
+  }
+  return (sched *)(h + 1);
+}
+static void sched_free(sched *x) {
+  blkhdr *h = (blkhdr *)x - 1;
+  if (h->bytes > SPARE_MAX || (spare && spare->bytes >= h->bytes)) {
+    free(h);
+    return;
+  }
+  free(spare);
+  spare = h;
+}
+
 static void sched_unlink(sched *x) {
   if (x->prev) x->prev->next = x->next; else inflight = x->next;
   if (x->next) x->next->prev = x->prev;
@@ -355,7 +389,7 @@ static int sched_progress_all(void) {
         if (!broken_why) broken_why = "an all_reduce failed";
         return rc;
       }
-      free(x);
+      sched_free(x);
     }
     x = next;
   }
@@ -379,8 +413,8 @@ static int sched_start(lua_State *L, dreq *r, MPI_Comm c, unsigned seq, char *a,
     maxchunk = n / size + (n % size != 0);
   }
   size_t bytes = sizeof(sched) + (size_t)nsteps * sizeof(sstep) + (size_t)maxchunk * esize + 16;
-  sched *x = malloc(bytes);
-  if (!x) return luaL_error(L, "all_reduce: out of memory for the schedule (%d bytes)", (int)bytes);
+  sched *x = sched_alloc(bytes);
+  if (!x) return luaL_error(L, "all_reduce: out of memory for the schedule (%.0f bytes)", (double)bytes);
   x->c = c, x->t = t, x->op = op, x->esize = esize;
   x->tag = SCHED_TAG0 + (int)(seq % SCHED_TAGS);
   x->nsteps = nsteps, x->step = 0, x->posted = 0;
@@ -418,7 +452,7 @@ static int sched_start(lua_State *L, dreq *r, MPI_Comm c, unsigned seq, char *a,
 #undef CH_LEN
   }
   int rc = sched_post(x);
-  if (rc != MPI_SUCCESS) { free(x); return fail(L, "all_reduce", rc); }
+  if (rc != MPI_SUCCESS) { sched_free(x); return fail(L, "all_reduce", rc); }
   x->owner = r;
   r->s = x;
   r->active = 1;
@@ -672,12 +706,9 @@ static int l_test(lua_State *L) {
   return 2;
 }
 
-/* wait(req, timeout_s (<= 0: none), op) -> true, source | false (timed out:
-** the job is then marked broken) */
-static int l_wait(lua_State *L) {
-  dreq *r = luaL_checkudata(L, 1, REQ_MT);
-  double timeout = luaL_optnumber(L, 2, 0);
-  const char *op = luaL_optstring(L, 3, "wait");
+/* polls r until it completes (1) or timeout_s (<= 0: none) passes (0: the
+** job is then marked broken); MPI errors raise */
+static int wait_loop(lua_State *L, dreq *r, double timeout, const char *op) {
   if (r->err) return fail(L, op, r->err);
   int done = !r->active;
   double t0 = MPI_Wtime();
@@ -688,8 +719,7 @@ static int l_wait(lua_State *L) {
     if (timeout > 0 && el >= timeout) {
       broken = 1;
       if (!broken_why) broken_why = "a collective timed out";
-      lua_pushboolean(L, 0);
-      return 1;
+      return 0;
     }
     /* MPI progresses a nonblocking collective only inside MPI calls, on
     ** every rank: test without pause for the first 50 us (a small message
@@ -703,9 +733,56 @@ static int l_wait(lua_State *L) {
       sched_yield();
     }
   }
+  return 1;
+}
+
+/* wait(req, timeout_s (<= 0: none), op) -> true, source | false (timed out:
+** the job is then marked broken) */
+static int l_wait(lua_State *L) {
+  dreq *r = luaL_checkudata(L, 1, REQ_MT);
+  double timeout = luaL_optnumber(L, 2, 0);
+  const char *op = luaL_optstring(L, 3, "wait");
+  if (!wait_loop(L, r, timeout, op)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
   lua_pushboolean(L, 1);
   lua_pushinteger(L, r->source);
   return 2;
+}
+
+/* allreduce_timed(comm, addr, count, dtype, op, timeout_s) -> done: a
+** blocking all_reduce (in place) under the group's timeout, started and
+** waited on in one call with no request object: iallreduce + wait without
+** the userdata and its finalizer per call. The request lives here; a
+** timed-out schedule stays in flight on it (the job is broken then, and
+** MPI_Abort ends it at exit), so it is never reused after one. */
+static dreq blocking_req;
+static int l_allreduce_timed(lua_State *L) {
+  lua_Integer id = luaL_checkinteger(L, 1);
+  MPI_Comm c = check_comm(L, 1, "all_reduce");
+  void *a = check_addr(L, 2);
+  int n = check_count(L, 3, "all_reduce");
+  MPI_Datatype t = check_type(L, 4, "all_reduce");
+  MPI_Op op = check_op(L, 5, "all_reduce");
+  double timeout = luaL_optnumber(L, 6, 0);
+  dreq *r = &blocking_req;
+  if (r->active) return luaL_error(L, "all_reduce: the process group is unusable after a timed-out all_reduce");
+  r->req = MPI_REQUEST_NULL;
+  r->source = -1;
+  r->s = NULL;
+  r->err = 0;
+  int size = 1;
+  MPI_Comm_size(c, &size);
+  if (size > 1 && a != MPI_IN_PLACE && use_sched()) {
+    sched_start(L, r, c, comm_seq[id]++, a, n, t, op);
+  } else {
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, a, n, t, op, c, &r->req);
+    if (rc != MPI_SUCCESS) return fail(L, "all_reduce", rc);
+    r->active = 1;
+  }
+  lua_pushboolean(L, wait_loop(L, r, timeout, "all_reduce"));
+  return 1;
 }
 
 static int l_req_gc(lua_State *L) {
@@ -745,7 +822,7 @@ int luaopen_ember_dist(lua_State *L) {
       {"progress", l_progress}, {"ialltoall", l_ialltoall}, {"ialltoallv", l_ialltoallv}, {"igather", l_igather},
       {"iscatter", l_iscatter},   {"ibarrier", l_ibarrier},
       {"isend", l_isend},         {"irecv", l_irecv},
-      {"allreduce", l_allreduce}, {"bcast", l_bcast},
+      {"allreduce", l_allreduce}, {"allreduce_timed", l_allreduce_timed}, {"bcast", l_bcast},
       {"barrier", l_barrier},
       {"test", l_test},           {"wait", l_wait},
       {"wtime", l_wtime},         {"version", l_version},

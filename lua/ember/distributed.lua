@@ -106,8 +106,11 @@ return function(T, C)
   -- point gives, naming the keys taken)
   local ARGS = require("ember.args")
   local key_lists = setmetatable({}, { __mode = "k" })
+  -- the options of a call given none: one shared table (nothing writes
+  -- into the checked options), so a collective allocates no table for them
+  local NO_OPTS = setmetatable({}, { __newindex = function() error("distributed: NO_OPTS is read-only", 2) end })
   local function check_opts(name, o, keys, level)
-    if o == nil then return {} end
+    if o == nil then return NO_OPTS end
     if type(o) ~= "table" or T.is_tensor(o) then
       fail(level + 1, "%s: expected a table of options, got %s", name, T.is_tensor(o) and "a tensor" or type(o))
     end
@@ -451,6 +454,19 @@ return function(T, C)
   -- A started operation: reqs (MPI requests; none in a world of one), keep
   -- (tensors MPI reads or writes until it completes), post(w) (the writes
   -- back, under no_grad). Blocking: waited on here; async: the handle.
+  -- The writes back of the reductions (post functions, run by finish under
+  -- no_grad; written once, outside the collectives, so that a collective
+  -- makes no closure and LuaJIT compiles it). keep = { t, buf, avg }:
+  -- avg's division of the reduced buf, then its copy into t when they differ.
+  local function post_reduce(w)
+    local t, buf = w.keep[1], w.keep[2]
+    if w.keep[3] then buf:div_(w.group._size) end
+    if buf ~= t then t:copy_(buf) end
+  end
+  -- keep = { t, buf }: buf's values into t
+  local function post_copy(w) w.keep[1]:copy_(w.keep[2]) end
+  local function div_by(t, n) t:div_(n) end
+
   local function launch(name, g, reqs, keep, post, async, level)
     local w = setmetatable({ name = name, group = g, reqs = reqs, keep = keep, post = post, done = false }, Work)
     if #reqs == 0 then finish(w) end
@@ -598,21 +614,21 @@ return function(T, C)
     if local_world(g) then return launch("all_reduce", g, {}, nil, nil, o.async_op, 2) end
     agree("all_reduce", g, t:numel(), t.dtype, 2)
     local buf = red_buf(t, stage)
-    if g.timeout == math.huge and not o.async_op and buf == t and op ~= "avg" then
-      -- no timeout to keep: MPI's blocking form, the fastest
-      g.B.allreduce(g.comm, addr("all_reduce", t, true), t:numel(), t.dtype.name, mop)
+    local avg = op == "avg"
+    if not o.async_op and buf == t and g.B.allreduce_timed then
+      -- blocking, in place: MPI's blocking form when there is no timeout to
+      -- keep (the fastest), else start and wait in one C call
+      if g.timeout == math.huge then
+        g.B.allreduce(g.comm, addr("all_reduce", t, true), t:numel(), t.dtype.name, mop)
+      elseif not g.B.allreduce_timed(g.comm, addr("all_reduce", t, true), t:numel(), t.dtype.name, mop, g.timeout) then
+        timed_out("all_reduce", g, 2)
+      end
+      if avg then T.no_grad(div_by, t, g._size) end
       return launch("all_reduce", g, {}, nil, nil, false, 2)
     end
     local req = g.B.iallreduce(g.comm, addr("all_reduce", buf, true), buf:numel(), buf.dtype.name, mop)
     if buf ~= t then addr("all_reduce", t, true) end
-    local post
-    if op == "avg" or buf ~= t then
-      post = function()
-        if op == "avg" then buf:div_(g._size) end
-        if buf ~= t then t:copy_(buf) end
-      end
-    end
-    return launch("all_reduce", g, { req }, { t, buf }, post, o.async_op, 2)
+    return launch("all_reduce", g, { req }, { t, buf, avg }, (avg or buf ~= t) and post_reduce or nil, o.async_op, 2)
   end
 
   local function src_opt(name, o, key, default, level)
@@ -648,7 +664,7 @@ return function(T, C)
     local post
     if buf ~= t and not me then
       addr("broadcast", t, true)
-      post = function() t:copy_(buf) end
+      post = post_copy
     end
     return launch("broadcast", g, { req }, { t, buf }, post, o.async_op, 2)
   end
@@ -671,12 +687,9 @@ return function(T, C)
     local post
     if me and (op == "avg" or buf ~= t) then
       addr("reduce", t, true)
-      post = function()
-        if op == "avg" then buf:div_(g._size) end
-        if buf ~= t then t:copy_(buf) end
-      end
+      post = post_reduce
     end
-    return launch("reduce", g, { req }, { t, buf }, post, o.async_op, 2)
+    return launch("reduce", g, { req }, { t, buf, op == "avg" }, post, o.async_op, 2)
   end
 
   local GA_KEYS = set { "group", "async_op" }
@@ -732,9 +745,9 @@ return function(T, C)
     local post
     if dst ~= out then
       addr("all_gather_into_tensor", out, true)
-      post = function() out:copy_(dst) end
+      post = post_copy
     end
-    return launch("all_gather_into_tensor", g, { req }, { t, src, out, dst }, post, o.async_op, 2)
+    return launch("all_gather_into_tensor", g, { req }, { out, dst, t, src }, post, o.async_op, 2)
   end
 
   -- the common part of reduce_scatter and reduce_scatter_tensor: send is a
@@ -748,12 +761,9 @@ return function(T, C)
     local post
     if op == "avg" or recv ~= out then
       if recv ~= out then addr(name, out, true) end
-      post = function()
-        if op == "avg" then recv:div_(g._size) end
-        if recv ~= out then out:copy_(recv) end
-      end
+      post = post_reduce
     end
-    return launch(name, g, { req }, { out, send, recv }, post, async, level + 1)
+    return launch(name, g, { req }, { out, recv, op == "avg", send }, post, async, level + 1)
   end
 
   -- reduce_scatter(output, input_list): output = op over ranks of input_list[rank + 1]

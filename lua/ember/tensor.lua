@@ -112,6 +112,20 @@ return function(T, C)
       return dtypes[cast(i32p, h + O_DTYPE)[0] + 1]
     end
 
+    -- the device of a CPU tensor: the interned cpu device (devices are
+    -- interned by name, so this is the table the C property returns),
+    -- without the C call that looks it up (about 0.2 us)
+    local cpu_device
+    fastprops.device = function(t)
+      local h = header(t)
+      if h ~= nil and cpu_device ~= nil and cast(i32p, cast(ptrp, h + O_STORAGE)[0] + O_SDEV)[0] == CPU then
+        return cpu_device
+      end
+      local d = cindex(t, "device")
+      if h ~= nil and cpu_device == nil and d.type == "cpu" then cpu_device = d end
+      return d
+    end
+
     local function dim(t, extra)
       if extra ~= nil then return c_dim(t, extra) end -- refused there
       local h = header(t)
@@ -136,12 +150,11 @@ return function(T, C)
 
     -- numel: 0 when a size is 0 (an empty view's other sizes may multiply
     -- past int64), else the int64 product, as em_tensor_numel
-    local function numel(t, extra)
-      if extra ~= nil then return c_numel(t, extra) end -- refused there
-      local h = header(t)
-      if h == nil then return c_numel(t) end
-      local nd = cast(i32p, h + O_NDIM)[0]
-      local sz = cast(i64p, h + O_SIZES)
+    -- Up to 3 dims without a loop: numel is mostly called once, from code
+    -- that is not itself a loop, and LuaJIT aborts (then blacklists) a
+    -- trace that starts in a function and leaves a loop of it, after which
+    -- every call ran interpreted, int64 arithmetic boxed (about 1 us).
+    local function numel_loop(sz, nd)
       local n = I64_ONE
       for i = 0, nd - 1 do
         local s = sz[i]
@@ -149,6 +162,26 @@ return function(T, C)
         n = n * s
       end
       return tonumber(n)
+    end
+    local function numel(t, extra)
+      if extra ~= nil then return c_numel(t, extra) end -- refused there
+      local h = header(t)
+      if h == nil then return c_numel(t) end
+      local nd = cast(i32p, h + O_NDIM)[0]
+      local sz = cast(i64p, h + O_SIZES)
+      if nd == 1 then return tonumber(sz[0]) end
+      if nd == 0 then return 1 end
+      if nd == 2 then
+        local a, b = sz[0], sz[1]
+        if a == 0 or b == 0 then return 0 end
+        return tonumber(a * b)
+      end
+      if nd == 3 then
+        local a, b, c = sz[0], sz[1], sz[2]
+        if a == 0 or b == 0 or c == 0 then return 0 end
+        return tonumber(a * b * c)
+      end
+      return numel_loop(sz, nd)
     end
     M.numel, M.nelement = numel, numel
 

@@ -74,6 +74,26 @@ H.check("all_reduce: every dtype, op and layout", function()
   end
 end)
 
+H.check("all_reduce: blocks reused between calls (sizes down and up, async ones in flight, avg blocking)", function()
+  -- each schedule's block is kept for the next call when large enough:
+  -- calls of falling and rising sizes, with two async ones in flight at
+  -- once (two blocks) and blocking ones between, must each get the sum
+  for _, numel in ipairs { 300000, 1000, 300000, 5, 500000, 70001 } do
+    local a = T.full({ numel }, rank + 1, { dtype = T.float32 })
+    local b = T.full({ numel + 7 }, 2 * (rank + 1), { dtype = T.float64 })
+    local wa = dist.all_reduce(a, { async_op = true })
+    local wb = dist.all_reduce(b, { async_op = true })
+    local c = T.full({ numel }, rank + 1, { dtype = T.float32 })
+    dist.all_reduce(c, { op = "avg" })
+    wb:wait()
+    wa:wait()
+    local s = n * (n + 1) / 2
+    H.same(a, T.full({ numel }, s, { dtype = T.float32 }), "async float32 sum of " .. numel)
+    H.same(b, T.full({ numel + 7 }, 2 * s, { dtype = T.float64 }), "async float64 sum of " .. numel + 7)
+    H.same(c, T.full({ numel }, s / n, { dtype = T.float32 }), "blocking avg of " .. numel)
+  end
+end)
+
 H.check("all_reduce: the schedules (recursive doubling, ring) at many sizes, the same bytes on every rank", function()
   -- sizes around the chunking (fewer elements than ranks, remainders) and
   -- past the recursive-doubling limit (64 KB), float sums whose rounding
