@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/kern_random.h"
 #include "ctest.h"
 
 TEST(philox_known_answers) {
@@ -78,7 +79,8 @@ TEST(every_element_comes_from_its_documented_block_and_lane) {
     CHECK_OK(em_uniform_(u, 0, 1));   /* float32: 4 lanes, 24 bits */
     uint64_t off = em_get_rng_state().offset;
     CHECK(off == (uint64_t)(n + 3) / 4);
-    CHECK_OK(em_bernoulli_(b, 0.3));  /* 2 lanes, 53-bit uniforms */
+    const double bp = s % 2 ? 0.5 : 0.3;  /* 0.5: p 2^53 an integer (the compare's edge) */
+    CHECK_OK(em_bernoulli_(b, bp));  /* 2 lanes, 53-bit uniforms */
     const float *ud = em_tensor_data(u);
     const double *bd = em_tensor_data(b);
     int bad = 0;
@@ -90,12 +92,34 @@ TEST(every_element_comes_from_its_documented_block_and_lane) {
       ref_block(off + (uint64_t)i / 2, 0x123456789ull, w);
       int l = (int)(i % 2);
       double u53 = (double)((((uint64_t)w[2 * l] << 32) | w[2 * l + 1]) >> 11) * 0x1p-53;
-      bad += bd[i] != (u53 < 0.3 ? 1.0 : 0.0);
+      bad += bd[i] != (u53 < bp ? 1.0 : 0.0);
     }
     CHECK(bad == 0);
     em_tensor_release(u);
     em_tensor_release(b);
   }
+}
+
+/* em_philox_blocks (the batched rounds, in vector registers) gives the
+** single-block words, for every batch length and across the 2^32 carry of
+** the counter */
+TEST(batched_blocks_equal_single_blocks) {
+  const uint64_t firsts[] = {0, 5, 0xFFFFFFF0ull, 0x123456789abcull};
+  const uint32_t key[2] = {0x9e3779b9u, 0x243f6a88u};
+  int bad = 0;
+  for (int f = 0; f < 4; f++)
+    for (int nb = 1; nb <= EM_PHILOX_BATCH; nb++) {
+      uint32_t w[EM_PHILOX_BATCH][4];
+      em_philox_blocks(firsts[f], nb, key, w);
+      for (int b = 0; b < nb; b++) {
+        uint64_t idx = firsts[f] + (uint64_t)b;
+        const uint32_t ctr[4] = {(uint32_t)idx, (uint32_t)(idx >> 32), 0, 0};
+        uint32_t r[4];
+        em_philox4x32_10(ctr, key, r);
+        for (int j = 0; j < 4; j++) bad += w[b][j] != r[j];
+      }
+    }
+  CHECK(bad == 0);
 }
 
 TEST(layout_does_not_change_the_numbers) {
@@ -243,6 +267,7 @@ int main(void) {
   RUN(philox_known_answers);
   RUN(same_seed_same_numbers);
   RUN(every_element_comes_from_its_documented_block_and_lane);
+  RUN(batched_blocks_equal_single_blocks);
   RUN(layout_does_not_change_the_numbers);
   RUN(state_round_trips);
   RUN(random_covers_the_full_int64_range);

@@ -109,6 +109,23 @@ describe("scaled_dot_product_attention", function()
     local z = F.scaled_dot_product_attention(q, k, v, { dropout_p = 1 })
     assert.equal(0, z:abs():sum():item())
   end)
+  it("dropout keeps element idx when the top 24 bits of its Philox word are >= p (the documented rule)", function()
+    -- the word of score element idx (row-major over batch, query, key) is
+    -- word idx % 4 of block offset + idx / 4: what a float32 T.rand of the
+    -- same size draws from the same offset, (w >> 8) / 2^24; rows longer
+    -- than a batch of blocks and not multiples of 4 (B 2, L 7, S 301)
+    for _, p in ipairs { 0.1, 0.5, 0.9 } do
+      local q, k, v = T.randn(2, 7, 8), T.randn(2, 301, 8), T.randn(2, 301, 5)
+      T.manual_seed(77)
+      local got = F.scaled_dot_product_attention(q, k, v, { dropout_p = p })
+      T.manual_seed(77)
+      local u = T.rand(2, 7, 301)
+      local keep = T.where(u:ge(p), T.full({ 1 }, 1 / (1 - p)), T.zeros(1))
+      local w = T.softmax(T.matmul(q, k:transpose(2, 3)) / math.sqrt(8), 3)
+      local want = T.matmul(w * keep, v)
+      assert.is_true(T.allclose(got, want, 1e-4, 1e-5), "p = " .. p)
+    end
+  end)
   it("broadcasts the batch dims of query, key and value", function()
     local q, k, v = r(2, 3, 5, 4), r(1, 7, 4), r(3, 7, 2)
     local y = F.scaled_dot_product_attention(q, k, v)

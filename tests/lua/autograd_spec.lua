@@ -263,6 +263,54 @@ describe("detach and grad mode", function()
 end)
 
 describe("in-place ops and views", function()
+  it("views of a contiguous tensor give their gradient by a strided copy (and positions where they overlap)", function()
+    -- x (3, 4, 5) = 1..60; a weight w of the view's shape makes every
+    -- element's gradient distinct: x.grad at each element the view reads is
+    -- the weight there, 0 elsewhere; the view kinds that do not overlap
+    -- (transpose, permute, narrow, select, diagonal, a chain of them) take
+    -- the strided path, unfold with an overlapping step the positions one
+    local function check(name, view, want_overlap)
+      local x = T.arange(1, 61, { dtype = T.float64 }):view(3, 4, 5):requires_grad_()
+      local v = view(x)
+      local w = T.arange(1, v:numel() + 1, { dtype = T.float64 }):view(v.shape)
+      ;(v * w):sum():backward()
+      -- the reference: the same view of an arange of positions
+      local pos = view(T.arange(1, 61, { dtype = T.float64 }):view(3, 4, 5)):reshape(-1)
+      local want = T.zeros(60, { dtype = T.float64 })
+      want:index_add_(1, pos:long(), w:reshape(-1))
+      assert.is_true(T.equal(x.grad:reshape(-1), want), name)
+      if not want_overlap then assert.is_not_nil(v.grad_fn) end
+    end
+    check("transpose", function(x) return x:transpose(1, 3) end)
+    check("permute", function(x) return x:permute(2, 3, 1) end)
+    check("narrow", function(x) return x:narrow(2, 2, 2) end)
+    check("select", function(x) return x:select(3, 4) end)
+    check("diagonal", function(x) return x:diagonal(0, 2, 3) end)
+    check("chain", function(x) return x:narrow(3, 2, 3):transpose(1, 2):select(1, 3) end)
+    check("unfold, overlapping", function(x) return x:unfold(3, 3, 1) end, true)
+    -- twice through one view: the gradients add
+    local x = T.ones(2, 3, { dtype = T.float64 }):requires_grad_()
+    local t = x:t()
+    ;(t * 2 + t * 3):sum():backward()
+    assert.is_true(T.equal(x.grad, T.full({ 2, 3 }, 5, { dtype = T.float64 })))
+  end)
+
+  it("a strided view's backward is itself differentiable (create_graph)", function()
+    local x = T.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = T.float64 }):requires_grad_()
+    local y = (x:t():narrow(1, 2, 2) ^ 3):sum()
+    local g = T.autograd.grad(y, x, { create_graph = true })
+    -- d/dx of x^3 on columns 2 and 3: 3 x^2 there, 0 in column 1
+    assert.same({ { 0, 12, 27 }, { 0, 75, 108 } }, g:tolist())
+    local gg = T.autograd.grad(g:sum(), x)
+    assert.same({ { 0, 12, 18 }, { 0, 30, 36 } }, gg:tolist())
+    -- a product of two views of the same tensor: y = sum(a[:, 2] * a[:, 1]) (a (3, 2))
+    local a = T.randn(3, 2, { dtype = T.float64 }):requires_grad_()
+    local ga = T.autograd.grad((a:t():select(1, 2) * a:select(2, 1)):sum(), a, { create_graph = true })
+    assert.is_true(T.allclose(ga:detach(), T.stack({ a:select(2, 2), a:select(2, 1) }, 2):detach()))
+    local h = T.autograd.grad(ga:select(2, 1):sum(), a)  -- d/da of sum(a[:, 2]) = column 2 ones
+    assert.same({ { 0, 1 }, { 0, 1 }, { 0, 1 } }, h:tolist())
+  end)
+
   it("an in-place op on a view rebases the base's history (CopySlices)", function()
     local x = f32 { 1, 2, 3 }
     local y = x * 1

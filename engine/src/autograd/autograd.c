@@ -491,6 +491,45 @@ em_status em_ag_record_gather(const char *name, const em_tensor *in, const em_te
   return em_ag_record(EM_AG_GATHER, 1, ins, 1, &out, &p);
 }
 
+int em_ag_strided_view(const em_tensor *b, const em_tensor *v) {
+  int64_t n = em_tensor_numel(b), st[EM_MAX_DIMS], sz[EM_MAX_DIMS];
+  int k = 0;
+  if (v->offset < b->offset) return 0;
+  int64_t hi = v->offset - b->offset;  /* the last element's position in b */
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->sizes[d] == 0) return 1;      /* no elements: zeros */
+    if (v->sizes[d] == 1) continue;
+    if (v->strides[d] <= 0) return 0;    /* broadcast or reversed */
+    hi += (v->sizes[d] - 1) * v->strides[d];
+    int j = k++;                         /* insert by stride */
+    while (j > 0 && st[j - 1] > v->strides[d]) {
+      st[j] = st[j - 1];
+      sz[j] = sz[j - 1];
+      j--;
+    }
+    st[j] = v->strides[d];
+    sz[j] = v->sizes[d];
+  }
+  if (hi >= n) return 0;
+  int64_t reach = 0;  /* the span of the dims with smaller strides, plus one */
+  for (int j = 0; j < k; j++) {
+    if (st[j] <= reach) return 0;        /* overlaps the smaller dims */
+    reach += (sz[j] - 1) * st[j];
+  }
+  return 1;
+}
+
+em_status em_ag_record_strided(const char *name, const em_tensor *b, em_tensor *v) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = name;
+  p.i[0] = v->offset - b->offset;
+  p.nlist = v->ndim;
+  for (int d = 0; d < v->ndim; d++) p.list[d] = v->strides[d];
+  const em_tensor *ins[1] = {b};
+  return em_ag_record(EM_AG_STRIDED, 1, ins, 1, &v, &p);
+}
+
 em_status em_ag_record_indexed(const char *name, const em_tensor *t, int64_t dim,
                                int keepdim, const em_tensor *indices, em_tensor *values) {
   int on = em_ag_pause();

@@ -22,6 +22,8 @@
   X(IDENTITY, "CloneBackward0") /* clone/alias/to: name given */ \
   X(GATHER, "IndexBackward0")   /* out = in.flat[pos]; name given */ \
   X(PUTPOS, "PutBackward0")     /* backward of GATHER */         \
+  X(STRIDED, "AsStridedBackward0") /* a non-overlapping view of a contiguous in: \
+                                   p.i[0] offset, p.list strides; name given */ \
   X(RESHAPE, "ViewBackward0")   /* same elements, other shape */ \
   X(REDUCE, "SumBackward1")     /* em_reduce; name per op */     \
   X(VAR, "VarBackward0")                                         \
@@ -138,6 +140,11 @@ static inline int em_ag_viewable(const em_tensor *t) { return em_ag_diff_dtype(t
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src);
 /* Positions (as em_ag_record_gather's) of view v's elements in base b. */
 em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor **pos);
+/* v, a view of the contiguous b, touches each of its elements at most once
+** (non-negative strides that do not overlap, inside b): its gradient is a
+** strided copy into zeros of b's shape, with no positions (STRIDED) */
+int em_ag_strided_view(const em_tensor *b, const em_tensor *v);
+em_status em_ag_record_strided(const char *name, const em_tensor *b, em_tensor *v);
 
 /* What an elementwise op saves (bits of inputs, of outputs) and its node's
 ** name (autograd/formulas.c). */
@@ -167,6 +174,10 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
         *(OUT) != (SRC)) {                                                  \
       em_tensor *ag_res_ = *(OUT), *ag_pos_ = NULL, *ag_ar_ = NULL;         \
       if (ag_res_->storage == (SRC)->storage && em_tensor_is_contiguous(SRC)) { \
+        if (em_ag_strided_view((SRC), ag_res_)) {                           \
+          ag_st_ = em_ag_record_strided((NAME), (SRC), ag_res_);            \
+          goto ag_done_;                                                    \
+        }                                                                   \
         ag_st_ = em_ag_view_positions((SRC), ag_res_, &ag_pos_);            \
       } else {                                                              \
         ag_st_ = em_ag_arange_like((SRC), &ag_ar_);                         \
@@ -178,6 +189,7 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
       }                                                                     \
       if (ag_st_ == EM_OK)                                                  \
         ag_st_ = em_ag_record_gather((NAME), (SRC), ag_pos_, ag_res_);      \
+    ag_done_:                                                               \
       em_tensor_release(ag_ar_);                                            \
       em_tensor_release(ag_pos_);                                           \
       if (ag_st_ != EM_OK) {                                                \

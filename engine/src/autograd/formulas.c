@@ -422,6 +422,43 @@ static em_tensor *put(F *f, const em_tensor *g, const em_tensor *pos, const em_a
   return keep(f, st, &r);
 }
 
+/* The gradient of a non-overlapping view of a contiguous input (STRIDED):
+** zeros of the input's shape with g copied into the view's place. When the
+** backward is itself recorded (create_graph), through positions and put,
+** whose own backward is known. */
+static em_tensor *strided_put(F *f, const em_tensor *g, const em_node *n) {
+  if (!g || !OK) return NULL;
+  const em_ag_tmeta *m = &n->in[0];
+  const em_ag_tmeta *o = &n->out[0];
+  if (em_grad_enabled() && g->requires_grad) {
+    int64_t total = 1;
+    for (int d = 0; d < m->ndim; d++) total *= m->sizes[d];
+    em_tensor *ar = NULL, *pv = NULL, *pos = NULL;
+    em_scalar one = {EM_SCALAR_INT, 1, 0}, end = {EM_SCALAR_INT, total + 1, 0}, step = one;
+    int on = em_ag_pause();
+    em_status st = em_arange(one, end, step, EM_INT64, em_tensor_device(g), &ar);
+    if (st == EM_OK)
+      st = em_tensor_alloc(ar->storage, n->p.i[0], o->ndim, o->sizes, n->p.list, EM_INT64, &pv);
+    if (st == EM_OK) st = em_clone(pv, &pos);
+    em_ag_resume(on);
+    em_tensor_release(ar);
+    em_tensor_release(pv);
+    keep(f, st, &pos);
+    return put(f, g, pos, m);
+  }
+  em_tensor *r = NULL, *v = NULL;
+  em_status st = em_zeros(m->ndim, m->sizes, g->dtype, em_tensor_device(g), &r);
+  if (st == EM_OK)
+    st = em_tensor_alloc(r->storage, r->offset + n->p.i[0], o->ndim, o->sizes, n->p.list, r->dtype, &v);
+  if (st == EM_OK) st = em_copy_(v, g);
+  em_tensor_release(v);
+  if (st != EM_OK) {
+    em_tensor_release(r);
+    r = NULL;
+  }
+  return keep(f, st, &r);
+}
+
 /* -- Formulas -------------------------------------------------------------------- */
 
 #define NEED(i) (f->n->next[i].node || f->n->next[i].leaf)
@@ -1393,6 +1430,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       break;
     case EM_AG_RESHAPE: gin[0] = reshape(f, g, n->in[0].ndim, n->in[0].sizes); break;
     case EM_AG_PUTPOS: gin[0] = take(f, g, saved(f, EM_AG_SV_EXTRA(n))); break;
+    case EM_AG_STRIDED: gin[0] = strided_put(f, g, n); break;
     case EM_AG_REDUCE: reduce_formula(f, gout, gin); break;
     case EM_AG_VAR: {  /* var: 2 (x - mean) / (N - c); std: (x - mean) / ((N - c) y) */
       em_tensor *x = saved(f, 0);

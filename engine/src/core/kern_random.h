@@ -24,6 +24,13 @@ typedef struct em_draw {
 ** *d (ops/random.c; nothing is drawn on a device without data). */
 void em_random_reserve(em_device dev, uint64_t n, em_draw *d);
 
+/* The words of nb <= EM_PHILOX_BATCH consecutive blocks first, first + 1,
+** ... (counter (index, draw 0), key): word j of block first + b at
+** w[b][j], as em_philox4x32_10 gives them, computed several blocks at a
+** time in vector registers (cpu/random.c). */
+enum { EM_PHILOX_BATCH = 32 };
+void em_philox_blocks(uint64_t first, int nb, const uint32_t key[2], uint32_t w[][4]);
+
 typedef enum em_sampler {
   EM_SAMPLE_UNIFORM,     /* a + (b - a) * U[0, 1) */
   EM_SAMPLE_NORMAL,      /* mean a, std b (Box-Muller) */

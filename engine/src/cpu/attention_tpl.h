@@ -49,22 +49,27 @@ static void AT_FN(mask_row)(AT_T *row, const AT_T *mask, int64_t moff, int64_t i
 }
 
 /* Dropout over the row of query i of problem b, keys j0 ..: kept elements
-** times inv, the rest 0 (kern_nn.h says which are kept). */
+** times inv, the rest 0 (kern_nn.h says which are kept: element idx draws
+** word idx % 4 of block offset + idx / 4, kept when its top 24 bits over
+** 2^24 are >= p). The blocks come EM_PHILOX_BATCH at a time, and the test
+** is on the integer: k / 2^24 >= p exactly when k >= ceil(p 2^24). */
 static void AT_FN(drop_row)(AT_T *row, int64_t b, int64_t i, int64_t j0, int64_t n,
                             const em_sdpa_params *p, AT_T inv) {
   uint64_t idx0 = ((uint64_t)b * (uint64_t)p->L + (uint64_t)i) * (uint64_t)p->S + (uint64_t)j0;
-  uint64_t cur = UINT64_MAX;
-  uint32_t w[4] = {0, 0, 0, 0};
   const double thr = p->dropout_p;
-  for (int64_t c = 0; c < n; c++) {
-    uint64_t idx = idx0 + (uint64_t)c, blk = p->draw.offset + (idx >> 2);
-    if (blk != cur) {
-      const uint32_t ctr[4] = {(uint32_t)blk, (uint32_t)(blk >> 32), 0, 0};
-      em_philox4x32_10(ctr, p->draw.key, w);
-      cur = blk;
-    }
-    double u = (double)(w[idx & 3] >> 8) * (1.0 / 16777216.0);
-    row[c] = u >= thr ? row[c] * inv : 0;
+  const uint32_t kthr = thr >= 1 ? 1u << 24 : thr > 0 ? (uint32_t)ceil(thr * 16777216.0) : 0;
+  uint32_t w[EM_PHILOX_BATCH][4];
+  int64_t c = 0;
+  while (c < n) {
+    const uint64_t blk0 = (idx0 + (uint64_t)c) >> 2;  /* relative to the offset */
+    const uint64_t last = (idx0 + (uint64_t)n - 1) >> 2;
+    const int nb = last - blk0 + 1 < EM_PHILOX_BATCH ? (int)(last - blk0 + 1) : EM_PHILOX_BATCH;
+    em_philox_blocks(p->draw.offset + blk0, nb, p->draw.key, w);
+    int64_t cend = (int64_t)((blk0 + (uint64_t)nb) * 4 - idx0);
+    if (cend > n) cend = n;
+    const uint32_t *wf = &w[0][0];  /* the word of element idx0 + c: wf[idx0 + c - 4 blk0] */
+    const uint64_t base = blk0 * 4 - idx0;
+    for (; c < cend; c++) row[c] = (wf[(uint64_t)c - base] >> 8) >= kthr ? row[c] * inv : 0;
   }
 }
 
