@@ -95,6 +95,17 @@ TEST(every_element_comes_from_its_documented_block_and_lane) {
       bad += bd[i] != (u53 < bp ? 1.0 : 0.0);
     }
     CHECK(bad == 0);
+    /* float32 takes its own loop for bernoulli (unit stride): the same
+    ** numbers as the float64 draw from the same offset */
+    em_tensor *bf;
+    CHECK_OK(em_empty(1, &n, EM_FLOAT32, em_cpu(), &bf));
+    em_manual_seed(0x123456789ull);
+    CHECK_OK(em_uniform_(u, 0, 1));
+    CHECK_OK(em_bernoulli_(bf, bp));
+    const float *bfd = em_tensor_data(bf);
+    for (int64_t i = 0; i < n; i++) bad += (double)bfd[i] != bd[i];
+    CHECK(bad == 0);
+    em_tensor_release(bf);
     em_tensor_release(u);
     em_tensor_release(b);
   }

@@ -231,6 +231,20 @@ describe("random tensors", function()
     assert.same({ 1 }, flat(T.randperm(1)))
   end)
 
+  it("bernoulli into float32 views (rows of odd length) draws what float64 and a contiguous tensor draw", function()
+    -- element i (row-major) is lane i % 2 of block i / 2 whatever the layout:
+    -- rows of 3 start at odd elements, which float32's own loop handles apart
+    for _, p in ipairs { 0.3, 0.5 } do
+      T.manual_seed(9)
+      local a = T.zeros(5, 7):narrow(2, 2, 3):bernoulli_(p)
+      T.manual_seed(9)
+      local b = T.zeros(5, 7, { dtype = T.float64 }):narrow(2, 2, 3):bernoulli_(p)
+      T.manual_seed(9)
+      local c = T.zeros(15):bernoulli_(p)
+      assert.is_true(T.equal(a:double(), b))
+      assert.is_true(T.equal(a:reshape(-1), c))
+    end
+  end)
   it("bernoulli draws 1 with the given probability", function()
     local v = flat(T.bernoulli(T.full({ 40000 }, 0.3)))
     local m = mean_var(v)

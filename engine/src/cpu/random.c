@@ -327,6 +327,47 @@ EM_FOR_EACH_DTYPE(DEF_SAMPLE)
 #define SAMPLE_ROW(S, E, CT, K) [E] = em_sample_##S,
 static const em_loop1d sample_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(SAMPLE_ROW)};
 
+/* bernoulli (scalar p) into float32, unit stride: the words of the blocks
+** straight to 0 and 1, without fill_values' doubles (the dropout masks'
+** loop); element i is lane i % 2 of block i / 2, as em_sample_f32 has it,
+** and the test is fill_values' integer one, so the values are its values */
+static void em_sample_bern_f32(char **data, const int64_t *st, int64_t n, void *ctx) {
+  const sample_ctx *c = ctx;
+  if (st[0] != (int64_t)sizeof(float)) {
+    em_sample_f32(data, st, n, ctx);
+    return;
+  }
+  float *p = (float *)data[0];
+  uint64_t i = (uint64_t)((data[0] - c->base) / c->itemsize);
+  const uint64_t end = i + (uint64_t)n;
+  const double a = c->a;
+  const uint64_t k = a >= 1 ? (uint64_t)1 << 53 : a > 0 ? (uint64_t)ceil(a * 0x1p53) : 0;
+  uint32_t w[PB][4];
+  while (i < end) {
+    const uint64_t b = i / 2, left = (end - 1) / 2 - b + 1;
+    const int nb = left < PB ? (int)left : PB;
+    philox_blocks(c->offset + b, nb, c->key, w);
+    const uint64_t stop = (b + (uint64_t)nb) * 2 < end ? (b + (uint64_t)nb) * 2 : end;
+    int j = 0;
+    if (i & 1) { /* lane 1 of the first block */
+      *p++ = ((((uint64_t)w[0][2] << 32) | w[0][3]) >> 11) < k ? 1.0f : 0.0f;
+      i++;
+      j = 1;
+    }
+    const int pairs = (int)((stop - i) / 2);
+    for (int q = 0; q < pairs; q++, j++) { /* both lanes of block j */
+      p[2 * q] = ((((uint64_t)w[j][0] << 32) | w[j][1]) >> 11) < k ? 1.0f : 0.0f;
+      p[2 * q + 1] = ((((uint64_t)w[j][2] << 32) | w[j][3]) >> 11) < k ? 1.0f : 0.0f;
+    }
+    p += 2 * pairs;
+    i += 2 * (uint64_t)pairs;
+    if (i < stop) { /* lane 0 of the last block */
+      *p++ = ((((uint64_t)w[j][0] << 32) | w[j][1]) >> 11) < k ? 1.0f : 0.0f;
+      i++;
+    }
+  }
+}
+
 /* Chunks of this many elements (a multiple of 4, so no block is split
 ** between chunks) run in parallel where OpenMP is built in; the numbers do
 ** not depend on it (each element draws from its index). */
@@ -362,6 +403,7 @@ static void cpu_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
   c.low = s->low;
   c.range = s->range;
   em_loop1d loop = sample_loops[dt];
+  if (s->kind == EM_SAMPLE_BERNOULLI && dt == EM_FLOAT32 && c.lanes == 2) loop = em_sample_bern_f32;
   /* a small sample does not enter the OpenMP runtime at all: a team of
   ** one still costs thousands of instructions per call */
 #ifdef _OPENMP
