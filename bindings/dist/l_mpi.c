@@ -798,6 +798,14 @@ static int l_req_gc(lua_State *L) {
   return 0;
 }
 
+/* trim(): frees the kept schedule block (destroy_process_group) */
+static int l_trim(lua_State *L) {
+  (void)L;
+  free(spare);
+  spare = NULL;
+  return 0;
+}
+
 static int l_wtime(lua_State *L) {
   lua_pushnumber(L, MPI_Wtime());
   return 1;
@@ -826,6 +834,7 @@ int luaopen_ember_dist(lua_State *L) {
       {"barrier", l_barrier},
       {"test", l_test},           {"wait", l_wait},
       {"wtime", l_wtime},         {"version", l_version},
+      {"trim", l_trim},
       {NULL, NULL}};
   if (luaL_newmetatable(L, REQ_MT)) {
     lua_pushcfunction(L, l_req_gc);

@@ -389,6 +389,7 @@ return function(T, C)
         sg.destroyed = true
       end
       if S.world.backend == "nccl" and S.world.comm then S.world.B.comm_free(S.world.comm) end
+      if S.world.B and S.world.B.trim then S.world.B.trim() end -- the kept all_reduce block
       S.world.destroyed = true
       S.initialized, S.world, S.groups = false, nil, {}
       return

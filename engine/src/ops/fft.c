@@ -53,9 +53,9 @@ static em_status fft_run(const em_kernels *kt, em_tensor *y, int d, int64_t oute
 }
 
 em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct) {
-  int d;
-  const em_kernels *kt;
-  int64_t outer, inner;
+  int d = 0;  /* set by fft_prepare; initialised for GCC's flow analysis */
+  const em_kernels *kt = NULL;
+  int64_t outer = 1, inner = 1;
   em_status st = fft_check_complex(y);
   if (st == EM_OK) st = fft_prepare("fft", y, dim, &d, &kt, &outer, &inner);
   if (st != EM_OK) return st;
@@ -67,9 +67,9 @@ em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct) {
 
 em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
                      em_tensor **out) {
-  int d;
-  const em_kernels *kt;
-  int64_t outer, inner;
+  int d = 0;  /* set by fft_prepare; initialised for GCC's flow analysis */
+  const em_kernels *kt = NULL;
+  int64_t outer = 1, inner = 1;
   em_status st = fft_check_complex(x);
   if (st == EM_OK) st = fft_prepare("fft", x, dim, &d, &kt, &outer, &inner);
   if (st != EM_OK) return st;
@@ -102,9 +102,9 @@ em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **ou
                    em_dtype_name(x->dtype));
   if (em_grad_enabled() && x->requires_grad)
     return em_fail(EM_E_TYPE, "rfft: autograd through the FFT is not implemented");
-  int d;
-  const em_kernels *kt;
-  int64_t outer, inner;
+  int d = 0;  /* set by fft_prepare; initialised for GCC's flow analysis */
+  const em_kernels *kt = NULL;
+  int64_t outer = 1, inner = 1;
   em_status st = fft_prepare("rfft", x, dim, &d, &kt, &outer, &inner);
   if (st != EM_OK) return st;
   int64_t n = x->sizes[d];
