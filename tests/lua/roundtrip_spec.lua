@@ -72,6 +72,13 @@ local CASES = {
     end,
     function() return { r(2, 3, 4) } end,
     function(m, x) return { m(x) } end },
+  -- ids are 1-based in ember (padding_idx 3 is PyTorch's 2); gen_roundtrip.py subtracts 1
+  { "embbag", function() return nn.EmbeddingBag(10, 4, { mode = "max" }) end,
+    function() return { T.randint(1, 11, { 3, 5 }) } end,
+    function(m, ids) return { m(ids) } end },
+  { "embedding", function() return nn.Embedding(7, 3, { padding_idx = 3 }) end,
+    function() return { T.tensor({ { 1, 3, 7 }, { 2, 2, 3 } }) } end,
+    function(m, ids) return { m(ids) } end },
 }
 
 describe("state_dict round trip ember -> PyTorch (issue 18's modules)", function()
