@@ -473,19 +473,28 @@ static int use_sched(void) {
   return sched_ok;
 }
 
-/* iallreduce(comm, addr, count, dtype, op): in place */
-static int l_iallreduce(lua_State *L) {
+/* all_reduce's arguments at 1..5 (comm, addr, count, dtype, op; in place),
+** started on r: ember's schedule, or MPI_Iallreduce. r is made by mk once
+** the arguments are checked (mk pushes nothing, or the request userdata). */
+static dreq *allreduce_start(lua_State *L, dreq *(*mk)(lua_State *)) {
   lua_Integer id = luaL_checkinteger(L, 1);
   MPI_Comm c = check_comm(L, 1, "all_reduce");
   void *a = check_addr(L, 2);
   int n = check_count(L, 3, "all_reduce");
   MPI_Datatype t = check_type(L, 4, "all_reduce");
   MPI_Op op = check_op(L, 5, "all_reduce");
-  dreq *r = new_req(L);
+  dreq *r = mk(L);
   int size = 1;
   MPI_Comm_size(c, &size);
-  if (size > 1 && a != MPI_IN_PLACE && use_sched()) return sched_start(L, r, c, comm_seq[id]++, a, n, t, op);
-  return started(L, r, MPI_Iallreduce(MPI_IN_PLACE, a, n, t, op, c, &r->req), "all_reduce");
+  if (size > 1 && a != MPI_IN_PLACE && use_sched()) sched_start(L, r, c, comm_seq[id]++, a, n, t, op);
+  else started(L, r, MPI_Iallreduce(MPI_IN_PLACE, a, n, t, op, c, &r->req), "all_reduce");
+  return r;
+}
+
+/* iallreduce(comm, addr, count, dtype, op) -> request: in place */
+static int l_iallreduce(lua_State *L) {
+  allreduce_start(L, new_req);
+  return 1;
 }
 
 /* ibcast(comm, addr, count, dtype, root) */
@@ -758,29 +767,18 @@ static int l_wait(lua_State *L) {
 ** timed-out schedule stays in flight on it (the job is broken then, and
 ** MPI_Abort ends it at exit), so it is never reused after one. */
 static dreq blocking_req;
-static int l_allreduce_timed(lua_State *L) {
-  lua_Integer id = luaL_checkinteger(L, 1);
-  MPI_Comm c = check_comm(L, 1, "all_reduce");
-  void *a = check_addr(L, 2);
-  int n = check_count(L, 3, "all_reduce");
-  MPI_Datatype t = check_type(L, 4, "all_reduce");
-  MPI_Op op = check_op(L, 5, "all_reduce");
-  double timeout = luaL_optnumber(L, 6, 0);
+static dreq *blocking(lua_State *L) {
   dreq *r = &blocking_req;
-  if (r->active) return luaL_error(L, "all_reduce: the process group is unusable after a timed-out all_reduce");
+  if (r->active) luaL_error(L, "all_reduce: the process group is unusable after a timed-out all_reduce");
   r->req = MPI_REQUEST_NULL;
   r->source = -1;
   r->s = NULL;
   r->err = 0;
-  int size = 1;
-  MPI_Comm_size(c, &size);
-  if (size > 1 && a != MPI_IN_PLACE && use_sched()) {
-    sched_start(L, r, c, comm_seq[id]++, a, n, t, op);
-  } else {
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, a, n, t, op, c, &r->req);
-    if (rc != MPI_SUCCESS) return fail(L, "all_reduce", rc);
-    r->active = 1;
-  }
+  return r;
+}
+static int l_allreduce_timed(lua_State *L) {
+  double timeout = luaL_optnumber(L, 6, 0);
+  dreq *r = allreduce_start(L, blocking);
   lua_pushboolean(L, wait_loop(L, r, timeout, "all_reduce"));
   return 1;
 }
