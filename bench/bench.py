@@ -20,6 +20,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -98,6 +99,17 @@ def start_workers(threads, build, baseline=None):
     return ws
 
 
+# Seconds of rest before each of a repetition's timings at more than one
+# thread: an idle contender's BLAS workers keep spinning for a while after
+# its turn (OpenBLAS's pthread workers yield-spin for 2^28 cycles, about
+# 0.1 s on the dev VM, by default; PyTorch's and NumPy's do), and on a
+# 2-core machine that spin took a core from the next contender's timing:
+# ember's 2-thread CNN step read 6.0 ms with no peer running and 6.9-13.6 ms
+# right after PyTorch's turn (bench/results-2026-12-04.md). Set per thread
+# count by main(); 0 at 1 thread (no worker threads to spin).
+SETTLE = 0.0
+
+
 def measure(ws, name, scale, reps, target, warmup):
     """Median seconds per call for each worker (None when it skips)."""
     live, inner, samples, notes = [], {}, {}, {}
@@ -149,6 +161,8 @@ def measure(ws, name, scale, reps, target, warmup):
         samples[w.name] = []
     for _ in range(reps):  # alternate the contenders within each repetition
         for w in list(live):
+            if SETTLE > 0:
+                time.sleep(SETTLE)  # the previous contender's threads go idle
             try:
                 r = w.ask("time %s %d" % (name, inner[w.name]))
             except Exception as e:
@@ -223,6 +237,7 @@ def versions(build):
 
 
 def main():
+    global SETTLE
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, 1 repetition (CI smoke run)")
     ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
@@ -266,6 +281,7 @@ def main():
                   "measured in the same run as a contender alternating with the others; "
                   "ember/before below 1 means the current ember is faster." % (bc, args.baseline), ""]
     for th in thread_counts:
+        SETTLE = 0.25 if th > 1 else 0.0
         ws = start_workers(th, args.build, args.baseline or None)
         base_cols = " before | ember/before |" if args.baseline else ""
         lines += ["## %d thread%s" % (th, "" if th == 1 else "s"), "",

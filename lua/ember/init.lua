@@ -11,11 +11,24 @@
 -- the step but made that exp 52 us). docs/performance.md. libgomp reads its
 -- environment once, when it loads: a process that loaded it already keeps
 -- its settings, and C hosts set the variable themselves.
+-- OpenBLAS's pthread workers likewise spin (yielding) for 2^28 TSC cycles,
+-- about 0.1 s here, after each threaded BLAS call before they sleep: a
+-- process that has just run a GEMM at 2 threads kept one core busy for a
+-- tenth of a second after its work ended (measured: 0.11 s of CPU in a 0.4 s
+-- idle wait), taking it from the host's other work. Unless the user set it,
+-- OPENBLAS_THREAD_TIMEOUT=20 (2^20 cycles, about 0.4 ms) ends that spin
+-- soon after the last call; the idle burn is then 0, and the training steps
+-- are unchanged within this machine's noise (docs/performance.md).
 do
   local ok, ffi = pcall(require, "ffi")
-  if ok and os.getenv("GOMP_SPINCOUNT") == nil and os.getenv("OMP_WAIT_POLICY") == nil then
+  if ok then
     pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
-    pcall(function() ffi.C.setenv("GOMP_SPINCOUNT", "3000", 0) end)
+    if os.getenv("GOMP_SPINCOUNT") == nil and os.getenv("OMP_WAIT_POLICY") == nil then
+      pcall(function() ffi.C.setenv("GOMP_SPINCOUNT", "3000", 0) end)
+    end
+    if os.getenv("OPENBLAS_THREAD_TIMEOUT") == nil then
+      pcall(function() ffi.C.setenv("OPENBLAS_THREAD_TIMEOUT", "20", 0) end)
+    end
   end
 end
 local C = require "ember.core"

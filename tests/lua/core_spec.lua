@@ -150,4 +150,28 @@ describe("memory statistics", function()
     assert.equal("99", fresh("env GOMP_SPINCOUNT=99", code):match("%S+"))
     assert.equal("nil", fresh("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive", code):match("%S+"))
   end)
+
+  it("sets OPENBLAS_THREAD_TIMEOUT=20 unless the user chose: no core kept busy after the work", function()
+    local code = [[require "ember"; print(os.getenv("OPENBLAS_THREAD_TIMEOUT"))]]
+    assert.equal("20", fresh("env -u OPENBLAS_THREAD_TIMEOUT", code):match("%S+"))
+    assert.equal("28", fresh("env OPENBLAS_THREAD_TIMEOUT=28", code):match("%S+"))
+    -- the behaviour: after GEMMs at 2 threads, a 0.3 s idle wait costs the
+    -- process no CPU (OpenBLAS's default kept a worker yield-spinning for
+    -- about 0.1 s of CPU here)
+    local burn = fresh("env -u OPENBLAS_THREAD_TIMEOUT", [[
+      local T = require "ember"
+      local ffi = require "ffi"
+      ffi.cdef [=[ typedef struct { long s, us; } em_tv; typedef struct { em_tv u, k; long pad[14]; } em_ru;
+        int getrusage(int, em_ru *); int usleep(unsigned); ]=]
+      local function cpu() local r = ffi.new("em_ru"); ffi.C.getrusage(0, r)
+        return tonumber(r.u.s) + tonumber(r.u.us) * 1e-6 + tonumber(r.k.s) + tonumber(r.k.us) * 1e-6 end
+      T.set_num_threads(2)
+      local a = T.rand(512, 512)
+      for _ = 1, 20 do a = T.mm(a, a):div_(512) end
+      local c0 = cpu(); ffi.C.usleep(300000); print(cpu() - c0)
+    ]])
+    local v = tonumber(burn:match("%S+"))
+    assert(v, burn)
+    assert.is_true(v < 0.03, "CPU burnt while idle: " .. burn)
+  end)
 end)
