@@ -157,8 +157,12 @@ describe("memory statistics", function()
     assert.equal("28", fresh("env OPENBLAS_THREAD_TIMEOUT=28", code):match("%S+"))
     -- the behaviour: after GEMMs at 2 threads, a 0.3 s idle wait costs the
     -- process no CPU (OpenBLAS's default kept a worker yield-spinning for
-    -- about 0.1 s of CPU here)
-    local burn = fresh("env -u OPENBLAS_THREAD_TIMEOUT", [[
+    -- about 0.1 s of CPU here). Under make test-asan ember/core.so, and
+    -- OpenBLAS with it, is preloaded before the script runs, too early for
+    -- require's setting (the case docs/embedding.md gives hosts): there the
+    -- child gets the value from its environment, as such a host would.
+    local preloaded = (os.getenv("LD_PRELOAD") or ""):find("core.so", 1, true)
+    local burn = fresh(preloaded and "env OPENBLAS_THREAD_TIMEOUT=20" or "env -u OPENBLAS_THREAD_TIMEOUT", [[
       local T = require "ember"
       local ffi = require "ffi"
       ffi.cdef [=[ typedef struct { long s, us; } em_tv; typedef struct { em_tv u, k; long pad[14]; } em_ru;
