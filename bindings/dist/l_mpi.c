@@ -81,7 +81,11 @@ typedef struct sched {
 } sched;
 static sched *inflight = NULL;
 typedef union { size_t bytes; max_align_t align; } blkhdr; /* the block's size, then the schedule */
-static blkhdr *spare = NULL;
+static blkhdr *spare = NULL; /* the kept schedule block (sched_alloc) */
+static void spare_release(void) {
+  free(spare);
+  spare = NULL;
+}
 #define SCHED_TAG0 32768
 #define SCHED_TAGS 1024
 #define SCHED_RD_BYTES 65536 /* recursive doubling up to this size */
@@ -217,8 +221,7 @@ static int l_sentinel_gc(lua_State *L) {
   }
   for (int i = 1; i < ncomms; i++)
     if (comms[i] != MPI_COMM_NULL) MPI_Comm_free(&comms[i]);
-  free(spare);
-  spare = NULL;
+  spare_release();
   MPI_Finalize();
   return 0;
 }
@@ -799,8 +802,7 @@ static int l_req_gc(lua_State *L) {
 /* trim(): frees the kept schedule block (destroy_process_group) */
 static int l_trim(lua_State *L) {
   (void)L;
-  free(spare);
-  spare = NULL;
+  spare_release();
   return 0;
 }
 

@@ -171,8 +171,17 @@ void em_philox_blocks(uint64_t first, int nb, const uint32_t key[2], uint32_t w[
 
 /* -- Bits to numbers ----------------------------------------------------- */
 
+/* the 53 bits of a word pair that u53 scales */
+static inline uint64_t m53(uint32_t hi, uint32_t lo) { return (((uint64_t)hi << 32) | lo) >> 11; }
+
 static inline double u53(uint32_t hi, uint32_t lo) {  /* [0, 1) */
-  return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
+  return (double)m53(hi, lo) * 0x1p-53;
+}
+
+/* bernoulli's test u53(hi, lo) < a on the integers: u53 is m53 * 2^-53
+** exactly, so it is below a exactly when m53 < ceil(a 2^53) */
+static inline uint64_t bern_bound(double a) {
+  return a >= 1 ? (uint64_t)1 << 53 : a > 0 ? (uint64_t)ceil(a * 0x1p53) : 0;
 }
 
 /* Uniform in [0, 1) with `bits` random bits: k / 2^bits (scale = 2^-bits). */
@@ -273,12 +282,10 @@ static void fill_values(const sample_ctx *c, value_batch *bt, uint64_t b) {
         }
         break;
       default: { /* EM_SAMPLE_BERNOULLI */
-        /* u53(hi, lo) < a, compared as integers: u53 is m * 2^-53 for the
-        ** 53-bit m, exactly, so it is below a exactly when m < ceil(a 2^53) */
-        const uint64_t k = a >= 1 ? (uint64_t)1 << 53 : a > 0 ? (uint64_t)ceil(a * 0x1p53) : 0;
+        const uint64_t k = bern_bound(a);
         for (int j = 0; j < nb; j++) {
-          v[2 * j] = ((((uint64_t)w[j][0] << 32) | w[j][1]) >> 11) < k ? 1.0 : 0.0;
-          v[2 * j + 1] = ((((uint64_t)w[j][2] << 32) | w[j][3]) >> 11) < k ? 1.0 : 0.0;
+          v[2 * j] = m53(w[j][0], w[j][1]) < k ? 1.0 : 0.0;
+          v[2 * j + 1] = m53(w[j][2], w[j][3]) < k ? 1.0 : 0.0;
         }
         break;
       }
@@ -340,8 +347,7 @@ static void em_sample_bern_f32(char **data, const int64_t *st, int64_t n, void *
   float *p = (float *)data[0];
   uint64_t i = (uint64_t)((data[0] - c->base) / c->itemsize);
   const uint64_t end = i + (uint64_t)n;
-  const double a = c->a;
-  const uint64_t k = a >= 1 ? (uint64_t)1 << 53 : a > 0 ? (uint64_t)ceil(a * 0x1p53) : 0;
+  const uint64_t k = bern_bound(c->a);
   uint32_t w[PB][4];
   while (i < end) {
     const uint64_t b = i / 2, left = (end - 1) / 2 - b + 1;
@@ -350,19 +356,19 @@ static void em_sample_bern_f32(char **data, const int64_t *st, int64_t n, void *
     const uint64_t stop = (b + (uint64_t)nb) * 2 < end ? (b + (uint64_t)nb) * 2 : end;
     int j = 0;
     if (i & 1) { /* lane 1 of the first block */
-      *p++ = ((((uint64_t)w[0][2] << 32) | w[0][3]) >> 11) < k ? 1.0f : 0.0f;
+      *p++ = m53(w[0][2], w[0][3]) < k ? 1.0f : 0.0f;
       i++;
       j = 1;
     }
     const int pairs = (int)((stop - i) / 2);
     for (int q = 0; q < pairs; q++, j++) { /* both lanes of block j */
-      p[2 * q] = ((((uint64_t)w[j][0] << 32) | w[j][1]) >> 11) < k ? 1.0f : 0.0f;
-      p[2 * q + 1] = ((((uint64_t)w[j][2] << 32) | w[j][3]) >> 11) < k ? 1.0f : 0.0f;
+      p[2 * q] = m53(w[j][0], w[j][1]) < k ? 1.0f : 0.0f;
+      p[2 * q + 1] = m53(w[j][2], w[j][3]) < k ? 1.0f : 0.0f;
     }
     p += 2 * pairs;
     i += 2 * (uint64_t)pairs;
     if (i < stop) { /* lane 0 of the last block */
-      *p++ = ((((uint64_t)w[j][0] << 32) | w[j][1]) >> 11) < k ? 1.0f : 0.0f;
+      *p++ = m53(w[j][0], w[j][1]) < k ? 1.0f : 0.0f;
       i++;
     }
   }
