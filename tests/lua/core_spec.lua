@@ -18,6 +18,25 @@ describe("tensor objects", function()
     assert.equal(2, #t)
   end)
 
+  it("t.device and numel give the C properties' values on every path (the FFI reads, repeated calls)", function()
+    -- t.device of a CPU tensor is read by FFI once the interned device is
+    -- known (from the second access on); other devices go to C
+    local t = T.zeros(2, 2)
+    for _ = 1, 3 do assert.equal(T.device("cpu"), t.device) end
+    for _ = 1, 3 do assert.equal(T.device("meta"), T.empty(2, { device = "meta" }).device) end
+    assert.equal(T.device("cpu"), t:t().device)
+    -- numel: 0 to 3 dims without a loop, more with one; a zero size anywhere gives 0
+    local C = T._C
+    for _, sz in ipairs { {}, { 5 }, { 0 }, { 3, 4 }, { 3, 0 }, { 0, 4 }, { 2, 3, 4 }, { 2, 0, 4 }, { 2, 3, 0 },
+      { 2, 3, 4, 5 }, { 2, 3, 0, 5 }, { 1, 2, 1, 2, 1, 2 } } do
+      local x = T.empty(T.Size(sz))
+      local want = 1
+      for _, v in ipairs(sz) do want = want * v end
+      assert.equal(want, x:numel(), "numel of " .. table.concat(sz, "x"))
+      assert.equal(C._c_methods and C._c_methods.numel and C._c_methods.numel(x) or want, x:numel())
+    end
+  end)
+
   it("a scalar has shape [] and one element; an empty vector [0] and none", function()
     assert.equal(T.Size{}, T.tensor(5.0).shape)
     assert.equal(1, T.tensor(5.0):numel())
