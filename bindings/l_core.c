@@ -848,7 +848,9 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 ** dead or yielded (then nothing is collected) or is the one running. */
 /* The next soft limit after a forced collection (see l_pressure). */
 static const size_t SOFT_LIMIT_FLOOR = (size_t)SOFT_LIMIT_FLOOR_MB << 20;
-enum { HEAP_FACTOR = 4 };
+enum { HEAP_FACTOR = 4, REQUEST_FACTOR = 4 };
+#define REQUEST_ALLOWANCE_MAX_MB 64
+static const size_t REQUEST_ALLOWANCE_MAX = (size_t)REQUEST_ALLOWANCE_MAX_MB << 20;
 static _Thread_local lua_State *active_L;      /* the coroutine to collect on */
 static _Thread_local lua_State *active_anchor; /* its state's anchor thread */
 static _Thread_local int in_pressure;          /* no nested collections */
@@ -879,33 +881,43 @@ static int gc_protected(lua_State *L) {
   return 0;
 }
 
-/* The soft limit after a full collection, the largest of:
-** - twice the survivors (this thread's live bytes, which are this state's
-**   when a host gives each state its own thread): they may double first;
+/* The soft limit after a full collection: this thread's live bytes (the
+** survivors) plus an allowance of new bytes before the next forced
+** collection, the largest of:
+** - the survivors again: they may double first;
 ** - HEAP_FACTOR times the Lua heap: a full collection costs about the heap
 **   it marks, so tensor garbage of a few heaps pays for it (a script with a
 **   large heap of Lua tables collects less often);
+** - REQUEST_FACTOR times the request that forced this collection, up to
+**   REQUEST_ALLOWANCE_MAX_MB: a loop whose temporaries are a good part of
+**   the floor (8 MB results with a 16 MB floor) otherwise collects on
+**   every call, and the collection was 6-14% of an rfft of 2^20 doubles;
+**   such blocks are past the caches anyway, and past the cap a block costs
+**   far more to touch than a collection;
 ** - the floor, SOFT_LIMIT_FLOOR_MB. Small, so that temporaries are freed
 **   and their blocks reused while they are still warm in cache: with a
 **   floor of 256 MiB every result of a loop of 256x256 matmuls was a block
 **   last touched 1,000 calls before (docs/memory.md has the numbers).
-** The request itself is not added: a request that then fails
-** (T.empty(1e12)) would leave a limit of terabytes and no forced
-** collection ever after; a single request bigger than the limit just
-** collects before each such allocation, which is what a loop of huge
-** temporaries needs. */
-/* The two last terms are also the floor the engine lets the limit follow
-** the live bytes down to (em_set_soft_limits), when survivors die outside
-** the hook (a script's own collectgarbage()): after a large working set is
-** gone, a loop of small temporaries then collects at the floor again
+** A failed request (T.empty(1e12)) calls the hook again with failed set,
+** which sets the limit without it: a request that cannot be served must
+** not leave a limit of terabytes and no forced collection ever after. */
+/* The floor the engine lets the limit follow the live bytes down to
+** (em_set_soft_limits) when survivors die outside the hook (a script's own
+** collectgarbage()) is the heap and floor terms: after a large working set
+** is gone, a loop of small temporaries then collects at the floor again
 ** instead of at twice the old set (measured: T.mm of 256x256 after a 256 MB
 ** tensor was freed, 4.0-4.4 ms a call against 1.3-1.9 on a loaded VM). */
-static void set_next_soft_limit(lua_State *L) {
+static void set_next_soft_limit(lua_State *L, size_t requested) {
   size_t live = em_memory_thread_live_bytes();
   size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024;
   size_t floor = SOFT_LIMIT_FLOOR;
   if (heap * HEAP_FACTOR > floor) floor = heap * HEAP_FACTOR;
-  em_set_soft_limits(live * 2 > floor ? live * 2 : floor, floor);
+  size_t allow = floor > live ? floor : live;
+  size_t req = requested < REQUEST_ALLOWANCE_MAX / REQUEST_FACTOR
+                   ? requested * REQUEST_FACTOR
+                   : REQUEST_ALLOWANCE_MAX;
+  if (req > allow) allow = req;
+  em_set_soft_limits(live + allow, floor);
 }
 
 static void l_pressure(void *ctx, size_t requested, int failed) {
@@ -921,8 +933,7 @@ static void l_pressure(void *ctx, size_t requested, int failed) {
   if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
 #endif
   in_pressure = 0;
-  (void)requested;
-  set_next_soft_limit(active_L);
+  set_next_soft_limit(active_L, failed ? 0 : requested);
 }
 
 static void claim_pressure_hook(lua_State *L) {
@@ -944,7 +955,7 @@ static void claim_pressure_hook(lua_State *L) {
   static _Thread_local int limit_set;
   if (!limit_set) {
     limit_set = 1;
-    set_next_soft_limit(L);
+    set_next_soft_limit(L, 0);
   }
 }
 

@@ -26,8 +26,9 @@
 static atomic_size_t live_bytes;
 static _Thread_local int64_t thread_live;
 static _Thread_local size_t soft_limit = (size_t)256 << 20;
-/* The limit follows this thread's live bytes down (twice them) to this
-** floor when tensors die outside a forced collection (a host's own
+/* The limit follows this thread's live bytes down (to the live bytes plus
+** the larger of them and this floor) when tensors die outside a forced
+** collection (a host's own
 ** collection, say): the limit a large working set earned must not stay
 ** once that set is gone, or the next loop of small temporaries runs on
 ** fresh, uncached blocks until it has made that much garbage.
@@ -52,9 +53,9 @@ static void count_alloc(size_t nbytes) {
 static void count_free(size_t nbytes) {
   atomic_fetch_sub(&live_bytes, nbytes);
   thread_live -= (int64_t)nbytes;
-  size_t twice = thread_live > 0 ? 2 * (size_t)thread_live : 0;
-  if (twice < soft_limit && soft_limit > soft_floor)
-    soft_limit = twice > soft_floor ? twice : soft_floor;
+  size_t live = thread_live > 0 ? (size_t)thread_live : 0;
+  size_t base = live + (live > soft_floor ? live : soft_floor);
+  if (base < soft_limit) soft_limit = base;
 }
 /* Would this thread's next allocation of nbytes pass its soft limit? */
 static int over_soft_limit(size_t nbytes) {
