@@ -4,6 +4,7 @@
 ** (bindings/dist/l_mpi.c), which moves raw buffers and knows nothing of
 ** tensors. lua/ember/distributed.lua makes the buffers contiguous first.
 */
+#include <stdint.h>
 #include <string.h>
 
 #include "l_ember.h"
@@ -37,8 +38,32 @@ static int l_cuda_stream(lua_State *L) {
   return 1;
 }
 
+/* The FFI entry of the same (lua/ember/distributed.lua's all_reduce fast
+** path under LuaJIT): the address of a contiguous CPU tensor's values, its
+** element count and dtype id, with its version bumped as a write; NULL,
+** with nothing changed, for any other tensor (the caller then takes the
+** checked path above, which raises). Takes the em_tensor the tensor
+** userdata holds (tensor.lua's header), never NULL there. */
+static void *ffi_write_buffer(const em_tensor *t, int64_t *numel, int32_t *dtype) {
+  if (em_tensor_device(t).type != EM_CPU || !em_tensor_is_contiguous(t)) return NULL;
+  em_storage_bump_version(em_tensor_storage(t));
+  *numel = em_tensor_numel(t);
+  *dtype = (int32_t)em_tensor_dtype(t);
+  return em_tensor_data(t);
+}
+typedef struct dist_ffi_api {
+  void *(*write_buffer)(const em_tensor *, int64_t *, int32_t *);
+} dist_ffi_api;
+static const dist_ffi_api dist_ffi = {ffi_write_buffer};
+
+/* C._dist_ffi() -> lightuserdata: the struct of the entries above */
+static int l_dist_ffi(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&dist_ffi);
+  return 1;
+}
+
 void l_open_dist(lua_State *L) {
   static const luaL_Reg fns[] = {{"_data_address", l_data_address}, {"_cuda_stream", l_cuda_stream},
-                                 {NULL, NULL}};
+                                 {"_dist_ffi", l_dist_ffi},         {NULL, NULL}};
   l_add_functions(L, fns);
 }

@@ -242,6 +242,7 @@ return function(T, C)
     return out
   end
 
+  local fast_setup -- all_reduce's FFI path: whether the world group takes it (below)
   local function new_group_object(ranks, timeout, comm, grank, B)
     local g = setmetatable({ ranks = ranks, index = {}, _size = #ranks, timeout = timeout, comm = comm,
       member = grank ~= nil, _rank = grank or -1, B = B, backend = B.name or "mpi", device = B.device or "cpu" },
@@ -326,6 +327,7 @@ return function(T, C)
     for r = 0, size - 1 do ranks[#ranks + 1] = r end
     S.world = new_group_object(ranks, timeout, comm, rank, B)
     S.world.is_world = true
+    S.world.fast = fast_setup(backend, size)
     S.initialized = true
     S.groups = {}
   end
@@ -605,7 +607,56 @@ return function(T, C)
   local BCAST_KEYS = set { "src", "group", "async_op" }
   local REDUCE_KEYS = set { "dst", "op", "group", "async_op" }
   local BARRIER_KEYS = set { "group", "async_op", "device_ids" }
+  -- The fast path of all_reduce(t) under LuaJIT: no options (a blocking sum
+  -- on the default group), a contiguous CPU tensor of a dtype MPI sums as
+  -- it is (not bool, whose sum is a logical or, nor float16/bfloat16, which
+  -- are staged). Two FFI calls, which LuaJIT compiles into the caller's
+  -- trace: the tensor's buffer (bindings/l_dist.c, which bumps its version
+  -- as _data_address does) and the MPI module's entry (bindings/dist/l_mpi.c:
+  -- the same MPI_Allreduce or timed schedule as the C functions below take).
+  -- Each C function called from Lua ended the trace and cost about 1 us of
+  -- a 4 KB all_reduce's 3 (docs/distributed.md). Anything else, or a tensor
+  -- the buffer call declines, takes the checked path, which raises.
+  local f_ar, f_wb, f_header, f_n, f_dt, f_codes, f_sum
+  function fast_setup(backend, size)
+    if not jit or backend ~= "mpi" or size < 2 or DETAIL or not (M and M.ffi_api and C._ffi_header) then
+      return false
+    end
+    if f_ar == nil then
+      local ok, ffi = pcall(require, "ffi")
+      if not ok then return false end
+      local api, dtn, opn = M.ffi_api()
+      f_ar = ffi.cast("struct { int (*allreduce)(int, void *, int64_t, int, int, double); } *", api).allreduce
+      f_wb = ffi.cast("struct { void *(*write_buffer)(void *, int64_t *, int32_t *); } *",
+        C._dist_ffi()).write_buffer
+      f_header, f_n, f_dt = C._ffi_header, ffi.new("int64_t[1]"), ffi.new("int32_t[1]")
+      local code = {}
+      for i, nm in ipairs(dtn) do if nm ~= "bool" then code[nm] = i end end
+      f_codes = {}
+      for id1, dv in pairs(C._layout().dtypes) do f_codes[id1 - 1] = code[dv.name] end
+      for i, nm in ipairs(opn) do if nm == "sum" then f_sum = i end end
+    end
+    return f_sum ~= nil
+  end
+
+  -- whether all_reduce(t) takes the FFI path on the world group (tests)
+  function dist._all_reduce_ffi() return S.world ~= nil and S.world.fast == true end
+
   function dist.all_reduce(t, o)
+    local g = S.world
+    if o == nil and g ~= nil and g.fast and not S.broken then
+      local h = f_header(t)
+      if h ~= nil then
+        local a = f_wb(h, f_n, f_dt)
+        local code = f_codes[f_dt[0]]
+        if a ~= nil and code ~= nil and f_n[0] > 0 then
+          local rc = f_ar(g.comm, a, f_n[0], code, f_sum, g.timeout)
+          if rc == 0 then return setmetatable({ name = "all_reduce", group = g, done = true }, Work) end
+          if rc == 1 then timed_out("all_reduce", g, 2) end
+          error(g.B.last_error(), 2)
+        end
+      end
+    end
     o = check_opts("all_reduce", o, RED_KEYS, 2)
     check_tensor("all_reduce", "tensor", t, 2)
     local g = group_of("all_reduce", o.group, 2)

@@ -82,6 +82,8 @@ return function(T, C)
       if h == nil then return nil end
       return h
     end
+    -- for the FFI entries of other modules (distributed.lua's all_reduce)
+    C._ffi_header = header
 
     local function shape_of(h)
       local nd = cast(i32p, h + O_NDIM)[0]

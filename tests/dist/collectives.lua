@@ -74,6 +74,39 @@ H.check("all_reduce: every dtype, op and layout", function()
   end
 end)
 
+H.check("all_reduce(t) with no options: every dtype and layout, a completed handle, the version bumped", function()
+  -- under LuaJIT the world group takes the FFI path (distributed.lua's
+  -- fast path) for contiguous CPU tensors of the dtypes MPI sums as they
+  -- are; bool (a logical or), float16/bfloat16 (staged) and the views that
+  -- are not contiguous take the checked path: every one must sum the same
+  -- (not under EMBER_DISTRIBUTED_DEBUG=DETAIL, whose check runs first)
+  H.assert(dist._all_reduce_ffi() == (jit ~= nil and n > 1 and not dist._detail()),
+    "the FFI path is %s under %s", tostring(dist._all_reduce_ffi()), _VERSION)
+  for _, dt in ipairs(DTYPES) do
+    for _, kind in ipairs(SHAPES) do
+      local t, base = make(kind, rank, dt)
+      local w = dist.all_reduce(t)
+      local what = string.format("%s %s", dt.name, kind)
+      H.same(t, expected(kind, dt, "sum"), what, (dt == T.float16 or dt == T.bfloat16) and 0 or nil)
+      H.assert(w:is_completed() and w:wait() and w:is_success(), "%s: the handle is not completed", what)
+      if base then
+        local z = T.zeros(2, { dtype = dt })
+        H.assert(T.equal(base:narrow(1, 1, 2), z) and T.equal(base:narrow(1, 7, 2), z),
+          "%s: wrote outside the view", what)
+      end
+    end
+  end
+  -- written in place: a tensor saved for backward and then reduced makes
+  -- backward refuse, as any in-place write does
+  local w = T.ones(4, { requires_grad = true })
+  local v = T.full({ 4 }, rank + 1)
+  local loss = (w * v):sum()
+  dist.all_reduce(v)
+  H.errors(function() loss:backward() end, "modified by an inplace operation")
+  -- not a tensor: the checked path's error
+  H.errors(function() dist.all_reduce(42) end, "all_reduce: expected a tensor for tensor, got number")
+end)
+
 H.check("all_reduce: blocks reused between calls (sizes down and up, async ones in flight, avg blocking)", function()
   -- each schedule's block is kept for the next call when large enough:
   -- calls of falling and rising sizes, with two async ones in flight at

@@ -59,6 +59,7 @@ local skip = {
   destroy_process_group = "ends the group; H.done() calls it",
   _abort = "ends the job (checked by run.sh's failing-rank case)",
   _detail = "internal: reports EMBER_DISTRIBUTED_DEBUG",
+  _all_reduce_ffi = "internal: reports whether all_reduce(t) takes the FFI path",
 }
 -- point to point: plain call between ranks 0 and 1; the refusals on every rank
 local P2P = { send = true, recv = true, isend = true, irecv = true }

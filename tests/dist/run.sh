@@ -79,6 +79,8 @@ cases 3 ddp.lua
 cases 2 sampler.lua
 cases 3 sampler.lua
 cases 3 options.lua
+env_args=(-x DIST_WORLD_TIMEOUT=inf)
+cases 2 collectives.lua   # the world group without a timeout: MPI's blocking forms
 env_args=(-x EMBER_DISTRIBUTED_DEBUG=DETAIL)
 cases 3 detail.lua
 cases 2 collectives.lua   # every collective passes the DETAIL check
