@@ -265,53 +265,75 @@ static void la_run(const char *name) {
 }
 
 /* -- The T.fft rows: the vendored pocketfft called directly (the plan made
-** once at setup), in double as pocketfft computes: the float32/complex64
-** values converted in and out, as ember does. fft2: each row in place, then
-** the columns 16 at a time through a buffer. */
+** once at setup), in the precision ember computes: float64 in the double
+** build, float32 and complex64 in the float build (engine/src/cpu/
+** pocketfft_f32.c, compiled into this program at -march=native, as ember
+** runs its AVX2 twin on this kind of CPU). rfft: the values into the output
+** and transformed there, then unpacked; fft2: each row in place, then the
+** columns 16 at a time through a buffer. */
 #include "pocketfft/pocketfft.h"
+void *em_pf_f32_make_c(size_t);
+void em_pf_f32_destroy_c(void *);
+int em_pf_f32_fwd_c(void *, float *, float);
+void *em_pf_f32_make_r(size_t);
+void em_pf_f32_destroy_r(void *);
+int em_pf_f32_fwd_r(void *, float *, float);
 static rfft_plan FFT_R;
-static cfft_plan FFT_C;
-static double *FFT_BUF;
+static void *FFT_FR, *FFT_FC;
 static int64_t FFT_N;
+static float *FFT_COL;
 static void fft_free(void) {
   if (FFT_R) destroy_rfft_plan(FFT_R);
-  if (FFT_C) destroy_cfft_plan(FFT_C);
-  free(FFT_BUF);
-  FFT_R = NULL; FFT_C = NULL; FFT_BUF = NULL;
+  if (FFT_FR) em_pf_f32_destroy_r(FFT_FR);
+  if (FFT_FC) em_pf_f32_destroy_c(FFT_FC);
+  free(FFT_COL);
+  FFT_R = NULL; FFT_FR = FFT_FC = NULL; FFT_COL = NULL;
 }
 static int fft_setup(const char *name, int k) {
   if (strncmp(name, "fft_", 4)) return 0;
   fft_free();
-  if (!strcmp(name, "fft_rfft_1m") || !strcmp(name, "fft_rfft_1m_f64")) {
+  if (!strcmp(name, "fft_rfft_1m_f64")) {
     FFT_N = 1048576 / k;
     FFT_R = make_rfft_plan((size_t)FFT_N);
-    FFT_BUF = malloc(8 * (FFT_N + 2));
-    A = frand(2 * FFT_N); /* float32 values, or FFT_N doubles */
-    if (name[11] == '_') { double *d = (double *)A; for (int64_t i = 0; i < FFT_N; i++) d[i] = A[i]; }
+    A = frand(2 * FFT_N); /* FFT_N doubles */
+    double *d = (double *)A;
+    for (int64_t i = FFT_N - 1; i >= 0; i--) d[i] = A[i];
+  } else if (!strcmp(name, "fft_rfft_1m")) {
+    FFT_N = 1048576 / k;
+    FFT_FR = em_pf_f32_make_r((size_t)FFT_N);
+    A = frand(FFT_N);
   } else if (!strcmp(name, "fft_fft2_1024")) {
     FFT_N = 1024 / k;
-    FFT_C = make_cfft_plan((size_t)FFT_N);
-    FFT_BUF = malloc(16 * FFT_N * FFT_N + 16 * 16 * FFT_N);
+    FFT_FC = em_pf_f32_make_c((size_t)FFT_N);
+    FFT_COL = malloc(sizeof(float) * 2 * 16 * FFT_N);
     A = frand(2 * FFT_N * FFT_N);
   } else return 0;
   return 1;
 }
 static void fft_run(const char *name) {
-  int64_t n = FFT_N;
-  double *v = FFT_BUF;
-  if (FFT_R) {
-    int f64 = name[11] == '_';
-    for (int64_t i = 0; i < n; i++) v[i + 1] = f64 ? ((double *)A)[i] : A[i];
-    if (rfft_forward(FFT_R, v + 1, 1.0) != 0) abort();
-    v[0] = v[1]; v[1] = 0; if (n % 2 == 0) v[n + 1] = 0;
-    int64_t nh = n / 2 + 1;
-    if (f64) { double *o = malloc(16 * nh); memcpy(o, v, 16 * nh); sink = (float)o[1]; free(o); }
-    else { float *o = malloc(8 * nh); for (int64_t i = 0; i < 2 * nh; i++) o[i] = (float)v[i]; sink = o[1]; free(o); }
+  int64_t n = FFT_N, nh = n / 2 + 1;
+  (void)name;
+  if (FFT_R) { /* float64 */
+    double *o = malloc(16 * nh);
+    memcpy(o + 1, A, 8 * n);
+    if (rfft_forward(FFT_R, o + 1, 1.0) != 0) abort();
+    o[0] = o[1]; o[1] = 0; if (n % 2 == 0) o[n + 1] = 0;
+    sink = (float)o[1];
+    free(o);
     return;
   }
-  double *col = v + 2 * n * n;
-  for (int64_t i = 0; i < 2 * n * n; i++) v[i] = A[i];
-  for (int64_t r = 0; r < n; r++) if (cfft_forward(FFT_C, v + 2 * r * n, 1.0) != 0) abort();
+  if (FFT_FR) { /* float32 */
+    float *o = malloc(8 * nh);
+    memcpy(o + 1, A, 4 * n);
+    if (em_pf_f32_fwd_r(FFT_FR, o + 1, 1.0f) != 0) abort();
+    o[0] = o[1]; o[1] = 0; if (n % 2 == 0) o[n + 1] = 0;
+    sink = o[1];
+    free(o);
+    return;
+  }
+  float *v = malloc(8 * n * n), *col = FFT_COL;
+  memcpy(v, A, 8 * n * n);
+  for (int64_t r = 0; r < n; r++) if (em_pf_f32_fwd_c(FFT_FC, v + 2 * r * n, 1.0f) != 0) abort();
   for (int64_t c0 = 0; c0 < n; c0 += 16) {
     int64_t nb = n - c0 < 16 ? n - c0 : 16;
     for (int64_t r = 0; r < n; r++)
@@ -319,17 +341,15 @@ static void fft_run(const char *name) {
         col[2 * (l * n + r)] = v[2 * (r * n + c0 + l)];
         col[2 * (l * n + r) + 1] = v[2 * (r * n + c0 + l) + 1];
       }
-    for (int64_t l = 0; l < nb; l++) if (cfft_forward(FFT_C, col + 2 * l * n, 1.0) != 0) abort();
+    for (int64_t l = 0; l < nb; l++) if (em_pf_f32_fwd_c(FFT_FC, col + 2 * l * n, 1.0f) != 0) abort();
     for (int64_t r = 0; r < n; r++)
       for (int64_t l = 0; l < nb; l++) {
         v[2 * (r * n + c0 + l)] = col[2 * (l * n + r)];
         v[2 * (r * n + c0 + l) + 1] = col[2 * (l * n + r) + 1];
       }
   }
-  float *o = malloc(8 * n * n);
-  for (int64_t i = 0; i < 2 * n * n; i++) o[i] = (float)v[i];
-  sink = o[1];
-  free(o);
+  sink = v[1];
+  free(v);
 }
 
 static const char *setup(const char *name, int k) {

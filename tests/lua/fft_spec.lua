@@ -131,6 +131,41 @@ describe("T.fft conformance with torch.fft", function()
     assert.is_true(T.allclose(z.real, x, 1e-12, 1e-12))
   end)
 
+  it("complex64 and float32 transforms (the float build) agree with the double ones within float32 rounding on every lane path, at 1 and 2 threads", function()
+    -- the float build of pocketfft (cpu/pocketfft_f32.c) against the double
+    -- one: the transformed dim innermost (in place; rfft in its output),
+    -- in the middle with 3, 16 (a full block of lanes) and 37 lanes, even
+    -- and odd lengths, a length with a large prime factor (Bluestein), and
+    -- results equal at 1 and 2 threads
+    local function close(a, b, what)
+      local scale = b:abs():max():item()
+      local err = (a:to(b.dtype) - b):abs():max():item()
+      assert.is_true(err <= 2e-6 * scale, string.format("%s: %g off (scale %g)", what, err, scale))
+    end
+    local threads = T.get_num_threads()
+    for _, shape in ipairs { { 64 }, { 63 }, { 4, 4096 }, { 2, 1031 }, { 5, 32, 3 }, { 2, 20, 16 }, { 3, 9, 37 } } do
+      for _, d in ipairs { 1, #shape } do
+        local x = T.randn((table.unpack or unpack)(shape))
+        local z = T.complex(x, T.randn(x.shape))
+        local what = string.format("(%s) dim %d", table.concat(shape, ", "), d)
+        close(T.fft.fft(z, { dim = d }), T.fft.fft(z:to(T.complex128), { dim = d }), "fft " .. what)
+        close(T.fft.ifft(z, { dim = d }), T.fft.ifft(z:to(T.complex128), { dim = d }), "ifft " .. what)
+        local r = T.fft.rfft(x, { dim = d })
+        assert.equal(T.complex64, r.dtype)
+        close(r, T.fft.rfft(x:double(), { dim = d }), "rfft " .. what)
+        T.set_num_threads(1)
+        local r1, f1 = T.fft.rfft(x, { dim = d }), T.fft.fft(z, { dim = d })
+        T.set_num_threads(2)
+        local r2, f2 = T.fft.rfft(x, { dim = d }), T.fft.fft(z, { dim = d })
+        T.set_num_threads(threads)
+        assert.is_true(T.equal(T.view_as_real(r1), T.view_as_real(r2)), "rfft threads " .. what)
+        assert.is_true(T.equal(T.view_as_real(f1), T.view_as_real(f2)), "fft threads " .. what)
+      end
+    end
+    local x = T.randn(3, 64, 64)
+    close(T.fft.irfft2(T.fft.rfft2(x)), x:double(), "irfft2(rfft2(x))")
+  end)
+
   it("refuses bad arguments with the op named", function()
     local x = T.randn(8)
     local function fails(pat, f, ...)

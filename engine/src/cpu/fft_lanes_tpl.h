@@ -1,0 +1,184 @@
+/*
+** cpu/fft_lanes_tpl.h -- the FFT's lane loops (cpu/complex.c), written once
+** and included once per computing type: R the real type (double for
+** complex128/float64, float for complex64/float32), SFX the names' suffix,
+** KIND_C/KIND_R the plan kinds (plan_get), FWD_C/BWD_C/FWD_R the pocketfft
+** calls of that build (through the process's pf_ops). The data is already
+** of type R: a lane is copied into the thread's buffer (or transformed in
+** place when contiguous) and copied back, with no conversion.
+*/
+
+/* nb lanes of n complex values at base (element stride inner) into buf
+** (lane l at buf + l * lane_stride(n)) */
+static inline __attribute__((always_inline)) void EMCAT(load_lanes_n_, SFX)(
+    const R *p, int64_t n, int64_t inner, int64_t nb, R *buf) {
+  const int64_t ls = lane_stride(n);
+  for (int64_t k = 0; k < n; k++)
+    for (int64_t l = 0; l < nb; l++) {
+      buf[l * ls + 2 * k] = p[2 * (k * inner + l)];
+      buf[l * ls + 2 * k + 1] = p[2 * (k * inner + l) + 1];
+    }
+}
+static inline __attribute__((always_inline)) void EMCAT(store_lanes_n_, SFX)(
+    R *p, int64_t n, int64_t inner, int64_t nb, const R *buf) {
+  const int64_t ls = lane_stride(n);
+  for (int64_t k = 0; k < n; k++)
+    for (int64_t l = 0; l < nb; l++) {
+      p[2 * (k * inner + l)] = buf[l * ls + 2 * k];
+      p[2 * (k * inner + l) + 1] = buf[l * ls + 2 * k + 1];
+    }
+}
+/* a full block's lane count as a constant (the inner loops unrolled) */
+static void EMCAT(load_lanes_, SFX)(const R *p, int64_t n, int64_t inner, int64_t nb, R *buf) {
+  if (nb == LANE_BLOCK) EMCAT(load_lanes_n_, SFX)(p, n, inner, LANE_BLOCK, buf);
+  else EMCAT(load_lanes_n_, SFX)(p, n, inner, nb, buf);
+}
+static void EMCAT(store_lanes_, SFX)(R *p, int64_t n, int64_t inner, int64_t nb, const R *buf) {
+  if (nb == LANE_BLOCK) EMCAT(store_lanes_n_, SFX)(p, n, inner, LANE_BLOCK, buf);
+  else EMCAT(store_lanes_n_, SFX)(p, n, inner, nb, buf);
+}
+
+/* the complex transform along the middle dim of contiguous (outer, n,
+** inner) complex values, in place */
+static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t inner,
+                                      int forward, double fct) {
+  plan_slot *slot = NULL;
+  const pf_ops *ops = pf();
+  void *plan = plan_get(KIND_C, (size_t)n, &slot);
+  if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
+                            (long long)n);
+  const int direct = inner == 1;
+  const int64_t blocks = outer * ((inner + LANE_BLOCK - 1) / LANE_BLOCK);
+  const int64_t width = inner < LANE_BLOCK ? inner : LANE_BLOCK;
+  int failed = 0;
+  int nt = em_get_num_threads();
+  (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
+#endif
+  {
+    R *buf = direct ? NULL : scratch_get((size_t)(lane_stride(n) * width) * sizeof(R));
+    if (!direct && !buf) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+      failed = 1;
+    }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (int64_t b = 0; b < blocks; b++) {
+      if (!direct && !buf) continue;
+      int64_t o, i0, nb;
+      lane_block(b, inner, &o, &i0, &nb);
+      R *base = data + 2 * ((o * n) * inner + i0);
+      if (!direct) EMCAT(load_lanes_, SFX)(base, n, inner, nb, buf);
+      for (int64_t l = 0; l < nb; l++) {
+        R *v = direct ? base : buf + l * lane_stride(n);
+        int r = forward ? FWD_C(ops, plan, v, (R)fct) : BWD_C(ops, plan, v, (R)fct);
+        if (r != 0) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+          failed = 1;
+        }
+      }
+      if (!direct) EMCAT(store_lanes_, SFX)(base, n, inner, nb, buf);
+    }
+    scratch_put(buf);
+  }
+  plan_release(KIND_C, plan, slot);
+  if (failed)
+    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
+                   (long long)n);
+  return EM_OK;
+}
+
+/* The real-input transform: in (contiguous (outer, n, inner) of R) to out
+** (complex of R, contiguous (outer, n / 2 + 1, inner)), the non-negative
+** frequencies of the forward transform, times fct. On pocketfft's real
+** plan (half the work of a complex transform); its packed result (r0, r1,
+** i1, r2, i2, ...) is unpacked as NumPy does. */
+static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64_t n,
+                                       int64_t inner, double fct) {
+  plan_slot *slot = NULL;
+  const pf_ops *ops = pf();
+  void *plan = plan_get(KIND_R, (size_t)n, &slot);
+  if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
+                            (long long)n);
+  const int64_t nh = n / 2 + 1, stride = n + 2;
+  const int64_t blocks = outer * ((inner + LANE_BLOCK - 1) / LANE_BLOCK);
+  const int64_t width = inner < LANE_BLOCK ? inner : LANE_BLOCK;
+  int failed = 0;
+  int nt = em_get_num_threads();
+  (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
+#endif
+  {
+    R *buf = scratch_get((size_t)(stride * width) * sizeof(R));
+    if (!buf) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+      failed = 1;
+    }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (int64_t b = 0; b < blocks; b++) {
+      if (!buf) continue;
+      int64_t o, i0, nb;
+      lane_block(b, inner, &o, &i0, &nb);
+      int64_t ioff = o * n * inner + i0, ooff = o * nh * inner + i0;
+      if (nb == 1 && inner == 1) { /* one contiguous lane: in its output, 2 nh >= n + 1 values */
+        R *v = out + 2 * ooff;
+        memcpy(v + 1, in + ioff, (size_t)n * sizeof(R));
+        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+          failed = 1;
+        }
+        v[0] = v[1];
+        v[1] = 0;
+        if (n % 2 == 0) v[n + 1] = 0;
+        continue;
+      }
+      /* lane l's values at buf + l * stride + 1 */
+      if (nb == 1) {
+        const R *p = in + ioff;
+        for (int64_t k = 0; k < n; k++) buf[1 + k] = p[k * inner];
+      } else {
+        for (int64_t k = 0; k < n; k++)
+          for (int64_t l = 0; l < nb; l++) buf[l * stride + 1 + k] = in[ioff + k * inner + l];
+      }
+      for (int64_t l = 0; l < nb; l++) {
+        R *v = buf + l * stride;
+        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+          failed = 1;
+        }
+        /* (r0, r1, i1, ...) at v + 1 -> (r0, 0, r1, i1, ...) at v */
+        v[0] = v[1];
+        v[1] = 0;
+        if (n % 2 == 0) v[n + 1] = 0;
+      }
+      for (int64_t k = 0; k < nh; k++)
+        for (int64_t l = 0; l < nb; l++) {
+          const R *v = buf + l * stride + 2 * k;
+          R *p = out + 2 * (ooff + k * inner + l);
+          p[0] = v[0];
+          p[1] = v[1];
+        }
+    }
+    scratch_put(buf);
+  }
+  plan_release(KIND_R, plan, slot);
+  if (failed)
+    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
+                   (long long)n);
+  return EM_OK;
+}
