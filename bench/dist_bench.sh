@@ -24,7 +24,7 @@ mpi=(mpirun --oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mec
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 sizes="4096 1048576 67108864"
 rounds=${ROUNDS:-2}
-declare -A c e f g
+declare -A c e f g h
 best() { # array-name: reads "bytes reps seconds" lines, keeps the least per size
   local -n arr=$1
   while read -r b _ s; do
@@ -36,23 +36,29 @@ for _ in $(seq 1 "$rounds"); do
   best e < <("${mpi[@]}" -np 2 ./bin/ember bench/dist_allreduce.lua $sizes)
   best f < <("${mpi[@]}" -x EMBER_BENCH_NO_TIMEOUT=1 -np 2 ./bin/ember bench/dist_allreduce.lua $sizes)
   best g < <(EMBER_DIST_ALLREDUCE=mpi "${mpi[@]}" -x EMBER_DIST_ALLREDUCE -np 2 ./bin/ember bench/dist_allreduce.lua $sizes)
+  best h < <(EMBER_MPI_THREAD_LEVEL=single "${mpi[@]}" -x EMBER_MPI_THREAD_LEVEL -np 2 ./bin/ember bench/dist_allreduce.lua $sizes)
 done
-echo "| all_reduce, float32, 2 ranks | C MPI_Allreduce | ember, timeout 1800 s (its point-to-point schedule) | ember, timeout 1800 s, EMBER_DIST_ALLREDUCE=mpi (MPI_Iallreduce) | ember, timeout = math.huge (MPI_Allreduce) |"
-echo "|---|---|---|---|---|"
+echo "| all_reduce, float32, 2 ranks | C MPI_Allreduce | ember, timeout 1800 s (its point-to-point schedule) | ember, timeout 1800 s, EMBER_DIST_ALLREDUCE=mpi (MPI_Iallreduce) | ember, timeout = math.huge (MPI_Allreduce) | ember, timeout 1800 s, EMBER_MPI_THREAD_LEVEL=single |"
+echo "|---|---|---|---|---|---|"
 for b in $sizes; do
-  awk -v b="$b" -v c="${c[$b]}" -v e="${e[$b]}" -v f="${f[$b]}" -v g="${g[$b]}" 'BEGIN {
+  awk -v b="$b" -v c="${c[$b]}" -v e="${e[$b]}" -v f="${f[$b]}" -v g="${g[$b]}" -v h="${h[$b]}" 'BEGIN {
     name = b >= 1048576 ? sprintf("%d MB", b / 1048576) : sprintf("%d KB", b / 1024)
-    printf("| %s | %.1f us (%.2f GB/s) | %.1f us (%.2f GB/s, %.2fx) | %.1f us (%.2f GB/s, %.2fx) | %.1f us (%.2f GB/s, %.2fx) |\n", name,
-           c * 1e6, b / c / 1e9, e * 1e6, b / e / 1e9, c / e, g * 1e6, b / g / 1e9, c / g, f * 1e6, b / f / 1e9, c / f) }'
+    printf("| %s | %.1f us (%.2f GB/s) | %.1f us (%.2f GB/s, %.2fx) | %.1f us (%.2f GB/s, %.2fx) | %.1f us (%.2f GB/s, %.2fx) | %.1f us (%.2f GB/s, %.2fx) |\n", name,
+           c * 1e6, b / c / 1e9, e * 1e6, b / e / 1e9, c / e, g * 1e6, b / g / 1e9, c / g, f * 1e6, b / f / 1e9, c / f,
+           h * 1e6, b / h / 1e9, c / h) }'
 done
 echo
 echo "| DDP step, digits MLP, global batch 32 | step | step without communication | all-reduces alone | hidden by backward | buckets sent during backward |"
 echo "|---|---|---|---|---|---|"
-for np in 1 2; do
-  read -r w t_ddp t_local t_comm launched nb < <("${mpi[@]}" -np "$np" ./bin/ember bench/dist_ddp.lua 200 | tail -1)
-  awk -v w="$w" -v d="$t_ddp" -v l="$t_local" -v m="$t_comm" -v k="$launched" -v nb="$nb" 'BEGIN {
+# 1 and 2 ranks with the default 25 MB buckets (the MLP's 200 KB of
+# gradients make one), then 2 ranks with 50 KB buckets (4 of them, 3 sent
+# while the backward still runs)
+for cfg in "1 25" "2 25" "2 0.05"; do
+  read -r np cap <<<"$cfg"
+  read -r w t_ddp t_local t_comm launched nb < <("${mpi[@]}" -np "$np" ./bin/ember bench/dist_ddp.lua 200 "$cap" | tail -1)
+  awk -v w="$w" -v d="$t_ddp" -v l="$t_local" -v m="$t_comm" -v k="$launched" -v nb="$nb" -v cap="$cap" 'BEGIN {
     hidden = m > 0 ? (l + m - d) / m : 0
     if (hidden < 0) hidden = 0
-    printf("| %d rank%s | %.3f ms | %.3f ms | %.3f ms | %s | %d of %d |\n", w, w > 1 ? "s" : "", d, l, m,
-           w > 1 ? sprintf("%.0f%%", 100 * hidden) : "-", k, nb) }'
+    printf("| %d rank%s, bucket_cap_mb = %s | %.3f ms | %.3f ms | %.3f ms | %s | %d of %d |\n", w, w > 1 ? "s" : "",
+           cap, d, l, m, w > 1 ? sprintf("%.0f%%", 100 * hidden) : "-", k, nb) }'
 done

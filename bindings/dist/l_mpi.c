@@ -188,15 +188,32 @@ static int started(lua_State *L, dreq *r, int rc, const char *op) {
 
 /* -- Set-up -------------------------------------------------------------- */
 
-/* init() -> rank, size (of MPI_COMM_WORLD) */
+/* the thread levels by name, in MPI's order */
+static const char *const LEVELS[] = {"single", "funneled", "serialized", "multiple", NULL};
+static int level_value(int i) {
+  return i == 0 ? MPI_THREAD_SINGLE : i == 1 ? MPI_THREAD_FUNNELED : i == 2 ? MPI_THREAD_SERIALIZED
+                                                                     : MPI_THREAD_MULTIPLE;
+}
+static const char *level_name(int v) {
+  for (int i = 0; LEVELS[i]; i++)
+    if (level_value(i) == v) return LEVELS[i];
+  return "unknown";
+}
+
+/* init(level) -> rank, size (of MPI_COMM_WORLD), the thread level MPI
+** provides (a name of LEVELS): MPI_Init_thread asking for level ("funneled"
+** by default: ember's own threads never call MPI), unless the host has
+** initialized MPI (then its level stands) */
 static int l_init(lua_State *L) {
-  int flag = 0;
+  int want = luaL_checkoption(L, 1, "funneled", LEVELS);
+  int flag = 0, provided = 0;
   MPI_Initialized(&flag);
   if (!flag) {
-    int provided;
-    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    int rc = MPI_Init_thread(NULL, NULL, level_value(want), &provided);
     if (rc != MPI_SUCCESS) return luaL_error(L, "init_process_group: MPI_Init failed");
     we_initialized = 1;
+  } else {
+    MPI_Query_thread(&provided);
   }
   if (ncomms == 0) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -208,7 +225,8 @@ static int l_init(lua_State *L) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   lua_pushinteger(L, rank);
   lua_pushinteger(L, size);
-  return 2;
+  lua_pushstring(L, level_name(provided));
+  return 3;
 }
 
 /* The state's sentinel: at lua_close, finalize (or abort a broken job). */

@@ -81,6 +81,8 @@ cases 3 sampler.lua
 cases 3 options.lua
 env_args=(-x DIST_WORLD_TIMEOUT=inf)
 cases 2 collectives.lua   # the world group without a timeout: MPI's blocking forms
+env_args=(-x EMBER_MPI_THREAD_LEVEL=single)
+cases 2 collectives.lua   # MPI initialized at MPI_THREAD_SINGLE (Open MPI takes no locks)
 env_args=(-x EMBER_DISTRIBUTED_DEBUG=DETAIL)
 cases 3 detail.lua
 cases 2 collectives.lua   # every collective passes the DETAIL check
@@ -121,6 +123,18 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] && grep -q "rank 1
   ok "a failing rank ends the job at once (status $rc, $took s)"
 else
   bad "a failing rank: status $rc after $took s"
+  tail -15 "$log"
+fi
+
+# -- EMBER_MPI_THREAD_LEVEL: a value that is not a level is refused, naming it
+if timeout 60 "$mpirun" "${mpi_args[@]}" -x EMBER_MPI_THREAD_LEVEL=threaded -np 2 ./bin/ember -e '
+  local T = require "ember"
+  local ok, err = pcall(T.distributed.init_process_group, {})
+  print(ok, err)' >"$log" 2>&1 &&
+  grep -q "init_process_group: EMBER_MPI_THREAD_LEVEL must be one of single, funneled, serialized, multiple; got .threaded." "$log"; then
+  ok "EMBER_MPI_THREAD_LEVEL=threaded is refused, naming the variable and the levels"
+else
+  bad "EMBER_MPI_THREAD_LEVEL=threaded"
   tail -15 "$log"
 fi
 
