@@ -53,6 +53,13 @@ local function ops_for(dt)
   return { "sum", "max", "min", "prod" }
 end
 
+-- an "offset" view's base (make): written in place, the rest of it untouched
+local function untouched(base, dt, what)
+  if not base then return end
+  local z = T.zeros(2, { dtype = dt })
+  H.assert(T.equal(base:narrow(1, 1, 2), z) and T.equal(base:narrow(1, 7, 2), z), "%s: wrote outside the view", what)
+end
+
 H.check("all_reduce: every dtype, op and layout", function()
   for _, dt in ipairs(DTYPES) do
     for _, kind in ipairs(SHAPES) do
@@ -64,11 +71,7 @@ H.check("all_reduce: every dtype, op and layout", function()
         H.assert(#t.shape:totable() == #shape, "%s: shape changed", what)
         local tol = (dt == T.float16 or dt == T.bfloat16) and 0 or nil
         H.same(t, expected(kind, dt, op), what, tol)
-        if base then -- written in place: the rest of the base is untouched
-          local z = T.zeros(2, { dtype = dt })
-          H.assert(T.equal(base:narrow(1, 1, 2), z) and T.equal(base:narrow(1, 7, 2), z),
-            "%s: wrote outside the view", what)
-        end
+        untouched(base, dt, what)
       end
     end
   end
@@ -89,11 +92,7 @@ H.check("all_reduce(t) with no options: every dtype and layout, a completed hand
       local what = string.format("%s %s", dt.name, kind)
       H.same(t, expected(kind, dt, "sum"), what, (dt == T.float16 or dt == T.bfloat16) and 0 or nil)
       H.assert(w:is_completed() and w:wait() and w:is_success(), "%s: the handle is not completed", what)
-      if base then
-        local z = T.zeros(2, { dtype = dt })
-        H.assert(T.equal(base:narrow(1, 1, 2), z) and T.equal(base:narrow(1, 7, 2), z),
-          "%s: wrote outside the view", what)
-      end
+      untouched(base, dt, what)
     end
   end
   -- written in place: a tensor saved for backward and then reduced makes

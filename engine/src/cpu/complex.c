@@ -315,6 +315,12 @@ static int fft_parallel(int nt, int64_t blocks, int64_t work) {
 #endif
 }
 
+/* a lane's failure, written by any thread of the team */
+#ifdef _OPENMP
+#define FFT_FAIL(flag) do { _Pragma("omp atomic write") flag = 1; } while (0)
+#else
+#define FFT_FAIL(flag) ((flag) = 1)
+#endif
 #define EMCAT2(a, b) a##b
 #define EMCAT(a, b) EMCAT2(a, b)
 #define R double

@@ -58,12 +58,7 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
 #endif
   {
     R *buf = direct ? NULL : scratch_get((size_t)(lane_stride(n) * width) * sizeof(R));
-    if (!direct && !buf) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-      failed = 1;
-    }
+    if (!direct && !buf) FFT_FAIL(failed);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -76,12 +71,7 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
       for (int64_t l = 0; l < nb; l++) {
         R *v = direct ? base : buf + l * lane_stride(n);
         int r = forward ? FWD_C(ops, plan, v, (R)fct) : BWD_C(ops, plan, v, (R)fct);
-        if (r != 0) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-          failed = 1;
-        }
+        if (r != 0) FFT_FAIL(failed);
       }
       if (!direct) EMCAT(store_lanes_, SFX)(base, n, inner, nb, buf);
     }
@@ -117,12 +107,7 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
 #endif
   {
     R *buf = scratch_get((size_t)(stride * width) * sizeof(R));
-    if (!buf) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-      failed = 1;
-    }
+    if (!buf) FFT_FAIL(failed);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -134,12 +119,7 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
       if (nb == 1 && inner == 1) { /* one contiguous lane: in its output, 2 nh >= n + 1 values */
         R *v = out + 2 * ooff;
         memcpy(v + 1, in + ioff, (size_t)n * sizeof(R));
-        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-          failed = 1;
-        }
+        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) FFT_FAIL(failed);
         v[0] = v[1];
         v[1] = 0;
         if (n % 2 == 0) v[n + 1] = 0;
@@ -155,12 +135,7 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
       }
       for (int64_t l = 0; l < nb; l++) {
         R *v = buf + l * stride;
-        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-          failed = 1;
-        }
+        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) FFT_FAIL(failed);
         /* (r0, r1, i1, ...) at v + 1 -> (r0, 0, r1, i1, ...) at v */
         v[0] = v[1];
         v[1] = 0;
