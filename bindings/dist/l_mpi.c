@@ -94,25 +94,40 @@ static void spare_release(void) {
 /* not an MPI error code: a schedule's block could not be allocated */
 #define ERR_NOMEM (-1)
 
-static int fail(lua_State *L, const char *op, int rc) {
-  if (rc == ERR_NOMEM) return luaL_error(L, "%s: out of memory for the schedule", op);
+/* what error code rc says, into buf ("MPI error: ..."; ERR_NOMEM is ours) */
+enum { ERR_TEXT = MPI_MAX_ERROR_STRING + 16 };
+static const char *err_text(int rc, char buf[ERR_TEXT]) {
+  if (rc == ERR_NOMEM) return "out of memory for the schedule";
   char msg[MPI_MAX_ERROR_STRING + 1];
   int len = 0;
   if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) len = 0;
   msg[len] = 0;
-  return luaL_error(L, "%s: MPI error: %s", op, len ? msg : "unknown");
+  snprintf(buf, ERR_TEXT, "MPI error: %s", len ? msg : "unknown");
+  return buf;
+}
+
+static int fail(lua_State *L, const char *op, int rc) {
+  char buf[ERR_TEXT];
+  return luaL_error(L, "%s: %s", op, err_text(rc, buf));
+}
+
+/* what makes comm id unusable, or NULL */
+static const char *comm_problem(lua_Integer id) {
+  if (!we_initialized && ncomms == 0) return "MPI is not initialized";
+  if (id < 0 || id >= ncomms || comms[id] == MPI_COMM_NULL) return "the process group has been destroyed";
+  return NULL;
 }
 
 static MPI_Comm check_comm(lua_State *L, int idx, const char *op) {
   lua_Integer id = luaL_checkinteger(L, idx);
-  if (!we_initialized && ncomms == 0) luaL_error(L, "%s: MPI is not initialized", op);
-  if (id < 0 || id >= ncomms || comms[id] == MPI_COMM_NULL)
-    luaL_error(L, "%s: the process group has been destroyed", op);
+  const char *why = comm_problem(id);
+  if (why) luaL_error(L, "%s: %s", op, why);
   return comms[id];
 }
 
-static MPI_Datatype check_type(lua_State *L, int idx, const char *op) {
-  const char *n = luaL_checkstring(L, idx);
+/* the MPI type of a dtype name (float16/bfloat16: moved as 16-bit words,
+** not reduced), or MPI_DATATYPE_NULL */
+static MPI_Datatype type_named(const char *n) {
   if (!strcmp(n, "float32")) return MPI_FLOAT;
   if (!strcmp(n, "float64")) return MPI_DOUBLE;
   if (!strcmp(n, "int64")) return MPI_INT64_T;
@@ -121,13 +136,19 @@ static MPI_Datatype check_type(lua_State *L, int idx, const char *op) {
   if (!strcmp(n, "int8")) return MPI_INT8_T;
   if (!strcmp(n, "uint8")) return MPI_UINT8_T;
   if (!strcmp(n, "bool")) return MPI_C_BOOL;
-  if (!strcmp(n, "float16") || !strcmp(n, "bfloat16")) return MPI_UINT16_T; /* moved, not reduced */
-  luaL_error(L, "%s: dtype %s has no MPI type", op, n);
+  if (!strcmp(n, "float16") || !strcmp(n, "bfloat16")) return MPI_UINT16_T;
   return MPI_DATATYPE_NULL;
 }
 
-static MPI_Op check_op(lua_State *L, int idx, const char *op) {
+static MPI_Datatype check_type(lua_State *L, int idx, const char *op) {
   const char *n = luaL_checkstring(L, idx);
+  MPI_Datatype t = type_named(n);
+  if (t == MPI_DATATYPE_NULL) luaL_error(L, "%s: dtype %s has no MPI type", op, n);
+  return t;
+}
+
+/* the MPI op of a reduce op name, or MPI_OP_NULL */
+static MPI_Op op_named(const char *n) {
   if (!strcmp(n, "sum")) return MPI_SUM;
   if (!strcmp(n, "prod")) return MPI_PROD;
   if (!strcmp(n, "max")) return MPI_MAX;
@@ -137,8 +158,14 @@ static MPI_Op check_op(lua_State *L, int idx, const char *op) {
   if (!strcmp(n, "band")) return MPI_BAND;
   if (!strcmp(n, "bor")) return MPI_BOR;
   if (!strcmp(n, "bxor")) return MPI_BXOR;
-  luaL_error(L, "%s: unknown reduce op '%s'", op, n);
   return MPI_OP_NULL;
+}
+
+static MPI_Op check_op(lua_State *L, int idx, const char *op) {
+  const char *n = luaL_checkstring(L, idx);
+  MPI_Op o = op_named(n);
+  if (o == MPI_OP_NULL) luaL_error(L, "%s: unknown reduce op '%s'", op, n);
+  return o;
 }
 
 static int check_count(lua_State *L, int idx, const char *op) {
@@ -826,13 +853,21 @@ static int l_wait(lua_State *L) {
 ** timed-out schedule stays in flight on it (the job is broken then, and
 ** MPI_Abort ends it at exit), so it is never reused after one. */
 static dreq blocking_req;
-static dreq *blocking(lua_State *L) {
+static const char BLOCKING_LOST[] = "the process group is unusable after a timed-out all_reduce";
+/* the blocking request, reset for a new call; NULL while a timed-out
+** schedule still holds it */
+static dreq *blocking_take(void) {
   dreq *r = &blocking_req;
-  if (r->active) luaL_error(L, "all_reduce: the process group is unusable after a timed-out all_reduce");
+  if (r->active) return NULL;
   r->req = MPI_REQUEST_NULL;
   r->source = -1;
   r->s = NULL;
   r->err = 0;
+  return r;
+}
+static dreq *blocking(lua_State *L) {
+  dreq *r = blocking_take();
+  if (!r) luaL_error(L, "all_reduce: %s", BLOCKING_LOST);
   return r;
 }
 static int l_allreduce_timed(lua_State *L) {
@@ -856,59 +891,37 @@ static int l_allreduce_timed(lua_State *L) {
 static const char *const FFI_DTYPES[] = {"float32", "float64", "int64", "int32", "int16",
                                          "int8",    "uint8",   "bool",  NULL};
 static const char *const FFI_OPS[] = {"sum", "prod", "max", "min", NULL};
-static MPI_Datatype ffi_type(int code) {
-  switch (code) {
-  case 1: return MPI_FLOAT;
-  case 2: return MPI_DOUBLE;
-  case 3: return MPI_INT64_T;
-  case 4: return MPI_INT32_T;
-  case 5: return MPI_INT16_T;
-  case 6: return MPI_INT8_T;
-  case 7: return MPI_UINT8_T;
-  case 8: return MPI_C_BOOL;
-  default: return MPI_DATATYPE_NULL;
-  }
-}
-static MPI_Op ffi_op(int code) {
-  switch (code) {
-  case 1: return MPI_SUM;
-  case 2: return MPI_PROD;
-  case 3: return MPI_MAX;
-  case 4: return MPI_MIN;
-  default: return MPI_OP_NULL;
-  }
-}
-static char ffi_err[MPI_MAX_ERROR_STRING + 64];
-static int ffi_fail(const char *what, int rc) {
-  char msg[MPI_MAX_ERROR_STRING + 1];
-  int len = 0;
-  if (rc == ERR_NOMEM) snprintf(msg, sizeof msg, "out of memory for the schedule");
-  else if (rc != MPI_SUCCESS && MPI_Error_string(rc, msg, &len) == MPI_SUCCESS) msg[len] = 0;
-  else snprintf(msg, sizeof msg, "%s", rc == MPI_SUCCESS ? "" : "unknown");
-  snprintf(ffi_err, sizeof ffi_err, "all_reduce: %s%s", what, msg);
+enum { FFI_NDTYPES = sizeof FFI_DTYPES / sizeof *FFI_DTYPES - 1,
+       FFI_NOPS = sizeof FFI_OPS / sizeof *FFI_OPS - 1 };
+/* the MPI types and ops of the codes, looked up by name (type_named,
+** op_named) once, by ffi_api() */
+static MPI_Datatype ffi_types[FFI_NDTYPES];
+static MPI_Op ffi_ops[FFI_NOPS];
+static char ffi_err[ERR_TEXT + 64];
+static int ffi_fail(const char *why) {
+  snprintf(ffi_err, sizeof ffi_err, "all_reduce: %s", why);
   return 2;
 }
 static int ffi_allreduce(int id, void *a, int64_t n, int dt, int opc, double timeout) {
-  if (!we_initialized && ncomms == 0) return ffi_fail("MPI is not initialized", MPI_SUCCESS);
-  if (id < 0 || id >= ncomms || comms[id] == MPI_COMM_NULL)
-    return ffi_fail("the process group has been destroyed", MPI_SUCCESS);
-  MPI_Datatype t = ffi_type(dt);
-  MPI_Op op = ffi_op(opc);
-  if (n < 0 || n > INT_MAX || t == MPI_DATATYPE_NULL || op == MPI_OP_NULL)
-    return ffi_fail("bad arguments to the FFI entry", MPI_SUCCESS);
+  const char *why = comm_problem(id);
+  if (why) return ffi_fail(why);
+  if (n < 0 || n > INT_MAX || dt < 1 || dt > FFI_NDTYPES || opc < 1 || opc > FFI_NOPS) {
+    snprintf(ffi_err, sizeof ffi_err, "all_reduce: bad arguments to the FFI entry (count %lld, dtype code %d, "
+             "op code %d)", (long long)n, dt, opc);
+    return 2;
+  }
+  MPI_Datatype t = ffi_types[dt - 1];
+  MPI_Op op = ffi_ops[opc - 1];
+  char buf[ERR_TEXT];
   if (timeout == HUGE_VAL) {
     int rc = MPI_Allreduce(MPI_IN_PLACE, a, (int)n, t, op, comms[id]);
-    return rc == MPI_SUCCESS ? 0 : ffi_fail("MPI error: ", rc);
+    return rc == MPI_SUCCESS ? 0 : ffi_fail(err_text(rc, buf));
   }
-  dreq *r = &blocking_req;
-  if (r->active) return ffi_fail("the process group is unusable after a timed-out all_reduce", MPI_SUCCESS);
-  r->req = MPI_REQUEST_NULL;
-  r->source = -1;
-  r->s = NULL;
-  r->err = 0;
+  dreq *r = blocking_take();
+  if (!r) return ffi_fail(BLOCKING_LOST);
   int done = 0, rc = allreduce_post(r, id, comms[id], a, (int)n, t, op);
   if (rc == MPI_SUCCESS) rc = wait_rc(r, timeout, &done);
-  if (rc != MPI_SUCCESS) return ffi_fail("MPI error: ", rc);
+  if (rc != MPI_SUCCESS) return ffi_fail(err_text(rc, buf));
   return done ? 0 : 1;
 }
 typedef struct ffi_api_t {
@@ -919,6 +932,8 @@ static const ffi_api_t ffi_api_v = {ffi_allreduce};
 /* ffi_api() -> lightuserdata (a struct of the entries), dtype names, op
 ** names (the codes' lists) */
 static int l_ffi_api(lua_State *L) {
+  for (int i = 0; i < FFI_NDTYPES; i++) ffi_types[i] = type_named(FFI_DTYPES[i]);
+  for (int i = 0; i < FFI_NOPS; i++) ffi_ops[i] = op_named(FFI_OPS[i]);
   lua_pushlightuserdata(L, (void *)&ffi_api_v);
   for (int k = 0; k < 2; k++) {
     const char *const *names = k ? FFI_OPS : FFI_DTYPES;
