@@ -315,6 +315,21 @@ static int fft_parallel(int nt, int64_t blocks, int64_t work) {
 #endif
 }
 
+/* *plan: a plan of kind for n (plan_get); out of memory is the error */
+static em_status plan_or_fail(int kind, int64_t n, void **plan, plan_slot **slot) {
+  *plan = plan_get(kind, (size_t)n, slot);
+  if (!*plan)
+    return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld", (long long)n);
+  return EM_OK;
+}
+/* a transform's end: its plan released, a lane's failure as the error */
+static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, int64_t n) {
+  plan_release(kind, plan, slot);
+  if (failed)
+    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld", (long long)n);
+  return EM_OK;
+}
+
 /* a lane's failure, written by any thread of the team */
 #ifdef _OPENMP
 #define FFT_FAIL(flag) do { _Pragma("omp atomic write") flag = 1; } while (0)

@@ -44,9 +44,9 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
                                       int forward, double fct) {
   plan_slot *slot = NULL;
   const pf_ops *ops = pf();
-  void *plan = plan_get(KIND_C, (size_t)n, &slot);
-  if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
-                            (long long)n);
+  void *plan = NULL;
+  em_status st = plan_or_fail(KIND_C, n, &plan, &slot);
+  if (st != EM_OK) return st;
   const int direct = inner == 1;
   const int64_t blocks = outer * ((inner + LANE_BLOCK - 1) / LANE_BLOCK);
   const int64_t width = inner < LANE_BLOCK ? inner : LANE_BLOCK;
@@ -77,11 +77,18 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
     }
     scratch_put(buf);
   }
-  plan_release(KIND_C, plan, slot);
-  if (failed)
-    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
-                   (long long)n);
-  return EM_OK;
+  return plan_done(KIND_C, plan, slot, failed, n);
+}
+
+/* the forward real transform of the n values at v + 1, unpacked from
+** pocketfft's (r0, r1, i1, ...) there to (r0, 0, r1, i1, ...) at v (and a
+** zero imaginary Nyquist term for even n); nonzero when out of memory */
+static int EMCAT(rfft_lane_, SFX)(const pf_ops *ops, void *plan, R *v, int64_t n, double fct) {
+  if (FWD_R(ops, plan, v + 1, (R)fct) != 0) return 1;
+  v[0] = v[1];
+  v[1] = 0;
+  if (n % 2 == 0) v[n + 1] = 0;
+  return 0;
 }
 
 /* The real-input transform: in (contiguous (outer, n, inner) of R) to out
@@ -93,9 +100,10 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
                                        int64_t inner, double fct) {
   plan_slot *slot = NULL;
   const pf_ops *ops = pf();
-  void *plan = plan_get(KIND_R, (size_t)n, &slot);
-  if (!plan) return em_fail(EM_E_NOMEM, "fft: out of memory planning a transform of size %lld",
-                            (long long)n);
+  void *plan = NULL;
+  em_status st = plan_or_fail(KIND_R, n, &plan, &slot);
+  if (st != EM_OK) return st;
+  const int direct = inner == 1; /* each lane contiguous: transformed in its output */
   const int64_t nh = n / 2 + 1, stride = n + 2;
   const int64_t blocks = outer * ((inner + LANE_BLOCK - 1) / LANE_BLOCK);
   const int64_t width = inner < LANE_BLOCK ? inner : LANE_BLOCK;
@@ -106,41 +114,27 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
 #pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
 #endif
   {
-    R *buf = scratch_get((size_t)(stride * width) * sizeof(R));
-    if (!buf) FFT_FAIL(failed);
+    R *buf = direct ? NULL : scratch_get((size_t)(stride * width) * sizeof(R));
+    if (!direct && !buf) FFT_FAIL(failed);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
     for (int64_t b = 0; b < blocks; b++) {
-      if (!buf) continue;
+      if (!direct && !buf) continue;
       int64_t o, i0, nb;
       lane_block(b, inner, &o, &i0, &nb);
       int64_t ioff = o * n * inner + i0, ooff = o * nh * inner + i0;
-      if (nb == 1 && inner == 1) { /* one contiguous lane: in its output, 2 nh >= n + 1 values */
+      if (direct) { /* in its output: 2 nh >= n + 1 values */
         R *v = out + 2 * ooff;
         memcpy(v + 1, in + ioff, (size_t)n * sizeof(R));
-        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) FFT_FAIL(failed);
-        v[0] = v[1];
-        v[1] = 0;
-        if (n % 2 == 0) v[n + 1] = 0;
+        if (EMCAT(rfft_lane_, SFX)(ops, plan, v, n, fct) != 0) FFT_FAIL(failed);
         continue;
       }
       /* lane l's values at buf + l * stride + 1 */
-      if (nb == 1) {
-        const R *p = in + ioff;
-        for (int64_t k = 0; k < n; k++) buf[1 + k] = p[k * inner];
-      } else {
-        for (int64_t k = 0; k < n; k++)
-          for (int64_t l = 0; l < nb; l++) buf[l * stride + 1 + k] = in[ioff + k * inner + l];
-      }
-      for (int64_t l = 0; l < nb; l++) {
-        R *v = buf + l * stride;
-        if (FWD_R(ops, plan, v + 1, (R)fct) != 0) FFT_FAIL(failed);
-        /* (r0, r1, i1, ...) at v + 1 -> (r0, 0, r1, i1, ...) at v */
-        v[0] = v[1];
-        v[1] = 0;
-        if (n % 2 == 0) v[n + 1] = 0;
-      }
+      for (int64_t k = 0; k < n; k++)
+        for (int64_t l = 0; l < nb; l++) buf[l * stride + 1 + k] = in[ioff + k * inner + l];
+      for (int64_t l = 0; l < nb; l++)
+        if (EMCAT(rfft_lane_, SFX)(ops, plan, buf + l * stride, n, fct) != 0) FFT_FAIL(failed);
       for (int64_t k = 0; k < nh; k++)
         for (int64_t l = 0; l < nb; l++) {
           const R *v = buf + l * stride + 2 * k;
@@ -151,9 +145,5 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
     }
     scratch_put(buf);
   }
-  plan_release(KIND_R, plan, slot);
-  if (failed)
-    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
-                   (long long)n);
-  return EM_OK;
+  return plan_done(KIND_R, plan, slot, failed, n);
 }
