@@ -122,24 +122,27 @@ DEF_CASCADE(x, F_X, V_X)
 DEF_CASCADE(sq, F_SQ, V_SQ)
 DEF_CASCADE(abs, F_ABS, V_ABS)
 
-/* the product in 2 x 8 double lanes */
-AI double prod_run(const float *p, int64_t n) {
-  vd a0 = {1, 1, 1, 1}, a1 = a0, a2 = a0, a3 = a0;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    vd x0, x1, x2, x3;
-    ldu_d8(p + i, &x0, &x1);
-    ldu_d8(p + i + 8, &x2, &x3);
-    a0 *= x0;
-    a1 *= x1;
-    a2 *= x2;
-    a3 *= x3;
+/* The product in 4 x 4 double lanes: lane j of a_k multiplies p[16 m + 4 k
+** + j], the lanes folded in a fixed tree, the tail in order. LOAD4(q):
+** q[0..3] as 4 doubles. */
+#define DEF_PROD(NAME, ATTRS, LOAD4)                                          \
+  ATTRS double NAME(const float *p, int64_t n) {                              \
+    vd a0 = {1, 1, 1, 1}, a1 = a0, a2 = a0, a3 = a0;                         \
+    int64_t i = 0;                                                           \
+    for (; i + 16 <= n; i += 16) {                                           \
+      a0 *= LOAD4(p + i);                                                    \
+      a1 *= LOAD4(p + i + 4);                                                \
+      a2 *= LOAD4(p + i + 8);                                                \
+      a3 *= LOAD4(p + i + 12);                                               \
+    }                                                                        \
+    vd a = (a0 * a2) * (a1 * a3);                                            \
+    double s = (a[0] * a[2]) * (a[1] * a[3]);                                \
+    for (; i < n; i++) s *= (double)p[i];                                    \
+    return s;                                                                \
   }
-  vd a = (a0 * a2) * (a1 * a3);
-  double s = (a[0] * a[2]) * (a[1] * a[3]);
-  for (; i < n; i++) s *= (double)p[i];
-  return s;
-}
+typedef float vf4 __attribute__((vector_size(16)));
+AI vd ldu_d4(const float *p) { vf4 v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, vd); }
+DEF_PROD(prod_run, AI, ldu_d4)
 
 /* prod_run on AVX2: each 4 floats converted to 4 doubles straight from
 ** memory (vcvtps2pd ymm, m128). The generic loop's avx2 clone converts in
@@ -151,20 +154,8 @@ AI double prod_run(const float *p, int64_t n) {
     !defined(EMBER_NO_CLONES)
 #define EM_PROD_AVX2 1
 #include <immintrin.h>
-__attribute__((target("avx2"))) static double prod_run_avx2(const float *p, int64_t n) {
-  __m256d a0 = _mm256_set1_pd(1), a1 = a0, a2 = a0, a3 = a0;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    a0 = _mm256_mul_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p + i)));
-    a1 = _mm256_mul_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 4)));
-    a2 = _mm256_mul_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 8)));
-    a3 = _mm256_mul_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 12)));
-  }
-  vd a = ((vd)a0 * (vd)a2) * ((vd)a1 * (vd)a3);
-  double s = (a[0] * a[2]) * (a[1] * a[3]);
-  for (; i < n; i++) s *= (double)p[i];
-  return s;
-}
+#define LD4_AVX2(q) ((vd)_mm256_cvtps_pd(_mm_loadu_ps(q)))
+DEF_PROD(prod_run_avx2, __attribute__((target("avx2"))) static, LD4_AVX2)
 #endif
 static double prod_any(const float *p, int64_t n) {
 #ifdef EM_PROD_AVX2
