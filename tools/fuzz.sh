@@ -16,7 +16,7 @@ case "$1" in
 esac
 [ "$targets" = all ] && targets="npy npz ember safetensors torch index viewops"
 mkdir -p build-fuzz
-srcs="$(find engine/src -name "*.c" -not -path "*/cuda/*" | sort) engine/third_party/pocketfft/pocketfft.c"
+srcs="$(find engine/src -name "*.c" -not -path "*/cuda/*" | sort)"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iengine/include -Iengine/src -Iengine/third_party $(pkg-config --cflags openblas)"
 libs="$(pkg-config --libs openblas) -lz -lm -lpthread"

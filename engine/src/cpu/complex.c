@@ -34,7 +34,7 @@ typedef struct pf_ops {
   int (*bwd_c)(cfft_plan, double *, double);
   rfft_plan (*make_r)(size_t);
   void (*destroy_r)(rfft_plan);
-  int (*fwd_r)(rfft_plan, double *, double);
+  int (*fwd_r)(rfft_plan, const double *, double *, double); /* in to out */
   /* the float build's */
   void *(*make_fc)(size_t);
   void (*destroy_fc)(void *);
@@ -42,7 +42,7 @@ typedef struct pf_ops {
   int (*bwd_fc)(void *, float *, float);
   void *(*make_fr)(size_t);
   void (*destroy_fr)(void *);
-  int (*fwd_fr)(void *, float *, float);
+  int (*fwd_fr)(void *, const float *, float *, float);
 } pf_ops;
 
 #define PF32_DECLS(P)                              \
@@ -52,12 +52,14 @@ typedef struct pf_ops {
   int P##bwd_c(void *, float *, float);            \
   void *P##make_r(size_t);                         \
   void P##destroy_r(void *);                       \
-  int P##fwd_r(void *, float *, float);
-#define PF32_OPS(P) P##make_c, P##destroy_c, P##fwd_c, P##bwd_c, P##make_r, P##destroy_r, P##fwd_r
+  int P##fwd_r_into(void *, const float *, float *, float);
+#define PF32_OPS(P) P##make_c, P##destroy_c, P##fwd_c, P##bwd_c, P##make_r, P##destroy_r, P##fwd_r_into
 PF32_DECLS(em_pf_f32_)
+/* cpu/pocketfft_into.h: rfft_forward from in to out (the same bits) */
+int rfft_forward_into(rfft_plan, const double *, double *, double);
 
 static const pf_ops pf_base = {make_cfft_plan, destroy_cfft_plan, cfft_forward, cfft_backward,
-                               make_rfft_plan, destroy_rfft_plan, rfft_forward,
+                               make_rfft_plan, destroy_rfft_plan, rfft_forward_into,
                                PF32_OPS(em_pf_f32_)};
 
 #ifdef EMBER_VEC_AVX2
@@ -67,12 +69,12 @@ int em_pf_avx2_cfft_forward(cfft_plan, double *, double);
 int em_pf_avx2_cfft_backward(cfft_plan, double *, double);
 rfft_plan em_pf_avx2_make_rfft_plan(size_t);
 void em_pf_avx2_destroy_rfft_plan(rfft_plan);
-int em_pf_avx2_rfft_forward(rfft_plan, double *, double);
+int em_pf_avx2_rfft_forward_into(rfft_plan, const double *, double *, double);
 PF32_DECLS(em_pf_f32avx2_)
 static const pf_ops pf_avx2 = {em_pf_avx2_make_cfft_plan, em_pf_avx2_destroy_cfft_plan,
                                em_pf_avx2_cfft_forward,   em_pf_avx2_cfft_backward,
                                em_pf_avx2_make_rfft_plan, em_pf_avx2_destroy_rfft_plan,
-                               em_pf_avx2_rfft_forward,   PF32_OPS(em_pf_f32avx2_)};
+                               em_pf_avx2_rfft_forward_into, PF32_OPS(em_pf_f32avx2_)};
 #endif
 
 /* EMBER_FFT_BASELINE=1 in the environment keeps the baseline build (the
@@ -344,7 +346,7 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 #define KIND_R PK_R
 #define FWD_C(o, p, v, f) (o)->fwd_c(p, v, f)
 #define BWD_C(o, p, v, f) (o)->bwd_c(p, v, f)
-#define FWD_R(o, p, v, f) (o)->fwd_r(p, v, f)
+#define FWD_R(o, p, i, v, f) (o)->fwd_r(p, i, v, f)
 #include "cpu/fft_lanes_tpl.h"
 #undef R
 #undef SFX
@@ -357,7 +359,7 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 #define SFX f
 #define FWD_C(o, p, v, f) (o)->fwd_fc(p, v, f)
 #define BWD_C(o, p, v, f) (o)->bwd_fc(p, v, f)
-#define FWD_R(o, p, v, f) (o)->fwd_fr(p, v, f)
+#define FWD_R(o, p, i, v, f) (o)->fwd_fr(p, i, v, f)
 #define KIND_C PK_FC
 #define KIND_R PK_FR
 #include "cpu/fft_lanes_tpl.h"

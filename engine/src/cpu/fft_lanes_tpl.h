@@ -5,7 +5,8 @@
 ** KIND_C/KIND_R the plan kinds (plan_get), FWD_C/BWD_C/FWD_R the pocketfft
 ** calls of that build (through the process's pf_ops). The data is already
 ** of type R: a lane is copied into the thread's buffer (or transformed in
-** place when contiguous) and copied back, with no conversion.
+** place when contiguous; rfft's straight from its input into its output)
+** and copied back, with no conversion.
 */
 
 /* nb lanes of n complex values at base (element stride inner) into buf
@@ -83,8 +84,10 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
 /* the forward real transform of the n values at v + 1, unpacked from
 ** pocketfft's (r0, r1, i1, ...) there to (r0, 0, r1, i1, ...) at v (and a
 ** zero imaginary Nyquist term for even n); nonzero when out of memory */
-static int EMCAT(rfft_lane_, SFX)(const pf_ops *ops, void *plan, R *v, int64_t n, double fct) {
-  if (FWD_R(ops, plan, v + 1, (R)fct) != 0) return 1;
+/* lane in (n values; in may be v + 1) transformed into v and unpacked */
+static int EMCAT(rfft_lane_, SFX)(const pf_ops *ops, void *plan, const R *in, R *v, int64_t n,
+                                  double fct) {
+  if (FWD_R(ops, plan, in, v + 1, (R)fct) != 0) return 1;
   v[0] = v[1];
   v[1] = 0;
   if (n % 2 == 0) v[n + 1] = 0;
@@ -125,16 +128,16 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
       lane_block(b, inner, &o, &i0, &nb);
       int64_t ioff = o * n * inner + i0, ooff = o * nh * inner + i0;
       if (direct) { /* in its output: 2 nh >= n + 1 values */
-        R *v = out + 2 * ooff;
-        memcpy(v + 1, in + ioff, (size_t)n * sizeof(R));
-        if (EMCAT(rfft_lane_, SFX)(ops, plan, v, n, fct) != 0) FFT_FAIL(failed);
+        if (EMCAT(rfft_lane_, SFX)(ops, plan, in + ioff, out + 2 * ooff, n, fct) != 0)
+          FFT_FAIL(failed);
         continue;
       }
       /* lane l's values at buf + l * stride + 1 */
       for (int64_t k = 0; k < n; k++)
         for (int64_t l = 0; l < nb; l++) buf[l * stride + 1 + k] = in[ioff + k * inner + l];
       for (int64_t l = 0; l < nb; l++)
-        if (EMCAT(rfft_lane_, SFX)(ops, plan, buf + l * stride, n, fct) != 0) FFT_FAIL(failed);
+        if (EMCAT(rfft_lane_, SFX)(ops, plan, buf + l * stride + 1, buf + l * stride, n, fct) != 0)
+          FFT_FAIL(failed);
       for (int64_t k = 0; k < nh; k++)
         for (int64_t l = 0; l < nb; l++) {
           const R *v = buf + l * stride + 2 * k;

@@ -19,7 +19,9 @@
 #define rfft_backward em_pf_avx2_rfft_backward
 #define rfft_forward em_pf_avx2_rfft_forward
 #define rfft_length em_pf_avx2_rfft_length
+#define rfft_forward_into em_pf_avx2_rfft_forward_into
 #include "pocketfft/pocketfft.c"
+#include "cpu/pocketfft_into.h"
 #else
 typedef int em_pocketfft_avx2_unused; /* not an x86-64 AVX2 build */
 #endif

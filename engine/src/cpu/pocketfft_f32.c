@@ -28,8 +28,10 @@
 #define rfft_backward EM_PF32(in_rfft_backward)
 #define rfft_forward EM_PF32(in_rfft_forward)
 #define rfft_length EM_PF32(in_rfft_length)
+#define rfft_forward_into EM_PF32(in_rfft_forward_into)
 #define double float
 #include "pocketfft/pocketfft.c"
+#include "cpu/pocketfft_into.h"
 #undef double
 
 void *EM_PF32(make_c)(size_t n);
@@ -39,6 +41,7 @@ int EM_PF32(bwd_c)(void *p, float *c, float fct);
 void *EM_PF32(make_r)(size_t n);
 void EM_PF32(destroy_r)(void *p);
 int EM_PF32(fwd_r)(void *p, float *c, float fct);
+int EM_PF32(fwd_r_into)(void *p, const float *in, float *out, float fct);
 
 void *EM_PF32(make_c)(size_t n) { return make_cfft_plan(n); }
 void EM_PF32(destroy_c)(void *p) { destroy_cfft_plan(p); }
@@ -47,3 +50,6 @@ int EM_PF32(bwd_c)(void *p, float *c, float fct) { return cfft_backward(p, c, fc
 void *EM_PF32(make_r)(size_t n) { return make_rfft_plan(n); }
 void EM_PF32(destroy_r)(void *p) { destroy_rfft_plan(p); }
 int EM_PF32(fwd_r)(void *p, float *c, float fct) { return rfft_forward(p, c, fct); }
+int EM_PF32(fwd_r_into)(void *p, const float *in, float *out, float fct) {
+  return rfft_forward_into(p, in, out, fct);
+}
