@@ -437,6 +437,29 @@ for _, dev in ipairs(devices) do
       same(T.tensor { 0.5, 1, 0 }:float(), T.heaviside(T.tensor { 0, 2, -1 }:float():to(d), T.tensor { 0.5 }:to(d)))
       same(T.tensor { 0, 2 * math.log(3) }:float(), T.xlogy(T.tensor { 0, 2 }:float():to(d), T.tensor { 0, 3 }:float():to(d)), 1e-6)
     end)
+    on(dev, "special functions: the CPU's series on the device (cpu/special_impl.h), float32 and float64", function(d)
+      for _, dt in ipairs { T.float32, T.float64 } do
+        local tol = dt == T.float64 and 1e-12 or 1e-6
+        local x = T.tensor({ -7.5, -2.25, -0.5, 0.25, 1, 3.5, 12, 40 }, { dtype = dt })
+        local u = T.tensor({ 1e-9, 0.01, 0.2, 0.5, 0.75, 0.99, 1, 0 }, { dtype = dt })
+        local xd, ud = x:to(d), u:to(d)
+        for _, name in ipairs { "lgamma", "digamma", "sinc", "logaddexp" } do
+          local f = T[name] or T.special[name]
+          if name == "logaddexp" then same(f(x, u), f(xd, ud), tol)
+          else same(f(x), f(xd), tol) end
+        end
+        for _, name in ipairs { "i0", "i0e", "i1", "i1e", "ndtr", "log_ndtr", "entr" } do
+          same(T.special[name](x), T.special[name](xd), tol)
+        end
+        same(T.special.ndtri(u), T.special.ndtri(ud), tol)
+        same(T.special.erfinv(u * 2 - 1), T.special.erfinv(ud * 2 - 1), tol)
+        same(T.special.logit(u), T.special.logit(ud), tol)
+        same(T.special.logit(u, { eps = 1e-3 }), T.special.logit(ud, { eps = 1e-3 }), tol)
+        same(T.polygamma(3, x:abs() + 0.5), T.polygamma(3, xd:abs() + 0.5), tol)
+        same(T.special.zeta(x:abs() + 1.5, u + 0.25), T.special.zeta(xd:abs() + 1.5, ud + 0.25), tol)
+        same(T.logaddexp2(x, u), T.logaddexp2(xd, ud), tol)
+      end
+    end)
     on(dev, "optimizers: SGD, Adam/AdamW, RMSprop steps on the device give the CPU's values", function(d)
       local configs = {
         { "SGD", { lr = 0.1 } },

@@ -53,15 +53,19 @@ enum {
   EMCU_ISNAN, EMCU_LNOT, EMCU_BNOT,
   EMCU_CLAMP, EMCU_LERP,
   EMCU_WHERE,
-  /* layer two: the rest of core/kern_ew.h's lists but the special
-  ** functions that need cpu/special.h's series */
+  /* layer two: the rest of core/kern_ew.h's lists */
   EMCU_DIVTRUNC, EMCU_DIVFLOOR, EMCU_REMAINDER, EMCU_FMOD, EMCU_POW, EMCU_ATAN2,
   EMCU_LSHIFT, EMCU_RSHIFT, EMCU_SIGN, EMCU_EXP2, EMCU_EXPM1, EMCU_LOG2, EMCU_LOG10,
   EMCU_LOG1P, EMCU_TAN, EMCU_ASIN, EMCU_ACOS, EMCU_ATAN, EMCU_SINH, EMCU_COSH, EMCU_GELU,
   EMCU_SILU, EMCU_SOFTPLUS, EMCU_ERF, EMCU_ERFC, EMCU_FLOOR, EMCU_CEIL, EMCU_ROUND,
   EMCU_TRUNC, EMCU_FRAC, EMCU_NAN_TO_NUM, EMCU_ISINF, EMCU_ISFINITE, EMCU_XLOGY,
   EMCU_XLOG1PY, EMCU_HYPOT, EMCU_COPYSIGN, EMCU_NEXTAFTER, EMCU_GCD, EMCU_LCM,
-  EMCU_HEAVISIDE
+  EMCU_HEAVISIDE,
+  /* the special functions on cpu/special_impl.h's series (in double):
+  ** polygamma's order in i0, logit's eps in p0 (flags 1: given) */
+  EMCU_ERFINV, EMCU_LGAMMA, EMCU_DIGAMMA, EMCU_POLYGAMMA, EMCU_I0, EMCU_I0E, EMCU_I1,
+  EMCU_I1E, EMCU_NDTR, EMCU_NDTRI, EMCU_LOG_NDTR, EMCU_SINC, EMCU_ENTR, EMCU_LOGIT,
+  EMCU_LOGADDEXP, EMCU_LOGADDEXP2, EMCU_ZETA
 };
 typedef struct emcu_params {
   int64_t ai;   /* alpha (integer dtypes) */

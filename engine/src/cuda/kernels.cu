@@ -11,6 +11,7 @@
 // divergence). COMPILED ONLY: no GPU has run these yet (docs/cuda.md).
 #include "cuda/cu_iface.h"
 #include "cuda/cu_common.cuh"
+#include "cpu/special_impl.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -235,6 +236,25 @@ __device__ inline A ew_more(int op, A a, A b, const emcu_params &p) {
       case EMCU_COPYSIGN: return copysign(a, b);
       case EMCU_NEXTAFTER: return nextafter(a, b);
       case EMCU_HEAVISIDE: return a == 0 ? b : (A)(a > 0);
+      // the special functions: the CPU's series (cpu/special_impl.h) in
+      // double, the result rounded once (as cpu/elementwise.c's SPD)
+      case EMCU_ERFINV: return (A)sp_erfinv((double)a);
+      case EMCU_LGAMMA: return (A)sp_lgamma((double)a);
+      case EMCU_DIGAMMA: return (A)sp_digamma((double)a);
+      case EMCU_POLYGAMMA: return (A)sp_polygamma(p.i0, (double)a);
+      case EMCU_I0: return (A)sp_i0((double)a);
+      case EMCU_I0E: return (A)sp_i0e((double)a);
+      case EMCU_I1: return (A)sp_i1((double)a);
+      case EMCU_I1E: return (A)sp_i1e((double)a);
+      case EMCU_NDTR: return (A)sp_ndtr((double)a);
+      case EMCU_NDTRI: return (A)sp_ndtri((double)a);
+      case EMCU_LOG_NDTR: return (A)sp_log_ndtr((double)a);
+      case EMCU_SINC: return (A)sp_sinc((double)a);
+      case EMCU_ENTR: return (A)sp_entr((double)a);
+      case EMCU_LOGIT: return (A)sp_logit((double)a, p.flags & 1, p.p0);
+      case EMCU_LOGADDEXP: return (A)sp_logaddexp((double)a, (double)b);
+      case EMCU_LOGADDEXP2: return (A)sp_logaddexp2((double)a, (double)b);
+      case EMCU_ZETA: return (A)sp_zeta((double)a, (double)b);
       default: return A(0);
     }
   } else if constexpr (B) {

@@ -231,6 +231,23 @@ static int ew_op(em_ew_kernel k) {
     case EM_K_gcd: return EMCU_GCD;
     case EM_K_lcm: return EMCU_LCM;
     case EM_K_heaviside: return EMCU_HEAVISIDE;
+    case EM_K_erfinv: return EMCU_ERFINV;
+    case EM_K_lgamma: return EMCU_LGAMMA;
+    case EM_K_digamma: return EMCU_DIGAMMA;
+    case EM_K_polygamma: return EMCU_POLYGAMMA;
+    case EM_K_i0: return EMCU_I0;
+    case EM_K_i0e: return EMCU_I0E;
+    case EM_K_i1: return EMCU_I1;
+    case EM_K_i1e: return EMCU_I1E;
+    case EM_K_ndtr: return EMCU_NDTR;
+    case EM_K_ndtri: return EMCU_NDTRI;
+    case EM_K_log_ndtr: return EMCU_LOG_NDTR;
+    case EM_K_sinc: return EMCU_SINC;
+    case EM_K_entr: return EMCU_ENTR;
+    case EM_K_logit: return EMCU_LOGIT;
+    case EM_K_logaddexp: return EMCU_LOGADDEXP;
+    case EM_K_logaddexp2: return EMCU_LOGADDEXP2;
+    case EM_K_zeta: return EMCU_ZETA;
     default: return -1;
   }
 }
