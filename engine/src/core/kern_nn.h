@@ -218,7 +218,9 @@ typedef struct em_nn_kernels {
   /* scaled_dot_product_attention, tiled with the online softmax (the
   ** score matrix is never held whole): q, k, v, mask as em_sdpa_params
   ** says (dense, one float dtype) -> out, lse. Fails only for want of
-  ** scratch memory, with a message naming op. */
+  ** scratch memory, with a message naming op. This entry and the next
+  ** may be NULL: the op then composes both from the device's other ops
+  ** (ops/attention_math.c). */
   em_status (*sdpa)(const char *op, const em_tensor *q, const em_tensor *k,
                     const em_tensor *v, const em_tensor *mask, em_tensor *out, em_tensor *lse,
                     const em_sdpa_params *p);

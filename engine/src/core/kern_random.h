@@ -23,6 +23,11 @@ typedef struct em_draw {
 ** it (scaled_dot_product_attention's dropout): the key and first block in
 ** *d (ops/random.c; nothing is drawn on a device without data). */
 void em_random_reserve(em_device dev, uint64_t n, em_draw *d);
+/* Fills the contiguous float32 t with the uniforms of the reserved draw d
+** (element i: lane i % 4 of block d->offset + i / 4, the sampler's rule),
+** reserving nothing: an op that reserved counters for a fused kernel can
+** compose the same numbers from the device's sampler (ops/attention_math.c). */
+em_status em_uniform_draw_(em_tensor *t, const em_draw *d);
 
 /* The words of nb <= EM_PHILOX_BATCH consecutive blocks first, first + 1,
 ** ... (counter (index, draw 0), key): word j of block first + b at

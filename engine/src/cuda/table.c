@@ -983,18 +983,6 @@ static void cu_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                        NN_DATA(grad_out), em_tensor_data(out), stream()));
 }
 
-static em_status cu_sdpa(const char *op, const em_tensor *q, const em_tensor *k,
-                         const em_tensor *v, const em_tensor *mask, em_tensor *out, em_tensor *lse,
-                         const em_sdpa_params *p) {
-  return unsupported(op);
-}
-static em_status cu_sdpa_backward(const char *op, const em_tensor *grad_out, const em_tensor *q,
-                                  const em_tensor *k, const em_tensor *v, const em_tensor *mask,
-                                  const em_tensor *out, const em_tensor *lse, em_tensor *gq,
-                                  em_tensor *gk, em_tensor *gv, const em_sdpa_params *p) {
-  return unsupported(op);
-}
-
 static em_status cu_rnn_forward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
                                 em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws) {
   return unsupported(op);
@@ -1019,8 +1007,7 @@ const em_nn_kernels em_cuda_nn_kernels = {
     .class_loss = cu_class_loss,
     .outside_unit = cu_outside_unit,
     .pointwise_loss = cu_pointwise_loss,
-    .sdpa = cu_sdpa,
-    .sdpa_backward = cu_sdpa_backward,
+    /* sdpa, sdpa_backward: none; ops/attention_math.c composes them */
     .rnn_forward = cu_rnn_forward,
     .rnn_backward = cu_rnn_backward,
 };

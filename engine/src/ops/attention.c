@@ -153,7 +153,9 @@ static em_status sdpa_run(const em_tensor *query, const em_tensor *key, const em
     uint64_t n = (uint64_t)p->B * (uint64_t)p->L * (uint64_t)p->S;
     em_random_reserve(query->storage->device, (n + 3) / 4, &p->draw);
   }
-  if ((st = kk->sdpa(op, q, k, v, m, y, lse, p)) != EM_OK) goto done;
+  st = em_sdpa_use_math(kk) ? em_sdpa_math(q, k, v, m, y, lse, p)
+                             : kk->sdpa(op, q, k, v, m, y, lse, p);
+  if (st != EM_OK) goto done;
   *out = y;
   y = NULL;
   if (lse_out) { *lse_out = lse; lse = NULL; }
@@ -206,7 +208,9 @@ em_status em_scaled_dot_product_attention_backward(
   if ((st = nn_new(query, nd, query->sizes, dt, 1, &gq)) != EM_OK) goto done;
   if ((st = nn_new(query, nd, key->sizes, dt, 1, &gk)) != EM_OK) goto done;
   if ((st = nn_new(query, nd, value->sizes, dt, 1, &gv)) != EM_OK) goto done;
-  if ((st = kk->sdpa_backward(op, go, q, k, v, m, o, ls, gq, gk, gv, &p)) != EM_OK) goto done;
+  st = em_sdpa_use_math(kk) ? em_sdpa_math_backward(go, q, k, v, m, o, ls, gq, gk, gv, &p)
+                             : kk->sdpa_backward(op, go, q, k, v, m, o, ls, gq, gk, gv, &p);
+  if (st != EM_OK) goto done;
   nn_hand(gq, grad_query);
   nn_hand(gk, grad_key);
   nn_hand(gv, grad_value);

@@ -122,4 +122,17 @@ static inline void nn_hand(em_tensor *t, em_tensor **to) {
   else if (t) em_tensor_release(t);
 }
 
+/* scaled_dot_product_attention composed from ops (ops/attention_math.c):
+** the fused entries' contract, for a device without them (or on the CPU
+** after em_sdpa_force_math(1), which tests use). */
+int em_sdpa_use_math(const em_nn_kernels *kk);
+void em_sdpa_force_math(int on);
+em_status em_sdpa_math(const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                       const em_tensor *m, em_tensor *out, em_tensor *lse,
+                       const em_sdpa_params *p);
+em_status em_sdpa_math_backward(const em_tensor *go, const em_tensor *q, const em_tensor *k,
+                                const em_tensor *v, const em_tensor *m, const em_tensor *o,
+                                const em_tensor *lse, em_tensor *gq, em_tensor *gk,
+                                em_tensor *gv, const em_sdpa_params *p);
+
 #endif

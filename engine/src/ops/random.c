@@ -114,6 +114,25 @@ static em_status sample_contiguous(const em_kernels *k, em_tensor *t, const em_s
   return st;
 }
 
+em_status em_uniform_draw_(em_tensor *t, const em_draw *d) {
+  const em_kernels *k;
+  em_status st = em_kernels_check("uniform", t->storage->device, &k);
+  if (st != EM_OK) return st;
+  if (t->dtype != EM_FLOAT32 || !em_tensor_is_contiguous(t))
+    return em_fail(EM_E_VALUE, "uniform: a draw's uniforms fill a contiguous float32 tensor");
+  em_sample s;
+  memset(&s, 0, sizeof s);
+  s.kind = EM_SAMPLE_UNIFORM;
+  s.draw = *d;
+  s.a = 0;
+  s.b = 1;
+  s.range = 1;
+  if (em_tensor_numel(t) == 0) return EM_OK;
+  st = sample_contiguous(k, t, &s);
+  if (st == EM_OK) em_storage_bump_version(t->storage);
+  return st;
+}
+
 static em_status sample_into_nograd(const char *op, em_tensor *t, em_sample *s) {
   em_status st = em_check_writable(op, t);
   const em_kernels *k;
