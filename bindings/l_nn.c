@@ -353,12 +353,13 @@ static int l_sdpa(lua_State *L) {
   return box1(L, em_scaled_dot_product_attention(q, k, v, m, p, causal, scale, o, NULL), o);
 }
 
-/* (on) -> nil: scaled_dot_product_attention composed from ops (the path a
-** device without the fused kernel takes) on every device; for the tests
-** that hold it against the fused CPU kernel (attention_spec) */
-void em_sdpa_force_math(int on);
-static int l_sdpa_force_math(lua_State *L) {
-  em_sdpa_force_math(lua_toboolean(L, 1));
+/* (on) -> nil: scaled_dot_product_attention and the recurrent layers
+** composed from ops (the paths a device without their fused kernels takes)
+** on every device; for the tests that hold them against the fused CPU
+** kernels (attention_math_spec, rnn_math_spec) */
+void em_nn_force_math(int on);
+static int l_nn_force_math(lua_State *L) {
+  em_nn_force_math(lua_toboolean(L, 1));
   return 0;
 }
 
@@ -393,7 +394,7 @@ void l_open_nn(lua_State *L) {
       {"_nn_binary_cross_entropy_with_logits", l_bcel},
       {"_nn_binary_cross_entropy_with_logits_backward", l_bcel_backward},
       {"_nn_scaled_dot_product_attention", l_sdpa},
-      {"_nn_sdpa_force_math", l_sdpa_force_math},
+      {"_nn_force_math", l_nn_force_math},
       {NULL, NULL}};
   l_add_functions(L, fns);
 }

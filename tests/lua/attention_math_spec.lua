@@ -4,30 +4,21 @@
 -- gradcheck, the dropout rule, broadcasting, masked rows, meta, bad input,
 -- the attention modules) runs again with that path forced on the CPU.
 local C = require "ember.core"
-
--- another spec file's cases, in this file's busted environment
-local function include_spec(path)
-  if setfenv then
-    local f = assert(loadfile(path))
-    setfenv(f, getfenv(1))
-    return f()
-  end
-  return assert(loadfile(path, "t", _ENV))()
-end
+local include_spec = require "spec_include"
 
 describe("scaled_dot_product_attention composed from ops", function()
-  setup(function() C._nn_sdpa_force_math(true) end)
-  teardown(function() C._nn_sdpa_force_math(false) end)
-  include_spec("tests/lua/attention_spec.lua")
+  setup(function() C._nn_force_math(true) end)
+  teardown(function() C._nn_force_math(false) end)
+  include_spec("tests/lua/attention_spec.lua", { COMPOSED = true }, getfenv and getfenv(1) or _ENV)
 end)
 
 describe("the fused kernel and the composed path", function()
   local T = require "ember"
   local F = T.nn.functional
   local function both(f)
-    C._nn_sdpa_force_math(true)
+    C._nn_force_math(true)
     local ok, a, ga = pcall(f)
-    C._nn_sdpa_force_math(false)
+    C._nn_force_math(false)
     assert(ok, a)
     local b, gb = f()
     return a, b, ga, gb

@@ -237,7 +237,9 @@ typedef struct em_nn_kernels {
   ** hn [N, P], cn [N, H] (LSTM; else NULL) and the workspace ws
   ** (em_rnn_ws_size elements, zeroed). One GEMM for the input projection
   ** of the whole sequence, then per step one GEMM of the state and the
-  ** fused gates. Fails only for want of scratch memory, naming op. */
+  ** fused gates. Fails only for want of scratch memory, naming op. This
+  ** entry and the next may be NULL: the op then runs the loop as ops,
+  ** recorded by autograd step by step (ops/rnn_math.c). */
   em_status (*rnn_forward)(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
                            em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws);
   /* Backward through time from the forward's ws and the gradients of out,

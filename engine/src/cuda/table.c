@@ -983,16 +983,6 @@ static void cu_pointwise_loss(em_pointwise_loss kind, em_reduction reduction,
                                        NN_DATA(grad_out), em_tensor_data(out), stream()));
 }
 
-static em_status cu_rnn_forward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
-                                em_tensor *out, em_tensor *hn, em_tensor *cn, em_tensor *ws) {
-  return unsupported(op);
-}
-static em_status cu_rnn_backward(const char *op, const em_rnn_geo *g, const em_rnn_args *a,
-                                 const em_tensor *ws, const em_tensor *g_out, const em_tensor *g_hn,
-                                 const em_tensor *g_cn, const em_rnn_grads *gr) {
-  return unsupported(op);
-}
-
 const em_nn_kernels em_cuda_nn_kernels = {
     .conv2d = cu_conv2d,
     .max_pool2d = cu_max_pool2d,
@@ -1007,9 +997,8 @@ const em_nn_kernels em_cuda_nn_kernels = {
     .class_loss = cu_class_loss,
     .outside_unit = cu_outside_unit,
     .pointwise_loss = cu_pointwise_loss,
-    /* sdpa, sdpa_backward: none; ops/attention_math.c composes them */
-    .rnn_forward = cu_rnn_forward,
-    .rnn_backward = cu_rnn_backward,
+    /* sdpa, sdpa_backward, rnn_forward, rnn_backward: none; the ops
+    ** compose them (ops/attention_math.c, ops/rnn_math.c) */
 };
 
 /* -- optim: SGD, Adam/AdamW and RMSprop fused (cuda/optim.cu); the .other

@@ -18,14 +18,16 @@
 ** It holds the (..., L, S) scores, probabilities and (with dropout) the
 ** uniforms whole: memory the fused CPU kernel never takes. Autograd is
 ** paused inside; the caller records the node. tests/lua/attention_spec.lua
-** runs it on the CPU (em_sdpa_force_math) against the fused kernel.
+** runs it on the CPU (em_nn_force_math) against the fused kernel.
 */
 #include "ops/nn_ops.h"
 
 #include <math.h>
 
+/* em_nn_force_math: the composed paths on every device (tests) */
 static int g_force_math;
-void em_sdpa_force_math(int on) { g_force_math = on != 0; }
+void em_nn_force_math(int on) { g_force_math = on != 0; }
+int em_nn_forced_math(void) { return g_force_math; }
 int em_sdpa_use_math(const em_nn_kernels *kk) {
   return g_force_math || !kk->sdpa || !kk->sdpa_backward;
 }

@@ -122,11 +122,14 @@ static inline void nn_hand(em_tensor *t, em_tensor **to) {
   else if (t) em_tensor_release(t);
 }
 
-/* scaled_dot_product_attention composed from ops (ops/attention_math.c):
-** the fused entries' contract, for a device without them (or on the CPU
-** after em_sdpa_force_math(1), which tests use). */
+/* The nn ops composed from other ops, for a device without the fused
+** kernels (or on any device after em_nn_force_math(1), which tests use):
+** scaled_dot_product_attention with the fused entries' contract
+** (ops/attention_math.c), a recurrent layer's time loop recorded op by op
+** (ops/rnn_math.c). */
+void em_nn_force_math(int on);
+int em_nn_forced_math(void);
 int em_sdpa_use_math(const em_nn_kernels *kk);
-void em_sdpa_force_math(int on);
 em_status em_sdpa_math(const em_tensor *q, const em_tensor *k, const em_tensor *v,
                        const em_tensor *m, em_tensor *out, em_tensor *lse,
                        const em_sdpa_params *p);
@@ -134,5 +137,7 @@ em_status em_sdpa_math_backward(const em_tensor *go, const em_tensor *q, const e
                                 const em_tensor *v, const em_tensor *m, const em_tensor *o,
                                 const em_tensor *lse, em_tensor *gq, em_tensor *gk,
                                 em_tensor *gv, const em_sdpa_params *p);
+em_status em_rnn_math(const em_rnn_geo *g, const em_tensor *const *in, const em_tensor *lens,
+                      em_tensor **out, em_tensor **h_n, em_tensor **c_n);
 
 #endif

@@ -165,8 +165,31 @@ done:
   return st;
 }
 
+/* The time loop composed from ops (ops/rnn_math.c), recorded by autograd
+** step by step: a device without the fused loop, or em_nn_force_math. */
+static em_status rnn_composed(em_rnn_mode mode, const em_tensor *const *in,
+                              const em_tensor *lengths, int reverse, em_tensor **out,
+                              em_tensor **h_n, em_tensor **c_n) {
+  const char *op = rnn_op_name(mode);
+  em_rnn_geo g;
+  em_tensor *lens = NULL, *cn = NULL;
+  em_status st = rnn_geo(op, mode, in, lengths, reverse, &g, &lens);
+  if (st != EM_OK) return st;
+  st = em_rnn_math(&g, in, lens, out, h_n, mode == EM_RNN_LSTM ? &cn : NULL);
+  if (lens) em_tensor_release(lens);
+  nn_hand(cn, c_n);
+  return st;
+}
+
 em_status em_rnn_layer(em_rnn_mode mode, const em_tensor *const *in, const em_tensor *lengths,
                        int reverse, em_tensor **out, em_tensor **h_n, em_tensor **c_n) {
+  if (in[EM_RNN_X]) {
+    const em_nn_kernels *k;
+    em_status st = nn_kernels(rnn_op_name(mode), in[EM_RNN_X], &k);
+    if (st != EM_OK) return st;
+    if (em_nn_forced_math() || !k->rnn_forward || !k->rnn_backward)
+      return rnn_composed(mode, in, lengths, reverse, out, h_n, c_n);
+  }
   int on = em_ag_pause();
   em_tensor *ws = NULL, *lens = NULL, *cn = NULL;
   int lstm = mode == EM_RNN_LSTM;
@@ -215,6 +238,11 @@ em_status em_rnn_layer_backward(em_rnn_mode mode, const em_tensor *const *in,
   if (!in[EM_RNN_X] || !workspace)
     return em_fail(EM_E_VALUE, "%s: input and workspace are required", op);
   if ((st = nn_kernels(op, in[EM_RNN_X], &k)) != EM_OK) return st;
+  if (!k->rnn_backward) { /* its forward was composed: autograd's backward */
+    char d[32];
+    return em_fail(EM_E_RUNTIME, EM_MSG_DEVICE_UNSUPPORTED, op,
+                   em_device_str(in[EM_RNN_X]->storage->device, d, sizeof d));
+  }
   if ((st = rnn_geo(op, mode, in, lengths, reverse, &g, &lens)) != EM_OK) return st;
   const em_tensor *x = in[EM_RNN_X];
   em_dtype dt = x->dtype;
