@@ -246,10 +246,16 @@ int emcu_unique_write(const char *sorted, int elsize, const int64_t *perm, const
 
 /* -- optimizers (cuda/optim.cu; core/kern_optim.h's operands) -- */
 typedef struct emcu_optim {
-  int kind;  /* 0 sgd, 1 adam, 2 rmsprop */
+  int kind;  /* 0 sgd, 1 adam, 2 rmsprop, 3 the others (which: other) */
   double lr, momentum, dampening, weight_decay, beta1, beta2, eps, step_size, bc2_sqrt, alpha;
   int nesterov, maximize, first, amsgrad, decoupled, centered, has_momentum;
+  /* kind 3: em_optim_kind's order (Adagrad, Adadelta, Adamax, NAdam,
+  ** RAdam, ASGD, Rprop) and core/kern_optim.h's scalars */
+  int other, rectify;
+  double rho, bc1, bc2, c1, c2, mu, etaminus, etaplus, step_min, step_max;
 } emcu_optim;
+enum { EMCU_OPT_ADAGRAD, EMCU_OPT_ADADELTA, EMCU_OPT_ADAMAX, EMCU_OPT_NADAM, EMCU_OPT_RADAM,
+       EMCU_OPT_ASGD, EMCU_OPT_RPROP };
 int emcu_optim_step(const emcu_geom *g, int dt, const emcu_optim *o, void *stream);
 
 /* -- nn (cuda/nn.cu; core/kern_nn.h's entries, dense row-major float32

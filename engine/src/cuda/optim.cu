@@ -1,5 +1,6 @@
 // cuda/optim.cu -- the CUDA backend's optimizer steps (core/kern_optim.h):
-// SGD, Adam/AdamW and RMSprop as one fused elementwise pass over a
+// SGD, Adam/AdamW, RMSprop and the .other entry's Adagrad, Adadelta,
+// Adamax, NAdam, RAdam, ASGD and Rprop as one fused elementwise pass over a
 // parameter, its gradient and its state, expression for expression as
 // cpu/optim.c (PyTorch 1.13's single-tensor updates; float16/bfloat16
 // computed in float, rounded on every store). Products and sums are
@@ -44,6 +45,87 @@ __device__ inline double dv(double a, double b) { return __ddiv_rn(a, b); }
 __device__ inline float sq(float a) { return __fsqrt_rn(a); }
 __device__ inline double sq(double a) { return __dsqrt_rn(a); }
 
+// ATen's sign of a float: (0 < a) - (a < 0), so NaN gives 0
+template <typename A> __device__ inline A sgn_of(A a) { return (A)((A(0) < a) - (a < A(0))); }
+
+// Adagrad ... Rprop (kind 3), cpu/optim.c's loops expression for
+// expression: q the operands (0 param, 1 grad, 2 and 3 the state), p the
+// param and gr the gradient already negated under maximize.
+template <typename T>
+__device__ inline void other_step(char *const *q, const emcu_optim &o, typename Acc<T>::type p,
+                                  typename Acc<T>::type gr) {
+  typedef typename Acc<T>::type A;
+  const A wd = (A)o.weight_decay, eps = (A)o.eps;
+  if (o.other != EMCU_OPT_RPROP && o.weight_decay != 0) gr = add(gr, mul(wd, p));
+  switch (o.other) {
+    case EMCU_OPT_ADAGRAD: {
+      A sum = put<T>(q[2], add(ld<T>(q[2]), mul(gr, gr)));
+      A sd = add(sq(sum), eps);
+      st<T>(q[0], add(p, dv(mul((A)(-o.step_size), gr), sd)));
+      break;
+    }
+    case EMCU_OPT_ADADELTA: {
+      const A rho = (A)o.rho, orho = (A)(1.0 - o.rho);
+      A s2 = put<T>(q[2], add(mul(ld<T>(q[2]), rho), mul(mul(orho, gr), gr)));
+      A sd = sq(add(s2, eps));
+      A a = ld<T>(q[3]);
+      A d = mul(dv(sq(add(a, eps)), sd), gr);
+      st<T>(q[3], add(mul(a, rho), mul(mul(orho, d), d)));
+      st<T>(q[0], add(p, mul((A)(-o.lr), d)));
+      break;
+    }
+    case EMCU_OPT_ADAMAX: {
+      A m = put<T>(q[2], add(mul(ld<T>(q[2]), (A)o.beta1), mul((A)(1.0 - o.beta1), gr)));
+      A a = put<T>(q[3], mul(ld<T>(q[3]), (A)o.beta2));
+      A b = add(fabs(gr), eps);
+      A u = put<T>(q[3], (a != a || b != b) ? add(a, b) : (a > b ? a : b));
+      st<T>(q[0], add(p, dv(mul((A)(-o.step_size), m), u)));
+      break;
+    }
+    case EMCU_OPT_NADAM:
+    case EMCU_OPT_RADAM: {
+      A m = put<T>(q[2], add(mul(ld<T>(q[2]), (A)o.beta1), mul((A)(1.0 - o.beta1), gr)));
+      A v = put<T>(q[3], add(mul(ld<T>(q[3]), (A)o.beta2), mul(mul((A)(1.0 - o.beta2), gr), gr)));
+      if (o.other == EMCU_OPT_NADAM) {
+        A den = add(sq(dv(v, (A)o.bc2)), eps);
+        p = put<T>(q[0], add(p, dv(mul((A)o.c1, gr), den)));
+        st<T>(q[0], add(p, dv(mul((A)o.c2, m), den)));
+      } else {
+        A u = mul(dv(m, (A)o.bc1), (A)o.lr);
+        if (o.rectify) {
+          A ad = mul(dv(A(1), add(sq(v), eps)), (A)o.bc2);
+          u = mul(mul(u, ad), (A)o.c1);
+        }
+        st<T>(q[0], add(p, mul(A(-1), u)));
+      }
+      break;
+    }
+    case EMCU_OPT_ASGD: {
+      p = put<T>(q[0], mul(p, (A)o.c1));
+      p = put<T>(q[0], add(p, mul((A)(-o.c2), gr)));
+      if (o.mu != 1) {
+        A a = ld<T>(q[2]);
+        st<T>(q[2], add(a, mul(add(p, mul(A(-1), a)), (A)o.mu)));
+      } else {
+        st<T>(q[2], p);
+      }
+      break;
+    }
+    default: {  // Rprop
+      const A em = (A)o.etaminus, ep = (A)o.etaplus;
+      A sg = sgn_of(mul(gr, ld<T>(q[2])));
+      A s = sg > A(0) ? ep : (sg < A(0) ? em : A(1));
+      A ss = mul(ld<T>(q[3]), s);
+      if (ss == ss) ss = ss < (A)o.step_min ? (A)o.step_min : (ss > (A)o.step_max ? (A)o.step_max : ss);
+      ss = put<T>(q[3], ss);
+      if (s == em) gr = A(0);
+      st<T>(q[0], add(p, mul(mul(A(-1), sgn_of(gr)), ss)));
+      st<T>(q[2], gr);
+      break;
+    }
+  }
+}
+
 template <typename T>
 __global__ void optim_kernel(emcu_geom g, emcu_optim o) {
   typedef typename Acc<T>::type A;
@@ -59,7 +141,9 @@ __global__ void optim_kernel(emcu_geom g, emcu_optim o) {
       for (int k = 0; k < g.nops; k++) q[k] += i * g.strides[d][k];
     }
     A p = ld<T>(q[0]), gr = mul(ld<T>(q[1]), sgn);
-    if (o.kind == 0) {  // SGD
+    if (o.kind == 3) {
+      other_step<T>(q, o, p, gr);
+    } else if (o.kind == 0) {  // SGD
       A d = gr;
       if (o.weight_decay != 0) d = add(d, mul(wd, p));
       if (o.has_momentum) {

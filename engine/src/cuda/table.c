@@ -1028,6 +1028,18 @@ static void optim_run(const char *what, int kind, const em_iter *it, em_dtype dt
   o.decoupled = p->decoupled;
   o.centered = p->centered;
   o.has_momentum = p->has_momentum;
+  o.other = p->kind;
+  o.rectify = p->rectify;
+  o.rho = p->rho;
+  o.bc1 = p->bc1;
+  o.bc2 = p->bc2;
+  o.c1 = p->c1;
+  o.c2 = p->c2;
+  o.mu = p->mu;
+  o.etaminus = p->etaminus;
+  o.etaplus = p->etaplus;
+  o.step_min = p->step_min;
+  o.step_max = p->step_max;
   launched(what, emcu_optim_step(&g, (int)dt, &o, stream()));
 }
 static void cu_sgd(const em_iter *it, em_dtype dt, const em_optim_params *p) {
@@ -1039,9 +1051,21 @@ static void cu_adam(const em_iter *it, em_dtype dt, const em_optim_params *p) {
 static void cu_rmsprop(const em_iter *it, em_dtype dt, const em_optim_params *p) {
   optim_run("RMSprop.step", 2, it, dt, p);
 }
+_Static_assert((int)EM_OPTIM_ADAGRAD == (int)EMCU_OPT_ADAGRAD &&
+                   (int)EM_OPTIM_ADADELTA == (int)EMCU_OPT_ADADELTA &&
+                   (int)EM_OPTIM_ADAMAX == (int)EMCU_OPT_ADAMAX &&
+                   (int)EM_OPTIM_NADAM == (int)EMCU_OPT_NADAM &&
+                   (int)EM_OPTIM_RADAM == (int)EMCU_OPT_RADAM &&
+                   (int)EM_OPTIM_ASGD == (int)EMCU_OPT_ASGD &&
+                   (int)EM_OPTIM_RPROP == (int)EMCU_OPT_RPROP,
+               "cu_iface.h: EMCU_OPT_* in em_optim_kind's order");
+/* Adagrad ... Rprop: p->kind is em_optim_kind, in EMCU_OPT_*'s order */
 static void cu_optim_other(const em_iter *it, em_dtype dt, const em_optim_params *p) {
-  (void)it; (void)dt; (void)p;
-  UNSUPPORTED_VOID("optim_step");
+  static const char *const names[] = {"Adagrad.step", "Adadelta.step", "Adamax.step",
+                                      "NAdam.step",   "RAdam.step",    "ASGD.step",
+                                      "Rprop.step"};
+  optim_run(p->kind >= 0 && p->kind <= EMCU_OPT_RPROP ? names[p->kind] : "optim_step", 3, it,
+            dt, p);
 }
 
 const em_optim_kernels em_cuda_optim_kernels = {
