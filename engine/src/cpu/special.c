@@ -1,11 +1,11 @@
 /*
 ** cpu/special.c -- cpu/special.h's functions, exported: their bodies are
-** cpu/special_impl.h (shared with the cuda kernels), where the algorithms
+** core/special_impl.h (shared with the cuda kernels), where the algorithms
 ** and PyTorch's edge values are described.
 */
 #define _DEFAULT_SOURCE 1 /* lgamma_r */
 #include "cpu/special.h"
-#include "cpu/special_impl.h"
+#include "core/special_impl.h"
 
 double em_sp_lgamma(double x) { return sp_lgamma(x); }
 double em_sp_digamma(double x) { return sp_digamma(x); }

@@ -14,8 +14,10 @@
 ** Row-major to cuBLAS's column-major: C (m x n, row-major) is C^T (n x m)
 ** column-major, and C^T = B^T A^T, so the call is gemm(opB, opA, n, m, k,
 ** B, A) where a row-major operand is op N and a transposed-stored one op T;
-** transposes never copy. float16/bfloat16 accumulate in float32 (the op
-** layer hands float32 today); TF32 is used for float32 only when
+** transposes never copy. float16/bfloat16 operands come as they are
+** (ops/linalg.c keeps them on cuda) and accumulate in float32
+** (CUBLAS_COMPUTE_32F, alpha and beta as floats); TF32 is used for float32
+** only when
 ** em_cuda_set_allow_tf32(1) (T.backends.cuda.matmul.allow_tf32 = true), as
 ** PyTorch's default is off.
 **

@@ -61,7 +61,7 @@ enum {
   EMCU_TRUNC, EMCU_FRAC, EMCU_NAN_TO_NUM, EMCU_ISINF, EMCU_ISFINITE, EMCU_XLOGY,
   EMCU_XLOG1PY, EMCU_HYPOT, EMCU_COPYSIGN, EMCU_NEXTAFTER, EMCU_GCD, EMCU_LCM,
   EMCU_HEAVISIDE,
-  /* the special functions on cpu/special_impl.h's series (in double):
+  /* the special functions on core/special_impl.h's series (in double):
   ** polygamma's order in i0, logit's eps in p0 (flags 1: given) */
   EMCU_ERFINV, EMCU_LGAMMA, EMCU_DIGAMMA, EMCU_POLYGAMMA, EMCU_I0, EMCU_I0E, EMCU_I1,
   EMCU_I1E, EMCU_NDTR, EMCU_NDTRI, EMCU_LOG_NDTR, EMCU_SINC, EMCU_ENTR, EMCU_LOGIT,

@@ -11,7 +11,7 @@
 // divergence). COMPILED ONLY: no GPU has run these yet (docs/cuda.md).
 #include "cuda/cu_iface.h"
 #include "cuda/cu_common.cuh"
-#include "cpu/special_impl.h"
+#include "core/special_impl.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -236,7 +236,7 @@ __device__ inline A ew_more(int op, A a, A b, const emcu_params &p) {
       case EMCU_COPYSIGN: return copysign(a, b);
       case EMCU_NEXTAFTER: return nextafter(a, b);
       case EMCU_HEAVISIDE: return a == 0 ? b : (A)(a > 0);
-      // the special functions: the CPU's series (cpu/special_impl.h) in
+      // the special functions: the CPU's series (core/special_impl.h) in
       // double, the result rounded once (as cpu/elementwise.c's SPD)
       case EMCU_ERFINV: return (A)sp_erfinv((double)a);
       case EMCU_LGAMMA: return (A)sp_lgamma((double)a);

@@ -82,8 +82,12 @@ static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *
                            const em_tensor *input, double beta, double alpha,
                            em_tensor **out) {
   em_dtype dt = a->dtype;
+  /* float16/bfloat16: cuBLAS multiplies them as they are (accumulating in
+  ** float32, cuda/blas.c); elsewhere they are multiplied in float32 and
+  ** rounded once, the same result up to the order of the sums */
+  const int half = dt == EM_FLOAT16 || dt == EM_BFLOAT16;
   em_dtype cdt = em_dtype_kindof(dt) == EM_KIND_INT ? EM_INT64
-                 : (dt == EM_FLOAT16 || dt == EM_BFLOAT16) ? EM_FLOAT32 : dt;
+                 : (half && a->storage->device.type != EM_CUDA) ? EM_FLOAT32 : dt;
   int na = a->ndim, nb = b->ndim;
   int64_t m = a->sizes[na - 2], k = a->sizes[na - 1], n = b->sizes[nb - 1];
   if (b->sizes[nb - 2] != k) {

@@ -1,9 +1,11 @@
 /*
-** cpu/special_impl.h -- the bodies of cpu/special.h's functions, written
+** core/special_impl.h -- the bodies of cpu/special.h's functions, written
 ** once for two compilers: cpu/special.c includes them as static inline C
 ** (and exports em_sp_*), cuda/kernels.cu as device functions, so a special
 ** function on cuda runs the CPU's algorithm step for step (in double, as
-** here; the device's libm may differ from glibc's in the last bits).
+** here; the device's libm may differ from glibc's in the last bits). It
+** lives in core/ because both device folders include it (a device folder
+** sees only core and itself); it is plain scalar C with no state.
 **
 ** The algorithms are the ones PyTorch 1.13 uses (aten/src/ATen/native/
 ** Math.h, which takes them from the Cephes Math Library, 3-clause BSD,
@@ -29,8 +31,8 @@
 ** NaN; zeta(1, q) = inf, zeta(x < 1, q) = NaN, zeta(x, q <= 0 integer) =
 ** inf; polygamma(n, x) at non-positive integers follows zeta.
 */
-#ifndef EMBER_CPU_SPECIAL_IMPL_H
-#define EMBER_CPU_SPECIAL_IMPL_H
+#ifndef EMBER_CORE_SPECIAL_IMPL_H
+#define EMBER_CORE_SPECIAL_IMPL_H
 
 #include <math.h>
 #include <stdint.h>
