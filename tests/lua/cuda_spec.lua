@@ -649,6 +649,63 @@ for _, dev in ipairs(devices) do
       end
       assert.has_error(function() F.binary_cross_entropy(T.tensor { 0.5, 1.5 }:to(d), T.tensor { 0, 1 }:float():to(d)) end)
     end)
+    on(dev, "nn: scaled_dot_product_attention (composed on cuda) gives the CPU's values, dropout's mask and gradients", function(d)
+      local F = T.nn.functional
+      for _, dt in ipairs { T.float32, T.float64 } do
+        local tol = dt == T.float64 and 1e-10 or 1e-4
+        local q0, k0, v0 = T.randn(2, 3, 6, 8, { dtype = dt }), T.randn(2, 3, 9, 8, { dtype = dt }),
+          T.randn(2, 3, 9, 4, { dtype = dt })
+        local mask = T.randn(6, 9, { dtype = dt })
+        for _, o in ipairs { {}, { is_causal = true }, { attn_mask = mask }, { dropout_p = 0.25 } } do
+          local function run(dv)
+            local q, k, v = q0:to(dv):requires_grad_(), k0:to(dv):requires_grad_(), v0:to(dv):requires_grad_()
+            local oo = {}
+            for key, val in pairs(o) do oo[key] = T.is_tensor(val) and val:to(dv) or val end
+            T.manual_seed(13)
+            local y = F.scaled_dot_product_attention(q, k, v, oo)
+            local g = T.autograd.grad({ (y * y):sum() }, { q, k, v })
+            return y:detach(), g
+          end
+          local ya, ga = run("cpu")
+          local yb, gb = run(d)
+          same(ya, yb, tol)
+          for i = 1, 3 do same(ga[i], gb[i], tol) end
+        end
+      end
+    end)
+    on(dev, "nn: RNN, LSTM (with projection) and GRU layers (composed on cuda), packed sequences, gradients", function(d)
+      local nn = T.nn
+      for _, mk in ipairs {
+        function() return nn.RNN(3, 5, { num_layers = 2, nonlinearity = "relu" }) end,
+        function() return nn.LSTM(3, 5, { proj_size = 2, bidirectional = true }) end,
+        function() return nn.GRU(3, 5, { batch_first = true }) end,
+      } do
+        T.manual_seed(4)
+        local m = mk():double()
+        local md = mk():double()
+        md:load_state_dict(m:state_dict())
+        md = md:to(d)
+        local x = T.randn(7, 4, 3, { dtype = T.float64 })
+        local xa, xb = x:clone():requires_grad_(), x:to(d):requires_grad_()
+        local ya = m(xa)
+        local yb = md(xb)
+        same(ya:detach(), yb:detach(), 1e-10)
+        ya:pow(2):sum():backward()
+        yb:pow(2):sum():backward()
+        same(xa.grad, xb.grad, 1e-10)
+      end
+      local U = nn.utils.rnn
+      T.manual_seed(4)
+      local m = nn.LSTM(3, 4):double()
+      local x = T.randn(5, 3, 3, { dtype = T.float64 })
+      local pa = U.pack_padded_sequence(x, T.tensor { 5, 3, 2 })
+      local pb = U.pack_padded_sequence(x:to(d), T.tensor { 5, 3, 2 })
+      local qa = m(pa)
+      local qb = m:to(d)(pb)
+      local oa = U.pad_packed_sequence(qa)
+      local ob = U.pad_packed_sequence(qb)
+      same(oa:detach(), ob:detach(), 1e-10)
+    end)
     on(dev, "nn: dropout (the CPU's mask after the same seed) and embedding with its gradient", function(d)
       local F = T.nn.functional
       local x = T.randn(8, 16)
