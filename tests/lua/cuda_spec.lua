@@ -296,6 +296,20 @@ for _, dev in ipairs(devices) do
       same(a, b)
       same(T.arange(1, 1001), (a:sort()))              -- a permutation of 1..n
       assert.has_error(function() T.bernoulli(T.tensor { 0.5, 1.5 }:double():to(d)) end)
+      -- multinomial: the CPU's algorithms at the same counters
+      local probs = T.rand(5, 40, { dtype = T.float64 })
+      probs[{ 2, { 3, 40 } }] = 0                      -- a row with two categories
+      a, b = twice(function(dv) return T.multinomial(probs:to(dv), 30, true) end)
+      same(a, b)
+      a, b = twice(function(dv) return T.multinomial(probs:float():to(dv), 2) end)
+      same(a, b)
+      a, b = twice(function(dv) return T.multinomial(probs[1]:to(dv), 40) end)
+      same(a, b)
+      same(T.arange(1, 41), (a:sort()))                -- without replacement: all of them
+      assert.has_error(function() T.multinomial(T.tensor { 0.5, -1 }:to(d), 1) end,
+        "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+      assert.has_error(function() T.multinomial(T.tensor { { 1, 1 }, { 0, 0 } }:double():to(d), 1) end,
+        "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
     end)
     on(dev, "selecting and indexing: index_select, gather, scatter and its reductions, masked_fill, t[key]", function(d)
       local x = T.tensor { { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }

@@ -156,6 +156,20 @@ int emcu_prob_first_bad(const emcu_geom *g, unsigned long long *first, double *v
 ** scratch: n int64 on the device (each step's partner) */
 int emcu_randperm(int64_t *perm, int64_t *scratch, int64_t n, uint64_t offset,
                   const uint32_t key[2], void *stream);
+/* multinomial over rows x cats probabilities P (contiguous float64, on the
+** device). check: *code (device, set to ~0 by the caller) = 2 r for the
+** first row r holding inf, NaN or a negative value, 2 r + 1 for the first
+** one summing to <= 0 (the CPU's order). run: R (rows x n int64) = 1-based
+** categories as cpu/random.c draws them: with replacement each row's
+** cumulative sums in order (scratch: rows x cats + 2 rows doubles) and
+** u53 at counter offset + r n + s; without, the keys p / Exp(1) at counter
+** offset + r cats + j (scratch: rows x cats doubles), the n largest,
+** ties to the lower index. */
+int emcu_multinomial_check(const double *P, int64_t rows, int64_t cats,
+                           unsigned long long *code, void *stream);
+int emcu_multinomial(const double *P, int64_t rows, int64_t cats, int64_t n, int replacement,
+                     int64_t *R, double *scratch, uint64_t offset, const uint32_t key[2],
+                     void *stream);
 
 /* -- index family (core/kern_index.h) -- */
 /* Operands 0 out (int64), 1 the index (idx_dt: int64 or int32). mode 0:

@@ -1073,7 +1073,109 @@ __global__ void randperm_swap_kernel(int64_t *perm, const int64_t *j, int64_t n)
   }
 }
 
+// multinomial, as cpu/random.c: a thread per row for the checks and the
+// cumulative sums (the CPU's order of additions), a thread per sample for
+// the draws with replacement; without, a thread per key, then a thread per
+// row picks the n largest keys (ties to the lower index: qsort's order)
+__global__ void mn_check_kernel(const double *P, int64_t rows, int64_t cats,
+                                unsigned long long *code) {
+  GRID_STRIDE(int64_t, rows) {
+    const double *p = P + lin * cats;
+    double sum = 0;
+    bool bad = false;
+    for (int64_t j = 0; j < cats && !bad; j++) {
+      double v = p[j];
+      if (!(v >= 0.0) || isinf(v)) bad = true;
+      sum += v;
+    }
+    if (bad) atomicMin(code, (unsigned long long)(2 * lin));
+    else if (!(sum > 0.0)) atomicMin(code, (unsigned long long)(2 * lin + 1));
+  }
+}
+__global__ void mn_cdf_kernel(const double *P, int64_t rows, int64_t cats, double *cdf,
+                              double *total, double *last) {
+  GRID_STRIDE(int64_t, rows) {
+    const double *p = P + lin * cats;
+    double acc = 0;
+    int64_t lj = 0;
+    for (int64_t j = 0; j < cats; j++) {
+      acc += p[j];
+      cdf[lin * cats + j] = acc;
+      if (p[j] > 0) lj = j;
+    }
+    total[lin] = acc;
+    last[lin] = (double)lj;
+  }
+}
+__global__ void mn_draw_kernel(const double *cdf, const double *total, const double *last,
+                               int64_t rows, int64_t cats, int64_t n, int64_t *R,
+                               uint64_t offset, uint32_t k0, uint32_t k1) {
+  const uint32_t key[2] = {k0, k1};
+  GRID_STRIDE(int64_t, rows * n) {
+    const int64_t r = lin / n;
+    uint32_t w[4];
+    rblock(offset + (uint64_t)lin, 0, key, w);
+    const double u = u53(w[0], w[1]) * total[r];
+    const double *c = cdf + r * cats;
+    int64_t lo = 0, hi = cats - 1;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (c[mid] > u) hi = mid; else lo = mid + 1;
+    }
+    if (!(c[lo] > u)) lo = (int64_t)last[r];  // u rounded up to the total
+    R[lin] = lo + 1;
+  }
+}
+__global__ void mn_keys_kernel(const double *P, int64_t total, double *keys, uint64_t offset,
+                               uint32_t k0, uint32_t k1) {
+  const uint32_t key[2] = {k0, k1};
+  GRID_STRIDE(int64_t, total) {
+    uint32_t w[4];
+    rblock(offset + (uint64_t)lin, 0, key, w);
+    const double e = -log1p(-u53(w[0], w[1]));  // Exp(1); 0 only when u = 0
+    const double p = P[lin];
+    keys[lin] = p == 0.0 ? 0.0 : (e > 0 ? p / e : INFINITY);
+  }
+}
+__global__ void mn_pick_kernel(double *keys, int64_t rows, int64_t cats, int64_t n, int64_t *R) {
+  GRID_STRIDE(int64_t, rows) {
+    double *k = keys + lin * cats;
+    for (int64_t s = 0; s < n; s++) {
+      int64_t best = -1;
+      for (int64_t j = 0; j < cats; j++)  // keys are >= 0; a taken one is -1
+        if (k[j] >= 0 && (best < 0 || k[j] > k[best])) best = j;
+      R[lin * n + s] = best + 1;
+      k[best] = -1;
+    }
+  }
+}
+
 }  // namespace
+
+extern "C" int emcu_multinomial_check(const double *P, int64_t rows, int64_t cats,
+                                      unsigned long long *code, void *stream) {
+  if (rows == 0) return 0;
+  mn_check_kernel<<<blocks_for(rows), 256, 0, (cudaStream_t)stream>>>(P, rows, cats, code);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_multinomial(const double *P, int64_t rows, int64_t cats, int64_t n,
+                                int replacement, int64_t *R, double *scratch, uint64_t offset,
+                                const uint32_t key[2], void *stream) {
+  if (rows == 0 || n == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (replacement) {
+    double *cdf = scratch, *total = scratch + rows * cats, *last = total + rows;
+    mn_cdf_kernel<<<blocks_for(rows), 256, 0, s>>>(P, rows, cats, cdf, total, last);
+    mn_draw_kernel<<<blocks_for(rows * n), 256, 0, s>>>(cdf, total, last, rows, cats, n, R,
+                                                         offset, key[0], key[1]);
+  } else {
+    mn_keys_kernel<<<blocks_for(rows * cats), 256, 0, s>>>(P, rows * cats, scratch, offset,
+                                                           key[0], key[1]);
+    mn_pick_kernel<<<blocks_for(rows), 256, 0, s>>>(scratch, rows, cats, n, R);
+  }
+  return (int)cudaGetLastError();
+}
 
 extern "C" int emcu_sample_run(char *out, int64_t n, const emcu_sample *s, void *stream) {
   if (n == 0) return 0;

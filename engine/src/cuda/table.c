@@ -690,8 +690,9 @@ const em_linalg_kernels em_cuda_linalg_kernels = {
     .lapack = cu_lapack,
 };
 
-/* -- random: the samplers, bernoulli with probabilities, randperm (the
-** CPU's Philox counters, so the same numbers); multinomial is layer two -- */
+/* -- random: the samplers, bernoulli with probabilities, randperm and
+** multinomial (the CPU's Philox counters and algorithms, so the same
+** numbers) -- */
 
 _Static_assert(EM_LOSS_MSE == 0 && EM_LOSS_L1 == 1 && EM_LOSS_BCE == 2 && EM_LOSS_BCE_LOGITS == 3 &&
                    EM_REDUCTION_NONE == 0 && EM_REDUCTION_MEAN == 1 && EM_REDUCTION_SUM == 2,
@@ -757,13 +758,48 @@ static void cu_randperm(em_tensor *perm, const em_draw *d) {
   launched("randperm", emcu_randperm(em_tensor_data(perm), scratch, n, d->offset, d->key, stream()));
   emcu_free(dev, scratch, (size_t)n * sizeof(int64_t)); /* stream-ordered reuse */
 }
+/* the first bad row's code (cuda/cu_iface.h), read back: this synchronises,
+** as the CPU's check answers before anything is drawn */
 static em_prob_check cu_multinomial_check(const em_tensor *probs) {
-  UNSUPPORTED_VOID("multinomial_check");
-  return EM_PROBS_OK;
+  int64_t rows = probs->ndim == 2 ? probs->sizes[0] : 1;
+  int64_t cats = probs->sizes[probs->ndim - 1];
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *code = NULL;
+  unsigned long long host = ~0ull;
+  if (emcu_alloc(dev, sizeof host, &code) != EM_OK) {
+    emcu_note("multinomial: out of memory on %s for the check", "cuda");
+    return EM_PROBS_OK;
+  }
+  cudaStream_t s = (cudaStream_t)stream();
+  int err = (int)cudaMemsetAsync(code, 0xFF, sizeof host, s);
+  if (err == 0) err = emcu_multinomial_check(em_tensor_data(probs), rows, cats, code, s);
+  if (err == 0) err = (int)cudaMemcpyAsync(&host, code, sizeof host, cudaMemcpyDeviceToHost, s);
+  if (err == 0) err = (int)cudaStreamSynchronize(s);
+  emcu_free(dev, code, sizeof host);
+  if (err != 0) {
+    launched("multinomial", err);
+    return EM_PROBS_OK;
+  }
+  if (host == ~0ull) return EM_PROBS_OK;
+  return host % 2 ? EM_PROBS_ZERO_SUM : EM_PROBS_BAD_VALUE;
 }
 static em_status cu_multinomial(const em_tensor *probs, em_tensor *out, int replacement,
-                                  const em_draw *d) {
-  return unsupported("multinomial");
+                                const em_draw *d) {
+  int64_t rows = probs->ndim == 2 ? probs->sizes[0] : 1;
+  int64_t cats = probs->sizes[probs->ndim - 1];
+  int64_t n = out->sizes[out->ndim - 1];
+  size_t bytes = (size_t)(rows * cats + (replacement ? 2 * rows : 0)) * sizeof(double);
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *scratch = NULL;
+  if (rows == 0 || n == 0) return EM_OK;
+  if (emcu_alloc(dev, bytes, &scratch) != EM_OK)
+    return em_fail(EM_E_NOMEM, "multinomial: out of memory on cuda for %lld x %lld values",
+                   (long long)rows, (long long)cats);
+  launched("multinomial", emcu_multinomial(em_tensor_data(probs), rows, cats, n, replacement,
+                                           em_tensor_data(out), scratch, d->offset, d->key,
+                                           stream()));
+  emcu_free(dev, scratch, bytes); /* stream-ordered reuse */
+  return EM_OK;
 }
 
 const em_random_kernels em_cuda_random_kernels = {
