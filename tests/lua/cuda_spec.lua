@@ -217,6 +217,19 @@ for _, dev in ipairs(devices) do
       same(n:nansum(), n:to(d):nansum(), 1e-6)
       same(n:amax(), n:to(d):amax(), 0)     -- NaN propagates (allclose with equal_nan)
       same(T.zeros(0, 3):sum(1), T.zeros(0, 3, { device = d }):sum(1))
+      -- few outputs over many inputs: the device splits each output's
+      -- inputs across blocks (cuda/kernels.cu reduce_part_kernel)
+      local big = T.randn(3, 200003, { dtype = T.float64 })
+      local bd = big:to(d)
+      same(big:sum(), bd:sum(), 1e-9)
+      same(big:sum(2), bd:sum(2), 1e-9)
+      same(big:mean(2), bd:mean(2), 1e-12)
+      same(big:var(2), bd:var(2), 1e-12)
+      same(big:std(), bd:std(), 1e-12)
+      same(big:amax(2), bd:amax(2))
+      same(big:norm(3, 2), bd:norm(3, 2), 1e-12)
+      same(big:gt(0):sum(2), bd:gt(0):sum(2))
+      same(big:t():sum(1), bd:t():sum(1), 1e-9)      -- strided inputs
     end)
     on(dev, "lane ops: max/min with indices, softmax, log_softmax, cumulative sums and extremes", function(d)
       local x = T.tensor { { 3, 1, 3, -2 }, { 0 / 0, 5, 0 / 0, 5 }, { -1, -1, 4, 4 } }

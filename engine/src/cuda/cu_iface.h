@@ -99,7 +99,12 @@ typedef struct emcu_red {
   void *acc;
   double p, correction;
 } emcu_red;
-int emcu_reduce(const emcu_red *r, void *stream);
+/* parts: emcu_reduce_parts(r) (1: a block per output; more: that many
+** blocks per output, with scratch of nout * parts * EMCU_RSTATE_BYTES on
+** the device for their states) */
+enum { EMCU_RSTATE_BYTES = 32 };
+int64_t emcu_reduce_parts(const emcu_red *r);
+int emcu_reduce(const emcu_red *r, int64_t parts, void *scratch, void *stream);
 /* logsumexp over r's geometry (kind ignored, width 1, double outputs):
 ** shift[o] = the max of output o's inputs (0 where infinite), acc[o] =
 ** log(sum(exp(x - shift))) + shift. */

@@ -465,6 +465,7 @@ struct rstate {
   double a, b, c;
   int64_t i;
 };
+static_assert(sizeof(rstate) == EMCU_RSTATE_BYTES, "cu_iface.h: EMCU_RSTATE_BYTES");
 
 __device__ inline double fmax_nan(double a, double x) { return (a != a || a >= x) ? a : x; }
 __device__ inline double fmin_nan(double a, double x) { return (a != a || a <= x) ? a : x; }
@@ -559,59 +560,96 @@ __device__ inline void r_merge(const emcu_red &r, rstate &s, const rstate &o) {
   }
 }
 
+// output o's finished values from its state (mean divided, var/std,
+// norm's root), as the CPU's entry leaves them
+__device__ inline void r_finish(const emcu_red &r, int64_t o, const rstate &t) {
+  if (r.acc_int) {
+    ((int64_t *)r.acc)[o] = t.i;
+    return;
+  }
+  double *a = (double *)r.acc + o * r.width;
+  double cnt = (double)r.count;
+  switch (r.kind) {
+    case R_MEAN: a[0] = t.a / cnt; break;
+    case R_NANMEAN: a[0] = t.a / t.b; a[1] = t.b; break;
+    case R_VAR: {
+      double den = cnt - r.correction > 0 ? cnt - r.correction : 0;
+      double var = t.c / den;
+      a[0] = r.take_sqrt ? sqrt(var) : var;
+      a[1] = r.count == 0 ? NAN : t.b;
+      a[2] = t.c;
+      break;
+    }
+    case R_NORM: {
+      double q = r.p;
+      a[0] = q == 2 ? sqrt(t.a) : (q != 1 && q != 0 && !isinf(q)) ? pow(t.a, 1.0 / q) : t.a;
+      break;
+    }
+    default: a[0] = t.a; break;
+  }
+}
+
+// the state of output o's inputs j0 <= j < j1 (a fixed-order tree over the
+// block's threads); thread 0 gets it
+__device__ inline rstate r_block(const emcu_red &r, rstate *sh, const char *base, int64_t j0,
+                                 int64_t j1) {
+  rstate s;
+  r_init(r, s);
+  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
+    int64_t off = 0, q = j;
+    for (int d = 0; d < r.rndim; d++) {
+      off += (q % r.rshape[d]) * r.rstride[d];
+      q /= r.rshape[d];
+    }
+    r_fold(r, s, base + off);
+  }
+  sh[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) r_merge(r, sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  rstate t = sh[0];
+  __syncthreads();
+  return t;
+}
+
+__device__ inline const char *r_out_base(const emcu_red &r, int64_t o) {
+  const char *base = r.in;
+  for (int d = 0; d < r.ondim; d++) {
+    base += (o % r.oshape[d]) * r.ostride[d];
+    o /= r.oshape[d];
+  }
+  return base;
+}
+
+// a block per output
 __global__ void reduce_kernel(emcu_red r) {
   __shared__ rstate sh[256];
   for (int64_t o = blockIdx.x; o < r.nout; o += gridDim.x) {
-    const char *base = r.in;
-    int64_t rest = o;
-    for (int d = 0; d < r.ondim; d++) {
-      base += (rest % r.oshape[d]) * r.ostride[d];
-      rest /= r.oshape[d];
-    }
-    rstate s;
-    r_init(r, s);
-    for (int64_t j = threadIdx.x; j < r.count; j += blockDim.x) {
-      int64_t off = 0, q = j;
-      for (int d = 0; d < r.rndim; d++) {
-        off += (q % r.rshape[d]) * r.rstride[d];
-        q /= r.rshape[d];
-      }
-      r_fold(r, s, base + off);
-    }
-    sh[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-      if ((int)threadIdx.x < w) r_merge(r, sh[threadIdx.x], sh[threadIdx.x + w]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      rstate t = sh[0];
-      if (r.acc_int) {
-        ((int64_t *)r.acc)[o] = t.i;
-      } else {
-        double *a = (double *)r.acc + o * r.width;
-        double cnt = (double)r.count;
-        switch (r.kind) {
-          case R_MEAN: a[0] = t.a / cnt; break;
-          case R_NANMEAN: a[0] = t.a / t.b; a[1] = t.b; break;
-          case R_VAR: {
-            double den = cnt - r.correction > 0 ? cnt - r.correction : 0;
-            double var = t.c / den;
-            a[0] = r.take_sqrt ? sqrt(var) : var;
-            a[1] = r.count == 0 ? NAN : t.b;
-            a[2] = t.c;
-            break;
-          }
-          case R_NORM: {
-            double q = r.p;
-            a[0] = q == 2 ? sqrt(t.a) : (q != 1 && q != 0 && !isinf(q)) ? pow(t.a, 1.0 / q) : t.a;
-            break;
-          }
-          default: a[0] = t.a; break;
-        }
-      }
-    }
-    __syncthreads();
+    rstate t = r_block(r, sh, r_out_base(r, o), 0, r.count);
+    if (threadIdx.x == 0) r_finish(r, o, t);
+  }
+}
+
+// few outputs over many inputs: G blocks per output, each over its own
+// chunk of the inputs (parts[o G + g]), then a thread per output merges its
+// G parts in order -- a fixed split, so the result does not depend on timing
+__global__ void reduce_part_kernel(emcu_red r, int64_t G, rstate *parts) {
+  __shared__ rstate sh[256];
+  const int64_t chunk = (r.count + G - 1) / G;
+  for (int64_t b = blockIdx.x; b < r.nout * G; b += gridDim.x) {
+    const int64_t o = b / G, g = b % G;
+    const int64_t j0 = g * chunk, j1 = j0 + chunk < r.count ? j0 + chunk : r.count;
+    rstate t = r_block(r, sh, r_out_base(r, o), j0, j1);
+    if (threadIdx.x == 0) parts[b] = t;
+  }
+}
+__global__ void reduce_final_kernel(emcu_red r, int64_t G, const rstate *parts) {
+  GRID_STRIDE(int64_t, r.nout) {
+    rstate t = parts[lin * G];
+    for (int64_t g = 1; g < G; g++) r_merge(r, t, parts[lin * G + g]);
+    r_finish(r, lin, t);
   }
 }
 
@@ -855,10 +893,27 @@ __global__ void any_false_kernel(const bool *p, int64_t n, int *flag) {
 
 }  // namespace
 
-extern "C" int emcu_reduce(const emcu_red *r, void *stream) {
+extern "C" int64_t emcu_reduce_parts(const emcu_red *r) {
+  // split when a block per output leaves the GPU mostly idle and each
+  // output has many inputs: about 1024 blocks in all, 16K inputs at least
+  if (r->nout == 0 || r->nout >= 512 || r->count < 65536) return 1;
+  int64_t g = (r->count + 16383) / 16384, cap = 1024 / r->nout;
+  if (cap < 2) cap = 2;
+  return g < cap ? g : cap;
+}
+
+extern "C" int emcu_reduce(const emcu_red *r, int64_t parts, void *scratch, void *stream) {
   if (r->nout == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (parts > 1) {
+    int64_t nb = r->nout * parts;
+    unsigned blocks = (unsigned)(nb < 65535 ? nb : 65535);
+    reduce_part_kernel<<<blocks, 256, 0, s>>>(*r, parts, (rstate *)scratch);
+    reduce_final_kernel<<<blocks_for(r->nout), 256, 0, s>>>(*r, parts, (const rstate *)scratch);
+    return (int)cudaGetLastError();
+  }
   unsigned blocks = (unsigned)(r->nout < 65535 ? r->nout : 65535);
-  reduce_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(*r);
+  reduce_kernel<<<blocks, 256, 0, s>>>(*r);
   return (int)cudaGetLastError();
 }
 

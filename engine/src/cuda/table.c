@@ -1158,7 +1158,16 @@ static em_status cu_reduce(const char *op, em_red_kind k, em_tensor *acc,
   r.take_sqrt = p->take_sqrt;
   r.p = p->p;
   r.correction = p->correction;
-  return cu_status(op, "reduce", emcu_reduce(&r, stream()));
+  int64_t parts = emcu_reduce_parts(&r);
+  if (parts <= 1) return cu_status(op, "reduce", emcu_reduce(&r, 1, NULL, stream()));
+  em_device dev = {EM_CUDA, emcu_device()};
+  size_t bytes = (size_t)(r.nout * parts) * EMCU_RSTATE_BYTES;
+  void *scratch = NULL;
+  em_status st = emcu_alloc(dev, bytes, &scratch);
+  if (st != EM_OK) return st;
+  st = cu_status(op, "reduce", emcu_reduce(&r, parts, scratch, stream()));
+  emcu_free(dev, scratch, bytes); /* stream-ordered reuse */
+  return st;
 }
 static em_status cu_logsumexp(const char *op, em_tensor *acc, em_tensor *shift,
                                 const em_tensor *t) {
