@@ -256,6 +256,15 @@ for _, dev in ipairs(devices) do
       same(T.tensor { { 1, 3, 6 }, { 4, 9, 15 } }, T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:to(d):cumsum(2))
       same(T.tensor { { 1, 2, 3 }, { 4, 10, 18 } }, T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:to(d):cumprod(1))
       same(z:cumsum(1), z:to(d):cumsum(1), 1e-5)
+      -- few long lanes: a block per lane (cuda/kernels.cu lane_scan_block_kernel)
+      local long = T.randn(3, 10007, { dtype = T.float64 })
+      same(long:cumsum(2), long:to(d):cumsum(2), 1e-9)
+      same(long:t():cumsum(1), long:to(d):t():cumsum(1), 1e-9)   -- strided lanes
+      local near1 = T.rand(2, 9001, { dtype = T.float64 }):mul(1e-3):add(1)
+      same(near1:cumprod(2), near1:to(d):cumprod(2), 1e-9)
+      local ints = T.randint(-1000, 1000, { 2, 20000 })
+      same(ints:cumsum(2), ints:to(d):cumsum(2))                   -- exact
+      same(ints:cumprod(2), ints:to(d):cumprod(2))                 -- wraps modulo 2^64, exact
       local c = T.tensor { 1, 3, 2, 3, 0 / 0, 5 }
       local cv, ci = c:to(d):cummax(1)
       same(T.tensor { 1, 3, 3, 3, 0 / 0, 0 / 0 }, cv, 0)

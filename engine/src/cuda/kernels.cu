@@ -847,6 +847,70 @@ __global__ void lane_scan_kernel(emcu_lanes l) {
   }
 }
 
+// cumsum/cumprod of few long lanes: a block per lane, over tiles of 256 x 4
+// elements: each thread scans its 4 in order, thread 0 scans the 256
+// thread totals in order, and the tile's carry goes on to the next. In
+// double (integers: modulo 2^64, exact as the serial scan), the sums in a
+// fixed order: the same result every run, the last bits of a float sum
+// may differ from the serial scan's.
+enum { SCAN_ITEMS = 4 };
+template <typename V>
+__device__ inline V scan_op(bool prod, V a, V b) { return prod ? a * b : a + b; }
+template <typename V>
+__device__ inline V scan_load(const emcu_lanes &l, const char *p) {
+  if constexpr (std::is_same<V, double>::value) return load_f(l.dt, p);
+  else return (V)(uint64_t)load_i(l.dt, p);
+}
+template <typename V>
+__device__ inline void scan_store(const emcu_lanes &l, char *o, V v) {
+  if constexpr (std::is_same<V, double>::value) store_f(l.odt, o, v);
+  else store_i(l.odt, o, (int64_t)v);
+}
+template <typename V>
+__device__ void lane_scan_block(const emcu_lanes &l, char *const *b, V *sh) {
+  const bool prod = l.flag != 0;
+  const V id = prod ? V(1) : V(0);
+  const int64_t tile = (int64_t)blockDim.x * SCAN_ITEMS;
+  V carry = id;
+  for (int64_t t0 = 0; t0 < l.len; t0 += tile) {
+    const int64_t j0 = t0 + (int64_t)threadIdx.x * SCAN_ITEMS;
+    V run[SCAN_ITEMS];
+    V acc = id;
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+      if (j0 + k < l.len) acc = scan_op(prod, acc, scan_load<V>(l, b[2] + (j0 + k) * l.lstride[2]));
+      run[k] = acc;
+    }
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {  // exclusive prefixes of the thread totals, in order
+      V c = carry;
+      for (unsigned i = 0; i < blockDim.x; i++) {
+        V v = sh[i];
+        sh[i] = c;
+        c = scan_op(prod, c, v);
+      }
+      sh[blockDim.x] = c;
+    }
+    __syncthreads();
+    const V before = sh[threadIdx.x];
+    for (int k = 0; k < SCAN_ITEMS; k++)
+      if (j0 + k < l.len) scan_store<V>(l, b[0] + (j0 + k) * l.lstride[0], scan_op(prod, before, run[k]));
+    carry = sh[blockDim.x];
+    __syncthreads();
+  }
+}
+__global__ void lane_scan_block_kernel(emcu_lanes l) {
+  __shared__ double shd[257];
+  __shared__ uint64_t shi[257];
+  const bool fl = is_float(l.dt);
+  for (int64_t lane = blockIdx.x; lane < l.nlanes; lane += gridDim.x) {
+    char *b[3];
+    lane_bases(l, lane, b);
+    if (fl) lane_scan_block<double>(l, b, shd);
+    else lane_scan_block<uint64_t>(l, b, shi);
+  }
+}
+
 // -- comparisons ----------------------------------------------------------------
 
 __device__ inline bool close1(double x, double y, double rtol, double atol, int equal_nan) {
@@ -973,6 +1037,9 @@ extern "C" int emcu_lanes_run(const emcu_lanes *l, void *stream) {
   if (l->kind == EMCU_LANE_MAX || l->kind == EMCU_LANE_SOFTMAX) {
     unsigned blocks = (unsigned)(l->nlanes < 65535 ? l->nlanes : 65535);
     lane_block_kernel<<<blocks, 256, 0, s>>>(*l);
+  } else if (l->kind == EMCU_LANE_CUM && l->nlanes < 4096 && l->len >= 4096) {
+    unsigned blocks = (unsigned)(l->nlanes < 65535 ? l->nlanes : 65535);
+    lane_scan_block_kernel<<<blocks, 256, 0, s>>>(*l);
   } else {
     lane_scan_kernel<<<blocks_for(l->nlanes), 256, 0, s>>>(*l);
   }
