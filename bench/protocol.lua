@@ -1,12 +1,15 @@
 -- bench/protocol.lua: the worker side of bench.py's line protocol, shared
 -- by worker.lua (ember) and floor_worker.lua (the per-call floor). Reads
 --   setup NAME SCALE | time NAME INNER | threads N | quit
--- on stdin and answers "ok", "skip REASON" or "t SECONDS" (the total for
--- INNER calls of the body). serve{...} takes:
+--   [peak NAME STEPS: when the worker has peaks]
+-- on stdin and answers "ok", "skip REASON", "t SECONDS" (the total for
+-- INNER calls of the body) or "v VALUE". serve{...} takes:
 --   setups[NAME](scale), bodies[NAME](inner): the workloads;
 --   reset(): called before each setup (a fresh state, then a collection);
 --   threads(n): sets the thread count;
---   unknown: the skip reason for a workload without a setup.
+--   unknown: the skip reason for a workload without a setup;
+--   peak(name, steps) (optional): a number for "peak" (bench/worker_cuda.lua:
+--   the device memory a workload's calls reach).
 local ffi = require "ffi"
 -- ember.train may have declared clock_gettime with its own timespec type:
 -- declare it only if needed and call it through a pointer of our own type.
@@ -44,6 +47,12 @@ local function serve(o)
       local t1 = now()
       if ok then print(string.format("t %.9f", t1 - t0))
       else print("skip " .. tostring(err):gsub("\n", " ")) end
+    elseif cmd == "peak" and o.peak then
+      local ok, v = pcall(o.peak, a1, tonumber(a2) or 1)
+      if ok then print(string.format("v %.17g", v))
+      else print("skip " .. tostring(v):gsub("\n", " ")) end
+    else
+      print("skip unknown command " .. tostring(cmd))
     end
   end
 end

@@ -66,14 +66,53 @@ return function(T)
 
   -- A function running one training step of model `name` with optimizer
   -- `optname` (a fresh model, seeded, in training mode).
-  function M.step_fn(name, optname, x, y)
+  function M.step_fn(name, optname, x, y, device)
     T.manual_seed(0)
     local model = M.models[name]()
+    if device then model = model:to(device) end
     model:train()
     local opt = M.optimizers[optname or "sgd"](model:parameters())
     return function()
       opt:zero_grad(true) -- set_to_none, as the PyTorch side (ember's default, not 1.13's)
       local loss = F.cross_entropy(model(x), y)
+      loss:backward()
+      opt:step()
+      return loss
+    end
+  end
+
+  -- A random digits-shaped batch of n on device (the GPU rows' batch 256).
+  function M.random_batch(n, device)
+    T.manual_seed(0)
+    return T.rand(n, 1, 8, 8):to(device), T.randint(1, 11, { n }):to(device)
+  end
+
+  -- One step of a small causal transformer block (the train_transformer
+  -- rows): a pre-norm encoder layer (d 128, 4 heads, ff 512, dropout 0.1)
+  -- over (N, 64) tokens of a vocabulary of 64, embedding and head, SGD
+  -- momentum; bench/train_models.py has the same model.
+  function M.transformer_step(N, device)
+    T.manual_seed(0)
+    local L, D, V = 64, 128, 64
+    local emb = nn.Embedding(V, D)
+    local layer = nn.TransformerEncoderLayer(D, 4, { dim_feedforward = 512, dropout = 0.1, batch_first = true,
+      norm_first = true })
+    local head = nn.Linear(D, V)
+    if device then
+      emb, layer, head = emb:to(device), layer:to(device), head:to(device)
+    end
+    local params = {}
+    for _, m in ipairs({ emb, layer, head }) do
+      for _, p in ipairs(m:parameters()) do params[#params + 1] = p end
+    end
+    local opt = T.optim.SGD(params, { lr = 0.01, momentum = 0.9 })
+    local ids = T.randint(1, V + 1, { N, L }):to(device or "cpu")
+    local tgt = T.randint(1, V + 1, { N * L }):to(device or "cpu")
+    local mask = nn.Transformer.generate_square_subsequent_mask(L):to(device or "cpu")
+    return function()
+      opt:zero_grad()
+      local h = layer(emb(ids), { src_mask = mask, is_causal = true })
+      local loss = F.cross_entropy(head(h):reshape(N * L, V), tgt)
       loss:backward()
       opt:step()
       return loss

@@ -57,17 +57,54 @@ OPTIMIZERS = {
 }
 
 
-def step_fn(name, optname, x, y):
+def step_fn(name, optname, x, y, device=None):
     """One training step of model `name` with optimizer `optname` (a fresh
-    model, seeded, in training mode)."""
+    model, seeded, in training mode, on device when given)."""
     torch.manual_seed(0)
     model = MODELS[name]()
+    if device is not None:
+        model = model.to(device)
     model.train()
     opt = OPTIMIZERS[optname](model.parameters())
 
     def step():
         opt.zero_grad(set_to_none=True)  # as ember's default (1.13's default is False)
         loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def random_batch(n, device):
+    """A random digits-shaped batch of n on device (the GPU rows' batch 256)."""
+    torch.manual_seed(0)
+    return torch.rand(n, 1, 8, 8).to(device), torch.randint(0, 10, (n,)).to(device)
+
+
+def transformer_step(N, device=None):
+    """One step of bench/train_models.lua's transformer_step: a pre-norm
+    encoder layer (d 128, 4 heads, ff 512, dropout 0.1) over (N, 64) tokens
+    of a vocabulary of 64, embedding and head, SGD momentum."""
+    torch.manual_seed(0)
+    L, D, V = 64, 128, 64
+    emb = nn.Embedding(V, D)
+    layer = nn.TransformerEncoderLayer(D, 4, dim_feedforward=512, dropout=0.1,
+                                       batch_first=True, norm_first=True)
+    head = nn.Linear(D, V)
+    if device is not None:
+        emb, layer, head = emb.to(device), layer.to(device), head.to(device)
+    params = list(emb.parameters()) + list(layer.parameters()) + list(head.parameters())
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    ids = torch.randint(0, V, (N, L)).to(device or "cpu")
+    tgt = torch.randint(0, V, (N * L,)).to(device or "cpu")
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(L).to(device or "cpu")
+
+    def step():
+        opt.zero_grad()
+        h = layer(emb(ids), src_mask=mask)
+        loss = F.cross_entropy(head(h).reshape(N * L, V), tgt)
         loss.backward()
         opt.step()
         return loss

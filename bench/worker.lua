@@ -155,28 +155,7 @@ setups.sdpa_fwd_bwd = function(k)
   S.step = function() T.autograd.grad({ F.scaled_dot_product_attention(q, kk, v) }, wrt, go) end
 end
 setups.train_transformer = function(k)
-  T.manual_seed(0)
-  local nn, F = T.nn, T.nn.functional
-  local N, L, D, V = k > 1 and fl(16 / k) or 16, 64, 128, 64
-  local emb = nn.Embedding(V, D)
-  local layer = nn.TransformerEncoderLayer(D, 4, { dim_feedforward = 512, dropout = 0.1, batch_first = true,
-    norm_first = true })
-  local head = nn.Linear(D, V)
-  local params = {}
-  for _, m in ipairs({ emb, layer, head }) do
-    for _, p in ipairs(m:parameters()) do params[#params + 1] = p end
-  end
-  local opt = T.optim.SGD(params, { lr = 0.01, momentum = 0.9 })
-  local ids = T.randint(1, V + 1, { N, L })
-  local tgt = T.randint(1, V + 1, { N * L })
-  local mask = nn.Transformer.generate_square_subsequent_mask(L)
-  S.step = function()
-    opt:zero_grad()
-    local h = layer(emb(ids), { src_mask = mask, is_causal = true })
-    local loss = F.cross_entropy(head(h):reshape(N * L, V), tgt)
-    loss:backward()
-    opt:step()
-  end
+  S.step = TM.transformer_step(k > 1 and fl(16 / k) or 16)
 end
 bodies.sdpa_fwd_bwd = train_body
 bodies.train_transformer = train_body

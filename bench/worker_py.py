@@ -32,27 +32,11 @@ def attn_step(name, k):
             def att(q, kk, v):
                 return torch.softmax(q @ kk.transpose(-2, -1) * (1 / math.sqrt(64)), -1) @ v
         return lambda: torch.autograd.grad(att(q, kk, v), (q, kk, v), g)
-    # a small causal transformer block: pre-norm encoder layer (d 128, 4 heads,
-    # ff 512, dropout 0.1) over (16, 64) tokens, a vocabulary of 64, SGD
-    torch.manual_seed(0)
-    N, L, D, V = 16 // k if k > 1 else 16, 64, 128, 64
-    emb = torch.nn.Embedding(V, D)
-    layer = torch.nn.TransformerEncoderLayer(D, 4, dim_feedforward=512, dropout=0.1,
-                                             batch_first=True, norm_first=True)
-    head = torch.nn.Linear(D, V)
-    params = list(emb.parameters()) + list(layer.parameters()) + list(head.parameters())
-    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
-    ids = torch.randint(0, V, (N, L))
-    tgt = torch.randint(0, V, (N * L,))
-    mask = torch.nn.Transformer.generate_square_subsequent_mask(L)
-
-    def step():
-        opt.zero_grad()
-        h = layer(emb(ids), src_mask=mask)
-        loss = F.cross_entropy(head(h).reshape(N * L, V), tgt)
-        loss.backward()
-        opt.step()
-    return step
+    # a small causal transformer block (bench/train_models.py)
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import train_models
+    return train_models.transformer_step(16 // k if k > 1 else 16)
 
 
 def rand(*shape):

@@ -309,15 +309,26 @@ static void same_or_box(lua_State *L, int idx) {
   }
 }
 
-static const char *const to_opts[] = {"dtype", "device", "copy", NULL};
+static const char *const to_opts[] = {"dtype", "device", "copy", "non_blocking", NULL};
 
-/* t:to(dtype | device | tensor | {dtype=, device=, copy=}) and the
-** positional pair t:to(device, dtype). */
+/* After a host -> cuda copy without non_blocking, the host waits for it, as
+** PyTorch's copy does: the source (pinned memory is copied asynchronously)
+** may then be changed at once. With non_blocking the copy stays queued on
+** the current stream. A copy to the host always waits (its memory is
+** pageable). */
+static void finish_copy(lua_State *L, const char *op, const em_tensor *from, em_device to,
+                        int non_blocking) {
+  if (non_blocking || to.type != EM_CUDA || em_tensor_device(from).type != EM_CPU) return;
+  if (em_cuda_synchronize(op, to.index) != EM_OK) l_error(L);
+}
+
+/* t:to(dtype | device | tensor | {dtype=, device=, copy=, non_blocking=})
+** and the positional pair t:to(device, dtype). */
 static int l_to(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "to");
   em_dtype dt = em_tensor_dtype(t);
   em_device dev = em_tensor_device(t);
-  int copy = 0, top = lua_gettop(L);
+  int copy = 0, non_blocking = 0, top = lua_gettop(L);
   for (int i = 2; i <= top; i++) {
     em_tensor *other;
     if (lua_isnil(L, i)) continue;
@@ -339,6 +350,7 @@ static int l_to(lua_State *L) {
       dt = (em_dtype)l_optdtype(L, i, "to", (int)dt);
       dev = l_optdevice(L, i, "to", dev);
       copy = l_optbool(L, i, "copy", copy);
+      non_blocking = l_optbool(L, i, "non_blocking", non_blocking);
     } else if (lua_type(L, i) == LUA_TBOOLEAN) {
       copy = lua_toboolean(L, i);
     } else {
@@ -348,6 +360,7 @@ static int l_to(lua_State *L) {
   }
   em_tensor **box = l_newbox(L);
   if (em_to(t, dt, dev, copy, box) != EM_OK) l_error(L);
+  finish_copy(L, "to", t, dev, non_blocking);
   same_or_box(L, 1);
   return 1;
 }
@@ -374,20 +387,35 @@ CAST_METHOD(char, EM_INT8)
 CAST_METHOD(byte, EM_UINT8)
 CAST_METHOD(bool, EM_BOOL)
 
-static int move_to(lua_State *L, em_device dev, const char *op, int nargs) {
+static const char *const move_opts[] = {"non_blocking", NULL};
+
+/* opts: the stack index of an options table ({non_blocking=}) or 0 */
+static int move_to(lua_State *L, em_device dev, const char *op, int nargs, int opts) {
   l_checknomore(L, nargs, op);
   em_tensor *t = l_checktensor(L, 1, op);
+  int non_blocking = 0;
+  if (opts) {
+    l_checkopts(L, opts, op, move_opts);
+    non_blocking = l_optbool(L, opts, "non_blocking", 0);
+  }
   em_tensor **box = l_newbox(L);
   if (em_to(t, em_tensor_dtype(t), dev, 0, box) != EM_OK) l_error(L);
+  finish_copy(L, op, t, dev, non_blocking);
   same_or_box(L, 1);
   return 1;
 }
 
-static int l_cpu(lua_State *L) { return move_to(L, em_cpu(), "cpu", 1); }
+static int l_cpu(lua_State *L) { return move_to(L, em_cpu(), "cpu", 1, 0); }
+/* t:cuda([index][, {non_blocking = bool}]) */
 static int l_cuda(lua_State *L) {
   em_device d = {EM_CUDA, 0};
-  if (lua_type(L, 2) == LUA_TNUMBER) d.index = (int)l_checkint(L, 2, "cuda", "device index");
-  return move_to(L, d, "cuda", 2);
+  int at = 2;
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    d.index = (int)l_checkint(L, 2, "cuda", "device index");
+    at = 3;
+  }
+  int opts = lua_istable(L, at) ? at : 0;
+  return move_to(L, d, "cuda", opts ? at : at - 1, opts);
 }
 
 static const char *const clone_opts[] = {"memory_format", NULL};

@@ -60,6 +60,19 @@ describe("cuda without a device", function()
     end
   end)
 
+  it("to and cuda take non_blocking (a boolean): honoured on the host, cuda says why it cannot", function()
+    local x = T.ones(3)
+    assert.equal(x, x:to("cpu", { non_blocking = true }))     -- nothing to copy: the same tensor
+    assert.equal(x, x:to({ device = "cpu", non_blocking = false }))
+    raises(function() return x:to({ non_blocking = "yes" }) end, "non_blocking")
+    raises(function() return x:to({ nonblocking = true }) end, "unknown option 'nonblocking'")
+    local reason = built and "CUDA is not available (" or "ember was built without CUDA"
+    raises(function() return x:cuda({ non_blocking = true }) end, reason)
+    raises(function() return x:cuda(0, { non_blocking = true }) end, reason)
+    raises(function() return x:cuda({ blocking = true }) end, "unknown option 'blocking'")
+    raises(function() return x:to("cuda", { non_blocking = true }) end, why("to"))
+  end)
+
   it("every T.cuda function that needs a device raises, naming itself", function()
     local calls = {
       synchronize = function() T.cuda.synchronize() end,
@@ -143,6 +156,15 @@ for _, dev in ipairs(devices) do
         local x = T.tensor { { 1, 0, 3 }, { 4, 5, 0 } }:to(dt)
         same(x, x:to(d))
       end
+      -- non_blocking (PyTorch's): from pinned memory the copy stays queued
+      -- until the stream is waited for; without it the host waits at once
+      local src = T.arange(1, 1000001):float()
+      if d ~= "cpu" then src = src:pin_memory() end
+      local y = src:to(d, { non_blocking = true })
+      if d ~= "cpu" then T.cuda.synchronize() end
+      same(src, y)
+      same(src, src:to({ device = d, non_blocking = false }))
+      if d ~= "cpu" then same(src, src:cuda({ non_blocking = true })) end
     end)
     on(dev, "casts on the device follow docs/dtypes.md", function(d)
       local x = T.tensor { -1.75, 2.5, 300.25, 0 }:to(d)

@@ -1,0 +1,123 @@
+"""bench/worker_cuda_py.py: the PyTorch contender of the GPU rows
+(bench/workloads_cuda.txt, bench/bench_cuda.py), speaking bench/protocol.lua's
+line protocol (setup / time / threads / peak / quit). The device is
+EMBER_BENCH_DEVICE (default "cuda"; "cpu" for the harness's dry run). A
+timing covers INNER calls and then torch.cuda.synchronize(); "peak NAME
+STEPS" answers torch.cuda.max_memory_allocated() over STEPS calls."""
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_models as TM  # noqa: E402
+
+DEV = os.environ.get("EMBER_BENCH_DEVICE", "cuda")
+GPU = DEV.startswith("cuda")
+N = 256 * 1024 * 1024
+S = {}
+
+
+def sync():
+    if GPU:
+        torch.cuda.synchronize()
+
+
+def setup(name, k):
+    S.clear()
+    if GPU:
+        torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default since 1.12; ember's too
+    if name == "cu_copy":
+        S["a"], S["o"] = torch.rand(N // k, device=DEV), torch.empty(N // k, device=DEV)
+    elif name == "cu_add_out":
+        S["a"], S["b"] = torch.rand(N // k, device=DEV), torch.rand(N // k, device=DEV)
+        S["o"] = torch.empty(N // k, device=DEV)
+    elif name == "cu_h2d_pinned":
+        h = torch.rand(64 * 1024 * 1024 // k)
+        S["h"] = h.pin_memory() if GPU else h
+    elif name == "cu_sum":
+        S["a"] = torch.rand(N // k, device=DEV)
+    elif name == "cu_softmax":
+        S["a"] = torch.randn(8192 // k, 32768, device=DEV)
+    elif name == "cu_add1":
+        S["a"], S["b"] = torch.rand(1, device=DEV), torch.rand(1, device=DEV)
+    elif name == "cu_sgemm_4096":
+        n = 4096 // k
+        S["a"], S["b"] = torch.rand(n, n, device=DEV), torch.rand(n, n, device=DEV)
+    elif name == "cu_bf16_gemm_4096":
+        n = 4096 // k
+        S["a"] = torch.rand(n, n, device=DEV).to(torch.bfloat16)
+        S["b"] = torch.rand(n, n, device=DEV).to(torch.bfloat16)
+    elif name == "cu_mm_256":
+        S["a"], S["b"] = torch.rand(256, 256, device=DEV), torch.rand(256, 256, device=DEV)
+    elif name in ("cu_train_mlp", "cu_train_cnn"):
+        x, y = TM.random_batch(256 // k, DEV)
+        S["step"] = TM.step_fn("mlp" if name == "cu_train_mlp" else "cnn", "sgd", x, y, DEV)
+    elif name == "cu_train_transformer":
+        S["step"] = TM.transformer_step(256 // k, DEV)
+    else:
+        return "skip unknown workload"
+    sync()
+    return "ok"
+
+
+def body(name):
+    a, b, o = S.get("a"), S.get("b"), S.get("o")
+    if name == "cu_copy":
+        return lambda: o.copy_(a)
+    if name == "cu_add_out":
+        return lambda: torch.add(a, b, out=o)
+    if name == "cu_h2d_pinned":
+        h = S["h"]
+        return lambda: h.to(DEV, non_blocking=True)
+    if name == "cu_sum":
+        return lambda: a.sum()
+    if name == "cu_softmax":
+        return lambda: torch.softmax(a, -1)
+    if name == "cu_add1":
+        return lambda: a + b
+    if name in ("cu_sgemm_4096", "cu_bf16_gemm_4096", "cu_mm_256"):
+        return lambda: torch.mm(a, b)
+    return S["step"]
+
+
+def timed(name, n):
+    f = body(name)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f()
+    sync()
+    return time.perf_counter() - t0
+
+
+def main():
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts:
+            continue
+        cmd = parts[0]
+        try:
+            if cmd == "quit":
+                break
+            if cmd == "threads":
+                torch.set_num_threads(int(parts[1]))
+                print("ok", flush=True)
+            elif cmd == "setup":
+                print(setup(parts[1], int(parts[2]) if len(parts) > 2 else 1), flush=True)
+            elif cmd == "time":
+                print("t %.9f" % timed(parts[1], int(parts[2])), flush=True)
+            elif cmd == "peak":
+                if not GPU:
+                    raise RuntimeError("no device memory to measure on " + DEV)
+                sync()
+                torch.cuda.reset_peak_memory_stats()
+                timed(parts[1], int(parts[2]))
+                print("v %d" % torch.cuda.max_memory_allocated(), flush=True)
+            else:
+                print("skip unknown command " + cmd, flush=True)
+        except Exception as e:  # a contender that cannot run a workload skips it
+            print("skip", str(e).replace("\n", " "), flush=True)
+
+
+main()
