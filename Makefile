@@ -4,7 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz bench-dist
+.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz bench-dist bench-cuda
 
 all: build
 
@@ -84,6 +84,19 @@ bench: bench-build
 	/usr/bin/python3 bench/bench.py --build $(abspath $(RELEASE_BUILD)) --out bench/results.md $(BENCH_ARGS)
 bench-quick: bench-build
 	/usr/bin/python3 bench/bench.py --quick --build $(abspath $(RELEASE_BUILD)) --out /tmp/ember-bench-quick.md $(BENCH_ARGS)
+
+# make bench-cuda: the GPU rows (issues 15, 16) on a machine with a GPU:
+# ember against PyTorch (the python3 on PATH, or EMBER_BENCH_PYTHON) and the
+# CUDA runtime / cuBLAS called from C (bench/bench_cuda.py); writes
+# bench/results-cuda.md. BENCH_ARGS="--dry-run" runs the harness on the
+# CPU at small sizes (no GPU needed; not a measurement).
+bench-cuda:
+	@cmake -S . -B $(RELEASE_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) -j$(JOBS) >$(RELEASE_BUILD)/build.log 2>&1; \
+	  rc=$$?; grep -vE "^(\[|make\[)" $(RELEASE_BUILD)/build.log; exit $$rc
+	@$(MAKE) --no-print-directory -C $(RELEASE_BUILD) bench_cuda_ref >>$(RELEASE_BUILD)/build.log 2>&1 || \
+	  echo "bench-cuda: no bench_cuda_ref (a build without CUDA): the C column stays empty"
+	python3 bench/bench_cuda.py --build $(abspath $(RELEASE_BUILD)) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD)

@@ -1,7 +1,7 @@
 """bench/bench_cuda.py [--out FILE] [--reps N] [--dry-run]: the GPU rows
 (bench/workloads_cuda.txt; issues 15 and 16) in ember (bench/worker_cuda.lua),
-PyTorch (bench/worker_cuda_py.py, the python3 on PATH or EMBER_BENCH_PYTHON:
-PyTorch 2.x on a lent GPU machine) and the C reference (build/bench_cuda_ref:
+PyTorch (bench/worker_cuda_py.py under EMBER_BENCH_PYTHON, else the first
+python3 that imports torch: PyTorch 2.x on a lent GPU machine) and the C reference (build/bench_cuda_ref:
 the CUDA runtime and cuBLAS called directly), alternating the contenders as
 bench/bench.py does (its Worker and measure). Writes a table of medians,
 ratios and bandwidths, the device memory peak of the training steps, and
@@ -35,9 +35,23 @@ def workloads():
     return out
 
 
+def torch_python():
+    """EMBER_BENCH_PYTHON, else the first of python3 on PATH and Debian's
+    that imports torch (the lent GPU machines' image has one)."""
+    if os.environ.get("EMBER_BENCH_PYTHON"):
+        return os.environ["EMBER_BENCH_PYTHON"]
+    for py in ("python3", "/usr/bin/python3"):
+        try:
+            if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0:
+                return py
+        except OSError:
+            pass
+    return "python3"
+
+
 def start_workers(build, device):
     env = dict(os.environ, EMBER_BUILD=build, EMBER_BENCH_DEVICE=device)
-    py = os.environ.get("EMBER_BENCH_PYTHON", "python3")
+    py = torch_python()
     specs = [("ember", [os.path.join(ROOT, "bin", "ember"), os.path.join(HERE, "worker_cuda.lua")]),
              ("torch", [py, os.path.join(HERE, "worker_cuda_py.py")]),
              ("C", [os.path.join(build, "bench_cuda_ref")])]
@@ -99,7 +113,7 @@ def main():
                           "--format=csv,noheader"], capture_output=True, text=True) \
         if not args.dry_run and subprocess.run(["sh", "-c", "command -v nvidia-smi"],
                                                capture_output=True).returncode == 0 else None
-    py = os.environ.get("EMBER_BENCH_PYTHON", "python3")
+    py = torch_python()
     tv = subprocess.run([py, "-c", "import torch; print(torch.__version__, torch.version.cuda)"],
                         capture_output=True, text=True).stdout.strip() or "missing"
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],

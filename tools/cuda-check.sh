@@ -13,7 +13,10 @@
 # lua-busted ... here) in EMBER_DEBS=dir; they are unpacked with dpkg -x
 # under BUILD_DIR/debroot and put on PATH / LD_LIBRARY_PATH / pkg-config's path.
 #
-# EMBER_CUDA_CHECK_QUICK=1 runs only the C tests and cuda_spec.
+# EMBER_CUDA_CHECK_QUICK=1 runs only the C tests and cuda_spec. The GPU
+# benchmarks (bench/bench_cuda.py, at most EMBER_CUDA_BENCH_SECONDS, 300)
+# run after cuda_spec unless EMBER_CUDA_CHECK_BENCH=0; EMBER_CHECK_OUT=dir
+# gets copies of the logs and bench results (the device tool's $OUT).
 set -u
 build=${1:-build-cuda}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -89,6 +92,23 @@ if [ -f "$build/ember/dist_nccl.so" ]; then
 fi
 say "nccl: $n_res"
 
+# the GPU rows (bench/bench_cuda.py; make bench-cuda), before the whole
+# suite: on a lent machine the measurements matter more than a second
+# pass of the CPU specs. EMBER_CUDA_CHECK_BENCH=0 skips them.
+b_res="not run"
+if [ "${EMBER_CUDA_CHECK_BENCH:-1}" = 1 ] && [ "${EMBER_CUDA_CHECK_QUICK:-0}" != 1 ]; then
+  say "== GPU benchmarks (bench/bench_cuda.py) =="
+  make -C "$build" bench_cuda_ref >>"$log" 2>&1 || say "(no bench_cuda_ref: the C column stays empty)"
+  if timeout "${EMBER_CUDA_BENCH_SECONDS:-300}" python3 bench/bench_cuda.py --build "$build" \
+       --out "$build/results-cuda.md" >"$build/bench.log" 2>&1; then
+    b_res="$build/results-cuda.md ($(grep -c MISSED "$build/results-cuda.md") rows missed)"
+  else
+    b_res="FAILED or timed out (see $build/bench.log)"
+  fi
+  cat "$build/bench.log" >>"$log"
+  say "bench: $b_res"
+fi
+
 a_pass=- a_fail=- a_skip=- san="not run"
 if [ "${EMBER_CUDA_CHECK_QUICK:-0}" != 1 ]; then
   say "== the whole suite (busted, luajit) =="
@@ -112,7 +132,15 @@ fi
 
 secs=$(( $(date +%s) - start ))
 say "== summary =="
-say "cuda-check: C $c_pass passed / $c_fail failed; cuda specs $s_pass passed / $s_fail failed / $s_skip skipped; suite $a_pass passed / $a_fail failed / $a_skip skipped; nccl: $n_res; memcheck: $san; ${secs}s"
+say "cuda-check: C $c_pass passed / $c_fail failed; cuda specs $s_pass passed / $s_fail failed / $s_skip skipped; suite $a_pass passed / $a_fail failed / $a_skip skipped; nccl: $n_res; memcheck: $san; bench: $b_res; ${secs}s"
+# EMBER_CHECK_OUT=dir (the device tool's $OUT): the logs and results there
+if [ -n "${EMBER_CHECK_OUT:-}" ]; then
+  mkdir -p "$EMBER_CHECK_OUT"
+  for f in "$log" "$build/cuda_spec.log" "$build/suite.log" "$build/bench.log" \
+           "$build/results-cuda.md" "$build/nccl.log"; do
+    [ -f "$f" ] && cp "$f" "$EMBER_CHECK_OUT/"
+  done
+fi
 [ "$c_fail" -eq 0 ] && [ "$c_rc" -eq 0 ] && [ "$s_fail" -eq 0 ] || exit 1
 [ "$a_fail" = - ] || [ "$a_fail" -eq 0 ] || exit 1
 case $san in ERRORS*) exit 1 ;; esac
