@@ -589,20 +589,26 @@ __device__ inline void r_finish(const emcu_red &r, int64_t o, const rstate &t) {
   }
 }
 
+// input j of the output whose first input is at base
+__device__ inline double r_load(const emcu_red &r, const char *p) {
+  return is_float(r.dt) ? load_f(r.dt, p) : (double)load_i(r.dt, p);
+}
+__device__ inline const char *r_at(const emcu_red &r, const char *base, int64_t j) {
+  int64_t off = 0;
+  for (int d = 0; d < r.rndim; d++) {
+    off += (j % r.rshape[d]) * r.rstride[d];
+    j /= r.rshape[d];
+  }
+  return base + off;
+}
+
 // the state of output o's inputs j0 <= j < j1 (a fixed-order tree over the
 // block's threads); thread 0 gets it
 __device__ inline rstate r_block(const emcu_red &r, rstate *sh, const char *base, int64_t j0,
                                  int64_t j1) {
   rstate s;
   r_init(r, s);
-  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-    int64_t off = 0, q = j;
-    for (int d = 0; d < r.rndim; d++) {
-      off += (q % r.rshape[d]) * r.rstride[d];
-      q /= r.rshape[d];
-    }
-    r_fold(r, s, base + off);
-  }
+  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) r_fold(r, s, r_at(r, base, j));
   sh[threadIdx.x] = s;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
@@ -614,7 +620,8 @@ __device__ inline rstate r_block(const emcu_red &r, rstate *sh, const char *base
   return t;
 }
 
-__device__ inline const char *r_out_base(const emcu_red &r, int64_t o) {
+// the first input of output o
+__device__ inline const char *r_base(const emcu_red &r, int64_t o) {
   const char *base = r.in;
   for (int d = 0; d < r.ondim; d++) {
     base += (o % r.oshape[d]) * r.ostride[d];
@@ -627,7 +634,7 @@ __device__ inline const char *r_out_base(const emcu_red &r, int64_t o) {
 __global__ void reduce_kernel(emcu_red r) {
   __shared__ rstate sh[256];
   for (int64_t o = blockIdx.x; o < r.nout; o += gridDim.x) {
-    rstate t = r_block(r, sh, r_out_base(r, o), 0, r.count);
+    rstate t = r_block(r, sh, r_base(r, o), 0, r.count);
     if (threadIdx.x == 0) r_finish(r, o, t);
   }
 }
@@ -641,7 +648,7 @@ __global__ void reduce_part_kernel(emcu_red r, int64_t G, rstate *parts) {
   for (int64_t b = blockIdx.x; b < r.nout * G; b += gridDim.x) {
     const int64_t o = b / G, g = b % G;
     const int64_t j0 = g * chunk, j1 = j0 + chunk < r.count ? j0 + chunk : r.count;
-    rstate t = r_block(r, sh, r_out_base(r, o), j0, j1);
+    rstate t = r_block(r, sh, r_base(r, o), j0, j1);
     if (threadIdx.x == 0) parts[b] = t;
   }
 }
@@ -655,25 +662,6 @@ __global__ void reduce_final_kernel(emcu_red r, int64_t G, const rstate *parts) 
 
 // -- logsumexp: one block per output, the max then the shifted sum of exps --
 
-__device__ inline double r_load(const emcu_red &r, const char *p) {
-  return is_float(r.dt) ? load_f(r.dt, p) : (double)load_i(r.dt, p);
-}
-__device__ inline const char *r_at(const emcu_red &r, const char *base, int64_t j) {
-  int64_t off = 0;
-  for (int d = 0; d < r.rndim; d++) {
-    off += (j % r.rshape[d]) * r.rstride[d];
-    j /= r.rshape[d];
-  }
-  return base + off;
-}
-__device__ inline const char *r_base(const emcu_red &r, int64_t o) {
-  const char *base = r.in;
-  for (int d = 0; d < r.ondim; d++) {
-    base += (o % r.oshape[d]) * r.ostride[d];
-    o /= r.oshape[d];
-  }
-  return base;
-}
 
 // a fixed-order tree over the block's 256 values (max with NaN kept, or sum)
 __device__ inline double block_fold(double *sh, double v, bool is_max) {

@@ -32,15 +32,6 @@ int em_sdpa_use_math(const em_nn_kernels *kk) {
   return g_force_math || !kk->sdpa || !kk->sdpa_backward;
 }
 
-#define TRY(e)                          \
-  do {                                  \
-    if ((st = (e)) != EM_OK) goto done; \
-  } while (0)
-
-static void drop(em_tensor **t) {
-  if (*t) em_tensor_release(*t);
-  *t = NULL;
-}
 /* *t = op(*t, scalar) (the old one released) */
 static em_status scale_by(em_tensor **t, em_ew_op op, double v) {
   em_operand in[2] = {{*t, {EM_SCALAR_INT, 0, 0}}, {NULL, {EM_SCALAR_FLOAT, 0, v}}};
@@ -52,22 +43,12 @@ static em_status scale_by(em_tensor **t, em_ew_op op, double v) {
   }
   return st;
 }
-/* *t = op(*t, u) (the old one released) */
-static em_status combine(em_tensor **t, em_ew_op op, const em_tensor *u) {
-  em_tensor *r = NULL;
-  em_status st = em_binary(op, *t, u, &r);
-  if (st == EM_OK) {
-    em_tensor_release(*t);
-    *t = r;
-  }
-  return st;
-}
 /* a @ b with the last two dims of a (ta) and b (tb) swapped first */
 static em_status mm(const em_tensor *a, int ta, const em_tensor *b, int tb, em_tensor **out) {
   em_tensor *at = NULL, *bt = NULL;
   em_status st = EM_OK;
-  if (ta) TRY(em_transpose(a, -2, -1, &at));
-  if (tb) TRY(em_transpose(b, -2, -1, &bt));
+  if (ta) NN_TRY(em_transpose(a, -2, -1, &at));
+  if (tb) NN_TRY(em_transpose(b, -2, -1, &bt));
   st = em_matmul(at ? at : a, bt ? bt : b, out);
 done:
   if (at) em_tensor_release(at);
@@ -80,28 +61,28 @@ static em_status scores(const em_tensor *q, const em_tensor *k, const em_tensor 
                         const em_sdpa_params *p, em_tensor **out) {
   em_tensor *s = NULL, *ii = NULL, *jj = NULL, *iic = NULL, *above = NULL;
   em_status st;
-  TRY(mm(q, 0, k, 1, &s));
-  TRY(scale_by(&s, EM_OP_MUL, p->scale));
-  if (m) TRY(combine(&s, EM_OP_ADD, m));
+  NN_TRY(mm(q, 0, k, 1, &s));
+  NN_TRY(scale_by(&s, EM_OP_MUL, p->scale));
+  if (m) NN_TRY(nn_update(&s, EM_OP_ADD, m));
   if (p->causal) {
     em_device dev = q->storage->device;
     em_scalar zero = {EM_SCALAR_INT, 0, 0}, one = {EM_SCALAR_INT, 1, 0};
     em_scalar L = {EM_SCALAR_INT, p->L, 0}, S = {EM_SCALAR_INT, p->S, 0};
     em_scalar ninf = {EM_SCALAR_FLOAT, 0, -INFINITY};
-    TRY(em_arange(zero, L, one, EM_INT64, dev, &ii));
-    TRY(em_arange(zero, S, one, EM_INT64, dev, &jj));
-    TRY(em_unsqueeze(ii, 2, &iic)); /* (L, 1) */
-    TRY(em_binary(EM_OP_GT, jj, iic, &above)); /* (L, S): key j after query i */
-    TRY(em_masked_fill_(s, above, ninf));
+    NN_TRY(em_arange(zero, L, one, EM_INT64, dev, &ii));
+    NN_TRY(em_arange(zero, S, one, EM_INT64, dev, &jj));
+    NN_TRY(em_unsqueeze(ii, 2, &iic)); /* (L, 1) */
+    NN_TRY(em_binary(EM_OP_GT, jj, iic, &above)); /* (L, S): key j after query i */
+    NN_TRY(em_masked_fill_(s, above, ninf));
   }
   *out = s;
   s = NULL;
 done:
-  drop(&s);
-  drop(&ii);
-  drop(&jj);
-  drop(&iic);
-  drop(&above);
+  nn_drop(&s);
+  nn_drop(&ii);
+  nn_drop(&jj);
+  nn_drop(&iic);
+  nn_drop(&above);
   return st;
 }
 
@@ -110,12 +91,12 @@ done:
 static em_status probs(const em_tensor *s, const em_tensor *lse, em_tensor **out) {
   em_tensor *lu = NULL, *d = NULL;
   em_status st;
-  TRY(em_unsqueeze(lse, -1, &lu));
-  TRY(em_binary(EM_OP_SUB, s, lu, &d));
-  TRY(em_unary(EM_OP_EXP, d, out));
+  NN_TRY(em_unsqueeze(lse, -1, &lu));
+  NN_TRY(em_binary(EM_OP_SUB, s, lu, &d));
+  NN_TRY(em_unary(EM_OP_EXP, d, out));
 done:
-  drop(&lu);
-  drop(&d);
+  nn_drop(&lu);
+  nn_drop(&d);
   return st;
 }
 
@@ -124,16 +105,16 @@ static em_status dropped(em_tensor **t, const em_sdpa_params *p) {
   if (!(p->dropout_p > 0)) return EM_OK;
   em_tensor *u = NULL, *keep = NULL;
   em_status st;
-  TRY(em_empty((*t)->ndim, (*t)->sizes, EM_FLOAT32, (*t)->storage->device, &u));
-  TRY(em_uniform_draw_(u, &p->draw));
+  NN_TRY(em_empty((*t)->ndim, (*t)->sizes, EM_FLOAT32, (*t)->storage->device, &u));
+  NN_TRY(em_uniform_draw_(u, &p->draw));
   const double thr = p->dropout_p >= 1 ? 1.0 : ceil(p->dropout_p * 16777216.0) / 16777216.0;
   em_operand in[2] = {{u, {EM_SCALAR_INT, 0, 0}}, {NULL, {EM_SCALAR_FLOAT, 0, thr}}};
-  TRY(em_elementwise(EM_OP_GE, 2, in, NULL, NULL, &keep));
-  TRY(combine(t, EM_OP_MUL, keep));
-  TRY(scale_by(t, EM_OP_MUL, p->dropout_p >= 1 ? 0.0 : 1.0 / (1.0 - p->dropout_p)));
+  NN_TRY(em_elementwise(EM_OP_GE, 2, in, NULL, NULL, &keep));
+  NN_TRY(nn_update(t, EM_OP_MUL, keep));
+  NN_TRY(scale_by(t, EM_OP_MUL, p->dropout_p >= 1 ? 0.0 : 1.0 / (1.0 - p->dropout_p)));
 done:
-  drop(&u);
-  drop(&keep);
+  nn_drop(&u);
+  nn_drop(&keep);
   return st;
 }
 
@@ -144,19 +125,19 @@ em_status em_sdpa_math(const em_tensor *q, const em_tensor *k, const em_tensor *
   em_tensor *s = NULL, *l = NULL, *pr = NULL, *y = NULL;
   em_status st;
   int64_t last = -1;
-  TRY(scores(q, k, m, p, &s));
-  TRY(em_logsumexp(s, 1, &last, 0, &l));
-  TRY(probs(s, l, &pr));
-  drop(&s);
-  TRY(dropped(&pr, p));
-  TRY(em_matmul(pr, v, &y));
-  TRY(em_copy_(out, y));
-  TRY(em_copy_(lse, l));
+  NN_TRY(scores(q, k, m, p, &s));
+  NN_TRY(em_logsumexp(s, 1, &last, 0, &l));
+  NN_TRY(probs(s, l, &pr));
+  nn_drop(&s);
+  NN_TRY(dropped(&pr, p));
+  NN_TRY(em_matmul(pr, v, &y));
+  NN_TRY(em_copy_(out, y));
+  NN_TRY(em_copy_(lse, l));
 done:
-  drop(&s);
-  drop(&l);
-  drop(&pr);
-  drop(&y);
+  nn_drop(&s);
+  nn_drop(&l);
+  nn_drop(&pr);
+  nn_drop(&y);
   em_ag_resume(on);
   return st;
 }
@@ -170,38 +151,38 @@ em_status em_sdpa_math_backward(const em_tensor *go, const em_tensor *q, const e
             *dd = NULL, *ds = NULL, *dq = NULL, *dk = NULL;
   em_status st;
   int64_t last = -1;
-  TRY(scores(q, k, m, p, &s));
-  TRY(probs(s, lse, &pr));
-  drop(&s);
+  NN_TRY(scores(q, k, m, p, &s));
+  NN_TRY(probs(s, lse, &pr));
+  nn_drop(&s);
   pd = pr;
   em_tensor_retain(pd);
-  TRY(dropped(&pd, p));
-  TRY(mm(pd, 1, go, 0, &dv));
-  drop(&pd);
-  TRY(mm(go, 0, v, 1, &dp));
-  TRY(dropped(&dp, p)); /* the same mask and scale: the same draw */
-  TRY(em_binary(EM_OP_MUL, go, o, &prod));
-  TRY(em_reduce(EM_REDUCE_SUM, prod, 1, &last, 1, -1, &dd));
-  TRY(combine(&dp, EM_OP_SUB, dd));
-  TRY(em_binary(EM_OP_MUL, pr, dp, &ds));
-  TRY(mm(ds, 0, k, 0, &dq));
-  TRY(scale_by(&dq, EM_OP_MUL, p->scale));
-  TRY(mm(ds, 1, q, 0, &dk));
-  TRY(scale_by(&dk, EM_OP_MUL, p->scale));
-  TRY(em_copy_(gq, dq));
-  TRY(em_copy_(gk, dk));
-  TRY(em_copy_(gv, dv));
+  NN_TRY(dropped(&pd, p));
+  NN_TRY(mm(pd, 1, go, 0, &dv));
+  nn_drop(&pd);
+  NN_TRY(mm(go, 0, v, 1, &dp));
+  NN_TRY(dropped(&dp, p)); /* the same mask and scale: the same draw */
+  NN_TRY(em_binary(EM_OP_MUL, go, o, &prod));
+  NN_TRY(em_reduce(EM_REDUCE_SUM, prod, 1, &last, 1, -1, &dd));
+  NN_TRY(nn_update(&dp, EM_OP_SUB, dd));
+  NN_TRY(em_binary(EM_OP_MUL, pr, dp, &ds));
+  NN_TRY(mm(ds, 0, k, 0, &dq));
+  NN_TRY(scale_by(&dq, EM_OP_MUL, p->scale));
+  NN_TRY(mm(ds, 1, q, 0, &dk));
+  NN_TRY(scale_by(&dk, EM_OP_MUL, p->scale));
+  NN_TRY(em_copy_(gq, dq));
+  NN_TRY(em_copy_(gk, dk));
+  NN_TRY(em_copy_(gv, dv));
 done:
-  drop(&s);
-  drop(&pr);
-  drop(&pd);
-  drop(&dv);
-  drop(&dp);
-  drop(&prod);
-  drop(&dd);
-  drop(&ds);
-  drop(&dq);
-  drop(&dk);
+  nn_drop(&s);
+  nn_drop(&pr);
+  nn_drop(&pd);
+  nn_drop(&dv);
+  nn_drop(&dp);
+  nn_drop(&prod);
+  nn_drop(&dd);
+  nn_drop(&ds);
+  nn_drop(&dq);
+  nn_drop(&dk);
   em_ag_resume(on);
   return st;
 }

@@ -23,25 +23,6 @@
 
 #include <stdlib.h>
 
-#define TRY(e)                          \
-  do {                                  \
-    if ((st = (e)) != EM_OK) goto done; \
-  } while (0)
-
-static void drop(em_tensor **t) {
-  if (*t) em_tensor_release(*t);
-  *t = NULL;
-}
-/* *t = *t op u, the old *t released */
-static em_status upd(em_tensor **t, em_ew_op op, const em_tensor *u) {
-  em_tensor *r = NULL;
-  em_status st = em_binary(op, *t, u, &r);
-  if (st == EM_OK) {
-    em_tensor_release(*t);
-    *t = r;
-  }
-  return st;
-}
 /* *t = op(*t), the old *t released */
 static em_status act(em_tensor **t, em_ew_op op) {
   em_tensor *r = NULL;
@@ -58,8 +39,8 @@ static em_status linear(const em_tensor *a, const em_tensor *w, const em_tensor 
   em_tensor *wt = NULL;
   em_status st = em_t(w, &wt);
   if (st == EM_OK) st = em_matmul(a, wt, out);
-  if (st == EM_OK && b) st = upd(out, EM_OP_ADD, b);
-  drop(&wt);
+  if (st == EM_OK && b) st = nn_update(out, EM_OP_ADD, b);
+  nn_drop(&wt);
   return st;
 }
 /* chunk j (0-based) of H columns of the (N, G H) gates */
@@ -74,71 +55,71 @@ static em_status step(const em_rnn_geo *g, const em_tensor *const *in, const em_
             *h2 = NULL, *r = NULL, *z = NULL, *nn = NULL, *omz = NULL, *tc = NULL;
   em_status st;
   const int64_t H = g->H;
-  TRY(linear(h, in[EM_RNN_W_HH], in[EM_RNN_B_HH], &hw));
+  NN_TRY(linear(h, in[EM_RNN_W_HH], in[EM_RNN_B_HH], &hw));
   if (g->mode == EM_RNN_TANH || g->mode == EM_RNN_RELU) {
-    TRY(em_binary(EM_OP_ADD, xt, hw, &pre));
-    TRY(act(&pre, g->mode == EM_RNN_TANH ? EM_OP_TANH : EM_OP_RELU));
+    NN_TRY(em_binary(EM_OP_ADD, xt, hw, &pre));
+    NN_TRY(act(&pre, g->mode == EM_RNN_TANH ? EM_OP_TANH : EM_OP_RELU));
     *hn = pre;
     pre = NULL;
   } else if (g->mode == EM_RNN_LSTM) {
-    TRY(em_binary(EM_OP_ADD, xt, hw, &pre));
-    TRY(chunk(pre, 0, H, &i));
-    TRY(chunk(pre, 1, H, &f));
-    TRY(chunk(pre, 2, H, &gg));
-    TRY(chunk(pre, 3, H, &o));
-    TRY(act(&i, EM_OP_SIGMOID));
-    TRY(act(&f, EM_OP_SIGMOID));
-    TRY(act(&gg, EM_OP_TANH));
-    TRY(act(&o, EM_OP_SIGMOID));
-    TRY(upd(&f, EM_OP_MUL, c));  /* f c */
-    TRY(upd(&i, EM_OP_MUL, gg)); /* i g */
-    TRY(em_binary(EM_OP_ADD, f, i, cn));
-    TRY(em_unary(EM_OP_TANH, *cn, &tc));
-    TRY(em_binary(EM_OP_MUL, o, tc, hn));
+    NN_TRY(em_binary(EM_OP_ADD, xt, hw, &pre));
+    NN_TRY(chunk(pre, 0, H, &i));
+    NN_TRY(chunk(pre, 1, H, &f));
+    NN_TRY(chunk(pre, 2, H, &gg));
+    NN_TRY(chunk(pre, 3, H, &o));
+    NN_TRY(act(&i, EM_OP_SIGMOID));
+    NN_TRY(act(&f, EM_OP_SIGMOID));
+    NN_TRY(act(&gg, EM_OP_TANH));
+    NN_TRY(act(&o, EM_OP_SIGMOID));
+    NN_TRY(nn_update(&f, EM_OP_MUL, c));  /* f c */
+    NN_TRY(nn_update(&i, EM_OP_MUL, gg)); /* i g */
+    NN_TRY(em_binary(EM_OP_ADD, f, i, cn));
+    NN_TRY(em_unary(EM_OP_TANH, *cn, &tc));
+    NN_TRY(em_binary(EM_OP_MUL, o, tc, hn));
     if (in[EM_RNN_W_HR]) {
       em_tensor *p = NULL;
-      TRY(linear(*hn, in[EM_RNN_W_HR], NULL, &p));
+      NN_TRY(linear(*hn, in[EM_RNN_W_HR], NULL, &p));
       em_tensor_release(*hn);
       *hn = p;
     }
   } else { /* GRU: r z n */
-    TRY(chunk(xt, 0, H, &x2));
-    TRY(chunk(hw, 0, H, &h2));
-    TRY(em_binary(EM_OP_ADD, x2, h2, &r));
-    TRY(act(&r, EM_OP_SIGMOID));
-    drop(&x2);
-    drop(&h2);
-    TRY(chunk(xt, 1, H, &x2));
-    TRY(chunk(hw, 1, H, &h2));
-    TRY(em_binary(EM_OP_ADD, x2, h2, &z));
-    TRY(act(&z, EM_OP_SIGMOID));
-    drop(&x2);
-    drop(&h2);
-    TRY(chunk(xt, 2, H, &x2));
-    TRY(chunk(hw, 2, H, &h2));
-    TRY(upd(&h2, EM_OP_MUL, r)); /* r (W_hn h + b_hn) */
-    TRY(em_binary(EM_OP_ADD, x2, h2, &nn));
-    TRY(act(&nn, EM_OP_TANH));
+    NN_TRY(chunk(xt, 0, H, &x2));
+    NN_TRY(chunk(hw, 0, H, &h2));
+    NN_TRY(em_binary(EM_OP_ADD, x2, h2, &r));
+    NN_TRY(act(&r, EM_OP_SIGMOID));
+    nn_drop(&x2);
+    nn_drop(&h2);
+    NN_TRY(chunk(xt, 1, H, &x2));
+    NN_TRY(chunk(hw, 1, H, &h2));
+    NN_TRY(em_binary(EM_OP_ADD, x2, h2, &z));
+    NN_TRY(act(&z, EM_OP_SIGMOID));
+    nn_drop(&x2);
+    nn_drop(&h2);
+    NN_TRY(chunk(xt, 2, H, &x2));
+    NN_TRY(chunk(hw, 2, H, &h2));
+    NN_TRY(nn_update(&h2, EM_OP_MUL, r)); /* r (W_hn h + b_hn) */
+    NN_TRY(em_binary(EM_OP_ADD, x2, h2, &nn));
+    NN_TRY(act(&nn, EM_OP_TANH));
     em_operand one_minus[2] = {{NULL, {EM_SCALAR_INT, 1, 0}}, {z, {EM_SCALAR_INT, 0, 0}}};
-    TRY(em_elementwise(EM_OP_SUB, 2, one_minus, NULL, NULL, &omz));
-    TRY(upd(&omz, EM_OP_MUL, nn)); /* (1 - z) n */
-    TRY(upd(&z, EM_OP_MUL, h));    /* z h */
-    TRY(em_binary(EM_OP_ADD, omz, z, hn));
+    NN_TRY(em_elementwise(EM_OP_SUB, 2, one_minus, NULL, NULL, &omz));
+    NN_TRY(nn_update(&omz, EM_OP_MUL, nn)); /* (1 - z) n */
+    NN_TRY(nn_update(&z, EM_OP_MUL, h));    /* z h */
+    NN_TRY(em_binary(EM_OP_ADD, omz, z, hn));
   }
 done:
-  drop(&hw);
-  drop(&pre);
-  drop(&i);
-  drop(&f);
-  drop(&gg);
-  drop(&o);
-  drop(&x2);
-  drop(&h2);
-  drop(&r);
-  drop(&z);
-  drop(&nn);
-  drop(&omz);
-  drop(&tc);
+  nn_drop(&hw);
+  nn_drop(&pre);
+  nn_drop(&i);
+  nn_drop(&f);
+  nn_drop(&gg);
+  nn_drop(&o);
+  nn_drop(&x2);
+  nn_drop(&h2);
+  nn_drop(&r);
+  nn_drop(&z);
+  nn_drop(&nn);
+  nn_drop(&omz);
+  nn_drop(&tc);
   return st;
 }
 
@@ -170,35 +151,35 @@ em_status em_rnn_math(const em_rnn_geo *g, const em_tensor *const *in, const em_
     h = (em_tensor *)in[EM_RNN_H0];
     em_tensor_retain(h);
   } else {
-    TRY(em_zeros(2, hs, dt, dev, &h));
+    NN_TRY(em_zeros(2, hs, dt, dev, &h));
   }
   if (lstm) {
     if (in[EM_RNN_C0]) {
       c = (em_tensor *)in[EM_RNN_C0];
       em_tensor_retain(c);
     } else {
-      TRY(em_zeros(2, cs, dt, dev, &c));
+      NN_TRY(em_zeros(2, cs, dt, dev, &c));
     }
   }
-  TRY(linear(x, in[EM_RNN_W_IH], in[EM_RNN_B_IH], &xw)); /* (L, N, G H) */
+  NN_TRY(linear(x, in[EM_RNN_W_IH], in[EM_RNN_B_IH], &xw)); /* (L, N, G H) */
   if (lens) {
-    TRY(em_to(lens, EM_INT64, dev, 0, &ld));
-    TRY(em_zeros(0, NULL, dt, dev, &zero));
+    NN_TRY(em_to(lens, EM_INT64, dev, 0, &ld));
+    NN_TRY(em_zeros(0, NULL, dt, dev, &zero));
   }
   for (int64_t s = 0; s < g->L; s++) {
     const int64_t t = g->reverse ? g->L - 1 - s : s; /* 0-based */
-    TRY(em_select(xw, 1, t + 1, &xt));
-    TRY(step(g, in, xt, h, c, &hn, lstm ? &cn : NULL));
-    drop(&xt);
+    NN_TRY(em_select(xw, 1, t + 1, &xt));
+    NN_TRY(step(g, in, xt, h, c, &hn, lstm ? &cn : NULL));
+    nn_drop(&xt);
     if (ld) { /* active: t < lengths[n], as (N, 1) */
       em_operand cmp[2] = {{ld, {EM_SCALAR_INT, 0, 0}}, {NULL, {EM_SCALAR_INT, t, 0}}};
-      TRY(em_elementwise(EM_OP_GT, 2, cmp, NULL, NULL, &a1));
-      TRY(em_unsqueeze(a1, 2, &active));
-      drop(&a1);
-      TRY(em_where(active, hn, zero, dt, &ot));
-      TRY(keep_where(active, &hn, h));
-      if (lstm) TRY(keep_where(active, &cn, c));
-      drop(&active);
+      NN_TRY(em_elementwise(EM_OP_GT, 2, cmp, NULL, NULL, &a1));
+      NN_TRY(em_unsqueeze(a1, 2, &active));
+      nn_drop(&a1);
+      NN_TRY(em_where(active, hn, zero, dt, &ot));
+      NN_TRY(keep_where(active, &hn, h));
+      if (lstm) NN_TRY(keep_where(active, &cn, c));
+      nn_drop(&active);
     } else {
       ot = hn;
       em_tensor_retain(ot);
@@ -215,10 +196,10 @@ em_status em_rnn_math(const em_rnn_geo *g, const em_tensor *const *in, const em_
     }
   }
   if (g->L > 0) {
-    TRY(em_stack(g->L, (const em_tensor *const *)outs, 1, out));
+    NN_TRY(em_stack(g->L, (const em_tensor *const *)outs, 1, out));
   } else {
     int64_t ys[3] = {0, g->N, g->P};
-    TRY(em_zeros(3, ys, dt, dev, out));
+    NN_TRY(em_zeros(3, ys, dt, dev, out));
   }
   *h_n = h;
   h = NULL;
@@ -227,18 +208,18 @@ em_status em_rnn_math(const em_rnn_geo *g, const em_tensor *const *in, const em_
     c = NULL;
   }
 done:
-  for (int64_t s = 0; s < g->L; s++) drop(&outs[s]);
+  for (int64_t s = 0; s < g->L; s++) nn_drop(&outs[s]);
   free(outs);
-  drop(&h);
-  drop(&c);
-  drop(&xw);
-  drop(&ld);
-  drop(&zero);
-  drop(&xt);
-  drop(&hn);
-  drop(&cn);
-  drop(&ot);
-  drop(&a1);
-  drop(&active);
+  nn_drop(&h);
+  nn_drop(&c);
+  nn_drop(&xw);
+  nn_drop(&ld);
+  nn_drop(&zero);
+  nn_drop(&xt);
+  nn_drop(&hn);
+  nn_drop(&cn);
+  nn_drop(&ot);
+  nn_drop(&a1);
+  nn_drop(&active);
   return st;
 }
