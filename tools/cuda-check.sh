@@ -101,7 +101,8 @@ if [ "${EMBER_CUDA_CHECK_BENCH:-1}" = 1 ] && [ "${EMBER_CUDA_CHECK_QUICK:-0}" !=
   make -C "$build" bench_cuda_ref >>"$log" 2>&1 || say "(no bench_cuda_ref: the C column stays empty)"
   if timeout "${EMBER_CUDA_BENCH_SECONDS:-300}" python3 bench/bench_cuda.py --build "$build" \
        --out "$build/results-cuda.md" >"$build/bench.log" 2>&1; then
-    b_res="$build/results-cuda.md ($(grep -c MISSED "$build/results-cuda.md") rows missed)"
+    rows=$(grep -E '\| (met|MISSED) \|$' "$build/results-cuda.md" | grep -vc '^| workload')
+    b_res="$build/results-cuda.md ($rows rows against a target, $(grep -c '| MISSED |' "$build/results-cuda.md") missed)"
   else
     b_res="FAILED or timed out (see $build/bench.log)"
   fi
