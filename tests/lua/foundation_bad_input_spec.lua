@@ -84,7 +84,7 @@ describe("bad dtypes and options", function()
     fails_with(function() return T.zeros(2, {dtyp = T.float32}) end,
       "zeros: unknown option 'dtyp' (expected one of: dtype, device, requires_grad)")
     fails_with(function() return T.zeros(2):to{dtype = T.int64, inplace = true} end,
-      "to: unknown option 'inplace' (expected one of: dtype, device, copy)")
+      "to: unknown option 'inplace' (expected one of: dtype, device, copy, non_blocking)")
     fails_with(function() return T.tensor({1}, {dtype = T.int64, 5}) end,
       "tensor: unexpected positional entry [1] in the options table")
   end)
