@@ -353,10 +353,10 @@ static int l_sdpa(lua_State *L) {
   return box1(L, em_scaled_dot_product_attention(q, k, v, m, p, causal, scale, o, NULL), o);
 }
 
-/* (on) -> nil: scaled_dot_product_attention and the recurrent layers
-** composed from ops (the paths a device without their fused kernels takes)
-** on every device; for the tests that hold them against the fused CPU
-** kernels (attention_math_spec, rnn_math_spec) */
+/* (on) -> nil: scaled_dot_product_attention, the recurrent layers and
+** unique along a dim composed from ops (the paths a device without their
+** kernels takes) on every device; for the tests that hold them against
+** the CPU kernels (attention_math_spec, rnn_math_spec, unique_math_spec) */
 void em_nn_force_math(int on);
 static int l_nn_force_math(lua_State *L) {
   em_nn_force_math(lua_toboolean(L, 1));

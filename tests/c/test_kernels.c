@@ -1,8 +1,9 @@
 /*
 ** test_kernels.c -- every device's kernel table is complete: each family
 ** of EM_KERNEL_FAMILIES (core/kernels.h) is registered for every device
-** built in, and every entry of every family table is set (but the nn
-** entries core/kern_nn.h lets a device leave to the ops). A family table
+** built in, and every entry of every family table is set (but the nn and
+** sort entries core/kern_nn.h and kern_sort.h let a device leave to the
+** ops). A family table
 ** is a struct of function pointers only (checked by its size), so it is
 ** read as an array of them. A new device adds its line to `devices`.
 */
@@ -37,6 +38,10 @@ static int optional_nulls(const em_nn_kernels *nn) {
   return (nn->sdpa == NULL) + (nn->sdpa_backward == NULL) + (nn->rnn_forward == NULL) +
          (nn->rnn_backward == NULL);
 }
+/* and the sort family's unique-along-a-dim pair (ops/unique_math.c) */
+static int optional_sort_nulls(const em_sort_kernels *s) {
+  return (s->unique_dim_sort == NULL) + (s->unique_dim_write == NULL);
+}
 
 /* optional: how many of the optional nn entries this device leaves NULL */
 static void check_device(em_device dev, em_device_type type, const char *name, int optional) {
@@ -53,11 +58,13 @@ static void check_device(em_device dev, em_device_type type, const char *name, i
   if (k->f) {                                                            \
     int nulls = null_entries(k->f, sizeof *k->f);                        \
     if (strcmp(#f, "nn") == 0) nulls -= optional_nulls(k->nn);           \
+    if (strcmp(#f, "sort") == 0) nulls -= optional_sort_nulls(k->sort);  \
     if (nulls != 0) printf("  %s: family %s: %d entries missing\n", name, #f, nulls); \
     CHECK(nulls == 0);                                                   \
   }
   EM_KERNEL_FAMILIES(CHECK_FAMILY)
-  CHECK(k->nn != NULL && optional_nulls(k->nn) == optional);
+  CHECK(k->nn != NULL && k->sort != NULL &&
+        optional_nulls(k->nn) + optional_sort_nulls(k->sort) == optional);
 #undef CHECK_FAMILY
   CHECK(families == 11);
 }
@@ -69,7 +76,7 @@ TEST(meta_table_is_complete) { check_device(em_meta(), EM_META, "meta", 0); }
 /* the cuda table is data: its completeness is checked with or without a GPU */
 TEST(cuda_table_is_complete) {
   em_device cuda = {EM_CUDA, 0};
-  check_device(cuda, EM_CUDA, "cuda", 4); /* attention and the rnn loop composed */
+  check_device(cuda, EM_CUDA, "cuda", 6); /* attention, the rnn loop, unique(dim=) composed */
   CHECK(em_cuda_kernels.check != NULL);
 }
 #endif

@@ -55,6 +55,8 @@ typedef struct em_sort_kernels {
   ** sets *n to the number of distinct slices (equal neighbours merge; a
   ** slice holding NaN equals no other). */
   em_status (*unique_dim_sort)(const em_tensor *slices, em_tensor *order, int64_t *n);
+  /* (This entry and the next may be NULL: the op then composes unique along
+  ** a dim from the sort, index and scan ops: ops/unique_math.c.) */
   /* From slices and order (as unique_dim_sort left it): values (slices'
   ** sizes with n on the first dim, contiguous) = the distinct slices in
   ** order; inverse (NULL, or int64 of S) = each slice's 1-based position

@@ -1396,21 +1396,13 @@ static em_status cu_unique_write(const em_tensor *sorted, const em_tensor *perm,
   scan_done(mem, bytes);
   return st;
 }
-static em_status cu_unique_dim_sort(const em_tensor *slices, em_tensor *order, int64_t *n) {
-  return unsupported("unique_dim_sort");
-}
-static em_status cu_unique_dim_write(const em_tensor *slices, const em_tensor *order,
-                                       em_tensor *values, em_tensor *inverse, em_tensor *counts) {
-  return unsupported("unique_dim_write");
-}
-
 const em_sort_kernels em_cuda_sort_kernels = {
     .sort = cu_sort,
     .pick = cu_pick,
     .unique_count = cu_unique_count,
     .unique_write = cu_unique_write,
-    .unique_dim_sort = cu_unique_dim_sort,
-    .unique_dim_write = cu_unique_dim_write,
+    /* unique_dim_sort, unique_dim_write: none; ops/unique_math.c composes
+    ** unique(dim=) from the sort, index and scan kernels */
 };
 
 

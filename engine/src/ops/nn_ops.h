@@ -12,6 +12,7 @@
 #include "core/kernels.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
+#include "ops/composed.h"
 
 /* The nn kernels of t's device (the device check of every nn op). */
 static inline em_status nn_kernels(const char *op, const em_tensor *t,
@@ -148,8 +149,6 @@ static inline em_status nn_update(em_tensor **t, em_ew_op op, const em_tensor *u
 ** scaled_dot_product_attention with the fused entries' contract
 ** (ops/attention_math.c), a recurrent layer's time loop recorded op by op
 ** (ops/rnn_math.c). */
-void em_nn_force_math(int on);
-int em_nn_forced_math(void);
 int em_sdpa_use_math(const em_nn_kernels *kk);
 em_status em_sdpa_math(const em_tensor *q, const em_tensor *k, const em_tensor *v,
                        const em_tensor *m, em_tensor *out, em_tensor *lse,

@@ -14,6 +14,7 @@
 #include "core/kern_sort.h"
 #include "core/kernels.h"
 #include "autograd/autograd.h"
+#include "ops/composed.h"
 
 #include <math.h>
 #include <string.h>
@@ -221,18 +222,24 @@ static em_status unique_dim_impl(const em_tensor *t, int64_t dim, em_tensor **va
   st = em_transpose(t, front, src, &m);
   if (st == EM_OK) st = em_contiguous(m, &c);
   /* the slices' sorted positions and the sort's scratch */
-  int64_t norder = 2 * (S ? S : 1), nu = 0;
-  if (st == EM_OK) st = em_empty(1, &norder, EM_INT64, dev, &order);
-  if (st == EM_OK) st = kt->sort->unique_dim_sort(c, order, &nu);
-  if (st == EM_OK) {
-    int64_t usz[EM_MAX_DIMS];
-    for (int i = 0; i < c->ndim; i++) usz[i] = c->sizes[i];
-    usz[0] = nu;
-    st = em_empty(c->ndim, usz, t->dtype, dev, &u);
+  if (em_nn_forced_math() || !kt->sort->unique_dim_sort || !kt->sort->unique_dim_write) {
+    /* composed from the device's sort, index and scan ops */
+    if (st == EM_OK)
+      st = em_unique_dim_composed(c, &u, inverse ? &inv : NULL, counts ? &cnt : NULL);
+  } else {
+    int64_t norder = 2 * (S ? S : 1), nu = 0;
+    if (st == EM_OK) st = em_empty(1, &norder, EM_INT64, dev, &order);
+    if (st == EM_OK) st = kt->sort->unique_dim_sort(c, order, &nu);
+    if (st == EM_OK) {
+      int64_t usz[EM_MAX_DIMS];
+      for (int i = 0; i < c->ndim; i++) usz[i] = c->sizes[i];
+      usz[0] = nu;
+      st = em_empty(c->ndim, usz, t->dtype, dev, &u);
+    }
+    if (st == EM_OK && counts) st = em_zeros(1, &nu, EM_INT64, dev, &cnt);
+    if (st == EM_OK && inverse) st = em_empty(1, &S, EM_INT64, dev, &inv);
+    if (st == EM_OK) st = kt->sort->unique_dim_write(c, order, u, inv, cnt);
   }
-  if (st == EM_OK && counts) st = em_zeros(1, &nu, EM_INT64, dev, &cnt);
-  if (st == EM_OK && inverse) st = em_empty(1, &S, EM_INT64, dev, &inv);
-  if (st == EM_OK) st = kt->sort->unique_dim_write(c, order, u, inv, cnt);
   if (st == EM_OK) {
     em_tensor *back = NULL;
     st = em_transpose(u, front, src, &back);

@@ -1,0 +1,25 @@
+/*
+** ops/composed.h -- ops a device may leave to its other ops: what a device
+** without the fused or special kernel gets (ops/attention_math.c,
+** ops/rnn_math.c, ops/unique_math.c), and the switch that forces those
+** paths on every device (em_nn_force_math: the tests that hold them
+** against the kernels on the CPU, from Lua C._nn_force_math).
+*/
+#ifndef EMBER_OPS_COMPOSED_H
+#define EMBER_OPS_COMPOSED_H
+
+#include "core/core.h"
+
+void em_nn_force_math(int on);
+int em_nn_forced_math(void);
+
+/* unique along the first dim of slices (contiguous, [S, ...]): the distinct
+** slices in lexicographic order (elements as numbers, NaN after every
+** number and equal to nothing; stable) as values [n, ...]; inverse (when
+** asked: int64 [S], each slice's 1-based position in values) and counts
+** (when asked: int64 [n]). The unique_dim_sort/unique_dim_write kernels'
+** results, from sort, index and scan ops. */
+em_status em_unique_dim_composed(const em_tensor *slices, em_tensor **values,
+                                 em_tensor **inverse, em_tensor **counts);
+
+#endif
