@@ -123,27 +123,6 @@ static inline void nn_hand(em_tensor *t, em_tensor **to) {
   else if (t) em_tensor_release(t);
 }
 
-/* What the composed paths share (ops/attention_math.c, ops/rnn_math.c):
-** NN_TRY(e) leaves for `done` with st set when e fails; nn_drop releases
-** *t and clears it; nn_update replaces *t by *t op u (releasing the old). */
-#define NN_TRY(e)                       \
-  do {                                  \
-    if ((st = (e)) != EM_OK) goto done; \
-  } while (0)
-static inline void nn_drop(em_tensor **t) {
-  if (*t) em_tensor_release(*t);
-  *t = NULL;
-}
-static inline em_status nn_update(em_tensor **t, em_ew_op op, const em_tensor *u) {
-  em_tensor *r = NULL;
-  em_status st = em_binary(op, *t, u, &r);
-  if (st == EM_OK) {
-    em_tensor_release(*t);
-    *t = r;
-  }
-  return st;
-}
-
 /* The nn ops composed from other ops, for a device without the fused
 ** kernels (or on any device after em_nn_force_math(1), which tests use):
 ** scaled_dot_product_attention with the fused entries' contract
