@@ -4,13 +4,9 @@
 -- gradcheck, the dropout rule, broadcasting, masked rows, meta, bad input,
 -- the attention modules) runs again with that path forced on the CPU.
 local C = require "ember.core"
-local include_spec = require "spec_include"
+local S = require "spec_include"
 
-describe("scaled_dot_product_attention composed from ops", function()
-  setup(function() C._nn_force_math(true) end)
-  teardown(function() C._nn_force_math(false) end)
-  include_spec("tests/lua/attention_spec.lua", { COMPOSED = true }, getfenv and getfenv(1) or _ENV)
-end)
+S.composed("scaled_dot_product_attention composed from ops", "tests/lua/attention_spec.lua", getfenv and getfenv(1) or _ENV)
 
 describe("the fused kernel and the composed path", function()
   local T = require "ember"

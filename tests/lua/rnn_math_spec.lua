@@ -5,13 +5,9 @@
 -- bad input) runs again with that path forced on the CPU, and the two paths
 -- are held against each other.
 local C = require "ember.core"
-local include_spec = require "spec_include"
+local S = require "spec_include"
 
-describe("recurrent layers composed from ops", function()
-  setup(function() C._nn_force_math(true) end)
-  teardown(function() C._nn_force_math(false) end)
-  include_spec("tests/lua/rnn_spec.lua", { COMPOSED = true }, getfenv and getfenv(1) or _ENV)
-end)
+S.composed("recurrent layers composed from ops", "tests/lua/rnn_spec.lua", getfenv and getfenv(1) or _ENV)
 
 describe("the fused loop and the composed loop", function()
   local T = require "ember"

@@ -4,13 +4,9 @@
 -- NaN slices, bad dims) run again with it forced on the CPU, and the two
 -- paths are held against each other.
 local C = require "ember.core"
-local include_spec = require "spec_include"
+local S = require "spec_include"
 
-describe("unique along a dim composed from ops", function()
-  setup(function() C._nn_force_math(true) end)
-  teardown(function() C._nn_force_math(false) end)
-  include_spec("tests/lua/unique_out_spec.lua", { COMPOSED = true }, getfenv and getfenv(1) or _ENV)
-end)
+S.composed("unique along a dim composed from ops", "tests/lua/unique_out_spec.lua", getfenv and getfenv(1) or _ENV)
 
 describe("the unique_dim kernels and the composed path", function()
   local T = require "ember"
