@@ -146,4 +146,9 @@ void l_open_cuda(lua_State *L);  /* C._cuda_*, pin_memory/is_pinned: the CUDA ru
 void l_open_linalg(lua_State *L);  /* C._linalg_*: the LAPACK primitives of T.linalg (issue 19) */
 void l_open_rnn(lua_State *L);  /* C._nn_rnn_layer: one recurrent layer's time loop (issue 18) */
 
+/* l_interop.c: pushes the tensor at idx with its values on the host (a
+** view of a host copy of a device storage, shared through the table at
+** seen), for the savers that write device tensors as host bytes. */
+void l_push_host(lua_State *L, int idx, int seen);
+
 #endif

@@ -719,54 +719,65 @@ static void encode(lua_State *L, enc *e, int idx, int depth, int is_key) {
               "and booleans only)", luaL_typename(L, idx));
 }
 
-/* The tensors of list (1..n) that live on a device with data other than
-** the CPU (cuda) are replaced by host copies, as PyTorch's save writes a
-** cuda tensor's bytes: one copy per device storage (the whole storage, in
-** the dtype of its first tensor), and each tensor a view of it with its own
-** sizes, strides and offset, so views that shared a storage still share
-** it in the file. A tensor of another dtype over an already copied storage
-** gets a copy of its own. The file holds host bytes: T.load gives CPU
-** tensors (docs/serialization.md). */
+/* Pushes a tensor with the values of the tensor at idx on the host: that
+** tensor itself when it is on the CPU or has no data (meta: the savers
+** refuse it), else a view of a host copy of its device storage, as
+** PyTorch's save writes a cuda tensor's bytes. seen (a stack index of a
+** table) maps each device storage to its copy (the whole storage, in the
+** dtype of the first tensor met), so views that shared a storage share the
+** copy; a tensor of another dtype over it gets a copy of its own. The view
+** keeps the tensor's sizes, strides, offset and requires_grad. */
+void l_push_host(lua_State *L, int idx, int seen) {
+  if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1; /* absolute */
+  em_tensor *t = l_totensor(L, idx);
+  em_device dev = em_tensor_device(t);
+  if (dev.type == EM_CPU || !em_device_has_data(dev)) {
+    lua_pushvalue(L, idx);
+    return;
+  }
+  em_storage *st = em_tensor_storage(t);
+  em_dtype dt = em_tensor_dtype(t);
+  size_t es = em_dtype_size(dt);
+  em_tensor *whole = NULL;
+  lua_pushlightuserdata(L, st);
+  lua_rawget(L, seen);
+  em_tensor *hw = l_totensor(L, -1); /* NULL: not copied yet */
+  if (hw && em_tensor_dtype(hw) != dt) hw = NULL;
+  if (!hw) {
+    lua_pop(L, 1);
+    int64_t numel = (int64_t)(em_storage_nbytes(st) / es), one = 1;
+    em_tensor **box = l_newbox(L), *plain = NULL;
+    /* without history: the copy is data, its views leaves */
+    em_status stt = em_detach(t, &plain);
+    if (stt == EM_OK) stt = em_as_strided(plain, 1, &numel, &one, 0, &whole);
+    if (plain) em_tensor_release(plain);
+    if (stt == EM_OK) stt = em_to(whole, dt, em_cpu(), 1, box);
+    if (whole) em_tensor_release(whole);
+    if (stt != EM_OK) l_error(L);
+    hw = *box;
+    lua_pushlightuserdata(L, st);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, seen);
+  }
+  em_tensor **view = l_newbox(L);
+  if (em_as_strided(hw, em_tensor_ndim(t), em_tensor_sizes(t), em_tensor_strides(t),
+                    em_tensor_offset(t), view) != EM_OK)
+    l_error(L);
+  if (em_tensor_requires_grad(t) && em_tensor_set_requires_grad(*view, 1) != EM_OK) l_error(L);
+  lua_remove(L, -2); /* the whole copy: kept alive by seen */
+}
+
+/* The tensors of list (1..n) put on the host (l_push_host): T.save writes
+** device tensors as host bytes, and T.load gives CPU tensors
+** (docs/serialization.md). */
 static void host_copies(lua_State *L, int list, int n) {
-  lua_newtable(L); /* storage (light userdata) -> its host copy, a whole-storage tensor */
+  lua_newtable(L);
   int seen = lua_gettop(L);
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, list, i);
-    em_tensor *t = l_totensor(L, -1);
-    lua_pop(L, 1);
-    em_device dev = em_tensor_device(t);
-    if (dev.type == EM_CPU || !em_device_has_data(dev)) continue; /* meta: em_save refuses */
-    em_storage *st = em_tensor_storage(t);
-    em_dtype dt = em_tensor_dtype(t);
-    size_t es = em_dtype_size(dt);
-    em_tensor *whole = NULL;
-    lua_pushlightuserdata(L, st);
-    lua_rawget(L, seen);
-    em_tensor *hw = l_totensor(L, -1); /* NULL: not copied yet */
-    if (hw && em_tensor_dtype(hw) != dt) hw = NULL;
-    if (!hw) {
-      lua_pop(L, 1);
-      int64_t numel = (int64_t)(em_storage_nbytes(st) / es), one = 1;
-      em_tensor **box = l_newbox(L), *plain = NULL;
-      /* without history: the copy is data, its views leaves */
-      em_status stt = em_detach(t, &plain);
-      if (stt == EM_OK) stt = em_as_strided(plain, 1, &numel, &one, 0, &whole);
-      if (plain) em_tensor_release(plain);
-      if (stt == EM_OK) stt = em_to(whole, dt, em_cpu(), 1, box);
-      if (whole) em_tensor_release(whole);
-      if (stt != EM_OK) l_error(L);
-      hw = *box;
-      lua_pushlightuserdata(L, st);
-      lua_pushvalue(L, -2);
-      lua_rawset(L, seen);
-    }
-    em_tensor **view = l_newbox(L);
-    if (em_as_strided(hw, em_tensor_ndim(t), em_tensor_sizes(t), em_tensor_strides(t),
-                      em_tensor_offset(t), view) != EM_OK)
-      l_error(L);
-    if (em_tensor_requires_grad(t) && em_tensor_set_requires_grad(*view, 1) != EM_OK) l_error(L);
+    l_push_host(L, -1, seen);
     lua_rawseti(L, list, i);
-    lua_pop(L, 1); /* the whole copy (kept alive by the seen table) */
+    lua_pop(L, 1);
   }
   lua_pop(L, 1);
 }

@@ -215,6 +215,8 @@ static int l_load_torch(lua_State *L) {
 typedef struct {
   em_pytree *t;
   int cache;  /* stack index: table/userdata/string -> node id */
+  int hosts;  /* stack index: device storages' host copies, and their views (l_push_host) */
+  int nhost;
 } enc;
 
 static int64_t add(lua_State *L, enc *e, const em_pyvalue *v) {
@@ -542,8 +544,12 @@ static int64_t add_value(lua_State *L, enc *e, int idx, int depth, const char *w
   } else if (is_none(L, idx)) {
     id = add(L, e, &v);
   } else if (l_totensor(L, idx)) {
+    /* a device tensor is written as host bytes (as PyTorch's save writes
+    ** them), its host view anchored in e->hosts until the file is written */
+    l_push_host(L, idx, e->hosts);
     v.kind = EM_PY_TENSOR;
-    v.tensor = l_totensor(L, idx);
+    v.tensor = l_totensor(L, -1);
+    lua_rawseti(L, e->hosts, ++e->nhost);
     id = add(L, e, &v);
   } else if (l_isdtype(L, idx)) {
     v.kind = EM_PY_DTYPE;
@@ -570,7 +576,8 @@ static int l_save_torch(lua_State *L) {
   tree_box *b = push_tree_box(L); /* 3 */
   if (em_pytree_new(&b->t) != EM_OK) return l_error(L);
   lua_newtable(L);                /* 4: cache */
-  enc e = {b->t, 4};
+  lua_newtable(L);                /* 5: host copies of device tensors */
+  enc e = {b->t, 4, 5, 0};
   int64_t root = add_value(L, &e, 2, 0, "the value");
   em_pytree_set_root(b->t, root);
   if (em_torch_save(path, b->t) != EM_OK) return l_error(L);

@@ -194,6 +194,14 @@ for _, dev in ipairs(devices) do
       local m3 = T.nn.Linear(4, 2):to(d)
       m3:load_state_dict(m2:state_dict())   -- and back to the device
       same(m.weight:detach(), m3.weight:detach())
+      -- PyTorch's format too: host bytes, views still sharing
+      T.save_torch(path, { a = tree.a, col = tree.col, w = w })
+      local pt = T.load_torch(path)
+      os.remove(path)
+      same(tree.col:cpu(), pt.col)
+      same(w:detach():cpu(), pt.w:detach())
+      pt.a[1][1] = 100
+      assert.equal(100, pt.col[1][1]:item())
     end)
     on(dev, "casts on the device follow docs/dtypes.md", function(d)
       local x = T.tensor { -1.75, 2.5, 300.25, 0 }:to(d)
