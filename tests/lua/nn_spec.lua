@@ -410,4 +410,15 @@ describe("nn modules", function()
     assert.are.equal(T.int64, m[2].num_batches_tracked.dtype)
     assert.are.equal(T.float64, m(T.randn({ 3, 2 }, { dtype = T.float64 })).dtype)
   end)
+
+  it("to takes non_blocking (a boolean, passed to each tensor's to)", function()
+    local m = nn.Linear(2, 3)
+    assert.are.equal(m, m:to("cpu", { non_blocking = true }))
+    m:to({ device = "cpu", dtype = T.float64, non_blocking = false })
+    assert.are.equal(T.float64, m.weight.dtype)
+    assert.has_error(function() m:to({ non_blocking = "yes" }) end,
+      "Module.to: option 'non_blocking' must be a boolean, got string")
+    assert.has_error(function() m:to({ nonblocking = true }) end,
+      "to: unknown option 'nonblocking' (expected one of: dtype, device, non_blocking)")
+  end)
 end)

@@ -424,15 +424,21 @@ return function(T, C)
   -- to(dtype) / to(device) / to(dtype, device) / to{dtype=, device=}:
   -- parameters and floating buffers are replaced by converted tensors
   -- (make optimizers after moving a model, as in PyTorch)
-  local TO = { "dtype", "device" }
+  local TO = { "dtype", "device", "non_blocking" }
   function Module:to(a, b, ...)
     nomore("to", 3, ...)
-    local dtype, device
+    local dtype, device, nb
     local function take(v)
       if v == nil then return end
       if type(v) == "table" and not T.is_dtype(v) and not T.is_tensor(v) and getmetatable(v) == nil then
         check_opts("to", v, TO, 4)
         dtype, device = v.dtype or dtype, v.device or device
+        if v.non_blocking ~= nil then
+          if type(v.non_blocking) ~= "boolean" then
+            error("Module.to: option 'non_blocking' must be a boolean, got " .. type(v.non_blocking), 4)
+          end
+          nb = v.non_blocking
+        end
       elseif T.is_dtype(v) then dtype = v
       elseif type(v) == "string" and T[v] and T.is_dtype(T[v]) then dtype = T[v]
       else device = v end
@@ -441,11 +447,12 @@ return function(T, C)
     take(b)
     local function conv(t, floating_only)
       if floating_only and not t.dtype.is_floating_point then
-        return device and t:to(device) or t
+        return device and t:to(device, nb ~= nil and { non_blocking = nb } or nil) or t
       end
-      if dtype and device then return t:to(dtype, device) end
+      local o = nb ~= nil and { non_blocking = nb } or nil
+      if dtype and device then return t:to(dtype, device, o) end
       if dtype then return t:to(dtype) end
-      if device then return t:to(device) end
+      if device then return t:to(device, o) end
       return t
     end
     no_grad(function()
