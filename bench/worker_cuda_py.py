@@ -6,12 +6,12 @@ timing covers INNER calls and then torch.cuda.synchronize(); "peak NAME
 STEPS" answers torch.cuda.max_memory_allocated() over STEPS calls."""
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_models as TM  # noqa: E402
+from protocol_py import serve  # noqa: E402
 
 DEV = os.environ.get("EMBER_BENCH_DEVICE", "cuda")
 GPU = DEV.startswith("cuda")
@@ -82,42 +82,13 @@ def body(name):
     return S["step"]
 
 
-def timed(name, n):
-    f = body(name)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        f()
+def peak(name, n, timed):
+    if not GPU:
+        raise RuntimeError("no device memory to measure on " + DEV)
     sync()
-    return time.perf_counter() - t0
+    torch.cuda.reset_peak_memory_stats()
+    timed(name, n)
+    return torch.cuda.max_memory_allocated()
 
 
-def main():
-    for line in sys.stdin:
-        parts = line.split()
-        if not parts:
-            continue
-        cmd = parts[0]
-        try:
-            if cmd == "quit":
-                break
-            if cmd == "threads":
-                torch.set_num_threads(int(parts[1]))
-                print("ok", flush=True)
-            elif cmd == "setup":
-                print(setup(parts[1], int(parts[2]) if len(parts) > 2 else 1), flush=True)
-            elif cmd == "time":
-                print("t %.9f" % timed(parts[1], int(parts[2])), flush=True)
-            elif cmd == "peak":
-                if not GPU:
-                    raise RuntimeError("no device memory to measure on " + DEV)
-                sync()
-                torch.cuda.reset_peak_memory_stats()
-                timed(parts[1], int(parts[2]))
-                print("v %d" % torch.cuda.max_memory_allocated(), flush=True)
-            else:
-                print("skip unknown command " + cmd, flush=True)
-        except Exception as e:  # a contender that cannot run a workload skips it
-            print("skip", str(e).replace("\n", " "), flush=True)
-
-
-main()
+serve(setup, body, torch.set_num_threads, sync, peak)

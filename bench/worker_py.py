@@ -1,7 +1,10 @@
 """bench/worker_py.py MODE: the PyTorch (MODE=torch) or NumPy (MODE=numpy)
 contender; same protocol as worker.lua (setup/time/threads/quit)."""
+import os
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protocol_py import serve  # noqa: E402
 
 MODE = sys.argv[1]
 import numpy as np
@@ -33,8 +36,6 @@ def attn_step(name, k):
                 return torch.softmax(q @ kk.transpose(-2, -1) * (1 / math.sqrt(64)), -1) @ v
         return lambda: torch.autograd.grad(att(q, kk, v), (q, kk, v), g)
     # a small causal transformer block (bench/train_models.py)
-    import os
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import train_models
     return train_models.transformer_step(16 // k if k > 1 else 16)
 
@@ -138,8 +139,6 @@ def setup(name, k):
     if name in TRAIN:
         if MODE != "torch":
             return "skip no NumPy counterpart"
-        import os
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import train_models
         x, y = train_models.batch(TRAIN[name][0])
         S["step"] = train_models.step_fn(*TRAIN[name], x, y)
@@ -335,29 +334,9 @@ def red_body(name, a, t, T):
     return None
 
 
-def main():
-    for line in sys.stdin:
-        parts = line.split()
-        if not parts:
-            continue
-        cmd = parts[0]
-        if cmd == "quit":
-            break
-        if cmd == "threads":
-            if MODE == "torch":
-                torch.set_num_threads(int(parts[1]))
-            print("ok", flush=True)
-        elif cmd == "setup":
-            try:
-                print(setup(parts[1], int(parts[2]) if len(parts) > 2 else 1), flush=True)
-            except Exception as e:  # a contender that cannot run a workload skips it
-                print("skip", str(e).replace("\n", " "), flush=True)
-        elif cmd == "time":
-            f, n = body(parts[1]), int(parts[2])
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            print("t %.9f" % (time.perf_counter() - t0), flush=True)
+def set_threads(n):
+    if MODE == "torch":
+        torch.set_num_threads(n)
 
 
-main()
+serve(setup, body, set_threads)
