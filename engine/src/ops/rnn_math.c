@@ -49,6 +49,20 @@ static em_status chunk(const em_tensor *gates, int64_t j, int64_t H, em_tensor *
 }
 
 /* One step: h', c' from the step's input projection xt and the state. */
+/* Gate j's pre-activation of a GRU, xt's chunk plus hw's. */
+static em_status sum_gate(const em_tensor *xt, const em_tensor *hw, int64_t j, int64_t H,
+                          em_tensor **out) {
+  em_tensor *x = NULL, *h = NULL;
+  em_status st;
+  NN_TRY(chunk(xt, j, H, &x));
+  NN_TRY(chunk(hw, j, H, &h));
+  st = em_binary(EM_OP_ADD, x, h, out);
+done:
+  nn_drop(&x);
+  nn_drop(&h);
+  return st;
+}
+
 static em_status step(const em_rnn_geo *g, const em_tensor *const *in, const em_tensor *xt,
                       const em_tensor *h, const em_tensor *c, em_tensor **hn, em_tensor **cn) {
   em_tensor *hw = NULL, *pre = NULL, *i = NULL, *f = NULL, *gg = NULL, *o = NULL, *x2 = NULL,
@@ -63,14 +77,11 @@ static em_status step(const em_rnn_geo *g, const em_tensor *const *in, const em_
     pre = NULL;
   } else if (g->mode == EM_RNN_LSTM) {
     NN_TRY(em_binary(EM_OP_ADD, xt, hw, &pre));
-    NN_TRY(chunk(pre, 0, H, &i));
-    NN_TRY(chunk(pre, 1, H, &f));
-    NN_TRY(chunk(pre, 2, H, &gg));
-    NN_TRY(chunk(pre, 3, H, &o));
-    NN_TRY(act(&i, EM_OP_SIGMOID));
-    NN_TRY(act(&f, EM_OP_SIGMOID));
-    NN_TRY(act(&gg, EM_OP_TANH));
-    NN_TRY(act(&o, EM_OP_SIGMOID));
+    em_tensor **gates[4] = {&i, &f, &gg, &o}; /* PyTorch's order: i f g o */
+    for (int j = 0; j < 4; j++) {
+      NN_TRY(chunk(pre, j, H, gates[j]));
+      NN_TRY(act(gates[j], j == 2 ? EM_OP_TANH : EM_OP_SIGMOID));
+    }
     NN_TRY(nn_update(&f, EM_OP_MUL, c));  /* f c */
     NN_TRY(nn_update(&i, EM_OP_MUL, gg)); /* i g */
     NN_TRY(em_binary(EM_OP_ADD, f, i, cn));
@@ -83,18 +94,10 @@ static em_status step(const em_rnn_geo *g, const em_tensor *const *in, const em_
       *hn = p;
     }
   } else { /* GRU: r z n */
-    NN_TRY(chunk(xt, 0, H, &x2));
-    NN_TRY(chunk(hw, 0, H, &h2));
-    NN_TRY(em_binary(EM_OP_ADD, x2, h2, &r));
+    NN_TRY(sum_gate(xt, hw, 0, H, &r));
     NN_TRY(act(&r, EM_OP_SIGMOID));
-    nn_drop(&x2);
-    nn_drop(&h2);
-    NN_TRY(chunk(xt, 1, H, &x2));
-    NN_TRY(chunk(hw, 1, H, &h2));
-    NN_TRY(em_binary(EM_OP_ADD, x2, h2, &z));
+    NN_TRY(sum_gate(xt, hw, 1, H, &z));
     NN_TRY(act(&z, EM_OP_SIGMOID));
-    nn_drop(&x2);
-    nn_drop(&h2);
     NN_TRY(chunk(xt, 2, H, &x2));
     NN_TRY(chunk(hw, 2, H, &h2));
     NN_TRY(nn_update(&h2, EM_OP_MUL, r)); /* r (W_hn h + b_hn) */
