@@ -723,10 +723,11 @@ static void encode(lua_State *L, enc *e, int idx, int depth, int is_key) {
 ** tensor itself when it is on the CPU or has no data (meta: the savers
 ** refuse it), else a view of a host copy of its device storage, as
 ** PyTorch's save writes a cuda tensor's bytes. seen (a stack index of a
-** table) maps each device storage to its copy (the whole storage, in the
-** dtype of the first tensor met), so views that shared a storage share the
-** copy; a tensor of another dtype over it gets a copy of its own. The view
-** keeps the tensor's sizes, strides, offset and requires_grad. */
+** table) maps each device storage to its copy (the storage's bytes, copied
+** once), so tensors that shared a storage share the copy, whatever their
+** dtypes: a saver then treats them exactly as it treats CPU tensors that
+** share a storage. The view keeps the tensor's dtype, sizes, strides,
+** offset and requires_grad, and has no history. */
 void l_push_host(lua_State *L, int idx, int seen) {
   if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1; /* absolute */
   em_tensor *t = l_totensor(L, idx);
@@ -736,35 +737,29 @@ void l_push_host(lua_State *L, int idx, int seen) {
     return;
   }
   em_storage *st = em_tensor_storage(t);
-  em_dtype dt = em_tensor_dtype(t);
-  size_t es = em_dtype_size(dt);
-  em_tensor *whole = NULL;
   lua_pushlightuserdata(L, st);
   lua_rawget(L, seen);
-  em_tensor *hw = l_totensor(L, -1); /* NULL: not copied yet */
-  if (hw && em_tensor_dtype(hw) != dt) hw = NULL;
-  if (!hw) {
+  em_tensor *hb = l_totensor(L, -1); /* NULL: not copied yet */
+  if (!hb) {
     lua_pop(L, 1);
-    int64_t numel = (int64_t)(em_storage_nbytes(st) / es), one = 1;
-    em_tensor **box = l_newbox(L), *plain = NULL;
-    /* without history: the copy is data, its views leaves */
-    em_status stt = em_detach(t, &plain);
-    if (stt == EM_OK) stt = em_as_strided(plain, 1, &numel, &one, 0, &whole);
-    if (plain) em_tensor_release(plain);
-    if (stt == EM_OK) stt = em_to(whole, dt, em_cpu(), 1, box);
-    if (whole) em_tensor_release(whole);
+    int64_t nbytes = (int64_t)em_storage_nbytes(st), one = 1;
+    em_tensor **box = l_newbox(L), *bytes = NULL;
+    em_status stt = em_tensor_new(st, 0, 1, &nbytes, &one, EM_UINT8, &bytes);
+    if (stt == EM_OK) stt = em_to(bytes, EM_UINT8, em_cpu(), 1, box);
+    if (bytes) em_tensor_release(bytes);
     if (stt != EM_OK) l_error(L);
-    hw = *box;
+    hb = *box;
     lua_pushlightuserdata(L, st);
     lua_pushvalue(L, -2);
     lua_rawset(L, seen);
   }
   em_tensor **view = l_newbox(L);
-  if (em_as_strided(hw, em_tensor_ndim(t), em_tensor_sizes(t), em_tensor_strides(t),
-                    em_tensor_offset(t), view) != EM_OK)
+  if (em_tensor_new(em_tensor_storage(hb), em_tensor_offset(t), em_tensor_ndim(t),
+                    em_tensor_sizes(t), em_tensor_strides(t), em_tensor_dtype(t),
+                    view) != EM_OK)
     l_error(L);
   if (em_tensor_requires_grad(t) && em_tensor_set_requires_grad(*view, 1) != EM_OK) l_error(L);
-  lua_remove(L, -2); /* the whole copy: kept alive by seen */
+  lua_remove(L, -2); /* the bytes: kept alive by seen */
 }
 
 /* The tensors of list (1..n) put on the host (l_push_host): T.save writes
