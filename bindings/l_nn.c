@@ -363,6 +363,14 @@ static int l_nn_force_math(lua_State *L) {
   return 0;
 }
 
+/* () -> how many T.linalg decompositions ran host-staged (the path of a
+** device without LAPACK kernels; on the CPU under _nn_force_math) */
+int64_t em_linalg_staged_calls(void);
+static int l_linalg_staged(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)em_linalg_staged_calls());
+  return 1;
+}
+
 void l_open_nn(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"_nn_conv2d", l_conv2d},
@@ -395,6 +403,7 @@ void l_open_nn(lua_State *L) {
       {"_nn_binary_cross_entropy_with_logits_backward", l_bcel_backward},
       {"_nn_scaled_dot_product_attention", l_sdpa},
       {"_nn_force_math", l_nn_force_math},
+      {"_linalg_staged", l_linalg_staged},
       {NULL, NULL}};
   l_add_functions(L, fns);
 }

@@ -38,10 +38,12 @@ static int optional_nulls(const em_nn_kernels *nn) {
   return (nn->sdpa == NULL) + (nn->sdpa_backward == NULL) + (nn->rnn_forward == NULL) +
          (nn->rnn_backward == NULL);
 }
-/* and the sort family's unique-along-a-dim pair (ops/unique_math.c) */
+/* and the sort family's unique-along-a-dim pair (ops/unique_math.c), and
+** LAPACK (ops/linalg_lapack.c stages it through the host) */
 static int optional_sort_nulls(const em_sort_kernels *s) {
   return (s->unique_dim_sort == NULL) + (s->unique_dim_write == NULL);
 }
+static int optional_linalg_nulls(const em_linalg_kernels *l) { return l->lapack == NULL; }
 
 /* optional: how many of the optional nn entries this device leaves NULL */
 static void check_device(em_device dev, em_device_type type, const char *name, int optional) {
@@ -59,12 +61,14 @@ static void check_device(em_device dev, em_device_type type, const char *name, i
     int nulls = null_entries(k->f, sizeof *k->f);                        \
     if (strcmp(#f, "nn") == 0) nulls -= optional_nulls(k->nn);           \
     if (strcmp(#f, "sort") == 0) nulls -= optional_sort_nulls(k->sort);  \
+    if (strcmp(#f, "linalg") == 0) nulls -= optional_linalg_nulls(k->linalg); \
     if (nulls != 0) printf("  %s: family %s: %d entries missing\n", name, #f, nulls); \
     CHECK(nulls == 0);                                                   \
   }
   EM_KERNEL_FAMILIES(CHECK_FAMILY)
   CHECK(k->nn != NULL && k->sort != NULL &&
-        optional_nulls(k->nn) + optional_sort_nulls(k->sort) == optional);
+        optional_nulls(k->nn) + optional_sort_nulls(k->sort) +
+                optional_linalg_nulls(k->linalg) == optional);
 #undef CHECK_FAMILY
   CHECK(families == 11);
 }
@@ -76,7 +80,8 @@ TEST(meta_table_is_complete) { check_device(em_meta(), EM_META, "meta", 0); }
 /* the cuda table is data: its completeness is checked with or without a GPU */
 TEST(cuda_table_is_complete) {
   em_device cuda = {EM_CUDA, 0};
-  check_device(cuda, EM_CUDA, "cuda", 6); /* attention, the rnn loop, unique(dim=) composed */
+  check_device(cuda, EM_CUDA, "cuda", 7); /* attention, the rnn loop, unique(dim=) composed;
+                                             LAPACK host-staged */
   CHECK(em_cuda_kernels.check != NULL);
 }
 #endif

@@ -106,7 +106,9 @@ typedef struct em_linalg_kernels {
   /* One LAPACK routine over the batch of j (batch >= 0; every dim >= 0
   ** and every ld >= max(1, rows)). Fails only when it cannot allocate
   ** LAPACK's workspace; numerical failures are j->info's. Small matrices
-  ** of a batch run in parallel (one BLAS thread each). */
+  ** of a batch run in parallel (one BLAS thread each). Optional: a device
+  ** that leaves it NULL (cuda) gets T.linalg host-staged (the ops copy the
+  ** inputs to the CPU, run the CPU op, copy the results back). */
   em_status (*lapack)(const em_lapack_job *j);
 } em_linalg_kernels;
 

@@ -678,16 +678,12 @@ const em_index_kernels em_cuda_index_kernels = {
     .key_accumulate = cu_key_accumulate,
 };
 
-/* -- linalg: gemm on cuBLAS (cuda/blas.c); LAPACK is layer two ---------------- */
-
-static em_status cu_lapack(const em_lapack_job *j) {
-  (void)j;
-  return unsupported("linalg");
-}
+/* -- linalg: gemm on cuBLAS (cuda/blas.c); no LAPACK kernels yet (cuSOLVER):
+** ops/linalg_lapack.c runs T.linalg's decompositions host-staged -------- */
 
 const em_linalg_kernels em_cuda_linalg_kernels = {
     .gemm = emcu_gemm,
-    .lapack = cu_lapack,
+    .lapack = NULL,
 };
 
 /* -- random: the samplers, bernoulli with probabilities, randperm and

@@ -34,6 +34,9 @@ static inline em_status nn_update(em_tensor **t, em_ew_op op, const em_tensor *u
 
 void em_nn_force_math(int on);
 int em_nn_forced_math(void);
+/* how many T.linalg calls ran host-staged (ops/linalg_lapack.c): on a
+** device without LAPACK kernels, or on the CPU under em_nn_force_math */
+int64_t em_linalg_staged_calls(void);
 
 /* unique along the first dim of slices (contiguous, [S, ...]): the distinct
 ** slices in lexicographic order (elements as numbers, NaN after every

@@ -30,6 +30,7 @@
 #include "core/kernels.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
+#include "ops/composed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -187,6 +188,10 @@ static em_status run_job(const char *op, em_device dev, em_lapack_job *j) {
   const em_kernels *k;
   em_status st = em_kernels_check(op, dev, &k);
   if (st != EM_OK) return st;
+  if (!k->linalg->lapack) { /* staged before this (stage_begin); not reached */
+    char d[32];
+    return em_fail(EM_E_RUNTIME, "%s: no LAPACK kernels on %s", op, em_device_str(dev, d, sizeof d));
+  }
   return k->linalg->lapack(j);
 }
 
@@ -206,10 +211,82 @@ static em_status broadcast_batch(const char *op, const em_tensor *a, int keep_a,
   return em_broadcast_shapes(op, 2, ts, nb, bs);
 }
 
+/* -- Host staging ------------------------------------------------------------
+** A device with values but no LAPACK kernels (its table's lapack is NULL:
+** cuda until cuSOLVER is wired) runs T.linalg on the host, as PyTorch runs
+** linalg.eig of a cuda tensor through LAPACK: the inputs cross to the CPU
+** once, the CPU op runs there (same checks, errors and results), and each
+** result crosses back. Inputs on different devices are not staged (the op
+** then gives its mixed-device error). em_nn_force_math(1) stages CPU
+** tensors too (a copy each way), so the tests run this path here. */
+static _Thread_local int g_staging; /* inside a staged call: run it as it is */
+static int64_t g_staged;            /* staged calls so far (tests) */
+int64_t em_linalg_staged_calls(void) { return __atomic_load_n(&g_staged, __ATOMIC_RELAXED); }
+
+typedef struct staged {
+  em_device dev;
+  em_tensor *h[3]; /* the inputs on the CPU */
+  em_tensor *r[4]; /* the CPU op's results */
+  em_status st;    /* of moving the inputs */
+} staged;
+
+/* Whether the op over inputs a, b, c (b, c may be NULL) runs host-staged;
+** then s->h holds them on the CPU (s->st says whether they got there). */
+static int stage_begin(staged *s, const em_tensor *a, const em_tensor *b, const em_tensor *c) {
+  const em_tensor *in[3] = {a, b, c};
+  em_device d = a->storage->device;
+  if (g_staging) return 0;
+  for (int i = 1; i < 3; i++)
+    if (in[i] && !em_device_equal(in[i]->storage->device, d)) return 0;
+  if (d.type == EM_CPU) {
+    if (!em_nn_forced_math()) return 0;
+  } else {
+    const em_kernels *k = em_kernels_for(d);
+    if (!k || !em_device_has_data(d) || k->linalg->lapack) return 0;
+  }
+  memset(s, 0, sizeof *s);
+  s->dev = d;
+  __atomic_fetch_add(&g_staged, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < 3 && s->st == EM_OK; i++)
+    if (in[i]) s->st = em_to(in[i], in[i]->dtype, em_cpu(), 1, &s->h[i]);
+  g_staging = 1;
+  return 1;
+}
+
+/* Ends a staged call whose CPU op returned st: each result it made goes to
+** the device into its slot (o0..o3, NULL where the op has fewer); a slot
+** whose result the op did not make is left as the op leaves it. */
+static em_status stage_end(staged *s, em_status st, em_tensor **o0, em_tensor **o1,
+                           em_tensor **o2, em_tensor **o3) {
+  em_tensor **slot[4] = {o0, o1, o2, o3}, *d[4] = {NULL, NULL, NULL, NULL};
+  g_staging = 0;
+  for (int i = 0; i < 3; i++) em_tensor_release(s->h[i]);
+  for (int i = 0; i < 4 && st == EM_OK; i++)
+    if (s->r[i]) st = em_to(s->r[i], s->r[i]->dtype, s->dev, 1, &d[i]);
+  for (int i = 0; i < 4; i++) {
+    em_tensor_release(s->r[i]);
+    if (st != EM_OK) em_tensor_release(d[i]);
+    else if (d[i]) *slot[i] = d[i];
+  }
+  return st;
+}
+
+/* The staged form of a call: CALL runs the CPU op over s.h into s.r. */
+#define STAGED(A, B, C, CALL, O0, O1, O2, O3)                              \
+  do {                                                                    \
+    staged s_;                                                            \
+    if (stage_begin(&s_, A, B, C)) {                                      \
+      em_tensor **const h = s_.h, **const r = s_.r;                       \
+      (void)h;                                                            \
+      return stage_end(&s_, s_.st == EM_OK ? (CALL) : s_.st, O0, O1, O2, O3); \
+    }                                                                     \
+  } while (0)
+
 /* -- LU ------------------------------------------------------------------- */
 
 em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_tensor **pivots,
                               em_tensor **info) {
+  STAGED(A, NULL, NULL, em_linalg_lu_factor(h[0], check, &r[0], &r[1], &r[2]), LU, pivots, info, NULL);
   const char *op = "linalg.lu_factor";
   em_status st = check_matrix(op, "A", A, 0);
   if (st != EM_OK) return st;
@@ -262,6 +339,7 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
 /* A X = B (trans 0) or A^T X = B (trans 1) from A's LU factors. */
 em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
                              int trans, em_tensor **X) {
+  STAGED(LU, pivots, B, em_linalg_lu_solve(h[0], h[1], h[2], trans, &r[0]), X, NULL, NULL, NULL);
   const char *op = "linalg.lu_solve";
   em_status st = check_real(op, LU);
   if (st == EM_OK) st = check_matrix(op, "LU", LU, 1);
@@ -327,6 +405,7 @@ em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const
 
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info) {
+  STAGED(A, B, NULL, em_linalg_solve(h[0], h[1], check, &r[0], &r[1]), X, info, NULL, NULL);
   const char *op = check == 2 ? "linalg.inv" : "linalg.solve";
   em_status st = check_matrix(op, "A", A, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
@@ -397,6 +476,7 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
 ** A^T column-major, whose inverse read row-major is inv(A): no transposing
 ** copy, and the result is contiguous. */
 em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor **info) {
+  STAGED(A, NULL, NULL, em_linalg_inv(h[0], check, &r[0], &r[1]), X, info, NULL, NULL);
   const char *op = "linalg.inv";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -448,6 +528,7 @@ em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor 
 /* The lower factor L (A = L L^H) from A's lower triangle; the strict upper
 ** triangle of the result is zeroed by the kernel (no tril pass after). */
 em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_tensor **info) {
+  STAGED(A, NULL, NULL, em_linalg_cholesky(h[0], check, &r[0], &r[1]), L, info, NULL, NULL);
   const char *op = "linalg.cholesky";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -499,6 +580,7 @@ em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_te
 
 em_status em_linalg_solve_triangular(const em_tensor *A, const em_tensor *B, int upper, int left,
                                      int unitriangular, em_tensor **X) {
+  STAGED(A, B, NULL, em_linalg_solve_triangular(h[0], h[1], upper, left, unitriangular, &r[0]), X, NULL, NULL, NULL);
   const char *op = "linalg.solve_triangular";
   em_status st = check_matrix(op, "A", A, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
@@ -547,6 +629,7 @@ em_status em_linalg_solve_triangular(const em_tensor *A, const em_tensor *B, int
 /* -- QR ------------------------------------------------------------------- */
 
 em_status em_linalg_geqrf(const em_tensor *A, em_tensor **QR, em_tensor **tau) {
+  STAGED(A, NULL, NULL, em_linalg_geqrf(h[0], &r[0], &r[1]), QR, tau, NULL, NULL);
   const char *op = "geqrf";
   em_status st = check_matrix(op, "A", A, 0);
   if (st != EM_OK) return st;
@@ -581,6 +664,7 @@ em_status em_linalg_geqrf(const em_tensor *A, em_tensor **QR, em_tensor **tau) {
 
 em_status em_linalg_householder_product(const em_tensor *A, const em_tensor *tau,
                                         em_tensor **Q) {
+  STAGED(A, tau, NULL, em_linalg_householder_product(h[0], h[1], &r[0]), Q, NULL, NULL, NULL);
   const char *op = "linalg.householder_product";
   em_status st = check_matrix(op, "A", A, 0);
   if (st == EM_OK) st = check_float(op, tau);
@@ -637,6 +721,7 @@ em_status em_linalg_householder_product(const em_tensor *A, const em_tensor *tau
 
 em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, em_tensor **U,
                         em_tensor **S, em_tensor **Vh) {
+  STAGED(A, NULL, NULL, em_linalg_svd(h[0], full_matrices, compute_uv, &r[0], &r[1], &r[2]), U, S, Vh, NULL);
   const char *op = compute_uv ? "linalg.svd" : "linalg.svdvals";
   em_status st = check_matrix(op, "A", A, 0);
   if (st != EM_OK) return st;
@@ -715,6 +800,7 @@ em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, e
 
 em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor **L,
                          em_tensor **V) {
+  STAGED(A, NULL, NULL, em_linalg_eigh(h[0], upper, compute_v, &r[0], &r[1]), L, V, NULL, NULL);
   const char *op = compute_v ? "linalg.eigh" : "linalg.eigvalsh";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -795,6 +881,7 @@ static int64_t first_nonfinite(const em_tensor *a, int64_t batch, int64_t nvals)
 ** major, unit norm, as geev gives them) of a square A, complex64 for
 ** float32/complex64 input, complex128 for float64/complex128. */
 em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_tensor **V) {
+  STAGED(A, NULL, NULL, em_linalg_eig(h[0], compute_v, &r[0], &r[1]), L, V, NULL, NULL);
   const char *op = compute_v ? "linalg.eig" : "linalg.eigvals";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -864,6 +951,7 @@ em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_ten
 ** gels/gelsd/gelss of a full-rank A (the caller sums their squares). */
 em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, int driver,
                           em_tensor **X, em_tensor **rank, em_tensor **S, em_tensor **R) {
+  STAGED(A, B, NULL, em_linalg_lstsq(h[0], h[1], rcond, driver, &r[0], &r[1], &r[2], &r[3]), X, rank, S, R);
   const char *op = "linalg.lstsq";
   em_status st = check_real(op, A);
   if (st == EM_OK) st = check_matrix(op, "A", A, 0);
