@@ -506,6 +506,14 @@ static int binop(lua_State *L, const char *op, binop_fn f) {
   em_tensor *b = l_checktensor(L, 2, op);
   int outidx;
   em_tensor *out = lua_gettop(L) > 2 ? l_opt_out(L, 3, op, l_out_opts, &outidx) : NULL;
+  if (out && (f == em_mm || f == em_bmm || f == em_matmul)) {
+    int done = 0; /* written straight into out when it already is the result */
+    if (em_matmul_into(op, a, b, out, &done) != EM_OK) l_error(L);
+    if (done) {
+      lua_pushvalue(L, outidx);
+      return 1;
+    }
+  }
   em_tensor **box = l_newbox(L);
   if (f(a, b, box) != EM_OK) l_error(L);
   return out ? l_out_result(L, box, out, outidx, op) : 1;

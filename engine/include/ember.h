@@ -733,6 +733,12 @@ em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, 
                           em_tensor **X, em_tensor **rank, em_tensor **S, em_tensor **R);
 em_status em_matmul(const em_tensor *a, const em_tensor *b, em_tensor **out);
 em_status em_mm(const em_tensor *a, const em_tensor *b, em_tensor **out);
+/* op ("mm", "bmm" or "matmul") of two 2-D or two 3-D float operands into
+** out when out already is the result (shape, dtype, device, contiguous,
+** sharing no storage with them) and nothing is recorded or autocast: the
+** GEMM writes out and *done = 1. Else *done = 0 and out is untouched. */
+em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
+                         em_tensor *out, int *done);
 em_status em_bmm(const em_tensor *a, const em_tensor *b, em_tensor **out);
 em_status em_mv(const em_tensor *a, const em_tensor *v, em_tensor **out);
 em_status em_dot(const em_tensor *a, const em_tensor *b, em_tensor **out);

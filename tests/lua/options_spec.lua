@@ -80,6 +80,47 @@ describe("out=", function()
       "cat: functions with out= arguments don't support automatic differentiation")
   end)
 
+  it("mm, bmm and matmul give out the same values through the direct GEMM and the checked copy", function()
+    T.manual_seed(5)
+    for _, c in ipairs {
+      { "mm", T.randn(5, 3), T.randn(3, 4) },
+      { "matmul", T.randn(5, 3, { dtype = T.float64 }), T.randn(3, 4, { dtype = T.float64 }) },
+      { "bmm", T.randn(2, 5, 3), T.randn(2, 3, 4) },
+      { "matmul", T.randn(2, 5, 3), T.randn(2, 3, 4) },
+    } do
+      local f, x, y = T[c[1]], c[2], c[3]
+      local want = f(x, y)
+      -- ready: the same storage, written in place
+      local o = T.full(want.shape, 7, { dtype = want.dtype })
+      local p = o:data_ptr()
+      assert.equal(o, f(x, y, { out = o }))
+      assert.equal(p, o:data_ptr())
+      assert.is_true(T.equal(o, want))
+      -- empty: resized; transposed (not contiguous): written through its strides
+      local e = T.empty(0, { dtype = want.dtype })
+      assert.is_true(T.equal(f(x, y, { out = e }), want))
+      local sz = want.shape:totable()
+      sz[#sz], sz[#sz - 1] = sz[#sz - 1], sz[#sz]
+      local t = T.zeros(sz, { dtype = want.dtype }):transpose(-1, -2)
+      f(x, y, { out = t })
+      assert.is_true(T.equal(t, want))
+      -- out viewing an operand: the product of the values before the call
+      local sq = x:narrow(-1, 1, 3):clone()
+      local r = f(sq, sq:narrow(-2, 1, 3))
+      f(sq, sq:narrow(-2, 1, 3):clone(), { out = sq:narrow(-2, 1, 5):narrow(-1, 1, 3) })
+      assert.is_true(T.allclose(sq:narrow(-2, 1, 5), r, 1e-6, 1e-6))
+    end
+    -- other dtypes take the checked copy, with its errors
+    local i = T.arange(1, 7):view(2, 3)
+    local oi = T.empty(2, 2, { dtype = T.int64 })
+    T.mm(i, i:t(), { out = oi })
+    assert.is_true(T.equal(oi, T.mm(i, i:t())))
+    fails_with(function() return T.mm(T.ones(2, 2), T.ones(2, 2), { out = T.empty(3, 3) }) end,
+      "doesn't match the result shape")
+    fails_with(function() return T.mm(T.ones(2, 2), T.ones(2, 2), { out = T.empty(2, 2, { dtype = T.float64 }) }) end,
+      "expected out to have dtype")
+  end)
+
   it("cat takes the dim as an argument or an option, not both", function()
     assert.same({ 2, 6 }, T.cat({ a, b }, { dim = 2 }).shape:totable())
     fails_with(function() return T.cat({ a, b }, 1, { dim = 2 }) end,

@@ -78,9 +78,12 @@ static void batch_view(em_tensor *v, const em_tensor *t, int keep) {
   v->ndim = keep;
 }
 
-static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *b,
-                           const em_tensor *input, double beta, double alpha,
-                           em_tensor **out) {
+/* dst (or NULL): a contiguous tensor of the result's shape and compute
+** dtype, sharing no storage with the operands, that C is written into in
+** place of a fresh one (em_matmul_into); *out is then dst, retained. */
+static em_status gemm_core_into(const char *op, const em_tensor *a, const em_tensor *b,
+                                const em_tensor *input, double beta, double alpha,
+                                em_tensor *dst, em_tensor **out) {
   em_dtype dt = a->dtype;
   /* float16/bfloat16: cuBLAS multiplies them as they are (accumulating in
   ** float32, cuda/blas.c); elsewhere they are multiplied in float32 and
@@ -145,7 +148,12 @@ static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *
   /* C starts as the input, or is written without being read (beta = 0;
   ** with k == 0 the kernel writes zeros) */
   bool use_input = input && beta != 0;
-  if (st == EM_OK) st = em_empty(nbd + 2, shape, cdt, dev, &co);
+  if (st == EM_OK && dst) {
+    em_tensor_retain(dst);
+    co = dst;
+  } else if (st == EM_OK) {
+    st = em_empty(nbd + 2, shape, cdt, dev, &co);
+  }
   if (st == EM_OK && use_input) st = em_copy_(co, input);
   if (st == EM_OK && m > 0 && n > 0 && em_tensor_numel(co) > 0) {
     em_gemm g;
@@ -172,6 +180,12 @@ static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *
   if (st != EM_OK) return st;
   *out = res;
   return EM_OK;
+}
+
+static em_status gemm_core(const char *op, const em_tensor *a, const em_tensor *b,
+                           const em_tensor *input, double beta, double alpha,
+                           em_tensor **out) {
+  return gemm_core_into(op, a, b, input, beta, alpha, NULL, out);
 }
 
 /* A contiguous result reshaped to nd dims (same numel): a new view. */
@@ -505,4 +519,42 @@ em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
   const em_tensor *in[3] = {x, w, b};
   EM_AUTOCAST(EM_AC_MM, 3, in, em_linear(in[0], in[1], in[2], out));
   EM_AG_CALL(EM_AG_LINEAR, b ? 3 : 2, in, out, &p, linear_nograd(x, w, b, out));
+}
+
+/* mm, bmm and matmul of two 2-D or two 3-D operands with out= (op names
+** which): when out already is the result (its shape, the operands' float
+** dtype and device, contiguous, no storage shared with them) and nothing
+** is recorded or autocast, the GEMM writes into out and *done = 1. Else
+** *done = 0 and nothing is touched: the caller computes a result and
+** em_write_out checks, resizes and copies it (its errors stay theirs). */
+em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
+                         em_tensor *out, int *done) {
+  *done = 0;
+  int bmm = strcmp(op, "bmm") == 0;
+  int nd = a->ndim;
+  if (nd != b->ndim || nd != out->ndim || (bmm ? nd != 3 : strcmp(op, "mm") == 0 ? nd != 2
+                                                                              : nd != 2 && nd != 3))
+    return EM_OK;
+  if (em_ac_any || (em_grad_enabled() && (a->requires_grad || b->requires_grad)))
+    return EM_OK;
+  em_dtype dt = a->dtype;
+  if ((dt != EM_FLOAT32 && dt != EM_FLOAT64) || b->dtype != dt || out->dtype != dt) return EM_OK;
+  if (!em_device_equal(a->storage->device, b->storage->device) ||
+      !em_device_equal(a->storage->device, out->storage->device) ||
+      !em_device_has_data(out->storage->device))
+    return EM_OK;
+  if (out->storage == a->storage || out->storage == b->storage) return EM_OK;
+  if (a->sizes[nd - 1] != b->sizes[nd - 2] || (nd == 3 && a->sizes[0] != b->sizes[0]))
+    return EM_OK;
+  int64_t want[3] = {a->sizes[0], a->sizes[nd - 2], b->sizes[nd - 1]};
+  if (nd == 2) want[1] = b->sizes[1]; /* [m, n] */
+  for (int i = 0; i < nd; i++)
+    if (out->sizes[i] != want[i]) return EM_OK;
+  if (!em_tensor_is_contiguous(out)) return EM_OK;
+  em_tensor *r = NULL;
+  em_status st = gemm_core_into(op, a, b, NULL, 0, 1, out, &r);
+  if (st != EM_OK) return st;
+  em_tensor_release(r); /* out itself */
+  *done = 1;
+  return EM_OK;
 }
