@@ -535,7 +535,9 @@ em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
   if (nd != b->ndim || nd != out->ndim || (bmm ? nd != 3 : strcmp(op, "mm") == 0 ? nd != 2
                                                                               : nd != 2 && nd != 3))
     return EM_OK;
-  if (em_ac_any || (em_grad_enabled() && (a->requires_grad || b->requires_grad)))
+  /* out requiring grad: copy_'s leaf and view checks decide */
+  if (em_ac_any || out->requires_grad ||
+      (em_grad_enabled() && (a->requires_grad || b->requires_grad)))
     return EM_OK;
   em_dtype dt = a->dtype;
   if ((dt != EM_FLOAT32 && dt != EM_FLOAT64) || b->dtype != dt || out->dtype != dt) return EM_OK;
@@ -555,6 +557,7 @@ em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
   em_status st = gemm_core_into(op, a, b, NULL, 0, 1, out, &r);
   if (st != EM_OK) return st;
   em_tensor_release(r); /* out itself */
+  em_storage_bump_version(out->storage); /* as copy_ would: saved tensors see it */
   *done = 1;
   return EM_OK;
 }
