@@ -331,6 +331,25 @@ for _, dev in ipairs(devices) do
       local nv, ni = T.tensor { 2, 1, 1, 4 }:to(d):cummin(1)
       same(T.tensor { 2, 1, 1, 1 }, nv)
       same(T.tensor { 1, 2, 3, 3 }, ni)
+      -- cummax/cummin of few long lanes: a block per lane (lane_ext_block_kernel):
+      -- ties (the last of equals) and NaN (the last NaN) as the serial scan
+      local tied = T.randint(0, 50, { 3, 10007 }):double()
+      tied[2][5000] = 0 / 0
+      tied[2][7000] = 0 / 0
+      for _, f in ipairs { "cummax", "cummin" } do
+        local wv, wi = tied[f](tied, 2)
+        local gv, gi = tied:to(d)[f](tied:to(d), 2)
+        same(wv, gv, 0)
+        same(wi, gi)
+        wv, wi = tied:t()[f](tied:t(), 1)                       -- strided lanes
+        gv, gi = tied:to(d):t()[f](tied:to(d):t(), 1)
+        same(wv, gv, 0)
+        same(wi, gi)
+        local iv, ii = ints[f](ints, 2)
+        local jv, ji = ints:to(d)[f](ints:to(d), 2)
+        same(iv, jv)
+        same(ii, ji)
+      end
       same(T.tensor { math.log(e(1) + e(2)), math.log(2) + 1000 },
         T.tensor { { 1, 2 }, { 1000, 1000 } }:to(d):logsumexp(2), 1e-6)
       same(z:logsumexp({ 1, 3 }), z:to(d):logsumexp({ 1, 3 }), 1e-5)

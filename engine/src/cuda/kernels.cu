@@ -1012,6 +1012,86 @@ extern "C" int emcu_ew(int op, int dt, const emcu_geom *g, const emcu_params *p,
   }
 }
 
+// cummax/cummin of few long lanes: a block per lane over tiles of 256 x 4,
+// as lane_scan_block. A state is (value, 0-based index) of the best so far;
+// a later state S wins over an earlier P when S's value is NaN, or neither
+// is NaN and S's is >= (cummax; <= cummin) P's: the serial rule's (the last
+// of equal values, the last NaN), and associative, so thread totals fold
+// in order to the same indices as the serial scan. Values are compared in
+// double (integers as int64), the output element is copied from the input.
+template <typename V>
+struct ext_state {
+  V v;
+  int64_t i;
+};
+template <typename V>
+__device__ inline bool ext_wins(bool mn, V s, V p) {
+  if constexpr (std::is_same<V, double>::value) {
+    if (s != s) return true;
+    if (p != p) return false;
+  }
+  return mn ? s <= p : s >= p;
+}
+template <typename V>
+__device__ inline ext_state<V> ext_join(bool mn, ext_state<V> p, ext_state<V> s) {
+  if (s.i < 0) return p; // an empty run (a thread past the lane's end)
+  return (p.i < 0 || ext_wins(mn, s.v, p.v)) ? s : p;
+}
+template <typename V>
+__device__ void lane_ext_block(const emcu_lanes &l, char *const *b, ext_state<V> *sh, int es) {
+  const bool mn = l.flag != 0;
+  const int64_t tile = (int64_t)blockDim.x * SCAN_ITEMS;
+  ext_state<V> carry = {V(0), -1}; // -1: nothing yet
+  for (int64_t t0 = 0; t0 < l.len; t0 += tile) {
+    const int64_t j0 = t0 + (int64_t)threadIdx.x * SCAN_ITEMS;
+    ext_state<V> run[SCAN_ITEMS];
+    ext_state<V> acc = {V(0), -1};
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+      if (j0 + k < l.len) {
+        const char *p = b[2] + (j0 + k) * l.lstride[2];
+        V v;
+        if constexpr (std::is_same<V, double>::value) v = load_f(l.dt, p);
+        else v = load_i(l.dt, p);
+        acc = ext_join(mn, acc, ext_state<V>{v, j0 + k});
+      }
+      run[k] = acc;
+    }
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {  // exclusive prefixes of the thread totals, in order
+      ext_state<V> c = carry;
+      for (unsigned i = 0; i < blockDim.x; i++) {
+        ext_state<V> v = sh[i];
+        sh[i] = c;
+        c = ext_join(mn, c, v);
+      }
+      sh[blockDim.x] = c;
+    }
+    __syncthreads();
+    const ext_state<V> before = sh[threadIdx.x];
+    for (int k = 0; k < SCAN_ITEMS; k++)
+      if (j0 + k < l.len) {
+        const int64_t best = ext_join(mn, before, run[k]).i;
+        copy_elem(b[0] + (j0 + k) * l.lstride[0], b[2] + best * l.lstride[2], es);
+        *(int64_t *)(b[1] + (j0 + k) * l.lstride[1]) = best + 1;
+      }
+    carry = sh[blockDim.x];
+    __syncthreads();
+  }
+}
+__global__ void lane_ext_block_kernel(emcu_lanes l) {
+  __shared__ ext_state<double> shd[257];
+  __shared__ ext_state<int64_t> shi[257];
+  const bool fl = is_float(l.dt);
+  const int es = elsize(l.dt);
+  for (int64_t lane = blockIdx.x; lane < l.nlanes; lane += gridDim.x) {
+    char *b[3];
+    lane_bases(l, lane, b);
+    if (fl) lane_ext_block<double>(l, b, shd, es);
+    else lane_ext_block<int64_t>(l, b, shi, es);
+  }
+}
+
 extern "C" int emcu_logsumexp(const emcu_red *r, double *shift, void *stream) {
   if (r->nout == 0) return 0;
   unsigned blocks = (unsigned)(r->nout < 65535 ? r->nout : 65535);
@@ -1028,6 +1108,9 @@ extern "C" int emcu_lanes_run(const emcu_lanes *l, void *stream) {
   } else if (l->kind == EMCU_LANE_CUM && l->nlanes < 4096 && l->len >= 4096) {
     unsigned blocks = (unsigned)(l->nlanes < 65535 ? l->nlanes : 65535);
     lane_scan_block_kernel<<<blocks, 256, 0, s>>>(*l);
+  } else if (l->kind == EMCU_LANE_CUMEXT && l->nlanes < 4096 && l->len >= 4096) {
+    unsigned blocks = (unsigned)(l->nlanes < 65535 ? l->nlanes : 65535);
+    lane_ext_block_kernel<<<blocks, 256, 0, s>>>(*l);
   } else {
     lane_scan_kernel<<<blocks_for(l->nlanes), 256, 0, s>>>(*l);
   }

@@ -1108,8 +1108,9 @@ const em_optim_kernels em_cuda_optim_kernels = {
 };
 
 /* -- reduce: the reductions over dims and logsumexp (a block per output),
-** the lane ops (max_dim and softmax a block per lane; cumsum/cumprod and
-** cummax/cummin a serial scan per lane) and the comparisons (cuda/kernels.cu)
+** the lane ops (max_dim and softmax a block per lane; the scans a thread
+** per lane, or a block per lane for few long ones) and the comparisons
+** (cuda/kernels.cu)
 ** ------------------------------------------------------------------------------ */
 
 _Static_assert(EM_RED_SUM == 0 && EM_RED_PROD == 1 && EM_RED_MEAN == 2 && EM_RED_AMAX == 3 &&
