@@ -124,9 +124,9 @@ DEF_CASCADE(abs, F_ABS, V_ABS)
 
 /* The product in 8 x 4 double lanes: lane j of a_k multiplies p[32 m + 4 k
 ** + j], the lanes folded in a fixed tree, the tail in order. Eight chains,
-** not four: a double multiply's latency bounds four (16M floats from L2:
-** 1.14 ms with four, 0.79 with eight, a C loop on this EPYC; from memory
-** the same time). LOAD4(q): q[0..3] as 4 doubles. */
+** not four: a double multiply's latency bounds four (64K floats from L2,
+** 256 times: 1.14 ms with four, 0.79 with eight, a C loop on this EPYC;
+** 16M from memory: the same time). LOAD4(q): q[0..3] as 4 doubles. */
 #define DEF_PROD(NAME, ATTRS, LOAD4)                                          \
   ATTRS double NAME(const float *p, int64_t n) {                              \
     vd a[8];                                                                 \

@@ -530,11 +530,10 @@ em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
 em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
                          em_tensor *out, int *done) {
   *done = 0;
-  int bmm = strcmp(op, "bmm") == 0;
-  int nd = a->ndim;
-  if (nd != b->ndim || nd != out->ndim || (bmm ? nd != 3 : strcmp(op, "mm") == 0 ? nd != 2
-                                                                              : nd != 2 && nd != 3))
-    return EM_OK;
+  int nd = a->ndim; /* mm: 2, bmm: 3, matmul: either */
+  int ok_nd = strcmp(op, "mm") == 0 ? nd == 2 : strcmp(op, "bmm") == 0 ? nd == 3
+                                                                       : nd == 2 || nd == 3;
+  if (!ok_nd || b->ndim != nd || out->ndim != nd) return EM_OK;
   /* out requiring grad: copy_'s leaf and view checks decide */
   if (em_ac_any || out->requires_grad ||
       (em_grad_enabled() && (a->requires_grad || b->requires_grad)))
@@ -546,12 +545,11 @@ em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
       !em_device_has_data(out->storage->device))
     return EM_OK;
   if (out->storage == a->storage || out->storage == b->storage) return EM_OK;
-  if (a->sizes[nd - 1] != b->sizes[nd - 2] || (nd == 3 && a->sizes[0] != b->sizes[0]))
+  /* [m, k] [k, n] -> [m, n]; batched: the same batch size on all three */
+  if (a->sizes[nd - 1] != b->sizes[nd - 2] || out->sizes[nd - 2] != a->sizes[nd - 2] ||
+      out->sizes[nd - 1] != b->sizes[nd - 1])
     return EM_OK;
-  int64_t want[3] = {a->sizes[0], a->sizes[nd - 2], b->sizes[nd - 1]};
-  if (nd == 2) want[1] = b->sizes[1]; /* [m, n] */
-  for (int i = 0; i < nd; i++)
-    if (out->sizes[i] != want[i]) return EM_OK;
+  if (nd == 3 && (b->sizes[0] != a->sizes[0] || out->sizes[0] != a->sizes[0])) return EM_OK;
   if (!em_tensor_is_contiguous(out)) return EM_OK;
   em_tensor *r = NULL;
   em_status st = gemm_core_into(op, a, b, NULL, 0, 1, out, &r);

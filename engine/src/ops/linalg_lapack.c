@@ -277,7 +277,6 @@ static em_status stage_end(staged *s, em_status st, em_tensor **o0, em_tensor **
     staged s_;                                                            \
     if (stage_begin(&s_, A, B, C)) {                                      \
       em_tensor **const h = s_.h, **const r = s_.r;                       \
-      (void)h;                                                            \
       return stage_end(&s_, s_.st == EM_OK ? (CALL) : s_.st, O0, O1, O2, O3); \
     }                                                                     \
   } while (0)

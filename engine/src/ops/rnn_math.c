@@ -48,7 +48,6 @@ static em_status chunk(const em_tensor *gates, int64_t j, int64_t H, em_tensor *
   return em_narrow(gates, 2, 1 + j * H, H, out);
 }
 
-/* One step: h', c' from the step's input projection xt and the state. */
 /* Gate j's pre-activation of a GRU, xt's chunk plus hw's. */
 static em_status sum_gate(const em_tensor *xt, const em_tensor *hw, int64_t j, int64_t H,
                           em_tensor **out) {
@@ -63,6 +62,7 @@ done:
   return st;
 }
 
+/* One step: h', c' from the step's input projection xt and the state. */
 static em_status step(const em_rnn_geo *g, const em_tensor *const *in, const em_tensor *xt,
                       const em_tensor *h, const em_tensor *c, em_tensor **hn, em_tensor **cn) {
   em_tensor *hw = NULL, *pre = NULL, *i = NULL, *f = NULL, *gg = NULL, *o = NULL, *x2 = NULL,
