@@ -463,39 +463,50 @@ static lp_int one_any(const em_lapack_job *j, int64_t i, void *work, lp_int *iwo
   }
 }
 
-/* Runs elements [0, batch) of j, each thread with its own workspace.
-** Returns 0, or -1 when a workspace could not be allocated. */
-static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
+/* Runs elements [0, batch) of j with a workspace of its own; inside a
+** parallel region each thread takes a share (the `omp for` binds to it),
+** outside one this thread runs them all. */
+static void batch_share(const em_lapack_job *j, const lp_sizes *sz, int *failed) {
   size_t esz = em_dtype_size(j->dt);
   size_t rsz = j->dt == EM_FLOAT32 || j->dt == EM_COMPLEX64 ? sizeof(float) : sizeof(double);
-  int failed = 0;
-#ifdef _OPENMP
-#pragma omp parallel if (parallel)
-#endif
-  {
-    void *work = malloc((size_t)sz->lwork * esz);
-    lp_int *iwork = malloc((size_t)sz->liwork * sizeof(lp_int));
-    void *rwork = malloc((size_t)sz->lrwork * rsz);
-    if (!work || !iwork || !rwork) {
+  void *work = malloc((size_t)sz->lwork * esz);
+  lp_int *iwork = malloc((size_t)sz->liwork * sizeof(lp_int));
+  void *rwork = malloc((size_t)sz->lrwork * rsz);
+  if (!work || !iwork || !rwork) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
-      failed = 1;
-    }
+    *failed = 1;
+  }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-    for (int64_t i = 0; i < j->batch; i++) {
-      if (!work || !iwork || !rwork) continue;
-      lp_sizes s = *sz;
-      lp_int info = one_any(j, i, work, iwork, rwork, &s, 0);
-      if (j->info) j->info[i] = info;
-    }
-    free(work);
-    free(iwork);
-    free(rwork);
+  for (int64_t i = 0; i < j->batch; i++) {
+    if (!work || !iwork || !rwork) continue;
+    lp_sizes s = *sz;
+    lp_int info = one_any(j, i, work, iwork, rwork, &s, 0);
+    if (j->info) j->info[i] = info;
   }
-  (void)parallel;
+  free(work);
+  free(iwork);
+  free(rwork);
+}
+
+/* Runs elements [0, batch) of j, in a parallel region only when parallel:
+** inside even an inactive one (`if (0)`) an OpenMP-built OpenBLAS's own
+** regions are nested, and libgomp starts fresh threads for each nested
+** team (gesdd of 512² took 3x its time creating threads).
+** Returns 0, or -1 when a workspace could not be allocated. */
+static int run_batch(const em_lapack_job *j, const lp_sizes *sz, int parallel) {
+  int failed = 0;
+  if (parallel) {
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    batch_share(j, sz, &failed);
+  } else {
+    batch_share(j, sz, &failed);
+  }
   return failed ? -1 : 0;
 }
 
