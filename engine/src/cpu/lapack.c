@@ -521,13 +521,17 @@ em_status em_cpu_lapack(const em_lapack_job *j) {
 #ifdef _OPENMP
   parallel = j->batch > 1 && dim <= 128 && omp_get_max_threads() > 1 && !omp_in_parallel();
 #endif
-  int blas_threads = 0;
-  if (parallel) {
+  /* The pthread build of OpenBLAS is told to run one thread per call
+  ** meanwhile; the OpenMP build (openblas_get_parallel() == 2) does so by
+  ** itself inside a parallel region, and its set_num_threads would set this
+  ** thread's OpenMP team size to 1 before the region starts. */
+  int blas_threads = 0, pin = parallel && openblas_get_parallel() != 2;
+  if (pin) {
     blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
   }
   int r = run_batch(j, &sz, parallel);
-  if (parallel) openblas_set_num_threads(blas_threads);
+  if (pin) openblas_set_num_threads(blas_threads);
   if (r != 0)
     return em_fail(EM_E_NOMEM, "out of memory: LAPACK workspace of %lld elements",
                    (long long)sz.lwork);
