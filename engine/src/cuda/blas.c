@@ -19,7 +19,8 @@
 ** (CUBLAS_COMPUTE_32F, alpha and beta as floats); TF32 is used for float32
 ** only when
 ** em_cuda_set_allow_tf32(1) (T.backends.cuda.matmul.allow_tf32 = true), as
-** PyTorch's default is off.
+** PyTorch's default is off. complex64/complex128 go as CUDA_C_32F/
+** CUDA_C_64F (cgemm/zgemm's arithmetic; no TF32 for complex64).
 **
 ** COMPILED ONLY: no GPU has run this file.
 */
@@ -133,6 +134,9 @@ void emcu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
   case EM_FLOAT64: t = CUDA_R_64F, ct = CUBLAS_COMPUTE_64F, es = 8; break;
   case EM_FLOAT16: t = CUDA_R_16F, ct = CUBLAS_COMPUTE_32F, es = 2; break;
   case EM_BFLOAT16: t = CUDA_R_16BF, ct = CUBLAS_COMPUTE_32F, es = 2; break;
+  /* complex: as cgemm/zgemm (no TF32 for complex64) */
+  case EM_COMPLEX64: t = CUDA_C_32F, ct = CUBLAS_COMPUTE_32F, es = 8; break;
+  case EM_COMPLEX128: t = CUDA_C_64F, ct = CUBLAS_COMPUTE_64F, es = 16; break;
   default:
     emcu_note("matmul: not implemented for %s on cuda (cuBLAS multiplies floating point types)",
               em_dtype_name(dt));
@@ -147,10 +151,11 @@ void emcu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
   }
   cublasHandle_t h = handle(emcu_device());
   if (!h) return;
-  float af = (float)g->alpha, bf = (float)g->beta;
-  double ad = g->alpha, bd = g->beta;
-  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
-  const void *beta = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+  /* alpha and beta in the compute type; a complex type's as (value, 0) */
+  float af[2] = {(float)g->alpha, 0}, bf[2] = {(float)g->beta, 0};
+  double ad[2] = {g->alpha, 0}, bd[2] = {g->beta, 0};
+  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)ad : (const void *)af;
+  const void *beta = ct == CUBLAS_COMPUTE_64F ? (const void *)bd : (const void *)bf;
   /* dim 0 of the iterator is the batch cuBLAS strides over; the rest loop */
   int64_t nb = it->ndim > 0 ? it->shape[0] : 1;
   long long sc = it->ndim > 0 ? it->strides[0][0] / (int64_t)es : 0;

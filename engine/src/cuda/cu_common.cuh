@@ -11,19 +11,25 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "cuda/cu_iface.h"
+
 namespace {
 
-enum { B8, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
+enum { B8, U8, I8, I16, I32, I64, F16, BF16, F32, F64, C64, C128 };
 
 __host__ __device__ inline int elsize(int dt) {
   switch (dt) {
     case B8: case U8: case I8: return 1;
     case I16: case F16: case BF16: return 2;
     case I32: case F32: return 4;
+    case C128: return 16;
     default: return 8;
   }
 }
-__device__ inline bool is_float(int dt) { return dt >= F16; }
+// real floating point (complex64/complex128 are not: they reach only the
+// copy, fill, complex and byte-moving kernels)
+__device__ inline bool is_float(int dt) { return dt >= F16 && dt <= F64; }
+__host__ __device__ inline bool is_complex(int dt) { return dt == C64 || dt == C128; }
 
 __device__ inline double load_f(int dt, const char *p) {
   switch (dt) {
@@ -44,13 +50,32 @@ __device__ inline int64_t load_i(int dt, const char *p) {
   }
 }
 
-// one element of es bytes (1, 2, 4 or 8), as raw bits
+// one element of es bytes (1, 2, 4, 8 or 16), as raw bits; a complex128
+// element moves as two 8-byte words (its address is a multiple of 8, not
+// necessarily of 16)
 __device__ inline void copy_n(char *d, const char *s, int es) {
   switch (es) {
     case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
     case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
     case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    case 16:
+      ((uint64_t *)d)[0] = ((const uint64_t *)s)[0];
+      ((uint64_t *)d)[1] = ((const uint64_t *)s)[1];
+      break;
     default: *(uint64_t *)d = *(const uint64_t *)s; break;
+  }
+}
+
+// the byte offsets of element lin (the iterator's order) in each operand;
+// I is int32_t when the count fits, for cheaper divisions
+template <typename I>
+__device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
+  for (int k = 0; k < EMCU_MAX_OPS; k++) off[k] = 0;
+  for (int d = 0; d < g.ndim; d++) {
+    I sz = (I)g.shape[d];
+    I i = lin % sz;
+    lin /= sz;
+    for (int k = 0; k < g.nops; k++) off[k] += (int64_t)i * g.strides[d][k];
   }
 }
 

@@ -27,12 +27,12 @@ typedef struct emcu_geom {
 } emcu_geom;
 
 /* dtype codes: em_dtype's values (ember.h): bool, u8, i8, i16, i32, i64,
-** f16, bf16, f32, f64 = 0..9 */
+** f16, bf16, f32, f64, complex64, complex128 = 0..11 */
 
 /* operand 0 (dst) = operand 1 (src) cast with docs/dtypes.md's rules */
 int emcu_copy(const emcu_geom *g, int dst, int src, void *stream);
-/* every element of operand 0 = the elsize bytes of value */
-int emcu_fill(const emcu_geom *g, int elsize, uint64_t value, void *stream);
+/* every element of operand 0 = the elsize bytes (up to 16) of value */
+int emcu_fill(const emcu_geom *g, int elsize, const uint64_t value[2], void *stream);
 /* operand 0 (contiguous, dtype dt) = a range: kind 0 arange (integer: istart
 ** + istep * i; float: fstart + fstep * i), 1 linspace, 2 logspace */
 typedef struct emcu_range {
@@ -349,6 +349,22 @@ int emcu_pointwise_loss(int f64, int kind, int reduction, int64_t n, const void 
 ** [0, 1] (NaN too), *value its value */
 int emcu_outside_unit(int f64, const void *x, int64_t n, unsigned long long *first, double *value,
                       void *stream);
+
+/* The complex family (cuda/complex.cu): em_cx_op's values, in its order
+** (core/kern_cplx.h; cuda/table.c asserts they agree). */
+enum {
+  EMCU_CX_ADD, EMCU_CX_SUB, EMCU_CX_MUL, EMCU_CX_DIV, EMCU_CX_POW, EMCU_CX_EQ, EMCU_CX_NE,
+  EMCU_CX_NEG, EMCU_CX_ABS, EMCU_CX_ANGLE, EMCU_CX_CONJ, EMCU_CX_SQRT, EMCU_CX_RECIPROCAL,
+  EMCU_CX_EXP, EMCU_CX_LOG, EMCU_CX_SIN, EMCU_CX_COS, EMCU_CX_TANH, EMCU_CX_SQUARE,
+  EMCU_CX_COUNT
+};
+/* operand 0 = op(operand 1[, operand 2]) of complex dtype dt (10 or 11);
+** operand 0 is dt, its value dtype (ABS, ANGLE) or bool (EQ, NE); alpha
+** multiplies operand 2 of ADD and SUB */
+int emcu_cx_ew(int op, int dt, const emcu_geom *g, double alpha, void *stream);
+/* n contiguous values of dtype dt (real or complex, float32/64 parts) at
+** data, each part times fct */
+int emcu_scale(int dt, void *data, int64_t n, double fct, void *stream);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,11 @@ void emcu_gemm(const struct em_iter *it, em_dtype dt, const struct em_gemm *g);
 /* row-major C = op(A) op(B) + beta C (float32/float64) on cuBLAS: 0, or -1 after a note */
 int emcu_nn_gemm(em_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
                  int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* The complex family's FFT entries on cuFFT (cuda/fft.c; core/kern_cplx.h's contract). */
+em_status emcu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner, int forward,
+                   double fct);
+em_status emcu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n, int64_t inner,
+                    double fct);
 /* cudaError_t code -> em_fail naming op and what. */
 em_status emcu_fail(const char *op, const char *what, int cuda_error);
 

@@ -23,18 +23,6 @@
 
 namespace {
 
-
-template <typename I>
-__device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
-  for (int k = 0; k < EMCU_MAX_OPS; k++) off[k] = 0;
-  for (int d = 0; d < g.ndim; d++) {
-    I sz = (I)g.shape[d];
-    I i = lin % sz;
-    lin /= sz;
-    for (int k = 0; k < g.nops; k++) off[k] += (int64_t)i * g.strides[d][k];
-  }
-}
-
 // -- Values of any dtype, with docs/dtypes.md's conversions ------------------
 
 // float -> integer: toward zero, NaN -> 0, saturating
@@ -88,13 +76,28 @@ __global__ void copy_kernel(emcu_geom g, int dst, int src) {
     offsets<I>(g, lin, off);
     const char *s = g.data[1] + off[1];
     char *d = g.data[0] + off[0];
-    if (is_float(src)) store_f(dst, d, load_f(src, s));
-    else store_i(dst, d, load_i(src, s));
+    if (is_complex(dst) || is_complex(src)) {
+      // cpu/copy.c's complex casts: a real value becomes (value, 0) (an
+      // integer through double, as the CPU loads it), a complex value
+      // written to a real dtype keeps its real part, complex64 <->
+      // complex128 converts both parts
+      double re, im = 0;
+      if (src == C64) re = ((const float *)s)[0], im = ((const float *)s)[1];
+      else if (src == C128) re = ((const double *)s)[0], im = ((const double *)s)[1];
+      else re = is_float(src) ? load_f(src, s) : (double)load_i(src, s);
+      if (dst == C64) ((float *)d)[0] = (float)re, ((float *)d)[1] = (float)im;
+      else if (dst == C128) ((double *)d)[0] = re, ((double *)d)[1] = im;
+      else store_f(dst, d, re);
+    } else if (is_float(src)) {
+      store_f(dst, d, load_f(src, s));
+    } else {
+      store_i(dst, d, load_i(src, s));
+    }
   }
 }
 
 template <typename I>
-__global__ void fill_kernel(emcu_geom g, int size, uint64_t v) {
+__global__ void fill_kernel(emcu_geom g, int size, uint64_t v, uint64_t v2) {
   GRID_STRIDE(I, g.numel) {
     int64_t off[EMCU_MAX_OPS];
     offsets<I>(g, lin, off);
@@ -103,6 +106,7 @@ __global__ void fill_kernel(emcu_geom g, int size, uint64_t v) {
       case 1: *(uint8_t *)d = (uint8_t)v; break;
       case 2: *(uint16_t *)d = (uint16_t)v; break;
       case 4: *(uint32_t *)d = (uint32_t)v; break;
+      case 16: ((uint64_t *)d)[0] = v, ((uint64_t *)d)[1] = v2; break;  // complex128
       default: *(uint64_t *)d = v; break;
     }
   }
@@ -982,11 +986,11 @@ extern "C" int emcu_copy(const emcu_geom *g, int dst, int src, void *stream) {
   return (int)cudaGetLastError();
 }
 
-extern "C" int emcu_fill(const emcu_geom *g, int size, uint64_t value, void *stream) {
+extern "C" int emcu_fill(const emcu_geom *g, int size, const uint64_t value[2], void *stream) {
   if (g->numel == 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  if (fits32(g)) fill_kernel<int32_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, size, value);
-  else fill_kernel<int64_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, size, value);
+  if (fits32(g)) fill_kernel<int32_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, size, value[0], value[1]);
+  else fill_kernel<int64_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, size, value[0], value[1]);
   return (int)cudaGetLastError();
 }
 

@@ -39,7 +39,8 @@
 
 _Static_assert((int)EMCU_MAX_DIMS == (int)EM_MAX_DIMS, "cu_iface.h: EMCU_MAX_DIMS is EM_MAX_DIMS");
 _Static_assert(EM_BOOL == 0 && EM_UINT8 == 1 && EM_INT64 == 5 && EM_FLOAT16 == 6 &&
-                   EM_BFLOAT16 == 7 && EM_FLOAT32 == 8 && EM_FLOAT64 == 9,
+                   EM_BFLOAT16 == 7 && EM_FLOAT32 == 8 && EM_FLOAT64 == 9 &&
+                   EM_COMPLEX64 == 10 && EM_COMPLEX128 == 11,
                "cu_iface.h: the dtype codes are em_dtype's");
 
 static em_status unsupported(const char *op) {
@@ -93,8 +94,8 @@ static void cu_copy(const em_iter *it, em_dtype dst, em_dtype src) {
 static void cu_fill(const em_iter *it, em_dtype dt, const void *value) {
   emcu_geom g;
   if (!geom(it, &g)) { UNSUPPORTED_VOID("fill_"); return; }
-  uint64_t bytes = 0;
-  memcpy(&bytes, value, em_dtype_size(dt));
+  uint64_t bytes[2] = {0, 0}; /* EM_MAX_ELEM_BYTES: complex128 */
+  memcpy(bytes, value, em_dtype_size(dt));
   launched("fill_", emcu_fill(&g, (int)em_dtype_size(dt), bytes, stream()));
 }
 
@@ -1405,19 +1406,26 @@ const em_sort_kernels em_cuda_sort_kernels = {
 
 /* -- The table --------------------------------------------------------------- */
 
-/* -- cplx: complex loops and the FFT (layer two) ---------------------------- */
+/* -- cplx: complex loops (cuda/complex.cu) and the FFT (cuda/fft.c) -------- */
+
+_Static_assert((int)EMCU_CX_ADD == (int)EM_CX_ADD && (int)EMCU_CX_NE == (int)EM_CX_NE &&
+                   (int)EMCU_CX_ABS == (int)EM_CX_ABS && (int)EMCU_CX_TANH == (int)EM_CX_TANH &&
+                   (int)EMCU_CX_COUNT == (int)EM_CX_COUNT,
+               "cu_iface.h: the complex op codes are em_cx_op's");
 
 static void cu_cplx_ew(em_cx_op op, em_dtype dt, const em_iter *it, double alpha) {
-  UNSUPPORTED_VOID("complex elementwise");
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID("complex elementwise"); return; }
+  launched("complex elementwise", emcu_cx_ew((int)op, (int)dt, &g, alpha, stream()));
 }
 static em_status cu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner, int forward,
                         double fct) {
-  return unsupported("fft");
+  return emcu_fft(dt, data, outer, n, inner, forward, fct);
 }
 
 static em_status cu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
                          int64_t inner, double fct) {
-  return unsupported("fft");
+  return emcu_rfft(dt, in, out, outer, n, inner, fct);
 }
 
 const em_cplx_kernels em_cuda_cplx_kernels = {
