@@ -133,6 +133,24 @@ static int l_optim_rmsprop(lua_State *L) {
 ** kind: 1 Adagrad, 2 Adadelta, 3 Adamax, 4 NAdam, 5 RAdam, 6 ASGD, 7 Rprop
 ** (em_optim_kind + 1); the scalars are NAdam's mu_product, ASGD's eta and mu
 ** (0 for the others). */
+/* C._optim_gather(true): queue the steps' updates (em_optim_gather_begin);
+** C._optim_gather(false): run what is queued (em_optim_gather_end), raising
+** its error. */
+static int l_optim_gather(lua_State *L) {
+  if (lua_toboolean(L, 1)) {
+    em_optim_gather_begin();
+  } else if (em_optim_gather_end() != EM_OK) {
+    return l_error(L);
+  }
+  return 0;
+}
+
+/* C._optim_multi_calls() -> the multi entry calls so far (tests) */
+static int l_optim_multi_calls(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)em_optim_multi_calls());
+  return 1;
+}
+
 static int l_optim_other(lua_State *L) {
   static const char *const names[] = {"Adagrad", "Adadelta", "Adamax", "NAdam",
                                       "RAdam", "ASGD", "Rprop"};
@@ -180,6 +198,8 @@ void l_open_optim(lua_State *L) {
       {"_optim_adam", l_optim_adam},
       {"_optim_rmsprop", l_optim_rmsprop},
       {"_optim_other", l_optim_other},
+      {"_optim_gather", l_optim_gather},
+      {"_optim_multi_calls", l_optim_multi_calls},
       {NULL, NULL},
   };
   l_add_functions(L, fns);

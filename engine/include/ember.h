@@ -1408,6 +1408,20 @@ em_status em_optim_step(em_optim_kind kind, em_tensor *p, const em_tensor *g,
                         em_tensor **state, int64_t step, double *scalars,
                         const em_optim_opts *o);
 
+/* Gathering (docs/optim.md, "One launch for many parameters"): between
+** em_optim_gather_begin and em_optim_gather_end on one thread, the steps
+** above check, make state and bump versions as always, but an update whose
+** tensors are all contiguous is queued (its tensors held) and run with
+** others of its kind in one call of the device's multi entry (on cuda one
+** kernel launch): when the queue is full, when the next update cannot
+** join it, and at em_optim_gather_end, which returns the first error of
+** what it ran. The caller reads and writes none of the queued parameters
+** and states in between (T.optim's step loop calls only the steps).
+** em_optim_multi_calls counts the multi calls made in this process. */
+void em_optim_gather_begin(void);
+em_status em_optim_gather_end(void);
+int64_t em_optim_multi_calls(void);
+
 /* (end of Optimizers) */
 
 #ifdef __cplusplus

@@ -52,7 +52,19 @@ typedef struct em_optim_kernels {
   ** em_optim_kind). Operands: 0 param, 1 grad, 2 and 3 the state of
   ** em_optim_step (3 the param for those with one state tensor). */
   void (*other)(const em_iter *it, em_dtype dt, const em_optim_params *p);
+  /* n updates of one family (an em_optim_family) and dtype at once: its[i]
+  ** and ps[i] are what the family's entry above would get for parameter i,
+  ** each iterator one dim with every operand contiguous (stride = the
+  ** element size; an absent slot is the parameter's pointer). The
+  ** parameters do not overlap each other. What a device gains by it is one
+  ** launch for many tensors (cuda); the CPU runs them in turn. */
+  void (*multi)(int family, em_dtype dt, int n, const em_iter *its, const em_optim_params *ps);
 } em_optim_kernels;
+
+/* The families of the entries above, for multi. */
+typedef enum em_optim_family {
+  EM_OPTF_SGD, EM_OPTF_ADAM, EM_OPTF_RMSPROP, EM_OPTF_OTHER
+} em_optim_family;
 
 extern const em_optim_kernels em_cpu_optim_kernels, em_meta_optim_kernels;
 

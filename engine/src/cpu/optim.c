@@ -540,9 +540,21 @@ static void cpu_other(const em_iter *it, em_dtype dt, const em_optim_params *p) 
   if (it->numel > 0) em_iter_run_parallel(it, other_loops[dt], (void *)p);
 }
 
+/* one update after the other: each is already a parallel pass */
+static void cpu_multi(int family, em_dtype dt, int n, const em_iter *its,
+                      const em_optim_params *ps) {
+  for (int i = 0; i < n; i++) switch ((em_optim_family)family) {
+      case EM_OPTF_SGD: cpu_sgd(&its[i], dt, &ps[i]); break;
+      case EM_OPTF_ADAM: cpu_adam(&its[i], dt, &ps[i]); break;
+      case EM_OPTF_RMSPROP: cpu_rmsprop(&its[i], dt, &ps[i]); break;
+      default: cpu_other(&its[i], dt, &ps[i]); break;
+    }
+}
+
 const em_optim_kernels em_cpu_optim_kernels = {
     .sgd = cpu_sgd,
     .adam = cpu_adam,
     .rmsprop = cpu_rmsprop,
     .other = cpu_other,
+    .multi = cpu_multi,
 };

@@ -276,6 +276,19 @@ typedef struct emcu_optim {
 enum { EMCU_OPT_ADAGRAD, EMCU_OPT_ADADELTA, EMCU_OPT_ADAMAX, EMCU_OPT_NADAM, EMCU_OPT_RADAM,
        EMCU_OPT_ASGD, EMCU_OPT_RPROP };
 int emcu_optim_step(const emcu_geom *g, int dt, const emcu_optim *o, void *stream);
+/* Many contiguous parameters of one dtype in one launch (cuda/optim.cu):
+** items (device memory) are the parameters, each operand's first element
+** (q[k]; an absent slot is the parameter's) and its scalars; block b (of
+** blocks) updates elements [start[b], start[b] + EMCU_MT_CHUNK) of
+** items[item[b]]. */
+enum { EMCU_MT_CHUNK = 4096 };
+typedef struct emcu_mt_item {
+  char *q[EMCU_MAX_OPS];
+  int64_t numel;
+  emcu_optim o;
+} emcu_mt_item;
+int emcu_optim_multi(int dt, const emcu_mt_item *items, const int *item, const int64_t *start,
+                     int64_t blocks, void *stream);
 
 /* -- nn (cuda/nn.cu; core/kern_nn.h's entries, dense row-major float32
 ** (f64 0) or float64 (f64 1) operands) -- */

@@ -126,10 +126,62 @@ __device__ inline void other_step(char *const *q, const emcu_optim &o, typename 
   }
 }
 
+// one element's update: q the operands' element pointers (0 param, 1 grad,
+// 2.. the state), o the step's scalars
 template <typename T>
-__global__ void optim_kernel(emcu_geom g, emcu_optim o) {
+__device__ inline void update_at(char *const *q, const emcu_optim &o) {
   typedef typename Acc<T>::type A;
   const A sgn = o.maximize ? A(-1) : A(1), wd = (A)o.weight_decay;
+  A p = ld<T>(q[0]), gr = mul(ld<T>(q[1]), sgn);
+  if (o.kind == 3) {
+    other_step<T>(q, o, p, gr);
+  } else if (o.kind == 0) {  // SGD
+    A d = gr;
+    if (o.weight_decay != 0) d = add(d, mul(wd, p));
+    if (o.has_momentum) {
+      const A mom = (A)o.momentum;
+      A b = o.first ? d : add(mul(ld<T>(q[2]), mom), mul((A)(1.0 - o.dampening), d));
+      b = put<T>(q[2], b);
+      d = o.nesterov ? add(d, mul(mom, b)) : b;
+    }
+    st<T>(q[0], add(p, mul((A)(-o.lr), d)));
+  } else if (o.kind == 1) {  // Adam / AdamW
+    if (o.weight_decay != 0) {
+      if (o.decoupled) p = put<T>(q[0], mul(p, (A)(1.0 - o.lr * o.weight_decay)));
+      else gr = add(gr, mul(wd, p));
+    }
+    A m = put<T>(q[2], add(mul(ld<T>(q[2]), (A)o.beta1), mul((A)(1.0 - o.beta1), gr)));
+    A v = put<T>(q[3], add(mul(ld<T>(q[3]), (A)o.beta2), mul(mul((A)(1.0 - o.beta2), gr), gr)));
+    if (o.amsgrad) {
+      A x = ld<T>(q[4]);
+      x = (x != x || v != v) ? add(x, v) : (x > v ? x : v);
+      v = put<T>(q[4], x);
+    }
+    A denom = add(dv(sq(v), (A)o.bc2_sqrt), (A)o.eps);
+    st<T>(q[0], add(p, dv(mul((A)(-o.step_size), m), denom)));
+  } else {  // RMSprop
+    if (o.weight_decay != 0) gr = add(gr, mul(wd, p));
+    const A al = (A)o.alpha, oal = (A)(1.0 - o.alpha);
+    A s = put<T>(q[2], add(mul(ld<T>(q[2]), al), mul(mul(oal, gr), gr)));
+    A avg;
+    if (o.centered) {
+      A ga = put<T>(q[4], add(mul(ld<T>(q[4]), al), mul(oal, gr)));
+      avg = sq(add(s, mul(mul(A(-1), ga), ga)));
+    } else {
+      avg = sq(s);
+    }
+    avg = add(avg, (A)o.eps);
+    if (o.has_momentum) {
+      A b = put<T>(q[3], add(mul(ld<T>(q[3]), (A)o.momentum), dv(mul(A(1), gr), avg)));
+      st<T>(q[0], add(p, mul((A)(-o.lr), b)));
+    } else {
+      st<T>(q[0], add(p, dv(mul((A)(-o.lr), gr), avg)));
+    }
+  }
+}
+
+template <typename T>
+__global__ void optim_kernel(emcu_geom g, emcu_optim o) {
   for (int64_t lin = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lin < g.numel;
        lin += (int64_t)gridDim.x * blockDim.x) {
     char *q[EMCU_MAX_OPS];
@@ -140,55 +192,25 @@ __global__ void optim_kernel(emcu_geom g, emcu_optim o) {
       rest /= g.shape[d];
       for (int k = 0; k < g.nops; k++) q[k] += i * g.strides[d][k];
     }
-    A p = ld<T>(q[0]), gr = mul(ld<T>(q[1]), sgn);
-    if (o.kind == 3) {
-      other_step<T>(q, o, p, gr);
-    } else if (o.kind == 0) {  // SGD
-      A d = gr;
-      if (o.weight_decay != 0) d = add(d, mul(wd, p));
-      if (o.has_momentum) {
-        const A mom = (A)o.momentum;
-        A b = o.first ? d : add(mul(ld<T>(q[2]), mom), mul((A)(1.0 - o.dampening), d));
-        b = put<T>(q[2], b);
-        d = o.nesterov ? add(d, mul(mom, b)) : b;
-      }
-      st<T>(q[0], add(p, mul((A)(-o.lr), d)));
-    } else if (o.kind == 1) {  // Adam / AdamW
-      if (o.weight_decay != 0) {
-        if (o.decoupled) p = put<T>(q[0], mul(p, (A)(1.0 - o.lr * o.weight_decay)));
-        else gr = add(gr, mul(wd, p));
-      }
-      A m = put<T>(q[2], add(mul(ld<T>(q[2]), (A)o.beta1), mul((A)(1.0 - o.beta1), gr)));
-      A v = put<T>(q[3], add(mul(ld<T>(q[3]), (A)o.beta2), mul(mul((A)(1.0 - o.beta2), gr), gr)));
-      if (o.amsgrad) {
-        A x = ld<T>(q[4]);
-        x = (x != x || v != v) ? add(x, v) : (x > v ? x : v);
-        v = put<T>(q[4], x);
-      }
-      A denom = add(dv(sq(v), (A)o.bc2_sqrt), (A)o.eps);
-      st<T>(q[0], add(p, dv(mul((A)(-o.step_size), m), denom)));
-    } else {  // RMSprop
-      if (o.weight_decay != 0) gr = add(gr, mul(wd, p));
-      const A al = (A)o.alpha, oal = (A)(1.0 - o.alpha);
-      A s = put<T>(q[2], add(mul(ld<T>(q[2]), al), mul(mul(oal, gr), gr)));
-      A avg;
-      if (o.centered) {
-        A ga = put<T>(q[4], add(mul(ld<T>(q[4]), al), mul(oal, gr)));
-        avg = sq(add(s, mul(mul(A(-1), ga), ga)));
-      } else {
-        avg = sq(s);
-      }
-      avg = add(avg, (A)o.eps);
-      if (o.has_momentum) {
-        A b = put<T>(q[3], add(mul(ld<T>(q[3]), (A)o.momentum), dv(mul(A(1), gr), avg)));
-        st<T>(q[0], add(p, mul((A)(-o.lr), b)));
-      } else {
-        st<T>(q[0], add(p, dv(mul((A)(-o.lr), gr), avg)));
-      }
-    }
+    update_at<T>(q, o);
   }
 }
 
+// many contiguous parameters in one launch: block b updates elements
+// [start[b], start[b] + EMCU_MT_CHUNK) of item[b] (PyTorch's
+// multi_tensor_apply idea: a table of (tensor, chunk) per block)
+template <typename T>
+__global__ void multi_kernel(const emcu_mt_item *items, const int *item, const int64_t *start) {
+  const emcu_mt_item &it = items[item[blockIdx.x]];
+  const int64_t s = start[blockIdx.x];
+  const int64_t e = s + EMCU_MT_CHUNK < it.numel ? s + EMCU_MT_CHUNK : it.numel;
+  const int64_t es = (int64_t)sizeof(T);
+  for (int64_t j = s + threadIdx.x; j < e; j += blockDim.x) {
+    char *q[EMCU_MAX_OPS];
+    for (int k = 0; k < EMCU_MAX_OPS; k++) q[k] = it.q[k] + j * es;
+    update_at<T>(q, it.o);
+  }
+}
 
 }  // namespace
 
@@ -201,6 +223,20 @@ extern "C" int emcu_optim_step(const emcu_geom *g, int dt, const emcu_optim *o, 
     case BF16: optim_kernel<__nv_bfloat16><<<b, 256, 0, s>>>(*g, *o); break;
     case F32: optim_kernel<float><<<b, 256, 0, s>>>(*g, *o); break;
     default: optim_kernel<double><<<b, 256, 0, s>>>(*g, *o); break;
+  }
+  return (int)cudaGetLastError();
+}
+
+extern "C" int emcu_optim_multi(int dt, const emcu_mt_item *items, const int *item,
+                                const int64_t *start, int64_t blocks, void *stream) {
+  if (blocks == 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  unsigned b = (unsigned)blocks;
+  switch (dt) {
+    case F16: multi_kernel<__half><<<b, 256, 0, s>>>(items, item, start); break;
+    case BF16: multi_kernel<__nv_bfloat16><<<b, 256, 0, s>>>(items, item, start); break;
+    case F32: multi_kernel<float><<<b, 256, 0, s>>>(items, item, start); break;
+    default: multi_kernel<double><<<b, 256, 0, s>>>(items, item, start); break;
   }
   return (int)cudaGetLastError();
 }

@@ -1037,10 +1037,8 @@ const em_nn_kernels em_cuda_nn_kernels = {
 /* -- optim: SGD, Adam/AdamW and RMSprop fused (cuda/optim.cu); the .other
 ** optimizers (Adagrad ... Rprop) are layer two ----------------------------- */
 
-static void optim_run(const char *what, int kind, const em_iter *it, em_dtype dt,
-                      const em_optim_params *p) {
-  emcu_geom g;
-  if (!geom(it, &g)) { UNSUPPORTED_VOID(what); return; }
+/* p as the kernels' scalars for family kind (0 sgd, 1 adam, 2 rmsprop, 3 other) */
+static void optim_scalars(int kind, const em_optim_params *p, emcu_optim *out) {
   emcu_optim o;
   memset(&o, 0, sizeof o);
   o.kind = kind;
@@ -1073,6 +1071,15 @@ static void optim_run(const char *what, int kind, const em_iter *it, em_dtype dt
   o.etaplus = p->etaplus;
   o.step_min = p->step_min;
   o.step_max = p->step_max;
+  *out = o;
+}
+
+static void optim_run(const char *what, int kind, const em_iter *it, em_dtype dt,
+                      const em_optim_params *p) {
+  emcu_geom g;
+  if (!geom(it, &g)) { UNSUPPORTED_VOID(what); return; }
+  emcu_optim o;
+  optim_scalars(kind, p, &o);
   launched(what, emcu_optim_step(&g, (int)dt, &o, stream()));
 }
 static void cu_sgd(const em_iter *it, em_dtype dt, const em_optim_params *p) {
@@ -1101,11 +1108,67 @@ static void cu_optim_other(const em_iter *it, em_dtype dt, const em_optim_params
             dt, p);
 }
 
+_Static_assert((int)EM_OPTF_SGD == 0 && (int)EM_OPTF_ADAM == 1 && (int)EM_OPTF_RMSPROP == 2 &&
+                   (int)EM_OPTF_OTHER == 3,
+               "emcu_optim.kind numbers the families as em_optim_family");
+/* n contiguous updates in one launch (emcu_optim_multi): the items and the
+** block table are packed on the host, copied to a device buffer of the
+** caching allocator (the copy from pageable memory has read the host
+** buffer when it returns), the kernel enqueued, the buffer given back
+** (stream-ordered: reused only after the kernel). */
+static void cu_optim_multi(int family, em_dtype dt, int n, const em_iter *its,
+                           const em_optim_params *ps) {
+  const char *what = "optimizer step";
+  int64_t blocks = 0;
+  for (int i = 0; i < n; i++) blocks += (its[i].numel + EMCU_MT_CHUNK - 1) / EMCU_MT_CHUNK;
+  if (blocks == 0) return;
+  if (blocks > INT32_MAX) { UNSUPPORTED_VOID(what); return; }
+  size_t items_b = (size_t)n * sizeof(emcu_mt_item);
+  size_t start_at = (items_b + 15) / 16 * 16;
+  size_t item_at = start_at + (size_t)blocks * sizeof(int64_t);
+  size_t bytes = item_at + (size_t)blocks * sizeof(int);
+  char *host = malloc(bytes);
+  if (!host) {
+    emcu_note("%s: out of memory packing %d parameters", what, n);
+    return;
+  }
+  emcu_mt_item *items = (emcu_mt_item *)host;
+  int64_t *start = (int64_t *)(host + start_at);
+  int *item = (int *)(host + item_at);
+  int64_t b = 0;
+  for (int i = 0; i < n; i++) {
+    memset(&items[i], 0, sizeof items[i]);
+    for (int k = 0; k < its[i].nops && k < EMCU_MAX_OPS; k++) items[i].q[k] = its[i].data[k];
+    for (int k = its[i].nops; k < EMCU_MAX_OPS; k++) items[i].q[k] = its[i].data[0];
+    items[i].numel = its[i].numel;
+    optim_scalars(family, &ps[i], &items[i].o);
+    for (int64_t s0 = 0; s0 < its[i].numel; s0 += EMCU_MT_CHUNK, b++) {
+      start[b] = s0;
+      item[b] = i;
+    }
+  }
+  em_device dev = {EM_CUDA, emcu_device()};
+  void *d = NULL;
+  if (emcu_alloc(dev, bytes, &d) != EM_OK) {
+    emcu_note("%s: out of memory for the table of %d parameters", what, n);
+    free(host);
+    return;
+  }
+  int e = (int)cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream());
+  free(host);
+  if (e == 0)
+    e = emcu_optim_multi((int)dt, (const emcu_mt_item *)d, (const int *)((char *)d + item_at),
+                         (const int64_t *)((char *)d + start_at), blocks, stream());
+  launched(what, e);
+  emcu_free(dev, d, bytes);
+}
+
 const em_optim_kernels em_cuda_optim_kernels = {
     .sgd = cu_sgd,
     .adam = cu_adam,
     .rmsprop = cu_rmsprop,
     .other = cu_optim_other,
+    .multi = cu_optim_multi,
 };
 
 /* -- reduce: the reductions over dims and logsumexp (a block per output),

@@ -303,12 +303,15 @@ const em_nn_kernels em_meta_nn_kernels = {
 
 /* A step on meta parameters is its checks (and the state it makes). */
 static void meta_optim_step(const em_iter *it, em_dtype dt, const em_optim_params *p) {}
+static void meta_optim_multi(int family, em_dtype dt, int n, const em_iter *its,
+                             const em_optim_params *ps) {}
 
 const em_optim_kernels em_meta_optim_kernels = {
     .sgd = meta_optim_step,
     .adam = meta_optim_step,
     .rmsprop = meta_optim_step,
     .other = meta_optim_step,
+    .multi = meta_optim_multi,
 };
 
 /* -- reduce ---------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 **   before it is written); all checked.
 */
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/kern_optim.h"
 #include "core/kernels.h"
@@ -77,11 +78,103 @@ static em_status prepare(const char *op, em_tensor *p, const em_tensor *g, int n
   return st;
 }
 
-/* The three updates of the optimizer family. */
-typedef enum step_kind { STEP_SGD, STEP_ADAM, STEP_RMSPROP, STEP_OTHER } step_kind;
+/* The updates of the optimizer family (core/kern_optim.h's families). */
+typedef enum step_kind {
+  STEP_SGD = EM_OPTF_SGD, STEP_ADAM = EM_OPTF_ADAM, STEP_RMSPROP = EM_OPTF_RMSPROP,
+  STEP_OTHER = EM_OPTF_OTHER
+} step_kind;
 
-/* Runs the device's update over (p, g, slots...) and bumps the written
-** storages' versions. */
+/* -- Gathering (em_optim_gather_begin/end; docs/optim.md) -------------------
+** While a thread gathers, an update whose operands are all contiguous is
+** queued with its iterator and scalars instead of run, its tensors held,
+** and the queue goes to the device's multi entry (cuda: one launch) when
+** it is full, when the next update is of another family, dtype or device,
+** or shares memory with a queued one (so the queued updates never overlap),
+** and at the end. Versions are bumped when an update is queued. */
+enum { GATHER_CAP = 64, GATHER_HELD = 2 + 3 };
+typedef struct gather_buf {
+  int n, family;
+  em_dtype dt;
+  em_device dev;
+  em_iter its[GATHER_CAP];
+  em_optim_params ps[GATHER_CAP];
+  em_tensor *held[GATHER_CAP][GATHER_HELD]; /* p, g, the slots; NULL where none */
+} gather_buf;
+static _Thread_local gather_buf *gather;  /* made on the first begin, kept */
+static _Thread_local int gathering;
+static _Atomic int64_t multi_calls;
+
+int64_t em_optim_multi_calls(void) { return multi_calls; }
+
+static em_status gather_flush(void) {
+  gather_buf *b = gather;
+  if (!b || b->n == 0) return EM_OK;
+  const em_kernels *kt;
+  em_status st = em_kernels_check("optimizer step", b->dev, &kt);
+  if (st == EM_OK) {
+    kt->optim->multi(b->family, b->dt, b->n, b->its, b->ps);
+    multi_calls++;
+  }
+  for (int i = 0; i < b->n; i++)
+    for (int k = 0; k < GATHER_HELD; k++) em_tensor_release(b->held[i][k]);
+  b->n = 0;
+  return st;
+}
+
+void em_optim_gather_begin(void) {
+  if (!gather) gather = calloc(1, sizeof *gather); /* without it, updates run at once */
+  gathering = gather != NULL;
+}
+
+em_status em_optim_gather_end(void) {
+  gathering = 0;
+  return gather_flush();
+}
+
+/* 1 when every operand of it walks its elements contiguously */
+static int contiguous_1d(const em_iter *it, em_dtype dt) {
+  if (it->ndim != 1 || it->numel == 0) return 0;
+  for (int k = 0; k < it->nops; k++)
+    if (it->strides[0][k] != (int64_t)em_dtype_size(dt)) return 0;
+  return 1;
+}
+
+/* 1 when one of the n tensors in ts may share memory with a queued one */
+static int overlaps_queued(const gather_buf *b, em_tensor *const *ts, int n) {
+  for (int i = 0; i < b->n; i++)
+    for (int k = 0; k < GATHER_HELD; k++)
+      for (int j = 0; j < n; j++)
+        if (b->held[i][k] && ts[j] && em_may_overlap(b->held[i][k], ts[j])) return 1;
+  return 0;
+}
+
+/* Queues the update (its tensors held); flushes first where it must. */
+static em_status gather_push(step_kind kind, em_tensor *p, const em_tensor *g, int nslots,
+                             em_tensor **slots, const em_iter *it, const em_optim_params *k) {
+  gather_buf *b = gather;
+  em_tensor *ts[GATHER_HELD] = {p, (em_tensor *)g, NULL, NULL, NULL};
+  for (int i = 0; i < nslots; i++) ts[2 + i] = slots[i];
+  if (b->n > 0 && (b->n == GATHER_CAP || b->family != (int)kind || b->dt != p->dtype ||
+                   !em_device_equal(b->dev, em_tensor_device(p)) ||
+                   overlaps_queued(b, ts, GATHER_HELD))) {
+    em_status st = gather_flush();
+    if (st != EM_OK) return st;
+  }
+  b->family = (int)kind;
+  b->dt = p->dtype;
+  b->dev = em_tensor_device(p);
+  b->its[b->n] = *it;
+  b->ps[b->n] = *k;
+  for (int i = 0; i < GATHER_HELD; i++) {
+    if (ts[i]) em_tensor_retain(ts[i]);
+    b->held[b->n][i] = ts[i];
+  }
+  b->n++;
+  return EM_OK;
+}
+
+/* Runs the device's update over (p, g, slots...) (or queues it while the
+** thread gathers) and bumps the written storages' versions. */
 static em_status run(const char *op, const em_optim_kernels *ko, step_kind kind, em_tensor *p,
                      const em_tensor *g, int nslots, em_tensor **slots,
                      const em_optim_params *k) {
@@ -94,7 +187,10 @@ static em_status run(const char *op, const em_optim_kernels *ko, step_kind kind,
   em_iter it;
   em_status st = em_iter_build(&it, op, 2 + nslots, ops, p->ndim, p->sizes, false);
   if (st != EM_OK) return st;
-  switch (kind) {
+  if (gathering && contiguous_1d(&it, p->dtype)) {
+    st = gather_push(kind, p, g, nslots, slots, &it, k);
+    if (st != EM_OK) return st;
+  } else switch (kind) {
     case STEP_SGD: ko->sgd(&it, p->dtype, k); break;
     case STEP_ADAM: ko->adam(&it, p->dtype, k); break;
     case STEP_RMSPROP: ko->rmsprop(&it, p->dtype, k); break;

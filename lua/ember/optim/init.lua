@@ -101,10 +101,17 @@ return function(T, C)
   -- given, runs the update, and returns the closure's loss
   -- The updates write the parameters' memory directly (a fused kernel per
   -- parameter); they record nothing, so no grad-mode switch is needed.
-  function Optimizer:step(closure, ...)
-    ARGS.nooptions("step", 2, 2, closure, ...)
-    local loss
-    if closure then loss = closure() end
+  -- The built-in updates call only their fused C step, so their loop runs
+  -- gathered (C._optim_gather, docs/optim.md "One launch for many
+  -- parameters"): the updates of contiguous parameters are queued and run
+  -- together (on cuda one kernel launch per up to 64 parameters), and
+  -- whatever is queued runs before step returns or raises. A subclass's own
+  -- update runs ungathered.
+  local gathered = setmetatable({}, { __mode = "k" })
+  optim._gathered = gathered
+  local gather = C._optim_gather
+
+  local function step_loop(self)
     local grad_of, state = optim.grad_of, self.state
     for _, group in ipairs(self.param_groups) do
       local params = group.params
@@ -120,6 +127,21 @@ return function(T, C)
           self:update(p, g, st, group)
         end
       end
+    end
+  end
+
+  function Optimizer:step(closure, ...)
+    ARGS.nooptions("step", 2, 2, closure, ...)
+    local loss
+    if closure then loss = closure() end
+    if gathered[self.update] then
+      gather(true)
+      local ok, err = pcall(step_loop, self)
+      local flushed, ferr = pcall(gather, false)
+      if not ok then error(err, 0) end
+      if not flushed then error(ferr, 0) end
+    else
+      step_loop(self)
     end
     return loss
   end
@@ -196,6 +218,7 @@ return function(T, C)
     local cls = setmetatable({}, { __index = Optimizer })
     cls.__index = cls
     cls.update = update
+    gathered[update] = true
     optim[name] = function(params, o, ...)
       ARGS.nomore(name, 2, ...)
       if type(o) == "number" then o = { lr = o } end
