@@ -233,6 +233,22 @@ static int l_allow_tf32(lua_State *L) {
   return 1;
 }
 
+/* C._cuda_cudnn(i[, on]) -> setting i of T.backends.cudnn (1 enabled, 2
+** allow_tf32, 3 deterministic), set first when on is given */
+static int l_cudnn(lua_State *L) {
+  int i = (int)luaL_checkinteger(L, 1);
+  if (i < 1 || i > 3) return luaL_error(L, "_cuda_cudnn: no setting %d", i);
+  if (!lua_isnoneornil(L, 2)) em_cuda_cudnn_set((em_cudnn_setting)(i - 1), lua_toboolean(L, 2));
+  lua_pushboolean(L, em_cuda_cudnn_get((em_cudnn_setting)(i - 1)));
+  return 1;
+}
+
+/* C._cuda_cudnn_version() -> cudnnGetVersion(), or 0 (not loadable) */
+static int l_cudnn_version(lua_State *L) {
+  lua_pushinteger(L, em_cuda_cudnn_version());
+  return 1;
+}
+
 /* t:record_stream(s): C._cuda_record_stream(t, stream userdata or nil) */
 static int l_record_stream(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "record_stream");
@@ -277,6 +293,8 @@ void l_open_cuda(lua_State *L) {
       {"_cuda_manual_seed", l_manual_seed},
       {"_cuda_record_stream", l_record_stream},
       {"_cuda_allow_tf32", l_allow_tf32},
+      {"_cuda_cudnn", l_cudnn},
+      {"_cuda_cudnn_version", l_cudnn_version},
       {NULL, NULL}};
   l_add_functions(L, fns);
   static const luaL_Reg methods[] = {

@@ -1469,6 +1469,18 @@ em_status em_cuda_empty_cache(const char *op);
 ** torch.backends.cuda.matmul.allow_tf32; off by default). */
 void em_cuda_set_allow_tf32(int on);
 int em_cuda_get_allow_tf32(void);
+/* T.backends.cudnn (torch.backends.cudnn): conv2d on cuda through cuDNN
+** (enabled, default on; off: im2col + cuBLAS), TF32 for float32 (default
+** off: unlike PyTorch's default, float32 convolutions keep float32, as
+** matmul's), deterministic algorithms only (default off). Process-wide;
+** every build keeps them. em_cuda_cudnn_version: cudnnGetVersion(), or 0
+** when libcudnn cannot be loaded or ember was built without CUDA. */
+typedef enum em_cudnn_setting {
+  EM_CUDNN_ENABLED, EM_CUDNN_ALLOW_TF32, EM_CUDNN_DETERMINISTIC
+} em_cudnn_setting;
+void em_cuda_cudnn_set(em_cudnn_setting what, int on);
+int em_cuda_cudnn_get(em_cudnn_setting what);
+int em_cuda_cudnn_version(void);
 /* The seed of every device's generator (T.cuda.manual_seed). */
 em_status em_cuda_manual_seed(const char *op, int device, uint64_t seed);
 /* A CPU storage of nbytes in page-locked (pinned) host memory. */

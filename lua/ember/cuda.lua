@@ -267,4 +267,41 @@ return function(T, C)
       raw._cuda_allow_tf32(v)
     end,
   })
+
+  -- T.backends.cudnn (torch.backends.cudnn): conv2d on cuda through cuDNN.
+  -- enabled (default true; false: im2col + cuBLAS), allow_tf32 (default
+  -- false, unlike PyTorch's true: float32 convolutions stay float32, as
+  -- matmul's), deterministic (default false); is_available() (libcudnn
+  -- loads: needs a build with CUDA, not a device) and version() (nil when
+  -- not available). Unknown keys and non-boolean values are errors.
+  local CUDNN = { enabled = 1, allow_tf32 = 2, deterministic = 3 }
+  local function cudnn_key(k)
+    local i = CUDNN[k]
+    if not i then
+      error(string.format("T.backends.cudnn: unknown setting '%s' (expected enabled, allow_tf32, " ..
+        "deterministic, is_available or version)", tostring(k)), 3)
+    end
+    return i
+  end
+  local cudnn_fns = {
+    is_available = function() return raw._cuda_cudnn_version() > 0 end,
+    version = function()
+      local v = raw._cuda_cudnn_version()
+      if v > 0 then return v end
+      return nil
+    end,
+  }
+  T.backends.cudnn = setmetatable({}, {
+    __index = function(_, k)
+      if cudnn_fns[k] then return cudnn_fns[k] end
+      return raw._cuda_cudnn(cudnn_key(k))
+    end,
+    __newindex = function(_, k, v)
+      local i = cudnn_key(k)
+      if type(v) ~= "boolean" then
+        error(string.format("T.backends.cudnn.%s: expected a boolean, got %s", k, type(v)), 2)
+      end
+      raw._cuda_cudnn(i, v)
+    end,
+  })
 end

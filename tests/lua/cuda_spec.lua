@@ -130,6 +130,28 @@ describe("T.backends.cuda.matmul", function()
   end)
 end)
 
+describe("T.backends.cudnn", function()
+  it("enabled, allow_tf32 and deterministic: PyTorch's names, ember's defaults, checked", function()
+    local B = T.backends.cudnn
+    assert.is_true(B.enabled)
+    assert.is_false(B.allow_tf32)
+    assert.is_false(B.deterministic)
+    for _, k in ipairs { "enabled", "allow_tf32", "deterministic" } do
+      local was = B[k]
+      B[k] = not was
+      assert.equal(not was, B[k])
+      B[k] = was
+      assert.equal(was, B[k])
+      raises(function() B[k] = 1 end, "T.backends.cudnn." .. k .. ": expected a boolean, got number")
+    end
+    raises(function() B.benchmark = true end, "unknown setting 'benchmark'")
+    raises(function() return B.benchmark end, "unknown setting 'benchmark'")
+    local v = B.version()
+    assert.equal(v ~= nil, B.is_available())
+    if v then assert.is_true(math.type == nil or math.type(v) == "integer") end
+  end)
+end)
+
 -- Part 2: the same cases on every device present.
 local devices = { "cpu", "cuda" }
 local function on(device, name, fn)
@@ -854,6 +876,38 @@ for _, dev in ipairs(devices) do
         F.fft(a0):abs():sum():backward()
         assert.equal(d, a.grad.device.type)
         csame(a0.grad, a.grad, tol * 10)
+      end
+    end)
+    on(dev, "conv2d through cuDNN and through im2col + cuBLAS: the same values and gradients, deterministic ones repeat", function(d)
+      local B = T.backends.cudnn
+      T.manual_seed(8)
+      for _, dt in ipairs { T.float32, T.float64 } do
+        local tol = dt == T.float32 and 1e-4 or 1e-10
+        local x0 = T.randn(3, 4, 9, 8, { dtype = dt })
+        local w0 = T.randn(6, 2, 3, 3, { dtype = dt })
+        local b0 = T.randn(6, { dtype = dt })
+        local function run(enabled)
+          B.enabled = enabled
+          local x = x0:to(d):requires_grad_()
+          local w = w0:to(d):requires_grad_()
+          local b = b0:to(d):requires_grad_()
+          local y = T.nn.functional.conv2d(x, w, b, { stride = { 2, 1 }, padding = 1, dilation = { 1, 2 }, groups = 2 })
+          y:pow(2):sum():backward()
+          B.enabled = true
+          return y, x.grad, w.grad, b.grad
+        end
+        local ya, gxa, gwa, gba = run(true)
+        local yb, gxb, gwb, gbb = run(false)
+        same(back(yb), ya, tol)
+        same(back(gxb), gxa, tol * 10)
+        same(back(gwb), gwa, tol * 10)
+        same(back(gbb), gba, tol * 10)
+        B.deterministic = true
+        local _, gx1, gw1 = run(true)
+        local _, gx2, gw2 = run(true)
+        B.deterministic = false
+        same(back(gx1), gx2)
+        same(back(gw1), gw2)
       end
     end)
     on(dev, "T.linalg (host-staged on cuda) gives the CPU's values, results on the device, gradients", function(d)

@@ -41,6 +41,13 @@ em_status emcu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t in
                    double fct);
 em_status emcu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n, int64_t inner,
                     double fct);
+/* One conv2d pass on cuDNN (cuda/cudnn.c). *taken = 0 when cuDNN is off,
+** cannot be loaded or declines the problem (nothing written: the caller
+** runs its own driver); else 1, and the pass's status is returned. */
+struct em_conv2d_geo;
+em_status emcu_cudnn_conv2d(const char *op, int pass, const em_tensor *a, const em_tensor *b,
+                            const em_tensor *bias, em_tensor *out, const struct em_conv2d_geo *g,
+                            int *taken);
 /* cudaError_t code -> em_fail naming op and what. */
 em_status emcu_fail(const char *op, const char *what, int cuda_error);
 

@@ -808,7 +808,7 @@ const em_random_kernels em_cuda_random_kernels = {
     .multinomial = cu_multinomial,
 };
 
-/* -- nn: conv2d (im2col + cuBLAS), pooling, the id check, layer and batch
+/* -- nn: conv2d (cuDNN, else im2col + cuBLAS), pooling, the id check, layer and batch
 ** norm, the losses (cuda/nn.cu); attention and the recurrent loops are
 ** layer two */
 
@@ -820,6 +820,11 @@ static em_status cu_conv2d(const char *op, em_conv_pass pass, const em_tensor *a
                              const em_tensor *b, const em_tensor *bias, em_tensor *out,
                              const em_conv2d_geo *g) {
   if (!(g->N > 0 && g->L > 0 && (g->K > 0 || pass == EM_CONV_FORWARD))) return EM_OK;
+  if (g->K > 0) { /* cuDNN first (cuda/cudnn.c), unless it is off or declines */
+    int taken = 0;
+    em_status st = emcu_cudnn_conv2d(op, (int)pass, a, b, bias, out, g, &taken);
+    if (taken) return st;
+  }
   em_dtype dt = a->dtype;
   int f64 = dt == EM_FLOAT64;
   size_t es = em_dtype_size(dt);
