@@ -57,6 +57,17 @@ local setups = {
     S.step = TM.step_fn("cnn", "sgd", x, y, dev)
   end,
   cu_train_transformer = function(k) S.step = TM.transformer_step(fl(256 / k), dev) end,
+  cu_train_cnn_nocudnn = function(k)
+    local x, y = TM.random_batch(fl(256 / k), dev)
+    local step = TM.step_fn("cnn", "sgd", x, y, dev)
+    -- cuDNN off for this row's steps only
+    S.step = function()
+      T.backends.cudnn.enabled = false
+      local ok, err = pcall(step)
+      T.backends.cudnn.enabled = true
+      if not ok then error(err, 0) end
+    end
+  end,
 }
 
 local function step_body(n) local step = S.step; for _ = 1, n do step() end end
@@ -76,6 +87,7 @@ local bodies = {
   cu_train_mlp = step_body,
   cu_train_cnn = step_body,
   cu_train_transformer = step_body,
+  cu_train_cnn_nocudnn = step_body,
 }
 -- every timing ends when the device has finished what it was given
 local timed = {}

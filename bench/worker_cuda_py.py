@@ -56,6 +56,14 @@ def setup(name, k):
         S["step"] = TM.step_fn("mlp" if name == "cu_train_mlp" else "cnn", "sgd", x, y, DEV)
     elif name == "cu_train_transformer":
         S["step"] = TM.transformer_step(256 // k, DEV)
+    elif name == "cu_train_cnn_nocudnn":
+        x, y = TM.random_batch(256 // k, DEV)
+        step = TM.step_fn("cnn", "sgd", x, y, DEV)
+
+        def nocudnn():
+            with torch.backends.cudnn.flags(enabled=False):
+                return step()
+        S["step"] = nocudnn
     else:
         return "skip unknown workload"
     sync()
