@@ -241,31 +241,24 @@ em_status emcu_cudnn_conv2d(const char *op, int pass_, const em_tensor *a, const
   /* the heuristic's algorithms in its order: (algo, work area, deterministic) */
   int algo[ALGOS], n = 0;
   size_t mem[ALGOS];
-  if (pass == EM_CONV_FORWARD) {
-    cudnnConvolutionFwdAlgoPerf_t pf[ALGOS];
-    if (lib.fwd_algos(h, d.x, d.w, d.conv, d.y, ALGOS, &n, pf) != CUDNN_STATUS_SUCCESS) n = 0;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-      if (pf[i].status == CUDNN_STATUS_SUCCESS && (!det || pf[i].determinism == CUDNN_DETERMINISTIC))
-        algo[k] = (int)pf[i].algo, mem[k++] = pf[i].memory;
-    n = k;
-  } else if (pass == EM_CONV_BACKWARD_INPUT) {
-    cudnnConvolutionBwdDataAlgoPerf_t pf[ALGOS];
-    if (lib.bwd_data_algos(h, d.w, d.y, d.conv, d.x, ALGOS, &n, pf) != CUDNN_STATUS_SUCCESS) n = 0;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-      if (pf[i].status == CUDNN_STATUS_SUCCESS && (!det || pf[i].determinism == CUDNN_DETERMINISTIC))
-        algo[k] = (int)pf[i].algo, mem[k++] = pf[i].memory;
-    n = k;
-  } else {
-    cudnnConvolutionBwdFilterAlgoPerf_t pf[ALGOS];
-    if (lib.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, ALGOS, &n, pf) != CUDNN_STATUS_SUCCESS) n = 0;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-      if (pf[i].status == CUDNN_STATUS_SUCCESS && (!det || pf[i].determinism == CUDNN_DETERMINISTIC))
-        algo[k] = (int)pf[i].algo, mem[k++] = pf[i].memory;
-    n = k;
-  }
+  /* PF the query's result type, CALL the query filling pf and n */
+#define PICK(PF, CALL)                                                                        \
+  do {                                                                                        \
+    PF pf[ALGOS];                                                                             \
+    if ((CALL) != CUDNN_STATUS_SUCCESS) n = 0;                                                \
+    int k = 0;                                                                                \
+    for (int i = 0; i < n; i++)                                                               \
+      if (pf[i].status == CUDNN_STATUS_SUCCESS && (!det || pf[i].determinism == CUDNN_DETERMINISTIC)) \
+        algo[k] = (int)pf[i].algo, mem[k++] = pf[i].memory;                                   \
+    n = k;                                                                                    \
+  } while (0)
+  if (pass == EM_CONV_FORWARD)
+    PICK(cudnnConvolutionFwdAlgoPerf_t, lib.fwd_algos(h, d.x, d.w, d.conv, d.y, ALGOS, &n, pf));
+  else if (pass == EM_CONV_BACKWARD_INPUT)
+    PICK(cudnnConvolutionBwdDataAlgoPerf_t, lib.bwd_data_algos(h, d.w, d.y, d.conv, d.x, ALGOS, &n, pf));
+  else
+    PICK(cudnnConvolutionBwdFilterAlgoPerf_t, lib.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, ALGOS, &n, pf));
+#undef PICK
   em_device ed = {EM_CUDA, dev};
   float af = 1.0f, bf = 0.0f, b1f = 1.0f;
   double ad = 1.0, bd = 0.0, b1d = 1.0;
