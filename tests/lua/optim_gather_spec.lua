@@ -105,6 +105,26 @@ describe("the gathered optimizer step", function()
     assert.equal(4, C._optim_multi_calls() - before)
   end)
 
+  it("runs the queue before a non-contiguous update that shares its memory", function()
+    local function setup()
+      local base = T.arange(16, { dtype = T.float64 }):reshape(4, 4)
+      local p1 = base:narrow(1, 1, 2)  -- rows 1-2: contiguous, queued
+      local p2 = base:narrow(2, 1, 2)  -- columns 1-2: strided, runs at once
+      grads[p1] = T.ones(2, 4, { dtype = T.float64 })
+      grads[p2] = T.full({ 4, 2 }, 2, { dtype = T.float64 })
+      return base, p1, p2
+    end
+    local ba, a1, a2 = setup()
+    local bb, b1, b2 = setup()
+    local before = C._optim_multi_calls()
+    T.optim.SGD({ a1, a2 }, { lr = 0.5 }):step()
+    ungathered(T.optim.SGD({ b1, b2 }, { lr = 0.5 })):step()
+    assert.equal(1, C._optim_multi_calls() - before)
+    assert.is_true(T.equal(ba, bb))
+    -- p1's elements in columns 1-2 moved twice: 0 - 0.5 - 1
+    assert.equal(-1.5, ba[1][1]:item())
+  end)
+
   it("bumps versions at once, and an error in the middle runs what was queued before it", function()
     local ps = params(4, T.float64)
     local want = {}

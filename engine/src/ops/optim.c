@@ -148,12 +148,18 @@ static int overlaps_queued(const gather_buf *b, em_tensor *const *ts, int n) {
   return 0;
 }
 
-/* Queues the update (its tensors held); flushes first where it must. */
-static em_status gather_push(step_kind kind, em_tensor *p, const em_tensor *g, int nslots,
-                             em_tensor **slots, const em_iter *it, const em_optim_params *k) {
+/* An update's tensors as the queue holds them: p, g, the slots, NULLs */
+static void update_tensors(em_tensor *p, const em_tensor *g, int nslots, em_tensor **slots,
+                           em_tensor **ts) {
+  ts[0] = p;
+  ts[1] = (em_tensor *)g;
+  for (int i = 2; i < GATHER_HELD; i++) ts[i] = i - 2 < nslots ? slots[i - 2] : NULL;
+}
+
+/* Queues the update of tensors ts (held); flushes first where it must. */
+static em_status gather_push(step_kind kind, em_tensor *p, em_tensor **ts, const em_iter *it,
+                             const em_optim_params *k) {
   gather_buf *b = gather;
-  em_tensor *ts[GATHER_HELD] = {p, (em_tensor *)g, NULL, NULL, NULL};
-  for (int i = 0; i < nslots; i++) ts[2 + i] = slots[i];
   if (b->n > 0 && (b->n == GATHER_CAP || b->family != (int)kind || b->dt != p->dtype ||
                    !em_device_equal(b->dev, em_tensor_device(p)) ||
                    overlaps_queued(b, ts, GATHER_HELD))) {
@@ -187,14 +193,23 @@ static em_status run(const char *op, const em_optim_kernels *ko, step_kind kind,
   em_iter it;
   em_status st = em_iter_build(&it, op, 2 + nslots, ops, p->ndim, p->sizes, false);
   if (st != EM_OK) return st;
+  em_tensor *ts[GATHER_HELD];
+  update_tensors(p, g, nslots, slots, ts);
   if (gathering && contiguous_1d(&it, p->dtype)) {
-    st = gather_push(kind, p, g, nslots, slots, &it, k);
+    st = gather_push(kind, p, ts, &it, k);
     if (st != EM_OK) return st;
-  } else switch (kind) {
+  } else {
+    /* run at once: after the queued updates it shares memory with */
+    if (gathering && overlaps_queued(gather, ts, GATHER_HELD)) {
+      st = gather_flush();
+      if (st != EM_OK) return st;
+    }
+    switch (kind) {
     case STEP_SGD: ko->sgd(&it, p->dtype, k); break;
     case STEP_ADAM: ko->adam(&it, p->dtype, k); break;
     case STEP_RMSPROP: ko->rmsprop(&it, p->dtype, k); break;
     case STEP_OTHER: ko->other(&it, p->dtype, k); break;
+    }
   }
   em_storage_bump_version(p->storage);
   for (int i = 0; i < nslots; i++)
