@@ -117,12 +117,14 @@ describe("the gathered optimizer step", function()
     local ba, a1, a2 = setup()
     local bb, b1, b2 = setup()
     local before = C._optim_multi_calls()
-    T.optim.SGD({ a1, a2 }, { lr = 0.5 }):step()
-    ungathered(T.optim.SGD({ b1, b2 }, { lr = 0.5 })):step()
+    -- weight decay makes the second update read the first one's result
+    T.optim.SGD({ a1, a2 }, { lr = 0.5, weight_decay = 0.5 }):step()
+    ungathered(T.optim.SGD({ b1, b2 }, { lr = 0.5, weight_decay = 0.5 })):step()
     assert.equal(1, C._optim_multi_calls() - before)
     assert.is_true(T.equal(ba, bb))
-    -- p1's elements in columns 1-2 moved twice: 0 - 0.5 - 1
-    assert.equal(-1.5, ba[1][1]:item())
+    -- element (1, 1), 0 at first: p1's step to -0.5, then p2's reads it:
+    -- -0.5 - 0.5 * (2 + 0.5 * -0.5) = -1.375 (the other order gives -1.25)
+    assert.equal(-1.375, ba[1][1]:item())
   end)
 
   it("bumps versions at once, and an error in the middle runs what was queued before it", function()
