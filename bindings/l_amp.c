@@ -35,9 +35,18 @@ static int l_autocast_get(lua_State *L) {
   return 2;
 }
 
+/* (on) -> nil: CPU tensors follow autocast's cuda lists and dtype on this
+** thread (tests: amp_cuda_lists_spec runs the cuda lists without a device) */
+void em_autocast_cpu_as_cuda(int on);
+static int l_autocast_cpu_as_cuda(lua_State *L) {
+  em_autocast_cpu_as_cuda(lua_toboolean(L, 1));
+  return 0;
+}
+
 void l_open_amp(lua_State *L) {
   static const luaL_Reg fns[] = {{"_autocast_set", l_autocast_set},
                                  {"_autocast_get", l_autocast_get},
+                                 {"_autocast_cpu_as_cuda", l_autocast_cpu_as_cuda},
                                  {NULL, NULL}};
   l_add_functions(L, fns);
 }

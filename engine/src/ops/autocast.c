@@ -10,10 +10,12 @@
 **   trace, cdist; everything else runs in its inputs' dtype (sum, softmax,
 **   exp, layer_norm stay bfloat16 on the CPU in 1.13);
 ** - cuda (float16 or bfloat16): lower precision also mv and addmv; fp32
-**   also sum, cumsum/cumprod and softmax/log_softmax without a dtype, and
-**   layer_norm. (PyTorch's cuda fp32 list also has the exp/log/pow family,
-**   not yet wired here; nothing of the cuda
-**   lists has run, for want of a device.)
+**   also sum, cumsum/cumprod and softmax/log_softmax without a dtype,
+**   layer_norm, and the pointwise exp, expm1, log, log2, log10, log1p,
+**   reciprocal, rsqrt, sinh, cosh, tan, asin, acos, erfinv, pow, softplus
+**   (without out=, not in place, as PyTorch's). The cuda lists are tested
+**   on CPU tensors made to follow them (em_autocast_cpu_as_cuda); nothing
+**   of them has run on a GPU.
 ** float64 inputs are never cast (PyTorch's is_eligible).
 */
 #include "ops/autocast.h"
@@ -27,9 +29,12 @@ static _Thread_local int ac_on[3];                  /* by em_device_type */
 static _Thread_local em_dtype ac_dt[3] = {EM_BFLOAT16, EM_FLOAT16, EM_BFLOAT16};
 
 enum { KEEP = 0, LOWER = 1, FP32 = 2 };
-/*                                   MM     MV     CONV   PROD  REDUCE NORM  LOSS */
-static const unsigned char cpu_policy[EM_AC_COUNT] = {LOWER, KEEP, LOWER, FP32, KEEP, KEEP, FP32};
-static const unsigned char cuda_policy[EM_AC_COUNT] = {LOWER, LOWER, LOWER, FP32, FP32, FP32, FP32};
+/*                                   MM     MV     CONV   PROD  REDUCE NORM  LOSS  POINTWISE */
+static const unsigned char cpu_policy[EM_AC_COUNT] = {LOWER, KEEP, LOWER, FP32, KEEP, KEEP, FP32, KEEP};
+static const unsigned char cuda_policy[EM_AC_COUNT] = {LOWER, LOWER, LOWER, FP32, FP32, FP32, FP32, FP32};
+static _Thread_local int cpu_as_cuda;
+
+void em_autocast_cpu_as_cuda(int on) { cpu_as_cuda = on != 0; }
 
 em_status em_autocast_set(em_device_type d, int enabled, em_dtype dt) {
   if ((unsigned)d > EM_META)
@@ -69,9 +74,10 @@ int em_ac_begin(em_ac_scope *s, em_ac_op op, int n, const em_tensor **in) {
   for (int i = 0; i < s->n && !first; i++) first = in[i];
   if (!first) return 0;
   em_device dev = first->storage->device;
-  int pol = policy(op, dev.type);
+  em_device_type pt = dev.type == EM_CPU && cpu_as_cuda ? EM_CUDA : dev.type;
+  int pol = policy(op, pt);
   if (pol == KEEP) return 0;
-  em_dtype want = pol == LOWER ? ac_dt[dev.type] : EM_FLOAT32;
+  em_dtype want = pol == LOWER ? ac_dt[pt] : EM_FLOAT32;
   int any = 0;
   for (int i = 0; i < s->n; i++)
     if (in[i] && eligible(in[i]->dtype) && in[i]->dtype != want &&

@@ -26,6 +26,9 @@ typedef enum em_ac_op {
   EM_AC_REDUCE,    /* sum, mean, cumsum, cumprod, softmax, log_softmax (fp32 on cuda) */
   EM_AC_NORM,      /* layer_norm (fp32 on cuda) */
   EM_AC_LOSS,      /* the losses (fp32 on both) */
+  EM_AC_POINTWISE, /* exp, expm1, log, log2, log10, log1p, reciprocal, rsqrt, sinh, cosh,
+                   ** tan, asin, acos, erfinv, pow, softplus (fp32 on cuda; untouched on
+                   ** the cpu) */
   EM_AC_COUNT
 } em_ac_op;
 
@@ -43,6 +46,9 @@ extern _Thread_local int em_ac_any; /* some device has autocast on */
 ** (release with em_ac_end), 0 when nothing is to cast, -1 on error
 ** (s->status set) */
 int em_ac_begin(em_ac_scope *s, em_ac_op op, int n, const em_tensor **in);
+/* Tests only (C._autocast_cpu_as_cuda): CPU tensors follow the cuda
+** policy and dtype (this thread), so the cuda lists run without a device. */
+void em_autocast_cpu_as_cuda(int on);
 void em_ac_end(em_ac_scope *s);
 #define EM_AUTOCAST(OP, N, IN, RECALL)                                        \
   do {                                                                        \

@@ -20,6 +20,7 @@
 
 #include "core/kern_ew.h"
 #include "core/kernels.h"
+#include "ops/autocast.h"
 #include "core/errmsg.h"
 #include "autograd/autograd.h"
 #include "ops/complex.h"
@@ -602,9 +603,38 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
 ** for backward (autograd.h). In-place ops check that the written tensor may
 ** be written (not a leaf that requires grad) and keep the old value when the
 ** formula needs it; out= is not differentiable, as in PyTorch. */
+/* autocast's pointwise fp32 list (cuda's; autocast.h) */
+static int ac_pointwise(em_ew_op op) {
+  switch (op) {
+    case EM_OP_EXP: case EM_OP_EXPM1: case EM_OP_LOG: case EM_OP_LOG2: case EM_OP_LOG10:
+    case EM_OP_LOG1P: case EM_OP_RECIPROCAL: case EM_OP_RSQRT: case EM_OP_SINH:
+    case EM_OP_COSH: case EM_OP_TAN: case EM_OP_ASIN: case EM_OP_ACOS: case EM_OP_ERFINV:
+    case EM_OP_POW: case EM_OP_SOFTPLUS:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
                          const em_ew_opts *opts, em_tensor *out,
                          em_tensor **result) {
+  /* autocast: a new result only (out= and in-place calls keep their dtype,
+  ** as PyTorch's autocast leaves them alone) */
+  if (em_ac_any && !out && inputs && n >= 1 && n <= 3 && ac_pointwise(op)) {
+    const em_tensor *ac[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < n; i++) ac[i] = inputs[i].tensor;
+    em_ac_scope s;
+    int r = em_ac_begin(&s, EM_AC_POINTWISE, n, ac);
+    if (r < 0) return s.status;
+    if (r > 0) {
+      em_operand cast[3];
+      for (int i = 0; i < n; i++) cast[i] = inputs[i], cast[i].tensor = ac[i];
+      em_status st = em_elementwise(op, n, cast, opts, NULL, result);
+      em_ac_end(&s);
+      return st;
+    }
+  }
   em_status fast_st;
   if (inputs && ew_small_binary(op, n, inputs, opts, out, result, &fast_st)) return fast_st;
   if ((unsigned)op >= EM_OP_COUNT || !inputs || n != op_table[op].arity || n > 3)
