@@ -86,6 +86,8 @@ def target(name, med, nbytes, peak):
         return ">= 0.95x cuBLAS from C, >= 0.9x PyTorch", ok
     if name == "cu_mm_256":
         return "<= 1.2x PyTorch's time", (e / t <= 1.2) if e and t else None
+    if name == "cu_rfft":
+        return "<= PyTorch's time (both on cuFFT)", (e <= t) if e and t else None
     if name == "cu_train_cnn_nocudnn":
         return "- (read against cu_train_cnn: which conv path ember keeps)", None
     if name.startswith("cu_train_"):

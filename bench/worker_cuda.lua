@@ -48,6 +48,10 @@ local setups = {
   cu_mm_256 = function()
     S.a, S.b = T.rand(256, 256, { device = dev }), T.rand(256, 256, { device = dev })
   end,
+  cu_rfft = function(k)
+    S.a = T.randn(fl(64 / k), 65536, { device = dev })
+    S.b = T.complex(T.randn(fl(2048 / k), 2048), T.randn(fl(2048 / k), 2048)):to(dev)
+  end,
   cu_train_mlp = function(k)
     local x, y = TM.random_batch(fl(256 / k), dev)
     S.step = TM.step_fn("mlp", "sgd", x, y, dev)
@@ -84,6 +88,10 @@ local bodies = {
   cu_sgemm_4096 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = T.mm(a, b) end end,
   cu_bf16_gemm_4096 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = T.mm(a, b) end end,
   cu_mm_256 = function(n) local a, b = S.a, S.b; for _ = 1, n do local _ = T.mm(a, b) end end,
+  cu_rfft = function(n)
+    local a, b, F = S.a, S.b, T.fft
+    for _ = 1, n do local _, _ = F.rfft(a), F.fft2(b) end
+  end,
   cu_train_mlp = step_body,
   cu_train_cnn = step_body,
   cu_train_transformer = step_body,

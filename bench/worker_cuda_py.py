@@ -51,6 +51,9 @@ def setup(name, k):
         S["b"] = torch.rand(n, n, device=DEV).to(torch.bfloat16)
     elif name == "cu_mm_256":
         S["a"], S["b"] = torch.rand(256, 256, device=DEV), torch.rand(256, 256, device=DEV)
+    elif name == "cu_rfft":
+        S["a"] = torch.randn(64 // k, 65536, device=DEV)
+        S["b"] = torch.complex(torch.randn(2048 // k, 2048), torch.randn(2048 // k, 2048)).to(DEV)
     elif name in ("cu_train_mlp", "cu_train_cnn"):
         x, y = TM.random_batch(256 // k, DEV)
         S["step"] = TM.step_fn("mlp" if name == "cu_train_mlp" else "cnn", "sgd", x, y, DEV)
@@ -87,6 +90,8 @@ def body(name):
         return lambda: a + b
     if name in ("cu_sgemm_4096", "cu_bf16_gemm_4096", "cu_mm_256"):
         return lambda: torch.mm(a, b)
+    if name == "cu_rfft":
+        return lambda: (torch.fft.rfft(a), torch.fft.fft2(b))
     return S["step"]
 
 
