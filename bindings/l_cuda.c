@@ -234,10 +234,10 @@ static int l_allow_tf32(lua_State *L) {
 }
 
 /* C._cuda_cudnn(i[, on]) -> setting i of T.backends.cudnn (1 enabled, 2
-** allow_tf32, 3 deterministic), set first when on is given */
+** allow_tf32, 3 deterministic, 4 benchmark), set first when on is given */
 static int l_cudnn(lua_State *L) {
   int i = (int)luaL_checkinteger(L, 1);
-  if (i < 1 || i > 3) return luaL_error(L, "_cuda_cudnn: no setting %d", i);
+  if (i < 1 || i > 4) return luaL_error(L, "_cuda_cudnn: no setting %d", i);
   if (!lua_isnoneornil(L, 2)) em_cuda_cudnn_set((em_cudnn_setting)(i - 1), lua_toboolean(L, 2));
   lua_pushboolean(L, em_cuda_cudnn_get((em_cudnn_setting)(i - 1)));
   return 1;

@@ -1472,11 +1472,12 @@ int em_cuda_get_allow_tf32(void);
 /* T.backends.cudnn (torch.backends.cudnn): conv2d on cuda through cuDNN
 ** (enabled, default on; off: im2col + cuBLAS), TF32 for float32 (default
 ** off: unlike PyTorch's default, float32 convolutions keep float32, as
-** matmul's), deterministic algorithms only (default off). Process-wide;
+** matmul's), deterministic algorithms only (default off), the fastest
+** algorithm by timing each once per problem (benchmark, default off). Process-wide;
 ** every build keeps them. em_cuda_cudnn_version: cudnnGetVersion(), or 0
 ** when libcudnn cannot be loaded or ember was built without CUDA. */
 typedef enum em_cudnn_setting {
-  EM_CUDNN_ENABLED, EM_CUDNN_ALLOW_TF32, EM_CUDNN_DETERMINISTIC
+  EM_CUDNN_ENABLED, EM_CUDNN_ALLOW_TF32, EM_CUDNN_DETERMINISTIC, EM_CUDNN_BENCHMARK
 } em_cudnn_setting;
 void em_cuda_cudnn_set(em_cudnn_setting what, int on);
 int em_cuda_cudnn_get(em_cudnn_setting what);

@@ -271,15 +271,17 @@ return function(T, C)
   -- T.backends.cudnn (torch.backends.cudnn): conv2d on cuda through cuDNN.
   -- enabled (default true; false: im2col + cuBLAS), allow_tf32 (default
   -- false, unlike PyTorch's true: float32 convolutions stay float32, as
-  -- matmul's), deterministic (default false); is_available() (libcudnn
-  -- loads: needs a build with CUDA, not a device) and version() (nil when
-  -- not available). Unknown keys and non-boolean values are errors.
-  local CUDNN = { enabled = 1, allow_tf32 = 2, deterministic = 3 }
+  -- matmul's), deterministic (default false), benchmark (default false:
+  -- cuDNN's timed choice, found once per problem); is_available()
+  -- (libcudnn loads: needs a build with CUDA, not a device) and version()
+  -- (nil when not available). Unknown keys and non-boolean values are
+  -- errors.
+  local CUDNN = { enabled = 1, allow_tf32 = 2, deterministic = 3, benchmark = 4 }
   local function cudnn_key(k)
     local i = CUDNN[k]
     if not i then
       error(string.format("T.backends.cudnn: unknown setting '%s' (expected enabled, allow_tf32, " ..
-        "deterministic, is_available or version)", tostring(k)), 3)
+        "deterministic, benchmark, is_available or version)", tostring(k)), 3)
     end
     return i
   end

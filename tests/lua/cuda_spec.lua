@@ -131,12 +131,13 @@ describe("T.backends.cuda.matmul", function()
 end)
 
 describe("T.backends.cudnn", function()
-  it("enabled, allow_tf32 and deterministic: PyTorch's names, ember's defaults, checked", function()
+  it("enabled, allow_tf32, deterministic and benchmark: PyTorch's names, ember's defaults, checked", function()
     local B = T.backends.cudnn
     assert.is_true(B.enabled)
     assert.is_false(B.allow_tf32)
     assert.is_false(B.deterministic)
-    for _, k in ipairs { "enabled", "allow_tf32", "deterministic" } do
+    assert.is_false(B.benchmark)
+    for _, k in ipairs { "enabled", "allow_tf32", "deterministic", "benchmark" } do
       local was = B[k]
       B[k] = not was
       assert.equal(not was, B[k])
@@ -144,8 +145,8 @@ describe("T.backends.cudnn", function()
       assert.equal(was, B[k])
       raises(function() B[k] = 1 end, "T.backends.cudnn." .. k .. ": expected a boolean, got number")
     end
-    raises(function() B.benchmark = true end, "unknown setting 'benchmark'")
-    raises(function() return B.benchmark end, "unknown setting 'benchmark'")
+    raises(function() B.benchmark_limit = 10 end, "unknown setting 'benchmark_limit'")
+    raises(function() return B.fastest end, "unknown setting 'fastest'")
     local v = B.version()
     assert.equal(v ~= nil, B.is_available())
     if v then assert.is_true(math.type == nil or math.type(v) == "integer") end
@@ -908,6 +909,14 @@ for _, dev in ipairs(devices) do
         B.deterministic = false
         same(back(gx1), gx2)
         same(back(gw1), gw2)
+        -- benchmark: cuDNN's timed choice, the same values within tolerance
+        B.benchmark = true
+        local yc, gxc = run(true)
+        local yd = run(true) -- the kept choice
+        B.benchmark = false
+        same(back(yb), yc, tol)
+        same(back(yb), yd, tol)
+        same(back(gxb), gxc, tol * 10)
       end
     end)
     on(dev, "T.linalg (host-staged on cuda) gives the CPU's values, results on the device, gradients", function(d)

@@ -10,7 +10,9 @@
 ** kH, kW] filter, cross-correlation with the group count, padding, stride
 ** and dilation of em_conv2d_geo. The algorithm is the first of cuDNN's
 ** heuristic list (the _v7 queries) whose work area the caching allocator
-** can give, deterministic ones only with T.backends.cudnn.deterministic.
+** can give, deterministic ones only with T.backends.cudnn.deterministic;
+** with T.backends.cudnn.benchmark, cuDNN's timed list (cudnnFind*, run
+** once per problem and kept) instead of the heuristic one.
 ** float32 runs in float32 (CUDNN_FMA_MATH: no TF32) unless
 ** T.backends.cudnn.allow_tf32 (ember's default is off, unlike PyTorch's,
 ** so that float32 results stay within the CPU's tolerances, as matmul's);
@@ -27,13 +29,14 @@
 
 #include <stdatomic.h>
 
-static atomic_int settings[3] = {1, 0, 0}; /* enabled, allow_tf32, deterministic */
+/* enabled, allow_tf32, deterministic, benchmark */
+static atomic_int settings[4] = {1, 0, 0, 0};
 
 void em_cuda_cudnn_set(em_cudnn_setting what, int on) {
-  if (what >= 0 && what < 3) atomic_store(&settings[what], on != 0);
+  if (what >= 0 && what < 4) atomic_store(&settings[what], on != 0);
 }
 int em_cuda_cudnn_get(em_cudnn_setting what) {
-  return what >= 0 && what < 3 ? atomic_load(&settings[what]) : 0;
+  return what >= 0 && what < 4 ? atomic_load(&settings[what]) : 0;
 }
 
 #ifdef EMBER_HAVE_CUDA
@@ -45,6 +48,7 @@ int em_cuda_cudnn_get(em_cudnn_setting what) {
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef size_t (*version_fn)(void);
 typedef const char *(*errstr_fn)(cudnnStatus_t);
@@ -106,9 +110,9 @@ static struct {
   set_conv_fn set_conv;
   groups_fn set_groups;
   math_fn set_math;
-  fwd_algos_fn fwd_algos;
-  bwd_data_algos_fn bwd_data_algos;
-  bwd_filter_algos_fn bwd_filter_algos;
+  fwd_algos_fn fwd_algos, fwd_find;
+  bwd_data_algos_fn bwd_data_algos, bwd_data_find;
+  bwd_filter_algos_fn bwd_filter_algos, bwd_filter_find;
   fwd_fn fwd;
   bwd_data_fn bwd_data;
   bwd_filter_fn bwd_filter;
@@ -147,6 +151,9 @@ static void lib_open(void) {
   SYM(fwd_algos, fwd_algos_fn, "cudnnGetConvolutionForwardAlgorithm_v7")
   SYM(bwd_data_algos, bwd_data_algos_fn, "cudnnGetConvolutionBackwardDataAlgorithm_v7")
   SYM(bwd_filter_algos, bwd_filter_algos_fn, "cudnnGetConvolutionBackwardFilterAlgorithm_v7")
+  SYM(fwd_find, fwd_algos_fn, "cudnnFindConvolutionForwardAlgorithm")
+  SYM(bwd_data_find, bwd_data_algos_fn, "cudnnFindConvolutionBackwardDataAlgorithm")
+  SYM(bwd_filter_find, bwd_filter_algos_fn, "cudnnFindConvolutionBackwardFilterAlgorithm")
   SYM(fwd, fwd_fn, "cudnnConvolutionForward")
   SYM(bwd_data, bwd_data_fn, "cudnnConvolutionBackwardData")
   SYM(bwd_filter, bwd_filter_fn, "cudnnConvolutionBackwardFilter")
@@ -207,6 +214,66 @@ static cudnnStatus_t descs_make(conv_descs *d, const em_conv2d_geo *g, cudnnData
 
 enum { ALGOS = 16 };
 
+/* -- benchmark: cudnnFind*'s timed list per problem, kept -------------------
+** (PyTorch's torch.backends.cudnn.benchmark) Finding runs every algorithm
+** once, so its answer is kept per problem (device, pass, dtype, the math
+** settings, the geometry): FOUND entries, the least recently used out. */
+enum { FOUND = 32 };
+typedef struct found_key {
+  int dev, pass, f64, tf32, det;
+  int64_t geo[22];
+} found_key;
+typedef struct found_slot {
+  found_key key;
+  int live, n;
+  int algo[ALGOS];
+  size_t mem[ALGOS];
+  unsigned long used;
+} found_slot;
+static found_slot found[FOUND];
+static unsigned long found_tick;
+static pthread_mutex_t found_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void found_key_of(found_key *k, int dev, int pass, int f64, int tf32, int det,
+                         const em_conv2d_geo *g) {
+  memset(k, 0, sizeof *k);
+  k->dev = dev, k->pass = pass, k->f64 = f64, k->tf32 = tf32, k->det = det;
+  const int64_t v[22] = {g->N,  g->C,  g->H,  g->W,  g->O,  g->Cg, g->kH, g->kW,
+                         g->oH, g->oW, g->groups, g->Og, g->K, g->L, g->s[0], g->s[1],
+                         g->p[0], g->p[1], g->d[0], g->d[1], 0, 0};
+  memcpy(k->geo, v, sizeof v);
+}
+
+/* the kept list for k into algo/mem (1), or 0 */
+static int found_get(const found_key *k, int *algo, size_t *mem, int *n) {
+  int hit = 0;
+  pthread_mutex_lock(&found_mutex);
+  for (int i = 0; i < FOUND && !hit; i++)
+    if (found[i].live && !memcmp(&found[i].key, k, sizeof *k)) {
+      found[i].used = ++found_tick;
+      *n = found[i].n;
+      memcpy(algo, found[i].algo, sizeof found[i].algo);
+      memcpy(mem, found[i].mem, sizeof found[i].mem);
+      hit = 1;
+    }
+  pthread_mutex_unlock(&found_mutex);
+  return hit;
+}
+
+static void found_put(const found_key *k, const int *algo, const size_t *mem, int n) {
+  pthread_mutex_lock(&found_mutex);
+  found_slot *v = &found[0];
+  for (int i = 0; i < FOUND; i++)
+    if (!found[i].live || (v->live && found[i].used < v->used)) v = &found[i];
+  v->key = *k;
+  v->live = 1;
+  v->n = n;
+  memcpy(v->algo, algo, sizeof v->algo);
+  memcpy(v->mem, mem, sizeof v->mem);
+  v->used = ++found_tick;
+  pthread_mutex_unlock(&found_mutex);
+}
+
 /* One pass on cuDNN (cuda/cuda.h). */
 em_status emcu_cudnn_conv2d(const char *op, int pass_, const em_tensor *a, const em_tensor *b,
                             const em_tensor *bias, em_tensor *out, const em_conv2d_geo *g,
@@ -238,9 +305,16 @@ em_status emcu_cudnn_conv2d(const char *op, int pass_, const em_tensor *a, const
     return EM_OK;
   }
   int det = em_cuda_cudnn_get(EM_CUDNN_DETERMINISTIC);
-  /* the heuristic's algorithms in its order: (algo, work area, deterministic) */
+  int bench = em_cuda_cudnn_get(EM_CUDNN_BENCHMARK);
+  /* the algorithms to try, in order: cuDNN's heuristic list, or with
+  ** benchmark its timed list (found once per problem) */
   int algo[ALGOS], n = 0;
   size_t mem[ALGOS];
+  memset(algo, 0, sizeof algo);
+  memset(mem, 0, sizeof mem);
+  found_key fk;
+  found_key_of(&fk, dev, (int)pass, f64, em_cuda_cudnn_get(EM_CUDNN_ALLOW_TF32), det, g);
+  int have = bench && found_get(&fk, algo, mem, &n);
   /* PF the query's result type, CALL the query filling pf and n */
 #define PICK(PF, CALL)                                                                        \
   do {                                                                                        \
@@ -252,13 +326,20 @@ em_status emcu_cudnn_conv2d(const char *op, int pass_, const em_tensor *a, const
         algo[k] = (int)pf[i].algo, mem[k++] = pf[i].memory;                                   \
     n = k;                                                                                    \
   } while (0)
-  if (pass == EM_CONV_FORWARD)
-    PICK(cudnnConvolutionFwdAlgoPerf_t, lib.fwd_algos(h, d.x, d.w, d.conv, d.y, ALGOS, &n, pf));
-  else if (pass == EM_CONV_BACKWARD_INPUT)
-    PICK(cudnnConvolutionBwdDataAlgoPerf_t, lib.bwd_data_algos(h, d.w, d.y, d.conv, d.x, ALGOS, &n, pf));
-  else
-    PICK(cudnnConvolutionBwdFilterAlgoPerf_t, lib.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, ALGOS, &n, pf));
+  if (have) {
+    /* kept from an earlier find */
+  } else if (pass == EM_CONV_FORWARD) {
+    fwd_algos_fn q = bench ? lib.fwd_find : lib.fwd_algos;
+    PICK(cudnnConvolutionFwdAlgoPerf_t, q(h, d.x, d.w, d.conv, d.y, ALGOS, &n, pf));
+  } else if (pass == EM_CONV_BACKWARD_INPUT) {
+    bwd_data_algos_fn q = bench ? lib.bwd_data_find : lib.bwd_data_algos;
+    PICK(cudnnConvolutionBwdDataAlgoPerf_t, q(h, d.w, d.y, d.conv, d.x, ALGOS, &n, pf));
+  } else {
+    bwd_filter_algos_fn q = bench ? lib.bwd_filter_find : lib.bwd_filter_algos;
+    PICK(cudnnConvolutionBwdFilterAlgoPerf_t, q(h, d.x, d.y, d.conv, d.w, ALGOS, &n, pf));
+  }
 #undef PICK
+  if (bench && !have && n > 0) found_put(&fk, algo, mem, n);
   em_device ed = {EM_CUDA, dev};
   float af = 1.0f, bf = 0.0f, b1f = 1.0f;
   double ad = 1.0, bd = 0.0, b1d = 1.0;
