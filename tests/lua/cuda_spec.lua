@@ -867,6 +867,12 @@ for _, dev in ipairs(devices) do
         end
         local p0 = T.randn(3, 7, { dtype = rdt })
         csame(F.rfft(p0, { dim = 1 }), F.rfft(p0:to(d), { dim = 1 }), tol * 10)
+        -- a middle dim with more outer than inner positions (the plan
+        -- batches the outer lanes), and a real one (it loops over outer)
+        local z3 = T.complex(T.randn(5, 3, 2, { dtype = rdt }), T.randn(5, 3, 2, { dtype = rdt }))
+        csame(F.fft(z3, { dim = 2 }), F.fft(z3:to(d), { dim = 2 }), tol * 10)
+        local r3 = T.randn(5, 4, 2, { dtype = rdt })
+        csame(F.rfft(r3, { dim = 2 }), F.rfft(r3:to(d), { dim = 2 }), tol * 10)
         csame(F.fft2(p0:to(cdt)), F.fft2(p0:to(d):to(cdt)), tol * 10)
         local row = T.randn(1, 9, { dtype = rdt })
         csame(F.rfft(row:narrow(2, 2, 8)), F.rfft(row:to(d):narrow(2, 2, 8)), tol * 10)

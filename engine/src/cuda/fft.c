@@ -5,8 +5,8 @@
 ** (outer, n, inner) contiguous elements, the transform along the middle
 ** dim, every value times fct. One cuFFT plan per layout:
 **   inner == 1: batch = outer, element stride 1, distance n (one call);
-**   inner  > 1: batch = inner, element stride inner, distance 1, one call
-**               per position of the outer dims.
+**   inner  > 1: element stride inner, and a loop over the smaller of the
+**               two batch dims while the plan batches the other (run()).
 ** complex64/float32 transform in float (C2C, R2C), complex128/float64 in
 ** double (Z2Z, D2Z), as the CPU's pocketfft builds and PyTorch's cuFFT do.
 ** cuFFT leaves the scaling to us: fct is applied after (cuda/complex.cu).
@@ -162,20 +162,31 @@ static em_status plan_for(const plan_key *k, plan_slot **out) {
   return EM_OK;
 }
 
-/* Runs one transform per position of the outer dims (or one in all when
-** inner == 1) with the plan for (type, n, inner, outer); in and out step
-** by istep and ostep bytes per outer position. */
+/* Transforms the (outer, n, inner) values at in into out (elements of ies
+** and oes bytes). A plan has one batch stride and the layout two batch
+** dims, so: one call in all when inner == 1; else a loop over the smaller
+** of outer and inner, the plan batching the other (a real input loops over
+** outer only: stepping by one real element would break the complex
+** alignment cuFFT needs). */
 static em_status run(cufftType type, const char *in, char *out, int64_t outer, int64_t n,
-                     int64_t inner, size_t istep, size_t ostep, int forward) {
+                     int64_t inner, size_t ies, size_t oes, int forward) {
   pthread_once(&lib_once, lib_open);
   if (!lib.ok) return em_fail(EM_E_RUNTIME, "fft: %s", lib.why);
   int dev = emcu_device();
   em_device d = {EM_CUDA, dev};
   int real_in = type == CUFFT_R2C || type == CUFFT_D2Z;
-  int64_t nout = real_in ? n / 2 + 1 : n;
-  plan_key k = {dev, type, n, inner, inner == 1 ? n : 1, inner == 1 ? nout : 1,
-                inner == 1 ? outer : inner};
-  int64_t calls = inner == 1 ? 1 : outer;
+  int64_t nout = real_in ? n / 2 + 1 : n, calls;
+  size_t istep, ostep;
+  plan_key k = {dev, type, n, 1, n, nout, outer};
+  if (inner == 1) { /* lanes back to back */
+    calls = 1, istep = ostep = 0;
+  } else if (outer <= inner || real_in) { /* per outer position, inner lanes batched */
+    k.stride = inner, k.idist = 1, k.odist = 1, k.batch = inner;
+    calls = outer, istep = (size_t)(n * inner) * ies, ostep = (size_t)(nout * inner) * oes;
+  } else { /* per inner position, outer lanes batched */
+    k.stride = inner, k.idist = n * inner, k.odist = nout * inner, k.batch = outer;
+    calls = inner, istep = ies, ostep = oes;
+  }
   cudaStream_t s = (cudaStream_t)emcu_stream(dev);
   pthread_mutex_lock(&plan_mutex);
   plan_slot *p = NULL;
@@ -209,9 +220,8 @@ em_status emcu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t in
                    double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
   size_t es = em_dtype_size(dt);
-  size_t step = (size_t)n * (size_t)inner * es;
-  em_status st = run(dt == EM_COMPLEX64 ? CUFFT_C2C : CUFFT_Z2Z, data, data, outer, n, inner, step,
-                     step, forward);
+  em_status st = run(dt == EM_COMPLEX64 ? CUFFT_C2C : CUFFT_Z2Z, data, data, outer, n, inner, es,
+                     es, forward);
   if (st != EM_OK) return st;
   int e = emcu_scale((int)dt, data, outer * n * inner, fct, emcu_stream(emcu_device()));
   return e ? emcu_fail("fft", "scale", e) : EM_OK;
@@ -238,8 +248,8 @@ em_status emcu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64
     }
     src = scratch;
   }
-  em_status st = run(dt == EM_FLOAT32 ? CUFFT_R2C : CUFFT_D2Z, src, out, outer, n, inner,
-                     (size_t)n * (size_t)inner * es, (size_t)nout * (size_t)inner * 2 * es, 1);
+  em_status st = run(dt == EM_FLOAT32 ? CUFFT_R2C : CUFFT_D2Z, src, out, outer, n, inner, es,
+                     2 * es, 1);
   if (scratch) emcu_free(d, scratch, bytes);
   if (st != EM_OK) return st;
   int e = emcu_scale(dt == EM_FLOAT32 ? (int)EM_COMPLEX64 : (int)EM_COMPLEX128, out,
