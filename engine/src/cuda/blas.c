@@ -60,12 +60,8 @@ static atomic_int allow_tf32 = 0;
 
 static void lib_open(void) {
   static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
-  void *h = NULL;
-  for (int i = 0; names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(lib.why, sizeof lib.why, "cannot load libcublas (%s)", dlerror());
-    return;
-  }
+  void *h = emcu_dlopen_first(names, "libcublas", lib.why, sizeof lib.why);
+  if (!h) return;
   lib.create = (create_fn)dlsym(h, "cublasCreate_v2");
   lib.set_stream = (set_stream_fn)dlsym(h, "cublasSetStream_v2");
   lib.set_math = (set_math_fn)dlsym(h, "cublasSetMathMode");

@@ -31,9 +31,9 @@ template <typename V, typename I>
 __global__ void cx_kernel(emcu_geom g, int op, V al) {
   typedef thrust::complex<V> C;
   const bool binary = op <= EMCU_CX_NE;
-  GRID_LOOP(g.numel) {
+  GRID_STRIDE(I, g.numel) {
     int64_t off[EMCU_MAX_OPS];
-    offsets<I>(g, (I)lin, off);
+    offsets<I>(g, lin, off);
     char *o = g.data[0] + off[0];
     const C x = cload<V>(g.data[1] + off[1]);
     const C y = binary ? cload<V>(g.data[2] + off[2]) : C(0, 0);
@@ -71,7 +71,7 @@ __global__ void scale_kernel(V *p, int64_t n, V f) {
 extern "C" int emcu_cx_ew(int op, int dt, const emcu_geom *g, double alpha, void *stream) {
   if (g->numel == 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  const bool small = g->numel < ((int64_t)1 << 31);
+  const bool small = fits32(g);
   if (dt == C64) {
     if (small) cx_kernel<float, int32_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, op, (float)alpha);
     else cx_kernel<float, int64_t><<<blocks_for(g->numel), 256, 0, s>>>(*g, op, (float)alpha);

@@ -79,12 +79,19 @@ __device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
   }
 }
 
+// 32-bit element indices when the iteration fits them (cheaper divisions)
+inline bool fits32(const emcu_geom *g) { return g->numel < ((int64_t)1 << 31); }
+
 inline unsigned blocks_for(int64_t n) {
   int64_t b = (n + 255) / 256;
   return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
 }
 
 }  // namespace
+
+// the same in index type I (int32_t when fits32)
+#define GRID_STRIDE(I, n) \
+  for (I lin = (I)(blockIdx.x * blockDim.x + threadIdx.x); lin < (I)(n); lin += (I)(gridDim.x * blockDim.x))
 
 // for (lin = this thread's first position; lin < n; lin += the grid's width)
 #define GRID_LOOP(n) \

@@ -22,6 +22,10 @@ void *emcu_stream(int device);
 ** thread is raised by the next em_cuda_check (the next op on a cuda
 ** tensor, a synchronisation, a copy to the host). */
 void emcu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The toolkit's libraries the backend opens itself (cuBLAS, cuFFT, cuDNN):
+** the first of names (NULL-ended) that dlopen loads, or NULL with why set
+** to "cannot load <lib> (<dlerror>)". */
+void *emcu_dlopen_first(const char *const *names, const char *lib, char *why, size_t nwhy);
 /* After a launch: cudaGetLastError, noted with what when it is an error.
 ** Returns 0 when the launch went, else -1. */
 int emcu_launched(const char *what);

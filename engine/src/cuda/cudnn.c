@@ -122,12 +122,8 @@ static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
 static void lib_open(void) {
   static const char *names[] = {"libcudnn.so.9", "libcudnn.so", NULL};
-  void *h = NULL;
-  for (int i = 0; names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(lib.why, sizeof lib.why, "cannot load libcudnn (%s)", dlerror());
-    return;
-  }
+  void *h = emcu_dlopen_first(names, "libcudnn", lib.why, sizeof lib.why);
+  if (!h) return;
 #define SYM(field, type, name)                                                       \
   if (!(lib.field = (type)dlsym(h, name))) {                                          \
     snprintf(lib.why, sizeof lib.why, "libcudnn lacks %s", name);                     \

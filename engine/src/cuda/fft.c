@@ -68,12 +68,8 @@ static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
 static void lib_open(void) {
   static const char *names[] = {"libcufft.so.12", "libcufft.so.11", "libcufft.so", NULL};
-  void *h = NULL;
-  for (int i = 0; names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(lib.why, sizeof lib.why, "cannot load libcufft (%s)", dlerror());
-    return;
-  }
+  void *h = emcu_dlopen_first(names, "libcufft", lib.why, sizeof lib.why);
+  if (!h) return;
   lib.create = (create_fn)dlsym(h, "cufftCreate");
   lib.destroy = (destroy_fn)dlsym(h, "cufftDestroy");
   lib.set_auto = (auto_fn)dlsym(h, "cufftSetAutoAllocation");

@@ -62,11 +62,6 @@ __device__ inline void store_i(int dt, char *p, int64_t v) {
   }
 }
 
-inline bool fits32(const emcu_geom *g) { return g->numel < ((int64_t)1 << 31); }
-
-#define GRID_STRIDE(I, n) \
-  for (I lin = (I)(blockIdx.x * blockDim.x + threadIdx.x); lin < (I)(n); lin += (I)(gridDim.x * blockDim.x))
-
 // -- copy, fill, ranges ---------------------------------------------------------
 
 template <typename I>
@@ -713,10 +708,6 @@ __device__ inline void lane_bases(const emcu_lanes &l, int64_t lane, char **b) {
     for (int k = 0; k < 3; k++) b[k] += i * l.stride[d][k];
   }
 }
-__device__ inline void copy_elem(char *dst, const char *src, int n) {
-  for (int i = 0; i < n; i++) dst[i] = src[i];
-}
-
 // (value, position) of the best so far: NaN is the extreme (the first NaN
 // wins), equal values keep the first position; j < 0 is empty
 struct best_t {
@@ -761,7 +752,7 @@ __global__ void lane_block_kernel(emcu_lanes l) {
       }
       if (threadIdx.x == 0) {
         int64_t j = shb[0].j;
-        copy_elem(b[0], x + j * l.lstride[2], es);
+        copy_n(b[0], x + j * l.lstride[2], es);
         *(int64_t *)b[1] = j + 1;
       }
       __syncthreads();
@@ -833,7 +824,7 @@ __global__ void lane_scan_kernel(emcu_lanes l) {
         if (take) bi = a;
       }
       if (take) best = j;
-      copy_elem(b[0] + j * l.lstride[0], x + best * l.lstride[2], es);
+      copy_n(b[0] + j * l.lstride[0], x + best * l.lstride[2], es);
       *(int64_t *)(b[1] + j * l.lstride[1]) = best + 1;
     }
   }
@@ -1076,7 +1067,7 @@ __device__ void lane_ext_block(const emcu_lanes &l, char *const *b, ext_state<V>
     for (int k = 0; k < SCAN_ITEMS; k++)
       if (j0 + k < l.len) {
         const int64_t best = ext_join(mn, before, run[k]).i;
-        copy_elem(b[0] + (j0 + k) * l.lstride[0], b[2] + best * l.lstride[2], es);
+        copy_n(b[0] + (j0 + k) * l.lstride[0], b[2] + best * l.lstride[2], es);
         *(int64_t *)(b[1] + (j0 + k) * l.lstride[1]) = best + 1;
       }
     carry = sh[blockDim.x];

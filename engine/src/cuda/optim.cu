@@ -184,14 +184,10 @@ template <typename T>
 __global__ void optim_kernel(emcu_geom g, emcu_optim o) {
   for (int64_t lin = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lin < g.numel;
        lin += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[EMCU_MAX_OPS];
+    offsets<int64_t>(g, lin, off);
     char *q[EMCU_MAX_OPS];
-    int64_t rest = lin;
-    for (int k = 0; k < g.nops; k++) q[k] = g.data[k];
-    for (int d = 0; d < g.ndim; d++) {
-      int64_t i = rest % g.shape[d];
-      rest /= g.shape[d];
-      for (int k = 0; k < g.nops; k++) q[k] += i * g.strides[d][k];
-    }
+    for (int k = 0; k < g.nops; k++) q[k] = g.data[k] + off[k];
     update_at<T>(q, o);
   }
 }

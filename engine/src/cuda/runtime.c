@@ -22,6 +22,7 @@
 #include "cuda/cuda.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,13 @@ void emcu_note(const char *fmt, ...) {
   vsnprintf(pending, sizeof pending, fmt, ap);
   va_end(ap);
   if (!pending[0]) snprintf(pending, sizeof pending, "a CUDA kernel failed");
+}
+
+void *emcu_dlopen_first(const char *const *names, const char *lib, char *why, size_t nwhy) {
+  void *h = NULL;
+  for (int i = 0; names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) snprintf(why, nwhy, "cannot load %s (%s)", lib, dlerror());
+  return h;
 }
 
 int emcu_launched(const char *what) {

@@ -1486,20 +1486,11 @@ static void cu_cplx_ew(em_cx_op op, em_dtype dt, const em_iter *it, double alpha
   if (!geom(it, &g)) { UNSUPPORTED_VOID("complex elementwise"); return; }
   launched("complex elementwise", emcu_cx_ew((int)op, (int)dt, &g, alpha, stream()));
 }
-static em_status cu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner, int forward,
-                        double fct) {
-  return emcu_fft(dt, data, outer, n, inner, forward, fct);
-}
-
-static em_status cu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
-                         int64_t inner, double fct) {
-  return emcu_rfft(dt, in, out, outer, n, inner, fct);
-}
 
 const em_cplx_kernels em_cuda_cplx_kernels = {
     .ew = cu_cplx_ew,
-    .fft = cu_fft,
-    .rfft = cu_rfft,
+    .fft = emcu_fft, /* cuda/fft.c */
+    .rfft = emcu_rfft,
 };
 
 const em_kernels em_cuda_kernels = {
