@@ -616,6 +616,15 @@ static int ac_pointwise(em_ew_op op) {
   }
 }
 
+/* em_elementwise over inputs with their tensors replaced by ts (autocast's
+** casts), into a new result */
+static em_status ew_recast(em_ew_op op, int n, const em_operand *inputs, const em_tensor **ts,
+                          const em_ew_opts *opts, em_tensor **result) {
+  em_operand cast[3];
+  for (int i = 0; i < n; i++) cast[i] = inputs[i], cast[i].tensor = ts[i];
+  return em_elementwise(op, n, cast, opts, NULL, result);
+}
+
 em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
                          const em_ew_opts *opts, em_tensor *out,
                          em_tensor **result) {
@@ -624,16 +633,7 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
   if (em_ac_any && !out && inputs && n >= 1 && n <= 3 && ac_pointwise(op)) {
     const em_tensor *ac[3] = {NULL, NULL, NULL};
     for (int i = 0; i < n; i++) ac[i] = inputs[i].tensor;
-    em_ac_scope s;
-    int r = em_ac_begin(&s, EM_AC_POINTWISE, n, ac);
-    if (r < 0) return s.status;
-    if (r > 0) {
-      em_operand cast[3];
-      for (int i = 0; i < n; i++) cast[i] = inputs[i], cast[i].tensor = ac[i];
-      em_status st = em_elementwise(op, n, cast, opts, NULL, result);
-      em_ac_end(&s);
-      return st;
-    }
+    EM_AUTOCAST(EM_AC_POINTWISE, n, ac, ew_recast(op, n, inputs, ac, opts, result));
   }
   em_status fast_st;
   if (inputs && ew_small_binary(op, n, inputs, opts, out, result, &fast_st)) return fast_st;
