@@ -126,13 +126,6 @@ static int l_optim_rmsprop(lua_State *L) {
   return 3;
 }
 
-/* C._optim_other(kind, p, g, state1|nil, state2|nil, step, scalar1, scalar2,
-**   lr, weight_decay, eps, beta1, beta2, lr_decay, initial_accumulator_value,
-**   rho, momentum_decay, lambd, alpha, t0, etaminus, etaplus, step_size_min,
-**   step_size_max, maximize) -> state1, state2|nil, scalar1, scalar2
-** kind: 1 Adagrad, 2 Adadelta, 3 Adamax, 4 NAdam, 5 RAdam, 6 ASGD, 7 Rprop
-** (em_optim_kind + 1); the scalars are NAdam's mu_product, ASGD's eta and mu
-** (0 for the others). */
 /* C._optim_gather(true): queue the steps' updates (em_optim_gather_begin);
 ** C._optim_gather(false): run what is queued (em_optim_gather_end), raising
 ** its error. */
@@ -151,6 +144,13 @@ static int l_optim_multi_calls(lua_State *L) {
   return 1;
 }
 
+/* C._optim_other(kind, p, g, state1|nil, state2|nil, step, scalar1, scalar2,
+**   lr, weight_decay, eps, beta1, beta2, lr_decay, initial_accumulator_value,
+**   rho, momentum_decay, lambd, alpha, t0, etaminus, etaplus, step_size_min,
+**   step_size_max, maximize) -> state1, state2|nil, scalar1, scalar2
+** kind: 1 Adagrad, 2 Adadelta, 3 Adamax, 4 NAdam, 5 RAdam, 6 ASGD, 7 Rprop
+** (em_optim_kind + 1); the scalars are NAdam's mu_product, ASGD's eta and mu
+** (0 for the others). */
 static int l_optim_other(lua_State *L) {
   static const char *const names[] = {"Adagrad", "Adadelta", "Adamax", "NAdam",
                                       "RAdam", "ASGD", "Rprop"};

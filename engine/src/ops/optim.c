@@ -156,10 +156,12 @@ static void update_tensors(em_tensor *p, const em_tensor *g, int nslots, em_tens
   for (int i = 2; i < GATHER_HELD; i++) ts[i] = i - 2 < nslots ? slots[i - 2] : NULL;
 }
 
-/* Queues the update of tensors ts (held); flushes first where it must. */
-static em_status gather_push(step_kind kind, em_tensor *p, em_tensor **ts, const em_iter *it,
+/* Queues the update of tensors ts (held; ts[0] the parameter); flushes
+** first where it must. */
+static em_status gather_push(step_kind kind, em_tensor **ts, const em_iter *it,
                              const em_optim_params *k) {
   gather_buf *b = gather;
+  const em_tensor *p = ts[0];
   if (b->n > 0 && (b->n == GATHER_CAP || b->family != (int)kind || b->dt != p->dtype ||
                    !em_device_equal(b->dev, em_tensor_device(p)) ||
                    overlaps_queued(b, ts, GATHER_HELD))) {
@@ -196,7 +198,7 @@ static em_status run(const char *op, const em_optim_kernels *ko, step_kind kind,
   em_tensor *ts[GATHER_HELD];
   update_tensors(p, g, nslots, slots, ts);
   if (gathering && contiguous_1d(&it, p->dtype)) {
-    st = gather_push(kind, p, ts, &it, k);
+    st = gather_push(kind, ts, &it, k);
     if (st != EM_OK) return st;
   } else {
     /* run at once: after the queued updates it shares memory with */

@@ -108,7 +108,6 @@ return function(T, C)
   -- whatever is queued runs before step returns or raises. A subclass's own
   -- update runs ungathered.
   local gathered = setmetatable({}, { __mode = "k" })
-  optim._gathered = gathered
   local gather = C._optim_gather
 
   local function step_loop(self)
