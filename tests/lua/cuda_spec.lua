@@ -163,10 +163,12 @@ local function on(device, name, fn)
   end
 end
 local function back(t) return t.device.type == "cpu" and t or t:cpu() end
+-- complex tensors are compared through their (re, im) views
 local function same(want, got, tol)
   got = back(got)
   assert.same(want.shape, got.shape)
   assert.equal(tostring(want.dtype), tostring(got.dtype))
+  if want:is_complex() then want, got = T.view_as_real(want), T.view_as_real(got) end
   if tol then assert.is_true(T.allclose(got, want, tol, tol, true))
   else assert.is_true(T.equal(got, want)) end
 end
@@ -811,15 +813,6 @@ for _, dev in ipairs(devices) do
       end
     end)
     on(dev, "complex64/complex128: casts, fill, views, the complex ops, matmul and T.fft give the CPU's values", function(d)
-      local function csame(want, got, tol)
-        got = back(got)
-        assert.same(want.shape, got.shape)
-        assert.equal(tostring(want.dtype), tostring(got.dtype))
-        local w = want:is_complex() and T.view_as_real(want) or want
-        local g = got:is_complex() and T.view_as_real(got) or got
-        if tol then assert.is_true(T.allclose(g, w, tol, tol, true))
-        else assert.is_true(T.equal(g, w)) end
-      end
       T.manual_seed(5)
       for _, cdt in ipairs { T.complex64, T.complex128 } do
         local rdt = cdt == T.complex64 and T.float32 or T.float64
@@ -829,17 +822,17 @@ for _, dev in ipairs(devices) do
         local w0 = T.complex(T.randn(4, 6, { dtype = rdt }), T.randn(4, 6, { dtype = rdt }))
         local z, w = z0:to(d), w0:to(d)
         -- copies and casts (cpu/copy.c's rules), strided copies, fill
-        csame(z0, z)
-        csame(z0:t():contiguous(), z:t():contiguous())
-        csame(re:to(cdt), re:to(d):to(cdt))
-        csame(z0:to(rdt), z:to(rdt))
-        csame(z0:to(T.int32), z:to(T.int32))
-        csame(z0:to(T.complex64), z:to(T.complex64))
-        csame(z0:to(T.complex128), z:to(T.complex128))
-        csame(T.full({ 2, 3 }, -2.5, { dtype = cdt }), T.full({ 2, 3 }, -2.5, { dtype = cdt, device = d }))
-        csame(T.cat({ z0, w0 }, 2), T.cat({ z, w }, 2))
-        csame(z0:index_select(1, T.tensor { 3, 1 }), z:index_select(1, T.tensor({ 3, 1 }):to(d)))
-        csame(z0:flip(2), z:flip(2))
+        same(z0, z)
+        same(z0:t():contiguous(), z:t():contiguous())
+        same(re:to(cdt), re:to(d):to(cdt))
+        same(z0:to(rdt), z:to(rdt))
+        same(z0:to(T.int32), z:to(T.int32))
+        same(z0:to(T.complex64), z:to(T.complex64))
+        same(z0:to(T.complex128), z:to(T.complex128))
+        same(T.full({ 2, 3 }, -2.5, { dtype = cdt }), T.full({ 2, 3 }, -2.5, { dtype = cdt, device = d }))
+        same(T.cat({ z0, w0 }, 2), T.cat({ z, w }, 2))
+        same(z0:index_select(1, T.tensor { 3, 1 }), z:index_select(1, T.tensor({ 3, 1 }):to(d)))
+        same(z0:flip(2), z:flip(2))
         -- the complex family's ops (thrust::complex against C99: tolerances)
         local ops = {
           function(a, b) return a + b end, function(a, b) return T.sub(a, b, { alpha = 2 }) end,
@@ -853,36 +846,36 @@ for _, dev in ipairs(devices) do
           function(a) return a:square() end, function(a) return a:sum(2) end,
           function(a, b) return a:eq(b) end, function(a) return a:ne(a:conj()) end,
         }
-        for _, f in ipairs(ops) do csame(f(z0, w0), f(z, w), tol) end
+        for _, f in ipairs(ops) do same(f(z0, w0), f(z, w), tol) end
         -- matmul on cuBLAS's complex GEMM
-        csame(z0:matmul(w0:t()), z:matmul(w:t()), tol * 10)
+        same(z0:matmul(w0:t()), z:matmul(w:t()), tol * 10)
         -- T.fft on cuFFT: last dim (one batched plan), dim 1 (strided lanes),
         -- a prime length, every norm, real input at an odd offset
         local F = T.fft
         for _, norm in ipairs { "backward", "ortho", "forward" } do
-          csame(F.fft(z0, { norm = norm }), F.fft(z, { norm = norm }), tol * 10)
-          csame(F.ifft(z0, { dim = 1, norm = norm }), F.ifft(z, { dim = 1, norm = norm }), tol * 10)
-          csame(F.rfft(re, { norm = norm }), F.rfft(re:to(d), { norm = norm }), tol * 10)
-          csame(F.irfft(z0, { norm = norm }), F.irfft(z, { norm = norm }), tol * 10)
+          same(F.fft(z0, { norm = norm }), F.fft(z, { norm = norm }), tol * 10)
+          same(F.ifft(z0, { dim = 1, norm = norm }), F.ifft(z, { dim = 1, norm = norm }), tol * 10)
+          same(F.rfft(re, { norm = norm }), F.rfft(re:to(d), { norm = norm }), tol * 10)
+          same(F.irfft(z0, { norm = norm }), F.irfft(z, { norm = norm }), tol * 10)
         end
         local p0 = T.randn(3, 7, { dtype = rdt })
-        csame(F.rfft(p0, { dim = 1 }), F.rfft(p0:to(d), { dim = 1 }), tol * 10)
+        same(F.rfft(p0, { dim = 1 }), F.rfft(p0:to(d), { dim = 1 }), tol * 10)
         -- a middle dim with more outer than inner positions (the plan
         -- batches the outer lanes), and a real one (it loops over outer)
         local z3 = T.complex(T.randn(5, 3, 2, { dtype = rdt }), T.randn(5, 3, 2, { dtype = rdt }))
-        csame(F.fft(z3, { dim = 2 }), F.fft(z3:to(d), { dim = 2 }), tol * 10)
+        same(F.fft(z3, { dim = 2 }), F.fft(z3:to(d), { dim = 2 }), tol * 10)
         local r3 = T.randn(5, 4, 2, { dtype = rdt })
-        csame(F.rfft(r3, { dim = 2 }), F.rfft(r3:to(d), { dim = 2 }), tol * 10)
-        csame(F.fft2(p0:to(cdt)), F.fft2(p0:to(d):to(cdt)), tol * 10)
+        same(F.rfft(r3, { dim = 2 }), F.rfft(r3:to(d), { dim = 2 }), tol * 10)
+        same(F.fft2(p0:to(cdt)), F.fft2(p0:to(d):to(cdt)), tol * 10)
         local row = T.randn(1, 9, { dtype = rdt })
-        csame(F.rfft(row:narrow(2, 2, 8)), F.rfft(row:to(d):narrow(2, 2, 8)), tol * 10)
+        same(F.rfft(row:narrow(2, 2, 8)), F.rfft(row:to(d):narrow(2, 2, 8)), tol * 10)
         -- gradients through the transform stay on the device
         local a = z:clone():requires_grad_()
         F.fft(a):abs():sum():backward()
         local a0 = z0:clone():requires_grad_()
         F.fft(a0):abs():sum():backward()
         assert.equal(d, a.grad.device.type)
-        csame(a0.grad, a.grad, tol * 10)
+        same(a0.grad, a.grad, tol * 10)
       end
     end)
     on(dev, "conv2d through cuDNN and through im2col + cuBLAS: the same values and gradients, deterministic ones repeat", function(d)
