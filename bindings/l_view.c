@@ -110,27 +110,40 @@ static int p_mT(lua_State *L) {
   RETURN_BOX(em_mT(t, box));
 }
 
-/* ember has no complex dtypes, so the conjugate transposes are transposes:
-** H (matrices only, as PyTorch), mH and adjoint() (the last two dims). */
+/* The conjugate transposes: H (matrices only, as PyTorch; every dim
+** reversed), mH and adjoint() (the last two dims). A real tensor's is its
+** transpose view; a complex tensor's is the transpose conjugated, a new
+** tensor as T.conj's (ember keeps no lazy conjugate bit: docs/dtypes.md). */
+static em_status conj_transpose(const em_tensor *t, int all_dims, em_tensor **out) {
+  em_dtype dt = em_tensor_dtype(t);
+  if (dt != EM_COMPLEX64 && dt != EM_COMPLEX128)
+    return all_dims ? em_reverse_dims(t, out) : em_mT(t, out);
+  em_tensor *v = NULL;
+  em_status st = all_dims ? em_reverse_dims(t, &v) : em_mT(t, &v);
+  if (st == EM_OK) st = em_conj(v, out);
+  em_tensor_release(v);
+  return st;
+}
+
 static int p_H(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "H");
   if (em_tensor_ndim(t) != 2 && em_tensor_ndim(t) != 0)
     return l_errorf(L, "H: only supported on matrices (2-d tensors), got a %d-d "
                       "tensor; use .mH to transpose the last two dims",
                       em_tensor_ndim(t));
-  RETURN_BOX(em_reverse_dims(t, box));
+  RETURN_BOX(conj_transpose(t, 1, box));
 }
 
 static int p_mH(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "mH");
-  RETURN_BOX(em_mT(t, box));
+  RETURN_BOX(conj_transpose(t, 0, box));
 }
 
 /* t:adjoint(): a method, so it takes nothing more (the getters take t only) */
 static int l_adjoint(lua_State *L) {
   l_checknomore(L, 1, "adjoint");
   em_tensor *t = l_checktensor(L, 1, "adjoint");
-  RETURN_BOX(em_mT(t, box));
+  RETURN_BOX(conj_transpose(t, 0, box));
 }
 
 static int l_permute(lua_State *L) {
