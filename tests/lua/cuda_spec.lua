@@ -169,7 +169,7 @@ local function same(want, got, tol)
   assert.same(want.shape, got.shape)
   assert.equal(tostring(want.dtype), tostring(got.dtype))
   if want:is_complex() then want, got = T.view_as_real(want), T.view_as_real(got) end
-  if tol then assert.is_true(T.allclose(got, want, tol, tol, true))
+  if tol then assert.is_true(T.allclose(got, want, tol, tol, true), debug.traceback())
   else assert.is_true(T.equal(got, want)) end
 end
 
@@ -918,38 +918,128 @@ for _, dev in ipairs(devices) do
         same(back(gxb), gxc, tol * 10)
       end
     end)
-    on(dev, "T.linalg (host-staged on cuda) gives the CPU's values, results on the device, gradients", function(d)
+    on(dev, "T.linalg (cuSOLVER on cuda; lstsq and eig host-staged) gives the CPU's values, results on the device, gradients", function(d)
       local LA = T.linalg
+      local Cc = require "ember.core"
       T.manual_seed(21)
       local A0 = T.randn(3, 4, 4, { dtype = T.float64 })
       A0 = A0:matmul(A0.mT) + T.eye(4, { dtype = T.float64 }) -- positive definite
       local B0 = T.randn(3, 4, 2, { dtype = T.float64 })
       local A, B = A0:to(d), B0:to(d)
-      for _, f in ipairs {
+      -- the native routines: values as the CPU's, nothing staged
+      for i, f in ipairs {
         function(a, b) return LA.solve(a, b) end,
+        function(a, b) return LA.solve(a, b.mT, { left = false }) end,
         function(a) return LA.inv(a) end,
         function(a) return LA.det(a) end,
+        function(a) return select(2, LA.slogdet(a)) end,
         function(a) return LA.cholesky(a) end,
+        function(a) return LA.cholesky(a, { upper = true }) end,
         function(a) return LA.eigvalsh(a) end,
         function(a) return LA.svdvals(a) end,
-        function(a, b) return LA.lstsq(a, b).solution end,
-        function(a) local LU, piv = LA.lu_factor(a); return LU end,
+        function(a) return LA.svdvals(a:narrow(3, 1, 3)) end,
+        function(a) return LA.svdvals(a:narrow(2, 1, 3)) end,
+        function(a) local LU = LA.lu_factor(a); return LU end,
+        function(a) local _, piv = LA.lu_factor(a); return piv end,
+        function(a, b) local LU, piv = LA.lu_factor(a); return LA.lu_solve(LU, piv, b) end,
+        function(a, b) local LU, piv = LA.lu_factor(a); return LA.lu_solve(LU, piv, b, { adjoint = true }) end,
+        function(a, b) return LA.solve_triangular(a:triu(), b, { upper = true }) end,
+        function(a, b) return LA.solve_triangular(a:tril(), b.mT, { upper = false, left = false }) end,
+        function(a, b) return LA.solve_triangular(a:tril(), b, { upper = false, unitriangular = true }) end,
+        function(a) return LA.matrix_norm(a, "nuc") end,
+        function(a) return LA.matrix_rank(a) end,
       } do
+        local before = Cc._linalg_staged()
         local want, got = f(A0, B0), f(A, B)
         assert.equal(d, got.device.type)
         same(want, got, 1e-9)
+        assert.equal(before, Cc._linalg_staged(), "call " .. i .. " ran host-staged")
       end
-      -- gradients through a staged decomposition stay on the device
+      -- factors that are unique only up to signs: invariants
+      local function close(x, y, tol) same(back(x), back(y), tol or 1e-9) end
+      for _, shape in ipairs { { 3, 5, 3 }, { 3, 3, 5 }, { 2, 4, 4 } } do
+        local M0 = T.randn(shape[1], shape[2], shape[3], { dtype = T.float64 })
+        local M = M0:to(d)
+        for _, full in ipairs { false, true } do
+          local U, S, Vh = LA.svd(M, { full_matrices = full })
+          assert.equal(d, U.device.type)
+          close(LA.svdvals(M0), S)
+          local k = math.min(shape[2], shape[3])
+          local Uk, Vk = U:narrow(3, 1, k), Vh:narrow(2, 1, k)
+          close(M0, Uk:matmul(T.diag_embed(S)):matmul(Vk))
+          close(T.eye(U.shape[3], { dtype = T.float64 }):expand(U.shape[1], U.shape[3], U.shape[3]),
+                U.mT:matmul(U))
+          close(T.eye(Vh.shape[2], { dtype = T.float64 }):expand(Vh.shape[1], Vh.shape[2], Vh.shape[2]),
+                Vh:matmul(Vh.mT))
+        end
+        for _, mode in ipairs { "reduced", "complete" } do
+          local Q, R = LA.qr(M, { mode = mode })
+          assert.equal(d, Q.device.type)
+          close(M0, Q:matmul(R))
+          close(R, R:triu())
+          close(T.eye(Q.shape[3], { dtype = T.float64 }):expand(Q.shape[1], Q.shape[3], Q.shape[3]),
+                Q.mT:matmul(Q))
+        end
+      end
+      local L, V = LA.eigh(A)
+      close(LA.eigvalsh(A0), L)
+      close(A0, V:matmul(T.diag_embed(L)):matmul(V.mT))
+      local Lu = LA.eigh(A, { UPLO = "U" })
+      close(LA.eigvalsh(A0), Lu)
+      -- float32 and complex64 on the same routines
+      local A32 = A0:float()
+      same(LA.solve(A32, B0:float()), LA.solve(A32:to(d), B0:float():to(d)), 1e-4)
+      same(LA.cholesky(A32), LA.cholesky(A32:to(d)), 1e-4)
+      local Z0 = T.complex(A0, T.randn(3, 4, 4, { dtype = T.float64 }) * 0.1)
+      Z0 = Z0:matmul(Z0.mH) + T.eye(4, { dtype = T.float64 }):to(T.complex128)
+      local Z = Z0:to(d)
+      same(LA.solve(Z0, B0:to(T.complex128)), LA.solve(Z, B0:to(T.complex128):to(d)), 1e-9)
+      same(LA.inv(Z0), LA.inv(Z), 1e-9)
+      same(LA.cholesky(Z0), LA.cholesky(Z), 1e-9)
+      same(LA.eigvalsh(Z0), LA.eigvalsh(Z), 1e-9)
+      same(LA.svdvals(Z0), LA.svdvals(Z), 1e-9)
+      local Zu, Zs, Zvh = LA.svd(Z)
+      close(Z0, Zu:matmul(T.diag_embed(Zs):to(T.complex128)):matmul(Zvh))
+      local Zq, Zr = LA.qr(Z)
+      close(Z0, Zq:matmul(Zr))
+      local Zl, Zv = LA.eigh(Z)
+      close(Z0, Zv:matmul(T.diag_embed(Zl):to(T.complex128)):matmul(Zv.mH))
+      -- lstsq and eig: host-staged on cuda (no cuSOLVER routine is wired)
+      for _, f in ipairs {
+        function(a, b) return LA.lstsq(a, b).solution end,
+        function(a) return LA.eigvals(a) end,
+      } do
+        local before = Cc._linalg_staged()
+        local want, got = f(A0, B0), f(A, B)
+        assert.equal(d, got.device.type)
+        same(want, got, 1e-9)
+        if d == "cuda" then assert.is_true(Cc._linalg_staged() > before) end
+      end
+      -- gradients through the decompositions stay on the device
       local a = A:clone():requires_grad_()
       LA.solve(a, B):pow(2):sum():backward()
       local a0 = A0:clone():requires_grad_()
       LA.solve(a0, B0):pow(2):sum():backward()
       assert.equal(d, a.grad.device.type)
       same(a0.grad, a.grad, 1e-9)
-      -- errors name the op and the 1-based batch element, as on the CPU
+      local c, c0 = A:clone():requires_grad_(), A0:clone():requires_grad_()
+      LA.svdvals(c):sum():backward()
+      LA.svdvals(c0):sum():backward()
+      same(c0.grad, c.grad, 1e-8)
+      -- info comes back from the device: errors name the op and the
+      -- 1-based batch element, as on the CPU; the _ex forms return it
       local S = A0:clone()
       S[2]:zero_()
       raises(function() return LA.cholesky(S:to(d)) end, "(Batch element 2)")
+      raises(function() return LA.solve(S:to(d), B) end, "(Batch element 2)")
+      raises(function() return LA.inv(S:to(d)) end, "(Batch element 2)")
+      raises(function() return LA.lu_factor(S:to(d)) end, "(Batch element 2)")
+      local _, info = LA.inv_ex(S:to(d))
+      assert.equal(d, info.device.type)
+      assert.same({ 0, 1, 0 }, back(info):gt(0):int():tolist())
+      local Lc, cinfo = LA.cholesky_ex(S:to(d))
+      same(LA.cholesky(A0[1]), Lc[1])
+      assert.same({ 0, 1, 0 }, back(cinfo):gt(0):int():tolist())
     end)
     on(dev, "nn: RNN, LSTM (with projection) and GRU layers (composed on cuda), packed sequences, gradients", function(d)
       local nn = T.nn

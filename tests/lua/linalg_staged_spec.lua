@@ -1,6 +1,6 @@
 -- T.linalg host-staged (engine/src/ops/linalg_lapack.c, "Host staging"):
--- the path of a device with values but no LAPACK kernels (cuda until
--- cuSOLVER is wired): the inputs cross to the CPU, the CPU op runs, each
+-- the path of a device with values but no LAPACK kernel for a routine
+-- (cuda's lstsq and eig): the inputs cross to the CPU, the CPU op runs, each
 -- result crosses back. C._nn_force_math(true) stages CPU tensors too (a
 -- copy each way), so every case of linalg_lapack_spec.lua and
 -- linalg_complex_spec.lua (values and gradients against PyTorch 1.13,

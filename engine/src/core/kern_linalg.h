@@ -107,10 +107,20 @@ typedef struct em_linalg_kernels {
   ** and every ld >= max(1, rows)). Fails only when it cannot allocate
   ** LAPACK's workspace; numerical failures are j->info's. Small matrices
   ** of a batch run in parallel (one BLAS thread each). Optional: a device
-  ** that leaves it NULL (cuda) gets T.linalg host-staged (the ops copy the
-  ** inputs to the CPU, run the CPU op, copy the results back). */
+  ** that leaves it NULL gets T.linalg host-staged (the ops copy the
+  ** inputs to the CPU, run the CPU op, copy the results back).
+  ** A device's buffers (a, b, c, w, ipiv, info, rank) are in its memory:
+  ** the op reads info back through a copy to the host. Where info > 0, a
+  ** device may leave GESV's b and GETRI's a undefined (cuda solves the
+  ** singular factors anyway, as PyTorch's cuda path does, rather than wait
+  ** for info). */
   em_status (*lapack)(const em_lapack_job *j);
+  /* The routines lapack does not run (bits 1u << em_lapack_op; 0: all): an
+  ** op that needs one of them runs host-staged. */
+  uint32_t lapack_missing;
 } em_linalg_kernels;
+
+#define EM_LAPACK_BIT(op) (1u << (op))
 
 extern const em_linalg_kernels em_cpu_linalg_kernels, em_meta_linalg_kernels;
 

@@ -49,6 +49,7 @@ typedef cublasStatus_t (*gemm_sb_fn)(cublasHandle_t, cublasOperation_t, cublasOp
 static struct {
   int tried, ok;
   char why[256];
+  void *h; /* the dlopen handle */
   create_fn create;
   set_stream_fn set_stream;
   set_math_fn set_math;
@@ -62,6 +63,7 @@ static void lib_open(void) {
   static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
   void *h = emcu_dlopen_first(names, "libcublas", lib.why, sizeof lib.why);
   if (!h) return;
+  lib.h = h;
   lib.create = (create_fn)dlsym(h, "cublasCreate_v2");
   lib.set_stream = (set_stream_fn)dlsym(h, "cublasSetStream_v2");
   lib.set_math = (set_math_fn)dlsym(h, "cublasSetMathMode");
@@ -115,6 +117,13 @@ static cublasHandle_t handle(int dev) {
     return NULL;
   }
   return handles[dev];
+}
+
+void *emcu_cublas_handle(int dev) { return handle(dev); }
+
+void *emcu_cublas_sym(const char *name) {
+  pthread_once(&lib_once, lib_open);
+  return lib.ok ? dlsym(lib.h, name) : NULL;
 }
 
 void emcu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {

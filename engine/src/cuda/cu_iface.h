@@ -379,6 +379,24 @@ int emcu_cx_ew(int op, int dt, const emcu_geom *g, double alpha, void *stream);
 ** data, each part times fct */
 int emcu_scale(int dt, void *data, int64_t n, double fct, void *stream);
 
+/* The solvers' helpers (cuda/linalg.cu; cuda/solver.c). Matrices are
+** column-major, batch element b at base + b * stride elements; dt is
+** float32, float64, complex64 or complex128 (8, 9, 10, 11). */
+/* n pivots between cuSOLVER's int64 and the ops' int32 (1-based both) */
+int emcu_la_piv32to64(const int32_t *in, int64_t *out, int64_t n, void *stream);
+int emcu_la_piv64to32(const int64_t *in, int32_t *out, int64_t n, void *stream);
+/* batch contiguous n x n identities at a */
+int emcu_la_eye(int dt, void *a, int64_t batch, int64_t n, void *stream);
+/* the strict lower (zero_lower) or strict upper triangle of each n x n
+** matrix (leading dimension lda, element stride sa) set to zero */
+int emcu_la_zero_triangle(int dt, void *a, int64_t batch, int64_t n, int64_t lda, int64_t sa,
+                          int zero_lower, void *stream);
+/* c = v^H per element: c[q + r ldc] = conj(v[r + q ldv]) for r < rows,
+** q < cols (v is rows x cols) */
+int emcu_la_conj_transpose(int dt, const void *v, int64_t sv, int64_t ldv, int64_t rows,
+                           int64_t cols, void *c, int64_t sc, int64_t ldc, int64_t batch,
+                           void *stream);
+
 #ifdef __cplusplus
 }
 #endif

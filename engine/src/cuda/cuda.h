@@ -52,6 +52,14 @@ struct em_conv2d_geo;
 em_status emcu_cudnn_conv2d(const char *op, int pass, const em_tensor *a, const em_tensor *b,
                             const em_tensor *bias, em_tensor *out, const struct em_conv2d_geo *g,
                             int *taken);
+/* This thread's cuBLAS handle of device dev on its current stream (NULL
+** after a note: em_cuda_check raises it), and a symbol of the libcublas
+** that cuda/blas.c opened (NULL when it cannot be loaded). */
+void *emcu_cublas_handle(int dev);
+void *emcu_cublas_sym(const char *name);
+/* The linalg family's LAPACK entry on cuSOLVER (cuda/solver.c). */
+struct em_lapack_job;
+em_status emcu_lapack(const struct em_lapack_job *j);
 /* cudaError_t code -> em_fail naming op and what. */
 em_status emcu_fail(const char *op, const char *what, int cuda_error);
 

@@ -679,12 +679,14 @@ const em_index_kernels em_cuda_index_kernels = {
     .key_accumulate = cu_key_accumulate,
 };
 
-/* -- linalg: gemm on cuBLAS (cuda/blas.c); no LAPACK kernels yet (cuSOLVER):
-** ops/linalg_lapack.c runs T.linalg's decompositions host-staged -------- */
+/* -- linalg: gemm on cuBLAS (cuda/blas.c), the decompositions on cuSOLVER
+** (cuda/solver.c); lstsq (GELS) and eig (GEEV) run host-staged
+** (ops/linalg_lapack.c) -- */
 
 const em_linalg_kernels em_cuda_linalg_kernels = {
     .gemm = emcu_gemm,
-    .lapack = NULL,
+    .lapack = emcu_lapack,
+    .lapack_missing = EM_LAPACK_BIT(EM_LAPACK_GELS) | EM_LAPACK_BIT(EM_LAPACK_GEEV),
 };
 
 /* -- random: the samplers, bernoulli with probabilities, randperm and

@@ -171,24 +171,36 @@ static em_status int_empty(int nb, const int64_t *bs, int64_t last, em_dtype dt,
 
 /* Whether a batch element failed (info > 0; info != 0 when any): the first
 ** one's code in *code and its "(Batch element k): " prefix (1-based; "" for
-** an unbatched op) in pre. The meta device has no values: never. */
+** an unbatched op) in pre. info on a device (cuda's solvers write it
+** there) is read through a copy to the host, which waits for the routine;
+** a failed copy sets *st and answers 0. The meta device has no values:
+** never. */
 static int first_failure(const em_tensor *info, int64_t batch, int any, int nb, char *pre,
-                         size_t npre, int *code) {
+                         size_t npre, int *code, em_status *st) {
+  em_tensor *host = NULL;
+  if (info->storage->data && info->storage->device.type != EM_CPU) {
+    *st = em_to(info, info->dtype, em_cpu(), 1, &host);
+    if (*st != EM_OK) return 0;
+    info = host;
+  }
   const int32_t *iv = info->storage->data ? data_of(info) : NULL;
-  for (int64_t i = 0; iv && i < batch; i++)
+  int found = 0;
+  for (int64_t i = 0; iv && i < batch && !found; i++)
     if (any ? iv[i] != 0 : iv[i] > 0) {
       *code = iv[i];
       batch_prefix(pre, npre, nb, i);
-      return 1;
+      found = 1;
     }
-  return 0;
+  em_tensor_release(host);
+  return found;
 }
 
 static em_status run_job(const char *op, em_device dev, em_lapack_job *j) {
   const em_kernels *k;
   em_status st = em_kernels_check(op, dev, &k);
   if (st != EM_OK) return st;
-  if (!k->linalg->lapack) { /* staged before this (stage_begin); not reached */
+  if (!k->linalg->lapack || (k->linalg->lapack_missing & EM_LAPACK_BIT(j->op))) {
+    /* staged before this (stage_begin); not reached */
     char d[32];
     return em_fail(EM_E_RUNTIME, "%s: no LAPACK kernels on %s", op, em_device_str(dev, d, sizeof d));
   }
@@ -212,8 +224,9 @@ static em_status broadcast_batch(const char *op, const em_tensor *a, int keep_a,
 }
 
 /* -- Host staging ------------------------------------------------------------
-** A device with values but no LAPACK kernels (its table's lapack is NULL:
-** cuda until cuSOLVER is wired) runs T.linalg on the host, as PyTorch runs
+** A device with values but no LAPACK kernel for the op's routine (its
+** table's lapack is NULL, or lapack_missing names the routine: cuda's GELS
+** and GEEV) runs T.linalg on the host, as PyTorch runs
 ** linalg.eig of a cuda tensor through LAPACK: the inputs cross to the CPU
 ** once, the CPU op runs there (same checks, errors and results), and each
 ** result crosses back. Inputs on different devices are not staged (the op
@@ -232,7 +245,8 @@ typedef struct staged {
 
 /* Whether the op over inputs a, b, c (b, c may be NULL) runs host-staged;
 ** then s->h holds them on the CPU (s->st says whether they got there). */
-static int stage_begin(staged *s, const em_tensor *a, const em_tensor *b, const em_tensor *c) {
+static int stage_begin(staged *s, uint32_t ops, const em_tensor *a, const em_tensor *b,
+                       const em_tensor *c) {
   const em_tensor *in[3] = {a, b, c};
   em_device d = a->storage->device;
   if (g_staging) return 0;
@@ -242,7 +256,8 @@ static int stage_begin(staged *s, const em_tensor *a, const em_tensor *b, const 
     if (!em_nn_forced_math()) return 0;
   } else {
     const em_kernels *k = em_kernels_for(d);
-    if (!k || !em_device_has_data(d) || k->linalg->lapack) return 0;
+    if (!k || !em_device_has_data(d)) return 0;
+    if (k->linalg->lapack && !(k->linalg->lapack_missing & ops)) return 0;
   }
   memset(s, 0, sizeof *s);
   s->dev = d;
@@ -271,11 +286,12 @@ static em_status stage_end(staged *s, em_status st, em_tensor **o0, em_tensor **
   return st;
 }
 
-/* The staged form of a call: CALL runs the CPU op over s.h into s.r. */
-#define STAGED(A, B, C, CALL, O0, O1, O2, O3)                              \
+/* The staged form of a call that runs the LAPACK routine OP: CALL runs the
+** CPU op over s.h into s.r. */
+#define STAGED(OP, A, B, C, CALL, O0, O1, O2, O3)                          \
   do {                                                                    \
     staged s_;                                                            \
-    if (stage_begin(&s_, A, B, C)) {                                      \
+    if (stage_begin(&s_, EM_LAPACK_BIT(OP), A, B, C)) {                   \
       em_tensor **const h = s_.h, **const r = s_.r;                       \
       return stage_end(&s_, s_.st == EM_OK ? (CALL) : s_.st, O0, O1, O2, O3); \
     }                                                                     \
@@ -285,7 +301,7 @@ static em_status stage_end(staged *s, em_status st, em_tensor **o0, em_tensor **
 
 em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_tensor **pivots,
                               em_tensor **info) {
-  STAGED(A, NULL, NULL, em_linalg_lu_factor(h[0], check, &r[0], &r[1], &r[2]), LU, pivots, info, NULL);
+  STAGED(EM_LAPACK_GETRF, A, NULL, NULL, em_linalg_lu_factor(h[0], check, &r[0], &r[1], &r[2]), LU, pivots, info, NULL);
   const char *op = "linalg.lu_factor";
   em_status st = check_matrix(op, "A", A, 0);
   if (st != EM_OK) return st;
@@ -315,7 +331,7 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
   if (st == EM_OK && check && batch > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE,
                    "%s: %sU[%d,%d] is zero and using it on lu_solve would result in a division "
                    "by zero. If you still want to perform the factorization, consider calling "
@@ -338,7 +354,7 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
 /* A X = B (trans 0) or A^T X = B (trans 1) from A's LU factors. */
 em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
                              int trans, em_tensor **X) {
-  STAGED(LU, pivots, B, em_linalg_lu_solve(h[0], h[1], h[2], trans, &r[0]), X, NULL, NULL, NULL);
+  STAGED(EM_LAPACK_GETRS, LU, pivots, B, em_linalg_lu_solve(h[0], h[1], h[2], trans, &r[0]), X, NULL, NULL, NULL);
   const char *op = "linalg.lu_solve";
   em_status st = check_real(op, LU);
   if (st == EM_OK) st = check_matrix(op, "LU", LU, 1);
@@ -404,7 +420,7 @@ em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const
 
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info) {
-  STAGED(A, B, NULL, em_linalg_solve(h[0], h[1], check, &r[0], &r[1]), X, info, NULL, NULL);
+  STAGED(EM_LAPACK_GESV, A, B, NULL, em_linalg_solve(h[0], h[1], check, &r[0], &r[1]), X, info, NULL, NULL);
   const char *op = check == 2 ? "linalg.inv" : "linalg.solve";
   em_status st = check_matrix(op, "A", A, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
@@ -448,7 +464,7 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
   if (st == EM_OK && check && batch > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code)) {
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st)) {
       if (check == 2)
         st = em_fail(EM_E_VALUE, "%s: %sThe diagonal element %d is zero, the inversion could "
                      "not be completed because the input matrix is singular.", op, pre, code);
@@ -475,7 +491,7 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
 ** A^T column-major, whose inverse read row-major is inv(A): no transposing
 ** copy, and the result is contiguous. */
 em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor **info) {
-  STAGED(A, NULL, NULL, em_linalg_inv(h[0], check, &r[0], &r[1]), X, info, NULL, NULL);
+  STAGED(EM_LAPACK_GETRI, A, NULL, NULL, em_linalg_inv(h[0], check, &r[0], &r[1]), X, info, NULL, NULL);
   const char *op = "linalg.inv";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -506,7 +522,7 @@ em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor 
   if (st == EM_OK && check && batch > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE, "%s: %sThe diagonal element %d is zero, the inversion could "
                    "not be completed because the input matrix is singular.", op, pre, code);
   }
@@ -527,7 +543,7 @@ em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor 
 /* The lower factor L (A = L L^H) from A's lower triangle; the strict upper
 ** triangle of the result is zeroed by the kernel (no tril pass after). */
 em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_tensor **info) {
-  STAGED(A, NULL, NULL, em_linalg_cholesky(h[0], check, &r[0], &r[1]), L, info, NULL, NULL);
+  STAGED(EM_LAPACK_POTRF, A, NULL, NULL, em_linalg_cholesky(h[0], check, &r[0], &r[1]), L, info, NULL, NULL);
   const char *op = "linalg.cholesky";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -559,7 +575,7 @@ em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_te
   if (st == EM_OK && check && batch > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE, "%s: %sThe factorization could not be completed because the "
                    "input is not positive-definite (the leading minor of order %d is not "
                    "positive-definite).", op, pre, code);
@@ -579,7 +595,7 @@ em_status em_linalg_cholesky(const em_tensor *A, int check, em_tensor **L, em_te
 
 em_status em_linalg_solve_triangular(const em_tensor *A, const em_tensor *B, int upper, int left,
                                      int unitriangular, em_tensor **X) {
-  STAGED(A, B, NULL, em_linalg_solve_triangular(h[0], h[1], upper, left, unitriangular, &r[0]), X, NULL, NULL, NULL);
+  STAGED(EM_LAPACK_TRSM, A, B, NULL, em_linalg_solve_triangular(h[0], h[1], upper, left, unitriangular, &r[0]), X, NULL, NULL, NULL);
   const char *op = "linalg.solve_triangular";
   em_status st = check_matrix(op, "A", A, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
@@ -628,7 +644,7 @@ em_status em_linalg_solve_triangular(const em_tensor *A, const em_tensor *B, int
 /* -- QR ------------------------------------------------------------------- */
 
 em_status em_linalg_geqrf(const em_tensor *A, em_tensor **QR, em_tensor **tau) {
-  STAGED(A, NULL, NULL, em_linalg_geqrf(h[0], &r[0], &r[1]), QR, tau, NULL, NULL);
+  STAGED(EM_LAPACK_GEQRF, A, NULL, NULL, em_linalg_geqrf(h[0], &r[0], &r[1]), QR, tau, NULL, NULL);
   const char *op = "geqrf";
   em_status st = check_matrix(op, "A", A, 0);
   if (st != EM_OK) return st;
@@ -663,7 +679,7 @@ em_status em_linalg_geqrf(const em_tensor *A, em_tensor **QR, em_tensor **tau) {
 
 em_status em_linalg_householder_product(const em_tensor *A, const em_tensor *tau,
                                         em_tensor **Q) {
-  STAGED(A, tau, NULL, em_linalg_householder_product(h[0], h[1], &r[0]), Q, NULL, NULL, NULL);
+  STAGED(EM_LAPACK_ORGQR, A, tau, NULL, em_linalg_householder_product(h[0], h[1], &r[0]), Q, NULL, NULL, NULL);
   const char *op = "linalg.householder_product";
   em_status st = check_matrix(op, "A", A, 0);
   if (st == EM_OK) st = check_float(op, tau);
@@ -720,7 +736,7 @@ em_status em_linalg_householder_product(const em_tensor *A, const em_tensor *tau
 
 em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, em_tensor **U,
                         em_tensor **S, em_tensor **Vh) {
-  STAGED(A, NULL, NULL, em_linalg_svd(h[0], full_matrices, compute_uv, &r[0], &r[1], &r[2]), U, S, Vh, NULL);
+  STAGED(EM_LAPACK_GESDD, A, NULL, NULL, em_linalg_svd(h[0], full_matrices, compute_uv, &r[0], &r[1], &r[2]), U, S, Vh, NULL);
   const char *op = compute_uv ? "linalg.svd" : "linalg.svdvals";
   em_status st = check_matrix(op, "A", A, 0);
   if (st != EM_OK) return st;
@@ -773,7 +789,7 @@ em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, e
   if (st == EM_OK && batch > 0 && k > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE, "%s: %sThe algorithm failed to converge because the input "
                    "matrix is ill-conditioned or has too many repeated singular values "
                    "(error code: %d).", op, pre, code);
@@ -799,7 +815,7 @@ em_status em_linalg_svd(const em_tensor *A, int full_matrices, int compute_uv, e
 
 em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor **L,
                          em_tensor **V) {
-  STAGED(A, NULL, NULL, em_linalg_eigh(h[0], upper, compute_v, &r[0], &r[1]), L, V, NULL, NULL);
+  STAGED(EM_LAPACK_SYEVD, A, NULL, NULL, em_linalg_eigh(h[0], upper, compute_v, &r[0], &r[1]), L, V, NULL, NULL);
   const char *op = compute_v ? "linalg.eigh" : "linalg.eigvalsh";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -835,7 +851,7 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
   if (st == EM_OK && batch > 0 && n > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE, "%s: %sThe algorithm failed to converge because the input "
                    "matrix is ill-conditioned or has too many repeated eigenvalues (error "
                    "code: %d).", op, pre, code);
@@ -866,7 +882,8 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
 
 /* The first batch element (0-based) of the buffer a (batch x nvals values
 ** of a's value type, contiguous) that holds an inf or NaN, or -1. The meta
-** device has no values: -1. */
+** device has no values: -1. Host memory only: eig runs host-staged on
+** every device without GEEV (cuda's lapack_missing names it). */
 static int64_t first_nonfinite(const em_tensor *a, int64_t batch, int64_t nvals) {
   const void *p = a->storage->data ? data_of(a) : NULL;
   int f32 = value_dtype(a->dtype) == EM_FLOAT32;
@@ -880,7 +897,7 @@ static int64_t first_nonfinite(const em_tensor *a, int64_t batch, int64_t nvals)
 ** major, unit norm, as geev gives them) of a square A, complex64 for
 ** float32/complex64 input, complex128 for float64/complex128. */
 em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_tensor **V) {
-  STAGED(A, NULL, NULL, em_linalg_eig(h[0], compute_v, &r[0], &r[1]), L, V, NULL, NULL);
+  STAGED(EM_LAPACK_GEEV, A, NULL, NULL, em_linalg_eig(h[0], compute_v, &r[0], &r[1]), L, V, NULL, NULL);
   const char *op = compute_v ? "linalg.eig" : "linalg.eigvals";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -923,7 +940,7 @@ em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_ten
   if (st == EM_OK && batch > 0 && n > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 1, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE, "%s: %sThe algorithm failed to converge because the input "
                    "matrix is ill-conditioned or has too many repeated eigenvalues (error "
                    "code: %d).", op, pre, code);
@@ -950,7 +967,7 @@ em_status em_linalg_eig(const em_tensor *A, int compute_v, em_tensor **L, em_ten
 ** gels/gelsd/gelss of a full-rank A (the caller sums their squares). */
 em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, int driver,
                           em_tensor **X, em_tensor **rank, em_tensor **S, em_tensor **R) {
-  STAGED(A, B, NULL, em_linalg_lstsq(h[0], h[1], rcond, driver, &r[0], &r[1], &r[2], &r[3]), X, rank, S, R);
+  STAGED(EM_LAPACK_GELS, A, B, NULL, em_linalg_lstsq(h[0], h[1], rcond, driver, &r[0], &r[1], &r[2], &r[3]), X, rank, S, R);
   const char *op = "linalg.lstsq";
   em_status st = check_real(op, A);
   if (st == EM_OK) st = check_matrix(op, "A", A, 0);
@@ -1013,7 +1030,7 @@ em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, 
   if (st == EM_OK && batch > 0 && mn > 0 && k > 0) {
     char pre[64];
     int code;
-    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code))
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
       st = em_fail(EM_E_VALUE, driver == EM_LSTSQ_GELS
                    ? "%s: %sThe least squares solution could not be computed because the "
                      "input matrix does not have full rank (error code: %d)."
