@@ -88,6 +88,8 @@ def target(name, med, nbytes, peak):
         return "<= 1.2x PyTorch's time", (e / t <= 1.2) if e and t else None
     if name == "cu_rfft":
         return "<= PyTorch's time (both on cuFFT)", (e <= t) if e and t else None
+    if name in ("cu_solve_batched", "cu_linalg"):
+        return "<= PyTorch's time", (e <= t) if e and t else None
     if name == "cu_train_cnn_nocudnn":
         return "- (read against cu_train_cnn: which conv path ember keeps)", None
     if name.startswith("cu_train_"):

@@ -52,6 +52,18 @@ local setups = {
     S.a = T.randn(fl(64 / k), 65536, { device = dev })
     S.b = T.complex(T.randn(fl(2048 / k), 2048), T.randn(fl(2048 / k), 2048)):to(dev)
   end,
+  cu_solve_batched = function(k)
+    S.a = T.randn(fl(1024 / k), 16, 16, { device = dev }) + T.eye(16, { device = dev }) * 4
+    S.b = T.randn(fl(1024 / k), 16, 1, { device = dev })
+  end,
+  cu_linalg = function(k)
+    local function spd(n)
+      local m = T.randn(n, n, { device = dev })
+      return m:matmul(m.mT) + T.eye(n, { device = dev }) * n
+    end
+    S.c, S.s = spd(fl(2048 / k)), T.randn(fl(512 / k), fl(512 / k), { device = dev })
+    S.e, S.q = spd(fl(512 / k)), T.randn(fl(1024 / k), fl(1024 / k), { device = dev })
+  end,
   cu_train_mlp = function(k)
     local x, y = TM.random_batch(fl(256 / k), dev)
     S.step = TM.step_fn("mlp", "sgd", x, y, dev)
@@ -91,6 +103,19 @@ local bodies = {
   cu_rfft = function(n)
     local a, b, F = S.a, S.b, T.fft
     for _ = 1, n do local _, _ = F.rfft(a), F.fft2(b) end
+  end,
+  cu_solve_batched = function(n)
+    local a, b, solve = S.a, S.b, T.linalg.solve
+    for _ = 1, n do local _ = solve(a, b) end
+  end,
+  cu_linalg = function(n)
+    local LA = T.linalg
+    for _ = 1, n do
+      local _ = LA.cholesky(S.c)
+      local _, _, _ = LA.svd(S.s, { full_matrices = false })
+      local _, _ = LA.eigh(S.e)
+      local _, _ = LA.qr(S.q)
+    end
   end,
   cu_train_mlp = step_body,
   cu_train_cnn = step_body,

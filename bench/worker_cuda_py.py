@@ -54,6 +54,15 @@ def setup(name, k):
     elif name == "cu_rfft":
         S["a"] = torch.randn(64 // k, 65536, device=DEV)
         S["b"] = torch.complex(torch.randn(2048 // k, 2048), torch.randn(2048 // k, 2048)).to(DEV)
+    elif name == "cu_solve_batched":
+        S["a"] = torch.randn(1024 // k, 16, 16, device=DEV) + torch.eye(16, device=DEV) * 4
+        S["b"] = torch.randn(1024 // k, 16, 1, device=DEV)
+    elif name == "cu_linalg":
+        def spd(n):
+            m = torch.randn(n, n, device=DEV)
+            return m @ m.mT + torch.eye(n, device=DEV) * n
+        S["c"], S["s"] = spd(2048 // k), torch.randn(512 // k, 512 // k, device=DEV)
+        S["e"], S["q"] = spd(512 // k), torch.randn(1024 // k, 1024 // k, device=DEV)
     elif name in ("cu_train_mlp", "cu_train_cnn"):
         x, y = TM.random_batch(256 // k, DEV)
         S["step"] = TM.step_fn("mlp" if name == "cu_train_mlp" else "cnn", "sgd", x, y, DEV)
@@ -92,6 +101,12 @@ def body(name):
         return lambda: torch.mm(a, b)
     if name == "cu_rfft":
         return lambda: (torch.fft.rfft(a), torch.fft.fft2(b))
+    if name == "cu_solve_batched":
+        return lambda: torch.linalg.solve(a, b)
+    if name == "cu_linalg":
+        L = torch.linalg
+        return lambda: (L.cholesky(S["c"]), L.svd(S["s"], full_matrices=False), L.eigh(S["e"]),
+                        L.qr(S["q"]))
     return S["step"]
 
 

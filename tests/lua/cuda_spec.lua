@@ -955,6 +955,24 @@ for _, dev in ipairs(devices) do
         same(want, got, 1e-9)
         assert.equal(before, Cc._linalg_staged(), "call " .. i .. " ran host-staged")
       end
+      -- a batch of small matrices takes the batched entries (one launch);
+      -- larger ones (and a single matrix) take one cuSOLVER call each
+      local P0 = T.randn(2, 40, 40, { dtype = T.float64 })
+      P0 = P0:matmul(P0.mT) + T.eye(40, { dtype = T.float64 }) * 40
+      local Q0 = T.randn(2, 40, 3, { dtype = T.float64 })
+      for _, pair in ipairs { { P0, Q0 }, { P0[1], Q0[1] }, { A0[2], B0[2] } } do
+        local p0, q0 = pair[1], pair[2]
+        local p, q = p0:to(d), q0:to(d)
+        same(LA.solve(p0, q0), LA.solve(p, q), 1e-9)
+        same(LA.inv(p0), LA.inv(p), 1e-9)
+        same(LA.cholesky(p0), LA.cholesky(p), 1e-9)
+        same(LA.solve_triangular(p0:triu(), q0, { upper = true }), LA.solve_triangular(p:triu(), q, { upper = true }), 1e-9)
+        local LU0, piv0 = LA.lu_factor(p0)
+        local LU, piv = LA.lu_factor(p)
+        same(LU0, LU, 1e-9)
+        same(piv0, piv)
+        same(LA.lu_solve(LU0, piv0, q0), LA.lu_solve(LU, piv, q), 1e-9)
+      end
       -- factors that are unique only up to signs: invariants
       local function close(x, y, tol) same(back(x), back(y), tol or 1e-9) end
       for _, shape in ipairs { { 3, 5, 3 }, { 3, 3, 5 }, { 2, 4, 4 } } do

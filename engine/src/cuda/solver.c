@@ -78,10 +78,26 @@ static struct {
   SYM(cusolverDnDgesvdj);
   SYM(cusolverDnCgesvdj);
   SYM(cusolverDnZgesvdj);
+  SYM(cusolverDnSpotrfBatched);
+  SYM(cusolverDnDpotrfBatched);
+  SYM(cusolverDnCpotrfBatched);
+  SYM(cusolverDnZpotrfBatched);
   SYM(cublasStrsm_v2);
   SYM(cublasDtrsm_v2);
   SYM(cublasCtrsm_v2);
   SYM(cublasZtrsm_v2);
+  SYM(cublasSgetrfBatched);
+  SYM(cublasDgetrfBatched);
+  SYM(cublasCgetrfBatched);
+  SYM(cublasZgetrfBatched);
+  SYM(cublasSgetrsBatched);
+  SYM(cublasDgetrsBatched);
+  SYM(cublasCgetrsBatched);
+  SYM(cublasZgetrsBatched);
+  SYM(cublasStrsmBatched);
+  SYM(cublasDtrsmBatched);
+  SYM(cublasCtrsmBatched);
+  SYM(cublasZtrsmBatched);
 } lib;
 #undef SYM
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
@@ -130,6 +146,10 @@ static void lib_open(void) {
   LOAD(h, cusolverDnDgesvdj);
   LOAD(h, cusolverDnCgesvdj);
   LOAD(h, cusolverDnZgesvdj);
+  LOAD(h, cusolverDnSpotrfBatched);
+  LOAD(h, cusolverDnDpotrfBatched);
+  LOAD(h, cusolverDnCpotrfBatched);
+  LOAD(h, cusolverDnZpotrfBatched);
 #define LOAD_BLAS(name)                                                           \
   do {                                                                            \
     void *p_ = emcu_cublas_sym(#name);                                            \
@@ -143,6 +163,18 @@ static void lib_open(void) {
   LOAD_BLAS(cublasDtrsm_v2);
   LOAD_BLAS(cublasCtrsm_v2);
   LOAD_BLAS(cublasZtrsm_v2);
+  LOAD_BLAS(cublasSgetrfBatched);
+  LOAD_BLAS(cublasDgetrfBatched);
+  LOAD_BLAS(cublasCgetrfBatched);
+  LOAD_BLAS(cublasZgetrfBatched);
+  LOAD_BLAS(cublasSgetrsBatched);
+  LOAD_BLAS(cublasDgetrsBatched);
+  LOAD_BLAS(cublasCgetrsBatched);
+  LOAD_BLAS(cublasZgetrsBatched);
+  LOAD_BLAS(cublasStrsmBatched);
+  LOAD_BLAS(cublasDtrsmBatched);
+  LOAD_BLAS(cublasCtrsmBatched);
+  LOAD_BLAS(cublasZtrsmBatched);
 #undef LOAD_BLAS
   lib.ok = 1;
 }
@@ -275,6 +307,72 @@ static void *at(void *p, int64_t i, int64_t st, size_t es) {
     if (e_) return emcu_fail("linalg", what, e_);            \
   } while (0)
 
+#define CALLB(what, expr)                                    \
+  do {                                                       \
+    cublasStatus_t s_ = (expr);                              \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                         \
+      return em_fail(EM_E_RUNTIME, "linalg: cuBLAS %s failed (status %d)", what, (int)s_); \
+  } while (0)
+
+/* The typed entry PRE{S,D,C,Z}FN of dt. Pointer arguments go as void *
+** (which converts to each entry's own pointer types). */
+#define TYPED(dt, PRE, FN, ...)                                  \
+  ((dt) == EM_FLOAT32     ? lib.PRE##S##FN(__VA_ARGS__)          \
+   : (dt) == EM_FLOAT64   ? lib.PRE##D##FN(__VA_ARGS__)          \
+   : (dt) == EM_COMPLEX64 ? lib.PRE##C##FN(__VA_ARGS__)          \
+                          : lib.PRE##Z##FN(__VA_ARGS__))
+
+/* 1 of dt, for the alpha of trsm (read through the member dt names) */
+typedef union one_of {
+  float f;
+  double d;
+  cuComplex c;
+  cuDoubleComplex z;
+} one_of;
+
+static one_of one_for(em_dtype dt) {
+  one_of o;
+  memset(&o, 0, sizeof o);
+  switch (dt) {
+    case EM_FLOAT32: o.f = 1; break;
+    case EM_FLOAT64: o.d = 1; break;
+    case EM_COMPLEX64: o.c.x = 1; break;
+    default: o.z.x = 1; break;
+  }
+  return o;
+}
+
+/* A batch of small matrices (order <= SMALL_N) goes to the batched
+** entries of cuBLAS/cuSOLVER: one launch for the whole batch where the
+** loop would launch per matrix (PyTorch does the same for small LU). */
+enum { SMALL_N = 32 };
+static int small_batch(const em_lapack_job *j, int order) {
+  return j->batch >= 2 && j->batch <= INT_MAX && order <= SMALL_N;
+}
+
+/* a device array of the batch's matrix addresses (base + i * stride) */
+static em_status ptr_array(ctx *c, void *base, int64_t stride, void **out) {
+  size_t bytes = (size_t)c->j->batch * sizeof(void *);
+  void **host = malloc(bytes);
+  if (!host) return em_fail(EM_E_NOMEM, "linalg: cannot allocate %zu bytes of host memory", bytes);
+  for (int64_t i = 0; i < c->j->batch; i++) host[i] = at(base, i, stride, c->es);
+  em_status st = dev_block(&c->s, bytes, out);
+  /* from pageable memory: staged before the call returns, so host may go */
+  cudaError_t e = st == EM_OK ? cudaMemcpyAsync(*out, host, bytes, cudaMemcpyHostToDevice,
+                                                (cudaStream_t)c->stream)
+                              : cudaSuccess;
+  free(host);
+  if (st == EM_OK && e != cudaSuccess) return emcu_fail("linalg", "cudaMemcpyAsync", e);
+  return st;
+}
+
+/* This thread's cuBLAS handle on the current stream, or the noted error. */
+static em_status blas_for(const char *op, cublasHandle_t *bh) {
+  int dev = emcu_device();
+  *bh = (cublasHandle_t)emcu_cublas_handle(dev);
+  return *bh ? EM_OK : em_cuda_check(op, dev); /* raises what blas.c noted */
+}
+
 /* getrf over the batch into a; the int64 pivots in *piv64 (batch x sp) */
 static em_status run_getrf(ctx *c, int m, int n, int64_t **piv64) {
   const em_lapack_job *j = c->j;
@@ -311,10 +409,68 @@ static em_status piv_out(ctx *c, const int64_t *piv64) {
   return EM_OK;
 }
 
+/* GETRI's last step: the inverses in x (contiguous n x n) over a */
+static em_status copy_over_a(ctx *c, const void *x) {
+  const em_lapack_job *j = c->j;
+  int64_t nn = (int64_t)j->n * j->n;
+  cudaStream_t s = (cudaStream_t)c->stream;
+  cudaError_t e = cudaSuccess;
+  if (j->lda == j->n && j->sa == nn)
+    e = cudaMemcpyAsync(j->a, x, (size_t)(j->batch * nn) * c->es, cudaMemcpyDeviceToDevice, s);
+  else
+    for (int64_t i = 0; e == cudaSuccess && i < j->batch; i++)
+      e = cudaMemcpy2DAsync(at(j->a, i, j->sa, c->es), (size_t)j->lda * c->es,
+                            at((void *)x, i, nn, c->es), (size_t)j->n * c->es,
+                            (size_t)j->n * c->es, (size_t)j->n, cudaMemcpyDeviceToDevice, s);
+  return e == cudaSuccess ? EM_OK : emcu_fail("linalg", "cudaMemcpyAsync", e);
+}
+
+/* GETRI's right-hand sides: batch identities (contiguous n x n) */
+static em_status identities(ctx *c, void **x) {
+  const em_lapack_job *j = c->j;
+  em_status st = dev_block(&c->s, (size_t)(j->batch * j->n * j->n) * c->es, x);
+  if (st != EM_OK) return st;
+  LAUNCHED("eye", emcu_la_eye((int)j->dt, *x, j->batch, j->n, c->stream));
+  return EM_OK;
+}
+
+/* The LU family on a batch of small square matrices: cuBLAS's batched
+** getrf/getrs, the op's int32 pivots (stride n) and info used directly. */
+static em_status lu_batched(ctx *c) {
+  const em_lapack_job *j = c->j;
+  int n = j->n, nb = (int)j->batch, hinfo = 0;
+  cublasHandle_t bh;
+  void *A = NULL, *B = NULL, *x = j->b;
+  em_status st = blas_for("linalg", &bh);
+  if (st == EM_OK) st = ptr_array(c, j->a, j->sa, &A);
+  if (st != EM_OK) return st;
+  if (j->op != EM_LAPACK_GETRS)
+    CALLB("getrfBatched", TYPED(j->dt, cublas, getrfBatched, bh, n, A, j->lda, (void *)j->ipiv,
+                                (void *)j->info, nb));
+  if (j->op == EM_LAPACK_GETRF) return EM_OK;
+  int64_t sx = j->sb;
+  int ldx = j->ldb, nrhs = j->nrhs;
+  char tr = j->trans;
+  if (j->op == EM_LAPACK_GETRI) {
+    st = identities(c, &x);
+    if (st != EM_OK) return st;
+    sx = (int64_t)n * n, ldx = n, nrhs = n, tr = 'N';
+  }
+  if (nrhs > 0) {
+    st = ptr_array(c, x, sx, &B);
+    if (st != EM_OK) return st;
+    CALLB("getrsBatched", TYPED(j->dt, cublas, getrsBatched, bh, trans_op(tr), n, nrhs, A, j->lda,
+                                (const void *)j->ipiv, B, ldx, &hinfo, nb));
+  }
+  return j->op == EM_LAPACK_GETRI ? copy_over_a(c, x) : EM_OK;
+}
+
 static em_status lu_family(ctx *c) {
   const em_lapack_job *j = c->j;
   int64_t *piv = NULL;
   em_status st;
+  if ((j->op != EM_LAPACK_GETRF || j->m == j->n) && j->sp == j->n && small_batch(j, j->n))
+    return lu_batched(c);
   switch (j->op) {
     case EM_LAPACK_GETRF:
       st = run_getrf(c, j->m, j->n, &piv);
@@ -331,43 +487,40 @@ static em_status lu_family(ctx *c) {
     default: { /* GETRI: a^-1 = getrs(LU, I), copied over a */
       void *x = NULL;
       em_lapack_job jj = *j;
-      int64_t nn = (int64_t)j->n * j->n;
       st = run_getrf(c, j->n, j->n, &piv);
-      if (st == EM_OK) st = dev_block(&c->s, (size_t)(j->batch * nn) * c->es, &x);
+      if (st == EM_OK) st = identities(c, &x);
       if (st != EM_OK) return st;
-      LAUNCHED("eye", emcu_la_eye((int)j->dt, x, j->batch, j->n, c->stream));
       jj.nrhs = j->n;
       c->j = &jj;
-      st = run_getrs(c, 'N', piv, x, nn, j->n);
+      st = run_getrs(c, 'N', piv, x, (int64_t)j->n * j->n, j->n);
       c->j = j;
-      if (st != EM_OK) return st;
-      cudaStream_t s = (cudaStream_t)c->stream;
-      cudaError_t e = cudaSuccess;
-      if (j->lda == j->n && j->sa == nn)
-        e = cudaMemcpyAsync(j->a, x, (size_t)(j->batch * nn) * c->es, cudaMemcpyDeviceToDevice, s);
-      for (int64_t i = 0; e == cudaSuccess && !(j->lda == j->n && j->sa == nn) && i < j->batch; i++)
-        e = cudaMemcpy2DAsync(at(j->a, i, j->sa, c->es), (size_t)j->lda * c->es, at(x, i, nn, c->es),
-                              (size_t)j->n * c->es, (size_t)j->n * c->es, (size_t)j->n,
-                              cudaMemcpyDeviceToDevice, s);
-      if (e != cudaSuccess) return emcu_fail("linalg", "cudaMemcpyAsync", e);
-      return piv_out(c, piv);
+      if (st == EM_OK) st = copy_over_a(c, x);
+      return st == EM_OK ? piv_out(c, piv) : st;
     }
   }
 }
 
 static em_status potrf(ctx *c) {
   const em_lapack_job *j = c->j;
-  size_t db = 0, hb = 0;
-  void *wd = NULL;
-  CALL("potrf_bufferSize", lib.cusolverDnXpotrf_bufferSize(c->h, c->prm, fill(j->uplo), j->n, c->cdt,
-                                                           j->a, j->lda, c->cdt, &db, &hb));
-  em_status st = dev_block(&c->s, db, &wd);
-  if (st == EM_OK) st = host_block(&c->s, hb);
-  if (st != EM_OK) return st;
-  for (int64_t i = 0; i < j->batch; i++)
-    CALL("potrf", lib.cusolverDnXpotrf(c->h, c->prm, fill(j->uplo), j->n, c->cdt,
-                                       at(j->a, i, j->sa, c->es), j->lda, c->cdt, wd, db, c->s.host,
-                                       hb, j->info + i));
+  if (small_batch(j, j->n)) {
+    void *A = NULL;
+    em_status st = ptr_array(c, j->a, j->sa, &A);
+    if (st != EM_OK) return st;
+    CALL("potrfBatched", TYPED(j->dt, cusolverDn, potrfBatched, c->h, fill(j->uplo), j->n, A,
+                               j->lda, (void *)j->info, (int)j->batch));
+  } else {
+    size_t db = 0, hb = 0;
+    void *wd = NULL;
+    CALL("potrf_bufferSize", lib.cusolverDnXpotrf_bufferSize(c->h, c->prm, fill(j->uplo), j->n,
+                                                             c->cdt, j->a, j->lda, c->cdt, &db, &hb));
+    em_status st = dev_block(&c->s, db, &wd);
+    if (st == EM_OK) st = host_block(&c->s, hb);
+    if (st != EM_OK) return st;
+    for (int64_t i = 0; i < j->batch; i++)
+      CALL("potrf", lib.cusolverDnXpotrf(c->h, c->prm, fill(j->uplo), j->n, c->cdt,
+                                         at(j->a, i, j->sa, c->es), j->lda, c->cdt, wd, db,
+                                         c->s.host, hb, j->info + i));
+  }
   /* the other triangle: zeros (LAPACK leaves it as it was) */
   LAUNCHED("zero_triangle", emcu_la_zero_triangle((int)j->dt, j->a, j->batch, j->n, j->lda, j->sa,
                                                   j->uplo == 'U', c->stream));
@@ -376,29 +529,27 @@ static em_status potrf(ctx *c) {
 
 static em_status trsm(ctx *c) {
   const em_lapack_job *j = c->j;
-  int dev = emcu_device();
-  cublasHandle_t bh = (cublasHandle_t)emcu_cublas_handle(dev);
-  if (!bh) return em_cuda_check("linalg.solve_triangular", dev); /* raises what handle() noted */
+  cublasHandle_t bh;
+  em_status st = blas_for("linalg.solve_triangular", &bh);
+  if (st != EM_OK) return st;
   cublasSideMode_t side = j->side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
   cublasFillMode_t uplo = fill(j->uplo);
   cublasOperation_t tr = trans_op(j->trans);
   cublasDiagType_t diag = j->diag == 'U' ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
-  const float f1 = 1;
-  const double d1 = 1;
-  const cuComplex c1 = {1, 0};
-  const cuDoubleComplex z1 = {1, 0};
-  for (int64_t i = 0; i < j->batch; i++) {
-    void *a = at(j->a, i, j->sa, c->es), *b = at(j->b, i, j->sb, c->es);
-    cublasStatus_t s;
-    switch (j->dt) {
-      case EM_FLOAT32: s = lib.cublasStrsm_v2(bh, side, uplo, tr, diag, j->m, j->n, &f1, a, j->lda, b, j->ldb); break;
-      case EM_FLOAT64: s = lib.cublasDtrsm_v2(bh, side, uplo, tr, diag, j->m, j->n, &d1, a, j->lda, b, j->ldb); break;
-      case EM_COMPLEX64: s = lib.cublasCtrsm_v2(bh, side, uplo, tr, diag, j->m, j->n, &c1, a, j->lda, b, j->ldb); break;
-      default: s = lib.cublasZtrsm_v2(bh, side, uplo, tr, diag, j->m, j->n, &z1, a, j->lda, b, j->ldb); break;
-    }
-    if (s != CUBLAS_STATUS_SUCCESS)
-      return em_fail(EM_E_RUNTIME, "linalg: cuBLAS trsm failed (status %d)", (int)s);
+  one_of one = one_for(j->dt);
+  if (small_batch(j, j->side == 'L' ? j->m : j->n)) {
+    void *A = NULL, *B = NULL;
+    st = ptr_array(c, j->a, j->sa, &A);
+    if (st == EM_OK) st = ptr_array(c, j->b, j->sb, &B);
+    if (st != EM_OK) return st;
+    CALLB("trsmBatched", TYPED(j->dt, cublas, trsmBatched, bh, side, uplo, tr, diag, j->m, j->n,
+                               (const void *)&one, A, j->lda, B, j->ldb, (int)j->batch));
+    return EM_OK;
   }
+  for (int64_t i = 0; i < j->batch; i++)
+    CALLB("trsm", TYPED(j->dt, cublas, trsm_v2, bh, side, uplo, tr, diag, j->m, j->n,
+                        (const void *)&one, at(j->a, i, j->sa, c->es), j->lda,
+                        at(j->b, i, j->sb, c->es), j->ldb));
   return EM_OK;
 }
 
