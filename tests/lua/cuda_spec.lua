@@ -926,8 +926,19 @@ for _, dev in ipairs(devices) do
       A0 = A0:matmul(A0.mT) + T.eye(4, { dtype = T.float64 }) -- positive definite
       local B0 = T.randn(3, 4, 2, { dtype = T.float64 })
       local A, B = A0:to(d), B0:to(d)
-      -- the native routines: values as the CPU's, nothing staged
-      for i, f in ipairs {
+      -- each call's value as the CPU's; staged: whether it runs host-staged
+      -- on cuda (on the CPU nothing is)
+      local function compare(calls, staged)
+        for i, f in ipairs(calls) do
+          local before = Cc._linalg_staged()
+          local want, got = f(A0, B0), f(A, B)
+          assert.equal(d, got.device.type)
+          same(want, got, 1e-9)
+          assert.equal(staged and d == "cuda", Cc._linalg_staged() > before, "call " .. i)
+        end
+      end
+      -- the native routines
+      compare({
         function(a, b) return LA.solve(a, b) end,
         function(a, b) return LA.solve(a, b.mT, { left = false }) end,
         function(a) return LA.inv(a) end,
@@ -948,13 +959,7 @@ for _, dev in ipairs(devices) do
         function(a, b) return LA.solve_triangular(a:tril(), b, { upper = false, unitriangular = true }) end,
         function(a) return LA.matrix_norm(a, "nuc") end,
         function(a) return LA.matrix_rank(a) end,
-      } do
-        local before = Cc._linalg_staged()
-        local want, got = f(A0, B0), f(A, B)
-        assert.equal(d, got.device.type)
-        same(want, got, 1e-9)
-        assert.equal(before, Cc._linalg_staged(), "call " .. i .. " ran host-staged")
-      end
+      }, false)
       -- a batch of small matrices takes the batched entries (one launch);
       -- larger ones (and a single matrix) take one cuSOLVER call each
       local P0 = T.randn(2, 40, 40, { dtype = T.float64 })
@@ -1023,16 +1028,10 @@ for _, dev in ipairs(devices) do
       local Zl, Zv = LA.eigh(Z)
       close(Z0, Zv:matmul(T.diag_embed(Zl):to(T.complex128)):matmul(Zv.mH))
       -- lstsq and eig: host-staged on cuda (no cuSOLVER routine is wired)
-      for _, f in ipairs {
+      compare({
         function(a, b) return LA.lstsq(a, b).solution end,
         function(a) return LA.eigvals(a) end,
-      } do
-        local before = Cc._linalg_staged()
-        local want, got = f(A0, B0), f(A, B)
-        assert.equal(d, got.device.type)
-        same(want, got, 1e-9)
-        if d == "cuda" then assert.is_true(Cc._linalg_staged() > before) end
-      end
+      }, true)
       -- gradients through the decompositions stay on the device
       local a = A:clone():requires_grad_()
       LA.solve(a, B):pow(2):sum():backward()

@@ -115,12 +115,13 @@ typedef struct em_linalg_kernels {
   ** singular factors anyway, as PyTorch's cuda path does, rather than wait
   ** for info). */
   em_status (*lapack)(const em_lapack_job *j);
-  /* The routines lapack does not run (bits 1u << em_lapack_op; 0: all): an
-  ** op that needs one of them runs host-staged. */
-  uint32_t lapack_missing;
+  /* Whether lapack runs routine op; one it does not (cuda's GELS and GEEV)
+  ** runs host-staged. NULL exactly when lapack is. em_lapack_runs_all: every
+  ** routine. */
+  bool (*lapack_runs)(em_lapack_op op);
 } em_linalg_kernels;
 
-#define EM_LAPACK_BIT(op) (1u << (op))
+bool em_lapack_runs_all(em_lapack_op op);
 
 extern const em_linalg_kernels em_cpu_linalg_kernels, em_meta_linalg_kernels;
 

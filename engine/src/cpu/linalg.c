@@ -154,6 +154,7 @@ static void cpu_gemm(const em_iter *it, em_dtype dt, const em_gemm *g) {
 const em_linalg_kernels em_cpu_linalg_kernels = {
     .gemm = cpu_gemm,
     .lapack = em_cpu_lapack, /* cpu/lapack.c */
+    .lapack_runs = em_lapack_runs_all,
 };
 
 /* -- OpenBLAS's threads (core/parallel.c sets them with the engine's) ------ */

@@ -7,6 +7,7 @@
 #define EMBER_CUDA_CUDA_H
 
 #include "core/core.h"
+#include "core/kern_linalg.h"
 
 /* The kernel table's check entry: em_cuda_check for dev (op NULL: no prefix). */
 em_status emcu_ready(const char *op, em_device dev);
@@ -57,9 +58,10 @@ em_status emcu_cudnn_conv2d(const char *op, int pass, const em_tensor *a, const 
 ** that cuda/blas.c opened (NULL when it cannot be loaded). */
 void *emcu_cublas_handle(int dev);
 void *emcu_cublas_sym(const char *name);
-/* The linalg family's LAPACK entry on cuSOLVER (cuda/solver.c). */
-struct em_lapack_job;
-em_status emcu_lapack(const struct em_lapack_job *j);
+/* The linalg family's LAPACK entry on cuSOLVER (cuda/solver.c), and the
+** routines it runs (all but GELS and GEEV). */
+em_status emcu_lapack(const em_lapack_job *j);
+bool emcu_lapack_runs(em_lapack_op op);
 /* cudaError_t code -> em_fail naming op and what. */
 em_status emcu_fail(const char *op, const char *what, int cuda_error);
 

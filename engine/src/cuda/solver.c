@@ -11,7 +11,7 @@
 **   where it has the routine: getrf, getrs, potrf, geqrf, syevd (heevd for
 **   complex); the typed ones elsewhere: orgqr/ungqr, gesvdj (any m, n;
 **   cusolverDn*gesvd takes m >= n only). cuBLAS's trsm for TRSM.
-** - GELS and GEEV are not here (lapack_missing): lstsq and eig run
+** - GELS and GEEV are not here (emcu_lapack_runs): lstsq and eig run
 **   host-staged on cuda, as PyTorch runs linalg.eig of a cuda tensor on
 **   the CPU.
 ** - Every buffer of the job is device memory: LAPACK's info goes straight
@@ -102,15 +102,18 @@ static struct {
 #undef SYM
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
-#define LOAD(h, name)                                                             \
-  do {                                                                            \
-    void *p_ = dlsym(h, #name);                                                   \
-    if (!p_) {                                                                    \
-      snprintf(lib.why, sizeof lib.why, "libcusolver lacks %s", #name);           \
-      return;                                                                     \
-    }                                                                             \
-    memcpy(&lib.name, &p_, sizeof p_);                                            \
+/* lib.name = p; a NULL p ends lib_open with lib.why naming the symbol */
+#define TAKE(p, libname, name)                                                   \
+  do {                                                                           \
+    void *p_ = (p);                                                              \
+    if (!p_) {                                                                   \
+      snprintf(lib.why, sizeof lib.why, "%s lacks %s (or cannot be loaded)", libname, #name); \
+      return;                                                                    \
+    }                                                                            \
+    memcpy(&lib.name, &p_, sizeof p_);                                           \
   } while (0)
+#define LOAD(h, name) TAKE(dlsym(h, #name), "libcusolver", name)
+#define LOAD_BLAS(name) TAKE(emcu_cublas_sym(#name), "libcublas", name)
 
 static void lib_open(void) {
   static const char *names[] = {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so", NULL};
@@ -150,15 +153,6 @@ static void lib_open(void) {
   LOAD(h, cusolverDnDpotrfBatched);
   LOAD(h, cusolverDnCpotrfBatched);
   LOAD(h, cusolverDnZpotrfBatched);
-#define LOAD_BLAS(name)                                                           \
-  do {                                                                            \
-    void *p_ = emcu_cublas_sym(#name);                                            \
-    if (!p_) {                                                                    \
-      snprintf(lib.why, sizeof lib.why, "libcublas (or its %s) cannot be loaded", #name); \
-      return;                                                                     \
-    }                                                                             \
-    memcpy(&lib.name, &p_, sizeof p_);                                            \
-  } while (0)
   LOAD_BLAS(cublasStrsm_v2);
   LOAD_BLAS(cublasDtrsm_v2);
   LOAD_BLAS(cublasCtrsm_v2);
@@ -175,10 +169,11 @@ static void lib_open(void) {
   LOAD_BLAS(cublasDtrsmBatched);
   LOAD_BLAS(cublasCtrsmBatched);
   LOAD_BLAS(cublasZtrsmBatched);
-#undef LOAD_BLAS
   lib.ok = 1;
 }
+#undef LOAD_BLAS
 #undef LOAD
+#undef TAKE
 
 #define MAX_HANDLES 64
 static _Thread_local struct {
@@ -667,6 +662,8 @@ static em_status syevd(ctx *c) {
                                        c->cdt, wd, db, c->s.host, hb, j->info + i));
   return EM_OK;
 }
+
+bool emcu_lapack_runs(em_lapack_op op) { return op != EM_LAPACK_GELS && op != EM_LAPACK_GEEV; }
 
 em_status emcu_lapack(const em_lapack_job *j) {
   pthread_once(&lib_once, lib_open);

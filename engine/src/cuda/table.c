@@ -686,7 +686,7 @@ const em_index_kernels em_cuda_index_kernels = {
 const em_linalg_kernels em_cuda_linalg_kernels = {
     .gemm = emcu_gemm,
     .lapack = emcu_lapack,
-    .lapack_missing = EM_LAPACK_BIT(EM_LAPACK_GELS) | EM_LAPACK_BIT(EM_LAPACK_GEEV),
+    .lapack_runs = emcu_lapack_runs,
 };
 
 /* -- random: the samplers, bernoulli with probabilities, randperm and

@@ -156,6 +156,7 @@ static em_status meta_lapack(const em_lapack_job *j) {
 const em_linalg_kernels em_meta_linalg_kernels = {
     .gemm = meta_gemm,
     .lapack = meta_lapack,
+    .lapack_runs = em_lapack_runs_all,
 };
 
 /* -- random ----------------------------------------------------------------

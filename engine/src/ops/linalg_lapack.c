@@ -199,7 +199,7 @@ static em_status run_job(const char *op, em_device dev, em_lapack_job *j) {
   const em_kernels *k;
   em_status st = em_kernels_check(op, dev, &k);
   if (st != EM_OK) return st;
-  if (!k->linalg->lapack || (k->linalg->lapack_missing & EM_LAPACK_BIT(j->op))) {
+  if (!k->linalg->lapack || !k->linalg->lapack_runs(j->op)) {
     /* staged before this (stage_begin); not reached */
     char d[32];
     return em_fail(EM_E_RUNTIME, "%s: no LAPACK kernels on %s", op, em_device_str(dev, d, sizeof d));
@@ -225,8 +225,8 @@ static em_status broadcast_batch(const char *op, const em_tensor *a, int keep_a,
 
 /* -- Host staging ------------------------------------------------------------
 ** A device with values but no LAPACK kernel for the op's routine (its
-** table's lapack is NULL, or lapack_missing names the routine: cuda's GELS
-** and GEEV) runs T.linalg on the host, as PyTorch runs
+** table's lapack is NULL, or its lapack_runs says no: cuda's GELS and
+** GEEV) runs T.linalg on the host, as PyTorch runs
 ** linalg.eig of a cuda tensor through LAPACK: the inputs cross to the CPU
 ** once, the CPU op runs there (same checks, errors and results), and each
 ** result crosses back. Inputs on different devices are not staged (the op
@@ -245,7 +245,7 @@ typedef struct staged {
 
 /* Whether the op over inputs a, b, c (b, c may be NULL) runs host-staged;
 ** then s->h holds them on the CPU (s->st says whether they got there). */
-static int stage_begin(staged *s, uint32_t ops, const em_tensor *a, const em_tensor *b,
+static int stage_begin(staged *s, em_lapack_op op, const em_tensor *a, const em_tensor *b,
                        const em_tensor *c) {
   const em_tensor *in[3] = {a, b, c};
   em_device d = a->storage->device;
@@ -257,7 +257,7 @@ static int stage_begin(staged *s, uint32_t ops, const em_tensor *a, const em_ten
   } else {
     const em_kernels *k = em_kernels_for(d);
     if (!k || !em_device_has_data(d)) return 0;
-    if (k->linalg->lapack && !(k->linalg->lapack_missing & ops)) return 0;
+    if (k->linalg->lapack && k->linalg->lapack_runs(op)) return 0;
   }
   memset(s, 0, sizeof *s);
   s->dev = d;
@@ -291,7 +291,7 @@ static em_status stage_end(staged *s, em_status st, em_tensor **o0, em_tensor **
 #define STAGED(OP, A, B, C, CALL, O0, O1, O2, O3)                          \
   do {                                                                    \
     staged s_;                                                            \
-    if (stage_begin(&s_, EM_LAPACK_BIT(OP), A, B, C)) {                   \
+    if (stage_begin(&s_, OP, A, B, C)) {                                  \
       em_tensor **const h = s_.h, **const r = s_.r;                       \
       return stage_end(&s_, s_.st == EM_OK ? (CALL) : s_.st, O0, O1, O2, O3); \
     }                                                                     \
@@ -883,7 +883,7 @@ em_status em_linalg_eigh(const em_tensor *A, int upper, int compute_v, em_tensor
 /* The first batch element (0-based) of the buffer a (batch x nvals values
 ** of a's value type, contiguous) that holds an inf or NaN, or -1. The meta
 ** device has no values: -1. Host memory only: eig runs host-staged on
-** every device without GEEV (cuda's lapack_missing names it). */
+** every device without GEEV (cuda's lapack_runs says no). */
 static int64_t first_nonfinite(const em_tensor *a, int64_t batch, int64_t nvals) {
   const void *p = a->storage->data ? data_of(a) : NULL;
   int f32 = value_dtype(a->dtype) == EM_FLOAT32;
