@@ -123,6 +123,34 @@ describe("complex dtypes", function()
     assert.has_error(function() return T.ones(2).imag end)
   end)
 
+  it("selects through a mask (masked_select, t[mask]) on every layout, with the gradient, as torch", function()
+    for _, dt in ipairs { T.complex64, T.complex128 } do
+      local re = T.tensor { { 1, 2 }, { 3, 4 } }:double()
+      local z = T.complex(re, re + 4):to(dt)
+      local m = T.tensor { { true, false }, { true, true } }
+      local want_re, want_im = T.tensor { 1, 3, 4 }:double(), T.tensor { 5, 7, 8 }:double()
+      local function check(got, wr, wi)
+        assert.equal(tostring(dt), tostring(got.dtype))
+        assert.is_true(T.equal(got.real:double(), wr))
+        assert.is_true(T.equal(got.imag:double(), wi))
+      end
+      check(T.masked_select(z, m), want_re, want_im)
+      check(z[m], want_re, want_im)
+      -- strided (the transposes) and broadcast masks take the iterator's path
+      check(T.masked_select(z:t(), m), T.tensor { 1, 2, 4 }:double(), T.tensor { 5, 6, 8 }:double())
+      check(T.masked_select(z, T.tensor { true, false }), T.tensor { 1, 3 }:double(), T.tensor { 5, 7 }:double())
+      check(T.masked_select(z, T.zeros(2, 2, { dtype = T.bool })), T.zeros(0, { dtype = T.float64 }),
+            T.zeros(0, { dtype = T.float64 }))
+    end
+    -- d sum|z[m]| / dz = z / |z| where selected, 0 elsewhere (torch 1.13)
+    local z = T.complex(T.tensor { { 1, 2 }, { 3, 4 } }:double(), T.tensor { { 5, 6 }, { 7, 8 } }:double())
+    z:requires_grad_()
+    local m = T.tensor { { true, false }, { true, true } }
+    T.masked_select(z, m):abs():sum():backward()
+    local want = (z:detach() / z:detach():abs():to(T.complex128)) * m:to(T.complex128)
+    assert.is_true(T.allclose(T.view_as_real(z.grad), T.view_as_real(want), 1e-12, 1e-12))
+  end)
+
   it("conjugates in the conjugate transposes (.H, .mH, adjoint), as torch", function()
     local z = T.complex(T.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:float(), T.tensor { { -1, 0, 2 }, { 3, -4, 5 } }:float())
     local want_re = T.tensor { { 1, 4 }, { 2, 5 }, { 3, 6 } }:float()

@@ -184,6 +184,16 @@ typedef struct {
   uint64_t value;       /* masked_fill's value, as element bytes */
 } mask_ctx;
 
+/* masked_select's loop alone (complex128's 16-byte elements have no fill) */
+#define DEF_MSELECT(S, CT)                                                    \
+  static void em_masked_select_##S(char **data, const int64_t *st,            \
+                                   int64_t n, void *vctx) {                   \
+    CT *out = (CT *)((const mask_ctx *)vctx)->base;                           \
+    const char *s = data[0], *m = data[1], *p = data[2];                      \
+    for (int64_t i = 0; i < n; i++, s += st[0], m += st[1], p += st[2])       \
+      if (*(const bool *)m) out[*(const int64_t *)p - 1] = *(const CT *)s;    \
+  }
+
 #define DEF_MASKED(S, E, CT, K)                                               \
   static void em_masked_fill_##S(char **data, const int64_t *st, int64_t n,   \
                                  void *vctx) {                                \
@@ -198,13 +208,7 @@ typedef struct {
     for (int64_t i = 0; i < n; i++, d += st[0], m += st[1])                   \
       if (*(const bool *)m) *(CT *)d = v;                                     \
   }                                                                           \
-  static void em_masked_select_##S(char **data, const int64_t *st,            \
-                                   int64_t n, void *vctx) {                   \
-    CT *out = (CT *)((const mask_ctx *)vctx)->base;                           \
-    const char *s = data[0], *m = data[1], *p = data[2];                      \
-    for (int64_t i = 0; i < n; i++, s += st[0], m += st[1], p += st[2])       \
-      if (*(const bool *)m) out[*(const int64_t *)p - 1] = *(const CT *)s;    \
-  }                                                                           \
+  DEF_MSELECT(S, CT)                                                          \
   static void em_masked_scatter_##S(char **data, const int64_t *st,           \
                                     int64_t n, void *vctx) {                  \
     const CT *src = (const CT *)((const mask_ctx *)vctx)->base;               \
@@ -245,9 +249,18 @@ EM_FOR_EACH_DTYPE(DEF_MASKED)
     out[k] = src[last];                                                       \
   }
 EM_FOR_EACH_DTYPE(DEF_COMPACT)
+/* masked_select moves complex elements as bytes: complex64 through the
+** 8-byte loops (i64), complex128 through these 16-byte ones */
+typedef struct em_b16 {
+  uint64_t w[2];
+} em_b16;
+DEF_COMPACT(b16, EM_COMPLEX128, em_b16, 0)
+DEF_MSELECT(b16, em_b16)
 typedef void (*compact_fn)(char *, const char *, const uint8_t *, int64_t);
 #define COMPACT_ROW(S, E, CT, K) [E] = em_masked_compact_##S,
-static const compact_fn compact_loops[EM_NUM_DTYPES] = {EM_FOR_EACH_DTYPE(COMPACT_ROW)};
+static const compact_fn compact_loops[EM_NUM_DTYPES] = {
+    EM_FOR_EACH_DTYPE(COMPACT_ROW)[EM_COMPLEX64] = em_masked_compact_i64,
+    [EM_COMPLEX128] = em_masked_compact_b16};
 
 /* Dispatch tables, indexed by dtype. */
 #define TABLE(NAME, PREFIX)                                 \
@@ -272,7 +285,9 @@ TABLE(amax_loops, em_scatter_amax)
 TABLE(amin_loops, em_scatter_amin)
 TABLE(mean_div_loops, em_mean_div)
 TABLE(masked_fill_loops, em_masked_fill)
-TABLE(masked_select_loops, em_masked_select)
+static const em_loop1d masked_select_loops[EM_NUM_DTYPES] = {
+    EM_FOR_EACH_DTYPE(TABLE_ROW_em_masked_select)[EM_COMPLEX64] = em_masked_select_i64,
+    [EM_COMPLEX128] = em_masked_select_b16};
 TABLE(masked_scatter_loops, em_masked_scatter)
 TABLE(where_loops, em_where)
 

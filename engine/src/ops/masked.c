@@ -110,7 +110,9 @@ static em_status masked_select_nograd(const em_tensor *t, const em_tensor *mask,
   if (st == EM_OK) {
     em_iter it;
     const em_tensor *ops[3] = {&tv, mc, pre};
+    int was = em_iter_allow_complex(1); /* the loops move complex elements as bytes */
     st = em_iter_build(&it, op, 3, ops, nd, shape, false);
+    em_iter_allow_complex(was);
     if (st == EM_OK) k->masked_select(&it, t->dtype, o);
     if (st != EM_OK) em_tensor_release(o);
     else *out = o;
