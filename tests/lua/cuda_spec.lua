@@ -233,6 +233,11 @@ for _, dev in ipairs(devices) do
       same(T.tensor { -1, 2, 300, 0 }, x:long())
       same(T.tensor { true, true, true, false }, x:bool())
       same(T.tensor { -1, 2, 127, 0 }:to(T.int8), x:to(T.int8))  -- saturates
+      -- float64 to float16/bfloat16 rounds through float32, as the CPU and
+      -- PyTorch do (a direct rounding differs near a tie)
+      local tie = T.tensor({ 1 + 2 ^ -11 + 2 ^ -40, 1 + 2 ^ -8 + 2 ^ -40, -3.0000001 }, { dtype = T.float64 })
+      same(tie:half(), tie:to(d):half())
+      same(tie:bfloat16(), tie:to(d):bfloat16())
     end)
     on(dev, "strided copies, fills and zeros", function(d)
       local x = T.arange(12):view(3, 4):float():to(d)
@@ -847,6 +852,13 @@ for _, dev in ipairs(devices) do
           function(a, b) return a:eq(b) end, function(a) return a:ne(a:conj()) end,
         }
         for _, f in ipairs(ops) do same(f(z0, w0), f(z, w), tol) end
+        -- division's special values are C99's (libgcc's __divdc3), not
+        -- thrust's NaN: 1/(0+0j) = inf+nanj, 1/(inf+0j) = 0
+        local inf = math.huge
+        local num = T.complex(T.tensor({ 1, 1, 1, 0 }, { dtype = rdt }), T.tensor({ 0, 0, 2, 0 }, { dtype = rdt }))
+        local den = T.complex(T.tensor({ 0, inf, 0, 1 }, { dtype = rdt }), T.tensor({ 0, 0, 0, 0 }, { dtype = rdt }))
+        same(num / den, num:to(d) / den:to(d), tol)
+        same(den:reciprocal(), den:to(d):reciprocal(), tol)
         -- matmul on cuBLAS's complex GEMM
         same(z0:matmul(w0:t()), z:matmul(w:t()), tol * 10)
         -- T.fft on cuFFT: last dim (one batched plan), dim 1 (strided lanes),
@@ -866,6 +878,10 @@ for _, dev in ipairs(devices) do
         same(F.fft(z3, { dim = 2 }), F.fft(z3:to(d), { dim = 2 }), tol * 10)
         local r3 = T.randn(5, 4, 2, { dtype = rdt })
         same(F.rfft(r3, { dim = 2 }), F.rfft(r3:to(d), { dim = 2 }), tol * 10)
+        -- an odd slice (n * inner = 15): every other outer slice would start
+        -- off the complex alignment cuFFT reads real input with
+        local r5 = T.randn(2, 5, 3, { dtype = rdt })
+        same(F.rfft(r5, { dim = 2 }), F.rfft(r5:to(d), { dim = 2 }), tol * 10)
         same(F.fft2(p0:to(cdt)), F.fft2(p0:to(d):to(cdt)), tol * 10)
         local row = T.randn(1, 9, { dtype = rdt })
         same(F.rfft(row:narrow(2, 2, 8)), F.rfft(row:to(d):narrow(2, 2, 8)), tol * 10)

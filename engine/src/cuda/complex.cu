@@ -3,7 +3,10 @@
 // needs after cuFFT (cuda/fft.c). Arithmetic on thrust::complex (CCCL, in
 // the CUDA Toolkit): its functions follow C99's Annex G special values as
 // the CPU's glibc does, but not bit for bit; the cuda specs compare with
-// the CPU's results within tolerances.
+// the CPU's results within tolerances. Division is the exception: thrust's
+// has no special-value recovery (1/(0+0j) is nan+nanj there), so cdiv
+// below is libgcc's __divdc3 (what the CPU's C99 `/` calls): Smith's
+// algorithm, then Annex G's infinities and zeros where it gave NaN+iNaN.
 //
 // COMPILED ONLY: no GPU has run this file.
 #include "cuda/cu_iface.h"
@@ -27,6 +30,39 @@ __device__ inline void cstore(char *p, thrust::complex<V> z) {
   v[1] = z.imag();
 }
 
+// x / y as libgcc's __divdc3 / __divsc3 (C99 Annex G special values)
+template <typename V>
+__device__ inline thrust::complex<V> cdiv(thrust::complex<V> x, thrust::complex<V> y) {
+  V a = x.real(), b = x.imag(), c = y.real(), d = y.imag(), re, im;
+  if (fabs(c) < fabs(d)) {
+    V ratio = c / d, denom = c * ratio + d;
+    re = (a * ratio + b) / denom;
+    im = (b * ratio - a) / denom;
+  } else {
+    V ratio = d / c, denom = d * ratio + c;
+    re = (b * ratio + a) / denom;
+    im = (b - a * ratio) / denom;
+  }
+  if (isnan(re) && isnan(im)) {
+    const V inf = (V)INFINITY;
+    if (c == 0 && d == 0 && (!isnan(a) || !isnan(b))) {
+      re = copysign(inf, c) * a;
+      im = copysign(inf, c) * b;
+    } else if ((isinf(a) || isinf(b)) && isfinite(c) && isfinite(d)) {
+      a = copysign(isinf(a) ? (V)1 : (V)0, a);
+      b = copysign(isinf(b) ? (V)1 : (V)0, b);
+      re = inf * (a * c + b * d);
+      im = inf * (b * c - a * d);
+    } else if ((isinf(c) || isinf(d)) && isfinite(a) && isfinite(b)) {
+      c = copysign(isinf(c) ? (V)1 : (V)0, c);
+      d = copysign(isinf(d) ? (V)1 : (V)0, d);
+      re = (V)0 * (a * c + b * d);
+      im = (V)0 * (b * c - a * d);
+    }
+  }
+  return thrust::complex<V>(re, im);
+}
+
 template <typename V, typename I>
 __global__ void cx_kernel(emcu_geom g, int op, V al) {
   typedef thrust::complex<V> C;
@@ -41,7 +77,7 @@ __global__ void cx_kernel(emcu_geom g, int op, V al) {
       case EMCU_CX_ADD: cstore<V>(o, x + al * y); break;
       case EMCU_CX_SUB: cstore<V>(o, x - al * y); break;
       case EMCU_CX_MUL: cstore<V>(o, x * y); break;
-      case EMCU_CX_DIV: cstore<V>(o, x / y); break;
+      case EMCU_CX_DIV: cstore<V>(o, cdiv(x, y)); break;
       case EMCU_CX_POW: cstore<V>(o, y == C(0, 0) ? C(1, 0) : thrust::pow(x, y)); break;
       case EMCU_CX_EQ: *(bool *)o = x == y; break;
       case EMCU_CX_NE: *(bool *)o = x != y; break;
@@ -50,7 +86,7 @@ __global__ void cx_kernel(emcu_geom g, int op, V al) {
       case EMCU_CX_ANGLE: *(V *)o = thrust::arg(x); break;
       case EMCU_CX_CONJ: cstore<V>(o, thrust::conj(x)); break;
       case EMCU_CX_SQRT: cstore<V>(o, thrust::sqrt(x)); break;
-      case EMCU_CX_RECIPROCAL: cstore<V>(o, C(1, 0) / x); break;
+      case EMCU_CX_RECIPROCAL: cstore<V>(o, cdiv(C(1, 0), x)); break;
       case EMCU_CX_EXP: cstore<V>(o, thrust::exp(x)); break;
       case EMCU_CX_LOG: cstore<V>(o, thrust::log(x)); break;
       case EMCU_CX_SIN: cstore<V>(o, thrust::sin(x)); break;

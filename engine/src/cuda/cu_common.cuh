@@ -79,8 +79,12 @@ __device__ inline void offsets(const emcu_geom &g, I lin, int64_t *off) {
   }
 }
 
-// 32-bit element indices when the iteration fits them (cheaper divisions)
-inline bool fits32(const emcu_geom *g) { return g->numel < ((int64_t)1 << 31); }
+// 32-bit element indices when the iteration fits them (cheaper divisions):
+// GRID_STRIDE's last step adds the grid's width (at most 65536 x 256 =
+// 2^24 threads) to an index below numel, which must not pass INT32_MAX
+inline bool fits32(const emcu_geom *g) {
+  return g->numel <= (int64_t)INT32_MAX - ((int64_t)65536 * 256);
+}
 
 inline unsigned blocks_for(int64_t n) {
   int64_t b = (n + 255) / 256;

@@ -129,8 +129,11 @@ static em_status plan_for(const plan_key *k, plan_slot **out) {
     }
     if (!slots[i].live || (victim->live && slots[i].used < victim->used)) victim = &slots[i];
   }
-  if (victim->live) {
+  if (victim->live) { /* destroyed on its own device (the cache is shared by all of them) */
+    int cur = k->dev;
+    if (victim->key.dev != cur) cudaSetDevice(victim->key.dev);
     lib.destroy(victim->h);
+    if (victim->key.dev != cur) cudaSetDevice(cur);
     victim->live = 0;
   }
   cufftHandle h;
@@ -165,7 +168,7 @@ static em_status plan_for(const plan_key *k, plan_slot **out) {
 ** outer only: stepping by one real element would break the complex
 ** alignment cuFFT needs). */
 static em_status run(cufftType type, const char *in, char *out, int64_t outer, int64_t n,
-                     int64_t inner, size_t ies, size_t oes, int forward) {
+                     int64_t inner, int64_t ipitch, size_t ies, size_t oes, int forward) {
   pthread_once(&lib_once, lib_open);
   if (!lib.ok) return em_fail(EM_E_RUNTIME, "fft: %s", lib.why);
   int dev = emcu_device();
@@ -178,7 +181,7 @@ static em_status run(cufftType type, const char *in, char *out, int64_t outer, i
     calls = 1, istep = ostep = 0;
   } else if (outer <= inner || real_in) { /* per outer position, inner lanes batched */
     k.stride = inner, k.idist = 1, k.odist = 1, k.batch = inner;
-    calls = outer, istep = (size_t)(n * inner) * ies, ostep = (size_t)(nout * inner) * oes;
+    calls = outer, istep = (size_t)ipitch * ies, ostep = (size_t)(nout * inner) * oes;
   } else { /* per inner position, outer lanes batched */
     k.stride = inner, k.idist = n * inner, k.odist = nout * inner, k.batch = outer;
     calls = inner, istep = ies, ostep = oes;
@@ -216,8 +219,8 @@ em_status emcu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t in
                    double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
   size_t es = em_dtype_size(dt);
-  em_status st = run(dt == EM_COMPLEX64 ? CUFFT_C2C : CUFFT_Z2Z, data, data, outer, n, inner, es,
-                     es, forward);
+  em_status st = run(dt == EM_COMPLEX64 ? CUFFT_C2C : CUFFT_Z2Z, data, data, outer, n, inner,
+                     n * inner, es, es, forward);
   if (st != EM_OK) return st;
   int e = emcu_scale((int)dt, data, outer * n * inner, fct, emcu_stream(emcu_device()));
   return e ? emcu_fail("fft", "scale", e) : EM_OK;
@@ -228,24 +231,32 @@ em_status emcu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
   size_t es = em_dtype_size(dt);
   int64_t nout = n / 2 + 1;
-  size_t bytes = (size_t)outer * (size_t)n * (size_t)inner * es;
+  /* cuFFT reads real input as if complex-aligned: each call's input (the
+  ** base, and with inner > 1 each outer slice of n * inner values) must sit
+  ** on a multiple of 2 * es bytes. Otherwise the input goes to an aligned
+  ** scratch whose slices are padded to an even length. */
+  int64_t slab = n * inner, pitch = slab;
+  int slices = inner > 1 && outer > 1;
+  if (slices && slab % 2) pitch = slab + 1;
   int dev = emcu_device();
   em_device d = {EM_CUDA, dev};
   void *scratch = NULL;
   const void *src = in;
-  if ((uintptr_t)in % (2 * es) != 0) { /* cuFFT reads real input as if complex-aligned */
+  size_t bytes = (size_t)outer * (size_t)pitch * es;
+  if ((uintptr_t)in % (2 * es) != 0 || pitch != slab) {
     em_status st = emcu_alloc(d, bytes, &scratch);
     if (st != EM_OK) return st;
-    cudaError_t e = cudaMemcpyAsync(scratch, in, bytes, cudaMemcpyDeviceToDevice,
-                                    (cudaStream_t)emcu_stream(dev));
+    cudaError_t e = cudaMemcpy2DAsync(scratch, (size_t)pitch * es, in, (size_t)slab * es,
+                                      (size_t)slab * es, (size_t)outer, cudaMemcpyDeviceToDevice,
+                                      (cudaStream_t)emcu_stream(dev));
     if (e != cudaSuccess) {
       emcu_free(d, scratch, bytes);
-      return emcu_fail("fft", "cudaMemcpyAsync", e);
+      return emcu_fail("fft", "cudaMemcpy2DAsync", e);
     }
     src = scratch;
   }
-  em_status st = run(dt == EM_FLOAT32 ? CUFFT_R2C : CUFFT_D2Z, src, out, outer, n, inner, es,
-                     2 * es, 1);
+  em_status st = run(dt == EM_FLOAT32 ? CUFFT_R2C : CUFFT_D2Z, src, out, outer, n, inner, pitch,
+                     es, 2 * es, 1);
   if (scratch) emcu_free(d, scratch, bytes);
   if (st != EM_OK) return st;
   int e = emcu_scale(dt == EM_FLOAT32 ? (int)EM_COMPLEX64 : (int)EM_COMPLEX128, out,

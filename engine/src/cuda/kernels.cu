@@ -41,8 +41,10 @@ __device__ inline void store_f(int dt, char *p, double v) {
     case I16: *(int16_t *)p = sat<int16_t>(v, INT16_MIN, INT16_MAX); break;
     case I32: *(int32_t *)p = sat<int32_t>(v, INT32_MIN, INT32_MAX); break;
     case I64: *(int64_t *)p = sat<int64_t>(v, INT64_MIN, INT64_MAX); break;
-    case F16: *(__half *)p = __double2half(v); break;
-    case BF16: *(__nv_bfloat16 *)p = __double2bfloat16(v); break;
+    // through float, as the CPU and PyTorch round (a direct rounding of
+    // the double differs near a tie: 1 + 2^-11 + 2^-40)
+    case F16: *(__half *)p = __float2half_rn((float)v); break;
+    case BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
     case F32: *(float *)p = (float)v; break;
     default: *(double *)p = v; break;
   }
