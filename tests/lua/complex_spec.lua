@@ -123,6 +123,34 @@ describe("complex dtypes", function()
     assert.has_error(function() return T.ones(2).imag end)
   end)
 
+  it("indexes with integer tensors (reads and writes, every layout) as torch, complex128 too", function()
+    for _, dt in ipairs { T.complex64, T.complex128 } do
+      local re = T.tensor({ 1, 2, 3, 4 }, { dtype = T.float64 })
+      local z = T.complex(re, re * 10):to(dt)
+      local function is(got, wre, wim)
+        assert.equal(tostring(dt), tostring(got.dtype))
+        assert.is_true(T.equal(got.real:double(), T.tensor(wre, { dtype = T.float64 })))
+        assert.is_true(T.equal(got.imag:double(), T.tensor(wim, { dtype = T.float64 })))
+      end
+      is(z[T.tensor { 4, 1, 1 }], { 4, 1, 1 }, { 40, 10, 10 })          -- one element per row
+      local x = z:clone()
+      x[T.tensor { 1, 3 }] = 0
+      is(x, { 0, 2, 0, 4 }, { 0, 20, 0, 40 })
+      local A = z:reshape(2, 2)
+      is(A[{ T.tensor { 2, 1 }, T.tensor { 1, 2 } }], { 3, 2 }, { 30, 20 }) -- pairs of positions
+      -- rows with outer dims and strided blocks: index_select's values
+      local B = T.complex(T.randn(3, 4, 5, { dtype = T.float64 }), T.randn(3, 4, 5, { dtype = T.float64 })):to(dt)
+      local function same_as(got, want) assert.is_true(T.equal(T.view_as_real(got), T.view_as_real(want))) end
+      same_as(B[{ {}, T.tensor { 3, 1 }, {} }], B:index_select(2, T.tensor { 3, 1 }))
+      local Bt = B:transpose(2, 3)
+      same_as(Bt[{ {}, T.tensor { 5, 2 } }], Bt:index_select(2, T.tensor { 5, 2 }))
+      local C = B:clone()
+      C[{ {}, T.tensor { 2, 4 } }] = B[{ {}, T.tensor { 1, 3 } }]
+      same_as(C:index_select(2, T.tensor { 2, 4 }), B:index_select(2, T.tensor { 1, 3 }))
+      same_as(C:index_select(2, T.tensor { 1, 3 }), B:index_select(2, T.tensor { 1, 3 }))
+    end
+  end)
+
   it("selects through a mask (masked_select, t[mask]) on every layout, with the gradient, as torch", function()
     for _, dt in ipairs { T.complex64, T.complex128 } do
       local re = T.tensor { { 1, 2 }, { 3, 4 } }:double()

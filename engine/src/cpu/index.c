@@ -686,6 +686,7 @@ DEF_KEY_BLOCK(key_block1, uint8_t)
 DEF_KEY_BLOCK(key_block2, uint16_t)
 DEF_KEY_BLOCK(key_block4, uint32_t)
 DEF_KEY_BLOCK(key_block8, uint64_t)
+DEF_KEY_BLOCK(key_block16, em_b16) /* complex128 */
 
 /* Rows without outer dims whose block is one element: the loop of a plain
 ** gather (out[b * ob] = view[offs[b]]) or scatter. */
@@ -702,6 +703,7 @@ DEF_KEY_ELEMS(key_elems1, uint8_t)
 DEF_KEY_ELEMS(key_elems2, uint16_t)
 DEF_KEY_ELEMS(key_elems4, uint32_t)
 DEF_KEY_ELEMS(key_elems8, uint64_t)
+DEF_KEY_ELEMS(key_elems16, em_b16)
 
 typedef void (*key_block_fn)(char *, const int64_t *, const char *, const int64_t *, int,
                              const int64_t *);
@@ -718,9 +720,11 @@ static void key_copy(char *view, char *other, int put, const em_tensor *offsets,
   int64_t rows = nout * nb;
   if (rows == 0 || d.numel == 0) return;
   const int64_t *offs = em_tensor_data(offsets);
-  int si = es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : 3;
-  static const key_block_fn blocks[4] = {key_block1, key_block2, key_block4, key_block8};
-  static const key_elems_fn elems[4] = {key_elems1, key_elems2, key_elems4, key_elems8};
+  int si = es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : es == 8 ? 3 : 4;
+  static const key_block_fn blocks[5] = {key_block1, key_block2, key_block4, key_block8,
+                                         key_block16};
+  static const key_elems_fn elems[5] = {key_elems1, key_elems2, key_elems4, key_elems8,
+                                        key_elems16};
   key_block_fn block = blocks[si];
   int64_t nchunks = (rows + KEY_CHUNK - 1) / KEY_CHUNK;
   int contig = d.n == 1 && d.v[0] == 1 && d.o[0] == 1;

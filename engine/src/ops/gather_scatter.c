@@ -144,6 +144,16 @@ static em_status index_select_nograd(const em_tensor *t, int64_t dim,
     em_tensor_release(idx);
     return st;
   }
+  if (nd > 0 && (t->dtype == EM_COMPLEX64 || t->dtype == EM_COMPLEX128)) {
+    /* the gather loops have no complex rows: a contiguous copy takes the
+    ** block path (complex elements move as bytes) */
+    em_tensor *c = NULL;
+    st = em_contiguous(t, &c);
+    if (st == EM_OK) st = index_select_nograd(c, dim, index, out);
+    em_tensor_release(c);
+    em_tensor_release(idx);
+    return st;
+  }
   st = gather_core(op, k, t, idx, is, nd, shape, ss, dim_stride(t, axis), out);
   em_tensor_release(idx);
   return st;
