@@ -154,7 +154,8 @@ return function(T, C)
     if cplx then
       -- PyTorch's two formatters: the real parts and the imaginary parts
       -- each decide their own mode and width; an element is real, sign,
-      -- imag, "j" (width: both widths + 3)
+      -- imag, "j" (torch's _vector_str counts both widths + 1, plus the
+      -- ", " every element gets below)
       local re, im = values_of(t.real, e, summarize), values_of(t.imag, e, summarize)
       local f1, f2 = make_formatter(re, true), make_formatter(im, true)
       vals = {}
@@ -164,7 +165,7 @@ return function(T, C)
         local c = is:sub(1, 1)
         return format(f1, re[i]) .. ((c == "+" or c == "-") and "" or "+") .. is
       end
-      width = f1.width + f2.width + 3
+      width = f1.width + f2.width + 1
     else
       vals = values_of(t, e, summarize)
       f = make_formatter(vals, t.dtype.is_floating_point)
