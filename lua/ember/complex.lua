@@ -1,37 +1,123 @@
 -- The complex dtypes' parts written in Lua (issue 19; docs/dtypes.md,
--- "Complex"): sum and mean of a complex tensor, as the real reductions of
--- its view_as_real (the trailing (re, im) dim kept); every other form goes
--- to the C reduction, which refuses complex naming the op.
+-- "Complex"): sum and mean of a complex tensor (or of any tensor with a
+-- complex `dtype` option), as the real reductions of its view_as_real (the
+-- trailing (re, im) dim kept). Every argument form of the real reductions
+-- is taken: the checks (dims in range, keepdim, option names) are the real
+-- reduction's, run on a meta tensor of the input's shape; `dtype` converts
+-- the input first and `out` receives the result, as for real input.
+-- var, std and norm of a complex tensor give torch's real results: var is
+-- var(re) + var(im) (|z - mean|^2 splits into the parts), std its root,
+-- norm the real norm of |z| (every vector p-norm depends only on |z|).
 return function(T, C)
   local M = T.Tensor_methods
+  local unpack = table.unpack or unpack
+  local function plain(v) return type(v) == "table" and getmetatable(v) == nil end
+  -- an options table: a plain table with a string key
+  local function is_opts(v)
+    if not plain(v) then return false end
+    for k in pairs(v) do if type(k) == "string" then return true end end
+    return false
+  end
+  local function is_cx(dt) return dt == T.complex64 or dt == T.complex128 end
+
   for _, name in ipairs { "sum", "mean" } do
     local real = M[name]
-    local function f(t, dim, ...)
-      if T.is_tensor(t) and t:is_complex() then
-        local r = T.view_as_real(t)
-        if dim == nil and select("#", ...) == 0 then
-          return T.view_as_complex(real(r:reshape(-1, 2), 1))
-        end
-        if type(dim) == "table" and getmetatable(dim) == nil and dim[1] == nil then
-          error(name .. ": an options table is not implemented for complex tensors " ..
-            "(pass dim and keepdim as arguments)", 2)
-        end
-        local function shift(d)
-          if type(d) == "number" and d < 0 then return d - 1 end
-          return d
-        end
-        if type(dim) == "table" and getmetatable(dim) == nil and dim[1] ~= nil then
-          local ds = {}
-          for i = 1, #dim do ds[i] = shift(dim[i]) end
-          dim = ds
-        else
-          dim = shift(dim)
-        end
-        return T.view_as_complex(real(r, dim, ...):contiguous())
+    local function f(t, ...)
+      local n, args = select("#", ...), { ... }
+      local oi
+      for i = n, 1, -1 do
+        if is_opts(args[i]) then oi = i; break end
       end
-      return real(t, dim, ...)
+      local o = oi and args[oi]
+      local want = o and o.dtype
+      if not (T.is_tensor(t) and (t:is_complex() or is_cx(want))) then return real(t, ...) end
+      -- dtype and out are applied here; the rest goes to the real reduction
+      local out
+      if o then
+        out = o.out
+        local rest = {}
+        for k, v in pairs(o) do
+          if k ~= "dtype" and k ~= "out" then rest[k] = v end
+        end
+        args[oi] = rest
+      end
+      if want ~= nil and not is_cx(want) then
+        error(("%s: a complex input needs a complex dtype, got %s"):format(name, tostring(want)), 2)
+      end
+      local ok, err = pcall(real, T.empty(t.shape, { device = "meta" }), unpack(args, 1, n))
+      if not ok then error(err, 2) end
+      if want then t = t:to(want) end
+      -- the dims (nil: every dim) and keepdim, as the real forms read them
+      local a1, dims, keepdim = args[1], nil, false
+      if type(a1) == "number" then
+        dims = { a1 }
+      elseif plain(a1) and not is_opts(a1) then
+        dims = #a1 > 0 and a1 or nil
+      elseif is_opts(a1) then
+        local d = a1.dim
+        dims = type(d) == "number" and { d } or (plain(d) and #d > 0 and d) or nil
+        keepdim = a1.keepdim == true
+      end
+      if type(args[2]) == "boolean" then keepdim = args[2] end
+      if oi and oi > 1 and args[oi].keepdim ~= nil then keepdim = args[oi].keepdim == true end
+      local nd = t:dim()
+      local res
+      if nd == 0 then
+        res = t:clone()
+      else
+        local ds = {}
+        if dims then
+          for i = 1, #dims do ds[i] = dims[i] < 0 and dims[i] + nd + 1 or dims[i] end
+        else
+          for i = 1, nd do ds[i] = i end
+        end
+        res = T.view_as_complex(real(T.view_as_real(t), ds, keepdim):contiguous())
+      end
+      if out ~= nil then return C._write_out(name, res, out) end
+      return res
     end
     M[name] = f
     T[name] = f
   end
+
+  -- args without the out option of their options table, and that out
+  local function take_out(args, n)
+    for i = n, 1, -1 do
+      if is_opts(args[i]) then
+        local rest = {}
+        for k, v in pairs(args[i]) do
+          if k ~= "out" then rest[k] = v end
+        end
+        local out = args[i].out
+        args[i] = rest
+        return out
+      end
+    end
+  end
+  for _, name in ipairs { "var", "std" } do
+    local real = M.var
+    local rootf = name == "std"
+    local realf = M[name]
+    local function f(t, ...)
+      if not (T.is_tensor(t) and t:is_complex()) then return realf(t, ...) end
+      local n, args = select("#", ...), { ... }
+      local out = take_out(args, n)
+      local v = real(t.real, unpack(args, 1, n)) + real(t.imag, unpack(args, 1, n))
+      if rootf then v = v:sqrt() end
+      if out ~= nil then return C._write_out(name, v, out) end
+      return v
+    end
+    M[name] = f
+    T[name] = f
+  end
+  local real_norm = M.norm
+  local function norm(t, p, ...)
+    if not (T.is_tensor(t) and t:is_complex()) then return real_norm(t, p, ...) end
+    if p == "nuc" then
+      error("norm: the nuclear norm of a complex tensor is not implemented (use T.linalg.matrix_norm)", 2)
+    end
+    return real_norm(t:abs(), p, ...)
+  end
+  M.norm = norm
+  T.norm = norm
 end

@@ -55,24 +55,29 @@ return function(T, C)
     return x:copy_(mvlgamma("mvlgamma_", x, p, o))
   end)
 
-  -- -- float_power: both operands as float64, then pow -----------------------
-  local function f64(v) if T.is_tensor(v) then return v:to(T.float64) end return v end
+  -- -- float_power: both operands as float64 (complex128 when either is
+  -- complex, as torch), then pow ---------------------------------------------
+  local function cx(v) return T.is_tensor(v) and v:is_complex() end
+  local function f64(v, to) if T.is_tensor(v) then return v:to(to or T.float64) end return v end
   both("float_power", function(a, b, o)
     if not T.is_tensor(a) and not T.is_tensor(b) then
       error("float_power: expected a tensor for argument #1 or #2", 2)
     end
     o = check_opts("float_power", o, OUT, 2)
-    if not T.is_tensor(a) then a = T.full({}, a, { dtype = T.float64, device = b.device }) end
-    return finish("float_power", T.pow(f64(a), f64(b)), o)
+    local to = (cx(a) or cx(b)) and T.complex128 or T.float64
+    if not T.is_tensor(a) then a = T.full({}, a, { dtype = to, device = b.device }) end
+    return finish("float_power", T.pow(f64(a, to), f64(b, to)), o)
   end)
   M.float_power_ = named("float_power_", function(a, b, o)
     check_tensor("float_power_", a, "argument #1", 2)
     check_opts("float_power_", o, {}, 2)
-    if a.dtype ~= T.float64 then
+    local want = (cx(a) or cx(b)) and T.complex128 or T.float64
+    if a.dtype ~= want then
       error(fmt("float_power_: the base given to float_power_ has dtype %s but the operation's "
-        .. "result requires dtype float64", tostring(a.dtype):gsub("^ember%.", "")), 2)
+        .. "result requires dtype %s", tostring(a.dtype):gsub("^ember%.", ""),
+        tostring(want):gsub("^ember%.", "")), 2)
     end
-    return a:pow_(f64(b))
+    return a:pow_(f64(b, want))
   end)
 
   -- -- addcmul / addcdiv: input + value * t1 (* or /) t2 ------------------------

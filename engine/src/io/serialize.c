@@ -179,7 +179,9 @@ em_status em_load_buffer(const void *buf, size_t len, em_loaded **out) {
       st = CORRUPT("tensor %llu has unknown flags 0x%x", (unsigned long long)i, flags);
       break;
     }
-    if ((flags & 1) && em_dtype_kindof(dt) != EM_KIND_FLOAT) {
+    /* float and complex tensors may require grad (docs/autograd.md) */
+    if ((flags & 1) && em_dtype_kindof(dt) != EM_KIND_FLOAT && dt != EM_COMPLEX64 &&
+        dt != EM_COMPLEX128) {
       st = CORRUPT("tensor %llu of %s is marked requires_grad", (unsigned long long)i,
                    em_dtype_name(dt));
       break;

@@ -129,6 +129,12 @@ em_status em_complex_ew(em_ew_op op, const char *name, int n, const em_operand *
     ts[i] = ops[i].tensor;
     if (ts[i]) dev = ts[i]->storage->device;
   }
+  /* abs_ and angle_ of a complex tensor would write a real result into
+  ** it: refused, as PyTorch refuses them */
+  if ((cx == EM_CX_ABS || cx == EM_CX_ANGLE) && out && n >= 1 && out == ops[0].tensor &&
+      em_dtype_kindof(out->dtype) == EM_KIND_COMPLEX)
+    return em_fail(EM_E_TYPE, "%s: In-place %s is not supported for complex tensors.", name,
+                   cx == EM_CX_ABS ? "abs" : "angle");
   em_status st = EM_OK;
   em_dtype outdt = cx == EM_CX_ABS ? value_dtype(rt)
                    : (cx == EM_CX_EQ || cx == EM_CX_NE) ? EM_BOOL : rt;
