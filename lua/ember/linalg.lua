@@ -653,6 +653,25 @@ return function(T, C)
     return Q
   end
 
+  -- T.geqrf(A): LAPACK's (QR, tau) as torch.geqrf gives them (R on and above
+  -- the diagonal, the reflectors below it; the input of householder_product).
+  -- Not differentiable, as in torch: the backward raises.
+  local function geqrf(A, ...)
+    local op = "geqrf"
+    ARGS.nooptions(op, 2, 1, ...)
+    check_tensor(op, A)
+    local QR, tau = C._linalg_geqrf(A)
+    if needs_grad(A) then
+      local outs = record_multi("GeqrfBackward0", { n = 1, A }, { QR, tau }, function()
+        error("geqrf: the derivative for 'geqrf' is not implemented (use T.linalg.qr)", 0)
+      end)
+      QR, tau = outs[1], outs[2]
+    end
+    return QR, tau
+  end
+  T.geqrf = geqrf
+  T.Tensor_methods.geqrf = geqrf
+
   -- -- SVD ------------------------------------------------------------------------
   -- PyTorch's svd_backward (real or complex). Complex singular vectors are
   -- defined up to a phase per pair (U diag(e^{i phi}), V diag(e^{i phi})):

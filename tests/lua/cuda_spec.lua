@@ -975,6 +975,8 @@ for _, dev in ipairs(devices) do
         function(a, b) return LA.solve_triangular(a:tril(), b, { upper = false, unitriangular = true }) end,
         function(a) return LA.matrix_norm(a, "nuc") end,
         function(a) return LA.matrix_rank(a) end,
+        function(a) return LA.householder_product(a, T.empty(3, 0, { dtype = a.dtype, device = a.device })) end,
+        function(a) local QR, tau = T.geqrf(a); return LA.householder_product(QR, tau) end,
       }, false)
       -- a batch of small matrices takes the batched entries (one launch);
       -- larger ones (and a single matrix) take one cuSOLVER call each

@@ -351,3 +351,22 @@ describe("T.linalg errors (PyTorch's wording, 1-based batch elements)", function
     assert.same({ 0, 3 }, LA.pinv(T.zeros(3, 0)).shape:totable())
   end)
 end)
+
+describe("T.geqrf", function()
+  it("gives torch.geqrf's (QR, tau), feeds householder_product, and refuses a derivative", function()
+    local A = T.tensor({ { 2, 1 }, { 1, 3 }, { 0, 1 } }, { dtype = T.float64 })
+    local QR, tau = T.geqrf(A)
+    -- torch 1.13: torch.geqrf of the same matrix
+    assert.is_true(T.allclose(QR, T.tensor({ { -2.23606797749979, -2.23606797749979 },
+      { 0.2360679774997897, -2.449489742783178 }, { 0, 0.2134217652833884 } }, { dtype = T.float64 }), 1e-12, 1e-12))
+    assert.is_true(T.allclose(tau, T.tensor({ 1.894427190999916, 1.912870929175277 }, { dtype = T.float64 }), 1e-12, 1e-12))
+    local Q = T.linalg.householder_product(QR, tau)
+    assert.is_true(T.allclose(Q:matmul(QR:triu():narrow(1, 1, 2)), A, 1e-12, 1e-12))
+    assert.is_true(T.equal(A:geqrf(), QR))
+    -- an empty tau: the identity's first columns, as LAPACK
+    assert.is_true(T.equal(T.linalg.householder_product(A, T.empty(0, { dtype = T.float64 })), T.eye(3, 2, { dtype = T.float64 })))
+    local Ag = A:clone():requires_grad_()
+    local QRg = T.geqrf(Ag)
+    assert.has_error(function() QRg:sum():backward() end)
+  end)
+end)

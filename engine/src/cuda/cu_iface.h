@@ -385,8 +385,10 @@ int emcu_scale(int dt, void *data, int64_t n, double fct, void *stream);
 /* n pivots between cuSOLVER's int64 and the ops' int32 (1-based both) */
 int emcu_la_piv32to64(const int32_t *in, int64_t *out, int64_t n, void *stream);
 int emcu_la_piv64to32(const int64_t *in, int32_t *out, int64_t n, void *stream);
-/* batch contiguous n x n identities at a */
-int emcu_la_eye(int dt, void *a, int64_t batch, int64_t n, void *stream);
+/* the first cols columns of the rows x rows identity in each matrix
+** (leading dimension lda, element stride sa) */
+int emcu_la_eye(int dt, void *a, int64_t batch, int64_t rows, int64_t cols, int64_t lda,
+                int64_t sa, void *stream);
 /* the strict lower (zero_lower) or strict upper triangle of each n x n
 ** matrix (leading dimension lda, element stride sa) set to zero */
 int emcu_la_zero_triangle(int dt, void *a, int64_t batch, int64_t n, int64_t lda, int64_t sa,

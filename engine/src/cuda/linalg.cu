@@ -26,12 +26,13 @@ __device__ inline void put_unit(char *p, int dt, bool one) {
   }
 }
 
-__global__ void eye_kernel(int dt, char *a, int64_t batch, int64_t n) {
+__global__ void eye_kernel(int dt, char *a, int64_t batch, int64_t rows, int64_t cols,
+                           int64_t lda, int64_t sa) {
   int es = elsize(dt);
-  int64_t nn = n * n;
-  GRID_LOOP(batch * nn) {
-    int64_t e = lin % nn;
-    put_unit(a + lin * es, dt, e % n == e / n);
+  int64_t per = rows * cols;
+  GRID_LOOP(batch * per) {
+    int64_t b = lin / per, e = lin % per, r = e % rows, c = e / rows;
+    put_unit(a + (b * sa + r + c * lda) * es, dt, r == c);
   }
 }
 
@@ -73,9 +74,11 @@ extern "C" int emcu_la_piv64to32(const int64_t *in, int32_t *out, int64_t n, voi
   return (int)cudaGetLastError();
 }
 
-extern "C" int emcu_la_eye(int dt, void *a, int64_t batch, int64_t n, void *stream) {
-  if (batch <= 0 || n <= 0) return 0;
-  eye_kernel<<<blocks_for(batch * n * n), 256, 0, (cudaStream_t)stream>>>(dt, (char *)a, batch, n);
+extern "C" int emcu_la_eye(int dt, void *a, int64_t batch, int64_t rows, int64_t cols, int64_t lda,
+                           int64_t sa, void *stream) {
+  if (batch <= 0 || rows <= 0 || cols <= 0) return 0;
+  eye_kernel<<<blocks_for(batch * rows * cols), 256, 0, (cudaStream_t)stream>>>(
+      dt, (char *)a, batch, rows, cols, lda, sa);
   return (int)cudaGetLastError();
 }
 

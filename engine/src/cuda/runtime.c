@@ -321,31 +321,64 @@ typedef struct device_state {
 static device_state devices[MAX_DEVICES];
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The raw calls run on the block's device and give the thread's current
+** device back after (emcu_ready trusts op_device to still be current). */
+typedef struct on_device {
+  int prev, switched;
+} on_device;
+static int device_enter(int dev, on_device *o) {
+  o->prev = -1, o->switched = 0;
+  if (cudaGetDevice(&o->prev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    o->prev = -1;
+  }
+  if (o->prev == dev) return 0;
+  if (cudaSetDevice(dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  o->switched = 1;
+  return 0;
+}
+static void device_leave(const on_device *o) {
+  if (o->switched && o->prev >= 0) cudaSetDevice(o->prev);
+}
+
 static int raw_alloc(void *ctx, size_t n, void **p) {
-  int dev = (int)(intptr_t)ctx;
-  if (cudaSetDevice(dev) != cudaSuccess) return 1;
+  on_device o;
+  *p = NULL;
+  if (device_enter((int)(intptr_t)ctx, &o)) return 1;
   cudaError_t e = cudaMalloc(p, n);
   if (e != cudaSuccess) {
     (void)cudaGetLastError(); /* out of memory is not sticky */
     *p = NULL;
-    return 1;
   }
-  return 0;
+  device_leave(&o);
+  return e == cudaSuccess ? 0 : 1;
 }
 static void raw_free(void *ctx, void *p) {
-  cudaSetDevice((int)(intptr_t)ctx);
+  on_device o;
+  if (device_enter((int)(intptr_t)ctx, &o)) return;
   cudaFree(p);
+  device_leave(&o);
 }
 static void *raw_event_record(void *ctx, void *stream) {
   cudaEvent_t e;
-  cudaSetDevice((int)(intptr_t)ctx);
+  on_device o;
+  void *r = NULL;
+  if (device_enter((int)(intptr_t)ctx, &o)) {
+    cudaStreamSynchronize((cudaStream_t)stream); /* the hook's promise: waited instead */
+    return NULL;
+  }
   if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
       cudaEventRecord(e, (cudaStream_t)stream) != cudaSuccess) {
     (void)cudaGetLastError();
     cudaStreamSynchronize((cudaStream_t)stream); /* the hook's promise: waited instead */
-    return NULL;
+  } else {
+    r = (void *)e;
   }
-  return (void *)e;
+  device_leave(&o);
+  return r;
 }
 static int raw_event_query(void *ctx, void *e) {
   cudaError_t r = cudaEventQuery((cudaEvent_t)e);

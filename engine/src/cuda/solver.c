@@ -425,7 +425,8 @@ static em_status identities(ctx *c, void **x) {
   const em_lapack_job *j = c->j;
   em_status st = dev_block(&c->s, (size_t)(j->batch * j->n * j->n) * c->es, x);
   if (st != EM_OK) return st;
-  LAUNCHED("eye", emcu_la_eye((int)j->dt, *x, j->batch, j->n, c->stream));
+  int64_t nn = (int64_t)j->n * j->n;
+  LAUNCHED("eye", emcu_la_eye((int)j->dt, *x, j->batch, j->n, j->n, j->n, nn, c->stream));
   return EM_OK;
 }
 
@@ -584,6 +585,11 @@ static em_status orgqr(ctx *c) {
   int lwork = 0, *dinfo = NULL;
   void *wd = NULL;
   em_status st;
+  if (j->k == 0) { /* no reflectors: Q is the identity's first n columns, as
+                      LAPACK gives it (cuSOLVER computes nothing then) */
+    LAUNCHED("eye", emcu_la_eye((int)j->dt, j->a, j->batch, j->m, j->n, j->lda, j->sa, c->stream));
+    return EM_OK;
+  }
   switch (j->dt) {
     case EM_FLOAT32: ORGQR(cusolverDnSorgqr, float); break;
     case EM_FLOAT64: ORGQR(cusolverDnDorgqr, double); break;
@@ -624,8 +630,12 @@ static em_status gesvdj(ctx *c) {
   int ldu = vectors ? j->ldb : (m > 1 ? m : 1), ldv = n > 1 ? n : 1, lwork = 0;
   void *v = NULL, *u0 = NULL, *wd = NULL;
   em_status st = EM_OK;
-  if (vectors) st = dev_block(&c->s, (size_t)((int64_t)n * kv * j->batch) * c->es, &v);
-  else st = dev_block(&c->s, c->es, &u0), v = u0; /* not referenced without vectors */
+  /* without vectors gesvdj still gets buffers of their economy sizes (U
+  ** m x min(m,n), V n x min(m,n)) and econ: PyTorch found it fails given
+  ** none, and it may use them as scratch; one U serves the whole batch */
+  if (!vectors) econ = 1, kv = mn;
+  st = dev_block(&c->s, (size_t)((int64_t)n * kv * (vectors ? j->batch : 1)) * c->es, &v);
+  if (st == EM_OK && !vectors) st = dev_block(&c->s, (size_t)((int64_t)m * mn) * c->es, &u0);
   if (st != EM_OK) return st;
   gesvdjInfo_t info = NULL;
   CALL("CreateGesvdjInfo", lib.cusolverDnCreateGesvdjInfo(&info));
