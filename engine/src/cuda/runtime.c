@@ -168,7 +168,13 @@ void em_cuda_stream_free(em_cuda_stream *s) {
   if (!s) return;
   for (int d = 0; d < MAX_DEVICES; d++)
     if (current[d] == s) current[d] = NULL;
-  cudaStreamDestroy(s->s); /* returns at once; the work queued on it still runs */
+  /* the caching allocator keeps this stream's free blocks keyed by its
+  ** handle, which the driver may give to a later stream: wait for the
+  ** work queued here first, so no block such a stream inherits is still
+  ** in use (a stream is freed rarely: its Lua object's collection) */
+  cudaStreamSynchronize(s->s);
+  (void)cudaGetLastError();
+  cudaStreamDestroy(s->s);
   free(s);
 }
 
