@@ -8,6 +8,9 @@
 -- var, std and norm of a complex tensor give torch's real results: var is
 -- var(re) + var(im) (|z - mean|^2 splits into the parts), std its root,
 -- norm the real norm of |z| (every vector p-norm depends only on |z|).
+-- The tests and comparisons (isnan/isinf/isfinite, equal, isclose,
+-- allclose), where, masked_fill(_) (so tril/triu) are composed from the
+-- real and imaginary parts, with torch's definitions.
 return function(T, C)
   local M = T.Tensor_methods
   local unpack = table.unpack or unpack
@@ -120,4 +123,116 @@ return function(T, C)
   end
   M.norm = norm
   T.norm = norm
+
+  -- -- the parts' compositions -------------------------------------------------
+  local function any_cx(...)
+    for i = 1, select("#", ...) do
+      local v = select(i, ...)
+      if T.is_tensor(v) and v:is_complex() then return true end
+    end
+    return false
+  end
+  -- name in T and in the methods: f(real, ...) when an argument is complex
+  local function wrap(name, f)
+    for _, tbl in ipairs { T, M } do
+      local real = tbl[name]
+      if real then
+        tbl[name] = function(...)
+          if any_cx(...) then return f(real, ...) end
+          return real(...)
+        end
+      end
+    end
+  end
+  -- a tensor's or a number's (re, im)
+  local function parts(v)
+    if T.is_tensor(v) then
+      if v:is_complex() then return v.real, v.imag end
+      return v, T.zeros_like(v)
+    end
+    return v, 0
+  end
+
+  wrap("isnan", function(real, t) return real(t.real):logical_or(real(t.imag)) end)
+  wrap("isinf", function(real, t) return real(t.real):logical_or(real(t.imag)) end)
+  wrap("isfinite", function(real, t) return real(t.real):logical_and(real(t.imag)) end)
+
+  -- equal: the same shape and values (NaN unequal), in the common dtype
+  wrap("equal", function(real, a, b, ...)
+    if select("#", ...) > 0 then return real(a, b, ...) end -- its own error
+    if not (T.is_tensor(a) and T.is_tensor(b)) then return real(a, b) end
+    local dt = T.promote_types(a.dtype, b.dtype)
+    return real(T.view_as_real(a:to(dt)), T.view_as_real(b:to(dt)))
+  end)
+
+  -- isclose as torch's: a == b, or both NaN with equal_nan, or a finite
+  -- |a - b| <= atol + rtol |b| (complex moduli)
+  local function close_args(op, ...)
+    local n, args = select("#", ...), { ... }
+    local rtol, atol, en, i = 1e-5, 1e-8, false, 1
+    if type(args[i]) == "number" then rtol, i = args[i], i + 1 end
+    if type(args[i]) == "number" then atol, i = args[i], i + 1 end
+    if type(args[i]) == "boolean" then en, i = args[i], i + 1 end
+    if plain(args[i]) then
+      local o = args[i]
+      for k in pairs(o) do
+        if k ~= "rtol" and k ~= "atol" and k ~= "equal_nan" then
+          error(("%s: unknown option '%s' (expected one of: rtol, atol, equal_nan)"):format(op, tostring(k)), 4)
+        end
+      end
+      rtol, atol = o.rtol or rtol, o.atol or atol
+      if o.equal_nan ~= nil then en = o.equal_nan end
+      i = i + 1
+    end
+    if i <= n then error(("%s: unexpected argument #%d (%s)"):format(op, i + 2, type(args[i])), 4) end
+    return rtol, atol, en
+  end
+  local function isclose(op, a, b, ...)
+    if not (T.is_tensor(a) and T.is_tensor(b)) then
+      error(op .. ": expected two tensors", 3)
+    end
+    if a.dtype ~= b.dtype then
+      error(("%s: expected the same dtype, got %s and %s"):format(op, tostring(a.dtype), tostring(b.dtype)), 3)
+    end
+    local rtol, atol, en = close_args(op, ...)
+    local close = a:eq(b)
+    if en then close = close:logical_or(T.isnan(a):logical_and(T.isnan(b))) end
+    local err = (a - b):abs()
+    local ok = T.isfinite(err):logical_and(err:le(b:abs() * rtol + atol))
+    return close:logical_or(ok)
+  end
+  wrap("isclose", function(_, a, b, ...) return isclose("isclose", a, b, ...) end)
+  wrap("allclose", function(_, a, b, ...) return isclose("allclose", a, b, ...):all():item() end)
+
+  -- where(cond, a, b): the parts picked apart (promotion as the parts')
+  local real_where = T.where
+  T.where = function(cond, a, b, ...)
+    if select("#", ...) == 0 and b ~= nil and any_cx(a, b) then
+      local ar, ai = parts(a)
+      local br, bi = parts(b)
+      return T.complex(real_where(cond, ar, br), real_where(cond, ai, bi))
+    end
+    return real_where(cond, a, b, ...)
+  end
+
+  -- masked_fill_(z, mask, v): each part filled (v a number: (v, 0)); the
+  -- out-of-place form on a clone, and tril/triu through it
+  local function fill_parts(real_inplace, z, mask, v, ...)
+    if select("#", ...) > 0 then return real_inplace(z, mask, v, ...) end -- its own error
+    local vr, vi = parts(v)
+    real_inplace(z.real, mask, vr)
+    real_inplace(z.imag, mask, vi)
+    return z
+  end
+  local real_fill_ = M.masked_fill_
+  wrap("masked_fill_", function(real, z, mask, v, ...)
+    if not (T.is_tensor(z) and z:is_complex()) then
+      error("masked_fill_: a complex value needs a complex tensor to fill", 2)
+    end
+    return fill_parts(real, z, mask, v, ...)
+  end)
+  wrap("masked_fill", function(real, z, mask, v, ...)
+    if not (T.is_tensor(z) and z:is_complex()) then return real(z, mask, v, ...) end
+    return fill_parts(real_fill_, z:clone(), mask, v, ...)
+  end)
 end

@@ -85,8 +85,8 @@ describe("complex dtypes", function()
       prod = function() return a:prod() end, argmax = function() return a:argmax() end,
       sigmoid = function() return a:sigmoid() end, tanh_ok = false,
       gather = function() return a:gather(1, T.tensor { 1 }) end,
-      masked_fill = function() return a:masked_fill(T.tensor { true, false, true }, 1) end,
-      isnan = function() return a:isnan() end, sign = function() return a:sign() end,
+      atan = function() return a:atan() end,
+      sign = function() return a:sign() end,
       remainder = function() return a:remainder(2) end,
       searchsorted = function() return T.searchsorted(a, a) end, bucketize = function() return T.bucketize(a, a) end,
       erfinv = function() return T.special.erfinv(a) end, lgamma = function() return a:lgamma() end,
@@ -229,6 +229,44 @@ describe("complex dtypes", function()
     local a = z:clone()
     assert.has_error(function() a:abs_() end, "abs_: In-place abs is not supported for complex tensors.")
     assert.is_true(T.equal(T.view_as_real(a), T.view_as_real(z)))
+  end)
+
+  it("tests, compares, picks and fills from the parts as torch (isnan, equal, isclose, where, masked_fill, tril)", function()
+    local f64 = { dtype = T.float64 }
+    local function B(t) return T.tensor(t, { dtype = T.bool }) end
+    local function cx(re, im) return T.complex(T.tensor(re, f64), T.tensor(im, f64)) end
+    local function same(got, want)
+      assert.equal(tostring(want.dtype), tostring(got.dtype))
+      assert.is_true(T.equal(T.view_as_real(got), T.view_as_real(want)))
+    end
+    local z = cx({ 1, 0 / 0, math.huge, 2 }, { 0, 1, 0, 2 })
+    assert.is_true(T.equal(T.isnan(z), B { false, true, false, false }))
+    assert.is_true(T.equal(z:isinf(), B { false, false, true, false }))
+    assert.is_true(T.equal(z:isfinite(), B { true, false, false, true }))
+    local a = cx({ 1, 2 }, { 1, 2 })
+    assert.is_true(T.equal(a, a:clone()))
+    assert.is_false(T.equal(a, a * 2))
+    assert.is_true(T.equal(a, a:to(T.complex64)))  -- torch 1.13: True
+    assert.is_false(T.equal(z, z))                 -- NaN is unequal
+    assert.is_true(T.equal(T.isclose(a, a + 1e-9), B { true, true }))
+    assert.is_true(T.allclose(a, a * 1.000001))
+    assert.is_false(T.allclose(a, a * 1.1))
+    assert.is_true(T.equal(T.isclose(z, z), B { true, false, true, true }))
+    assert.is_true(T.equal(T.isclose(z, z, { equal_nan = true }), B { true, true, true, true }))
+    assert.has_error(function() return T.isclose(a, a, { tol = 1 }) end,
+      "isclose: unknown option 'tol' (expected one of: rtol, atol, equal_nan)")
+    local m = B { true, false }
+    same(T.where(m, a, 0), cx({ 1, 0 }, { 1, 0 }))
+    same(T.where(m, 5, a), cx({ 5, 2 }, { 0, 2 }))
+    same(a:where(m, T.zeros(2, f64)), cx({ 1, 0 }, { 1, 0 }))
+    same(a:masked_fill(m, 7), cx({ 7, 2 }, { 0, 2 }))
+    same(a, cx({ 1, 2 }, { 1, 2 }))                -- the out-of-place form left a alone
+    local b = a:clone()
+    assert.equal(b, b:masked_fill_(m, 3))
+    same(b, cx({ 3, 2 }, { 0, 2 }))
+    local Z = T.complex(T.ones(3, 3, f64), T.ones(3, 3, f64))
+    same(Z:tril(), T.complex(T.ones(3, 3, f64):tril(), T.ones(3, 3, f64):tril()))
+    same(T.triu(Z, 1), T.complex(T.ones(3, 3, f64):triu(1), T.ones(3, 3, f64):triu(1)))
   end)
 
   it("saves and loads a complex tensor that requires grad", function()

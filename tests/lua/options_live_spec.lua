@@ -244,6 +244,7 @@ R.meshgrid = "v, w"
 R.cdist = "x, y"
 -- issue 19: T.trace, T.kron, T.tensordot (T.linalg's recipes are LR below)
 R.trace = "sq"
+R.geqrf = "sq:double()"
 R.kron = "x, y"
 R.tensordot = "x, y:t(), 1"
 R.cosine_similarity = "x, y"
@@ -446,7 +447,7 @@ local LR = {
   eigh = "fd", eigvalsh = "fd", lstsq = "fd, fb", pinv = "fd", matrix_rank = "fd",
   matrix_power = "fd, 2", matrix_exp = "fd", norm = "fd", vector_norm = "fd", matrix_norm = "fd",
   cond = "fd", cross = "T.ones(3, { dtype = T.float64 }), T.ones(3, { dtype = T.float64 })",
-  multi_dot = "{ fd, fd }", householder_product = "fd, T.ones(1, { dtype = T.float64 })",
+  multi_dot = "{ fd, fd }", householder_product = "fd, T.ones(1, { dtype = T.float64 })", geqrf = "fd",
   diagonal = "fd", matmul = "fd, fd", vecdot = "fd, fd",
 }
 LR.eig = "fd"
