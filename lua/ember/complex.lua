@@ -206,13 +206,13 @@ return function(T, C)
 
   -- where(cond, a, b): the parts picked apart (promotion as the parts')
   local real_where = T.where
-  T.where = function(cond, a, b, ...)
-    if select("#", ...) == 0 and b ~= nil and any_cx(a, b) then
-      local ar, ai = parts(a)
-      local br, bi = parts(b)
+  T.where = function(cond, ...)
+    if select("#", ...) == 2 and any_cx(...) then
+      local ar, ai = parts((...))
+      local br, bi = parts(select(2, ...))
       return T.complex(real_where(cond, ar, br), real_where(cond, ai, bi))
     end
-    return real_where(cond, a, b, ...)
+    return real_where(cond, ...)
   end
 
   -- masked_fill_(z, mask, v): each part filled (v a number: (v, 0)); the
