@@ -9,8 +9,12 @@
 -- var(re) + var(im) (|z - mean|^2 splits into the parts), std its root,
 -- norm the real norm of |z| (every vector p-norm depends only on |z|).
 -- The tests and comparisons (isnan/isinf/isfinite, equal, isclose,
--- allclose), where, masked_fill(_) (so tril/triu) are composed from the
--- real and imaginary parts, with torch's definitions.
+-- allclose), where, masked_fill(_) (so tril/triu), cumsum, nan_to_num,
+-- count_nonzero, any, all and lerp are composed from the real and
+-- imaginary parts, with torch's definitions; sigmoid, rsqrt, log2, log10,
+-- sinh, cosh, tan and sgn from the complex family's ops (differentiable as
+-- their compositions). T.inner, cfloat/cdouble and the trace method are
+-- torch's spellings for every dtype.
 return function(T, C)
   local M = T.Tensor_methods
   local unpack = table.unpack or unpack
@@ -235,4 +239,139 @@ return function(T, C)
     if not (T.is_tensor(z) and z:is_complex()) then return real(z, mask, v, ...) end
     return fill_parts(real_fill_, z:clone(), mask, v, ...)
   end)
+
+  -- an options table of only `out` (the composed unary functions take no
+  -- other option), and the result written there
+  local function only_out(op, o, lvl)
+    if o == nil then return nil end
+    if not plain(o) then error(("%s: expected an options table, got %s"):format(op, type(o)), lvl) end
+    for k in pairs(o) do
+      if k ~= "out" then error(("%s: unknown option '%s' (expected one of: out)"):format(op, tostring(k)), lvl) end
+    end
+    return o.out
+  end
+  local function unary(name, f)
+    wrap(name, function(_, z, o, ...)
+      if select("#", ...) > 0 or not (T.is_tensor(z) and z:is_complex()) then
+        error(("%s: not implemented for these arguments"):format(name), 3)
+      end
+      local out = only_out(name, o, 4)
+      local r = f(z)
+      if out ~= nil then return C._write_out(name, r, out) end
+      return r
+    end)
+  end
+  local LN2, LN10 = math.log(2), math.log(10)
+  unary("sigmoid", function(z) return (T.exp(-z) + 1):reciprocal() end)
+  unary("rsqrt", function(z) return T.sqrt(z):reciprocal() end)
+  -- the parts scaled apart: a complex product with (1/ln b + 0i) would
+  -- make log(0)'s -inf times 0 a NaN imaginary part
+  local function log_base(ln)
+    return function(z)
+      local l = T.log(z)
+      return T.complex(l.real / ln, l.imag / ln)
+    end
+  end
+  unary("log2", log_base(LN2))
+  unary("log10", log_base(LN10))
+  -- sinh(x + iy) = sinh x cos y + i cosh x sin y; cosh likewise
+  unary("sinh", function(z)
+    local x, y = z.real, z.imag
+    return T.complex(T.sinh(x) * T.cos(y), T.cosh(x) * T.sin(y))
+  end)
+  unary("cosh", function(z)
+    local x, y = z.real, z.imag
+    return T.complex(T.cosh(x) * T.cos(y), T.sinh(x) * T.sin(y))
+  end)
+  unary("tan", function(z) return T.sin(z) / T.cos(z) end)
+
+  -- sgn: z / |z| (0 at 0), torch's complex sign; sign for real input
+  local function sgn(t, o, ...)
+    if select("#", ...) > 0 then error("sgn: expected a tensor and an options table", 2) end
+    local out = only_out("sgn", o, 3)
+    if not T.is_tensor(t) then error(("sgn: expected a tensor, got %s"):format(type(t)), 2) end
+    local r
+    if t:is_complex() then
+      local a = t:abs()
+      r = T.where(a:eq(0), 0, t / a:to(t.dtype))
+    else
+      local ok, res = pcall(T.sign, t)
+      if not ok then error((tostring(res):gsub("^.-sign:", "sgn: sign:", 1)), 2) end
+      r = res
+    end
+    if out ~= nil then return C._write_out("sgn", r, out) end
+    return r
+  end
+  T.sgn, M.sgn = sgn, sgn
+
+  -- the parts' own reductions and scans
+  wrap("cumsum", function(real, z, dim, o, ...)
+    if not (T.is_tensor(z) and z:is_complex()) or select("#", ...) > 0 then return real(z, dim, o, ...) end
+    local out
+    if plain(o) then
+      local rest = {}
+      for k, v in pairs(o) do
+        if k ~= "out" and k ~= "dtype" then rest[k] = v end
+      end
+      if o.dtype ~= nil then
+        if not is_cx(o.dtype) then error("cumsum: a complex input needs a complex dtype", 2) end
+        z = z:to(o.dtype)
+      end
+      out, o = o.out, rest
+    end
+    local r = T.complex(real(z.real, dim, o), real(z.imag, dim, o))
+    if out ~= nil then return C._write_out("cumsum", r, out) end
+    return r
+  end)
+  wrap("nan_to_num", function(real, z, ...)
+    if not (T.is_tensor(z) and z:is_complex()) then return real(z, ...) end
+    local n, args = select("#", ...), { ... }
+    local out = take_out(args, n)
+    local r = T.complex(real(z.real, unpack(args, 1, n)), real(z.imag, unpack(args, 1, n)))
+    if out ~= nil then return C._write_out("nan_to_num", r, out) end
+    return r
+  end)
+  for _, name in ipairs { "count_nonzero", "any", "all" } do
+    wrap(name, function(real, z, ...)
+      if not (T.is_tensor(z) and z:is_complex()) then return real(z, ...) end
+      return real(z:ne(0), ...)
+    end)
+  end
+  wrap("lerp", function(real, a, b, w, ...)
+    if select("#", ...) > 0 or not T.is_tensor(a) then return real(a, b, w, ...) end
+    if w == nil then return real(a, b, w) end -- its own error
+    return a + (b - a) * w
+  end)
+
+  -- every dtype: T.inner (the last dims contracted), cfloat/cdouble, trace
+  local function inner(a, b, o, ...)
+    if select("#", ...) > 0 then error("inner: expected two tensors and an options table", 2) end
+    local out = only_out("inner", o, 3)
+    if not (T.is_tensor(a) and T.is_tensor(b)) then error("inner: expected two tensors", 2) end
+    local r
+    if a:dim() == 0 or b:dim() == 0 then
+      r = a * b
+    else
+      if a:size(-1) ~= b:size(-1) then
+        error(("inner: inputs' last dimensions must match, got %d and %d"):format(a:size(-1), b:size(-1)), 2)
+      end
+      local ok, res = pcall(T.tensordot, a, b, { { a:dim() }, { b:dim() } })
+      if not ok then error("inner: " .. tostring(res):gsub("^[^:]*:%d+: ", ""), 2) end
+      r = res
+    end
+    if out ~= nil then return C._write_out("inner", r, out) end
+    return r
+  end
+  T.inner, M.inner = inner, inner
+  for name, dt in pairs { cfloat = T.complex64, cdouble = T.complex128 } do
+    M[name] = function(t, ...)
+      if select("#", ...) > 0 then
+        local o = ...
+        local k = plain(o) and next(o) or type(o)
+        error(("%s: unknown option '%s' (%s takes no options)"):format(name, tostring(k), name), 2)
+      end
+      return t:to(dt)
+    end
+  end
+  if not M.trace then M.trace = T.trace end
 end

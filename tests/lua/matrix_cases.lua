@@ -56,6 +56,7 @@ M.aliases = {
   empty_like = { "empty" }, logspace = { "linspace" },
   long = { "to" }, int = { "to" }, short = { "to" }, char = { "to" }, byte = { "to" },
   bool = { "to" }, half = { "to" }, float = { "to" }, double = { "to" }, bfloat16 = { "to" },
+  cfloat = { "to" }, cdouble = { "to" }, sgn = { "sign" },
   cpu = { "to" }, cuda = { "to", "cuda" }, contiguous = { "contiguous" },
   hstack = { "cat" }, vstack = { "cat" }, dstack = { "cat" },
   floor_divide = { "div" }, remainder = { "fmod", "remainder" },
