@@ -26,11 +26,22 @@ return function(T, C)
     return false
   end
   local function is_cx(dt) return dt == T.complex64 or dt == T.complex128 end
+  -- a complex tensor? (one metatable for every tensor box: cheaper than
+  -- T.is_tensor and a method call, on the path every real call takes)
+  local TM = getmetatable(T.empty(0))
+  local function cxt(v) return getmetatable(v) == TM and is_cx(v.dtype) end
 
   for _, name in ipairs { "sum", "mean" } do
     local real = M[name]
     local function f(t, ...)
-      local n, args = select("#", ...), { ... }
+      local n = select("#", ...)
+      if getmetatable(t) == TM and not is_cx(t.dtype) then
+        -- real input: complex only through a dtype option (the last argument)
+        if n == 0 then return real(t) end
+        local last = select(n, ...)
+        if not (plain(last) and is_cx(last.dtype)) then return real(t, ...) end
+      end
+      local args = { ... }
       local oi
       for i = n, 1, -1 do
         if is_opts(args[i]) then oi = i; break end
@@ -106,7 +117,7 @@ return function(T, C)
     local rootf = name == "std"
     local realf = M[name]
     local function f(t, ...)
-      if not (T.is_tensor(t) and t:is_complex()) then return realf(t, ...) end
+      if not cxt(t) then return realf(t, ...) end
       local n, args = select("#", ...), { ... }
       local out = take_out(args, n)
       local v = real(t.real, unpack(args, 1, n)) + real(t.imag, unpack(args, 1, n))
@@ -119,7 +130,7 @@ return function(T, C)
   end
   local real_norm = M.norm
   local function norm(t, p, ...)
-    if not (T.is_tensor(t) and t:is_complex()) then return real_norm(t, p, ...) end
+    if not cxt(t) then return real_norm(t, p, ...) end
     if p == "nuc" then
       error("norm: the nuclear norm of a complex tensor is not implemented (use T.linalg.matrix_norm)", 2)
     end
@@ -129,20 +140,22 @@ return function(T, C)
   T.norm = norm
 
   -- -- the parts' compositions -------------------------------------------------
-  local function any_cx(...)
+  local function any_cx(a, b, ...)
+    if cxt(a) or cxt(b) then return true end
     for i = 1, select("#", ...) do
-      local v = select(i, ...)
-      if T.is_tensor(v) and v:is_complex() then return true end
+      if cxt((select(i, ...))) then return true end
     end
     return false
   end
-  -- name in T and in the methods: f(real, ...) when an argument is complex
+  -- name in T and in the methods: f(real, ...) when one of the first two
+  -- arguments is complex (the tensors of every wrapped function)
   local function wrap(name, f)
     for _, tbl in ipairs { T, M } do
       local real = tbl[name]
       if real then
         tbl[name] = function(...)
-          if any_cx(...) then return f(real, ...) end
+          local a, b = ...
+          if cxt(a) or cxt(b) then return f(real, ...) end
           return real(...)
         end
       end
