@@ -31,6 +31,28 @@ return function(T, C)
   local TM = getmetatable(T.empty(0))
   local function cxt(v) return getmetatable(v) == TM and is_cx(v.dtype) end
 
+  -- the options table among args[1..n] (the last that is one), replaced
+  -- there by a copy without the keys of drop: the original and its index
+  local function strip(args, n, drop)
+    for i = n, 1, -1 do
+      if is_opts(args[i]) then
+        local o, rest = args[i], {}
+        for k, v in pairs(o) do
+          if not drop[k] then rest[k] = v end
+        end
+        args[i] = rest
+        return o, i
+      end
+    end
+  end
+  local DT_OUT, OUT = { dtype = true, out = true }, { out = true }
+  -- r, or r written into out (resized and cast as the real ops do)
+  local function give(name, r, out)
+    if out ~= nil then return C._write_out(name, r, out) end
+    return r
+  end
+  local function define(name, f) M[name], T[name] = f, f end
+
   for _, name in ipairs { "sum", "mean" } do
     local real = M[name]
     local function f(t, ...)
@@ -41,24 +63,11 @@ return function(T, C)
         local last = select(n, ...)
         if not (plain(last) and is_cx(last.dtype)) then return real(t, ...) end
       end
-      local args = { ... }
-      local oi
-      for i = n, 1, -1 do
-        if is_opts(args[i]) then oi = i; break end
-      end
-      local o = oi and args[oi]
-      local want = o and o.dtype
-      if not (T.is_tensor(t) and (t:is_complex() or is_cx(want))) then return real(t, ...) end
       -- dtype and out are applied here; the rest goes to the real reduction
-      local out
-      if o then
-        out = o.out
-        local rest = {}
-        for k, v in pairs(o) do
-          if k ~= "dtype" and k ~= "out" then rest[k] = v end
-        end
-        args[oi] = rest
-      end
+      local args = { ... }
+      local o, oi = strip(args, n, DT_OUT)
+      local want, out = o and o.dtype, o and o.out
+      if not (cxt(t) or is_cx(want)) then return real(t, ...) end
       if want ~= nil and not is_cx(want) then
         error(("%s: a complex input needs a complex dtype, got %s"):format(name, tostring(want)), 2)
       end
@@ -91,26 +100,15 @@ return function(T, C)
         end
         res = T.view_as_complex(real(T.view_as_real(t), ds, keepdim):contiguous())
       end
-      if out ~= nil then return C._write_out(name, res, out) end
-      return res
+      return give(name, res, out)
     end
-    M[name] = f
-    T[name] = f
+    define(name, f)
   end
 
   -- args without the out option of their options table, and that out
   local function take_out(args, n)
-    for i = n, 1, -1 do
-      if is_opts(args[i]) then
-        local rest = {}
-        for k, v in pairs(args[i]) do
-          if k ~= "out" then rest[k] = v end
-        end
-        local out = args[i].out
-        args[i] = rest
-        return out
-      end
-    end
+    local o = strip(args, n, OUT)
+    return o and o.out
   end
   for _, name in ipairs { "var", "std" } do
     local real = M.var
@@ -122,11 +120,9 @@ return function(T, C)
       local out = take_out(args, n)
       local v = real(t.real, unpack(args, 1, n)) + real(t.imag, unpack(args, 1, n))
       if rootf then v = v:sqrt() end
-      if out ~= nil then return C._write_out(name, v, out) end
-      return v
+      return give(name, v, out)
     end
-    M[name] = f
-    T[name] = f
+    define(name, f)
   end
   local real_norm = M.norm
   local function norm(t, p, ...)
@@ -136,8 +132,7 @@ return function(T, C)
     end
     return real_norm(t:abs(), p, ...)
   end
-  M.norm = norm
-  T.norm = norm
+  define("norm", norm)
 
   -- -- the parts' compositions -------------------------------------------------
   local function any_cx(a, b, ...)
@@ -270,8 +265,7 @@ return function(T, C)
       end
       local out = only_out(name, o, 4)
       local r = f(z)
-      if out ~= nil then return C._write_out(name, r, out) end
-      return r
+      return give(name, r, out)
     end)
   end
   local LN2, LN10 = math.log(2), math.log(10)
@@ -312,37 +306,30 @@ return function(T, C)
       if not ok then error((tostring(res):gsub("^.-sign:", "sgn: sign:", 1)), 2) end
       r = res
     end
-    if out ~= nil then return C._write_out("sgn", r, out) end
-    return r
+    return give("sgn", r, out)
   end
-  T.sgn, M.sgn = sgn, sgn
+  define("sgn", sgn)
 
   -- the parts' own reductions and scans
   wrap("cumsum", function(real, z, dim, o, ...)
     if not (T.is_tensor(z) and z:is_complex()) or select("#", ...) > 0 then return real(z, dim, o, ...) end
-    local out
-    if plain(o) then
-      local rest = {}
-      for k, v in pairs(o) do
-        if k ~= "out" and k ~= "dtype" then rest[k] = v end
-      end
-      if o.dtype ~= nil then
-        if not is_cx(o.dtype) then error("cumsum: a complex input needs a complex dtype", 2) end
-        z = z:to(o.dtype)
-      end
-      out, o = o.out, rest
+    local one = { o }
+    local opts = strip(one, 1, DT_OUT)
+    local out = opts and opts.out
+    if opts and opts.dtype ~= nil then
+      if not is_cx(opts.dtype) then error("cumsum: a complex input needs a complex dtype", 2) end
+      z = z:to(opts.dtype)
     end
+    o = one[1]
     local r = T.complex(real(z.real, dim, o), real(z.imag, dim, o))
-    if out ~= nil then return C._write_out("cumsum", r, out) end
-    return r
+    return give("cumsum", r, out)
   end)
   wrap("nan_to_num", function(real, z, ...)
     if not (T.is_tensor(z) and z:is_complex()) then return real(z, ...) end
     local n, args = select("#", ...), { ... }
     local out = take_out(args, n)
     local r = T.complex(real(z.real, unpack(args, 1, n)), real(z.imag, unpack(args, 1, n)))
-    if out ~= nil then return C._write_out("nan_to_num", r, out) end
-    return r
+    return give("nan_to_num", r, out)
   end)
   for _, name in ipairs { "count_nonzero", "any", "all" } do
     wrap(name, function(real, z, ...)
@@ -372,10 +359,9 @@ return function(T, C)
       if not ok then error("inner: " .. tostring(res):gsub("^[^:]*:%d+: ", ""), 2) end
       r = res
     end
-    if out ~= nil then return C._write_out("inner", r, out) end
-    return r
+    return give("inner", r, out)
   end
-  T.inner, M.inner = inner, inner
+  define("inner", inner)
   for name, dt in pairs { cfloat = T.complex64, cdouble = T.complex128 } do
     M[name] = function(t, ...)
       if select("#", ...) > 0 then

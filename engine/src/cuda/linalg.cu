@@ -26,23 +26,17 @@ __device__ inline void put_unit(char *p, int dt, bool one) {
   }
 }
 
-__global__ void eye_kernel(int dt, char *a, int64_t batch, int64_t rows, int64_t cols,
-                           int64_t lda, int64_t sa) {
+// mode EYE: every element of each rows x cols matrix, 1 on the diagonal;
+// ZERO_LOWER / ZERO_UPPER: only the strict triangle, set to 0
+enum { EYE, ZERO_LOWER, ZERO_UPPER };
+__global__ void pattern_kernel(int dt, char *a, int64_t batch, int64_t rows, int64_t cols,
+                               int64_t lda, int64_t sa, int mode) {
   int es = elsize(dt);
   int64_t per = rows * cols;
   GRID_LOOP(batch * per) {
     int64_t b = lin / per, e = lin % per, r = e % rows, c = e / rows;
-    put_unit(a + (b * sa + r + c * lda) * es, dt, r == c);
-  }
-}
-
-__global__ void zero_triangle_kernel(int dt, char *a, int64_t batch, int64_t n, int64_t lda,
-                                     int64_t sa, bool zero_lower) {
-  int es = elsize(dt);
-  int64_t nn = n * n;
-  GRID_LOOP(batch * nn) {
-    int64_t b = lin / nn, e = lin % nn, r = e % n, c = e / n;
-    if (zero_lower ? r > c : r < c) put_unit(a + (b * sa + r + c * lda) * es, dt, false);
+    if (mode == EYE || (mode == ZERO_LOWER ? r > c : r < c))
+      put_unit(a + (b * sa + r + c * lda) * es, dt, mode == EYE && r == c);
   }
 }
 
@@ -77,16 +71,16 @@ extern "C" int emcu_la_piv64to32(const int64_t *in, int32_t *out, int64_t n, voi
 extern "C" int emcu_la_eye(int dt, void *a, int64_t batch, int64_t rows, int64_t cols, int64_t lda,
                            int64_t sa, void *stream) {
   if (batch <= 0 || rows <= 0 || cols <= 0) return 0;
-  eye_kernel<<<blocks_for(batch * rows * cols), 256, 0, (cudaStream_t)stream>>>(
-      dt, (char *)a, batch, rows, cols, lda, sa);
+  pattern_kernel<<<blocks_for(batch * rows * cols), 256, 0, (cudaStream_t)stream>>>(
+      dt, (char *)a, batch, rows, cols, lda, sa, EYE);
   return (int)cudaGetLastError();
 }
 
 extern "C" int emcu_la_zero_triangle(int dt, void *a, int64_t batch, int64_t n, int64_t lda,
                                      int64_t sa, int zero_lower, void *stream) {
   if (batch <= 0 || n <= 1) return 0;
-  zero_triangle_kernel<<<blocks_for(batch * n * n), 256, 0, (cudaStream_t)stream>>>(
-      dt, (char *)a, batch, n, lda, sa, zero_lower != 0);
+  pattern_kernel<<<blocks_for(batch * n * n), 256, 0, (cudaStream_t)stream>>>(
+      dt, (char *)a, batch, n, n, lda, sa, zero_lower ? ZERO_LOWER : ZERO_UPPER);
   return (int)cudaGetLastError();
 }
 
