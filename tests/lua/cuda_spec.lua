@@ -250,6 +250,19 @@ for _, dev in ipairs(devices) do
     on(dev, "ranges", function(d)
       same(T.arange(0, 10, 3), T.arange(0, 10, 3, { device = d }))
       same(T.linspace(0, 1, 5), T.linspace(0, 1, 5, { device = d }), 1e-6)
+      -- start + i * step rounds twice on both (no fused multiply-add): the
+      -- CPU's bits
+      local f64 = { dtype = T.float64 }
+      same(T.arange(0.5, 10.5, 0.1, f64), T.arange(0.5, 10.5, 0.1, { dtype = T.float64, device = d }))
+      same(T.linspace(-3.7, 11.2, 1000, f64), T.linspace(-3.7, 11.2, 1000, { dtype = T.float64, device = d }))
+      same(T.logspace(-2, 3, 77, f64), T.logspace(-2, 3, 77, { dtype = T.float64, device = d }))
+      -- the alpha forms likewise
+      local x, y = T.linspace(-3, 5, 101, f64), T.linspace(2, -7, 101, f64)
+      same(T.add(x, y, { alpha = 0.3 }), T.add(x:to(d), y:to(d), { alpha = 0.3 }))
+      same(T.lerp(x, y, 0.37), T.lerp(x:to(d), y:to(d), 0.37))
+      -- relu keeps -0.0 (1 / -0.0 is -inf), as the CPU and torch
+      local z = T.tensor({ -0.5, 0.5, 2 }, f64):mul(T.tensor({ 0, -0.0, 1 }, f64)) -- -0, -0, 2
+      same(z:relu():reciprocal(), z:to(d):relu():reciprocal())
     end)
     on(dev, "elementwise ops with broadcasting and promotion", function(d)
       local a = T.tensor { { 1, -2, 3 }, { 4, 5, -6 } }:float()
@@ -408,6 +421,9 @@ for _, dev in ipairs(devices) do
         local a, b = twice(function(dv) return T.rand(1001, { dtype = dt, device = dv }) end)
         same(a, b)
         assert.is_true(a:min():item() >= 0 and a:max():item() < 1)
+        -- from + u * (to - from) rounds twice on both (no FMA on the device)
+        local c, e = twice(function(dv) return T.empty(1001, { dtype = dt, device = dv }):uniform_(2, 5) end)
+        same(c, e)
       end
       local a, b = twice(function(dv) return T.randint(-5, 7, { 3, 333 }, { device = dv }) end)
       same(a, b)

@@ -396,7 +396,7 @@ __global__ void ew_kernel(int op, emcu_geom g, emcu_params p) {
         else r = a;
         break;
       case EMCU_SQUARE: r = (A)(a * a); break;
-      case EMCU_RELU: r = a <= A(0) ? A(0) : a; break;
+      case EMCU_RELU: r = (a > A(0) || a == A(0) || a != a) ? a : A(0); break;  // -0.0 and NaN stay, as the CPU and torch
       case EMCU_SQRT:
         if constexpr (F) r = sqrt(a);
         break;
