@@ -73,7 +73,11 @@ __global__ void copy_kernel(emcu_geom g, int dst, int src) {
     offsets<I>(g, lin, off);
     const char *s = g.data[1] + off[1];
     char *d = g.data[0] + off[0];
-    if (is_complex(dst) || is_complex(src)) {
+    if (dst == src) {
+      // the same dtype moves bytes, as cpu/copy.c's moves (NaN payloads,
+      // -0.0 and bool bytes kept)
+      copy_n(d, s, elsize(dst));
+    } else if (is_complex(dst) || is_complex(src)) {
       // cpu/copy.c's complex casts: a real value becomes (value, 0) (an
       // integer through double, as the CPU loads it), a complex value
       // written to a real dtype keeps its real part, complex64 <->
