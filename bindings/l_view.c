@@ -115,12 +115,14 @@ static int p_mT(lua_State *L) {
 ** transpose view; a complex tensor's is the transpose conjugated, a new
 ** tensor as T.conj's (ember keeps no lazy conjugate bit: docs/dtypes.md). */
 static em_status conj_transpose(const em_tensor *t, int all_dims, em_tensor **out) {
-  em_dtype dt = em_tensor_dtype(t);
-  if (dt != EM_COMPLEX64 && dt != EM_COMPLEX128)
-    return all_dims ? em_reverse_dims(t, out) : em_mT(t, out);
   em_tensor *v = NULL;
   em_status st = all_dims ? em_reverse_dims(t, &v) : em_mT(t, &v);
-  if (st == EM_OK) st = em_conj(v, out);
+  em_dtype dt = em_tensor_dtype(t);
+  if (st != EM_OK || (dt != EM_COMPLEX64 && dt != EM_COMPLEX128)) {
+    *out = v;
+    return st;
+  }
+  st = em_conj(v, out);
   em_tensor_release(v);
   return st;
 }

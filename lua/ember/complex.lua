@@ -135,13 +135,6 @@ return function(T, C)
   define("norm", norm)
 
   -- -- the parts' compositions -------------------------------------------------
-  local function any_cx(a, b, ...)
-    if cxt(a) or cxt(b) then return true end
-    for i = 1, select("#", ...) do
-      if cxt((select(i, ...))) then return true end
-    end
-    return false
-  end
   -- name in T and in the methods: f(real, ...) when one of the first two
   -- arguments is complex (the tensors of every wrapped function)
   local function wrap(name, f)
@@ -158,10 +151,8 @@ return function(T, C)
   end
   -- a tensor's or a number's (re, im)
   local function parts(v)
-    if T.is_tensor(v) then
-      if v:is_complex() then return v.real, v.imag end
-      return v, T.zeros_like(v)
-    end
+    if cxt(v) then return v.real, v.imag end
+    if getmetatable(v) == TM then return v, T.zeros_like(v) end
     return v, 0
   end
 
@@ -219,9 +210,10 @@ return function(T, C)
   -- where(cond, a, b): the parts picked apart (promotion as the parts')
   local real_where = T.where
   T.where = function(cond, ...)
-    if select("#", ...) == 2 and any_cx(...) then
-      local ar, ai = parts((...))
-      local br, bi = parts(select(2, ...))
+    local a, b = ...
+    if select("#", ...) == 2 and (cxt(a) or cxt(b)) then
+      local ar, ai = parts(a)
+      local br, bi = parts(b)
       return T.complex(real_where(cond, ar, br), real_where(cond, ai, bi))
     end
     return real_where(cond, ...)
@@ -238,13 +230,11 @@ return function(T, C)
   end
   local real_fill_ = M.masked_fill_
   wrap("masked_fill_", function(real, z, mask, v, ...)
-    if not (T.is_tensor(z) and z:is_complex()) then
-      error("masked_fill_: a complex value needs a complex tensor to fill", 2)
-    end
+    if not cxt(z) then return real(z, mask, v, ...) end -- its own error
     return fill_parts(real, z, mask, v, ...)
   end)
   wrap("masked_fill", function(real, z, mask, v, ...)
-    if not (T.is_tensor(z) and z:is_complex()) then return real(z, mask, v, ...) end
+    if not cxt(z) then return real(z, mask, v, ...) end
     return fill_parts(real_fill_, z:clone(), mask, v, ...)
   end)
 
@@ -260,7 +250,7 @@ return function(T, C)
   end
   local function unary(name, f)
     wrap(name, function(_, z, o, ...)
-      if select("#", ...) > 0 or not (T.is_tensor(z) and z:is_complex()) then
+      if select("#", ...) > 0 or not cxt(z) then
         error(("%s: not implemented for these arguments"):format(name), 3)
       end
       local out = only_out(name, o, 4)
@@ -312,7 +302,7 @@ return function(T, C)
 
   -- the parts' own reductions and scans
   wrap("cumsum", function(real, z, dim, o, ...)
-    if not (T.is_tensor(z) and z:is_complex()) or select("#", ...) > 0 then return real(z, dim, o, ...) end
+    if not cxt(z) or select("#", ...) > 0 then return real(z, dim, o, ...) end
     local one = { o }
     local opts = strip(one, 1, DT_OUT)
     local out = opts and opts.out
@@ -325,7 +315,7 @@ return function(T, C)
     return give("cumsum", r, out)
   end)
   wrap("nan_to_num", function(real, z, ...)
-    if not (T.is_tensor(z) and z:is_complex()) then return real(z, ...) end
+    if not cxt(z) then return real(z, ...) end
     local n, args = select("#", ...), { ... }
     local out = take_out(args, n)
     local r = T.complex(real(z.real, unpack(args, 1, n)), real(z.imag, unpack(args, 1, n)))
@@ -333,7 +323,7 @@ return function(T, C)
   end)
   for _, name in ipairs { "count_nonzero", "any", "all" } do
     wrap(name, function(real, z, ...)
-      if not (T.is_tensor(z) and z:is_complex()) then return real(z, ...) end
+      if not cxt(z) then return real(z, ...) end
       return real(z:ne(0), ...)
     end)
   end

@@ -58,7 +58,7 @@ return function(T, C)
   -- -- float_power: both operands as float64 (complex128 when either is
   -- complex, as torch), then pow ---------------------------------------------
   local function cx(v) return T.is_tensor(v) and v:is_complex() end
-  local function f64(v, to) if T.is_tensor(v) then return v:to(to or T.float64) end return v end
+  local function as(v, dt) if T.is_tensor(v) then return v:to(dt) end return v end
   both("float_power", function(a, b, o)
     if not T.is_tensor(a) and not T.is_tensor(b) then
       error("float_power: expected a tensor for argument #1 or #2", 2)
@@ -66,7 +66,7 @@ return function(T, C)
     o = check_opts("float_power", o, OUT, 2)
     local to = (cx(a) or cx(b)) and T.complex128 or T.float64
     if not T.is_tensor(a) then a = T.full({}, a, { dtype = to, device = b.device }) end
-    return finish("float_power", T.pow(f64(a, to), f64(b, to)), o)
+    return finish("float_power", T.pow(as(a, to), as(b, to)), o)
   end)
   M.float_power_ = named("float_power_", function(a, b, o)
     check_tensor("float_power_", a, "argument #1", 2)
@@ -77,7 +77,7 @@ return function(T, C)
         .. "result requires dtype %s", tostring(a.dtype):gsub("^ember%.", ""),
         tostring(want):gsub("^ember%.", "")), 2)
     end
-    return a:pow_(f64(b, want))
+    return a:pow_(as(b, want))
   end)
 
   -- -- addcmul / addcdiv: input + value * t1 (* or /) t2 ------------------------

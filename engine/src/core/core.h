@@ -80,6 +80,11 @@ enum { EM_SHAPE_BUF = 16 * 24 + 4 };
 
 typedef uint16_t em_half;      /* IEEE binary16 bits */
 typedef uint16_t em_bfloat16;  /* bfloat16 bits */
+/* one 16-byte element as raw bits: the loops that move complex128
+** elements without looking at them (copies, fills, masks, indexing) */
+typedef struct em_bytes16 {
+  uint64_t w[2];
+} em_bytes16;
 
 /* The one list of dtypes: X(NAME_SUFFIX, ENUM, C_TYPE, KIND). Adding a dtype
 ** touches this list (and the tables in dtype.c). */

@@ -135,7 +135,6 @@ DEF_MOVE(move1, uint8_t)
 DEF_MOVE(move2, uint16_t)
 DEF_MOVE(move4, uint32_t)
 DEF_MOVE(move8, uint64_t)
-typedef struct { uint64_t w[2]; } em_bytes16;  /* complex128 */
 DEF_MOVE(move16, em_bytes16)
 
 static em_loop1d copy_loop(em_dtype dst, em_dtype src) {

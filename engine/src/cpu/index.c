@@ -251,11 +251,8 @@ EM_FOR_EACH_DTYPE(DEF_MASKED)
 EM_FOR_EACH_DTYPE(DEF_COMPACT)
 /* masked_select moves complex elements as bytes: complex64 through the
 ** 8-byte loops (i64), complex128 through these 16-byte ones */
-typedef struct em_b16 {
-  uint64_t w[2];
-} em_b16;
-DEF_COMPACT(b16, EM_COMPLEX128, em_b16, 0)
-DEF_MSELECT(b16, em_b16)
+DEF_COMPACT(b16, EM_COMPLEX128, em_bytes16, 0)
+DEF_MSELECT(b16, em_bytes16)
 typedef void (*compact_fn)(char *, const char *, const uint8_t *, int64_t);
 #define COMPACT_ROW(S, E, CT, K) [E] = em_masked_compact_##S,
 static const compact_fn compact_loops[EM_NUM_DTYPES] = {
@@ -686,7 +683,7 @@ DEF_KEY_BLOCK(key_block1, uint8_t)
 DEF_KEY_BLOCK(key_block2, uint16_t)
 DEF_KEY_BLOCK(key_block4, uint32_t)
 DEF_KEY_BLOCK(key_block8, uint64_t)
-DEF_KEY_BLOCK(key_block16, em_b16) /* complex128 */
+DEF_KEY_BLOCK(key_block16, em_bytes16) /* complex128 */
 
 /* Rows without outer dims whose block is one element: the loop of a plain
 ** gather (out[b * ob] = view[offs[b]]) or scatter. */
@@ -703,7 +700,7 @@ DEF_KEY_ELEMS(key_elems1, uint8_t)
 DEF_KEY_ELEMS(key_elems2, uint16_t)
 DEF_KEY_ELEMS(key_elems4, uint32_t)
 DEF_KEY_ELEMS(key_elems8, uint64_t)
-DEF_KEY_ELEMS(key_elems16, em_b16)
+DEF_KEY_ELEMS(key_elems16, em_bytes16)
 
 typedef void (*key_block_fn)(char *, const int64_t *, const char *, const int64_t *, int,
                              const int64_t *);

@@ -196,23 +196,17 @@ static em_status solver_for(int dev, cusolverDnHandle_t *h, cusolverDnParams_t *
   if (dev < 0 || dev >= MAX_HANDLES)
     return em_fail(EM_E_RUNTIME, "linalg: device %d is beyond the %d cuSOLVER handles kept", dev,
                    MAX_HANDLES);
-  if (!handles[dev].h) {
-    cusolverStatus_t s = lib.cusolverDnCreate(&handles[dev].h);
-    if (s != CUSOLVER_STATUS_SUCCESS) {
-      handles[dev].h = NULL;
-      return solver_fail("cusolverDnCreate", (int)s);
-    }
-    s = lib.cusolverDnCreateParams(&handles[dev].params);
-    if (s != CUSOLVER_STATUS_SUCCESS) {
-      handles[dev].params = NULL;
-      return solver_fail("cusolverDnCreateParams", (int)s);
-    }
+  cusolverStatus_t s;
+  if (!handles[dev].h && (s = lib.cusolverDnCreate(&handles[dev].h)) != CUSOLVER_STATUS_SUCCESS) {
+    handles[dev].h = NULL;
+    return solver_fail("cusolverDnCreate", (int)s);
   }
-  if (!handles[dev].params) {
-    cusolverStatus_t s = lib.cusolverDnCreateParams(&handles[dev].params);
-    if (s != CUSOLVER_STATUS_SUCCESS) return solver_fail("cusolverDnCreateParams", (int)s);
+  if (!handles[dev].params &&
+      (s = lib.cusolverDnCreateParams(&handles[dev].params)) != CUSOLVER_STATUS_SUCCESS) {
+    handles[dev].params = NULL;
+    return solver_fail("cusolverDnCreateParams", (int)s);
   }
-  cusolverStatus_t s = lib.cusolverDnSetStream(handles[dev].h, (cudaStream_t)emcu_stream(dev));
+  s = lib.cusolverDnSetStream(handles[dev].h, (cudaStream_t)emcu_stream(dev));
   if (s != CUSOLVER_STATUS_SUCCESS) return solver_fail("cusolverDnSetStream", (int)s);
   *h = handles[dev].h;
   *params = handles[dev].params;
@@ -266,6 +260,8 @@ static cudaDataType data_type(em_dtype dt) {
 static cudaDataType value_type(em_dtype dt) {
   return dt == EM_FLOAT32 || dt == EM_COMPLEX64 ? CUDA_R_32F : CUDA_R_64F;
 }
+/* bytes of that value type (the singular values and eigenvalues) */
+static size_t value_bytes(em_dtype dt) { return value_type(dt) == CUDA_R_32F ? 4 : 8; }
 
 static cublasFillMode_t fill(char uplo) {
   return uplo == 'U' ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
@@ -386,14 +382,15 @@ static em_status run_getrf(ctx *c, int m, int n, int64_t **piv64) {
   return EM_OK;
 }
 
-/* getrs over the batch: b_i = op(A_i)^-1 b_i from a's LU and piv64 */
-static em_status run_getrs(ctx *c, char trans, const int64_t *piv64, void *b, int64_t sb, int ldb) {
+/* getrs over the batch: b_i (n x nrhs) = op(A_i)^-1 b_i from a's LU and piv64 */
+static em_status run_getrs(ctx *c, char trans, const int64_t *piv64, void *b, int64_t sb, int ldb,
+                           int nrhs) {
   const em_lapack_job *j = c->j;
   int *dinfo = NULL;
   em_status st = dev_block(&c->s, sizeof(int), (void **)&dinfo);
   if (st != EM_OK) return st;
   for (int64_t i = 0; i < j->batch; i++)
-    CALL("getrs", lib.cusolverDnXgetrs(c->h, c->prm, trans_op(trans), j->n, j->nrhs, c->cdt,
+    CALL("getrs", lib.cusolverDnXgetrs(c->h, c->prm, trans_op(trans), j->n, nrhs, c->cdt,
                                        at(j->a, i, j->sa, c->es), j->lda, piv64 + i * j->sp, c->cdt,
                                        at(b, i, sb, c->es), ldb, dinfo));
   return EM_OK;
@@ -475,21 +472,16 @@ static em_status lu_family(ctx *c) {
       st = dev_block(&c->s, (size_t)(j->batch * j->sp) * sizeof(int64_t), (void **)&piv);
       if (st != EM_OK) return st;
       LAUNCHED("pivots", emcu_la_piv32to64(j->ipiv, piv, j->batch * j->sp, c->stream));
-      return run_getrs(c, j->trans, piv, j->b, j->sb, j->ldb);
+      return run_getrs(c, j->trans, piv, j->b, j->sb, j->ldb, j->nrhs);
     case EM_LAPACK_GESV:
       st = run_getrf(c, j->n, j->n, &piv);
-      if (st == EM_OK && j->nrhs > 0) st = run_getrs(c, j->trans, piv, j->b, j->sb, j->ldb);
+      if (st == EM_OK && j->nrhs > 0) st = run_getrs(c, j->trans, piv, j->b, j->sb, j->ldb, j->nrhs);
       return st == EM_OK ? piv_out(c, piv) : st;
     default: { /* GETRI: a^-1 = getrs(LU, I), copied over a */
       void *x = NULL;
-      em_lapack_job jj = *j;
       st = run_getrf(c, j->n, j->n, &piv);
       if (st == EM_OK) st = identities(c, &x);
-      if (st != EM_OK) return st;
-      jj.nrhs = j->n;
-      c->j = &jj;
-      st = run_getrs(c, 'N', piv, x, (int64_t)j->n * j->n, j->n);
-      c->j = j;
+      if (st == EM_OK) st = run_getrs(c, 'N', piv, x, (int64_t)j->n * j->n, j->n, j->n);
       if (st == EM_OK) st = copy_over_a(c, x);
       return st == EM_OK ? piv_out(c, piv) : st;
     }
@@ -602,31 +594,13 @@ static em_status orgqr(ctx *c) {
 
 /* The SVD by gesvdj (one-sided Jacobi; any m, n): S into w (value type),
 ** U into b, V into a scratch, then V^H into c. jobz 'S' is gesvdj's econ. */
-#define GESVDJ(FN, T, R)                                                                    \
-  do {                                                                                      \
-    cusolverStatus_t q_ = lib.FN##_bufferSize(c->h, mode, econ, m, n, (const T *)j->a,      \
-                                              j->lda, (const R *)j->w,                      \
-                                              (const T *)(vectors ? j->b : u0), ldu,        \
-                                              (const T *)v, ldv, &lwork, info);             \
-    if (q_ != CUSOLVER_STATUS_SUCCESS) st = solver_fail(#FN "_bufferSize", (int)q_);         \
-    if (st == EM_OK) st = dev_block(&c->s, (size_t)(lwork > 0 ? lwork : 1) * sizeof(T), &wd); \
-    for (int64_t i = 0; st == EM_OK && i < j->batch; i++) {                                 \
-      cusolverStatus_t s_ = lib.FN(c->h, mode, econ, m, n, (T *)at(j->a, i, j->sa, c->es),  \
-                                   j->lda, (R *)at(j->w, i, j->sw, res),                    \
-                                   (T *)(vectors ? at(j->b, i, j->sb, c->es) : u0), ldu,    \
-                                   (T *)(vectors ? at(v, i, (int64_t)n * kv, c->es) : v), ldv, \
-                                   (T *)wd, lwork, j->info + i, info);                      \
-      if (s_ != CUSOLVER_STATUS_SUCCESS) st = solver_fail(#FN, (int)s_);                    \
-    }                                                                                       \
-  } while (0)
-
 static em_status gesvdj(ctx *c) {
   const em_lapack_job *j = c->j;
   int m = j->m, n = j->n, mn = m < n ? m : n;
   int vectors = j->jobz != 'N', econ = j->jobz == 'S';
   int kv = econ ? mn : n; /* V's columns */
   cusolverEigMode_t mode = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
-  size_t res = j->dt == EM_FLOAT32 || j->dt == EM_COMPLEX64 ? 4 : 8;
+  size_t res = value_bytes(j->dt);
   int ldu = vectors ? j->ldb : (m > 1 ? m : 1), ldv = n > 1 ? n : 1, lwork = 0;
   void *v = NULL, *u0 = NULL, *wd = NULL;
   em_status st = EM_OK;
@@ -639,11 +613,16 @@ static em_status gesvdj(ctx *c) {
   if (st != EM_OK) return st;
   gesvdjInfo_t info = NULL;
   CALL("CreateGesvdjInfo", lib.cusolverDnCreateGesvdjInfo(&info));
-  switch (j->dt) {
-    case EM_FLOAT32: GESVDJ(cusolverDnSgesvdj, float, float); break;
-    case EM_FLOAT64: GESVDJ(cusolverDnDgesvdj, double, double); break;
-    case EM_COMPLEX64: GESVDJ(cusolverDnCgesvdj, cuComplex, float); break;
-    default: GESVDJ(cusolverDnZgesvdj, cuDoubleComplex, double); break;
+  void *u = vectors ? j->b : u0;
+  cusolverStatus_t q = TYPED(j->dt, cusolverDn, gesvdj_bufferSize, c->h, mode, econ, m, n, j->a,
+                             j->lda, j->w, u, ldu, v, ldv, &lwork, info);
+  if (q != CUSOLVER_STATUS_SUCCESS) st = solver_fail("gesvdj_bufferSize", (int)q);
+  if (st == EM_OK) st = dev_block(&c->s, (size_t)(lwork > 0 ? lwork : 1) * c->es, &wd);
+  for (int64_t i = 0; st == EM_OK && i < j->batch; i++) {
+    q = TYPED(j->dt, cusolverDn, gesvdj, c->h, mode, econ, m, n, at(j->a, i, j->sa, c->es), j->lda,
+              at(j->w, i, j->sw, res), vectors ? at(u, i, j->sb, c->es) : u, ldu,
+              vectors ? at(v, i, (int64_t)n * kv, c->es) : v, ldv, wd, lwork, j->info + i, info);
+    if (q != CUSOLVER_STATUS_SUCCESS) st = solver_fail("gesvdj", (int)q);
   }
   /* gesvdjInfo holds only parameters: destroying it does not wait */
   lib.cusolverDnDestroyGesvdjInfo(info);
@@ -652,11 +631,10 @@ static em_status gesvdj(ctx *c) {
                                                     j->sc, j->ldc, j->batch, c->stream));
   return EM_OK;
 }
-#undef GESVDJ
 
 static em_status syevd(ctx *c) {
   const em_lapack_job *j = c->j;
-  size_t db = 0, hb = 0, res = j->dt == EM_FLOAT32 || j->dt == EM_COMPLEX64 ? 4 : 8;
+  size_t db = 0, hb = 0, res = value_bytes(j->dt);
   void *wd = NULL;
   cusolverEigMode_t mode = j->jobz == 'V' ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   cudaDataType wt = value_type(j->dt);
