@@ -52,6 +52,11 @@ return function(T, C)
     return r
   end
   local function define(name, f) M[name], T[name] = f, f end
+  -- an argument for an error message: a tensor's dtype, else its Lua type
+  local function what(v)
+    if getmetatable(v) == TM then return "a " .. tostring(v.dtype):gsub("^ember%.", "") .. " tensor" end
+    return type(v)
+  end
 
   for _, name in ipairs { "sum", "mean" } do
     local real = M[name]
@@ -192,7 +197,7 @@ return function(T, C)
   end
   local function isclose(op, a, b, ...)
     if not (T.is_tensor(a) and T.is_tensor(b)) then
-      error(op .. ": expected two tensors", 3)
+      error(("%s: expected two tensors, got %s and %s"):format(op, what(a), what(b)), 3)
     end
     if a.dtype ~= b.dtype then
       error(("%s: expected the same dtype, got %s and %s"):format(op, tostring(a.dtype), tostring(b.dtype)), 3)
@@ -251,7 +256,8 @@ return function(T, C)
   local function unary(name, f)
     wrap(name, function(_, z, o, ...)
       if select("#", ...) > 0 or not cxt(z) then
-        error(("%s: not implemented for these arguments"):format(name), 3)
+        error(("%s: expected a complex tensor and an options table, got %s and %s"):format(
+          name, what(z), what(o)), 3)
       end
       local out = only_out(name, o, 4)
       local r = f(z)
@@ -307,7 +313,9 @@ return function(T, C)
     local opts = strip(one, 1, DT_OUT)
     local out = opts and opts.out
     if opts and opts.dtype ~= nil then
-      if not is_cx(opts.dtype) then error("cumsum: a complex input needs a complex dtype", 2) end
+      if not is_cx(opts.dtype) then
+        error(("cumsum: a complex input needs a complex dtype, got %s"):format(tostring(opts.dtype)), 2)
+      end
       z = z:to(opts.dtype)
     end
     o = one[1]
@@ -337,7 +345,9 @@ return function(T, C)
   local function inner(a, b, o, ...)
     if select("#", ...) > 0 then error("inner: expected two tensors and an options table", 2) end
     local out = only_out("inner", o, 3)
-    if not (T.is_tensor(a) and T.is_tensor(b)) then error("inner: expected two tensors", 2) end
+    if not (T.is_tensor(a) and T.is_tensor(b)) then
+      error(("inner: expected two tensors, got %s and %s"):format(what(a), what(b)), 2)
+    end
     local r
     if a:dim() == 0 or b:dim() == 0 then
       r = a * b

@@ -303,6 +303,9 @@ describe("complex dtypes", function()
     w:sinh():abs():sum():backward()
     near(w.grad, cx({ 2.2950, -3.6649, 0 }, { 0.1928, 0.1221, 0 }))
     assert.has_error(function() return z:sigmoid({ bad = 1 }) end, "sigmoid: unknown option 'bad' (expected one of: out)")
+    assert.has_error(function() return T.inner(z, 3) end, "inner: expected two tensors, got a complex128 tensor and number")
+    assert.has_error(function() return z:cumsum(1, { dtype = T.float64 }) end,
+      "cumsum: a complex input needs a complex dtype, got ember.float64")
   end)
 
   it("saves and loads a complex tensor that requires grad", function()
