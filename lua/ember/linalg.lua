@@ -13,7 +13,9 @@ return function(T, C)
   local INF = math.huge
 
   local function mT(t) return t:transpose(-2, -1) end
-  local function eps_of(dt) return dt == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07 end
+  local function eps_of(dt)
+    return (dt == T.float64 or dt == T.complex128) and 2.220446049250313e-16 or 1.1920928955078125e-07
+  end
 
   local function check_tensor(op, t, name)
     if not T.is_tensor(t) then
@@ -76,14 +78,6 @@ return function(T, C)
     for i = 2, n do p = p * d:select(-1, i) end
     return p
   end
-  -- the functions that take no complex input yet refuse it by name
-  local function refuse_complex(op, t)
-    if T.is_tensor(t) and is_cx(t) then
-      error(fmt("%s: not implemented for %s tensors (complex input is not supported yet)", op,
-        tostring(t.dtype):gsub("^ember%.", "")), 3)
-    end
-  end
-
   -- g summed down to shape (the adjoint of broadcasting)
   local function reduce_to(g, shape)
     local nd, ns = g:dim(), #shape
@@ -364,15 +358,14 @@ return function(T, C)
     check_tensor(op, pivots, "pivots")
     check_tensor(op, B, "B")
     o = opts_of(op, o, { "left", "adjoint" })
-    refuse_complex(op, LU)
-    refuse_complex(op, B)
     check_bool(op, o.left, "left")
     check_bool(op, o.adjoint, "adjoint")
     local left, adj = o.left ~= false, o.adjoint == true
+    -- tr: A^H (the engine's trans; A^T for a real A)
     local function raw(LUx, Bx, tr)
       if left then return C._linalg_lu_solve(LUx, pivots, Bx, tr) end
-      -- X A = B  <=>  A^T X^T = B^T
-      return mT(C._linalg_lu_solve(LUx, pivots, mT(Bx), not tr))
+      -- X A = B  <=>  A^H X^H = B^H (and X A^H = B <=> A X^H = B^H)
+      return mH(C._linalg_lu_solve(LUx, pivots, mH(Bx), not tr))
     end
     local X = raw(LU, B, adj)
     if needs_grad(LU, B) then
@@ -381,14 +374,14 @@ return function(T, C)
         -- gB: the same solve with A's adjoint; then gA and its LU part
         local gB = raw(LU, g, not adj)
         local gA
-        if left then gA = -(gB:matmul(mT(Xd))) else gA = -(mT(Xd):matmul(gB)) end
-        if adj then gA = mT(gA) end
+        if left then gA = -(gB:matmul(mH(Xd))) else gA = -(mH(Xd):matmul(gB)) end
+        if adj then gA = mH(gA) end
         local gLU = nil
         if LU.requires_grad then
           local P = pivots_to_P(pivots, LU:size(-2), LU)
           local Lm, U = unpack_LU(LU)
           local PtgA = mT(P):matmul(gA)
-          gLU = PtgA:matmul(mT(U)):tril(-1) + mT(Lm):matmul(PtgA):triu()
+          gLU = tril(PtgA:matmul(mH(U)), -1) + triu(mH(Lm):matmul(PtgA))
           gLU = reduce_to(gLU, LU.shape)
         end
         return { gLU, nil, reduce_to(gB, B.shape) }
@@ -924,7 +917,6 @@ return function(T, C)
 
   function L.pinv(A, o, ...)
     local op = "linalg.pinv"
-    refuse_complex(op, A)
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
     o = opts_of(op, o, { "atol", "rtol", "hermitian" })
@@ -940,18 +932,17 @@ return function(T, C)
       local w, V = L.eigh(A)
       local aw = w:abs()
       local c = cutoff(aw, aw:amax(-1, true), atol, rtol)
-      local winv = T.where(aw:gt(c), w:reciprocal(), T.zeros({}, { dtype = A.dtype, device = A.device }))
-      return (V * winv:unsqueeze(-2)):matmul(mT(V))
+      local winv = T.where(aw:gt(c), w:reciprocal(), T.zeros({}, { dtype = w.dtype, device = A.device }))
+      return (V * winv:unsqueeze(-2)):matmul(mH(V))
     end
     local U, S, Vh = L.svd(A, { full_matrices = false })
     local c = cutoff(S, S:amax(-1, true), atol, rtol)
-    local sinv = T.where(S:gt(c), S:reciprocal(), T.zeros({}, { dtype = A.dtype, device = A.device }))
-    return (mT(Vh) * sinv:unsqueeze(-2)):matmul(mT(U))
+    local sinv = T.where(S:gt(c), S:reciprocal(), T.zeros({}, { dtype = S.dtype, device = A.device }))
+    return (mH(Vh) * sinv:unsqueeze(-2)):matmul(mH(U))
   end
 
   function L.matrix_rank(A, o, ...)
     local op = "linalg.matrix_rank"
-    refuse_complex(op, A)
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
     o = opts_of(op, o, { "atol", "rtol", "hermitian", "tol" })
@@ -974,8 +965,6 @@ return function(T, C)
   -- {solution=, residuals=, rank=, singular_values=}: PyTorch's named tuple
   function L.lstsq(A, B, o, ...)
     local op = "linalg.lstsq"
-    refuse_complex(op, A)
-    refuse_complex(op, B)
     ARGS.nomore(op, 3, ...)
     check_tensor(op, A, "A")
     check_tensor(op, B, "B")
@@ -999,11 +988,15 @@ return function(T, C)
     local rcond = o.rcond
     if rcond == nil then rcond = eps_of(A.dtype) * math.max(m, n) end
     local X, rank, S, R = C._linalg_lstsq(A, Bm, rcond, DRIVERS[driver])
-    local empty = T.empty(0, { dtype = A.dtype, device = A.device })
+    local empty = T.empty(0, { dtype = value_dtype(A.dtype), device = A.device })
     local residuals = empty
     if m > n and driver ~= "gelsy" then
       local full = driver == "gels" or (rank and rank:eq(n):all():item())
-      if full and n > 0 then residuals = R:narrow(-2, n + 1, m - n):square():sum(-2) end
+      if full and n > 0 then
+        local r = R:narrow(-2, n + 1, m - n)
+        if is_cx(r) then r = r:abs() end
+        residuals = r:square():sum(-2)
+      end
     end
     if needs_grad(A, B) then
       -- the minimum-norm solution pinv(A) B is differentiable
@@ -1052,7 +1045,6 @@ return function(T, C)
   local THETA13 = 5.371920351148152
   function L.matrix_exp(A, ...)
     local op = "linalg.matrix_exp"
-    refuse_complex(op, A)
     ARGS.nooptions(op, 2, 1, ...)
     check_square(op, A)
     local n = A:size(-1)
@@ -1220,7 +1212,6 @@ return function(T, C)
     local op = "linalg.cond"
     ARGS.nooptions(op, 2, 2, p, ...)
     check_tensor(op, A)
-    refuse_complex(op, A)
     p = ord_value(op, p)
     if p == nil or p == 2 or p == -2 then
       local S = L.svdvals(A)

@@ -5,8 +5,8 @@
 -- gen_linalg_complex.py); the invariants of the factors that are not unique
 -- (A V = V diag(L), reconstructions), eig's derivative formula, the
 -- gradients of every decomposition on complex input (against torch's, by
--- gradcheck, and the phase-dependence errors), and the functions that
--- refuse complex input by name.
+-- gradcheck, and the phase-dependence errors); lu_solve, lstsq, pinv,
+-- matrix_rank, cond and matrix_exp on complex input, values and gradients.
 local T = require "ember"
 local LA = T.linalg
 local cases = dofile("tests/fixtures/linalg_complex_cases.lua")
@@ -118,6 +118,44 @@ local F = {
   norm = LA.norm,
   vecdot = LA.vecdot,
   multi_dot = function(a, b, c) return LA.multi_dot({ a, b, c }) end,
+  lu_solve = function(a, b) local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b) end,
+  lu_solve_adjoint = function(a, b)
+    local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { adjoint = true })
+  end,
+  lu_solve_right = function(a, b)
+    local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { left = false })
+  end,
+  lu_solve_right_adjoint = function(a, b)
+    local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { left = false, adjoint = true })
+  end,
+  lstsq_gelsy = function(a, b) return LA.lstsq(a, b, { driver = "gelsy" }).solution end,
+  lstsq_gelsd = function(a, b) return LA.lstsq(a, b, { driver = "gelsd" }).solution end,
+  lstsq_gelss = function(a, b) return LA.lstsq(a, b, { driver = "gelss" }).solution end,
+  lstsq_gels = function(a, b) return LA.lstsq(a, b, { driver = "gels" }).solution end,
+  lstsq_residuals = function(a, b) return LA.lstsq(a, b, { driver = "gelsd" }).residuals end,
+  lstsq_sv = function(a, b) return LA.lstsq(a, b, { driver = "gelss" }).singular_values end,
+  -- A with a third column (1 + 2i) times its first: rank 2
+  lstsq_rank_deficient = function(a, b)
+    local A = T.cat({ a, a:narrow(-1, 1, 1) * T.complex(T.tensor(1, { dtype = T.float64 }), T.tensor(2, { dtype = T.float64 })):to(a.dtype) }, -1)
+    return LA.lstsq(A, b, { driver = "gelsd" }).solution
+  end,
+  lstsq_rank = function(a, b)
+    local A = T.cat({ a, a:narrow(-1, 1, 1) * T.complex(T.tensor(1, { dtype = T.float64 }), T.tensor(2, { dtype = T.float64 })):to(a.dtype) }, -1)
+    return LA.lstsq(A, b, { driver = "gelsy" }).rank
+  end,
+  pinv = LA.pinv,
+  pinv_hermitian = function(a) return LA.pinv(herm(a), { hermitian = true }) end,
+  matrix_rank = LA.matrix_rank,
+  matrix_rank_deficient = function(a) return LA.matrix_rank(a:narrow(-1, 1, 2):matmul(a:narrow(-2, 1, 2))) end,
+  matrix_rank_hermitian = function(a) return LA.matrix_rank(herm(a), { hermitian = true }) end,
+  cond = LA.cond,
+  cond_m2 = function(a) return LA.cond(a, -2) end,
+  cond_1 = function(a) return LA.cond(a, 1) end,
+  cond_inf = function(a) return LA.cond(a, math.huge) end,
+  cond_fro = function(a) return LA.cond(a, "fro") end,
+  cond_nuc = function(a) return LA.cond(a, "nuc") end,
+  matrix_exp = LA.matrix_exp,
+  matrix_exp_large = function(a) return LA.matrix_exp(a * 3) end,
 }
 
 local function describe_case(c)
@@ -378,6 +416,19 @@ describe("complex decompositions autograd (slogdet, lu, cholesky, solve_triangul
     cholesky_ex = function(a) return (LA.cholesky_ex(a)) end,
     lu_factor = function(a) return (LA.lu_factor(a)) end,
     householder_product = function(a, t) return LA.householder_product(a, t) end,
+    lu_solve = function(a, b) local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b) end,
+    lu_solve_adjoint = function(a, b)
+      local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { adjoint = true })
+    end,
+    lu_solve_right = function(a, b)
+      local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { left = false })
+    end,
+    lu_solve_right_adjoint = function(a, b)
+      local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { left = false, adjoint = true })
+    end,
+    lstsq = function(a, b) return LA.lstsq(a, b).solution end,
+    pinv = LA.pinv,
+    matrix_exp = LA.matrix_exp,
   }
   -- the generator's LOSS: { outputs of the input, loss of outputs and weights }
   local function pack(...) return { ... } end
@@ -437,7 +488,7 @@ describe("complex decompositions autograd (slogdet, lu, cholesky, solve_triangul
         for k = 1, #xs do close(gs[k], tensor(c.grads[k]), what(c, k), c.tol) end
       end
     end
-    assert.equal(32, n)
+    assert.equal(46, n)
   end)
 
   local gl, ol = by_op("cx_loss")
@@ -619,19 +670,4 @@ describe("complex LAPACK functions", function()
     assert.equal(-math.huge, logabs:item())
   end)
 
-  it("refuse complex input by name where it is not supported yet", function()
-    local A = T.eye(2, { dtype = T.complex128 })
-    for name, call in pairs {
-      lstsq = function() return LA.lstsq(A, A) end,
-      lu_solve = function() local lu, p = LA.lu_factor(A); return LA.lu_solve(lu, p, A) end,
-      pinv = function() return LA.pinv(A) end,
-      matrix_rank = function() return LA.matrix_rank(A) end,
-      cond = function() return LA.cond(A) end,
-      matrix_exp = function() return LA.matrix_exp(A) end,
-    } do
-      local ok, err = pcall(call)
-      assert.is_false(ok, name)
-      assert.matches("linalg." .. name .. ": not implemented for complex128 tensors", err, 1, true)
-    end
-  end)
 end)

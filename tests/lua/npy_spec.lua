@@ -93,7 +93,7 @@ describe("save_npy", function()
   it("writes files byte-identical to numpy.save, C and Fortran order", function()
     for _, name in ipairs { "f4_C_le.npy", "f4_F_le.npy", "b1_C_na.npy", "f2_F_le.npy",
                             "i8_C_le.npy", "u1_vector.npy", "f8_scalar.npy", "i8_empty.npy",
-                            "f4_3d_F.npy" } do
+                            "f4_3d_F.npy", "c8_C_le.npy", "c16_F_le.npy" } do
       local p = tmp(".npy")
       T.save_npy(p, T.load_npy(FIX .. name))
       assert.equal(readall(FIX .. name), readall(p), name)
@@ -102,8 +102,10 @@ describe("save_npy", function()
   end)
 
   it("round-trips every dtype NumPy has, and writes strided views as copies", function()
-    for _, dt in ipairs { T.bool, T.uint8, T.int8, T.int16, T.int32, T.int64, T.float16, T.float32, T.float64 } do
+    for _, dt in ipairs { T.bool, T.uint8, T.int8, T.int16, T.int32, T.int64, T.float16, T.float32, T.float64,
+                          T.complex64, T.complex128 } do
       local src = T.tensor({{1, 0, 3}, {0, 5, 6}}, {dtype = dt})
+      if dt.is_complex then src = src + T.complex(T.ones(2, 3) * 0.5, T.ones(2, 3) * -2):to(dt) end
       local p = tmp(".npy")
       T.save_npy(p, src)
       local back = T.load_npy(p)
@@ -198,8 +200,8 @@ describe("malformed files", function()
 
   it("unsupported dtypes are named", function()
     assert.has_error(function() T.load_npy(FIX .. "bad_u2.npy") end,
-      "load_npy: unsupported dtype '<u2' (ember reads bool, uint8, int8, int16, int32, int64, float16, float32 and float64)")
-    assert.matches("unsupported dtype '<c8'", select(2, pcall(T.load_npy, FIX .. "bad_c8.npy")))
+      "load_npy: unsupported dtype '<u2' (ember reads bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64 and complex128)")
+    assert.matches("unsupported dtype '<M8%[D%]'", select(2, pcall(T.load_npy, FIX .. "bad_m8.npy")))
     assert.matches("unsupported dtype %(structured", select(2, pcall(T.load_npy, FIX .. "bad_struct.npy")))
   end)
 

@@ -49,12 +49,12 @@ typedef struct em_gemm {
 ** element i (0-based), leading dimension ld; the op (ops/linalg_lapack.c)
 ** makes these buffers (fresh, owned by it) and reads info per element
 ** after the call. dt is float32, float64, complex64 or complex128 (the c/z
-** routines; GELS is real only); vectors (w) are in dt too, except the
-** singular values (GESDD) and Hermitian eigenvalues (SYEVD) of a complex
-** dt, which are in its value type, and GEEV's, which are always complex. */
+** routines); vectors (w) are in dt too, except the singular values (GESDD,
+** GELS) and Hermitian eigenvalues (SYEVD) of a complex dt, which are in its value type, and GEEV's, which are always complex. */
 typedef enum em_lapack_op {
   EM_LAPACK_GETRF, /* a (m x n) -> LU, ipiv (min(m,n), 1-based), info */
-  EM_LAPACK_GETRS, /* a = LU (n x n) with ipiv; b (n x nrhs) -> op(A)^-1 b; trans 'N'/'T' */
+  EM_LAPACK_GETRS, /* a = LU (n x n) with ipiv; b (n x nrhs) -> op(A)^-1 b; trans 'N', 'T'
+                      or 'C' (the conjugate transpose) */
   EM_LAPACK_GESV,  /* a (n x n) -> LU, ipiv, info; b -> op(A)^-1 b when info == 0 */
   EM_LAPACK_GETRI, /* a (n x n) -> its inverse (getrf then getri), ipiv, info; a holds
                       the LU factors where info > 0 */

@@ -9,7 +9,8 @@
 ** - Workspace is asked of LAPACK once per job (lwork = -1 on the first
 **   matrix) and allocated once per thread, not per matrix.
 ** - complex64/complex128 run the c/z routines (Hermitian ones where the
-**   real routine is symmetric: heevd, ungqr); their real workspace (rwork)
+**   real routine is symmetric: heevd, ungqr; gels, gelsy, gelsd, gelss for
+**   lstsq); their real workspace (rwork)
 **   is asked for and allocated as the other workspaces are. Real geev's
 **   eigenvalues (wr, wi) and eigenvectors (conjugate pairs in two real
 **   columns) are made complex here, as PyTorch does.
@@ -93,7 +94,19 @@ LAPACK_PROTOS(d, double)
                  lp_int *iwork, const lp_int *liwork, lp_int *info, lp_len, lp_len);          \
   void P##geev_(const char *jvl, const char *jvr, const lp_int *n, T *a, const lp_int *lda,    \
                 T *w, T *vl, const lp_int *ldvl, T *vr, const lp_int *ldvr, T *work,          \
-                const lp_int *lwork, R *rwork, lp_int *info, lp_len, lp_len);
+                const lp_int *lwork, R *rwork, lp_int *info, lp_len, lp_len);                 \
+  void P##gels_(const char *tr, const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a,   \
+                const lp_int *lda, T *b, const lp_int *ldb, T *work, const lp_int *lwork,     \
+                lp_int *info, lp_len);                                                        \
+  void P##gelsy_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
+                 T *b, const lp_int *ldb, lp_int *jpvt, const R *rcond, lp_int *rank,         \
+                 T *work, const lp_int *lwork, R *rwork, lp_int *info);                       \
+  void P##gelsd_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
+                 T *b, const lp_int *ldb, R *s, const R *rcond, lp_int *rank, T *work,        \
+                 const lp_int *lwork, R *rwork, lp_int *iwork, lp_int *info);                 \
+  void P##gelss_(const lp_int *m, const lp_int *n, const lp_int *nrhs, T *a, const lp_int *lda, \
+                 T *b, const lp_int *ldb, R *s, const R *rcond, lp_int *rank, T *work,        \
+                 const lp_int *lwork, R *rwork, lp_int *info);
 
 LAPACK_PROTOS_CX(c, float complex, float)
 LAPACK_PROTOS_CX(z, double complex, double)
@@ -436,7 +449,41 @@ case EM_LAPACK_POTRF:                                                           
         if (q) sz->lrwork = 2 * (int64_t)n;                                                   \
         break;                                                                                \
       }                                                                                       \
-      default: /* GELS: refused for complex by the op */                                      \
+      case EM_LAPACK_GELS: {                                                                  \
+        /* rwork: gelsy 2n, gelss 5 min(m, n), gelsd as its query says */                   \
+        R rcond = (R)j->rcond, *s = j->w ? (R *)j->w + i * j->sw : NULL;                      \
+        lp_int rank = 0;                                                                      \
+        switch (j->driver) {                                                                  \
+          case EM_LSTSQ_GELS:                                                                 \
+            P##gels_("N", &m, &n, &nrhs, a, &lda, b, &ldb, q ? &wq : work, &lw, &info, 1);    \
+            break;                                                                            \
+          case EM_LSTSQ_GELSY:                                                                \
+            if (!q) memset(iwork, 0, (size_t)imax(1, n) * sizeof *iwork);                     \
+            P##gelsy_(&m, &n, &nrhs, a, &lda, b, &ldb, iwork, &rcond, &rank, q ? &wq : work,  \
+                      &lw, rwork, &info);                                                     \
+            if (q) {                                                                          \
+              iq = imax(1, n);                                                                \
+              sz->lrwork = 2 * (int64_t)n;                                                    \
+            }                                                                                 \
+            break;                                                                            \
+          case EM_LSTSQ_GELSD:                                                                \
+            P##gelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, &rank, q ? &wq : work, &lw, \
+                      q ? &rq : rwork, q ? &iq : iwork, &info);                               \
+            if (q) {                                                                          \
+              iq = imax(1, iq);                                                               \
+              sz->lrwork = (int64_t)rq + 1;                                                   \
+            }                                                                                 \
+            break;                                                                            \
+          case EM_LSTSQ_GELSS:                                                                \
+            P##gelss_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, &rank, q ? &wq : work, &lw, \
+                      rwork, &info);                                                          \
+            if (q) sz->lrwork = 5 * mn;                                                       \
+            break;                                                                            \
+        }                                                                                     \
+        if (!q && j->rank && j->driver != EM_LSTSQ_GELS) j->rank[i] = rank;                  \
+        break;                                                                                \
+      }                                                                                       \
+      default:                                                                                \
         info = -1;                                                                            \
         break;                                                                                \
     }                                                                                         \

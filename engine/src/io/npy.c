@@ -42,7 +42,13 @@ static const npy_type npy_types[] = {
     {EM_BOOL, 'b', 1},    {EM_UINT8, 'u', 1},   {EM_INT8, 'i', 1},
     {EM_INT16, 'i', 2},   {EM_INT32, 'i', 4},   {EM_INT64, 'i', 8},
     {EM_FLOAT16, 'f', 2}, {EM_FLOAT32, 'f', 4}, {EM_FLOAT64, 'f', 8},
+    {EM_COMPLEX64, 'c', 8}, {EM_COMPLEX128, 'c', 16},
 };
+
+/* the unit of byte order and alignment: a complex element's parts */
+static int npy_unit(em_dtype dt, int itemsize) {
+  return dt == EM_COMPLEX64 || dt == EM_COMPLEX128 ? itemsize / 2 : itemsize;
+}
 
 /* -- Header parsing ------------------------------------------------------ */
 
@@ -123,7 +129,8 @@ static em_status parse_descr(const char *op, const char *d, npy_header *h) {
     }
   return em_fail(EM_E_TYPE,
                  "%s: unsupported dtype '%s' (ember reads bool, uint8, int8, "
-                 "int16, int32, int64, float16, float32 and float64)",
+                 "int16, int32, int64, float16, float32, float64, complex64 and "
+                 "complex128)",
                  op, d);
 }
 
@@ -244,14 +251,23 @@ static em_status check_data(const char *op, const npy_header *h, size_t len) {
   return EM_OK;
 }
 
+/* Loaded data p made the host's: bytes swapped (a complex element's parts
+** each), bool bytes 0 or 1. */
+static void host_order(void *p, const npy_header *h) {
+  if (h->swap) {
+    int u = npy_unit(h->dt, h->itemsize);
+    em_io_byteswap(p, h->numel * (h->itemsize / u), u);
+  }
+  if (h->dt == EM_BOOL) em_io_bool_normalise(p, h->numel, 1);
+}
+
 /* A fresh tensor from the header, its data copied from src. */
 static em_status make_copy(const npy_header *h, const void *src, em_tensor **out) {
   em_storage *s;
   em_status st = em_storage_new(h->data_len, em_cpu(), &s);
   if (st != EM_OK) return st;
   if (h->data_len) memcpy(em_storage_data(s), src, h->data_len);
-  if (h->swap) em_io_byteswap(em_storage_data(s), h->numel, h->itemsize);
-  if (h->dt == EM_BOOL) em_io_bool_normalise(em_storage_data(s), h->numel, 1);
+  host_order(em_storage_data(s), h);
   int64_t strides[EM_MAX_DIMS];
   npy_strides(h, strides);
   st = em_tensor_new(s, 0, h->ndim, h->sizes, strides, h->dt, out);
@@ -283,7 +299,7 @@ static em_status load_mapped(const char *path, int shared, em_tensor **out) {
                  "%s: cannot map '%s': its data is in the other byte order; load "
                  "it without mmap to convert",
                  op, path);
-  if (st == EM_OK && (uintptr_t)data % (uintptr_t)h.itemsize != 0)
+  if (st == EM_OK && (uintptr_t)data % (uintptr_t)npy_unit(h.dt, h.itemsize) != 0)
     st = em_fail(EM_E_VALUE,
                  "%s: cannot map '%s': its data is not aligned for %s; load it "
                  "without mmap",
@@ -352,8 +368,7 @@ static em_status load_read(const char *path, em_tensor **out) {
     st = em_fail(EM_E_RUNTIME, "%s: read error on '%s'", op, path);
   fclose(f);
   if (st == EM_OK) {
-    if (h.swap) em_io_byteswap(em_storage_data(s), h.numel, h.itemsize);
-    if (h.dt == EM_BOOL) em_io_bool_normalise(em_storage_data(s), h.numel, 1);
+    host_order(em_storage_data(s), &h);
     int64_t strides[EM_MAX_DIMS];
     npy_strides(&h, strides);
     st = em_tensor_new(s, 0, h.ndim, h.sizes, strides, h.dt, out);

@@ -7,8 +7,7 @@
 ** norms, ...) and records their derivatives.
 **
 ** Guarantees:
-** - float32/float64 and complex64/complex128 (the c/z routines; lstsq and
-**   lu_solve are real only); other dtypes get PyTorch's "Expected a
+** - float32/float64 and complex64/complex128 (the c/z routines); other dtypes get PyTorch's "Expected a
 **   floating point or complex tensor as input. Got Long". The inputs are
 **   never written.
 ** - eig (geev) gives complex results for real input too, as PyTorch.
@@ -49,14 +48,6 @@ static em_status check_float(const char *op, const em_tensor *t) {
                    op, names[t->dtype]);
   }
   return EM_OK;
-}
-
-/* the ops without a complex form yet (lstsq, lu_solve) */
-static em_status check_real(const char *op, const em_tensor *t) {
-  if (is_complex(t->dtype))
-    return em_fail(EM_E_TYPE, "%s: not implemented for %s tensors (complex input is not "
-                   "supported yet)", op, em_dtype_name(t->dtype));
-  return check_float(op, t);
 }
 
 /* the real dtype of a complex one's parts (float32 -> float32) */
@@ -351,13 +342,13 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
   return EM_OK;
 }
 
-/* A X = B (trans 0) or A^T X = B (trans 1) from A's LU factors. */
+/* A X = B (trans 0) or A^H X = B (trans 1: the transpose of a real A)
+** from A's LU factors. */
 em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
                              int trans, em_tensor **X) {
   STAGED(EM_LAPACK_GETRS, LU, pivots, B, em_linalg_lu_solve(h[0], h[1], h[2], trans, &r[0]), X, NULL, NULL, NULL);
   const char *op = "linalg.lu_solve";
-  em_status st = check_real(op, LU);
-  if (st == EM_OK) st = check_matrix(op, "LU", LU, 1);
+  em_status st = check_matrix(op, "LU", LU, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
   if (st == EM_OK) st = check_same(op, LU, B);
   if (st != EM_OK) return st;
@@ -399,7 +390,7 @@ em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const
     j.dt = LU->dtype;
     j.batch = batch;
     j.n = (int)n; j.nrhs = (int)k;
-    j.trans = trans ? 'T' : 'N';
+    j.trans = trans ? 'C' : 'N';
     j.a = data_of(lu); j.sa = n * n; j.lda = (int)(n > 1 ? n : 1);
     j.ipiv = data_of(piv); j.sp = n;
     j.b = data_of(x); j.sb = n * k; j.ldb = (int)(n > 1 ? n : 1);
@@ -969,8 +960,7 @@ em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, 
                           em_tensor **X, em_tensor **rank, em_tensor **S, em_tensor **R) {
   STAGED(EM_LAPACK_GELS, A, B, NULL, em_linalg_lstsq(h[0], h[1], rcond, driver, &r[0], &r[1], &r[2], &r[3]), X, rank, S, R);
   const char *op = "linalg.lstsq";
-  em_status st = check_real(op, A);
-  if (st == EM_OK) st = check_matrix(op, "A", A, 0);
+  em_status st = check_matrix(op, "A", A, 0);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
   if (st == EM_OK) st = check_same(op, A, B);
   if (st != EM_OK) return st;
@@ -1002,7 +992,7 @@ em_status em_linalg_lstsq(const em_tensor *A, const em_tensor *B, double rcond, 
   int want_rank = driver != EM_LSTSQ_GELS, want_s = driver == EM_LSTSQ_GELSD ||
                                                      driver == EM_LSTSQ_GELSS;
   if (st == EM_OK && want_rank) st = int_empty(nb, bs, -1, EM_INT64, dev, &rk);
-  if (st == EM_OK && want_s) st = int_empty(nb, bs, mn, A->dtype, dev, &s);
+  if (st == EM_OK && want_s) st = int_empty(nb, bs, mn, value_dtype(A->dtype), dev, &s);
   if (st == EM_OK) st = int_empty(nb, bs, -1, EM_INT32, dev, &inf);
   int64_t batch = batch_count(nb, bs);
   if (st == EM_OK && rk && batch > 0) {
