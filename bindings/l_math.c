@@ -251,6 +251,8 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
   X(cos, EM_OP_COS, 0) X(tan, EM_OP_TAN, 0) X(asin, EM_OP_ASIN, 0)                 \
   X(acos, EM_OP_ACOS, 0) X(atan, EM_OP_ATAN, 0) X(arcsin, EM_OP_ASIN, 0)           \
   X(arccos, EM_OP_ACOS, 0) X(arctan, EM_OP_ATAN, 0) X(sinh, EM_OP_SINH, 0)         \
+  X(asinh, EM_OP_ASINH, 0) X(acosh, EM_OP_ACOSH, 0) X(atanh, EM_OP_ATANH, 0)       \
+  X(arcsinh, EM_OP_ASINH, 0) X(arccosh, EM_OP_ACOSH, 0) X(arctanh, EM_OP_ATANH, 0) \
   X(cosh, EM_OP_COSH, 0) X(tanh, EM_OP_TANH, 0) X(sigmoid, EM_OP_SIGMOID, 0)       \
   X(relu, EM_OP_RELU, 0) X(gelu, EM_OP_GELU, 0) X(silu, EM_OP_SILU, 0)             \
   X(softplus, EM_OP_SOFTPLUS, 0) X(erf, EM_OP_ERF, 0) X(floor, EM_OP_FLOOR, 0)     \

@@ -558,6 +558,8 @@ typedef enum em_ew_op {
   EM_OP_ERFC, EM_OP_ERFINV, EM_OP_LGAMMA, EM_OP_DIGAMMA, EM_OP_POLYGAMMA, EM_OP_I0,
   EM_OP_I0E, EM_OP_I1, EM_OP_I1E, EM_OP_NDTR, EM_OP_NDTRI, EM_OP_LOG_NDTR,
   EM_OP_SINC, EM_OP_ENTR, EM_OP_LOGIT,
+  /* unary: the inverse hyperbolic functions */
+  EM_OP_ASINH, EM_OP_ACOSH, EM_OP_ATANH,
   EM_OP_COUNT
 } em_ew_op;
 

@@ -37,6 +37,7 @@ M.global_state = {
 -- alias or is implemented by another), any of these names is accepted.
 M.aliases = {
   absolute = { "abs" }, arccos = { "acos" }, arcsin = { "asin" }, arctan = { "atan" },
+  arccosh = { "acosh" }, arcsinh = { "asinh" }, arctanh = { "atanh" },
   arctan2 = { "atan2" }, clip = { "clamp" }, concat = { "cat" }, concatenate = { "cat" },
   divide = { "div" }, true_divide = { "div" }, multiply = { "mul" }, subtract = { "sub" },
   negative = { "neg" }, fix = { "trunc" }, greater = { "gt" }, greater_equal = { "ge" },

@@ -46,6 +46,7 @@ void em_ag_ew_saves(em_ew_op op, int *save_in, int *save_out) {
     case EM_OP_ERFINV: case EM_OP_NDTRI: out = 1; break;
     case EM_OP_ERFC: case EM_OP_LGAMMA: case EM_OP_DIGAMMA: case EM_OP_POLYGAMMA:
     case EM_OP_I0: case EM_OP_NDTR: case EM_OP_SINC: case EM_OP_ENTR: case EM_OP_LOGIT:
+    case EM_OP_ASINH: case EM_OP_ACOSH: case EM_OP_ATANH:
       in = IN0; break;
     case EM_OP_I0E: case EM_OP_I1: case EM_OP_I1E: case EM_OP_LOG_NDTR:
       in = IN0; out = 1; break;
@@ -94,6 +95,8 @@ const char *em_ag_ew_name(em_ew_op op, int tensor_exponent) {
       [EM_OP_NDTR] = "SpecialNdtrBackward0", [EM_OP_NDTRI] = "SpecialNdtriBackward0",
       [EM_OP_LOG_NDTR] = "SpecialLogNdtrBackward0", [EM_OP_SINC] = "SincBackward0",
       [EM_OP_ENTR] = "SpecialEntrBackward0", [EM_OP_LOGIT] = "LogitBackward0",
+      [EM_OP_ASINH] = "AsinhBackward0", [EM_OP_ACOSH] = "AcoshBackward0",
+      [EM_OP_ATANH] = "AtanhBackward0",
   };
   if (op == EM_OP_POW && tensor_exponent) return "PowBackward1";
   return (unsigned)op < EM_OP_COUNT && names[op] ? names[op] : "ElementwiseBackward0";
@@ -477,7 +480,8 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
     switch ((em_ew_op)n->p.op) {
       case EM_OP_MUL: case EM_OP_DIV: case EM_OP_POW: case EM_OP_SQRT: case EM_OP_RECIPROCAL:
       case EM_OP_EXP: case EM_OP_LOG: case EM_OP_SIN: case EM_OP_COS: case EM_OP_TANH:
-      case EM_OP_SQUARE: f->conj = 1; break;
+      case EM_OP_SQUARE: case EM_OP_ASIN: case EM_OP_ACOS: case EM_OP_ATAN: case EM_OP_ASINH:
+      case EM_OP_ACOSH: case EM_OP_ATANH: f->conj = 1; break;
       default: break;
     }
   }
@@ -626,6 +630,13 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       break;
     }
     case EM_OP_ATAN: x = saved(f, 0); gin[0] = DIV(g, ADDS(MUL(x, x), 1.0)); break;
+    case EM_OP_ASINH: x = saved(f, 0); gin[0] = DIV(g, un(f, EM_OP_SQRT, ADDS(MUL(x, x), 1.0))); break;
+    case EM_OP_ACOSH: {  /* g / (sqrt(x - 1) sqrt(x + 1)): acosh's branch for complex x */
+      x = saved(f, 0);
+      gin[0] = DIV(g, MUL(un(f, EM_OP_SQRT, ADDS(x, -1.0)), un(f, EM_OP_SQRT, ADDS(x, 1.0))));
+      break;
+    }
+    case EM_OP_ATANH: x = saved(f, 0); gin[0] = DIV(g, RSUB(1.0, MUL(x, x))); break;
     case EM_OP_SINH: gin[0] = MUL(g, un(f, EM_OP_COSH, saved(f, 0))); break;
     case EM_OP_COSH: gin[0] = MUL(g, un(f, EM_OP_SINH, saved(f, 0))); break;
     case EM_OP_TANH:

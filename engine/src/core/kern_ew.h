@@ -84,7 +84,8 @@ typedef struct em_kctx {
   X(i1e, F, SAME, __VA_ARGS__) X(ndtr, F, SAME, __VA_ARGS__)                      \
   X(ndtri, F, SAME, __VA_ARGS__) X(log_ndtr, F, SAME, __VA_ARGS__)                \
   X(sinc, F, SAME, __VA_ARGS__) X(entr, F, SAME, __VA_ARGS__)                     \
-  X(logit, F, SAME, __VA_ARGS__)
+  X(logit, F, SAME, __VA_ARGS__) X(asinh, F, SAME, __VA_ARGS__)                   \
+  X(acosh, F, SAME, __VA_ARGS__) X(atanh, F, SAME, __VA_ARGS__)
 
 #define EM_EW_TERNARY_KERNELS(X, ...)  \
   X(lerp, F, SAME, __VA_ARGS__) X(clamp, IF, SAME, __VA_ARGS__)

@@ -127,6 +127,9 @@ typedef struct {
   }                                                                        \
   break;
 
+/* fn of complex x in x's precision: fnf for float complex */
+#define CFN(fn, x) _Generic((x), float complex: fn##f, default: fn)(x)
+
 #define DEF_CX_LOOP(NAME, CT, VT, CABS, CARG, CSQRT, CEXP, CLOG, CPOW, CSIN, CCOS, CTANH, CONJ) \
   static void NAME(char **data, const int64_t *st, int64_t n, void *vctx) {  \
     typedef CT C;                                                            \
@@ -155,6 +158,12 @@ typedef struct {
       case EM_CX_COS: CX_UNARY(CCOS(x), C)                                   \
       case EM_CX_TANH: CX_UNARY(CTANH(x), C)                                 \
       case EM_CX_SQUARE: CX_UNARY(x * x, C)                                  \
+      case EM_CX_ASIN: CX_UNARY(CFN(casin, x), C)                            \
+      case EM_CX_ACOS: CX_UNARY(CFN(cacos, x), C)                            \
+      case EM_CX_ATAN: CX_UNARY(CFN(catan, x), C)                            \
+      case EM_CX_ASINH: CX_UNARY(CFN(casinh, x), C)                          \
+      case EM_CX_ACOSH: CX_UNARY(CFN(cacosh, x), C)                          \
+      case EM_CX_ATANH: CX_UNARY(CFN(catanh, x), C)                          \
       default: break;                                                        \
     }                                                                        \
   }

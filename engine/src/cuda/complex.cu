@@ -92,6 +92,12 @@ __global__ void cx_kernel(emcu_geom g, int op, V al) {
       case EMCU_CX_SIN: cstore<V>(o, thrust::sin(x)); break;
       case EMCU_CX_COS: cstore<V>(o, thrust::cos(x)); break;
       case EMCU_CX_TANH: cstore<V>(o, thrust::tanh(x)); break;
+      case EMCU_CX_ASIN: cstore<V>(o, thrust::asin(x)); break;
+      case EMCU_CX_ACOS: cstore<V>(o, thrust::acos(x)); break;
+      case EMCU_CX_ATAN: cstore<V>(o, thrust::atan(x)); break;
+      case EMCU_CX_ASINH: cstore<V>(o, thrust::asinh(x)); break;
+      case EMCU_CX_ACOSH: cstore<V>(o, thrust::acosh(x)); break;
+      case EMCU_CX_ATANH: cstore<V>(o, thrust::atanh(x)); break;
       default: cstore<V>(o, x * x); break;  // EMCU_CX_SQUARE
     }
   }

@@ -220,6 +220,9 @@ __device__ inline A ew_more(int op, A a, A b, const emcu_params &p) {
       case EMCU_ASIN: return asin(a);
       case EMCU_ACOS: return acos(a);
       case EMCU_ATAN: return atan(a);
+      case EMCU_ASINH: return asinh(a);
+      case EMCU_ACOSH: return acosh(a);
+      case EMCU_ATANH: return atanh(a);
       case EMCU_SINH: return sinh(a);
       case EMCU_COSH: return cosh(a);
       case EMCU_GELU:

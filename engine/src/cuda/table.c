@@ -246,6 +246,9 @@ static int ew_op(em_ew_kernel k) {
     case EM_K_sinc: return EMCU_SINC;
     case EM_K_entr: return EMCU_ENTR;
     case EM_K_logit: return EMCU_LOGIT;
+    case EM_K_asinh: return EMCU_ASINH;
+    case EM_K_acosh: return EMCU_ACOSH;
+    case EM_K_atanh: return EMCU_ATANH;
     case EM_K_logaddexp: return EMCU_LOGADDEXP;
     case EM_K_logaddexp2: return EMCU_LOGADDEXP2;
     case EM_K_zeta: return EMCU_ZETA;
@@ -1480,6 +1483,7 @@ const em_sort_kernels em_cuda_sort_kernels = {
 
 _Static_assert((int)EMCU_CX_ADD == (int)EM_CX_ADD && (int)EMCU_CX_NE == (int)EM_CX_NE &&
                    (int)EMCU_CX_ABS == (int)EM_CX_ABS && (int)EMCU_CX_TANH == (int)EM_CX_TANH &&
+                   (int)EMCU_CX_ATANH == (int)EM_CX_ATANH &&
                    (int)EMCU_CX_COUNT == (int)EM_CX_COUNT,
                "cu_iface.h: the complex op codes are em_cx_op's");
 

@@ -84,6 +84,12 @@ static int cx_op_of(em_ew_op op, em_cx_op *cx) {
     case EM_OP_COS: *cx = EM_CX_COS; return 1;
     case EM_OP_TANH: *cx = EM_CX_TANH; return 1;
     case EM_OP_SQUARE: *cx = EM_CX_SQUARE; return 1;
+    case EM_OP_ASIN: *cx = EM_CX_ASIN; return 1;
+    case EM_OP_ACOS: *cx = EM_CX_ACOS; return 1;
+    case EM_OP_ATAN: *cx = EM_CX_ATAN; return 1;
+    case EM_OP_ASINH: *cx = EM_CX_ASINH; return 1;
+    case EM_OP_ACOSH: *cx = EM_CX_ACOSH; return 1;
+    case EM_OP_ATANH: *cx = EM_CX_ATANH; return 1;
     default: return 0;
   }
 }

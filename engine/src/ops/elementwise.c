@@ -162,6 +162,9 @@ static const op_info op_table[EM_OP_COUNT] = {
     [EM_OP_SINC] = {"sinc", 1, R_FLOAT, EM_K_sinc},
     [EM_OP_ENTR] = {"entr", 1, R_FLOAT, EM_K_entr},
     [EM_OP_LOGIT] = {"logit", 1, R_FLOAT, EM_K_logit},
+    [EM_OP_ASINH] = {"asinh", 1, R_FLOAT, EM_K_asinh},
+    [EM_OP_ACOSH] = {"acosh", 1, R_FLOAT, EM_K_acosh},
+    [EM_OP_ATANH] = {"atanh", 1, R_FLOAT, EM_K_atanh},
 };
 
 const char *em_ew_op_name(em_ew_op op) {
