@@ -17,6 +17,7 @@
 -- torch's spellings for every dtype.
 return function(T, C)
   local M = T.Tensor_methods
+  local ARGS = require("ember.args")
   local unpack = table.unpack or unpack
   local function plain(v) return type(v) == "table" and getmetatable(v) == nil end
   -- an options table: a plain table with a string key
@@ -58,56 +59,103 @@ return function(T, C)
     return type(v)
   end
 
+  -- A reduction's arguments (after t; n of them) when t or its dtype
+  -- option is complex: the real reduction's checks run on a meta tensor of
+  -- t's shape; returns t (converted to the dtype option), its positive dims
+  -- (every dim when none is given), keepdim and out; nil when the real
+  -- reduction should run instead.
+  local function cx_reduce_args(name, real, t, n, ...)
+    if getmetatable(t) == TM and not is_cx(t.dtype) then
+      -- real input: complex only through a dtype option (the last argument)
+      if n == 0 then return nil end
+      local last = select(n, ...)
+      if not (plain(last) and is_cx(last.dtype)) then return nil end
+    end
+    -- dtype and out are applied here; the rest goes to the real reduction
+    local args = { ... }
+    local o, oi = strip(args, n, DT_OUT)
+    local want, out = o and o.dtype, o and o.out
+    if not (cxt(t) or is_cx(want)) then return nil end
+    if want ~= nil and not is_cx(want) then
+      error(("%s: a complex input needs a complex dtype, got %s"):format(name, tostring(want)), 3)
+    end
+    local ok, err = pcall(real, T.empty(t.shape, { device = "meta" }), unpack(args, 1, n))
+    if not ok then error(err, 3) end
+    if want then t = t:to(want) end
+    -- the dims (nil: every dim) and keepdim, as the real forms read them
+    local a1, dims, keepdim = args[1], nil, false
+    if type(a1) == "number" then
+      dims = { a1 }
+    elseif plain(a1) and not is_opts(a1) then
+      dims = #a1 > 0 and a1 or nil
+    elseif is_opts(a1) then
+      local d = a1.dim
+      dims = type(d) == "number" and { d } or (plain(d) and #d > 0 and d) or nil
+      keepdim = a1.keepdim == true
+    end
+    if type(args[2]) == "boolean" then keepdim = args[2] end
+    if oi and oi > 1 and args[oi].keepdim ~= nil then keepdim = args[oi].keepdim == true end
+    local nd, ds = t:dim(), {}
+    if dims then
+      for i = 1, #dims do ds[i] = dims[i] < 0 and dims[i] + nd + 1 or dims[i] end
+    else
+      for i = 1, nd do ds[i] = i end
+    end
+    return t, ds, keepdim, out
+  end
+
   for _, name in ipairs { "sum", "mean" } do
     local real = M[name]
     local function f(t, ...)
       local n = select("#", ...)
-      if getmetatable(t) == TM and not is_cx(t.dtype) then
-        -- real input: complex only through a dtype option (the last argument)
-        if n == 0 then return real(t) end
-        local last = select(n, ...)
-        if not (plain(last) and is_cx(last.dtype)) then return real(t, ...) end
-      end
-      -- dtype and out are applied here; the rest goes to the real reduction
-      local args = { ... }
-      local o, oi = strip(args, n, DT_OUT)
-      local want, out = o and o.dtype, o and o.out
-      if not (cxt(t) or is_cx(want)) then return real(t, ...) end
-      if want ~= nil and not is_cx(want) then
-        error(("%s: a complex input needs a complex dtype, got %s"):format(name, tostring(want)), 2)
-      end
-      local ok, err = pcall(real, T.empty(t.shape, { device = "meta" }), unpack(args, 1, n))
-      if not ok then error(err, 2) end
-      if want then t = t:to(want) end
-      -- the dims (nil: every dim) and keepdim, as the real forms read them
-      local a1, dims, keepdim = args[1], nil, false
-      if type(a1) == "number" then
-        dims = { a1 }
-      elseif plain(a1) and not is_opts(a1) then
-        dims = #a1 > 0 and a1 or nil
-      elseif is_opts(a1) then
-        local d = a1.dim
-        dims = type(d) == "number" and { d } or (plain(d) and #d > 0 and d) or nil
-        keepdim = a1.keepdim == true
-      end
-      if type(args[2]) == "boolean" then keepdim = args[2] end
-      if oi and oi > 1 and args[oi].keepdim ~= nil then keepdim = args[oi].keepdim == true end
-      local nd = t:dim()
+      local z, ds, keepdim, out = cx_reduce_args(name, real, t, n, ...)
+      if not z then return real(t, ...) end
       local res
-      if nd == 0 then
-        res = t:clone()
+      if z:dim() == 0 then
+        res = z:clone()
       else
-        local ds = {}
-        if dims then
-          for i = 1, #dims do ds[i] = dims[i] < 0 and dims[i] + nd + 1 or dims[i] end
-        else
-          for i = 1, nd do ds[i] = i end
-        end
-        res = T.view_as_complex(real(T.view_as_real(t), ds, keepdim):contiguous())
+        res = T.view_as_complex(real(T.view_as_real(z), ds, keepdim):contiguous())
       end
       return give(name, res, out)
     end
     define(name, f)
+  end
+
+  -- prod of a complex tensor: the dims halved in turn, each step the
+  -- product of the two halves (an odd element carried), so log2(n) complex
+  -- multiplications of shrinking tensors; differentiable as that
+  -- composition (exact at zeros, where PyTorch's formula divides)
+  local function halve_prod(z, d)
+    local n = z:size(d)
+    if n == 0 then
+      local sh = z.shape:totable()
+      sh[d] = 1
+      return T.ones(sh, { dtype = z.dtype, device = z.device })
+    end
+    while n > 1 do
+      local h = math.floor(n / 2)
+      local p = z:narrow(d, 1, h) * z:narrow(d, h + 1, h)
+      if n % 2 == 1 then p = T.cat({ p, z:narrow(d, n, 1) }, d) end
+      z, n = p, p:size(d)
+    end
+    return z
+  end
+  do
+    local real = M.prod
+    local function prod(t, ...)
+      local n = select("#", ...)
+      local z, ds, keepdim, out = cx_reduce_args("prod", real, t, n, ...)
+      if not z then return real(t, ...) end
+      local r = z
+      table.sort(ds)
+      for i = #ds, 1, -1 do
+        r = halve_prod(r, ds[i])
+        if not keepdim then r = r:squeeze(ds[i]) end
+      end
+      if r == z then r = z:clone() end
+      return give("prod", r, out)
+    end
+    define("prod", prod)
   end
 
   -- args without the out option of their options table, and that out
@@ -322,6 +370,32 @@ return function(T, C)
     local r = T.complex(real(z.real, dim, o), real(z.imag, dim, o))
     return give("cumsum", r, out)
   end)
+  -- cumprod: log2(n) doubling steps (y[i] *= y[i - s] for s = 1, 2, 4, ...)
+  wrap("cumprod", function(real, z, dim, o, ...)
+    if not cxt(z) or select("#", ...) > 0 then return real(z, dim, o, ...) end
+    local one = { o }
+    local opts = strip(one, 1, DT_OUT)
+    local out = opts and opts.out
+    local ok, err = pcall(real, T.empty(z.shape, { device = "meta" }), dim, one[1])
+    if not ok then error(err, 2) end
+    if opts and opts.dtype ~= nil then
+      if not is_cx(opts.dtype) then
+        error(("cumprod: a complex input needs a complex dtype, got %s"):format(tostring(opts.dtype)), 2)
+      end
+      z = z:to(opts.dtype)
+    end
+    local y = z
+    if y:dim() > 0 then
+      local d = dim < 0 and dim + y:dim() + 1 or dim
+      local n, s = y:size(d), 1
+      while s < n do
+        y = T.cat({ y:narrow(d, 1, s), y:narrow(d, s + 1, n - s) * y:narrow(d, 1, n - s) }, d)
+        s = s * 2
+      end
+    end
+    if y == z then y = z:clone() end
+    return give("cumprod", y, out)
+  end)
   wrap("nan_to_num", function(real, z, ...)
     if not cxt(z) then return real(z, ...) end
     local n, args = select("#", ...), { ... }
@@ -340,6 +414,92 @@ return function(T, C)
     if w == nil then return real(a, b, w) end -- its own error
     return a + (b - a) * w
   end)
+
+  -- the index ops that move or add values, on the parts: each runs the
+  -- real op on the real and on the imaginary parts (index and mask
+  -- arguments shared; a complex value argument split; a number value v is
+  -- v + 0i), then T.complex joins them (differentiable as that). vals: the
+  -- positions, after self, of the value arguments. The in-place form
+  -- writes the out-of-place result into self (copy_).
+  local function split_value(name, z, v)
+    if cxt(v) then return v.real, v.imag end
+    if getmetatable(v) == TM then
+      error(("%s: self is %s but the value is %s: both must have the same dtype"):format(
+        name, tostring(z.dtype):gsub("^ember%.", ""), tostring(v.dtype):gsub("^ember%.", "")), 4)
+    end
+    if type(v) == "number" then return v, 0 end
+    return v, v
+  end
+  local function on_parts(name, vals)
+    local real_of = { T = T[name], M = M[name] }
+    local function run(real, z, n, args)
+      local out = take_out(args, n)
+      local o = args[n]
+      if plain(o) and o.reduce ~= nil and o.reduce ~= "add" and o.reduce ~= "sum" and o.reduce ~= "mean" then
+        error(("%s: reduce '%s' is not implemented for %s tensors"):format(name, tostring(o.reduce),
+          tostring(z.dtype):gsub("^ember%.", "")), 3)
+      end
+      local re, im = {}, {}
+      for i = 1, n do re[i], im[i] = args[i], args[i] end
+      for _, i in ipairs(vals) do
+        if i <= n then re[i], im[i] = split_value(name, z, args[i]) end
+      end
+      local r = T.complex(real(z.real, unpack(re, 1, n)), real(z.imag, unpack(im, 1, n)))
+      return r, out
+    end
+    wrap(name, function(real, z, ...)
+      if not cxt(z) then return real(z, ...) end
+      local n = select("#", ...)
+      local r, out = run(real, z, n, { ... })
+      return give(name, r, out)
+    end)
+    -- the in-place form
+    local ip = name .. "_"
+    for key, tbl in pairs { T = T, M = M } do
+      local real_ip, real = tbl[ip], real_of[key] or real_of.M
+      if real_ip then
+        tbl[ip] = function(z, ...)
+          if not cxt(z) then return real_ip(z, ...) end
+          local n = select("#", ...)
+          local r = run(real, z, n, { ... })
+          return z:copy_(r)
+        end
+      end
+    end
+  end
+  on_parts("gather", {})
+  on_parts("take", {})
+  on_parts("scatter", { 3 })
+  on_parts("scatter_add", { 3 })
+  on_parts("index_add", { 3 })
+  on_parts("index_copy", { 3 })
+  on_parts("index_fill", { 3 })
+  on_parts("put", { 2 })
+  on_parts("masked_scatter", { 2 })
+
+  -- isreal (every dtype) and polar
+  local function isreal(t, ...)
+    ARGS.nooptions("isreal", 2, 1, ...)
+    if not T.is_tensor(t) then error(("isreal: expected a tensor, got %s"):format(type(t)), 2) end
+    if cxt(t) then return t.imag:eq(0) end
+    return T.ones(t.shape, { dtype = T.bool, device = t.device })
+  end
+  define("isreal", isreal)
+  T.polar = function(abs, angle, o, ...)
+    ARGS.nomore("polar", 3, ...)
+    local out = only_out("polar", o, 3)
+    if not (T.is_tensor(abs) and T.is_tensor(angle)) then
+      error(("polar: expected two tensors, got %s and %s"):format(what(abs), what(angle)), 2)
+    end
+    local da, dg = abs.dtype, angle.dtype
+    if da ~= dg or (da ~= T.float32 and da ~= T.float64) then
+      error(("polar: Expected both inputs to be Float or Double tensors but got %s and %s"):format(
+        tostring(da):gsub("^ember%.", ""), tostring(dg):gsub("^ember%.", "")), 2)
+    end
+    local ok, r = pcall(function() return T.complex(abs * angle:cos(), abs * angle:sin()) end)
+    if not ok then error("polar: " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 2) end
+    return give("polar", r, out)
+  end
 
   -- every dtype: T.inner (the last dims contracted), cfloat/cdouble, trace
   local function inner(a, b, o, ...)

@@ -3,6 +3,7 @@
 -- item/tolist, and a list of common ops that must give a correct result or
 -- refuse with the op and dtype named (none may misbehave silently).
 local T = require "ember"
+local unpack = table.unpack or unpack
 local F = dofile("tests/fixtures/complex_cases.lua")
 
 local VALUE = { complex64 = "float32", complex128 = "float64" }
@@ -45,13 +46,41 @@ describe("complex dtypes", function()
       atan = function() return T.atan(a) end, asinh = function() return b:asinh() end,
       acosh = function() return T.acosh(a) end, atanh = function() return b:atanh() end,
     }
-    for _, f in ipairs { "asin", "acos", "atan", "asinh", "acosh", "atanh" } do
-      E[f .. "_grad"] = function()
-        local z = b:clone():requires_grad_()
-        z[f](z):abs():sum():backward()
-        return z.grad
-      end
+    local function grad_abs(f, z)
+      z = z:clone():requires_grad_()
+      f(z):abs():sum():backward()
+      return z.grad
     end
+    for _, f in ipairs { "asin", "acos", "atan", "asinh", "acosh", "atanh" } do
+      E[f .. "_grad"] = function() return grad_abs(function(z) return z[f](z) end, b) end
+    end
+    local f64 = { dtype = T.float64 }
+    local m = T.complex(T.tensor({ { 0.5, -1.5, 2 }, { 1, 2, 3 } }, f64), T.tensor({ { 1, 0.25, -3 }, { 4, 5, 6 } }, f64))
+    local i2 = T.tensor { { 1, 3 }, { 2, 1 } }
+    local z23 = T.zeros(2, 3, { dtype = T.complex128 })
+    E.prod = function() return m:prod() end
+    E.prod_dim = function() return T.prod(m, 2) end
+    E.prod_keep = function() return m:prod({ dim = 1, keepdim = true }) end
+    E.prod_c64 = function() return a:prod() end
+    E.prod_empty = function() return m:narrow(2, 1, 0):prod(2) end
+    E.cumprod = function() return m:cumprod(2) end
+    E.cumprod_c64 = function() return T.cumprod(a, 1) end
+    E.prod_grad = function() return grad_abs(function(z) return z:prod(2) end, m) end
+    E.cumprod_grad = function() return grad_abs(function(z) return z:cumprod(2) end, m) end
+    E.gather = function() return m:gather(2, i2) end
+    E.gather_grad = function() return grad_abs(function(z) return z:gather(2, i2) end, m) end
+    E.take = function() return T.take(m, T.tensor { 6, 1, -1 }) end
+    E.scatter = function() return z23:scatter(2, i2, m:narrow(2, 1, 2)) end
+    E.scatter_value = function() return m:scatter(2, i2, 2.5) end
+    E.scatter_add = function() return m:scatter_add(2, T.tensor { { 1, 1 }, { 2, 2 } }, m:narrow(2, 1, 2)) end
+    E.index_add = function() return m:index_add(2, T.tensor { 1, 1, 3 }, m, { alpha = 2 }) end
+    E.index_copy = function() return m:index_copy(2, T.tensor { 3, 1, 2 }, m) end
+    E.index_fill = function() return m:index_fill(2, T.tensor { 2 }, -1) end
+    E.put_acc = function() return m:put(T.tensor { 1, 6 }, m:reshape(-1):narrow(1, 2, 2), true) end
+    E.masked_scatter = function() return m:masked_scatter(m:abs():gt(2), m * 10) end
+    E.mask_set = function() local t = m:clone(); t[m:abs():gt(2)] = 5; return t end
+    E.isreal = function() return T.complex(T.tensor { 1, 2 }:float(), T.tensor { 0, -1 }:float()):isreal() end
+    E.polar = function() return T.polar(T.tensor({ 1, 2 }, f64), T.tensor({ 0.5, -1 }, f64)) end
     for k, e in pairs(F.ops) do check(E[k](), e, k) end
   end)
 
@@ -91,10 +120,9 @@ describe("complex dtypes", function()
       lt = function() return a:lt(a) end, max = function() return a:max() end,
       sort = function() return a:sort() end,
       relu = function() return a:relu() end, floor = function() return a:floor() end,
-      clamp = function() return a:clamp(0, 1) end, cumprod = function() return a:cumprod(1) end,
-      prod = function() return a:prod() end, argmax = function() return a:argmax() end,
+      clamp = function() return a:clamp(0, 1) end, argmax = function() return a:argmax() end,
       tanh_ok = false,
-      gather = function() return a:gather(1, T.tensor { 1 }) end,
+      scatter_reduce = function() return a:scatter_reduce(1, T.tensor { 1 }, a, "prod") end,
       sign = function() return a:sign() end,
       remainder = function() return a:remainder(2) end,
       searchsorted = function() return T.searchsorted(a, a) end, bucketize = function() return T.bucketize(a, a) end,
@@ -110,6 +138,38 @@ describe("complex dtypes", function()
           name .. ": " .. tostring(e))
       end
     end
+  end)
+
+  it("runs the index ops' in-place forms and refuses mismatched values and multiplicative reductions", function()
+    local f64 = { dtype = T.float64 }
+    local m = T.complex(T.tensor({ { 0.5, -1.5, 2 }, { 1, 2, 3 } }, f64), T.tensor({ { 1, 0.25, -3 }, { 4, 5, 6 } }, f64))
+    local i2 = T.tensor { { 1, 3 }, { 2, 1 } }
+    for name, args in pairs {
+      scatter = { 2, i2, m:narrow(2, 1, 2) }, scatter_add = { 2, i2, m:narrow(2, 1, 2) },
+      index_add = { 2, T.tensor { 1, 1, 3 }, m }, index_copy = { 2, T.tensor { 3, 1, 2 }, m },
+      index_fill = { 2, T.tensor { 2 }, -1 }, put = { T.tensor { 1, 6 }, m:reshape(-1):narrow(1, 2, 2), true },
+      masked_scatter = { m:abs():gt(2), m * 10 },
+    } do
+      local t = m:clone()
+      local r = t[name .. "_"](t, unpack(args))
+      assert.is_true(rawequal(r, t), name)
+      assert.is_true(T.equal(T.view_as_real(t), T.view_as_real(m[name](m, unpack(args)))), name)
+    end
+    assert.has_error(function() m:scatter(2, i2, T.ones(2, 2, f64)) end,
+      "scatter: self is complex128 but the value is float64: both must have the same dtype")
+    assert.has_error(function() m:index_add(2, T.tensor { 1 }, T.ones(2, 1)) end,
+      "index_add: self is complex128 but the value is float32: both must have the same dtype")
+    assert.has_error(function() m:scatter(2, i2, m, { reduce = "multiply" }) end,
+      "scatter: reduce 'multiply' is not implemented for complex128 tensors")
+    local ok, err = pcall(function() return m:prod(3) end)
+    assert.is_false(ok)
+    assert.matches("prod: ", tostring(err), 1, true)
+    ok, err = pcall(function() return m:gather(2, T.tensor { { 4, 1 }, { 1, 1 } }) end)
+    assert.is_false(ok)
+    assert.matches("gather", tostring(err), 1, true)
+    assert.has_error(function() return T.polar(T.ones(2), T.ones(2, f64)) end,
+      "polar: Expected both inputs to be Float or Double tensors but got float32 and float64")
+    assert.is_true(T.equal(T.isreal(T.tensor { 1, 2 }), T.tensor { true, true }))
   end)
 
   it("round-trips through T.save and .npy", function()

@@ -578,13 +578,14 @@ for _, dev in ipairs(devices) do
       same(T.tensor { -2, -0.0, 1, 2, 3 }:float(), fd:ceil())
       same(T.tensor { -0.5, -0.5, 0.5, 0.5, 0.25 }:float(), fd:frac())
       same(T.tensor { 1, 0, 0, 0, 0 }:float(), T.remainder(fd, T.tensor { 1.75, 0.5, 0.5, 1.5, 2.25 }:to(d)), 1e-6)
-      for _, name in ipairs { "exp2", "expm1", "log1p", "tan", "atan", "sinh", "cosh", "erf", "erfc", "trunc" } do
+      for _, name in ipairs { "exp2", "expm1", "log1p", "tan", "atan", "sinh", "cosh", "asinh", "erf", "erfc", "trunc" } do
         same(f[name](f), fd[name](fd), 1e-5)
       end
       local u = T.tensor { 0.1, 0.5, 0.9 }
-      for _, name in ipairs { "asin", "acos", "log2", "log10" } do
+      for _, name in ipairs { "asin", "acos", "atanh", "log2", "log10" } do
         same(u[name](u), u:to(d)[name](u:to(d)), 1e-5)
       end
+      same((u + 1):acosh(), (u + 1):to(d):acosh(), 1e-5)
       same(T.nn.functional.gelu(f), T.nn.functional.gelu(fd), 1e-5)
       same(T.nn.functional.gelu(f, { approximate = "tanh" }), T.nn.functional.gelu(fd, { approximate = "tanh" }), 1e-5)
       same(T.nn.functional.silu(f), T.nn.functional.silu(fd), 1e-5)
@@ -866,6 +867,9 @@ for _, dev in ipairs(devices) do
           function(a) return a:cos() end, function(a) return a:tanh() end,
           function(a) return a:square() end, function(a) return a:sum(2) end,
           function(a, b) return a:eq(b) end, function(a) return a:ne(a:conj()) end,
+          function(a) return a:asin() end, function(a) return a:acos() end,
+          function(a) return a:atan() end, function(a) return a:asinh() end,
+          function(a) return a:acosh() end, function(a) return a:atanh() end,
         }
         for _, f in ipairs(ops) do same(f(z0, w0), f(z, w), tol) end
         -- division's special values are C99's (libgcc's __divdc3), not

@@ -70,6 +70,7 @@ R.retain_grad = "g * 2"
 -- complex (issue 19)
 same([[real imag conj angle is_complex view_as_real]], "c")
 R.complex = "v, w"
+R.polar = "v, w"
 R.view_as_complex = "T.ones(3, 2)"
 R.torch_kind = "{}"
 same([[add sub mul div divide multiply subtract true_divide atan2 arctan2 eq ne lt le gt

@@ -705,8 +705,9 @@ static em_status index_fill_scalar_nograd(em_tensor *t, int n, const em_index_it
       st = em_fill_(view, value);
       em_tensor_release(view);
     }
-  } else if (p.nadv == 1 && is_mask(&p.adv[0])) {
-    st = mask_fill(t, &p, value);
+  } else if (p.nadv == 1 && is_mask(&p.adv[0]) &&
+             em_dtype_kindof(t->dtype) != EM_KIND_COMPLEX) {
+    st = mask_fill(t, &p, value); /* the fill loops have no complex rows */
   } else {
     em_tensor *v;
     st = em_full(0, NULL, value, t->dtype, t->storage->device, &v);
