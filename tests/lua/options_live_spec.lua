@@ -71,6 +71,8 @@ R.retain_grad = "g * 2"
 same([[real imag conj angle is_complex view_as_real]], "c")
 R.complex = "v, w"
 R.polar = "v, w"
+same("positive deg2rad deg2rad_ rad2deg rad2deg_ rot90", "x")
+R.fill_diagonal_ = "x, 2"
 R.view_as_complex = "T.ones(3, 2)"
 R.torch_kind = "{}"
 same([[add sub mul div divide multiply subtract true_divide atan2 arctan2 eq ne lt le gt
