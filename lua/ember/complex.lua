@@ -439,6 +439,11 @@ return function(T, C)
         error(("%s: reduce '%s' is not implemented for %s tensors"):format(name, tostring(o.reduce),
           tostring(z.dtype):gsub("^ember%.", "")), 3)
       end
+      -- scatter_reduce's reduction is its 4th argument: only the linear ones
+      if name == "scatter_reduce" and args[4] ~= "sum" and args[4] ~= "mean" then
+        error(("%s: reduce '%s' is not implemented for %s tensors (sum and mean are)"):format(name,
+          tostring(args[4]), tostring(z.dtype):gsub("^ember%.", "")), 3)
+      end
       local re, im = {}, {}
       for i = 1, n do re[i], im[i] = args[i], args[i] end
       for _, i in ipairs(vals) do
@@ -476,6 +481,7 @@ return function(T, C)
   on_parts("index_fill", { 3 })
   on_parts("put", { 2 })
   on_parts("masked_scatter", { 2 })
+  on_parts("scatter_reduce", { 3 })
 
   -- isreal (every dtype) and polar
   local function isreal(t, ...)

@@ -90,7 +90,7 @@ return function(T, C)
       o = check_opts(op, o, VALUE, 3)
       local v = o.value == nil and 1 or o.value
       if type(v) ~= "number" then error(fmt("%s: expected a number for option 'value', got %s", op, type(v)), 3) end
-      if div and not is_float(t1.dtype) and not is_float(t2.dtype) then
+      if div and not is_float(t1.dtype) and not is_float(t2.dtype) and not t1:is_complex() and not t2:is_complex() then
         error(fmt("%s: integer division with addcdiv is no longer supported; cast tensor1 or "
           .. "tensor2 to a floating dtype", op), 3)
       end

@@ -447,11 +447,13 @@ return function(T, C)
     check_tensor("dist", b, "other", 2)
     p = p or 2
     local d = (a - b)
-    if not is_float(d.dtype) then error(fmt("dist: expected a floating point tensor, got %s", dtname(d.dtype)), 2) end
-    local ad = d:abs()
+    if not is_float(d.dtype) and not d:is_complex() then
+      error(fmt("dist: expected a floating point or complex tensor, got %s", dtname(d.dtype)), 2)
+    end
+    local ad = d:abs() -- a complex difference: the norm of |a - b| (real, as torch)
     if p == 1 / 0 then return ad:max() end
     if p == -1 / 0 then return ad:min() end
-    if p == 0 then return ad:ne(0):to(d.dtype):sum() end
+    if p == 0 then return ad:ne(0):to(ad.dtype):sum() end
     if p == 2 then return ad:pow(2):sum():sqrt() end
     return ad:pow(p):sum():pow(1 / p)
   end)

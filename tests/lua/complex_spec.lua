@@ -80,6 +80,16 @@ describe("complex dtypes", function()
     E.masked_scatter = function() return m:masked_scatter(m:abs():gt(2), m * 10) end
     E.mask_set = function() local t = m:clone(); t[m:abs():gt(2)] = 5; return t end
     E.isreal = function() return T.complex(T.tensor { 1, 2 }:float(), T.tensor { 0, -1 }:float()):isreal() end
+    E.index_put_acc = function() return m:clone():index_put_({ T.tensor { 1, 1 } }, m:narrow(1, 1, 1) * 2, true) end
+    E.index_put_acc_grad = function()
+      return grad_abs(function(z) return (z * 1):index_put_({ T.tensor { 2, 2, 1 } }, z:narrow(1, 1, 1) * 2, true) end, m)
+    end
+    E.scatter_reduce_mean = function() return m:scatter_reduce(2, i2, m:narrow(2, 1, 2), "mean", { include_self = false }) end
+    E.scatter_reduce_sum = function() return T.scatter_reduce(m, 2, i2, m:narrow(2, 1, 2), "sum") end
+    E.addcdiv = function() return T.addcdiv(m, m, m + 1, { value = 2 }) end
+    E.addcmul = function() return m:addcmul(m, m, { value = 0.5 }) end
+    E.dist = function() return T.dist(m, m * 2) end
+    E.dist_p1 = function() return m:dist(m * 2, 1) end
     E.polar = function() return T.polar(T.tensor({ 1, 2 }, f64), T.tensor({ 0.5, -1 }, f64)) end
     for k, e in pairs(F.ops) do check(E[k](), e, k) end
   end)
@@ -123,6 +133,7 @@ describe("complex dtypes", function()
       clamp = function() return a:clamp(0, 1) end, argmax = function() return a:argmax() end,
       tanh_ok = false,
       scatter_reduce = function() return a:scatter_reduce(1, T.tensor { 1 }, a, "prod") end,
+      exp2 = function() return a:exp2() end,
       sign = function() return a:sign() end,
       remainder = function() return a:remainder(2) end,
       searchsorted = function() return T.searchsorted(a, a) end, bucketize = function() return T.bucketize(a, a) end,

@@ -751,6 +751,24 @@ static em_status index_put_tensors_nograd(em_tensor *t, int n, const em_tensor *
     plan_free(&p);
     return em_fail(EM_E_VALUE, "index_put_: accumulate needs at least one index tensor");
   }
+  if (accumulate && em_dtype_kindof(t->dtype) == EM_KIND_COMPLEX) {
+    plan_free(&p);
+    /* the accumulating loops have no complex rows: the sums run on the real
+    ** views, (re, im) a trailing dim the indices leave whole */
+    em_tensor *rt = NULL, *rv = NULL, *owned = NULL;
+    const em_tensor *cv = values;
+    st = em_view_as_real(t, &rt);
+    if (st == EM_OK && values->dtype != t->dtype) {
+      st = em_to(values, t->dtype, t->storage->device, 0, &owned);
+      cv = owned;
+    }
+    if (st == EM_OK) st = em_view_as_real(cv, &rv);
+    if (st == EM_OK) st = index_put_tensors_nograd(rt, n, indices, rv, 1);
+    em_tensor_release(rt);
+    em_tensor_release(rv);
+    em_tensor_release(owned);
+    return st;
+  }
   em_tensor *v;
   st = prepare_value(t, values, &v);
   if (st == EM_OK) {
