@@ -355,35 +355,34 @@ return function(T, C)
   define("sgn", sgn)
 
   -- the parts' own reductions and scans
-  wrap("cumsum", function(real, z, dim, o, ...)
-    if not cxt(z) or select("#", ...) > 0 then return real(z, dim, o, ...) end
+  -- a scan's (dim, options) on complex z: the real scan's checks on a meta
+  -- tensor, then z in the dtype option's complex dtype, the options left
+  -- for the real scan, and out
+  local function scan_args(name, real, z, dim, o)
     local one = { o }
     local opts = strip(one, 1, DT_OUT)
-    local out = opts and opts.out
+    local ok, err = pcall(real, T.empty(z.shape, { device = "meta" }), dim, one[1])
+    if not ok then error(err, 3) end
     if opts and opts.dtype ~= nil then
       if not is_cx(opts.dtype) then
-        error(("cumsum: a complex input needs a complex dtype, got %s"):format(tostring(opts.dtype)), 2)
+        error(("%s: a complex input needs a complex dtype, got %s"):format(name, tostring(opts.dtype)), 3)
       end
       z = z:to(opts.dtype)
     end
-    o = one[1]
+    return z, one[1], opts and opts.out
+  end
+  wrap("cumsum", function(real, z, dim, o, ...)
+    if not cxt(z) or select("#", ...) > 0 then return real(z, dim, o, ...) end
+    local out
+    z, o, out = scan_args("cumsum", real, z, dim, o)
     local r = T.complex(real(z.real, dim, o), real(z.imag, dim, o))
     return give("cumsum", r, out)
   end)
   -- cumprod: log2(n) doubling steps (y[i] *= y[i - s] for s = 1, 2, 4, ...)
   wrap("cumprod", function(real, z, dim, o, ...)
     if not cxt(z) or select("#", ...) > 0 then return real(z, dim, o, ...) end
-    local one = { o }
-    local opts = strip(one, 1, DT_OUT)
-    local out = opts and opts.out
-    local ok, err = pcall(real, T.empty(z.shape, { device = "meta" }), dim, one[1])
-    if not ok then error(err, 2) end
-    if opts and opts.dtype ~= nil then
-      if not is_cx(opts.dtype) then
-        error(("cumprod: a complex input needs a complex dtype, got %s"):format(tostring(opts.dtype)), 2)
-      end
-      z = z:to(opts.dtype)
-    end
+    local out
+    z, o, out = scan_args("cumprod", real, z, dim, o)
     local y = z
     if y:dim() > 0 then
       local d = dim < 0 and dim + y:dim() + 1 or dim

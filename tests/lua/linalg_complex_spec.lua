@@ -416,16 +416,8 @@ describe("complex decompositions autograd (slogdet, lu, cholesky, solve_triangul
     cholesky_ex = function(a) return (LA.cholesky_ex(a)) end,
     lu_factor = function(a) return (LA.lu_factor(a)) end,
     householder_product = function(a, t) return LA.householder_product(a, t) end,
-    lu_solve = function(a, b) local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b) end,
-    lu_solve_adjoint = function(a, b)
-      local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { adjoint = true })
-    end,
-    lu_solve_right = function(a, b)
-      local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { left = false })
-    end,
-    lu_solve_right_adjoint = function(a, b)
-      local lu, p = LA.lu_factor(a); return LA.lu_solve(lu, p, b, { left = false, adjoint = true })
-    end,
+    lu_solve = F.lu_solve, lu_solve_adjoint = F.lu_solve_adjoint, lu_solve_right = F.lu_solve_right,
+    lu_solve_right_adjoint = F.lu_solve_right_adjoint,
     lstsq = function(a, b) return LA.lstsq(a, b).solution end,
     pinv = LA.pinv,
     matrix_exp = LA.matrix_exp,
