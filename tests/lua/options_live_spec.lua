@@ -72,6 +72,31 @@ same([[real imag conj angle is_complex view_as_real]], "c")
 R.complex = "v, w"
 R.polar = "v, w"
 same("positive deg2rad deg2rad_ rad2deg rad2deg_ rot90", "x")
+-- the everyday helpers (lua/ember/helpers.lua; tests/lua/helpers_spec.lua)
+same([[ravel fliplr flipud msort signbit isposinf isneginf is_signed atleast_1d atleast_2d
+  atleast_3d diagflat as_tensor asarray combinations vander]], "x")
+R.combinations, R.vander, R.as_tensor, R.asarray = "v", "v", "v", "v"
+same("hann_window hamming_window blackman_window bartlett_window kaiser_window scalar_tensor", "4")
+same("det inverse logdet matrix_exp pinverse qr svd slogdet cholesky_inverse", "sq:double()")
+R.matrix_power = "sq:double(), 2"
+R.cholesky_solve = "T.ones(2, 1):double(), T.linalg.cholesky(sq:double())"
+R.sum_to_size = "x, 1, 3"
+R.type_as = "x, y"
+R.cholesky_inverse = "T.eye(2)"
+R.addr = "x, T.ones(2), v"
+same("block_diag broadcast_tensors is_same_size fmax fmin rsub", "x, y")
+R.block_diag, R.broadcast_tensors = "x, v", "x, v"
+same("cartesian_prod ger", "v, w")
+R.broadcast_shapes = "{ 2, 1 }, { 3 }"
+R.column_stack = "{ v, w }"
+R.hsplit, R.vsplit, R.dsplit = "x, 3", "x, 2", "b3, 2"
+R.isin = "x, v"
+R.take_along_dim = "x, gi, 2"
+same("tril_indices triu_indices", "3, 3")
+R.is_nonzero = "T.ones(1)"
+same("new_zeros new_ones new_empty", "x, 2")
+R.new_full = "x, { 2 }, 7"
+R.new_tensor = "x, { 1, 2 }"
 R.fill_diagonal_ = "x, 2"
 R.view_as_complex = "T.ones(3, 2)"
 R.torch_kind = "{}"
@@ -462,6 +487,7 @@ local LR = {
 }
 LR.eig = "fd"
 LR.eigvals = "fd"
+LR.vander = "T.ones(3, { dtype = T.float64 })"
 add_all("linalg.", T.linalg, LR)
 -- T.fft (issue 19)
 local FFTR = {}
