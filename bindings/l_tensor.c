@@ -103,6 +103,33 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
   info->count++;
 }
 
+/* Whether v fits dtype dt when dt is an integer dtype (PyTorch's creation
+** check: an out-of-range, infinite or NaN value raises "value cannot be
+** converted to type ... without overflow" rather than wrapping); any value
+** fits the other dtypes. */
+static int int_fits(em_scalar v, em_dtype dt) {
+  double lo, hi;
+  switch (dt) {
+    case EM_UINT8: lo = 0; hi = 255; break;
+    case EM_INT8: lo = -128; hi = 127; break;
+    case EM_INT16: lo = -32768; hi = 32767; break;
+    case EM_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+    case EM_INT64:
+      if (v.kind != EM_SCALAR_FLOAT) return 1;
+      return v.f >= -9223372036854775808.0 && v.f < 9223372036854775808.0;
+    default: return 1;
+  }
+  if (v.kind == EM_SCALAR_BOOL) return 1;
+  double x = v.kind == EM_SCALAR_INT ? (double)v.i : v.f;
+  return x >= lo && x <= hi; /* false for NaN */
+}
+
+static void l_check_fits(lua_State *L, em_scalar v, em_dtype dt, const char *op) {
+  if (!int_fits(v, dt))
+    l_errorf(L, "%s: value cannot be converted to type %s without overflow", op,
+             em_dtype_name(dt));
+}
+
 /* Writes the leaves in order. A fresh CPU tensor (contiguous, data != NULL)
 ** is written directly, each value converted by em_scalar_to_bytes as
 ** em_set_flat converts it (its storage version is bumped once, after);
@@ -119,6 +146,7 @@ static void fill_data(lua_State *L, int idx, em_tensor *t, char *data, int64_t *
     return;
   }
   em_scalar v = l_checkscalar(L, idx, op);
+  l_check_fits(L, v, em_tensor_dtype(t), op);
   if (data) {
     em_dtype dt = em_tensor_dtype(t);
     em_scalar_to_bytes(v, dt, data + (*pos)++ * (int64_t)em_dtype_size(dt));
@@ -252,6 +280,7 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
           : value.kind == EM_SCALAR_INT ? EM_INT64 : def;
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, def);
   em_device dev = l_optdevice(L, next, op, em_cpu());
+  if (fk == FILL_VALUE) l_check_fits(L, value, dt, op);
   em_tensor **box = l_newbox(L);
   em_status st;
   if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
@@ -275,6 +304,7 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   l_checkopts(L, next, op, l_creation_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, next, op, em_tensor_device(src));
+  if (fk == FILL_VALUE) l_check_fits(L, value, dt, op);
   em_tensor **box = l_newbox(L);
   int ndim = em_tensor_ndim(src);
   const int64_t *sizes = em_tensor_sizes(src);

@@ -479,8 +479,8 @@ return function(T, C)
   end)
 
   -- -- mode -------------------------------------------------------------------------------------
-  -- The most frequent value along dim (the smallest of a tie) and the
-  -- 1-based position of its last occurrence.
+  -- The most frequent value along dim (the smallest of a tie; NaNs count
+  -- as one value) and the 1-based position of its last occurrence.
   both("mode", function(x, dim, keepdim, o)
     if is_opts(dim) then o, dim = dim, nil elseif is_opts(keepdim) then o, keepdim = keepdim, nil end
     o = check_opts("mode", o, A.set { "dim", "keepdim" }, 2)
@@ -492,12 +492,19 @@ return function(T, C)
     local mv = xs:movedim(d, -1)
     local n = mv.shape[mv.ndim]
     if n == 0 then error("mode: expected a non-empty dimension", 2) end
+    -- NaNs count as one value (torch's mode of [nan, 1, nan] is nan)
+    local float = mv.dtype.is_floating_point
+    local function same(a, b)
+      local e = a:eq(b)
+      if float then e = e:logical_or(a:isnan():logical_and(b:isnan())) end
+      return e
+    end
     local sorted = mv:sort(-1)
-    local counts = sorted:unsqueeze(-1):eq(sorted:unsqueeze(-2)):sum(-1)
+    local counts = same(sorted:unsqueeze(-1), sorted:unsqueeze(-2)):sum(-1)
     local best = counts:argmax(-1, true) -- first maximum: the smallest value of a tie
     local val = sorted:gather(-1, best)
     local pos = T.arange(1, n + 1, { device = x.device }):expand(mv.shape)
-    local idx = T.where(mv:eq(val), pos, 0):amax(-1, true)
+    local idx = T.where(same(mv, val), pos, 0):amax(-1, true)
     val, idx = val:squeeze(-1), idx:squeeze(-1)
     if x.ndim == 0 then return val:reshape({}), idx:reshape({}) end
     if keepdim then val, idx = val:unsqueeze(d), idx:unsqueeze(d) end
@@ -513,8 +520,14 @@ return function(T, C)
     if dim == nil then
       rows = x:reshape(-1, 1)
     else
+      if x.ndim == 0 then
+        error(fmt("unique_consecutive: Dimension specified as %s but tensor has no dimensions", tostring(dim)), 2)
+      end
       dim = wrap_dim("unique_consecutive", dim, x.ndim)
-      rows = x:movedim(dim, 1):reshape(x.shape[dim], -1)
+      -- the other dims' product spelled out (-1 is ambiguous for 0 elements)
+      local other = 1
+      for i = 1, x.ndim do if i ~= dim then other = other * x.shape[i] end end
+      rows = x:movedim(dim, 1):reshape(x.shape[dim], other)
     end
     n = rows.shape[1]
     local keep
@@ -539,8 +552,12 @@ return function(T, C)
     end
     if o.return_counts then
       local starts = keep:nonzero():reshape(-1)
-      local ends = T.cat({ starts:narrow(1, 2, math.max(starts:numel() - 1, 0)), T.tensor { n + 1 } })
-      res[#res + 1] = starts:numel() > 0 and (ends - starts) or T.zeros(0, { dtype = T.int64 })
+      if starts:numel() == 0 then
+        res[#res + 1] = T.zeros(0, { dtype = T.int64 })
+      else
+        local ends = T.cat({ starts:narrow(1, 2, starts:numel() - 1), T.tensor { n + 1 } })
+        res[#res + 1] = ends - starts
+      end
     end
     return (table.unpack or unpack)(res)
   end)

@@ -303,7 +303,7 @@ local FR = {
   poisson_nll_loss = "x, y", rms_norm = "x, { 3 }", smooth_l1_loss = "x, y",
   triplet_margin_loss = "x, y, p",
   relu = "x", sigmoid = "x", tanh = "x", gelu = "x", silu = "x", softplus = "x",
-  leaky_relu = "x", softmax = "x, 2", log_softmax = "x, 2",
+  leaky_relu = "x", softmax = "x, 2", log_softmax = "x, 2", softmin = "x, 2",
   linear = "x, lw, lb", dropout = "x", embedding = "T.tensor { 1, 2 }, emb",
   conv1d = "seq, kern1", conv2d = "img, kern", max_pool2d = "img, 2", avg_pool2d = "img, 2",
   batch_norm = "x, T.zeros(3), T.ones(3)", layer_norm = "x, { 3 }",

@@ -215,7 +215,10 @@ describe("T.tensor from a table", function()
     assert.are.equal(T.int64, T.tensor { 1, 2, 3 }.dtype)
     assert.are.equal(T.float32, T.tensor { 1, 2.5 }.dtype)
     assert.are.same({ 1, 2 }, T.tensor({ 1.9, 2.2 }, { dtype = T.int32 }):tolist())
-    assert.are.same({ 255, 0 }, T.tensor({ -1, 256 }, { dtype = T.uint8 }):tolist())
+    -- a value outside an integer dtype is refused, as PyTorch refuses it
+    assert.has_error(function() T.tensor({ -1, 256 }, { dtype = T.uint8 }) end,
+      "tensor: value cannot be converted to type uint8 without overflow")
+    assert.are.same({ 255, 0 }, T.tensor({ 255, 0 }, { dtype = T.uint8 }):tolist())
     assert.are.same({ true, false, true }, T.tensor({ 2, 0, 0 / 0 }, { dtype = T.bool }):tolist())
     assert.are.same({ { 1, 2 }, { 3, 4 } }, T.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = T.float64 }):tolist())
     assert.are.equal(65504, T.tensor({ 65504 }, { dtype = T.float16 }):item())

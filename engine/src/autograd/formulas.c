@@ -1507,9 +1507,21 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       if (n->in[0].ndim == 0) { gin[0] = (em_tensor *)g; break; }
       if (!n->p.i[1]) {  /* cumsum: reversed cumsum of g */
         gin[0] = flip(f, cum(f, flip(f, g, dim), dim, 0), dim);
-      } else {  /* cumprod (inputs without zeros): revcumsum(g y) / x */
+      } else {
+        /* cumprod. Before a lane's first zero k: revcumsum(g y) / x; at k:
+        ** revcumsum(g y') with y' the cumprod of x whose x_k is 1 (the
+        ** products that skip x_k); after k: 0 (every product holds x_k)
+        ** (PyTorch's cumprod_backward) */
         em_tensor *x = saved(f, 0), *y = saved(f, EM_AG_SV_OUT(n, 0));
-        gin[0] = DIV(flip(f, cum(f, flip(f, MUL(g, y), dim), dim, 0), dim), x);
+        em_tensor *zf = maskf(f, EM_OP_EQ, TS(x), SC(0.0), x);  /* 1 at zeros */
+        em_tensor *seen = cum(f, zf, dim, 0);                  /* zeros so far */
+        em_tensor *first = bin(f, EM_OP_LOGICAL_AND, zf, bins(f, EM_OP_EQ, seen, 1.0));
+        em_tensor *before = bins(f, EM_OP_EQ, seen, 0.0);
+        em_tensor *xs = ADD(x, zf);                             /* zeros made 1 */
+        em_tensor *yk = cum(f, where(f, first, full_like(f, x, 1.0), x), dim, 1);
+        em_tensor *r1 = DIV(flip(f, cum(f, flip(f, MUL(g, y), dim), dim, 0), dim), xs);
+        em_tensor *r2 = flip(f, cum(f, flip(f, MUL(g, yk), dim), dim, 0), dim);
+        gin[0] = where(f, before, r1, where(f, first, r2, zeros_like(f, r1)));
       }
       break;
     }

@@ -517,7 +517,11 @@ static em_status cpu_class_loss(const char *op, const em_tensor *x,
   if (!god) {
     void (*set)(void *, int64_t, double) = dt == EM_FLOAT32 ? bn_set_f32 : bn_set_f64;
     if (red == EM_REDUCTION_NONE) {
-      for (int64_t i = 0; i < NS; i++) set(em_tensor_data(res), i, ls_nll * nll[i] + ls_sm * smooth[i]);
+      /* a part with weight 0 is left out, not multiplied: a -inf logit of
+      ** another class makes the smooth part infinite (0 * inf is NaN) */
+      for (int64_t i = 0; i < NS; i++)
+        set(em_tensor_data(res), i,
+            (ls_nll != 0 ? ls_nll * nll[i] : 0) + (ls_sm != 0 ? ls_sm * smooth[i] : 0));
     } else {
       double sn = 0, ss = 0;
       for (int64_t i = 0; i < NS; i++) {

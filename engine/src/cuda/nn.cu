@@ -350,7 +350,8 @@ __global__ void cls_out_kernel(const double *nll, const double *smooth, emcu_cls
   const double ls_nll = p.prob ? 0.0 : (p.logsm ? 1 - p.ls : 1.0);
   const double ls_sm = p.prob ? 1.0 : (p.logsm ? p.ls / (double)p.C : 0.0);
   if (p.reduction == 0) {
-    for (int64_t i = threadIdx.x; i < NS; i += blockDim.x) out[i] = (T)(ls_nll * nll[i] + ls_sm * smooth[i]);
+    for (int64_t i = threadIdx.x; i < NS; i += blockDim.x)  // a part with weight 0 left out (0 * inf)
+      out[i] = (T)((ls_nll != 0 ? ls_nll * nll[i] : 0) + (ls_sm != 0 ? ls_sm * smooth[i] : 0));
   } else {
     double sn = 0, ss = 0;
     for (int64_t i = threadIdx.x; i < NS; i += blockDim.x) {

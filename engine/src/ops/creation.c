@@ -203,6 +203,12 @@ static em_status lin_common(const char *op, double start, double end, int64_t st
   if (steps < 0)
     return em_fail(EM_E_VALUE, "%s: number of steps must be non-negative, got %lld",
                    op, (long long)steps);
+  /* an integer dtype takes the endpoints as integers first (PyTorch
+  ** converts start and end to the dtype: truncation) */
+  if (em_dtype_kindof(dt) == EM_KIND_INT) {
+    start = trunc(start);
+    end = trunc(end);
+  }
   em_range c = {0};
   c.lstart = start;
   c.lend = end;

@@ -363,9 +363,7 @@ return function(T, C, nn)
     if o.log_target then
       l = target:exp() * (target - input)
     else
-      local pos = target:gt(0)
-      local safe = T.where(pos, target, 1)
-      l = T.where(pos, target * safe:log(), 0) - target * input -- xlogy(t, t) - t x
+      l = T.xlogy(target, target) - target * input -- 0 where t = 0, NaN where t < 0
     end
     local red = o.reduction or "mean"
     if red == "batchmean" then

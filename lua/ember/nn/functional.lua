@@ -50,15 +50,29 @@ return function(T, C)
     slope = slope or 0.01
     return T.where(x:gt(0), x, x * slope)
   end
-  local DIM = { "dim" }
-  local function dim_of(dim, op, ...)
-    nomore(op, 2, ...)
-    if type(dim) == "table" then dim = checkopts(op, dim, DIM, 4).dim end
+  -- softmax(x, dim, {dtype}) or softmax(x, {dim, dtype}); softmin(x) =
+  -- softmax(-x)
+  local DIM_DT = { "dim", "dtype" }
+  local function softmax_args(op, dim, o, ...)
+    nomore(op, 3, ...)
+    if type(dim) == "table" then
+      if o ~= nil then error(op .. ": expected a dim and an options table, got two tables", 3) end
+      o = dim
+      dim = nil
+    end
+    o = checkopts(op, o, DIM_DT, 4)
+    dim = dim or o.dim
     if dim == nil then error(op .. ": the dim argument is required", 3) end
-    return dim
+    return dim, o.dtype and { dtype = o.dtype } or nil
   end
-  function F.softmax(x, dim, ...) return x:softmax(dim_of(dim, "softmax", ...)) end
-  function F.log_softmax(x, dim, ...) return x:log_softmax(dim_of(dim, "log_softmax", ...)) end
+  function F.softmax(x, dim, o, ...) return x:softmax(softmax_args("softmax", dim, o, ...)) end
+  function F.log_softmax(x, dim, o, ...) return x:log_softmax(softmax_args("log_softmax", dim, o, ...)) end
+  function F.softmin(x, dim, o, ...)
+    local d, opts = softmax_args("softmin", dim, o, ...)
+    if not T.is_tensor(x) then error("softmin: expected a tensor, got " .. type(x), 2) end
+    if opts then x = x:to(opts.dtype) end
+    return (-x):softmax(d)
+  end
 
   function F.linear(x, w, b, ...) nomore("linear", 3, ...); return T.linear(x, w, b) end
 
@@ -254,7 +268,13 @@ return function(T, C)
     training = training and true or false
     momentum = momentum or 0.1
     eps = eps or 1e-5
-    local use_batch = training or rm == nil
+    -- evaluation normalises with the running statistics: they must be given
+    -- (PyTorch's error; a module without them passes training = true)
+    if not training and (rm == nil or rv == nil) then
+      error(string.format("batch_norm: running_%s must be defined in evaluation mode",
+        rm == nil and "mean" or "var"), 2)
+    end
+    local use_batch = training
     return (C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps))
   end
 
@@ -352,6 +372,9 @@ return function(T, C)
   function F.cross_entropy(input, target, o)
     o = loss_opts("cross_entropy", o, CLS)
     local w, red, ig, ls = o.weight, o.reduction or "mean", o.ignore_index or -100, o.label_smoothing or 0
+    if type(ig) == "number" and ig >= 0 and T.is_tensor(target) and target.dtype.is_floating_point then
+      error("cross_entropy: ignore_index is not supported for floating point target", 2)
+    end
     return C._nn_cross_entropy(input, target, w, red, ig, ls)
   end
 
