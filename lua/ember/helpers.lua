@@ -20,18 +20,9 @@ return function(T, C)
       error(fmt("%s: expected a tensor for %s, got %s", op, name or "input", type(t)), (lvl or 2) + 1)
     end
   end
-  -- every helper's errors name it: a message from an op it composes is
-  -- prefixed with the helper's name (the location dropped)
-  local pack = table.pack or function(...) return { n = select("#", ...), ... } end
-  local function named(name, f)
-    return function(...)
-      local r = pack(pcall(f, ...))
-      if r[1] then return unpack(r, 2, r.n) end
-      local msg = tostring(r[2]):gsub("^[^:\n]*:%d+: ", "")
-      if msg:sub(1, #name + 1) ~= name .. ":" then msg = name .. ": " .. msg end
-      error(msg, 2)
-    end
-  end
+  -- every helper's errors name it (argcheck's named: a message from an op
+  -- it composes is re-raised under the helper's name)
+  local named = require("ember.argcheck")(T).named
   local function define(name, f) f = named(name, f); M[name], T[name] = f, f end
   local function fn(name, f) T[name] = named(name, f) end
   local function method(name, f) M[name] = named(name, f) end
