@@ -179,10 +179,20 @@ return function(T, C)
   end
   local real_norm = M.norm
   local function norm(t, p, ...)
-    if not cxt(t) then return real_norm(t, p, ...) end
-    if p == "nuc" then
-      error("norm: the nuclear norm of a complex tensor is not implemented (use T.linalg.matrix_norm)", 2)
+    if p == "nuc" and getmetatable(t) == TM then
+      -- torch.norm(x, "nuc"): a 2-d input, or two dims given; the sum of
+      -- the singular values (T.linalg.matrix_norm)
+      local dim, keepdim = ...
+      ARGS.nomore("norm", 4, select(3, ...))
+      if type(dim) == "table" and not plain(dim) then dim = nil end
+      if dim == nil and t:dim() ~= 2 then
+        error(("norm: the nuclear norm needs a 2-d input or two dims, got a %d-d input"):format(t:dim()), 2)
+      end
+      local ok, r = pcall(T.linalg.matrix_norm, t, "nuc", { dim = dim, keepdim = keepdim == true })
+      if not ok then error("norm: " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 2) end
+      return r
     end
+    if not cxt(t) then return real_norm(t, p, ...) end
     return real_norm(t:abs(), p, ...)
   end
   define("norm", norm)

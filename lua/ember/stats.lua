@@ -335,6 +335,10 @@ return function(T, C)
   both("searchsorted", function(seq, v, o)
     o = check_opts("searchsorted", o, A.set { "right", "side", "sorter", "out_int32", "out" }, 2)
     check_tensor("searchsorted", seq, "sorted_sequence", 2)
+    if type(v) == "number" and seq.ndim ~= 1 then
+      error(fmt("searchsorted: input value can be a scalar only when boundaries tensor dimension is 1, " ..
+        "but we got boundaries tensor dim(%d)", seq.ndim), 2)
+    end
     local right = o.right or false
     if o.side ~= nil then
       if o.side ~= "left" and o.side ~= "right" then

@@ -106,6 +106,23 @@ describe("differences from torch 1.13, fixed", function()
       "cross_entropy: ignore_index is not supported for floating point target")
   end)
 
+  it("PyTorch's positional forms and kernel_size in the options; the nuclear norm; searchsorted's scalar", function()
+    local w = T.arange(1, 7):reshape(3, 2):float():requires_grad_()
+    F.embedding(T.tensor { 1, 2, 1 }, w, 1):sum():backward()
+    assert.same({ { 0, 0 }, { 1, 1 }, { 0, 0 } }, w.grad:tolist()) -- row 1 is padding: no gradient
+    assert.same({ 1, 1, 4, 4 }, F.interpolate(T.ones(1, 1, 2, 2), 4).shape:totable())
+    assert.same({ 1, 1, 3, 5 }, F.interpolate(T.ones(1, 1, 2, 2), { 3, 5 }).shape:totable())
+    assert.same({ 1, 1, 4, 4 }, F.interpolate(T.ones(1, 1, 2, 2), nil, 2, "bilinear", false).shape:totable())
+    assert.same({ { { { 6, 8 }, { 14, 16 } } } }, F.max_pool2d(T.arange(1, 17):reshape(1, 1, 4, 4):float(), { kernel_size = 2 }):tolist())
+    assert.same({ 1, 1, 3, 3 }, F.avg_pool2d(T.ones(1, 1, 4, 4), { kernel_size = 2, stride = 1 }).shape:totable())
+    near(T.norm(T.tensor { { 3, 0 }, { 0, 4 } }:float(), "nuc"), T.tensor(7):float())
+    near(T.ones(2, 2, 3):norm("nuc", { 2, 3 }), T.tensor { 2.4494897, 2.4494897 })
+    near(T.complex(T.eye(2), T.eye(2)):norm("nuc"), T.tensor(2.8284271))
+    err(function() return T.norm(T.ones(3), "nuc") end, "norm: the nuclear norm needs a 2-d input or two dims, got a 1-d input")
+    err(function() return T.searchsorted(T.ones(2, 3), 3) end,
+      "searchsorted: input value can be a scalar only when boundaries tensor dimension is 1")
+  end)
+
   it("softmax and log_softmax take dtype; softmin is softmax(-x)", function()
     local x = T.tensor { { 1, 2, 3 }, { 0.5, 0, -1 } }:float()
     local s = F.softmax(x, 2, { dtype = T.float64 })

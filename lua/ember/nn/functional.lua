@@ -185,9 +185,18 @@ return function(T, C)
     return x, false
   end
 
+  -- the kernel may come in the options table: f(x, {kernel_size = k, ...})
+  local function kernel_in_opts(kernel, ...)
+    if type(kernel) == "table" and kernel.kernel_size ~= nil and select("#", ...) == 0 then
+      local o = {}
+      for key, v in pairs(kernel) do if key ~= "kernel_size" then o[key] = v end end
+      return kernel.kernel_size, o
+    end
+    return kernel, ...
+  end
   function F.max_pool2d(x, kernel, ...)
     local op = "max_pool2d"
-    local k, s, p, o, args, pos = pool_args(op, kernel, ...)
+    local k, s, p, o, args, pos = pool_args(op, kernel_in_opts(kernel, ...))
     local d = pair(o.dilation or (pos and args[3]) or 1, "dilation", op)
     local ceil = o.ceil_mode or (pos and args[4]) or false
     local xb, unb = batched(op, x)
@@ -199,7 +208,7 @@ return function(T, C)
 
   function F.avg_pool2d(x, kernel, ...)
     local op = "avg_pool2d"
-    local k, s, p, o, args, pos = pool_args(op, kernel, ...)
+    local k, s, p, o, args, pos = pool_args(op, kernel_in_opts(kernel, ...))
     local ceil = o.ceil_mode or (pos and args[3]) or false
     local cip = o.count_include_pad
     if cip == nil and pos then cip = args[4] end  -- an options table without it: the default
@@ -217,7 +226,14 @@ return function(T, C)
   -- (PyTorch's embedding_renorm_)
   local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
   function F.embedding(ids, weight, o, ...)
-    nomore("embedding", 3, ...)
+    if o == nil or type(o) ~= "table" then
+      -- PyTorch's positional form: padding_idx, max_norm, norm_type
+      local max_norm, norm_type = ...
+      nomore("embedding", 5, select(3, ...))
+      o = { padding_idx = o, max_norm = max_norm, norm_type = norm_type }
+    else
+      nomore("embedding", 3, ...)
+    end
     o = checkopts("embedding", o, EMB)
     if o.scale_grad_by_freq or o.sparse then
       error("embedding: scale_grad_by_freq and sparse gradients are not supported", 2)

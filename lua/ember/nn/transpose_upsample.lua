@@ -147,7 +147,15 @@ return function(T, C, nn)
 
   function F.interpolate(x, o, ...)
     local op = "interpolate"
-    nomore(op, 2, ...)
+    -- PyTorch's positional form: size, scale_factor, mode, align_corners
+    if type(o) == "number" or (o == nil and select("#", ...) > 0)
+       or (type(o) == "table" and not T.is_tensor(o) and o[1] ~= nil) then
+      local scale, mode, align = ...
+      nomore(op, 5, select(4, ...))
+      o = { size = o, scale_factor = scale, mode = mode, align_corners = align }
+    else
+      nomore(op, 2, ...)
+    end
     if not T.is_tensor(x) then error(op .. ": expected a tensor input, got " .. type(x), 2) end
     o = check_opts(op, o, INTERP)
     local mode = o.mode or "nearest"
