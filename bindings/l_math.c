@@ -280,7 +280,11 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
   X(_special_i0e, EM_OP_I0E, 0) X(_special_i1, EM_OP_I1, 0) X(_special_i1e, EM_OP_I1E, 0) \
   X(_special_ndtr, EM_OP_NDTR, 0) X(_special_ndtri, EM_OP_NDTRI, 0)                 \
   X(_special_log_ndtr, EM_OP_LOG_NDTR, 0) X(_special_entr, EM_OP_ENTR, 0)           \
-  X(_special_xlog1py, EM_OP_XLOG1PY, 0) X(_special_zeta, EM_OP_ZETA, 0)
+  X(_special_xlog1py, EM_OP_XLOG1PY, 0) X(_special_zeta, EM_OP_ZETA, 0)           \
+  X(_special_gammainc, EM_OP_GAMMAINC, 0) X(_special_gammaincc, EM_OP_GAMMAINCC, 0) \
+  X(_special_erfcx, EM_OP_ERFCX, 0) X(_special_bessel_j0, EM_OP_BESSEL_J0, 0)     \
+  X(_special_bessel_j1, EM_OP_BESSEL_J1, 0) X(_special_bessel_y0, EM_OP_BESSEL_Y0, 0) \
+  X(_special_bessel_y1, EM_OP_BESSEL_Y1, 0)
 
 /* tests have no in-place form (their result is bool) */
 #define EW_TESTS(X) X(isnan, EM_OP_ISNAN, 0) X(isinf, EM_OP_ISINF, 0) X(isfinite, EM_OP_ISFINITE, 0)

@@ -560,6 +560,11 @@ typedef enum em_ew_op {
   EM_OP_SINC, EM_OP_ENTR, EM_OP_LOGIT,
   /* unary: the inverse hyperbolic functions */
   EM_OP_ASINH, EM_OP_ACOSH, EM_OP_ATANH,
+  /* special functions: gammainc/gammaincc (binary, a then x), erfcx and
+  ** the Bessel functions of the first and second kind (unary; not
+  ** differentiable, as PyTorch's) */
+  EM_OP_GAMMAINC, EM_OP_GAMMAINCC, EM_OP_ERFCX, EM_OP_BESSEL_J0, EM_OP_BESSEL_J1,
+  EM_OP_BESSEL_Y0, EM_OP_BESSEL_Y1,
   EM_OP_COUNT
 } em_ew_op;
 

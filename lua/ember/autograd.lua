@@ -70,7 +70,11 @@ return function(T, C)
   -- T.autograd.backward(tensors, grad_tensors, {retain_graph=, create_graph=})
   function A.backward(tensors, grads, opts, ...)
     ARGS.nomore("backward", 3, ...)
-    if ARGS.is_opts(grads) and opts == nil then grads, opts = nil, grads end
+    -- a plain table is the options table unless it lists gradients (a
+    -- tensor or nil at [1], or an empty list): {g1, g2} is grad_tensors
+    if ARGS.is_opts(grads) and opts == nil and next(grads) ~= nil and type(next(grads)) == "string" then
+      grads, opts = nil, grads
+    end
     opts = ARGS.checkopts("backward", opts, backward_opts)
     if T.is_tensor(tensors) then tensors = { tensors } end
     if T.is_tensor(grads) then grads = { grads } end

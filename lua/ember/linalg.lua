@@ -103,8 +103,23 @@ return function(T, C)
 
   -- Records out as the result of inputs (a list, holes allowed: n slots)
   -- with backward(g) -> list of gradients.
+  -- The decompositions' backwards use their saved factors as constants, so
+  -- their second derivatives would be wrong: run under create_graph (grad
+  -- mode on inside the backward), they raise instead (inv's is exact: its
+  -- formula is made of its own recorded output)
+  local EXACT_SECOND = { LinalgInvExBackward0 = true }
   local function record(name, inputs, out, backward)
-    return C._autograd_custom(name, inputs, out, backward)
+    local bw = backward
+    if not EXACT_SECOND[name] then
+      bw = function(...)
+        if T.is_grad_enabled() then
+          error(name .. ": second derivatives (create_graph through this node) are not implemented: " ..
+            "its backward treats the saved factors as constants", 0)
+        end
+        return backward(...)
+      end
+    end
+    return C._autograd_custom(name, inputs, out, bw)
   end
   -- Several differentiable outputs: one packed node, the outputs views of
   -- it; backward(grads) receives one gradient per output. Real outputs next
@@ -758,6 +773,7 @@ return function(T, C)
   -- -- eigh ---------------------------------------------------------------------
   local function uplo_of(op, o)
     local u = o.UPLO or "L"
+    if type(u) == "string" then u = u:upper() end -- PyTorch takes "l" and "u" too
     if u ~= "L" and u ~= "U" then
       error(fmt("%s: Expected UPLO argument to be 'L' or 'U', but got %s", op, tostring(u)), 4)
     end

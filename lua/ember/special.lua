@@ -158,8 +158,18 @@ return function(T, C)
   S.gammaln = T.lgamma
   S.expit = T.sigmoid
   S.multigammaln = T.mvlgamma
-  for _, n in ipairs { "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py", "zeta" } do
+  for _, n in ipairs { "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py", "zeta",
+    "gammainc", "gammaincc", "erfcx", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1" } do
     S[n] = C["_special_" .. n]
+  end
+  -- PyTorch's other spellings: the modified Bessel functions of order 0
+  -- and 1 are i0 and i1; torch.igamma/igammac are gammainc/gammaincc
+  S.modified_bessel_i0, S.modified_bessel_i1 = T.i0, S.i1
+  local named = require("ember.argcheck")(T).named
+  for name, f in pairs { igamma = S.gammainc, igammac = S.gammaincc } do
+    f = named(name, f) -- errors under PyTorch's name for this spelling
+    T[name] = f
+    T.Tensor_methods[name] = f
   end
   T.special = S
 end

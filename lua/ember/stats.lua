@@ -458,8 +458,8 @@ return function(T, C)
     if p == 1 / 0 then return ad:max() end
     if p == -1 / 0 then return ad:min() end
     if p == 0 then return ad:ne(0):to(ad.dtype):sum() end
-    if p == 2 then return ad:pow(2):sum():sqrt() end
-    return ad:pow(p):sum():pow(1 / p)
+    -- the norm op: its gradient is 0 where a = b (PyTorch's), not 0 * inf
+    return d:reshape(-1):norm(p)
   end)
   local function renorm(op, x, p, dim, maxnorm)
     check_tensor(op, x, "input", 3)

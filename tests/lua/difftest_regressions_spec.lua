@@ -134,3 +134,132 @@ describe("differences from torch 1.13, fixed", function()
     err(function() return F.softmin(x, 2, { bad = 1 }) end, "softmin: unknown option 'bad'")
   end)
 end)
+
+describe("optimizers, schedulers and init as torch 1.13 (differential test)", function()
+  local f64 = { dtype = T.float64 }
+  it("keep each optimizer's betas its own and refuse what torch refuses", function()
+    local a = T.tensor({ 1, 2 }, f64):requires_grad_()
+    local opt1 = T.optim.Adam({ a })
+    opt1.param_groups[1].betas[1] = 0.5
+    local b = T.tensor({ 1, 2 }, f64):requires_grad_()
+    local opt2 = T.optim.Adam({ b }, { lr = 0.1 })
+    assert.are.equal(0.9, opt2.param_groups[1].betas[1])
+    b.grad = T.tensor({ 1, -1 }, f64); opt2:step()
+    b.grad = T.tensor({ -1, 1 }, f64); opt2:step()
+    near(b, T.tensor({ 0.9052631588, 2.0947368412 }, f64), 1e-9) -- torch's values
+    local two = T.optim.Adam({ { params = { a } }, { params = { b } } })
+    two.param_groups[1].betas[2] = 0.5
+    assert.are.equal(0.999, two.param_groups[2].betas[2])
+    err(function() return T.optim.SGD({ T.ones(2):requires_grad_() * 2 }, { lr = 0.1 }) end, "SGD: can't optimize a non-leaf Tensor")
+    err(function() return T.optim.SGD({ { params = { a } }, { params = { a }, lr = 1 } }, { lr = 0.1 }) end,
+      "SGD: some parameters appear in more than one parameter group")
+    err(function() return T.optim.SGD({ 1.0 }, { lr = 0.1 }) end, "SGD: optimizer can only optimize Tensors, but one of the params is number")
+    err(function() return T.optim.Adam({ a }, { weight_decay = -0.1 }) end, "Adam: Invalid weight_decay value: -0.1")
+    err(function() return T.optim.RMSprop({ a }, { momentum = -0.5 }) end, "RMSprop: Invalid momentum value: -0.5")
+  end)
+
+  it("optimize complex parameters through their real view, as torch 1.13 (NAdam: see docs/optim.md)", function()
+    local want = {
+      SGD = { 0.512, -0.512, 1.024, 0.256 },
+      Adam = { 0.7015862729, -0.7015862729, 1.7006233920, 0.2048712526 },
+      AdamW = { 0.6989111832, -0.6989111832, 1.6949445144, 0.2037123830 },
+      RMSprop = { 0, 0, 0.3096873876, -0.0763871754 },
+      Adagrad = { 0.7804561814, -0.7804561814, 1.7758215150, 0.2908991768 },
+      Adadelta = { 0.9990294151, -0.9990294151, 1.9990293316, 0.4990295839 },
+      Adamax = { 0.7154994734, -0.7154994734, 1.7076482356, 0.2309097544 },
+      RAdam = { 0.4623033599, -0.4623033599, 0.9246067198, 0.2311516799 },
+    }
+    for name, w in pairs(want) do
+      local p = T.complex(T.tensor({ 1, 2 }, f64), T.tensor({ -1, 0.5 }, f64)):requires_grad_()
+      local o = T.optim[name]({ p }, { lr = 0.1 })
+      for _ = 1, 3 do
+        o:zero_grad()
+        T.real((p * p:conj()):sum()):backward()
+        o:step()
+      end
+      near(T.view_as_real(p):detach():reshape(-1), T.tensor(w, f64), 1e-9)
+    end
+  end)
+
+  it("PolynomialLR decays as torch's", function()
+    local o = T.optim.SGD({ T.ones(2):requires_grad_() }, { lr = 1 })
+    local s = T.optim.lr_scheduler.PolynomialLR(o, { total_iters = 4, power = 2 })
+    local got = {}
+    for i = 1, 6 do o:step(); s:step(); got[i] = s:get_last_lr()[1] end
+    assert.same({ 0.5625, 0.25, 0.0625, 0, 0, 0 }, got)
+  end)
+
+  it("clip_grad_norm_ scales by a NaN norm, raises when asked, gives a float 0 without gradients", function()
+    local p = T.ones(2):requires_grad_(); p.grad = T.tensor { 0 / 0, 1 }
+    local q = T.ones(2):requires_grad_(); q.grad = T.tensor { 3, 4.5 }
+    assert.is_true(T.nn.utils.clip_grad_norm_({ p, q }, 1.0):isnan():item())
+    assert.is_true(q.grad:isnan():all():item())
+    err(function() return T.nn.utils.clip_grad_norm_({ p }, 1.0, { error_if_nonfinite = true }) end,
+      "clip_grad_norm_: The total norm of order 2 for gradients from `parameters` is non-finite")
+    local z = T.nn.utils.clip_grad_norm_({ T.ones(2) }, 1.0)
+    assert.are.equal(T.float32, z.dtype)
+    local w = T.tensor({ 1, 2, 3 }, f64):requires_grad_()
+    T.nn.utils.vector_to_parameters(T.tensor({ 4, 5, 6 }, f64), { w })
+    assert.same({ 4, 5, 6 }, w:tolist())
+  end)
+
+  it("nn.init: orthogonal_, eye_, dirac_, trunc_normal_, sparse_, empty tensors, the gain's checks", function()
+    local I = T.nn.init
+    T.manual_seed(11)
+    local w = I.orthogonal_(T.empty(3, 5, f64))
+    near(w:matmul(w:t()), T.eye(3, f64), 1e-12)
+    local w2 = I.orthogonal_(T.empty(6, 2, 2, f64), 2):reshape(6, 4)
+    near(w2:t():matmul(w2) / 4, T.eye(4, f64), 1e-12)
+    assert.same({ { 1, 0, 0 }, { 0, 1, 0 } }, I.eye_(T.empty(2, 3)):tolist())
+    local d = I.dirac_(T.empty(4, 2, 3, 3), 2)
+    assert.are.equal(4, d:sum():item())
+    assert.are.equal(1, d[{ 3, 1, 2, 2 }]:item())
+    local tn = I.trunc_normal_(T.empty(20000, f64), 0, 1, -1, 0.5)
+    assert.is_true(tn:min():item() >= -1 and tn:max():item() <= 0.5)
+    assert.is_true(math.abs(tn:mean():item() - (-0.2003)) < 0.02) -- the truncated normal's mean
+    assert.same({ 3, 3, 3, 3 }, I.sparse_(T.empty(10, 4), 0.3):eq(0):sum(1):tolist())
+    assert.same({ 0, 0, 0 }, T.nn.Linear(0, 3).bias:tolist())
+    assert.are.equal(0, I.kaiming_uniform_(T.empty(4, 0)):numel())
+    I.kaiming_normal_(T.empty(4, 3), { mode = "FAN_OUT" })
+    err(function() return I.calculate_gain("leaky_relu", true) end, "calculate_gain: negative_slope true not a valid number")
+    err(function() return I.orthogonal_(T.empty(3)) end, "orthogonal_: Only tensors with 2 or more dimensions are supported")
+  end)
+end)
+
+describe("autograd, fft and linalg as torch 1.13 (differential test)", function()
+  local f64 = { dtype = T.float64 }
+  it("second derivatives through a decomposition raise instead of being wrong; inv's are exact", function()
+    local A = T.tensor({ { 2.5, 0.3, -0.4 }, { 0.1, 1.7, 0.6 }, { -0.8, 0.2, 2.2 } }, { dtype = T.float64, requires_grad = true })
+    err(function() return T.autograd.grad(T.linalg.det(A), A, { create_graph = true }) end,
+      "LinalgDetBackward0: second derivatives (create_graph through this node) are not implemented")
+    err(function() return T.autograd.grad(T.linalg.solve(A, T.ones(3, 1, f64)):sum(), A, { create_graph = true }) end,
+      "second derivatives (create_graph through this node) are not implemented")
+    near(T.autograd.grad(T.linalg.det(A), A), T.tensor({ { 3.62, -0.7, 1.38 }, { -0.74, 5.18, -0.74 }, { 0.86, -1.54, 4.22 } }, f64), 1e-12)
+    local gi = T.autograd.grad(T.linalg.inv(A):sum(), A, { create_graph = true })[1]
+    assert.is_true(gi.requires_grad) -- inv's backward is recorded: its second derivative exists
+  end)
+
+  it("autograd.backward takes a list of gradients", function()
+    local x = T.tensor({ 1, 2 }, { dtype = T.float64, requires_grad = true })
+    T.autograd.backward({ x * 2, x * x }, { T.ones(2, f64), T.ones(2, f64) })
+    assert.same({ 4, 6 }, x.grad:tolist())
+  end)
+
+  it("std, dist and p < 1 norms have PyTorch's 0 gradient where the value or element is 0", function()
+    local y = T.tensor({ 2, 2, 2 }, { dtype = T.float64, requires_grad = true })
+    y:std():backward()
+    assert.same({ 0, 0, 0 }, y.grad:tolist())
+    local a = T.tensor({ 1, 2 }, { dtype = T.float64, requires_grad = true })
+    T.dist(a, T.tensor({ 1, 2 }, f64)):backward()
+    assert.same({ 0, 0 }, a.grad:tolist())
+    local v = T.tensor({ 0, 4 }, { dtype = T.float64, requires_grad = true })
+    T.linalg.vector_norm(v, 0.5):backward()
+    assert.same({ 0, 1 }, v.grad:tolist())
+    near(T.dist(T.tensor { 1.5, 2 }, T.tensor { 0, 0 }:float(), 3), T.tensor(2.2489707))
+  end)
+
+  it("fftfreq refuses an integer dtype; eigvalsh takes a lower-case UPLO", function()
+    err(function() return T.fft.fftfreq(4, 1, { dtype = T.int64 }) end, "fftfreq: fftfreq requires a floating point or complex dtype, got int64")
+    near(T.linalg.eigvalsh(T.tensor({ { 2, 1 }, { 1, 2 } }, f64), { UPLO = "u" }), T.tensor({ 1, 3 }, f64), 1e-12)
+  end)
+end)

@@ -124,6 +124,7 @@ same("lerp lerp_", "x, y, 0.5")
 -- special functions (issue 19 item 3; tests/lua/special_spec.lua)
 same([[erfc erfc_ erfinv erfinv_ lgamma lgamma_ digamma digamma_ i0 i0_ sinc sinc_ frexp]], "p")
 same("logit logit_", "p, 0.1")
+same("igamma igammac", "p, p")
 same("asinh asinh_ arcsinh arcsinh_", "x")
 same("acosh acosh_ arccosh arccosh_", "p + 1")
 same("atanh atanh_ arctanh arctanh_", "p")
@@ -373,6 +374,9 @@ local NR = {
   constant_ = "T.empty(2, 2), 1", zeros_ = "T.empty(2, 2)", ones_ = "T.empty(2, 2)",
   xavier_uniform_ = "T.empty(2, 2)", xavier_normal_ = "T.empty(2, 2)",
   kaiming_uniform_ = "T.empty(2, 2)", kaiming_normal_ = "T.empty(2, 2)",
+  orthogonal_ = "T.empty(2, 2)", eye_ = "T.empty(2, 2)", dirac_ = "T.empty(2, 2, 3)",
+  trunc_normal_ = "T.empty(2, 2)", sparse_ = "T.empty(2, 2), 0.5",
+  vector_to_parameters = "T.ones(2), { T.zeros(2) }",
   _calculate_fan_in_and_fan_out = "T.empty(2, 2)",
   clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
   -- T.optim and its schedulers
@@ -383,7 +387,7 @@ local NR = {
   grad_of = "T.ones(2)", set_grad = "T.ones(2), T.ones(2)", _zero_grads = "params",
   StepLR = "sgd, { step_size = 1 }", CosineAnnealingLR = "sgd, { T_max = 3 }",
   LambdaLR = "sgd, function() return 1 end", MultiplicativeLR = "sgd, function() return 0.9 end",
-  MultiStepLR = "sgd, { 2, 4 }", ExponentialLR = "sgd, 0.9", LinearLR = "sgd", ConstantLR = "sgd",
+  MultiStepLR = "sgd, { 2, 4 }", ExponentialLR = "sgd, 0.9", LinearLR = "sgd", ConstantLR = "sgd", PolynomialLR = "sgd",
   OneCycleLR = "sgd, 0.1, { total_steps = 10 }", CosineAnnealingWarmRestarts = "sgd, 2",
   CyclicLR = "sgd, { base_lr = 0.01, max_lr = 0.1 }", ReduceLROnPlateau = "sgd",
   SequentialLR = "(function() local o = sgd; return o, { schedulers = { T.optim.lr_scheduler.ConstantLR(o) }, milestones = {} } end)()",

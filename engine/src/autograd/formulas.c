@@ -40,8 +40,9 @@ void em_ag_ew_saves(em_ew_op op, int *save_in, int *save_out) {
       in = IN0; break;
     case EM_OP_LERP: case EM_OP_CLAMP: in = ALLIN; break;
     case EM_OP_XLOGY: case EM_OP_XLOG1PY: case EM_OP_LOGADDEXP: case EM_OP_LOGADDEXP2:
-    case EM_OP_ZETA:
+    case EM_OP_ZETA: case EM_OP_GAMMAINC: case EM_OP_GAMMAINCC:
       in = IN0 | IN1; break;
+    case EM_OP_ERFCX: in = IN0; out = 1; break;
     case EM_OP_HYPOT: case EM_OP_COPYSIGN: in = IN0 | IN1; out = 1; break;
     case EM_OP_ERFINV: case EM_OP_NDTRI: out = 1; break;
     case EM_OP_ERFC: case EM_OP_LGAMMA: case EM_OP_DIGAMMA: case EM_OP_POLYGAMMA:
@@ -97,6 +98,8 @@ const char *em_ag_ew_name(em_ew_op op, int tensor_exponent) {
       [EM_OP_ENTR] = "SpecialEntrBackward0", [EM_OP_LOGIT] = "LogitBackward0",
       [EM_OP_ASINH] = "AsinhBackward0", [EM_OP_ACOSH] = "AcoshBackward0",
       [EM_OP_ATANH] = "AtanhBackward0",
+      [EM_OP_GAMMAINC] = "IgammaBackward0", [EM_OP_GAMMAINCC] = "IgammacBackward0",
+      [EM_OP_ERFCX] = "SpecialErfcxBackward0",
   };
   if (op == EM_OP_POW && tensor_exponent) return "PowBackward1";
   return (unsigned)op < EM_OP_COUNT && names[op] ? names[op] : "ElementwiseBackward0";
@@ -637,6 +640,10 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       break;
     }
     case EM_OP_ATANH: x = saved(f, 0); gin[0] = DIV(g, RSUB(1.0, MUL(x, x))); break;
+    case EM_OP_ERFCX:  /* 2 x erfcx(x) - 2 / sqrt(pi) */
+      x = saved(f, 0);
+      gin[0] = MUL(g, ADDS(MULS(MUL(x, saved(f, EM_AG_SV_OUT(n, 0))), 2.0), -1.1283791670955126));
+      break;
     case EM_OP_SINH: gin[0] = MUL(g, un(f, EM_OP_COSH, saved(f, 0))); break;
     case EM_OP_COSH: gin[0] = MUL(g, un(f, EM_OP_SINH, saved(f, 0))); break;
     case EM_OP_TANH:
@@ -842,6 +849,27 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
         em_tensor *x1 = bino(f, EM_OP_ADD, a, SC(1.0));
         em_tensor *z = bino(f, EM_OP_ZETA, TS(x1), b);
         gin[1] = un(f, EM_OP_NEG, MUL(bino(f, EM_OP_MUL, TS(g), a), z));
+      }
+      break;
+    }
+    case EM_OP_GAMMAINC: case EM_OP_GAMMAINCC: {
+      /* x: +-exp((a - 1) log x - x - lgamma(a)) g; a: not implemented (PyTorch) */
+      a = opd(f, 0); b = opd(f, 1);
+      if (NEED(0)) {
+        if (OK) f->st = em_fail(EM_E_RUNTIME, "backward: the derivative of %s with respect to "
+                                "a (argument 1) is not implemented",
+                                n->p.op == EM_OP_GAMMAINC ? "gammainc" : "gammaincc");
+        break;
+      }
+      if (NEED(1)) {
+        em_tensor *xt = (em_tensor *)b.tensor;
+        em_tensor *at = a.tensor ? (em_tensor *)a.tensor
+                                 : full_like(f, xt, a.scalar.kind == EM_SCALAR_FLOAT
+                                                        ? a.scalar.f : (double)a.scalar.i);
+        em_tensor *e = SUB(SUB(MUL(ADDS(at, -1.0), un(f, EM_OP_LOG, xt)), xt),
+                           un(f, EM_OP_LGAMMA, at));
+        em_tensor *d = MUL(g, un(f, EM_OP_EXP, e));
+        gin[1] = n->p.op == EM_OP_GAMMAINC ? d : un(f, EM_OP_NEG, d);
       }
       break;
     }
@@ -1451,9 +1479,10 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       if (OK) mean = keep(f, em_reduce(EM_REDUCE_MEAN, x, nd, dims, 1, -1, &mean), &mean);
       double dof = (double)reduced_count(n) - n->p.d[0];
       em_tensor *dx = SUB(x, mean);
-      if (n->p.i[1]) {
+      if (n->p.i[1]) {  /* 0 where std is 0 (a constant lane), as PyTorch masks it */
         em_tensor *y = unreduce(f, saved(f, EM_AG_SV_OUT(n, 0)), 0);
-        gin[0] = DIV(MUL(unreduce(f, g, 0), MULS(dx, 1.0 / dof)), y);
+        em_tensor *r = DIV(MUL(unreduce(f, g, 0), MULS(dx, 1.0 / dof)), y);
+        gin[0] = where(f, bins(f, EM_OP_EQ, y, 0.0), zeros_like(f, r), r);
       } else {
         gin[0] = MUL(unreduce(f, g, 0), MULS(dx, 2.0 / dof));
       }
@@ -1477,11 +1506,12 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
         int nd = reduced_list(n, dims);
         em_tensor *cnt = sum_dims(f, eq, nd, dims, 1);
         gin[0] = DIV(MUL(MUL(ge, un(f, EM_OP_SIGN, x)), eq), cnt);
-      } else {  /* x |x|^(p-2) / y^(p-1) */
+      } else {  /* x |x|^(p-2) / y^(p-1); 0 where x or y is 0 (0 * inf for p < 2) */
         em_tensor *ax = un(f, EM_OP_ABS, x);
         em_tensor *num = MUL(x, bins(f, EM_OP_POW, ax, p - 2.0));
         em_tensor *r = MUL(ge, DIV(num, bins(f, EM_OP_POW, y, p - 1.0)));
-        gin[0] = where(f, bins(f, EM_OP_EQ, y, 0.0), zeros_like(f, r), r);
+        em_tensor *zero = bin(f, EM_OP_LOGICAL_OR, bins(f, EM_OP_EQ, y, 0.0), bins(f, EM_OP_EQ, x, 0.0));
+        gin[0] = where(f, zero, zeros_like(f, r), r);
       }
       break;
     }

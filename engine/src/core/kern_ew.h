@@ -49,7 +49,8 @@ typedef struct em_kctx {
   X(hypot, F, SAME, __VA_ARGS__) X(copysign, F, SAME, __VA_ARGS__)            \
   X(nextafter, F, SAME, __VA_ARGS__) X(gcd, I, SAME, __VA_ARGS__)             \
   X(lcm, I, SAME, __VA_ARGS__) X(heaviside, BIF, SAME, __VA_ARGS__)           \
-  X(zeta, F, SAME, __VA_ARGS__)
+  X(zeta, F, SAME, __VA_ARGS__) X(gammainc, F, SAME, __VA_ARGS__)             \
+  X(gammaincc, F, SAME, __VA_ARGS__)
 
 #define EM_EW_UNARY_KERNELS(X, ...)  \
   X(neg, IF, SAME, __VA_ARGS__) X(abs, IF, SAME, __VA_ARGS__)                     \
@@ -85,7 +86,10 @@ typedef struct em_kctx {
   X(ndtri, F, SAME, __VA_ARGS__) X(log_ndtr, F, SAME, __VA_ARGS__)                \
   X(sinc, F, SAME, __VA_ARGS__) X(entr, F, SAME, __VA_ARGS__)                     \
   X(logit, F, SAME, __VA_ARGS__) X(asinh, F, SAME, __VA_ARGS__)                   \
-  X(acosh, F, SAME, __VA_ARGS__) X(atanh, F, SAME, __VA_ARGS__)
+  X(acosh, F, SAME, __VA_ARGS__) X(atanh, F, SAME, __VA_ARGS__)                   \
+  X(erfcx, F, SAME, __VA_ARGS__) X(bessel_j0, F, SAME, __VA_ARGS__)               \
+  X(bessel_j1, F, SAME, __VA_ARGS__) X(bessel_y0, F, SAME, __VA_ARGS__)           \
+  X(bessel_y1, F, SAME, __VA_ARGS__)
 
 #define EM_EW_TERNARY_KERNELS(X, ...)  \
   X(lerp, F, SAME, __VA_ARGS__) X(clamp, IF, SAME, __VA_ARGS__)

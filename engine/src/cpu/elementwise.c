@@ -380,6 +380,8 @@ static int vec_pow(em_dtype e, char *o, int64_t so, const char *a, int64_t sa, c
 #define BX_heaviside_EM_KIND_INT(x, y, CT) ((x) == 0 ? (y) : (CT)((x) > 0))
 #define BX_heaviside_EM_KIND_FLOAT(x, y, CT) ((x) == 0 ? (y) : (CT)((x) > 0))
 #define BX_zeta_EM_KIND_FLOAT(x, y, CT) SPD(CT, em_sp_zeta(x, y))
+#define BX_gammainc_EM_KIND_FLOAT(x, y, CT) SPD(CT, em_sp_igamma(x, y, 0))
+#define BX_gammaincc_EM_KIND_FLOAT(x, y, CT) SPD(CT, em_sp_igamma(x, y, 1))
 
 /* The binary ops: X(name, kind mask, output class). */
 /* The binary ops: X(name, kind mask, output class), from core/kern_ew.h. */
@@ -465,6 +467,11 @@ EM_FOR_EACH_DTYPE(DEF_BINARIES)
 #define UX_asinh_EM_KIND_FLOAT(x, CT) FM(asinh, x)
 #define UX_acosh_EM_KIND_FLOAT(x, CT) FM(acosh, x)
 #define UX_atanh_EM_KIND_FLOAT(x, CT) FM(atanh, x)
+#define UX_erfcx_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_erfcx(x))
+#define UX_bessel_j0_EM_KIND_FLOAT(x, CT) SPD(CT, j0((double)(x)))
+#define UX_bessel_j1_EM_KIND_FLOAT(x, CT) SPD(CT, j1((double)(x)))
+#define UX_bessel_y0_EM_KIND_FLOAT(x, CT) SPD(CT, y0((double)(x)))
+#define UX_bessel_y1_EM_KIND_FLOAT(x, CT) SPD(CT, y1((double)(x)))
 #define UX_sinh_EM_KIND_FLOAT(x, CT) FM(sinh, x)
 #define UX_cosh_EM_KIND_FLOAT(x, CT) FM(cosh, x)
 #define UX_tanh_EM_KIND_FLOAT(x, CT) FM(tanh, x)

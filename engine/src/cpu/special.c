@@ -25,3 +25,5 @@ double em_sp_entr(double x) { return sp_entr(x); }
 double em_sp_logit(double x, int has_eps, double eps) { return sp_logit(x, has_eps, eps); }
 double em_sp_logaddexp(double a, double b) { return sp_logaddexp(a, b); }
 double em_sp_logaddexp2(double a, double b) { return sp_logaddexp2(a, b); }
+double em_sp_igamma(double a, double x, int upper) { return sp_igamma(a, x, upper); }
+double em_sp_erfcx(double x) { return sp_erfcx(x); }

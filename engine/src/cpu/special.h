@@ -18,6 +18,8 @@ double em_sp_lgamma(double x);
 double em_sp_digamma(double x);
 double em_sp_trigamma(double x);
 double em_sp_zeta(double x, double q);   /* Hurwitz zeta(x, q) */
+double em_sp_igamma(double a, double x, int upper); /* P(a, x), or Q(a, x) when upper */
+double em_sp_erfcx(double x);                       /* exp(x^2) erfc(x) */
 double em_sp_polygamma(int64_t n, double x);
 double em_sp_erfinv(double y);
 double em_sp_ndtr(double x);

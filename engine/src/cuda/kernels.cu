@@ -263,6 +263,13 @@ __device__ inline A ew_more(int op, A a, A b, const emcu_params &p) {
       case EMCU_LOGADDEXP: return (A)sp_logaddexp((double)a, (double)b);
       case EMCU_LOGADDEXP2: return (A)sp_logaddexp2((double)a, (double)b);
       case EMCU_ZETA: return (A)sp_zeta((double)a, (double)b);
+      case EMCU_GAMMAINC: return (A)sp_igamma((double)a, (double)b, 0);
+      case EMCU_GAMMAINCC: return (A)sp_igamma((double)a, (double)b, 1);
+      case EMCU_ERFCX: return (A)sp_erfcx((double)a);
+      case EMCU_BESSEL_J0: return (A)j0((double)a);
+      case EMCU_BESSEL_J1: return (A)j1((double)a);
+      case EMCU_BESSEL_Y0: return (A)y0((double)a);
+      case EMCU_BESSEL_Y1: return (A)y1((double)a);
       default: return A(0);
     }
   } else if constexpr (B) {

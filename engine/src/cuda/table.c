@@ -249,6 +249,13 @@ static int ew_op(em_ew_kernel k) {
     case EM_K_asinh: return EMCU_ASINH;
     case EM_K_acosh: return EMCU_ACOSH;
     case EM_K_atanh: return EMCU_ATANH;
+    case EM_K_gammainc: return EMCU_GAMMAINC;
+    case EM_K_gammaincc: return EMCU_GAMMAINCC;
+    case EM_K_erfcx: return EMCU_ERFCX;
+    case EM_K_bessel_j0: return EMCU_BESSEL_J0;
+    case EM_K_bessel_j1: return EMCU_BESSEL_J1;
+    case EM_K_bessel_y0: return EMCU_BESSEL_Y0;
+    case EM_K_bessel_y1: return EMCU_BESSEL_Y1;
     case EM_K_logaddexp: return EMCU_LOGADDEXP;
     case EM_K_logaddexp2: return EMCU_LOGADDEXP2;
     case EM_K_zeta: return EMCU_ZETA;

@@ -165,6 +165,13 @@ static const op_info op_table[EM_OP_COUNT] = {
     [EM_OP_ASINH] = {"asinh", 1, R_FLOAT, EM_K_asinh},
     [EM_OP_ACOSH] = {"acosh", 1, R_FLOAT, EM_K_acosh},
     [EM_OP_ATANH] = {"atanh", 1, R_FLOAT, EM_K_atanh},
+    [EM_OP_GAMMAINC] = {"special_gammainc", 2, R_FLOAT, EM_K_gammainc},
+    [EM_OP_GAMMAINCC] = {"special_gammaincc", 2, R_FLOAT, EM_K_gammaincc},
+    [EM_OP_ERFCX] = {"special_erfcx", 1, R_FLOAT, EM_K_erfcx},
+    [EM_OP_BESSEL_J0] = {"special_bessel_j0", 1, R_FLOAT, EM_K_bessel_j0},
+    [EM_OP_BESSEL_J1] = {"special_bessel_j1", 1, R_FLOAT, EM_K_bessel_j1},
+    [EM_OP_BESSEL_Y0] = {"special_bessel_y0", 1, R_FLOAT, EM_K_bessel_y0},
+    [EM_OP_BESSEL_Y1] = {"special_bessel_y1", 1, R_FLOAT, EM_K_bessel_y1},
 };
 
 const char *em_ew_op_name(em_ew_op op) {
@@ -651,7 +658,10 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     if (!o.has_max) ins[2] = NULL;
   }
   int on = em_ag_pause();
-  int any = on && em_ag_any(n, ins);
+  /* the Bessel functions are not differentiable: their results do not
+  ** require grad (PyTorch's) */
+  int nodiff = op >= EM_OP_BESSEL_J0 && op <= EM_OP_BESSEL_Y1;
+  int any = on && !nodiff && em_ag_any(n, ins);
   int inplace = out && inputs[0].tensor == out;
   int save_in = 0, save_out = 0;
   em_ag_ew_saves(op, &save_in, &save_out);

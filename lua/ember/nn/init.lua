@@ -30,10 +30,14 @@ return function(T, C)
   nn.utils = {}
   -- Scales the gradients of params in place so that their joint norm is at
   -- most max_norm; returns the norm before clipping (a 0-d tensor).
-  local CLIP = { "norm_type" }
+  local CLIP = { "norm_type", "error_if_nonfinite" }
   function nn.utils.clip_grad_norm_(params, max_norm, norm_type, ...)
     A.nomore("clip_grad_norm_", 3, ...)
-    if type(norm_type) == "table" then norm_type = A.checkopts("clip_grad_norm_", norm_type, CLIP).norm_type end
+    local nonfinite_error = false
+    if type(norm_type) == "table" then
+      local o = A.checkopts("clip_grad_norm_", norm_type, CLIP)
+      norm_type, nonfinite_error = o.norm_type, o.error_if_nonfinite == true
+    end
     norm_type = norm_type or 2
     if T.is_tensor(params) then params = { params } end
     local grads = {}
@@ -41,12 +45,19 @@ return function(T, C)
       local g = T.optim.grad_of(p)
       if g ~= nil then grads[#grads + 1] = g end
     end
-    if #grads == 0 then return T.tensor(0.0) end
+    if #grads == 0 then return T.zeros({}, { dtype = T.get_default_dtype() }) end
     local norms = {}
     for i, g in ipairs(grads) do norms[i] = g:norm(norm_type) end
     local total = T.stack(norms):norm(norm_type)
-    local coef = max_norm / (total:item() + 1e-6)
-    if coef < 1 then
+    local tv = total:item()
+    if nonfinite_error and (tv ~= tv or tv == math.huge or tv == -math.huge) then
+      error(string.format("clip_grad_norm_: The total norm of order %s for gradients from `parameters` is " ..
+        "non-finite, so it cannot be clipped. To disable this error and scale the gradients by the " ..
+        "non-finite norm anyway, set `error_if_nonfinite=False`", tostring(norm_type)), 2)
+    end
+    local coef = max_norm / (tv + 1e-6)
+    -- a NaN norm scales every gradient to NaN, as PyTorch's clamped coefficient does
+    if coef ~= coef or coef < 1 then
       for _, g in ipairs(grads) do g:mul_(coef) end
     end
     return total
@@ -58,6 +69,25 @@ return function(T, C)
       local g = T.optim.grad_of(p)
       if g ~= nil then g:clamp_(-clip, clip) end
     end
+  end
+  -- vector_to_parameters(vec, params): vec's slices copied into params
+  -- (in place, as PyTorch's replaces each parameter's data)
+  function nn.utils.vector_to_parameters(vec, params, ...)
+    A.nomore("vector_to_parameters", 2, ...)
+    if not T.is_tensor(vec) then error("vector_to_parameters: expected vec to be a tensor, got " .. type(vec), 2) end
+    local total = 0
+    for _, p in ipairs(params) do total = total + p:numel() end
+    if vec.ndim ~= 1 or vec:numel() ~= total then
+      error(string.format("vector_to_parameters: vec has %d elements, the parameters %d", vec:numel(), total), 2)
+    end
+    local at = 1
+    T.no_grad(function()
+      for _, p in ipairs(params) do
+        local n = p:numel()
+        p:copy_(vec:narrow(1, at, n):view(p.shape))
+        at = at + n
+      end
+    end)
   end
   function nn.utils.parameters_to_vector(params, ...)
     A.nomore("parameters_to_vector", 1, ...)

@@ -45,6 +45,17 @@ return function(T, C)
   optim.Optimizer = Optimizer
 
   local function is_list(t) return type(t) == "table" and not T.is_tensor(t) end
+  -- an option's value for one group: a table (betas, etas) copied, so a
+  -- group's or optimizer's change never reaches another's (PyTorch's are
+  -- tuples, which cannot change in place)
+  local function own(v)
+    if is_list(v) then
+      local c = {}
+      for k, x in pairs(v) do c[k] = x end
+      return c
+    end
+    return v
+  end
 
   -- params: a list of tensors, a Module's parameters(), or a list of groups
   -- {params = {...}, lr = ...}; defaults fill what a group leaves out
@@ -61,13 +72,14 @@ return function(T, C)
     end
     local self = setmetatable({ name = name, defaults = {}, param_groups = {}, state = {} }, cls)
     for k, v in pairs(defaults) do
-      if o[k] ~= nil then self.defaults[k] = o[k] else self.defaults[k] = v end
+      if o[k] ~= nil then self.defaults[k] = own(o[k]) else self.defaults[k] = own(v) end
     end
     if T.is_tensor(params) then params = { params } end
     if not is_list(params) or #params == 0 then
       error(name .. ": optimizer got an empty parameter list", 3)
     end
-    if T.is_tensor(params[1]) then params = { { params = params } } end
+    -- a list of tensors (anything but a list of group tables) is one group
+    if not is_list(params[1]) then params = { { params = params } } end
     for _, g in ipairs(params) do self:add_param_group(g) end
     return self
   end
@@ -82,9 +94,24 @@ return function(T, C)
     local group = { params = {} }
     local ps = g.params
     if T.is_tensor(ps) then ps = { ps } end
-    for i, p in ipairs(ps) do group.params[i] = p end
-    for k, v in pairs(g) do if k ~= "params" then group[k] = v end end
-    for k, v in pairs(self.defaults) do if group[k] == nil then group[k] = v end end
+    if not is_list(ps) then
+      error(string.format("%s: a parameter group needs params (a tensor or a list of tensors), got %s",
+        self.name, type(ps)), 3)
+    end
+    -- PyTorch's checks: tensors, leaves, each in one group only
+    local seen = {}
+    for _, pg in ipairs(self.param_groups) do for _, p in ipairs(pg.params) do seen[p] = true end end
+    for i, p in ipairs(ps) do
+      if not T.is_tensor(p) then
+        error(string.format("%s: optimizer can only optimize Tensors, but one of the params is %s",
+          self.name, type(p)), 3)
+      end
+      if not p.is_leaf then error(self.name .. ": can't optimize a non-leaf Tensor", 3) end
+      if seen[p] then error(self.name .. ": some parameters appear in more than one parameter group", 3) end
+      group.params[i] = p
+    end
+    for k, v in pairs(g) do if k ~= "params" then group[k] = own(v) end end
+    for k, v in pairs(self.defaults) do if group[k] == nil then group[k] = own(v) end end
     if group.lr == nil or group.lr == false then error(self.name .. ": lr is required", 3) end
     if group.lr < 0 then error(string.format("%s: Invalid learning rate: %g", self.name, group.lr), 3) end
     self.param_groups[#self.param_groups + 1] = group
@@ -122,6 +149,14 @@ return function(T, C)
           if st == nil then
             st = {}
             state[p] = st
+          end
+          local dt = p.dtype
+          if dt == T.complex64 or dt == T.complex128 then
+            -- a complex parameter is optimized as its real view (PyTorch's
+            -- view_as_real in every optimizer); its state is real-shaped
+            local rp, rg
+            T.no_grad(function() rp, rg = T.view_as_real(p), T.view_as_real(g) end)
+            p, g = rp, rg
           end
           self:update(p, g, st, group)
         end
@@ -265,6 +300,7 @@ return function(T, C)
   local function adam_check(name)
     return function(o)
       need((o.eps or 1) >= 0, name, "epsilon value", o.eps)
+      need((o.weight_decay or 0) >= 0, name, "weight_decay value", o.weight_decay)
       if o.betas then
         need(o.betas[1] >= 0 and o.betas[1] < 1, name, "beta parameter at index 1", o.betas[1])
         need(o.betas[2] >= 0 and o.betas[2] < 1, name, "beta parameter at index 2", o.betas[2])
@@ -289,6 +325,8 @@ return function(T, C)
     function(o)
       need((o.alpha or 0) >= 0, "RMSprop", "alpha value", o.alpha)
       need((o.eps or 0) >= 0, "RMSprop", "epsilon value", o.eps)
+      need((o.momentum or 0) >= 0, "RMSprop", "momentum value", o.momentum)
+      need((o.weight_decay or 0) >= 0, "RMSprop", "weight_decay value", o.weight_decay)
     end)
 
 
@@ -380,7 +418,11 @@ return function(T, C)
     local group = self.param_groups[#self.param_groups]
     for _, p in ipairs(group.params) do
       if not self.state[p] then
-        self.state[p] = { step = 0, sum = T.full_like(p, group.initial_accumulator_value) }
+        local like = p
+        if p.dtype == T.complex64 or p.dtype == T.complex128 then
+          T.no_grad(function() like = T.view_as_real(p) end) -- the real view is optimized
+        end
+        self.state[p] = { step = 0, sum = T.full_like(like, group.initial_accumulator_value) }
       end
     end
   end

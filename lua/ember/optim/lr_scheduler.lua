@@ -382,6 +382,27 @@ return function(T, optim)
     return lrs(self, function(_, base) return base * (s + (f - s) * math.min(n, e) / n) end)
   end
 
+  -- PolynomialLR(opt, total_iters = 5, power = 1): lr (1 - e / total_iters)^power
+  -- for e <= total_iters, then constant (PyTorch 1.13's chainable form)
+  local PolynomialLR = class("PolynomialLR")
+  function S.PolynomialLR(opt, a, b, ...)
+    local o = args("PolynomialLR", opt, a, b, nil, { "total_iters", "power", "last_epoch", "verbose" }, ...)
+    local self = setmetatable({}, PolynomialLR)
+    self.total_iters = number("PolynomialLR", "total_iters", o.total_iters or 5)
+    self.power = number("PolynomialLR", "power", o.power or 1.0)
+    return base_init(self, opt, o)
+  end
+  function PolynomialLR:_compute_lr()
+    local e, n, p = self.last_epoch, self.total_iters, self.power
+    if e == 0 or e > n then return lrs(self, keep) end
+    local f = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ^ p
+    return lrs(self, function(lr) return lr * f end)
+  end
+  function PolynomialLR:_get_closed_form_lr()
+    local e, n, p = self.last_epoch, self.total_iters, self.power
+    return lrs(self, function(_, base) return base * (1.0 - math.min(n, e) / n) ^ p end)
+  end
+
   -- -- CosineAnnealingLR ----------------------------------------------------------
   local Cosine = class("CosineAnnealingLR")
   function S.CosineAnnealingLR(opt, a, b, ...)
