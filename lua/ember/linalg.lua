@@ -256,9 +256,11 @@ return function(T, C)
   local function pivots_to_P(pivots, m, ref)
     local bshape = {}
     for i = 1, pivots:dim() - 1 do bshape[i] = pivots:size(i) end
-    local flat = pivots:reshape(-1, pivots:size(-1)):tolist()
-    local nb = #flat
-    if pivots:size(-1) == 0 then
+    local flat, nb = {}, 0
+    if pivots:size(-1) > 0 then
+      flat = pivots:reshape(-1, pivots:size(-1)):tolist()
+      nb = #flat
+    else
       nb = 1
       for i = 1, #bshape do nb = nb * bshape[i] end
       flat = {}
@@ -280,7 +282,7 @@ return function(T, C)
     for i = 1, #bshape do shape[i] = bshape[i] end
     shape[#shape + 1] = m
     shape[#shape + 1] = m
-    if nb == 0 then return T.zeros(shape, { dtype = ref.dtype, device = ref.device }) end
+    if nb == 0 or m == 0 then return T.zeros(shape, { dtype = ref.dtype, device = ref.device }) end
 
     return T.tensor(rows, { dtype = value_dtype(ref.dtype) }):to(ref.dtype):to(ref.device):reshape(shape)
   end

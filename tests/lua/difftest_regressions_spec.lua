@@ -258,6 +258,17 @@ describe("autograd, fft and linalg as torch 1.13 (differential test)", function(
     near(T.dist(T.tensor { 1.5, 2 }, T.tensor { 0, 0 }:float(), 3), T.tensor(2.2489707))
   end)
 
+  it("linalg.lu of empty matrices gives torch's shapes", function()
+    for _, c in ipairs {
+      { { 0, 3 }, { 0, 0 }, { 0, 0 }, { 0, 3 } }, { { 3, 0 }, { 3, 3 }, { 3, 0 }, { 0, 0 } },
+      { { 2, 0, 0 }, { 2, 0, 0 }, { 2, 0, 0 }, { 2, 0, 0 } }, { { 2, 3, 0 }, { 2, 3, 3 }, { 2, 3, 0 }, { 2, 0, 0 } },
+    } do
+      local P, Lm, U = T.linalg.lu(T.zeros(c[1], f64))
+      assert.same({ c[2], c[3], c[4] }, { P.shape:totable(), Lm.shape:totable(), U.shape:totable() })
+    end
+    assert.same({ { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } }, (T.linalg.lu(T.zeros(3, 0, f64))):tolist())
+  end)
+
   it("fftfreq refuses an integer dtype; eigvalsh takes a lower-case UPLO", function()
     err(function() return T.fft.fftfreq(4, 1, { dtype = T.int64 }) end, "fftfreq: fftfreq requires a floating point or complex dtype, got int64")
     near(T.linalg.eigvalsh(T.tensor({ { 2, 1 }, { 1, 2 } }, f64), { UPLO = "u" }), T.tensor({ 1, 3 }, f64), 1e-12)
