@@ -5,10 +5,8 @@ local T = require "ember"
 local unpack = table.unpack or unpack
 local cases = dofile("tests/fixtures/helpers_cases.lua")
 
-local function tensor(rec)
-  local t = T.tensor(rec.v, { dtype = T[rec.dtype] })
-  return t:reshape(rec.shape)
-end
+local U = require "specutil"
+local tensor = U.tensor
 local function close(got, want, what)
   assert(T.is_tensor(got), what .. ": not a tensor")
   assert.are.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
@@ -151,11 +149,7 @@ describe("everyday helpers", function()
   end)
 
   it("refuse bad input naming the op", function()
-    local function err(f, msg)
-      local ok, e = pcall(f)
-      assert.is_false(ok, msg)
-      assert.matches(msg, tostring(e), 1, true)
-    end
+    local err = U.err
     err(function() return x:new_zeros(2, { bad = 1 }) end, "new_zeros: unknown option 'bad'")
     err(function() return x:new_full({ 2 }, "a") end, "new_full: expected a number for fill_value, got string")
     err(function() return T.hsplit(x, 2) end, "hsplit: torch.hsplit attempted to split along dimension 2, but the size of the dimension 3 is not divisible by the split_size 2!")

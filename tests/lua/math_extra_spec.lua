@@ -5,10 +5,8 @@
 local T = require "ember"
 local cases = dofile("tests/fixtures/math_extra_cases.lua")
 
-local function tensor(rec)
-  local t = T.tensor(rec.v, { dtype = T[rec.dtype] })
-  return t:reshape(rec.shape)
-end
+local U = require "specutil"
+local tensor = U.tensor
 local function close(got, want, what)
   assert.are.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
   assert.are.equal(want.dtype, got.dtype, what .. ": dtype")
@@ -75,11 +73,7 @@ describe("math helpers match PyTorch 1.13", function()
 
   it("refuses bad input naming the op", function()
     local x2 = T.ones(2, 3)
-    local function err(f, msg)
-      local ok, e = pcall(f)
-      assert.is_false(ok)
-      assert.matches(msg, tostring(e), 1, true)
-    end
+    local err = U.err
     err(function() return x2:rot90(1, { 1, 1 }) end, "rot90: expected rotation dims to be different, but got dim0 = 1 and dim1 = 1")
     err(function() return x2:rot90(1, { 1, 2, 3 }) end, "rot90: expected total rotation dims == 2, but got dims = 3")
     err(function() return T.ones(3):rot90() end, "rot90: expected total dims >= 2, but got total dims = 1")

@@ -7,7 +7,8 @@ local F, nn = T.nn.functional, T.nn
 local unpack = table.unpack or unpack
 local cases = dofile("tests/fixtures/nn_more_cases.lua")
 
-local function tensor(rec) return T.tensor(rec.v, { dtype = T[rec.dtype] }):reshape(rec.shape) end
+local U = require "specutil"
+local tensor = U.tensor
 local function close(got, want, what)
   assert.are.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
   if want:numel() == 0 then return end
@@ -100,11 +101,7 @@ describe("more nn layers", function()
   end)
 
   it("refuse bad input naming the op", function()
-    local function err(f, msg)
-      local ok, e = pcall(f)
-      assert.is_false(ok, msg)
-      assert.matches(msg, tostring(e), 1, true)
-    end
+    local err = U.err
     err(function() return F.softshrink(T.ones(2), -1) end, "softshrink: lambda must be greater or equal to 0, but found to be -1.0.")
     err(function() return F.threshold(T.ones(2), 0.5) end, "threshold: expected a number for value, got nil")
     err(function() return F.hardshrink(T.ones(2), { bad = 1 }) end, "hardshrink: unknown option 'bad'")

@@ -152,53 +152,46 @@ return function(T, C, nn)
   nn.Softmax2d = Softmax2d
 
   -- -- pixel_shuffle / pixel_unshuffle ----------------------------------------------------
-  F.pixel_shuffle = named("pixel_shuffle", function(x, r, ...)
-    nomore("pixel_shuffle", 2, ...)
-    check_tensor("pixel_shuffle", x)
+  -- (x [..., c, h, w], r): the checks both share; the leading dims, c, h, w
+  local function shuffle_args(op, what, x, r, ...)
+    nomore(op, 2, ...)
+    check_tensor(op, x)
     if type(r) ~= "number" or r < 1 or r % 1 ~= 0 then
-      error(fmt("pixel_shuffle: upscale_factor must be a positive integer, got %s", tostring(r)), 0)
+      error(fmt("%s: %s must be a positive integer, got %s", op, what, tostring(r)), 0)
     end
     local nd = x.ndim
-    if nd < 3 then error(fmt("pixel_shuffle: expects input to have at least 3 dimensions, but got input with %d dimension(s)", nd), 0) end
-    local c, h, w = x.shape[nd - 2], x.shape[nd - 1], x.shape[nd]
-    if c % (r * r) ~= 0 then
-      error(fmt("pixel_shuffle: expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%d is not divisible by %d", c, r * r), 0)
+    if nd < 3 then
+      error(fmt("%s: expects input to have at least 3 dimensions, but got input with %d dimension(s)", op, nd), 0)
     end
     local lead = {}
     for i = 1, nd - 3 do lead[i] = x.shape[i] end
-    local oc = math.floor(c / (r * r))
-    local sh = {}
-    for i = 1, #lead do sh[i] = lead[i] end
+    return lead, x.shape[nd - 2], x.shape[nd - 1], x.shape[nd]
+  end
+  -- x viewed as lead ++ mid, permuted by lead ++ (b + order), reshaped to lead ++ out
+  local function regroup(x, lead, mid, order, out)
     local b = #lead
-    sh[b + 1], sh[b + 2], sh[b + 3], sh[b + 4], sh[b + 5] = oc, r, r, h, w
-    local v = x:reshape(sh)
-    local perm = {}
-    for i = 1, b do perm[i] = i end
-    perm[b + 1], perm[b + 2], perm[b + 3], perm[b + 4], perm[b + 5] = b + 1, b + 4, b + 2, b + 5, b + 3
-    local out = {}
-    for i = 1, b do out[i] = lead[i] end
-    out[b + 1], out[b + 2], out[b + 3] = oc, h * r, w * r
-    return v:permute(perm):reshape(out)
+    local sh, perm, o = {}, {}, {}
+    for i = 1, b do sh[i], perm[i], o[i] = lead[i], i, lead[i] end
+    for i = 1, #mid do sh[b + i] = mid[i] end
+    for i = 1, #order do perm[b + i] = b + order[i] end
+    for i = 1, #out do o[b + i] = out[i] end
+    return x:reshape(sh):permute(perm):reshape(o)
+  end
+  F.pixel_shuffle = named("pixel_shuffle", function(x, r, ...)
+    local lead, c, h, w = shuffle_args("pixel_shuffle", "upscale_factor", x, r, ...)
+    if c % (r * r) ~= 0 then
+      error(fmt("pixel_shuffle: expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%d is not divisible by %d", c, r * r), 0)
+    end
+    local oc = math.floor(c / (r * r))
+    return regroup(x, lead, { oc, r, r, h, w }, { 1, 4, 2, 5, 3 }, { oc, h * r, w * r })
   end)
   F.pixel_unshuffle = named("pixel_unshuffle", function(x, r, ...)
-    nomore("pixel_unshuffle", 2, ...)
-    check_tensor("pixel_unshuffle", x)
-    if type(r) ~= "number" or r < 1 or r % 1 ~= 0 then
-      error(fmt("pixel_unshuffle: downscale_factor must be a positive integer, got %s", tostring(r)), 0)
-    end
-    local nd = x.ndim
-    if nd < 3 then error(fmt("pixel_unshuffle: expects input to have at least 3 dimensions, but got input with %d dimension(s)", nd), 0) end
-    local c, h, w = x.shape[nd - 2], x.shape[nd - 1], x.shape[nd]
+    local lead, c, h, w = shuffle_args("pixel_unshuffle", "downscale_factor", x, r, ...)
     if h % r ~= 0 or w % r ~= 0 then
       error(fmt("pixel_unshuffle: expects height and width to be divisible by downscale_factor, but got %d x %d and %d", h, w, r), 0)
     end
-    local b = nd - 3
-    local sh, out, perm = {}, {}, {}
-    for i = 1, b do sh[i], out[i], perm[i] = x.shape[i], x.shape[i], i end
-    sh[b + 1], sh[b + 2], sh[b + 3], sh[b + 4], sh[b + 5] = c, math.floor(h / r), r, math.floor(w / r), r
-    perm[b + 1], perm[b + 2], perm[b + 3], perm[b + 4], perm[b + 5] = b + 1, b + 3, b + 5, b + 2, b + 4
-    out[b + 1], out[b + 2], out[b + 3] = c * r * r, math.floor(h / r), math.floor(w / r)
-    return x:reshape(sh):permute(perm):reshape(out)
+    local oh, ow = math.floor(h / r), math.floor(w / r)
+    return regroup(x, lead, { c, oh, r, ow, r }, { 1, 3, 5, 2, 4 }, { c * r * r, oh, ow })
   end)
   for name, fname in pairs { PixelShuffle = "pixel_shuffle", PixelUnshuffle = "pixel_unshuffle" } do
     local Mc = Module:extend(name)
