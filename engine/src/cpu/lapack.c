@@ -516,9 +516,11 @@ static lp_int one_any(const em_lapack_job *j, int64_t i, void *work, lp_int *iwo
 static void batch_share(const em_lapack_job *j, const lp_sizes *sz, int *failed) {
   size_t esz = em_dtype_size(j->dt);
   size_t rsz = j->dt == EM_FLOAT32 || j->dt == EM_COMPLEX64 ? sizeof(float) : sizeof(double);
-  void *work = malloc((size_t)sz->lwork * esz);
-  lp_int *iwork = malloc((size_t)sz->liwork * sizeof(lp_int));
-  void *rwork = malloc((size_t)sz->lrwork * rsz);
+  /* 128 bytes of slack after each: OpenBLAS's vectorised kernels may read
+  ** a little past the end of a vector (ops/linalg_lapack.c, padded_empty) */
+  void *work = malloc((size_t)sz->lwork * esz + 128);
+  lp_int *iwork = malloc((size_t)sz->liwork * sizeof(lp_int) + 128);
+  void *rwork = malloc((size_t)sz->lrwork * rsz + 128);
   if (!work || !iwork || !rwork) {
 #ifdef _OPENMP
 #pragma omp atomic write

@@ -100,6 +100,28 @@ static void batch_prefix(char *buf, size_t n, int nbatch, int64_t i) {
 
 /* -- Buffers -------------------------------------------------------------- */
 
+/* A fresh contiguous tensor of shape sh whose storage runs 128 bytes past
+** its last element: OpenBLAS 0.3.21's vectorised gemv kernels (zgemv_n and
+** cgemv_n, inside the complex gesdd's bidiagonalisation) read up to 16
+** bytes beyond the end of a matrix (valgrind: "Invalid read ... 16 bytes
+** after a block"), which the sanitizers' allocator can place at the end of
+** a mapping; the slack keeps those reads inside memory we own. */
+static em_status padded_empty(int nd, const int64_t *sh, em_dtype dt, em_device dev,
+                              em_tensor **out) {
+  int64_t numel = 1, strides[EM_MAX_DIMS];
+  for (int i = nd - 1; i >= 0; i--) {
+    strides[i] = numel;
+    numel *= sh[i];
+  }
+  int64_t es = (int64_t)em_dtype_size(dt), total = numel + (128 + es - 1) / es;
+  em_tensor *flat = NULL;
+  em_status st = em_empty(1, &total, dt, dev, &flat);
+  if (st != EM_OK) return st;
+  st = em_as_strided(flat, nd, sh, strides, 0, out);
+  em_tensor_release(flat);
+  return st;
+}
+
 /* A fresh tensor of logical shape [bs..., rows, cols] (dtype dt, device
 ** dev) stored column-major per matrix: memory [bs..., cols, rows]
 ** contiguous, the result its transposed view. */
@@ -111,7 +133,7 @@ static em_status colmajor_empty(int nb, const int64_t *bs, int64_t rows, int64_t
   sh[nb] = cols;
   sh[nb + 1] = rows;
   em_tensor *mem = NULL;
-  em_status st = em_empty(nb + 2, sh, dt, dev, &mem);
+  em_status st = padded_empty(nb + 2, sh, dt, dev, &mem);
   if (st != EM_OK) return st;
   st = em_transpose(mem, -2, -1, out);
   em_tensor_release(mem);
@@ -126,7 +148,7 @@ static em_status rowmajor_empty(int nb, const int64_t *bs, int64_t rows, int64_t
   memcpy(sh, bs, (size_t)nb * sizeof *sh);
   sh[nb] = rows;
   sh[nb + 1] = cols;
-  return em_empty(nb + 2, sh, dt, dev, out);
+  return padded_empty(nb + 2, sh, dt, dev, out);
 }
 
 /* src broadcast to [bs..., rows, cols] and copied into a fresh buffer:
