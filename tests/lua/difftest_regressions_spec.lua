@@ -239,6 +239,17 @@ describe("autograd, fft and linalg as torch 1.13 (differential test)", function(
     assert.is_true(gi.requires_grad) -- inv's backward is recorded: its second derivative exists
   end)
 
+  it("backward casts an integer or bool gradient to the output's dtype (torch's engine casts)", function()
+    local x = T.tensor({ 1, 2, 3 }, { dtype = T.float32 }):requires_grad_()
+    ;(x * x):backward(T.tensor { 1, 1, 1 })
+    assert.same({ 2, 4, 6 }, x.grad:tolist())
+    local y = T.tensor({ 1, 2 }, f64):requires_grad_()
+    ;(y * y):backward(T.tensor { true, false })
+    assert.same({ 2, 0 }, y.grad:tolist())
+    err(function() local z = T.complex(T.ones(2), T.ones(2)):requires_grad_(); (z * 2):backward(T.ones(2)) end,
+      "for complex tensors, both grad_output and output are required to have the same dtype")
+  end)
+
   it("autograd.backward takes a list of gradients", function()
     local x = T.tensor({ 1, 2 }, { dtype = T.float64, requires_grad = true })
     T.autograd.backward({ x * 2, x * x }, { T.ones(2, f64), T.ones(2, f64) })

@@ -1169,11 +1169,8 @@ static em_status run_backward(int nroots, em_tensor *const *roots, em_tensor *co
                      em_fmt_shape(b2, sizeof b2, t->ndim, t->sizes));
         break;
       }
-      if (!em_ag_diff_dtype(g->dtype)) {
-        st = em_fail(EM_E_TYPE, "%s: gradient %d must be a floating point or complex "
-                     "tensor, got ember.%s", op, i + 1, em_dtype_name(g->dtype));
-        break;
-      }
+      /* any real dtype is cast to the output's below (PyTorch's engine casts
+      ** an integer or bool gradient too) */
       if ((em_dtype_kindof(g->dtype) == EM_KIND_COMPLEX) !=
           (em_dtype_kindof(t->dtype) == EM_KIND_COMPLEX)) {
         st = em_fail(EM_E_TYPE, "%s: for complex tensors, both grad_output and output are "
