@@ -482,6 +482,35 @@ return function(T, C)
     return x:copy_(renorm("renorm_", x, p, dim, maxnorm))
   end)
 
+  -- -- median, nanmedian, max, min of the whole tensor: PyTorch's gradient --------------------
+  -- torch splits the gradient of a whole-tensor median/nanmedian evenly
+  -- between the elements equal to the result, and sends the gradient of a
+  -- NaN max()/min() to the NaN elements (its evenly_distribute_backward);
+  -- the engine's nodes give it to one element (median) or spread NaN (max).
+  -- When x requires grad: the value is the engine's, the gradient that of
+  -- s = sum(where(mask, x, 0)) / count, added as s - s:detach() (0).
+  local function evenly(name, nan_only)
+    local real = M[name]
+    local function f(x, ...)
+      if select("#", ...) > 0 or getmetatable(x) ~= getmetatable(T.empty(0)) or not x.requires_grad
+         or not T.is_grad_enabled() then
+        return real(x, ...)
+      end
+      local v = T.no_grad(function() return real(x) end)
+      local isnan = v.dtype.is_floating_point and v:isnan():item()
+      if nan_only and not isnan then return real(x) end
+      local mask = isnan and x:isnan() or x:eq(v)
+      local cnt = mask:sum():to(x.dtype)
+      local s = T.where(mask, x, T.zeros({}, { dtype = x.dtype, device = x.device })):sum() / cnt
+      return v + (s - s:detach())
+    end
+    M[name], T[name] = f, f
+  end
+  evenly("median", false)
+  evenly("nanmedian", false)
+  evenly("max", true)
+  evenly("min", true)
+
   -- -- mode -------------------------------------------------------------------------------------
   -- The most frequent value along dim (the smallest of a tie; NaNs count
   -- as one value) and the 1-based position of its last occurrence.
