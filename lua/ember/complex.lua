@@ -55,7 +55,7 @@ return function(T, C)
   local function define(name, f) M[name], T[name] = f, f end
   -- an argument for an error message: a tensor's dtype, else its Lua type
   local function what(v)
-    if getmetatable(v) == TM then return "a " .. tostring(v.dtype):gsub("^ember%.", "") .. " tensor" end
+    if getmetatable(v) == TM then return "a " .. v.dtype.name .. " tensor" end
     return type(v)
   end
 
@@ -434,7 +434,7 @@ return function(T, C)
     if cxt(v) then return v.real, v.imag end
     if getmetatable(v) == TM then
       error(("%s: self is %s but the value is %s: both must have the same dtype"):format(
-        name, tostring(z.dtype):gsub("^ember%.", ""), tostring(v.dtype):gsub("^ember%.", "")), 4)
+        name, z.dtype.name, v.dtype.name), 4)
     end
     if type(v) == "number" then return v, 0 end
     return v, v
@@ -446,12 +446,12 @@ return function(T, C)
       local o = args[n]
       if plain(o) and o.reduce ~= nil and o.reduce ~= "add" and o.reduce ~= "sum" and o.reduce ~= "mean" then
         error(("%s: reduce '%s' is not implemented for %s tensors"):format(name, tostring(o.reduce),
-          tostring(z.dtype):gsub("^ember%.", "")), 3)
+          z.dtype.name), 3)
       end
       -- scatter_reduce's reduction is its 4th argument: only the linear ones
       if name == "scatter_reduce" and args[4] ~= "sum" and args[4] ~= "mean" then
         error(("%s: reduce '%s' is not implemented for %s tensors (sum and mean are)"):format(name,
-          tostring(args[4]), tostring(z.dtype):gsub("^ember%.", "")), 3)
+          tostring(args[4]), z.dtype.name), 3)
       end
       local re, im = {}, {}
       for i = 1, n do re[i], im[i] = args[i], args[i] end
@@ -509,7 +509,7 @@ return function(T, C)
     local da, dg = abs.dtype, angle.dtype
     if da ~= dg or (da ~= T.float32 and da ~= T.float64) then
       error(("polar: Expected both inputs to be Float or Double tensors but got %s and %s"):format(
-        tostring(da):gsub("^ember%.", ""), tostring(dg):gsub("^ember%.", "")), 2)
+        da.name, dg.name), 2)
     end
     local ok, r = pcall(function() return T.complex(abs * angle:cos(), abs * angle:sin()) end)
     if not ok then error("polar: " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 2) end

@@ -255,7 +255,7 @@ return function(T, C)
       local dtype = o.dtype or T.get_default_dtype()
       if not dtype.is_floating_point and dtype ~= T.complex64 and dtype ~= T.complex128 then
         error(fmt("%s: %s requires a floating point or complex dtype, got %s", op, op,
-          tostring(dtype):gsub("^ember%.", "")), 2)
+          dtype.name), 2)
       end
       local k = real and floor(n / 2) + 1 or n
       local r = T.arange(0, k, { dtype = T.float64 })

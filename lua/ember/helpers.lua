@@ -32,7 +32,6 @@ return function(T, C)
     for k in pairs(v) do if type(k) == "string" then return true end end
     return false
   end
-  local function dtname(dt) return (tostring(dt):gsub("^ember%.", "")) end
   -- the functions of any number of arguments take no options: a trailing
   -- options table is refused by its first key
   local function no_trailing_opts(op, ...)
@@ -255,7 +254,7 @@ return function(T, C)
     check_tensor(op, t)
     check_tensor(op, idx, "indices")
     if idx.dtype ~= T.int64 then
-      error(fmt("%s: dtype of indices should be Long but got %s", op, dtname(idx.dtype)), 2)
+      error(fmt("%s: dtype of indices should be Long but got %s", op, idx.dtype.name), 2)
     end
     if dim == nil then return t:reshape(-1):gather(1, idx:reshape(-1)) end
     local nd = t:dim()
@@ -555,7 +554,7 @@ return function(T, C)
       if type(periodic) ~= "boolean" then error(fmt("%s: expected a boolean for periodic, got %s", name, type(periodic)), 2) end
       local dt = o.dtype or T.get_default_dtype()
       if not dt.is_floating_point then
-        error(fmt("%s: expects floating point dtypes, got: %s", name, dtname(dt)), 2)
+        error(fmt("%s: expects floating point dtypes, got: %s", name, dt.name), 2)
       end
       local opts = { dtype = dt, device = o.device, requires_grad = o.requires_grad }
       if n == 0 then return T.empty(0, opts) end
@@ -594,9 +593,8 @@ return function(T, C)
 
   -- -- torch.* spellings of linear algebra ---------------------------------------
   local LA = T.linalg
-  local function alias(name, f) define(name, f) end
-  alias("det", function(a, ...) ARGS.nooptions("det", 2, 1, ...); return LA.det(a) end)
-  alias("logdet", function(a, ...)
+  define("det", function(a, ...) ARGS.nooptions("det", 2, 1, ...); return LA.det(a) end)
+  define("logdet", function(a, ...)
     ARGS.nooptions("logdet", 2, 1, ...)
     check_tensor("logdet", a)
     local sign, logabs = LA.slogdet(a)
@@ -604,16 +602,16 @@ return function(T, C)
     -- a negative determinant: nan; a zero one: -inf (torch's logdet)
     return T.where(sign:lt(0), T.full({}, 0 / 0, { dtype = logabs.dtype }), logabs)
   end)
-  alias("slogdet", function(a, ...) ARGS.nooptions("slogdet", 2, 1, ...); return LA.slogdet(a) end)
-  alias("inverse", function(a, ...) ARGS.nooptions("inverse", 2, 1, ...); return LA.inv(a) end)
-  alias("pinverse", function(a, rcond, ...)
+  define("slogdet", function(a, ...) ARGS.nooptions("slogdet", 2, 1, ...); return LA.slogdet(a) end)
+  define("inverse", function(a, ...) ARGS.nooptions("inverse", 2, 1, ...); return LA.inv(a) end)
+  define("pinverse", function(a, rcond, ...)
     ARGS.nooptions("pinverse", 2, 2, rcond, ...)
     return LA.pinv(a, { rtol = rcond or 1e-15 })
   end)
-  alias("matrix_power", function(a, k, ...) ARGS.nooptions("matrix_power", 3, 2, ...); return LA.matrix_power(a, k) end)
-  alias("matrix_exp", function(a, ...) ARGS.nooptions("matrix_exp", 2, 1, ...); return LA.matrix_exp(a) end)
+  define("matrix_power", function(a, k, ...) ARGS.nooptions("matrix_power", 3, 2, ...); return LA.matrix_power(a, k) end)
+  define("matrix_exp", function(a, ...) ARGS.nooptions("matrix_exp", 2, 1, ...); return LA.matrix_exp(a) end)
   -- svd(A, some = true, compute_uv = true) -> U, S, V (V, not V^H)
-  alias("svd", function(a, some, compute_uv, ...)
+  define("svd", function(a, some, compute_uv, ...)
     ARGS.nooptions("svd", 2, 3, some, compute_uv, ...)
     check_tensor("svd", a)
     if some == nil then some = true end
@@ -630,12 +628,12 @@ return function(T, C)
     if V:is_complex() then V = V:conj() end
     return U, S, V
   end)
-  alias("qr", function(a, some, ...)
+  define("qr", function(a, some, ...)
     ARGS.nooptions("qr", 2, 2, some, ...)
     return LA.qr(a, { mode = (some == false) and "complete" or "reduced" })
   end)
   -- cholesky_solve(B, L, upper = false): A X = B with A = L L^H
-  alias("cholesky_solve", function(b, l, upper, ...)
+  define("cholesky_solve", function(b, l, upper, ...)
     ARGS.nooptions("cholesky_solve", 3, 3, upper, ...)
     check_tensor("cholesky_solve", b)
     check_tensor("cholesky_solve", l, "input2")
@@ -654,7 +652,7 @@ return function(T, C)
     if lh:is_complex() then lh = lh:conj() end
     return LA.solve_triangular(lh, y, { upper = true })
   end)
-  alias("cholesky_inverse", function(l, upper, ...)
+  define("cholesky_inverse", function(l, upper, ...)
     ARGS.nooptions("cholesky_inverse", 2, 2, upper, ...)
     check_tensor("cholesky_inverse", l)
     if l:dim() < 2 or l:size(-1) ~= l:size(-2) then

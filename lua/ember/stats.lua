@@ -489,20 +489,23 @@ return function(T, C)
   -- the engine's nodes give it to one element (median) or spread NaN (max).
   -- When x requires grad: the value is the engine's, the gradient that of
   -- s = sum(where(mask, x, 0)) / count, added as s - s:detach() (0).
+  local TM = getmetatable(T.empty(0))
   local function evenly(name, nan_only)
     local real = M[name]
     local function f(x, ...)
-      if select("#", ...) > 0 or getmetatable(x) ~= getmetatable(T.empty(0)) or not x.requires_grad
+      if select("#", ...) > 0 or getmetatable(x) ~= TM or not x.requires_grad
          or not T.is_grad_enabled() then
         return real(x, ...)
       end
-      local v = T.no_grad(function() return real(x) end)
+      -- max/min keep the engine's node (its tie split is torch's) unless
+      -- the result is NaN; median's value is taken without one
+      local v = nan_only and real(x) or T.no_grad(function() return real(x) end)
       local isnan = v.dtype.is_floating_point and v:isnan():item()
-      if nan_only and not isnan then return real(x) end
+      if nan_only and not isnan then return v end
       local mask = isnan and x:isnan() or x:eq(v)
       local cnt = mask:sum():to(x.dtype)
       local s = T.where(mask, x, T.zeros({}, { dtype = x.dtype, device = x.device })):sum() / cnt
-      return v + (s - s:detach())
+      return v:detach() + (s - s:detach())
     end
     M[name], T[name] = f, f
   end

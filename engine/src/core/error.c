@@ -7,16 +7,21 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char em_errbuf[1024];
 
 const char *em_last_error(void) { return em_errbuf; }
 
+/* The message is formatted aside, then copied in: an argument may be
+** em_last_error() itself (a message that wraps the failure before it). */
 em_status em_fail(em_status code, const char *fmt, ...) {
+  char msg[sizeof em_errbuf];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(em_errbuf, sizeof em_errbuf, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(em_errbuf, msg, strlen(msg) + 1);
   return code;
 }
 

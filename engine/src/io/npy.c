@@ -566,9 +566,7 @@ em_status em_npz_load_buffer(const void *buf, size_t len, em_npz **out) {
     st = em_npy_decode(data, e.ulen, &t);
     free(owned);
     if (st != EM_OK) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", em_last_error());
-      st = em_fail(st, "%s: member '%s': %s", op, e.shown, msg);
+      st = em_fail(st, "%s: member '%s': %s", op, e.shown, em_last_error());
       break;
     }
     char *nm = malloc(e.nlen - 4 + 1);

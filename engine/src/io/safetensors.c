@@ -799,8 +799,7 @@ em_status em_safetensors_load(const char *path, em_npy_mode mode, em_safetensors
     st = decode(op, base, len, &m, out);
   }
   if (st != EM_OK) {
-    char msg[768];
-    snprintf(msg, sizeof msg, "%s", em_last_error());
+    const char *msg = em_last_error();
     size_t k = strlen(op) + 2;  /* "load_safetensors: X" -> "load_safetensors: 'path': X" */
     return em_fail(st, "%s: '%s': %s", op, path, strncmp(msg, op, k - 2) == 0 ? msg + k : msg);
   }
@@ -1015,9 +1014,8 @@ em_status em_safetensors_save(const char *path, int64_t n, const char *const *na
     em_tensor *c = NULL;
     if (!em_tensor_is_contiguous(t)) {
       if ((st = em_contiguous(t, &c)) != EM_OK) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", em_last_error());
-        st = em_fail(st, "%s: tensor '%s': %s", op, shown(b, sizeof b, items[i].name), msg);
+        st = em_fail(st, "%s: tensor '%s': %s", op, shown(b, sizeof b, items[i].name),
+                     em_last_error());
         break;
       }
       t = c;

@@ -169,9 +169,8 @@ em_status em_load_buffer(const void *buf, size_t len, em_loaded **out) {
     em_dtype dt = file_dtypes[code];
     st = em_tensor_new(storages[si], offset, (int)ndim, sizes, strides, dt, &f->tensors[i]);
     if (st != EM_OK) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", em_last_error());
-      st = CORRUPT("tensor %llu does not fit its storage (%s)", (unsigned long long)i, msg);
+      st = CORRUPT("tensor %llu does not fit its storage (%s)", (unsigned long long)i,
+                   em_last_error());
       break;
     }
     f->n = (int64_t)i + 1;
@@ -228,8 +227,7 @@ em_status em_load(const char *path, em_loaded **out) {
   em_status st = em_load_buffer(m, len, out);
   munmap(m, len);
   if (st != EM_OK) {
-    char msg[768];
-    snprintf(msg, sizeof msg, "%s", em_last_error());
+    const char *msg = em_last_error();
     /* "load: X" -> "load: 'path': X" */
     return em_fail(st, "load: '%s': %s", path, strncmp(msg, "load: ", 6) == 0 ? msg + 6 : msg);
   }

@@ -375,14 +375,10 @@ static em_status unflatten_nograd(const em_tensor *t, int64_t dim, int n,
                    "most %d are supported", t->ndim - 1 + n, (int)EM_MAX_DIMS);
   int64_t inner[EM_MAX_DIMS];
   st = infer_size("unflatten", n, sizes, t->sizes[ax], inner);
-  if (st != EM_OK) {
-    /* the reason, copied out first: em_fail writes the buffer it is in */
-    char why[256];
-    snprintf(why, sizeof why, "%s", em_last_error());
+  if (st != EM_OK)
     return em_fail(EM_E_VALUE, "unflatten: sizes %s do not multiply to the size %lld "
                    "of dimension %d (%s)", em_fmt_shape(buf, sizeof buf, n, sizes),
-                   (long long)t->sizes[ax], ax + 1, why);
-  }
+                   (long long)t->sizes[ax], ax + 1, em_last_error());
   int64_t shape[EM_MAX_DIMS];
   int m = 0;
   for (int i = 0; i < ax; i++) shape[m++] = t->sizes[i];

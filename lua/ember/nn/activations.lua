@@ -1,6 +1,7 @@
 -- Activations of issue 18, item 4: F.elu/selu/celu/prelu/relu6/hardtanh/
 -- hardswish/hardsigmoid/mish/softsign/logsigmoid/glu/tanhshrink (softplus
--- was there: an engine op) and their modules (docs/nn.md, "Activations").
+-- was there: an engine op), hardshrink/softshrink/threshold, and their
+-- modules (docs/nn.md, "Activations" and "More layers").
 --
 -- Each is a composite of ember's differentiable ops, written so that its
 -- gradient is PyTorch's everywhere, also at the kinks PyTorch's own backward
@@ -41,7 +42,10 @@ return function(T, C, nn)
         inplace = o.inplace or false
       else
         for i = 1, #keys do vals[i] = args[i] end
-        inplace = args[#keys + 1] or false
+        -- after the positional values: inplace, or an options table for it
+        local last = args[#keys + 1]
+        if is_opts(last) then last = A.check_opts(name, last, { inplace = true }, 2).inplace end
+        inplace = last or false
       end
       for i = 1, #keys do
         if vals[i] == nil then vals[i] = defs[i] end
@@ -90,6 +94,21 @@ return function(T, C, nn)
   act("mish", {}, {}, function(x) return x * x:softplus():tanh() end)
   act("softsign", {}, {}, function(x) return x / (x:abs() + 1) end)
   act("tanhshrink", {}, {}, function(x) return x - x:tanh() end)
+  act("hardshrink", { "lambd" }, { 0.5 }, function(x, l) return T.where(x:abs():gt(l), x, x * 0) end)
+  act("softshrink", { "lambd" }, { 0.5 }, function(x, l)
+    if l < 0 then
+      error(string.format("softshrink: lambda must be greater or equal to 0, but found to be %s.",
+        require("ember.pyfloat")(l)), 0)
+    end
+    return T.where(x:gt(l), x - l, T.where(x:lt(-l), x + l, x * 0))
+  end)
+  act("threshold", { "threshold", "value" }, {}, function(x, th, v)
+    return T.where(x:gt(th), x, T.full({}, v, { dtype = x.dtype, device = x.device }):expand(x.shape))
+  end)
+  F.threshold_ = named("threshold_", function(x, th, v, ...)
+    nomore("threshold_", 3, ...)
+    return F.threshold(x, th, v, true)
+  end)
   -- log(sigmoid(x)): -log1p(exp(-x)) for x >= 0, x - log1p(exp(x)) below
   act("logsigmoid", {}, {}, function(x)
     local p, n = x:clamp_min(0), x:clamp_max(0)
@@ -163,7 +182,15 @@ return function(T, C, nn)
         end
       else
         for i, k in ipairs(keys) do o[k] = a[i] end
-        o.inplace = a[#keys + 1]
+        -- after the positional values: inplace, or an options table for it
+        local last = a[#keys + 1]
+        if is_opts(last) then
+          for k in pairs(last) do
+            if k ~= "inplace" then error(string.format("%s: unknown option '%s'", name, tostring(k)), 3) end
+          end
+          last = last.inplace
+        end
+        o.inplace = last
       end
       for i, k in ipairs(keys) do
         local v = o[k]
@@ -206,6 +233,9 @@ return function(T, C, nn)
   act_module("Mish", "mish", {}, {}, function() return "" end)
   act_module("Softsign", "softsign", {}, {}, function() return "" end)
   act_module("Tanhshrink", "tanhshrink", {}, {}, function() return "" end)
+  act_module("Hardshrink", "hardshrink", { "lambd" }, { 0.5 }, function(s) return fmtnum(s.lambd) end)
+  act_module("Softshrink", "softshrink", { "lambd" }, { 0.5 }, function(s) return fmtnum(s.lambd) end)
+  act_module("Threshold", "threshold", { "threshold", "value" }, {})
   act_module("LogSigmoid", "logsigmoid", {}, {}, function() return "" end)
 
   local Softplus = Module:extend("Softplus")

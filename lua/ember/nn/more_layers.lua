@@ -1,7 +1,7 @@
 -- More of torch.nn's everyday pieces (docs/nn.md, "More layers"), each a
 -- composite of ember's differentiable ops with PyTorch 1.13's semantics:
--- F.hardshrink/softshrink/threshold/rrelu and their modules, Softmin and
--- Softmax2d; pixel_shuffle/pixel_unshuffle; unfold (im2col) and fold
+-- F.rrelu and RReLU (hardshrink, softshrink and threshold share
+-- nn/activations.lua's act), Softmin and Softmax2d; pixel_shuffle/pixel_unshuffle; unfold (im2col) and fold
 -- (col2im); the padding modules; CosineSimilarity and PairwiseDistance;
 -- bilinear and Bilinear; soft_margin_loss, hinge_embedding_loss,
 -- multilabel_soft_margin_loss and their modules; local_response_norm.
@@ -57,31 +57,7 @@ return function(T, C, nn)
     return vals, o
   end
 
-  -- -- activations ------------------------------------------------------------------
-  local function shrink(name, keys, defs, fn)
-    F[name] = named(name, function(x, ...)
-      check_tensor(name, x)
-      local v, o = params(name, keys, defs, { ... }, select("#", ...), { "inplace" })
-      for i, k in ipairs(keys) do num(name, v[i], k) end
-      local y = fn(o.inplace and x:clone() or x, unpack(v, 1, #keys))
-      if o.inplace then return x:copy_(y) end
-      return y
-    end)
-  end
-  shrink("hardshrink", { "lambd" }, { 0.5 }, function(x, l)
-    return T.where(x:abs():gt(l), x, x * 0)
-  end)
-  shrink("softshrink", { "lambd" }, { 0.5 }, function(x, l)
-    if l < 0 then error(fmt("softshrink: lambda must be greater or equal to 0, but found to be %s.", fmtnum(l)), 0) end
-    return T.where(x:gt(l), x - l, T.where(x:lt(-l), x + l, x * 0))
-  end)
-  shrink("threshold", { "threshold", "value" }, {}, function(x, th, v)
-    return T.where(x:gt(th), x, T.full({}, v, { dtype = x.dtype, device = x.device }):expand(x.shape))
-  end)
-  F.threshold_ = named("threshold_", function(x, th, v, ...)
-    nomore("threshold_", 3, ...)
-    return F.threshold(x, th, v, true)
-  end)
+  -- -- rrelu (hardshrink, softshrink and threshold are in nn/activations.lua) ---------------
   -- rrelu(x, lower=1/8, upper=1/3, training=false): eval: leaky_relu with
   -- slope (lower + upper) / 2; training: a slope drawn per element from
   -- U(lower, upper) for the negative inputs (T.manual_seed repeats it)
@@ -102,36 +78,17 @@ return function(T, C, nn)
     return y
   end)
 
-  -- a module storing keys (positional or an options table) for F[fname]
-  local function module_of(name, fname, keys, defs, extra, repr)
-    local Mc = Module:extend(name)
-    function Mc:init(...)
-      local v, o = params(name, keys, defs, { ... }, select("#", ...), extra)
-      for i, k in ipairs(keys) do self[k] = v[i] end
-      for _, k in ipairs(extra or {}) do self[k] = o[k] end
-    end
-    function Mc:forward(x, ...)
-      nomore(name .. ".forward", 1, ...)
-      local o = {}
-      for _, k in ipairs(keys) do o[k] = self[k] end
-      for _, k in ipairs(extra or {}) do if k ~= "training" then o[k] = self[k] end end
-      if fname == "rrelu" then o.training = self.training end
-      return F[fname](x, o)
-    end
-    function Mc:extra_repr()
-      if repr then return repr(self) end
-      local parts = {}
-      for _, k in ipairs(keys) do parts[#parts + 1] = (#keys > 1 and (k .. "=") or "") .. fmtnum(self[k]) end
-      return table.concat(parts, ", ")
-    end
-    nn[name] = Mc
-    return Mc
+  local RReLU = Module:extend("RReLU")
+  function RReLU:init(...)
+    local v, o = params("RReLU", { "lower", "upper" }, { 1 / 8, 1 / 3 }, { ... }, select("#", ...), { "inplace" })
+    self.lower, self.upper, self.inplace = v[1], v[2], o.inplace
   end
-  module_of("Hardshrink", "hardshrink", { "lambd" }, { 0.5 })
-  module_of("Softshrink", "softshrink", { "lambd" }, { 0.5 })
-  module_of("Threshold", "threshold", { "threshold", "value" }, {}, { "inplace" })
-  module_of("RReLU", "rrelu", { "lower", "upper" }, { 1 / 8, 1 / 3 }, { "inplace" },
-    function(s) return "lower=" .. fmtnum(s.lower) .. ", upper=" .. fmtnum(s.upper) end)
+  function RReLU:forward(x, ...)
+    nomore("RReLU.forward", 1, ...)
+    return F.rrelu(x, { lower = self.lower, upper = self.upper, inplace = self.inplace, training = self.training })
+  end
+  function RReLU:extra_repr() return "lower=" .. fmtnum(self.lower) .. ", upper=" .. fmtnum(self.upper) end
+  nn.RReLU = RReLU
 
   local Softmin = Module:extend("Softmin")
   function Softmin:init(dim, ...) nomore("Softmin", 1, ...); self.dim = dim end

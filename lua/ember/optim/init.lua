@@ -45,6 +45,15 @@ return function(T, C)
   optim.Optimizer = Optimizer
 
   local function is_list(t) return type(t) == "table" and not T.is_tensor(t) end
+  -- A complex parameter is optimized as its real view (PyTorch's
+  -- view_as_real in every optimizer): its state is real-shaped.
+  -- add_param_group notes which parameters are complex (complex_params),
+  -- so a step tests a table instead of each parameter's dtype.
+  local function real_view(t)
+    local r
+    T.no_grad(function() r = T.view_as_real(t) end)
+    return r
+  end
   -- an option's value for one group: a table (betas, etas) copied, so a
   -- group's or optimizer's change never reaches another's (PyTorch's are
   -- tuples, which cannot change in place)
@@ -109,6 +118,10 @@ return function(T, C)
       if not p.is_leaf then error(self.name .. ": can't optimize a non-leaf Tensor", 3) end
       if seen[p] then error(self.name .. ": some parameters appear in more than one parameter group", 3) end
       group.params[i] = p
+      if p:is_complex() then
+        self.complex_params = self.complex_params or {}
+        self.complex_params[p] = true
+      end
     end
     for k, v in pairs(g) do if k ~= "params" then group[k] = own(v) end end
     for k, v in pairs(self.defaults) do if group[k] == nil then group[k] = own(v) end end
@@ -138,7 +151,7 @@ return function(T, C)
   local gather = C._optim_gather
 
   local function step_loop(self)
-    local grad_of, state = optim.grad_of, self.state
+    local grad_of, state, cx = optim.grad_of, self.state, self.complex_params
     for _, group in ipairs(self.param_groups) do
       local params = group.params
       for i = 1, #params do
@@ -150,14 +163,7 @@ return function(T, C)
             st = {}
             state[p] = st
           end
-          local dt = p.dtype
-          if dt == T.complex64 or dt == T.complex128 then
-            -- a complex parameter is optimized as its real view (PyTorch's
-            -- view_as_real in every optimizer); its state is real-shaped
-            local rp, rg
-            T.no_grad(function() rp, rg = T.view_as_real(p), T.view_as_real(g) end)
-            p, g = rp, rg
-          end
+          if cx and cx[p] then p, g = real_view(p), real_view(g) end
           self:update(p, g, st, group)
         end
       end
@@ -418,10 +424,7 @@ return function(T, C)
     local group = self.param_groups[#self.param_groups]
     for _, p in ipairs(group.params) do
       if not self.state[p] then
-        local like = p
-        if p.dtype == T.complex64 or p.dtype == T.complex128 then
-          T.no_grad(function() like = T.view_as_real(p) end) -- the real view is optimized
-        end
+        local like = self.complex_params and self.complex_params[p] and real_view(p) or p
         self.state[p] = { step = 0, sum = T.full_like(like, group.initial_accumulator_value) }
       end
     end
