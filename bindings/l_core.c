@@ -325,6 +325,24 @@ int l_checksizes(lua_State *L, int idx, const char *op, int64_t *sizes, int *nex
 /* -- Options ------------------------------------------------------------ */
 
 const char *const l_creation_opts[] = {"dtype", "device", "requires_grad", NULL};
+const char *const l_like_opts[] = {"dtype", "device", "requires_grad", "memory_format", NULL};
+
+/* The *_like functions' memory_format: "preserve" (the default: the source's
+** layout, PyTorch's preserve_format) or "contiguous"; 1 for contiguous. */
+int l_like_contiguous(lua_State *L, int opts, const char *op) {
+  if (!lua_istable(L, opts)) return 0;
+  lua_getfield(L, opts, "memory_format");
+  int contig = 0;
+  if (!lua_isnil(L, -1)) {
+    const char *mf = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!mf || (strcmp(mf, "preserve") != 0 && strcmp(mf, "contiguous") != 0))
+      l_errorf(L, "%s: memory_format must be 'preserve' or 'contiguous', got %s", op,
+               mf ? mf : luaL_typename(L, -1));
+    contig = strcmp(mf, "contiguous") == 0;
+  }
+  lua_pop(L, 1);
+  return contig;
+}
 
 void l_apply_requires_grad(lua_State *L, int opts, em_tensor *t) {
   if (l_optbool(L, opts, "requires_grad", 0) && em_tensor_set_requires_grad(t, 1) != EM_OK)

@@ -222,13 +222,13 @@ static int l_randn(lua_State *L) { return make_random(L, "randn", R_RANDN); }
 
 static int make_random_like(lua_State *L, const char *op, rand_kind k) {
   em_tensor *src = l_checktensor(L, 1, op);
-  int o = checkopts(L, 2, op, l_creation_opts);
+  int o = checkopts(L, 2, op, l_like_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, op, (int)em_tensor_dtype(src));
   check_float_dtype(L, op, dt);
   em_device dev = l_optdevice(L, o, op, em_tensor_device(src));
+  int contig = l_like_contiguous(L, o, op);
   em_tensor **box = l_newbox(L);
-  if (em_empty(em_tensor_ndim(src), em_tensor_sizes(src), dt, dev, box) != EM_OK ||
-      fill_random(*box, k) != EM_OK)
+  if (em_empty_like_on(src, dt, dev, contig, box) != EM_OK || fill_random(*box, k) != EM_OK)
     l_error(L);
   l_apply_requires_grad(L, o, *box);
   return 1;
@@ -274,11 +274,12 @@ static int l_randint_like(lua_State *L) {
     return l_errorf(L, "randint_like: expected (tensor, [low,] high[, options])");
   int64_t low, high;
   read_bounds(L, 2, k, "randint_like", &low, &high);
-  int o = checkopts(L, k + 2, "randint_like", l_creation_opts);
+  int o = checkopts(L, k + 2, "randint_like", l_like_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, o, "randint_like", (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, o, "randint_like", em_tensor_device(src));
+  int contig = l_like_contiguous(L, o, "randint_like");
   em_tensor **box = l_newbox(L);
-  if (em_empty(em_tensor_ndim(src), em_tensor_sizes(src), dt, dev, box) != EM_OK ||
+  if (em_empty_like_on(src, dt, dev, contig, box) != EM_OK ||
       em_random_(*box, low, high) != EM_OK)
     l_error(L);
   l_apply_requires_grad(L, o, *box);

@@ -104,6 +104,8 @@ em_dtype l_default_dtype(void);
 /* The options every creation function takes, and applying requires_grad
 ** from them to the fresh tensor t (raises for integer dtypes). */
 extern const char *const l_creation_opts[];
+extern const char *const l_like_opts[]; /* l_creation_opts and memory_format */
+int l_like_contiguous(lua_State *L, int opts, const char *op);
 void l_apply_requires_grad(lua_State *L, int opts, em_tensor *t);
 
 /* -- Registration --------------------------------------------------------

@@ -5,9 +5,11 @@
 **   number            one integer item (select along dim 1)
 **   tensor            one advanced item (int64/int32 positions or a bool mask)
 **   T.newaxis         one newaxis item
+**   true / false      a 0-d bool mask (a new dim of size 1 / 0)
 **   table             one item per entry:
 **     number → integer; {} → whole dim; {i} → i..i; {first, last[, step]}
-**     → inclusive range; T.newaxis; "..." → ellipsis; tensor → advanced.
+**     → inclusive range; T.newaxis; "..." → ellipsis; tensor → advanced;
+**     a boolean → a 0-d mask.
 ** Tensors in the key stay referenced by the key (a stack argument) for the
 ** whole call, so the items may borrow them.
 **
@@ -39,7 +41,7 @@ static int is_newaxis(lua_State *L, int idx) {
 }
 
 /* One entry of an index table (or the whole key) at idx into *it. */
-static void to_item(lua_State *L, int idx, int pos, em_index_item *it) {
+static void to_item(lua_State *L, int idx, int pos, em_device dev, em_index_item *it) {
   memset(it, 0, sizeof *it);
   em_tensor *x;
   switch (lua_type(L, idx)) {
@@ -95,6 +97,16 @@ static void to_item(lua_State *L, int idx, int pos, em_index_item *it) {
       it->step = v[2];
       return;
     }
+    case LUA_TBOOLEAN: {
+      /* true / false: a 0-d bool mask, as PyTorch's t[True] (a new dim of
+      ** size 1) and t[False] (of size 0); its box stays on the stack */
+      em_scalar v = {EM_SCALAR_BOOL, lua_toboolean(L, idx), 0};
+      em_tensor **box = l_newbox(L);
+      if (em_full(0, NULL, v, EM_BOOL, dev, box) != EM_OK) l_error(L);
+      it->kind = EM_INDEX_TENSOR;
+      it->tensor = *box;
+      return;
+    }
     default:
       break;
   }
@@ -103,26 +115,27 @@ static void to_item(lua_State *L, int idx, int pos, em_index_item *it) {
 }
 
 /* Parses the key at stack index 2 into items; returns their count. */
-static int parse_key(lua_State *L, em_index_item *items) {
+static int parse_key(lua_State *L, em_device dev, em_index_item *items) {
   if (lua_istable(L, 2) && !is_newaxis(L, 2)) {
     int n = (int)lua_objlen(L, 2);
     if (n > MAX_ITEMS)
       l_errorf(L, "index: too many entries in the index (%d)", n);
     for (int i = 1; i <= n; i++) {
       lua_rawgeti(L, 2, i);
-      to_item(L, lua_gettop(L), i, &items[i - 1]);
-      lua_pop(L, 1); /* a tensor entry stays referenced by the key table */
+      int at = lua_gettop(L);
+      to_item(L, at, i, dev, &items[i - 1]);
+      lua_remove(L, at); /* a tensor entry stays referenced by the key table */
     }
     return n;
   }
-  to_item(L, 2, 1, &items[0]);
+  to_item(L, 2, 1, dev, &items[0]);
   return 1;
 }
 
 int l_index_get(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index");
   em_index_item items[MAX_ITEMS];
-  int n = parse_key(L, items);
+  int n = parse_key(L, em_tensor_device(t), items);
   em_tensor **box = l_newbox(L);
   if (em_index_get(t, n, items, box) != EM_OK) l_error(L);
   return 1;
@@ -131,7 +144,7 @@ int l_index_get(lua_State *L) {
 int l_index_set(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index");
   em_index_item items[MAX_ITEMS];
-  int n = parse_key(L, items);
+  int n = parse_key(L, em_tensor_device(t), items);
   em_tensor *src = l_totensor(L, 3);
   em_status st = src ? em_index_put_(t, n, items, src)
                      : em_index_fill_scalar_(t, n, items, l_checkscalar(L, 3, "index"));

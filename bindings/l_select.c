@@ -647,31 +647,60 @@ static int l_tile(lua_State *L) {
   return 1;
 }
 
-/* t:repeat_interleave(repeats, [dim]) with repeats a number or an integer
-** tensor; without dim, t is flattened. T.repeat_interleave(repeats) with
-** one tensor repeats its positions 1..n. */
+/* t:repeat_interleave(repeats, [dim][, {output_size = n}]) with repeats a
+** number or an integer tensor; without dim, t is flattened.
+** T.repeat_interleave(repeats) with one tensor repeats its positions 1..n.
+** output_size, when given, must be the result's length (PyTorch uses it
+** to skip a device sync and fails when it is wrong; here it is checked). */
+static const char *const ri_opts[] = {"output_size", NULL};
+
 static int l_repeat_interleave(lua_State *L) {
-  l_nooptions(L, 2, 3, "repeat_interleave");
   const char *op = "repeat_interleave";
+  int64_t output_size = -1;
+  int top = lua_gettop(L);
+  if (top >= 2 && l_isopts(L, top)) {
+    l_checkopts(L, top, op, ri_opts);
+    lua_getfield(L, top, "output_size");
+    if (!lua_isnil(L, -1)) {
+      output_size = l_checkint(L, -1, op, "output_size");
+      if (output_size < 0)
+        return l_errorf(L, "%s: output_size must be non-negative, got %lld", op,
+                        (long long)output_size);
+    }
+    lua_settop(L, top - 1);
+  }
+  l_nooptions(L, 2, 3, op);
   em_tensor *t = l_checktensor(L, 1, op);
+  em_tensor **box;
   if (lua_isnoneornil(L, 2)) {
-    em_tensor **box = l_newbox(L);
+    box = l_newbox(L);
     if (em_repeat_interleave(NULL, t, 0, box) != EM_OK) l_error(L);
-    return 1;
+  } else {
+    int64_t dim = opt_dim(L, 3, op, 0);
+    if (lua_type(L, 3) == LUA_TNUMBER && dim == 0)
+      return l_errorf(L, "%s: dimension 0 is invalid: dimensions are 1-based", op);
+    em_tensor *reps = l_totensor(L, 2);
+    lua_settop(L, 2);
+    if (!reps) {
+      int64_t r = l_checkint(L, 2, op, "repeats");
+      box = l_newbox(L);
+      if (em_repeat_interleave_int(t, r, dim, box) != EM_OK) l_error(L);
+    } else {
+      box = l_newbox(L);
+      if (em_repeat_interleave(t, reps, dim, box) != EM_OK) l_error(L);
+    }
+    if (output_size >= 0 && dim != 0) {
+      int64_t d = dim > 0 ? dim - 1 : dim + em_tensor_ndim(*box);
+      int64_t got = em_tensor_sizes(*box)[d];
+      if (got != output_size)
+        return l_errorf(L, "%s: output_size %lld does not match the repeated length %lld",
+                        op, (long long)output_size, (long long)got);
+      return 1;
+    }
   }
-  int64_t dim = opt_dim(L, 3, op, 0);
-  if (lua_type(L, 3) == LUA_TNUMBER && dim == 0)
-    return l_errorf(L, "%s: dimension 0 is invalid: dimensions are 1-based", op);
-  em_tensor *reps = l_totensor(L, 2);
-  lua_settop(L, 2);
-  if (!reps) {
-    int64_t r = l_checkint(L, 2, op, "repeats");
-    em_tensor **box = l_newbox(L);
-    if (em_repeat_interleave_int(t, r, dim, box) != EM_OK) l_error(L);
-    return 1;
-  }
-  em_tensor **box = l_newbox(L);
-  if (em_repeat_interleave(t, reps, dim, box) != EM_OK) l_error(L);
+  if (output_size >= 0 && em_tensor_numel(*box) != output_size)
+    return l_errorf(L, "%s: output_size %lld does not match the repeated length %lld", op,
+                    (long long)output_size, (long long)em_tensor_numel(*box));
   return 1;
 }
 

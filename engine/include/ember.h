@@ -251,8 +251,14 @@ em_status em_zeros(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
                    em_tensor **out);
 em_status em_full(int ndim, const int64_t *sizes, em_scalar value,
                   em_dtype dt, em_device dev, em_tensor **out);
-/* A new contiguous tensor with t's sizes, dtype dt (t's when dt < 0). */
+/* A new tensor with t's sizes, dtype dt (t's when dt < 0), on t's device,
+** laid out as PyTorch's preserve_format lays it out: t's strides when t is
+** dense and non-overlapping, else dense with t's order of dimensions. */
 em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out);
+/* The same with dtype and device given; contiguous != 0 asks for
+** row-major strides (memory_format = "contiguous"). */
+em_status em_empty_like_on(const em_tensor *t, em_dtype dt, em_device dev, int contiguous,
+                           em_tensor **out);
 
 /* -- Copies ------------------------------------------------------------- */
 

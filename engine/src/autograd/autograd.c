@@ -790,6 +790,9 @@ em_status em_tensor_requires_grad_(em_tensor *t, int on) {
 em_status em_detach(const em_tensor *t, em_tensor **out) { return plain_alias(t, out); }
 
 em_status em_detach_(em_tensor *t) {
+  /* PyTorch refuses a differentiable view: its history is its base's */
+  if (t->view_base)
+    return em_fail(EM_E_VALUE, "detach_: can't detach views in-place; use detach() instead");
   em_ag_meta *m = meta_of(t);
   if (m && m->grad_fn) {
     if (m->retains_grad && m->grad_fn->retain[m->output_nr] == t)

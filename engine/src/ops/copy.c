@@ -101,21 +101,10 @@ static em_status fill_nograd(em_tensor *dst, em_scalar value) {
 
 /* -- clone / contiguous / to --------------------------------------------- */
 
-/* A new tensor with t's sizes and dtype dt: t's strides when t is dense and
-** non-overlapping (preserve_format), contiguous strides otherwise. */
+/* A new tensor with t's sizes and dtype dt, laid out as t (preserve_format) */
 static em_status empty_preserving(const em_tensor *t, em_dtype dt, em_device dev,
                                   em_tensor **out) {
-  if (!em_tensor_is_non_overlapping_and_dense(t) || em_tensor_is_contiguous(t)) {
-    em_status st = em_empty(t->ndim, t->sizes, dt, dev, out);
-    return st;
-  }
-  int64_t numel = em_tensor_numel(t);
-  em_storage *s;
-  em_status st = em_storage_new((size_t)numel * em_dtype_size(dt), dev, &s);
-  if (st != EM_OK) return st;
-  st = em_tensor_alloc(s, 0, t->ndim, t->sizes, t->strides, dt, out);
-  em_storage_release(s);
-  return st;
+  return em_empty_like_on(t, dt, dev, 0, out);
 }
 
 static em_status copy_into_new(const em_tensor *t, em_tensor *fresh, em_tensor **out) {

@@ -8,9 +8,11 @@
 ** tensors on the device asked for.
 */
 #include "core/kern_creation.h"
+#include "core/iter.h"
 #include "core/kernels.h"
 
 #include <math.h>
+#include <string.h>
 
 /* -- empty / zeros / full ----------------------------------------------------
 ** Fresh contiguous tensors on dev. With the deterministic flag set, empty
@@ -21,8 +23,10 @@ static atomic_int deterministic;
 void em_set_deterministic(int on) { atomic_store(&deterministic, on != 0); }
 int em_get_deterministic(void) { return atomic_load(&deterministic); }
 
-static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
-                                em_dtype dt, em_device dev, em_tensor **out) {
+/* strides NULL: contiguous; else a dense, non-overlapping layout of sizes */
+static em_status empty_strided_unfilled(const char *op, int ndim, const int64_t *sizes,
+                                        const int64_t *strides, em_dtype dt, em_device dev,
+                                        em_tensor **out) {
   int64_t numel, nbytes;
   char buf[EM_SHAPE_BUF];
   if ((unsigned)dt >= EM_NUM_DTYPES)
@@ -39,11 +43,19 @@ static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
                    op, (long long)nbytes, em_dtype_name(dt),
                    em_fmt_shape(buf, sizeof buf, ndim, sizes));
   if (st != EM_OK) return st;
-  int64_t strides[EM_MAX_DIMS];
-  em_contiguous_strides(ndim, sizes, strides);
+  int64_t cstrides[EM_MAX_DIMS];
+  if (!strides) {
+    em_contiguous_strides(ndim, sizes, cstrides);
+    strides = cstrides;
+  }
   st = em_tensor_alloc(s, 0, ndim, sizes, strides, dt, out);
   em_storage_release(s);
   return st;
+}
+
+static em_status empty_unfilled(const char *op, int ndim, const int64_t *sizes,
+                                em_dtype dt, em_device dev, em_tensor **out) {
+  return empty_strided_unfilled(op, ndim, sizes, NULL, dt, dev, out);
 }
 
 static em_scalar scalar_max(em_dtype dt) {
@@ -90,9 +102,35 @@ em_status em_full(int ndim, const int64_t *sizes, em_scalar value, em_dtype dt,
   return EM_OK;
 }
 
+/* PyTorch's preserve_format: t's strides when t is dense and
+** non-overlapping, else the dense layout whose dimension order follows t's
+** strides (infer_dense_strides, as an elementwise op lays out its result). */
+static em_status empty_like_layout(const char *op, const em_tensor *t, em_dtype dt,
+                                   em_device dev, int contiguous, em_tensor **out) {
+  if (contiguous || t->ndim < 2 || em_tensor_is_contiguous(t))
+    return empty_strided_unfilled(op, t->ndim, t->sizes, NULL, dt, dev, out);
+  int64_t strides[EM_MAX_DIMS];
+  if (em_tensor_is_non_overlapping_and_dense(t)) {
+    memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+  } else {
+    const em_tensor *ops[1] = {t};
+    em_iter_output_strides(1, ops, t->ndim, t->sizes, strides);
+  }
+  return empty_strided_unfilled(op, t->ndim, t->sizes, strides, dt, dev, out);
+}
+
 em_status em_empty_like(const em_tensor *t, int dt, em_tensor **out) {
-  return empty_unfilled("empty_like", t->ndim, t->sizes,
-                        dt < 0 ? t->dtype : (em_dtype)dt, t->storage->device, out);
+  return em_empty_like_on(t, dt < 0 ? t->dtype : (em_dtype)dt, t->storage->device, 0, out);
+}
+
+em_status em_empty_like_on(const em_tensor *t, em_dtype dt, em_device dev, int contiguous,
+                           em_tensor **out) {
+  em_tensor *r;
+  em_status st = empty_like_layout("empty_like", t, dt, dev, contiguous, &r);
+  if (st != EM_OK) return st;
+  if (em_get_deterministic()) em_fill_(r, scalar_max(dt));
+  *out = r;
+  return EM_OK;
 }
 
 /* -- The range fills --------------------------------------------------------

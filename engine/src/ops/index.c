@@ -118,6 +118,10 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
   p->nadv = 0;
   p->nowned = 0;
   p->offset = t->offset;
+  if (n > 64) return em_fail(EM_E_VALUE, "index: too many entries in the index (%d)", n);
+  /* the index tensors; a uint8 one is a mask (PyTorch's deprecated form),
+  ** converted to bool here and owned by the plan */
+  const em_tensor *xt[64];
   int consumed = 0, ellipses = 0;
   for (int i = 0; i < n; i++) {
     switch (items[i].kind) {
@@ -128,13 +132,19 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
           return em_fail(EM_E_VALUE, "index: an index can only have a single ellipsis ('...')");
         break;
       case EM_INDEX_TENSOR: {
-        const em_tensor *x = items[i].tensor;
+        const em_tensor *x = xt[i] = items[i].tensor;
         if (!x) return em_fail(EM_E_VALUE, "index: item %d has no tensor", i + 1);
+        if (x->dtype == EM_UINT8) {
+          if (p->nowned >= EM_MAX_DIMS) return too_many_dims();
+          em_status cst = em_to(x, EM_BOOL, x->storage->device, 0, &p->owned[p->nowned]);
+          if (cst != EM_OK) return cst;
+          x = xt[i] = p->owned[p->nowned++];
+        }
         if (x->dtype == EM_BOOL) consumed += x->ndim;
         else if (x->dtype == EM_INT64 || x->dtype == EM_INT32) consumed++;
         else
           return em_fail(EM_E_TYPE, "index: tensors used as indices must be int64, "
-                         "int32 or bool tensors, got ember.%s (item %d)",
+                         "int32, bool or uint8 tensors, got ember.%s (item %d)",
                          em_dtype_name(x->dtype), i + 1);
         em_status dst = em_same_device_check("index", t->storage->device, x->storage->device);
         if (dst != EM_OK) return dst;
@@ -195,7 +205,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
         for (int k = 0; k < t->ndim - consumed; k++, d++) PUSH_DIM(t->sizes[d], t->strides[d]);
         break;
       case EM_INDEX_TENSOR: {
-        const em_tensor *x = it->tensor;
+        const em_tensor *x = xt[i];
         if (x->dtype != EM_BOOL) {
           PUSH_ADV(x, 1);
           PUSH_DIM(t->sizes[d], t->strides[d]);

@@ -28,11 +28,18 @@ return function(T, C, nn)
 
   -- Defines F[name](x, p1, p2, ..., inplace) and F[name](x, {key = ...,
   -- inplace = }) for parameters keys (with defaults defs); fn(x, values...)
-  local function act(name, keys, defs, fn)
+  -- int_fn(x, values...), when given, takes integer (not bool) input
+  local function act(name, keys, defs, fn, int_fn)
     local allowed = { inplace = true }
     for _, k in ipairs(keys) do allowed[k] = true end
     F[name] = function(x, ...)
-      check_tensor(name, x)
+      local f = fn
+      if int_fn and T.is_tensor(x) and not x.dtype.is_floating_point and x.dtype ~= T.bool
+        and not x.dtype.is_complex then
+        f = int_fn
+      else
+        check_tensor(name, x)
+      end
       local args, n = { ... }, select("#", ...)
       local vals, inplace = {}, false
       if n >= 1 and is_opts(args[1]) then
@@ -54,10 +61,10 @@ return function(T, C, nn)
         end
       end
       if inplace then
-        local y = fn(x:clone(), (table.unpack or unpack)(vals, 1, #keys))
+        local y = f(x:clone(), (table.unpack or unpack)(vals, 1, #keys))
         return x:copy_(y)
       end
-      return fn(x, (table.unpack or unpack)(vals, 1, #keys))
+      return f(x, (table.unpack or unpack)(vals, 1, #keys))
     end
     F[name] = named(name, F[name])
   end
@@ -84,8 +91,21 @@ return function(T, C, nn)
     end
     return T.where(x:gt(lo):logical_and(x:lt(hi)), x, x:detach():clamp(lo, hi))
   end
-  act("hardtanh", { "min_val", "max_val" }, { -1.0, 1.0 }, hardtanh)
-  act("relu6", {}, {}, function(x) return hardtanh(x, 0, 6) end)
+  -- integer input (PyTorch's hardtanh takes it): the limits truncated to
+  -- integers, no negative limit for uint8
+  local function hardtanh_int(x, lo, hi)
+    if lo > hi then
+      error(string.format("hardtanh: min_val cannot be greater than max_val, got %g > %g", lo, hi), 4)
+    end
+    if x.dtype == T.uint8 and (lo < 0 or hi < 0) then
+      error("hardtanh: cannot do hardtanh on an unsigned type with negative limits", 4)
+    end
+    local function trunc(v) return v < 0 and math.ceil(v) or math.floor(v) end
+    return x:clamp(trunc(lo), trunc(hi))
+  end
+  act("hardtanh", { "min_val", "max_val" }, { -1.0, 1.0 }, hardtanh, hardtanh_int)
+  act("relu6", {}, {}, function(x) return hardtanh(x, 0, 6) end,
+    function(x) return hardtanh_int(x, 0, 6) end)
   act("hardsigmoid", {}, {}, function(x) return hardtanh(x + 3, 0, 6) / 6 end)
   act("hardswish", {}, {}, function(x)
     -- 0 below -3, x (x + 3) / 6 on [-3, 3], x above 3
