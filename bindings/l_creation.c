@@ -80,8 +80,18 @@ static int lin_common(lua_State *L, const char *op, int log) {
   em_dtype dt = (em_dtype)l_optdtype(L, o, op, (int)l_default_dtype());
   em_device dev = l_optdevice(L, o, op, em_cpu());
   em_tensor **box = l_newbox(L);
-  em_status st = log ? em_logspace(start, end, steps, base, dt, dev, box)
-                     : em_linspace(start, end, steps, dt, dev, box);
+  /* a complex dtype: the real range in its part's dtype, imaginary parts 0
+  ** (real endpoints: Lua has no complex numbers) */
+  int cx = em_dtype_kindof(dt) == EM_KIND_COMPLEX;
+  em_dtype rdt = dt == EM_COMPLEX128 ? EM_FLOAT64 : cx ? EM_FLOAT32 : dt;
+  em_status st = log ? em_logspace(start, end, steps, base, rdt, dev, box)
+                     : em_linspace(start, end, steps, rdt, dev, box);
+  if (st == EM_OK && cx) {
+    em_tensor *r = *box;
+    *box = NULL;
+    st = em_to(r, dt, dev, 0, box);
+    em_tensor_release(r);
+  }
   if (st != EM_OK) l_error(L);
   l_apply_requires_grad(L, o, *box);
   return 1;
@@ -192,13 +202,25 @@ static int l_set_rng_state(lua_State *L) {
 
 typedef enum { R_RAND, R_RANDN } rand_kind;
 
+/* A complex t: each part uniform on [0, 1) (rand), or each part normal with
+** variance 1/2 so that |z|^2 has mean 1 (randn), as PyTorch's. */
 static em_status fill_random(em_tensor *t, rand_kind k) {
+  if (em_dtype_kindof(em_tensor_dtype(t)) == EM_KIND_COMPLEX) {
+    em_tensor *rv;
+    em_status st = em_view_as_real(t, &rv);
+    if (st != EM_OK) return st;
+    st = k == R_RAND ? em_uniform_(rv, 0.0, 1.0) : em_normal_(rv, 0.0, sqrt(0.5));
+    em_tensor_release(rv);
+    return st;
+  }
   return k == R_RAND ? em_uniform_(t, 0.0, 1.0) : em_normal_(t, 0.0, 1.0);
 }
 
 static void check_float_dtype(lua_State *L, const char *op, em_dtype dt) {
-  if (em_dtype_kindof(dt) != EM_KIND_FLOAT)
-    l_errorf(L, "%s: expected a floating-point dtype, got ember.%s", op, em_dtype_name(dt));
+  em_dtype_kind k = em_dtype_kindof(dt);
+  if (k != EM_KIND_FLOAT && k != EM_KIND_COMPLEX)
+    l_errorf(L, "%s: expected a floating-point or complex dtype, got ember.%s", op,
+             em_dtype_name(dt));
 }
 
 static int make_random(lua_State *L, const char *op, rand_kind k) {

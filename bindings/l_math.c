@@ -121,6 +121,24 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
     next = arity + 1;
   }
 
+  /* a scalar bound of clamp, or a scalar base/exponent of pow on an integer
+  ** or half tensor, must fit the result's type (PyTorch's checked
+  ** Scalar conversion; add/mul and the rest wrap, as there) */
+  if ((op == EM_OP_CLAMP || op == EM_OP_POW) && (in[0].tensor || in[1].tensor)) {
+    int n = op == EM_OP_CLAMP ? 3 : 2;
+    em_operand ps[3];
+    int np = 0;
+    for (int i = 0; i < n; i++)
+      if (in[i].tensor || i == 0 || (op == EM_OP_CLAMP ? (i == 1 ? o.has_min : o.has_max) : 1))
+        ps[np++] = in[i];
+    em_dtype rt = em_result_type(np, ps, o.default_float);
+    int check = op == EM_OP_CLAMP || em_dtype_kindof(rt) == EM_KIND_INT ||
+                rt == EM_FLOAT16 || rt == EM_BFLOAT16;
+    for (int i = 0; check && i < n; i++)
+      if (!in[i].tensor && (op == EM_OP_POW || (i == 1 ? o.has_min : i == 2 ? o.has_max : 0)))
+        l_check_scalar_fits(L, in[i].scalar, rt, name);
+  }
+
   /* positional extras */
   if (op == EM_OP_DIV && lua_type(L, next) == LUA_TSTRING) o.rounding = checkrounding(L, next++, name);
   if (op == EM_OP_ROUND && lua_type(L, next) == LUA_TNUMBER)

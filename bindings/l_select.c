@@ -34,7 +34,7 @@ static int64_t opt_dim(lua_State *L, int idx, const char *op, int64_t def) {
 
 /* A fill value: a number, a boolean, or a 0-d tensor (read as a scalar of
 ** its kind). */
-static em_scalar value_arg(lua_State *L, int idx, const char *op) {
+em_scalar l_value_arg(lua_State *L, int idx, const char *op) {
   em_tensor *v = l_totensor(L, idx);
   if (!v) return l_checkscalar(L, idx, op);
   if (em_tensor_ndim(v) != 0)
@@ -276,7 +276,8 @@ static int l_index_fill_(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, op);
   int64_t dim = l_checkint(L, 2, op, "dim");
   em_tensor *idx = l_checktensor(L, 3, op);
-  em_scalar v = value_arg(L, 4, op);
+  em_scalar v = l_value_arg(L, 4, op);
+  l_check_scalar_fits(L, v, em_tensor_dtype(t), op);
   if (em_index_fill_(t, dim, idx, v) != EM_OK) l_error(L);
   lua_settop(L, 1);
   return 1;
@@ -321,7 +322,8 @@ static int l_masked_fill_(lua_State *L) {
   const char *op = "masked_fill_";
   em_tensor *t = l_checktensor(L, 1, op);
   em_tensor *m = l_checktensor(L, 2, op);
-  em_scalar v = value_arg(L, 3, op);
+  em_scalar v = l_value_arg(L, 3, op);
+  l_check_scalar_fits(L, v, em_tensor_dtype(t), op);
   if (em_masked_fill_(t, m, v) != EM_OK) l_error(L);
   lua_settop(L, 1);
   return 1;
@@ -403,6 +405,8 @@ static int l_where(lua_State *L) {
   if (!a) sa = l_checkscalar(L, 2, op);
   if (!b) sb = l_checkscalar(L, 3, op);
   em_dtype dt = where_result_type(a, sa, b, sb);
+  if (!a) l_check_scalar_fits(L, sa, dt, op);
+  if (!b) l_check_scalar_fits(L, sb, dt, op);
   em_device dev = em_tensor_device(cond);  /* scalars become 0-d tensors there */
   lua_settop(L, 5);
   int outidx;

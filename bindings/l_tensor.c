@@ -93,9 +93,14 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
 #endif
   } else if (l_isint64box(L, idx) && l_toint64(L, idx, &(int64_t){0}, op)) {
     kind = 1; /* LuaJIT's boxed int64_t */
+  } else if (l_totensor(L, idx) && em_tensor_ndim(l_totensor(L, idx)) == 0 &&
+             em_dtype_kindof(em_tensor_dtype(l_totensor(L, idx))) != EM_KIND_COMPLEX) {
+    /* a 0-d tensor is a number of its dtype's kind (torch.tensor([t0, t1])) */
+    em_dtype dt = em_tensor_dtype(l_totensor(L, idx));
+    kind = dt == EM_BOOL ? 0 : em_dtype_kindof(dt) == EM_KIND_FLOAT ? 2 : 1;
   } else {
     path_str(L, depth, path);
-    l_errorf(L, "%s: expected numbers or booleans, got %s at %s", op,
+    l_errorf(L, "%s: expected numbers, booleans or 0-d tensors, got %s at %s", op,
                luaL_typename(L, idx), depth ? lua_tostring(L, -1) : "the top level");
     return;
   }
@@ -110,7 +115,7 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
 static int int_fits(em_scalar v, em_dtype dt) {
   double lo, hi;
   switch (dt) {
-    case EM_UINT8: lo = 0; hi = 255; break;
+    case EM_UINT8: lo = -255; hi = 255; break; /* c10: an unsigned type wraps -max..-1 */
     case EM_INT8: lo = -128; hi = 127; break;
     case EM_INT16: lo = -32768; hi = 32767; break;
     case EM_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
@@ -130,6 +135,25 @@ static void l_check_fits(lua_State *L, em_scalar v, em_dtype dt, const char *op)
              em_dtype_name(dt));
 }
 
+/* PyTorch's checked conversion of a Scalar to a tensor's type (c10's
+** checked_convert, where a fill value, a bound or a where() operand is
+** converted): integer dtypes as int_fits; float16, bfloat16, float32 refuse
+** a finite value past their largest (infinities and NaN pass); float64,
+** complex and bool take anything. */
+void l_check_scalar_fits(lua_State *L, em_scalar v, em_dtype dt, const char *op) {
+  double max = 0;
+  switch (dt) {
+    case EM_FLOAT16: max = 65504.0; break;
+    case EM_BFLOAT16: max = 3.3895313892515355e38; break;
+    case EM_FLOAT32: max = 3.4028234663852886e38; break;
+    default: l_check_fits(L, v, dt, op); return;
+  }
+  double x = v.kind == EM_SCALAR_FLOAT ? v.f : v.kind == EM_SCALAR_INT ? (double)v.i : 0;
+  if (isfinite(x) && (x > max || x < -max))
+    l_errorf(L, "%s: value cannot be converted to type %s without overflow", op,
+             em_dtype_name(dt));
+}
+
 /* Writes the leaves in order. A fresh CPU tensor (contiguous, data != NULL)
 ** is written directly, each value converted by em_scalar_to_bytes as
 ** em_set_flat converts it (its storage version is bumped once, after);
@@ -145,7 +169,7 @@ static void fill_data(lua_State *L, int idx, em_tensor *t, char *data, int64_t *
     }
     return;
   }
-  em_scalar v = l_checkscalar(L, idx, op);
+  em_scalar v = l_value_arg(L, idx, op);
   l_check_fits(L, v, em_tensor_dtype(t), op);
   if (data) {
     em_dtype dt = em_tensor_dtype(t);
@@ -280,7 +304,7 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
           : value.kind == EM_SCALAR_INT ? EM_INT64 : def;
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, def);
   em_device dev = l_optdevice(L, next, op, em_cpu());
-  if (fk == FILL_VALUE) l_check_fits(L, value, dt, op);
+  if (fk == FILL_VALUE) l_check_scalar_fits(L, value, dt, op);
   em_tensor **box = l_newbox(L);
   em_status st;
   if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
@@ -305,7 +329,7 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, next, op, em_tensor_device(src));
   int contig = l_like_contiguous(L, next, op);
-  if (fk == FILL_VALUE) l_check_fits(L, value, dt, op);
+  if (fk == FILL_VALUE) l_check_scalar_fits(L, value, dt, op);
   em_tensor **box = l_newbox(L);
   em_status st = em_empty_like_on(src, dt, dev, contig, box);
   if (st == EM_OK && fk != FILL_NONE) st = em_fill_(*box, value);
@@ -507,7 +531,9 @@ static int l_fill_(lua_State *L) {
                         "one with %d dimensions", em_tensor_ndim(src));
     st = em_copy_(dst, src);
   } else {
-    st = em_fill_(dst, l_checkscalar(L, 2, "fill_"));
+    em_scalar v = l_checkscalar(L, 2, "fill_");
+    l_check_scalar_fits(L, v, em_tensor_dtype(dst), "fill_");
+    st = em_fill_(dst, v);
   }
   if (st != EM_OK) l_error(L);
   lua_settop(L, 1);

@@ -277,7 +277,10 @@ return function(T, C)
     if select("#", ...) == 2 and (cxt(a) or cxt(b)) then
       local ar, ai = parts(a)
       local br, bi = parts(b)
-      return T.complex(real_where(cond, ar, br), real_where(cond, ai, bi))
+      local re, im = real_where(cond, ar, br), real_where(cond, ai, bi)
+      -- a float16/bfloat16 part with a 0-d complex: the result is complex64
+      local rt = T.result_type(a, b) == T.complex128 and T.float64 or T.float32
+      return T.complex(re:to(rt), im:to(rt))
     end
     return real_where(cond, ...)
   end

@@ -116,16 +116,20 @@ return function(T, C)
         end
       end
     end
+    local function fill(d)
+      local ok, e = pcall(d.fill_, d, value)
+      if not ok then error((tostring(e):gsub("^.-fill_:", op .. ":", 1)), 3) end
+    end
     if nd == 2 and wrap and t:size(1) > t:size(2) + 1 then
       local h, w = t:size(1), t:size(2)
       for s = 1, h, w + 1 do
-        t:narrow(1, s, math.min(w, h - s + 1)):diagonal():fill_(value)
+        fill(t:narrow(1, s, math.min(w, h - s + 1)):diagonal())
       end
       return t
     end
     local d = t
     for _ = 1, nd - 1 do d = d:diagonal(0, 1, 2) end
-    d:fill_(value)
+    fill(d)
     return t
   end
 end

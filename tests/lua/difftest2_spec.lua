@@ -30,6 +30,12 @@ describe("differences from torch 1.13, second round, fixed", function()
     assert.are.same({ 2, 1 }, strides(T.empty_like(x[{ {}, { 1, 3, 2 } }])))
     assert.are.same({ 1, 2 }, strides(x[{ {}, { 1, 3, 2 } }]:t():clone()))
     assert.are.same({ 1, 3, 3 }, strides(T.empty_like(T.empty(4, 1, 3):permute(3, 1, 2))))
+    -- torch's infer_dense_strides: a 0 stride keeps its dim in place
+    local e = T.empty(1, 4, 2, 2):expand(3, 4, 2, 2):permute(2, 3, 4, 1)
+    assert.are.same({ 12, 6, 3, 1 }, strides(e:clone()))
+    assert.are.same({ 12, 6, 3, 1 }, strides(e:flip(1)))
+    local v = T.empty(6, 1, 5):permute(2, 3, 1)[{ {}, { 1, -1, 2 } }]
+    assert.are.same({ 3, 1, 3 }, strides(v:clone()))
     assert.are.same({ 2, 1 }, strides(T.zeros_like(x:t(), { memory_format = "contiguous" })))
     assert.are.same({ { 0, 0 }, { 0, 0 }, { 0, 0 } }, T.zeros_like(x:t()):tolist())
     assert.are.same({ { 7, 7 }, { 7, 7 }, { 7, 7 } }, T.full_like(x:t(), 7, { dtype = T.int32 }):tolist())
@@ -96,5 +102,103 @@ describe("differences from torch 1.13, second round, fixed", function()
     local b = a * 1
     b:detach_()
     assert.is_false(b.requires_grad)
+  end)
+
+  it("bool operands of a complex subtraction are refused as for real ones", function()
+    local z = T.complex(T.tensor({ -0.5, -2 }, { dtype = T.float32 }), T.tensor({ 1, 0 }, { dtype = T.float32 }))
+    local msg = "sub: subtraction, the `-` operator, with a bool tensor is not supported"
+    err(function() return T.tensor { true, false }:sub(z) end, msg)
+    err(function() return z - T.tensor { true, false } end, msg)
+    err(function() return z:sub(true) end, msg)
+    assert.are.same({ { 0.5, 1 }, { -2, 0 } }, (z + T.tensor { true, false }):tolist())
+  end)
+
+  it("where of a float16/bfloat16 tensor and a 0-d complex tensor is complex64", function()
+    local z0 = T.complex(T.tensor(2, { dtype = T.float32 }), T.tensor(1, { dtype = T.float32 }))
+    for _, dt in ipairs { T.bfloat16, T.float16 } do
+      local r = T.where(T.tensor { true, false }, T.tensor({ 1.5, 2 }, { dtype = dt }), z0)
+      assert.are.equal(T.complex64, r.dtype)
+      assert.are.same({ { 1.5, 0 }, { 2, 1 } }, r:tolist())
+    end
+  end)
+
+  it("numbers converted to a tensor's dtype are checked where torch checks them", function()
+    local i8 = T.tensor({ 1 }, { dtype = T.int8 })
+    local msg = "value cannot be converted to type int8 without overflow"
+    err(function() return i8:clone():fill_(1000) end, "fill_: " .. msg)
+    err(function() return i8:masked_fill(T.tensor { true }, 1000) end, msg)
+    err(function() return i8:clamp(nil, 1000) end, "clamp: " .. msg)
+    err(function() return i8:clone():index_fill_(1, T.tensor { 1 }, 1000) end, "index_fill_: " .. msg)
+    err(function() return T.where(T.tensor { true, false }, T.tensor({ 5, 7 }, { dtype = T.int8 }), 1000) end, "where: " .. msg)
+    err(function() return 1000 ^ T.tensor({ 1, 2 }, { dtype = T.int8 }) end, "pow: " .. msg)
+    err(function() return T.tensor({ 5, 7 }, { dtype = T.uint8 }) ^ 1000 end,
+      "pow: value cannot be converted to type uint8 without overflow")
+    err(function() return T.tensor({ 5.5 }, { dtype = T.float16 }) ^ 100000 end,
+      "pow: value cannot be converted to type float16 without overflow")
+    err(function() return T.full({ 2 }, 100000, { dtype = T.float16 }) end,
+      "full: value cannot be converted to type float16 without overflow")
+    err(function() return T.full({ 2 }, 1e39, { dtype = T.float32 }) end,
+      "full: value cannot be converted to type float32 without overflow")
+    err(function() return T.full({ 2 }, -256, { dtype = T.uint8 }) end,
+      "full: value cannot be converted to type uint8 without overflow")
+    -- what torch takes: uint8 wraps -255..-1, infinities, in-range values, add wraps
+    assert.are.same({ 255 }, T.tensor({ -1 }, { dtype = T.uint8 }):tolist())
+    assert.are.same({ 249, 249 }, T.full({ 2 }, -7, { dtype = T.uint8 }):tolist())
+    assert.are.same({ 1, 255 }, T.where(T.tensor { true, false }, T.tensor({ 1, 2 }, { dtype = T.uint8 }), -1):tolist())
+    assert.are.same({ 1 / 0, 1 / 0 }, T.full({ 2 }, 1 / 0, { dtype = T.float16 }):tolist())
+    assert.are.same({ 1 / 0 }, T.tensor({ 100000 }, { dtype = T.float16 }):tolist())
+    assert.are.same({ -19, -17 }, (T.tensor({ 5, 7 }, { dtype = T.int8 }) + 1000):tolist())
+    assert.are.same({ 5, 100 }, T.where(T.tensor { true, false }, T.tensor({ 5, 7 }, { dtype = T.int8 }), 100):tolist())
+    assert.are.same({ 255, 1 }, ((-1) ^ T.tensor({ 1, 2 }, { dtype = T.uint8 })):tolist())
+  end)
+
+  it("complex z ^ 2, 3, -2, 0.5, -0.5, -1 are exact as torch's (not cpow)", function()
+    local z = T.complex(T.tensor({ -7.25 }, { dtype = T.float32 }), T.tensor({ 0 }, { dtype = T.float32 }))
+    -- torch 1.13: 52.5625-0j, 0+2.6925824j, -381.078125+0j, 0.01902497+0j, 0-0.37139067j, -0.13793103-0j
+    local function parts(t) return t:tolist()[1] end
+    assert.are.same({ 52.5625, 0 }, parts(z ^ 2))
+    assert.are.same({ -381.078125, 0 }, parts(z ^ 3))
+    local h = parts(z ^ 0.5)
+    assert.are.equal(0, h[1]); assert.is_true(math.abs(h[2] - 2.6925823689) < 1e-6)
+    local m = parts(z ^ -0.5)
+    assert.are.equal(0, m[1]); assert.is_true(math.abs(m[2] + 0.3713906705) < 1e-7)
+    local r = parts(z ^ -1)
+    assert.is_true(math.abs(r[1] + 0.1379310340) < 1e-8); assert.are.equal(0, r[2])
+    local q = parts(z ^ -2)
+    assert.is_true(math.abs(q[1] - 0.0190249700) < 1e-9); assert.are.equal(0, q[2])
+  end)
+
+  it("complex rand/randn/rand_like/linspace/logspace and logical ops on complex", function()
+    T.manual_seed(3)
+    local u = T.rand(4000, { dtype = T.complex64 })
+    assert.are.equal(T.complex64, u.dtype)
+    assert.is_true(u.real:min():item() >= 0 and u.real:max():item() < 1)
+    assert.is_true(u.imag:min():item() >= 0 and u.imag:max():item() < 1)
+    local g = T.randn(20000, { dtype = T.complex128 })
+    -- each part has variance 1/2, so E|z|^2 = 1
+    assert.is_true(math.abs(g.real:var():item() - 0.5) < 0.03)
+    assert.is_true(math.abs((g:abs() ^ 2):mean():item() - 1) < 0.05)
+    assert.are.equal(T.complex64, T.randn_like(T.zeros(2), { dtype = T.complex64 }).dtype)
+    assert.are.equal(T.complex64, T.rand_like(u).dtype)
+    assert.are.same({ { 0, 0 }, { 0.5, 0 }, { 1, 0 } }, T.linspace(0, 1, 3, { dtype = T.complex64 }):tolist())
+    local ls = T.logspace(0, 1, 3, { dtype = T.complex128 }):tolist()
+    assert.is_true(math.abs(ls[2][1] - 3.1622776601683795) < 1e-12 and ls[2][2] == 0)
+    local z = T.complex(T.tensor({ 0, 0, 1 }, { dtype = T.float32 }), T.tensor({ 0, 1, 0 }, { dtype = T.float32 }))
+    assert.are.same({ true, false, false }, z:logical_not():tolist())
+    assert.are.same({ false, true, false }, T.logical_and(z, T.tensor { true, true, false }):tolist())
+    assert.are.same({ true, true, true }, T.logical_or(z, T.tensor { true, false, false }):tolist())
+    assert.are.same({ true, false, true }, T.logical_xor(z, T.tensor { true, true, false }):tolist())
+  end)
+
+  it("T.tensor takes 0-d tensors as numbers of their kind", function()
+    local a = T.tensor { T.tensor(1.5), T.tensor(2.5) }
+    assert.are.same({ 1.5, 2.5 }, a:tolist())
+    local b = T.tensor { T.tensor(1), T.tensor(2.5, { dtype = T.float32 }) }
+    assert.are.equal(T.get_default_dtype(), b.dtype)
+    assert.are.same({ 1, 2 }, T.tensor { T.tensor(1), 2 }:tolist())
+    assert.are.equal(T.int64, T.tensor { T.tensor(1), 2 }.dtype)
+    assert.are.same({ { true }, { false } }, T.tensor { { T.tensor(true) }, { false } }:tolist())
+    err(function() return T.tensor { T.tensor { 1, 2 } } end,
+      "tensor: expected numbers, booleans or 0-d tensors, got userdata at [1]")
   end)
 end)

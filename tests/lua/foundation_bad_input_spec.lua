@@ -108,7 +108,7 @@ end)
 describe("bad data", function()
   it("T.tensor names what is wrong and where", function()
     fails_with(function() return T.tensor() end, "tensor: expected data (a number, boolean or table), got no value")
-    fails_with(function() return T.tensor{1, "a"} end, "tensor: expected numbers or booleans, got string at [2]")
+    fails_with(function() return T.tensor{1, "a"} end, "tensor: expected numbers, booleans or 0-d tensors, got string at [2]")
     fails_with(function() return T.tensor{{1, 2}, {3}} end, "tensor: ragged nested table: expected 2 elements at [2], got 1")
     fails_with(function() return T.tensor{{1, 2}, 3} end, "tensor: ragged nested table: expected a table at [2], got number")
   end)
@@ -177,7 +177,7 @@ describe("bad reads", function()
       fails_with(function() return T.tensor({ffi.new("uint64_t", 2 ^ 63)}) end,
         "tensor: uint64 value 9223372036854775808 is out of the int64 range")
       fails_with(function() return T.tensor({ffi.new("int32_t[1]")}) end,
-        "tensor: expected numbers or booleans, got cdata at [1]")
+        "tensor: expected numbers, booleans or 0-d tensors, got cdata at [1]")
     end
   end)
 end)

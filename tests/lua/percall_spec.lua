@@ -225,7 +225,7 @@ describe("T.tensor from a table", function()
     assert.is_true(1 / T.tensor({ -0.0 }, { dtype = T.float32 }):item() < 0)
     assert.are.same({ 0, 3 }, T.tensor({ {}, {}, {} }):t():size():totable())
     assert.has_error(function() T.tensor { 1, "x" } end,
-      "tensor: expected numbers or booleans, got string at [2]")
+      "tensor: expected numbers, booleans or 0-d tensors, got string at [2]")
   end)
 end)
 
@@ -361,6 +361,7 @@ describe("per-call fast paths for t[key] and T.tensor", function()
   end
   function has_tensor(k, dtype_kind)
     if T.is_tensor(k) then return dtype_kind(k.dtype) end
+    if type(k) == "boolean" then return dtype_kind(T.bool) end -- a 0-d mask
     if type(k) ~= "table" then return false end
     for _, v in pairs(k) do if has_tensor(v, dtype_kind) then return true end end
     return false
@@ -497,7 +498,7 @@ describe("per-call fast paths for t[key] and T.tensor", function()
     assert.are.same(result(nil, C.tensor), result(nil, T.tensor))
     assert.are.same(result(nil, C.tensor, nil, nil), result(nil, T.tensor, nil, nil))
     local _, e = pcall(function() local r = T.tensor { 1, "x" }; return r end)
-    assert.matches("percall_spec.lua:%d+: tensor: expected numbers or booleans, got string at %[2%]", e)
+    assert.matches("percall_spec.lua:%d+: tensor: expected numbers, booleans or 0%-d tensors, got string at %[2%]", e)
   end)
 
   it("T.tensor: plain lists take the fast path and bump the version once", function()

@@ -296,9 +296,9 @@ describe("random tensors", function()
 
   it("rejects bad arguments with clear errors", function()
     assert.has_error(function() T.rand(2, { dtype = T.int64 }) end,
-      "rand: expected a floating-point dtype, got ember.int64")
+      "rand: expected a floating-point or complex dtype, got ember.int64")
     assert.has_error(function() T.randn_like(T.zeros(2, { dtype = T.int32 })) end,
-      "randn_like: expected a floating-point dtype, got ember.int32")
+      "randn_like: expected a floating-point or complex dtype, got ember.int32")
     assert.has_error(function() T.rand(-1) end, "rand: negative dimension -1 in size [-1]")
     assert.has_error(function() T.randint(5, 3, { 2 }) end,
       "random_: expects 'from' to be less than 'to', but got from=5 >= to=3")

@@ -293,15 +293,50 @@ function M.is_non_overlapping_and_dense(v)
   return true
 end
 
--- A copy in a new storage. A dense non-overlapping view keeps its strides
--- (PyTorch's preserve_format); any other comes out row-major.
-function M.clone(v)
-  if not M.is_non_overlapping_and_dense(v) or numel(v.sizes) == 0 then
-    return M.tensor(v.sizes, M.values(v))
+-- PyTorch's infer_dense_strides (TensorUtils): dims by stride, innermost
+-- first, a stable insertion sort where a 0 stride is ambiguous (the dim
+-- keeps its place) and equal strides put the smaller size inside.
+local function infer_dense_strides(sizes, strides)
+  local nd = #sizes
+  local perm = {}
+  for i = 1, nd do perm[i] = nd - i + 1 end
+  local function cmp(d0, d1)
+    local s0, s1 = strides[d0], strides[d1]
+    if s0 == 0 or s1 == 0 then return 0 end
+    if s0 < s1 then return -1 end
+    if s0 > s1 then return 1 end
+    return sizes[d0] > sizes[d1] and 1 or 0
   end
+  for i = 2, nd do
+    local dim1 = i
+    for j = 1, i - 1 do
+      local dim0 = i - j
+      local c = cmp(perm[dim0], perm[dim1])
+      if c > 0 then
+        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+        dim1 = dim0
+      elseif c < 0 then
+        break
+      end
+    end
+  end
+  local out, acc = {}, 1
+  for i = 1, nd do
+    out[perm[i]] = acc
+    acc = acc * math.max(sizes[perm[i]], 1)
+  end
+  return out
+end
+
+-- A copy in a new storage. A dense non-overlapping view keeps its strides
+-- (PyTorch's preserve_format); any other gets infer_dense_strides'.
+function M.clone(v)
+  if numel(v.sizes) == 0 then return M.tensor(v.sizes, M.values(v)) end
+  local strides = M.is_non_overlapping_and_dense(v) and copy(v.strides)
+    or infer_dense_strides(v.sizes, v.strides)
   local n = numel(v.sizes)
   local st = new_storage(n)
-  local r = mk(st, 0, copy(v.sizes), copy(v.strides))
+  local r = mk(st, 0, copy(v.sizes), strides)
   local vals = M.values(v)
   for i, o in ipairs(M.offsets(r)) do st.data[o] = vals[i] end
   return r

@@ -123,6 +123,33 @@ static em_status cx_run(const char *name, em_cx_op op, int n, const em_tensor *c
   return EM_OK;
 }
 
+/* z ** e for the real exponents PyTorch computes exactly rather than
+** through cpow (pow_tensor_scalar_kernel): 2 z*z, 3 z*z*z, -2 1/(z*z),
+** 0.5 sqrt, -0.5 1/sqrt, -1 1/z; *r stays NULL for any other exponent. */
+static em_status pow_scalar(const char *name, const em_tensor *z, em_scalar e, em_dtype dt,
+                            em_tensor **r) {
+  double v = e.kind == EM_SCALAR_FLOAT ? e.f : (double)e.i;
+  em_cx_op first, second = EM_CX_ADD; /* ADD: no second step */
+  if (v == 2 || v == 3 || v == -2) first = EM_CX_SQUARE;
+  else if (v == 0.5 || v == -0.5) first = EM_CX_SQRT;
+  else if (v == -1) first = EM_CX_RECIPROCAL;
+  else return EM_OK;
+  if (v == 3) second = EM_CX_MUL;
+  else if (v == -2 || v == -0.5) second = EM_CX_RECIPROCAL;
+  const em_tensor *in[2] = {z, NULL};
+  em_tensor *t = NULL;
+  em_status st = cx_run(name, first, 1, in, dt, dt, 1.0, &t);
+  if (st != EM_OK || second == EM_CX_ADD) {
+    *r = t;
+    return st;
+  }
+  in[0] = t;
+  in[1] = z;
+  st = cx_run(name, second, second == EM_CX_MUL ? 2 : 1, in, dt, dt, 1.0, r);
+  em_tensor_release(t);
+  return st;
+}
+
 em_status em_complex_ew(em_ew_op op, const char *name, int n, const em_operand *ops,
                         em_dtype rt, em_scalar alpha, int has_rounding, em_tensor *out,
                         em_tensor **result) {
@@ -153,7 +180,9 @@ em_status em_complex_ew(em_ew_op op, const char *name, int n, const em_operand *
   }
   double al = alpha.kind == EM_SCALAR_FLOAT ? alpha.f : (double)alpha.i;
   em_tensor *r = NULL;
-  if (st == EM_OK) st = cx_run(name, cx, n, in, rt, outdt, al, &r);
+  if (st == EM_OK && cx == EM_CX_POW && n == 2 && !ops[1].tensor)
+    st = pow_scalar(name, in[0], ops[1].scalar, rt, &r);
+  if (st == EM_OK && !r) st = cx_run(name, cx, n, in, rt, outdt, al, &r);
   for (int i = 0; i < 3; i++) em_tensor_release(owned[i]);
   if (st != EM_OK) return st;
   if (!out) {

@@ -8,7 +8,6 @@
 ** tensors on the device asked for.
 */
 #include "core/kern_creation.h"
-#include "core/iter.h"
 #include "core/kernels.h"
 
 #include <math.h>
@@ -102,9 +101,46 @@ em_status em_full(int ndim, const int64_t *sizes, em_scalar value, em_dtype dt,
   return EM_OK;
 }
 
+/* PyTorch's infer_dense_strides: dims sorted by stride, innermost first,
+** by a stable insertion sort in which a 0 stride compares as ambiguous
+** (that dim keeps its place) and equal strides put the smaller size
+** inside; then dense strides in that order. */
+static int dense_order_cmp(const int64_t *sizes, const int64_t *strides, int d0, int d1) {
+  int64_t s0 = strides[d0], s1 = strides[d1];
+  if (s0 == 0 || s1 == 0) return 0;
+  if (s0 < s1) return -1;
+  if (s0 > s1) return 1;
+  return sizes[d0] > sizes[d1] ? 1 : 0;
+}
+
+static void infer_dense_strides(int ndim, const int64_t *sizes, const int64_t *strides,
+                                int64_t *out) {
+  int perm[EM_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+  for (int i = 1; i < ndim; i++) {
+    int dim1 = i;
+    for (int j = 1; j <= i; j++) {
+      int dim0 = i - j;
+      int c = dense_order_cmp(sizes, strides, perm[dim0], perm[dim1]);
+      if (c > 0) {
+        int x = perm[dim0];
+        perm[dim0] = perm[dim1];
+        perm[dim1] = x;
+        dim1 = dim0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  int64_t acc = 1;
+  for (int i = 0; i < ndim; i++) {
+    out[perm[i]] = acc;
+    acc *= sizes[perm[i]] > 1 ? sizes[perm[i]] : 1;
+  }
+}
+
 /* PyTorch's preserve_format: t's strides when t is dense and
-** non-overlapping, else the dense layout whose dimension order follows t's
-** strides (infer_dense_strides, as an elementwise op lays out its result). */
+** non-overlapping, else infer_dense_strides of t's. */
 static em_status empty_like_layout(const char *op, const em_tensor *t, em_dtype dt,
                                    em_device dev, int contiguous, em_tensor **out) {
   if (contiguous || t->ndim < 2 || em_tensor_is_contiguous(t))
@@ -113,8 +149,7 @@ static em_status empty_like_layout(const char *op, const em_tensor *t, em_dtype 
   if (em_tensor_is_non_overlapping_and_dense(t)) {
     memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
   } else {
-    const em_tensor *ops[1] = {t};
-    em_iter_output_strides(1, ops, t->ndim, t->sizes, strides);
+    infer_dense_strides(t->ndim, t->sizes, t->strides, strides);
   }
   return empty_strided_unfilled(op, t->ndim, t->sizes, strides, dt, dev, out);
 }

@@ -411,8 +411,40 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
   em_status kst = em_kernels_check(name, dev, &kt);
   if (kst != EM_OK) return kst;
 
+  if (op == EM_OP_SUB) { /* PyTorch's sub_check: any bool operand (complex too) */
+    int nbool = 0;
+    for (int i = 0; i < nops; i++)
+      nbool += ops[i].tensor ? ops[i].tensor->dtype == EM_BOOL
+                             : ops[i].scalar.kind == EM_SCALAR_BOOL;
+    if (nbool == 2)
+      return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with two bool tensors "
+                     "is not supported; use logical_xor() instead", name);
+    if (nbool)
+      return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with a bool tensor is "
+                     "not supported; to invert a mask use logical_not() instead", name);
+  }
   /* -- types */
   em_dtype rt = em_result_type(nops, ops, o.default_float);
+  if (em_dtype_kindof(rt) == EM_KIND_COMPLEX &&
+      (op == EM_OP_LOGICAL_NOT || op == EM_OP_LOGICAL_AND || op == EM_OP_LOGICAL_OR ||
+       op == EM_OP_LOGICAL_XOR)) {
+    /* a complex operand is true where it is nonzero, as PyTorch's */
+    em_operand b[3];
+    em_tensor *owned[3] = {NULL, NULL, NULL};
+    em_status st = EM_OK;
+    for (int i = 0; i < n && st == EM_OK; i++) {
+      b[i] = inputs[i];
+      if (inputs[i].tensor && em_dtype_kindof(inputs[i].tensor->dtype) == EM_KIND_COMPLEX) {
+        em_operand ne[2] = {inputs[i], {0}};
+        ne[1].scalar.kind = EM_SCALAR_INT;
+        st = elementwise_nograd(EM_OP_NE, 2, ne, NULL, NULL, &owned[i]);
+        b[i].tensor = owned[i];
+      }
+    }
+    if (st == EM_OK) st = elementwise_nograd(op, n, b, opts, out, result);
+    for (int i = 0; i < 3; i++) em_tensor_release(owned[i]);
+    return st;
+  }
   if (em_dtype_kindof(rt) == EM_KIND_COMPLEX)
     return em_complex_ew(op, name, nops, ops, rt, o.alpha, o.rounding != EM_ROUND_NONE, out,
                          result);
@@ -443,18 +475,6 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
     default: compute = outdt = rt; break;
   }
   if (op == EM_OP_SQUARE && compute == EM_BOOL) compute = outdt = EM_INT64;
-  if (op == EM_OP_SUB) { /* PyTorch's sub_check: any bool operand */
-    int nbool = 0;
-    for (int i = 0; i < nops; i++)
-      nbool += ops[i].tensor ? ops[i].tensor->dtype == EM_BOOL
-                             : ops[i].scalar.kind == EM_SCALAR_BOOL;
-    if (nbool == 2)
-      return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with two bool tensors "
-                     "is not supported; use logical_xor() instead", name);
-    if (nbool)
-      return em_fail(EM_E_TYPE, "%s: subtraction, the `-` operator, with a bool tensor is "
-                     "not supported; to invert a mask use logical_not() instead", name);
-  }
   if (op == EM_OP_NEG && compute == EM_BOOL)
     return em_fail(EM_E_TYPE, "%s: negation, the `-` operator, on a bool tensor is not "
                    "supported; to invert a mask use logical_not() instead", name);

@@ -584,19 +584,10 @@ static em_status flip_nograd(const em_tensor *t, int n, const int64_t *dims, em_
     src.offset += (t->sizes[a] - 1) * t->strides[a];
     src.strides[a] = -t->strides[a];
   }
-  /* the output keeps t's layout when t is dense and non-overlapping, as
-  ** PyTorch's flip (empty_like, preserve_format) does */
+  /* the output is laid out as PyTorch's flip lays it out (empty_like,
+  ** preserve_format) */
   em_tensor *fresh;
-  if (em_tensor_is_non_overlapping_and_dense(t) && !em_tensor_is_contiguous(t)) {
-    em_storage *s;
-    st = em_storage_new((size_t)em_tensor_numel(t) * em_dtype_size(t->dtype),
-                        t->storage->device, &s);
-    if (st != EM_OK) return st;
-    st = em_tensor_alloc(s, 0, t->ndim, t->sizes, t->strides, t->dtype, &fresh);
-    em_storage_release(s);
-  } else {
-    st = em_empty(t->ndim, t->sizes, t->dtype, t->storage->device, &fresh);
-  }
+  st = em_empty_like_on(t, t->dtype, t->storage->device, 0, &fresh);
   if (st != EM_OK) return st;
   st = em_copy_(fresh, &src);
   if (st != EM_OK) {
