@@ -91,7 +91,9 @@ return function(T, C)
   Cn.nonnegative = constraint("nonnegative", function(v) return v:ge(0) end)
   Cn.unit_interval = constraint("unit_interval", function(v) return v:ge(0):logical_and(v:le(1)) end)
   Cn.boolean = constraint("boolean", function(v) return v:eq(0):logical_or(v:eq(1)) end)
-  Cn.nonnegative_integer = constraint("nonnegative_integer", function(v) return v:ge(0):logical_and(v:eq(v:floor())) end)
+  -- integer as PyTorch tests it, value % 1 == 0: false for +-inf and nan
+  local function is_int(v) return v:remainder(1):eq(0) end
+  Cn.nonnegative_integer = constraint("nonnegative_integer", function(v) return v:ge(0):logical_and(is_int(v)) end)
   Cn.simplex = constraint("simplex", function(v)
     return v:ge(0):all(-1):logical_and((v:sum(-1) - 1):abs():lt(1e-6))
   end)
@@ -100,18 +102,22 @@ return function(T, C)
     local low = v:tril():eq(v):flatten(-2):all(-1)
     return low:logical_and(v:diagonal(0, -2, -1):gt(0):all(-1))
   end)
+  -- symmetric as torch.isclose(v, v.mT, atol=1e-6) (rtol 1e-5) and a
+  -- Cholesky factor exists (cholesky_ex's info == 0), per matrix
   Cn.positive_definite = constraint("positive_definite", function(v)
-    local sym = (v - v:transpose(-1, -2)):abs():le(1e-6 * (1 + v:abs())):flatten(-2):all(-1)
-    local ok = pcall(function() return D._cholesky(v) end)
-    return sym:logical_and(T.full(sym.shape, ok, { dtype = T.bool }))
+    local vt = v:transpose(-1, -2)
+    local close = (v - vt):abs():le(vt:abs() * 1e-5 + 1e-6):logical_or(v:eq(vt))
+    local sym = close:flatten(-2):all(-1)
+    return sym:logical_and(D._cholesky_ok(v))
   end)
-  -- the support of an interval that depends on parameters (Uniform)
+  -- the support of an interval that depends on parameters (Uniform):
+  -- closed, lo <= v <= hi, as PyTorch's constraints.interval
   local function interval(lo, hi)
-    return constraint("interval", function(v) return v:ge(lo):logical_and(v:lt(hi)) end)
+    return constraint("interval", function(v) return v:ge(lo):logical_and(v:le(hi)) end)
   end
   local function integer_interval(lo, hi)
     return constraint("integer_interval", function(v)
-      return v:ge(lo):logical_and(v:le(hi)):logical_and(v:eq(v:floor()))
+      return v:ge(lo):logical_and(v:le(hi)):logical_and(is_int(v))
     end)
   end
 
@@ -387,8 +393,9 @@ return function(T, C)
     init(d, bs, {}, o.validate_args)
     d._num_events = t.shape[t.ndim]
     if o.probs then
-      if d._validate_args then check(d, "parameter probs", t, Cn.nonnegative) end
+      -- validated after normalising, as PyTorch: a row summing to 0 is nan
       d._p = t / t:sum(-1, true)
+      if d._validate_args then check(d, "parameter probs", d._p, Cn.simplex) end
     else
       if d._validate_args then check(d, "parameter logits", t, Cn.real) end
       d._l = t - t:logsumexp(-1, true)
@@ -874,7 +881,11 @@ return function(T, C)
   -- naming the column.
   local function cholesky(a, op)
     local n = a.shape[a.ndim]
-    a = (a + a:transpose(-1, -2)) * 0.5 -- the gradient is symmetric, as linalg.cholesky's
+    -- the values of the lower triangle, as linalg.cholesky reads them (a
+    -- non-symmetric matrix passes only with validation off), and a
+    -- gradient that is symmetric, as linalg.cholesky's
+    local s = (a + a:transpose(-1, -2)) * 0.5
+    a = s + (a:tril() + a:tril(-1):transpose(-1, -2) - s):detach()
     local cols = {}
     for j = 1, n do
       local ajj = a:select(-1, j):select(-1, j)
@@ -896,6 +907,33 @@ return function(T, C)
     return T.stack(cols, -1)
   end
   D._cholesky = cholesky
+  -- per matrix of a (..., n, n): whether the factorisation of its lower
+  -- triangle completes (every pivot positive), as cholesky_ex's info == 0;
+  -- a failed matrix continues with pivot 1 so the others are still judged
+  local function cholesky_ok(a)
+    a = a:detach()
+    local n = a.shape[a.ndim]
+    a = a:tril() + a:tril(-1):transpose(-1, -2)
+    local ok = T.ones(sub(totable(a.shape), 1, a.ndim - 2), { dtype = T.bool, device = a.device })
+    local cols = {}
+    for j = 1, n do
+      local ajj = a:select(-1, j):select(-1, j)
+      local col = a:select(-1, j)
+      if j > 1 then
+        local lprev = T.stack(cols, -1)
+        local lj = lprev:select(-2, j)
+        col = col - lprev:matmul(lj:unsqueeze(-1)):squeeze(-1)
+        ajj = ajj - lj:pow(2):sum(-1)
+      end
+      local good = ajj:gt(0)
+      ok = ok:logical_and(good)
+      local d = T.where(good, ajj, 1):sqrt()
+      local mask = T.arange(1, n + 1, { device = a.device }):ge(j):to(a.dtype)
+      cols[j] = col / d:unsqueeze(-1) * mask
+    end
+    return ok
+  end
+  D._cholesky_ok = cholesky_ok
   -- x with L x = b for lower-triangular L (..., n, n) and b (..., n, k)
   local function solve_lower(L, b)
     local n = L.shape[L.ndim]
@@ -940,7 +978,9 @@ return function(T, C)
     init(d, bs, { k }, o.validate_args)
     if d._validate_args then
       check(d, "parameter loc", loc, Cn.real)
-      if which == "scale_tril" then check(d, "parameter scale_tril", m, Cn.lower_cholesky) end
+      -- PyTorch's constraints: lower_cholesky, or positive_definite
+      -- (symmetric within isclose's atol 1e-6, and a Cholesky factor exists)
+      check(d, "parameter " .. which, m, which == "scale_tril" and Cn.lower_cholesky or Cn.positive_definite)
     end
     local function chol(x)
       local ok, r = pcall(cholesky, x, "MultivariateNormal")
