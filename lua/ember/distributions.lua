@@ -1067,10 +1067,17 @@ return function(T, C)
     local t1 = ((p.loc - q.loc) / q.scale):pow(2)
     return (vr + t1 - 1 - vr:log()) * 0.5
   end)
+  -- PyTorch's masks: infinite where q puts no mass (probs exactly 0 or 1)
+  -- and p does, zero where p puts none; broadcast (torch 1.13's masked
+  -- assignment raises for parameters of different shapes)
   reg("Bernoulli", "Bernoulli", function(p, q)
-    local pp = p.probs
+    local pp, qp = p.probs, q.probs
     local t1 = pp * (T.nn.functional.softplus(-q.logits) - T.nn.functional.softplus(-p.logits))
+    t1 = T.where(qp:eq(0):expand(t1.shape), 1 / 0, t1)
+    t1 = T.where(pp:eq(0):expand(t1.shape), 0, t1)
     local t2 = (-pp + 1) * (T.nn.functional.softplus(q.logits) - T.nn.functional.softplus(p.logits))
+    t2 = T.where(qp:eq(1):expand(t2.shape), 1 / 0, t2)
+    t2 = T.where(pp:eq(1):expand(t2.shape), 0, t2)
     return t1 + t2
   end)
   reg("Categorical", "Categorical", function(p, q)
@@ -1139,6 +1146,9 @@ return function(T, C)
     return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
   end)
   reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  reg("Poisson", "Poisson", function(p, q)
+    return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
+  end)
 
   -- -- T.normal and the in-place samplers ------------------------------------------------------
   -- T.normal(mean, std[, size], {generator-free options: dtype, device}):
