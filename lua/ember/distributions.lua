@@ -200,7 +200,7 @@ return function(T, C)
       end
     end
   end
-  for _, m in ipairs { "log_prob", "cdf", "icdf", "entropy", "_mean", "_variance" } do
+  for _, m in ipairs { "log_prob", "cdf", "icdf", "entropy", "_mean", "_mode", "_variance" } do
     Distribution[m] = function(self)
       error(fmt("%s: %s is not implemented", self.__name, m:gsub("^_", "")), 2)
     end
@@ -294,12 +294,15 @@ return function(T, C)
     return d
   end)
   function Uniform:_mean() return (self.high + self.low) / 2 end
+  function Uniform:_mode() return self.high * (0 / 0) end
   function Uniform:_variance() return (self.high - self.low):pow(2) / 12 end
   function Uniform:_stddev() return (self.high - self.low) / math.sqrt(12) end
   function Uniform:rsample(shape)
     local u = T.rand(self:_extended_shape(shape), { dtype = self.low.dtype, device = self.low.device })
     return self.low + u * (self.high - self.low)
   end
+  -- the support is closed (validation takes high) while the density is
+  -- that of [low, high): log_prob(high) = -inf, as PyTorch 1.13
   function Uniform:log_prob(v)
     self:_validate_sample(v)
     local inside = v:ge(self.low):logical_and(v:lt(self.high)):to(self.low.dtype)
@@ -352,6 +355,11 @@ return function(T, C)
     return p:log() - (-p):log1p()
   end
   function Bernoulli:_mean() return self.probs end
+  -- 1 where probs > 1/2, 0 below, nan at exactly 1/2
+  function Bernoulli:_mode()
+    local p = self.probs
+    return T.where(p:eq(0.5), 0 / 0, p:ge(0.5):to(p.dtype))
+  end
   function Bernoulli:_variance() local p = self.probs; return p * (-p + 1) end
   function Bernoulli:sample(shape)
     local p = self.probs:detach():expand(self:_extended_shape(shape))
@@ -412,6 +420,8 @@ return function(T, C)
     return T.full(self:_extended_shape(), 0 / 0, { dtype = self.probs.dtype })
   end
   Categorical._variance = Categorical._mean
+  -- the 1-based id of the largest probability (the first of ties)
+  function Categorical:_mode() return self.probs:argmax(-1) end
   function Categorical:sample(shape)
     local ss = totable(shape)
     local n = 1
@@ -458,6 +468,7 @@ return function(T, C)
     return d
   end)
   function Exponential:_mean() return self.rate:reciprocal() end
+  function Exponential:_mode() return T.zeros_like(self.rate) end
   function Exponential:_stddev() return self.rate:reciprocal() end
   function Exponential:_variance() return self.rate:pow(-2) end
   function Exponential:rsample(shape)
@@ -485,6 +496,7 @@ return function(T, C)
     return d
   end)
   function Laplace:_mean() return self.loc end
+  function Laplace:_mode() return self.loc end
   function Laplace:_variance() return self.scale:pow(2) * 2 end
   function Laplace:_stddev() return self.scale * math.sqrt(2) end
   function Laplace:rsample(shape)
@@ -557,6 +569,7 @@ return function(T, C)
     return d
   end)
   function Gamma:_mean() return self.concentration / self.rate end
+  function Gamma:_mode() return ((self.concentration - 1) / self.rate):clamp(0) end
   function Gamma:_variance() return self.concentration / self.rate:pow(2) end
   -- the draw is reparameterised in rate (x = g / rate); the gradient in
   -- concentration is not propagated (PyTorch's implicit gradient of the
@@ -576,6 +589,19 @@ return function(T, C)
     return a - self.rate:log() + a:lgamma() + (-a + 1) * a:digamma()
   end
 
+  -- the mode of Dirichlet(a) (and Beta's), PyTorch's: (a - 1)+ normalised
+  -- (nan where that sums to 0), and the first vertex where every
+  -- concentration is below 1 (torch's argmax of that all-nan row)
+  local function dirichlet_mode(a)
+    local am1 = (a - 1):clamp(0)
+    local corner = a:lt(1):all(-1, true)
+    -- a safe denominator at the corner rows, so their gradient is 0, not nan
+    local m = am1 / T.where(corner, 1, am1:sum(-1, true))
+    local k = a.shape[a.ndim]
+    local first = T.arange(1, k + 1, { device = a.device }):eq(1):to(a.dtype)
+    return T.where(corner:expand(m.shape), first:expand(m.shape), m)
+  end
+
   -- -- Beta --------------------------------------------------------------------------------
   local Beta = class("Beta", Distribution)
   Beta._params = { "concentration1", "concentration0" }
@@ -592,6 +618,9 @@ return function(T, C)
     return d
   end)
   function Beta:_mean() return self.concentration1 / (self.concentration1 + self.concentration0) end
+  function Beta:_mode()
+    return dirichlet_mode(T.stack({ self.concentration1, self.concentration0 }, -1)):select(-1, 1)
+  end
   function Beta:_variance()
     local a, b = self.concentration1, self.concentration0
     local t = a + b
@@ -632,6 +661,7 @@ return function(T, C)
     return d
   end)
   function Dirichlet:_mean() return self.concentration / self.concentration:sum(-1, true) end
+  function Dirichlet:_mode() return dirichlet_mode(self.concentration) end
   function Dirichlet:_variance()
     local a = self.concentration
     local a0 = a:sum(-1, true)
@@ -716,6 +746,7 @@ return function(T, C)
     return d
   end)
   function Poisson:_mean() return self.rate end
+  function Poisson:_mode() return self.rate:floor() end
   function Poisson:_variance() return self.rate end
   function Poisson:sample(shape)
     return poisson_draw(self.rate:detach():expand(self:_extended_shape(shape)))
@@ -1017,6 +1048,7 @@ return function(T, C)
     return inv:transpose(-1, -2):matmul(inv):expand(concat(totable(self.batch_shape), { self._k, self._k }))
   end
   function MVN:_mean() return self.loc end
+  function MVN:_mode() return self.loc end
   function MVN:_variance()
     return self._unbroadcasted_scale_tril:pow(2):sum(-1):expand(concat(totable(self.batch_shape), { self._k }))
   end
