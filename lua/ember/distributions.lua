@@ -757,27 +757,45 @@ return function(T, C)
   end
 
   -- -- transforms ------------------------------------------------------------------------
+  -- Each has event_dim (its domain's and codomain's), codomain (a
+  -- constraint), sign (a number, or a tensor for AffineTransform's tensor
+  -- scale) and forward_shape/inverse_shape, as PyTorch's transforms.
   local Transform = {}
   Transform.__index = Transform
+  Transform.event_dim = 0
   D.transforms = {}
+  function Transform:__call(x) return self:forward(x) end
   local function transform(name, f)
     local cls = setmetatable({}, { __index = Transform })
     cls.__index = cls
     cls.__name = name
+    cls.__call = Transform.__call -- metamethods are not inherited through __index
     D[name] = setmetatable({}, { __index = cls, __call = function(_, ...) return f(cls, ...) end })
     D.transforms[name] = D[name]
     return cls
   end
-  function Transform:__call(x) return self:forward(x) end
+  function Transform:forward_shape(s) return totable(s) end
+  function Transform:inverse_shape(s) return totable(s) end
+  local function finfo(dt)
+    if dt == T.float64 then return 2.220446049250313e-16, 2.2250738585072014e-308 end
+    return 1.1920928955078125e-07, 1.1754943508222875e-38
+  end
   local Exp = transform("ExpTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
+  Exp.codomain = Cn.positive
   function Exp:forward(x) return x:exp() end
   function Exp:inv(y) return y:log() end
   function Exp:log_abs_det_jacobian(x, y) return x end
+  -- sigmoid and logit clamped to [finfo.tiny, 1 - finfo.eps], as PyTorch's
+  -- _clipped_sigmoid and SigmoidTransform._inverse
   local Sig = transform("SigmoidTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
-  function Sig:forward(x) return x:sigmoid() end
+  Sig.codomain = Cn.unit_interval
+  function Sig:forward(x)
+    local eps, tiny = finfo(x.dtype)
+    return x:sigmoid():clamp(tiny, 1 - eps)
+  end
   function Sig:inv(y)
-    local eps = y.dtype == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07
-    local c = y:clamp(eps, 1 - eps)
+    local eps, tiny = finfo(y.dtype)
+    local c = y:clamp(tiny, 1 - eps)
     return c:log() - (-c):log1p()
   end
   function Sig:log_abs_det_jacobian(x, y)
@@ -785,31 +803,100 @@ return function(T, C)
   end
   local Aff = transform("AffineTransform", function(cls, loc, scale, o)
     o = take_opts("AffineTransform", o, { "event_dim" })
-    local t = setmetatable({ loc = loc, scale = scale, event_dim = o.event_dim or 0 }, cls)
-    t.sign = (type(scale) == "number" and (scale >= 0 and 1 or -1)) or nil
-    return t
+    for _, p in ipairs { { "loc", loc }, { "scale", scale } } do
+      if type(p[2]) ~= "number" and not T.is_tensor(p[2]) then
+        error(fmt("AffineTransform: expected a tensor or a number for %s, got %s", p[1], type(p[2])), 3)
+      end
+    end
+    local ed = o.event_dim or 0
+    if type(ed) ~= "number" or ed ~= math.floor(ed) or ed < 0 then
+      error(fmt("AffineTransform: event_dim must be a non-negative integer, got %s", tostring(ed)), 3)
+    end
+    return setmetatable({ loc = loc, scale = scale, event_dim = ed }, cls)
   end)
+  Aff.codomain = Cn.real
+  function Aff:_sign()
+    local s = self.scale
+    if type(s) == "number" then return s > 0 and 1 or s < 0 and -1 or 0 end
+    return s:sign()
+  end
+  Aff.__index = function(self, k)
+    if k == "sign" then return Aff._sign(self) end
+    return Aff[k]
+  end
   function Aff:forward(x) return x * self.scale + self.loc end
   function Aff:inv(y) return (y - self.loc) / self.scale end
+  function Aff:forward_shape(s)
+    local shapes = { totable(s) }
+    for _, p in ipairs { self.loc, self.scale } do
+      if T.is_tensor(p) then shapes[#shapes + 1] = totable(p.shape) end
+    end
+    return bshape("AffineTransform", shapes)
+  end
+  Aff.inverse_shape = Aff.forward_shape
   function Aff:log_abs_det_jacobian(x, y)
     local s = self.scale
-    local r = T.is_tensor(s) and s:abs():log():expand(x.shape) or T.full(x.shape, math.log(math.abs(s)), { dtype = x.dtype })
+    local r
+    if T.is_tensor(s) then
+      r = s:abs():log()
+      r = r:expand(bshape("AffineTransform", { totable(x.shape), totable(r.shape) }))
+    else
+      r = T.full(x.shape, math.log(math.abs(s)), { dtype = x.dtype, device = x.device })
+    end
     for _ = 1, self.event_dim do r = r:sum(-1) end
     return r
   end
+  local function sum_right(x, n)
+    for _ = 1, n do x = x:sum(-1) end
+    return x
+  end
 
   -- -- TransformedDistribution / LogNormal ------------------------------------------------
+  -- Shapes as PyTorch's TransformedDistribution: the base is expanded to
+  -- the transforms' broadcast shape, and base batch dims the transforms
+  -- treat as event dims (event_dim above the base's) are reinterpreted
+  -- through Independent.
   local TD = class("TransformedDistribution", Distribution)
   local function td_new(cls, base, transforms, o)
     o = take_opts(cls.__name, o, { "validate_args" })
     if getmetatable(transforms) and transforms.forward then transforms = { transforms } end
+    if type(transforms) ~= "table" then
+      error(fmt("%s: transforms must be a transform or a list of transforms, got %s", cls.__name, type(transforms)), 3)
+    end
+    local base_shape = concat(totable(base.batch_shape), totable(base.event_shape))
+    local base_ed = #totable(base.event_shape)
+    local ed = 0 -- the composed transform's domain (= codomain) event dim
+    for i, t in ipairs(transforms) do
+      if type(t) ~= "table" or not t.forward then
+        error(fmt("%s: transforms[%d] is not a transform", cls.__name, i), 3)
+      end
+      ed = math.max(ed, t.event_dim or 0)
+    end
+    if #base_shape < ed then
+      error(fmt("%s: base_distribution needs to have shape with size at least %d, but got %s", cls.__name, ed,
+        A.fmt_shape(base_shape)), 3)
+    end
+    local shape = base_shape
+    for _, t in ipairs(transforms) do shape = t:forward_shape(shape) end
+    local back = shape
+    for i = #transforms, 1, -1 do back = transforms[i]:inverse_shape(back) end
+    local same = #back == #base_shape
+    for i = 1, #back do if back[i] ~= base_shape[i] then same = false end end
+    if not same then base = base:expand(sub(back, 1, #back - base_ed)) end
+    if ed > base_ed then base = D.Independent(base, ed - base_ed) end
+    local event_dim = ed + math.max(base_ed - ed, 0)
     local d = new(cls, { base_dist = base, transforms = transforms })
-    init(d, totable(base.batch_shape), totable(base.event_shape), o.validate_args)
+    init(d, sub(shape, 1, #shape - event_dim), sub(shape, #shape - event_dim + 1), o.validate_args)
     d.has_rsample = base.has_rsample
     return d
   end
   ctor(TD, function(base, transforms, o) return td_new(TD, base, transforms, o) end)
-  function TD:_support() return nil end
+  -- the last transform's codomain (the base's support without transforms)
+  function TD:_support()
+    local n = #self.transforms
+    if n == 0 then return self.base_dist.support end
+    return self.transforms[n].codomain
+  end
   function TD:rsample(shape)
     local x = self.base_dist:rsample(shape)
     for _, t in ipairs(self.transforms) do x = t:forward(x) end
@@ -823,35 +910,48 @@ return function(T, C)
     end)
   end
   function TD:log_prob(y)
+    self:_validate_sample(y)
+    local event_dim = #totable(self.event_shape)
     local lp = 0
     for i = #self.transforms, 1, -1 do
       local t = self.transforms[i]
       local x = t:inv(y)
-      lp = lp - t:log_abs_det_jacobian(x, y)
+      lp = lp - sum_right(t:log_abs_det_jacobian(x, y), event_dim - (t.event_dim or 0))
       y = x
     end
-    return lp + self.base_dist:log_prob(y)
+    return lp + sum_right(self.base_dist:log_prob(y), event_dim - #totable(self.base_dist.event_shape))
   end
-  local function monotone_sign(self)
+  -- PyTorch's _monotonize_cdf: value flipped around 1/2 where the product
+  -- of the transforms' signs is negative (elementwise for a tensor sign)
+  local function monotonize(self, v)
     local s = 1
     for _, t in ipairs(self.transforms) do
-      if t.sign == nil then error(fmt("%s: cdf needs transforms of known monotonicity", self.__name), 3) end
-      s = s * t.sign
+      local ts = t.sign
+      if ts == nil then error(fmt("%s: cdf and icdf need transforms of known sign (monotonicity)", self.__name), 3) end
+      s = ts * s
     end
-    return s
+    if s == 1 then return v end
+    return (v - 0.5) * s + 0.5
   end
   function TD:cdf(y)
-    local s = monotone_sign(self)
     for i = #self.transforms, 1, -1 do y = self.transforms[i]:inv(y) end
-    local c = self.base_dist:cdf(y)
-    return s == 1 and c or -c + 1
+    return monotonize(self, self.base_dist:cdf(y))
   end
   function TD:icdf(p)
-    local s = monotone_sign(self)
-    if s ~= 1 then p = -p + 1 end
-    local x = self.base_dist:icdf(p)
+    local x = self.base_dist:icdf(monotonize(self, p))
     for _, t in ipairs(self.transforms) do x = t:forward(x) end
     return x
+  end
+  -- the base expanded to the batch shape the transforms map back to
+  function TD:expand(bs)
+    bs = totable(bs)
+    local shape = concat(bs, totable(self.event_shape))
+    for i = #self.transforms, 1, -1 do shape = self.transforms[i]:inverse_shape(shape) end
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    o.base_dist = self.base_dist:expand(sub(shape, 1, #shape - #totable(self.base_dist.event_shape)))
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, getmetatable(self))
   end
 
   local LogNormal = class("LogNormal", TD)
@@ -866,14 +966,16 @@ return function(T, C)
   end)
   function LogNormal:_support() return Cn.positive end
   function LogNormal:_mean() return (self.loc + self.scale:pow(2) / 2):exp() end
+  function LogNormal:_mode() return (self.loc - self.scale:pow(2)):exp() end
   function LogNormal:_variance()
     local s2 = self.scale:pow(2)
     return s2:expm1() * (self.loc * 2 + s2):exp()
   end
   function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
-  function LogNormal:log_prob(y)
-    self:_validate_sample(y)
-    return TD.log_prob(self, y)
+  function LogNormal:expand(bs)
+    local o = TD.expand(self, bs)
+    o.loc, o.scale = o.base_dist.loc, o.base_dist.scale
+    return o
   end
 
   -- -- Independent -------------------------------------------------------------------------
@@ -893,17 +995,24 @@ return function(T, C)
     d.has_rsample = base.has_rsample
     return d
   end)
-  local function sum_right(x, n)
-    for _ = 1, n do x = x:sum(-1) end
-    return x
-  end
   function Ind:_support() return self.base_dist.support end
   function Ind:_mean() return self.base_dist.mean end
+  function Ind:_mode() return self.base_dist.mode end
   function Ind:_variance() return self.base_dist.variance end
   function Ind:sample(s) return self.base_dist:sample(s) end
   function Ind:rsample(s) return self.base_dist:rsample(s) end
   function Ind:log_prob(v) return sum_right(self.base_dist:log_prob(v), self.reinterpreted_batch_ndims) end
   function Ind:entropy() return sum_right(self.base_dist:entropy(), self.reinterpreted_batch_ndims) end
+  -- the base expanded to batch_shape .. the reinterpreted dims
+  function Ind:expand(bs)
+    bs = totable(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    local n = self.reinterpreted_batch_ndims
+    o.base_dist = self.base_dist:expand(concat(bs, sub(totable(self.event_shape), 1, n)))
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Ind)
+  end
 
   -- -- MultivariateNormal --------------------------------------------------------------------
   -- A private Cholesky factor (T.linalg is another helper's work, not
