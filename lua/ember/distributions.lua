@@ -91,7 +91,9 @@ return function(T, C)
   Cn.nonnegative = constraint("nonnegative", function(v) return v:ge(0) end)
   Cn.unit_interval = constraint("unit_interval", function(v) return v:ge(0):logical_and(v:le(1)) end)
   Cn.boolean = constraint("boolean", function(v) return v:eq(0):logical_or(v:eq(1)) end)
-  Cn.nonnegative_integer = constraint("nonnegative_integer", function(v) return v:ge(0):logical_and(v:eq(v:floor())) end)
+  -- integer as PyTorch tests it, value % 1 == 0: false for +-inf and nan
+  local function is_int(v) return v:remainder(1):eq(0) end
+  Cn.nonnegative_integer = constraint("nonnegative_integer", function(v) return v:ge(0):logical_and(is_int(v)) end)
   Cn.simplex = constraint("simplex", function(v)
     return v:ge(0):all(-1):logical_and((v:sum(-1) - 1):abs():lt(1e-6))
   end)
@@ -100,18 +102,22 @@ return function(T, C)
     local low = v:tril():eq(v):flatten(-2):all(-1)
     return low:logical_and(v:diagonal(0, -2, -1):gt(0):all(-1))
   end)
+  -- symmetric as torch.isclose(v, v.mT, atol=1e-6) (rtol 1e-5) and a
+  -- Cholesky factor exists (cholesky_ex's info == 0), per matrix
   Cn.positive_definite = constraint("positive_definite", function(v)
-    local sym = (v - v:transpose(-1, -2)):abs():le(1e-6 * (1 + v:abs())):flatten(-2):all(-1)
-    local ok = pcall(function() return D._cholesky(v) end)
-    return sym:logical_and(T.full(sym.shape, ok, { dtype = T.bool }))
+    local vt = v:transpose(-1, -2)
+    local close = (v - vt):abs():le(vt:abs() * 1e-5 + 1e-6):logical_or(v:eq(vt))
+    local sym = close:flatten(-2):all(-1)
+    return sym:logical_and(D._cholesky_ok(v))
   end)
-  -- the support of an interval that depends on parameters (Uniform)
+  -- the support of an interval that depends on parameters (Uniform):
+  -- closed, lo <= v <= hi, as PyTorch's constraints.interval
   local function interval(lo, hi)
-    return constraint("interval", function(v) return v:ge(lo):logical_and(v:lt(hi)) end)
+    return constraint("interval", function(v) return v:ge(lo):logical_and(v:le(hi)) end)
   end
   local function integer_interval(lo, hi)
     return constraint("integer_interval", function(v)
-      return v:ge(lo):logical_and(v:le(hi)):logical_and(v:eq(v:floor()))
+      return v:ge(lo):logical_and(v:le(hi)):logical_and(is_int(v))
     end)
   end
 
@@ -194,7 +200,7 @@ return function(T, C)
       end
     end
   end
-  for _, m in ipairs { "log_prob", "cdf", "icdf", "entropy", "_mean", "_variance" } do
+  for _, m in ipairs { "log_prob", "cdf", "icdf", "entropy", "_mean", "_mode", "_variance" } do
     Distribution[m] = function(self)
       error(fmt("%s: %s is not implemented", self.__name, m:gsub("^_", "")), 2)
     end
@@ -288,12 +294,15 @@ return function(T, C)
     return d
   end)
   function Uniform:_mean() return (self.high + self.low) / 2 end
+  function Uniform:_mode() return self.high * (0 / 0) end
   function Uniform:_variance() return (self.high - self.low):pow(2) / 12 end
   function Uniform:_stddev() return (self.high - self.low) / math.sqrt(12) end
   function Uniform:rsample(shape)
     local u = T.rand(self:_extended_shape(shape), { dtype = self.low.dtype, device = self.low.device })
     return self.low + u * (self.high - self.low)
   end
+  -- the support is closed (validation takes high) while the density is
+  -- that of [low, high): log_prob(high) = -inf, as PyTorch 1.13
   function Uniform:log_prob(v)
     self:_validate_sample(v)
     local inside = v:ge(self.low):logical_and(v:lt(self.high)):to(self.low.dtype)
@@ -346,6 +355,11 @@ return function(T, C)
     return p:log() - (-p):log1p()
   end
   function Bernoulli:_mean() return self.probs end
+  -- 1 where probs > 1/2, 0 below, nan at exactly 1/2
+  function Bernoulli:_mode()
+    local p = self.probs
+    return T.where(p:eq(0.5), 0 / 0, p:ge(0.5):to(p.dtype))
+  end
   function Bernoulli:_variance() local p = self.probs; return p * (-p + 1) end
   function Bernoulli:sample(shape)
     local p = self.probs:detach():expand(self:_extended_shape(shape))
@@ -387,8 +401,9 @@ return function(T, C)
     init(d, bs, {}, o.validate_args)
     d._num_events = t.shape[t.ndim]
     if o.probs then
-      if d._validate_args then check(d, "parameter probs", t, Cn.nonnegative) end
+      -- validated after normalising, as PyTorch: a row summing to 0 is nan
       d._p = t / t:sum(-1, true)
+      if d._validate_args then check(d, "parameter probs", d._p, Cn.simplex) end
     else
       if d._validate_args then check(d, "parameter logits", t, Cn.real) end
       d._l = t - t:logsumexp(-1, true)
@@ -405,6 +420,8 @@ return function(T, C)
     return T.full(self:_extended_shape(), 0 / 0, { dtype = self.probs.dtype })
   end
   Categorical._variance = Categorical._mean
+  -- the 1-based id of the largest probability (the first of ties)
+  function Categorical:_mode() return self.probs:argmax(-1) end
   function Categorical:sample(shape)
     local ss = totable(shape)
     local n = 1
@@ -451,6 +468,7 @@ return function(T, C)
     return d
   end)
   function Exponential:_mean() return self.rate:reciprocal() end
+  function Exponential:_mode() return T.zeros_like(self.rate) end
   function Exponential:_stddev() return self.rate:reciprocal() end
   function Exponential:_variance() return self.rate:pow(-2) end
   function Exponential:rsample(shape)
@@ -478,6 +496,7 @@ return function(T, C)
     return d
   end)
   function Laplace:_mean() return self.loc end
+  function Laplace:_mode() return self.loc end
   function Laplace:_variance() return self.scale:pow(2) * 2 end
   function Laplace:_stddev() return self.scale * math.sqrt(2) end
   function Laplace:rsample(shape)
@@ -550,6 +569,7 @@ return function(T, C)
     return d
   end)
   function Gamma:_mean() return self.concentration / self.rate end
+  function Gamma:_mode() return ((self.concentration - 1) / self.rate):clamp(0) end
   function Gamma:_variance() return self.concentration / self.rate:pow(2) end
   -- the draw is reparameterised in rate (x = g / rate); the gradient in
   -- concentration is not propagated (PyTorch's implicit gradient of the
@@ -569,6 +589,19 @@ return function(T, C)
     return a - self.rate:log() + a:lgamma() + (-a + 1) * a:digamma()
   end
 
+  -- the mode of Dirichlet(a) (and Beta's), PyTorch's: (a - 1)+ normalised
+  -- (nan where that sums to 0), and the first vertex where every
+  -- concentration is below 1 (torch's argmax of that all-nan row)
+  local function dirichlet_mode(a)
+    local am1 = (a - 1):clamp(0)
+    local corner = a:lt(1):all(-1, true)
+    -- a safe denominator at the corner rows, so their gradient is 0, not nan
+    local m = am1 / T.where(corner, 1, am1:sum(-1, true))
+    local k = a.shape[a.ndim]
+    local first = T.arange(1, k + 1, { device = a.device }):eq(1):to(a.dtype)
+    return T.where(corner:expand(m.shape), first:expand(m.shape), m)
+  end
+
   -- -- Beta --------------------------------------------------------------------------------
   local Beta = class("Beta", Distribution)
   Beta._params = { "concentration1", "concentration0" }
@@ -585,6 +618,9 @@ return function(T, C)
     return d
   end)
   function Beta:_mean() return self.concentration1 / (self.concentration1 + self.concentration0) end
+  function Beta:_mode()
+    return dirichlet_mode(T.stack({ self.concentration1, self.concentration0 }, -1)):select(-1, 1)
+  end
   function Beta:_variance()
     local a, b = self.concentration1, self.concentration0
     local t = a + b
@@ -625,6 +661,7 @@ return function(T, C)
     return d
   end)
   function Dirichlet:_mean() return self.concentration / self.concentration:sum(-1, true) end
+  function Dirichlet:_mode() return dirichlet_mode(self.concentration) end
   function Dirichlet:_variance()
     local a = self.concentration
     local a0 = a:sum(-1, true)
@@ -709,6 +746,7 @@ return function(T, C)
     return d
   end)
   function Poisson:_mean() return self.rate end
+  function Poisson:_mode() return self.rate:floor() end
   function Poisson:_variance() return self.rate end
   function Poisson:sample(shape)
     return poisson_draw(self.rate:detach():expand(self:_extended_shape(shape)))
@@ -719,27 +757,45 @@ return function(T, C)
   end
 
   -- -- transforms ------------------------------------------------------------------------
+  -- Each has event_dim (its domain's and codomain's), codomain (a
+  -- constraint), sign (a number, or a tensor for AffineTransform's tensor
+  -- scale) and forward_shape/inverse_shape, as PyTorch's transforms.
   local Transform = {}
   Transform.__index = Transform
+  Transform.event_dim = 0
   D.transforms = {}
+  function Transform:__call(x) return self:forward(x) end
   local function transform(name, f)
     local cls = setmetatable({}, { __index = Transform })
     cls.__index = cls
     cls.__name = name
+    cls.__call = Transform.__call -- metamethods are not inherited through __index
     D[name] = setmetatable({}, { __index = cls, __call = function(_, ...) return f(cls, ...) end })
     D.transforms[name] = D[name]
     return cls
   end
-  function Transform:__call(x) return self:forward(x) end
+  function Transform:forward_shape(s) return totable(s) end
+  function Transform:inverse_shape(s) return totable(s) end
+  local function finfo(dt)
+    if dt == T.float64 then return 2.220446049250313e-16, 2.2250738585072014e-308 end
+    return 1.1920928955078125e-07, 1.1754943508222875e-38
+  end
   local Exp = transform("ExpTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
+  Exp.codomain = Cn.positive
   function Exp:forward(x) return x:exp() end
   function Exp:inv(y) return y:log() end
   function Exp:log_abs_det_jacobian(x, y) return x end
+  -- sigmoid and logit clamped to [finfo.tiny, 1 - finfo.eps], as PyTorch's
+  -- _clipped_sigmoid and SigmoidTransform._inverse
   local Sig = transform("SigmoidTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
-  function Sig:forward(x) return x:sigmoid() end
+  Sig.codomain = Cn.unit_interval
+  function Sig:forward(x)
+    local eps, tiny = finfo(x.dtype)
+    return x:sigmoid():clamp(tiny, 1 - eps)
+  end
   function Sig:inv(y)
-    local eps = y.dtype == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07
-    local c = y:clamp(eps, 1 - eps)
+    local eps, tiny = finfo(y.dtype)
+    local c = y:clamp(tiny, 1 - eps)
     return c:log() - (-c):log1p()
   end
   function Sig:log_abs_det_jacobian(x, y)
@@ -747,31 +803,100 @@ return function(T, C)
   end
   local Aff = transform("AffineTransform", function(cls, loc, scale, o)
     o = take_opts("AffineTransform", o, { "event_dim" })
-    local t = setmetatable({ loc = loc, scale = scale, event_dim = o.event_dim or 0 }, cls)
-    t.sign = (type(scale) == "number" and (scale >= 0 and 1 or -1)) or nil
-    return t
+    for _, p in ipairs { { "loc", loc }, { "scale", scale } } do
+      if type(p[2]) ~= "number" and not T.is_tensor(p[2]) then
+        error(fmt("AffineTransform: expected a tensor or a number for %s, got %s", p[1], type(p[2])), 3)
+      end
+    end
+    local ed = o.event_dim or 0
+    if type(ed) ~= "number" or ed ~= math.floor(ed) or ed < 0 then
+      error(fmt("AffineTransform: event_dim must be a non-negative integer, got %s", tostring(ed)), 3)
+    end
+    return setmetatable({ loc = loc, scale = scale, event_dim = ed }, cls)
   end)
+  Aff.codomain = Cn.real
+  function Aff:_sign()
+    local s = self.scale
+    if type(s) == "number" then return s > 0 and 1 or s < 0 and -1 or 0 end
+    return s:sign()
+  end
+  Aff.__index = function(self, k)
+    if k == "sign" then return Aff._sign(self) end
+    return Aff[k]
+  end
   function Aff:forward(x) return x * self.scale + self.loc end
   function Aff:inv(y) return (y - self.loc) / self.scale end
+  function Aff:forward_shape(s)
+    local shapes = { totable(s) }
+    for _, p in ipairs { self.loc, self.scale } do
+      if T.is_tensor(p) then shapes[#shapes + 1] = totable(p.shape) end
+    end
+    return bshape("AffineTransform", shapes)
+  end
+  Aff.inverse_shape = Aff.forward_shape
   function Aff:log_abs_det_jacobian(x, y)
     local s = self.scale
-    local r = T.is_tensor(s) and s:abs():log():expand(x.shape) or T.full(x.shape, math.log(math.abs(s)), { dtype = x.dtype })
+    local r
+    if T.is_tensor(s) then
+      r = s:abs():log()
+      r = r:expand(bshape("AffineTransform", { totable(x.shape), totable(r.shape) }))
+    else
+      r = T.full(x.shape, math.log(math.abs(s)), { dtype = x.dtype, device = x.device })
+    end
     for _ = 1, self.event_dim do r = r:sum(-1) end
     return r
   end
+  local function sum_right(x, n)
+    for _ = 1, n do x = x:sum(-1) end
+    return x
+  end
 
   -- -- TransformedDistribution / LogNormal ------------------------------------------------
+  -- Shapes as PyTorch's TransformedDistribution: the base is expanded to
+  -- the transforms' broadcast shape, and base batch dims the transforms
+  -- treat as event dims (event_dim above the base's) are reinterpreted
+  -- through Independent.
   local TD = class("TransformedDistribution", Distribution)
   local function td_new(cls, base, transforms, o)
     o = take_opts(cls.__name, o, { "validate_args" })
     if getmetatable(transforms) and transforms.forward then transforms = { transforms } end
+    if type(transforms) ~= "table" then
+      error(fmt("%s: transforms must be a transform or a list of transforms, got %s", cls.__name, type(transforms)), 3)
+    end
+    local base_shape = concat(totable(base.batch_shape), totable(base.event_shape))
+    local base_ed = #totable(base.event_shape)
+    local ed = 0 -- the composed transform's domain (= codomain) event dim
+    for i, t in ipairs(transforms) do
+      if type(t) ~= "table" or not t.forward then
+        error(fmt("%s: transforms[%d] is not a transform", cls.__name, i), 3)
+      end
+      ed = math.max(ed, t.event_dim or 0)
+    end
+    if #base_shape < ed then
+      error(fmt("%s: base_distribution needs to have shape with size at least %d, but got %s", cls.__name, ed,
+        A.fmt_shape(base_shape)), 3)
+    end
+    local shape = base_shape
+    for _, t in ipairs(transforms) do shape = t:forward_shape(shape) end
+    local back = shape
+    for i = #transforms, 1, -1 do back = transforms[i]:inverse_shape(back) end
+    local same = #back == #base_shape
+    for i = 1, #back do if back[i] ~= base_shape[i] then same = false end end
+    if not same then base = base:expand(sub(back, 1, #back - base_ed)) end
+    if ed > base_ed then base = D.Independent(base, ed - base_ed) end
+    local event_dim = ed + math.max(base_ed - ed, 0)
     local d = new(cls, { base_dist = base, transforms = transforms })
-    init(d, totable(base.batch_shape), totable(base.event_shape), o.validate_args)
+    init(d, sub(shape, 1, #shape - event_dim), sub(shape, #shape - event_dim + 1), o.validate_args)
     d.has_rsample = base.has_rsample
     return d
   end
   ctor(TD, function(base, transforms, o) return td_new(TD, base, transforms, o) end)
-  function TD:_support() return nil end
+  -- the last transform's codomain (the base's support without transforms)
+  function TD:_support()
+    local n = #self.transforms
+    if n == 0 then return self.base_dist.support end
+    return self.transforms[n].codomain
+  end
   function TD:rsample(shape)
     local x = self.base_dist:rsample(shape)
     for _, t in ipairs(self.transforms) do x = t:forward(x) end
@@ -785,35 +910,48 @@ return function(T, C)
     end)
   end
   function TD:log_prob(y)
+    self:_validate_sample(y)
+    local event_dim = #totable(self.event_shape)
     local lp = 0
     for i = #self.transforms, 1, -1 do
       local t = self.transforms[i]
       local x = t:inv(y)
-      lp = lp - t:log_abs_det_jacobian(x, y)
+      lp = lp - sum_right(t:log_abs_det_jacobian(x, y), event_dim - (t.event_dim or 0))
       y = x
     end
-    return lp + self.base_dist:log_prob(y)
+    return lp + sum_right(self.base_dist:log_prob(y), event_dim - #totable(self.base_dist.event_shape))
   end
-  local function monotone_sign(self)
+  -- PyTorch's _monotonize_cdf: value flipped around 1/2 where the product
+  -- of the transforms' signs is negative (elementwise for a tensor sign)
+  local function monotonize(self, v)
     local s = 1
     for _, t in ipairs(self.transforms) do
-      if t.sign == nil then error(fmt("%s: cdf needs transforms of known monotonicity", self.__name), 3) end
-      s = s * t.sign
+      local ts = t.sign
+      if ts == nil then error(fmt("%s: cdf and icdf need transforms of known sign (monotonicity)", self.__name), 3) end
+      s = ts * s
     end
-    return s
+    if s == 1 then return v end
+    return (v - 0.5) * s + 0.5
   end
   function TD:cdf(y)
-    local s = monotone_sign(self)
     for i = #self.transforms, 1, -1 do y = self.transforms[i]:inv(y) end
-    local c = self.base_dist:cdf(y)
-    return s == 1 and c or -c + 1
+    return monotonize(self, self.base_dist:cdf(y))
   end
   function TD:icdf(p)
-    local s = monotone_sign(self)
-    if s ~= 1 then p = -p + 1 end
-    local x = self.base_dist:icdf(p)
+    local x = self.base_dist:icdf(monotonize(self, p))
     for _, t in ipairs(self.transforms) do x = t:forward(x) end
     return x
+  end
+  -- the base expanded to the batch shape the transforms map back to
+  function TD:expand(bs)
+    bs = totable(bs)
+    local shape = concat(bs, totable(self.event_shape))
+    for i = #self.transforms, 1, -1 do shape = self.transforms[i]:inverse_shape(shape) end
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    o.base_dist = self.base_dist:expand(sub(shape, 1, #shape - #totable(self.base_dist.event_shape)))
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, getmetatable(self))
   end
 
   local LogNormal = class("LogNormal", TD)
@@ -828,14 +966,16 @@ return function(T, C)
   end)
   function LogNormal:_support() return Cn.positive end
   function LogNormal:_mean() return (self.loc + self.scale:pow(2) / 2):exp() end
+  function LogNormal:_mode() return (self.loc - self.scale:pow(2)):exp() end
   function LogNormal:_variance()
     local s2 = self.scale:pow(2)
     return s2:expm1() * (self.loc * 2 + s2):exp()
   end
   function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
-  function LogNormal:log_prob(y)
-    self:_validate_sample(y)
-    return TD.log_prob(self, y)
+  function LogNormal:expand(bs)
+    local o = TD.expand(self, bs)
+    o.loc, o.scale = o.base_dist.loc, o.base_dist.scale
+    return o
   end
 
   -- -- Independent -------------------------------------------------------------------------
@@ -855,17 +995,24 @@ return function(T, C)
     d.has_rsample = base.has_rsample
     return d
   end)
-  local function sum_right(x, n)
-    for _ = 1, n do x = x:sum(-1) end
-    return x
-  end
   function Ind:_support() return self.base_dist.support end
   function Ind:_mean() return self.base_dist.mean end
+  function Ind:_mode() return self.base_dist.mode end
   function Ind:_variance() return self.base_dist.variance end
   function Ind:sample(s) return self.base_dist:sample(s) end
   function Ind:rsample(s) return self.base_dist:rsample(s) end
   function Ind:log_prob(v) return sum_right(self.base_dist:log_prob(v), self.reinterpreted_batch_ndims) end
   function Ind:entropy() return sum_right(self.base_dist:entropy(), self.reinterpreted_batch_ndims) end
+  -- the base expanded to batch_shape .. the reinterpreted dims
+  function Ind:expand(bs)
+    bs = totable(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    local n = self.reinterpreted_batch_ndims
+    o.base_dist = self.base_dist:expand(concat(bs, sub(totable(self.event_shape), 1, n)))
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Ind)
+  end
 
   -- -- MultivariateNormal --------------------------------------------------------------------
   -- A private Cholesky factor (T.linalg is another helper's work, not
@@ -874,7 +1021,11 @@ return function(T, C)
   -- naming the column.
   local function cholesky(a, op)
     local n = a.shape[a.ndim]
-    a = (a + a:transpose(-1, -2)) * 0.5 -- the gradient is symmetric, as linalg.cholesky's
+    -- the values of the lower triangle, as linalg.cholesky reads them (a
+    -- non-symmetric matrix passes only with validation off), and a
+    -- gradient that is symmetric, as linalg.cholesky's
+    local s = (a + a:transpose(-1, -2)) * 0.5
+    a = s + (a:tril() + a:tril(-1):transpose(-1, -2) - s):detach()
     local cols = {}
     for j = 1, n do
       local ajj = a:select(-1, j):select(-1, j)
@@ -896,6 +1047,33 @@ return function(T, C)
     return T.stack(cols, -1)
   end
   D._cholesky = cholesky
+  -- per matrix of a (..., n, n): whether the factorisation of its lower
+  -- triangle completes (every pivot positive), as cholesky_ex's info == 0;
+  -- a failed matrix continues with pivot 1 so the others are still judged
+  local function cholesky_ok(a)
+    a = a:detach()
+    local n = a.shape[a.ndim]
+    a = a:tril() + a:tril(-1):transpose(-1, -2)
+    local ok = T.ones(sub(totable(a.shape), 1, a.ndim - 2), { dtype = T.bool, device = a.device })
+    local cols = {}
+    for j = 1, n do
+      local ajj = a:select(-1, j):select(-1, j)
+      local col = a:select(-1, j)
+      if j > 1 then
+        local lprev = T.stack(cols, -1)
+        local lj = lprev:select(-2, j)
+        col = col - lprev:matmul(lj:unsqueeze(-1)):squeeze(-1)
+        ajj = ajj - lj:pow(2):sum(-1)
+      end
+      local good = ajj:gt(0)
+      ok = ok:logical_and(good)
+      local d = T.where(good, ajj, 1):sqrt()
+      local mask = T.arange(1, n + 1, { device = a.device }):ge(j):to(a.dtype)
+      cols[j] = col / d:unsqueeze(-1) * mask
+    end
+    return ok
+  end
+  D._cholesky_ok = cholesky_ok
   -- x with L x = b for lower-triangular L (..., n, n) and b (..., n, k)
   local function solve_lower(L, b)
     local n = L.shape[L.ndim]
@@ -940,7 +1118,9 @@ return function(T, C)
     init(d, bs, { k }, o.validate_args)
     if d._validate_args then
       check(d, "parameter loc", loc, Cn.real)
-      if which == "scale_tril" then check(d, "parameter scale_tril", m, Cn.lower_cholesky) end
+      -- PyTorch's constraints: lower_cholesky, or positive_definite
+      -- (symmetric within isclose's atol 1e-6, and a Cholesky factor exists)
+      check(d, "parameter " .. which, m, which == "scale_tril" and Cn.lower_cholesky or Cn.positive_definite)
     end
     local function chol(x)
       local ok, r = pcall(cholesky, x, "MultivariateNormal")
@@ -977,6 +1157,7 @@ return function(T, C)
     return inv:transpose(-1, -2):matmul(inv):expand(concat(totable(self.batch_shape), { self._k, self._k }))
   end
   function MVN:_mean() return self.loc end
+  function MVN:_mode() return self.loc end
   function MVN:_variance()
     return self._unbroadcasted_scale_tril:pow(2):sum(-1):expand(concat(totable(self.batch_shape), { self._k }))
   end
@@ -1027,10 +1208,17 @@ return function(T, C)
     local t1 = ((p.loc - q.loc) / q.scale):pow(2)
     return (vr + t1 - 1 - vr:log()) * 0.5
   end)
+  -- PyTorch's masks: infinite where q puts no mass (probs exactly 0 or 1)
+  -- and p does, zero where p puts none; broadcast (torch 1.13's masked
+  -- assignment raises for parameters of different shapes)
   reg("Bernoulli", "Bernoulli", function(p, q)
-    local pp = p.probs
+    local pp, qp = p.probs, q.probs
     local t1 = pp * (T.nn.functional.softplus(-q.logits) - T.nn.functional.softplus(-p.logits))
+    t1 = T.where(qp:eq(0):expand(t1.shape), 1 / 0, t1)
+    t1 = T.where(pp:eq(0):expand(t1.shape), 0, t1)
     local t2 = (-pp + 1) * (T.nn.functional.softplus(q.logits) - T.nn.functional.softplus(p.logits))
+    t2 = T.where(qp:eq(1):expand(t2.shape), 1 / 0, t2)
+    t2 = T.where(pp:eq(1):expand(t2.shape), 0, t2)
     return t1 + t2
   end)
   reg("Categorical", "Categorical", function(p, q)
@@ -1099,6 +1287,9 @@ return function(T, C)
     return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
   end)
   reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  reg("Poisson", "Poisson", function(p, q)
+    return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
+  end)
 
   -- -- T.normal and the in-place samplers ------------------------------------------------------
   -- T.normal(mean, std[, size], {generator-free options: dtype, device}):
