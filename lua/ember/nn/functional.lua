@@ -225,6 +225,7 @@ return function(T, C)
   -- rescaled in place to max_norm / (norm + 1e-7) first, under no_grad
   -- (PyTorch's embedding_renorm_)
   local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
+  local padding_idx = require("ember.nn.util").padding_idx
   function F.embedding(ids, weight, o, ...)
     if o == nil or type(o) ~= "table" then
       -- PyTorch's positional form: padding_idx, max_norm, norm_type
@@ -235,6 +236,10 @@ return function(T, C)
       nomore("embedding", 3, ...)
     end
     o = checkopts("embedding", o, EMB)
+    local pidx = o.padding_idx
+    if pidx ~= nil and T.is_tensor(weight) and weight.ndim >= 1 then
+      pidx = padding_idx("embedding", pidx, weight.shape[1], 2)
+    end
     if o.scale_grad_by_freq or o.sparse then
       error("embedding: scale_grad_by_freq and sparse gradients are not supported", 2)
     end
@@ -249,7 +254,7 @@ return function(T, C)
         weight:index_copy_(1, u, rows * scale)
       end)
     end
-    return C._nn_embedding(weight, ids, o.padding_idx)
+    return C._nn_embedding(weight, ids, pidx)
   end
 
   local LN = { "weight", "bias", "eps" }

@@ -200,7 +200,7 @@ return function(T, C, nn)
     nomore("Embedding", 3, ...)
     checkopts("Embedding", o, EMB)
     self.num_embeddings, self.embedding_dim = num, dim
-    self.padding_idx = opt(o, "padding_idx", nil)
+    self.padding_idx = require("ember.nn.util").padding_idx("Embedding", opt(o, "padding_idx", nil), num, 3)
     self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
     local w = param({ num, dim }, o)
     init.normal_(w, 0, 1)

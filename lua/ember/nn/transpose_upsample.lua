@@ -119,8 +119,12 @@ return function(T, C, nn)
   -- PyTorch's source coordinates along one dim (in -> out), computed in the
   -- input's dtype as its kernels do (float32 for float32): scale is in / out,
   -- or 1 / scale_factor when that was given and not recomputed.
-  local function nearest_index(n_in, n_out, scale, dev)
-    if n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
+  -- PyTorch 1.13's 2-d and 3-d nearest kernels (nearest_idx) copy when the
+  -- size is unchanged and halve the index when it doubles, whatever the
+  -- scale_factor; its 1-d kernel always takes floor(dst * scale).
+  local function nearest_index(n_in, n_out, scale, dev, nd)
+    if nd >= 2 and n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
+    if nd >= 2 and n_out == 2 * n_in then return T.arange(n_out, { device = dev }):div(2, { rounding_mode = "floor" }) + 1 end
     local dst = T.arange(n_out, { dtype = T.float32, device = dev })
     local i = (dst * T.full({}, scale, { dtype = T.float32, device = dev })):floor():to(T.int64)
     return i:clamp_max(n_in - 1) + 1
@@ -193,7 +197,10 @@ return function(T, C, nn)
     for i = 1, nd do
       local dim, n_in = 2 + i, x.shape[2 + i]
       if mode == "nearest" then
-        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device))
+        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device, nd))
+      elseif sizes[i] == n_in then
+        -- PyTorch's linear kernels copy a dim whose size is unchanged
+        -- (compute_source_index_and_lambda), whatever the scale_factor
       else
         y = linear_along(y, dim, n_in, sizes[i], scales[i], o.align_corners or false)
       end
