@@ -251,12 +251,54 @@ return function(T, C, nn)
         self.bias = init.uniform_(T.empty({ cout }, { dtype = dt }), -bound, bound):requires_grad_(true)
       end
     end
-    function M:forward(x, ...)
-      nomore(name .. ".forward", 1, ...)
+    -- PyTorch's _output_padding: the output_padding that gives output_size
+    -- (the spatial sizes, or with the batch / channel dims in front)
+    local function output_padding(self, x, size)
+      if size == nil then return self.output_padding end
+      if not T.is_tensor(x) then error(name .. ".forward: expected a tensor input, got " .. type(x), 4) end
+      if type(size) == "number" then size = { size } end
+      if type(size) == "table" and size.totable then size = size:totable() end
+      if type(size) == "table" then
+        for k in pairs(size) do
+          if type(k) ~= "number" then
+            error(string.format("%s.forward: unknown option '%s' (output_size is a list of sizes)", name,
+              tostring(k)), 4)
+          end
+        end
+      end
+      if type(size) ~= "table" then
+        error(string.format("%s: output_size must be a list of sizes, got %s", name, type(size)), 4)
+      end
+      local non = x.ndim == n + 2 and 2 or 1
+      if #size == non + n then size = { unpack(size, non + 1, non + n) } end
+      if #size ~= n then
+        error(string.format("%s: for %dD input, output_size must have %d or %d elements (got %d)", name, x.ndim,
+          n, non + n, #size), 4)
+      end
+      local mins, maxs, res = {}, {}, {}
+      for d = 1, n do
+        mins[d] = (x.shape[non + d] - 1) * self.stride[d] - 2 * self.padding[d]
+          + self.dilation[d] * (self.kernel_size[d] - 1) + 1
+        maxs[d] = mins[d] + self.stride[d] - 1
+      end
+      local ins = {}
+      for d = 1, n do ins[d] = x.shape[non + d] end
+      for d = 1, n do
+        if type(size[d]) ~= "number" or size[d] < mins[d] or size[d] > maxs[d] then
+          error(string.format("%s: requested an output size of %s, but valid sizes range from %s to %s (for an "
+            .. "input of %s)", name, fmt(size), fmt(mins), fmt(maxs), fmt(ins)), 4)
+        end
+        res[d] = size[d] - mins[d]
+      end
+      return res
+    end
+    function M:forward(x, output_size, ...)
+      nomore(name .. ".forward", 2, ...)
       local f = n == 1 and F.conv_transpose1d or F.conv_transpose2d
       local one = function(t) return n == 1 and t[1] or t end
       return f(x, self.weight, self.bias, { stride = one(self.stride), padding = one(self.padding),
-        output_padding = one(self.output_padding), groups = self.groups, dilation = one(self.dilation) })
+        output_padding = one(output_padding(self, x, output_size)), groups = self.groups,
+        dilation = one(self.dilation) })
     end
     function M:extra_repr()
       local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
