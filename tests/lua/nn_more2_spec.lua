@@ -3,8 +3,8 @@
 -- negative padding_idx, ctc_loss's NaN gradient for impossible alignments,
 -- and the layers it found absent (conv padding_mode, asymmetric 'same',
 -- ConvTranspose output_size, lp_pool, max_unpool, channel and alpha
--- dropout, more interpolate modes, affine_grid / grid_sample). The
--- expected values are PyTorch 1.13's, computed in float64 and pasted here.
+-- dropout, more interpolate modes). The expected values are PyTorch
+-- 1.13's, computed in float64 and pasted here.
 local T = require "ember"
 local F, nn = T.nn.functional, T.nn
 local U = require "specutil"
