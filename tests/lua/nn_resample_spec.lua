@@ -61,12 +61,14 @@ describe("conv_transpose and interpolate", function()
       .. "stride=1, dilation=1")
     assert.has_error(function() F.interpolate(T.randn(1, 1, 4), { size = 3, scale_factor = 2 }) end,
       "interpolate: either size or scale_factor should be defined (exactly one)")
+    assert.has_error(function() F.interpolate(T.randn(1, 1, 4), { size = 3, mode = "lanczos" }) end,
+      "interpolate: mode lanczos is not supported (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)")
     assert.has_error(function() F.interpolate(T.randn(1, 1, 4), { size = 3, mode = "bicubic" }) end,
-      "interpolate: mode bicubic is not supported (nearest, linear, bilinear)")
+      "interpolate: mode bicubic expects a 4-d input (N, C, ...), got 3-d")
     assert.has_error(function() F.interpolate(T.randn(1, 1, 4), { size = 3, mode = "bilinear" }) end,
       "interpolate: mode bilinear expects a 4-d input (N, C, ...), got 3-d")
     assert.has_error(function() F.interpolate(T.randn(1, 1, 4), { size = 3, align_corners = true }) end,
-      "interpolate: align_corners option can only be set with the interpolating modes: linear | bilinear")
+      "interpolate: align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
     assert.has_error(function() nn.ConvTranspose2d(3, 4, 3, { padding_mode = "zeros" }) end,
       "ConvTranspose2d: unknown option 'padding_mode'")
   end)

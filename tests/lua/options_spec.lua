@@ -189,8 +189,8 @@ describe("layer constructors", function()
     assert.equal("meta", tostring(bn.num_batches_tracked.device))
     fails_with(function() return T.nn.Linear(3, 2, { bais = false }) end,
       "Linear: unknown option 'bais' (expected one of: bias, dtype, device)")
-    fails_with(function() return T.nn.Conv2d(1, 2, 3, { padding_mode = "reflect" }) end,
-      "Conv2d: unknown option 'padding_mode'")
+    fails_with(function() return T.nn.Conv2d(1, 2, 3, { padding_modes = "reflect" }) end,
+      "Conv2d: unknown option 'padding_modes'")
     fails_with(function() return T.nn.ReLU { inplace = true } end,
       "ReLU: unknown option 'inplace' (ReLU takes no options)")
     fails_with(function() return T.nn.Linear(3, 2)(T.ones(1, 3), { zz = 1 }) end,

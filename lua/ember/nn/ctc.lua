@@ -76,6 +76,9 @@ return function(T, C, nn)
       error(string.format("%s: expected log_probs of shape (T, N, C) or (T, C), got %d-d", op, log_probs.ndim), 2)
     end
     local Tn, N, Cn = log_probs.shape[1], log_probs.shape[2], log_probs.shape[3]
+    -- an identity whose gradient hook (below) can mark impossible samples
+    local hooked = not o.zero_infinity and log_probs.requires_grad and T.is_grad_enabled()
+    if hooked then log_probs = log_probs:view_as(log_probs) end
     if blank < 1 or blank > Cn then
       error(string.format("%s: blank must be in label range: 1 <= blank <= %d, got %s", op, Cn, tostring(blank)), 2)
     end
@@ -165,6 +168,17 @@ return function(T, C, nn)
       loss = loss:masked_fill(empty_in:logical_and(empty_t:logical_not()), math.huge)
     end
     if o.zero_infinity then loss = loss:masked_fill(loss:eq(math.huge), 0) end
+    if hooked then
+      -- PyTorch's CTC backward gives an impossible alignment's sample (an
+      -- infinite loss) a NaN gradient at each of its time steps (exp(-inf +
+      -- inf)), whatever the incoming gradient; the recursion above gives 0
+      local bad = loss:detach():eq(math.huge)
+      if bad:any():item() then
+        local steps = T.arange(1, Tn + 1):view(-1, 1):le(alive:view(1, -1)) -- (T, N)
+        local mask = steps:logical_and(bad:view(1, -1)):unsqueeze(3):expand(Tn, N, Cn)
+        log_probs:register_hook(function(g) return g:masked_fill(mask, 0 / 0) end)
+      end
+    end
     if unbatched and red == "none" then loss = loss:squeeze(1) end
     if red == "none" then return loss end
     if red == "sum" then return loss:sum() end

@@ -568,8 +568,9 @@ return function(T, C, nn)
     local bag_of = marks:cumsum(1):narrow(1, 1, n)
     local emb = weight:index_select(1, flat)
     local keep = nil
-    if o.padding_idx ~= nil then
-      keep = flat:ne(o.padding_idx)
+    local pidx = require("ember.nn.util").padding_idx(op, o.padding_idx, weight.shape[1], 2)
+    if pidx ~= nil then
+      keep = flat:ne(pidx)
       emb = emb * keep:to(weight.dtype):unsqueeze(2)
     end
     if psw ~= nil then emb = emb * psw:unsqueeze(2) end
@@ -785,7 +786,8 @@ return function(T, C, nn)
     o = checked("EmbeddingBag", o, set { "mode", "padding_idx", "max_norm", "norm_type", "include_last_offset",
       "scale_grad_by_freq", "sparse", "dtype" })
     self.num_embeddings, self.embedding_dim = num, dim
-    self.mode, self.padding_idx = opt(o, "mode", "mean"), opt(o, "padding_idx", nil)
+    self.mode = opt(o, "mode", "mean")
+    self.padding_idx = require("ember.nn.util").padding_idx("EmbeddingBag", opt(o, "padding_idx", nil), num, 2)
     self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
     self.include_last_offset = opt(o, "include_last_offset", false)
     if o.scale_grad_by_freq or o.sparse then

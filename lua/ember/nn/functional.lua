@@ -89,17 +89,29 @@ return function(T, C)
     return stride, padding, dilation, groups
   end
 
-  local function same_padding(op, k, d, s)
-    local p = {}
-    for i = 1, 2 do
+  -- padding='same': dilation * (kernel - 1) in all, total // 2 before and
+  -- the rest after (PyTorch's conv_padding_same: an odd total puts the extra
+  -- one on the right / bottom); returns the before and after lists
+  local function same_padding(op, k, d, s, n)
+    local l, r = {}, {}
+    for i = 1, n do
       if s[i] ~= 1 then error(op .. ": padding='same' is not supported for strided convolutions", 4) end
       local total = d[i] * (k[i] - 1)
-      if total % 2 ~= 0 then
-        error(op .. ": padding='same' needs an even total padding (dilation * (kernel - 1)); pad the input yourself", 4)
-      end
-      p[i] = total / 2
+      l[i] = math.floor(total / 2)
+      r[i] = total - l[i]
     end
-    return p
+    return l, r
+  end
+  -- an asymmetric 'same': the extra zeros by F.pad (last dim first), then
+  -- the convolution with the symmetric part
+  local function pad_extra(x, l, r)
+    local pads, any = {}, false
+    for i = #l, 1, -1 do
+      pads[#pads + 1], pads[#pads + 2] = 0, r[i] - l[i]
+      if r[i] ~= l[i] then any = true end
+    end
+    if any then return F.pad(x, pads) end
+    return x
   end
 
   local function conv2d_core(x, w, b, s, p, d, g)
@@ -118,7 +130,10 @@ return function(T, C)
     local s, d = pair(stride, "stride", op), pair(dilation, "dilation", op)
     local p
     if padding == "valid" then p = { 0, 0 }
-    elseif padding == "same" then p = same_padding(op, { w.shape[3], w.shape[4] }, d, s)
+    elseif padding == "same" then
+      local r
+      p, r = same_padding(op, { w.shape[3], w.shape[4] }, d, s, 2)
+      x = pad_extra(x, p, r)
     else p = pair(padding, "padding", op) end
     if x.ndim == 3 then
       return conv2d_core(x:unsqueeze(1), w, b, s, p, d, groups):squeeze(1)
@@ -147,7 +162,11 @@ return function(T, C)
     stride, dilation = one(stride, "stride"), one(dilation, "dilation")
     padding = one(padding, "padding")
     if padding == "valid" then padding = 0
-    elseif padding == "same" then padding = same_padding(op, { w.shape[3], 1 }, { dilation, 1 }, { stride, 1 })[1] end
+    elseif padding == "same" then
+      local l, r = same_padding(op, { w.shape[3] }, { dilation }, { stride }, 1)
+      x = pad_extra(x, l, r)
+      padding = l[1]
+    end
     local unbatched = x.ndim == 2
     if unbatched then x = x:unsqueeze(1) end
     if x.ndim ~= 3 then
@@ -225,6 +244,7 @@ return function(T, C)
   -- rescaled in place to max_norm / (norm + 1e-7) first, under no_grad
   -- (PyTorch's embedding_renorm_)
   local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
+  local padding_idx = require("ember.nn.util").padding_idx
   function F.embedding(ids, weight, o, ...)
     if o == nil or type(o) ~= "table" then
       -- PyTorch's positional form: padding_idx, max_norm, norm_type
@@ -235,6 +255,10 @@ return function(T, C)
       nomore("embedding", 3, ...)
     end
     o = checkopts("embedding", o, EMB)
+    local pidx = o.padding_idx
+    if pidx ~= nil and T.is_tensor(weight) and weight.ndim >= 1 then
+      pidx = padding_idx("embedding", pidx, weight.shape[1], 2)
+    end
     if o.scale_grad_by_freq or o.sparse then
       error("embedding: scale_grad_by_freq and sparse gradients are not supported", 2)
     end
@@ -249,7 +273,7 @@ return function(T, C)
         weight:index_copy_(1, u, rows * scale)
       end)
     end
-    return C._nn_embedding(weight, ids, o.padding_idx)
+    return C._nn_embedding(weight, ids, pidx)
   end
 
   local LN = { "weight", "bias", "eps" }

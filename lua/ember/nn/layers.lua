@@ -105,10 +105,17 @@ return function(T, C, nn)
 
   local function conv_class(name, nd)
     local Conv = Module:extend(name)
-    local CONV = { "stride", "padding", "dilation", "groups", "bias", "dtype", "device" }
+    local CONV = { "stride", "padding", "dilation", "groups", "bias", "padding_mode", "dtype", "device" }
+    local MODES = { zeros = true, reflect = true, replicate = true, circular = true }
     function Conv:init(cin, cout, kernel, o, ...)
       nomore(name, 4, ...)
       checkopts(name, o, CONV)
+      local mode = opt(o, "padding_mode", "zeros")
+      if not MODES[mode] then
+        error(string.format("%s: padding_mode must be one of zeros, reflect, replicate, circular, but got "
+          .. "padding_mode='%s'", name, tostring(mode)), 3)
+      end
+      self.padding_mode = mode
       local groups = opt(o, "groups", 1)
       if cin % groups ~= 0 then error(name .. ": in_channels must be divisible by groups", 3) end
       if cout % groups ~= 0 then error(name .. ": out_channels must be divisible by groups", 3) end
@@ -116,6 +123,36 @@ return function(T, C, nn)
       self.in_channels, self.out_channels, self.kernel_size = cin, cout, k
       self.stride, self.padding = opt(o, "stride", 1), opt(o, "padding", 0)
       self.dilation, self.groups = opt(o, "dilation", 1), groups
+      local pd = self.padding
+      if pd ~= "same" and pd ~= "valid" and type(pd) ~= "number" and type(pd) ~= "table" then
+        error(string.format("%s: invalid padding string '%s', should be one of {'valid', 'same'}", name,
+          tostring(pd)), 3)
+      end
+      if pd == "same" then
+        local st = type(self.stride) == "table" and self.stride or { self.stride }
+        for _, v in ipairs(st) do
+          if v ~= 1 then error(name .. ": padding='same' is not supported for strided convolutions", 3) end
+        end
+      end
+      -- the explicit padding F.pad applies for a padding_mode other than
+      -- zeros, last dim first (PyTorch's _reversed_padding_repeated_twice;
+      -- 'same' puts an odd total's extra one after)
+      if mode ~= "zeros" then
+        local dl = self.dilation
+        local function at(v, i) if type(v) == "table" then return v[i] or v[1] end return v end
+        local rp = {}
+        for i = nd, 1, -1 do
+          local before, after
+          if pd == "same" then
+            local total = at(dl, i) * (k[i] - 1)
+            before = math.floor(total / 2)
+            after = total - before
+          elseif pd == "valid" then before, after = 0, 0
+          else before = at(pd, i); after = before end
+          rp[#rp + 1], rp[#rp + 2] = before, after
+        end
+        self._mode_pad = rp
+      end
       local shape = { cout, cin / groups }
       for i = 1, nd do shape[#shape + 1] = k[i] end
       local w = param(shape, o)
@@ -132,6 +169,14 @@ return function(T, C, nn)
     local f = nd == 2 and F.conv2d or F.conv1d
     function Conv:forward(x, ...)
       nomore(name .. ".forward", 1, ...)
+      if self.padding_mode ~= "zeros" then
+        -- PyTorch's: F.pad in that mode, then the convolution without padding
+        local unbatched = T.is_tensor(x) and x.ndim == nd + 1
+        if unbatched then x = x:unsqueeze(1) end
+        local y = f(F.pad(x, self._mode_pad, self.padding_mode), self.weight, self.bias,
+          { stride = self.stride, padding = 0, dilation = self.dilation, groups = self.groups })
+        return unbatched and y:squeeze(1) or y
+      end
       return f(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
         dilation = self.dilation, groups = self.groups })
     end
@@ -142,6 +187,7 @@ return function(T, C, nn)
       if self.dilation ~= 1 then s = s .. ", dilation=" .. fmt(self.dilation) end
       if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
       if self.bias == nil then s = s .. ", bias=false" end
+      if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
       return s
     end
     return Conv
@@ -200,7 +246,7 @@ return function(T, C, nn)
     nomore("Embedding", 3, ...)
     checkopts("Embedding", o, EMB)
     self.num_embeddings, self.embedding_dim = num, dim
-    self.padding_idx = opt(o, "padding_idx", nil)
+    self.padding_idx = require("ember.nn.util").padding_idx("Embedding", opt(o, "padding_idx", nil), num, 3)
     self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
     local w = param({ num, dim }, o)
     init.normal_(w, 0, 1)

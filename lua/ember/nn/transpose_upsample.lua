@@ -113,17 +113,58 @@ return function(T, C, nn)
   end
 
   -- -- interpolate --------------------------------------------------------------------
-  local MODES = { nearest = 1, linear = 1, bilinear = 2 }
+  local MODES = { nearest = 1, ["nearest-exact"] = 1, linear = 1, bilinear = 2, bicubic = 2, trilinear = 3, area = 1 }
+  local ANY_RANK = { nearest = true, ["nearest-exact"] = true, area = true }
   local INTERP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
 
   -- PyTorch's source coordinates along one dim (in -> out), computed in the
   -- input's dtype as its kernels do (float32 for float32): scale is in / out,
   -- or 1 / scale_factor when that was given and not recomputed.
-  local function nearest_index(n_in, n_out, scale, dev)
-    if n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
+  -- PyTorch 1.13's 2-d and 3-d nearest kernels (nearest_idx) copy when the
+  -- size is unchanged and halve the index when it doubles, whatever the
+  -- scale_factor; its 1-d kernel always takes floor(dst * scale).
+  local function nearest_index(n_in, n_out, scale, dev, nd)
+    if nd >= 2 and n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
+    if nd >= 2 and n_out == 2 * n_in then return T.arange(n_out, { device = dev }):div(2, { rounding_mode = "floor" }) + 1 end
     local dst = T.arange(n_out, { dtype = T.float32, device = dev })
     local i = (dst * T.full({}, scale, { dtype = T.float32, device = dev })):floor():to(T.int64)
     return i:clamp_max(n_in - 1) + 1
+  end
+
+  -- nearest-exact: floor((dst + 0.5) * scale) in float32 (PyTorch's
+  -- nearest_neighbor_exact_compute_source_index), no shortcuts
+  local function nearest_exact_index(n_in, n_out, scale, dev)
+    local dst = T.arange(n_out, { dtype = T.float32, device = dev }) + 0.5
+    local i = (dst * T.full({}, scale, { dtype = T.float32, device = dev })):floor():to(T.int64)
+    return i:clamp_max(n_in - 1) + 1
+  end
+
+  -- bicubic along one dim: PyTorch's cubic convolution (A = -0.75) over the
+  -- four inputs around the source coordinate (align_corners: dst * scale;
+  -- else (dst + 0.5) * scale - 0.5, not clamped), their indices clamped to
+  -- the border (upsample_get_value_bounded)
+  local CUBIC_A = -0.75
+  local function cubic_along(x, dim, n_in, n_out, scale, align)
+    local dev, dt = x.device, x.dtype
+    local dst = T.arange(n_out, { dtype = dt, device = dev })
+    local src = align and dst * scale or (dst + 0.5) * scale - 0.5
+    local fl = src:floor()
+    local t = src - fl
+    local base = fl:to(T.int64)
+    local A = CUBIC_A
+    local function cc1(v) return ((v * (A + 2)) - (A + 3)) * v * v + 1 end
+    local function cc2(v) return ((v * A - 5 * A) * v + 8 * A) * v - 4 * A end
+    local ws = { cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t) }
+    local shape = {}
+    for k = 1, x.ndim do shape[k] = 1 end
+    shape[dim] = n_out
+    local y
+    for k = 1, 4 do
+      local idx = (base + (k - 2)):clamp(0, n_in - 1) + 1
+      local term = x:index_select(dim, idx) * ws[k]:view(shape)
+      y = y and y + term or term
+    end
+    return y
   end
 
   local function linear_along(x, dim, n_in, n_out, scale, align)
@@ -161,15 +202,19 @@ return function(T, C, nn)
     local mode = o.mode or "nearest"
     local nd = MODES[mode]
     if not nd then
-      error(string.format("%s: mode %s is not supported (nearest, linear, bilinear)", op, tostring(mode)), 2)
+      error(string.format("%s: mode %s is not supported (nearest, nearest-exact, linear, bilinear, bicubic, "
+        .. "trilinear, area)", op, tostring(mode)), 2)
     end
-    if mode == "nearest" then nd = x.ndim - 2 end
-    if x.ndim - 2 ~= nd or nd < 1 or nd > 2 then
+    local maxnd = mode == "area" and 2 or 3
+    if ANY_RANK[mode] then nd = x.ndim - 2 end
+    if x.ndim - 2 ~= nd or nd < 1 or nd > maxnd then
       error(string.format("%s: mode %s expects a %s input (N, C, ...), got %d-d", op, mode,
-        mode == "nearest" and "3-d or 4-d" or tostring(nd + 2) .. "-d", x.ndim), 2)
+        ANY_RANK[mode] and (mode == "area" and "3-d or 4-d" or "3-d, 4-d or 5-d") or tostring(nd + 2) .. "-d",
+        x.ndim), 2)
     end
-    if o.align_corners ~= nil and mode == "nearest" then
-      error(op .. ": align_corners option can only be set with the interpolating modes: linear | bilinear", 2)
+    if o.align_corners ~= nil and ANY_RANK[mode] then
+      error(op .. ": align_corners option can only be set with the interpolating modes: linear | bilinear | "
+        .. "bicubic | trilinear", 2)
     end
     if (o.size == nil) == (o.scale_factor == nil) then
       error(op .. ": either size or scale_factor should be defined (exactly one)", 2)
@@ -189,11 +234,25 @@ return function(T, C, nn)
         error(string.format("%s: output size %d along dim %d must be positive", op, sizes[i], 2 + i), 2)
       end
     end
+    if mode == "area" then -- PyTorch's: adaptive average pooling to the output size
+      if nd == 1 then return F.adaptive_avg_pool1d(x, sizes[1]) end
+      return F.adaptive_avg_pool2d(x, { sizes[1], sizes[2] })
+    end
     local y = x
     for i = 1, nd do
       local dim, n_in = 2 + i, x.shape[2 + i]
       if mode == "nearest" then
-        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device))
+        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device, nd))
+      elseif mode == "nearest-exact" then
+        y = y:index_select(dim, nearest_exact_index(n_in, sizes[i], scales[i], x.device))
+      elseif mode == "bicubic" then
+        -- no unchanged-size shortcut (PyTorch 1.13's bicubic kernel has none)
+        local sc = scales[i]
+        if o.align_corners then sc = sizes[i] > 1 and (n_in - 1) / (sizes[i] - 1) or 0 end
+        y = cubic_along(y, dim, n_in, sizes[i], sc, o.align_corners or false)
+      elseif sizes[i] == n_in then
+        -- PyTorch's linear kernels copy a dim whose size is unchanged
+        -- (compute_source_index_and_lambda), whatever the scale_factor
       else
         y = linear_along(y, dim, n_in, sizes[i], scales[i], o.align_corners or false)
       end
@@ -244,12 +303,54 @@ return function(T, C, nn)
         self.bias = init.uniform_(T.empty({ cout }, { dtype = dt }), -bound, bound):requires_grad_(true)
       end
     end
-    function M:forward(x, ...)
-      nomore(name .. ".forward", 1, ...)
+    -- PyTorch's _output_padding: the output_padding that gives output_size
+    -- (the spatial sizes, or with the batch / channel dims in front)
+    local function output_padding(self, x, size)
+      if size == nil then return self.output_padding end
+      if not T.is_tensor(x) then error(name .. ".forward: expected a tensor input, got " .. type(x), 4) end
+      if type(size) == "number" then size = { size } end
+      if type(size) == "table" and size.totable then size = size:totable() end
+      if type(size) == "table" then
+        for k in pairs(size) do
+          if type(k) ~= "number" then
+            error(string.format("%s.forward: unknown option '%s' (output_size is a list of sizes)", name,
+              tostring(k)), 4)
+          end
+        end
+      end
+      if type(size) ~= "table" then
+        error(string.format("%s: output_size must be a list of sizes, got %s", name, type(size)), 4)
+      end
+      local non = x.ndim == n + 2 and 2 or 1
+      if #size == non + n then size = { unpack(size, non + 1, non + n) } end
+      if #size ~= n then
+        error(string.format("%s: for %dD input, output_size must have %d or %d elements (got %d)", name, x.ndim,
+          n, non + n, #size), 4)
+      end
+      local mins, maxs, res = {}, {}, {}
+      for d = 1, n do
+        mins[d] = (x.shape[non + d] - 1) * self.stride[d] - 2 * self.padding[d]
+          + self.dilation[d] * (self.kernel_size[d] - 1) + 1
+        maxs[d] = mins[d] + self.stride[d] - 1
+      end
+      local ins = {}
+      for d = 1, n do ins[d] = x.shape[non + d] end
+      for d = 1, n do
+        if type(size[d]) ~= "number" or size[d] < mins[d] or size[d] > maxs[d] then
+          error(string.format("%s: requested an output size of %s, but valid sizes range from %s to %s (for an "
+            .. "input of %s)", name, fmt(size), fmt(mins), fmt(maxs), fmt(ins)), 4)
+        end
+        res[d] = size[d] - mins[d]
+      end
+      return res
+    end
+    function M:forward(x, output_size, ...)
+      nomore(name .. ".forward", 2, ...)
       local f = n == 1 and F.conv_transpose1d or F.conv_transpose2d
       local one = function(t) return n == 1 and t[1] or t end
       return f(x, self.weight, self.bias, { stride = one(self.stride), padding = one(self.padding),
-        output_padding = one(self.output_padding), groups = self.groups, dilation = one(self.dilation) })
+        output_padding = one(output_padding(self, x, output_size)), groups = self.groups,
+        dilation = one(self.dilation) })
     end
     function M:extra_repr()
       local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
