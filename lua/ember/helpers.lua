@@ -454,8 +454,10 @@ return function(T, C)
   end)
 
   -- -- arithmetic -----------------------------------------------------------------
-  -- fmax/fmin: maximum/minimum where a NaN loses to a number
-  for name, pick in pairs { fmax = "maximum", fmin = "minimum" } do
+  -- fmax/fmin: maximum/minimum where a NaN loses to a number; as
+  -- PyTorch's, a picks where a >= b (a <= b) or b is NaN, so a tie's
+  -- gradient goes to a
+  for name, pick in pairs { fmax = "ge", fmin = "le" } do
     define(name, function(a, b, o, ...)
       ARGS.nomore(name, 3, ...)
       check_tensor(name, a)
@@ -464,10 +466,9 @@ return function(T, C)
       if a:is_complex() or b:is_complex() then
         error(fmt("%s: %s not implemented for complex tensors.", name, name), 2)
       end
-      local r = T[pick](a, b)
-      if r.dtype.is_floating_point then
-        r = T.where(a:isnan(), b:to(r.dtype), T.where(b:isnan(), a:to(r.dtype), r))
-      end
+      local keep = a[pick](a, b)
+      if T.promote_types(a.dtype, b.dtype).is_floating_point then keep = keep:logical_or(b:isnan()) end
+      local r = T.where(keep, a, b)
       if o.out ~= nil then return C._write_out(name, r, o.out) end
       return r
     end)

@@ -1123,9 +1123,6 @@ return function(T, C)
     end
     if ord == INF then return red(x:abs(), function(t, d, kd) return t:amax(d or {}, kd) end) end
     if ord == -INF then return red(x:abs(), function(t, d, kd) return t:amin(d or {}, kd) end) end
-    if ord == 0 then
-      return red(x:ne(0):to(x.dtype), function(t, d, kd) if d then return t:sum(d, kd) end return t:sum() end)
-    end
     if dims then return x:norm(ord, dims, keepdim or false) end
     if keepdim then
       local all = {}

@@ -538,9 +538,10 @@ return function(T, C)
     local sorted = mv:sort(-1)
     local counts = same(sorted:unsqueeze(-1), sorted:unsqueeze(-2)):sum(-1)
     local best = counts:argmax(-1, true) -- first maximum: the smallest value of a tie
-    local val = sorted:gather(-1, best)
     local pos = T.arange(1, n + 1, { device = x.device }):expand(mv.shape)
-    local idx = T.where(same(mv, val), pos, 0):amax(-1, true)
+    local idx = T.where(same(mv, sorted:gather(-1, best)), pos, 0):amax(-1, true)
+    -- the value read at the returned position, so its gradient goes there (torch's)
+    local val = mv:gather(-1, idx)
     val, idx = val:squeeze(-1), idx:squeeze(-1)
     if x.ndim == 0 then return val:reshape({}), idx:reshape({}) end
     if keepdim then val, idx = val:unsqueeze(d), idx:unsqueeze(d) end

@@ -201,4 +201,69 @@ describe("differences from torch 1.13, second round, fixed", function()
     err(function() return T.tensor { T.tensor { 1, 2 } } end,
       "tensor: expected numbers, booleans or 0-d tensors, got userdata at [1]")
   end)
+
+  it("autograd: mode's gradient goes to the element whose index it returns", function()
+    local c = T.tensor({ 5, 1, 5, 1, 1 }, { dtype = T.float64 }):requires_grad_()
+    local v, i = T.mode(c)
+    assert.are.equal(5, i:item())
+    assert.are.same({ 0, 0, 0, 0, 1 }, T.autograd.grad(v, { c })[1]:tolist())
+  end)
+
+  it("autograd: masked_fill and index_fill with a 0-d value that requires grad", function()
+    local a = T.tensor({ 1, 2, 3 }, { dtype = T.float64 }):requires_grad_()
+    local s = T.tensor(5.0, { dtype = T.float64 }):requires_grad_()
+    local g = T.autograd.grad(a:masked_fill(T.tensor { true, false, true }, s):sum(), { a, s })
+    assert.are.same({ 0, 1, 0 }, g[1]:tolist()); assert.are.equal(2, g[2]:item())
+    g = T.autograd.grad(a:index_fill(1, T.tensor { 1, 3 }, s):sum(), { a, s })
+    assert.are.same({ 0, 1, 0 }, g[1]:tolist()); assert.are.equal(2, g[2]:item())
+    local A = T.zeros(2, 3, { dtype = T.float64 }):requires_grad_()
+    g = T.autograd.grad((A * 1):index_fill(2, T.tensor { 2 }, s):sum(), { A, s })
+    assert.are.same({ { 1, 0, 1 }, { 1, 0, 1 } }, g[1]:tolist()); assert.are.equal(2, g[2]:item())
+    assert.are.same({ 5, 0, 5 }, T.zeros(3):masked_fill_(T.tensor { true, false, true }, s):tolist())
+  end)
+
+  it("autograd: xlogy/xlog1py with a number as the second operand", function()
+    local x = T.tensor({ 5, 2 }, { dtype = T.float64 }):requires_grad_()
+    near(T.autograd.grad(T.xlogy(x, 3.0):sum(), { x })[1], T.tensor({ 1.0986122886681098, 1.0986122886681098 }, { dtype = T.float64 }))
+    near(T.autograd.grad(T.special.xlog1py(x, 3.0):sum(), { x })[1], T.tensor({ 1.3862943611198906, 1.3862943611198906 }, { dtype = T.float64 }))
+    local x0 = T.tensor({ 0, 2 }, { dtype = T.float64 }):requires_grad_()
+    near(T.autograd.grad(T.xlogy(x0, -1.0):sum(), { x0 })[1], T.tensor({ 0, 0 / 0 }, { dtype = T.float64 }))
+  end)
+
+  it("autograd: cumprod's second derivative with a zero in the input (torch's Hessian)", function()
+    local y = T.tensor({ 2, 0, 3, 1.5 }, { dtype = T.float64 }):requires_grad_()
+    local g = T.autograd.grad(y:cumprod(1):sum(), { y }, { create_graph = true })[1]
+    assert.are.same({ 1, 17, 0, 0 }, g:tolist())
+    local H = { { 0, 8.5, 0, 0 }, { 8.5, 0, 5, 6 }, { 0, 5, 0, 0 }, { 0, 6, 0, 0 } }
+    for k = 1, 4 do
+      assert.are.same(H[k], T.autograd.grad(g[k], { y }, { retain_graph = true })[1]:tolist())
+    end
+  end)
+
+  it("autograd: i1/i1e second derivative at 0 is 0 (i1 is odd), not NaN", function()
+    local z = T.tensor({ 0.0, 1.5 }, { dtype = T.float64 }):requires_grad_()
+    local gz = T.autograd.grad(T.special.i1(z):sum(), { z }, { create_graph = true })[1]
+    near(T.autograd.grad(gz:sum(), { z })[1], T.tensor({ 0, 0.7564433496874536 }, { dtype = T.float64 }), 1e-9)
+    gz = T.autograd.grad(T.special.i1e(z):sum(), { z }, { create_graph = true })[1]
+    assert.are.equal(0, T.autograd.grad(gz:sum(), { z })[1][1]:item())
+  end)
+
+  it("autograd: fmax/fmin give a tie to self; maximum/minimum give a NaN's gradient to both", function()
+    local p = T.tensor({ 1.0, 2, 0 / 0 }, { dtype = T.float64 }):requires_grad_()
+    local q = T.tensor({ 1.0, 1, 3 }, { dtype = T.float64 }):requires_grad_()
+    local function grads(fn) local g = T.autograd.grad(fn(p, q):sum(), { p, q }); return { g[1]:tolist(), g[2]:tolist() } end
+    assert.are.same({ { 1, 1, 0 }, { 0, 0, 1 } }, grads(T.fmax))
+    assert.are.same({ { 1, 0, 0 }, { 0, 1, 1 } }, grads(T.fmin))
+    assert.are.same({ { 0.5, 1, 1 }, { 0.5, 0, 1 } }, grads(T.maximum))
+    assert.are.same({ { 0.5, 0, 1 }, { 0.5, 1, 1 } }, grads(T.minimum))
+    assert.are.same({ 1, 2, 3 }, T.fmax(p, q):tolist())
+    assert.are.same({ 1, 5 }, T.fmin(T.tensor { 1, 5 }, T.tensor({ 2.5, 0 / 0 })):tolist())
+  end)
+
+  it("autograd: vector_norm of order 0 is in the graph with a zero gradient", function()
+    local p = T.tensor({ 1.0, 0, 3 }, { dtype = T.float64, requires_grad = true })
+    local r = T.linalg.vector_norm(p, 0)
+    assert.are.equal(2, r:item()); assert.is_true(r.requires_grad)
+    assert.are.same({ 0, 0, 0 }, T.autograd.grad(r, { p })[1]:tolist())
+  end)
 end)

@@ -300,6 +300,44 @@ static em_tensor *cum(F *f, const em_tensor *t, int64_t dim, int prod) {
 static em_tensor *take(F *f, const em_tensor *t, const em_tensor *pos);
 static em_tensor *full_like(F *f, const em_tensor *t, double v);
 
+/* cumprod's backward when it is itself recorded (create_graph) and x has a
+** zero: PyTorch's O(n^2) form, whose derivative is cumprod's second
+** derivative (the zero-aware form below is right only at first order):
+** grad_k = sum_{i >= k} g_i prod_{j <= i, j != k} x_j. NULL when x has no
+** zero (the usual form, revcumsum(g y) / x, is then differentiable). */
+static em_tensor *cumprod_grad_graph(F *f, const em_tensor *x, const em_tensor *g, int64_t dim) {
+  if (!x || !g || !OK) return NULL;
+  int ax = (int)(dim < 0 ? dim + x->ndim : dim - 1);
+  int64_t n = x->sizes[ax];
+  em_tensor *zeros = bins(f, EM_OP_EQ, x, 0.0), *any = NULL;
+  if (!OK) return NULL;
+  any = keep(f, em_reduce(EM_REDUCE_ANY, zeros, 0, NULL, 0, -1, &any), &any);
+  int64_t has = 0;
+  if (!any || em_get_i64(any, 0, &has) != EM_OK || !has || n <= 1) return NULL;
+  em_tensor *cols[n > 0 ? n : 1];
+  em_tensor *one = full_like(f, narrow(f, x, dim, 1, 1), 1.0);
+  for (int64_t k = 0; k < n && OK; k++) {
+    /* the products omitting x_k, for i = k..n-1 */
+    em_tensor *until = one;
+    if (k > 0) {
+      em_tensor *head = narrow(f, x, dim, 1, k);
+      until = OK ? keep(f, em_reduce(EM_REDUCE_PROD, head, 1, &dim, 1, -1, &until), &until)
+                 : NULL;
+    }
+    em_tensor *omitted = until;
+    if (k < n - 1) {
+      em_tensor *from = cum(f, narrow(f, x, dim, k + 2, n - k - 1), dim, 1);
+      em_tensor *parts[2] = {until, MUL(until, from)};
+      omitted = NULL;
+      if (OK) omitted = keep(f, em_cat(2, (const em_tensor *const *)parts, dim, &omitted), &omitted);
+    }
+    cols[k] = sum_dim(f, MUL(narrow(f, g, dim, k + 1, n - k), omitted), dim);
+  }
+  if (!OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_cat(n, (const em_tensor *const *)cols, dim, &r), &r);
+}
+
 /* The dims a reduction node reduced, as a 0/1 mask over the input dims. */
 static void reduced_mask(const em_node *n, int *mask) {
   int nd = n->in[0].ndim;
@@ -575,12 +613,13 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       break;
     }
     case EM_OP_MAXIMUM: case EM_OP_MINIMUM: {
-      /* the larger (smaller) operand takes the gradient; ties split it */
+      /* PyTorch's: an operand takes the gradient unless it loses (so both
+      ** do where one is NaN); ties split it */
       a = opd(f, 0); b = opd(f, 1);
-      em_ew_op win = n->p.op == EM_OP_MAXIMUM ? EM_OP_GT : EM_OP_LT;
+      em_ew_op lose = n->p.op == EM_OP_MAXIMUM ? EM_OP_LT : EM_OP_GT;
       em_tensor *eq = MULS(maskf(f, EM_OP_EQ, a, b, g), 0.5);
-      if (NEED(0)) gin[0] = MUL(g, ADD(maskf(f, win, a, b, g), eq));
-      if (NEED(1)) gin[1] = MUL(g, ADD(maskf(f, win, b, a, g), eq));
+      if (NEED(0)) gin[0] = MUL(g, RSUB(1.0, ADD(maskf(f, lose, a, b, g), eq)));
+      if (NEED(1)) gin[1] = MUL(g, RSUB(1.0, ADD(maskf(f, lose, b, a, g), eq)));
       break;
     }
     case EM_OP_NEG: gin[0] = un(f, EM_OP_NEG, g); break;
@@ -755,12 +794,15 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       x = saved(f, 0);
       y = saved(f, EM_AG_SV_OUT(n, 0));
       int e = n->p.op == EM_OP_I1E;
-      em_tensor *yx = DIV(y, x);
+      /* y / x with x = 0 read as 1: the branch the where drops at 0 stays
+      ** finite, so a second derivative through it is not 0 * NaN */
+      em_tensor *at0 = bino(f, EM_OP_EQ, TS(x), SC(0.0));
+      em_tensor *yx = DIV(y, where(f, at0, ADDS(zeros_like(f, x), 1.0), x));
       em_tensor *d = SUB(un(f, e ? EM_OP_I0E : EM_OP_I0, x), yx);
       if (e) d = SUB(d, MUL(un(f, EM_OP_SIGN, x), y));
       em_tensor *half = zeros_like(f, d);
       half = ADDS(half, 0.5);
-      gin[0] = MUL(g, where(f, bino(f, EM_OP_EQ, TS(x), SC(0.0)), half, d));
+      gin[0] = MUL(g, where(f, at0, half, d));
       break;
     }
     case EM_OP_NDTR:  /* exp(-x^2/2) / sqrt(2 pi) */
@@ -805,9 +847,15 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       a = opd(f, 0); b = opd(f, 1);
       if (NEED(0)) {
         em_tensor *d = bino(f, n->p.op, TS(g), b);
-        em_tensor *z = bin(f, EM_OP_LOGICAL_AND, bino(f, EM_OP_EQ, a, SC(0.0)),
-                           bino(f, EM_OP_LE, b, SC(p1 ? -1.0 : 0.0)));
-        gin[0] = where(f, z, zeros_like(f, d), d);
+        double thr = p1 ? -1.0 : 0.0;
+        em_tensor *z = bino(f, EM_OP_EQ, a, SC(0.0));
+        if (b.tensor) {
+          z = bin(f, EM_OP_LOGICAL_AND, z, bino(f, EM_OP_LE, b, SC(thr)));
+        } else { /* a number y: the mask is x = 0 where y <= thr, else empty */
+          double yv = b.scalar.kind == EM_SCALAR_FLOAT ? b.scalar.f : (double)b.scalar.i;
+          if (!(yv <= thr)) z = NULL;
+        }
+        gin[0] = z ? where(f, z, zeros_like(f, d), d) : d;
       }
       if (NEED(1)) {
         em_tensor *den = p1 ? bino(f, EM_OP_ADD, b, SC(1.0)) : NULL;
@@ -1543,6 +1591,10 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
         ** products that skip x_k); after k: 0 (every product holds x_k)
         ** (PyTorch's cumprod_backward) */
         em_tensor *x = saved(f, 0), *y = saved(f, EM_AG_SV_OUT(n, 0));
+        if (em_grad_enabled() && x && OK) {
+          gin[0] = cumprod_grad_graph(f, x, g, dim);
+          if (gin[0] || !OK) break;
+        }
         em_tensor *zf = maskf(f, EM_OP_EQ, TS(x), SC(0.0), x);  /* 1 at zeros */
         em_tensor *seen = cum(f, zf, dim, 0);                  /* zeros so far */
         em_tensor *first = bin(f, EM_OP_LOGICAL_AND, zf, bins(f, EM_OP_EQ, seen, 1.0));
