@@ -496,6 +496,95 @@ return function(T, C)
     ARGS.nooptions("ger", 3, 2, ...)
     return T.outer(a, b)
   end)
+  -- index_put(t, indices, values[, accumulate]): index_put_ on a copy
+  define("index_put", function(t, indices, values, accumulate, ...)
+    ARGS.nomore("index_put", 4, ...)
+    check_tensor("index_put", t)
+    return t:clone():index_put_(indices, values, accumulate)
+  end)
+  -- cross(a, b[, dim]): linalg.cross; without dim, torch.cross's (deprecated)
+  -- default, the first dim of size 3 of the broadcast shape
+  define("cross", function(a, b, dim, ...)
+    ARGS.nomore("cross", 3, ...)
+    check_tensor("cross", a)
+    check_tensor("cross", b, "other")
+    if is_opts(dim) then dim = ARGS.checkopts("cross", dim, { "dim" }).dim end
+    if dim == nil then
+      local shape = T.broadcast_shapes(a.shape, b.shape)
+      for i = 1, #shape do
+        if shape[i] == 3 then dim = i; break end
+      end
+      if dim == nil then
+        error(fmt("cross: no dimension of size 3 in input of shape %s", tostring(shape)), 2)
+      end
+    end
+    local ok, r = pcall(T.linalg.cross, a, b, { dim = dim })
+    if not ok then error((tostring(r):gsub("^.-linalg%.cross:", "cross:", 1)), 2) end
+    return r
+  end)
+  -- addbmm(M, b1, b2, {beta, alpha}) = beta M + alpha sum_i b1[i] @ b2[i]
+  define("addbmm", function(m, b1, b2, o, ...)
+    local op = "addbmm"
+    ARGS.nomore(op, 4, ...)
+    check_tensor(op, m)
+    check_tensor(op, b1, "batch1")
+    check_tensor(op, b2, "batch2")
+    o = ARGS.checkopts(op, o, { "beta", "alpha", "out" })
+    if b1:dim() ~= 3 or b2:dim() ~= 3 then
+      error(fmt("%s: batch1 and batch2 must be 3-D tensors, got %d-D and %d-D", op, b1:dim(), b2:dim()), 2)
+    end
+    local beta, alpha = o.beta == nil and 1 or o.beta, o.alpha == nil and 1 or o.alpha
+    local p = T.bmm(b1, b2):sum(1)
+    if alpha ~= 1 then p = p * alpha end
+    local r
+    if beta == 0 then r = p:expand(T.broadcast_shapes(m.shape, p.shape)) + 0 else r = (beta == 1 and m or m * beta) + p end
+    if o.out ~= nil then return C._write_out(op, r, o.out) end
+    return r
+  end)
+  -- chain_matmul(a, b, ...): linalg.multi_dot of its arguments (deprecated in torch)
+  fn("chain_matmul", function(...)
+    local n = select("#", ...)
+    local ms, o = { ... }, {}
+    if n > 0 and is_opts(ms[n]) then
+      o = ARGS.checkopts("chain_matmul", ms[n], { "out" })
+      ms[n], n = nil, n - 1
+    end
+    if n == 0 then error("chain_matmul: expected one or more tensors", 2) end
+    for i = 1, n do check_tensor("chain_matmul", ms[i], "matrices[" .. i .. "]") end
+    if n == 1 then
+      if ms[1]:dim() ~= 2 then
+        error(fmt("chain_matmul: tensor 1 must be 2D, got %dD", ms[1]:dim()), 2)
+      end
+      local r = ms[1]:clone()
+      if o.out ~= nil then return C._write_out("chain_matmul", r, o.out) end
+      return r
+    end
+    local ok, r = pcall(T.linalg.multi_dot, ms)
+    if not ok then error((tostring(r):gsub("^.-multi_dot:", "chain_matmul:", 1)), 2) end
+    if o.out ~= nil then return C._write_out("chain_matmul", r, o.out) end
+    return r
+  end)
+  -- pdist(x[, p]): the distances between the rows of an (N, M) x, the
+  -- upper triangle of cdist(x, x, p) in row-major order (N (N - 1) / 2)
+  local function pdist(x, p, ...)
+    ARGS.nomore("pdist", 2, ...)
+    check_tensor("pdist", x)
+    if is_opts(p) then p = ARGS.checkopts("pdist", p, { "p" }).p end
+    p = p == nil and 2 or p
+    if type(p) ~= "number" or p < 0 or p ~= p then
+      error(fmt("pdist: only supports non-negative p values, got %s", tostring(p)), 2)
+    end
+    if x:dim() ~= 2 then error(fmt("pdist: only supports 2D tensors, got: %dD", x:dim()), 2) end
+    if not x.dtype.is_floating_point then
+      error(fmt("pdist: only supports floating-point dtypes, got %s", tostring(x.dtype)), 2)
+    end
+    local n = x:size(1)
+    if n < 2 then return T.empty(0, { dtype = x.dtype, device = x.device }) end
+    local ij = T.triu_indices(n, n, 1, { device = x.device })
+    return T.cdist(x, x, p)[{ ij[1], ij[2] }]
+  end
+  fn("pdist", pdist)
+  T.nn.functional.pdist = named("pdist", pdist)
   define("msort", function(t, o, ...)
     ARGS.nomore("msort", 2, ...)
     check_tensor("msort", t)

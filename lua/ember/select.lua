@@ -43,6 +43,79 @@ return function(T, C)
   end
   T.index_fill_ = M.index_fill_
 
+  -- scatter_reduce_ with gradients for every reduction (the engine's node
+  -- covers sum with include_self only): the result is computed without
+  -- grad and joins the graph through a node whose backward is PyTorch 1.13's
+  -- scatter_reduce_backward, written with ember ops (so create_graph
+  -- records it). The node's self is a clone of t, which the in-place form
+  -- then overwrites through copy_.
+  local c_scatter_reduce_ = M.scatter_reduce_
+  local function sr_opts(o)
+    if type(o) == "boolean" then return o end
+    if type(o) == "table" and getmetatable(o) == nil and o.include_self ~= nil then return o.include_self end
+    return true
+  end
+  local function sr_backward(x, dim, idx, src, reduce, incl)
+    return function(g)
+      local gx, gs
+      if reduce == "sum" then
+        gx, gs = g, g:gather(dim, idx)
+      elseif reduce == "mean" then
+        local N = incl and T.ones_like(g) or T.zeros_like(g)
+        N = N:scatter_add(dim, idx, T.ones_like(src))
+        N = N:masked_fill(N:eq(0), 1)
+        gx = g / N
+        gs = g:gather(dim, idx) / N:gather(dim, idx)
+      elseif reduce == "prod" then
+        local r = T.scatter_reduce(x, dim, idx, src, "prod", { include_self = incl })
+        local mx = x:masked_fill(x:eq(0), 1)
+        gx = g * T.scatter_reduce(mx, dim, idx, src, "prod", { include_self = incl }) / mx
+        local sz = src:eq(0)
+        local nz = T.zeros_like(x):scatter_add(dim, idx, sz:to(x.dtype)):gather(dim, idx)
+        local single = sz:logical_and(nz:eq(1))
+        local msr = T.scatter_reduce(x, dim, idx, src:masked_fill(single, 1), "prod", { include_self = incl })
+        gs = T.where(single, (g * msr):gather(dim, idx), (g * r):gather(dim, idx) / src:masked_fill(sz, 1))
+      else -- amax / amin: the gradient shared evenly between the elements equal to the result
+        local r = T.scatter_reduce(x, dim, idx, src, reduce, { include_self = incl })
+        local value = r:gather(dim, idx)
+        local self_is = x:eq(r)
+        local src_is = src:eq(value)
+        local n = self_is:to(x.dtype):scatter_add(dim, idx, src_is:to(x.dtype))
+        local gd = g / n
+        gx = self_is:to(x.dtype) * gd
+        gs = src_is:to(x.dtype) * gd:gather(dim, idx)
+      end
+      if not incl then gx = gx:scatter(dim, idx, 0) end
+      -- src elements past index's extent get no gradient
+      local same = idx:dim() == src:dim()
+      for i = 1, src:dim() do same = same and idx:size(i) == src:size(i) end
+      if not same then
+        local full, key = T.zeros_like(src), {}
+        for i = 1, src:dim() do key[i] = { 1, idx:size(i) } end
+        full[key] = gs
+        gs = full
+      end
+      return { gx, gs }
+    end
+  end
+  M.scatter_reduce_ = function(t, dim, idx, src, reduce, o, ...)
+    local incl = sr_opts(o)
+    if select("#", ...) > 0 or not (T.is_tensor(t) and T.is_tensor(src) and T.is_tensor(idx))
+      or type(dim) ~= "number" or type(reduce) ~= "string" or not T.is_grad_enabled()
+      or not (t.requires_grad or src.requires_grad) or (reduce == "sum" and incl)
+      or not t.dtype.is_floating_point or t.dtype ~= src.dtype then
+      return c_scatter_reduce_(t, dim, idx, src, reduce, o, ...)
+    end
+    local x = t:clone()
+    local r = T.no_grad(function()
+      return c_scatter_reduce_(x:detach():clone(), dim, idx, src:detach(), reduce, o)
+    end)
+    r = C._autograd_custom("ScatterReduceBackward0", { x, src, n = 2 }, r,
+      sr_backward(x, dim, idx, src, reduce, incl))
+    return t:copy_(r)
+  end
+  T.scatter_reduce_ = M.scatter_reduce_
+
   local function out_of_place(name)
     local inplace = M[name .. "_"]
     local f = function(t, ...)

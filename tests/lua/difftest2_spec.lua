@@ -266,4 +266,67 @@ describe("differences from torch 1.13, second round, fixed", function()
     assert.are.equal(2, r:item()); assert.is_true(r.requires_grad)
     assert.are.same({ 0, 0, 0 }, T.autograd.grad(r, { p })[1]:tolist())
   end)
+
+  it("scatter_reduce is differentiable for every reduction (torch 1.13's gradients)", function()
+    local f64 = { dtype = T.float64 }
+    -- torch: x.scatter_reduce(1, idx, s, red, include_self=incl), loss (r * arange(1, 9).view(2, 4)).sum()
+    local want = {
+      sum = { [true] = { { 1, 2, 3, 4, 5, 6, 7, 8 }, { 1, 2, 1, 4, 8, 8, 7, 7 } },
+              [false] = { { 0, 0, 3, 0, 5, 6, 0, 0 }, { 1, 2, 1, 4, 8, 8, 7, 7 } } },
+      mean = { [true] = { { 1 / 3, 1, 3, 2, 5, 6, 7 / 3, 8 / 3 }, { 1 / 3, 1, 1 / 3, 2, 8 / 3, 8 / 3, 7 / 3, 7 / 3 } },
+               [false] = { { 0, 0, 3, 0, 5, 6, 0, 0 }, { 0.5, 2, 0.5, 4, 4, 4, 3.5, 3.5 } } },
+      prod = { [true] = { { 9, 0, 3, 8, 5, 6, 0, 8 }, { 3, 4, 3, 16, 64, 64, 0, 0 } },
+               [false] = { { 0, 0, 3, 0, 5, 6, 0, 0 }, { 3, 2, 3, 4, 8, 8, 0, 0 } } },
+      amax = { [true] = { { 0, 2, 3, 4, 5, 6, 7, 8 }, { 0.5, 0, 0.5, 0, 0, 0, 0, 0 } },
+               [false] = { { 0, 0, 3, 0, 5, 6, 0, 0 }, { 0.5, 2, 0.5, 4, 4, 4, 3.5, 3.5 } } },
+      amin = { [true] = { { 1, 0, 3, 0, 5, 6, 0, 0 }, { 0, 2, 0, 4, 4, 4, 3.5, 3.5 } },
+               [false] = { { 0, 0, 3, 0, 5, 6, 0, 0 }, { 0.5, 2, 0.5, 4, 4, 4, 3.5, 3.5 } } },
+    }
+    local idx = T.tensor { { 1, 2, 1, 4 }, { 4, 4, 3, 3 } }
+    local w = T.arange(1, 9, f64):view(2, 4)
+    for _, red in ipairs { "sum", "mean", "prod", "amax", "amin" } do
+      for _, incl in ipairs { true, false } do
+        local x = T.tensor({ { 1, 2, 0, 4 }, { 5, 6, 7, 8 } }, f64):requires_grad_()
+        local s = T.tensor({ { 3, 0, 3, 2 }, { 1, 1, 0, 0 } }, f64):requires_grad_()
+        local r = T.scatter_reduce(x, 2, idx, s, red, { include_self = incl })
+        local g = T.autograd.grad((r * w):sum(), { x, s })
+        near(g[1]:view(-1), T.tensor(want[red][incl][1], f64))
+        near(g[2]:view(-1), T.tensor(want[red][incl][2], f64))
+      end
+    end
+    -- in place on a non-leaf, and a second derivative through mean
+    local x = T.tensor({ 1, 2, 3 }, f64):requires_grad_()
+    local y = x * 1
+    y:scatter_reduce_(1, T.tensor { 1, 1 }, T.tensor({ 4, 5 }, f64), "amax")
+    assert.are.same({ 0, 1, 1 }, T.autograd.grad(y:sum(), { x })[1]:tolist())
+    local s = T.tensor({ 2, 4 }, f64):requires_grad_()
+    local m = T.scatter_reduce(T.zeros(1, f64), 1, T.tensor { 1, 1 }, s * s, "mean", { include_self = false })
+    local gs = T.autograd.grad(m:sum(), { s }, { create_graph = true })[1]
+    assert.are.same({ 2, 4 }, gs:tolist()) -- d/ds (s1^2 + s2^2) / 2 = s
+    assert.are.same({ 1, 1 }, T.autograd.grad(gs:sum(), { s })[1]:tolist())
+  end)
+
+  it("index_put, cross, addbmm, chain_matmul and pdist/F.pdist as torch's", function()
+    local f64 = { dtype = T.float64 }
+    local t = T.zeros(3)
+    assert.are.same({ 3, 0, 3 }, T.index_put(t, { T.tensor { 1, 1, 3 } }, T.tensor({ 1, 2, 3 }, { dtype = T.float32 }), true):tolist())
+    assert.are.same({ 0, 0, 0 }, t:tolist())
+    local a = T.tensor({ { 1, 0, 0 }, { 0, 1, 0 } }, f64)
+    local b = T.tensor({ { 0, 1, 0 }, { 0, 0, 1 } }, f64)
+    assert.are.same({ { 0, 0, 1 }, { 1, 0, 0 } }, T.cross(a, b):tolist())
+    assert.are.same({ { 0, 1 }, { 0, 0 }, { 1, 0 } }, T.cross(a:t(), b:t()):tolist()) -- the first dim of size 3
+    err(function() T.cross(T.ones(2, 2), T.ones(2, 2)) end, "cross: no dimension of size 3")
+    local b1 = T.arange(12, f64):view(3, 2, 2)
+    assert.are.same({ { 404.5, 458.5 }, { 524.5, 602.5 } }, T.addbmm(T.ones(2, 2, f64), b1, b1, { beta = 0.5, alpha = 2 }):tolist())
+    assert.are.same({ { 12 }, { 12 } }, T.chain_matmul(T.ones(2, 3), T.ones(3, 4), T.ones(4, 1)):tolist())
+    local x = T.tensor({ { 0, 1, 2 }, { 3, 1, 0 }, { 1, 1, 1 }, { 0, 1, 2 } }, f64):requires_grad_()
+    local d = T.pdist(x)
+    near(d, T.tensor({ 3.605551275463989, 1.4142135623730951, 0, 2.23606797749979, 3.605551275463989, 1.4142135623730951 }, f64))
+    near(T.autograd.grad(d:sum(), { x })[1], T.tensor({ { -1.539157075524, 0, 1.261806977412 },
+      { 2.558527779676, 0, -1.556613987950 }, { 0.519786371373, 0, -0.966999966873 },
+      { -1.539157075524, 0, 1.261806977412 } }, f64), 1e-11)
+    assert.are.same({ 5, 2, 0, 3, 5, 2 }, F.pdist(x, 1):tolist())
+    assert.are.same({ 3, 1, 0, 2, 3, 1 }, T.pdist(x, 1 / 0):tolist())
+    err(function() T.pdist(x, -1) end, "pdist: only supports non-negative p values")
+  end)
 end)

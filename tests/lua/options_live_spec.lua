@@ -84,6 +84,11 @@ R.sum_to_size = "x, 1, 3"
 R.type_as = "x, y"
 R.cholesky_inverse = "T.eye(2)"
 R.addr = "x, T.ones(2), v"
+R.addbmm = "sq:float(), b3, b3"
+R.chain_matmul = "x, x:t()"
+R.cross = "T.ones(2, 3), T.ones(2, 3)"
+R.index_put = "x, { T.tensor { 1 } }, T.tensor(1.0)"
+R.pdist = "x"
 same("block_diag broadcast_tensors is_same_size fmax fmin rsub", "x, y")
 R.block_diag, R.broadcast_tensors = "x, v", "x, v"
 same("cartesian_prod ger", "v, w")
@@ -287,6 +292,7 @@ R.cosine_similarity = "x, y"
 
 -- T.nn.functional
 local FR = {
+  pdist = "x",
   adaptive_avg_pool1d = "seq, 2", adaptive_max_pool1d = "seq, 2",
   adaptive_avg_pool2d = "img, 2", adaptive_max_pool2d = "img, 2",
   avg_pool1d = "seq, 2", max_pool1d = "seq, 2",
