@@ -107,7 +107,10 @@ return function(T, C)
   -- their second derivatives would be wrong: run under create_graph (grad
   -- mode on inside the backward), they raise instead (inv's is exact: its
   -- formula is made of its own recorded output)
-  local EXACT_SECOND = { LinalgInvExBackward0 = true }
+  -- (solve, solve_triangular, det and slogdet recompute their formulas with
+  -- recorded ops under create_graph, so theirs are exact too)
+  local EXACT_SECOND = { LinalgInvExBackward0 = true, LinalgSolveExBackward0 = true,
+    LinalgSolveTriangularBackward0 = true, LinalgDetBackward0 = true, LinalgSlogdetBackward0 = true }
   local function record(name, inputs, out, backward)
     local bw = backward
     if not EXACT_SECOND[name] then
@@ -168,6 +171,11 @@ return function(T, C)
     if needs_grad(A, B) then
       local Xd = X
       X = record("LinalgSolveExBackward0", { n = 2, A, B }, X, function(g)
+        if T.is_grad_enabled() then -- create_graph: the formula recorded
+          local gB = solve_mat(mH(A), g, 1)
+          local gA = -(gB:matmul(mH((solve_mat(A, B, 1)))))
+          return { reduce_to(gA, A.shape), reduce_to(gB, B.shape) }
+        end
         local gB = solve_raw(mH(A), g, 1)
         local gA = -(gB:matmul(mH(Xd)))
         return { reduce_to(gA, A.shape), reduce_to(gB, B.shape) }
@@ -460,6 +468,14 @@ return function(T, C)
     if needs_grad(A) then
       local d = det
       det = record("LinalgDetBackward0", { n = 1, A }, det, function(g)
+        if T.is_grad_enabled() then
+          -- create_graph: g conj(det) A^-H with det and the solve recorded
+          -- (a singular A raises there, as the solve does)
+          local dd = L.det(A)
+          if is_cx(dd) then dd = T.conj(dd) end
+          local rhs = eye_like(A:size(-1), A) * (g * dd):unsqueeze(-1):unsqueeze(-1)
+          return { (L.solve(mH(A), rhs)) }
+        end
         -- complex: conj(det) A^-H g (PyTorch's conjugate-Wirtinger form)
         local dX = det_times_invT(A, d)
         if is_cx(dX) then dX = T.conj(dX) end
@@ -490,9 +506,18 @@ return function(T, C)
       local outs = record_multi("LinalgSlogdetBackward0", { n = 1, A }, { sign, logabs }, function(gs)
         -- gA = g A^-H; complex: g = g_logabs - i Im(conj(g_sign) sign)
         -- (PyTorch's slogdet_backward; the sign's gradient is 0 for real A)
-        local X = C._linalg_solve(mH(A), eye_like(A:size(-1), A), 0)
+        local create = T.is_grad_enabled()
+        local X
+        if create then -- the solve recorded (create_graph)
+          X = L.solve(mH(A), eye_like(A:size(-1), A))
+        else
+          X = C._linalg_solve(mH(A), eye_like(A:size(-1), A), 0)
+        end
         local g = gs[2]
-        if is_cx(A) then g = T.complex(g, -T.imag(T.conj(gs[1]) * sgn)) end
+        if is_cx(A) then
+          local sg = create and (L.slogdet(A)) or sgn
+          g = T.complex(g, -T.imag(T.conj(gs[1]) * sg))
+        end
         return { X * g:unsqueeze(-1):unsqueeze(-1) }
       end)
       sign, logabs = outs[1], outs[2]
@@ -553,8 +578,16 @@ return function(T, C)
       local Xd = X
       X = record("LinalgSolveTriangularBackward0", { n = 2, A, B }, X, function(g)
         -- PyTorch's linalg_solve_triangular_backward: gB = A^-H g,
-        -- gA = -gB X^H (left) or -X^H gB, on A's triangle
-        local gB = C._linalg_solve_triangular(mH(A), g, not upper, left, unit)
+        -- gA = -gB X^H (left) or -X^H gB, on A's triangle; under
+        -- create_graph the solves are recorded
+        local gB
+        if T.is_grad_enabled() then
+          local tri_o = { upper = upper, left = left, unitriangular = unit }
+          Xd = L.solve_triangular(A, B, tri_o)
+          gB = L.solve_triangular(mH(A), g, { upper = not upper, left = left, unitriangular = unit })
+        else
+          gB = C._linalg_solve_triangular(mH(A), g, not upper, left, unit)
+        end
         local gA
         if left then gA = -(gB:matmul(mH(Xd))) else gA = -(mH(Xd):matmul(gB)) end
         if upper then gA = triu(gA, unit and 1 or 0) else gA = tril(gA, unit and -1 or 0) end

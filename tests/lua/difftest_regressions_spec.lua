@@ -228,12 +228,19 @@ end)
 
 describe("autograd, fft and linalg as torch 1.13 (differential test)", function()
   local f64 = { dtype = T.float64 }
-  it("second derivatives through a decomposition raise instead of being wrong; inv's are exact", function()
+  it("second derivatives through a decomposition raise instead of being wrong; inv's, solve's and det's are exact", function()
     local A = T.tensor({ { 2.5, 0.3, -0.4 }, { 0.1, 1.7, 0.6 }, { -0.8, 0.2, 2.2 } }, { dtype = T.float64, requires_grad = true })
-    err(function() return T.autograd.grad(T.linalg.det(A), A, { create_graph = true }) end,
-      "LinalgDetBackward0: second derivatives (create_graph through this node) are not implemented")
-    err(function() return T.autograd.grad(T.linalg.solve(A, T.ones(3, 1, f64)):sum(), A, { create_graph = true }) end,
+    err(function() return T.autograd.grad(T.linalg.cholesky(A:matmul(A:t())):sum(), A, { create_graph = true }) end,
+      "LinalgCholeskyExBackward0: second derivatives (create_graph through this node) are not implemented")
+    err(function() return T.autograd.grad(T.linalg.svdvals(A):sum(), A, { create_graph = true }) end,
       "second derivatives (create_graph through this node) are not implemented")
+    -- det and solve record their backward (torch 1.13's second derivatives)
+    local gd = T.autograd.grad(T.linalg.det(A), A, { create_graph = true })
+    near(T.autograd.grad(gd[1][1], A), T.tensor({ { 0, 0, 0 }, { 0, 2.2, -0.2 }, { 0, -0.6, 1.7 } }, f64), 1e-12)
+    local gs = T.autograd.grad(T.linalg.solve(A, T.ones(3, 1, f64)):sum(), A, { create_graph = true })
+    near(T.autograd.grad(gs:sum(), A), T.tensor({ { 0.6519685328073812, 0.5125100231159627, 0.8472104463753669 },
+      { 0.5609961793923977, 0.4409969966346655, 0.7289950352532226 },
+      { 0.5367368851484022, 0.421926856239653, 0.6974709256206508 } }, f64), 1e-12)
     near(T.autograd.grad(T.linalg.det(A), A), T.tensor({ { 3.62, -0.7, 1.38 }, { -0.74, 5.18, -0.74 }, { 0.86, -1.54, 4.22 } }, f64), 1e-12)
     local gi = T.autograd.grad(T.linalg.inv(A):sum(), A, { create_graph = true })[1]
     assert.is_true(gi.requires_grad) -- inv's backward is recorded: its second derivative exists
