@@ -320,6 +320,7 @@ local FR = {
   lp_pool1d = "seq, 2, 2", lp_pool2d = "img, 2, 2",
   max_unpool1d = "T.ones(1, 1, 2), T.tensor { { { 1, 4 } } }, 2",
   max_unpool2d = "T.ones(1, 1, 2, 2), T.tensor { { { { 1, 3 }, { 9, 11 } } } }, 2",
+  affine_grid = "T.zeros(1, 2, 3), { 1, 1, 2, 2 }", grid_sample = "img, T.zeros(1, 2, 2, 2)",
   dropout1d = "x", dropout2d = "img", dropout3d = "img", alpha_dropout = "x", feature_alpha_dropout = "img",
 }
 

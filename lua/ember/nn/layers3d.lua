@@ -1,0 +1,264 @@
+-- Spatial transformers and the 3-d layers (docs/nn.md, "Grid sampling and
+-- 3-d layers"), each a composite of ember's differentiable ops with PyTorch
+-- 1.13's semantics, so autograd gives its gradients:
+--   F.affine_grid (4-d and 5-d sizes) and F.grid_sample (4-d input;
+--   bilinear, nearest, bicubic; zeros / border / reflection padding): the
+--   source coordinates as PyTorch's grid_sampler_compute_source_index, the
+--   corners read by gather on the flattened H x W plane;
+--   F.conv3d (on F.conv2d: the strided depth slices of each kernel depth
+--   offset stacked into the channels, depth folded into the batch, one
+--   conv2d) and F.conv_transpose3d (on F.conv_transpose2d: each kernel depth
+--   offset's output added at its depth by index_add);
+--   F.max_pool3d / F.avg_pool3d (the 2-d kernels over the depth slices of
+--   each window, then a max / sum over the window's depth), the adaptive 3-d
+--   pools (separable over W, H, D, as the 2-d ones), and their modules.
+-- Dims, pooling indices (1-based flat positions in the D x H x W volume)
+-- are 1-based as everywhere in ember.
+return function(T, C, nn)
+  local F, Module = nn.functional, nn.Module
+  local A = require("ember.argcheck")(T)
+  local nomore = require("ember.args").nomore
+  local is_opts, named, set, shape_of = A.is_opts, A.named, A.set, A.shape_of
+  local fmt, unpack = string.format, table.unpack or unpack
+
+  local function check_tensor(op, x, what)
+    if not T.is_tensor(x) then error(fmt("%s: expected a tensor for %s, got %s", op, what or "input", type(x)), 3) end
+  end
+  local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 3) end
+  local function tuple(op, v, n, what)
+    if type(v) == "number" then
+      local t = {}
+      for i = 1, n do t[i] = v end
+      return t
+    end
+    if type(v) == "table" and #v == n then return { unpack(v, 1, n) } end
+    if type(v) == "table" and #v == 1 then return tuple(op, v[1], n, what) end
+    error(fmt("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
+  end
+  local function list_repr(v) return "[" .. table.concat(v, ", ") .. "]" end
+  local function sizes_of(op, size)
+    if T.is_tensor(size) then size = size:tolist() end
+    if type(size) == "table" and size.totable then size = size:totable() end
+    if type(size) ~= "table" then error(fmt("%s: expected size to be a list of sizes, got %s", op, type(size)), 4) end
+    for i = 1, #size do
+      if type(size[i]) ~= "number" then error(fmt("%s: expected size to be a list of sizes, got %s", op, tostring(size[i])), 4) end
+    end
+    return { unpack(size) }
+  end
+
+  -- -- affine_grid ------------------------------------------------------------------------
+  -- PyTorch's linspace_from_neg_one: 0 for one step; scaled by (n - 1) / n
+  -- without align_corners
+  local function base_coords(n, align, dtype, device)
+    if n <= 1 then return T.zeros({ 1 }, { dtype = dtype, device = device }) end
+    local r = T.linspace(-1, 1, n, { dtype = dtype, device = device })
+    if not align then r = r * ((n - 1) / n) end
+    return r
+  end
+
+  local AG = set { "align_corners" }
+  function F.affine_grid(theta, size, align_corners, ...)
+    local op = "affine_grid"
+    if is_opts(align_corners) then
+      nomore(op, 3, ...)
+      align_corners = check_opts(op, align_corners, AG).align_corners
+    else
+      nomore(op, 3, ...)
+    end
+    check_tensor(op, theta, "theta")
+    size = sizes_of(op, size)
+    local align = align_corners == true
+    if not theta.dtype.is_floating_point then
+      error(fmt("%s: Expected theta to have floating point type, but got %s", op, tostring(theta.dtype)), 2)
+    end
+    local nd = #size - 2
+    if nd == 2 then
+      if theta.ndim ~= 3 or theta.shape[2] ~= 2 or theta.shape[3] ~= 3 then
+        error(fmt("%s: Expected a batch of 2D affine matrices of shape Nx2x3 for size %s. Got %s.", op,
+          list_repr(size), list_repr(shape_of(theta))), 2)
+      end
+    elseif nd == 3 then
+      if theta.ndim ~= 3 or theta.shape[2] ~= 3 or theta.shape[3] ~= 4 then
+        error(fmt("%s: Expected a batch of 3D affine matrices of shape Nx3x4 for size %s. Got %s.", op,
+          list_repr(size), list_repr(shape_of(theta))), 2)
+      end
+    else
+      error(fmt("%s: affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. "
+        .. "Got size %s.", op, list_repr(size)), 2)
+    end
+    local smallest = math.huge
+    for i = 1, #size do smallest = math.min(smallest, size[i]) end
+    if smallest <= 0 and not (align and smallest == 1) then
+      error(fmt("%s: Expected non-zero, positive output size. Got %s", op, list_repr(size)), 2)
+    end
+    if theta.shape[1] ~= size[1] then
+      error(fmt("%s: expected theta's batch size %d to match size[1] = %d", op, theta.shape[1], size[1]), 2)
+    end
+    local dt, dev = theta.dtype, theta.device
+    -- the base grid: (x, y[, z], 1) at each output position, x along the last dim
+    local spatial = { unpack(size, 3) }
+    local count = 1
+    for i = 1, nd do count = count * spatial[i] end
+    local cols = {}
+    for i = 1, nd do
+      -- coordinate i (x = the last spatial dim) broadcast over the grid
+      local d = nd - i + 1
+      local shape = {}
+      for j = 1, nd do shape[j] = 1 end
+      shape[d] = spatial[d]
+      cols[i] = base_coords(spatial[d], align, dt, dev):view(shape):expand(spatial):reshape(count, 1)
+    end
+    cols[nd + 1] = T.ones({ count, 1 }, { dtype = dt, device = dev })
+    local base = T.cat(cols, 2) -- (count, nd + 1)
+    local grid = base:unsqueeze(1):expand(size[1], count, nd + 1):matmul(theta:transpose(2, 3))
+    local out = { size[1] }
+    for i = 1, nd do out[i + 1] = spatial[i] end
+    out[nd + 2] = nd
+    return grid:view(out)
+  end
+  F.affine_grid = named("affine_grid", F.affine_grid)
+
+  -- -- grid_sample --------------------------------------------------------------------------
+  -- PyTorch's grid_sampler_unnormalize
+  local function unnormalize(c, n, align)
+    if align then return ((c + 1) / 2) * (n - 1) end
+    return ((c + 1) * n - 1) / 2
+  end
+  -- clip_coordinates with clip_coordinates_set_grad's gradient: 0 at and
+  -- beyond the bounds, 1 strictly inside
+  local function clip(c, n)
+    local inside = c:gt(0):logical_and(c:lt(n - 1))
+    return T.where(inside, c, c:detach():clamp(0, n - 1))
+  end
+  -- reflect_coordinates(c, twice_low, twice_high): the triangle wave;
+  -- gradient +-1 (the flips' parity and the side of min)
+  local function reflect(c, twice_low, twice_high)
+    if twice_low == twice_high then return c * 0 end
+    local min, span = twice_low / 2, (twice_high - twice_low) / 2
+    local a = (c - min):abs()
+    local flips = (a / span):detach():floor()
+    local extra = a - flips * span
+    local even = flips:remainder(2):eq(0)
+    return T.where(even, extra + min, (-extra) + (span + min))
+  end
+  local function source_coords(c, n, padding, align)
+    if padding == "border" then return clip(c, n) end
+    if padding == "reflection" then
+      if align then c = reflect(c, 0, 2 * (n - 1)) else c = reflect(c, -1, 2 * n - 1) end
+      return clip(c, n)
+    end
+    return c
+  end
+
+  -- the values of input (N, C, H, W) at integer coordinates ix, iy (float
+  -- tensors (N, Ho, Wo)): zeros outside the image
+  local function read(flat, ix, iy, H, W, N, Cn, Ho, Wo)
+    local valid = ix:ge(0):logical_and(ix:le(W - 1)):logical_and(iy:ge(0)):logical_and(iy:le(H - 1))
+    local pos = iy:clamp(0, H - 1) * W + ix:clamp(0, W - 1)
+    local idx = pos:to(T.int64):add(1):view(N, 1, Ho * Wo):expand(N, Cn, Ho * Wo)
+    local v = flat:gather(3, idx):view(N, Cn, Ho, Wo)
+    return v, valid:unsqueeze(2)
+  end
+
+  -- PyTorch's cubic convolution coefficients (A = -0.75) for t in [0, 1)
+  local CUBIC_A = -0.75
+  local function cubic_coeffs(t)
+    local function c1(x) return ((CUBIC_A + 2) * x - (CUBIC_A + 3)) * x * x + 1 end
+    local function c2(x) return ((CUBIC_A * x - 5 * CUBIC_A) * x + 8 * CUBIC_A) * x - 4 * CUBIC_A end
+    return { c2(t + 1), c1(t), c1(1 - t), c2(2 - t) }
+  end
+
+  local MODES = { bilinear = true, nearest = true, bicubic = true }
+  local PADS = { zeros = true, border = true, reflection = true }
+  local GS = set { "mode", "padding_mode", "align_corners" }
+  function F.grid_sample(input, grid, mode, padding_mode, align_corners, ...)
+    local op = "grid_sample"
+    if is_opts(mode) then
+      nomore(op, 3, padding_mode, align_corners, ...)
+      local o = check_opts(op, mode, GS)
+      mode, padding_mode, align_corners = o.mode, o.padding_mode, o.align_corners
+    else
+      nomore(op, 5, ...)
+    end
+    check_tensor(op, input, "input")
+    check_tensor(op, grid, "grid")
+    mode, padding_mode = mode or "bilinear", padding_mode or "zeros"
+    if not MODES[mode] then
+      error(fmt("%s: expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '%s'", op, tostring(mode)), 2)
+    end
+    if not PADS[padding_mode] then
+      error(fmt("%s: expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '%s'", op,
+        tostring(padding_mode)), 2)
+    end
+    local align = align_corners == true
+    if input.ndim ~= 4 then
+      error(fmt("%s: expected a 4-d input (N, C, H, W), got %d-d (5-d volumes are not supported)", op, input.ndim), 2)
+    end
+    if grid.ndim ~= 4 or grid.shape[4] ~= 2 then
+      error(fmt("%s: grid_sampler(): expected grid to have size 2 in last dimension and 4 dims, but got grid with "
+        .. "sizes %s", op, tostring(grid.shape)), 2)
+    end
+    if input.dtype ~= grid.dtype then
+      error(fmt("%s: grid_sampler(): expected input and grid to have same dtype, but input has %s and grid has %s",
+        op, tostring(input.dtype), tostring(grid.dtype)), 2)
+    end
+    if not input.dtype.is_floating_point then
+      error(fmt("%s: expected a floating point input, got %s", op, tostring(input.dtype)), 2)
+    end
+    if input.shape[1] ~= grid.shape[1] then
+      error(fmt("%s: grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s "
+        .. "and grid with sizes %s", op, tostring(input.shape), tostring(grid.shape)), 2)
+    end
+    local N, Cn, H, W = input.shape[1], input.shape[2], input.shape[3], input.shape[4]
+    local Ho, Wo = grid.shape[2], grid.shape[3]
+    if H == 0 or W == 0 then
+      error(fmt("%s: grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
+        op, tostring(input.shape)), 2)
+    end
+    local flat = input:reshape(N, Cn, H * W)
+    local gx, gy = grid:select(4, 1), grid:select(4, 2)
+    if mode == "nearest" then
+      -- no gradient w.r.t. the grid (PyTorch's is zero)
+      gx, gy = gx:detach(), gy:detach()
+    end
+    local ix, iy = unnormalize(gx, W, align), unnormalize(gy, H, align)
+    if mode == "bilinear" or mode == "nearest" then
+      ix, iy = source_coords(ix, W, padding_mode, align), source_coords(iy, H, padding_mode, align)
+    end
+    if mode == "nearest" then
+      local v, valid = read(flat, ix:round(), iy:round(), H, W, N, Cn, Ho, Wo)
+      return T.where(valid, v, 0)
+    end
+    local x0, y0 = ix:detach():floor(), iy:detach():floor()
+    if mode == "bilinear" then
+      local x1, y1 = x0 + 1, y0 + 1
+      local wx1, wy1 = ix - x0, iy - y0   -- the weights of the far corners
+      local wx0, wy0 = x1 - ix, y1 - iy
+      local out
+      for _, c in ipairs { { x0, y0, wx0 * wy0 }, { x1, y0, wx1 * wy0 }, { x0, y1, wx0 * wy1 }, { x1, y1, wx1 * wy1 } } do
+        local v, valid = read(flat, c[1], c[2], H, W, N, Cn, Ho, Wo)
+        local term = T.where(valid, v * c[3]:unsqueeze(2), 0)
+        out = out and out + term or term
+      end
+      return out
+    end
+    -- bicubic: the 4 x 4 taps around the point, each tap's coordinate
+    -- through the padding (get_value_bounded)
+    local cx, cy = cubic_coeffs(ix - x0), cubic_coeffs(iy - y0)
+    local out
+    for i = 0, 3 do
+      local ty = source_coords(y0 + (i - 1), H, padding_mode, align)
+      local row
+      for j = 0, 3 do
+        local tx = source_coords(x0 + (j - 1), W, padding_mode, align)
+        local v, valid = read(flat, tx, ty, H, W, N, Cn, Ho, Wo)
+        local term = T.where(valid, v * cx[j + 1]:unsqueeze(2), 0)
+        row = row and row + term or term
+      end
+      local term = row * cy[i + 1]:unsqueeze(2)
+      out = out and out + term or term
+    end
+    return out
+  end
+  F.grid_sample = named("grid_sample", F.grid_sample)
+end
