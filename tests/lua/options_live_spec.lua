@@ -320,6 +320,7 @@ local FR = {
   lp_pool1d = "seq, 2, 2", lp_pool2d = "img, 2, 2",
   max_unpool1d = "T.ones(1, 1, 2), T.tensor { { { 1, 4 } } }, 2",
   max_unpool2d = "T.ones(1, 1, 2, 2), T.tensor { { { { 1, 3 }, { 9, 11 } } } }, 2",
+  conv3d = "T.ones(1, 1, 3, 3, 3), T.ones(1, 1, 2, 2, 2)", conv_transpose3d = "T.ones(1, 1, 2, 2, 2), T.ones(1, 1, 2, 2, 2)",
   affine_grid = "T.zeros(1, 2, 3), { 1, 1, 2, 2 }", grid_sample = "img, T.zeros(1, 2, 2, 2)",
   dropout1d = "x", dropout2d = "img", dropout3d = "img", alpha_dropout = "x", feature_alpha_dropout = "img",
 }
@@ -358,6 +359,7 @@ local NR = {
   ModuleDict = "{ a = lin }", ParameterDict = "{ a = T.ones(2) }", ParameterList = "{ T.ones(2) }",
   PoissonNLLLoss = "", RMSNorm = "3", SmoothL1Loss = "", TripletMarginLoss = "",
   Upsample = "{ scale_factor = 2 }",
+  Conv3d = "1, 2, 2", ConvTranspose3d = "1, 2, 2",
   LPPool1d = "2, 2", LPPool2d = "2, 2", MaxUnpool1d = "2", MaxUnpool2d = "2", Dropout1d = "", Dropout2d = "",
   Dropout3d = "", AlphaDropout = "", FeatureAlphaDropout = "",
   Hardshrink = "", Softshrink = "", Threshold = "0.5, 0", RReLU = "", Softmin = "2", Softmax2d = "",
@@ -599,6 +601,7 @@ local FW = {
   PoissonNLLLoss = "T.nn.PoissonNLLLoss(), x, y", RMSNorm = "T.nn.RMSNorm(3), x",
   SmoothL1Loss = "T.nn.SmoothL1Loss(), x, y", TripletMarginLoss = "T.nn.TripletMarginLoss(), x, y, p",
   Upsample = "T.nn.Upsample { scale_factor = 2 }, img",
+  Conv3d = "T.nn.Conv3d(1, 2, 2), T.ones(1, 1, 3, 3, 3)", ConvTranspose3d = "T.nn.ConvTranspose3d(1, 2, 2), T.ones(1, 1, 2, 2, 2)",
   LPPool1d = "T.nn.LPPool1d(2, 2), seq", LPPool2d = "T.nn.LPPool2d(2, 2), img",
   MaxUnpool1d = "T.nn.MaxUnpool1d(2), T.ones(1, 1, 2), T.tensor { { { 1, 4 } } }",
   MaxUnpool2d = "T.nn.MaxUnpool2d(2), T.ones(1, 1, 2, 2), T.tensor { { { { 1, 3 }, { 9, 11 } } } }",

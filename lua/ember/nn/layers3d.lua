@@ -261,4 +261,172 @@ return function(T, C, nn)
     return out
   end
   F.grid_sample = named("grid_sample", F.grid_sample)
+
+  -- -- conv3d -----------------------------------------------------------------------------
+  -- x (N, C, D, H, W), w (O, C/g, kD, kH, kW). The depth slices that kernel
+  -- depth offset kd reads (kd dD + t sD of the depth-padded input, t < Do)
+  -- are taken for every kd by one index_select, stacked into the channels
+  -- (group-major: (g, kd, C/g), so conv2d's groups still split them), depth
+  -- folded into the batch, and convolved by one conv2d with the weight
+  -- (O, kD C/g, kH, kW): the sum over kd is the conv2d's channel sum.
+  local CONV3 = set { "stride", "padding", "dilation", "groups" }
+  -- an options table, not a list of sizes
+  local function is_table_opts(v) return is_opts(v) and v[1] == nil end
+  local function conv_args(op, args)
+    if is_table_opts(args[1]) then
+      nomore(op, 4, unpack(args, 2, args.n))
+      local o = check_opts(op, args[1], CONV3)
+      return o.stride, o.padding, o.dilation, o.groups
+    end
+    nomore(op, 7, unpack(args, 5, args.n))
+    return args[1], args[2], args[3], args[4]
+  end
+  local function depth_index(starts, count, step, kD, dil, dev)
+    local idx = {}
+    for kd = 0, kD - 1 do
+      for t = 0, count - 1 do idx[#idx + 1] = starts + kd * dil + t * step + 1 end
+    end
+    return T.tensor(idx, { dtype = T.int64, device = dev })
+  end
+
+  function F.conv3d(x, w, b, ...)
+    local op = "conv3d"
+    if is_opts(b) then return F.conv3d(x, w, nil, b, ...) end -- (x, w, {options}): no bias
+    check_tensor(op, x, "input")
+    check_tensor(op, w, "weight")
+    if b ~= nil and not T.is_tensor(b) then error(op .. ": bias must be a tensor or nil (pass options after it)", 2) end
+    local stride, padding, dilation, groups = conv_args(op, { n = select("#", ...), ... })
+    local s, d = tuple(op, stride or 1, 3, "stride"), tuple(op, dilation or 1, 3, "dilation")
+    local g = groups or 1
+    if w.ndim ~= 5 then error(fmt("%s: expected a 5-d weight (out, in/groups, kD, kH, kW), got %d-d", op, w.ndim), 2) end
+    local unbatched = x.ndim == 4
+    if unbatched then x = x:unsqueeze(1) end
+    if x.ndim ~= 5 then error(fmt("%s: expected a 4-d (unbatched) or 5-d (batched) input, got %d-d", op, x.ndim), 2) end
+    if type(g) ~= "number" or g < 1 or g ~= math.floor(g) then error(fmt("%s: non-positive groups is not supported", op), 2) end
+    local N, Cin, D, H, W = unpack(shape_of(x))
+    local O, Cg, kD, kH, kW = unpack(shape_of(w))
+    if Cin ~= Cg * g then
+      error(fmt("%s: Given groups=%d, weight of size %s, expected input%s to have %d channels, but got %d channels "
+        .. "instead", op, g, list_repr(shape_of(w)), list_repr(shape_of(x)), Cg * g, Cin), 2)
+    end
+    if O % g ~= 0 then
+      error(fmt("%s: Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight of size %s "
+        .. "instead", op, g, g, list_repr(shape_of(w))), 2)
+    end
+    if b ~= nil and (b.ndim ~= 1 or b:numel() ~= O) then
+      error(fmt("%s: Given weight of size %s, expected bias to be 1-dimensional with %d elements, but got bias of "
+        .. "size %s instead", op, list_repr(shape_of(w)), O, list_repr(shape_of(b))), 2)
+    end
+    for i, v in ipairs(s) do if v < 1 then error(fmt("%s: non-positive stride is not supported", op), 2) end end
+    local k = { kD, kH, kW }
+    local l, r = {}, {}
+    if padding == "same" then
+      for i = 1, 3 do
+        if s[i] ~= 1 then error(op .. ": padding='same' is not supported for strided convolutions", 2) end
+        local total = d[i] * (k[i] - 1)
+        l[i] = math.floor(total / 2)
+        r[i] = total - l[i]
+      end
+    elseif padding == "valid" then
+      l, r = { 0, 0, 0 }, { 0, 0, 0 }
+    elseif padding == nil or type(padding) == "number" or type(padding) == "table" then
+      l = tuple(op, padding or 0, 3, "padding")
+      r = { l[1], l[2], l[3] }
+      for i = 1, 3 do if l[i] < 0 then error(fmt("%s: negative padding is not supported", op), 2) end end
+    else
+      error(fmt("%s: Invalid padding string '%s', should be one of {'valid', 'same'}", op, tostring(padding)), 2)
+    end
+    -- the depth padding and 'same''s odd extra (after) by F.pad; H and W's symmetric part by conv2d
+    if l[1] + r[1] + (r[2] - l[2]) + (r[3] - l[3]) > 0 then
+      x = F.pad(x, { 0, r[3] - l[3], 0, r[2] - l[2], l[1], r[1] })
+    end
+    local Dp = x.shape[3]
+    local Do = math.floor((Dp - d[1] * (kD - 1) - 1) / s[1]) + 1
+    if Do < 1 then
+      error(fmt("%s: Calculated padded input size per channel: (%d x %d x %d). Kernel size: (%d x %d x %d). Kernel "
+        .. "size can't be greater than actual input size", op, Dp, x.shape[4] + 2 * l[2], x.shape[5] + 2 * l[3],
+        d[1] * (kD - 1) + 1, d[2] * (kH - 1) + 1, d[3] * (kW - 1) + 1), 2)
+    end
+    local Hp, Wp = x.shape[4], x.shape[5]
+    local xs = x:index_select(3, depth_index(0, Do, s[1], kD, d[1], x.device))
+      :view(N, g, Cg, kD, Do, Hp, Wp):permute(1, 5, 2, 4, 3, 6, 7):reshape(N * Do, g * kD * Cg, Hp, Wp)
+    local w2 = w:permute(1, 3, 2, 4, 5):reshape(O, kD * Cg, kH, kW)
+    local y = F.conv2d(xs, w2, nil, { stride = { s[2], s[3] }, padding = { l[2], l[3] }, dilation = { d[2], d[3] },
+      groups = g })
+    local Ho, Wo = y.shape[3], y.shape[4]
+    y = y:view(N, Do, O, Ho, Wo):permute(1, 3, 2, 4, 5):contiguous()
+    if b ~= nil then y = y + b:view(1, O, 1, 1, 1) end
+    return unbatched and y:squeeze(1) or y
+  end
+  F.conv3d = named("conv3d", F.conv3d)
+
+  -- -- conv_transpose3d ------------------------------------------------------------------------
+  -- x (N, Cin, D, H, W), w (Cin, Cout/g, kD, kH, kW): depth folded into the
+  -- batch and the kernel depth offsets into the output channels
+  -- ((g, kd, Cout/g) group-major), one conv_transpose2d; the output of input
+  -- depth t and offset kd is added at depth t sD + kd dD by index_add, and
+  -- the depth padding cut off (output_padding's extra zeros at the end).
+  local CT3 = set { "stride", "padding", "output_padding", "groups", "dilation" }
+  function F.conv_transpose3d(x, w, b, ...)
+    local op = "conv_transpose3d"
+    if is_opts(b) then return F.conv_transpose3d(x, w, nil, b, ...) end
+    check_tensor(op, x, "input")
+    check_tensor(op, w, "weight")
+    if b ~= nil and not T.is_tensor(b) then error(op .. ": bias must be a tensor or nil (pass options after it)", 2) end
+    local args = { n = select("#", ...), ... }
+    local o
+    if is_table_opts(args[1]) then
+      nomore(op, 4, unpack(args, 2, args.n))
+      o = check_opts(op, args[1], CT3)
+    else
+      nomore(op, 8, unpack(args, 6, args.n))
+      o = { stride = args[1], padding = args[2], output_padding = args[3], groups = args[4], dilation = args[5] }
+    end
+    local s, p = tuple(op, o.stride or 1, 3, "stride"), tuple(op, o.padding or 0, 3, "padding")
+    local opad, d = tuple(op, o.output_padding or 0, 3, "output_padding"), tuple(op, o.dilation or 1, 3, "dilation")
+    local g = o.groups or 1
+    if w.ndim ~= 5 then error(fmt("%s: expected a 5-d weight (in, out/groups, kD, kH, kW), got %d-d", op, w.ndim), 2) end
+    local unbatched = x.ndim == 4
+    if unbatched then x = x:unsqueeze(1) end
+    if x.ndim ~= 5 then error(fmt("%s: expected a 4-d (unbatched) or 5-d (batched) input, got %d-d", op, x.ndim), 2) end
+    local N, Cin, D, H, W = unpack(shape_of(x))
+    local _, Cg, kD, kH, kW = unpack(shape_of(w))
+    if w.shape[1] ~= Cin then
+      error(fmt("%s: expected the weight's first dim (%d) to match the input's channels (%d)", op, w.shape[1], Cin), 2)
+    end
+    if g < 1 or Cin % g ~= 0 then
+      error(fmt("%s: the input's channels (%d) must be divisible by groups (%d)", op, Cin, g), 2)
+    end
+    if opad[1] >= s[1] and opad[1] >= d[1] then
+      error(fmt("%s: output padding must be smaller than either stride or dilation, but got output_padding=%d, "
+        .. "stride=%d, dilation=%d", op, opad[1], s[1], d[1]), 2)
+    end
+    local Dout = (D - 1) * s[1] - 2 * p[1] + d[1] * (kD - 1) + opad[1] + 1
+    if Dout <= 0 then
+      error(fmt("%s: the output size %d is too small (input %d, kernel %d, stride %d, padding %d)", op, Dout, D, kD,
+        s[1], p[1]), 2)
+    end
+    local xf = x:permute(1, 3, 2, 4, 5):reshape(N * D, Cin, H, W)
+    local w2 = w:permute(1, 3, 2, 4, 5):reshape(Cin, kD * Cg, kH, kW)
+    local y = F.conv_transpose2d(xf, w2, nil, { stride = { s[2], s[3] }, padding = { p[2], p[3] },
+      output_padding = { opad[2], opad[3] }, groups = g, dilation = { d[2], d[3] } })
+    local Ho, Wo = y.shape[3], y.shape[4]
+    local Cout = Cg * g
+    y = y:view(N, D, g, kD, Cg, Ho, Wo):permute(1, 3, 5, 2, 4, 6, 7):reshape(N, Cout, D * kD, Ho, Wo)
+    local pos = {}
+    for t = 0, D - 1 do
+      for kd = 0, kD - 1 do pos[#pos + 1] = t * s[1] + kd * d[1] + 1 end
+    end
+    local full = math.max((D - 1) * s[1] + d[1] * (kD - 1) + 1, p[1] + Dout)
+    local out = T.zeros({ N, Cout, full, Ho, Wo }, { dtype = y.dtype, device = y.device })
+      :index_add(3, T.tensor(pos, { dtype = T.int64, device = y.device }), y):narrow(3, p[1] + 1, Dout)
+    if b ~= nil then
+      if b.ndim ~= 1 or b:numel() ~= Cout then
+        error(fmt("%s: expected a bias of %d elements, got %d", op, Cout, b:numel()), 2)
+      end
+      out = out + b:view(1, Cout, 1, 1, 1)
+    end
+    return unbatched and out:squeeze(1) or out
+  end
+  F.conv_transpose3d = named("conv_transpose3d", F.conv_transpose3d)
 end

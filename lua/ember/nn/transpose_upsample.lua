@@ -346,7 +346,7 @@ return function(T, C, nn)
     end
     function M:forward(x, output_size, ...)
       nomore(name .. ".forward", 2, ...)
-      local f = n == 1 and F.conv_transpose1d or F.conv_transpose2d
+      local f = F["conv_transpose" .. n .. "d"] -- conv_transpose3d: nn/layers3d.lua
       local one = function(t) return n == 1 and t[1] or t end
       return f(x, self.weight, self.bias, { stride = one(self.stride), padding = one(self.padding),
         output_padding = one(output_padding(self, x, output_size)), groups = self.groups,
@@ -368,6 +368,7 @@ return function(T, C, nn)
   end
   conv_transpose_class("ConvTranspose1d", 1)
   conv_transpose_class("ConvTranspose2d", 2)
+  conv_transpose_class("ConvTranspose3d", 3)
 
   local Upsample = Module:extend("Upsample")
   local UP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
