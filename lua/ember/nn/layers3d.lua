@@ -429,4 +429,272 @@ return function(T, C, nn)
     return unbatched and out:squeeze(1) or out
   end
   F.conv_transpose3d = named("conv_transpose3d", F.conv_transpose3d)
+
+  -- -- max_pool3d / avg_pool3d -------------------------------------------------------------
+  -- torch's pooling_output_shape
+  local function pool_out(n, k, s, p, d, ceil)
+    local o = math.floor((n + 2 * p - d * (k - 1) - 1 + (ceil and s - 1 or 0)) / s) + 1
+    if ceil and (o - 1) * s >= n + p then o = o - 1 end
+    return o
+  end
+  local MP3 = set { "stride", "padding", "dilation", "ceil_mode", "return_indices" }
+  local AP3 = set { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" }
+  local function pool_args(op, allowed, names, kernel, args)
+    if type(kernel) == "table" and kernel.kernel_size ~= nil and args.n == 0 then
+      local o = {}
+      for key, v in pairs(kernel) do if key ~= "kernel_size" then o[key] = v end end
+      kernel, args = kernel.kernel_size, { n = 1, o }
+    end
+    local o
+    if is_table_opts(args[1]) then
+      nomore(op, 3, unpack(args, 2, args.n))
+      o = check_opts(op, args[1], allowed)
+    else
+      nomore(op, 2 + #names, unpack(args, #names + 1, args.n))
+      o = {}
+      for i, name in ipairs(names) do o[name] = args[i] end
+    end
+    if kernel == nil then error(op .. ": kernel_size is required", 3) end
+    local k = tuple(op, kernel, 3, "kernel_size")
+    local s = o.stride ~= nil and tuple(op, o.stride, 3, "stride") or k
+    local p = tuple(op, o.padding or 0, 3, "padding")
+    local d = tuple(op, o.dilation or 1, 3, "dilation")
+    for i = 1, 3 do
+      if k[i] < 1 or s[i] < 1 or d[i] < 1 then
+        error(fmt("%s: kernel_size, stride and dilation must be positive, got kernel_size=%s, stride=%s, dilation=%s",
+          op, list_repr(k), list_repr(s), list_repr(d)), 3)
+      end
+      if p[i] < 0 or p[i] > math.floor(k[i] / 2) then
+        error(fmt("%s: pad should be smaller than or equal to half of kernel size, but got kT=%d kW=%d kH=%d padT=%d "
+          .. "padW=%d padH=%d", op, k[1], k[3], k[2], p[1], p[3], p[2]), 3)
+      end
+    end
+    return k, s, p, d, o
+  end
+  local function pool_input(op, x)
+    check_tensor(op, x, "input")
+    if x.ndim == 4 then return x:unsqueeze(1), true end
+    if x.ndim ~= 5 then error(fmt("%s: expected a 4-d (unbatched) or 5-d (batched) input, got %d-d", op, x.ndim), 3) end
+    return x, false
+  end
+  -- the depth slices of every window (offset kd, output t), padded with
+  -- `fill`, as (N, C kD Do, H, W), and the output depth
+  local function depth_slices(op, x, k, s, p, d, ceil, fill)
+    local N, Cn, D, H, W = unpack(shape_of(x))
+    local outs = {}
+    for i = 1, 3 do
+      outs[i] = pool_out(x.shape[i + 2], k[i], s[i], p[i], d[i], ceil)
+      if outs[i] < 1 then
+        error(fmt("%s: Given input size: (%dx%dx%dx%d). Calculated output size: (%dx%dx%dx%d). Output size is too "
+          .. "small", op, Cn, D, H, W, Cn, outs[1], outs[2] or 0, outs[3] or 0), 4)
+      end
+    end
+    local Do = outs[1]
+    local need = (Do - 1) * s[1] + d[1] * (k[1] - 1) + 1
+    local after = math.max(0, need - D - p[1])
+    local xp = x
+    if p[1] + after > 0 then xp = F.pad(x, { 0, 0, 0, 0, p[1], after }, "constant", fill) end
+    local xs = xp:index_select(3, depth_index(0, Do, s[1], k[1], d[1], x.device)):reshape(N, Cn * k[1] * Do, H, W)
+    return xs, Do
+  end
+
+  function F.max_pool3d(x, kernel, ...)
+    local op = "max_pool3d"
+    local k, s, p, d, o = pool_args(op, MP3, { "stride", "padding", "dilation", "ceil_mode", "return_indices" }, kernel,
+      { n = select("#", ...), ... })
+    local xb, unb = pool_input(op, x)
+    local N, Cn, D, H, W = unpack(shape_of(xb))
+    local ceil = o.ceil_mode or false
+    local xs, Do = depth_slices(op, xb, k, s, p, d, ceil, -math.huge)
+    local v2, i2 = F.max_pool2d(xs, { k[2], k[3] }, { stride = { s[2], s[3] }, padding = { p[2], p[3] },
+      dilation = { d[2], d[3] }, ceil_mode = ceil, return_indices = true })
+    local Ho, Wo = v2.shape[3], v2.shape[4]
+    -- the max over the window's depth (the first maximal offset, as torch's scan)
+    local v, a = v2:view(N, Cn, k[1], Do, Ho, Wo):max(3)
+    local out, idx = v, nil
+    if o.return_indices then
+      local within = i2:view(N, Cn, k[1], Do, Ho, Wo):gather(3, a:unsqueeze(3)):squeeze(3)
+      local t = T.arange(Do, { device = x.device }):view(1, 1, Do, 1, 1) * s[1] - p[1]
+      idx = ((a - 1) * d[1] + t) * (H * W) + within
+    end
+    if unb then
+      out = out:squeeze(1)
+      if idx then idx = idx:squeeze(1) end
+    end
+    if o.return_indices then return out, idx end
+    return out
+  end
+  F.max_pool3d = named("max_pool3d", F.max_pool3d)
+
+  -- the divisor of each window along one dim: its size within input +
+  -- padding, or (count_include_pad = false) within the input
+  local function divisors(n, k, s, p, O, include_pad)
+    local f = {}
+    for i = 0, O - 1 do
+      local st = i * s - p
+      local en = math.min(st + k, n + p)
+      local pool = en - st
+      st, en = math.max(st, 0), math.min(en, n)
+      f[i + 1] = include_pad and pool or (en - st)
+    end
+    return f
+  end
+  function F.avg_pool3d(x, kernel, ...)
+    local op = "avg_pool3d"
+    local k, s, p, d, o = pool_args(op, AP3, { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
+      kernel, { n = select("#", ...), ... })
+    local xb, unb = pool_input(op, x)
+    local N, Cn, D, H, W = unpack(shape_of(xb))
+    local ceil = o.ceil_mode or false
+    local cip = o.count_include_pad
+    if cip == nil then cip = true end
+    local div = o.divisor_override
+    if div ~= nil and (type(div) ~= "number" or div == 0) then
+      error(fmt("%s: divisor must be not zero, got %s", op, tostring(div)), 2)
+    end
+    local xs, Do = depth_slices(op, xb, k, s, p, d, ceil, 0)
+    -- window sums over H x W (a divisor of 1), then over the window's depth
+    local sums = F.avg_pool2d(xs, { k[2], k[3] }, { stride = { s[2], s[3] }, padding = { p[2], p[3] }, ceil_mode = ceil,
+      divisor_override = 1 })
+    local Ho, Wo = sums.shape[3], sums.shape[4]
+    local out = sums:view(N, Cn, k[1], Do, Ho, Wo):sum(3)
+    if div ~= nil then
+      out = out / div
+    else
+      local opts = { dtype = x.dtype, device = x.device }
+      local fd = T.tensor(divisors(D, k[1], s[1], p[1], Do, cip), opts):view(Do, 1, 1)
+      local fh = T.tensor(divisors(H, k[2], s[2], p[2], Ho, cip), opts):view(1, Ho, 1)
+      local fw = T.tensor(divisors(W, k[3], s[3], p[3], Wo, cip), opts):view(1, 1, Wo)
+      out = out / (fd * fh * fw)
+    end
+    return unb and out:squeeze(1) or out
+  end
+  F.avg_pool3d = named("avg_pool3d", F.avg_pool3d)
+
+  -- -- adaptive 3-d pools --------------------------------------------------------------------
+  -- torch's window i of O over L: [floor(i L / O), ceil((i + 1) L / O)),
+  -- one dim at a time (W, H, D): a box's mean is the mean of its rows'
+  -- means, its max the max of maxes; the max's position along each dim is
+  -- carried (gathered at the chosen rows), so the indices are the first
+  -- maximum in (d, h, w) order, as torch's scan
+  local function adaptive_dim(x, dim, O, kind)
+    local L = x.shape[dim]
+    local vals, idxs = {}, {}
+    for i = 0, O - 1 do
+      local st = math.floor(i * L / O)
+      local en = math.floor(((i + 1) * L + O - 1) / O)
+      local w = x:narrow(dim, st + 1, en - st)
+      if kind == "avg" then
+        vals[#vals + 1] = w:mean(dim, true)
+      else
+        local v, ix = w:max(dim, true)
+        vals[#vals + 1], idxs[#idxs + 1] = v, ix + st
+      end
+    end
+    if kind == "avg" then return T.cat(vals, dim) end
+    return T.cat(vals, dim), T.cat(idxs, dim)
+  end
+  local function adaptive3d(op, x, output_size, kind, with_idx)
+    check_tensor(op, x, "input")
+    if x.ndim ~= 4 and x.ndim ~= 5 then
+      error(fmt("%s: expected a 4-d (unbatched) or 5-d (batched) input, got %d-d", op, x.ndim), 3)
+    end
+    if type(output_size) == "number" then output_size = { output_size } end
+    if type(output_size) ~= "table" then error(fmt("%s: expected output_size as a number or a table", op), 3) end
+    local o = {}
+    for i = 1, 3 do
+      local v = output_size[i]
+      if v == nil and #output_size == 1 then v = output_size[1] end
+      if v == T.None or v == false then v = x.shape[x.ndim - 3 + i] end
+      if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
+        error(fmt("%s: output size must be positive integers, got %s", op, tostring(v)), 3)
+      end
+      o[i] = v
+    end
+    for i = 1, 3 do
+      if x.shape[x.ndim - 3 + i] == 0 then
+        error(fmt("%s: expected input to have non-zero size for non-batch dimensions, but input has sizes %s with "
+          .. "dimension %d being empty", op, list_repr(shape_of(x)), x.ndim - 3 + i), 3)
+      end
+    end
+    local nd = x.ndim
+    if kind == "avg" then
+      return adaptive_dim(adaptive_dim(adaptive_dim(x, nd, o[3], "avg"), nd - 1, o[2], "avg"), nd - 2, o[1], "avg")
+    end
+    local v1, iw = adaptive_dim(x, nd, o[3], "max")
+    local v2, ih = adaptive_dim(v1, nd - 1, o[2], "max")
+    if not with_idx then return (adaptive_dim(v2, nd - 2, o[1], "max")) end
+    iw = iw:gather(nd - 1, ih)
+    local v3, id = adaptive_dim(v2, nd - 2, o[1], "max")
+    iw, ih = iw:gather(nd - 2, id), ih:gather(nd - 2, id)
+    local H, W = x.shape[nd - 1], x.shape[nd]
+    return v3, ((id - 1) * H + (ih - 1)) * W + iw
+  end
+  function F.adaptive_avg_pool3d(x, output_size, ...)
+    nomore("adaptive_avg_pool3d", 2, ...)
+    return adaptive3d("adaptive_avg_pool3d", x, output_size, "avg")
+  end
+  local AMP3 = set { "return_indices" }
+  function F.adaptive_max_pool3d(x, output_size, return_indices, ...)
+    local op = "adaptive_max_pool3d"
+    nomore(op, 3, ...)
+    if is_opts(return_indices) then return_indices = check_opts(op, return_indices, AMP3).return_indices end
+    local v, i = adaptive3d(op, x, output_size, "max", return_indices)
+    if return_indices then return v, i end
+    return v
+  end
+  F.adaptive_avg_pool3d = named("adaptive_avg_pool3d", F.adaptive_avg_pool3d)
+  F.adaptive_max_pool3d = named("adaptive_max_pool3d", F.adaptive_max_pool3d)
+
+  -- -- modules ---------------------------------------------------------------------------------
+  local function repr(v)
+    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. ")" end
+    return tostring(v)
+  end
+  local function pool_class(name, f, allowed, reprf)
+    local M = Module:extend(name)
+    function M:init(kernel, o, ...)
+      nomore(name, 2, ...)
+      if type(o) == "number" then o = { stride = o } end
+      o = check_opts(name, o, allowed)
+      if kernel == nil then error(name .. ": kernel_size is required", 3) end
+      self.kernel_size = kernel
+      for key in pairs(allowed) do self[key] = o[key] end
+      if self.stride == nil then self.stride = kernel end
+      self.padding = self.padding or 0
+    end
+    function M:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
+      local o = {}
+      for key in pairs(allowed) do o[key] = self[key] end
+      return f(x, self.kernel_size, o)
+    end
+    M.extra_repr = reprf
+    nn[name] = M
+  end
+  pool_class("MaxPool3d", F.max_pool3d, MP3, function(self)
+    return fmt("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s", repr(self.kernel_size),
+      repr(self.stride), repr(self.padding), repr(self.dilation or 1), tostring(self.ceil_mode or false))
+  end)
+  pool_class("AvgPool3d", F.avg_pool3d, AP3, function(self)
+    return fmt("kernel_size=%s, stride=%s, padding=%s", repr(self.kernel_size), repr(self.stride), repr(self.padding))
+  end)
+  for _, spec in ipairs { { "AdaptiveAvgPool3d", "adaptive_avg_pool3d", false },
+                          { "AdaptiveMaxPool3d", "adaptive_max_pool3d", true } } do
+    local name, fname, has_idx = spec[1], spec[2], spec[3]
+    local M = Module:extend(name)
+    function M:init(output_size, o, ...)
+      nomore(name, 2, ...)
+      o = check_opts(name, o, has_idx and AMP3 or {})
+      if output_size == nil then error(name .. ": output_size is required", 3) end
+      self.output_size, self.return_indices = output_size, o.return_indices or false
+    end
+    function M:forward(x, ...)
+      nomore(name .. ".forward", 1, ...)
+      if has_idx then return F[fname](x, self.output_size, self.return_indices) end
+      return F[fname](x, self.output_size)
+    end
+    function M:extra_repr() return "output_size=" .. repr(self.output_size) end
+    nn[name] = M
+  end
 end
