@@ -233,6 +233,9 @@ describe("3-d pooling, max_unpool3d and 5-d area interpolation (torch 1.13)", fu
     both("mp3_unbatched", function(x) return F.max_pool3d(x, 2, 1, 0, 1, false, true) end) -- positional
     both("mp3_ties", function(x) return F.max_pool3d(x, 2, { return_indices = true }) end)
     check(c.mp3_plain, function(x) return nn.MaxPool3d(2, { return_indices = true })(x) end, "MaxPool3d")
+    -- a window of -inf only points at its first in-bounds element (torch's scan)
+    local _, i = F.max_pool3d(T.full({ 1, 1, 2, 2, 2 }, -math.huge), 2, { padding = 1, return_indices = true })
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8 }, i:view(-1):tolist())
     local y = F.max_pool3d(c.mp3_plain.in1, 2)
     assert.is_true(T.is_tensor(y))
     assert.are.equal("MaxPool3d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=false)", tostring(nn.MaxPool3d(2)))

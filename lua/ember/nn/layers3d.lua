@@ -513,6 +513,12 @@ return function(T, C, nn)
     local v, a = v2:view(N, Cn, k[1], Do, Ho, Wo):max(3)
     local out, idx = v, nil
     if o.return_indices then
+      -- a window of -inf only (its maximum is -inf) points at its first
+      -- in-bounds element, as torch's scan (not a depth-padding slice)
+      local first = {}
+      for t = 0, Do - 1 do first[t + 1] = math.max(0, math.ceil((p[1] - t * s[1]) / d[1])) + 1 end
+      local lo = T.tensor(first, { dtype = T.int64, device = x.device }):view(1, 1, Do, 1, 1)
+      a = T.where(v:detach():eq(-math.huge), T.maximum(a, lo), a)
       local within = i2:view(N, Cn, k[1], Do, Ho, Wo):gather(3, a:unsqueeze(3)):squeeze(3)
       local t = T.arange(Do, { device = x.device }):view(1, 1, Do, 1, 1) * s[1] - p[1]
       idx = ((a - 1) * d[1] + t) * (H * W) + within
