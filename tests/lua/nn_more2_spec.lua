@@ -417,8 +417,9 @@ describe("interpolate: nearest-exact, area, bicubic, trilinear and 5-d nearest",
     close(nn.Upsample { size = { 7, 8 }, mode = "bicubic" }(x), c.bic_up.out, "Upsample bicubic")
     assert.is_true(T.autograd.gradcheck(function(t) return F.interpolate(t, { size = { 5, 3 }, mode = "bicubic" }) end,
       { T.randn(1, 2, 3, 4, { dtype = T.float64 }):requires_grad_() }))
-    U.err(function() F.interpolate(T.ones(1, 1, 2, 2, 2), { size = 3, mode = "area" }) end,
-      "interpolate: mode area expects a 3-d or 4-d input (N, C, ...), got 5-d")
+    -- 5-d area is adaptive_avg_pool3d (tests/lua/nn_3d_spec.lua)
+    U.err(function() F.interpolate(T.ones(1, 1, 2, 2, 2, 2), { size = 3, mode = "area" }) end,
+      "interpolate: mode area expects a 3-d, 4-d or 5-d input (N, C, ...), got 6-d")
     U.err(function() F.interpolate(T.ones(1, 1, 2, 2), { size = 3, mode = "trilinear" }) end,
       "interpolate: mode trilinear expects a 5-d input (N, C, ...), got 4-d")
     U.err(function() F.interpolate(T.ones(1, 1, 2), { size = 3, mode = "nearest-exact", align_corners = false }) end,

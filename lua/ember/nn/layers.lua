@@ -119,7 +119,13 @@ return function(T, C, nn)
       local groups = opt(o, "groups", 1)
       if cin % groups ~= 0 then error(name .. ": in_channels must be divisible by groups", 3) end
       if cout % groups ~= 0 then error(name .. ": out_channels must be divisible by groups", 3) end
-      local k = nd == 2 and pair(kernel) or { type(kernel) == "table" and kernel[1] or kernel }
+      local k
+      if nd == 3 then
+        k = type(kernel) == "table" and { kernel[1], kernel[2] or kernel[1], kernel[3] or kernel[1] }
+          or { kernel, kernel, kernel }
+      else
+        k = nd == 2 and pair(kernel) or { type(kernel) == "table" and kernel[1] or kernel }
+      end
       self.in_channels, self.out_channels, self.kernel_size = cin, cout, k
       self.stride, self.padding = opt(o, "stride", 1), opt(o, "padding", 0)
       self.dilation, self.groups = opt(o, "dilation", 1), groups
@@ -166,9 +172,10 @@ return function(T, C, nn)
         self.bias = b:requires_grad_(true)
       end
     end
-    local f = nd == 2 and F.conv2d or F.conv1d
+    local fname = "conv" .. nd .. "d" -- F.conv3d is defined later (nn/layers3d.lua)
     function Conv:forward(x, ...)
       nomore(name .. ".forward", 1, ...)
+      local f = F[fname]
       if self.padding_mode ~= "zeros" then
         -- PyTorch's: F.pad in that mode, then the convolution without padding
         local unbatched = T.is_tensor(x) and x.ndim == nd + 1
@@ -194,6 +201,7 @@ return function(T, C, nn)
   end
   nn.Conv1d = conv_class("Conv1d", 1)
   nn.Conv2d = conv_class("Conv2d", 2)
+  nn.Conv3d = conv_class("Conv3d", 3)
 
   -- -- pooling -----------------------------------------------------------------------
   local MaxPool2d = Module:extend("MaxPool2d")

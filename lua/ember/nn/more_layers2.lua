@@ -1,7 +1,7 @@
 -- Pieces the second differential test against PyTorch 1.13 found absent
 -- (docs/nn.md, "More layers, second round"), each a composite of ember's
 -- differentiable ops with PyTorch 1.13's semantics: F.lp_pool1d/2d and
--- LPPool1d/2d, F.max_unpool1d/2d and MaxUnpool1d/2d (1-based indices, as
+-- LPPool1d/2d, F.max_unpool1d/2d/3d and MaxUnpool1d/2d/3d (1-based indices, as
 -- max_pool's), channel dropout (F.dropout1d/2d/3d, Dropout1d/2d/3d) and
 -- alpha dropout (F.alpha_dropout, F.feature_alpha_dropout, AlphaDropout,
 -- FeatureAlphaDropout).
@@ -174,8 +174,10 @@ return function(T, C, nn)
   end
   function F.max_unpool1d(x, indices, kernel, ...) return max_unpool("max_unpool1d", 1, x, indices, kernel, ...) end
   function F.max_unpool2d(x, indices, kernel, ...) return max_unpool("max_unpool2d", 2, x, indices, kernel, ...) end
+  function F.max_unpool3d(x, indices, kernel, ...) return max_unpool("max_unpool3d", 3, x, indices, kernel, ...) end
   F.max_unpool1d = named("max_unpool1d", F.max_unpool1d)
   F.max_unpool2d = named("max_unpool2d", F.max_unpool2d)
+  F.max_unpool3d = named("max_unpool3d", F.max_unpool3d)
 
   local function unpool_class(name, n)
     local M = Module:extend(name)
@@ -188,7 +190,7 @@ return function(T, C, nn)
       self.stride = o.stride ~= nil and tuple(name, o.stride, n, "stride") or self.kernel_size
       self.padding = tuple(name, o.padding or 0, n, "padding")
     end
-    local f = n == 1 and F.max_unpool1d or F.max_unpool2d
+    local f = F["max_unpool" .. n .. "d"]
     function M:forward(x, indices, output_size, ...)
       nomore(name .. ".forward", 3, ...)
       if is_opts(output_size) and output_size[1] == nil and next(output_size) ~= nil then
@@ -205,6 +207,7 @@ return function(T, C, nn)
   end
   unpool_class("MaxUnpool1d", 1)
   unpool_class("MaxUnpool2d", 2)
+  unpool_class("MaxUnpool3d", 3)
 
   -- -- channel and alpha dropout ------------------------------------------------------------
   -- PyTorch's _dropout_impl: p = 0 or evaluation gives the input itself;

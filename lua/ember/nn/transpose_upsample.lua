@@ -205,11 +205,11 @@ return function(T, C, nn)
       error(string.format("%s: mode %s is not supported (nearest, nearest-exact, linear, bilinear, bicubic, "
         .. "trilinear, area)", op, tostring(mode)), 2)
     end
-    local maxnd = mode == "area" and 2 or 3
+    local maxnd = 3
     if ANY_RANK[mode] then nd = x.ndim - 2 end
     if x.ndim - 2 ~= nd or nd < 1 or nd > maxnd then
       error(string.format("%s: mode %s expects a %s input (N, C, ...), got %d-d", op, mode,
-        ANY_RANK[mode] and (mode == "area" and "3-d or 4-d" or "3-d, 4-d or 5-d") or tostring(nd + 2) .. "-d",
+        ANY_RANK[mode] and "3-d, 4-d or 5-d" or tostring(nd + 2) .. "-d",
         x.ndim), 2)
     end
     if o.align_corners ~= nil and ANY_RANK[mode] then
@@ -236,7 +236,8 @@ return function(T, C, nn)
     end
     if mode == "area" then -- PyTorch's: adaptive average pooling to the output size
       if nd == 1 then return F.adaptive_avg_pool1d(x, sizes[1]) end
-      return F.adaptive_avg_pool2d(x, { sizes[1], sizes[2] })
+      if nd == 2 then return F.adaptive_avg_pool2d(x, { sizes[1], sizes[2] }) end
+      return F.adaptive_avg_pool3d(x, { sizes[1], sizes[2], sizes[3] })
     end
     local y = x
     for i = 1, nd do
@@ -346,7 +347,7 @@ return function(T, C, nn)
     end
     function M:forward(x, output_size, ...)
       nomore(name .. ".forward", 2, ...)
-      local f = n == 1 and F.conv_transpose1d or F.conv_transpose2d
+      local f = F["conv_transpose" .. n .. "d"] -- conv_transpose3d: nn/layers3d.lua
       local one = function(t) return n == 1 and t[1] or t end
       return f(x, self.weight, self.bias, { stride = one(self.stride), padding = one(self.padding),
         output_padding = one(output_padding(self, x, output_size)), groups = self.groups,
@@ -368,6 +369,7 @@ return function(T, C, nn)
   end
   conv_transpose_class("ConvTranspose1d", 1)
   conv_transpose_class("ConvTranspose2d", 2)
+  conv_transpose_class("ConvTranspose3d", 3)
 
   local Upsample = Module:extend("Upsample")
   local UP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
