@@ -473,6 +473,16 @@ return function(T, C)
       return r
     end)
   end
+  -- beta M + alpha p for the add* composites (o: checked {beta, alpha, out});
+  -- beta = 0 ignores M's values (NaN included), as PyTorch
+  local function beta_alpha(op, m, p, o)
+    local beta, alpha = o.beta == nil and 1 or o.beta, o.alpha == nil and 1 or o.alpha
+    if alpha ~= 1 then p = p * alpha end
+    local r
+    if beta == 0 then r = p:expand(T.broadcast_shapes(m.shape, p.shape)) + 0 else r = (beta == 1 and m or m * beta) + p end
+    if o.out ~= nil then return C._write_out(op, r, o.out) end
+    return r
+  end
   -- addr(M, v1, v2, {beta, alpha}) = beta M + alpha outer(v1, v2); ger = outer
   define("addr", function(m, v1, v2, o, ...)
     local op = "addr"
@@ -484,13 +494,7 @@ return function(T, C)
     if v1:dim() ~= 1 or v2:dim() ~= 1 then
       error(fmt("%s: addr: Expected 1-D argument vec1, but got %d-D", op, v1:dim() ~= 1 and v1:dim() or v2:dim()), 2)
     end
-    local beta, alpha = o.beta == nil and 1 or o.beta, o.alpha == nil and 1 or o.alpha
-    local p = T.outer(v1, v2)
-    if alpha ~= 1 then p = p * alpha end
-    local r
-    if beta == 0 then r = p:expand(T.broadcast_shapes(m.shape, p.shape)) + 0 else r = (beta == 1 and m or m * beta) + p end
-    if o.out ~= nil then return C._write_out(op, r, o.out) end
-    return r
+    return beta_alpha(op, m, T.outer(v1, v2), o)
   end)
   define("ger", function(a, b, ...)
     ARGS.nooptions("ger", 3, 2, ...)
@@ -533,13 +537,7 @@ return function(T, C)
     if b1:dim() ~= 3 or b2:dim() ~= 3 then
       error(fmt("%s: batch1 and batch2 must be 3-D tensors, got %d-D and %d-D", op, b1:dim(), b2:dim()), 2)
     end
-    local beta, alpha = o.beta == nil and 1 or o.beta, o.alpha == nil and 1 or o.alpha
-    local p = T.bmm(b1, b2):sum(1)
-    if alpha ~= 1 then p = p * alpha end
-    local r
-    if beta == 0 then r = p:expand(T.broadcast_shapes(m.shape, p.shape)) + 0 else r = (beta == 1 and m or m * beta) + p end
-    if o.out ~= nil then return C._write_out(op, r, o.out) end
-    return r
+    return beta_alpha(op, m, T.bmm(b1, b2):sum(1), o)
   end)
   -- chain_matmul(a, b, ...): linalg.multi_dot of its arguments (deprecated in torch)
   fn("chain_matmul", function(...)

@@ -7,14 +7,7 @@ local F = T.nn.functional
 local U = require "specutil"
 local err = U.err
 
-local function near(got, want, tol)
-  assert.are.same(want.shape:totable(), got.shape:totable())
-  local d = (got:double() - want:double()):abs()
-  local nan = want:isnan()
-  assert.is_true(T.equal(nan, got:isnan()), "NaN positions")
-  d = T.where(nan, T.zeros({}, { dtype = T.float64 }), d)
-  assert(d:numel() == 0 or d:max():item() <= (tol or 1e-9), "max difference " .. tostring(d:numel() > 0 and d:max():item()))
-end
+local function near(got, want, tol) return U.near(got, want, tol or 1e-9) end
 local function strides(t) return t:stride() end
 
 describe("differences from torch 1.13, second round, fixed", function()

@@ -7,15 +7,9 @@
 -- probability targets with ignore_index, softmax's dtype, softmin.
 local T = require "ember"
 local F = T.nn.functional
+local U = require "specutil"
 
-local function near(got, want, tol)
-  assert.are.same(want.shape:totable(), got.shape:totable())
-  local d = (got:double() - want:double()):abs()
-  local nan = want:isnan()
-  assert.is_true(T.equal(nan, got:isnan()), "NaN positions")
-  d = T.where(nan, T.zeros({}, { dtype = T.float64 }), d)
-  assert(d:numel() == 0 or d:max():item() <= (tol or 1e-6), "max difference " .. tostring(d:numel() > 0 and d:max():item()))
-end
+local function near(got, want, tol) return U.near(got, want, tol or 1e-6) end
 local function err(f, msg)
   local ok, e = pcall(f)
   assert.is_false(ok, msg)

@@ -15,4 +15,17 @@ function M.err(f, msg)
   assert(tostring(e):find(msg, 1, true), ("expected %q in the error, got %q"):format(msg, tostring(e)))
 end
 
+-- got and want agree within tol (max absolute difference, float64), with
+-- the same shape and the same NaN positions
+function M.near(got, want, tol)
+  local ws, gs = want.shape:totable(), got.shape:totable()
+  assert(table.concat(ws, ",") == table.concat(gs, ","),
+    ("shape [%s], expected [%s]"):format(table.concat(gs, ", "), table.concat(ws, ", ")))
+  local d = (got:double() - want:double()):abs()
+  local nan = want:isnan()
+  assert(T.equal(nan, got:isnan()), "NaN positions")
+  d = T.where(nan, T.zeros({}, { dtype = T.float64 }), d)
+  assert(d:numel() == 0 or d:max():item() <= tol, "max difference " .. tostring(d:numel() > 0 and d:max():item()))
+end
+
 return M
