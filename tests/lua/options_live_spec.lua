@@ -289,6 +289,41 @@ R.geqrf = "sq:double()"
 R.kron = "x, y"
 R.tensordot = "x, y:t(), 1"
 R.cosine_similarity = "x, y"
+-- more helpers (lua/ember/helpers2.lua; tests/lua/helpers2_spec.lua)
+same([[is_conj is_neg resolve_conj resolve_neg alias_copy detach_copy diagonal_copy squeeze_copy
+  t_copy unbind_copy sgn_]], "x")
+same("conj_physical conj_physical_ view_as_real_copy", "c")
+R.view_as_complex_copy = "T.ones(3, 2)"
+R.fill = "x, 2"
+R.range = "1, 4"
+same("empty_strided", "{ 2, 3 }, { 3, 1 }")
+R.new_empty_strided = "x, { 2, 3 }, { 3, 1 }"
+same("split_with_sizes unsafe_split_with_sizes split_with_sizes_copy", "x, { 1, 2 }, 2")
+same("unsafe_chunk unsafe_split split_copy", "x, 2")
+R.as_strided_copy = "x, { 2, 2 }, { 1, 1 }"
+R.expand_copy = "v, 2, 3"
+R.narrow_copy = "x, 2, 1, 2"
+R.permute_copy = "x, 2, 1"
+R.select_copy = "x, 1, 2"
+R.slice_copy = "x, 2, 1, 2"
+R.transpose_copy = "x, 1, 2"
+R.unfold_copy = "v, 1, 2, 1"
+R.unsqueeze_copy = "x, 1"
+R.view_copy = "x, 3, 2"
+R.select_scatter = "x, v, 1, 2"
+R.slice_scatter = "x, T.ones(2, 2), 2, 1, 2"
+R.diagonal_scatter = "x, T.ones(2)"
+R.as_strided_scatter = "x, T.ones(2, 2), { 2, 2 }, { 3, 1 }"
+R.addmv_ = "v:narrow(1, 1, 2), x, v"
+R.addmm_ = "sq, sq, sq"
+R.addbmm_ = "sq:float(), b3, b3"
+R.addr_ = "x, T.ones(2), v"
+R.baddbmm_ = "b3, b3, b3"
+same("cumsum_ cumprod_", "x, 1")
+same("igamma_ igammac_", "p, p")
+same("index_reduce index_reduce_", "x, 1, i, y, 'amax'")
+R.lu = "sq:float()"
+R.lu_solve = "T.ones(2, 1), T.lu(sq:float())"
 
 -- T.nn.functional
 local FR = {
