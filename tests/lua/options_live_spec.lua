@@ -367,6 +367,14 @@ local FR = {
   max_unpool3d = "T.ones(1, 1, 1, 1, 1), T.tensor { 8 }:view(1, 1, 1, 1, 1), 2",
   affine_grid = "T.zeros(1, 2, 3), { 1, 1, 2, 2 }", grid_sample = "img, T.zeros(1, 2, 2, 2)",
   dropout1d = "x", dropout2d = "img", dropout3d = "img", alpha_dropout = "x", feature_alpha_dropout = "img",
+  -- nn/more_layers3.lua
+  relu_ = "x", elu_ = "x", celu_ = "x", selu_ = "x", leaky_relu_ = "x", hardtanh_ = "x", rrelu_ = "x",
+  max_pool1d_with_indices = "seq, 2", max_pool2d_with_indices = "img, 2",
+  adaptive_max_pool1d_with_indices = "seq, 2", adaptive_max_pool2d_with_indices = "img, 2",
+  upsample_bilinear = "img, nil, 2", upsample_nearest = "img, nil, 2",
+  channel_shuffle = "T.ones(1, 4, 2), 2", gumbel_softmax = "x, 0.5",
+  multi_margin_loss = "logits, target", multilabel_margin_loss = "logits, T.tensor { { 2, 0, 1 }, { 3, 1, 0 } }",
+  triplet_margin_with_distance_loss = "x, y, p", fractional_max_pool2d = "img, 2, { output_size = 2 }",
 }
 
 -- T.nn classes (constructors), T.nn.init, T.nn.utils, T.optim,
@@ -407,6 +415,12 @@ local NR = {
   AdaptiveMaxPool3d = "1", MaxUnpool3d = "2",
   LPPool1d = "2, 2", LPPool2d = "2, 2", MaxUnpool1d = "2", MaxUnpool2d = "2", Dropout1d = "", Dropout2d = "",
   Dropout3d = "", AlphaDropout = "", FeatureAlphaDropout = "",
+  UpsamplingBilinear2d = "nil, 2", UpsamplingNearest2d = "nil, 2", ChannelShuffle = "2", MultiMarginLoss = "",
+  MultiLabelMarginLoss = "", TripletMarginWithDistanceLoss = "", NLLLoss2d = "", CrossMapLRN2d = "3",
+  InstanceNorm3d = "3", ReflectionPad3d = "1", FractionalMaxPool2d = "2, { output_size = 2 }",
+  LazyLinear = "2", LazyConv1d = "2, 3", LazyConv2d = "2, 3", LazyConvTranspose1d = "2, 3",
+  LazyConvTranspose2d = "2, 3", LazyBatchNorm1d = "", LazyBatchNorm2d = "", LazyInstanceNorm1d = "",
+  LazyInstanceNorm2d = "",
   Hardshrink = "", Softshrink = "", Threshold = "0.5, 0", RReLU = "", Softmin = "2", Softmax2d = "",
   PixelShuffle = "2", PixelUnshuffle = "2", Unfold = "2", Fold = "{ 4, 4 }, 2", ZeroPad2d = "1",
   ConstantPad1d = "1, 0", ConstantPad2d = "1, 0", ConstantPad3d = "1, 0", ReplicationPad1d = "1",
@@ -602,6 +616,18 @@ do
 end
 -- forward of every layer: the recipe makes the layer, then its input(s)
 local FW = {
+  UpsamplingBilinear2d = "T.nn.UpsamplingBilinear2d(nil, 2), img", UpsamplingNearest2d = "T.nn.UpsamplingNearest2d(nil, 2), img",
+  ChannelShuffle = "T.nn.ChannelShuffle(2), T.ones(1, 4, 2)", MultiMarginLoss = "T.nn.MultiMarginLoss(), logits, target",
+  MultiLabelMarginLoss = "T.nn.MultiLabelMarginLoss(), logits, T.tensor { { 2, 0, 1 }, { 3, 1, 0 } }",
+  TripletMarginWithDistanceLoss = "T.nn.TripletMarginWithDistanceLoss(), x, y, p",
+  NLLLoss2d = "T.nn.NLLLoss2d(), logits:log_softmax(2), target", CrossMapLRN2d = "T.nn.CrossMapLRN2d(3), img",
+  InstanceNorm3d = "T.nn.InstanceNorm3d(1), T.ones(1, 1, 2, 2, 2)",
+  ReflectionPad3d = "T.nn.ReflectionPad3d(1), T.ones(1, 1, 2, 2, 2)",
+  FractionalMaxPool2d = "T.nn.FractionalMaxPool2d(2, { output_size = 2 }), img",
+  LazyLinear = "T.nn.LazyLinear(2), x", LazyConv1d = "T.nn.LazyConv1d(2, 3), seq", LazyConv2d = "T.nn.LazyConv2d(2, 3), img",
+  LazyConvTranspose1d = "T.nn.LazyConvTranspose1d(2, 3), seq", LazyConvTranspose2d = "T.nn.LazyConvTranspose2d(2, 3), img",
+  LazyBatchNorm1d = "T.nn.LazyBatchNorm1d(), x", LazyBatchNorm2d = "T.nn.LazyBatchNorm2d(), img",
+  LazyInstanceNorm1d = "T.nn.LazyInstanceNorm1d(), seq", LazyInstanceNorm2d = "T.nn.LazyInstanceNorm2d(), img",
   Hardshrink = "T.nn.Hardshrink(), x", Softshrink = "T.nn.Softshrink(), x",
   Threshold = "T.nn.Threshold(0.5, 0), x", RReLU = "T.nn.RReLU(), x", Softmin = "T.nn.Softmin(2), x",
   Softmax2d = "T.nn.Softmax2d(), img", PixelShuffle = "T.nn.PixelShuffle(2), T.ones(1, 4, 2, 2)",

@@ -752,6 +752,7 @@ return function(T, C, nn)
   end
   instance_class("InstanceNorm1d", 1)
   instance_class("InstanceNorm2d", 2)
+  instance_class("InstanceNorm3d", 3)
 
   -- losses as modules: the options of F, the inputs of F's call
   local function loss_class(name, fn, keys, ninputs)

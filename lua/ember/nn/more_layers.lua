@@ -73,7 +73,9 @@ return function(T, C, nn)
     else
       slope = (lo + hi) / 2
     end
-    local y = T.where(x:ge(0), x, x * slope)
+    -- inplace: computed from a copy, so the graph does not hold the x it overwrites
+    local src = o.inplace and x:clone() or x
+    local y = T.where(src:ge(0), src, src * slope)
     if o.inplace then return x:copy_(y) end
     return y
   end)
@@ -314,7 +316,7 @@ return function(T, C, nn)
   for n = 1, 3 do
     pad_module("ConstantPad" .. n .. "d", "constant", n)
     pad_module("ReplicationPad" .. n .. "d", "replicate", n)
-    if n <= 2 then pad_module("ReflectionPad" .. n .. "d", "reflect", n) end
+    pad_module("ReflectionPad" .. n .. "d", "reflect", n)
   end
 
   -- -- distances as modules ---------------------------------------------------------------
