@@ -48,9 +48,9 @@ describe("conv_transpose and interpolate", function()
     assert.equal("ConvTranspose1d(2, 3, kernel_size=(4,), stride=(1,), bias=false)", tostring(m1))
     assert.same({ 3, 8 }, m1(T.randn(2, 5)).shape:totable())
     local up = nn.Upsample { scale_factor = 2, mode = "bilinear" }
-    assert.equal("Upsample(scale_factor=2.0, mode='bilinear')", tostring(up))
+    assert.equal("Upsample(scale_factor=2.0, mode=bilinear)", tostring(up))
     assert.same({ 1, 1, 6, 8 }, up(T.randn(1, 1, 3, 4)).shape:totable())
-    assert.equal("Upsample(size=(5, 6), mode='nearest')", tostring(nn.Upsample { size = { 5, 6 } }))
+    assert.equal("Upsample(size=(5, 6), mode=nearest)", tostring(nn.Upsample { size = { 5, 6 } }))
   end)
 
   it("names bad input", function()

@@ -130,8 +130,6 @@ return function(T, C, nn)
       return F.interpolate(x, { size = self.size, scale_factor = self.scale_factor, mode = self.mode,
         align_corners = self.align_corners })
     end
-    -- PyTorch prints these two's mode unquoted
-    function M:extra_repr() return (nn.Upsample.extra_repr(self):gsub("mode='(%w+)'", "mode=%1")) end
     nn[name] = M
   end
 

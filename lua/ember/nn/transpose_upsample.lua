@@ -396,7 +396,7 @@ return function(T, C, nn)
     else
       s = "size=" .. fmt(self.size)
     end
-    return s .. ", mode='" .. self.mode .. "'"
+    return s .. ", mode=" .. self.mode -- torch's text: mode=bilinear, no quotes
   end
   nn.Upsample = Upsample
 end
