@@ -223,24 +223,30 @@ static int l_unsqueeze(lua_State *L) {
   RETURN_BOX(em_unsqueeze(t, dim, box));
 }
 
-static int l_as_strided(lua_State *L) {
-  l_nooptions(L, 4, 4, "as_strided");
-  em_tensor *t = l_checktensor(L, 1, "as_strided");
+/* as_strided(t, size, stride[, storage_offset]) and as_strided_ (in place) */
+static int as_strided_common(lua_State *L, const char *op, int inplace) {
+  l_nooptions(L, 4, 4, op);
+  em_tensor *t = l_checktensor(L, 1, op);
   int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
   if (!lua_istable(L, 2) || !lua_istable(L, 3))
-    return l_errorf(L, "as_strided: expected tables of sizes and strides, got %s and %s",
-                      luaL_typename(L, 2), luaL_typename(L, 3));
-  int next, n = checkints(L, 2, "as_strided", "size", sizes, EM_MAX_DIMS, &next);
-  int m = checkints(L, 3, "as_strided", "stride", strides, EM_MAX_DIMS, &next);
+    return l_errorf(L, "%s: expected tables of sizes and strides, got %s and %s", op,
+                    luaL_typename(L, 2), luaL_typename(L, 3));
+  int next, n = checkints(L, 2, op, "size", sizes, EM_MAX_DIMS, &next);
+  int m = checkints(L, 3, op, "stride", strides, EM_MAX_DIMS, &next);
   if (n != m)
-    return l_errorf(L, "as_strided: mismatch in length of strides (%d) and shape (%d)",
-                      m, n);
-  int64_t offset = optint(L, 4, "as_strided", "storage_offset", em_tensor_offset(t));
+    return l_errorf(L, "%s: mismatch in length of strides (%d) and shape (%d)", op, m, n);
+  int64_t offset = optint(L, 4, op, "storage_offset", em_tensor_offset(t));
   for (int i = 0; i < n; i++)
-    if (sizes[i] < 0)
-      return l_errorf(L, "as_strided: negative size %lld", (long long)sizes[i]);
+    if (sizes[i] < 0) return l_errorf(L, "%s: negative size %lld", op, (long long)sizes[i]);
+  if (inplace) {
+    if (em_as_strided_(t, n, sizes, strides, offset) != EM_OK) l_error(L);
+    lua_settop(L, 1);
+    return 1;
+  }
   RETURN_BOX(em_as_strided(t, n, sizes, strides, offset, box));
 }
+static int l_as_strided(lua_State *L) { return as_strided_common(L, "as_strided", 0); }
+static int l_as_strided_(lua_State *L) { return as_strided_common(L, "as_strided_", 1); }
 
 static int l_unfold(lua_State *L) {
   l_checknomore(L, 4, "unfold");
@@ -455,6 +461,7 @@ void l_open_view(lua_State *L) {
       {"expand", l_expand},
       {"broadcast_to", l_broadcast_to},
       {"as_strided", l_as_strided},
+      {"as_strided_", l_as_strided_},
       {"unfold", l_unfold},
       {"diagonal", l_diagonal},
       {"flip", l_flip},

@@ -236,6 +236,10 @@ em_status em_tensor_new(em_storage *s, int64_t offset, int ndim,
 em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
                         const int64_t *strides, int64_t offset,
                         em_tensor **out);
+/* t takes the geometry in place (as_strided_); refused for a tensor that
+** requires grad while grad mode is on (the change is not recorded). */
+em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
+                         int64_t offset);
 /* A new tensor object sharing t's storage and metadata (an alias). */
 em_status em_alias(const em_tensor *t, em_tensor **out);
 

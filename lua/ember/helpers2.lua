@@ -432,4 +432,31 @@ return function(T, C)
     check_tensor("lu_solve", b)
     return T.linalg.lu_solve(lu, piv, b)
   end)
+
+  -- In-place shape ops: the out-of-place view's geometry given to t itself
+  -- (as_strided_; refused for a tensor that requires grad in grad mode)
+  local as_strided_ = M.as_strided_
+  local function restride(name, view)
+    define(name, function(t, ...)
+      check_tensor(name, t)
+      local v = view(t, ...)
+      local ok, e = pcall(as_strided_, t, v:size(), v:stride(), v:storage_offset())
+      if not ok then error((tostring(e):gsub("^.-as_strided_:", name .. ":", 1)), 2) end
+      return t
+    end)
+  end
+  local function nograd_view(f)
+    return function(t, ...)
+      local args = { n = select("#", ...), ... }
+      local ok, v = pcall(T.no_grad, function() return f(t, (table.unpack or unpack)(args, 1, args.n)) end)
+      if not ok then error(v, 0) end
+      return v
+    end
+  end
+  restride("squeeze_", nograd_view(function(t, ...) return t:squeeze(...) end))
+  restride("unsqueeze_", nograd_view(function(t, ...) return t:unsqueeze(...) end))
+  restride("t_", nograd_view(function(t, ...) return t:t(...) end))
+  restride("transpose_", nograd_view(function(t, ...) return t:transpose(...) end))
+  restride("swapaxes_", nograd_view(function(t, ...) return t:transpose(...) end))
+  restride("swapdims_", nograd_view(function(t, ...) return t:transpose(...) end))
 end

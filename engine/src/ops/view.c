@@ -623,6 +623,29 @@ em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
   return st;
 }
 
+/* In place: t itself takes the geometry (PyTorch's as_strided_, and the
+** in-place view ops squeeze_/unsqueeze_/t_/transpose_ built on it). The
+** change is not recorded, so a tensor that requires grad is refused while
+** grad mode is on rather than given a history that no longer fits it. */
+em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
+                         int64_t offset) {
+  if (ndim < 0 || ndim > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "as_strided_: %d dimensions (at most %d)", ndim, (int)EM_MAX_DIMS);
+  if (em_grad_enabled() && t->requires_grad)
+    return em_fail(EM_E_RUNTIME, "as_strided_: changing the shape of a tensor that requires "
+                   "grad in place is not supported (use the out-of-place view)");
+  em_status st = em_check_bounds("as_strided_", t->storage, offset, ndim, sizes, strides,
+                                 t->dtype);
+  if (st != EM_OK) return st;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+  }
+  t->offset = offset;
+  return EM_OK;
+}
+
 em_status em_alias(const em_tensor *t, em_tensor **out) {
   em_status st = em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
                                  t->dtype, out);
