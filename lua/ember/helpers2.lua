@@ -433,6 +433,20 @@ return function(T, C)
     return T.linalg.lu_solve(lu, piv, b)
   end)
 
+  -- torch.* spellings of nn.functional ops whose torch.* argument order is
+  -- the functional's (torch.conv2d(input, weight, bias, stride, ...) ...).
+  -- Left out on purpose: torch.batch_norm/instance_norm/embedding(_bag) and
+  -- the torch.*_loss forms take their arguments in another order (or an
+  -- integer reduction): use T.nn.functional's.
+  for _, name in ipairs { "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "avg_pool1d",
+    "bilinear", "celu", "celu_", "channel_shuffle", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "dropout", "feature_alpha_dropout", "group_norm",
+    "hardshrink", "layer_norm", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool3d",
+    "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu", "rrelu", "rrelu_", "selu",
+    "selu_", "threshold", "threshold_" } do
+    T[name] = T.nn.functional[name]
+  end
+
   -- In-place shape ops: the out-of-place view's geometry given to t itself
   -- (as_strided_; refused for a tensor that requires grad in grad mode)
   local as_strided_ = M.as_strided_

@@ -514,13 +514,16 @@ local function sorted_keys(t)
   table.sort(ks)
   return ks
 end
-for _, k in ipairs(sorted_keys(T)) do add_entry("T." .. k, k, T[k], R[k], false) end
+local F = T.nn.functional
+-- a T.* name that is the functional itself (helpers2.lua) takes F's recipe
+for _, k in ipairs(sorted_keys(T)) do
+  add_entry("T." .. k, k, T[k], R[k] or (T[k] == F[k] and FR[k] or nil), false)
+end
 -- methods whose arguments differ from the function of the same name
 local MR = { where = "x, m, y" }
 for _, k in ipairs(sorted_keys(C._methods)) do
   add_entry("t:" .. k, k, C._methods[k], MR[k] or R[k], true)
 end
-local F = T.nn.functional
 for _, k in ipairs(sorted_keys(F)) do add_entry("F." .. k, k, F[k], FR[k], false) end
 
 -- names starting with _ are the layer's own internals, not entry points
