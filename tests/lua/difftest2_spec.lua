@@ -322,4 +322,29 @@ describe("differences from torch 1.13, second round, fixed", function()
     assert.are.same({ 3, 1, 0, 2, 3, 1 }, T.pdist(x, 1 / 0):tolist())
     err(function() T.pdist(x, -1) end, "pdist: only supports non-negative p values")
   end)
+
+  it("float16/bfloat16: trunc division truncates the rounded quotient; composed activations round once", function()
+    assert.are.same({ 1080 }, T.div(T.tensor({ 82.375 }, { dtype = T.float16 }),
+      T.tensor({ 0.0762939453125 }, { dtype = T.float16 }), { rounding_mode = "trunc" }):tolist())
+    assert.are.same({ -123 }, T.div(T.tensor({ 188 }, { dtype = T.bfloat16 }),
+      T.tensor({ -1.53125 }, { dtype = T.bfloat16 }), { rounding_mode = "trunc" }):tolist())
+    -- tanhshrink(x) = x - tanh(x) in float32, rounded once: 5.364e-07, not 0
+    local t = F.tanhshrink(T.tensor({ 0.01171875 }, { dtype = T.float16 })):item()
+    assert.is_true(math.abs(t - 5.364418029785156e-07) < 1e-10)
+  end)
+
+  it("pow with exponent 0.5, -0.5, -1 is sqrt, rsqrt, reciprocal (float32/64, bfloat16) as torch", function()
+    local x = T.tensor({ -1 / 0, -0.0, 4 }, { dtype = T.float32 })
+    local r = (x ^ 0.5):tolist()
+    assert.is_true(r[1] ~= r[1]); assert.are.equal(-math.huge, 1 / r[2]); assert.are.equal(2, r[3])
+    r = (x ^ -0.5):tolist()
+    assert.is_true(r[1] ~= r[1]); assert.are.equal(-math.huge, r[2]); assert.are.equal(0.5, r[3])
+    assert.are.same({ -math.huge, 0.25 }, (T.tensor({ -0.0, 4 }, { dtype = T.float64 }) ^ -1):tolist())
+    r = (T.tensor({ -1 / 0 }, { dtype = T.bfloat16 }) ^ 0.5):tolist()
+    assert.is_true(r[1] ~= r[1])
+    -- float16 keeps C's pow, as torch 1.13
+    assert.are.same({ math.huge }, (T.tensor({ -1 / 0 }, { dtype = T.float16 }) ^ 0.5):tolist())
+    local g = T.tensor({ 4.0, 9 }, { dtype = T.float32, requires_grad = true })
+    near(T.autograd.grad((g ^ 0.5):sum(), { g })[1], T.tensor({ 0.25, 1 / 6 }, { dtype = T.float64 }), 1e-7)
+  end)
 end)

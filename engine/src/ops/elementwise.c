@@ -425,6 +425,38 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
   }
   /* -- types */
   em_dtype rt = em_result_type(nops, ops, o.default_float);
+  if (op == EM_OP_POW && n == 2 && inputs[0].tensor && !inputs[1].tensor &&
+      (rt == EM_FLOAT32 || rt == EM_FLOAT64 || rt == EM_BFLOAT16)) {
+    /* PyTorch's pow_tensor_scalar_kernel: exponents 0.5, -0.5, -1 are
+    ** sqrt, rsqrt and reciprocal for these dtypes (so (-inf) ^ 0.5 is NaN
+    ** and (-0) ^ -0.5 is -inf, where C's pow gives inf) */
+    em_scalar e = inputs[1].scalar;
+    double v = e.kind == EM_SCALAR_FLOAT ? e.f : e.kind == EM_SCALAR_INT ? (double)e.i : 2.0;
+    em_ew_op u = v == 0.5 ? EM_OP_SQRT : v == -0.5 ? EM_OP_RSQRT : v == -1 ? EM_OP_RECIPROCAL
+                                                                          : EM_OP_COUNT;
+    if (u != EM_OP_COUNT && em_dtype_kindof(inputs[0].tensor->dtype) != EM_KIND_INT) {
+      em_ew_opts uo = em_ew_defaults();
+      uo.name = name;
+      uo.default_float = o.default_float;
+      return elementwise_nograd(u, 1, inputs, &uo, out, result);
+    }
+  }
+  if (op == EM_OP_DIV && o.rounding == EM_ROUND_TRUNC && (rt == EM_FLOAT16 || rt == EM_BFLOAT16)) {
+    /* PyTorch truncates the quotient rounded to the half type (the float
+    ** quotient truncated first can round to another integer): a true
+    ** division into the half type, then trunc */
+    em_ew_opts q = o;
+    q.rounding = EM_ROUND_NONE;
+    em_tensor *quot = NULL;
+    em_status st = elementwise_nograd(EM_OP_DIV, n, inputs, &q, NULL, &quot);
+    if (st != EM_OK) return st;
+    em_operand t1[1] = {{quot, {EM_SCALAR_INT, 0, 0}}};
+    em_ew_opts to = em_ew_defaults();
+    to.name = name;
+    st = elementwise_nograd(EM_OP_TRUNC, 1, t1, &to, out, result);
+    em_tensor_release(quot);
+    return st;
+  }
   if (em_dtype_kindof(rt) == EM_KIND_COMPLEX &&
       (op == EM_OP_LOGICAL_NOT || op == EM_OP_LOGICAL_AND || op == EM_OP_LOGICAL_OR ||
        op == EM_OP_LOGICAL_XOR)) {

@@ -60,10 +60,14 @@ return function(T, C, nn)
           error(string.format("%s: expected a number for %s, got %s", name, keys[i], tostring(vals[i])), 2)
         end
       end
+      -- float16/bfloat16: composed in float32 and rounded once at the end
+      -- (docs/dtypes.md), not rounded after every step of the composition
+      local half = x.dtype == T.float16 or x.dtype == T.bfloat16
       if inplace then
-        local y = f(x:clone(), (table.unpack or unpack)(vals, 1, #keys))
+        local y = f(half and x:float() or x:clone(), (table.unpack or unpack)(vals, 1, #keys))
         return x:copy_(y)
       end
+      if half then return f(x:float(), (table.unpack or unpack)(vals, 1, #keys)):to(x.dtype) end
       return f(x, (table.unpack or unpack)(vals, 1, #keys))
     end
     F[name] = named(name, F[name])
