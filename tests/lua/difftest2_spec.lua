@@ -347,4 +347,26 @@ describe("differences from torch 1.13, second round, fixed", function()
     local g = T.tensor({ 4.0, 9 }, { dtype = T.float32, requires_grad = true })
     near(T.autograd.grad((g ^ 0.5):sum(), { g })[1], T.tensor({ 0.25, 1 / 6 }, { dtype = T.float64 }), 1e-7)
   end)
+
+  it("adaptive pools take every window at once; an absurd output size is refused, not looped", function()
+    local err = U.err
+    err(function() F.adaptive_avg_pool1d(T.ones(1, 1, 3), 2 ^ 62) end, "adaptive_avg_pool1d: output size")
+    err(function() F.adaptive_max_pool3d(T.ones(1, 1, 2, 2, 2), 2 ^ 40) end, "adaptive_max_pool3d: output size")
+    -- windows of 10 into 4: [0,3) [2,5) [5,8) [7,10) (torch's), max indices 1-based, ties to the first
+    local x = T.tensor({ { { 1, 5, 2, 5, 0, 9, 3, 9, 4, 1 } } }, { dtype = T.float64 })
+    local v, i = F.adaptive_max_pool1d(x, 4, true)
+    assert.are.same({ 5, 5, 9, 9 }, v:view(-1):tolist())
+    assert.are.same({ 2, 4, 6, 8 }, i:view(-1):tolist())
+    near(F.adaptive_avg_pool1d(x, 4):view(-1), T.tensor({ 8 / 3, 7 / 3, 7, 14 / 3 }, { dtype = T.float64 }))
+  end)
+
+  it("the functionals check their tensor arguments (T.conv1d, T.layer_norm, T.dropout, T.max_pool2d)", function()
+    local err = U.err
+    err(function() T.conv1d(nil) end, "conv1d: expected a tensor for the input, got nil")
+    err(function() T.conv1d(T.ones(1, 1, 3), true) end, "conv1d: expected a tensor for the weight, got boolean")
+    err(function() T.layer_norm(T.ones(2, 3), "abc") end, "layer_norm: expected normalized_shape as a number or a list")
+    err(function() T.dropout(T.ones(2), true) end, "dropout: expected a number for p, got boolean")
+    err(function() T.dropout(T.ones(2), 0.5, 1) end, "dropout: expected a boolean for training, got number")
+    err(function() T.max_pool2d(7, 2) end, "max_pool2d: expected a tensor for the input, got number")
+  end)
 end)

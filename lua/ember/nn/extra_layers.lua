@@ -81,33 +81,59 @@ return function(T, C, nn)
   end
 
   -- -- adaptive pooling ------------------------------------------------------------
-  -- PyTorch's window i of O over a dim of size L: [floor(i L / O), ceil((i + 1) L / O))
-  local function window(i, L, O)
-    local s = math.floor(i * L / O)
-    local e = math.floor(((i + 1) * L + O - 1) / O)
-    return s, e
+  -- PyTorch's window i of O over a dim of size L: [floor(i L / O), ceil((i + 1) L / O)),
+  -- as index tensors: pos [O, K] (0-based, each row clamped to its window's
+  -- last element), valid [O, K] (inside the window), len [O]; K the longest
+  local function windows(L, O, device)
+    local s, e, K = {}, {}, 0
+    for i = 0, O - 1 do
+      s[i + 1] = math.floor(i * L / O)
+      e[i + 1] = math.floor(((i + 1) * L + O - 1) / O)
+      if e[i + 1] - s[i + 1] > K then K = e[i + 1] - s[i + 1] end
+    end
+    local st = T.tensor(s, { dtype = T.int64, device = device })
+    local en = T.tensor(e, { dtype = T.int64, device = device })
+    local pos = st:unsqueeze(2) + T.arange(K, { device = device }):unsqueeze(1)
+    local last = (en - 1):unsqueeze(2)
+    return T.minimum(pos, last), pos:le(last), en - st, K
   end
 
-  -- mean (or max, with indices along dim, 1-based) over each window of dim
+  -- mean (or max, with its 1-based position along dim) over each of the O
+  -- windows of dim, all windows at once: the window elements gathered into
+  -- a trailing dim of K (padding repeats a window's last element, which a
+  -- max ignores and a mean masks out)
+  local function adaptive_dim(x, dim, O, kind)
+    local L = x.shape[dim]
+    local xm = x:movedim(dim, -1)
+    local pos, valid, len, K = windows(L, O, x.device)
+    local shape = shape_of(xm)
+    shape[#shape], shape[#shape + 1] = O, K
+    local g = xm:index_select(-1, pos:reshape(-1) + 1):view(shape) -- 1-based positions
+    if kind == "avg" then
+      local r = T.where(valid, g, 0):sum(-1) / len:to(x.dtype)
+      return r:movedim(-1, dim)
+    end
+    local v, a = g:max(-1)
+    local ix = pos:expand(g.shape):gather(-1, a:unsqueeze(-1)):squeeze(-1) + 1
+    return v:movedim(-1, dim), ix:movedim(-1, dim)
+  end
+  nn._adaptive_dim = adaptive_dim
+
+  -- the checks, then adaptive_dim; O = 0 gives an empty dim
   local function adaptive_1d(op, x, dim, O, kind)
     local L = x.shape[dim]
-    if O < 0 or O ~= math.floor(O) then
+    if type(O) ~= "number" or O < 0 or O ~= math.floor(O) then
       error(string.format("%s: output size must be a non-negative integer, got %s", op, tostring(O)), 4)
+    end
+    if O > 2 ^ 31 - 1 then
+      error(string.format("%s: output size %s is too large (at most 2^31 - 1)", op, tostring(O)), 4)
     end
     if L == 0 and O > 0 then
       error(string.format("%s: expected input to have non-zero size for non-batch dimensions, but input has "
         .. "sizes %s with dimension %d being empty", op, "[" .. table.concat(shape_of(x), ", ") .. "]", dim), 4)
     end
-    local vals, idxs = {}, {}
-    for i = 0, O - 1 do
-      local s, e = window(i, L, O)
-      local w = x:narrow(dim, s + 1, e - s)
-      if kind == "avg" then
-        vals[#vals + 1] = w:mean(dim, true)
-      else
-        local v, ix = w:max(dim, true)
-        vals[#vals + 1], idxs[#idxs + 1] = v, ix + s
-      end
+    if kind == "avg" and not x.dtype.is_floating_point then
+      error(string.format("%s: expected a floating point input, got %s", op, tostring(x.dtype)), 4)
     end
     if O == 0 then
       local shape = shape_of(x)
@@ -115,9 +141,7 @@ return function(T, C, nn)
       local z = T.zeros(shape, { dtype = x.dtype, device = x.device })
       return z, T.zeros(shape, { dtype = T.int64, device = x.device })
     end
-    local v = T.cat(vals, dim)
-    if kind == "avg" then return v end
-    return v, T.cat(idxs, dim)
+    return adaptive_dim(x, dim, O, kind)
   end
 
   local function out_sizes(op, size, n, x)
@@ -184,31 +208,14 @@ return function(T, C, nn)
       local y = adaptive_1d(op, x, x.ndim, o[2], "max")
       return (adaptive_1d(op, y, x.ndim - 1, o[1], "max"))
     end
-    -- with indices: one max per window, its flat 1-based position in H x W
-    local H, W = x.shape[x.ndim - 1], x.shape[x.ndim]
-    if (H == 0 and o[1] > 0) or (W == 0 and o[2] > 0) then
-      error(string.format("%s: expected input to have non-zero size for non-batch dimensions", op), 2)
-    end
-    local vals, idxs = {}, {}
-    for i = 0, o[1] - 1 do
-      local hs, he = window(i, H, o[1])
-      for j = 0, o[2] - 1 do
-        local ws, we = window(j, W, o[2])
-        local wl = we - ws
-        local w = x:narrow(-2, hs + 1, he - hs):narrow(-1, ws + 1, wl):flatten(-2)
-        local v, li = w:max(-1, true)
-        local l0 = li - 1
-        local col = l0 % wl
-        local row = (l0 - col):div(wl, { rounding_mode = "floor" })
-        vals[#vals + 1], idxs[#idxs + 1] = v, (row + hs) * W + col + ws + 1
-      end
-    end
-    local shape = shape_of(x)
-    shape[#shape - 1], shape[#shape] = o[1], o[2]
-    if #vals == 0 then
-      return T.zeros(shape, { dtype = x.dtype, device = x.device }), T.zeros(shape, { dtype = T.int64, device = x.device })
-    end
-    return T.cat(vals, -1):view(shape), T.cat(idxs, -1):view(shape)
+    -- with indices: the max of the rows' maxes, the first maximum in
+    -- row-major order (torch's scan); its flat 1-based position in H x W
+    local nd = x.ndim
+    local v1, iw = adaptive_1d(op, x, nd, o[2], "max")
+    local v2, ih = adaptive_1d(op, v1, nd - 1, o[1], "max")
+    if o[1] == 0 or o[2] == 0 then return v2, ih end
+    iw = iw:gather(nd - 1, ih)
+    return v2, (ih - 1) * x.shape[nd] + iw
   end
 
   -- -- normalisation ---------------------------------------------------------------

@@ -144,8 +144,17 @@ return function(T, C)
     return conv2d_core(x, w, b, s, p, d, groups)
   end
 
+  -- a tensor argument, or an error naming the op and what came instead
+  local function need_tensor(op, v, what, level)
+    if not T.is_tensor(v) then
+      error(string.format("%s: expected a tensor for %s, got %s", op, what, type(v)), (level or 2) + 1)
+    end
+  end
+
   function F.conv1d(x, w, b, ...)
     local op = "conv1d"
+    need_tensor(op, x, "the input")
+    need_tensor(op, w, "the weight")
     -- F.conv1d(x, w, {options}): no bias
     if A.is_opts(b) then return F.conv1d(x, w, nil, b, ...) end
     if b ~= nil and not T.is_tensor(b) then
@@ -197,6 +206,7 @@ return function(T, C)
   end
 
   local function batched(op, x)
+    need_tensor(op, x, "the input", 3)
     if x.ndim == 3 then return x:unsqueeze(1), true end
     if x.ndim ~= 4 then
       error(string.format("%s: expected a 3-d or 4-d input, got %d-d", op, x.ndim), 3)
@@ -283,7 +293,18 @@ return function(T, C)
       local o = checkopts("layer_norm", weight, LN)
       weight, bias, eps = o.weight, o.bias, o.eps
     end
+    need_tensor("layer_norm", x, "the input")
     if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+    if T.is_tensor(normalized_shape) or type(normalized_shape) ~= "table" then
+      error(string.format("layer_norm: expected normalized_shape as a number or a list of numbers, got %s",
+        T.is_tensor(normalized_shape) and "a tensor" or type(normalized_shape)), 2)
+    end
+    for i = 1, #normalized_shape do
+      if type(normalized_shape[i]) ~= "number" then
+        error(string.format("layer_norm: normalized_shape[%d] must be a number, got %s", i,
+          type(normalized_shape[i])), 2)
+      end
+    end
     local nd = #normalized_shape
     for i = 1, nd do
       local got = x.shape[x.ndim - nd + i]
@@ -327,9 +348,14 @@ return function(T, C)
     else
       nomore("dropout", 3, ...)
     end
+    need_tensor("dropout", x, "the input")
     p = p or 0.5
     if training == nil then training = true end
-    if p < 0 or p > 1 then
+    if type(p) ~= "number" then error(string.format("dropout: expected a number for p, got %s", type(p)), 2) end
+    if type(training) ~= "boolean" then
+      error(string.format("dropout: expected a boolean for training, got %s", type(training)), 2)
+    end
+    if p < 0 or p > 1 or p ~= p then
       error(string.format("dropout: dropout probability has to be between 0 and 1, but got %g", p), 2)
     end
     if not training or p == 0 then return x end

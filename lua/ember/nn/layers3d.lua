@@ -583,23 +583,7 @@ return function(T, C, nn)
   -- means, its max the max of maxes; the max's position along each dim is
   -- carried (gathered at the chosen rows), so the indices are the first
   -- maximum in (d, h, w) order, as torch's scan
-  local function adaptive_dim(x, dim, O, kind)
-    local L = x.shape[dim]
-    local vals, idxs = {}, {}
-    for i = 0, O - 1 do
-      local st = math.floor(i * L / O)
-      local en = math.floor(((i + 1) * L + O - 1) / O)
-      local w = x:narrow(dim, st + 1, en - st)
-      if kind == "avg" then
-        vals[#vals + 1] = w:mean(dim, true)
-      else
-        local v, ix = w:max(dim, true)
-        vals[#vals + 1], idxs[#idxs + 1] = v, ix + st
-      end
-    end
-    if kind == "avg" then return T.cat(vals, dim) end
-    return T.cat(vals, dim), T.cat(idxs, dim)
-  end
+  local adaptive_dim = nn._adaptive_dim -- extra_layers.lua: all windows of a dim at once
   local function adaptive3d(op, x, output_size, kind, with_idx)
     check_tensor(op, x, "input")
     if x.ndim ~= 4 and x.ndim ~= 5 then
@@ -615,6 +599,7 @@ return function(T, C, nn)
       if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
         error(fmt("%s: output size must be positive integers, got %s", op, tostring(v)), 3)
       end
+      if v > 2 ^ 31 - 1 then error(fmt("%s: output size %s is too large (at most 2^31 - 1)", op, tostring(v)), 3) end
       o[i] = v
     end
     for i = 1, 3 do
