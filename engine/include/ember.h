@@ -571,6 +571,13 @@ typedef enum em_ew_op {
   ** differentiable, as PyTorch's) */
   EM_OP_GAMMAINC, EM_OP_GAMMAINCC, EM_OP_ERFCX, EM_OP_BESSEL_J0, EM_OP_BESSEL_J1,
   EM_OP_BESSEL_Y0, EM_OP_BESSEL_Y1,
+  /* more special functions, none differentiable (PyTorch 1.13's): the
+  ** modified Bessel functions of the second kind, plain and scaled by e^x,
+  ** Airy's Ai and the spherical Bessel j0 (unary); the orthogonal
+  ** polynomials (binary, x then the degree n) */
+  EM_OP_BESSEL_K0, EM_OP_BESSEL_K1, EM_OP_BESSEL_K0E, EM_OP_BESSEL_K1E, EM_OP_AIRY_AI, EM_OP_SPHERICAL_J0,
+  EM_OP_CHEB_T, EM_OP_CHEB_U, EM_OP_CHEB_V, EM_OP_CHEB_W, EM_OP_SCHEB_T, EM_OP_SCHEB_U,
+  EM_OP_SCHEB_V, EM_OP_SCHEB_W, EM_OP_HERMITE_H, EM_OP_HERMITE_HE, EM_OP_LAGUERRE_L, EM_OP_LEGENDRE_P,
   EM_OP_COUNT
 } em_ew_op;
 
