@@ -729,6 +729,14 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
                               em_tensor **info);
 em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
                              int trans, em_tensor **X);
+/* Bunch-Kaufman LDL of symmetric (Hermitian when herm, complex) A's lower
+** triangle: LD (column-major, strict upper zeroed), LAPACK's int32 pivots,
+** info; check: a singular D raises (1: named linalg.ldl_factor, 2:
+** linalg.ldl_factor_ex). ldl_solve: A X = B from them. */
+em_status em_linalg_ldl_factor(const em_tensor *A, int herm, int check, em_tensor **LD,
+                               em_tensor **pivots, em_tensor **info);
+em_status em_linalg_ldl_solve(const em_tensor *LD, const em_tensor *pivots, const em_tensor *B,
+                              int herm, em_tensor **X);
 /* check: 0 none, 1 solve's message, 2 inv's */
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info);
