@@ -54,6 +54,30 @@ static int l_lu_solve(lua_State *L) {
   return results(L, base, 1);
 }
 
+/* (A, hermitian, check) -> LD, pivots, info */
+static int l_ldl_factor(lua_State *L) {
+  em_tensor *A = l_checktensor(L, 1, "linalg.ldl_factor");
+  /* check: 0, 1 (ldl_factor) or 2 (ldl_factor_ex's check_errors: its name) */
+  int herm = flag(L, 2), base;
+  int check = lua_isnumber(L, 3) ? (int)lua_tointeger(L, 3) : flag(L, 3);
+  boxes(L, 3, &base);
+  if (em_linalg_ldl_factor(A, herm, check, box_at(L, base), box_at(L, base + 1),
+                           box_at(L, base + 2)) != EM_OK)
+    l_error(L);
+  return results(L, base, 3);
+}
+
+/* (LD, pivots, B, hermitian) -> X */
+static int l_ldl_solve(lua_State *L) {
+  em_tensor *LD = l_checktensor(L, 1, "linalg.ldl_solve");
+  em_tensor *P = l_checktensor(L, 2, "linalg.ldl_solve");
+  em_tensor *B = l_checktensor(L, 3, "linalg.ldl_solve");
+  int herm = flag(L, 4), base;
+  boxes(L, 1, &base);
+  if (em_linalg_ldl_solve(LD, P, B, herm, box_at(L, base)) != EM_OK) l_error(L);
+  return results(L, base, 1);
+}
+
 /* (A, B, check) -> X, info */
 static int l_solve(lua_State *L) {
   em_tensor *A = l_checktensor(L, 1, "linalg.solve");
@@ -159,6 +183,7 @@ static int l_lstsq(lua_State *L) {
 void l_open_linalg(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"_linalg_lu_factor", l_lu_factor}, {"_linalg_lu_solve", l_lu_solve},
+      {"_linalg_ldl_factor", l_ldl_factor}, {"_linalg_ldl_solve", l_ldl_solve},
       {"_linalg_solve", l_solve}, {"_linalg_cholesky", l_cholesky},
       {"_linalg_inv", l_inv},
       {"_linalg_solve_triangular", l_solve_triangular}, {"_linalg_geqrf", l_geqrf},

@@ -302,7 +302,25 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
   X(_special_gammainc, EM_OP_GAMMAINC, 0) X(_special_gammaincc, EM_OP_GAMMAINCC, 0) \
   X(_special_erfcx, EM_OP_ERFCX, 0) X(_special_bessel_j0, EM_OP_BESSEL_J0, 0)     \
   X(_special_bessel_j1, EM_OP_BESSEL_J1, 0) X(_special_bessel_y0, EM_OP_BESSEL_Y0, 0) \
-  X(_special_bessel_y1, EM_OP_BESSEL_Y1, 0)
+  X(_special_bessel_y1, EM_OP_BESSEL_Y1, 0) \
+  X(_special_modified_bessel_k0, EM_OP_BESSEL_K0, 0) \
+  X(_special_modified_bessel_k1, EM_OP_BESSEL_K1, 0) \
+  X(_special_scaled_modified_bessel_k0, EM_OP_BESSEL_K0E, 0) \
+  X(_special_scaled_modified_bessel_k1, EM_OP_BESSEL_K1E, 0) \
+  X(_special_airy_ai, EM_OP_AIRY_AI, 0) \
+  X(_special_spherical_bessel_j0, EM_OP_SPHERICAL_J0, 0) \
+  X(_special_chebyshev_polynomial_t, EM_OP_CHEB_T, 0) \
+  X(_special_chebyshev_polynomial_u, EM_OP_CHEB_U, 0) \
+  X(_special_chebyshev_polynomial_v, EM_OP_CHEB_V, 0) \
+  X(_special_chebyshev_polynomial_w, EM_OP_CHEB_W, 0) \
+  X(_special_shifted_chebyshev_polynomial_t, EM_OP_SCHEB_T, 0) \
+  X(_special_shifted_chebyshev_polynomial_u, EM_OP_SCHEB_U, 0) \
+  X(_special_shifted_chebyshev_polynomial_v, EM_OP_SCHEB_V, 0) \
+  X(_special_shifted_chebyshev_polynomial_w, EM_OP_SCHEB_W, 0) \
+  X(_special_hermite_polynomial_h, EM_OP_HERMITE_H, 0) \
+  X(_special_hermite_polynomial_he, EM_OP_HERMITE_HE, 0) \
+  X(_special_laguerre_polynomial_l, EM_OP_LAGUERRE_L, 0) \
+  X(_special_legendre_polynomial_p, EM_OP_LEGENDRE_P, 0)
 
 /* tests have no in-place form (their result is bool) */
 #define EW_TESTS(X) X(isnan, EM_OP_ISNAN, 0) X(isinf, EM_OP_ISINF, 0) X(isfinite, EM_OP_ISFINITE, 0)

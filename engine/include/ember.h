@@ -575,6 +575,13 @@ typedef enum em_ew_op {
   ** differentiable, as PyTorch's) */
   EM_OP_GAMMAINC, EM_OP_GAMMAINCC, EM_OP_ERFCX, EM_OP_BESSEL_J0, EM_OP_BESSEL_J1,
   EM_OP_BESSEL_Y0, EM_OP_BESSEL_Y1,
+  /* more special functions, none differentiable (PyTorch 1.13's): the
+  ** modified Bessel functions of the second kind, plain and scaled by e^x,
+  ** Airy's Ai and the spherical Bessel j0 (unary); the orthogonal
+  ** polynomials (binary, x then the degree n) */
+  EM_OP_BESSEL_K0, EM_OP_BESSEL_K1, EM_OP_BESSEL_K0E, EM_OP_BESSEL_K1E, EM_OP_AIRY_AI, EM_OP_SPHERICAL_J0,
+  EM_OP_CHEB_T, EM_OP_CHEB_U, EM_OP_CHEB_V, EM_OP_CHEB_W, EM_OP_SCHEB_T, EM_OP_SCHEB_U,
+  EM_OP_SCHEB_V, EM_OP_SCHEB_W, EM_OP_HERMITE_H, EM_OP_HERMITE_HE, EM_OP_LAGUERRE_L, EM_OP_LEGENDRE_P,
   EM_OP_COUNT
 } em_ew_op;
 
@@ -726,6 +733,14 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
                               em_tensor **info);
 em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const em_tensor *B,
                              int trans, em_tensor **X);
+/* Bunch-Kaufman LDL of symmetric (Hermitian when herm, complex) A's lower
+** triangle: LD (column-major, strict upper zeroed), LAPACK's int32 pivots,
+** info; check: a singular D raises (1: named linalg.ldl_factor, 2:
+** linalg.ldl_factor_ex). ldl_solve: A X = B from them. */
+em_status em_linalg_ldl_factor(const em_tensor *A, int herm, int check, em_tensor **LD,
+                               em_tensor **pivots, em_tensor **info);
+em_status em_linalg_ldl_solve(const em_tensor *LD, const em_tensor *pivots, const em_tensor *B,
+                              int herm, em_tensor **X);
 /* check: 0 none, 1 solve's message, 2 inv's */
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info);

@@ -209,36 +209,58 @@ return function(T, C)
   F.fftn, F.ifftn = cfftn("fftn", true, false), cfftn("ifftn", false, false)
   F.fft2, F.ifft2 = cfftn("fft2", true, true), cfftn("ifft2", false, true)
 
-  local function rfftn(op, two)
-    return function(...)
-      local x, s, dims, norm = argsn(op, two, ...)
-      check_real(op, x)
-      local k = #dims
-      if k == 0 then error(fmt("%s: must transform at least one axis", op), 2) end
-      local y = rfft1(op, x, s and s[k], dims[k], norm)
-      for i = 1, k - 1 do
-        if s then y = resize(op, y, dims[i], s[i]) end
-        y = c2c(op, y, dims[i], true, norm)
-      end
-      return y
+  local function rfftn_core(op, x, s, dims, norm)
+    check_real(op, x)
+    local k = #dims
+    if k == 0 then error(fmt("%s: must transform at least one axis", op), 3) end
+    local y = rfft1(op, x, s and s[k], dims[k], norm)
+    for i = 1, k - 1 do
+      if s then y = resize(op, y, dims[i], s[i]) end
+      y = c2c(op, y, dims[i], true, norm)
     end
+    return y
+  end
+  local function rfftn(op, two)
+    return function(...) return rfftn_core(op, argsn(op, two, ...)) end
   end
   F.rfftn, F.rfft2 = rfftn("rfftn", false), rfftn("rfft2", true)
 
-  local function irfftn(op, two)
-    return function(...)
-      local x, s, dims, norm = argsn(op, two, ...)
-      local k = #dims
-      if k == 0 then error(fmt("%s: must transform at least one axis", op), 2) end
-      local y = to_complex(x)
-      for i = 1, k - 1 do
-        if s then y = resize(op, y, dims[i], s[i]) end
-        y = c2c(op, y, dims[i], false, norm)
-      end
-      return irfft1(op, y, s and s[k], dims[k], norm)
+  local function irfftn_core(op, x, s, dims, norm)
+    local k = #dims
+    if k == 0 then error(fmt("%s: must transform at least one axis", op), 3) end
+    local y = to_complex(x)
+    for i = 1, k - 1 do
+      if s then y = resize(op, y, dims[i], s[i]) end
+      y = c2c(op, y, dims[i], false, norm)
     end
+    return irfft1(op, y, s and s[k], dims[k], norm)
+  end
+  local function irfftn(op, two)
+    return function(...) return irfftn_core(op, argsn(op, two, ...)) end
   end
   F.irfftn, F.irfft2 = irfftn("irfftn", false), irfftn("irfft2", true)
+
+  -- the n-dimensional Hermitian forms, as torch 1.13 composes them: hfftn
+  -- is the c2c transform over all dims but the last, conj, then c2r on the
+  -- last (irfftn of conj(x) with the dual norm); ihfftn is r2c on the last
+  -- dim, conj, then the inverse c2c over the others (conj of rfftn with the
+  -- dual norm). Real outputs of hfftn have s[last] (default 2 (n - 1)) points.
+  local function hfftn(op, two)
+    return function(...)
+      local x, s, dims, norm = argsn(op, two, ...)
+      scale(op, norm, 1, true)
+      return irfftn_core(op, to_complex(x):conj(), s, dims, dual[norm or "backward"])
+    end
+  end
+  F.hfftn, F.hfft2 = hfftn("hfftn", false), hfftn("hfft2", true)
+  local function ihfftn(op, two)
+    return function(...)
+      local x, s, dims, norm = argsn(op, two, ...)
+      scale(op, norm, 1, true)
+      return rfftn_core(op, x, s, dims, dual[norm or "backward"]):conj()
+    end
+  end
+  F.ihfftn, F.ihfft2 = ihfftn("ihfftn", false), ihfftn("ihfft2", true)
 
   -- fftfreq(n, d=1, {dtype=, device=, requires_grad=})
   local FREQ = { "dtype", "device", "requires_grad" }

@@ -415,6 +415,126 @@ return function(T, C)
     return X
   end
 
+  -- -- LDL (Bunch-Kaufman: sytrf/hetrf, sytrs/hetrs) -----------------------------
+  -- Not differentiable, as in torch 1.13: the results require grad and
+  -- their backward raises.
+  local function not_implemented(what)
+    return function() error("the derivative for '" .. what .. "' is not implemented", 0) end
+  end
+  local function ldl_factor_impl(op, A, o, check)
+    check_tensor(op, A)
+    check_bool(op, o.hermitian, "hermitian")
+    local LD, piv, info = C._linalg_ldl_factor(A, o.hermitian == true, check)
+    if needs_grad(A) then
+      LD = record("LinalgLdlFactorExBackward0", { n = 1, A }, LD, not_implemented("linalg_ldl_factor_ex"))
+    end
+    return LD, piv, info
+  end
+  -- LD, pivots with A = L D L^T (L D L^H when hermitian) from A's lower triangle
+  function L.ldl_factor(A, o, ...)
+    ARGS.nomore("linalg.ldl_factor", 2, ...)
+    o = opts_of("linalg.ldl_factor", o, { "hermitian" })
+    local LD, piv = ldl_factor_impl("linalg.ldl_factor", A, o, true)
+    return LD, piv
+  end
+  function L.ldl_factor_ex(A, o, ...)
+    ARGS.nomore("linalg.ldl_factor_ex", 2, ...)
+    o = opts_of("linalg.ldl_factor_ex", o, { "hermitian", "check_errors" })
+    check_bool("linalg.ldl_factor_ex", o.check_errors, "check_errors")
+    return ldl_factor_impl("linalg.ldl_factor_ex", A, o, o.check_errors and 2 or 0)
+  end
+  -- X with A X = B, A given by ldl_factor's (LD, pivots)
+  function L.ldl_solve(LD, pivots, B, o, ...)
+    local op = "linalg.ldl_solve"
+    ARGS.nomore(op, 4, ...)
+    check_tensor(op, LD, "LD")
+    check_tensor(op, pivots, "pivots")
+    check_tensor(op, B, "B")
+    o = opts_of(op, o, { "hermitian" })
+    check_bool(op, o.hermitian, "hermitian")
+    local X = C._linalg_ldl_solve(LD, pivots, B, o.hermitian == true)
+    if needs_grad(LD, B) then
+      X = record("LinalgLdlSolveBackward0", { n = 3, LD, nil, B }, X, not_implemented("linalg_ldl_solve"))
+    end
+    return X
+  end
+
+  -- -- tensorinv, tensorsolve (torch 1.13's composites of reshape and inv/solve)
+  local function prod_of(shape, i, j)
+    local p = 1
+    for k = i, j do p = p * shape[k] end
+    return p
+  end
+  -- the inverse of A as a map from A.shape[ind+1:] to A.shape[:ind] (ind
+  -- leading dims), of shape A.shape[ind+1:] .. A.shape[:ind]
+  function L.tensorinv(A, ind, o, ...)
+    local op = "linalg.tensorinv"
+    if ARGS.is_opts(ind) then
+      ARGS.nomore(op, 2, o, ...)
+      o = opts_of(op, ind, { "ind" })
+      ind = o.ind
+    else
+      ARGS.nomore(op, 3, ...)
+      opts_of(op, o, {})
+    end
+    check_tensor(op, A)
+    if ind == nil then ind = 2 end
+    if type(ind) ~= "number" or ind ~= math.floor(ind) then
+      error(fmt("%s: expected an integer ind, got %s", op, tostring(ind)), 2)
+    end
+    if ind <= 0 then
+      error(fmt("%s: Expected a strictly positive integer for 'ind', but got %d", op, ind), 2)
+    end
+    local sh, nd = A.shape, A:dim()
+    if ind > nd then
+      error(fmt("%s: ind (%d) exceeds the number of dims of A (%d)", op, ind, nd), 2)
+    end
+    local front, back = prod_of(sh, 1, ind), prod_of(sh, ind + 1, nd)
+    if front ~= back then
+      error(fmt("%s: Expected self to satisfy the requirement prod(self.shape[ind:]) == " ..
+        "prod(self.shape[:ind]), but got %d != %d", op, back, front), 2)
+    end
+    local rs = {}
+    for k = ind + 1, nd do rs[#rs + 1] = sh[k] end
+    for k = 1, ind do rs[#rs + 1] = sh[k] end
+    return L.inv(A:reshape(front, back)):reshape(rs)
+  end
+
+  -- X with tensordot(A, X, X.ndim) = B; dims: A's dims (1-based) moved to
+  -- the end first
+  function L.tensorsolve(A, B, dims, o, ...)
+    local op = "linalg.tensorsolve"
+    if ARGS.is_opts(dims) and (dims.dims ~= nil or next(dims) ~= nil and dims[1] == nil) then
+      ARGS.nomore(op, 3, o, ...)
+      o = opts_of(op, dims, { "dims" })
+      dims = o.dims
+    else
+      ARGS.nomore(op, 4, ...)
+      opts_of(op, o, {})
+    end
+    check_tensor(op, A)
+    check_tensor(op, B, "B")
+    local nd = A:dim()
+    if dims ~= nil then
+      if type(dims) == "number" then dims = { dims } end
+      if type(dims) ~= "table" then
+        error(fmt("%s: expected a list of dims, got %s", op, type(dims)), 2)
+      end
+      local dest = {}
+      for k = 1, #dims do dest[k] = nd - #dims + k end
+      A = A:movedim(dims, dest)
+    end
+    local sh, bn = A.shape, B:dim()
+    local rs = {}
+    for k = bn + 1, nd do rs[#rs + 1] = sh[k] end
+    local rp, bp = prod_of(sh, bn + 1, nd), B:numel()
+    if rp ~= bp then
+      error(fmt("%s: Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == " ..
+        "prod(self.shape[:other.ndim]), but got %d != %d", op, rp, bp), 2)
+    end
+    return L.solve(A:reshape(rp, rp), B:flatten()):reshape(rs)
+  end
+
   -- -- det, slogdet -------------------------------------------------------------
   local function check_square(op, A)
     check_tensor(op, A)

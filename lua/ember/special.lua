@@ -162,10 +162,25 @@ return function(T, C)
     "gammainc", "gammaincc", "erfcx", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1" } do
     S[n] = C["_special_" .. n]
   end
+  -- the modified Bessel functions of the second kind (plain and scaled),
+  -- Airy's Ai, the spherical Bessel j0 and the orthogonal polynomials
+  -- (x, n): C, none differentiable (PyTorch 1.13's)
+  for _, n in ipairs { "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p" } do
+    S[n] = C["_special_" .. n]
+  end
   -- PyTorch's other spellings: the modified Bessel functions of order 0
-  -- and 1 are i0 and i1; torch.igamma/igammac are gammainc/gammaincc
-  S.modified_bessel_i0, S.modified_bessel_i1 = T.i0, S.i1
+  -- and 1 are i0 and i1, whose results under these names do not require
+  -- grad (torch.special.modified_bessel_i0/i1 are not differentiable);
+  -- torch.igamma/igammac are gammainc/gammaincc
   local named = require("ember.argcheck")(T).named
+  for name, f in pairs { modified_bessel_i0 = T.i0, modified_bessel_i1 = S.i1 } do
+    S[name] = named("special_" .. name, function(...) return T.no_grad(f, ...) end)
+  end
   for name, f in pairs { igamma = S.gammainc, igammac = S.gammaincc } do
     f = named(name, f) -- errors under PyTorch's name for this spelling
     T[name] = f

@@ -35,6 +35,8 @@ describe("host staging", function()
       function() return LA.eigvalsh(A) end,
       function() return LA.eig(A) end,
       function() return LA.lstsq(A, B) end,
+      function() return LA.ldl_factor(A) end,
+      function() local LD, piv = LA.ldl_factor(A); return LA.ldl_solve(LD, piv, B) end,
     }
     for i, f in ipairs(calls) do
       local before = C._linalg_staged()

@@ -578,12 +578,17 @@ local LR = {
 LR.eig = "fd"
 LR.eigvals = "fd"
 LR.vander = "T.ones(3, { dtype = T.float64 })"
+LR.ldl_factor, LR.ldl_factor_ex = "fd", "fd"
+LR.ldl_solve = "(function() local LD, p = T.linalg.ldl_factor(fd); return LD, p, fb end)()"
+LR.tensorinv = "fd, 1"
+LR.tensorsolve = "fd, T.ones(2, { dtype = T.float64 })"
 add_all("linalg.", T.linalg, LR)
 -- T.fft (issue 19)
 local FFTR = {}
 for w in ("fft ifft rfft ihfft fftshift ifftshift"):gmatch("%S+") do FFTR[w] = "v" end
 for w in ("irfft hfft"):gmatch("%S+") do FFTR[w] = "c" end
-for w in ("fft2 ifft2 fftn ifftn rfft2 rfftn"):gmatch("%S+") do FFTR[w] = "x" end
+for w in ("fft2 ifft2 fftn ifftn rfft2 rfftn ihfft2 ihfftn"):gmatch("%S+") do FFTR[w] = "x" end
+for w in ("hfft2 hfftn"):gmatch("%S+") do FFTR[w] = "T.fft.rfft2(x)" end
 for w in ("irfft2 irfftn"):gmatch("%S+") do FFTR[w] = "T.fft.rfft2(x)" end
 FFTR.fftfreq, FFTR.rfftfreq = "4", "4"
 add_all("fft.", T.fft, FFTR)

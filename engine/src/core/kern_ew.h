@@ -50,7 +50,19 @@ typedef struct em_kctx {
   X(nextafter, F, SAME, __VA_ARGS__) X(gcd, I, SAME, __VA_ARGS__)             \
   X(lcm, I, SAME, __VA_ARGS__) X(heaviside, BIF, SAME, __VA_ARGS__)           \
   X(zeta, F, SAME, __VA_ARGS__) X(gammainc, F, SAME, __VA_ARGS__)             \
-  X(gammaincc, F, SAME, __VA_ARGS__)
+  X(gammaincc, F, SAME, __VA_ARGS__) \
+  X(cheb_t, F, SAME, __VA_ARGS__) \
+  X(cheb_u, F, SAME, __VA_ARGS__) \
+  X(cheb_v, F, SAME, __VA_ARGS__) \
+  X(cheb_w, F, SAME, __VA_ARGS__) \
+  X(scheb_t, F, SAME, __VA_ARGS__) \
+  X(scheb_u, F, SAME, __VA_ARGS__) \
+  X(scheb_v, F, SAME, __VA_ARGS__) \
+  X(scheb_w, F, SAME, __VA_ARGS__) \
+  X(hermite_h, F, SAME, __VA_ARGS__) \
+  X(hermite_he, F, SAME, __VA_ARGS__) \
+  X(laguerre_l, F, SAME, __VA_ARGS__) \
+  X(legendre_p, F, SAME, __VA_ARGS__)
 
 #define EM_EW_UNARY_KERNELS(X, ...)  \
   X(neg, IF, SAME, __VA_ARGS__) X(abs, IF, SAME, __VA_ARGS__)                     \
@@ -89,7 +101,13 @@ typedef struct em_kctx {
   X(acosh, F, SAME, __VA_ARGS__) X(atanh, F, SAME, __VA_ARGS__)                   \
   X(erfcx, F, SAME, __VA_ARGS__) X(bessel_j0, F, SAME, __VA_ARGS__)               \
   X(bessel_j1, F, SAME, __VA_ARGS__) X(bessel_y0, F, SAME, __VA_ARGS__)           \
-  X(bessel_y1, F, SAME, __VA_ARGS__)
+  X(bessel_y1, F, SAME, __VA_ARGS__) \
+  X(bessel_k0, F, SAME, __VA_ARGS__) \
+  X(bessel_k1, F, SAME, __VA_ARGS__) \
+  X(bessel_k0e, F, SAME, __VA_ARGS__) \
+  X(bessel_k1e, F, SAME, __VA_ARGS__) \
+  X(airy_ai, F, SAME, __VA_ARGS__) \
+  X(spherical_j0, F, SAME, __VA_ARGS__)
 
 #define EM_EW_TERNARY_KERNELS(X, ...)  \
   X(lerp, F, SAME, __VA_ARGS__) X(clamp, IF, SAME, __VA_ARGS__)

@@ -69,9 +69,13 @@ typedef enum em_lapack_op {
                       a holds the eigenvectors; info */
   EM_LAPACK_GELS,  /* a (m x n), b (max(m,n) x nrhs) -> solution in b's first n rows;
                       driver gels/gelsy/gelsd/gelss; rcond; rank, w = S (gelsd/gelss) */
-  EM_LAPACK_GEEV   /* a (n x n) (destroyed) -> w eigenvalues (n, complex of dt's value
+  EM_LAPACK_GEEV,  /* a (n x n) (destroyed) -> w eigenvalues (n, complex of dt's value
                       type); jobz 'V': b (n x n, complex, ld n) the right eigenvectors
                       (unit norm, as geev gives them); info */
+  EM_LAPACK_SYTRF, /* a (n x n) symmetric, or Hermitian when herm (hetrf) (uplo) ->
+                      Bunch-Kaufman's L D L^T factors in the uplo triangle, ipiv (n,
+                      LAPACK's: 1-based, negative for a 2 x 2 block), info */
+  EM_LAPACK_SYTRS  /* a and ipiv from SYTRF (uplo, herm); b (n x nrhs) -> A^-1 b */
 } em_lapack_op;
 
 typedef enum em_lstsq_driver {
@@ -84,6 +88,7 @@ typedef struct em_lapack_job {
   int64_t batch;
   int m, n, k, nrhs;
   char uplo, trans, diag, jobz, side;
+  int herm;       /* SYTRF/SYTRS of a complex dt: Hermitian (hetrf/hetrs), else symmetric */
   em_lstsq_driver driver;
   double rcond;
   void *a; int64_t sa; int lda;

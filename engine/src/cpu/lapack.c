@@ -68,8 +68,26 @@ typedef size_t lp_len;
                 T *wr, T *wi, T *vl, const lp_int *ldvl, T *vr, const lp_int *ldvr, T *work,  \
                 const lp_int *lwork, lp_int *info, lp_len, lp_len);
 
+/* the symmetric indefinite (Bunch-Kaufman) factorization and its solve;
+** for the complex types also the Hermitian ones (he*) */
+#define LAPACK_PROTOS_SY(P, T)                                                                \
+  void P##sytrf_(const char *uplo, const lp_int *n, T *a, const lp_int *lda, lp_int *ipiv,    \
+                 T *work, const lp_int *lwork, lp_int *info, lp_len);                         \
+  void P##sytrs_(const char *uplo, const lp_int *n, const lp_int *nrhs, const T *a,           \
+                 const lp_int *lda, const lp_int *ipiv, T *b, const lp_int *ldb, lp_int *info, \
+                 lp_len);
+
+#define LAPACK_PROTOS_HE(P, T)                                                                \
+  void P##hetrf_(const char *uplo, const lp_int *n, T *a, const lp_int *lda, lp_int *ipiv,    \
+                 T *work, const lp_int *lwork, lp_int *info, lp_len);                         \
+  void P##hetrs_(const char *uplo, const lp_int *n, const lp_int *nrhs, const T *a,           \
+                 const lp_int *lda, const lp_int *ipiv, T *b, const lp_int *ldb, lp_int *info, \
+                 lp_len);
+
 LAPACK_PROTOS(s, float)
 LAPACK_PROTOS(d, double)
+LAPACK_PROTOS_SY(s, float)
+LAPACK_PROTOS_SY(d, double)
 
 /* the complex routines: T the complex type, R its value type */
 #define LAPACK_PROTOS_CX(P, T, R)                                                             \
@@ -110,6 +128,10 @@ LAPACK_PROTOS(d, double)
 
 LAPACK_PROTOS_CX(c, float complex, float)
 LAPACK_PROTOS_CX(z, double complex, double)
+LAPACK_PROTOS_SY(c, float complex)
+LAPACK_PROTOS_SY(z, double complex)
+LAPACK_PROTOS_HE(c, float complex)
+LAPACK_PROTOS_HE(z, double complex)
 
 /* Work sizes of one job: lwork elements of T, liwork ints, lrwork
 ** elements of T's value type (complex routines' rwork; real geev's wr, wi
@@ -240,6 +262,20 @@ DEF_SMALL(d, double, fabs)
           lp_int i2 = 0;                                                                      \
           P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
         }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_SYTRF:                                                                   \
+        P##sytrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);                \
+        if (q) info = 0;                                                                      \
+        if (!q) /* the other triangle: zeros, as PyTorch returns LD */                       \
+          for (lp_int col = 0; col < n; col++) {                                              \
+            if (j->uplo == 'L' && col > 0)                                                    \
+              memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                     \
+            else if (j->uplo == 'U' && col + 1 < n)                                           \
+              memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T)); \
+          }                                                                                   \
+        break;                                                                                \
+      case EM_LAPACK_SYTRS:                                                                   \
+        if (!q) P##sytrs_(&j->uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);             \
         break;                                                                                \
 case EM_LAPACK_POTRF:                                                                   \
         if (q) break;                                                                         \
@@ -399,6 +435,23 @@ DEF_ONE(d, double, cblas_dtrsm)
           lp_int i2 = 0;                                                                      \
           P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
         }                                                                                     \
+        break;                                                                                \
+      case EM_LAPACK_SYTRF:                                                                   \
+        if (j->herm) P##hetrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);   \
+        else P##sytrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);          \
+        if (q) info = 0;                                                                      \
+        if (!q) /* the other triangle: zeros, as PyTorch returns LD */                       \
+          for (lp_int col = 0; col < n; col++) {                                              \
+            if (j->uplo == 'L' && col > 0)                                                    \
+              memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                     \
+            else if (j->uplo == 'U' && col + 1 < n)                                           \
+              memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T)); \
+          }                                                                                   \
+        break;                                                                                \
+      case EM_LAPACK_SYTRS:                                                                   \
+        if (q) break;                                                                         \
+        if (j->herm) P##hetrs_(&j->uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);        \
+        else P##sytrs_(&j->uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);                \
         break;                                                                                \
 case EM_LAPACK_POTRF:                                                                   \
         if (q) break;                                                                         \

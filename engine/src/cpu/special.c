@@ -27,3 +27,7 @@ double em_sp_logaddexp(double a, double b) { return sp_logaddexp(a, b); }
 double em_sp_logaddexp2(double a, double b) { return sp_logaddexp2(a, b); }
 double em_sp_igamma(double a, double x, int upper) { return sp_igamma(a, x, upper); }
 double em_sp_erfcx(double x) { return sp_erfcx(x); }
+double em_sp_bessel_k(int which, int scaled, double x) { return sp_bessel_k(which, scaled, x); }
+double em_sp_airy_ai(double x) { return sp_airy_ai(x); }
+double em_sp_spherical_j0(double x) { return sp_spherical_j0(x); }
+double em_sp_poly(int which, double x, double n) { return sp_poly(which, x, n); }

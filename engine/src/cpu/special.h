@@ -20,6 +20,10 @@ double em_sp_trigamma(double x);
 double em_sp_zeta(double x, double q);   /* Hurwitz zeta(x, q) */
 double em_sp_igamma(double a, double x, int upper); /* P(a, x), or Q(a, x) when upper */
 double em_sp_erfcx(double x);                       /* exp(x^2) erfc(x) */
+double em_sp_bessel_k(int which, int scaled, double x); /* K0/K1 (which), times e^x when scaled */
+double em_sp_airy_ai(double x);
+double em_sp_spherical_j0(double x);                /* sin(x)/x */
+double em_sp_poly(int which, double x, double n);   /* the orthogonal polynomials (special_impl.h) */
 double em_sp_polygamma(int64_t n, double x);
 double em_sp_erfinv(double y);
 double em_sp_ndtr(double x);

@@ -270,6 +270,24 @@ __device__ inline A ew_more(int op, A a, A b, const emcu_params &p) {
       case EMCU_BESSEL_J1: return (A)j1((double)a);
       case EMCU_BESSEL_Y0: return (A)y0((double)a);
       case EMCU_BESSEL_Y1: return (A)y1((double)a);
+      case EMCU_BESSEL_K0: return (A)sp_bessel_k(0, 0, (double)a);
+      case EMCU_BESSEL_K1: return (A)sp_bessel_k(1, 0, (double)a);
+      case EMCU_BESSEL_K0E: return (A)sp_bessel_k(0, 1, (double)a);
+      case EMCU_BESSEL_K1E: return (A)sp_bessel_k(1, 1, (double)a);
+      case EMCU_AIRY_AI: return (A)sp_airy_ai((double)a);
+      case EMCU_SPHERICAL_J0: return (A)sp_spherical_j0((double)a);
+      case EMCU_CHEB_T: return (A)sp_poly(0, (double)a, (double)b);
+      case EMCU_CHEB_U: return (A)sp_poly(1, (double)a, (double)b);
+      case EMCU_CHEB_V: return (A)sp_poly(2, (double)a, (double)b);
+      case EMCU_CHEB_W: return (A)sp_poly(3, (double)a, (double)b);
+      case EMCU_SCHEB_T: return (A)sp_poly(4, (double)a, (double)b);
+      case EMCU_SCHEB_U: return (A)sp_poly(5, (double)a, (double)b);
+      case EMCU_SCHEB_V: return (A)sp_poly(6, (double)a, (double)b);
+      case EMCU_SCHEB_W: return (A)sp_poly(7, (double)a, (double)b);
+      case EMCU_HERMITE_H: return (A)sp_poly(8, (double)a, (double)b);
+      case EMCU_HERMITE_HE: return (A)sp_poly(9, (double)a, (double)b);
+      case EMCU_LAGUERRE_L: return (A)sp_poly(10, (double)a, (double)b);
+      case EMCU_LEGENDRE_P: return (A)sp_poly(11, (double)a, (double)b);
       default: return A(0);
     }
   } else if constexpr (B) {

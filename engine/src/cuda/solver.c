@@ -11,9 +11,9 @@
 **   where it has the routine: getrf, getrs, potrf, geqrf, syevd (heevd for
 **   complex); the typed ones elsewhere: orgqr/ungqr, gesvdj (any m, n;
 **   cusolverDn*gesvd takes m >= n only). cuBLAS's trsm for TRSM.
-** - GELS and GEEV are not here (emcu_lapack_runs): lstsq and eig run
-**   host-staged on cuda, as PyTorch runs linalg.eig of a cuda tensor on
-**   the CPU.
+** - GELS, GEEV, SYTRF and SYTRS are not here (emcu_lapack_runs): lstsq,
+**   eig and ldl_factor/ldl_solve run host-staged on cuda, as PyTorch runs
+**   linalg.eig of a cuda tensor on the CPU.
 ** - Every buffer of the job is device memory: LAPACK's info goes straight
 **   into the op's info tensor (the op copies it back to check it). Nothing
 **   here waits for the device: a singular LU is still solved (GESV's b and
@@ -183,7 +183,8 @@ static _Thread_local struct {
 
 static const char *op_name(em_lapack_op op) {
   static const char *const names[] = {"getrf", "getrs", "gesv", "getri", "potrf", "trsm",
-                                      "geqrf", "orgqr", "gesvd", "syevd", "gels", "geev"};
+                                      "geqrf", "orgqr", "gesvd", "syevd", "gels", "geev", "sytrf",
+                                      "sytrs"};
   return (unsigned)op < sizeof names / sizeof *names ? names[op] : "lapack";
 }
 
@@ -651,7 +652,10 @@ static em_status syevd(ctx *c) {
   return EM_OK;
 }
 
-bool emcu_lapack_runs(em_lapack_op op) { return op != EM_LAPACK_GELS && op != EM_LAPACK_GEEV; }
+bool emcu_lapack_runs(em_lapack_op op) {
+  return op != EM_LAPACK_GELS && op != EM_LAPACK_GEEV && op != EM_LAPACK_SYTRF &&
+         op != EM_LAPACK_SYTRS;
+}
 
 em_status emcu_lapack(const em_lapack_job *j) {
   pthread_once(&lib_once, lib_open);

@@ -172,6 +172,24 @@ static const op_info op_table[EM_OP_COUNT] = {
     [EM_OP_BESSEL_J1] = {"special_bessel_j1", 1, R_FLOAT, EM_K_bessel_j1},
     [EM_OP_BESSEL_Y0] = {"special_bessel_y0", 1, R_FLOAT, EM_K_bessel_y0},
     [EM_OP_BESSEL_Y1] = {"special_bessel_y1", 1, R_FLOAT, EM_K_bessel_y1},
+    [EM_OP_BESSEL_K0] = {"special_modified_bessel_k0", 1, R_FLOAT, EM_K_bessel_k0},
+    [EM_OP_BESSEL_K1] = {"special_modified_bessel_k1", 1, R_FLOAT, EM_K_bessel_k1},
+    [EM_OP_BESSEL_K0E] = {"special_scaled_modified_bessel_k0", 1, R_FLOAT, EM_K_bessel_k0e},
+    [EM_OP_BESSEL_K1E] = {"special_scaled_modified_bessel_k1", 1, R_FLOAT, EM_K_bessel_k1e},
+    [EM_OP_AIRY_AI] = {"special_airy_ai", 1, R_FLOAT, EM_K_airy_ai},
+    [EM_OP_SPHERICAL_J0] = {"special_spherical_bessel_j0", 1, R_FLOAT, EM_K_spherical_j0},
+    [EM_OP_CHEB_T] = {"special_chebyshev_polynomial_t", 2, R_FLOAT, EM_K_cheb_t},
+    [EM_OP_CHEB_U] = {"special_chebyshev_polynomial_u", 2, R_FLOAT, EM_K_cheb_u},
+    [EM_OP_CHEB_V] = {"special_chebyshev_polynomial_v", 2, R_FLOAT, EM_K_cheb_v},
+    [EM_OP_CHEB_W] = {"special_chebyshev_polynomial_w", 2, R_FLOAT, EM_K_cheb_w},
+    [EM_OP_SCHEB_T] = {"special_shifted_chebyshev_polynomial_t", 2, R_FLOAT, EM_K_scheb_t},
+    [EM_OP_SCHEB_U] = {"special_shifted_chebyshev_polynomial_u", 2, R_FLOAT, EM_K_scheb_u},
+    [EM_OP_SCHEB_V] = {"special_shifted_chebyshev_polynomial_v", 2, R_FLOAT, EM_K_scheb_v},
+    [EM_OP_SCHEB_W] = {"special_shifted_chebyshev_polynomial_w", 2, R_FLOAT, EM_K_scheb_w},
+    [EM_OP_HERMITE_H] = {"special_hermite_polynomial_h", 2, R_FLOAT, EM_K_hermite_h},
+    [EM_OP_HERMITE_HE] = {"special_hermite_polynomial_he", 2, R_FLOAT, EM_K_hermite_he},
+    [EM_OP_LAGUERRE_L] = {"special_laguerre_polynomial_l", 2, R_FLOAT, EM_K_laguerre_l},
+    [EM_OP_LEGENDRE_P] = {"special_legendre_polynomial_p", 2, R_FLOAT, EM_K_legendre_p},
 };
 
 const char *em_ew_op_name(em_ew_op op) {
@@ -710,9 +728,9 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     if (!o.has_max) ins[2] = NULL;
   }
   int on = em_ag_pause();
-  /* the Bessel functions are not differentiable: their results do not
-  ** require grad (PyTorch's) */
-  int nodiff = op >= EM_OP_BESSEL_J0 && op <= EM_OP_BESSEL_Y1;
+  /* the Bessel and Airy functions and the orthogonal polynomials are not
+  ** differentiable: their results do not require grad (PyTorch's) */
+  int nodiff = op >= EM_OP_BESSEL_J0 && op <= EM_OP_LEGENDRE_P;
   int any = on && !nodiff && em_ag_any(n, ins);
   int inplace = out && inputs[0].tensor == out;
   int save_in = 0, save_out = 0;

@@ -429,6 +429,162 @@ em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const
   return EM_OK;
 }
 
+/* -- LDL (Bunch-Kaufman) -------------------------------------------------- */
+
+/* A = L D L^T (L D L^H when herm) of the lower triangle of symmetric
+** (Hermitian) A: sytrf/hetrf with uplo 'L'; LD holds L below the diagonal
+** and D's blocks on and next to it, its strict upper triangle zeroed;
+** pivots as LAPACK's (1-based; a negative pair marks a 2 x 2 block). */
+em_status em_linalg_ldl_factor(const em_tensor *A, int herm, int check, em_tensor **LD,
+                               em_tensor **pivots, em_tensor **info) {
+  STAGED(EM_LAPACK_SYTRF, A, NULL, NULL, em_linalg_ldl_factor(h[0], herm, check, &r[0], &r[1], &r[2]), LD, pivots, info, NULL);
+  const char *op = check == 1 ? "linalg.ldl_factor" : "linalg.ldl_factor_ex";
+  em_status st = check_matrix(op, "A", A, 1);
+  if (st != EM_OK) return st;
+  int on = em_ag_pause();
+  int nb = A->ndim - 2;
+  int64_t n = A->sizes[nb];
+  em_device dev = A->storage->device;
+  em_tensor *ld = NULL, *piv = NULL, *inf = NULL;
+  st = load(A, nb, A->sizes, n, n, 1, &ld);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, n, EM_INT32, dev, &piv);
+  if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
+  int64_t batch = batch_count(nb, A->sizes);
+  if (st == EM_OK && batch > 0 && n > 0) {
+    em_lapack_job j = {0};
+    j.op = EM_LAPACK_SYTRF;
+    j.dt = A->dtype;
+    j.batch = batch;
+    j.uplo = 'L';
+    j.herm = herm && is_complex(A->dtype);
+    j.m = (int)n; j.n = (int)n;
+    j.a = data_of(ld); j.sa = n * n; j.lda = (int)(n > 1 ? n : 1);
+    j.ipiv = data_of(piv); j.sp = n;
+    j.info = data_of(inf);
+    st = run_job(op, dev, &j);
+  } else if (st == EM_OK && batch > 0) {
+    em_scalar z = {0};
+    st = em_fill_(inf, z);
+  }
+  if (st == EM_OK && check && batch > 0) {
+    char pre[64];
+    int code;
+    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
+      st = em_fail(EM_E_VALUE,
+                   "%s: %sD[%d,%d] is exactly zero: the factorization was completed, but D is "
+                   "singular and using it to solve a system would divide by zero (use "
+                   "linalg.ldl_factor_ex to get info instead)",
+                   op, pre, code, code);
+  }
+  em_ag_resume(on);
+  if (st != EM_OK) {
+    em_tensor_release(ld);
+    em_tensor_release(piv);
+    em_tensor_release(inf);
+    return st;
+  }
+  *LD = ld;
+  *pivots = piv;
+  *info = inf;
+  return EM_OK;
+}
+
+/* A X = B from ldl_factor's LD and pivots (sytrs/hetrs, uplo 'L'); the
+** batch dims of LD (with pivots) and B broadcast */
+em_status em_linalg_ldl_solve(const em_tensor *LD, const em_tensor *pivots, const em_tensor *B,
+                              int herm, em_tensor **X) {
+  STAGED(EM_LAPACK_SYTRS, LD, pivots, B, em_linalg_ldl_solve(h[0], h[1], h[2], herm, &r[0]), X, NULL, NULL, NULL);
+  const char *op = "linalg.ldl_solve";
+  em_status st = check_matrix(op, "LD", LD, 1);
+  if (st == EM_OK) st = check_matrix(op, "B", B, 0);
+  if (st == EM_OK) st = check_same(op, LD, B);
+  if (st != EM_OK) return st;
+  int64_t n = LD->sizes[LD->ndim - 1], k = B->sizes[B->ndim - 1];
+  if (B->sizes[B->ndim - 2] != n)
+    return em_fail(EM_E_VALUE, "%s: Incompatible matrix sizes: each A matrix is %lld by %lld but "
+                   "each b matrix is %lld by %lld", op, (long long)n, (long long)n,
+                   (long long)B->sizes[B->ndim - 2], (long long)k);
+  if (pivots->dtype != EM_INT32 && pivots->dtype != EM_INT64)
+    return em_fail(EM_E_TYPE, "%s: pivots should be a Tensor of scalar type Int, got %s", op,
+                   em_dtype_name(pivots->dtype));
+  if (pivots->ndim != LD->ndim - 1 || pivots->sizes[pivots->ndim - 1] != n)
+    return em_fail(EM_E_VALUE, "%s: Expected pivots of shape [..., %lld] matching LD", op,
+                   (long long)n);
+  for (int i = 0; i < pivots->ndim - 1; i++)
+    if (pivots->sizes[i] != LD->sizes[i])
+      return em_fail(EM_E_VALUE, "%s: Expected LD.shape[:-1] and pivots.shape to be the same, "
+                     "but got pivots with dim %d of size %lld and LD's %lld", op, i + 1,
+                     (long long)pivots->sizes[i], (long long)LD->sizes[i]);
+  int nb;
+  int64_t bs[EM_MAX_DIMS];
+  st = broadcast_batch(op, LD, 2, B, 2, &nb, bs);
+  if (st != EM_OK) return st;
+  int on = em_ag_pause();
+  em_device dev = LD->storage->device;
+  em_tensor *ld = NULL, *piv = NULL, *x = NULL;
+  st = load(LD, nb, bs, n, n, 1, &ld);
+  if (st == EM_OK) {
+    int64_t sh[EM_MAX_DIMS];
+    memcpy(sh, bs, (size_t)nb * sizeof *sh);
+    sh[nb] = n;
+    em_tensor *e = NULL;
+    st = em_expand(pivots, nb + 1, sh, &e);
+    if (st == EM_OK) st = em_empty(nb + 1, sh, EM_INT32, dev, &piv);
+    if (st == EM_OK && em_tensor_numel(piv) > 0) st = em_copy_(piv, e);
+    em_tensor_release(e);
+  }
+  if (st == EM_OK && em_tensor_numel(piv) > 0) {  /* pivots from elsewhere: within [-n, n], not 0 */
+    em_tensor *host = NULL;
+    const em_tensor *pv = piv;
+    if (piv->storage->device.type != EM_CPU) {
+      st = em_to(piv, EM_INT32, em_cpu(), 1, &host);
+      pv = host;
+    }
+    /* as sytrf (uplo 'L') writes them: p in 1..n, or a pair -p, -p (a
+    ** 2 x 2 block); anything else would send sytrs out of the matrix */
+    const int32_t *iv = st == EM_OK && pv->storage->data ? data_of(pv) : NULL;
+    for (int64_t r = 0; iv && st == EM_OK && r < em_tensor_numel(pv) / n; r++) {
+      const int32_t *row = iv + r * n;
+      for (int64_t i = 0; i < n;) {
+        int32_t p = row[i];
+        int pair = p < 0 && i + 1 < n && row[i + 1] == p;
+        if (p == 0 || p > n || p < -n || (p < 0 && !pair)) {
+          st = em_fail(EM_E_VALUE, "%s: pivots[%lld] = %d is not a pivot of a %lld x %lld LD "
+                       "(1 to %lld, or a pair of equal negative ones for a 2 x 2 block)", op,
+                       (long long)i + 1, (int)p, (long long)n, (long long)n, (long long)n);
+          break;
+        }
+        i += pair ? 2 : 1;
+      }
+    }
+    em_tensor_release(host);
+  }
+  if (st == EM_OK) st = load(B, nb, bs, n, k, 1, &x);
+  int64_t batch = batch_count(nb, bs);
+  if (st == EM_OK && batch > 0 && n > 0 && k > 0) {
+    em_lapack_job j = {0};
+    j.op = EM_LAPACK_SYTRS;
+    j.dt = LD->dtype;
+    j.batch = batch;
+    j.uplo = 'L';
+    j.herm = herm && is_complex(LD->dtype);
+    j.n = (int)n; j.nrhs = (int)k;
+    j.a = data_of(ld); j.sa = n * n; j.lda = (int)(n > 1 ? n : 1);
+    j.ipiv = data_of(piv); j.sp = n;
+    j.b = data_of(x); j.sb = n * k; j.ldb = (int)(n > 1 ? n : 1);
+    st = run_job(op, dev, &j);
+  }
+  em_ag_resume(on);
+  em_tensor_release(ld);
+  em_tensor_release(piv);
+  if (st != EM_OK) {
+    em_tensor_release(x);
+    return st;
+  }
+  *X = x;
+  return EM_OK;
+}
+
 /* -- solve / inv ---------------------------------------------------------- */
 
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
