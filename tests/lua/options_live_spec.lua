@@ -486,6 +486,7 @@ local OR = {
     init = "lin", new = "T.nn.Linear, 3, 2", extend = "T.nn.Module, 'Mine'",
     register_forward_pre_hook = "lin, function() end", register_forward_hook = "lin, function() end",
     register_full_backward_hook = "lin, function() end",
+    requires_grad_ = "lin, false",
   },
   optimizer = {
     zero_grad = "sgd", step = "sgd", state_dict = "sgd", load_state_dict = "sgd, sgd:state_dict()",

@@ -103,8 +103,8 @@ return function(T, C, nn)
   function ParameterList:append(p)
     if not T.is_tensor(p) then error("ParameterList: expected a tensor, got " .. type(p), 2) end
     local i = #self._param_names + 1
+    -- stored in slot i (ipairs(list), list[i]: Module's slot store)
     self:register_parameter(tostring(i), nn.Parameter(p))
-    rawset(self, i, p) -- so ipairs(list) and list[i] work
     return self
   end
   function ParameterList:extend(params)
@@ -124,6 +124,7 @@ return function(T, C, nn)
     return "\n" .. table.concat(lines, "\n") .. "\n"
   end
   ParameterList._torch_zero_based = true
+  ParameterList._slot_params = true
   nn.ParameterList = ParameterList
 
   -- -- ParameterDict --------------------------------------------------------------

@@ -727,6 +727,7 @@ return function(T, C, nn)
         self:register_buffer("num_batches_tracked", T.tensor(0, { dtype = T.int64 }))
       end
     end
+    IN._state_defaults = Module._nbt_defaults
     function IN:forward(x, ...)
       nomore(name .. ".forward", 1, ...)
       if x.ndim ~= nd + 1 and x.ndim ~= nd + 2 then

@@ -7,14 +7,26 @@ return function(T, C)
   nn.init = require("ember.nn.init_fns")(T, C)
   nn.Module = require("ember.nn.module")(T, C)
 
-  -- A parameter: the tensor itself, marked as requiring grad.
+  -- A parameter: the tensor itself, requiring grad and marked as a
+  -- parameter. nn.Parameter(t, false) is a frozen parameter: it does not
+  -- require grad (t itself when t does not, else t:detach(), sharing t's
+  -- memory, as PyTorch's Parameter(t, requires_grad=False) is a new tensor
+  -- on t's data) but carries the mark, so assigning it to a module field
+  -- registers it as a parameter (parameters(), state_dict) where a plain
+  -- tensor that does not require grad is a plain field (docs/nn.md).
   local A = require "ember.args"
   function nn.Parameter(t, requires_grad, ...)
     A.nooptions("Parameter", 2, 2, requires_grad, ...)
-    if not T.is_tensor(t) then error("Parameter: expected a tensor", 2) end
-    if requires_grad == false then return t end
+    if not T.is_tensor(t) then error("Parameter: expected a tensor, got " .. type(t), 2) end
+    if requires_grad ~= nil and type(requires_grad) ~= "boolean" then
+      error("Parameter: expected requires_grad to be a boolean, got " .. type(requires_grad), 2)
+    end
+    if requires_grad == false then
+      if t.requires_grad then t = t:detach() end
+      return nn.Module._mark_param(t)
+    end
     if not t.requires_grad then t:requires_grad_(true) end
-    return t
+    return nn.Module._mark_param(t)
   end
 
   require("ember.nn.layers")(T, C, nn)
