@@ -233,3 +233,14 @@ describe("train and load_state_dict (R11, norm layers, key order)", function()
     assert.same({ "aa", "zz" }, unexpected)
   end)
 end)
+
+describe("registration order of the transformer layers (R10)", function()
+  it("registers dropout1 before dropout2", function()
+    -- torch: self_attn,linear1,dropout,linear2,norm1,norm2,dropout1,dropout2
+    assert.same({ "self_attn", "linear1", "dropout", "linear2", "norm1", "norm2", "dropout1", "dropout2" },
+      names(nn.TransformerEncoderLayer(8, 2, { dim_feedforward = 16 }):named_children()))
+    -- torch: self_attn,multihead_attn,linear1,dropout,linear2,norm1,norm2,norm3,dropout1,dropout2,dropout3
+    assert.same({ "self_attn", "multihead_attn", "linear1", "dropout", "linear2", "norm1", "norm2", "norm3",
+      "dropout1", "dropout2", "dropout3" }, names(nn.TransformerDecoderLayer(8, 2, { dim_feedforward = 16 }):named_children()))
+  end)
+end)

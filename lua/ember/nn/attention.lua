@@ -316,7 +316,10 @@ return function(T, C, nn)
     self.norm1 = layer_norm(d_model, eps, bias, o)
     self.norm2 = layer_norm(d_model, eps, bias, o)
     if cross then self.norm3 = layer_norm(d_model, eps, bias, o) end
-    self.dropout1, self.dropout2 = nn.Dropout(p), nn.Dropout(p)
+    -- separate statements: registration order is child order (LuaJIT
+    -- assigns a multiple assignment right to left)
+    self.dropout1 = nn.Dropout(p)
+    self.dropout2 = nn.Dropout(p)
     if cross then self.dropout3 = nn.Dropout(p) end
     self.activation, self.activation_name = activation_of(name, opt(o, "activation", "relu"))
   end
