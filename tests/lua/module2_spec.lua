@@ -244,3 +244,47 @@ describe("registration order of the transformer layers (R10)", function()
       "dropout1", "dropout2", "dropout3" }, names(nn.TransformerDecoderLayer(8, 2, { dim_feedforward = 16 }):named_children()))
   end)
 end)
+
+describe("printing as PyTorch (R12)", function()
+  -- the right-hand texts are torch 1.13's, with ember's documented
+  -- differences: booleans true/false, names and dims 1-based
+  it("puts extra_repr lines and children on their own lines", function()
+    local E = nn.Module:extend("E")
+    function E:init() self.l = nn.Identity() end
+    function E:extra_repr() return "k=1" end
+    assert.equal("E(\n  k=1\n  (l): Identity()\n)", tostring(E()))
+    assert.equal("Sequential(\n  (1): Sequential(\n    (1): Linear(in_features=1, out_features=1, bias=true)\n  )\n  (2): ReLU()\n)",
+      tostring(nn.Sequential(nn.Sequential(nn.Linear(1, 1)), nn.ReLU())))
+    assert.equal("ParameterList(  (1): Parameter containing: [ember.float32 of size 2])",
+      tostring(nn.ParameterList { T.ones(2) }))
+    assert.equal("ParameterList(\n    (1): Parameter containing: [ember.float32 of size 2]\n"
+      .. "    (2): Parameter containing: [ember.float32 of size 3x2]\n)", tostring(nn.ParameterList { T.ones(2), T.ones(3, 2) }))
+  end)
+
+  it("prints the layers' arguments as torch's extra_repr", function()
+    local cases = {
+      { nn.Conv1d(2, 3, 5, { stride = 2 }), "Conv1d(2, 3, kernel_size=(5,), stride=(2,))" },
+      { nn.Conv2d(1, 4, 3, { stride = 2, padding = 1, bias = false }),
+        "Conv2d(1, 4, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), bias=false)" },
+      { nn.Conv2d(2, 4, { 3, 5 }, { dilation = 2, groups = 2, padding_mode = "reflect", padding = 1 }),
+        "Conv2d(2, 4, kernel_size=(3, 5), stride=(1, 1), padding=(1, 1), dilation=(2, 2), groups=2, padding_mode=reflect)" },
+      { nn.Conv2d(1, 4, 3, { padding = "same" }), "Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=same)" },
+      { nn.Conv3d(1, 2, 2), "Conv3d(1, 2, kernel_size=(2, 2, 2), stride=(1, 1, 1))" },
+      { nn.LayerNorm(8), "LayerNorm((8,), eps=1e-05, elementwise_affine=true)" },
+      { nn.LayerNorm { 4, 5 }, "LayerNorm((4, 5), eps=1e-05, elementwise_affine=true)" },
+      { nn.Dropout(0.25), "Dropout(p=0.25, inplace=false)" },
+      { nn.EmbeddingBag(10, 3, { mode = "sum" }), "EmbeddingBag(10, 3, mode=sum)" },
+      { nn.MaxUnpool1d(2), "MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,))" },
+      { nn.Unflatten(2, { 1, 3 }), "Unflatten(dim=2, unflattened_size=(1, 3))" }, -- torch: dim=1
+      { nn.Unfold(2), "Unfold(kernel_size=2, dilation=1, padding=0, stride=1)" },
+      { nn.Fold({ 4, 4 }, 2), "Fold(output_size=(4, 4), kernel_size=2, dilation=1, padding=0, stride=1)" },
+      { nn.ConstantPad1d(1, 0), "ConstantPad1d(padding=(1, 1), value=0)" },
+      { nn.LSTM(3, 4, { num_layers = 2, batch_first = true, bidirectional = true }),
+        "LSTM(3, 4, num_layers=2, batch_first=true, bidirectional=true)" },
+      { nn.RNN(3, 4, { nonlinearity = "relu" }), "RNN(3, 4)" },
+      { nn.MultiheadAttention(4, 2),
+        "MultiheadAttention(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=4, out_features=4, bias=true)\n)" },
+    }
+    for _, c in ipairs(cases) do assert.equal(c[2], tostring(c[1])) end
+  end)
+end)

@@ -120,8 +120,9 @@ return function(T, C, nn)
       lines[i] = string.format("  (%d): Parameter containing: [%s of size %s]", i, tostring(p.dtype),
         table.concat(p.shape:totable(), "x"))
     end
-    if #lines == 0 then return "" end
-    return "\n" .. table.concat(lines, "\n") .. "\n"
+    -- PyTorch's lines, "  (0): ..." each: Module's printout indents them
+    -- again (ParameterList(\n    (1): ...\n)), one entry stays on the header line
+    return table.concat(lines, "\n")
   end
   ParameterList._torch_zero_based = true
   ParameterList._slot_params = true
@@ -175,8 +176,7 @@ return function(T, C, nn)
       lines[i] = string.format("  (%s): Parameter containing: [%s of size %s]", n, tostring(p.dtype),
         table.concat(p.shape:totable(), "x"))
     end
-    if #lines == 0 then return "" end
-    return "\n" .. table.concat(lines, "\n") .. "\n"
+    return table.concat(lines, "\n")
   end
   nn.ParameterDict = ParameterDict
 end

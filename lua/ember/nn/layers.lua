@@ -20,9 +20,23 @@ return function(T, C, nn)
     if type(v) == "number" then return { v, v } end
     return v
   end
+  -- a Python tuple's repr: (5,) for one element, (2, 2) for two
   local function fmt(v)
-    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. ")" end
+    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. (#v == 1 and ",)" or ")") end
     return tostring(v)
+  end
+  -- an int argument as the n-tuple PyTorch stores (_single/_pair/_triple)
+  local function ntuple(v, n)
+    if type(v) ~= "number" then return v end
+    local t = {}
+    for i = 1, n do t[i] = v end
+    return t
+  end
+  local function all_equal(v, x)
+    if type(v) == "number" then return v == x end
+    if type(v) ~= "table" then return false end
+    for _, e in ipairs(v) do if e ~= x then return false end end
+    return true
   end
 
   -- -- containers --------------------------------------------------------------
@@ -277,10 +291,11 @@ return function(T, C, nn)
         dilation = self.dilation, groups = self.groups })
     end
     function Conv:extra_repr()
+      -- PyTorch's _ConvNd.extra_repr: int arguments shown as nd-tuples
       local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
-        fmt(self.kernel_size), fmt(self.stride))
-      if self.padding ~= 0 then s = s .. ", padding=" .. fmt(self.padding) end
-      if self.dilation ~= 1 then s = s .. ", dilation=" .. fmt(self.dilation) end
+        fmt(self.kernel_size), fmt(ntuple(self.stride, nd)))
+      if not all_equal(self.padding, 0) then s = s .. ", padding=" .. fmt(ntuple(self.padding, nd)) end
+      if not all_equal(self.dilation, 1) then s = s .. ", dilation=" .. fmt(ntuple(self.dilation, nd)) end
       if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
       if self.bias == nil then s = s .. ", bias=false" end
       if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
@@ -450,7 +465,7 @@ return function(T, C, nn)
   function Dropout:forward(x, ...)
     nomore("Dropout.forward", 1, ...)
     return F.dropout(x, self.p, self.training) end
-  function Dropout:extra_repr() return string.format("p=%g", self.p) end
+  function Dropout:extra_repr() return string.format("p=%s, inplace=false", require("ember.pyfloat")(self.p)) end
   nn.Dropout = Dropout
 
   -- -- activations and shape ------------------------------------------------------------
@@ -514,6 +529,10 @@ return function(T, C, nn)
   function Unflatten:init(dim, sizes, ...)
     nomore("Unflatten", 2, ...)
     self.dim, self.sizes = dim, sizes
+  end
+  function Unflatten:extra_repr()
+    return string.format("dim=%s, unflattened_size=%s", tostring(self.dim),
+      type(self.sizes) == "table" and fmt(self.sizes) or tostring(self.sizes))
   end
 
   -- -- losses as modules ----------------------------------------------------------------

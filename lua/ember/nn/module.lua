@@ -74,7 +74,7 @@ return function(T, C)
         if rawget(self, "_module_hooks") == nil then return self:forward(...) end
         return Module._call_hooked(self, ...)
       end,
-      __tostring = function(self) return self:_repr("") end,
+      __tostring = function(self) return self:_repr() end,
     }
   end
 
@@ -742,15 +742,27 @@ return function(T, C)
 
   -- -- printing ------------------------------------------------------------------
   function Module:extra_repr() return "" end
-  function Module:_repr(indent)
-    local head = self.__name .. "(" .. self:extra_repr()
-    if #self._module_names == 0 then return head .. ")" end
-    local lines = { head }
-    for _, n in ipairs(self._module_names) do
-      lines[#lines + 1] = indent .. "  (" .. n .. "): " .. self._modules[n]:_repr(indent .. "  ")
+  -- PyTorch's Module.__repr__: the extra_repr lines, then "(name): child"
+  -- (a child's later lines indented by two); one extra_repr line and no
+  -- children stay on the header line
+  local function addindent(str)
+    return (str:gsub("\n", "\n  "))
+  end
+  function Module:_repr()
+    local lines, nextra = {}, 0
+    local extra = self:extra_repr()
+    if extra ~= nil and extra ~= "" then
+      for line in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+      nextra = #lines
     end
-    lines[#lines + 1] = indent .. ")"
-    return table.concat(lines, "\n")
+    for _, n in ipairs(self._module_names) do
+      local m = self._modules[n]
+      if m ~= nil then lines[#lines + 1] = "(" .. n .. "): " .. addindent(m:_repr()) end
+    end
+    local head = self.__name .. "("
+    if #lines == 0 then return head .. ")" end
+    if nextra == 1 and #lines == 1 then return head .. lines[1] .. ")" end
+    return head .. "\n  " .. table.concat(lines, "\n  ") .. "\n)"
   end
 
   Module._is_module = is_module
