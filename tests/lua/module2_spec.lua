@@ -288,3 +288,52 @@ describe("printing as PyTorch (R12)", function()
     for _, c in ipairs(cases) do assert.equal(c[2], tostring(c[1])) end
   end)
 end)
+
+describe("nn.utils.weight_norm (torch 1.13's g/v reparametrisation)", function()
+  local function list(t) return t:reshape(-1):tolist() end
+  it("replaces weight by weight_g and weight_v, recomputed before each forward", function()
+    local m = nn.Linear(3, 2)
+    T.no_grad(function() m.weight:copy_(T.tensor { { 1, 2, 2 }, { 0, 3, 4 } }); m.bias:fill_(0.5) end)
+    assert.is_true(rawequal(m, nn.utils.weight_norm(m)))
+    -- torch: bias:2,weight_g:2x1,weight_v:2x3 / bias,weight_g,weight_v / [3.0, 5.0]
+    assert.same({ "bias", "weight_g", "weight_v" }, names(m:named_parameters()))
+    assert.same({ "bias:2", "weight_g:2x1", "weight_v:2x3" }, shapes(m:state_dict()))
+    assert.same({ 3, 5 }, list(m.weight_g))
+    T.no_grad(function() m.weight_g:mul_(2) end)
+    local y = m(T.ones(1, 3))
+    assert.same({ 10.5, 14.5 }, list(y)) -- torch: [10.5, 14.5]
+    y:sum():backward()
+    -- torch: [1.6666666269302368, 1.399999976158142]
+    -- [0.888888955116272, -0.22222208976745605, -0.22222208976745605, 2.0, 0.3199999928474426, -0.24000000953674316]
+    assert.is_true(T.allclose(m.weight_g.grad:reshape(-1), T.tensor { 1.6666666269302368, 1.399999976158142 }, 1e-6, 1e-6))
+    assert.is_true(T.allclose(m.weight_v.grad:reshape(-1), T.tensor { 0.888888955116272, -0.22222208976745605,
+      -0.22222208976745605, 2.0, 0.3199999928474426, -0.24000000953674316 }, 1e-6, 1e-6))
+    assert.has_error(function() nn.utils.weight_norm(m) end,
+      "weight_norm: Cannot register two weight_norm hooks on the same parameter weight")
+    nn.utils.remove_weight_norm(m)
+    -- torch: ['bias', 'weight'] [2.0, 4.0, 4.0, 0.0, 6.0, 8.0]
+    assert.same({ "bias", "weight" }, names(m:named_parameters()))
+    assert.same({ 2, 4, 4, 0, 6, 8 }, list(m.weight))
+    assert.is_true(m.weight.requires_grad)
+    assert.has_error(function() nn.utils.remove_weight_norm(m) end,
+      "remove_weight_norm: weight_norm of 'weight' not found in Linear")
+  end)
+
+  it("takes a 1-based dim, false for one norm over the whole tensor", function()
+    local function conv()
+      local c = nn.Conv1d(2, 2, 2)
+      T.no_grad(function() c.weight:copy_(T.arange(8, { dtype = T.float32 }):reshape { 2, 2, 2 }) end)
+      return c
+    end
+    -- torch dim=None: 11.832159996032715 torch.Size([])
+    local c = nn.utils.weight_norm(conv(), "weight", false)
+    assert.same({}, c.weight_g.shape:totable())
+    assert.is_true(math.abs(c.weight_g:item() - 11.832159996032715) < 1e-5)
+    -- torch dim=1: [6.480740547180176, 9.899495124816895] torch.Size([1, 2, 1])
+    local c2 = nn.utils.weight_norm(conv(), "weight", 2)
+    assert.same({ 1, 2, 1 }, c2.weight_g.shape:totable())
+    assert.is_true(T.allclose(c2.weight_g:reshape(-1), T.tensor { 6.480740547180176, 9.899495124816895 }, 1e-6, 1e-6))
+    assert.has_error(function() nn.utils.weight_norm(conv(), "weight", 4) end,
+      "weight_norm: dim 4 is out of range for a 3-d parameter (1-based; false: the whole tensor)")
+  end)
+end)
