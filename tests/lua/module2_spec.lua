@@ -337,3 +337,55 @@ describe("nn.utils.weight_norm (torch 1.13's g/v reparametrisation)", function()
       "weight_norm: dim 4 is out of range for a 3-d parameter (1-based; false: the whole tensor)")
   end)
 end)
+
+describe("T.data samplers, BatchSampler, ConcatDataset (1-based positions)", function()
+  local D = T.data
+  local ds = D.TensorDataset(T.arange(10, { dtype = T.float32 }):reshape { 10, 1 }, T.arange(10))
+  it("SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler", function()
+    assert.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, D.SequentialSampler(ds):indices():tolist())
+    local r = D.RandomSampler(ds, { seed = 3 })
+    local a, b = r:indices(), r:indices()
+    assert.same(a:tolist(), D.RandomSampler(ds, { seed = 3 }):indices():tolist()) -- same seed, same first pass
+    assert.is_false(T.equal(a, b))                                                  -- the generator carries on
+    assert.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, a:sort():tolist())
+    -- torch: num_samples > len without replacement: whole permutations, then a cut one
+    local long = D.RandomSampler(ds, { num_samples = 13 }):indices()
+    assert.equal(13, long:numel())
+    assert.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, long:narrow(1, 1, 10):sort():tolist())
+    local rep = D.RandomSampler(ds, { replacement = true, num_samples = 40 })
+    assert.equal(40, rep:len())
+    local v = rep:indices()
+    assert.is_true(v:min():item() >= 1 and v:max():item() <= 10)
+    assert.same({ 2, 4, 6 }, D.SubsetRandomSampler({ 2, 4, 6 }, { seed = 1 }):indices():sort():tolist())
+    assert.same({ 3, 3, 3 }, D.WeightedRandomSampler({ 0, 0, 1 }, 3):indices():tolist())
+    assert.has_error(function() D.RandomSampler(ds, { num_samples = 0 }) end,
+      "RandomSampler: num_samples should be a positive integer value, but got num_samples=0")
+  end)
+
+  it("DataLoader takes sampler= and batch_sampler=", function()
+    local bs = D.BatchSampler(D.SequentialSampler(ds), 3, false)
+    local L = D.DataLoader(ds, { batch_sampler = bs })
+    assert.equal(4, L:len())
+    local got = {}
+    for _, y in L:iter() do got[#got + 1] = table.concat(y:tolist(), ",") end
+    assert.same({ "0,1,2", "3,4,5", "6,7,8", "9" }, got)
+    assert.equal(3, D.DataLoader(ds, { batch_sampler = D.BatchSampler(D.SequentialSampler(ds), 3, true) }):len())
+    -- torch: ValueError batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last
+    assert.has_error(function() D.DataLoader(ds, { batch_sampler = bs, shuffle = true }) end,
+      "DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+    local L2 = D.DataLoader(ds, { batch_size = 4, sampler = D.SubsetRandomSampler({ 1, 2, 3 }, { seed = 0 }) })
+    local n = 0
+    for _, y in L2:iter() do n = n + 1; assert.same({ 0, 1, 2 }, y:sort():tolist()) end
+    assert.equal(1, n)
+  end)
+
+  it("ConcatDataset", function()
+    local c = D.ConcatDataset { ds, D.TensorDataset(T.ones(2, 1), T.tensor { 100, 101 }) }
+    assert.equal(12, c:len())
+    assert.same({ 10, 12 }, c.cumulative_sizes)
+    assert.equal(9, c:get(10)[2]:item())
+    assert.equal(100, c:get(11)[2]:item())
+    assert.equal(101, c:get(-1)[2]:item())
+    assert.has_error(function() c:get(13) end, "ConcatDataset: index 13 is out of range (12 items)")
+  end)
+end)

@@ -468,6 +468,8 @@ local NR = {
   -- T.data
   TensorDataset = "T.ones(4, 2), T.ones(4)", Subset = "ds, { 1, 2 }", random_split = "ds, { 2, 2 }",
   default_collate = "{ { T.ones(2) }, { T.ones(2) } }", DataLoader = "ds, { batch_size = 2 }",
+  ConcatDataset = "{ ds, ds }", SequentialSampler = "ds", RandomSampler = "ds", SubsetRandomSampler = "{ 1, 2 }",
+  WeightedRandomSampler = "{ 0.5, 0.5 }, 2", BatchSampler = "T.data.SequentialSampler(ds), 2, false",
   read_csv = "csv",
   -- T.autograd
   grad = "(function() local l = leaf; return (l * 2):sum(), { l } end)()", backward = "(leaf * 2):sum()",
