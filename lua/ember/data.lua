@@ -142,10 +142,211 @@ return function(T, C)
     error("default_collate: cannot batch values of type " .. type(first), 2)
   end
 
+  -- -- ConcatDataset ---------------------------------------------------------------------
+  -- ConcatDataset(datasets): the datasets one after another (position i of
+  -- the whole is position i - cumulative_sizes[k-1] of dataset k)
+  local ConcatDataset = {}
+  ConcatDataset.__index = ConcatDataset
+  function data.ConcatDataset(datasets, ...)
+    A.nomore("ConcatDataset", 1, ...)
+    if type(datasets) ~= "table" or #datasets == 0 then
+      error("ConcatDataset: datasets should not be an empty iterable", 2)
+    end
+    local cum, total = {}, 0
+    for k, d in ipairs(datasets) do
+      if type(d) ~= "table" or not d.len or not d.get then
+        error(string.format("ConcatDataset: entry %d is not a dataset (with len and get)", k), 2)
+      end
+      total = total + d:len()
+      cum[k] = total
+    end
+    return setmetatable({ datasets = datasets, cumulative_sizes = cum }, ConcatDataset)
+  end
+  function ConcatDataset:len(...)
+    A.nomore("len", 1, ...)
+    return self.cumulative_sizes[#self.cumulative_sizes]
+  end
+  function ConcatDataset:get(i, ...)
+    A.nomore("get", 2, ...)
+    local n = self:len()
+    if type(i) ~= "number" or i % 1 ~= 0 then error("ConcatDataset: expected an integer index, got " .. tostring(i), 2) end
+    if i < 0 then
+      if -i > n then error("ConcatDataset: absolute value of index should not exceed dataset length", 2) end
+      i = n + 1 + i
+    end
+    if i < 1 or i > n then error(string.format("ConcatDataset: index %d is out of range (%d items)", i, n), 2) end
+    local prev = 0
+    for k, c in ipairs(self.cumulative_sizes) do
+      if i <= c then return self.datasets[k]:get(i - prev) end
+      prev = c
+    end
+  end
+
+  -- -- samplers ----------------------------------------------------------------------------
+  -- PyTorch's torch.utils.data samplers. A sampler answers len() and
+  -- indices(): the positions of one pass, 1-based (an int64 tensor), which
+  -- DataLoader{sampler = s} reads once per pass. A random sampler given
+  -- seed = n draws from a generator of its own (seeded with n at the first
+  -- pass and carried on between passes); without one it draws from the
+  -- global generator (T.manual_seed).
+  local function own_rng(self, fn)
+    if self.seed == nil then return fn() end
+    local saved = T.get_rng_state()
+    if self._state then T.set_rng_state(self._state) else T.manual_seed(self.seed) end
+    local ok, r = pcall(fn)
+    self._state = T.get_rng_state()
+    T.set_rng_state(saved)
+    if not ok then error(r, 0) end
+    return r
+  end
+  local function check_seed(op, seed)
+    if seed ~= nil and (type(seed) ~= "number" or seed % 1 ~= 0) then
+      error(string.format("%s: seed must be an integer, got %s", op, tostring(seed)), 3)
+    end
+  end
+  local function sampler_class()
+    local S = {}
+    S.__index = S
+    function S:len(...) A.nomore("len", 1, ...) return self.num_samples end
+    return S
+  end
+  local function data_len(op, src)
+    if type(src) == "table" and src.len then return src:len() end
+    if type(src) == "table" then return #src end
+    if type(src) == "number" and src >= 0 and src % 1 == 0 then return src end
+    error(string.format("%s: expected a dataset (with len), an array or a length, got %s", op, type(src)), 3)
+  end
+
+  local SequentialSampler = sampler_class()
+  -- SequentialSampler(data_source): 1, 2, ..., len
+  function data.SequentialSampler(src, ...)
+    A.nomore("SequentialSampler", 1, ...)
+    return setmetatable({ data_source = src, num_samples = data_len("SequentialSampler", src) }, SequentialSampler)
+  end
+  function SequentialSampler:indices(...)
+    A.nomore("indices", 1, ...)
+    return T.arange(1, self.num_samples + 1, { dtype = T.int64 })
+  end
+
+  local RandomSampler = sampler_class()
+  local RS_KEYS = { "replacement", "num_samples", "seed" }
+  -- RandomSampler(data_source, {replacement=false, num_samples=len, seed=}):
+  -- a permutation (repeated whole, then cut, when num_samples > len), or
+  -- num_samples draws with replacement
+  function data.RandomSampler(src, o, ...)
+    A.nomore("RandomSampler", 2, ...)
+    o = A.checkopts("RandomSampler", o, RS_KEYS)
+    local n = data_len("RandomSampler", src)
+    if o.replacement ~= nil and type(o.replacement) ~= "boolean" then
+      error("RandomSampler: replacement should be a boolean value, but got replacement=" .. tostring(o.replacement), 2)
+    end
+    local ns = o.num_samples or n
+    if type(ns) ~= "number" or ns % 1 ~= 0 or ns <= 0 then
+      error("RandomSampler: num_samples should be a positive integer value, but got num_samples=" .. tostring(ns), 2)
+    end
+    check_seed("RandomSampler", o.seed)
+    return setmetatable({ data_source = src, n = n, replacement = o.replacement == true, num_samples = ns,
+      seed = o.seed }, RandomSampler)
+  end
+  function RandomSampler:indices(...)
+    A.nomore("indices", 1, ...)
+    local n, ns = self.n, self.num_samples
+    return own_rng(self, function()
+      if self.replacement then return T.randint(1, n + 1, { ns }, { dtype = T.int64 }) end
+      local parts = {}
+      for _ = 1, math.floor(ns / n) do parts[#parts + 1] = T.randperm(n) end
+      if ns % n > 0 then parts[#parts + 1] = T.randperm(n):narrow(1, 1, ns % n) end
+      return #parts == 1 and parts[1] or T.cat(parts)
+    end)
+  end
+
+  local SubsetRandomSampler = sampler_class()
+  -- SubsetRandomSampler(indices, {seed=}): the given positions in a random order
+  function data.SubsetRandomSampler(indices, o, ...)
+    A.nomore("SubsetRandomSampler", 2, ...)
+    o = A.checkopts("SubsetRandomSampler", o, { "seed" })
+    check_seed("SubsetRandomSampler", o.seed)
+    if not T.is_tensor(indices) then
+      if type(indices) ~= "table" then error("SubsetRandomSampler: expected an array of indices, got " .. type(indices), 2) end
+      indices = T.tensor(indices, { dtype = T.int64 })
+    end
+    indices = indices:reshape(-1)
+    return setmetatable({ idx = indices, num_samples = indices:numel(), seed = o.seed }, SubsetRandomSampler)
+  end
+  function SubsetRandomSampler:indices(...)
+    A.nomore("indices", 1, ...)
+    local n = self.num_samples
+    if n == 0 then return self.idx end
+    return own_rng(self, function() return self.idx:index_select(1, T.randperm(n)) end)
+  end
+
+  local WeightedRandomSampler = sampler_class()
+  -- WeightedRandomSampler(weights, num_samples, {replacement=true, seed=}):
+  -- positions drawn with probability proportional to weights
+  function data.WeightedRandomSampler(weights, num_samples, o, ...)
+    A.nomore("WeightedRandomSampler", 3, ...)
+    o = A.checkopts("WeightedRandomSampler", o, { "replacement", "seed" })
+    if type(num_samples) ~= "number" or num_samples % 1 ~= 0 or num_samples <= 0 then
+      error("WeightedRandomSampler: num_samples should be a positive integer value, but got num_samples="
+        .. tostring(num_samples), 2)
+    end
+    if o.replacement ~= nil and type(o.replacement) ~= "boolean" then
+      error("WeightedRandomSampler: replacement should be a boolean value, but got replacement=" .. tostring(o.replacement), 2)
+    end
+    check_seed("WeightedRandomSampler", o.seed)
+    local w = T.is_tensor(weights) and weights or T.tensor(weights, { dtype = T.float64 })
+    if w.ndim ~= 1 then
+      error(string.format("WeightedRandomSampler: weights should be a 1d sequence but given weights have shape %s",
+        tostring(w.shape)), 2)
+    end
+    if not w.dtype.is_floating_point then w = w:double() end
+    return setmetatable({ weights = w, num_samples = num_samples, replacement = o.replacement ~= false,
+      seed = o.seed }, WeightedRandomSampler)
+  end
+  function WeightedRandomSampler:indices(...)
+    A.nomore("indices", 1, ...)
+    return own_rng(self, function() return T.multinomial(self.weights, self.num_samples, self.replacement) end)
+  end
+
+  local BatchSampler = sampler_class()
+  -- BatchSampler(sampler, batch_size, drop_last): the sampler's positions in
+  -- batches; batches() is an array of int64 tensors (DataLoader{batch_sampler=})
+  function data.BatchSampler(sampler, batch_size, drop_last, ...)
+    A.nooptions("BatchSampler", 3, 3, drop_last, ...)
+    if type(sampler) ~= "table" or not sampler.len or not sampler.indices then
+      error("BatchSampler: sampler must have len() and indices()", 2)
+    end
+    if type(batch_size) ~= "number" or batch_size % 1 ~= 0 or batch_size <= 0 then
+      error("BatchSampler: batch_size should be a positive integer value, but got batch_size=" .. tostring(batch_size), 2)
+    end
+    if type(drop_last) ~= "boolean" then
+      error("BatchSampler: drop_last should be a boolean value, but got drop_last=" .. tostring(drop_last), 2)
+    end
+    return setmetatable({ sampler = sampler, batch_size = batch_size, drop_last = drop_last }, BatchSampler)
+  end
+  function BatchSampler:len(...)
+    A.nomore("len", 1, ...)
+    local n = self.sampler:len()
+    if self.drop_last then return math.floor(n / self.batch_size) end
+    return math.ceil(n / self.batch_size)
+  end
+  function BatchSampler:batches(...)
+    A.nomore("batches", 1, ...)
+    local idx = self.sampler:indices()
+    if not T.is_tensor(idx) then idx = T.tensor(idx, { dtype = T.int64 }) end
+    local n, bs, out = idx:numel(), self.batch_size, {}
+    for start = 1, n, bs do
+      local cnt = math.min(bs, n - start + 1)
+      if cnt < bs and self.drop_last then break end
+      out[#out + 1] = idx:narrow(1, start, cnt)
+    end
+    return out
+  end
+
   -- -- DataLoader ----------------------------------------------------------------------
   local DataLoader = {}
   DataLoader.__index = DataLoader
-  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler", "pin_memory" }
+  local KEYS = { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler", "batch_sampler", "pin_memory" }
 
   function data.DataLoader(dataset, o, ...)
     A.nomore("DataLoader", 2, ...)
@@ -164,6 +365,17 @@ return function(T, C)
         error("DataLoader: sampler must have len() and indices()", 2)
       end
     end
+    -- batch_sampler: an object with len() and batches() (an array of
+    -- batches of 1-based positions), e.g. T.data.BatchSampler; it replaces
+    -- batch_size, shuffle, sampler and drop_last
+    if o.batch_sampler ~= nil then
+      if (o.batch_size ~= nil and o.batch_size ~= 1) or o.shuffle or o.sampler ~= nil or o.drop_last then
+        error("DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last", 2)
+      end
+      if type(o.batch_sampler) ~= "table" or not o.batch_sampler.len or not o.batch_sampler.batches then
+        error("DataLoader: batch_sampler must have len() and batches()", 2)
+      end
+    end
     -- pin_memory: every tensor of a batch in page-locked host memory, so
     -- that x:to("cuda", {non_blocking = true}) is an asynchronous copy;
     -- refused where there is no cuda device to pin for
@@ -175,11 +387,13 @@ return function(T, C)
     end
     return setmetatable({ dataset = dataset, batch_size = bs, shuffle = o.shuffle or false,
       drop_last = o.drop_last or false, collate_fn = o.collate_fn, sampler = o.sampler,
+      batch_sampler = o.batch_sampler,
       pin_memory = o.pin_memory or false }, DataLoader)
   end
 
   function DataLoader:len(...)
     A.nomore("len", 1, ...)
+    if self.batch_sampler then return self.batch_sampler:len() end
     local n = self.sampler and self.sampler:len() or self.dataset:len()
     if self.drop_last then return math.floor(n / self.batch_size) end
     return math.ceil(n / self.batch_size)
@@ -188,8 +402,11 @@ return function(T, C)
   -- the batches of one pass, each a table of fields
   function DataLoader:batches(...)
     A.nomore("batches", 1, ...)
-    local n, order
-    if self.sampler then
+    local n, order, groups
+    if self.batch_sampler then
+      groups = self.batch_sampler:batches()
+      n = #groups
+    elseif self.sampler then
       order = self.sampler:indices()
       if not T.is_tensor(order) then order = T.tensor(order, { dtype = T.int64 }) end
       n = order:numel()
@@ -197,14 +414,21 @@ return function(T, C)
       n = self.dataset:len()
       order = self.shuffle and T.randperm(n) or T.arange(1, n + 1, { dtype = T.int64 })
     end
-    local nb, bs, ds = self:len(), self.batch_size, self.dataset
+    local nb, bs, ds = groups and #groups or self:len(), self.batch_size, self.dataset
     local i = 0
     return function()
       i = i + 1
       if i > nb then return nil end
-      local start = (i - 1) * bs + 1
-      local cnt = math.min(bs, n - start + 1)
-      local ids = order:narrow(1, start, cnt)
+      local ids, cnt
+      if groups then
+        ids = groups[i]
+        if not T.is_tensor(ids) then ids = T.tensor(ids, { dtype = T.int64 }) end
+        cnt = ids:numel()
+      else
+        local start = (i - 1) * bs + 1
+        cnt = math.min(bs, n - start + 1)
+        ids = order:narrow(1, start, cnt)
+      end
       local batch
       if not self.collate_fn and ds.get_batch then batch = ds:get_batch(ids) end
       if batch == nil then

@@ -74,7 +74,7 @@ describe("TensorDataset and DataLoader", function()
     assert.are.equal(T.int64, b.label.dtype)
     assert.are.same({ 0.5, 1.0 }, b.meta.w:tolist())
     assert.are.same({ false, true }, b.meta.ok:tolist())
-    assert.has_error(function() data.DataLoader(custom, { batchsize = 2 }) end, "DataLoader: unknown option 'batchsize' (expected one of: batch_size, shuffle, drop_last, collate_fn, sampler, pin_memory)")
+    assert.has_error(function() data.DataLoader(custom, { batchsize = 2 }) end, "DataLoader: unknown option 'batchsize' (expected one of: batch_size, shuffle, drop_last, collate_fn, sampler, batch_sampler, pin_memory)")
   end)
 
   it("pin_memory is a boolean, and true is refused where there is no cuda device", function()

@@ -161,7 +161,7 @@ describe("conv3d and conv_transpose3d (torch 1.13)", function()
     end
     local m = nn.Conv3d(2, 3, 3, { stride = 2, bias = false })
     assert.are.same({ 3, 2, 3, 3, 3 }, m.weight.shape:totable())
-    assert.are.equal("Conv3d(2, 3, kernel_size=(3, 3, 3), stride=2, bias=false)", tostring(m))
+    assert.are.equal("Conv3d(2, 3, kernel_size=(3, 3, 3), stride=(2, 2, 2), bias=false)", tostring(m))
     assert.are.same({ 1, 3, 2, 2, 2 }, m(T.ones(1, 2, 5, 5, 5)).shape:totable())
     assert.are.same({ 3, 2, 2, 2 }, m(T.ones(2, 5, 5, 5)).shape:totable())
   end)

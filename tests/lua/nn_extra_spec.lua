@@ -169,7 +169,7 @@ describe("issue 18 layer modules", function()
 
   it("EmbeddingBag: 1-based ids and offsets, gradcheck, errors", function()
     local e = nn.EmbeddingBag(6, 3, { mode = "max", padding_idx = 2 })
-    assert.equal("EmbeddingBag(6, 3, mode='max', padding_idx=2)", tostring(e))
+    assert.equal("EmbeddingBag(6, 3, mode=max, padding_idx=2)", tostring(e))
     assert.same({ 0, 0, 0 }, e.weight[2]:tolist())
     local ids, offs = T.tensor { 1, 3, 4, 2, 6 }, T.tensor { 1, 3 }
     assert.is_true(T.equal(e(ids, offs), F.embedding_bag(ids, e.weight, offs, { mode = "max", padding_idx = 2 })))

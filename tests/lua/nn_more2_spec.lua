@@ -181,7 +181,7 @@ describe("conv padding_mode and an odd 'same' padding", function()
     end)
   end)
   it("prints and checks padding_mode; 'same' refuses a stride", function()
-    assert.equal("Conv2d(1, 2, kernel_size=(3, 3), stride=1, padding=1, padding_mode=reflect)",
+    assert.equal("Conv2d(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), padding_mode=reflect)",
       tostring(nn.Conv2d(1, 2, 3, { padding = 1, padding_mode = "reflect" })))
     U.err(function() nn.Conv1d(1, 2, 3, { padding_mode = "mirror" }) end,
       "Conv1d: padding_mode must be one of zeros, reflect, replicate, circular, but got padding_mode='mirror'")
@@ -277,7 +277,7 @@ describe("lp_pool and max_unpool", function()
     local o1, i1 = F.max_pool1d(T.rand(2, 8) + 0.1, 2, { return_indices = true })
     assert.is_true(T.equal(F.max_pool1d(F.max_unpool1d(o1, i1, 2), 2), o1))
     assert.equal("MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))", tostring(nn.MaxUnpool2d(2)))
-    assert.equal("MaxUnpool1d(kernel_size=2, stride=2, padding=0)", tostring(nn.MaxUnpool1d(2)))
+    assert.equal("MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,))", tostring(nn.MaxUnpool1d(2)))
   end)
   it("max_unpool checks the output size and the indices", function()
     local o, i = c.unpool2.ins[1], c.unpool2.idx:to(T.int64)

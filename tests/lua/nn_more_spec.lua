@@ -90,7 +90,7 @@ describe("more nn layers", function()
     assert.are.equal("Hardshrink(0.5)", tostring(nn.Hardshrink()))
     assert.are.equal("PixelShuffle(upscale_factor=3)", tostring(nn.PixelShuffle(3)))
     assert.are.equal("Bilinear(in1_features=3, in2_features=4, out_features=5, bias=true)", tostring(nn.Bilinear(3, 4, 5)))
-    assert.are.equal("ConstantPad2d((1, 1, 2, 0), value=0.5)", tostring(nn.ConstantPad2d({ 1, 1, 2, 0 }, 0.5)))
+    assert.are.equal("ConstantPad2d(padding=(1, 1, 2, 0), value=0.5)", tostring(nn.ConstantPad2d({ 1, 1, 2, 0 }, 0.5)))
     local y = T.arange(1, 17):reshape(1, 1, 4, 4):float()
     assert.is_true(T.equal(F.fold(F.unfold(y, 2, { stride = 2 }), { 4, 4 }, 2, { stride = 2 }), y))
     assert.are.same({ 4, 4 }, F.unfold(T.ones(1, 3, 3), 2).shape:totable()) -- unbatched

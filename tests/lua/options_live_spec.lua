@@ -450,6 +450,7 @@ local NR = {
   trunc_normal_ = "T.empty(2, 2)", sparse_ = "T.empty(2, 2), 0.5",
   vector_to_parameters = "T.ones(2), { T.zeros(2) }",
   _calculate_fan_in_and_fan_out = "T.empty(2, 2)",
+  weight_norm = "lin", remove_weight_norm = "T.nn.utils.weight_norm(lin)",
   clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
   -- T.optim and its schedulers
   SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
@@ -467,6 +468,8 @@ local NR = {
   -- T.data
   TensorDataset = "T.ones(4, 2), T.ones(4)", Subset = "ds, { 1, 2 }", random_split = "ds, { 2, 2 }",
   default_collate = "{ { T.ones(2) }, { T.ones(2) } }", DataLoader = "ds, { batch_size = 2 }",
+  ConcatDataset = "{ ds, ds }", SequentialSampler = "ds", RandomSampler = "ds", SubsetRandomSampler = "{ 1, 2 }",
+  WeightedRandomSampler = "{ 0.5, 0.5 }, 2", BatchSampler = "T.data.SequentialSampler(ds), 2, false",
   read_csv = "csv",
   -- T.autograd
   grad = "(function() local l = leaf; return (l * 2):sum(), { l } end)()", backward = "(leaf * 2):sum()",
@@ -486,6 +489,7 @@ local OR = {
     init = "lin", new = "T.nn.Linear, 3, 2", extend = "T.nn.Module, 'Mine'",
     register_forward_pre_hook = "lin, function() end", register_forward_hook = "lin, function() end",
     register_full_backward_hook = "lin, function() end",
+    requires_grad_ = "lin, false",
   },
   optimizer = {
     zero_grad = "sgd", step = "sgd", state_dict = "sgd", load_state_dict = "sgd, sgd:state_dict()",

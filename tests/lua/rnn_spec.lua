@@ -111,7 +111,7 @@ describe("recurrent layers: the module", function()
     assert.same({ 9, 2 }, g.weight_ih_l0.shape:totable())
     local cell = nn.LSTMCell(2, 3)
     assert.same({ "weight_ih", "weight_hh", "bias_ih", "bias_hh" }, cell._param_names)
-    assert.equal("LSTM(5, 6, proj_size=3, num_layers=2, bidirectional=True)", tostring(m):match("^[^\n]*"))
+    assert.equal("LSTM(5, 6, proj_size=3, num_layers=2, bidirectional=true)", tostring(m):match("^[^\n]*"))
   end)
 
   it("returns output, h_n and for LSTM a table {h_n, c_n} of PyTorch's shapes", function()

@@ -67,6 +67,9 @@ return function(T, C, nn)
     end
     return am
   end
+  -- the out_proj of MultiheadAttention: a Linear, named as PyTorch's
+  -- (NonDynamicallyQuantizableLinear) so that the printout matches
+  local OutProj = nn.Linear:extend("NonDynamicallyQuantizableLinear")
   local MHA = Module:extend("MultiheadAttention")
   local MHA_O = { "dropout", "bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim", "batch_first",
     "dtype", "device" }
@@ -95,7 +98,7 @@ return function(T, C, nn)
       self.v_proj_weight = init.xavier_uniform_(param({ E, self.vdim }, o)):requires_grad_(true)
     end
     if bias then self.in_proj_bias = init.zeros_(param({ 3 * E }, o)):requires_grad_(true) end
-    self.out_proj = nn.Linear(E, E, { bias = bias, dtype = opt(o, "dtype", nil), device = opt(o, "device", nil) })
+    self.out_proj = OutProj(E, E, { bias = bias, dtype = opt(o, "dtype", nil), device = opt(o, "device", nil) })
     if bias then T.no_grad(function() self.out_proj.bias:zero_() end) end
     if opt(o, "add_bias_kv", false) then
       self.bias_k = init.xavier_normal_(param({ 1, 1, E }, o)):requires_grad_(true)
@@ -263,9 +266,7 @@ return function(T, C, nn)
     return F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
       F.linear(value, self.v_proj_weight, bv)
   end
-  function MHA:extra_repr()
-    return fmt("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
-  end
+  -- no extra_repr: PyTorch prints MultiheadAttention( (out_proj): ... )
   nn.MultiheadAttention = MHA
 
   -- -- the transformer layers -----------------------------------------------------
@@ -316,7 +317,10 @@ return function(T, C, nn)
     self.norm1 = layer_norm(d_model, eps, bias, o)
     self.norm2 = layer_norm(d_model, eps, bias, o)
     if cross then self.norm3 = layer_norm(d_model, eps, bias, o) end
-    self.dropout1, self.dropout2 = nn.Dropout(p), nn.Dropout(p)
+    -- separate statements: registration order is child order (LuaJIT
+    -- assigns a multiple assignment right to left)
+    self.dropout1 = nn.Dropout(p)
+    self.dropout2 = nn.Dropout(p)
     if cross then self.dropout3 = nn.Dropout(p) end
     self.activation, self.activation_name = activation_of(name, opt(o, "activation", "relu"))
   end

@@ -103,8 +103,8 @@ return function(T, C, nn)
   function ParameterList:append(p)
     if not T.is_tensor(p) then error("ParameterList: expected a tensor, got " .. type(p), 2) end
     local i = #self._param_names + 1
+    -- stored in slot i (ipairs(list), list[i]: Module's slot store)
     self:register_parameter(tostring(i), nn.Parameter(p))
-    rawset(self, i, p) -- so ipairs(list) and list[i] work
     return self
   end
   function ParameterList:extend(params)
@@ -120,10 +120,12 @@ return function(T, C, nn)
       lines[i] = string.format("  (%d): Parameter containing: [%s of size %s]", i, tostring(p.dtype),
         table.concat(p.shape:totable(), "x"))
     end
-    if #lines == 0 then return "" end
-    return "\n" .. table.concat(lines, "\n") .. "\n"
+    -- PyTorch's lines, "  (0): ..." each: Module's printout indents them
+    -- again (ParameterList(\n    (1): ...\n)), one entry stays on the header line
+    return table.concat(lines, "\n")
   end
   ParameterList._torch_zero_based = true
+  ParameterList._slot_params = true
   nn.ParameterList = ParameterList
 
   -- -- ParameterDict --------------------------------------------------------------
@@ -174,8 +176,7 @@ return function(T, C, nn)
       lines[i] = string.format("  (%s): Parameter containing: [%s of size %s]", n, tostring(p.dtype),
         table.concat(p.shape:totable(), "x"))
     end
-    if #lines == 0 then return "" end
-    return "\n" .. table.concat(lines, "\n") .. "\n"
+    return table.concat(lines, "\n")
   end
   nn.ParameterDict = ParameterDict
 end

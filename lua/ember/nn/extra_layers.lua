@@ -734,6 +734,7 @@ return function(T, C, nn)
         self:register_buffer("num_batches_tracked", T.tensor(0, { dtype = T.int64 }))
       end
     end
+    IN._state_defaults = Module._nbt_defaults
     function IN:forward(x, ...)
       nomore(name .. ".forward", 1, ...)
       if x.ndim ~= nd + 1 and x.ndim ~= nd + 2 then
@@ -813,7 +814,11 @@ return function(T, C, nn)
       per_sample_weights = per_sample_weights })
   end
   function EmbeddingBag:extra_repr()
-    local s = string.format("%d, %d, mode='%s'", self.num_embeddings, self.embedding_dim, self.mode)
+    -- PyTorch's: max_norm, norm_type when set, mode unquoted
+    local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
+    if self.max_norm ~= nil then s = s .. ", max_norm=" .. require("ember.pyfloat")(self.max_norm) end
+    if self.norm_type ~= 2 then s = s .. ", norm_type=" .. require("ember.pyfloat")(self.norm_type) end
+    s = s .. ", mode=" .. self.mode
     if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
     return s
   end

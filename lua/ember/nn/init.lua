@@ -7,14 +7,26 @@ return function(T, C)
   nn.init = require("ember.nn.init_fns")(T, C)
   nn.Module = require("ember.nn.module")(T, C)
 
-  -- A parameter: the tensor itself, marked as requiring grad.
+  -- A parameter: the tensor itself, requiring grad and marked as a
+  -- parameter. nn.Parameter(t, false) is a frozen parameter: it does not
+  -- require grad (t itself when t does not, else t:detach(), sharing t's
+  -- memory, as PyTorch's Parameter(t, requires_grad=False) is a new tensor
+  -- on t's data) but carries the mark, so assigning it to a module field
+  -- registers it as a parameter (parameters(), state_dict) where a plain
+  -- tensor that does not require grad is a plain field (docs/nn.md).
   local A = require "ember.args"
   function nn.Parameter(t, requires_grad, ...)
     A.nooptions("Parameter", 2, 2, requires_grad, ...)
-    if not T.is_tensor(t) then error("Parameter: expected a tensor", 2) end
-    if requires_grad == false then return t end
+    if not T.is_tensor(t) then error("Parameter: expected a tensor, got " .. type(t), 2) end
+    if requires_grad ~= nil and type(requires_grad) ~= "boolean" then
+      error("Parameter: expected requires_grad to be a boolean, got " .. type(requires_grad), 2)
+    end
+    if requires_grad == false then
+      if t.requires_grad then t = t:detach() end
+      return nn.Module._mark_param(t)
+    end
     if not t.requires_grad then t:requires_grad_(true) end
-    return t
+    return nn.Module._mark_param(t)
   end
 
   require("ember.nn.layers")(T, C, nn)
@@ -98,6 +110,90 @@ return function(T, C)
     for i, p in ipairs(params) do flat[i] = p:reshape(-1) end
     return T.cat(flat)
   end
+
+  -- -- weight_norm / remove_weight_norm (PyTorch 1.13's torch.nn.utils.weight_norm) --
+  -- weight_norm(module[, name="weight"[, dim=1]]): the parameter `name` is
+  -- replaced by name_g (its norm over every dim but `dim`, keepdim) and
+  -- name_v (its value), registered after the module's other parameters
+  -- (state_dict keys weight_g, weight_v as PyTorch's); module[name] becomes a
+  -- plain field, v * (g / ||v||), recomputed by a forward pre-hook before
+  -- every call. dim is 1-based (PyTorch's dim=0 is 1); dim = false is
+  -- PyTorch's dim=None (one norm over the whole tensor). Returns the module.
+  local function norm_except_dim(v, dim)
+    if dim == false then return v:norm() end
+    local x = v:pow(2)
+    for d = 1, v.ndim do
+      if d ~= dim then x = x:sum(d, true) end
+    end
+    return x:sqrt()
+  end
+  local function wn_compute(m, name, dim)
+    local g, v = m._parameters[name .. "_g"], m._parameters[name .. "_v"]
+    return v * (g / norm_except_dim(v, dim))
+  end
+  function nn.utils.weight_norm(module, name, dim, ...)
+    A.nooptions("weight_norm", 2, 3, name, dim, ...)
+    if not nn.Module._is_module(module) then
+      error("weight_norm: expected a Module, got " .. type(module), 2)
+    end
+    name = name or "weight"
+    if type(name) ~= "string" then error("weight_norm: expected name to be a string, got " .. type(name), 2) end
+    local hooks = rawget(module, "_weight_norm_hooks") or {}
+    if hooks[name] then
+      error(string.format("weight_norm: Cannot register two weight_norm hooks on the same parameter %s", name), 2)
+    end
+    local w = module._parameters[name]
+    if w == nil then
+      error(string.format("weight_norm: %s has no parameter named %s", module.__name, name), 2)
+    end
+    if dim == nil then dim = 1 end
+    if dim ~= false then
+      if type(dim) ~= "number" or dim ~= math.floor(dim) or dim == 0 or dim > w.ndim or dim < -w.ndim then
+        error(string.format("weight_norm: dim %s is out of range for a %d-d parameter (1-based; false: the whole tensor)",
+          tostring(dim), w.ndim), 2)
+      end
+      if dim < 0 then dim = w.ndim + 1 + dim end
+    end
+    module:register_parameter(name, nil)
+    local g, v
+    T.no_grad(function()
+      g = norm_except_dim(w, dim):detach():clone()
+      v = w:detach():clone()
+    end)
+    module:register_parameter(name .. "_g", nn.Parameter(g))
+    module:register_parameter(name .. "_v", nn.Parameter(v))
+    rawset(module, name, wn_compute(module, name, dim))
+    local handle = module:register_forward_pre_hook(function(m)
+      rawset(m, name, wn_compute(m, name, dim))
+    end)
+    hooks[name] = { handle = handle, dim = dim }
+    rawset(module, "_weight_norm_hooks", hooks)
+    return module
+  end
+  -- remove_weight_norm(module[, name="weight"]): name is a parameter again,
+  -- holding the current v * (g / ||v||); name_g and name_v are dropped
+  function nn.utils.remove_weight_norm(module, name, ...)
+    A.nooptions("remove_weight_norm", 2, 2, name, ...)
+    if not nn.Module._is_module(module) then
+      error("remove_weight_norm: expected a Module, got " .. type(module), 2)
+    end
+    name = name or "weight"
+    local hooks = rawget(module, "_weight_norm_hooks")
+    local h = hooks and hooks[name]
+    if h == nil then
+      error(string.format("remove_weight_norm: weight_norm of '%s' not found in %s", name, module.__name), 2)
+    end
+    local w
+    T.no_grad(function() w = wn_compute(module, name, h.dim):detach() end)
+    h.handle.remove()
+    hooks[name] = nil
+    rawset(module, name, nil)
+    module:register_parameter(name .. "_g", nil)
+    module:register_parameter(name .. "_v", nil)
+    module:register_parameter(name, nn.Parameter(w))
+    return module
+  end
+
   require("ember.nn.rnn")(T, C, nn)
   return nn
 end

@@ -3,7 +3,7 @@
 return function(T, C, nn)
   local Module, F, init = nn.Module, nn.functional, nn.init
   local A = require "ember.args"
-  local nomore = A.nomore
+  local nomore, nooptions = A.nomore, A.nooptions
   -- a constructor's options table against the names it takes (honoured or
   -- refused: docs/nn.md)
   local function checkopts(name, o, allowed) return A.checkopts(name, o, allowed, 4) end
@@ -20,13 +20,134 @@ return function(T, C, nn)
     if type(v) == "number" then return { v, v } end
     return v
   end
+  -- a Python tuple's repr: (5,) for one element, (2, 2) for two
   local function fmt(v)
-    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. ")" end
+    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. (#v == 1 and ",)" or ")") end
     return tostring(v)
+  end
+  -- an int argument as the n-tuple PyTorch stores (_single/_pair/_triple)
+  local function ntuple(v, n)
+    if type(v) ~= "number" then return v end
+    local t = {}
+    for i = 1, n do t[i] = v end
+    return t
+  end
+  local function all_equal(v, x)
+    if type(v) == "number" then return v == x end
+    if type(v) ~= "table" then return false end
+    for _, e in ipairs(v) do if e ~= x then return false end end
+    return true
   end
 
   -- -- containers --------------------------------------------------------------
-  local Sequential = Module:extend("Sequential")
+  -- Sequential and ModuleList keep their modules in the instance's array
+  -- slots (Module's slot store): ipairs(list), #list, list[i] are plain
+  -- reads, list[i] = m replaces module i, list[-1] is the last. PyTorch's
+  -- insert, pop, extend and slicing (list:slice(i, j)) are methods.
+  local is_module = Module._is_module
+  local function list_abs(self, op, i, extra)
+    if type(i) ~= "number" or i ~= math.floor(i) then
+      error(string.format("%s: expected an integer index, got %s", op, type(i) == "number" and tostring(i) or type(i)), 3)
+    end
+    local n = #self._module_names
+    local j = i < 0 and n + 1 + i or i
+    if j < 1 or j > n + (extra or 0) then
+      error(string.format("%s: index %d is out of range (%d modules)", op, i, n), 3)
+    end
+    return j
+  end
+  -- the modules of the list, in order
+  local function list_items(self)
+    local out = {}
+    for i, n in ipairs(self._module_names) do out[i] = self._modules[n] end
+    return out
+  end
+  -- renumber: the list becomes mods (modules named "1".."n")
+  local function list_reset(self, mods)
+    for i = #self._module_names, 1, -1 do self:add_module(tostring(i), nil) end
+    for i, m in ipairs(mods) do self:add_module(tostring(i), m) end
+  end
+  local function list_class(name)
+    local L = Module:extend(name)
+    L._slot_modules = true
+    L._torch_zero_based = true -- PyTorch names the children "0", "1", ...
+    function L:append(m, ...)
+      nomore(name .. ".append", 1, ...)
+      if not is_module(m) then
+        error(string.format("%s.append: expected a Module, got %s", name, type(m)), 2)
+      end
+      self:add_module(tostring(#self._module_names + 1), m)
+      return self
+    end
+    -- list:extend(mods) appends each module of mods (an array or another
+    -- Sequential / ModuleList); on the class, extend(name) makes a subclass
+    function L:extend(mods, ...)
+      if not is_module(self) then return Module.extend(self, mods, ...) end
+      nomore(name .. ".extend", 1, ...)
+      if type(mods) ~= "table" or (is_module(mods) and not mods._slot_modules) then
+        error(string.format("%s.extend: expected an array of modules, got %s", name,
+          is_module(mods) and mods.__name or type(mods)), 2)
+      end
+      for i, m in ipairs(mods) do
+        if not is_module(m) then
+          error(string.format("%s.extend: entry %d is a %s, not a Module", name, i, type(m)), 2)
+        end
+      end
+      for _, m in ipairs(mods) do self:add_module(tostring(#self._module_names + 1), m) end
+      return self
+    end
+    -- insert(i, m): m becomes module i (1 <= i <= len + 1; negative from the end)
+    function L:insert(i, m, ...)
+      nomore(name .. ".insert", 2, ...)
+      local j = list_abs(self, name .. ".insert", i, 1)
+      if not is_module(m) then
+        error(string.format("%s.insert: expected a Module, got %s", name, type(m)), 2)
+      end
+      local mods = list_items(self)
+      table.insert(mods, j, m)
+      list_reset(self, mods)
+      return self
+    end
+    -- pop([i = -1]): removes module i and returns it
+    function L:pop(i, ...)
+      nooptions(name .. ".pop", 2, 2, i, ...)
+      local j = list_abs(self, name .. ".pop", i == nil and -1 or i)
+      local mods = list_items(self)
+      local m = table.remove(mods, j)
+      list_reset(self, mods)
+      return m
+    end
+    -- slice(i [, j = -1]): a new list of modules i..j (inclusive, negative
+    -- from the end) sharing them: PyTorch's list[i-1:j]
+    function L:slice(i, j, ...)
+      nooptions(name .. ".slice", 2, 3, i, j, ...)
+      local n = #self._module_names
+      local a = list_abs(self, name .. ".slice", i, 1)
+      local b = j == nil and n or (j < 0 and n + 1 + j or math.min(j, n))
+      local mods = {}
+      for k = a, b do mods[#mods + 1] = self._modules[tostring(k)] end
+      local out = L()
+      for _, m in ipairs(mods) do out:append(m) end
+      return out
+    end
+    function L:len(...)
+      nomore(name .. ".len", 1, ...)
+      return #self._module_names
+    end
+    -- list[i] = m for a slot that is not there: a negative i; past the end
+    -- is an error (append adds)
+    function L._set_index(self, i, m)
+      local j = list_abs(self, name, i)
+      if m == nil then
+        error(string.format("%s: list[%d] = nil does not remove a module; use pop(%d)", name, i, i), 2)
+      end
+      if not is_module(m) then error(string.format("%s: list[%d] must be a Module, got %s", name, i, type(m)), 2) end
+      self:add_module(tostring(j), m)
+    end
+    return L
+  end
+
+  local Sequential = list_class("Sequential")
   function Sequential:init(...)
     local mods = { ... }
     if #mods == 1 and type(mods[1]) == "table" and not Module._is_module(mods[1]) then mods = mods[1] end
@@ -41,32 +162,14 @@ return function(T, C, nn)
     for _, n in ipairs(self._module_names) do x = self._modules[n](x) end
     return x
   end
-  function Sequential:append(m)
-    self:add_module(tostring(#self._module_names + 1), m)
-    return self
-  end
-  function Sequential:len() return #self._module_names end
-  Sequential._torch_zero_based = true -- PyTorch names its children "0", "1", ...
   nn.Sequential = Sequential
 
-  local ModuleList = Module:extend("ModuleList")
+  local ModuleList = list_class("ModuleList")
   function ModuleList:init(mods, ...)
     nomore("ModuleList", 1, ...)
     for _, m in ipairs(mods or {}) do self:append(m) end
   end
-  function ModuleList:append(m)
-    local i = #self._module_names + 1
-    self:add_module(tostring(i), m)
-    rawset(self, i, m) -- so ipairs(list) and list[i] work
-    return self
-  end
-  function ModuleList:extend(mods)
-    for _, m in ipairs(mods) do self:append(m) end
-    return self
-  end
-  function ModuleList:len() return #self._module_names end
   function ModuleList:forward() error("nn.ModuleList: a ModuleList has no forward; call its modules", 2) end
-  ModuleList._torch_zero_based = true
   nn.ModuleList = ModuleList
 
   -- -- linear and convolution ----------------------------------------------------------
@@ -188,10 +291,11 @@ return function(T, C, nn)
         dilation = self.dilation, groups = self.groups })
     end
     function Conv:extra_repr()
+      -- PyTorch's _ConvNd.extra_repr: int arguments shown as nd-tuples
       local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
-        fmt(self.kernel_size), fmt(self.stride))
-      if self.padding ~= 0 then s = s .. ", padding=" .. fmt(self.padding) end
-      if self.dilation ~= 1 then s = s .. ", dilation=" .. fmt(self.dilation) end
+        fmt(self.kernel_size), fmt(ntuple(self.stride, nd)))
+      if not all_equal(self.padding, 0) then s = s .. ", padding=" .. fmt(ntuple(self.padding, nd)) end
+      if not all_equal(self.dilation, 1) then s = s .. ", dilation=" .. fmt(ntuple(self.dilation, nd)) end
       if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
       if self.bias == nil then s = s .. ", bias=false" end
       if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
@@ -336,6 +440,7 @@ return function(T, C, nn)
       return F.batch_norm(x, rm, rv, self.weight, self.bias, self.training or rm == nil,
         momentum or 0.1, self.eps)
     end
+    BN._state_defaults = Module._nbt_defaults
     function BN:extra_repr()
       return string.format("%d, eps=%g, momentum=%s, affine=%s, track_running_stats=%s", self.num_features,
         self.eps, tostring(self.momentum), tostring(self.affine), tostring(self.track_running_stats))
@@ -360,7 +465,7 @@ return function(T, C, nn)
   function Dropout:forward(x, ...)
     nomore("Dropout.forward", 1, ...)
     return F.dropout(x, self.p, self.training) end
-  function Dropout:extra_repr() return string.format("p=%g", self.p) end
+  function Dropout:extra_repr() return string.format("p=%s, inplace=false", require("ember.pyfloat")(self.p)) end
   nn.Dropout = Dropout
 
   -- -- activations and shape ------------------------------------------------------------
@@ -424,6 +529,10 @@ return function(T, C, nn)
   function Unflatten:init(dim, sizes, ...)
     nomore("Unflatten", 2, ...)
     self.dim, self.sizes = dim, sizes
+  end
+  function Unflatten:extra_repr()
+    return string.format("dim=%s, unflattened_size=%s", tostring(self.dim),
+      type(self.sizes) == "table" and fmt(self.sizes) or tostring(self.sizes))
   end
 
   -- -- losses as modules ----------------------------------------------------------------

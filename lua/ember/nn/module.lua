@@ -12,6 +12,16 @@ return function(T, C)
     return type(v) == "table" and rawget(v, "_modules") ~= nil
   end
 
+  -- Parameters are plain tensors; the ones made by nn.Parameter or held by
+  -- a module (register_parameter, to()) carry a mark, kept here (weak keys),
+  -- so that a frozen one (requires_grad false) is still told apart from a
+  -- plain tensor field when it is assigned: self.w = nn.Parameter(t, false)
+  -- registers w as a parameter, self.t = T.ones(2) is a plain field.
+  local marked = setmetatable({}, { __mode = "k" })
+  local function is_param(v)
+    return T.is_tensor(v) and (marked[v] ~= nil or v.requires_grad)
+  end
+
   -- an array that is also an iterator: `for p in m:parameters() do` (the
   -- items are distinct, so the previous item tells where to go on)
   local function iterlist(t)
@@ -35,14 +45,22 @@ return function(T, C)
         local m = rawget(self, "_modules")[k]
         if m ~= nil then return m end
         if type(k) == "number" then
+          -- a list container's slots are read raw; what reaches here is a
+          -- negative index (list[-1]: the last) or one out of range (nil)
+          if k < 0 and (cls._slot_modules or cls._slot_params) then
+            local names = rawget(self, cls._slot_modules and "_module_names" or "_param_names")
+            return rawget(self, #names + 1 + k)
+          end
           local key = tostring(k)
           return rawget(self, "_modules")[key] or rawget(self, "_parameters")[key]
         end
         return cls[k]
       end,
       __newindex = function(self, k, v)
+        -- list[i] = m where slot i is not there (a negative i, or out of range)
+        if type(k) == "number" and cls._set_index then return cls._set_index(self, k, v) end
         local params, bufs, mods = rawget(self, "_parameters"), rawget(self, "_buffers"), rawget(self, "_modules")
-        if params[k] ~= nil or (T.is_tensor(v) and v.requires_grad and bufs[k] == nil) then
+        if params[k] ~= nil or (bufs[k] == nil and is_param(v)) then
           return self:register_parameter(k, v)
         elseif bufs[k] ~= nil then
           bufs[k] = v
@@ -56,7 +74,7 @@ return function(T, C)
         if rawget(self, "_module_hooks") == nil then return self:forward(...) end
         return Module._call_hooked(self, ...)
       end,
-      __tostring = function(self) return self:_repr("") end,
+      __tostring = function(self) return self:_repr() end,
     }
   end
 
@@ -73,7 +91,15 @@ return function(T, C)
   local A = require "ember.args"
   local nomore, nooptions, check_opts = A.nomore, A.nooptions, A.checkopts
 
-  function Module:extend(name)
+  function Module:extend(name, ...)
+    if is_module(self) then
+      error(string.format("Module.extend: extend(name) makes a subclass and is called on a class "
+        .. "(nn.%s:extend(\"Name\")), not on an instance of %s", self.__name, self.__name), 2)
+    end
+    if type(name) ~= "string" then
+      error("Module.extend: expected a class name (a string), got " .. type(name), 2)
+    end
+    nomore("Module.extend", 1, ...)
     local cls = setmetatable({ __name = name, _parent = self }, {
       __index = self,
       __call = function(c, ...) return c:new(...) end,
@@ -241,11 +267,42 @@ return function(T, C)
     return out
   end
 
+  -- A list container (Sequential, ModuleList: _slot_modules; ParameterList:
+  -- _slot_params) keeps its entries in the array slots of the instance, so
+  -- that ipairs(list), #list and list[i] are plain table reads; its
+  -- _modules / _parameters store is a view of those slots under the names
+  -- "1", "2", ... . An assignment list[i] = m to an existing slot is a raw
+  -- write that the view sees at once (state_dict, parameters(), to()).
+  local function slot_store(owner, what)
+    local function index_of(k)
+      if type(k) == "string" and k:match("^[1-9]%d*$") then return tonumber(k) end
+    end
+    local named = {} -- entries under other names (seq.extra = m)
+    return setmetatable({}, {
+      __index = function(_, k)
+        local i = index_of(k)
+        if i == nil then return named[k] end
+        local v = rawget(owner, i)
+        if v ~= nil and (what == "module" and not is_module(v) or what == "parameter" and not T.is_tensor(v)) then
+          error(string.format("%s: entry %d is a %s, not a %s", owner.__name, i, type(v),
+            what == "module" and "Module" or "tensor"), 0)
+        end
+        return v
+      end,
+      __newindex = function(_, k, v)
+        local i = index_of(k)
+        if i == nil then named[k] = v else rawset(owner, i, v) end
+      end,
+    })
+  end
+
   function Module:new(...)
     local o = setmetatable({
       _parameters = {}, _param_names = {}, _buffers = {}, _buffer_names = {},
       _nonpersistent = {}, _modules = {}, _module_names = {}, training = true,
     }, self._mt)
+    if self._slot_modules then rawset(o, "_modules", slot_store(o, "module")) end
+    if self._slot_params then rawset(o, "_parameters", slot_store(o, "parameter")) end
     o:init(...)
     return o
   end
@@ -259,7 +316,13 @@ return function(T, C)
     if t ~= nil and not T.is_tensor(t) then
       error(string.format("register_parameter: %s must be a tensor or nil", name), 2)
     end
-    if t ~= nil and not t.requires_grad then t:requires_grad_(true) end
+    -- a tensor marked as a parameter (nn.Parameter(t, false), a frozen
+    -- parameter of a module) keeps its requires_grad; a plain tensor is made
+    -- one, as nn.Parameter(t) would
+    if t ~= nil then
+      if marked[t] == nil and not t.requires_grad then t:requires_grad_(true) end
+      marked[t] = true
+    end
     self._parameters[name] = t
     if t == nil then remove_name(self._param_names, name) else add_name(self._param_names, name) end
   end
@@ -289,13 +352,34 @@ return function(T, C)
     return n
   end
 
-  local function walk(self, prefix, fn, torch_names)
+  -- every module under self, depth first in registration order. With memo
+  -- (a table), a module reached twice (the same layer registered under two
+  -- names) is visited once, as PyTorch's named_modules memo set does;
+  -- state_dict and load_state_dict walk without it (PyTorch lists a shared
+  -- layer's tensors under each of its names there).
+  local function walk(self, prefix, fn, torch_names, memo)
+    if memo then
+      if memo[self] then return end
+      memo[self] = true
+    end
     fn(prefix, self)
     for _, n in ipairs(self._module_names) do
       local m = self._modules[n]
       local name = torch_names and torch_name(self, n) or n
-      if m then walk(m, prefix == "" and name or prefix .. "." .. name, fn, torch_names) end
+      if m then walk(m, prefix == "" and name or prefix .. "." .. name, fn, torch_names, memo) end
     end
+  end
+  -- the distinct children, in registration order (PyTorch's named_children)
+  local function child_items(self)
+    local items, seen = {}, {}
+    for _, n in ipairs(self._module_names) do
+      local m = self._modules[n]
+      if m ~= nil and not seen[m] then
+        seen[m] = true
+        items[#items + 1] = { n, m }
+      end
+    end
+    return items
   end
 
   local function collect(self, kind, recurse)
@@ -311,7 +395,7 @@ return function(T, C)
         end
       end
     end
-    if recurse == false then add("", self) else walk(self, "", add) end
+    if recurse == false then add("", self) else walk(self, "", add, nil, {}) end
     return out
   end
 
@@ -345,30 +429,29 @@ return function(T, C)
   function Module:children(...)
     nomore("children", 1, ...)
     local out = {}
-    for _, n in ipairs(self._module_names) do out[#out + 1] = self._modules[n] end
+    for i, it in ipairs(child_items(self)) do out[i] = it[2] end
     return iterlist(out)
   end
   function Module:named_children(...)
     nomore("named_children", 1, ...)
-    local items = {}
-    for _, n in ipairs(self._module_names) do items[#items + 1] = { n, self._modules[n] } end
-    return named_iter(items)
+    return named_iter(child_items(self))
   end
   function Module:modules(...)
     nomore("modules", 1, ...)
     local out = {}
-    walk(self, "", function(_, m) out[#out + 1] = m end)
+    walk(self, "", function(_, m) out[#out + 1] = m end, nil, {})
     return iterlist(out)
   end
   function Module:named_modules(...)
     nomore("named_modules", 1, ...)
     local items = {}
-    walk(self, "", function(p, m) items[#items + 1] = { p, m } end)
+    walk(self, "", function(p, m) items[#items + 1] = { p, m } end, nil, {})
     return named_iter(items)
   end
+  -- fn on every child's subtree (each distinct child once), then on self
   function Module:apply(fn, ...)
     nomore("apply", 2, ...)
-    for _, n in ipairs(self._module_names) do self._modules[n]:apply(fn) end
+    for _, it in ipairs(child_items(self)) do it[2]:apply(fn) end
     fn(self)
     return self
   end
@@ -383,12 +466,30 @@ return function(T, C)
   function Module:train(mode, ...)
     nooptions("train", 2, 2, mode, ...)
     if mode == nil then mode = true end
-    walk(self, "", function(_, m) rawset(m, "training", mode and true or false) end)
+    if type(mode) ~= "boolean" then
+      error("train: expected mode to be a boolean, got " .. type(mode), 2)
+    end
+    -- each child's own train runs (a subclass's override included), as
+    -- PyTorch's: self.training = mode; for each child: child.train(mode)
+    rawset(self, "training", mode)
+    for _, it in ipairs(child_items(self)) do it[2]:train(mode) end
     return self
   end
   function Module:eval(...)
     nomore("eval", 1, ...)
     return self:train(false)
+  end
+
+  -- requires_grad_([requires_grad=true]): sets requires_grad on every
+  -- parameter (frozen layers: m:requires_grad_(false)); returns self
+  function Module:requires_grad_(flag, ...)
+    nooptions("requires_grad_", 2, 2, flag, ...)
+    if flag == nil then flag = true end
+    if type(flag) ~= "boolean" then
+      error("requires_grad_: expected a boolean, got " .. type(flag), 2)
+    end
+    for _, p in ipairs(self:parameters()) do p:requires_grad_(flag) end
+    return self
   end
 
   -- zero_grad([set_to_none=true] | {set_to_none=}): the parameters'
@@ -455,23 +556,37 @@ return function(T, C)
       if device then return t:to(device, o) end
       return t
     end
+    -- each distinct tensor is converted once (memo), so parameters tied
+    -- between layers (and a layer registered twice) stay tied, as PyTorch's
+    -- _apply converting each Parameter object; requires_grad is kept as it
+    -- was (a frozen parameter stays frozen)
+    local done = {}
+    local function once(t)
+      local q = done[t]
+      if q == nil then
+        q = conv(t, true)
+        done[t] = q
+      end
+      return q
+    end
     no_grad(function()
       walk(self, "", function(_, m)
         for _, n in ipairs(m._param_names) do
           local p = m._parameters[n]
-          local q = conv(p, true)
-          if q ~= p then
-            if q.requires_grad == false then q:requires_grad_(true) end
-            m._parameters[n] = q
-            local i = tonumber(n) -- a ParameterList's array entry
-            if i and rawget(m, i) == p then rawset(m, i, q) end
+          if p ~= nil then
+            local q = once(p)
+            if q ~= p then
+              if q.requires_grad ~= p.requires_grad then q:requires_grad_(p.requires_grad) end
+              marked[q] = true
+              m._parameters[n] = q
+            end
           end
         end
         for _, n in ipairs(m._buffer_names) do
           local bf = m._buffers[n]
-          if bf ~= nil then m._buffers[n] = conv(bf, true) end
+          if bf ~= nil then m._buffers[n] = once(bf) end
         end
-      end)
+      end, nil, {})
     end)
     return self
   end
@@ -517,13 +632,17 @@ return function(T, C)
     return setmetatable(sd, { __index = { keys = function() return keys end } })
   end
 
-  -- the module's tensors by state_dict name: name -> {store, key}
+  -- the module's tensors by state_dict name: name -> {store, key}, and the
+  -- names in module order. A parameter or buffer that is nil (register_buffer
+  -- (name, nil)) has no entry, as in PyTorch's _load_from_state_dict.
   local function targets_of(self, torch_names)
-    local targets = {}
+    local targets, order = {}, {}
     walk(self, "", function(prefix, m)
       local function add(n, store, name)
+        if store[n] == nil then return end
         name = name or n
         local k = prefix == "" and name or prefix .. "." .. name
+        if targets[k] == nil then order[#order + 1] = k end
         targets[k] = { store, n }
       end
       for _, n in ipairs(m._param_names) do
@@ -533,13 +652,36 @@ return function(T, C)
         if not m._nonpersistent[n] then add(n, m._buffers) end
       end
     end, torch_names)
-    return targets
+    return targets, order
+  end
+
+  -- the keys of sd in order: a state_dict's own order (its keys()), else sorted
+  local function keys_of(sd)
+    local mt = getmetatable(sd)
+    local kf = mt and type(mt.__index) == "table" and mt.__index.keys
+    local out, seen = {}, {}
+    if type(kf) == "function" then
+      for _, k in ipairs(kf()) do
+        if rawget(sd, k) ~= nil then out[#out + 1] = k; seen[k] = true end
+      end
+    end
+    local rest = {}
+    for k in pairs(sd) do
+      if type(k) == "string" and not seen[k] then rest[#rest + 1] = k end
+    end
+    table.sort(rest)
+    for _, k in ipairs(rest) do out[#out + 1] = k end
+    return out
   end
 
   -- Copies the values of sd into the module's tensors. strict (default
   -- true) makes missing and unexpected keys an error; returns the lists
-  -- of missing and unexpected keys. {torch_names = true}: sd has PyTorch's
+  -- of missing and unexpected keys (missing in the module's order,
+  -- unexpected in sd's). {torch_names = true}: sd has PyTorch's
   -- names (a Sequential's children from 0), as T.load_torch returns them.
+  -- A layer may supply defaults for keys an older state_dict lacks
+  -- (_state_defaults(prefix): BatchNorm's num_batches_tracked, as
+  -- PyTorch's _load_from_state_dict does for a dict without a version).
   function Module:load_state_dict(sd, strict, ...)
     nomore("load_state_dict", 3, ...)
     local o = {}
@@ -551,14 +693,21 @@ return function(T, C)
     if type(sd) ~= "table" then
       error(string.format("load_state_dict: expected a table of name -> tensor, got %s", type(sd)), 2)
     end
+    local defaults = {}
+    walk(self, "", function(prefix, m)
+      if m._state_defaults then
+        for k, v in pairs(m:_state_defaults(prefix == "" and "" or prefix .. ".")) do
+          if rawget(sd, k) == nil then defaults[k] = v end
+        end
+      end
+    end, o.torch_names)
+    local function get(k) local v = rawget(sd, k); if v == nil then v = defaults[k] end; return v end
     local missing, unexpected = {}, {}
-    local targets = targets_of(self, o.torch_names)
-    for k in pairs(targets) do if rawget(sd, k) == nil then missing[#missing + 1] = k end end
-    for k, v in pairs(sd) do
-      if targets[k] == nil and T.is_tensor(v) then unexpected[#unexpected + 1] = k end
+    local targets, order = targets_of(self, o.torch_names)
+    for _, k in ipairs(order) do if get(k) == nil then missing[#missing + 1] = k end end
+    for _, k in ipairs(keys_of(sd)) do
+      if targets[k] == nil and T.is_tensor(sd[k]) then unexpected[#unexpected + 1] = k end
     end
-    table.sort(missing)
-    table.sort(unexpected)
     if strict and (#missing > 0 or #unexpected > 0) then
       local hint = ""
       if not o.torch_names and #unexpected > 0 then
@@ -573,8 +722,9 @@ return function(T, C)
       error(string.format("load_state_dict: missing keys: {%s}; unexpected keys: {%s}%s",
         table.concat(missing, ", "), table.concat(unexpected, ", "), hint), 2)
     end
-    for k, tgt in pairs(targets) do
-      local v = rawget(sd, k)
+    for _, k in ipairs(order) do
+      local tgt = targets[k]
+      local v = get(k)
       if v ~= nil then
         local dst = tgt[1][tgt[2]]
         if not T.is_tensor(v) then
@@ -592,18 +742,39 @@ return function(T, C)
 
   -- -- printing ------------------------------------------------------------------
   function Module:extra_repr() return "" end
-  function Module:_repr(indent)
-    local head = self.__name .. "(" .. self:extra_repr()
-    if #self._module_names == 0 then return head .. ")" end
-    local lines = { head }
-    for _, n in ipairs(self._module_names) do
-      lines[#lines + 1] = indent .. "  (" .. n .. "): " .. self._modules[n]:_repr(indent .. "  ")
+  -- PyTorch's Module.__repr__: the extra_repr lines, then "(name): child"
+  -- (a child's later lines indented by two); one extra_repr line and no
+  -- children stay on the header line
+  local function addindent(str)
+    return (str:gsub("\n", "\n  "))
+  end
+  function Module:_repr()
+    local lines, nextra = {}, 0
+    local extra = self:extra_repr()
+    if extra ~= nil and extra ~= "" then
+      for line in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+      nextra = #lines
     end
-    lines[#lines + 1] = indent .. ")"
-    return table.concat(lines, "\n")
+    for _, n in ipairs(self._module_names) do
+      local m = self._modules[n]
+      if m ~= nil then lines[#lines + 1] = "(" .. n .. "): " .. addindent(m:_repr()) end
+    end
+    local head = self.__name .. "("
+    if #lines == 0 then return head .. ")" end
+    if nextra == 1 and #lines == 1 then return head .. lines[1] .. ")" end
+    return head .. "\n  " .. table.concat(lines, "\n  ") .. "\n)"
   end
 
   Module._is_module = is_module
+  Module._is_param = is_param
+  -- _state_defaults of the norm layers (PyTorch's _NormBase): a state_dict
+  -- without num_batches_tracked (one saved before it existed) loads, the
+  -- count set to 0
+  function Module._nbt_defaults(self, prefix)
+    if not self.track_running_stats or rawget(self, "_buffers").num_batches_tracked == nil then return {} end
+    return { [prefix .. "num_batches_tracked"] = T.tensor(0, { dtype = T.int64 }) }
+  end
+  Module._mark_param = function(t) marked[t] = true; return t end
   Module._iterlist = iterlist
   return Module
 end

@@ -267,6 +267,11 @@ return function(T, C, nn)
     nomore("Unfold.forward", 1, ...)
     return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
   end
+  local function tup(v) return type(v) == "table" and "(" .. table.concat(v, ", ") .. ")" or tostring(v) end
+  function Unfold:extra_repr()
+    return fmt("kernel_size=%s, dilation=%s, padding=%s, stride=%s", tup(self.kernel_size), tup(self.dilation),
+      tup(self.padding), tup(self.stride))
+  end
   nn.Unfold = Unfold
   local Fold = Module:extend("Fold")
   function Fold:init(output_size, kernel, o, ...)
@@ -278,6 +283,10 @@ return function(T, C, nn)
   function Fold:forward(x, ...)
     nomore("Fold.forward", 1, ...)
     return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+  end
+  function Fold:extra_repr()
+    return fmt("output_size=%s, kernel_size=%s, dilation=%s, padding=%s, stride=%s", tup(self.output_size),
+      tup(self.kernel_size), tup(self.dilation), tup(self.padding), tup(self.stride))
   end
   nn.Fold = Fold
 
@@ -306,8 +315,14 @@ return function(T, C, nn)
       return F.pad(x, self.padding, mode)
     end
     function Mc:extra_repr()
+      -- PyTorch's: "(1, 1)" for the reflection/replication pads,
+      -- "padding=(1, 1), value=0" for the constant ones (a Lua number has no
+      -- int/float kind: an integral value prints as an int)
       local r = "(" .. table.concat(self.padding, ", ") .. ")"
-      if mode == "constant" and name ~= "ZeroPad2d" then r = r .. ", value=" .. fmtnum(self.value) end
+      if mode == "constant" and name ~= "ZeroPad2d" then
+        local v = self.value
+        r = "padding=" .. r .. ", value=" .. (v == math.floor(v) and math.abs(v) < 2 ^ 53 and fmt("%d", v) or fmtnum(v))
+      end
       return r
     end
     nn[name] = Mc

@@ -200,7 +200,7 @@ return function(T, C, nn)
       return f(x, indices, self.kernel_size, { stride = self.stride, padding = self.padding, output_size = output_size })
     end
     function M:extra_repr()
-      local one = function(t) return n == 1 and tostring(t[1]) or int_repr(t) end
+      local one = function(t) return n == 1 and "(" .. tostring(t[1]) .. ",)" or int_repr(t) end -- PyTorch's _single: (2,)
       return fmt("kernel_size=%s, stride=%s, padding=%s", one(self.kernel_size), one(self.stride), one(self.padding))
     end
     nn[name] = M

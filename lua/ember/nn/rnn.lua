@@ -438,11 +438,11 @@ return function(T, C, nn)
       local s = fmt("%d, %d", self.input_size, self.hidden_size)
       if self.proj_size > 0 then s = s .. fmt(", proj_size=%d", self.proj_size) end
       if self.num_layers ~= 1 then s = s .. fmt(", num_layers=%d", self.num_layers) end
-      if self.mode == "RNN_RELU" then s = s .. ", nonlinearity=relu" end
-      if not self.bias then s = s .. ", bias=False" end
-      if self.batch_first then s = s .. ", batch_first=True" end
-      if self.dropout ~= 0 then s = s .. fmt(", dropout=%s", tostring(self.dropout)) end
-      if self.bidirectional then s = s .. ", bidirectional=True" end
+      -- PyTorch's RNNBase.extra_repr (no nonlinearity there)
+      if not self.bias then s = s .. ", bias=false" end
+      if self.batch_first then s = s .. ", batch_first=true" end
+      if self.dropout ~= 0 then s = s .. fmt(", dropout=%s", require("ember.pyfloat")(self.dropout)) end
+      if self.bidirectional then s = s .. ", bidirectional=true" end
       return s
     end
     nn[name] = cls
@@ -518,7 +518,7 @@ return function(T, C, nn)
     end
     function cls:extra_repr()
       local s = fmt("%d, %d", self.input_size, self.hidden_size)
-      if not self.bias then s = s .. ", bias=False" end
+      if not self.bias then s = s .. ", bias=false" end
       if self.mode == "RNN_RELU" then s = s .. ", nonlinearity=relu" end
       return s
     end
