@@ -91,8 +91,9 @@ return function(T, C, nn)
       e[i + 1] = math.floor(((i + 1) * L + O - 1) / O)
       if e[i + 1] - s[i + 1] > K then K = e[i + 1] - s[i + 1] end
     end
-    local st = T.tensor(s, { dtype = T.int64, device = device })
-    local en = T.tensor(e, { dtype = T.int64, device = device })
+    -- made on the CPU and moved (a meta tensor holds no data to write)
+    local st = T.tensor(s, { dtype = T.int64 }):to(device)
+    local en = T.tensor(e, { dtype = T.int64 }):to(device)
     local pos = st:unsqueeze(2) + T.arange(K, { device = device }):unsqueeze(1)
     local last = (en - 1):unsqueeze(2)
     return T.minimum(pos, last), pos:le(last), en - st, K
