@@ -451,6 +451,7 @@ local NR = {
   vector_to_parameters = "T.ones(2), { T.zeros(2) }",
   _calculate_fan_in_and_fan_out = "T.empty(2, 2)",
   weight_norm = "lin", remove_weight_norm = "T.nn.utils.weight_norm(lin)",
+  spectral_norm = "lin", remove_spectral_norm = "T.nn.utils.spectral_norm(lin)",
   clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
   -- T.optim and its schedulers
   SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
