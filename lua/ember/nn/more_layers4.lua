@@ -157,4 +157,156 @@ return function(T, C, nn)
     module:register_parameter(name, nn.Parameter(w))
     return module
   end)
+
+  -- -- AdaptiveLogSoftmaxWithLoss (torch.nn.AdaptiveLogSoftmaxWithLoss) ------------------------
+  -- Efficient softmax approximation (Grave et al.): a head over the
+  -- shortlist classes 1..cutoffs[1] plus one entry per tail cluster, and per
+  -- cluster i a two-layer projection (in -> floor(in / div^i) -> its size)
+  -- over the classes cutoffs[i] + 1 .. cutoffs[i + 1]. Targets and classes
+  -- are 1-based; the cutoffs are torch's numbers (class counts).
+  -- forward(input, target) returns a table { output = , loss = } (torch's
+  -- namedtuple _ASMoutput): output[n] = log p(target[n] | input[n]), loss
+  -- the mean of -output.
+  local ASM_ARGS = { "div_value", "head_bias", "device", "dtype" }
+  local ASMMsg = "cutoffs should be a sequence of unique, positive integers sorted in an increasing order, " ..
+    "where each value is between 1 and n_classes-1"
+  local ASM = Module:extend("AdaptiveLogSoftmaxWithLoss")
+  function ASM:init(in_features, n_classes, cutoffs, ...)
+    local op = "AdaptiveLogSoftmaxWithLoss"
+    local a = positional_or_opts(op, ASM_ARGS, 4, ...)
+    if not is_int(in_features) or in_features < 1 then
+      error(fmt("%s: expected in_features to be a positive integer, got %s", op, tostring(in_features)), 2)
+    end
+    if not is_int(n_classes) or n_classes < 2 then
+      error(fmt("%s: expected n_classes to be an integer of at least 2, got %s", op, tostring(n_classes)), 2)
+    end
+    if type(cutoffs) ~= "table" or T.is_tensor(cutoffs) or #cutoffs == 0 then
+      error(fmt("%s: %s (got %s)", op, ASMMsg, type(cutoffs)), 2)
+    end
+    local cut = {}
+    for i, c in ipairs(cutoffs) do
+      if not is_int(c) or c <= 0 or c > n_classes - 1 or (i > 1 and c <= cut[i - 1]) then
+        error(fmt("%s: %s (got {%s} for %d classes)", op, ASMMsg, table.concat(cutoffs, ", "), n_classes), 2)
+      end
+      cut[i] = c
+    end
+    local div = a.div_value == nil and 4 or a.div_value
+    if type(div) ~= "number" or not (div > 0) then
+      error(fmt("%s: expected div_value to be a positive number, got %s", op, tostring(div)), 2)
+    end
+    local head_bias = a.head_bias == true
+    if a.head_bias ~= nil and type(a.head_bias) ~= "boolean" then
+      error(fmt("%s: expected head_bias to be a boolean, got %s", op, type(a.head_bias)), 2)
+    end
+    local fk = { dtype = a.dtype, device = a.device }
+    self.in_features, self.n_classes, self.div_value, self.head_bias = in_features, n_classes, div, head_bias
+    cut[#cut + 1] = n_classes
+    self.cutoffs = cut
+    self.shortlist_size = cut[1]
+    self.n_clusters = #cut - 1
+    self.head_size = self.shortlist_size + self.n_clusters
+    self.head = nn.Linear(in_features, self.head_size, { bias = head_bias, dtype = fk.dtype, device = fk.device })
+    local tail = nn.ModuleList {}
+    for i = 1, self.n_clusters do
+      local hsz = math.floor(in_features / div ^ i)
+      local osz = cut[i + 1] - cut[i]
+      tail:append(nn.Sequential(
+        nn.Linear(in_features, hsz, { bias = false, dtype = fk.dtype, device = fk.device }),
+        nn.Linear(hsz, osz, { bias = false, dtype = fk.dtype, device = fk.device })))
+    end
+    self.tail = tail
+  end
+  function ASM:forward(input, target, ...)
+    local op = "AdaptiveLogSoftmaxWithLoss.forward"
+    nomore(op, 2, ...)
+    check_tensor(op, input, "input")
+    check_tensor(op, target, "target")
+    if target.dtype.is_floating_point or target.dtype == T.bool or target.dtype.is_complex then
+      error(fmt("%s: expected target to hold integer class ids, got %s", op, tostring(target.dtype)), 2)
+    end
+    if target.ndim == 1 then
+      if input.ndim ~= 2 then
+        error(fmt("%s: 1D target tensor expects 2D input tensors, but found inputs with size %s", op,
+          tostring(input.shape)), 2)
+      end
+      if input.shape[1] ~= target.shape[1] then
+        error(fmt("%s: Input and target should have the same size in the batch dimension (%d and %d).", op,
+          input.shape[1], target.shape[1]), 2)
+      end
+    elseif target.ndim == 0 then
+      if input.ndim ~= 1 then
+        error(fmt("%s: 0D target tensor expects 1D input tensors, but found inputs with size %s", op,
+          tostring(input.shape)), 2)
+      end
+    else
+      error(fmt("%s: 0D or 1D target tensor expected, multi-target not supported (got %d-d)", op, target.ndim), 2)
+    end
+    if input.shape[input.ndim] ~= self.in_features then
+      error(fmt("%s: expected input with %d features, got %s", op, self.in_features, tostring(input.shape)), 2)
+    end
+    local batched = target.ndim == 1
+    local x = batched and input or input:unsqueeze(1)
+    local t = (batched and target or target:unsqueeze(1)):long()
+    local B = t.shape[1]
+    if B > 0 then
+      local lo, hi = t:min():item(), t:max():item()
+      if lo < 1 or hi > self.n_classes then
+        error(fmt("%s: Target values should be in [1, %d], but values in range [%d, %d] were found.", op,
+          self.n_classes, lo, hi), 2)
+      end
+    end
+    local out = T.zeros({ B }, { dtype = x.dtype, device = x.device })
+    local head_idx = t
+    for i = 1, self.n_clusters do
+      local low, high = self.cutoffs[i], self.cutoffs[i + 1]
+      local mask = t:gt(low):logical_and(t:le(high))
+      local rows = mask:nonzero():reshape(-1)
+      if rows:numel() > 0 then
+        local rel = t:index_select(1, rows) - low -- 1-based within the cluster
+        local lp = F.log_softmax(self.tail[i](x:index_select(1, rows)), 2)
+        out = out:index_add(1, rows, lp:gather(2, rel:unsqueeze(2)):reshape(-1))
+        head_idx = T.where(mask, self.shortlist_size + i, head_idx)
+      end
+    end
+    local head_lp = F.log_softmax(self.head(x), 2)
+    out = out + head_lp:gather(2, head_idx:unsqueeze(2)):reshape(-1)
+    local loss = (-out):mean()
+    if not batched then out = out:squeeze(1) end
+    return { output = out, loss = loss }
+  end
+  local function asm_input(self, op, input)
+    check_tensor(op, input, "input")
+    if input.ndim ~= 2 or input.shape[2] ~= self.in_features then
+      error(fmt("%s: expected a 2-d input (N, %d), got %s", op, self.in_features, tostring(input.shape)), 3)
+    end
+  end
+  local function full_log_prob(self, input, head_out)
+    local head_lp = F.log_softmax(head_out, 2)
+    local parts = { head_lp:narrow(2, 1, self.shortlist_size) }
+    for i = 1, self.n_clusters do
+      local lp = F.log_softmax(self.tail[i](input), 2)
+      parts[#parts + 1] = lp + head_lp:narrow(2, self.shortlist_size + i, 1)
+    end
+    return T.cat(parts, 2)
+  end
+  -- log_prob(input): (N, n_classes) log-probabilities of every class
+  function ASM:log_prob(input, ...)
+    nomore("AdaptiveLogSoftmaxWithLoss.log_prob", 1, ...)
+    asm_input(self, "AdaptiveLogSoftmaxWithLoss.log_prob", input)
+    return full_log_prob(self, input, self.head(input))
+  end
+  -- predict(input): (N) int64 1-based ids of the most likely class; the full
+  -- distribution only for rows whose head argmax is a cluster, as torch's
+  function ASM:predict(input, ...)
+    nomore("AdaptiveLogSoftmaxWithLoss.predict", 1, ...)
+    asm_input(self, "AdaptiveLogSoftmaxWithLoss.predict", input)
+    local head_out = self.head(input)
+    local pred = head_out:argmax(2)
+    local outside = pred:gt(self.shortlist_size)
+    if not outside:any():item() then return pred end
+    local rows = outside:nonzero():reshape(-1)
+    local full = full_log_prob(self, input:index_select(1, rows), head_out:index_select(1, rows)):argmax(2)
+    return pred:index_copy(1, rows, full)
+  end
+  nn.AdaptiveLogSoftmaxWithLoss = ASM
 end
