@@ -379,6 +379,9 @@ local FR = {
   channel_shuffle = "T.ones(1, 4, 2), 2", gumbel_softmax = "x, 0.5",
   multi_margin_loss = "logits, target", multilabel_margin_loss = "logits, T.tensor { { 2, 0, 1 }, { 3, 1, 0 } }",
   triplet_margin_with_distance_loss = "x, y, p", fractional_max_pool2d = "img, 2, { output_size = 2 }",
+  fractional_max_pool2d_with_indices = "img, 2, { output_size = 2 }",
+  fractional_max_pool3d = "T.ones(1, 1, 4, 4, 4), 2, { output_size = 2 }",
+  fractional_max_pool3d_with_indices = "T.ones(1, 1, 4, 4, 4), 2, { output_size = 2 }",
 }
 
 -- T.nn classes (constructors), T.nn.init, T.nn.utils, T.optim,
@@ -422,7 +425,7 @@ local NR = {
   UpsamplingBilinear2d = "nil, 2", UpsamplingNearest2d = "nil, 2", ChannelShuffle = "2", MultiMarginLoss = "",
   MultiLabelMarginLoss = "", TripletMarginWithDistanceLoss = "", NLLLoss2d = "", CrossMapLRN2d = "3",
   InstanceNorm3d = "3", ReflectionPad3d = "1", FractionalMaxPool2d = "2, { output_size = 2 }",
-  AdaptiveLogSoftmaxWithLoss = "4, 5, { 2 }",
+  AdaptiveLogSoftmaxWithLoss = "4, 5, { 2 }", FractionalMaxPool3d = "2, { output_size = 2 }",
   LazyLinear = "2", LazyConv1d = "2, 3", LazyConv2d = "2, 3", LazyConvTranspose1d = "2, 3",
   LazyConvTranspose2d = "2, 3", LazyBatchNorm1d = "", LazyBatchNorm2d = "", LazyInstanceNorm1d = "",
   LazyInstanceNorm2d = "",
@@ -643,6 +646,7 @@ local FW = {
   ReflectionPad3d = "T.nn.ReflectionPad3d(1), T.ones(1, 1, 2, 2, 2)",
   FractionalMaxPool2d = "T.nn.FractionalMaxPool2d(2, { output_size = 2 }), img",
   AdaptiveLogSoftmaxWithLoss = "T.nn.AdaptiveLogSoftmaxWithLoss(4, 5, { 2 }), T.ones(2, 4), T.tensor { 1, 5 }",
+  FractionalMaxPool3d = "T.nn.FractionalMaxPool3d(2, { output_size = 2 }), T.ones(1, 1, 4, 4, 4)",
   LazyLinear = "T.nn.LazyLinear(2), x", LazyConv1d = "T.nn.LazyConv1d(2, 3), seq", LazyConv2d = "T.nn.LazyConv2d(2, 3), img",
   LazyConvTranspose1d = "T.nn.LazyConvTranspose1d(2, 3), seq", LazyConvTranspose2d = "T.nn.LazyConvTranspose2d(2, 3), img",
   LazyBatchNorm1d = "T.nn.LazyBatchNorm1d(), x", LazyBatchNorm2d = "T.nn.LazyBatchNorm2d(), img",

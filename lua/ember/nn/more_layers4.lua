@@ -309,4 +309,152 @@ return function(T, C, nn)
     return pred:index_copy(1, rows, full)
   end
   nn.AdaptiveLogSoftmaxWithLoss = ASM
+
+  -- -- fractional_max_pool3d and the *_with_indices forms -------------------------------------
+  -- torch's FractionalMaxPool3d: per (sample, channel) three samples u in
+  -- [0, 1), the first for T (depth), the second for H, the third for W
+  -- (unlike the 2-d pool's W-then-H); for O outputs over L inputs with
+  -- windows of K, alpha = (L - K) / (O - 1) and window i starts at
+  -- trunc((i + u) alpha) - trunc(u alpha) (the last at L - K), computed in the
+  -- input's dtype; each output is its window's first max, its index the
+  -- 1-based flat position in the T x H x W volume.
+  local FMP = set { "output_size", "output_ratio", "return_indices", "_random_samples" }
+  local function starts(u, L, O, K, dt)
+    if O == 1 then
+      return T.full(shape_of(u), L - K, { dtype = T.int64, device = u.device })
+    end
+    local alpha = T.tensor(L - K, { dtype = dt }) / T.tensor(O - 1, { dtype = dt })
+    local i = T.arange(0, O - 1, { dtype = dt, device = u.device })
+    local s = ((i + u) * alpha):trunc():long() - (u * alpha):trunc():long()
+    local last = T.full(shape_of(u), L - K, { dtype = T.int64, device = u.device })
+    return T.cat({ s, last }, -1)
+  end
+  local function triple(op, v, what)
+    if type(v) == "number" then return { v, v, v } end
+    if type(v) ~= "table" or T.is_tensor(v) or #v ~= 3 then
+      error(fmt("%s: expected %s as a number or three numbers, got %s", op, what, tostring(v)), 3)
+    end
+    return { v[1], v[2], v[3] }
+  end
+  local function fmp3d(x, kernel, o, ...)
+    local op = "fractional_max_pool3d"
+    nomore(op, 3, ...)
+    check_tensor(op, x)
+    o = check_opts(op, o, FMP)
+    if kernel == nil then error(op .. ": kernel_size is required", 2) end
+    local k = triple(op, kernel, "kernel_size")
+    for d = 1, 3 do
+      if not is_int(k[d]) or k[d] < 1 then
+        error(fmt("%s: kernel_size must be positive integers, got %s", op, tostring(k[d])), 2)
+      end
+    end
+    if x.ndim ~= 4 and x.ndim ~= 5 then
+      error(fmt("%s: fractional_max_pool3d_out(): Expected 4D or 5D tensor, but got: %s", op, tostring(x.shape)), 2)
+    end
+    if not x.dtype.is_floating_point then
+      error(fmt("%s: expected a floating point input, got %s", op, tostring(x.dtype)), 2)
+    end
+    local unb = x.ndim == 4
+    if unb then x = x:unsqueeze(1) end
+    local N, Cc, D, H, W = x.shape[1], x.shape[2], x.shape[3], x.shape[4], x.shape[5]
+    local out
+    if o.output_size ~= nil then
+      if o.output_ratio ~= nil then
+        error(op .. ": only one of output_size and output_ratio may be specified", 2)
+      end
+      out = triple(op, o.output_size, "output_size")
+    elseif o.output_ratio ~= nil then
+      local r = triple(op, o.output_ratio, "output_ratio")
+      for i = 1, 3 do
+        if type(r[i]) ~= "number" or not (r[i] > 0 and r[i] < 1) then
+          error(fmt("%s: output_ratio must be between 0 and 1 (got %s)", op, tostring(r[i])), 2)
+        end
+      end
+      out = { math.floor(D * r[1]), math.floor(H * r[2]), math.floor(W * r[3]) }
+    else
+      error(op .. ": fractional_max_pool3d requires specifying either an output_size or an output_ratio", 2)
+    end
+    local sizes, names = { D, H, W }, { "time", "height", "width" }
+    for d = 1, 3 do
+      if not is_int(out[d]) or out[d] < 1 then
+        error(fmt("%s: output_size must be positive integers, got %s", op, tostring(out[d])), 2)
+      end
+      -- torch's 3-d check is strict (the 2-d one allows equality)
+      if out[d] + k[d] - 1 >= sizes[d] then
+        error(fmt("%s: fractional_max_pool3d_out(): pool %s %d too large relative to input %s %d", op, names[d],
+          k[d], names[d], sizes[d]), 2)
+      end
+    end
+    local samples = o._random_samples
+    if samples == nil then
+      samples = T.rand({ N, Cc, 3 }, { dtype = x.dtype, device = x.device })
+    else
+      check_tensor(op, samples, "_random_samples")
+      if samples.ndim == 2 and unb then samples = samples:unsqueeze(1) end
+      if samples.ndim ~= 3 or samples.shape[1] ~= N or samples.shape[2] ~= Cc or samples.shape[3] ~= 3 then
+        error(fmt("%s: expected _random_samples of shape (%d, %d, 3), got %s", op, N, Cc,
+          A.fmt_shape(shape_of(samples))), 2)
+      end
+      samples = samples:to(x.dtype)
+    end
+    local oD, oH, oW = out[1], out[2], out[3]
+    local sd = starts(samples:narrow(3, 1, 1), D, oD, k[1], x.dtype) -- (N, C, oD)
+    local sh = starts(samples:narrow(3, 2, 1), H, oH, k[2], x.dtype)
+    local sw = starts(samples:narrow(3, 3, 1), W, oW, k[3], x.dtype)
+    local function ar(n) return T.arange(0, n, { dtype = T.int64, device = x.device }) end
+    local dd = (sd:view(N, Cc, oD, 1, 1, 1, 1, 1) + ar(k[1]):view(1, 1, 1, 1, 1, k[1], 1, 1)) * (H * W)
+    local hh = (sh:view(N, Cc, 1, oH, 1, 1, 1, 1) + ar(k[2]):view(1, 1, 1, 1, 1, 1, k[2], 1)) * W
+    local ww = sw:view(N, Cc, 1, 1, oW, 1, 1, 1) + ar(k[3]):view(1, 1, 1, 1, 1, 1, 1, k[3])
+    local kk = k[1] * k[2] * k[3]
+    local idx = (dd + hh + ww + 1):reshape(N, Cc, oD * oH * oW * kk) -- 1-based
+    local win = x:reshape(N, Cc, D * H * W):gather(3, idx):view(N, Cc, oD, oH, oW, kk)
+    local v, am = win:max(6)
+    local ind = idx:view(N, Cc, oD, oH, oW, kk):gather(6, am:unsqueeze(6)):squeeze(6)
+    if unb then v, ind = v:squeeze(1), ind:squeeze(1) end
+    if o.return_indices then return v, ind end
+    return v
+  end
+  F.fractional_max_pool3d = named("fractional_max_pool3d", fmp3d)
+  -- the *_with_indices forms: always values, 1-based indices (return_indices
+  -- is accepted and ignored, as torch's)
+  for _, n in ipairs { 2, 3 } do
+    local name, base = fmt("fractional_max_pool%dd_with_indices", n), fmt("fractional_max_pool%dd", n)
+    F[name] = named(name, function(x, kernel, o, ...)
+      nomore(name, 3, ...)
+      o = check_opts(name, o, FMP)
+      return F[base](x, kernel, { output_size = o.output_size, output_ratio = o.output_ratio,
+        return_indices = true, _random_samples = o._random_samples })
+    end)
+  end
+  local FractionalMaxPool3d = Module:extend("FractionalMaxPool3d")
+  function FractionalMaxPool3d:init(kernel, o, ...)
+    local op = "FractionalMaxPool3d"
+    nomore(op, 2, ...)
+    o = check_opts(op, o, FMP)
+    if kernel == nil then error(op .. ": kernel_size is required", 2) end
+    if o.output_size == nil and o.output_ratio == nil then
+      error("FractionalMaxPool3d requires specifying either an output size, or a pooling ratio", 2)
+    end
+    if o.output_size ~= nil and o.output_ratio ~= nil then
+      error(op .. ": only one of output_size and output_ratio may be specified", 2)
+    end
+    if o.output_ratio ~= nil then
+      local r = triple(op, o.output_ratio, "output_ratio")
+      for i = 1, 3 do
+        if type(r[i]) ~= "number" or not (r[i] > 0 and r[i] < 1) then
+          error(fmt("%s: output_ratio must be between 0 and 1 (got %s)", op, tostring(r[i])), 2)
+        end
+      end
+    end
+    self.kernel_size, self.output_size, self.output_ratio = kernel, o.output_size, o.output_ratio
+    self.return_indices = o.return_indices or false
+    if o._random_samples ~= nil then self:register_buffer("_random_samples", o._random_samples) end
+  end
+  function FractionalMaxPool3d:forward(x, ...)
+    nomore("FractionalMaxPool3d.forward", 1, ...)
+    return F.fractional_max_pool3d(x, self.kernel_size, { output_size = self.output_size,
+      output_ratio = self.output_ratio, return_indices = self.return_indices,
+      _random_samples = self._random_samples })
+  end
+  nn.FractionalMaxPool3d = FractionalMaxPool3d
 end
