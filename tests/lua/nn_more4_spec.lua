@@ -370,3 +370,51 @@ describe("F.fractional_max_pool3d, nn.FractionalMaxPool3d, the *_with_indices fo
       "FractionalMaxPool3d requires specifying either an output size, or a pooling ratio")
   end)
 end)
+
+describe("F.grid_sample on 5-d input (volumetric)", function()
+  local cases = dofile("tests/fixtures/grid_sample3d_cases.lua") -- tests/fixtures/gen_grid_sample3d.py
+  local function inputs()
+    local x = (T.arange(240, f64) * 0.53):sin():reshape(2, 2, 3, 4, 5):requires_grad_()
+    local g = ((T.arange(72, f64) * 0.917):cos() * 1.3):reshape(2, 2, 3, 2, 3):requires_grad_()
+    return x, g
+  end
+  local wsum = (T.arange(48, f64) * 0.41):sin():reshape(2, 2, 2, 3, 2)
+
+  for _, c in ipairs(cases) do
+    local label = string.format("%s, %s, align_corners=%s", c.mode, c.padding_mode, tostring(c.align_corners))
+    it("gives torch's values and gradients: " .. label, function()
+      local x, g = inputs()
+      local y = F.grid_sample(x, g, { mode = c.mode, padding_mode = c.padding_mode, align_corners = c.align_corners })
+      assert.same({ 2, 2, 2, 3, 2 }, y.shape:totable())
+      close(y, c.y, label .. ": y")
+      local l = (y * wsum):sum()
+      l:backward()
+      close(x.grad, c.gi, label .. ": input grad")
+      if c.mode == "nearest" then
+        assert.is_true(g.grad == nil or g.grad:abs():max():item() == 0) -- torch's is zero
+      else
+        close(g.grad, c.gg, label .. ": grid grad")
+      end
+    end)
+  end
+
+  it("positional arguments, the identity transform, torch's errors", function()
+    local x = (T.arange(60, f64) * 0.3):cos():reshape(1, 1, 3, 4, 5)
+    for _, align in ipairs { false, true } do
+      local theta = t64 { { { 1, 0, 0, 0 }, { 0, 1, 0, 0 }, { 0, 0, 1, 0 } } }
+      local grid = F.affine_grid(theta, { 1, 1, 3, 4, 5 }, align)
+      close(F.grid_sample(x, grid, "bilinear", "zeros", align), x, "identity", 1e-12)
+      close(F.grid_sample(x, grid, "nearest", "border", align), x, "identity nearest", 1e-12)
+    end
+    local g = T.zeros(1, 1, 1, 1, 3, f64)
+    assert.has_error(function() F.grid_sample(x, g, { mode = "bicubic" }) end,
+      "grid_sample: grid_sampler(): bicubic interpolation only supports 4D input")
+    assert.has_error(function() F.grid_sample(x, T.zeros(1, 1, 1, 1, 2, f64)) end,
+      "grid_sample: grid_sampler(): expected grid to have size 3 in last dimension and 5 dims (for a 5-d input), "
+      .. "but got grid with sizes ember.Size([1, 1, 1, 1, 2])")
+    assert.has_error(function() F.grid_sample(x, T.zeros(2, 1, 1, 1, 3, f64)) end)
+    assert.has_error(function() F.grid_sample(x, T.zeros(1, 1, 1, 1, 3)) end)
+    assert.has_error(function() F.grid_sample(T.ones(1, 1, 1, 1, 1, 1, f64), g) end,
+      "grid_sample: expected a 4-d input (N, C, H, W) or a 5-d one (N, C, D, H, W), got 6-d")
+  end)
+end)
