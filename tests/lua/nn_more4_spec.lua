@@ -231,7 +231,8 @@ describe("nn.AdaptiveLogSoftmaxWithLoss (1-based targets and classes)", function
     assert.has_error(function() m(T.ones(2, 4), T.tensor { 0, 1 }) end,
       "AdaptiveLogSoftmaxWithLoss.forward: Target values should be in [1, 5], but values in range [0, 1] were found.")
     assert.has_error(function() m(T.ones(3, 4), T.tensor { 1, 2 }) end,
-      "AdaptiveLogSoftmaxWithLoss.forward: Input and target should have the same size in the batch dimension (3 and 2).")
+      "AdaptiveLogSoftmaxWithLoss.forward: Input and target should have the same size in the batch dimension "
+      .. "(3 and 2).")
     assert.has_error(function() m(T.ones(2, 4), T.ones(2, 1):long()) end,
       "AdaptiveLogSoftmaxWithLoss.forward: 0D or 1D target tensor expected, multi-target not supported (got 2-d)")
   end)
@@ -323,7 +324,8 @@ describe("F.fractional_max_pool3d, nn.FractionalMaxPool3d, the *_with_indices fo
 
   it("output_ratio, unbatched input, the module, the 2-d with_indices form", function()
     -- torch: fractional_max_pool3d(x[0], 2, output_ratio=(0.5, 0.5, 0.6), _random_samples=s[:1]): (2, 2, 3, 4)
-    local vu = F.fractional_max_pool3d(x3()[1], 2, { output_ratio = { 0.5, 0.5, 0.6 }, _random_samples = s:narrow(1, 1, 1) })
+    local vu = F.fractional_max_pool3d(x3()[1], 2, { output_ratio = { 0.5, 0.5, 0.6 },
+      _random_samples = s:narrow(1, 1, 1) })
     assert.same({ 2, 2, 3, 4 }, vu.shape:totable())
     close(vu, { 0.6676144758470572, 0.9957964065683984, 0.9957964065683984, 0.9792454543044627, 0.8776273733421716,
       -0.13891985931770265, 0.5577142065840011, 0.9734165247621621, 0.9988650606267985, 0.9415943361801137,
@@ -363,7 +365,9 @@ describe("F.fractional_max_pool3d, nn.FractionalMaxPool3d, the *_with_indices fo
       "fractional_max_pool3d: fractional_max_pool3d requires specifying either an output_size or an output_ratio")
     assert.has_error(function() F.fractional_max_pool3d(x, 2, { output_ratio = 1.5 }) end,
       "fractional_max_pool3d: output_ratio must be between 0 and 1 (got 1.5)")
-    assert.has_error(function() F.fractional_max_pool3d(x, 2, { output_size = 2, _random_samples = T.zeros(1, 1, 2) }) end,
+    assert.has_error(function()
+      F.fractional_max_pool3d(x, 2, { output_size = 2, _random_samples = T.zeros(1, 1, 2) })
+    end,
       "fractional_max_pool3d: expected _random_samples of shape (1, 1, 3), got [1, 1, 2]")
     assert.has_error(function() F.fractional_max_pool3d(T.ones(2, 3, 4), 2, { output_size = 1 }) end)
     assert.has_error(function() nn.FractionalMaxPool3d(2) end,
