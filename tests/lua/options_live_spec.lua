@@ -379,6 +379,9 @@ local FR = {
   channel_shuffle = "T.ones(1, 4, 2), 2", gumbel_softmax = "x, 0.5",
   multi_margin_loss = "logits, target", multilabel_margin_loss = "logits, T.tensor { { 2, 0, 1 }, { 3, 1, 0 } }",
   triplet_margin_with_distance_loss = "x, y, p", fractional_max_pool2d = "img, 2, { output_size = 2 }",
+  fractional_max_pool2d_with_indices = "img, 2, { output_size = 2 }",
+  fractional_max_pool3d = "T.ones(1, 1, 4, 4, 4), 2, { output_size = 2 }",
+  fractional_max_pool3d_with_indices = "T.ones(1, 1, 4, 4, 4), 2, { output_size = 2 }",
 }
 
 -- T.nn classes (constructors), T.nn.init, T.nn.utils, T.optim,
@@ -422,6 +425,7 @@ local NR = {
   UpsamplingBilinear2d = "nil, 2", UpsamplingNearest2d = "nil, 2", ChannelShuffle = "2", MultiMarginLoss = "",
   MultiLabelMarginLoss = "", TripletMarginWithDistanceLoss = "", NLLLoss2d = "", CrossMapLRN2d = "3",
   InstanceNorm3d = "3", ReflectionPad3d = "1", FractionalMaxPool2d = "2, { output_size = 2 }",
+  AdaptiveLogSoftmaxWithLoss = "4, 5, { 2 }", FractionalMaxPool3d = "2, { output_size = 2 }",
   LazyLinear = "2", LazyConv1d = "2, 3", LazyConv2d = "2, 3", LazyConvTranspose1d = "2, 3",
   LazyConvTranspose2d = "2, 3", LazyBatchNorm1d = "", LazyBatchNorm2d = "", LazyInstanceNorm1d = "",
   LazyInstanceNorm2d = "",
@@ -451,6 +455,7 @@ local NR = {
   vector_to_parameters = "T.ones(2), { T.zeros(2) }",
   _calculate_fan_in_and_fan_out = "T.empty(2, 2)",
   weight_norm = "lin", remove_weight_norm = "T.nn.utils.weight_norm(lin)",
+  spectral_norm = "lin", remove_spectral_norm = "T.nn.utils.spectral_norm(lin)",
   clip_grad_norm_ = "params, 1", clip_grad_value_ = "params, 1", parameters_to_vector = "params",
   -- T.optim and its schedulers
   SGD = "params, { lr = 0.1 }", Adam = "params", AdamW = "params", RMSprop = "params",
@@ -640,6 +645,8 @@ local FW = {
   InstanceNorm3d = "T.nn.InstanceNorm3d(1), T.ones(1, 1, 2, 2, 2)",
   ReflectionPad3d = "T.nn.ReflectionPad3d(1), T.ones(1, 1, 2, 2, 2)",
   FractionalMaxPool2d = "T.nn.FractionalMaxPool2d(2, { output_size = 2 }), img",
+  AdaptiveLogSoftmaxWithLoss = "T.nn.AdaptiveLogSoftmaxWithLoss(4, 5, { 2 }), T.ones(2, 4), T.tensor { 1, 5 }",
+  FractionalMaxPool3d = "T.nn.FractionalMaxPool3d(2, { output_size = 2 }), T.ones(1, 1, 4, 4, 4)",
   LazyLinear = "T.nn.LazyLinear(2), x", LazyConv1d = "T.nn.LazyConv1d(2, 3), seq", LazyConv2d = "T.nn.LazyConv2d(2, 3), img",
   LazyConvTranspose1d = "T.nn.LazyConvTranspose1d(2, 3), seq", LazyConvTranspose2d = "T.nn.LazyConvTranspose2d(2, 3), img",
   LazyBatchNorm1d = "T.nn.LazyBatchNorm1d(), x", LazyBatchNorm2d = "T.nn.LazyBatchNorm2d(), img",

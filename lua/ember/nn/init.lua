@@ -194,6 +194,7 @@ return function(T, C)
     return module
   end
 
+  require("ember.nn.more_layers4")(T, C, nn)
   require("ember.nn.rnn")(T, C, nn)
   return nn
 end

@@ -1,10 +1,11 @@
 -- Spatial transformers and the 3-d layers (docs/nn.md, "Grid sampling and
 -- 3-d layers"), each a composite of ember's differentiable ops with PyTorch
 -- 1.13's semantics, so autograd gives its gradients:
---   F.affine_grid (4-d and 5-d sizes) and F.grid_sample (4-d input;
---   bilinear, nearest, bicubic; zeros / border / reflection padding): the
---   source coordinates as PyTorch's grid_sampler_compute_source_index, the
---   corners read by gather on the flattened H x W plane;
+--   F.affine_grid (4-d and 5-d sizes) and F.grid_sample (4-d input:
+--   bilinear, nearest, bicubic; 5-d input: bilinear (trilinear), nearest;
+--   zeros / border / reflection padding): the source coordinates as
+--   PyTorch's grid_sampler_compute_source_index, the corners read by gather
+--   on the flattened H x W plane (D x H x W volume);
 --   F.conv3d (on F.conv2d: the strided depth slices of each kernel depth
 --   offset stacked into the channels, depth folded into the batch, one
 --   conv2d) and F.conv_transpose3d (on F.conv_transpose2d: each kernel depth
@@ -168,6 +169,75 @@ return function(T, C, nn)
     return { c2(t + 1), c1(t), c1(1 - t), c2(2 - t) }
   end
 
+  -- volumetric: input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3) of (x, y, z);
+  -- x indexes W, y H, z D (torch's 3-d grid sampler). bilinear is
+  -- trilinear over the 8 corners, nearest rounds half to even; each
+  -- coordinate goes through the padding mode as in 2-d. mode, padding and
+  -- align checked by the caller.
+  local function grid_sample3d(op, input, grid, mode, padding_mode, align)
+    if mode == "bicubic" then
+      error(fmt("%s: grid_sampler(): bicubic interpolation only supports 4D input", op), 3)
+    end
+    if grid.ndim ~= 5 or grid.shape[5] ~= 3 then
+      error(fmt("%s: grid_sampler(): expected grid to have size 3 in last dimension and 5 dims (for a 5-d input), "
+        .. "but got grid with sizes %s", op, tostring(grid.shape)), 3)
+    end
+    if input.dtype ~= grid.dtype then
+      error(fmt("%s: grid_sampler(): expected input and grid to have same dtype, but input has %s and grid has %s",
+        op, tostring(input.dtype), tostring(grid.dtype)), 3)
+    end
+    if not input.dtype.is_floating_point then
+      error(fmt("%s: expected a floating point input, got %s", op, tostring(input.dtype)), 3)
+    end
+    if input.shape[1] ~= grid.shape[1] then
+      error(fmt("%s: grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s "
+        .. "and grid with sizes %s", op, tostring(input.shape), tostring(grid.shape)), 3)
+    end
+    local N, Cn, D, H, W = input.shape[1], input.shape[2], input.shape[3], input.shape[4], input.shape[5]
+    local Do, Ho, Wo = grid.shape[2], grid.shape[3], grid.shape[4]
+    if D == 0 or H == 0 or W == 0 then
+      error(fmt("%s: grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
+        op, tostring(input.shape)), 3)
+    end
+    local P = Do * Ho * Wo
+    local flat = input:reshape(N, Cn, D * H * W)
+    local gx, gy, gz = grid:select(5, 1), grid:select(5, 2), grid:select(5, 3)
+    if mode == "nearest" then gx, gy, gz = gx:detach(), gy:detach(), gz:detach() end
+    local ix = source_coords(unnormalize(gx, W, align), W, padding_mode, align)
+    local iy = source_coords(unnormalize(gy, H, align), H, padding_mode, align)
+    local iz = source_coords(unnormalize(gz, D, align), D, padding_mode, align)
+    -- the values at integer coordinates (float tensors (N, Do, Ho, Wo)),
+    -- and where they lie inside the volume
+    local function read3(x, y, z)
+      local valid = x:ge(0):logical_and(x:le(W - 1)):logical_and(y:ge(0)):logical_and(y:le(H - 1))
+        :logical_and(z:ge(0)):logical_and(z:le(D - 1))
+      local pos = (z:clamp(0, D - 1) * H + y:clamp(0, H - 1)) * W + x:clamp(0, W - 1)
+      local idx = pos:to(T.int64):add(1):view(N, 1, P):expand(N, Cn, P)
+      return flat:gather(3, idx):view(N, Cn, Do, Ho, Wo), valid:unsqueeze(2)
+    end
+    if mode == "nearest" then
+      local v, valid = read3(ix:round(), iy:round(), iz:round())
+      return T.where(valid, v, 0)
+    end
+    local x0, y0, z0 = ix:detach():floor(), iy:detach():floor(), iz:detach():floor()
+    local x1, y1, z1 = x0 + 1, y0 + 1, z0 + 1
+    local wx = { x1 - ix, ix - x0 }
+    local wy = { y1 - iy, iy - y0 }
+    local wz = { z1 - iz, iz - z0 }
+    local xs, ys, zs = { x0, x1 }, { y0, y1 }, { z0, z1 }
+    local out
+    for a = 1, 2 do
+      for b = 1, 2 do
+        for c = 1, 2 do
+          local v, valid = read3(xs[c], ys[b], zs[a])
+          local term = T.where(valid, v * (wz[a] * wy[b] * wx[c]):unsqueeze(2), 0)
+          out = out and out + term or term
+        end
+      end
+    end
+    return out
+  end
+
   local MODES = { bilinear = true, nearest = true, bicubic = true }
   local PADS = { zeros = true, border = true, reflection = true }
   local GS = set { "mode", "padding_mode", "align_corners" }
@@ -191,8 +261,9 @@ return function(T, C, nn)
         tostring(padding_mode)), 2)
     end
     local align = align_corners == true
+    if input.ndim == 5 then return grid_sample3d(op, input, grid, mode, padding_mode, align) end
     if input.ndim ~= 4 then
-      error(fmt("%s: expected a 4-d input (N, C, H, W), got %d-d (5-d volumes are not supported)", op, input.ndim), 2)
+      error(fmt("%s: expected a 4-d input (N, C, H, W) or a 5-d one (N, C, D, H, W), got %d-d", op, input.ndim), 2)
     end
     if grid.ndim ~= 4 or grid.shape[4] ~= 2 then
       error(fmt("%s: grid_sampler(): expected grid to have size 2 in last dimension and 4 dims, but got grid with "
