@@ -35,6 +35,21 @@ return function(T)
     return t
   end
 
+  -- v as a list of n numbers: a number repeated, n of them, or a list of
+  -- one repeated (the nn layers' kernel/stride/padding arguments); the
+  -- error is raised at `level` (the op's caller, counted as for error())
+  function A.tuple(op, v, n, what, level)
+    if type(v) == "number" then
+      local t = {}
+      for i = 1, n do t[i] = v end
+      return t
+    end
+    if type(v) == "table" and #v == n then return { (table.unpack or unpack)(v, 1, n) } end
+    if type(v) == "table" and #v == 1 and type(v[1]) == "number" then return A.tuple(op, v[1], n, what) end
+    error(string.format("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)),
+      (level or 3) + 1)
+  end
+
   -- {k = true} for the keys listed
   function A.set(list)
     local s = {}

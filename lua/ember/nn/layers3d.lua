@@ -26,16 +26,8 @@ return function(T, C, nn)
     if not T.is_tensor(x) then error(fmt("%s: expected a tensor for %s, got %s", op, what or "input", type(x)), 3) end
   end
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 3) end
-  local function tuple(op, v, n, what)
-    if type(v) == "number" then
-      local t = {}
-      for i = 1, n do t[i] = v end
-      return t
-    end
-    if type(v) == "table" and #v == n then return { unpack(v, 1, n) } end
-    if type(v) == "table" and #v == 1 then return tuple(op, v[1], n, what) end
-    error(fmt("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
-  end
+  -- a number or n of them (argcheck.lua), raised at the op's caller
+  local function tuple(op, v, n, what) return A.tuple(op, v, n, what, 3) end
   local function list_repr(v) return "[" .. table.concat(v, ", ") .. "]" end
   local function sizes_of(op, size)
     if T.is_tensor(size) then size = size:tolist() end

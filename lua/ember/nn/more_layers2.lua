@@ -18,16 +18,8 @@ return function(T, C, nn)
   end
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 3) end
   -- a number, or n of them (a list of one repeats)
-  local function tuple(op, v, n, what)
-    if type(v) == "number" then
-      local t = {}
-      for i = 1, n do t[i] = v end
-      return t
-    end
-    if type(v) == "table" and #v == n then return { unpack(v, 1, n) } end
-    if type(v) == "table" and #v == 1 then return tuple(op, v[1], n, what) end
-    error(fmt("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
-  end
+  -- a number or n of them (argcheck.lua), raised at the op's caller
+  local function tuple(op, v, n, what) return A.tuple(op, v, n, what, 3) end
   local function repr(v)
     if type(v) == "table" then return "(" .. table.concat(v, ", ") .. (#v == 1 and ",)" or ")") end
     if type(v) == "number" then return pyfloat(v) end

@@ -425,6 +425,7 @@ return function(T, C, nn)
     local last = T.full(shape_of(u), L - K, { dtype = T.int64, device = u.device })
     return T.cat({ s, last }, -1)
   end
+  nn._fractional_starts, nn._fractional_opts = starts, FMP -- the 3-d pool's too (more_layers4.lua)
   F.fractional_max_pool2d = named("fractional_max_pool2d", function(x, kernel, o, ...)
     local op = "fractional_max_pool2d"
     nomore(op, 3, ...)

@@ -318,17 +318,7 @@ return function(T, C, nn)
   -- trunc((i + u) alpha) - trunc(u alpha) (the last at L - K), computed in the
   -- input's dtype; each output is its window's first max, its index the
   -- 1-based flat position in the T x H x W volume.
-  local FMP = set { "output_size", "output_ratio", "return_indices", "_random_samples" }
-  local function starts(u, L, O, K, dt)
-    if O == 1 then
-      return T.full(shape_of(u), L - K, { dtype = T.int64, device = u.device })
-    end
-    local alpha = T.tensor(L - K, { dtype = dt }) / T.tensor(O - 1, { dtype = dt })
-    local i = T.arange(0, O - 1, { dtype = dt, device = u.device })
-    local s = ((i + u) * alpha):trunc():long() - (u * alpha):trunc():long()
-    local last = T.full(shape_of(u), L - K, { dtype = T.int64, device = u.device })
-    return T.cat({ s, last }, -1)
-  end
+  local FMP, starts = nn._fractional_opts, nn._fractional_starts -- more_layers3.lua
   local function triple(op, v, what)
     if type(v) == "number" then return { v, v, v } end
     if type(v) ~= "table" or T.is_tensor(v) or #v ~= 3 then

@@ -18,16 +18,8 @@ return function(T, C, nn)
   local is_opts, named, set = A.is_opts, A.named, A.set
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 2) end
 
-  local function tuple(op, v, n, what)
-    if type(v) == "number" then
-      local t = {}
-      for i = 1, n do t[i] = v end
-      return t
-    end
-    if type(v) == "table" and #v == n then return { unpack(v, 1, n) } end
-    if type(v) == "table" and #v == 1 then return tuple(op, v[1], n, what) end
-    error(string.format("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
-  end
+  -- a number or n of them (argcheck.lua), raised at the op's caller
+  local function tuple(op, v, n, what) return A.tuple(op, v, n, what, 3) end
 
   -- -- conv_transpose ---------------------------------------------------------------
   local CT = set { "stride", "padding", "output_padding", "groups", "dilation" }
