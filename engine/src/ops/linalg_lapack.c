@@ -310,30 +310,33 @@ static em_status stage_end(staged *s, em_status st, em_tensor **o0, em_tensor **
     }                                                                     \
   } while (0)
 
-/* -- LU ------------------------------------------------------------------- */
-
-em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_tensor **pivots,
-                              em_tensor **info) {
-  STAGED(EM_LAPACK_GETRF, A, NULL, NULL, em_linalg_lu_factor(h[0], check, &r[0], &r[1], &r[2]), LU, pivots, info, NULL);
-  const char *op = "linalg.lu_factor";
-  em_status st = check_matrix(op, "A", A, 0);
-  if (st != EM_OK) return st;
+/* -- The pivoted factorizations ------------------------------------------------
+** getrf (LU) and sytrf/hetrf (LDL, uplo 'L'): F holds each m x n matrix of
+** A's batch factored in place (column-major), pivots min(m, n) int32 per
+** matrix (1-based, as LAPACK's), info one int32 per matrix; with check, the
+** first failure raises failmsg (a format of op, the batch prefix and the
+** position twice). */
+static em_status pivoted_factor(const char *op, const em_tensor *A, em_lapack_op lop, int64_t m,
+                                int64_t n, char uplo, int herm, int check, const char *failmsg,
+                                em_tensor **F, em_tensor **pivots, em_tensor **info) {
   int on = em_ag_pause();
   int nb = A->ndim - 2;
-  int64_t m = A->sizes[nb], n = A->sizes[nb + 1], k = m < n ? m : n;
+  int64_t k = m < n ? m : n;
   em_device dev = A->storage->device;
-  em_tensor *lu = NULL, *piv = NULL, *inf = NULL;
-  st = load(A, nb, A->sizes, m, n, 1, &lu);
+  em_tensor *f = NULL, *piv = NULL, *inf = NULL;
+  em_status st = load(A, nb, A->sizes, m, n, 1, &f);
   if (st == EM_OK) st = int_empty(nb, A->sizes, k, EM_INT32, dev, &piv);
   if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
   int64_t batch = batch_count(nb, A->sizes);
   if (st == EM_OK && batch > 0 && m > 0 && n > 0) {
     em_lapack_job j = {0};
-    j.op = EM_LAPACK_GETRF;
+    j.op = lop;
     j.dt = A->dtype;
     j.batch = batch;
+    j.uplo = uplo;
+    j.herm = herm;
     j.m = (int)m; j.n = (int)n;
-    j.a = data_of(lu); j.sa = m * n; j.lda = (int)(m > 1 ? m : 1);
+    j.a = data_of(f); j.sa = m * n; j.lda = (int)(m > 1 ? m : 1);
     j.ipiv = data_of(piv); j.sp = k;
     j.info = data_of(inf);
     st = run_job(op, dev, &j);
@@ -345,23 +348,35 @@ em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_
     char pre[64];
     int code;
     if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
-      st = em_fail(EM_E_VALUE,
-                   "%s: %sU[%d,%d] is zero and using it on lu_solve would result in a division "
-                   "by zero. If you still want to perform the factorization, consider calling "
-                   "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
-                   op, pre, code, code);
+      st = em_fail(EM_E_VALUE, failmsg, op, pre, code, code);
   }
   em_ag_resume(on);
   if (st != EM_OK) {
-    em_tensor_release(lu);
+    em_tensor_release(f);
     em_tensor_release(piv);
     em_tensor_release(inf);
     return st;
   }
-  *LU = lu;
+  *F = f;
   *pivots = piv;
   *info = inf;
   return EM_OK;
+}
+
+/* -- LU ------------------------------------------------------------------- */
+
+em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_tensor **pivots,
+                              em_tensor **info) {
+  STAGED(EM_LAPACK_GETRF, A, NULL, NULL, em_linalg_lu_factor(h[0], check, &r[0], &r[1], &r[2]), LU, pivots, info, NULL);
+  const char *op = "linalg.lu_factor";
+  em_status st = check_matrix(op, "A", A, 0);
+  if (st != EM_OK) return st;
+  int nb = A->ndim - 2;
+  return pivoted_factor(op, A, EM_LAPACK_GETRF, A->sizes[nb], A->sizes[nb + 1], 0, 0, check,
+                        "%s: %sU[%d,%d] is zero and using it on lu_solve would result in a "
+                        "division by zero. If you still want to perform the factorization, "
+                        "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
+                        LU, pivots, info);
 }
 
 /* A X = B (trans 0) or A^H X = B (trans 1: the transpose of a real A)
@@ -441,52 +456,12 @@ em_status em_linalg_ldl_factor(const em_tensor *A, int herm, int check, em_tenso
   const char *op = check == 1 ? "linalg.ldl_factor" : "linalg.ldl_factor_ex";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
-  int on = em_ag_pause();
-  int nb = A->ndim - 2;
-  int64_t n = A->sizes[nb];
-  em_device dev = A->storage->device;
-  em_tensor *ld = NULL, *piv = NULL, *inf = NULL;
-  st = load(A, nb, A->sizes, n, n, 1, &ld);
-  if (st == EM_OK) st = int_empty(nb, A->sizes, n, EM_INT32, dev, &piv);
-  if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
-  int64_t batch = batch_count(nb, A->sizes);
-  if (st == EM_OK && batch > 0 && n > 0) {
-    em_lapack_job j = {0};
-    j.op = EM_LAPACK_SYTRF;
-    j.dt = A->dtype;
-    j.batch = batch;
-    j.uplo = 'L';
-    j.herm = herm && is_complex(A->dtype);
-    j.m = (int)n; j.n = (int)n;
-    j.a = data_of(ld); j.sa = n * n; j.lda = (int)(n > 1 ? n : 1);
-    j.ipiv = data_of(piv); j.sp = n;
-    j.info = data_of(inf);
-    st = run_job(op, dev, &j);
-  } else if (st == EM_OK && batch > 0) {
-    em_scalar z = {0};
-    st = em_fill_(inf, z);
-  }
-  if (st == EM_OK && check && batch > 0) {
-    char pre[64];
-    int code;
-    if (first_failure(inf, batch, 0, nb, pre, sizeof pre, &code, &st))
-      st = em_fail(EM_E_VALUE,
-                   "%s: %sD[%d,%d] is exactly zero: the factorization was completed, but D is "
-                   "singular and using it to solve a system would divide by zero (use "
-                   "linalg.ldl_factor_ex to get info instead)",
-                   op, pre, code, code);
-  }
-  em_ag_resume(on);
-  if (st != EM_OK) {
-    em_tensor_release(ld);
-    em_tensor_release(piv);
-    em_tensor_release(inf);
-    return st;
-  }
-  *LD = ld;
-  *pivots = piv;
-  *info = inf;
-  return EM_OK;
+  int64_t n = A->sizes[A->ndim - 2];
+  return pivoted_factor(op, A, EM_LAPACK_SYTRF, n, n, 'L', herm && is_complex(A->dtype), check,
+                        "%s: %sD[%d,%d] is exactly zero: the factorization was completed, but D "
+                        "is singular and using it to solve a system would divide by zero (use "
+                        "linalg.ldl_factor_ex to get info instead)",
+                        LD, pivots, info);
 }
 
 /* A X = B from ldl_factor's LD and pivots (sytrs/hetrs, uplo 'L'); the
