@@ -144,6 +144,20 @@ typedef struct lp_sizes {
 static int imax(int a, int b) { return a > b ? a : b; }
 static int imin(int a, int b) { return a < b ? a : b; }
 
+/* Zeros the triangle LAPACK left untouched (strictly below the diagonal for
+** uplo 'U', strictly above for 'L') of a column-major n x n matrix of
+** elements of size el, column by column while it is cache-hot, as PyTorch
+** returns potrf's and sytrf's factors. */
+static void zero_other_triangle(void *a, int64_t lda, lp_int n, char uplo, size_t el) {
+  char *c = a;
+  for (lp_int col = 0; col < n; col++) {
+    if (uplo == 'U' && col + 1 < n)
+      memset(c + ((int64_t)col * lda + col + 1) * (int64_t)el, 0, (size_t)(n - col - 1) * el);
+    else if (uplo == 'L' && col > 0)
+      memset(c + (int64_t)col * lda * (int64_t)el, 0, (size_t)col * el);
+  }
+}
+
 /* -- Small solves ------------------------------------------------------------
 ** A batch of small systems (n <= SMALL_N) spends more in LAPACK's per-call
 ** overhead (argument checks, OpenBLAS's buffer and thread bookkeeping) than
@@ -266,13 +280,7 @@ DEF_SMALL(d, double, fabs)
       case EM_LAPACK_SYTRF:                                                                   \
         P##sytrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);                \
         if (q) info = 0;                                                                      \
-        if (!q) /* the other triangle: zeros, as PyTorch returns LD */                       \
-          for (lp_int col = 0; col < n; col++) {                                              \
-            if (j->uplo == 'L' && col > 0)                                                    \
-              memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                     \
-            else if (j->uplo == 'U' && col + 1 < n)                                           \
-              memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T)); \
-          }                                                                                   \
+        if (!q) zero_other_triangle(a, lda, n, j->uplo, sizeof(T)); /* as PyTorch's LD */     \
         break;                                                                                \
       case EM_LAPACK_SYTRS:                                                                   \
         if (!q) P##sytrs_(&j->uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);             \
@@ -280,13 +288,7 @@ DEF_SMALL(d, double, fabs)
 case EM_LAPACK_POTRF:                                                                   \
         if (q) break;                                                                         \
         P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                           \
-        /* the other triangle: zeros, column by column (cache-hot here) */                   \
-        for (lp_int col = 0; col < n; col++) {                                                \
-          if (j->uplo == 'U' && col + 1 < n)                                                  \
-            memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T));   \
-          else if (j->uplo == 'L' && col > 0)                                                 \
-            memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                       \
-        }                                                                                     \
+        zero_other_triangle(a, lda, n, j->uplo, sizeof(T));                                   \
         break;                                                                                \
       case EM_LAPACK_TRSM:                                                                    \
         if (!q && m > 0 && n > 0)                                                             \
@@ -440,13 +442,7 @@ DEF_ONE(d, double, cblas_dtrsm)
         if (j->herm) P##hetrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);   \
         else P##sytrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);          \
         if (q) info = 0;                                                                      \
-        if (!q) /* the other triangle: zeros, as PyTorch returns LD */                       \
-          for (lp_int col = 0; col < n; col++) {                                              \
-            if (j->uplo == 'L' && col > 0)                                                    \
-              memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                     \
-            else if (j->uplo == 'U' && col + 1 < n)                                           \
-              memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T)); \
-          }                                                                                   \
+        if (!q) zero_other_triangle(a, lda, n, j->uplo, sizeof(T)); /* as PyTorch's LD */     \
         break;                                                                                \
       case EM_LAPACK_SYTRS:                                                                   \
         if (q) break;                                                                         \
@@ -456,12 +452,7 @@ DEF_ONE(d, double, cblas_dtrsm)
 case EM_LAPACK_POTRF:                                                                   \
         if (q) break;                                                                         \
         P##potrf_(&j->uplo, &n, a, &lda, &info, 1);                                           \
-        for (lp_int col = 0; col < n; col++) { /* the other triangle: zeros */                \
-          if (j->uplo == 'U' && col + 1 < n)                                                  \
-            memset(a + (int64_t)col * lda + col + 1, 0, (size_t)(n - col - 1) * sizeof(T));   \
-          else if (j->uplo == 'L' && col > 0)                                                 \
-            memset(a + (int64_t)col * lda, 0, (size_t)col * sizeof(T));                       \
-        }                                                                                     \
+        zero_other_triangle(a, lda, n, j->uplo, sizeof(T));                                   \
         break;                                                                                \
       case EM_LAPACK_TRSM:                                                                    \
         if (!q && m > 0 && n > 0) {                                                           \
