@@ -1090,6 +1090,9 @@ return function(T, C)
     local op = "linalg.pinv"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 2)
+    end
     o = opts_of(op, o, { "atol", "rtol", "hermitian" })
     check_bool(op, o.hermitian, "hermitian")
     local atol, rtol = tolerances(op, A, o)
@@ -1116,6 +1119,9 @@ return function(T, C)
     local op = "linalg.matrix_rank"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 2)
+    end
     o = opts_of(op, o, { "atol", "rtol", "hermitian", "tol" })
     check_bool(op, o.hermitian, "hermitian")
     if o.tol ~= nil then o = { atol = o.tol, rtol = 0, hermitian = o.hermitian } end
@@ -1488,9 +1494,11 @@ return function(T, C)
   function L.vecdot(x, y, o, ...)
     local op = "linalg.vecdot"
     ARGS.nomore(op, 3, ...)
+    check_tensor(op, x, "x")
+    check_tensor(op, y, "y")
     o = opts_of(op, o, { "dim" })
     -- PyTorch's vecdot conjugates x: sum(conj(x) * y)
-    if T.is_tensor(x) and is_cx(x) then x = T.conj(x) end
+    if is_cx(x) then x = T.conj(x) end
     return (x * y):sum(o.dim or -1)
   end
 
@@ -1602,5 +1610,28 @@ return function(T, C)
     local r = A2:matmul(B2)
     if #out == 0 then return r:reshape({}) end
     return r:reshape(out)
+  end
+
+  -- every function of T.linalg raises its errors under its own name: an
+  -- inner op's message (linalg.svdvals under linalg.cond, a broadcast in
+  -- mul, linalg.cholesky under cholesky_ex) is re-raised as
+  -- "linalg.<name>: ...", at the caller's position
+  local function rethrow(op, e)
+    if type(e) ~= "string" then error(e, 0) end
+    local m = e:gsub("^[^\n]-:%d+: ", "")
+    if m:sub(1, #op + 1) ~= op .. ":" then m = op .. ": " .. m:gsub("^[%w_.]+%(?%)?: ", "", 1) end
+    error(m, 3)
+  end
+  local function named(op, f)
+    local function pass(ok, ...)
+      if ok then return ... end
+      rethrow(op, (...))
+    end
+    return function(...) return pass(pcall(f, ...)) end
+  end
+  for name, f in pairs(L) do
+    if type(name) == "string" and name:sub(1, 1) ~= "_" and type(f) == "function" then
+      L[name] = named("linalg." .. name, f)
+    end
   end
 end

@@ -154,10 +154,11 @@ return function(T, C)
     "xlogy", "log1p", "exp2", "expm1", "round", "logsumexp", "softmax", "log_softmax" } do
     S[n] = T[n]
   end
-  S.psi = T.digamma
-  S.gammaln = T.lgamma
-  S.expit = T.sigmoid
-  S.multigammaln = T.mvlgamma
+  -- SciPy's spellings: errors under the name called
+  S.psi = named("psi", T.digamma)
+  S.gammaln = named("gammaln", T.lgamma)
+  S.expit = named("expit", T.sigmoid)
+  S.multigammaln = named("multigammaln", T.mvlgamma)
   for _, n in ipairs { "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py", "zeta",
     "gammainc", "gammaincc", "erfcx", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1" } do
     S[n] = C["_special_" .. n]

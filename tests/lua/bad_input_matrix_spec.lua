@@ -1,6 +1,7 @@
--- The bad-input matrix (issue 8): every public function of T and every
--- tensor method (enumerated at runtime by matrix_cases.lua, so new ops are
--- covered when added) is called with wrong types, nil, NaN, +-Inf,
+-- The bad-input matrix (issue 8): every public function of T, of
+-- T.nn.functional (as F.name), T.linalg, T.fft and T.special, the
+-- distributions constructors, and every tensor method (enumerated at
+-- runtime by matrix_cases.lua, so new ops are covered when added) is called with wrong types, nil, NaN, +-Inf,
 -- negative and huge sizes, out-of-range dims, empty and 0-d tensors,
 -- non-contiguous and expanded tensors and mixed dtypes. Each call must
 -- either succeed or raise a Lua error whose message names the operation
@@ -116,6 +117,28 @@ describe("bad-input matrix", function()
       end
       if C.global_state[name] then restore(start) end
       assert.is_true(healthy(), "unhealthy after T." .. name)
+    end
+  end)
+
+  it("every function of T.nn.functional, T.linalg, T.fft, T.special and the distributions "
+    .. "constructors raises errors naming it", function()
+    local fns = C.namespace_functions(T)
+    assert.is_true(#fns > 200)
+    for q in pairs(C.excluded_qualified) do
+      local prefix, k = q:match("^([%w_]+)%.([%w_]+)$")
+      local ns
+      for _, n in ipairs(C.namespaces(T)) do if n[1] == prefix then ns = n[2] end end
+      assert.is_truthy(ns and ns[k] ~= nil, q)
+    end
+    -- fresh values: the T functions above write into some of theirs
+    local lists = C.arglists(T, C.values(T))
+    for _, e in ipairs(fns) do
+      local name, f = e[1], e[2]
+      for _, args in ipairs(lists) do
+        record(try(describe_call("", name, args), name, f, nil, args), name)
+      end
+      restore(start)
+      assert.is_true(healthy(), "unhealthy after " .. name)
     end
   end)
 
