@@ -1612,14 +1612,18 @@ return function(T, C)
     return r:reshape(out)
   end
 
-  -- every function of T.linalg raises its errors under its own name: an
-  -- inner op's message (linalg.svdvals under linalg.cond, a broadcast in
-  -- mul, linalg.cholesky under cholesky_ex) is re-raised as
-  -- "linalg.<name>: ...", at the caller's position
+  -- every function of T.linalg raises its errors under its own name, at
+  -- the caller's position: an inner linalg op's message keeps its name, as
+  -- PyTorch's ("linalg.matrix_power: linalg.inv: The diagonal element 2 is
+  -- zero ..."), another op's loses it ("mul: shapes ..." under linalg.cross
+  -- is "linalg.cross: shapes ...")
   local function rethrow(op, e)
     if type(e) ~= "string" then error(e, 0) end
     local m = e:gsub("^[^\n]-:%d+: ", "")
-    if m:sub(1, #op + 1) ~= op .. ":" then m = op .. ": " .. m:gsub("^[%w_.]+%(?%)?: ", "", 1) end
+    if m:sub(1, #op + 1) ~= op .. ":" then
+      if not m:find("^linalg%.[%w_]+: ") then m = m:gsub("^[%w_]+%(?%)?: ", "", 1) end
+      m = op .. ": " .. m
+    end
     error(m, 3)
   end
   local function named(op, f)
