@@ -1193,7 +1193,8 @@ return function(T, C)
     local op = "linalg.matrix_power"
     ARGS.nooptions(op, 3, 2, ...)
     check_square(op, A)
-    if type(k) ~= "number" or k ~= math.floor(k) then
+    -- (an infinite exponent would square forever)
+    if type(k) ~= "number" or k ~= math.floor(k) or k == math.huge or k == -math.huge then
       error(fmt("%s: expected an integer exponent, got %s", op, tostring(k)), 2)
     end
     if k == 0 then

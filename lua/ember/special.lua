@@ -174,6 +174,27 @@ return function(T, C)
     "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p" } do
     S[n] = C["_special_" .. n]
   end
+  -- Laguerre's and Legendre's recurrences take n steps per element where
+  -- |x| is small (as PyTorch's): an n past 2^31 - 1 would run for hours, so
+  -- it is refused (a number n, or the largest of a tensor n)
+  local NMAX = 2 ^ 31 - 1
+  for _, n in ipairs { "laguerre_polynomial_l", "legendre_polynomial_p" } do
+    local f, op = S[n], "special_" .. n
+    S[n] = function(x, k, ...)
+      local big = k
+      if T.is_tensor(k) then
+        big = nil
+        if k:numel() > 0 and tostring(k.device) ~= "meta" and not k:is_complex() then
+          big = k:to(T.float64):max():item()
+        end
+      end
+      if type(big) == "number" and big > NMAX then
+        error(fmt("%s: n = %s is too large (the recurrence takes n steps; at most 2^31 - 1)", op,
+          tostring(big)), 2)
+      end
+      return f(x, k, ...)
+    end
+  end
   -- PyTorch's other spellings: the modified Bessel functions of order 0
   -- and 1 are i0 and i1, whose results under these names do not require
   -- grad (torch.special.modified_bessel_i0/i1 are not differentiable);

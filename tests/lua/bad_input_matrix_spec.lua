@@ -131,7 +131,7 @@ describe("bad-input matrix", function()
       assert.is_truthy(ns and ns[k] ~= nil, q)
     end
     -- fresh values: the T functions above write into some of theirs
-    local lists = C.arglists(T, C.values(T))
+    local lists = C.namespace_arglists(T, C.values(T))
     for _, e in ipairs(fns) do
       local name, f = e[1], e[2]
       for _, args in ipairs(lists) do

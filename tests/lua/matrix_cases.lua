@@ -173,6 +173,26 @@ function M.namespace_functions(T)
   return out
 end
 
+-- The argument lists for the namespace functions: the common ones, and
+-- batched inputs of the shapes the nn functions expect (N, C, L), (N, C,
+-- H, W), (N, C, D, H, W) and an int64 index tensor (one_hot, embedding,
+-- targets), each followed by each value, so that a kernel, an output size
+-- or a class count that is huge, negative or of the wrong type reaches the
+-- function's own checks rather than stopping at the input's rank.
+function M.namespace_arglists(T, values)
+  local lists = M.arglists(T, values)
+  local firsts = {
+    { "3-d tensor", T.arange(8, { dtype = T.float32 }):reshape(1, 2, 4) },
+    { "4-d tensor", T.arange(16, { dtype = T.float32 }):reshape(1, 1, 4, 4) },
+    { "5-d tensor", T.arange(8, { dtype = T.float32 }):reshape(1, 1, 2, 2, 2) },
+    { "index tensor", T.tensor({ 1, 2, 1 }, { dtype = T.int64 }) },
+  }
+  for _, first in ipairs(firsts) do
+    for _, v in ipairs(values) do lists[#lists + 1] = { first, v } end
+  end
+  return lists
+end
+
 -- The tensors a method is called on (fresh for each method, since some
 -- write into self).
 function M.selves(T)

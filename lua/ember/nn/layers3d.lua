@@ -25,15 +25,27 @@ return function(T, C, nn)
     if not T.is_tensor(x) then error(fmt("%s: expected a tensor for %s, got %s", op, what or "input", type(x)), 3) end
   end
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 3) end
+  -- (every element an integer: an infinite or fractional kernel, stride,
+  -- padding or dilation is refused here, before any size is computed from it)
   local function tuple(op, v, n, what)
+    local t
     if type(v) == "number" then
-      local t = {}
+      t = {}
       for i = 1, n do t[i] = v end
-      return t
+    elseif type(v) == "table" and #v == n then
+      t = { unpack(v, 1, n) }
+    elseif type(v) == "table" and #v == 1 then
+      return tuple(op, v[1], n, what)
+    else
+      error(fmt("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
     end
-    if type(v) == "table" and #v == n then return { unpack(v, 1, n) } end
-    if type(v) == "table" and #v == 1 then return tuple(op, v[1], n, what) end
-    error(fmt("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)), 4)
+    for i = 1, n do
+      local e = t[i]
+      if type(e) ~= "number" or e ~= math.floor(e) or e == math.huge or e == -math.huge then
+        error(fmt("%s: expected %s to be integers, got %s", op, what, tostring(e)), 4)
+      end
+    end
+    return t
   end
   local function list_repr(v) return "[" .. table.concat(v, ", ") .. "]" end
   local function sizes_of(op, size)
