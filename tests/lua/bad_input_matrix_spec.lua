@@ -176,6 +176,31 @@ describe("bad-input matrix", function()
     assert.matches("^index_put_: expected a table", (tostring(err):gsub("^[^:]*:%d+: ", "")))
   end)
 
+  it("errors found by the matrix in the namespaces name the op, and nothing hangs (regressions)", function()
+    local F = T.nn.functional
+    local function raises(pat, f, ...)
+      local ok, err = pcall(f, ...)
+      assert.is_false(ok)
+      assert.matches(pat, (tostring(err):gsub("^[^:]*:%d+: ", "")))
+    end
+    raises("^relu: expected a tensor for the input, got nil", F.relu)
+    raises("^scaled_dot_product_attention: expected value to be a tensor, got nil",
+      F.scaled_dot_product_attention, T.ones(2, 2), T.ones(2, 2))
+    raises("^softmin: dimension 9 out of range", F.softmin, T.ones(2, 3), 9)
+    raises("^upsample: expected a tensor input", F.upsample)
+    raises("^avg_pool3d: expected kernel_size to be integers, got inf", F.avg_pool3d, T.ones(1, 1, 2, 2, 2), math.huge)
+    raises("^linalg.matrix_power: expected an integer exponent, got inf", T.linalg.matrix_power, T.eye(2), math.huge)
+    raises("^linalg.vecdot: expected a tensor for y, got nil", T.linalg.vecdot, T.ones(3))
+    raises("^linalg.cond: linalg.svdvals: Expected a floating point", T.linalg.cond, T.ones(2, 2, { dtype = T.int64 }))
+    raises("^special_legendre_polynomial_p: n = .* is too large", T.special.legendre_polynomial_p, T.zeros(1), 2 ^ 62)
+    raises("^expit: ", T.special.expit, "abc")
+    raises("^fftn: Invalid number of data points %(inf%)", T.fft.fftn, T.ones(2, 3), math.huge)
+    raises("^Normal: expected a tensor or a number for a parameter, got nil", T.distributions.Normal)
+    raises("^LogNormal: expected a tensor or a number", T.distributions.LogNormal, true)
+    raises("^Independent: expected a distribution for base_distribution, got number", T.distributions.Independent, 1, 0)
+    raises("^kl_divergence: no KL", T.distributions.kl_divergence, 1, true)
+  end)
+
   it("no call failed without naming its operation", function()
     for name, why in pairs(C.known) do
       if known_seen[name] then
