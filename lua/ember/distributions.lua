@@ -62,23 +62,30 @@ return function(T, C)
     return T.get_default_dtype()
   end
   -- the parameters as tensors of one floating dtype, broadcast together
+  -- (list.n: how many, a missing one (nil) included)
   local function params(name, list)
+    local n = list.n or #list
     local dt = fdtype(list)
     local dev
-    for _, t in ipairs(list) do if T.is_tensor(t) then dev = t.device; break end end
+    for i = 1, n do if T.is_tensor(list[i]) then dev = list[i].device; break end end
     local ts, shapes = {}, {}
-    for i, v in ipairs(list) do
+    for i = 1, n do
+      local v = list[i]
       if T.is_tensor(v) then
         ts[i] = v:is_floating_point() and v or v:to(dt)
       elseif type(v) == "number" then
-        ts[i] = T.full({}, v, { dtype = dt, device = dev })
+        local ok, t = pcall(T.full, {}, v, { dtype = dt, device = dev })
+        if not ok then -- a number out of the dtype's range
+          error(fmt("%s: %s", name, tostring(t):gsub("^[^\n]-:%d+: ", ""):gsub("^full: ", "")), 3)
+        end
+        ts[i] = t
       else
         error(fmt("%s: expected a tensor or a number for a parameter, got %s", name, type(v)), 3)
       end
       shapes[i] = totable(ts[i].shape)
     end
     local s = bshape(name, shapes)
-    for i = 1, #ts do ts[i] = ts[i]:expand(s) end
+    for i = 1, n do ts[i] = ts[i]:expand(s) end
     return ts, s
   end
 
@@ -163,6 +170,14 @@ return function(T, C)
     return d
   end
   local function new(cls, o) return setmetatable(o or {}, cls) end
+  -- a distribution argument, or an error naming the op and what came instead
+  local function is_dist(v) return type(v) == "table" and v.batch_shape ~= nil and v.__name ~= nil end
+  local function check_dist(op, v, what)
+    if not is_dist(v) then
+      error(fmt("%s: expected a distribution for %s, got %s", op, what,
+        T.is_tensor(v) and "a tensor" or type(v)), 4)
+    end
+  end
 
   function Distribution:_extended_shape(sample_shape)
     return concat(concat(totable(sample_shape), totable(self.batch_shape)), totable(self.event_shape))
@@ -254,7 +269,7 @@ return function(T, C)
   Normal.support = Cn.real
   ctor(Normal, function(loc, scale, o)
     o = take_opts("Normal", o, { "validate_args" })
-    local p, s = params("Normal", { loc, scale })
+    local p, s = params("Normal", { loc, scale, n = 2 })
     local d = init(new(Normal, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
     if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
     return d
@@ -285,7 +300,7 @@ return function(T, C)
   function Uniform:_support() return interval(self.low, self.high) end
   ctor(Uniform, function(low, high, o)
     o = take_opts("Uniform", o, { "validate_args" })
-    local p, s = params("Uniform", { low, high })
+    local p, s = params("Uniform", { low, high, n = 2 })
     local d = init(new(Uniform, { low = p[1], high = p[2] }), s, {}, o.validate_args)
     if d._validate_args and p[1]:numel() > 0 and tostring(p[1].device) ~= "meta" and
         not p[1]:lt(p[2]):all():item() then
@@ -337,11 +352,11 @@ return function(T, C)
     probs_or_logits("Bernoulli", o.probs, o.logits)
     local d
     if o.probs ~= nil then
-      local p, s = params("Bernoulli", { o.probs })
+      local p, s = params("Bernoulli", { o.probs, n = 1 })
       d = init(new(Bernoulli, { _p = p[1] }), s, {}, o.validate_args)
       if d._validate_args then check(d, "parameter probs", p[1], Cn.unit_interval) end
     else
-      local p, s = params("Bernoulli", { o.logits })
+      local p, s = params("Bernoulli", { o.logits, n = 1 })
       d = init(new(Bernoulli, { _l = p[1] }), s, {}, o.validate_args)
       if d._validate_args then check(d, "parameter logits", p[1], Cn.real) end
     end
@@ -462,7 +477,7 @@ return function(T, C)
   Exponential.support = Cn.nonnegative
   ctor(Exponential, function(rate, o)
     o = take_opts("Exponential", o, { "validate_args" })
-    local p, s = params("Exponential", { rate })
+    local p, s = params("Exponential", { rate, n = 1 })
     local d = init(new(Exponential, { rate = p[1] }), s, {}, o.validate_args)
     if d._validate_args then check(d, "parameter rate", d.rate, Cn.positive) end
     return d
@@ -490,7 +505,7 @@ return function(T, C)
   Laplace.support = Cn.real
   ctor(Laplace, function(loc, scale, o)
     o = take_opts("Laplace", o, { "validate_args" })
-    local p, s = params("Laplace", { loc, scale })
+    local p, s = params("Laplace", { loc, scale, n = 2 })
     local d = init(new(Laplace, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
     if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
     return d
@@ -560,7 +575,7 @@ return function(T, C)
   Gamma.support = Cn.nonnegative
   ctor(Gamma, function(concentration, rate, o)
     o = take_opts("Gamma", o, { "validate_args" })
-    local p, s = params("Gamma", { concentration, rate })
+    local p, s = params("Gamma", { concentration, rate, n = 2 })
     local d = init(new(Gamma, { concentration = p[1], rate = p[2] }), s, {}, o.validate_args)
     if d._validate_args then
       check(d, "parameter concentration", d.concentration, Cn.positive)
@@ -609,7 +624,7 @@ return function(T, C)
   Beta.support = Cn.unit_interval
   ctor(Beta, function(c1, c0, o)
     o = take_opts("Beta", o, { "validate_args" })
-    local p, s = params("Beta", { c1, c0 })
+    local p, s = params("Beta", { c1, c0, n = 2 })
     local d = init(new(Beta, { concentration1 = p[1], concentration0 = p[2] }), s, {}, o.validate_args)
     if d._validate_args then
       check(d, "parameter concentration1", p[1], Cn.positive)
@@ -740,7 +755,7 @@ return function(T, C)
   Poisson.support = Cn.nonnegative_integer
   ctor(Poisson, function(rate, o)
     o = take_opts("Poisson", o, { "validate_args" })
-    local p, s = params("Poisson", { rate })
+    local p, s = params("Poisson", { rate, n = 1 })
     local d = init(new(Poisson, { rate = p[1] }), s, {}, o.validate_args)
     if d._validate_args then check(d, "parameter rate", d.rate, Cn.nonnegative) end
     return d
@@ -858,6 +873,7 @@ return function(T, C)
   -- through Independent.
   local TD = class("TransformedDistribution", Distribution)
   local function td_new(cls, base, transforms, o)
+    check_dist(cls.__name, base, "base_distribution")
     o = take_opts(cls.__name, o, { "validate_args" })
     if getmetatable(transforms) and transforms.forward then transforms = { transforms } end
     if type(transforms) ~= "table" then
@@ -959,7 +975,12 @@ return function(T, C)
   LogNormal.has_rsample = true
   ctor(LogNormal, function(loc, scale, o)
     o = take_opts("LogNormal", o, { "validate_args" })
-    local base = D.Normal(loc, scale, { validate_args = o.validate_args })
+    -- Normal's messages (a bad loc or scale) under LogNormal's name
+    local ok, base = pcall(D.Normal, loc, scale, { validate_args = o.validate_args })
+    if not ok then
+      if type(base) ~= "string" then error(base, 0) end
+      error("LogNormal: " .. base:gsub("^[^\n]-:%d+: ", ""):gsub("^Normal: ", ""), 2)
+    end
     local d = td_new(LogNormal, base, { D.ExpTransform() }, { validate_args = o.validate_args })
     d.loc, d.scale = base.loc, base.scale
     return d
@@ -981,6 +1002,7 @@ return function(T, C)
   -- -- Independent -------------------------------------------------------------------------
   local Ind = class("Independent", Distribution)
   ctor(Ind, function(base, n, o)
+    check_dist("Independent", base, "base_distribution")
     o = take_opts("Independent", o, { "validate_args" })
     if type(n) ~= "number" or n ~= math.floor(n) or n < 0 then
       error("Independent: reinterpreted_batch_ndims must be a non-negative integer", 2)
@@ -1196,7 +1218,8 @@ return function(T, C)
   local function reg(p, q, f) KL[p .. "|" .. q] = f end
   function D.register_kl(p, q, f) reg(p.__name, q.__name, f) end
   function D.kl_divergence(p, q)
-    local pn, qn = p and p.__name, q and q.__name
+    local pn = type(p) == "table" and p.__name or nil
+    local qn = type(q) == "table" and q.__name or nil
     local f = pn and qn and KL[pn .. "|" .. qn]
     if not f then
       error(fmt("kl_divergence: no KL(p || q) is implemented for p = %s and q = %s", tostring(pn), tostring(qn)), 2)
@@ -1303,7 +1326,7 @@ return function(T, C)
     local r
     if T.is_tensor(mean) or T.is_tensor(std) then
       if size ~= nil then error("normal: size is only taken with a number mean and std", 2) end
-      local p = params("normal", { mean, std })
+      local p = params("normal", { mean, std, n = 2 })
       if p[2]:numel() > 0 and tostring(p[2].device) ~= "meta" and p[2]:lt(0):any():item() then
         error("normal: expected all elements of std >= 0.0", 2)
       end

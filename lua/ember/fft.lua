@@ -44,10 +44,13 @@ return function(T, C)
   local dual = { backward = "forward", forward = "backward", ortho = "ortho" }
 
   -- x with dim d of size n: trimmed, or zero-padded at the end
-  local function resize(op, x, d, n)
-    if type(n) ~= "number" or n ~= floor(n) or n < 1 then
-      error(fmt("%s: Invalid number of data points (%s) specified", op, tostring(n)), 4)
+  local function check_n(op, n)
+    if type(n) ~= "number" or n ~= floor(n) or n < 1 or n == math.huge then
+      error(fmt("%s: Invalid number of data points (%s) specified", op, tostring(n)), 5)
     end
+  end
+  local function resize(op, x, d, n)
+    check_n(op, n)
     local m = x:size(d)
     if n == m then return x end
     if n < m then return x:narrow(d, 1, n) end
@@ -108,6 +111,7 @@ return function(T, C)
   -- the inverse of rfft: n real outputs from the first n//2+1 of a Hermitian
   -- spectrum (the rest are the conjugates, mirrored)
   local function irfft1(op, x, n, d, norm)
+    if n ~= nil then check_n(op, n) end
     local y = to_complex(x)
     n = n or 2 * (y:size(d) - 1)
     if n < 1 then
@@ -269,7 +273,7 @@ return function(T, C)
       if A.is_opts(d) then opts, d = d, nil end
       A.nomore(op, 3, ...)
       local o = A.checkopts(op, opts, FREQ, 3)
-      if type(n) ~= "number" or n ~= floor(n) or n < 0 then
+      if type(n) ~= "number" or n ~= floor(n) or n < 0 or n == math.huge then
         error(fmt("%s: expected a non-negative integer n, got %s", op, tostring(n)), 2)
       end
       d = d or 1
@@ -323,6 +327,11 @@ return function(T, C)
     end
   end
   F.fftshift, F.ifftshift = shift("fftshift", false), shift("ifftshift", true)
+
+  -- every error under the name called: an inner op's message (the 1-d
+  -- transform under fftn, an allocation) names the function of T.fft
+  local named = require("ember.argcheck")(T).named
+  for name, f in pairs(F) do F[name] = named(name, f) end
 
   T.fft = F
 end

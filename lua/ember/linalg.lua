@@ -1090,6 +1090,9 @@ return function(T, C)
     local op = "linalg.pinv"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 2)
+    end
     o = opts_of(op, o, { "atol", "rtol", "hermitian" })
     check_bool(op, o.hermitian, "hermitian")
     local atol, rtol = tolerances(op, A, o)
@@ -1116,6 +1119,9 @@ return function(T, C)
     local op = "linalg.matrix_rank"
     ARGS.nomore(op, 2, ...)
     check_tensor(op, A)
+    if A:dim() < 2 then
+      error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 2)
+    end
     o = opts_of(op, o, { "atol", "rtol", "hermitian", "tol" })
     check_bool(op, o.hermitian, "hermitian")
     if o.tol ~= nil then o = { atol = o.tol, rtol = 0, hermitian = o.hermitian } end
@@ -1187,7 +1193,8 @@ return function(T, C)
     local op = "linalg.matrix_power"
     ARGS.nooptions(op, 3, 2, ...)
     check_square(op, A)
-    if type(k) ~= "number" or k ~= math.floor(k) then
+    -- (an infinite exponent would square forever)
+    if type(k) ~= "number" or k ~= math.floor(k) or k == math.huge or k == -math.huge then
       error(fmt("%s: expected an integer exponent, got %s", op, tostring(k)), 2)
     end
     if k == 0 then
@@ -1488,9 +1495,11 @@ return function(T, C)
   function L.vecdot(x, y, o, ...)
     local op = "linalg.vecdot"
     ARGS.nomore(op, 3, ...)
+    check_tensor(op, x, "x")
+    check_tensor(op, y, "y")
     o = opts_of(op, o, { "dim" })
     -- PyTorch's vecdot conjugates x: sum(conj(x) * y)
-    if T.is_tensor(x) and is_cx(x) then x = T.conj(x) end
+    if is_cx(x) then x = T.conj(x) end
     return (x * y):sum(o.dim or -1)
   end
 
@@ -1602,5 +1611,32 @@ return function(T, C)
     local r = A2:matmul(B2)
     if #out == 0 then return r:reshape({}) end
     return r:reshape(out)
+  end
+
+  -- every function of T.linalg raises its errors under its own name, at
+  -- the caller's position: an inner linalg op's message keeps its name, as
+  -- PyTorch's ("linalg.matrix_power: linalg.inv: The diagonal element 2 is
+  -- zero ..."), another op's loses it ("mul: shapes ..." under linalg.cross
+  -- is "linalg.cross: shapes ...")
+  local function rethrow(op, e)
+    if type(e) ~= "string" then error(e, 0) end
+    local m = e:gsub("^[^\n]-:%d+: ", "")
+    if m:sub(1, #op + 1) ~= op .. ":" then
+      if not m:find("^linalg%.[%w_]+: ") then m = m:gsub("^[%w_]+%(?%)?: ", "", 1) end
+      m = op .. ": " .. m
+    end
+    error(m, 3)
+  end
+  local function named(op, f)
+    local function pass(ok, ...)
+      if ok then return ... end
+      rethrow(op, (...))
+    end
+    return function(...) return pass(pcall(f, ...)) end
+  end
+  for name, f in pairs(L) do
+    if type(name) == "string" and name:sub(1, 1) ~= "_" and type(f) == "function" then
+      L[name] = named("linalg." .. name, f)
+    end
   end
 end

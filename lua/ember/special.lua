@@ -154,10 +154,11 @@ return function(T, C)
     "xlogy", "log1p", "exp2", "expm1", "round", "logsumexp", "softmax", "log_softmax" } do
     S[n] = T[n]
   end
-  S.psi = T.digamma
-  S.gammaln = T.lgamma
-  S.expit = T.sigmoid
-  S.multigammaln = T.mvlgamma
+  -- SciPy's spellings: errors under the name called
+  S.psi = named("psi", T.digamma)
+  S.gammaln = named("gammaln", T.lgamma)
+  S.expit = named("expit", T.sigmoid)
+  S.multigammaln = named("multigammaln", T.mvlgamma)
   for _, n in ipairs { "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py", "zeta",
     "gammainc", "gammaincc", "erfcx", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1" } do
     S[n] = C["_special_" .. n]
@@ -172,6 +173,27 @@ return function(T, C)
     "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
     "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p" } do
     S[n] = C["_special_" .. n]
+  end
+  -- Laguerre's and Legendre's recurrences take n steps per element where
+  -- |x| is small (as PyTorch's): an n past 2^31 - 1 would run for hours, so
+  -- it is refused (a number n, or the largest of a tensor n)
+  local NMAX = 2 ^ 31 - 1
+  for _, n in ipairs { "laguerre_polynomial_l", "legendre_polynomial_p" } do
+    local f, op = S[n], "special_" .. n
+    S[n] = function(x, k, ...)
+      local big = k
+      if T.is_tensor(k) then
+        big = nil
+        if k:numel() > 0 and tostring(k.device) ~= "meta" and not k:is_complex() then
+          big = k:to(T.float64):max():item()
+        end
+      end
+      if type(big) == "number" and big > NMAX then
+        error(fmt("%s: n = %s is too large (the recurrence takes n steps; at most 2^31 - 1)", op,
+          tostring(big)), 2)
+      end
+      return f(x, k, ...)
+    end
   end
   -- PyTorch's other spellings: the modified Bessel functions of order 0
   -- and 1 are i0 and i1, whose results under these names do not require

@@ -1,6 +1,7 @@
--- The bad-input matrix (issue 8): every public function of T and every
--- tensor method (enumerated at runtime by matrix_cases.lua, so new ops are
--- covered when added) is called with wrong types, nil, NaN, +-Inf,
+-- The bad-input matrix (issue 8): every public function of T, of
+-- T.nn.functional (as F.name), T.linalg, T.fft and T.special, the
+-- distributions constructors, and every tensor method (enumerated at
+-- runtime by matrix_cases.lua, so new ops are covered when added) is called with wrong types, nil, NaN, +-Inf,
 -- negative and huge sizes, out-of-range dims, empty and 0-d tensors,
 -- non-contiguous and expanded tensors and mixed dtypes. Each call must
 -- either succeed or raise a Lua error whose message names the operation
@@ -119,6 +120,28 @@ describe("bad-input matrix", function()
     end
   end)
 
+  it("every function of T.nn.functional, T.linalg, T.fft, T.special and the distributions "
+    .. "constructors raises errors naming it", function()
+    local fns = C.namespace_functions(T)
+    assert.is_true(#fns > 200)
+    for q in pairs(C.excluded_qualified) do
+      local prefix, k = q:match("^([%w_]+)%.([%w_]+)$")
+      local ns
+      for _, n in ipairs(C.namespaces(T)) do if n[1] == prefix then ns = n[2] end end
+      assert.is_truthy(ns and ns[k] ~= nil, q)
+    end
+    -- fresh values: the T functions above write into some of theirs
+    local lists = C.namespace_arglists(T, C.values(T))
+    for _, e in ipairs(fns) do
+      local name, f = e[1], e[2]
+      for _, args in ipairs(lists) do
+        record(try(describe_call("", name, args), name, f, nil, args), name)
+      end
+      restore(start)
+      assert.is_true(healthy(), "unhealthy after " .. name)
+    end
+  end)
+
   it("every tensor method on every kind of self raises errors naming it", function()
     for _, name in ipairs(C.methods(T)) do
       for _, s in ipairs(C.selves(T)) do
@@ -151,6 +174,31 @@ describe("bad-input matrix", function()
     assert.is_false(ok)
     -- (Lua 5.4 keeps the caller of a tail-called C function: a position first)
     assert.matches("^index_put_: expected a table", (tostring(err):gsub("^[^:]*:%d+: ", "")))
+  end)
+
+  it("errors found by the matrix in the namespaces name the op, and nothing hangs (regressions)", function()
+    local F = T.nn.functional
+    local function raises(pat, f, ...)
+      local ok, err = pcall(f, ...)
+      assert.is_false(ok)
+      assert.matches(pat, (tostring(err):gsub("^[^:]*:%d+: ", "")))
+    end
+    raises("^relu: expected a tensor for the input, got nil", F.relu)
+    raises("^scaled_dot_product_attention: expected value to be a tensor, got nil",
+      F.scaled_dot_product_attention, T.ones(2, 2), T.ones(2, 2))
+    raises("^softmin: dimension 9 out of range", F.softmin, T.ones(2, 3), 9)
+    raises("^upsample: expected a tensor input", F.upsample)
+    raises("^avg_pool3d: expected kernel_size to be integers, got inf", F.avg_pool3d, T.ones(1, 1, 2, 2, 2), math.huge)
+    raises("^linalg.matrix_power: expected an integer exponent, got inf", T.linalg.matrix_power, T.eye(2), math.huge)
+    raises("^linalg.vecdot: expected a tensor for y, got nil", T.linalg.vecdot, T.ones(3))
+    raises("^linalg.cond: linalg.svdvals: Expected a floating point", T.linalg.cond, T.ones(2, 2, { dtype = T.int64 }))
+    raises("^special_legendre_polynomial_p: n = .* is too large", T.special.legendre_polynomial_p, T.zeros(1), 2 ^ 62)
+    raises("^expit: ", T.special.expit, "abc")
+    raises("^fftn: Invalid number of data points %(inf%)", T.fft.fftn, T.ones(2, 3), math.huge)
+    raises("^Normal: expected a tensor or a number for a parameter, got nil", T.distributions.Normal)
+    raises("^LogNormal: expected a tensor or a number", T.distributions.LogNormal, true)
+    raises("^Independent: expected a distribution for base_distribution, got number", T.distributions.Independent, 1, 0)
+    raises("^kl_divergence: no KL", T.distributions.kl_divergence, 1, true)
   end)
 
   it("no call failed without naming its operation", function()

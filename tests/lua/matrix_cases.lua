@@ -88,6 +88,13 @@ M.allocators = { "empty", "zeros", "full" }
 
 -- In-place variants (x_) may report the out-of-place name x.
 function M.names_for(name)
+  local short = name:match("^[%w_]+%.([%w_]+)$")
+  if short then
+    local names = { name, short }
+    for _, a in ipairs(M.aliases[name] or {}) do names[#names + 1] = a end
+    if short:sub(-1) == "_" then names[#names + 1] = short:sub(1, -2) end
+    return names
+  end
   local names = { name }
   if name:sub(-1) == "_" then names[#names + 1] = name:sub(1, -2) end
   for _, a in ipairs(M.aliases[name] or {}) do names[#names + 1] = a end
@@ -120,6 +127,70 @@ function M.values(T)
     { "NaN/Inf tensor", T.tensor({ nan, math.huge, -math.huge }) },
     { "Size", T.Size and T.Size { 2, 3 } or { 2, 3 } },
   }
+end
+
+-- The namespaces whose functions the matrix drives as well, each with the
+-- prefix its calls are reported under ("F.conv1d", "linalg.inv", ...). A
+-- namespace function is driven like a T function (the same argument lists);
+-- its error must name it by its own name (with or without the prefix).
+-- distributions: the constructors (callable class tables), with bad
+-- parameters.
+function M.namespaces(T)
+  return {
+    { "F", T.nn.functional }, { "linalg", T.linalg }, { "fft", T.fft },
+    { "special", T.special }, { "distributions", T.distributions },
+  }
+end
+
+local function callable(v)
+  if type(v) == "function" then return true end
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt and mt.__call ~= nil or false
+end
+
+-- Qualified names excluded from the namespace functions, each with its reason.
+M.excluded_qualified = {
+  ["distributions.register_kl"] = "registers a KL function for a pair of classes: "
+    .. "a bad-value matrix would overwrite the registry the distributions specs use",
+}
+
+-- The namespace functions, sorted: a list of { "prefix.name", f }. Private
+-- names (a leading _) are left out, and in distributions only the
+-- constructors (capitalised) and kl_divergence are driven.
+function M.namespace_functions(T)
+  local out = {}
+  for _, ns in ipairs(M.namespaces(T)) do
+    local prefix, tbl = ns[1], ns[2]
+    for k, v in pairs(tbl) do
+      local q = prefix .. "." .. tostring(k)
+      if type(k) == "string" and k:sub(1, 1) ~= "_" and callable(v) and not M.excluded_qualified[q]
+        and (prefix ~= "distributions" or type(v) == "function" or k:match("^%u")) then
+        out[#out + 1] = { q, v }
+      end
+    end
+  end
+  table.sort(out, function(a, b) return a[1] < b[1] end)
+  return out
+end
+
+-- The argument lists for the namespace functions: the common ones, and
+-- batched inputs of the shapes the nn functions expect (N, C, L), (N, C,
+-- H, W), (N, C, D, H, W) and an int64 index tensor (one_hot, embedding,
+-- targets), each followed by each value, so that a kernel, an output size
+-- or a class count that is huge, negative or of the wrong type reaches the
+-- function's own checks rather than stopping at the input's rank.
+function M.namespace_arglists(T, values)
+  local lists = M.arglists(T, values)
+  local firsts = {
+    { "3-d tensor", T.arange(8, { dtype = T.float32 }):reshape(1, 2, 4) },
+    { "4-d tensor", T.arange(16, { dtype = T.float32 }):reshape(1, 1, 4, 4) },
+    { "5-d tensor", T.arange(8, { dtype = T.float32 }):reshape(1, 1, 2, 2, 2) },
+    { "index tensor", T.tensor({ 1, 2, 1 }, { dtype = T.int64 }) },
+  }
+  for _, first in ipairs(firsts) do
+    for _, v in ipairs(values) do lists[#lists + 1] = { first, v } end
+  end
+  return lists
 end
 
 -- The tensors a method is called on (fresh for each method, since some

@@ -29,25 +29,39 @@ return function(T, C)
     error(string.format("%s: expected %s to be a number or a pair, got %s", op, what, tostring(v)), 3)
   end
 
+  -- a tensor argument, or an error naming the op and what came instead
+  local function need_tensor(op, v, what, level)
+    if not T.is_tensor(v) then
+      error(string.format("%s: expected a tensor for %s, got %s", op, what, type(v)), (level or 2) + 1)
+    end
+  end
+
   -- -- activations (ember ops; autograd sees them directly) ----------------
-  function F.relu(x, ...) nomore("relu", 1, ...); return x:relu() end
+  function F.relu(x, ...) need_tensor("relu", x, "the input"); nomore("relu", 1, ...); return x:relu() end
   local GELU = { "approximate" }
   function F.gelu(x, o, ...)
+    need_tensor("gelu", x, "the input")
     nomore("gelu", 2, ...)
     if type(o) == "string" then o = { approximate = o } end
     o = checkopts("gelu", o, GELU)
     if o.approximate and o.approximate ~= "none" then return x:gelu { approximate = o.approximate } end
     return x:gelu()
   end
-  function F.tanh(x, ...) nomore("tanh", 1, ...); return x:tanh() end
-  function F.sigmoid(x, ...) nomore("sigmoid", 1, ...); return x:sigmoid() end
-  function F.silu(x, ...) nomore("silu", 1, ...); return x:silu() end
-  function F.softplus(x, ...) return x:softplus(...) end
+  function F.tanh(x, ...) need_tensor("tanh", x, "the input"); nomore("tanh", 1, ...); return x:tanh() end
+  function F.sigmoid(x, ...) need_tensor("sigmoid", x, "the input"); nomore("sigmoid", 1, ...); return x:sigmoid() end
+  function F.silu(x, ...) need_tensor("silu", x, "the input"); nomore("silu", 1, ...); return x:silu() end
+  function F.softplus(x, ...) need_tensor("softplus", x, "the input"); return x:softplus(...) end
   local LEAKY = { "negative_slope" }
   function F.leaky_relu(x, slope, ...)
+    need_tensor("leaky_relu", x, "the input")
     nomore("leaky_relu", 2, ...)
-    if type(slope) == "table" then slope = checkopts("leaky_relu", slope, LEAKY).negative_slope end
+    if type(slope) == "table" and not T.is_tensor(slope) then
+      slope = checkopts("leaky_relu", slope, LEAKY).negative_slope
+    end
     slope = slope or 0.01
+    if type(slope) ~= "number" then
+      error("leaky_relu: expected a number for negative_slope, got " .. type(slope), 2)
+    end
     return T.where(x:gt(0), x, x * slope)
   end
   -- softmax(x, dim, {dtype}) or softmax(x, {dim, dtype}); softmin(x) =
@@ -65,16 +79,35 @@ return function(T, C)
     if dim == nil then error(op .. ": the dim argument is required", 3) end
     return dim, o.dtype and { dtype = o.dtype } or nil
   end
-  function F.softmax(x, dim, o, ...) return x:softmax(softmax_args("softmax", dim, o, ...)) end
-  function F.log_softmax(x, dim, o, ...) return x:log_softmax(softmax_args("log_softmax", dim, o, ...)) end
-  function F.softmin(x, dim, o, ...)
-    local d, opts = softmax_args("softmin", dim, o, ...)
-    if not T.is_tensor(x) then error("softmin: expected a tensor, got " .. type(x), 2) end
+  function F.softmax(x, dim, o, ...)
+    need_tensor("softmax", x, "the input")
+    return x:softmax(softmax_args("softmax", dim, o, ...))
+  end
+  function F.log_softmax(x, dim, o, ...)
+    need_tensor("log_softmax", x, "the input")
+    return x:log_softmax(softmax_args("log_softmax", dim, o, ...))
+  end
+  local function softmin_core(x, d, opts)
     if opts then x = x:to(opts.dtype) end
     return (-x):softmax(d)
   end
+  function F.softmin(x, dim, o, ...)
+    local d, opts = softmax_args("softmin", dim, o, ...)
+    if not T.is_tensor(x) then error("softmin: expected a tensor, got " .. type(x), 2) end
+    -- softmax's messages (a bad dim) under softmin's name
+    local ok, r = pcall(softmin_core, x, d, opts)
+    if not ok then
+      if type(r) ~= "string" then error(r, 0) end
+      error("softmin: " .. r:gsub("^[^\n]-:%d+: ", ""):gsub("^softmax: ", ""), 2)
+    end
+    return r
+  end
 
-  function F.linear(x, w, b, ...) nomore("linear", 3, ...); return T.linear(x, w, b) end
+  -- T.linear's messages (matmul's: "mv: size mismatch") under linear's name
+  F.linear = require("ember.argcheck")(T).named("linear", function(x, w, b, ...)
+    nomore("linear", 3, ...)
+    return T.linear(x, w, b)
+  end)
 
   -- -- convolution ------------------------------------------------------------
   local CONV = { "stride", "padding", "dilation", "groups" }
@@ -142,13 +175,6 @@ return function(T, C)
       error(string.format("%s: expected a 3-d (unbatched) or 4-d (batched) input, got %d-d", op, x.ndim), 2)
     end
     return conv2d_core(x, w, b, s, p, d, groups)
-  end
-
-  -- a tensor argument, or an error naming the op and what came instead
-  local function need_tensor(op, v, what, level)
-    if not T.is_tensor(v) then
-      error(string.format("%s: expected a tensor for %s, got %s", op, what, type(v)), (level or 2) + 1)
-    end
   end
 
   function F.conv1d(x, w, b, ...)
@@ -371,7 +397,9 @@ return function(T, C)
     local op = "scaled_dot_product_attention"
     nomore(op, 4, ...)
     o = checkopts(op, o, SDPA)
-    for i, t in ipairs({ q, k, v }) do
+    local qkv = { q, k, v }
+    for i = 1, 3 do
+      local t = qkv[i]
       if not T.is_tensor(t) then
         error(string.format("%s: expected %s to be a tensor, got %s", op, ({ "query", "key", "value" })[i], type(t)), 2)
       end

@@ -26,8 +26,19 @@ return function(T, C, nn)
     if not T.is_tensor(x) then error(fmt("%s: expected a tensor for %s, got %s", op, what or "input", type(x)), 3) end
   end
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 3) end
-  -- a number or n of them (argcheck.lua), raised at the op's caller
-  local function tuple(op, v, n, what) return A.tuple(op, v, n, what, 3) end
+  -- a number or n of them (argcheck.lua), every element an integer: an
+  -- infinite or fractional kernel, stride, padding or dilation is refused
+  -- here, before any size is computed from it; raised at the op's caller
+  local function tuple(op, v, n, what)
+    local t = A.tuple(op, v, n, what, 4)
+    for i = 1, n do
+      local e = t[i]
+      if type(e) ~= "number" or e ~= math.floor(e) or e == math.huge or e == -math.huge then
+        error(fmt("%s: expected %s to be integers, got %s", op, what, tostring(e)), 4)
+      end
+    end
+    return t
+  end
   local function list_repr(v) return "[" .. table.concat(v, ", ") .. "]" end
   local function sizes_of(op, size)
     if T.is_tensor(size) then size = size:tolist() end

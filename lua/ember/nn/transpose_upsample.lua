@@ -256,7 +256,7 @@ return function(T, C, nn)
   F.conv_transpose1d = named("conv_transpose1d", F.conv_transpose1d)
   F.conv_transpose2d = named("conv_transpose2d", F.conv_transpose2d)
   F.interpolate = named("interpolate", F.interpolate)
-  F.upsample = F.interpolate
+  F.upsample = named("upsample", F.interpolate)
 
   -- -- modules --------------------------------------------------------------------------
   local function fmt(v)
