@@ -535,7 +535,7 @@ SP_FN double sp_cheb(int kind, int shifted, double x, int64_t n) {
   if (n < 0) return 0;
   int hi = shifted ? x == 1 : fabs(x) == 1 && x > 0;
   int lo = shifted ? x == 0 : fabs(x) == 1 && x < 0;
-  double np1 = (double)(n + 1), n2p1 = (double)(n + n + 1);
+  double np1 = (double)n + 1.0, n2p1 = 2.0 * (double)n + 1.0; /* in double: n may be near 2^63 */
   int even = n % 2 == 0;
   if (hi) return kind == 0 || kind == 2 ? 1.0 : kind == 1 ? np1 : n2p1;
   if (lo) {
@@ -586,8 +586,8 @@ SP_FN double sp_poly(int which, double x, double nd) {
   if (n == 1) return q;
   switch (which) {
     case 8:
-      for (int64_t k = 2; k < n + n; k += 2) {
-        r = (x + x) * q - (double)k * p;
+      for (int64_t i = 1; i < n; i++) { /* k = 2i, kept in double (no int64 overflow) */
+        r = (x + x) * q - 2.0 * (double)i * p;
         p = q;
         q = r;
         if (r != r) break;
@@ -603,7 +603,7 @@ SP_FN double sp_poly(int which, double x, double nd) {
       return r;
     case 10:
       for (int64_t k = 1; k < n; k++) {
-        r = (((double)(k + k) + (1 - x)) * q - (double)k * p) / (double)(k + 1);
+        r = ((2.0 * (double)k + (1 - x)) * q - (double)k * p) / ((double)k + 1.0);
         p = q;
         q = r;
         if (r != r) break;
@@ -611,7 +611,7 @@ SP_FN double sp_poly(int which, double x, double nd) {
       return r;
     default:
       for (int64_t k = 1; k < n; k++) {
-        r = ((double)(k + k + 1) * x * q - (double)k * p) / (double)(k + 1);
+        r = ((2.0 * (double)k + 1.0) * x * q - (double)k * p) / ((double)k + 1.0);
         p = q;
         q = r;
         if (r != r) break;
