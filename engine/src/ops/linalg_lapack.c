@@ -363,6 +363,26 @@ static em_status pivoted_factor(const char *op, const em_tensor *A, em_lapack_op
   return EM_OK;
 }
 
+/* A pivoted factorization and its pivots for a solve (getrs, sytrs): F's
+** n x n matrices loaded column-major over the batch bs, the pivots
+** broadcast as that batch and converted to int32. On failure *f and *piv
+** may hold what was made; the caller releases them. */
+static em_status load_factors(const em_tensor *F, const em_tensor *pivots, int nb,
+                              const int64_t *bs, int64_t n, em_device dev, em_tensor **f,
+                              em_tensor **piv) {
+  em_status st = load(F, nb, bs, n, n, 1, f);
+  if (st != EM_OK) return st;
+  int64_t sh[EM_MAX_DIMS];
+  memcpy(sh, bs, (size_t)nb * sizeof *sh);
+  sh[nb] = n;
+  em_tensor *e = NULL;
+  st = em_expand(pivots, nb + 1, sh, &e);
+  if (st == EM_OK) st = em_empty(nb + 1, sh, EM_INT32, dev, piv);
+  if (st == EM_OK && em_tensor_numel(*piv) > 0) st = em_copy_(*piv, e);
+  em_tensor_release(e);
+  return st;
+}
+
 /* -- LU ------------------------------------------------------------------- */
 
 em_status em_linalg_lu_factor(const em_tensor *A, int check, em_tensor **LU, em_tensor **pivots,
@@ -407,18 +427,7 @@ em_status em_linalg_lu_solve(const em_tensor *LU, const em_tensor *pivots, const
   int on = em_ag_pause();
   em_device dev = LU->storage->device;
   em_tensor *lu = NULL, *piv = NULL, *x = NULL;
-  st = load(LU, nb, bs, n, n, 1, &lu);
-  if (st == EM_OK) {
-    /* pivots broadcast as LU's batch */
-    int64_t sh[EM_MAX_DIMS];
-    memcpy(sh, bs, (size_t)nb * sizeof *sh);
-    sh[nb] = n;
-    em_tensor *e = NULL;
-    st = em_expand(pivots, nb + 1, sh, &e);
-    if (st == EM_OK) st = em_empty(nb + 1, sh, EM_INT32, dev, &piv);
-    if (st == EM_OK && em_tensor_numel(piv) > 0) st = em_copy_(piv, e);
-    em_tensor_release(e);
-  }
+  st = load_factors(LU, pivots, nb, bs, n, dev, &lu, &piv);
   if (st == EM_OK) st = load(B, nb, bs, n, k, 1, &x);
   int64_t batch = batch_count(nb, bs);
   if (st == EM_OK && batch > 0 && n > 0 && k > 0) {
@@ -497,17 +506,7 @@ em_status em_linalg_ldl_solve(const em_tensor *LD, const em_tensor *pivots, cons
   int on = em_ag_pause();
   em_device dev = LD->storage->device;
   em_tensor *ld = NULL, *piv = NULL, *x = NULL;
-  st = load(LD, nb, bs, n, n, 1, &ld);
-  if (st == EM_OK) {
-    int64_t sh[EM_MAX_DIMS];
-    memcpy(sh, bs, (size_t)nb * sizeof *sh);
-    sh[nb] = n;
-    em_tensor *e = NULL;
-    st = em_expand(pivots, nb + 1, sh, &e);
-    if (st == EM_OK) st = em_empty(nb + 1, sh, EM_INT32, dev, &piv);
-    if (st == EM_OK && em_tensor_numel(piv) > 0) st = em_copy_(piv, e);
-    em_tensor_release(e);
-  }
+  st = load_factors(LD, pivots, nb, bs, n, dev, &ld, &piv);
   if (st == EM_OK && em_tensor_numel(piv) > 0) {  /* pivots from elsewhere: within [-n, n], not 0 */
     em_tensor *host = NULL;
     const em_tensor *pv = piv;
