@@ -204,6 +204,16 @@ static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *save
   return EM_OK;
 }
 
+/* C._name_grad_fn(t, name): names the grad_fn of t, a fresh result of a
+** Lua composite, as PyTorch names the op; a no-op for a tensor with none */
+static int l_name_grad_fn(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "name_grad_fn");
+  const char *name = luaL_checkstring(L, 2);
+  if (em_tensor_grad_fn_name(t) && em_tensor_name_grad_fn(t, name) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* C._autograd_custom(name, inputs (with holes; inputs.n slots), output,
 ** backward) -> output */
 static int l_autograd_custom(lua_State *L) {
@@ -563,6 +573,7 @@ void l_open_autograd(lua_State *L) {
                                  {"set_grad_enabled", l_set_grad_enabled},
                                  {"_autograd_grad", l_autograd_grad},
                                  {"_autograd_custom", l_autograd_custom},
+                                 {"_name_grad_fn", l_name_grad_fn},
                                  {"_set_grad_hook", l_set_grad_hook},
                                  {"_set_tensor_hook", l_set_tensor_hook},
                                  {"_get_tensor_hook", l_get_tensor_hook},

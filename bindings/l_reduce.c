@@ -146,6 +146,10 @@ static int max_min(lua_State *L, int is_min) {
       const char *rest = strchr(msg, ':');
       return l_errorf(L, "%s()%s", op, rest ? rest : msg);
     }
+    /* PyTorch's max()/min() node, not amax()'s */
+    if (em_tensor_grad_fn_name(*box) &&
+        em_tensor_name_grad_fn(*box, is_min ? "MinBackward1" : "MaxBackward1") != EM_OK)
+      l_error(L);
     return 1;
   }
   if (r.ndims != 1) l_errorf(L, "%s: expected one dim, got %d (use amax/amin for several)", op, r.ndims);

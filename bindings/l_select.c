@@ -519,12 +519,16 @@ static int64_t split_dim_size(lua_State *L, em_tensor *t, int64_t dim, const cha
   return em_tensor_sizes(t)[axis];
 }
 
-/* Pushes the views of t cut into n pieces of the given sizes along dim. */
+/* Pushes the views of t cut into n pieces of the given sizes along dim;
+** node (or NULL) names their grad_fn as PyTorch's op that cut them. */
 static int push_pieces(lua_State *L, em_tensor *t, int64_t dim, int64_t n,
-                       const int64_t *sizes, const char *op) {
+                       const int64_t *sizes, const char *op, const char *node) {
   em_tensor ***bx;
   em_tensor **outs = result_list(L, n, &bx, op);
   if (em_split_with_sizes(t, dim, n, sizes, outs) != EM_OK) l_error(L);
+  for (int64_t i = 0; node && i < n; i++)
+    if (em_tensor_grad_fn_name(outs[i]) && em_tensor_name_grad_fn(outs[i], node) != EM_OK)
+      l_error(L);
   fill_list(outs, bx, n);
   return 1;
 }
@@ -550,8 +554,9 @@ static int l_split(lua_State *L) {
     if (em_split_sizes(dsize, size, &n, NULL) != EM_OK) l_error(L);
     sizes = sizes_buf(L, n, op);
     em_split_sizes(dsize, size, &n, sizes);
+    return push_pieces(L, t, dim, n, sizes, op, "SplitBackward0");
   }
-  return push_pieces(L, t, dim, n, sizes, op);
+  return push_pieces(L, t, dim, n, sizes, op, NULL);
 }
 
 static int l_chunk(lua_State *L) {
@@ -564,7 +569,7 @@ static int l_chunk(lua_State *L) {
   if (em_chunk_sizes(dsize, chunks, &n, NULL) != EM_OK) l_error(L);
   int64_t *sizes = sizes_buf(L, n, op);
   em_chunk_sizes(dsize, chunks, &n, sizes);
-  return push_pieces(L, t, dim, n, sizes, op);
+  return push_pieces(L, t, dim, n, sizes, op, "SplitBackward0");
 }
 
 /* t:tensor_split(sections | {positions...} | tensor, [dim]) */
@@ -608,7 +613,7 @@ static int l_tensor_split(lua_State *L) {
     if (em_sections_sizes(dsize, sections, &n, NULL) != EM_OK) l_error(L);
     int64_t *sizes = sizes_buf(L, n, op);
     em_sections_sizes(dsize, sections, &n, sizes);
-    return push_pieces(L, t, dim, n, sizes, op);
+    return push_pieces(L, t, dim, n, sizes, op, "SliceBackward0");
   }
   em_tensor ***bx;
   em_tensor **outs = result_list(L, npos + 1, &bx, op);

@@ -1288,6 +1288,10 @@ em_tensor *em_tensor_grad(const em_tensor *t);
 em_status em_tensor_set_grad(em_tensor *t, em_tensor *g);
 /* The name of t's grad_fn ("AddBackward0"), NULL for leaves. */
 const char *em_tensor_grad_fn_name(const em_tensor *t);
+/* Renames the grad_fn of t, a fresh result (the name is copied): a
+** composite built from several ops names its last node as PyTorch names
+** the op ("MedianBackward0"). An error for a leaf. */
+em_status em_tensor_name_grad_fn(em_tensor *t, const char *name);
 /* The i-th (0-based) next function of t's grad_fn: its name
 ** ("AccumulateGrad" for a leaf, NULL when that input needs no gradient) and
 ** input number. Returns 0 past the last. */

@@ -108,7 +108,7 @@ return function(T, C)
   define("ravel", function(t, ...)
     ARGS.nooptions("ravel", 2, 1, ...)
     check_tensor("ravel", t)
-    return t:reshape(-1)
+    return t:contiguous():view(-1)   -- PyTorch's: a ViewBackward0 node
   end)
   for name, dim in pairs { fliplr = 2, flipud = 1 } do
     define(name, function(t, ...)

@@ -1257,7 +1257,12 @@ return function(T, C)
     return dim
   end
 
-  local function vector_norm_impl(op, x, ord, dim, keepdim, dtype)
+  local vector_norm_raw
+  -- PyTorch's node name, whichever ember op computed the norm
+  local function vector_norm_impl(...)
+    return C._name_grad_fn(vector_norm_raw(...), "LinalgVectorNormBackward0")
+  end
+  function vector_norm_raw(op, x, ord, dim, keepdim, dtype)
     check_tensor(op, x, "x")
     ord = ord_value(op, ord)
     if ord == nil then ord = 2 end

@@ -490,7 +490,7 @@ return function(T, C)
   -- When x requires grad: the value is the engine's, the gradient that of
   -- s = sum(where(mask, x, 0)) / count, added as s - s:detach() (0).
   local TM = getmetatable(T.empty(0))
-  local function evenly(name, nan_only)
+  local function evenly(name, nan_only, node)
     local real = M[name]
     local function f(x, ...)
       if select("#", ...) > 0 or getmetatable(x) ~= TM or not x.requires_grad
@@ -505,14 +505,14 @@ return function(T, C)
       local mask = isnan and x:isnan() or x:eq(v)
       local cnt = mask:sum():to(x.dtype)
       local s = T.where(mask, x, T.zeros({}, { dtype = x.dtype, device = x.device })):sum() / cnt
-      return v:detach() + (s - s:detach())
+      return C._name_grad_fn(v:detach() + (s - s:detach()), node)
     end
     M[name], T[name] = f, f
   end
-  evenly("median", false)
-  evenly("nanmedian", false)
-  evenly("max", true)
-  evenly("min", true)
+  evenly("median", false, "MedianBackward0")
+  evenly("nanmedian", false, "NanmedianBackward0")
+  evenly("max", true, "MaxBackward1")
+  evenly("min", true, "MinBackward1")
 
   -- -- mode -------------------------------------------------------------------------------------
   -- The most frequent value along dim (the smallest of a tie; NaNs count

@@ -758,6 +758,26 @@ const char *em_tensor_grad_fn_name(const em_tensor *t) {
   return fn ? fn->name : NULL;
 }
 
+/* Names the node that made out as PyTorch names it, when that node is new
+** (not src's own: an op that handed src back made none). name is static. */
+void em_ag_rename(const em_tensor *src, const em_tensor *out, const char *name) {
+  em_node *fn = out ? grad_fn_of(out) : NULL;
+  if (!fn || fn->owned_name || (src && grad_fn_of(src) == fn)) return;
+  fn->name = name;
+}
+
+em_status em_tensor_name_grad_fn(em_tensor *t, const char *name) {
+  if (!name || !*name) return em_fail(EM_E_VALUE, "name_grad_fn: expected a non-empty name");
+  em_node *fn = grad_fn_of(t);
+  if (!fn) return em_fail(EM_E_VALUE, "name_grad_fn: the tensor has no grad_fn (a leaf)");
+  char *copy = strdup(name);
+  if (!copy) return em_fail(EM_E_NOMEM, "name_grad_fn: out of memory");
+  free(fn->owned_name);
+  fn->owned_name = copy;
+  fn->name = copy;
+  return EM_OK;
+}
+
 int em_tensor_is_leaf(const em_tensor *t) { return grad_fn_of(t) == NULL; }
 
 int em_tensor_retains_grad(const em_tensor *t) {

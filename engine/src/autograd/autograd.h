@@ -115,6 +115,9 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
 
 /* Gather-like ops: positions (1-based, int64, out's shape) into in read
 ** row-major; a position of numel + 1 reads zero. */
+/* Renames out's grad_fn (a static name) when it is a node of its own, not
+** src's: one op recording under several PyTorch names (t/transpose). */
+void em_ag_rename(const em_tensor *src, const em_tensor *out, const char *name);
 em_status em_ag_record_gather(const char *name, const em_tensor *in,
                               const em_tensor *pos, em_tensor *out);
 /* The node of an EM_AG_INPLACE write (kind INDEXPUT). */

@@ -705,6 +705,19 @@ static em_status ew_recast(em_ew_op op, int n, const em_operand *inputs, const e
   return em_elementwise(op, n, cast, opts, NULL, result);
 }
 
+
+/* PyTorch's node for a clamp: clamp_min/clamp_max (ClampMin/MaxBackward0,
+** 1 with a tensor bound) or clamp (ClampBackward1, 0 with a tensor bound). */
+static const char *clamp_node_name(const em_ew_opts *o, const em_operand *in, int n) {
+  int tensor_bound = (n > 1 && o->has_min && in[1].tensor) ||
+                     (n > 2 && o->has_max && in[2].tensor);
+  if (o->name && !strncmp(o->name, "clamp_min", 9))
+    return tensor_bound ? "ClampMinBackward1" : "ClampMinBackward0";
+  if (o->name && !strncmp(o->name, "clamp_max", 9))
+    return tensor_bound ? "ClampMaxBackward1" : "ClampMaxBackward0";
+  return tensor_bound ? "ClampBackward0" : "ClampBackward1";
+}
+
 em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
                          const em_ew_opts *opts, em_tensor *out,
                          em_tensor **result) {
@@ -751,6 +764,7 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     em_ag_params p;
     memset(&p, 0, sizeof p);
     p.name = em_ag_ew_name(op, n > 1 && inputs[1].tensor != NULL);
+    if (op == EM_OP_CLAMP) p.name = clamp_node_name(&o, inputs, n);
     p.op = op;
     p.ew = o;
     for (int i = 0; i < n; i++) p.sc[i] = inputs[i].scalar;

@@ -310,7 +310,8 @@ em_status em_median(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
                                indices ? indices : rec ? &own : NULL);
   em_ag_resume(on);
   if (!rec || st != EM_OK) return st;
-  const char *name = ignore_nan ? "NanmedianBackward0" : "MedianBackward0";
+  const char *name = ignore_nan ? (has_dim ? "NanmedianBackward1" : "NanmedianBackward0")
+                                 : (has_dim ? "MedianBackward1" : "MedianBackward0");
   em_tensor *ix = indices ? *indices : own;
   if (has_dim) {
     st = em_ag_record_indexed(name, t, dim, keepdim, ix, *values);

@@ -119,7 +119,9 @@ em_status em_t(const em_tensor *t, em_tensor **out) {
     return em_fail(EM_E_VALUE, "t: expects a tensor with <= 2 dimensions, but it has "
                    "%d; use :transpose(dim1, dim2) or .mT", t->ndim);
   if (t->ndim < 2) return em_alias(t, out);
-  return em_transpose(t, 1, 2, out);
+  em_status st = em_transpose(t, 1, 2, out);
+  if (st == EM_OK) em_ag_rename(t, *out, "TBackward0");
+  return st;
 }
 
 static em_status reverse_dims_nograd(const em_tensor *t, em_tensor **out) {
@@ -712,18 +714,36 @@ em_status em_flip(const em_tensor *t, int n, const int64_t *dims, em_tensor **ou
 em_status em_view(const em_tensor *t, int ndim, const int64_t *sizes, em_tensor **out) {
   RESHAPE_VIEW("ViewBackward0", view_nograd(t, ndim, sizes, out));
 }
-em_status em_reshape(const em_tensor *t, int ndim, const int64_t *sizes, em_tensor **out) {
+/* reshape and flatten: PyTorch's _reshape_alias when they could view, an
+** unsafe view of a copy when they could not */
+static em_status reshape_named(const em_tensor *t, em_tensor **out, em_status st) {
+  if (st == EM_OK)
+    em_ag_rename(t, *out, (*out)->storage == t->storage ? "ReshapeAliasBackward0"
+                                                        : "UnsafeViewBackward0");
+  return st;
+}
+static em_status reshape_recorded(const em_tensor *t, int ndim, const int64_t *sizes,
+                                  em_tensor **out) {
   RESHAPE_VIEW("ViewBackward0", reshape_nograd(t, ndim, sizes, out));
 }
-em_status em_flatten(const em_tensor *t, int64_t start, int64_t end, em_tensor **out) {
+static em_status flatten_recorded(const em_tensor *t, int64_t start, int64_t end,
+                                  em_tensor **out) {
   RESHAPE_VIEW("ViewBackward0", flatten_nograd(t, start, end, out));
+}
+em_status em_reshape(const em_tensor *t, int ndim, const int64_t *sizes, em_tensor **out) {
+  return reshape_named(t, out, reshape_recorded(t, ndim, sizes, out));
+}
+em_status em_flatten(const em_tensor *t, int64_t start, int64_t end, em_tensor **out) {
+  return reshape_named(t, out, flatten_recorded(t, start, end, out));
 }
 em_status em_unflatten(const em_tensor *t, int64_t dim, int n, const int64_t *sizes,
                        em_tensor **out) {
   RESHAPE_VIEW("ViewBackward0", unflatten_nograd(t, dim, n, sizes, out));
 }
 em_status em_squeeze(const em_tensor *t, int n, const int64_t *dims, em_tensor **out) {
-  RESHAPE_VIEW("SqueezeBackward0", squeeze_nograd(t, n, dims, out));
+  /* one dim: PyTorch's squeeze.dim */
+  RESHAPE_VIEW(n == 1 ? "SqueezeBackward1" : "SqueezeBackward0",
+               squeeze_nograd(t, n, dims, out));
 }
 em_status em_unsqueeze(const em_tensor *t, int64_t dim, em_tensor **out) {
   RESHAPE_VIEW("UnsqueezeBackward0", unsqueeze_nograd(t, dim, out));
