@@ -338,6 +338,35 @@ describe("nn.utils.weight_norm (torch 1.13's g/v reparametrisation)", function()
   end)
 end)
 
+describe("Sequential and ModuleList arithmetic (PyTorch's __add__/__mul__)", function()
+  local T = require "ember"
+  local nn = T.nn
+  it("a + b concatenates, seq * n repeats, the same module objects", function()
+    local s = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    local t = s + s
+    assert.equal(4, #t)
+    assert.equal("Sequential", t.__name)
+    assert.is_true(rawequal(t[3], s[1]))
+    local u, v = s * 3, 2 * s
+    assert.equal(6, #u)
+    assert.equal(4, #v)
+    assert.is_true(rawequal(u[5], s[1]))
+    -- the repeated modules share their parameters: one set in parameters()
+    assert.equal(2, #u:parameters())
+    local x = T.randn(4, 2)
+    local ref = s(s(x))
+    assert.is_true(T.allclose(v(x), ref))
+    local l = nn.ModuleList({ nn.ReLU() })
+    assert.equal(2, #(l + { nn.Tanh() }))
+    assert.equal(2, #(l + l))
+    assert.has_error(function() return s + l end, "Sequential: + supports only another Sequential, got ModuleList")
+    assert.has_error(function() return s * 0 end, "Sequential: non-positive multiplication factor 0 is not supported")
+    assert.has_error(function() return s * 1.5 end, "Sequential: * needs an integer number of repeats, got 1.5")
+    assert.has_error(function() return l * 2 end)
+    assert.has_error(function() return nn.ReLU() + nn.ReLU() end)
+  end)
+end)
+
 describe("T.data samplers, BatchSampler, ConcatDataset (1-based positions)", function()
   local D = T.data
   local ds = D.TensorDataset(T.arange(10, { dtype = T.float32 }):reshape { 10, 1 }, T.arange(10))

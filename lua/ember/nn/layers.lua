@@ -134,6 +134,23 @@ return function(T, C, nn)
       nomore(name .. ".len", 1, ...)
       return #self._module_names
     end
+    -- a + b: a new list of a's modules then b's (the same module objects);
+    -- b is a list of the same class (a ModuleList also takes an array)
+    function L._list_add(a, b)
+      local ok = is_module(b) and b._list_add == L._list_add and b.__name == a.__name
+      if not ok and not (name == "ModuleList" and type(b) == "table" and not is_module(b)) then
+        error(string.format("%s: + supports only another %s, got %s", name,
+          name, is_module(b) and b.__name or type(b)), 3)
+      end
+      local out = L()
+      for _, m in ipairs(list_items(a)) do out:append(m) end
+      if is_module(b) then
+        for _, m in ipairs(list_items(b)) do out:append(m) end
+      else
+        out:extend(b)
+      end
+      return out
+    end
     -- list[i] = m for a slot that is not there: a negative i; past the end
     -- is an error (append adds)
     function L._set_index(self, i, m)
@@ -148,6 +165,21 @@ return function(T, C, nn)
   end
 
   local Sequential = list_class("Sequential")
+  -- seq * n (or n * seq): the modules n times over, the same objects
+  function Sequential._list_repeat(a, n)
+    if type(n) ~= "number" or n ~= math.floor(n) then
+      error(string.format("Sequential: * needs an integer number of repeats, got %s",
+        type(n) == "number" and tostring(n) or type(n)), 3)
+    end
+    if n <= 0 then
+      error(string.format("Sequential: non-positive multiplication factor %d is not supported", n), 3)
+    end
+    local out = Sequential()
+    for _ = 1, n do
+      for _, m in ipairs(list_items(a)) do out:append(m) end
+    end
+    return out
+  end
   function Sequential:init(...)
     local mods = { ... }
     if #mods == 1 and type(mods[1]) == "table" and not Module._is_module(mods[1]) then mods = mods[1] end

@@ -75,6 +75,18 @@ return function(T, C)
         return Module._call_hooked(self, ...)
       end,
       __tostring = function(self) return self:_repr() end,
+      -- list containers: a + b and a * n (PyTorch's __add__/__mul__)
+      __add = function(a, b)
+        local f = is_module(a) and a._list_add
+        if not f then error("attempt to perform arithmetic (+) on a module that is not a Sequential or ModuleList", 2) end
+        return f(a, b)
+      end,
+      __mul = function(a, b)
+        if type(a) == "number" then a, b = b, a end
+        local f = is_module(a) and a._list_repeat
+        if not f then error("attempt to perform arithmetic (*) on a module that is not a Sequential", 2) end
+        return f(a, b)
+      end,
     }
   end
 
