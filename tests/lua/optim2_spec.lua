@@ -197,3 +197,62 @@ describe("LBFGS against torch.optim.LBFGS on Rosenbrock", function()
     assert((x:detach() - T.ones(2)):abs():max():item() < 1e-3)
   end)
 end)
+
+describe("optimizer state is copied, arguments checked (difftest round 3)", function()
+  local S = T.optim.lr_scheduler
+  local function rosen(z) local a = z[2] - z[1] ^ 2; local b = 1 - z[1]; return 100 * a ^ 2 + b ^ 2 end
+  it("LBFGS: a loaded state shares no history with the original", function()
+    local function mk()
+      local x = T.tensor({ -1.2, 1.0 }, { dtype = T.float64, requires_grad = true })
+      local o = T.optim.LBFGS({ x }, { max_iter = 3, history_size = 4, line_search_fn = "strong_wolfe" })
+      return x, o, function() o:zero_grad(); local l = rosen(x); l:backward(); return l end
+    end
+    local x, o, cl = mk()
+    for _ = 1, 2 do o:step(cl) end
+    local x2, o2, cl2 = mk()
+    x2:detach():copy_(x:detach())
+    o2:load_state_dict(o:state_dict())
+    assert.is_false(o2.state[x2].old_dirs == o.state[x].old_dirs)
+    -- both go on, interleaved: each reaches torch's point after 5 steps
+    for _ = 1, 3 do o:step(cl); o2:step(cl2) end
+    for _, z in ipairs { x, x2 } do
+      assert.near(-0.7456203765, z[1]:item(), 1e-8)
+      assert.near(0.5092844103, z[2]:item(), 1e-8)
+    end
+  end)
+  it("betas are copied through state_dict and load_state_dict", function()
+    local o1 = T.optim.Adam({ T.zeros(2, { requires_grad = true }) }, { betas = { 0.9, 0.999 } })
+    local o2 = T.optim.Adam({ T.zeros(2, { requires_grad = true }) })
+    o2:load_state_dict(o1:state_dict())
+    o1.param_groups[1].betas[1] = 0.1
+    assert.equal(0.9, o2.param_groups[1].betas[1])
+    local sd = o1:state_dict()
+    sd.param_groups[1].betas[1] = 0.2
+    assert.equal(0.1, o1.param_groups[1].betas[1])
+  end)
+  it("lr: NaN and tensors refused, a repeated parameter refused", function()
+    local p = T.zeros(2, { requires_grad = true })
+    for _, name in ipairs { "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop" } do
+      assert.has_error(function() T.optim[name]({ p }, { lr = 0 / 0 }) end, name .. ": Invalid learning rate: nan")
+    end
+    assert.has_error(function() T.optim.SGD({ p }, { lr = T.tensor(0.1) }) end,
+      "SGD: lr must be a number, got a tensor (use lr:item())")
+    assert.has_error(function() T.optim.SGD({ p, p }, { lr = 0.1, momentum = 0.9 }) end,
+      "SGD: parameter 2 of a parameter group is the same tensor as parameter 1")
+  end)
+  it("schedulers refuse arguments whose steps would divide by zero", function()
+    local o = T.optim.SGD({ T.zeros(2, { requires_grad = true }) }, { lr = 0.1, momentum = 0.9 })
+    assert.has_error(function() S.LinearLR(o, { start_factor = 0 }) end,
+      "LinearLR: start_factor 0 is not supported (each step divides by it); use a small positive factor")
+    assert.has_error(function() S.ConstantLR(o, { factor = 0, total_iters = 2 }) end,
+      "ConstantLR: factor 0 cannot be lifted at total_iters (it divides by the factor)")
+    assert.has_error(function() S.CyclicLR(o, { base_lr = 0.01, max_lr = 0.1, step_size_up = 0 }) end,
+      "CyclicLR: step_size_up (0) and step_size_down (0) must be >= 0 with a positive sum")
+    assert.has_error(function() S.PolynomialLR(o, { total_iters = 3, power = -1 }) end,
+      "PolynomialLR: power must be >= 0, got -1")
+    -- the boundaries still work: power 0 keeps the lr, a tiny start factor ramps
+    local s = S.LinearLR(o, { start_factor = 1e-3, total_iters = 2 })
+    s:step(); s:step()
+    assert.near(0.1, o.param_groups[1].lr, 1e-12)
+  end)
+end)

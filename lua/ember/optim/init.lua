@@ -57,10 +57,14 @@ return function(T, C)
   -- an option's value for one group: a table (betas, etas) copied, so a
   -- group's or optimizer's change never reaches another's (PyTorch's are
   -- tuples, which cannot change in place)
-  local function own(v)
-    if is_list(v) then
+  -- a copy of an option's plain tables (betas), so no two groups,
+  -- optimizers or state dicts share one; with clone, tensors are cloned
+  -- too (state: LBFGS's history lists hold tensors)
+  local function own(v, clone)
+    if clone and T.is_tensor(v) then return v:clone() end
+    if is_list(v) and getmetatable(v) == nil then
       local c = {}
-      for k, x in pairs(v) do c[k] = x end
+      for k, x in pairs(v) do c[k] = own(x, clone) end
       return c
     end
     return v
@@ -117,6 +121,13 @@ return function(T, C)
       end
       if not p.is_leaf then error(self.name .. ": can't optimize a non-leaf Tensor", 3) end
       if seen[p] then error(self.name .. ": some parameters appear in more than one parameter group", 3) end
+      for j = 1, i - 1 do
+        if rawequal(ps[j], p) then
+          -- PyTorch warns ("in future, this will cause an error") and keeps
+          -- two states for it; one tensor updated twice is refused here
+          error(string.format("%s: parameter %d of a parameter group is the same tensor as parameter %d", self.name, i, j), 3)
+        end
+      end
       group.params[i] = p
       if p:is_complex() then
         self.complex_params = self.complex_params or {}
@@ -126,7 +137,11 @@ return function(T, C)
     for k, v in pairs(g) do if k ~= "params" then group[k] = own(v) end end
     for k, v in pairs(self.defaults) do if group[k] == nil then group[k] = own(v) end end
     if group.lr == nil or group.lr == false then error(self.name .. ": lr is required", 3) end
-    if group.lr < 0 then error(string.format("%s: Invalid learning rate: %g", self.name, group.lr), 3) end
+    if type(group.lr) ~= "number" then
+      error(string.format("%s: lr must be a number, got %s%s", self.name, T.is_tensor(group.lr) and "a tensor" or type(group.lr),
+        T.is_tensor(group.lr) and " (use lr:item())" or ""), 3)
+    end
+    if not (group.lr >= 0) then error(string.format("%s: Invalid learning rate: %g", self.name, group.lr), 3) end
     self.param_groups[#self.param_groups + 1] = group
   end
 
@@ -193,7 +208,7 @@ return function(T, C)
     local index, n, groups, state = {}, 0, {}, {}
     for gi, g in ipairs(self.param_groups) do
       local pg = { params = {} }
-      for k, v in pairs(g) do if k ~= "params" then pg[k] = v end end
+      for k, v in pairs(g) do if k ~= "params" then pg[k] = own(v) end end
       for _, p in ipairs(g.params) do
         if index[p] == nil then
           n = n + 1
@@ -206,7 +221,7 @@ return function(T, C)
           local scalars = self.scalar_state
           for k, v in pairs(st) do
             if scalars and scalars[k] then v = T.tensor(v, { dtype = T.float32 }) end
-            copy[k] = T.is_tensor(v) and v:clone() or v
+            copy[k] = own(v, true)
           end
           state[index[p]] = copy
         end
@@ -232,7 +247,7 @@ return function(T, C)
       end
       for i, p in ipairs(g.params) do byindex[sg.params[i]] = p end
       -- options PyTorch leaves None (foreach) mean "the default": not copied
-      for k, v in pairs(sg) do if k ~= "params" and v ~= T.None then g[k] = v end end
+      for k, v in pairs(sg) do if k ~= "params" and v ~= T.None then g[k] = own(v) end end
     end
     self.state = {}
     for i, st in pairs(sd.state) do
@@ -246,6 +261,8 @@ return function(T, C)
           elseif T.is_tensor(v) then
             v = v:clone()
             if v.dtype.is_floating_point and v.dtype ~= p.dtype and v.ndim > 0 then v = v:to(p.dtype) end
+          else
+            v = own(v, true)
           end
           copy[k] = v
         end

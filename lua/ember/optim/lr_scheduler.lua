@@ -339,6 +339,9 @@ return function(T, optim)
     if f > 1 or f < 0 then
       error("ConstantLR: Constant multiplicative factor expected to be between 0 and 1, got " .. f, 2)
     end
+    -- lifting a factor of 0 at total_iters divides by it (PyTorch raises
+    -- ZeroDivisionError at that step; refused here, before any NaN lr)
+    if f == 0 then error("ConstantLR: factor 0 cannot be lifted at total_iters (it divides by the factor)", 2) end
     self.factor = f
     self.total_iters = number("ConstantLR", "total_iters", o.total_iters or 5)
     return base_init(self, opt, o)
@@ -364,6 +367,8 @@ return function(T, optim)
     if s > 1 or s < 0 then
       error("LinearLR: Starting multiplicative factor expected to be between 0 and 1, got " .. s, 2)
     end
+    -- the chainable step divides by start_factor (PyTorch: ZeroDivisionError at step 1)
+    if s == 0 then error("LinearLR: start_factor 0 is not supported (each step divides by it); use a small positive factor", 2) end
     if e > 1 or e < 0 then
       error("LinearLR: Ending multiplicative factor expected to be between 0 and 1, got " .. e, 2)
     end
@@ -390,6 +395,8 @@ return function(T, optim)
     local self = setmetatable({}, PolynomialLR)
     self.total_iters = number("PolynomialLR", "total_iters", o.total_iters or 5)
     self.power = number("PolynomialLR", "power", o.power or 1.0)
+    -- (1 - e/n)^power at e = n: 0 to a negative power (PyTorch raises there)
+    if self.power < 0 then error("PolynomialLR: power must be >= 0, got " .. self.power, 2) end
     return base_init(self, opt, o)
   end
   function PolynomialLR:_compute_lr()
@@ -505,12 +512,13 @@ return function(T, optim)
     local self = setmetatable({}, Cyclic)
     local last = o.last_epoch or -1
     local base_lrs = per_group(name, opt, "base_lr", o.base_lr)
-    if last == -1 then
-      for i, g in ipairs(opt.param_groups) do g.lr = base_lrs[i] end
-    end
-    self.max_lrs = per_group(name, opt, "max_lr", o.max_lr)
+    -- checked before the groups' lr is touched
     local up = number(name, "step_size_up", o.step_size_up or 2000) + 0.0
     local down = o.step_size_down and number(name, "step_size_down", o.step_size_down) + 0.0 or up
+    if not (up >= 0 and down >= 0 and up + down > 0) then
+      error(string.format("CyclicLR: step_size_up (%g) and step_size_down (%g) must be >= 0 with a positive sum", up, down), 2)
+    end
+    self.max_lrs = per_group(name, opt, "max_lr", o.max_lr)
     self.total_size = up + down
     self.step_ratio = up / self.total_size
     local mode = o.mode or "triangular"
@@ -538,12 +546,16 @@ return function(T, optim)
         error("CyclicLR: optimizer must support momentum with `cycle_momentum` option enabled", 2)
       end
       local bm = per_group(name, opt, "base_momentum", o.base_momentum or 0.8)
+      self.max_momentums = per_group(name, opt, "max_momentum", o.max_momentum or 0.9)
       if last == -1 then
         for i, g in ipairs(opt.param_groups) do g.momentum = bm[i] end
       end
       self.base_momentums = {}
       for i, g in ipairs(opt.param_groups) do self.base_momentums[i] = g.momentum end
-      self.max_momentums = per_group(name, opt, "max_momentum", o.max_momentum or 0.9)
+    end
+    -- every argument checked: now the groups start at base_lr
+    if last == -1 then
+      for i, g in ipairs(opt.param_groups) do g.lr = base_lrs[i] end
     end
     base_init(self, opt, o)
     self.base_lrs = base_lrs
