@@ -3,7 +3,8 @@
 ** The key becomes an array of em_index_item (DESIGN §3) and index.c does
 ** the rest, so the Lua layer only translates:
 **   number            one integer item (select along dim 1)
-**   tensor            one advanced item (int64/int32 positions or a bool mask)
+**   tensor            one advanced item (int64/int32 positions or a bool mask);
+**                     a 0-d integer tensor is an integer item, as in PyTorch
 **   T.newaxis         one newaxis item
 **   true / false      a 0-d bool mask (a new dim of size 1 / 0)
 **   table             one item per entry:
@@ -59,6 +60,14 @@ static void to_item(lua_State *L, int idx, int pos, em_device dev, em_index_item
       return;
     case LUA_TUSERDATA:
       if ((x = l_totensor(L, idx))) {
+        em_dtype dt = em_tensor_dtype(x);
+        if (em_tensor_ndim(x) == 0 && dt >= EM_INT8 && dt <= EM_INT64) {
+          /* a 0-d integer tensor is an integer (PyTorch's applySelect): it
+          ** takes no part in the advanced-index broadcast or adjacency */
+          it->kind = EM_INDEX_INT;
+          if (em_get_i64(x, 0, &it->first) != EM_OK) l_error(L);
+          return;
+        }
         it->kind = EM_INDEX_TENSOR;
         it->tensor = x;
         return;

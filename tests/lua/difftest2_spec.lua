@@ -370,3 +370,20 @@ describe("differences from torch 1.13, second round, fixed", function()
     err(function() T.max_pool2d(7, 2) end, "max_pool2d: expected a tensor for the input, got number")
   end)
 end)
+
+describe("difftest round 3: indexing (torch 1.13)", function()
+  local T = require "ember"
+  it("a 0-d integer tensor in a key is an integer (applySelect)", function()
+    local x = T.arange(24):reshape(2, 3, 4)
+    -- torch: x[torch.tensor(0), :, torch.tensor([0, 1])].shape == [3, 2]
+    assert.same({ 3, 2 }, x[{ T.tensor(1), {}, T.tensor { 1, 2 } }].shape:totable())
+    assert.same({ 1, 3, 2 }, x[{ T.tensor(2), T.newaxis, {}, T.tensor { 1, 2 } }].shape:totable())
+    assert.is_true(x[T.tensor(2)]:equal(x[2]))
+    assert.is_true(x[{ T.tensor(-1), T.tensor(2, { dtype = T.int32 }) }]:equal(x[{ 2, 2 }]))
+    -- checked even when nothing else is selected
+    assert.has_error(function() return T.zeros(0)[{ false, T.tensor(5) }] end)
+    local y = x:clone()
+    y[T.tensor(1)] = 0
+    assert.equal(210, y:sum():item())
+  end)
+end)
