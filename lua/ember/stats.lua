@@ -307,29 +307,50 @@ return function(T, C)
   end)
 
   -- -- searchsorted / bucketize (1-based positions) ----------------------------------------------
+  -- a binary search over the last dim, all values at once: ceil(log2(n+1))
+  -- rounds of gather and compare (PyTorch's cus_lower_bound/upper_bound:
+  -- go right while !(mid >= v), or !(mid > v) for right, so a NaN value
+  -- lands after every number). Compared in int64 when both are integral,
+  -- else float64 (a Lua number keeps its fraction against integer
+  -- boundaries, as PyTorch's promotion does).
   local function positions(op, seq, v, right, o)
     local scalar = type(v) == "number"
-    if scalar then v = T.full({}, v, { dtype = seq.dtype, device = seq.device }) end
+    if scalar then
+      v = T.full({}, v, { dtype = v == math.floor(v) and math.abs(v) < 2 ^ 53 and not seq.dtype.is_floating_point
+        and T.int64 or T.float64, device = seq.device })
+    end
     check_tensor(op, v, "input", 4)
-    -- the float64 casts below would drop an imaginary part: refused, as
-    -- PyTorch (complex values have no order)
+    -- complex values have no order: refused, as PyTorch
     for _, t in ipairs { seq, v } do
       if t:is_complex() then error(fmt("%s: not implemented for %s tensors", op, t.dtype.name), 4) end
     end
-    local s = seq:to(T.float64)
-    local vv = v:to(T.float64)
+    local integral = not seq.dtype.is_floating_point and not v.dtype.is_floating_point
+    local cdt = integral and T.int64 or T.float64
+    local s, vv = seq:to(cdt), v:to(cdt)
     local n = s.shape[s.ndim]
-    local cmp
+    local vshape = vv.shape:totable()
+    local flat
     if s.ndim == 1 then
-      local e = vv:unsqueeze(-1)
-      cmp = right and e:ge(s) or e:gt(s)
+      flat = vv:reshape(-1)
     else
-      cmp = right and vv:unsqueeze(-1):ge(s:unsqueeze(-2)) or vv:unsqueeze(-1):gt(s:unsqueeze(-2))
+      flat = vv:reshape(-1, vv.shape[vv.ndim] or 1)
+      s = s:reshape(-1, n)
     end
-    local r = cmp:sum(-1)
-    r = T.where(vv:isnan(), n, r) + 1
+    local lo = T.zeros(flat.shape:totable(), { dtype = T.int64, device = seq.device })
+    local hi = T.full(flat.shape:totable(), n, { dtype = T.int64, device = seq.device })
+    if n > 0 and flat:numel() > 0 then
+      local rounds = math.floor(math.log(n) / math.log(2)) + 1
+      for _ = 1, rounds do
+        local open = lo:lt(hi)
+        local mid = T.div(lo + hi, 2, { rounding_mode = "floor" })
+        local at = s:gather(s.ndim, (mid:clamp(0, n - 1) + 1))
+        local go_right = right and at:gt(flat):logical_not() or at:ge(flat):logical_not()
+        lo = T.where(open:logical_and(go_right), mid + 1, lo)
+        hi = T.where(open:logical_and(go_right:logical_not()), mid, hi)
+      end
+    end
+    local r = lo:reshape(vshape) + 1
     if o.out_int32 then r = r:int() end
-    if scalar then return r:reshape({}) end
     return r
   end
   both("searchsorted", function(seq, v, o)

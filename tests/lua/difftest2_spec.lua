@@ -387,3 +387,24 @@ describe("difftest round 3: indexing (torch 1.13)", function()
     assert.equal(210, y:sum():item())
   end)
 end)
+
+describe("difftest round 3: searchsorted/bucketize (torch 1.13, + 1)", function()
+  local T = require "ember"
+  it("a fractional number against integer boundaries keeps its fraction", function()
+    local B = T.tensor { -4, -4, -4, -2, -1, 2 }
+    assert.equal(5, T.bucketize(-1.5, B, { right = true }):item())   -- torch 4
+    assert.equal(3, T.searchsorted(T.tensor({ -3, -3, -1, 1, 1, 3 }, { dtype = T.int8 }), -1.5,
+      { right = true }):item())                                       -- torch 2
+    assert.same({ 2, 3 }, T.searchsorted(T.tensor { 1, 2, 3 }, T.tensor { 1.5, 2.5 }):tolist())
+  end)
+  it("a binary search: NaN in the sequence and in the values as torch's", function()
+    local s = T.tensor { 1, 0 / 0 }
+    assert.same({ 3, 3 }, T.searchsorted(s, T.tensor { 0 / 0, 2 }):tolist())
+    assert.same({ 3, 3 }, T.searchsorted(s, T.tensor { 0 / 0, 2 }, { right = true }):tolist())
+    assert.same({ 1 }, T.searchsorted(T.tensor({}, { dtype = T.float32 }), T.tensor { 1 }):tolist())
+    -- large inputs take log2(n) rounds, not an n x m comparison
+    local seq = T.arange(1e6):double()
+    local v = T.rand(1000) * 1e6
+    assert.is_true((T.searchsorted(seq, v) - 1):double():equal(v:ceil()))
+  end)
+end)
