@@ -126,6 +126,9 @@ static int int_fits(em_scalar v, em_dtype dt) {
   }
   if (v.kind == EM_SCALAR_BOOL) return 1;
   double x = v.kind == EM_SCALAR_INT ? (double)v.i : v.f;
+  /* only an integer wraps into an unsigned type: a negative fraction is
+  ** out of range (c10 checks a floating value against 0..max) */
+  if (dt == EM_UINT8 && x < 0 && x != floor(x)) return 0;
   return x >= lo && x <= hi; /* false for NaN */
 }
 

@@ -116,11 +116,23 @@ return function(T, C)
   end
   T.scatter_reduce_ = M.scatter_reduce_
 
+  local masked = { masked_fill = true, masked_scatter = true }
   local function out_of_place(name)
     local inplace = M[name .. "_"]
     local f = function(t, ...)
       if not T.is_tensor(t) then
         error(name .. ": expected a tensor for argument #1, got " .. type(t), 2)
+      end
+      -- masked_fill/masked_scatter broadcast t with the mask first
+      -- (PyTorch's expand_outplace): a larger mask makes a larger result
+      if masked[name] then
+        local mask = ...
+        if T.is_tensor(mask) and mask.ndim > 0 then
+          local ok, shape = pcall(T.broadcast_shapes, t.shape, mask.shape)
+          if ok and table.concat(T.Size(shape):totable(), ",") ~= table.concat(t.shape:totable(), ",") then
+            t = t:expand(shape)
+          end
+        end
       end
       return inplace(t:clone(), ...)
     end

@@ -408,3 +408,28 @@ describe("difftest round 3: searchsorted/bucketize (torch 1.13, + 1)", function(
     assert.is_true((T.searchsorted(seq, v) - 1):double():equal(v:ceil()))
   end)
 end)
+
+describe("difftest round 3: selection edge cases (torch 1.13)", function()
+  local T = require "ember"
+  it("out-of-place masked_fill/masked_scatter broadcast the tensor with the mask", function()
+    local r = T.zeros(3):masked_fill(T.tensor { { true }, { false } }, 1)
+    assert.same({ { 1, 1, 1 }, { 0, 0, 0 } }, r:tolist())
+    local s = T.zeros(3):masked_scatter(T.tensor { { true }, { false } }, T.arange(1, 7):float())
+    assert.same({ { 1, 2, 3 }, { 0, 0, 0 } }, s:tolist())
+    assert.has_error(function() return T.zeros(3):masked_fill(T.tensor { true, false }, 1) end)
+  end)
+  it("a negative fraction does not fit uint8 (only integers wrap)", function()
+    local u = T.zeros(2, { dtype = T.uint8 })
+    assert.same({ 255, 0 }, u:masked_fill(T.tensor { true, false }, -1):tolist())
+    for _, v in ipairs { -1.5, -0.5 } do
+      assert.has_error(function() u:masked_fill(T.tensor { true, false }, v) end,
+        "masked_fill_: value cannot be converted to type uint8 without overflow")
+      assert.has_error(function() u:index_fill(1, T.tensor { 1 }, v) end)
+    end
+  end)
+  it("topk(0) of a 0-d tensor is the tensor (no unwritten element)", function()
+    local v, i = T.tensor(5.5):topk(0)
+    assert.equal(5.5, v:item())
+    assert.equal(1, i:item())
+  end)
+end)

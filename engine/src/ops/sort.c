@@ -33,6 +33,9 @@ static em_status sort_impl(const char *op, const em_tensor *t, int64_t dim, int 
   else if (k < 0 || k > len)
     return em_fail(EM_E_INDEX, "%s: k (%lld) is out of range: dimension %d has size %lld",
                    op, (long long)k, axis + 1, (long long)len);
+  /* a 0-d result holds one element: topk(0) of a 0-d tensor is the tensor
+  ** (PyTorch's), never an unwritten element */
+  if (t->ndim == 0) k = 1;
   int64_t sizes[EM_MAX_DIMS];
   for (int i = 0; i < t->ndim; i++) sizes[i] = t->sizes[i];
   if (t->ndim > 0) sizes[axis] = k;
