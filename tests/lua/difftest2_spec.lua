@@ -433,3 +433,40 @@ describe("difftest round 3: selection edge cases (torch 1.13)", function()
     assert.equal(1, i:item())
   end)
 end)
+
+describe("difftest round 3: embeddings (torch 1.13)", function()
+  local T = require "ember"
+  local nn = T.nn
+  it("from_pretrained shares the tensor, frozen by default", function()
+    local e = T.randn(4, 2)
+    local E = nn.Embedding.from_pretrained(e)
+    assert.is_false(E.weight.requires_grad)
+    assert.is_true(E(T.tensor { 2 }):equal(e[{ { 2 } }]))
+    e[2][1] = 100
+    assert.equal(100, E.weight[2][1]:item())
+    local E2 = nn.Embedding.from_pretrained(e, { freeze = false, padding_idx = 1 })
+    assert.is_true(E2.weight.requires_grad and E2.weight.is_leaf)
+    assert.equal(1, E2.padding_idx)
+    assert.equal(100, E2.weight[2][1]:item())  -- the padding row is not zeroed either
+    local B = nn.EmbeddingBag.from_pretrained(e, { mode = "max" })
+    assert.same({ { 100, math.max(e[1][2]:item(), e[2][2]:item()) } }, B(T.tensor { { 1, 2 } }):tolist())
+    assert.has_error(function() nn.Embedding.from_pretrained(T.randn(3)) end,
+      "Embedding.from_pretrained: Embeddings parameter is expected to be 2-dimensional, got 1-d")
+    assert.has_error(function() nn.Embedding.from_pretrained(e, { bogus = 1 }) end)
+  end)
+  it("Embedding takes sparse = false and scale_grad_by_freq = false", function()
+    assert.equal("Embedding(5, 2)", tostring(nn.Embedding(5, 2, { sparse = false, scale_grad_by_freq = false })))
+    assert.has_error(function() nn.Embedding(5, 2, { sparse = true }) end,
+      "Embedding: scale_grad_by_freq and sparse gradients are not supported")
+  end)
+  it("include_last_offset: the last offset ends the last bag", function()
+    local W = T.randn(7, 3)
+    local ids = T.tensor { 2, 3, 5, 6, 5, 4, 3, 7 }
+    local r = T.nn.functional.embedding_bag(ids, W, T.tensor { 1, 3, 6 }, { mode = "sum", include_last_offset = true })
+    assert.is_true(T.allclose(r[2], W[5] + W[6] + W[5]))
+    assert.is_true(T.allclose(r[1], W[2] + W[3]))
+    assert.has_error(function()
+      T.nn.functional.embedding_bag(ids, W, T.tensor { 1, 3, 10 }, { mode = "sum", include_last_offset = true })
+    end, "embedding_bag: the last offset (10) must be in 1..9 (#ids + 1) with include_last_offset")
+  end)
+end)

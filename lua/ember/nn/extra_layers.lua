@@ -551,6 +551,16 @@ return function(T, C, nn)
       flat, starts = ids, offsets:to(T.int64)
       if o.include_last_offset then
         if starts:numel() < 1 then error(op .. ": include_last_offset needs at least one offset", 2) end
+        -- the last offset ends the last bag (CSR): ids after it are in no bag
+        local last = tostring(dev) ~= "meta" and starts[-1]:item() or nil
+        if last and (last < 1 or last > flat:numel() + 1) then
+          error(string.format("%s: the last offset (%d) must be in 1..%d (#ids + 1) with include_last_offset",
+            op, last, flat:numel() + 1), 2)
+        end
+        if last and last <= flat:numel() then
+          flat = flat:narrow(1, 1, last - 1)
+          if psw ~= nil then psw = psw:narrow(1, 1, last - 1) end
+        end
         starts = starts:narrow(1, 1, starts:numel() - 1)
       end
     else
@@ -794,7 +804,7 @@ return function(T, C, nn)
   local EmbeddingBag = Module:extend("EmbeddingBag")
   function EmbeddingBag:init(num, dim, o)
     o = checked("EmbeddingBag", o, set { "mode", "padding_idx", "max_norm", "norm_type", "include_last_offset",
-      "scale_grad_by_freq", "sparse", "dtype" })
+      "scale_grad_by_freq", "sparse", "dtype", "_weight" })
     self.num_embeddings, self.embedding_dim = num, dim
     self.mode = opt(o, "mode", "mean")
     self.padding_idx = require("ember.nn.util").padding_idx("EmbeddingBag", opt(o, "padding_idx", nil), num, 2)
@@ -803,10 +813,19 @@ return function(T, C, nn)
     if o.scale_grad_by_freq or o.sparse then
       error("EmbeddingBag: scale_grad_by_freq and sparse gradients are not supported", 3)
     end
+    if o._weight ~= nil then
+      self.weight = o._weight
+      return
+    end
     local w = T.empty({ num, dim }, { dtype = opt(o, "dtype", nil) or T.get_default_dtype() })
     init.normal_(w, 0, 1)
     if self.padding_idx then w[self.padding_idx]:fill_(0) end
     self.weight = w:requires_grad_(true)
+  end
+  function EmbeddingBag.from_pretrained(emb, o, ...)
+    ARGS.nomore("EmbeddingBag.from_pretrained", 2, ...)
+    return nn._from_pretrained(EmbeddingBag, "EmbeddingBag", { "max_norm", "norm_type", "scale_grad_by_freq",
+      "mode", "sparse", "include_last_offset", "padding_idx" }, emb, o, 2)
   end
   function EmbeddingBag:forward(ids, offsets, per_sample_weights, ...)
     ARGS.nooptions("EmbeddingBag.forward", 2, 3, offsets, per_sample_weights, ...)

@@ -385,13 +385,21 @@ return function(T, C, nn)
 
   -- -- embedding and normalisation ------------------------------------------------------
   local Embedding = Module:extend("Embedding")
-  local EMB = { "padding_idx", "max_norm", "norm_type", "dtype", "device" }
+  local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse", "dtype", "device",
+    "_weight" }
   function Embedding:init(num, dim, o, ...)
     nomore("Embedding", 3, ...)
     checkopts("Embedding", o, EMB)
+    if o and (o.scale_grad_by_freq or o.sparse) then
+      error("Embedding: scale_grad_by_freq and sparse gradients are not supported", 3)
+    end
     self.num_embeddings, self.embedding_dim = num, dim
     self.padding_idx = require("ember.nn.util").padding_idx("Embedding", opt(o, "padding_idx", nil), num, 3)
     self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
+    if o and o._weight ~= nil then   -- PyTorch's _weight: the given tensor, as is
+      self.weight = o._weight
+      return
+    end
     local w = param({ num, dim }, o)
     init.normal_(w, 0, 1)
     if self.padding_idx then w[self.padding_idx]:fill_(0) end
@@ -409,6 +417,38 @@ return function(T, C, nn)
     return s
   end
   nn.Embedding = Embedding
+
+  -- Embedding.from_pretrained(embeddings, {freeze = true, padding_idx, ...})
+  -- and EmbeddingBag's: a module whose weight shares the given 2-d
+  -- tensor's memory (PyTorch's Parameter(embeddings)), a leaf that requires
+  -- grad unless frozen; the padding row is left as given
+  function nn._from_pretrained(cls, name, keys, emb, o, level)
+    local full = name .. ".from_pretrained"
+    if not T.is_tensor(emb) or emb.ndim ~= 2 then
+      error(string.format("%s: Embeddings parameter is expected to be 2-dimensional, got %s", full,
+        T.is_tensor(emb) and (emb.ndim .. "-d") or type(emb)), level + 1)
+    end
+    local known = { freeze = true }
+    for _, k in ipairs(keys) do known[k] = true end
+    local pass = {}
+    for k, v in pairs(o or {}) do
+      if not known[k] then
+        local list = { "freeze" }
+        for _, kk in ipairs(keys) do list[#list + 1] = kk end
+        error(string.format("%s: unknown option '%s' (expected one of: %s)", full, tostring(k),
+          table.concat(list, ", ")), level + 1)
+      end
+      if k ~= "freeze" then pass[k] = v end
+    end
+    local freeze = o == nil or o.freeze == nil or o.freeze
+    pass._weight = emb:detach():requires_grad_(not freeze)
+    return cls(emb.shape[1], emb.shape[2], pass)
+  end
+  function Embedding.from_pretrained(emb, o, ...)
+    nomore("Embedding.from_pretrained", 2, ...)
+    return nn._from_pretrained(Embedding, "Embedding",
+      { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }, emb, o, 2)
+  end
 
   local LayerNorm = Module:extend("LayerNorm")
   local LN = { "eps", "elementwise_affine", "dtype", "device" }
