@@ -695,6 +695,13 @@ static void encode(lua_State *L, enc *e, int idx, int depth, int is_key) {
     default:
       break;
   }
+  if (l_isint64box(L, idx)) { /* LuaJIT's boxed int64_t (load_torch makes them past 2^53) */
+    int64_t v;
+    if (!l_toint64(L, idx, &v, "save")) l_errorf(L, "save: a cdata that is not an int64_t");
+    buf_u8(L, e->buf, TAG_I64);
+    buf_u64(L, e->buf, (uint64_t)v);
+    return;
+  }
   if (t == LUA_TUSERDATA && l_totensor(L, idx)) {
     if (is_key) l_errorf(L, "save: table keys must be strings, numbers or booleans, got a tensor");
     lua_pushvalue(L, idx);
@@ -839,7 +846,7 @@ static void decode(lua_State *L, dec *d, int depth) {
 #if LUA_VERSION_NUM >= 503
       lua_pushinteger(L, (lua_Integer)v);
 #else
-      lua_pushnumber(L, (lua_Number)v);
+      l_pushint64(L, v); /* a number within 2^53, else a boxed int64_t */
 #endif
       return;
     }

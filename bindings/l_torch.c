@@ -478,6 +478,15 @@ static int64_t add_table(lua_State *L, enc *e, int tbl, int depth, const char *w
     if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN && !is_none(L, k))
       l_errorf(L, "save_torch: %s has a %s as a key (PyTorch's dict keys here are strings, "
                   "numbers, booleans or T.None)", where, luaL_typename(L, k));
+    if (kt == LUA_TBOOLEAN) { /* Python's True == 1 and False == 0: one key would be lost */
+      int b = lua_toboolean(L, k);
+      lua_pushnumber(L, b);
+      lua_rawget(L, tbl);
+      if (!lua_isnil(L, -1))
+        l_errorf(L, "save_torch: %s has both %s and %d as keys (equal keys in Python: one "
+                    "entry would be lost)", where, b ? "true" : "false", b);
+      lua_pop(L, 1);
+    }
     append(L, e, id, add_value(L, e, k, depth + 1, where));
     lua_pushvalue(L, k);
     lua_rawget(L, tbl);
@@ -505,7 +514,9 @@ static int64_t add_value(lua_State *L, enc *e, int idx, int depth, const char *w
 #if LUA_VERSION_NUM >= 503
     int integral = lua_isinteger(L, idx);
 #else
-    int integral = d == floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+    /* -0.0 stays a float: an int would lose its sign */
+    int integral = d == floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+                   !(d == 0 && signbit(d));
 #endif
     if (integral) {
       v.kind = EM_PY_INT;

@@ -503,6 +503,22 @@ return function(T, C)
     return T.ones(t.shape, { dtype = T.bool, device = t.device })
   end
   define("isreal", isreal)
+  -- angle of a real tensor: pi where x < 0, else 0, NaN kept; integers
+  -- give the default float dtype (PyTorch's); its gradient is zero
+  for _, tbl in ipairs { T, M } do
+    local real_angle = tbl.angle
+    tbl.angle = function(x, ...)
+      if getmetatable(x) ~= TM or x:is_complex() then return real_angle(x, ...) end
+      ARGS.nomore("angle", 1, ...)
+      local f = x.dtype.is_floating_point and x or x:to(T.get_default_dtype())
+      local r = T.no_grad(function()
+        return T.where(f:isnan(), f, T.where(f:lt(0), math.pi, 0):to(f.dtype))
+      end)
+      if f.requires_grad then r = r + (f - f:detach()) * 0 end
+      return r
+    end
+  end
+
   T.polar = function(abs, angle, o, ...)
     ARGS.nomore("polar", 3, ...)
     local out = only_out("polar", o, 3)

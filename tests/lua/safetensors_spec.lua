@@ -101,15 +101,33 @@ describe("load_safetensors", function()
   it("refuses the format's dtypes that ember has no dtype for, naming the tensor", function()
     local p = FIX .. "bad_u16.safetensors"
     assert.equal(("load_safetensors: '%s': tensor 'weights' has dtype U16, which ember does not have "
-      .. "(ember reads BOOL, U8, I8, I16, I32, I64, F16, BF16, F32 and F64)"):format(p),
+      .. "(ember reads BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64 and C64)"):format(p),
       error_of(T.load_safetensors, p))
     assert.matches("tensor 'q' has dtype F8_E4M3, which ember does not have",
       error_of(T.load_safetensors, FIX .. "bad_f8.safetensors"), 1, true)
-    for _, d in ipairs { "U32", "U64", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "C64" } do
+    for _, d in ipairs { "U32", "U64", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3" } do
       fails(st('{"x":{"dtype":"' .. d .. '","shape":[],"data_offsets":[0,0]}}'),
         "tensor 'x' has dtype " .. d .. ", which ember does not have (ember reads BOOL, U8, I8, "
-        .. "I16, I32, I64, F16, BF16, F32 and F64)")
+        .. "I16, I32, I64, F16, BF16, F32, F64 and C64)")
     end
+  end)
+
+  it("C64 is complex64 (two float32, real first); complex128 has no safetensors dtype", function()
+    local z = T.complex(T.tensor { 1.5, -2 }, T.tensor { 0.25, 1 / 0 })
+    local p = os.tmpname()
+    T.save_safetensors(p, { z = z })
+    local f = assert(io.open(p, "rb"))
+    local bytes = f:read("*a")
+    f:close()
+    assert.matches('"dtype":"C64"', bytes, 1, true)
+    -- the payload: re, im of each element as little-endian float32
+    assert.equal(string.char(0, 0, 192, 63, 0, 0, 128, 62), bytes:sub(-16, -9))
+    local back = T.load_safetensors(p)
+    assert.equal(T.complex64, back.z.dtype)
+    assert.is_true(back.z:equal(z))
+    assert.matches("complex128 has no safetensors dtype",
+      error_of(T.save_safetensors, p, { z = z:to(T.complex128) }), 1, true)
+    os.remove(p)
   end)
 
   it("checks its options", function()

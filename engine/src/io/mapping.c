@@ -26,6 +26,12 @@ void em_io_byteswap(void *data, int64_t n, int size) {
     }
 }
 
+void em_io_byteswap_dtype(void *data, int64_t n, em_dtype dt) {
+  int size = (int)em_dtype_size(dt);
+  if (dt == EM_COMPLEX64 || dt == EM_COMPLEX128) em_io_byteswap(data, 2 * n, size / 2);
+  else if (size > 1) em_io_byteswap(data, n, size);
+}
+
 int64_t em_io_bool_normalise(uint8_t *p, int64_t n, int fix) {
   int64_t bad = 0;
   for (int64_t i = 0; i < n; i++)

@@ -24,6 +24,9 @@ typedef struct em_io_mapping {
 int em_io_host_is_little(void);
 /* Reverses the bytes of each of n elements of `size` bytes. */
 void em_io_byteswap(void *data, int64_t n, int size);
+/* The same for n elements of dtype dt: a complex element is two parts,
+** each reversed on its own. */
+void em_io_byteswap_dtype(void *data, int64_t n, em_dtype dt);
 /* Counts the bool bytes other than 0 and 1; with fix, sets them to 1. */
 int64_t em_io_bool_normalise(uint8_t *p, int64_t n, int fix);
 

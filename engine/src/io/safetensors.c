@@ -57,16 +57,16 @@ static const st_type st_types[] = {
     {"BOOL", EM_BOOL, 1, 0},      {"U8", EM_UINT8, 1, 4},      {"I8", EM_INT8, 1, 5},
     {"I16", EM_INT16, 2, 11},     {"F16", EM_FLOAT16, 2, 13},  {"BF16", EM_BFLOAT16, 2, 14},
     {"I32", EM_INT32, 4, 15},     {"F32", EM_FLOAT32, 4, 17},  {"F64", EM_FLOAT64, 8, 19},
-    {"I64", EM_INT64, 8, 20},
+    {"I64", EM_INT64, 8, 20},     {"C64", EM_COMPLEX64, 8, 18},
 };
 enum { N_TYPES = sizeof st_types / sizeof st_types[0] };
 
 /* The format's dtypes that ember has no dtype for. */
 static const char *const st_foreign[] = {
     "F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ",
-    "F8_E5M2FNUZ", "U16", "U32", "C64", "U64", NULL};
+    "F8_E5M2FNUZ", "U16", "U32", "U64", NULL};
 
-#define ST_EMBER_TYPES "BOOL, U8, I8, I16, I32, I64, F16, BF16, F32 and F64"
+#define ST_EMBER_TYPES "BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64 and C64"
 
 static const st_type *type_of(em_dtype dt) {
   for (int i = 0; i < N_TYPES; i++)
@@ -753,7 +753,7 @@ static em_status decode(const char *op, const uint8_t *buf, size_t len, em_io_ma
         uint8_t *p = em_storage_data(s);
         memcpy(p, buf + data_at + e->begin, nbytes);
         if (!em_io_host_is_little())
-          em_io_byteswap(p, (int64_t)(nbytes / (size_t)e->ty->size), e->ty->size);
+          em_io_byteswap_dtype(p, (int64_t)(nbytes / (size_t)e->ty->size), e->ty->dt);
         if (e->ty->dt == EM_BOOL) em_io_bool_normalise(p, (int64_t)nbytes, 1);
       }
       st = em_tensor_new(s, 0, e->ndim, sizes, strides, e->ty->dt, &f->tensors[i]);

@@ -215,6 +215,8 @@ static const global_def globals[] = {
     {"torch", "BFloat16Storage", G_STORAGE, EM_BFLOAT16},
     {"torch", "FloatStorage", G_STORAGE, EM_FLOAT32},
     {"torch", "DoubleStorage", G_STORAGE, EM_FLOAT64},
+    {"torch", "ComplexFloatStorage", G_STORAGE, EM_COMPLEX64},
+    {"torch", "ComplexDoubleStorage", G_STORAGE, EM_COMPLEX128},
     {"torch", "UntypedStorage", G_STORAGE, EM_UINT8},
     /* torch.float32 and its aliases; the first name of each dtype is the
     ** one saving writes */
@@ -234,6 +236,10 @@ static const global_def globals[] = {
     {"torch", "float", G_DTYPE, EM_FLOAT32},
     {"torch", "float64", G_DTYPE, EM_FLOAT64},
     {"torch", "double", G_DTYPE, EM_FLOAT64},
+    {"torch", "complex64", G_DTYPE, EM_COMPLEX64},
+    {"torch", "cfloat", G_DTYPE, EM_COMPLEX64},
+    {"torch", "complex128", G_DTYPE, EM_COMPLEX128},
+    {"torch", "cdouble", G_DTYPE, EM_COMPLEX128},
     {"torch", "Size", G_SIZE, 0},
     {"torch", "device", G_DEVICE, 0},
     {"_codecs", "encode", G_ENCODE, 0},       /* bytes, as protocol 2 writes them */
@@ -245,9 +251,9 @@ enum { N_GLOBALS = sizeof globals / sizeof globals[0] };
 /* PyTorch names ember has no dtype or layout for: refused with a message
 ** saying so, rather than as code. */
 static const char *const torch_unsupported[] = {
-    "ComplexFloatStorage", "ComplexDoubleStorage", "ComplexHalfStorage",
+    "ComplexHalfStorage",
     "QInt8Storage", "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage",
-    "QUInt2x4Storage", "complex32", "complex64", "complex128", "cfloat", "cdouble",
+    "QUInt2x4Storage", "complex32",
     "chalf", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
 };
 
@@ -262,6 +268,12 @@ static const char *storage_name(em_dtype dt) {
   return "FloatStorage";
 }
 
+/* The unit a file of the other byte order swaps: a complex number's part. */
+static int swap_unit(em_dtype dt) {
+  int size = (int)em_dtype_size(dt);
+  return dt == EM_COMPLEX64 || dt == EM_COMPLEX128 ? size / 2 : size;
+}
+
 /* -- Loading: the archive -------------------------------------------------------- */
 
 #define OP "load_torch"
@@ -269,7 +281,7 @@ static const char *storage_name(em_dtype dt) {
 typedef struct {
   em_zip_entry e;
   em_storage *s;     /* loaded on first use */
-  int itemsize;      /* the element size it was byte-swapped with */
+  int itemsize;      /* the unit it was byte-swapped with (swap_unit) */
 } record;
 
 typedef struct {
@@ -479,7 +491,8 @@ static em_status refuse_global(const char *module, const char *name) {
       if (strcmp(name, torch_unsupported[i]) == 0)
         return em_fail(EM_E_TYPE,
                        "%s: torch.%s is not supported (ember has bool, uint8, int8, int16, "
-                       "int32, int64, float16, bfloat16, float32 and float64)",
+                       "int32, int64, float16, bfloat16, float32, float64, complex64 and "
+                       "complex128)",
                        OP, name);
   if (strncmp(module, "torch.nn.modules", 16) == 0)
     return em_fail(EM_E_VALUE,
@@ -816,9 +829,9 @@ static em_status persistent_load(loader *L, int64_t pid) {
     if (st == EM_OK && r->e.ulen) memcpy(r->s->data, data, (size_t)r->e.ulen);
     free(owned);
     if (st != EM_OK) return st;
-    r->itemsize = itemsize;
-    if (L->swap && itemsize > 1) em_io_byteswap(r->s->data, num->i, itemsize);
-  } else if (L->swap && r->itemsize != itemsize && (itemsize > 1 || r->itemsize > 1)) {
+    r->itemsize = swap_unit(dt);
+    if (L->swap) em_io_byteswap_dtype(r->s->data, num->i, dt);
+  } else if (L->swap && r->itemsize != swap_unit(dt) && (swap_unit(dt) > 1 || r->itemsize > 1)) {
     return em_fail(EM_E_VALUE,
                    "%s: storage '%s' is viewed with two element sizes in a file of the other "
                    "byte order",
