@@ -338,16 +338,15 @@ return function(T, C)
   end
   unary("log2", log_base(LN2))
   unary("log10", log_base(LN10))
-  -- sinh(x + iy) = sinh x cos y + i cosh x sin y; cosh likewise
-  unary("sinh", function(z)
-    local x, y = z.real, z.imag
-    return T.complex(T.sinh(x) * T.cos(y), T.cosh(x) * T.sin(y))
-  end)
-  unary("cosh", function(z)
-    local x, y = z.real, z.imag
-    return T.complex(T.cosh(x) * T.cos(y), T.sinh(x) * T.sin(y))
-  end)
-  unary("tan", function(z) return T.sin(z) / T.cos(z) end)
+  -- through the engine's C99 csin/ccos/ctanh at i z = -y + i x (Annex G's
+  -- infinities and overflow; the products of parts would make inf * 0 a
+  -- NaN): sinh z = -i sin(i z), cosh z = cos(i z), tan z = -i tanh(i z);
+  -- multiplying by +-i only moves the parts
+  local function times_i(z) return T.complex(-z.imag, z.real) end
+  local function times_minus_i(w) return T.complex(w.imag, -w.real) end
+  unary("sinh", function(z) return times_minus_i(T.sin(times_i(z))) end)
+  unary("cosh", function(z) return T.cos(times_i(z)) end)
+  unary("tan", function(z) return times_minus_i(T.tanh(times_i(z))) end)
 
   -- sgn: z / |z| (0 at 0), torch's complex sign; sign for real input
   local function sgn(t, o, ...)

@@ -143,7 +143,7 @@ typedef struct {
       case EM_CX_SUB: CX_BINARY(x - al * y, C)                               \
       case EM_CX_MUL: CX_BINARY(x * y, C)                                    \
       case EM_CX_DIV: CX_BINARY(x / y, C)                                    \
-      case EM_CX_POW: CX_BINARY(y == 0 ? (C)1 : CPOW(x, y), C)               \
+      case EM_CX_POW: CX_BINARY(y == 0 ? (C)1 : y == 1 ? x : CPOW(x, y), C)  \
       case EM_CX_EQ: CX_BINARY(x == y, bool)                                 \
       case EM_CX_NE: CX_BINARY(x != y, bool)                                 \
       case EM_CX_NEG: CX_UNARY(-x, C)                                        \

@@ -78,7 +78,7 @@ __global__ void cx_kernel(emcu_geom g, int op, V al) {
       case EMCU_CX_SUB: cstore<V>(o, x - al * y); break;
       case EMCU_CX_MUL: cstore<V>(o, x * y); break;
       case EMCU_CX_DIV: cstore<V>(o, cdiv(x, y)); break;
-      case EMCU_CX_POW: cstore<V>(o, y == C(0, 0) ? C(1, 0) : thrust::pow(x, y)); break;
+      case EMCU_CX_POW: cstore<V>(o, y == C(0, 0) ? C(1, 0) : y == C(1, 0) ? x : thrust::pow(x, y)); break;
       case EMCU_CX_EQ: *(bool *)o = x == y; break;
       case EMCU_CX_NE: *(bool *)o = x != y; break;
       case EMCU_CX_NEG: cstore<V>(o, -x); break;
