@@ -182,7 +182,14 @@ static int shape_op(lua_State *L, const char *op,
   RETURN_BOX(fn(t, n, sizes, box));
 }
 
-static int l_view(lua_State *L) { return shape_op(L, "view", em_view); }
+static int l_view(lua_State *L) {
+  if (l_isdtype(L, 2)) { /* t:view(dtype): PyTorch's Tensor.view(dtype) */
+    l_checknomore(L, 2, "view");
+    em_tensor *t = l_checktensor(L, 1, "view");
+    RETURN_BOX(em_view_dtype(t, l_checkdtype(L, 2, "view"), box));
+  }
+  return shape_op(L, "view", em_view);
+}
 static int l_reshape(lua_State *L) { return shape_op(L, "reshape", em_reshape); }
 static int l_expand(lua_State *L) { return shape_op(L, "expand", em_expand); }
 static int l_broadcast_to(lua_State *L) {

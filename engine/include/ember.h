@@ -372,6 +372,9 @@ int em_view_strides(int old_ndim, const int64_t *old_sizes,
                     const int64_t *old_strides, int new_ndim,
                     const int64_t *new_sizes, int64_t *new_strides);
 /* sizes may hold one -1 (inferred). An error when the strides forbid it. */
+/* t:view(dtype): the same bytes as another dtype (PyTorch's view(dtype));
+** not differentiable. */
+em_status em_view_dtype(const em_tensor *t, em_dtype dt, em_tensor **out);
 em_status em_view(const em_tensor *t, int ndim, const int64_t *sizes,
                   em_tensor **out);
 /* A view when em_view_strides allows it, else a contiguous copy. */

@@ -345,8 +345,29 @@ return function(T, C)
   for _, base in ipairs { "addbmm", "addmm", "addmv", "addr", "baddbmm", "igamma", "igammac", "sgn" } do
     inplace(base .. "_", base)
   end
-  inplace("cumsum_", "cumsum", true)
-  inplace("cumprod_", "cumprod", true)
+  -- cumsum_/cumprod_ accumulate in the tensor's own dtype (an integer one
+  -- wraps, as PyTorch's; the out-of-place ops promote to int64)
+  for _, base in ipairs { "cumsum", "cumprod" } do
+    local name = base .. "_"
+    method(name, function(t, dim, o, ...)
+      check_tensor(name, t, "self")
+      if is_opts(o) and o.out ~= nil then
+        error(fmt("%s: unknown option 'out' (an in-place op writes self)", name), 2)
+      end
+      if is_opts(o) and o.dtype ~= nil and o.dtype ~= t.dtype then
+        error(fmt("%s: Bad in-place call: input tensor dtype %s and output tensor dtype %s should match",
+          name, t.dtype.name, T.is_dtype(o.dtype) and o.dtype.name or tostring(o.dtype)), 2)
+      end
+      ARGS.nomore(name, 3, ...)
+      if t.dtype == T.bool then
+        error(fmt("%s: Bad in-place call: input tensor dtype bool and output tensor dtype int64 should match", name), 2)
+      end
+      local opts = {}
+      for k, v in pairs(o or {}) do opts[k] = v end
+      opts.dtype = t.dtype
+      return t:copy_(M[base](t, dim, opts))
+    end)
+  end
   -- torch.addmv_(t, mat, vec): the function form of the new method
   T.addmv_ = M.addmv_
   method("kron", function(t, other, ...) return T.kron(t, other, ...) end)

@@ -127,18 +127,21 @@ return function(T, C)
     local special = a:eq(0):logical_or(d:isfinite():logical_not())
     local safe = T.where(special, 1, a)
     local e = safe:log2():floor() + 1
-    local m = a / e:exp2()
+    -- 2^e can overflow in the top binade: divide by 2^(e-1), then by 2
+    local m = a / (e - 1):exp2() / 2
     -- log2 rounding at the edges: bring |m| into [0.5, 1)
     local hi, lo = m:ge(1), m:lt(0.5)
     e = e + hi:double() - lo:double()
     e = T.where(special, 0, e)
-    local mant = T.where(special, x, x / e:exp2():to(x.dtype))
+    local mant = T.where(special, x, x / (e - 1):exp2():to(x.dtype) / 2)
     return mant, e:to(T.int32)
   end)
   both("ldexp", function(x, other, o)
     check_tensor("ldexp", x, "argument #1", 2)
     o = check_opts("ldexp", o, OUT, 2)
-    local two = T.is_tensor(other) and other:to(is_float(x.dtype) and x.dtype or T.get_default_dtype()):exp2()
+    -- PyTorch's x * pow(2.0, other): 2^other in other's float dtype (the
+    -- default one for an integer other), then the product promotes
+    local two = T.is_tensor(other) and other:to(is_float(other.dtype) and other.dtype or T.get_default_dtype()):exp2()
       or 2 ^ other
     return finish("ldexp", T.mul(x, two), o)
   end)
@@ -147,6 +150,40 @@ return function(T, C)
     local two = T.is_tensor(other) and other:to(x.dtype):exp2() or 2 ^ other
     return x:mul_(two)
   end)
+
+  -- -- nextafter on float16/bfloat16 ---------------------------------------------
+  -- The engine computes half types in float32 and rounds back, which undoes
+  -- a float32 step: the next value is taken on the 16-bit pattern instead
+  -- (+1 moves away from zero whatever the sign: the pattern is
+  -- sign-magnitude; from 0 the smallest subnormal with y's sign).
+  local HALF = { [T.float16] = true, [T.bfloat16] = true }
+  local function half_next(x, y)
+    local bits = x:view(T.int16):to(T.int32)
+    local away = y:gt(x):eq(x:gt(0))
+    local stepped = (bits + T.where(away, 1, -1)):to(T.int16):view(x.dtype)
+    local tiny = T.where(y:gt(0), 1, -32767):to(T.int16):view(x.dtype)
+    local r = T.where(x:eq(0), tiny, stepped)
+    r = T.where(x:eq(y), y, r)
+    return T.where(x:isnan():logical_or(y:isnan()), x + y, r)
+  end
+  for _, tbl in ipairs { T, M } do
+    local real = tbl.nextafter
+    if real then
+      tbl.nextafter = function(x, y, ...)
+        if T.is_tensor(x) and T.is_tensor(y) and x.dtype == y.dtype and HALF[x.dtype] then
+          local o = ...
+          if o == nil and select("#", ...) <= 1 then
+            return T.no_grad(function()
+              local b = T.broadcast_tensors(x, y)
+              local bx, by = b[1], b[2]
+              return half_next(bx:contiguous(), by:contiguous())
+            end)
+          end
+        end
+        return real(x, y, ...)
+      end
+    end
+  end
 
   -- -- T.special ------------------------------------------------------------------
   local S = {}

@@ -476,6 +476,8 @@ return function(T, C)
       error(fmt("dist: expected a floating point or complex tensor, got %s", dtname(d.dtype)), 2)
     end
     local ad = d:abs() -- a complex difference: the norm of |a - b| (real, as torch)
+    -- +-inf norms of nothing are 0 (PyTorch's)
+    if (p == 1 / 0 or p == -1 / 0) and ad:numel() == 0 then return T.zeros({}, { dtype = ad.dtype, device = ad.device }) end
     if p == 1 / 0 then return ad:max() end
     if p == -1 / 0 then return ad:min() end
     if p == 0 then return ad:ne(0):to(ad.dtype):sum() end
@@ -490,7 +492,7 @@ return function(T, C)
     dim = wrap_dim(op, dim, x.ndim)
     local dims = {}
     for i = 1, x.ndim do if i ~= dim then dims[#dims + 1] = i end end
-    local norm = x:abs():pow(p):sum(dims, true):pow(1 / p)
+    local norm = p == 1 / 0 and x:abs():amax(dims, true) or x:abs():pow(p):sum(dims, true):pow(1 / p)
     local factor = T.where(norm:gt(maxnorm), maxnorm / (norm + 1e-7), 1)
     return x * factor
   end

@@ -648,6 +648,64 @@ em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int
   return EM_OK;
 }
 
+/* t:view(dtype): the same bytes read as another dtype (PyTorch's
+** Tensor.view(dtype)). Equal element sizes keep the geometry; otherwise the
+** last dim (stride 1) is split or joined and the other strides and the
+** offset scaled, each divisible where it is divided. Not differentiable;
+** bool is refused as the target of another dtype (its bytes must be 0/1). */
+em_status em_view_dtype(const em_tensor *t, em_dtype dt, em_tensor **out) {
+  char a[32], b[32];
+  snprintf(a, sizeof a, "%s", em_dtype_name(t->dtype));
+  snprintf(b, sizeof b, "%s", em_dtype_name(dt));
+  if ((unsigned)dt >= EM_NUM_DTYPES) return em_fail(EM_E_VALUE, "view: unknown dtype");
+  if (dt == EM_BOOL && t->dtype != EM_BOOL)
+    return em_fail(EM_E_TYPE, "view: viewing %s as bool is refused (a bool's bytes must be 0 or "
+                   "1): use t:ne(0)", a);
+  int64_t from = (int64_t)em_dtype_size(t->dtype), to = (int64_t)em_dtype_size(dt);
+  int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS], offset = t->offset;
+  for (int i = 0; i < t->ndim; i++) {
+    sizes[i] = t->sizes[i];
+    strides[i] = t->strides[i];
+  }
+  if (from != to) {
+    int last = t->ndim - 1;
+    if (t->ndim == 0)
+      return em_fail(EM_E_VALUE, "view: a 0-d tensor cannot be viewed as %s from %s "
+                     "(different element sizes)", b, a);
+    if (t->strides[last] != 1)
+      return em_fail(EM_E_VALUE, "view: the last dim's stride must be 1 to view %s as %s "
+                     "(different element sizes), got %lld", a, b, (long long)t->strides[last]);
+    if (from > to) {
+      int64_t r = from / to;
+      if (em_mul_overflow_i64(sizes[last], r, &sizes[last]) ||
+          em_mul_overflow_i64(offset, r, &offset))
+        return em_fail(EM_E_VALUE, "view: the sizes overflow");
+      for (int i = 0; i < last; i++)
+        if (em_mul_overflow_i64(strides[i], r, &strides[i]))
+          return em_fail(EM_E_VALUE, "view: the strides overflow");
+    } else {
+      int64_t r = to / from;
+      if (sizes[last] % r)
+        return em_fail(EM_E_VALUE, "view: the last dim's size must be divisible by %lld to view "
+                       "%s as %s (different element sizes), got %lld", (long long)r, a, b,
+                       (long long)sizes[last]);
+      if (offset % r)
+        return em_fail(EM_E_VALUE, "view: the storage offset must be divisible by %lld to view "
+                       "%s as %s (different element sizes), got %lld", (long long)r, a, b,
+                       (long long)offset);
+      for (int i = 0; i < last; i++)
+        if (strides[i] % r)
+          return em_fail(EM_E_VALUE, "view: the stride of dim %d must be divisible by %lld to "
+                         "view %s as %s (different element sizes), got %lld", i + 1,
+                         (long long)r, a, b, (long long)strides[i]);
+      sizes[last] /= r;
+      offset /= r;
+      for (int i = 0; i < last; i++) strides[i] /= r;
+    }
+  }
+  return em_tensor_alloc(t->storage, offset, t->ndim, sizes, strides, dt, out);
+}
+
 em_status em_alias(const em_tensor *t, em_tensor **out) {
   em_status st = em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
                                  t->dtype, out);
