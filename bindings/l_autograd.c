@@ -488,6 +488,32 @@ static int l_backward(lua_State *L) {
   return 0;
 }
 
+static em_tensor **tensor_list(lua_State *L, int idx, const char *what, int allow_nil, int *n);
+
+/* C._backward_many(tensors, grads|nil, retain, create): one backward pass
+** from several roots (T.autograd.backward), their gradients summed, each
+** hook run once (PyTorch's) */
+static int l_backward_many(lua_State *L) {
+  int n, ng = 0;
+  em_tensor **ts = tensor_list(L, 1, "tensors", 0, &n);
+  em_tensor **gs = NULL;
+  if (!lua_isnil(L, 2)) {
+    gs = tensor_list(L, 2, "grad_tensors", 1, &ng);
+    if (ng > n) return l_errorf(L, "backward: got %d grad_tensors for %d tensors", ng, n);
+  }
+  if (n < 1) return l_errorf(L, "backward: expected at least one tensor");
+  em_tensor **g = lua_newuserdata(L, sizeof *g * (size_t)n);
+  for (int i = 0; i < n; i++) g[i] = gs && i < ng ? gs[i] : NULL;
+  int retain = lua_toboolean(L, 3), create = lua_toboolean(L, 4);
+  lua_State *prev = current_L;
+  current_L = L;
+  em_status st = em_backward(n, ts, g, retain, create);
+  current_L = prev;
+  run_final_callbacks(L, st == EM_OK);
+  if (st != EM_OK) return l_error(L);
+  return 0;
+}
+
 /* Reads a list of tensors (or one tensor) at idx into a malloc'd array
 ** anchored in a userdata on the stack (so a raise frees it). */
 static em_tensor **tensor_list(lua_State *L, int idx, const char *what, int allow_nil,
@@ -574,6 +600,7 @@ void l_open_autograd(lua_State *L) {
                                  {"_autograd_grad", l_autograd_grad},
                                  {"_autograd_custom", l_autograd_custom},
                                  {"_name_grad_fn", l_name_grad_fn},
+                                 {"_backward_many", l_backward_many},
                                  {"_set_grad_hook", l_set_grad_hook},
                                  {"_set_tensor_hook", l_set_tensor_hook},
                                  {"_get_tensor_hook", l_get_tensor_hook},

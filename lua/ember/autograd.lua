@@ -46,7 +46,7 @@ return function(T, C)
 
   local ARGS = require "ember.args"
   local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused" }
-  local backward_opts = { "retain_graph", "create_graph" }
+  local backward_opts = { "retain_graph", "create_graph", "inputs" }
   local gradcheck_opts = { "eps", "atol", "rtol", "raise" }
 
   -- T.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
@@ -58,12 +58,42 @@ return function(T, C)
     local create = opts.create_graph and true or false
     local retain = opts.retain_graph
     if retain == nil then retain = create end
-    local res = C._autograd_grad(outputs, opts.grad_outputs, inputs, retain, create,
+    -- a tensor listed twice gets its gradient twice (PyTorch's): the
+    -- engine is asked for each distinct one once
+    local list, slot, uniq = inputs, {}, nil
+    if not T.is_tensor(inputs) and type(inputs) == "table" then
+      local seen = {}
+      for i = 1, #inputs do
+        local t = inputs[i]
+        if T.is_tensor(t) and seen[t] then
+          uniq = uniq or {}
+        end
+        if T.is_tensor(t) and not seen[t] then seen[t] = true end
+      end
+      if uniq then
+        local pos = {}
+        for i = 1, #inputs do
+          local t = inputs[i]
+          if pos[t] == nil then
+            uniq[#uniq + 1] = t
+            pos[t] = #uniq
+          end
+          slot[i] = pos[t]
+        end
+        list = uniq
+      end
+    end
+    local res = C._autograd_grad(outputs, opts.grad_outputs, list, retain, create,
       opts.allow_unused and true or false)
     for i = 1, #res do
       if res[i] == false then res[i] = nil end
     end
     if T.is_tensor(inputs) then return res[1] end
+    if uniq then
+      local out = {}
+      for i = 1, #inputs do out[i] = res[slot[i]] end
+      return out
+    end
     return res
   end
 
@@ -78,12 +108,14 @@ return function(T, C)
     opts = ARGS.checkopts("backward", opts, backward_opts)
     if T.is_tensor(tensors) then tensors = { tensors } end
     if T.is_tensor(grads) then grads = { grads } end
-    for i, t in ipairs(tensors) do
-      local last = i == #tensors
-      t:backward(grads and grads[i] or nil, {
-        retain_graph = (not last) or opts.retain_graph or opts.create_graph or false,
-        create_graph = opts.create_graph or false })
+    if opts.inputs ~= nil then
+      return A._backward_inputs("backward", tensors, grads, opts)
     end
+    -- one pass from every root (their gradients summed; each hook once)
+    local create = opts.create_graph and true or false
+    local retain = opts.retain_graph
+    if retain == nil then retain = create end
+    C._backward_many(tensors, grads, retain and true or false, create)
   end
 
   -- T.autograd.gradcheck(fn, inputs, {eps=1e-6, atol=1e-5, rtol=1e-3,

@@ -494,4 +494,51 @@ return function(T, C)
   restride("transpose_", nograd_view(function(t, ...) return t:transpose(...) end))
   restride("swapaxes_", nograd_view(function(t, ...) return t:transpose(...) end))
   restride("swapdims_", nograd_view(function(t, ...) return t:transpose(...) end))
+
+  -- -- T.finfo / T.iinfo --------------------------------------------------------------
+  -- PyTorch's numeric limits of a dtype: finfo(float dtype) -> {bits, eps,
+  -- max, min, tiny, smallest_normal, resolution, dtype}; a complex dtype
+  -- gives its parts'; iinfo(integer dtype) -> {bits, max, min, dtype}
+  -- (int64's limits are exact: boxed int64_t under LuaJIT).
+  local FINFO = {
+    float16 = { 16, 2 ^ -10, 65504, 2 ^ -14, 1e-3 },
+    bfloat16 = { 16, 2 ^ -7, (2 - 2 ^ -7) * 2 ^ 127, 2 ^ -126, 1e-2 },
+    float32 = { 32, 2 ^ -23, (2 - 2 ^ -23) * 2 ^ 127, 2 ^ -126, 1e-6 },
+    float64 = { 64, 2 ^ -52, 1.7976931348623157e308, 2 ^ -1022, 1e-15 },
+  }
+  local PARTS = { complex64 = "float32", complex128 = "float64" }
+  local function info_repr(kind, i)
+    local keys = kind == "finfo" and { "resolution", "min", "max", "eps", "smallest_normal", "tiny" }
+      or { "min", "max" }
+    local parts = {}
+    for _, k in ipairs(keys) do parts[#parts + 1] = k .. "=" .. tostring(i[k]) end
+    return fmt("%s(%s, dtype=%s)", kind, table.concat(parts, ", "), i.dtype)
+  end
+  function T.finfo(dt, ...)
+    ARGS.nomore("finfo", 1, ...)
+    if dt == nil then dt = T.get_default_dtype() end
+    if not T.is_dtype(dt) then error("finfo: expected a dtype, got " .. type(dt), 2) end
+    local name = PARTS[dt.name] or dt.name
+    local f = FINFO[name]
+    if not f then error(fmt("finfo: %s is not a floating point dtype (use T.iinfo)", dt.name), 2) end
+    local i = { bits = f[1], eps = f[2], max = f[3], min = -f[3], tiny = f[4], smallest_normal = f[4],
+      resolution = f[5], dtype = name }
+    return setmetatable(i, { __tostring = function(t) return info_repr("finfo", t) end })
+  end
+  local IINFO = { uint8 = { 8, 0, 255 }, int8 = { 8, -128, 127 }, int16 = { 16, -32768, 32767 },
+    int32 = { 32, -2147483648, 2147483647 } }
+  function T.iinfo(dt, ...)
+    ARGS.nomore("iinfo", 1, ...)
+    if not T.is_dtype(dt) then error("iinfo: expected a dtype, got " .. type(dt), 2) end
+    local i
+    if dt == T.int64 then
+      local lo = T.full({}, -2 ^ 63, { dtype = T.int64 })
+      i = { bits = 64, min = lo:item(), max = (lo - 1):item(), dtype = "int64" }
+    else
+      local v = IINFO[dt.name]
+      if not v then error(fmt("iinfo: %s is not an integer dtype (use T.finfo)", dt.name), 2) end
+      i = { bits = v[1], min = v[2], max = v[3], dtype = dt.name }
+    end
+    return setmetatable(i, { __tostring = function(t) return info_repr("iinfo", t) end })
+  end
 end

@@ -251,6 +251,9 @@ R.set_rng_state = "T.get_rng_state()"
 R.manual_seed = "1"
 R.seed = ""
 R.initial_seed = ""
+R.finfo = "T.float32"
+R.iinfo = "T.int32"
+R.is_inference_mode_enabled = ""
 R.memory_stats = ""
 R.empty_cache = ""
 R.device = "'cpu'"
@@ -561,6 +564,14 @@ add_all("optim.", T.optim, NR)
 add_all("lr_scheduler.", T.optim.lr_scheduler, NR)
 add_all("data.", T.data, NR)
 add_all("autograd.", T.autograd, NR)
+-- T.autograd.functional and T.utils (lua/ember/autograd2.lua)
+fresh.f1 = function() return T.tensor({ 1, 2 }, { dtype = T.float64 }) end
+local FUNR = {
+  jacobian = "function(u) return u * u end, f1", hessian = "function(u) return (u * u):sum() end, f1",
+  vjp = "function(u) return u * u end, f1, f1", jvp = "function(u) return u * u end, f1, f1",
+  vhp = "function(u) return (u * u):sum() end, f1, f1", hvp = "function(u) return (u * u):sum() end, f1, f1",
+}
+add_all("autograd.functional.", T.autograd.functional, FUNR)
 -- T.cuda (docs/cuda.md): without a device only the questions run; the rest
 -- raise "CUDA is not available" before options matter (cuda_spec checks
 -- that and their options) and are skipped below
@@ -762,6 +773,7 @@ end
 local forwards = { ["T.no_grad"] = true, ["T.enable_grad"] = true, ["T.set_grad_enabled"] = true,
   ["T.autocast"] = true, -- T.autocast(device_type, [opts], fn, ...): its options are checked in amp_spec
   ["autograd.no_grad"] = true, ["autograd.enable_grad"] = true, ["autograd.set_grad_enabled"] = true,
+  ["T.inference_mode"] = true, ["autograd.inference_mode"] = true,
 }
 
 local function call(e, extra)

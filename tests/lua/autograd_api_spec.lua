@@ -1,0 +1,200 @@
+-- The autograd API beyond backward/grad (lua/ember/autograd2.lua): custom
+-- Functions, T.autograd.functional, checkpointing, backward{inputs=},
+-- several roots in one pass, inference_mode; and T.finfo/T.iinfo. Values
+-- are torch 1.13's for the same calls (worked by hand where noted).
+local T = require "ember"
+local A = T.autograd
+
+local function f64(t) return T.tensor(t, { dtype = T.float64 }) end
+local function leaf(t) return f64(t):requires_grad_(true) end
+
+describe("T.autograd.grad and backward (torch 1.13 semantics)", function()
+  it("a tensor listed twice gets its gradient twice", function()
+    local x = leaf { 1, 2 }
+    local g = A.grad((x * x):sum(), { x, x })
+    assert.same({ 2, 4 }, g[1]:tolist())
+    assert.same({ 2, 4 }, g[2]:tolist())
+    local z = leaf { 3 }
+    local g3 = A.grad((x * x * z):sum(), { x, z, x })
+    assert.same({ 6, 12 }, g3[3]:tolist())
+    assert.same({ 5 }, g3[2]:tolist())
+  end)
+  it("T.autograd.backward of several roots is one pass: each hook runs once", function()
+    local x = leaf { 1, 2 }
+    local y = x * 1
+    local calls = 0
+    y:register_hook(function(g) calls = calls + 1; return g:clamp(nil, 2) end)
+    x:register_hook(function(g) calls = calls + 1; return g:clamp(nil, 2.5) end)
+    A.backward({ y:sum(), (y * 2):sum() })
+    assert.same({ 2, 2 }, x.grad:tolist())   -- torch: [2., 2.]
+    assert.equal(2, calls)
+  end)
+  it("backward{inputs = ...} accumulates into those tensors only", function()
+    local a, b = leaf { 1, 2 }, leaf { 3, 4 }
+    local s = (a * b):sum()
+    s:backward({ inputs = { a } })
+    assert.same({ 3, 4 }, a.grad:tolist())
+    assert.is_nil(b.grad)
+    local s2 = (a * b):sum()
+    A.backward(s2, nil, { inputs = { b, a } })
+    assert.same({ 6, 8 }, a.grad:tolist())
+    assert.same({ 1, 2 }, b.grad:tolist())
+    assert.has_error(function() (a * b):sum():backward({ inputs = {} }) end)
+  end)
+end)
+
+describe("T.autograd.Function", function()
+  local Exp = A.Function:extend("Exp")
+  function Exp.forward(ctx, x)
+    local y = x:exp()
+    ctx:save_for_backward(y)
+    return y
+  end
+  function Exp.backward(ctx, g) return g * ctx.saved_tensors[1] end
+
+  it("forward/backward with saved tensors; gradcheck passes", function()
+    local z = leaf { 0.5, 1 }
+    local r = Exp.apply(z)
+    assert.equal("ExpBackward", r.grad_fn:name())
+    r:sum():backward()
+    assert.is_true(T.allclose(z.grad, z:detach():exp()))
+    assert.is_true(A.gradcheck(Exp.apply, { leaf { 0.1, -0.3 } }))
+  end)
+  it("needs_input_grad, non-tensor arguments, mark_non_differentiable", function()
+    local Scale = A.Function:extend("Scale")
+    local seen
+    function Scale.forward(ctx, x, k, w)
+      seen = ctx.needs_input_grad
+      ctx.k = k
+      ctx:save_for_backward(x, w)
+      return x * w * k
+    end
+    function Scale.backward(ctx, g)
+      local x, w = ctx.saved_tensors[1], ctx.saved_tensors[2]
+      return g * w * ctx.k, nil, g * x * ctx.k
+    end
+    local x, w = leaf { 1, 2 }, f64 { 3, 4 }
+    Scale.apply(x, 2, w):sum():backward()
+    assert.same({ true, false, false }, seen)
+    assert.same({ 6, 8 }, x.grad:tolist())
+    local Arg = A.Function:extend("Arg")
+    function Arg.forward(ctx, x)
+      local i = x:argmax()
+      ctx:mark_non_differentiable(i)
+      return i
+    end
+    function Arg.backward() error("not reached") end
+    local i = Arg.apply(leaf { 1, 5, 2 })
+    assert.is_false(i.requires_grad)
+    -- no input requires grad: no node
+    assert.is_nil(Exp.apply(f64 { 1 }).grad_fn)
+  end)
+  it("refuses what it cannot record", function()
+    local Two = A.Function:extend("Two")
+    function Two.forward(ctx, x) return x, x end
+    function Two.backward() end
+    assert.has_error(function() Two.apply(leaf { 1 }) end,
+      "Two.forward must return one tensor (got 2 values; several outputs are not supported)")
+    local Bad = A.Function:extend("Bad")
+    function Bad.forward(ctx, x) return x * 2 end
+    function Bad.backward() return 5 end
+    assert.has_error(function() Bad.apply(leaf { 1 }):sum():backward() end)
+    local NoBw = A.Function:extend("NoBw")
+    function NoBw.forward(ctx, x) return x end
+    assert.has_error(function() NoBw.apply(leaf { 1 }) end)
+  end)
+end)
+
+describe("T.autograd.functional (torch.autograd.functional's values)", function()
+  local F = A.functional
+  it("jacobian and hessian", function()
+    local J = F.jacobian(function(u) return u * u end, f64 { 1, 2, 3 })
+    assert.same({ { 2, 0, 0 }, { 0, 4, 0 }, { 0, 0, 6 } }, J:tolist())
+    local H = F.hessian(function(u) return (u ^ 3):sum() end, f64 { 1, 2 })
+    assert.same({ { 6, 0 }, { 0, 12 } }, H:tolist())
+    -- two inputs: J[1][j] per input, shapes out .. in
+    local Jl = F.jacobian(function(a, b) return a * b end, { f64 { 1, 2 }, f64 { 3, 4 } })
+    assert.same({ { 3, 0 }, { 0, 4 } }, Jl[1]:tolist())
+    assert.same({ { 1, 0 }, { 0, 2 } }, Jl[2]:tolist())
+    local Jm = F.jacobian(function(m) return m:sum(1) end, f64 { { 1, 2 }, { 3, 4 } })
+    assert.same({ 2, 2, 2 }, Jm.shape:totable())
+    assert.has_error(function() F.jacobian(function(u) return u end, f64 { 1 }, { vectorize = true }) end)
+  end)
+  it("vjp, jvp, vhp, hvp", function()
+    local out, v = F.vjp(function(u) return u * u end, f64 { 1, 2 }, f64 { 1, 1 })
+    assert.same({ 1, 4 }, out:tolist())
+    assert.same({ 2, 4 }, v:tolist())
+    local _, jv = F.jvp(function(u) return u * u end, f64 { 1, 2 }, f64 { 1, 0 })
+    assert.same({ 2, 0 }, jv:tolist())
+    local o, hv = F.hvp(function(u) return (u ^ 3):sum() end, f64 { 1, 2 }, f64 { 1, 1 })
+    assert.equal(9, o:item())
+    assert.same({ 6, 12 }, hv:tolist())
+    local _, vh = F.vhp(function(u) return (u[1] * u[2] * u[2]) end, f64 { 1, 2 }, f64 { 1, 0 })
+    assert.same({ 0, 4 }, vh:tolist())   -- H = [[0, 2u2], [2u2, 2u1]] at (1, 2)
+    -- independent of the input: zeros, or an error with strict
+    local _, z = F.vjp(function(u) return f64 { 1 } end, f64 { 1 }, f64 { 1 })
+    assert.same({ 0 }, z:tolist())
+    assert.has_error(function() F.vjp(function(u) return f64 { 1 } end, f64 { 1 }, f64 { 1 }, { strict = true }) end)
+  end)
+end)
+
+describe("T.utils.checkpoint", function()
+  it("the same values and gradients, weights from the closure included", function()
+    T.manual_seed(3)
+    local w = T.randn(4, 4, { requires_grad = true })
+    local inp = T.randn(2, 4, { requires_grad = true })
+    local f = function(t) return T.nn.functional.dropout(t:mm(w):tanh(), 0.5, true):mm(w) end
+    T.manual_seed(7)
+    local out = T.utils.checkpoint(f, inp)
+    assert.equal("CheckpointFunctionBackward", out.grad_fn:name())
+    out:sum():backward()
+    local gi, gw = inp.grad:clone(), w.grad:clone()
+    inp.grad, w.grad = nil, nil
+    T.manual_seed(7)
+    local ref = f(inp)
+    ref:sum():backward()
+    assert.is_true(T.equal(out, ref))
+    -- the dropout mask is the forward's (the random state is replayed)
+    assert.is_true(T.allclose(gi, inp.grad))
+    assert.is_true(T.allclose(gw, w.grad))
+  end)
+  it("checkpoint_sequential of a Sequential", function()
+    T.manual_seed(1)
+    local nn = T.nn
+    local seq = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 2))
+    local x = T.randn(4, 3, { requires_grad = true })
+    local y = T.utils.checkpoint_sequential(seq, 2, x)
+    assert.is_true(T.allclose(y, seq(x)))
+    y:sum():backward()
+    local g = x.grad:clone()
+    x.grad = nil
+    seq(x):sum():backward()
+    assert.is_true(T.allclose(g, x.grad))
+  end)
+end)
+
+describe("inference_mode, finfo, iinfo", function()
+  it("inference_mode runs without recording", function()
+    local x = leaf { 1 }
+    assert.is_false(T.inference_mode(function() return (x * 2).requires_grad end))
+    assert.is_true(T.inference_mode(false, function() return (x * 2).requires_grad end))
+  end)
+  it("finfo and iinfo give torch's limits", function()
+    local f = T.finfo(T.float32)
+    assert.equal(2 ^ -23, f.eps)
+    assert.equal(2 ^ -126, f.tiny)
+    assert.equal(-3.4028234663852886e38, f.min)
+    assert.equal(1e-6, f.resolution)
+    assert.equal(32, f.bits)
+    assert.equal("float32", f.dtype)
+    assert.equal(65504, T.finfo(T.float16).max)
+    assert.equal(2 ^ -7, T.finfo(T.bfloat16).eps)
+    assert.equal("float64", T.finfo(T.complex128).dtype)
+    assert.equal(T.finfo(T.get_default_dtype()).eps, T.finfo().eps)
+    assert.equal(255, T.iinfo(T.uint8).max)
+    assert.equal(-2147483648, T.iinfo(T.int32).min)
+    assert.equal("9223372036854775807", tostring(T.iinfo(T.int64).max):gsub("LL$", ""))
+    assert.has_error(function() T.finfo(T.int32) end, "finfo: int32 is not a floating point dtype (use T.iinfo)")
+    assert.has_error(function() T.iinfo(T.float32) end, "iinfo: float32 is not an integer dtype (use T.finfo)")
+  end)
+end)
