@@ -34,7 +34,19 @@ return function(T, C)
         set_grad(p, nil)
       else
         local g = grad_of(p)
-        if g ~= nil then g:zero_() end
+        if g ~= nil then
+          -- a gradient with history (create_graph) is detached first, as
+          -- PyTorch's zero_grad: the zeros record nothing
+          if g.grad_fn ~= nil then
+            if not pcall(g.detach_, g) then   -- a view: a fresh detached gradient
+              g = g:detach():clone()
+              set_grad(p, g)
+            end
+          elseif g.requires_grad then
+            g:requires_grad_(false)
+          end
+          T.no_grad(function() g:zero_() end)
+        end
       end
     end
   end
