@@ -37,6 +37,9 @@ typedef struct {
   int64_t sizes[EM_MAX_DIMS];
   int kind;          /* highest seen: 0 bool, 1 int, 2 float; -1 none */
   int64_t count;
+  int tdt;           /* 0-d tensors seen: the promotion of every element's dtype
+                        (a number's: bool, int64 or the default float); -1 none */
+  int numdt;         /* the promotion of the numbers' dtypes alone; -1 none */
 } data_info;
 
 static void path_str(lua_State *L, int depth, const int64_t *path) {
@@ -87,7 +90,7 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
   if (t == LUA_TBOOLEAN) kind = 0;
   else if (t == LUA_TNUMBER) {
     double v = lua_tonumber(L, idx);
-    kind = (v == floor(v) && fabs(v) < 9223372036854775808.0) ? 1 : 2;
+    kind = (v == floor(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? 1 : 2;
 #if LUA_VERSION_NUM >= 503
     kind = lua_isinteger(L, idx) ? 1 : 2; /* Lua 5.4: math.type decides */
 #endif
@@ -98,6 +101,11 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
     /* a 0-d tensor is a number of its dtype's kind (torch.tensor([t0, t1])) */
     em_dtype dt = em_tensor_dtype(l_totensor(L, idx));
     kind = dt == EM_BOOL ? 0 : em_dtype_kindof(dt) == EM_KIND_FLOAT ? 2 : 1;
+    /* torch.tensor([t0, t1]): the tensors' own dtypes take part */
+    info->tdt = info->tdt < 0 ? (int)dt : (int)em_promote_types((em_dtype)info->tdt, dt);
+    if (kind > info->kind) info->kind = kind;
+    info->count++;
+    return;
   } else {
     path_str(L, depth, path);
     l_errorf(L, "%s: expected numbers, booleans or 0-d tensors, got %s at %s", op,
@@ -105,6 +113,8 @@ static void scan_data(lua_State *L, int idx, int depth, data_info *info,
     return;
   }
   if (kind > info->kind) info->kind = kind;
+  em_dtype ndt = kind == 0 ? EM_BOOL : kind == 1 ? EM_INT64 : l_default_dtype();
+  info->numdt = info->numdt < 0 ? (int)ndt : (int)em_promote_types((em_dtype)info->numdt, ndt);
   info->count++;
 }
 
@@ -186,10 +196,12 @@ static void fill_data(lua_State *L, int idx, em_tensor *t, char *data, int64_t *
 ** infers: bool < int64 < the default float. Leaves it on the stack. */
 static em_tensor *tensor_from_data(lua_State *L, int idx, int dt, em_device dev,
                                    const char *op) {
-  data_info info = {0, {0}, -1, 0};
+  data_info info = {0, {0}, -1, 0, -1, -1};
   int64_t path[EM_MAX_DIMS + 1];
   scan_data(L, idx, 0, &info, path, op);
-  if (dt < 0)
+  if (dt < 0 && info.tdt >= 0) /* 0-d tensors among the values: PyTorch's promotion */
+    dt = info.numdt < 0 ? info.tdt : (int)em_promote_types((em_dtype)info.tdt, (em_dtype)info.numdt);
+  else if (dt < 0)
     dt = info.kind == 0 ? EM_BOOL : info.kind == 1 ? EM_INT64 : (int)l_default_dtype();
   em_tensor **box = l_newbox(L);
   if (em_empty(info.ndim, info.sizes, (em_dtype)dt, dev, box) != EM_OK)

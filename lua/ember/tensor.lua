@@ -319,7 +319,7 @@ return function(T, C)
     local function kind_of(v)
       local tv = type(v)
       if tv == "number" then
-        if v == floor(v) and v < M63 and v > -M63 then return 1 end
+        if v == floor(v) and v < M63 and v >= -M63 then return 1 end
         return 2
       end
       if tv == "boolean" then return 0 end

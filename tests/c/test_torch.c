@@ -162,7 +162,7 @@ TEST(refusals_name_what_they_refuse) {
     const char *needle;
   } bad[] = {
       {PKL("\x80" "\x02" "cos\x0a" "system\x0a" "X\x02" "\x00" "\x00" "\x00" "ls\x85" "R."), "refusing global 'os.system'"},
-      {PKL("\x80" "\x02" "ctorch\x0a" "ComplexFloatStorage\x0a" "."), "torch.ComplexFloatStorage is not supported"},
+      {PKL("\x80" "\x02" "ctorch\x0a" "ComplexHalfStorage\x0a" "."), "torch.ComplexHalfStorage is not supported"},
       {PKL("\x80" "\x02" "ctorch._utils\x0a" "_rebuild_sparse_tensor\x0a" "."), "global 'torch._utils._rebuild_sparse_tensor' is not supported"},
       {PKL("\x80" "\x02" "ctorch.nn.modules.linear\x0a" "Linear\x0a" "."), "save model.state_dict() instead"},
       {PKL("\x80" "\x02" "(X\x02" "\x00" "\x00" "\x00" "lsios\x0a" "system\x0a" "."), "refusing pickle opcode INST"},

@@ -217,3 +217,39 @@ describe("zero_grad(false) of a gradient with history", function()
     assert.is_false(m.weight.grad.requires_grad)
   end)
 end)
+
+describe("views made in no_grad mode (PyTorch's CreationMeta rule)", function()
+  it("an in-place write to one in grad mode is refused; in no_grad mode it is fine", function()
+    local x = T.tensor({ 1, 2, 3 }, { dtype = T.float32, requires_grad = true })
+    local v = T.no_grad(function() return x:narrow(1, 1, 2) end)
+    assert.has_error(function() v:mul_(2) end,
+      "mul_: a view was created in no_grad mode and is being modified in-place with grad mode enabled; "
+      .. "this is ambiguous and refused (PyTorch's rule): make the view in grad mode, or write into a clone")
+    assert.same({ 1, 2, 3 }, x:tolist())
+    local y = x * 1
+    local w = T.no_grad(function() return y:narrow(1, 1, 2) end)
+    assert.has_error(function() w:copy_(T.zeros(2)) end)
+    assert.has_error(function() w[1] = 0 end)
+    assert.has_error(function() w:narrow(1, 1, 1):fill_(0) end)   -- a view of the view, too
+    T.no_grad(function() v:mul_(2) end)
+    assert.same({ 2, 4, 3 }, x:tolist())
+    -- detach is no such view, nor is a view of a tensor that needs no grad
+    local d = T.no_grad(function() return x:detach() end)
+    d[3] = 5
+    assert.equal(5, x[3]:item())
+    local z = T.zeros(3)
+    local zv = T.no_grad(function() return z[1] end)
+    zv:fill_(2)
+    assert.equal(2, z[1]:item())
+  end)
+end)
+
+describe("T.tensor of 0-d tensors takes their dtypes (torch.tensor's promotion)", function()
+  it("promotes the elements' dtypes", function()
+    assert.equal(T.float64, T.tensor({ T.tensor(1.5, { dtype = T.float64 }), 2 }).dtype)
+    assert.equal(T.int32, T.tensor({ T.tensor(1, { dtype = T.int32 }), T.tensor(2, { dtype = T.int32 }) }).dtype)
+    assert.equal(T.int64, T.tensor({ T.tensor(1, { dtype = T.int32 }), 2 }).dtype)
+    assert.equal(T.float32, T.tensor({ T.tensor(1, { dtype = T.float16 }), 2.5 }).dtype)
+    assert.equal(T.int64, T.tensor({ math.mininteger or -2 ^ 63 }).dtype)  -- an integer (5.4: math.type)
+  end)
+end)

@@ -708,6 +708,10 @@ static em_status copy_slices(em_node *n, em_tensor *v, em_tensor *b) {
 /* -- In-place checks -------------------------------------------------------------- */
 
 em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
+  if (t->nograd_view) /* callers ask only in grad mode */
+    return em_fail(EM_E_VALUE, "%s: a view was created in no_grad mode and is being modified "
+                   "in-place with grad mode enabled; this is ambiguous and refused (PyTorch's "
+                   "rule): make the view in grad mode, or write into a clone", op);
   if (!t->requires_grad) return EM_OK;
   em_node *fn = grad_fn_of(t);
   em_tensor *b = t->view_base;

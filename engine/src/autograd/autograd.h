@@ -115,6 +115,15 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
 
 /* Gather-like ops: positions (1-based, int64, out's shape) into in read
 ** row-major; a position of numel + 1 reads zero. */
+/* Marks out, a view of src (its storage, not src itself), as made in
+** no_grad mode when src requires grad and grad mode was off (on = 0), or
+** when src is such a view. */
+static inline void em_ag_mark_nograd_view(int on, const em_tensor *src, em_tensor *out) {
+  if (out && out != src && out->storage == src->storage &&
+      (src->nograd_view || (!on && src->requires_grad)))
+    out->nograd_view = true;
+}
+
 /* Renames out's grad_fn (a static name) when it is a node of its own, not
 ** src's: one op recording under several PyTorch names (t/transpose). */
 void em_ag_rename(const em_tensor *src, const em_tensor *out, const char *name);
@@ -170,6 +179,7 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     em_tensor **ag_dst_ = (OUT);                                            \
     int ag_on_ = em_ag_pause();                                             \
     em_status ag_st_ = (EXPR);                                              \
+    if (ag_st_ == EM_OK) em_ag_mark_nograd_view(ag_on_, (SRC), *(OUT));     \
     if (ag_st_ == EM_OK && ag_on_ && *(OUT) != (SRC) &&                     \
         (*(OUT))->storage == (SRC)->storage && em_ag_viewable(SRC))         \
       ag_st_ = em_ag_set_base(*(OUT), (SRC));                               \
@@ -211,6 +221,7 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     int ag_on_ = em_ag_pause();                                             \
     em_status ag_st_ = (CALL);                                              \
     em_ag_resume(ag_on_);                                                   \
+    if (ag_st_ == EM_OK && (IN)[0]) em_ag_mark_nograd_view(ag_on_, (IN)[0], *(OUT)); \
     if (ag_st_ == EM_OK && ag_on_ && (IN)[0] && em_ag_viewable((IN)[0]) &&  \
         *(OUT) != (IN)[0] && (*(OUT))->storage == (IN)[0]->storage)         \
       ag_st_ = em_ag_set_base(*(OUT), (IN)[0]);                             \
@@ -235,7 +246,8 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t);
     em_status ag_st_ = EM_OK;                                               \
     const em_tensor *ag_s_ = (SRC);                                         \
     int ag_any_ = ag_on_ && ((T)->requires_grad || (ag_s_ && ag_s_->requires_grad)); \
-    if (ag_any_) ag_st_ = em_ag_check_inplace((OP), (T));                   \
+    if (ag_any_ || (ag_on_ && (T)->nograd_view))                            \
+      ag_st_ = em_ag_check_inplace((OP), (T));                              \
     if (ag_st_ == EM_OK) ag_st_ = (CALL);                                   \
     em_tensor *ag_ar_ = NULL, *ag_pos_ = NULL;                              \
     if (ag_st_ == EM_OK && ag_any_) ag_st_ = em_ag_arange_like((T), &ag_ar_); \

@@ -43,6 +43,10 @@ struct em_tensor {
   int ndim;
   em_dtype dtype;
   bool requires_grad;
+  /* a view made in no_grad mode of a tensor that requires grad (or of such a
+  ** view): an in-place write to it in grad mode is refused (PyTorch's
+  ** CreationMeta::NO_GRAD_MODE); autograd.c, EM_AG_GATHER/EM_AG_CALL */
+  bool nograd_view;
   em_storage *storage;   /* one reference, owned */
   void *autograd;        /* autograd metadata, an em_autograd_head first; NULL if none */
   /* Views of floating tensors made in grad mode: the tensor they view (one

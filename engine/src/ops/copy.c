@@ -263,7 +263,7 @@ static em_status overwrite(const char *op, em_tensor *dst, const em_tensor *src,
   int on = em_ag_pause();
   em_status st = EM_OK;
   int any = on && (dst->requires_grad || (src && src->requires_grad));
-  if (any) st = em_ag_check_inplace(op, dst);
+  if (any || (on && dst->nograd_view)) st = em_ag_check_inplace(op, dst);
   if (st == EM_OK) st = run(dst, src, value);
   em_ag_resume(on);
   if (st != EM_OK || !any || em_dtype_kindof(dst->dtype) != EM_KIND_FLOAT) return st;

@@ -269,7 +269,7 @@ em_status em_masked_fill_(em_tensor *t, const em_tensor *mask, em_scalar value) 
 em_status em_masked_scatter_(em_tensor *t, const em_tensor *mask, const em_tensor *source) {
   int on = em_ag_pause();
   int any = on && (t->requires_grad || source->requires_grad);
-  em_status st = any ? em_ag_check_inplace("masked_scatter_", t) : EM_OK;
+  em_status st = any || (on && t->nograd_view) ? em_ag_check_inplace("masked_scatter_", t) : EM_OK;
   if (st == EM_OK) st = masked_scatter_nograd(t, mask, source);
   em_tensor *ar = NULL, *pos = NULL;
   if (st == EM_OK && any) st = em_ag_arange_like(t, &ar);

@@ -177,7 +177,7 @@ static em_status ag_fill(const char *op, em_tensor *t, int on) {
 
 static em_status sample_into(const char *op, em_tensor *t, em_sample *s) {
   int on = em_grad_enabled();
-  em_status st = on && t->requires_grad ? em_ag_check_inplace(op, t) : EM_OK;
+  em_status st = on && (t->requires_grad || t->nograd_view) ? em_ag_check_inplace(op, t) : EM_OK;
   if (st == EM_OK) st = sample_into_nograd(op, t, s);
   if (st == EM_OK) st = ag_fill(op, t, on);
   return st;
@@ -316,7 +316,7 @@ done:
 
 em_status em_bernoulli_tensor_(em_tensor *t, const em_tensor *p) {
   int on = em_ag_pause();
-  em_status st = on && t->requires_grad ? em_ag_check_inplace("bernoulli_", t) : EM_OK;
+  em_status st = on && (t->requires_grad || t->nograd_view) ? em_ag_check_inplace("bernoulli_", t) : EM_OK;
   if (st == EM_OK) st = bernoulli_tensor_nograd(t, p);
   em_ag_resume(on);
   if (st == EM_OK) st = ag_fill("bernoulli_", t, on);

@@ -610,6 +610,7 @@ em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
                                  strides, t->dtype);
   if (st != EM_OK) return st;
   st = em_tensor_alloc(t->storage, offset, ndim, sizes, strides, t->dtype, out);
+  if (st == EM_OK) em_ag_mark_nograd_view(em_grad_enabled(), t, *out);
   if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
   st = em_ag_set_base(*out, t);
   if (st == EM_OK) {
@@ -709,6 +710,7 @@ em_status em_view_dtype(const em_tensor *t, em_dtype dt, em_tensor **out) {
 em_status em_alias(const em_tensor *t, em_tensor **out) {
   em_status st = em_tensor_alloc(t->storage, t->offset, t->ndim, t->sizes, t->strides,
                                  t->dtype, out);
+  if (st == EM_OK) em_ag_mark_nograd_view(em_grad_enabled(), t, *out);
   if (st != EM_OK || !em_grad_enabled() || !t->requires_grad) return st;
   st = em_ag_set_base(*out, t);
   if (st == EM_OK) {

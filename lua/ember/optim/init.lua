@@ -133,13 +133,6 @@ return function(T, C)
       end
       if not p.is_leaf then error(self.name .. ": can't optimize a non-leaf Tensor", 3) end
       if seen[p] then error(self.name .. ": some parameters appear in more than one parameter group", 3) end
-      for j = 1, i - 1 do
-        if rawequal(ps[j], p) then
-          -- PyTorch warns ("in future, this will cause an error") and keeps
-          -- two states for it; one tensor updated twice is refused here
-          error(string.format("%s: parameter %d of a parameter group is the same tensor as parameter %d", self.name, i, j), 3)
-        end
-      end
       group.params[i] = p
       if p:is_complex() then
         self.complex_params = self.complex_params or {}
@@ -153,7 +146,10 @@ return function(T, C)
       error(string.format("%s: lr must be a number, got %s%s", self.name, T.is_tensor(group.lr) and "a tensor" or type(group.lr),
         T.is_tensor(group.lr) and " (use lr:item())" or ""), 3)
     end
-    if not (group.lr >= 0) then error(string.format("%s: Invalid learning rate: %g", self.name, group.lr), 3) end
+    if not (group.lr >= 0) then
+      error(string.format("%s: Invalid learning rate: %s", self.name,
+        group.lr ~= group.lr and "nan" or string.format("%g", group.lr)), 3)
+    end
     self.param_groups[#self.param_groups + 1] = group
   end
 
