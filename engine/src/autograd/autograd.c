@@ -226,6 +226,36 @@ static void edge_of(const em_tensor *t, em_ag_edge *e) {
   }
 }
 
+/* The saved inputs a node's backward will read: a product's operand is
+** read only for the other operand's gradient (PyTorch saves it only then),
+** so an in-place change of a parameter that was only multiplied by (x * w
+** with w needing no grad, x @ w, F.linear) does not fail the backward. */
+static int needed_saves(em_ag_kind kind, const em_ag_params *p, const em_node *n) {
+  int s = p->save_in;
+#define HAS(j) (n->nin > (j) && (n->next[j].node || n->next[j].leaf))
+  switch (kind) {
+    case EM_AG_EW:
+      if (p->op == EM_OP_MUL) {
+        if (!HAS(1)) s &= ~1;
+        if (!HAS(0)) s &= ~2;
+      } else if (p->op == EM_OP_DIV && p->ew.rounding == EM_ROUND_NONE) {
+        if (!HAS(1)) s &= ~1;  /* the divisor is read by both gradients */
+      }
+      break;
+    case EM_AG_MM: case EM_AG_BMM: case EM_AG_MATMUL: case EM_AG_LINEAR:
+      if (!HAS(1)) s &= ~1;
+      if (!HAS(0)) s &= ~2;
+      break;
+    case EM_AG_ADDMM:
+      if (!HAS(2)) s &= ~2;
+      if (!HAS(1)) s &= ~4;
+      break;
+    default: break;
+  }
+#undef HAS
+  return s;
+}
+
 static em_status save(em_node *n, int k, const em_tensor *t, int is_output, int out_nr) {
   em_ag_saved *s = &n->saved[k];
   em_status st = plain_alias(t, &s->data);
@@ -316,10 +346,11 @@ em_status em_ag_record(em_ag_kind kind, int nin, const em_tensor *const *in, int
   for (int k = 0; k < nout; k++) tmeta_of(out[k], &n->out[k]);
   /* saved inputs; an input that is also an output (in place) is saved as
   ** an output, and its value from before the op comes in p->pre */
+  int keep_in = p ? needed_saves(kind, p, n) : 0;
   for (int i = 0; i < nin && st == EM_OK; i++) {
     /* save_in has a bit for each of the first 31 inputs (cat/stack of
     ** more inputs save none: shifting by 32 or more is undefined) */
-    if (!(p && i < 31 && (p->save_in >> i & 1)) || !in[i]) continue;
+    if (!(p && i < 31 && (keep_in >> i & 1)) || !in[i]) continue;
     int k = 0;
     while (k < nout && out[k] != in[i]) k++;
     if (i < 3 && p->pre[i])

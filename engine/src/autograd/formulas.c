@@ -534,19 +534,19 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       if (NEED(1)) gin[1] = al == 1.0 ? (em_tensor *)g : MULS(g, al);
       break;
     }
-    case EM_OP_MUL:
-      a = opd(f, 0); b = opd(f, 1);
-      if (NEED(0)) gin[0] = bino(f, EM_OP_MUL, TS(g), b);
-      if (NEED(1)) gin[1] = bino(f, EM_OP_MUL, TS(g), a);
+    case EM_OP_MUL:  /* each operand read only for the other's gradient (saved so) */
+      if (NEED(0)) gin[0] = bino(f, EM_OP_MUL, TS(g), opd(f, 1));
+      if (NEED(1)) gin[1] = bino(f, EM_OP_MUL, TS(g), opd(f, 0));
       break;
     case EM_OP_DIV:
-      a = opd(f, 0); b = opd(f, 1);
       if (o->rounding != EM_ROUND_NONE) {  /* piecewise constant */
         for (int i = 0; i < 2; i++) if (NEED(i)) gin[i] = zeros_like(f, g);
         break;
       }
+      b = opd(f, 1);
       if (NEED(0)) gin[0] = bino(f, EM_OP_DIV, TS(g), b);
       if (NEED(1)) {  /* -g * a / b^2 */
+        a = opd(f, 0);
         em_tensor *q = bino(f, EM_OP_DIV, TS(g), b);
         q = bino(f, EM_OP_DIV, TS(q), b);
         gin[1] = un(f, EM_OP_NEG, bino(f, EM_OP_MUL, TS(q), a));
@@ -1027,24 +1027,26 @@ static void reduce_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
 
 static void matmul_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   const em_tensor *g = gout[0];
-  em_tensor *a = saved(f, 0), *b = saved(f, 1);
+  /* each operand is saved (and read) only for the other's gradient; the
+  ** shapes come from the node */
+  int ad = f->n->in[0].ndim, bd = f->n->in[1].ndim;
+  em_tensor *a = NEED(1) ? saved(f, 0) : NULL, *b = NEED(0) ? saved(f, 1) : NULL;
   if (!OK) return;
-  int ad = a->ndim, bd = b->ndim;
   if (ad == 1 && bd == 1) {  /* dot */
     if (NEED(0)) gin[0] = MUL(g, b);
     if (NEED(1)) gin[1] = MUL(g, a);
     return;
   }
-  /* 1-d operands take a size-1 dim, which the gradient then loses */
-  em_tensor *a2 = ad == 1 ? unsq(f, a, 1) : a;
-  em_tensor *b2 = bd == 1 ? unsq(f, b, -1) : b;
   /* g: [..., m] -> [..., 1, m] when a was 1-d; [..., n] -> [..., n, 1] when b was */
   em_tensor *g2 = ad == 1 ? unsq(f, g, -2) : bd == 1 ? unsq(f, g, -1) : (em_tensor *)g;
   if (NEED(0)) {
+    /* 1-d operands take a size-1 dim, which the gradient then loses */
+    em_tensor *b2 = bd == 1 ? unsq(f, b, -1) : b;
     em_tensor *ga = mm(f, em_matmul, g2, mT(f, b2));
     gin[0] = ad == 1 ? sq(f, ga, -2) : ga;
   }
   if (NEED(1)) {
+    em_tensor *a2 = ad == 1 ? unsq(f, a, 1) : a;
     em_tensor *gb = mm(f, em_matmul, mT(f, a2), g2);
     gin[1] = bd == 1 ? sq(f, gb, -1) : gb;
   }
@@ -1058,23 +1060,22 @@ static void linalg_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
   ** the saved operands are read conjugated */
   if (em_dtype_kindof(n->out[0].dtype) == EM_KIND_COMPLEX) f->conj = 1;
   switch (n->kind) {
-    case EM_AG_MM: case EM_AG_BMM: {
-      em_tensor *a = saved(f, 0), *b = saved(f, 1);
-      if (NEED(0)) gin[0] = mm(f, n->kind == EM_AG_MM ? em_mm : em_bmm, g, mT(f, b));
-      if (NEED(1)) gin[1] = mm(f, n->kind == EM_AG_MM ? em_mm : em_bmm, mT(f, a), g);
+    case EM_AG_MM: case EM_AG_BMM: {  /* each operand read for the other's gradient */
+      if (NEED(0)) gin[0] = mm(f, n->kind == EM_AG_MM ? em_mm : em_bmm, g, mT(f, saved(f, 1)));
+      if (NEED(1)) gin[1] = mm(f, n->kind == EM_AG_MM ? em_mm : em_bmm, mT(f, saved(f, 0)), g);
       break;
     }
     case EM_AG_MATMUL: matmul_formula(f, gout, gin); break;
     case EM_AG_ADDMM: {  /* beta * input + alpha * (m1 @ m2), any of mm/mv/bmm */
       double beta = n->p.d[0], alpha = n->p.d[1];
-      em_tensor *a = saved(f, 1), *b = saved(f, 2);
+      em_tensor *a = NEED(2) ? saved(f, 1) : NULL, *b = NEED(1) ? saved(f, 2) : NULL;
       if (NEED(0)) gin[0] = beta == 1.0 ? (em_tensor *)g : MULS(g, beta);
       em_tensor *ga = alpha == 1.0 ? (em_tensor *)g : MULS(g, alpha);
       if (!OK) break;
       if (n->p.op == 1) {  /* outer: a [n], b [m], g [n, m] */
         if (NEED(1)) gin[1] = mm(f, em_mv, ga, b);
         if (NEED(2)) gin[2] = mm(f, em_mv, mT(f, ga), a);
-      } else if (b && b->ndim == 1) {  /* addmv: m [n, k], v [k], g [n] */
+      } else if (n->in[2].ndim == 1) {  /* addmv: m [n, k], v [k], g [n] */
         if (NEED(1)) gin[1] = mm(f, em_outer, ga, b);
         if (NEED(2)) gin[2] = mm(f, em_mv, mT(f, a), ga);
       } else {
@@ -1083,15 +1084,15 @@ static void linalg_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       }
       break;
     }
-    case EM_AG_LINEAR: {  /* x @ w^T + b */
-      em_tensor *x = saved(f, 0), *w = saved(f, 1);
+    case EM_AG_LINEAR: {  /* x @ w^T + b; x read for w's gradient, w for x's */
+      em_tensor *x = NEED(1) ? saved(f, 0) : NULL, *w = NEED(0) ? saved(f, 1) : NULL;
       if (!OK) break;
       if (NEED(0)) gin[0] = mm(f, em_matmul, g, w);
       if (NEED(1)) {
-        if (x->ndim == 1) {
+        if (n->in[0].ndim == 1) {
           gin[1] = mm(f, em_outer, g, x);
         } else {
-          int64_t gs[2] = {-1, w->sizes[0]}, xs[2] = {-1, w->sizes[1]};
+          int64_t gs[2] = {-1, n->in[1].sizes[0]}, xs[2] = {-1, n->in[1].sizes[1]};
           gin[1] = mm(f, em_mm, mT(f, reshape(f, g, 2, gs)), reshape(f, x, 2, xs));
         }
       }
