@@ -578,6 +578,8 @@ static void make_dtypes(lua_State *L, int module) {
     lua_setfield(L, -2, "is_floating_point");
     lua_pushboolean(L, em_dtype_is_signed(dt));
     lua_setfield(L, -2, "is_signed");
+    lua_pushboolean(L, em_dtype_kindof(dt) == EM_KIND_COMPLEX);
+    lua_setfield(L, -2, "is_complex");
     lua_pushvalue(L, mt);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, -1);

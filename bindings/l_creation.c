@@ -13,6 +13,12 @@
 #include "l_ember.h"
 
 static double checknum(lua_State *L, int idx, const char *op, const char *what) {
+  em_tensor *t = l_totensor(L, idx);
+  if (t && em_tensor_ndim(t) == 0 && em_dtype_kindof(em_tensor_dtype(t)) != EM_KIND_COMPLEX) {
+    double v; /* a 0-d tensor stands for its value, as in PyTorch */
+    if (em_get_f64(t, 0, &v) != EM_OK) l_error(L);
+    return v;
+  }
   if (lua_type(L, idx) != LUA_TNUMBER)
     l_errorf(L, "%s: expected a number for %s, got %s", op, what, luaL_typename(L, idx));
   return lua_tonumber(L, idx);
@@ -79,6 +85,19 @@ static int lin_common(lua_State *L, const char *op, int log) {
   }
   em_dtype dt = (em_dtype)l_optdtype(L, o, op, (int)l_default_dtype());
   em_device dev = l_optdevice(L, o, op, em_cpu());
+  if (dt == EM_BOOL) return l_errorf(L, "%s: not implemented for 'bool'", op);
+  if (!log && em_dtype_kindof(dt) == EM_KIND_INT) {
+    /* the endpoints become the dtype first, as PyTorch converts them
+    ** (checked: out of range raises; uint8 takes -255..-1 and wraps) */
+    double *ends[2] = {&start, &end};
+    for (int i = 0; i < 2; i++) {
+      double v = trunc(*ends[i]);
+      em_scalar s = {EM_SCALAR_FLOAT, 0, v};
+      l_check_scalar_fits(L, s, dt, op);
+      if (dt == EM_UINT8 && v < 0) v += 256;
+      *ends[i] = v;
+    }
+  }
   em_tensor **box = l_newbox(L);
   /* a complex dtype: the real range in its part's dtype, imaginary parts 0
   ** (real endpoints: Lua has no complex numbers) */

@@ -308,7 +308,7 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
     if (lua_isnoneornil(L, next) || lua_istable(L, next))
       l_errorf(L, "full: expected a fill value (a number or boolean) after the size "
                "for argument #%d, got %s", next, luaL_typename(L, next));
-    value = l_checkscalar(L, next++, op);
+    value = l_value_arg(L, next++, op); /* a 0-d tensor stands for its value */
   } else {
     check_after_sizes(L, next, op);
   }
@@ -339,7 +339,7 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   em_tensor *src = l_checktensor(L, 1, op);
   int next = 2;
   em_scalar value = {EM_SCALAR_INT, fk == FILL_ONE, 0};
-  if (fk == FILL_VALUE) value = l_checkscalar(L, next++, op);
+  if (fk == FILL_VALUE) value = l_value_arg(L, next++, op);
   l_checkopts(L, next, op, l_like_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, next, op, em_tensor_device(src));

@@ -11,7 +11,9 @@ return function(T, C)
   local nomore, nooptions = A.nomore, A.nooptions
   function I.calculate_gain(nonlinearity, param, ...)
     nooptions("calculate_gain", 1, 2, nonlinearity, param, ...)
-    nonlinearity = nonlinearity or "leaky_relu"
+    if nonlinearity == nil then
+      error("calculate_gain: expected a nonlinearity name (\"relu\", \"tanh\", ...) for argument #1", 2)
+    end
     local linear = { linear = 1, conv1d = 1, conv2d = 1, conv3d = 1, conv_transpose1d = 1,
       conv_transpose2d = 1, conv_transpose3d = 1, sigmoid = 1 }
     if linear[nonlinearity] then return 1 end
@@ -173,7 +175,9 @@ return function(T, C)
     if t.ndim ~= 2 then error("sparse_: Only tensors with 2 dimensions are supported", 2) end
     if type(sparsity) ~= "number" then error("sparse_: expected a number for sparsity, got " .. type(sparsity), 2) end
     local rows, cols = t.shape[1], t.shape[2]
-    local nz = math.ceil(sparsity * rows)
+    -- the zeros per column: ceil(sparsity * rows), at most every row
+    -- (PyTorch's slice clamps; a negative sparsity makes none here)
+    local nz = math.min(rows, math.ceil(sparsity * rows))
     return no_grad(function()
       t:normal_(0, std or 0.01)
       for c = 1, cols do
