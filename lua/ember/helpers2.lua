@@ -541,4 +541,23 @@ return function(T, C)
     end
     return setmetatable(i, { __tostring = function(t) return info_repr("iinfo", t) end })
   end
+
+  -- outer(a, b): PyTorch's is a broadcast mul, so mixed dtypes promote and
+  -- bool gives bool; the engine's product wants one non-bool dtype
+  for _, tbl in ipairs { T, M } do
+    local real = tbl.outer
+    if real then
+      tbl.outer = function(a, b, ...)
+        if is_t(a) and is_t(b) and (a.dtype ~= b.dtype or a.dtype == T.bool) and select("#", ...) == 0 then
+          local dt = T.promote_types(a.dtype, b.dtype)
+          if dt == T.bool then
+            if a.ndim ~= 1 or b.ndim ~= 1 then return real(a, b) end  -- its error
+            return a:unsqueeze(2):logical_and(b:unsqueeze(1))
+          end
+          return real(a:to(dt), b:to(dt))
+        end
+        return real(a, b, ...)
+      end
+    end
+  end
 end
