@@ -599,3 +599,12 @@ describe("difftest round 3: outer promotes (torch 1.13)", function()
     assert.same({ { true }, { false } }, b:tolist())
   end)
 end)
+
+describe("difftest round 3: recurrent layers' state errors", function()
+  local T = require "ember"
+  it("a table state for a GRU says what the state is", function()
+    local g = T.nn.GRU(3, 4)
+    assert.has_error(function() g(T.randn(2, 1, 3), { T.zeros(1, 1, 4) }) end,
+      "GRU.forward: the initial state is a tensor h0, not a table (a table {h0, c0} is an LSTM's)")
+  end)
+end)

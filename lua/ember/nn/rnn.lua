@@ -246,6 +246,10 @@ return function(T, C, nn)
     if lstm and not plain then
       error(fmt("%s.forward: the initial state of an LSTM is a table {h0, c0}", name), 4)
     end
+    if plain and not lstm and hx[1] ~= nil then
+      error(fmt("%s.forward: the initial state is a tensor h0, not a table (a table {h0, c0} is an LSTM's)",
+        name), 4)
+    end
     if plain then
       for k in pairs(hx) do
         if not lstm or type(k) ~= "number" then
