@@ -223,19 +223,29 @@ return function(T, C)
   end
   local function shaped(list, single) if single then return list[1] end return list end
   local function finish(t, create) if create then return t end return t:detach() end
+  -- (v, o) where v may be left out: an options table in v's place is o
+  local function v_opts(v, o)
+    if type(v) == "table" and not T.is_tensor(v) and #v == 0 and next(v) ~= nil then return nil, v end
+    return v, o
+  end
+  -- v as a list; without v every tensor of `over` must be one element
+  local function v_list(op, v, over, what)
+    if v == nil then
+      for _, t in ipairs(over) do
+        if t:numel() ~= 1 then error(fmt("%s: v is required when %s is not a single element", op, what), 3) end
+      end
+      return nil
+    end
+    return T.is_tensor(v) and { v } or v
+  end
 
   -- vjp(func, inputs, v, {create_graph, strict}) -> outputs, v^T J
   function F.vjp(func, inputs, v, o)
-    if type(v) == "table" and not T.is_tensor(v) and #v == 0 and next(v) ~= nil then o, v = v, nil end
+    v, o = v_opts(v, o)
     o = opts_of("vjp", o)
     local ins, one_in = as_list("vjp", inputs, "inputs")
     local xs, outs, one_out = run("vjp", func, ins)
-    if v == nil then
-      for _, y in ipairs(outs) do
-        if y:numel() ~= 1 then error("vjp: v is required when the function's output is not a single element", 2) end
-      end
-    end
-    local vs = v ~= nil and (T.is_tensor(v) and { v } or v) or nil
+    local vs = v_list("vjp", v, outs, "the function's output")
     local gs = grads("vjp", outs, xs, vs, o.create_graph, o.strict)
     local ro = {}
     for i, y in ipairs(outs) do ro[i] = finish(y, o.create_graph) end
@@ -246,15 +256,10 @@ return function(T, C)
   -- jvp(func, inputs, v, {create_graph, strict}) -> outputs, J v (the
   -- double-backward trick: J v = d/du (u^T J) . v)
   function F.jvp(func, inputs, v, o)
-    if type(v) == "table" and not T.is_tensor(v) and #v == 0 and next(v) ~= nil then o, v = v, nil end
+    v, o = v_opts(v, o)
     o = opts_of("jvp", o)
     local ins, one_in = as_list("jvp", inputs, "inputs")
-    if v == nil then
-      for _, x in ipairs(ins) do
-        if x:numel() ~= 1 then error("jvp: v is required when the input is not a single element", 2) end
-      end
-    end
-    local vs = v ~= nil and (T.is_tensor(v) and { v } or v) or nil
+    local vs = v_list("jvp", v, ins, "the input")
     local xs, outs, one_out = run("jvp", func, ins)
     local us = {}
     for i, y in ipairs(outs) do us[i] = T.zeros_like(y):requires_grad_(true) end
@@ -328,14 +333,10 @@ return function(T, C)
 
   -- vhp / hvp(func, inputs, v, {create_graph, strict}) -> output, v^T H / H v
   local function hv(op, func, inputs, v, o)
+    v, o = v_opts(v, o)
     o = opts_of(op, o)
     local ins, one_in = as_list(op, inputs, "inputs")
-    local vs = v ~= nil and (T.is_tensor(v) and { v } or v) or nil
-    if vs == nil then
-      for _, x in ipairs(ins) do
-        if x:numel() ~= 1 then error(op .. ": v is required when the input is not a single element", 3) end
-      end
-    end
+    local vs = v_list(op, v, ins, "the input")
     local xs, outs = run(op, func, ins)
     if #outs ~= 1 or outs[1]:numel() ~= 1 then
       error(op .. ": the function must return a tensor with a single element", 3)
