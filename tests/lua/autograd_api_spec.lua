@@ -292,3 +292,14 @@ describe("a product saves an operand only for the other's gradient (torch 1.13)"
     assert.has_error(function() z:backward() end)
   end)
 end)
+
+describe("retain_grad under T.autograd.grad", function()
+  it("a retained non-leaf gets its gradient (PyTorch's retain_grad hook)", function()
+    local x = T.tensor({ 1, 2 }, { dtype = T.float64, requires_grad = true })
+    local y = x * 2
+    y:retain_grad()
+    A.grad((y * y):sum(), x)
+    assert.same({ 4, 8 }, y.grad:tolist())
+    assert.is_nil(x.grad)
+  end)
+end)

@@ -1131,11 +1131,11 @@ static em_status run_node(run *r, em_node *n) {
   }
   if (st != EM_OK) return st;
   /* gradients wanted at this node's outputs (autograd.grad of non-leaves),
-  ** and retained ones */
+  ** and retained ones (by autograd.grad too, as PyTorch's retain_grad hook) */
   for (int j = 0; j < r->ntargets && st == EM_OK; j++)
     if (r->tnode[j] == n && n->buf[r->tnr[j]]) st = add_into(&r->results[j], n->buf[r->tnr[j]]);
   for (int k = 0; k < n->nout && st == EM_OK; k++)
-    if (r->accumulate && n->retain[k] && n->buf[k])
+    if (n->retain[k] && n->buf[k])
       st = accumulate_grad(n->retain[k], n->buf[k], r->create_graph);
   if (st != EM_OK) return st;
   int needed = 0;
