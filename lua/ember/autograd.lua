@@ -60,6 +60,9 @@ return function(T, C)
     if retain == nil then retain = create end
     -- a tensor listed twice gets its gradient twice (PyTorch's): the
     -- engine is asked for each distinct one once
+    if type(inputs) == "table" and not T.is_tensor(inputs) and #inputs == 0 then
+      error("grad: requires non-empty inputs", 2)
+    end
     local list, slot, uniq = inputs, {}, nil
     if not T.is_tensor(inputs) and type(inputs) == "table" then
       local seen = {}
