@@ -204,6 +204,15 @@ static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *save
   return EM_OK;
 }
 
+/* C._mark_hook_view(t): t is the output of a module with a full backward
+** hook; in-place writes to it are refused in grad mode */
+static int l_mark_hook_view(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "mark_hook_view");
+  em_tensor_mark_hook_view(t);
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* C._name_grad_fn(t, name): names the grad_fn of t, a fresh result of a
 ** Lua composite, as PyTorch names the op; a no-op for a tensor with none */
 static int l_name_grad_fn(lua_State *L) {
@@ -601,6 +610,7 @@ void l_open_autograd(lua_State *L) {
                                  {"_autograd_custom", l_autograd_custom},
                                  {"_name_grad_fn", l_name_grad_fn},
                                  {"_backward_many", l_backward_many},
+                                 {"_mark_hook_view", l_mark_hook_view},
                                  {"_set_grad_hook", l_set_grad_hook},
                                  {"_set_tensor_hook", l_set_tensor_hook},
                                  {"_get_tensor_hook", l_get_tensor_hook},

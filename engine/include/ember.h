@@ -1295,6 +1295,9 @@ const char *em_tensor_grad_fn_name(const em_tensor *t);
 ** composite built from several ops names its last node as PyTorch names
 ** the op ("MedianBackward0"). An error for a leaf. */
 em_status em_tensor_name_grad_fn(em_tensor *t, const char *name);
+/* Marks t (a module output that a full backward hook watches) so that an
+** in-place write to it in grad mode is refused. */
+void em_tensor_mark_hook_view(em_tensor *t);
 /* The i-th (0-based) next function of t's grad_fn: its name
 ** ("AccumulateGrad" for a leaf, NULL when that input needs no gradient) and
 ** input number. Returns 0 past the last. */

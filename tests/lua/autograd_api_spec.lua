@@ -310,3 +310,23 @@ describe("T.autograd.grad argument checks", function()
     assert.has_error(function() A.grad((x * 2):sum(), {}) end, "grad: requires non-empty inputs")
   end)
 end)
+
+describe("full backward hooks and in-place writes to the module's output", function()
+  it("are refused, as PyTorch's BackwardHookFunction outputs", function()
+    local Mul = T.nn.Module:extend("Mul2")
+    function Mul:forward(a, b) return a * b end
+    local m = Mul()
+    local seen
+    m:register_full_backward_hook(function(_, gi, go) seen = go[1] end)
+    local a = T.tensor({ 1, 2 }, { dtype = T.float32, requires_grad = true })
+    local y = m(a, T.tensor({ 3, 4 }, { dtype = T.float32 }))
+    assert.has_error(function() y:mul_(2) end,
+      "mul_: the output of a module with a full backward hook is a view and is being modified in-place; "
+      .. "this is refused (PyTorch's BackwardHookFunction rule): clone() the output first")
+    local z = y:clone()
+    z:mul_(2)
+    z:sum():backward()
+    assert.same({ 2, 2 }, seen:tolist())
+    assert.same({ 6, 8 }, a.grad:tolist())
+  end)
+end)

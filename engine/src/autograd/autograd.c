@@ -739,6 +739,10 @@ static em_status copy_slices(em_node *n, em_tensor *v, em_tensor *b) {
 /* -- In-place checks -------------------------------------------------------------- */
 
 em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
+  if (t->hook_view) /* callers ask only in grad mode */
+    return em_fail(EM_E_VALUE, "%s: the output of a module with a full backward hook is a view "
+                   "and is being modified in-place; this is refused (PyTorch's "
+                   "BackwardHookFunction rule): clone() the output first", op);
   if (t->nograd_view) /* callers ask only in grad mode */
     return em_fail(EM_E_VALUE, "%s: a view was created in no_grad mode and is being modified "
                    "in-place with grad mode enabled; this is ambiguous and refused (PyTorch's "
@@ -799,6 +803,10 @@ void em_ag_rename(const em_tensor *src, const em_tensor *out, const char *name) 
   em_node *fn = out ? grad_fn_of(out) : NULL;
   if (!fn || fn->owned_name || (src && grad_fn_of(src) == fn)) return;
   fn->name = name;
+}
+
+void em_tensor_mark_hook_view(em_tensor *t) {
+  if (t) t->hook_view = true;
 }
 
 em_status em_tensor_name_grad_fn(em_tensor *t, const char *name) {

@@ -47,6 +47,10 @@ struct em_tensor {
   ** view): an in-place write to it in grad mode is refused (PyTorch's
   ** CreationMeta::NO_GRAD_MODE); autograd.c, EM_AG_GATHER/EM_AG_CALL */
   bool nograd_view;
+  /* an output of a module with a full backward hook (an identity view that
+  ** collects grad_output): in-place writes are refused in grad mode, as
+  ** PyTorch's BackwardHookFunction outputs refuse them */
+  bool hook_view;
   em_storage *storage;   /* one reference, owned */
   void *autograd;        /* autograd metadata, an em_autograd_head first; NULL if none */
   /* Views of floating tensors made in grad mode: the tensor they view (one

@@ -198,6 +198,7 @@ return function(T, C)
     local function wrap(t, k)
       if not (T.is_tensor(t) and t.requires_grad) then return t end
       local id = t:view_as(t)
+      C._mark_hook_view(id)
       id:register_hook(function(g)
         state.gout[k] = g
         if state.want == 0 and not state.fired then
