@@ -514,7 +514,8 @@ return function(T, C)
     check_tensor("cross", b, "other")
     if is_opts(dim) then dim = ARGS.checkopts("cross", dim, { "dim" }).dim end
     if dim == nil then
-      local shape = T.broadcast_shapes(a.shape, b.shape)
+      -- PyTorch 1.13: the first dim of size 3 of the input's own shape
+      local shape = a.shape:totable()
       for i = 1, #shape do
         if shape[i] == 3 then dim = i; break end
       end

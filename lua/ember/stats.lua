@@ -237,20 +237,33 @@ return function(T, C)
     return r:index_add(1, x:long(), src)
   end)
 
-  local function minmax_range(op, x, lo, hi)
+  -- widen: how far an empty range is widened each way (histc 1, histogram
+  -- 0.5 as NumPy)
+  local function minmax_range(op, x, lo, hi, widen)
     if lo == hi and has_values(x) then lo, hi = x:min():item(), x:max():item() end
-    if lo == hi then lo, hi = lo - 1, hi + 1 end
+    if lo == hi then lo, hi = lo - widen, hi + widen end
     if lo > hi then error(fmt("%s: max must be larger than min", op), 4) end
     if lo ~= lo or hi ~= hi or lo == -1 / 0 or hi == 1 / 0 then
       error(fmt("%s: range of [%s, %s] is not finite", op, tostring(lo), tostring(hi)), 4)
     end
     return lo, hi
   end
-  -- counts (or weights) of x in `bins` equal bins over [lo, hi] (hi closed)
-  local function equal_bins(x, bins, lo, hi, w, dt)
-    local f = x:reshape(-1):to(T.float64)
+  -- counts (or weights) of x in `bins` equal bins over [lo, hi] (hi closed).
+  -- The bin is PyTorch's: (x - lo) * bins / (hi - lo) in x's dtype; with
+  -- edges (histogram) it is then moved by one where x lies outside that
+  -- bin's edges (its local search), so the counts agree with the edges
+  local function equal_bins(x, bins, lo, hi, w, dt, edges)
+    local xf = x:reshape(-1)
+    local f = xf:to(T.float64)
     local inside = f:ge(lo):logical_and(f:le(hi))
-    local b = ((f - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):long() + 1
+    local b = ((xf - lo) * bins / (hi - lo)):floor():to(T.float64):clamp(0, bins - 1):long()
+    if edges then
+      local e = edges:to(T.float64)
+      local left, right = e:gather(1, b + 1), e:gather(1, b + 2)
+      b = T.where(f:lt(left), b - 1, T.where(f:ge(right):logical_and(b:lt(bins - 1)), b + 1, b))
+      b = b:clamp(0, bins - 1)
+    end
+    b = b + 1
     local src = w and w:reshape(-1):to(dt) or T.ones(f:numel(), { dtype = dt, device = x.device })
     src = T.where(inside, src, 0)
     return T.zeros(bins, { dtype = dt, device = x.device }):index_add(1, b, src)
@@ -263,7 +276,7 @@ return function(T, C)
     if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then
       error("histc: bins must be > 0", 2)
     end
-    lo, hi = minmax_range("histc", x, lo, hi)
+    lo, hi = minmax_range("histc", x, lo, hi, 1)
     return finish("histc", equal_bins(x, bins, lo, hi, nil, x.dtype), o)
   end)
   both("histogram", function(x, bins, o)
@@ -295,9 +308,9 @@ return function(T, C)
       if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then error("histogram: bins must be > 0", 2) end
       local lo, hi = 0, 0
       if o.range then lo, hi = o.range[1], o.range[2] end
-      lo, hi = minmax_range("histogram", x, lo, hi)
+      lo, hi = minmax_range("histogram", x, lo, hi, 0.5)
       edges = T.linspace(lo, hi, bins + 1, { dtype = x.dtype })
-      hist = equal_bins(x, bins, lo, hi, w, x.dtype)
+      hist = equal_bins(x, bins, lo, hi, w, x.dtype, edges)
     end
     if o.density then
       local widths = edges:narrow(1, 2, edges:numel() - 1) - edges:narrow(1, 1, edges:numel() - 1)
@@ -637,7 +650,14 @@ return function(T, C)
     else for i, d in ipairs(o.dim) do dims[i] = wrap_dim("gradient", d, y.ndim) end end
     local sp = o.spacing
     if sp == nil then sp = 1 end
-    if type(sp) == "number" or T.is_tensor(sp) and sp.ndim == 0 then
+    -- a 0-d tensor is a scalar spacing (alone or in the list)
+    if T.is_tensor(sp) and sp.ndim == 0 then sp = sp:item() end
+    if type(sp) == "table" and not T.is_tensor(sp) then
+      local l = {}
+      for i, v in ipairs(sp) do l[i] = T.is_tensor(v) and v.ndim == 0 and v:item() or v end
+      sp = l
+    end
+    if type(sp) == "number" then
       local s = sp; sp = {}
       for i = 1, #dims do sp[i] = s end
     end

@@ -772,6 +772,8 @@ return function(T, C)
     elseif p == 2 then
       return root(diff:pow(2):sum(-1), 2)
     elseif p == math.huge then
+      -- no columns: every distance 0 (PyTorch's), not an empty max
+      if diff.shape[diff.ndim] == 0 then return diff:abs():sum(-1) end
       return diff:abs():amax(-1)
     end
     local ad = diff:abs()
