@@ -6,6 +6,7 @@
 -- index_select instead of one element at a time. TensorDataset and Subset
 -- do.
 return function(T, C)
+  local fmt = string.format
   local unpack = table.unpack or unpack
   local A = require "ember.args"
   local data = {}
@@ -116,30 +117,71 @@ return function(T, C)
   -- -- collate -------------------------------------------------------------------------
   -- Stacks tensors along a new first dim, turns numbers into a tensor and
   -- booleans into a bool tensor, and recurses into tables field by field.
-  function data.default_collate(items, ...)
-    A.nomore("default_collate", 1, ...)
+  -- Numbers: int64 when they are integers (Lua 5.4: math.type; LuaJIT: all
+  -- integral), else float64. Through a DataLoader the first batch decides
+  -- each field's dtype for every later batch (state: field path -> dtype),
+  -- so a float field that happens to be integral in one batch does not
+  -- change dtype; an int64 field that later holds a fraction is an error.
+  local math_type = math.type
+  local function collate(items, state, path)
     local first = items[1]
     if T.is_tensor(first) then return T.stack(items) end
     if type(first) == "number" then
       local allint = true
-      for _, v in ipairs(items) do allint = allint and v % 1 == 0 end
-      return T.tensor(items, { dtype = allint and T.int64 or T.float64 })
+      for i, v in ipairs(items) do
+        if type(v) ~= "number" then
+          error(fmt("default_collate: element %d%s is a %s where element 1 is a number", i, path, type(v)), 0)
+        end
+        if math_type then allint = allint and math_type(v) == "integer" else allint = allint and v % 1 == 0 end
+      end
+      local dt = allint and T.int64 or T.float64
+      if state then
+        local prev = state[path]
+        if prev == T.int64 and dt == T.float64 then
+          error(fmt("default_collate: field%s was int64 in the first batch (all integers) but holds a "
+            .. "fraction now; store it as a float tensor, or pass a collate_fn", path == "" and "" or " " .. path:sub(2)), 0)
+        end
+        dt = prev or dt
+        state[path] = dt
+      end
+      return T.tensor(items, { dtype = dt })
     end
     if type(first) == "boolean" then return T.tensor(items, { dtype = T.bool }) end
     if type(first) == "string" then return items end
     if type(first) == "table" then
+      local nkeys = 0
+      for _ in pairs(first) do nkeys = nkeys + 1 end
       local out = {}
+      for i, it in ipairs(items) do
+        if type(it) ~= "table" then
+          error(fmt("default_collate: element %d%s is a %s where element 1 is a table", i, path, type(it)), 0)
+        end
+        local n = 0
+        for _ in pairs(it) do n = n + 1 end
+        if n ~= nkeys then
+          error(fmt("default_collate: each element in list of batch should be of equal size (element 1%s "
+            .. "has %d entries, element %d has %d)", path, nkeys, i, n), 0)
+        end
+      end
       for k in pairs(first) do
         local col = {}
         for i, it in ipairs(items) do
-          if it[k] == nil then error("default_collate: element " .. i .. " has no field " .. tostring(k), 2) end
+          if it[k] == nil then error("default_collate: element " .. i .. " has no field " .. tostring(k), 0) end
           col[i] = it[k]
         end
-        out[k] = data.default_collate(col)
+        out[k] = collate(col, state, path .. "." .. tostring(k))
       end
       return out
     end
-    error("default_collate: cannot batch values of type " .. type(first), 2)
+    error("default_collate: cannot batch values of type " .. type(first), 0)
+  end
+  data._collate = collate
+  function data.default_collate(items, ...)
+    A.nomore("default_collate", 1, ...)
+    if type(items) ~= "table" then error("default_collate: expected a list of items, got " .. type(items), 2) end
+    local ok, r = pcall(collate, items, nil, "")
+    if not ok then error(r, 2) end
+    return r
   end
 
   -- -- ConcatDataset ---------------------------------------------------------------------
@@ -355,8 +397,19 @@ return function(T, C)
     if type(dataset) ~= "table" or not dataset.len then
       error("DataLoader: expected a dataset (with len and get)", 2)
     end
-    local bs = o.batch_size or 1
-    if bs < 1 or bs % 1 ~= 0 then error("DataLoader: batch_size should be a positive integer, got " .. bs, 2) end
+    local bs = o.batch_size
+    if bs == nil then bs = 1 end
+    -- batch_size = false: no batching (PyTorch's None): each item as it is
+    if bs == false then
+      if o.drop_last then
+        error("DataLoader: batch_size = false (no batching) is mutually exclusive with drop_last", 2)
+      end
+    elseif type(bs) ~= "number" or bs < 1 or bs % 1 ~= 0 then
+      error(fmt("DataLoader: batch_size should be a positive integer or false, got %s %s", type(bs), tostring(bs)), 2)
+    end
+    if o.drop_last ~= nil and type(o.drop_last) ~= "boolean" then
+      error("DataLoader: drop_last should be a boolean, got " .. type(o.drop_last), 2)
+    end
     -- sampler: an object with len() and indices() (1-based positions, an
     -- int64 tensor or a Lua array), e.g. T.data.DistributedSampler
     if o.sampler ~= nil then
@@ -395,6 +448,7 @@ return function(T, C)
     A.nomore("len", 1, ...)
     if self.batch_sampler then return self.batch_sampler:len() end
     local n = self.sampler and self.sampler:len() or self.dataset:len()
+    if self.batch_size == false then return n end
     if self.drop_last then return math.floor(n / self.batch_size) end
     return math.ceil(n / self.batch_size)
   end
@@ -415,6 +469,11 @@ return function(T, C)
       order = self.shuffle and T.randperm(n) or T.arange(1, n + 1, { dtype = T.int64 })
     end
     local nb, bs, ds = groups and #groups or self:len(), self.batch_size, self.dataset
+    local nobatch = bs == false
+    if nobatch then bs = 1 end
+    -- each field's number dtype, fixed by the first batch of the loader
+    self._collate_state = self._collate_state or {}
+    local state = self._collate_state
     local i = 0
     return function()
       i = i + 1
@@ -431,12 +490,23 @@ return function(T, C)
       end
       local batch
       if not self.collate_fn and ds.get_batch then batch = ds:get_batch(ids) end
-      if batch == nil then
+      if nobatch then
+        batch = ds:get(ids[1]:item())
+        if self.collate_fn then batch = self.collate_fn(batch) end
+      elseif batch == nil then
         local items = {}
         for k = 1, cnt do items[k] = ds:get(ids[k]:item()) end
-        batch = (self.collate_fn or data.default_collate)(items)
+        if self.collate_fn then
+          batch = self.collate_fn(items)
+        else
+          local ok, r = pcall(collate, items, state, "")
+          if not ok then error(r, 0) end
+          batch = r
+        end
       end
-      if self.pin_memory then
+      if self.pin_memory and T.is_tensor(batch) then
+        batch = batch:pin_memory()
+      elseif self.pin_memory and type(batch) == "table" then
         for k, v in pairs(batch) do
           if T.is_tensor(v) and v.device.type == "cpu" then batch[k] = v:pin_memory() end
         end
@@ -452,7 +522,9 @@ return function(T, C)
     return function()
       local b = nextb()
       if b == nil then return nil end
-      if b[1] ~= nil then return unpack(b) end
+      -- a plain array's fields in turn; anything else (a tensor, a number,
+      -- a table of named fields) as it is
+      if type(b) == "table" and getmetatable(b) == nil and b[1] ~= nil then return unpack(b) end
       return b
     end
   end

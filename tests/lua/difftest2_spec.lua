@@ -634,3 +634,48 @@ describe("difftest round 3: statistics (torch 1.13)", function()
     assert.same({ 0, 0, 0 }, T.pdist(T.zeros(3, 0), math.huge):tolist())
   end)
 end)
+
+describe("difftest round 3: DataLoader and default_collate (torch 1.13)", function()
+  local T = require "ember"
+  local function L(items) return { len = function() return #items end, get = function(_, i) return items[i] end } end
+  it("a field's number dtype is fixed by the first batch", function()
+    local dts = {}
+    for b in T.data.DataLoader(L { { y = 0.5 }, { y = 1.0 }, { y = 1 }, { y = 2 } }, { batch_size = 2 }):batches() do
+      dts[#dts + 1] = b.y.dtype
+    end
+    assert.same({ T.float64, T.float64 }, dts)
+    assert.has_error(function()
+      for _ in T.data.DataLoader(L { { y = 1 }, { y = 2 }, { y = 0.5 }, { y = 1 } }, { batch_size = 2 }):batches() do end
+    end, "default_collate: field y was int64 in the first batch (all integers) but holds a fraction now; "
+      .. "store it as a float tensor, or pass a collate_fn")
+  end)
+  it("iter passes a tensor (or any non-array) batch on as it is", function()
+    local items = {}
+    for i = 0, 4 do items[#items + 1] = T.tensor { i, i * 10 } end
+    local shapes = {}
+    for x in T.data.DataLoader(L(items), { batch_size = 2 }):iter() do shapes[#shapes + 1] = x.shape:totable() end
+    assert.same({ { 2, 2 }, { 2, 2 }, { 1, 2 } }, shapes)
+    local n = {}
+    for x in T.data.DataLoader(L { 1, 2, 3 }, { batch_size = 2, collate_fn = function(b) return #b end }):iter() do
+      n[#n + 1] = x
+    end
+    assert.same({ 2, 1 }, n)
+  end)
+  it("batch_size = false turns batching off (PyTorch's None)", function()
+    local items = { T.tensor { 1, 2 }, T.tensor { 3, 4 } }
+    local l = T.data.DataLoader(L(items), { batch_size = false })
+    assert.equal(2, l:len())
+    local got = {}
+    for x in l:iter() do got[#got + 1] = x:tolist() end
+    assert.same({ { 1, 2 }, { 3, 4 } }, got)
+    assert.has_error(function() T.data.DataLoader(L(items), { batch_size = false, drop_last = true }) end)
+    assert.has_error(function() T.data.DataLoader(L(items), { batch_size = "2" }) end,
+      "DataLoader: batch_size should be a positive integer or false, got string 2")
+    assert.has_error(function() T.data.DataLoader(L(items), { drop_last = 1 }) end,
+      "DataLoader: drop_last should be a boolean, got number")
+  end)
+  it("items of different sizes are an error", function()
+    assert.has_error(function() T.data.default_collate { { 1, 2 }, { 3, 4, 5 } } end,
+      "default_collate: each element in list of batch should be of equal size (element 1 has 2 entries, element 2 has 3)")
+  end)
+end)
