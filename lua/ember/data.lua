@@ -33,10 +33,18 @@ return function(T, C)
     A.nomore("len", 1, ...)
     return self.tensors[1].shape[1]
   end
+  -- an integer position in 1..n, or -n..-1 from the end (as ConcatDataset)
+  local function position(op, i, n)
+    if type(i) ~= "number" or i % 1 ~= 0 then
+      error(fmt("%s: expected an integer index, got %s", op, type(i) == "number" and tostring(i) or type(i)), 3)
+    end
+    if i < 0 and i >= -n then i = n + 1 + i end
+    if i < 1 or i > n then error(fmt("%s: index %d is out of range 1..%d", op, i, n), 3) end
+    return i
+  end
   function TensorDataset:get(i, ...)
     A.nomore("get", 2, ...)
-    local n = self:len()
-    if i < 1 or i > n then error(string.format("TensorDataset: index %d is out of range 1..%d", i, n), 2) end
+    i = position("TensorDataset", i, self:len())
     local out = {}
     for k, t in ipairs(self.tensors) do out[k] = t[i] end
     return out
@@ -63,6 +71,7 @@ return function(T, C)
   end
   function Subset:get(i, ...)
     A.nomore("get", 2, ...)
+    i = position("Subset", i, self:len())
     return self.dataset:get(self.indices[i]:item())
   end
   function Subset:get_batch(ids, ...)
@@ -77,6 +86,13 @@ return function(T, C)
   -- The permutation comes from the generator (T.manual_seed).
   function data.random_split(dataset, lengths, ...)
     A.nomore("random_split", 2, ...)
+    if T.is_tensor(lengths) then lengths = lengths:tolist() end
+    if type(lengths) ~= "table" then
+      error("random_split: lengths must be a list (or a 1-d tensor) of counts or fractions, got " .. type(lengths), 2)
+    end
+    for i, l in ipairs(lengths) do
+      if type(l) ~= "number" then error(fmt("random_split: lengths[%d] is a %s, not a number", i, type(l)), 2) end
+    end
     local n = dataset:len()
     local counts, total = {}, 0
     local fractional = true

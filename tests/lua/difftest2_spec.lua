@@ -679,3 +679,18 @@ describe("difftest round 3: DataLoader and default_collate (torch 1.13)", functi
       "default_collate: each element in list of batch should be of equal size (element 1 has 2 entries, element 2 has 3)")
   end)
 end)
+
+describe("difftest round 3: datasets refuse bad positions clearly", function()
+  local T = require "ember"
+  it("TensorDataset/Subset positions; random_split lengths", function()
+    local ds = T.data.TensorDataset(T.arange(1, 6):float())
+    assert.equal(5, ds:get(-1)[1]:item())
+    assert.has_error(function() ds:get("2") end, "TensorDataset: expected an integer index, got string")
+    assert.has_error(function() ds:get(1.5) end, "TensorDataset: expected an integer index, got 1.5")
+    local s = T.data.Subset(ds, { 2, 3 })
+    assert.equal(3, s:get(-1)[1]:item())
+    assert.has_error(function() s:get(1.5) end, "Subset: expected an integer index, got 1.5")
+    assert.equal(2, #T.data.random_split(ds, T.tensor { 2, 3 }))
+    assert.has_error(function() T.data.random_split(ds, 5) end)
+  end)
+end)
