@@ -589,6 +589,16 @@ static int l_autograd_grad(lua_State *L) {
 }
 
 
+/* C._set_detect_anomaly(b) -> the previous mode */
+static int l_set_detect_anomaly(lua_State *L) {
+  if (!lua_isboolean(L, 1))
+    return l_errorf(L, "set_detect_anomaly: expected a boolean, got %s", luaL_typename(L, 1));
+  int prev = em_is_anomaly_enabled();
+  em_set_detect_anomaly(lua_toboolean(L, 1));
+  lua_pushboolean(L, prev);
+  return 1;
+}
+
 static int l_is_grad_enabled(lua_State *L) {
   l_checknomore(L, 0, "is_grad_enabled");
   lua_pushboolean(L, em_grad_enabled());
@@ -611,6 +621,7 @@ void l_open_autograd(lua_State *L) {
                                  {"_name_grad_fn", l_name_grad_fn},
                                  {"_backward_many", l_backward_many},
                                  {"_mark_hook_view", l_mark_hook_view},
+                                 {"_set_detect_anomaly", l_set_detect_anomaly},
                                  {"_set_grad_hook", l_set_grad_hook},
                                  {"_set_tensor_hook", l_set_tensor_hook},
                                  {"_get_tensor_hook", l_get_tensor_hook},

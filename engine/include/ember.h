@@ -1298,6 +1298,10 @@ em_status em_tensor_name_grad_fn(em_tensor *t, const char *name);
 /* Marks t (a module output that a full backward hook watches) so that an
 ** in-place write to it in grad mode is refused. */
 void em_tensor_mark_hook_view(em_tensor *t);
+/* Anomaly mode (per thread): a backward fails naming the node whose
+** gradient holds NaN. */
+void em_set_detect_anomaly(int on);
+int em_is_anomaly_enabled(void);
 /* The i-th (0-based) next function of t's grad_fn: its name
 ** ("AccumulateGrad" for a leaf, NULL when that input needs no gradient) and
 ** input number. Returns 0 past the last. */

@@ -72,6 +72,31 @@ return function(T, C)
     return false
   end
 
+  -- -- anomaly detection -------------------------------------------------------------
+  -- T.autograd.set_detect_anomaly(b) (returns the previous mode),
+  -- T.autograd.detect_anomaly(fn, ...) runs fn with it on, T.is_anomaly_enabled():
+  -- a backward then fails naming the first node whose gradient holds NaN
+  -- (PyTorch also prints the forward's traceback; ember names the node)
+  function A.set_detect_anomaly(on, ...)
+    ARGS.nomore("set_detect_anomaly", 1, ...)
+    if type(on) ~= "boolean" then error("set_detect_anomaly: expected a boolean, got " .. type(on), 2) end
+    return C._set_detect_anomaly(on)
+  end
+  function A.detect_anomaly(fn, ...)
+    if type(fn) ~= "function" then error("detect_anomaly: expected a function, got " .. type(fn), 2) end
+    local prev = C._set_detect_anomaly(true)
+    local r = pack(pcall(fn, ...))
+    C._set_detect_anomaly(prev)
+    if not r[1] then error(r[2], 0) end
+    return unpack(r, 2, r.n)
+  end
+  function T.is_anomaly_enabled(...)
+    ARGS.nooptions("is_anomaly_enabled", 1, 0, ...)
+    local on = C._set_detect_anomaly(false)
+    C._set_detect_anomaly(on)
+    return on
+  end
+
   -- -- custom Functions --------------------------------------------------------------
   -- local Exp = T.autograd.Function:extend("Exp")
   -- function Exp.forward(ctx, x) local y = x:exp(); ctx:save_for_backward(y); return y end

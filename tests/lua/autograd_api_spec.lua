@@ -330,3 +330,22 @@ describe("full backward hooks and in-place writes to the module's output", funct
     assert.same({ 6, 8 }, a.grad:tolist())
   end)
 end)
+
+describe("anomaly detection", function()
+  it("names the node whose gradient holds NaN; off by default", function()
+    local function run()
+      local x = T.tensor({ 0, 1 }, { dtype = T.float64, requires_grad = true })
+      local z = (x:sqrt() * 0):sum()
+      z:backward()
+      return x
+    end
+    assert.is_false(T.is_anomaly_enabled())
+    assert.is_true(run().grad[1]:isnan():item())
+    assert.has_error(function() A.detect_anomaly(run) end,
+      "backward: Function 'SqrtBackward0' returned nan values in its gradient for input 1 (anomaly detection)")
+    assert.is_false(T.is_anomaly_enabled())   -- the scope restored it
+    assert.is_false(A.set_detect_anomaly(true))
+    assert.is_true(T.is_anomaly_enabled())
+    A.set_detect_anomaly(false)
+  end)
+end)

@@ -254,6 +254,7 @@ R.initial_seed = ""
 R.finfo = "T.float32"
 R.iinfo = "T.int32"
 R.is_inference_mode_enabled = ""
+R.is_anomaly_enabled = ""
 R.memory_stats = ""
 R.empty_cache = ""
 R.device = "'cpu'"
@@ -483,6 +484,7 @@ local NR = {
   grad = "(function() local l = leaf; return (l * 2):sum(), { l } end)()", backward = "(leaf * 2):sum()",
   is_grad_enabled = "",
   gradcheck = "function(a) return a * 2 end, { leaf }",
+  set_detect_anomaly = "false",
 }
 -- methods of objects: the recipe's first value is the object
 local OR = {
@@ -773,7 +775,7 @@ end
 local forwards = { ["T.no_grad"] = true, ["T.enable_grad"] = true, ["T.set_grad_enabled"] = true,
   ["T.autocast"] = true, -- T.autocast(device_type, [opts], fn, ...): its options are checked in amp_spec
   ["autograd.no_grad"] = true, ["autograd.enable_grad"] = true, ["autograd.set_grad_enabled"] = true,
-  ["T.inference_mode"] = true, ["autograd.inference_mode"] = true,
+  ["T.inference_mode"] = true, ["autograd.inference_mode"] = true, ["autograd.detect_anomaly"] = true,
 }
 
 local function call(e, extra)

@@ -1125,6 +1125,32 @@ static em_status zeros_of(const em_ag_tmeta *m, em_tensor **out) {
   return em_zeros(m->ndim, m->sizes, m->dtype, m->device, out);
 }
 
+/* Anomaly mode (T.autograd.set_detect_anomaly): every gradient a node
+** returns is checked for NaN, and the backward fails naming the node, as
+** PyTorch's "Function 'XBackward0' returned nan values". Per thread. */
+static _Thread_local int anomaly_on;
+void em_set_detect_anomaly(int on) { anomaly_on = on != 0; }
+int em_is_anomaly_enabled(void) { return anomaly_on; }
+
+static em_status check_nan(const em_node *n, int i, const em_tensor *g) {
+  em_dtype_kind k = em_dtype_kindof(g->dtype);
+  if ((k != EM_KIND_FLOAT && k != EM_KIND_COMPLEX) || g->storage->device.type == EM_META)
+    return EM_OK;
+  int on = em_ag_pause();
+  em_tensor *nan = NULL, *any = NULL;
+  int64_t hit = 0;
+  em_status st = em_unary(EM_OP_ISNAN, g, &nan);
+  if (st == EM_OK) st = em_reduce(EM_REDUCE_ANY, nan, 0, NULL, 0, -1, &any);
+  if (st == EM_OK) st = em_get_i64(any, 0, &hit);
+  em_tensor_release(nan);
+  em_tensor_release(any);
+  em_ag_resume(on);
+  if (st == EM_OK && hit)
+    st = em_fail(EM_E_RUNTIME, "backward: Function '%s' returned nan values in its gradient "
+                 "for input %d (anomaly detection)", n->name, i + 1);
+  return st;
+}
+
 /* Runs one ready node: its summed output gradients in buf. */
 static em_status run_node(run *r, em_node *n) {
   em_status st = EM_OK;
@@ -1159,6 +1185,8 @@ static em_status run_node(run *r, em_node *n) {
   em_tensor **gin = calloc((size_t)n->nin + 1, sizeof *gin);
   if (!gin) return em_fail(EM_E_NOMEM, "backward: out of memory");
   st = em_ag_apply(n, n->buf, gin);
+  for (int i = 0; anomaly_on && i < n->nin && st == EM_OK; i++)
+    if (gin[i]) st = check_nan(n, i, gin[i]);
   for (int i = 0; i < n->nin && st == EM_OK; i++) {
     em_ag_edge *e = &n->next[i];
     if (!gin[i] && !e->node && e->leaf) st = hook_arrive(r, e->leaf);
