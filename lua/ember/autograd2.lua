@@ -163,23 +163,56 @@ return function(T, C)
     end
     local ctx = setmetatable({ needs_input_grad = needs, materialize_grads = true }, Ctx)
     local out = pack(T.no_grad(cls.forward, ctx, unpack(args, 1, args.n)))
-    if out.n ~= 1 or not T.is_tensor(out[1]) then
-      error(fmt("%s.forward must return one tensor (got %d values; several outputs are not supported)",
-        name, out.n), 2)
+    if out.n == 0 then error(fmt("%s.forward returned nothing", name), 2) end
+    -- the differentiable outputs: floating or complex tensors not marked
+    local nondiff = rawget(ctx, "_nondiff") or {}
+    local diff = {}
+    for k = 1, out.n do
+      local y = out[k]
+      if T.is_tensor(y) and not nondiff[y] and (y.dtype.is_floating_point or y:is_complex()) then
+        diff[#diff + 1] = k
+      end
     end
-    local y = out[1]
-    local nondiff = rawget(ctx, "_nondiff")
-    if not any or (nondiff and nondiff[y]) or not (y.dtype.is_floating_point or y:is_complex()) then
-      return y
+    if not any or #diff == 0 then return unpack(out, 1, out.n) end
+    local first = out[diff[1]]
+    for _, k in ipairs(diff) do
+      if out[k].dtype ~= first.dtype or tostring(out[k].device) ~= tostring(first.device) then
+        error(fmt("%s.forward: its differentiable outputs must share a dtype and device (output %d is %s, "
+          .. "output %d %s); mark the others non-differentiable", name, diff[1], tostring(first.dtype), k,
+          tostring(out[k].dtype)), 2)
+      end
     end
-    -- an output that is an input (or a view of nothing new) gets a node of its own
-    for i = 1, args.n do if rawequal(args[i], y) then y = y:view_as(y) break end end
-    y = y:detach()
     local inputs = { n = args.n }
     for i = 1, args.n do if needs[i] then inputs[i] = args[i] end end
+    -- one node whose output packs every differentiable output (flattened,
+    -- one after another); the outputs handed back are views of it, so the
+    -- node's backward gets all their gradients at once
+    local shapes, sizes, pieces = {}, {}, {}
+    for j, k in ipairs(diff) do
+      shapes[j], sizes[j] = out[k].shape:totable(), out[k]:numel()
+      pieces[j] = out[k]:detach():reshape(-1)
+    end
+    -- one output alone is its own node's output (no packing)
+    local single = out.n == 1
+    local packed
+    if single then
+      packed = out[1]
+      for i = 1, args.n do if rawequal(args[i], packed) then packed = packed:view_as(packed) break end end
+      packed = packed:detach()
+    else
+      packed = #diff == 1 and pieces[1]:clone() or T.cat(pieces)
+    end
     local function bw(g)
-      if g == nil and ctx.materialize_grads then g = T.zeros_like(y) end
-      local r = pack(cls.backward(ctx, g))
+      local gs, at = {}, 1
+      if single then gs[1] = g end
+      for j = 1, single and 0 or #diff do
+        gs[diff[j]] = g:narrow(1, at, sizes[j]):reshape(shapes[j])
+        at = at + sizes[j]
+      end
+      for k = 1, out.n do
+        if gs[k] == nil and ctx.materialize_grads and T.is_tensor(out[k]) then gs[k] = T.zeros_like(out[k]) end
+      end
+      local r = pack(cls.backward(ctx, unpack(gs, 1, out.n)))
       if r.n == 1 and type(r[1]) == "table" and not T.is_tensor(r[1]) then r = r[1] end
       local res = {}
       for i = 1, args.n do
@@ -191,7 +224,14 @@ return function(T, C)
       end
       return res
     end
-    return C._autograd_custom(name .. "Backward", inputs, y, bw)
+    local node = C._autograd_custom(name .. "Backward", inputs, packed, bw)
+    if single then return node end
+    local res, at = pack(unpack(out, 1, out.n)), 1
+    for j, k in ipairs(diff) do
+      res[k] = node:narrow(1, at, sizes[j]):reshape(shapes[j])
+      at = at + sizes[j]
+    end
+    return unpack(res, 1, res.n)
   end
 
   -- -- T.autograd.functional -------------------------------------------------------------

@@ -89,12 +89,34 @@ describe("T.autograd.Function", function()
     -- no input requires grad: no node
     assert.is_nil(Exp.apply(f64 { 1 }).grad_fn)
   end)
+  it("several outputs: backward gets one gradient per output", function()
+    local SinCos = A.Function:extend("SinCos")
+    function SinCos.forward(ctx, x)
+      ctx:save_for_backward(x)
+      return x:sin(), x:cos(), x:argmax()
+    end
+    function SinCos.backward(ctx, gs, gc, gi)
+      local x = ctx.saved_tensors[1]
+      assert(gi == nil or gi:sum():item() == 0)
+      return gs * x:cos() - gc * x:sin()
+    end
+    local x = leaf { 0.3, 1.2 }
+    local s, c, i = SinCos.apply(x)
+    assert.equal(2, i:item())
+    assert.is_false(i.requires_grad)
+    ;(s * 2 + c):sum():backward()
+    assert.is_true(T.allclose(x.grad, (x:detach():cos() * 2 - x:detach():sin())))
+    -- an output left unused gets zeros
+    local y = leaf { 0.5 }
+    local s2 = SinCos.apply(y)
+    s2:sum():backward()
+    assert.is_true(T.allclose(y.grad, y:detach():cos()))
+  end)
   it("refuses what it cannot record", function()
-    local Two = A.Function:extend("Two")
-    function Two.forward(ctx, x) return x, x end
-    function Two.backward() end
-    assert.has_error(function() Two.apply(leaf { 1 }) end,
-      "Two.forward must return one tensor (got 2 values; several outputs are not supported)")
+    local Mixed = A.Function:extend("Mixed")
+    function Mixed.forward(ctx, x) return x * 2, x:double() end
+    function Mixed.backward() end
+    assert.has_error(function() Mixed.apply(T.ones(2, { requires_grad = true })) end)
     local Bad = A.Function:extend("Bad")
     function Bad.forward(ctx, x) return x * 2 end
     function Bad.backward() return 5 end
