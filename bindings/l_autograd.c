@@ -589,14 +589,20 @@ static int l_autograd_grad(lua_State *L) {
 }
 
 
-/* C._set_detect_anomaly(b) -> the previous mode */
-static int l_set_detect_anomaly(lua_State *L) {
+/* A per-thread mode switch: sets it from the boolean at 1, pushes the
+** previous mode. */
+static int swap_mode(lua_State *L, const char *op, int (*get)(void), void (*set)(int)) {
   if (!lua_isboolean(L, 1))
-    return l_errorf(L, "set_detect_anomaly: expected a boolean, got %s", luaL_typename(L, 1));
-  int prev = em_is_anomaly_enabled();
-  em_set_detect_anomaly(lua_toboolean(L, 1));
+    return l_errorf(L, "%s: expected a boolean, got %s", op, luaL_typename(L, 1));
+  int prev = get();
+  set(lua_toboolean(L, 1));
   lua_pushboolean(L, prev);
   return 1;
+}
+
+/* C._set_detect_anomaly(b) -> the previous mode */
+static int l_set_detect_anomaly(lua_State *L) {
+  return swap_mode(L, "set_detect_anomaly", em_is_anomaly_enabled, em_set_detect_anomaly);
 }
 
 static int l_is_grad_enabled(lua_State *L) {
@@ -605,12 +611,7 @@ static int l_is_grad_enabled(lua_State *L) {
   return 1;
 }
 static int l_set_grad_enabled(lua_State *L) {
-  if (!lua_isboolean(L, 1))
-    return l_errorf(L, "set_grad_enabled: expected a boolean, got %s", luaL_typename(L, 1));
-  int prev = em_grad_enabled();
-  em_set_grad_enabled(lua_toboolean(L, 1));
-  lua_pushboolean(L, prev);
-  return 1;
+  return swap_mode(L, "set_grad_enabled", em_grad_enabled, em_set_grad_enabled);
 }
 
 void l_open_autograd(lua_State *L) {

@@ -65,19 +65,27 @@ return function(T)
 
   function A.fmt_shape(s) return "[" .. table.concat(s, ", ") .. "]" end
 
-  -- named(op, f): f with its errors naming op: an error raised inside by an
-  -- engine op ("masked_fill_: ...") is re-raised as "op: ...", and every
-  -- error is raised at the caller's position, as a C function's is.
-  local function rethrow(op, e)
+  -- named(op, f [, rule]): f with its errors naming op: an error raised
+  -- inside by an engine op ("masked_fill_: ...") is re-raised as "op: ...",
+  -- and every error is raised at the caller's position, as a C function's
+  -- is. rule (optional): {keep = pattern} an inner name that stays
+  -- ("linalg.inv: " under linalg.matrix_power), {strip = pattern} the inner
+  -- name dropped (default "^[%w_]+: ").
+  local function rethrow(op, e, rule)
     if type(e) ~= "string" then error(e, 0) end
     local m = e:gsub("^[^\n]-:%d+: ", "")
-    if m:sub(1, #op + 1) ~= op .. ":" then m = op .. ": " .. m:gsub("^[%w_]+: ", "") end
+    if m:sub(1, #op + 1) ~= op .. ":" then
+      if not (rule and rule.keep and m:find(rule.keep)) then
+        m = m:gsub(rule and rule.strip or "^[%w_]+: ", "", 1)
+      end
+      m = op .. ": " .. m
+    end
     error(m, 3)
   end
-  function A.named(op, f)
+  function A.named(op, f, rule)
     local function pass(ok, ...)
       if ok then return ... end
-      rethrow(op, (...))
+      rethrow(op, (...), rule)
     end
     return function(...) return pass(pcall(f, ...)) end
   end

@@ -14,15 +14,16 @@ return function(T, C)
     return n
   end
 
-  -- Runs fn(...) with grad mode set to `on`, restoring the old mode after,
-  -- also when fn raises.
-  local function with_mode(on, fn, ...)
-    local prev = C.set_grad_enabled(on)
+  -- Runs fn(...) with a mode set to `on` by set (which returns the old
+  -- mode), restoring the old mode after, also when fn raises.
+  function A._with_mode(set, on, fn, ...)
+    local prev = set(on)
     local res = pack(pcall(fn, ...))
-    C.set_grad_enabled(prev)
+    set(prev)
     if not res[1] then error(res[2], 0) end
     return unpack(res, 2, res.n)
   end
+  local function with_mode(on, fn, ...) return A._with_mode(C.set_grad_enabled, on, fn, ...) end
 
   function T.no_grad(fn, ...)
     if type(fn) ~= "function" then error("no_grad: expected a function, got " .. type(fn), 2) end

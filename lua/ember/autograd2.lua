@@ -84,11 +84,7 @@ return function(T, C)
   end
   function A.detect_anomaly(fn, ...)
     if type(fn) ~= "function" then error("detect_anomaly: expected a function, got " .. type(fn), 2) end
-    local prev = C._set_detect_anomaly(true)
-    local r = pack(pcall(fn, ...))
-    C._set_detect_anomaly(prev)
-    if not r[1] then error(r[2], 0) end
-    return unpack(r, 2, r.n)
+    return A._with_mode(C._set_detect_anomaly, true, fn, ...)
   end
   function T.is_anomaly_enabled(...)
     ARGS.nooptions("is_anomaly_enabled", 1, 0, ...)

@@ -318,7 +318,7 @@ return function(T, C)
   -- -- in-place forms ---------------------------------------------------------------
   -- t:op_(...) = t:copy_(t:op(...)): the result must have t's shape and cast
   -- to t's dtype (torch's checks); the options are the op's, but out
-  local function inplace(name, base, dtype_strict)
+  local function inplace(name, base)
     method(name, function(t, ...)
       check_tensor(name, t, "self")
       local n = select("#", ...)
@@ -327,11 +327,7 @@ return function(T, C)
         error(fmt("%s: unknown option 'out' (an in-place op writes self)", name), 2)
       end
       local r = M[base](t, ...)
-      if r.dtype ~= t.dtype and (dtype_strict or not T.can_cast(r.dtype, t.dtype)) then
-        if dtype_strict then
-          error(fmt("%s: Bad in-place call: input tensor dtype %s and output tensor dtype %s should match",
-            name, t.dtype.name, r.dtype.name), 2)
-        end
+      if r.dtype ~= t.dtype and not T.can_cast(r.dtype, t.dtype) then
         error(fmt("%s: result type %s can't be cast to the desired output type %s", name,
           r.dtype.name, t.dtype.name), 2)
       end

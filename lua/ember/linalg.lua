@@ -1623,25 +1623,11 @@ return function(T, C)
   -- PyTorch's ("linalg.matrix_power: linalg.inv: The diagonal element 2 is
   -- zero ..."), another op's loses it ("mul: shapes ..." under linalg.cross
   -- is "linalg.cross: shapes ...")
-  local function rethrow(op, e)
-    if type(e) ~= "string" then error(e, 0) end
-    local m = e:gsub("^[^\n]-:%d+: ", "")
-    if m:sub(1, #op + 1) ~= op .. ":" then
-      if not m:find("^linalg%.[%w_]+: ") then m = m:gsub("^[%w_]+%(?%)?: ", "", 1) end
-      m = op .. ": " .. m
-    end
-    error(m, 3)
-  end
-  local function named(op, f)
-    local function pass(ok, ...)
-      if ok then return ... end
-      rethrow(op, (...))
-    end
-    return function(...) return pass(pcall(f, ...)) end
-  end
+  local named = require("ember.argcheck")(T).named
+  local RULE = { keep = "^linalg%.[%w_]+: ", strip = "^[%w_]+%(?%)?: " }
   for name, f in pairs(L) do
     if type(name) == "string" and name:sub(1, 1) ~= "_" and type(f) == "function" then
-      L[name] = named("linalg." .. name, f)
+      L[name] = named("linalg." .. name, f, RULE)
     end
   end
 end
