@@ -201,7 +201,8 @@ return function(T, C)
       parts[i] = T.nn.functional.pad(m:to(r.dtype), { j0, cols - j0 - m:size(2), i0, rows - i0 - m:size(1) })
       i0, j0 = i0 + m:size(1), j0 + m:size(2)
     end
-    if #parts == 0 then return r end
+    -- no blocks: torch 1.13 returns a 1 x 0 tensor
+    if #parts == 0 then return T.zeros(1, 0, { dtype = r.dtype, device = r.device }) end
     local s = parts[1]
     for i = 2, #parts do s = s + parts[i] end
     return s
@@ -766,8 +767,16 @@ return function(T, C)
     end
     return xd:unsqueeze(-1):pow(p:to(xd.dtype.is_floating_point and xd.dtype or (xd:is_complex() and xd.dtype or T.int64)))
   end
+  -- vander(x, N, increasing) or vander(x, {N =, increasing =}) (torch's
+  -- keywords)
   fn("vander", function(x, n, increasing, ...)
-    ARGS.nooptions("vander", 2, 3, n, increasing, ...)
+    if ARGS.is_opts(n) then
+      ARGS.nomore("vander", 2, increasing, ...)
+      local o = ARGS.checkopts("vander", n, { "N", "increasing" })
+      n, increasing = o.N, o.increasing
+    else
+      ARGS.nooptions("vander", 2, 3, n, increasing, ...)
+    end
     return vander("vander", x, n, increasing)
   end)
   LA.vander = named("linalg.vander", function(x, o, ...)

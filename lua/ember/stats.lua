@@ -81,6 +81,7 @@ return function(T, C)
     check_tensor(op, x, "input", 3)
     if x.ndim > 2 then error(fmt("%s: expected input to have two or fewer dimensions but got an input with %d dimensions", op, x.ndim), 3) end
     if x.ndim < 2 then x = x:reshape(1, -1) end
+    if x.dtype == T.bool then error(fmt("%s: bool dtype is not supported for input", op), 3) end
     if not is_float(x.dtype) then x = x:to(T.get_default_dtype()) end
     local nobs = x.shape[2]
     local correction = o.correction == nil and 1 or o.correction
@@ -102,7 +103,10 @@ return function(T, C)
       end
       if not is_float(aw.dtype) then error(fmt("%s: expected aweights to have floating point dtype", op), 3) end
       if has_values(aw) and aw:lt(0):any():item() then error(fmt("%s: aweights cannot be negative", op), 3) end
-      w = w and w * aw or aw:to(x.dtype)
+      -- the result takes aweights' dtype into its promotion (PyTorch)
+      local dt = T.promote_types(x.dtype, aw.dtype)
+      x, w = x:to(dt), w and w:to(dt)
+      w = w and w * aw or aw:to(dt)
     end
     local avg, wsum
     if w then
@@ -148,7 +152,9 @@ return function(T, C)
     if not INTERP[interp] then
       error(fmt("%s: interpolation must be one of linear, lower, higher, midpoint or nearest, got %s", op, tostring(interp)), 3)
     end
-    if not is_float(x.dtype) then error(fmt("%s: input tensor must be either float or double dtype, got %s", op, dtname(x.dtype)), 3) end
+    if x.dtype ~= T.float32 and x.dtype ~= T.float64 then
+      error(fmt("%s: input tensor must be either float or double dtype, got %s", op, dtname(x.dtype)), 3)
+    end
     if x:numel() == 0 then error(fmt("%s: input tensor must be non-empty", op), 3) end
     local qs, scalar_q
     if T.is_tensor(q) then
@@ -173,8 +179,9 @@ return function(T, C)
       dim = wrap_dim(op, dim, x.ndim)
       xs = x:movedim(dim, -1)
       outshape = x.shape:totable()
-      if x.ndim == 0 then outshape = {} end
-      if keepdim then outshape[dim] = 1 else table.remove(outshape, dim) end
+      -- a 0-d input gives a 0-d result with keepdim too (as PyTorch)
+      if x.ndim == 0 then outshape = {}
+      elseif keepdim then outshape[dim] = 1 else table.remove(outshape, dim) end
     end
     if xs.ndim == 0 then xs = xs:reshape(1) end
     local sorted = xs:sort(-1)
@@ -597,6 +604,10 @@ return function(T, C)
         error(fmt("unique_consecutive: Dimension specified as %s but tensor has no dimensions", tostring(dim)), 2)
       end
       dim = wrap_dim("unique_consecutive", dim, x.ndim)
+      if x:numel() == 0 and x.shape[dim] ~= 0 then
+        error(fmt("unique_consecutive: the tensor of size [%s] has a dim of size 0 other than dim %d, so unique_consecutive along dim %d cannot be applied",
+          table.concat(x.shape:totable(), ", "), dim, dim), 2)
+      end
       -- the other dims' product spelled out (-1 is ambiguous for 0 elements)
       local other = 1
       for i = 1, x.ndim do if i ~= dim then other = other * x.shape[i] end end

@@ -169,6 +169,10 @@ static em_status gather_nograd(const em_tensor *t, int64_t dim, const em_tensor 
   if (st == EM_OK) st = check_index_dtype(op, index);
   if (st == EM_OK) st = em_wrap_dim(op, dim, t->ndim, &axis);
   if (st != EM_OK) return st;
+  /* an empty index gathers nothing whatever its rank (PyTorch checks the
+     shapes only when the index has elements) */
+  if (em_tensor_numel(index) == 0)
+    return em_empty(index->ndim, index->sizes, t->dtype, t->storage->device, out);
   int tnd = t->ndim ? t->ndim : 1, ind = index->ndim ? index->ndim : 1;
   if (tnd != ind)
     return em_fail(EM_E_VALUE,
@@ -246,6 +250,9 @@ static em_status scatter_checks(const char *op, const em_tensor *t, int64_t dim,
   if (st == EM_OK && src) st = check_same_dtype(op, t, src, "src");
   if (st == EM_OK) st = em_wrap_dim(op, dim, t->ndim, axis);
   if (st != EM_OK) return st;
+  /* an empty index writes nothing whatever its rank (as PyTorch); the
+     callers return before touching t */
+  if (em_tensor_numel(index) == 0) return EM_OK;
   int tnd = t->ndim ? t->ndim : 1, ind = index->ndim ? index->ndim : 1;
   if (tnd != ind)
     return em_fail(EM_E_VALUE,
@@ -297,7 +304,7 @@ static em_status scatter_nograd(em_tensor *t, int64_t dim, const em_tensor *inde
   if (reduce != EM_SCATTER_NONE && reduce != EM_SCATTER_SUM && reduce != EM_SCATTER_PROD)
     return em_fail(EM_E_VALUE, "%s: reduce must be 'add' or 'multiply'", op);
   em_status st = scatter_checks(op, t, dim, index, src, &k, &axis);
-  if (st != EM_OK) return st;
+  if (st != EM_OK || em_tensor_numel(index) == 0) return st;
   em_tensor *idx, *snap = NULL, *vt = NULL;
   st = normalize_index(op, k, index, dim_size(t, axis), axis + 1, &idx);
   if (st != EM_OK) return st;
@@ -337,7 +344,7 @@ static em_status scatter_reduce_nograd(em_tensor *t, int64_t dim, const em_tenso
                    "%s: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin'", op);
   if (!src) return em_fail(EM_E_VALUE, "%s: src must be a tensor", op);
   em_status st = scatter_checks(op, t, dim, index, src, &k, &axis);
-  if (st != EM_OK) return st;
+  if (st != EM_OK || em_tensor_numel(index) == 0) return st;
   em_tensor *idx, *snap = NULL, *idt = NULL, *cnt = NULL, *one = NULL;
   st = normalize_index(op, k, index, dim_size(t, axis), axis + 1, &idx);
   if (st != EM_OK) return st;
