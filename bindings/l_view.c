@@ -247,6 +247,10 @@ static int as_strided_common(lua_State *L, const char *op, int inplace) {
     if (sizes[i] < 0) return l_errorf(L, "%s: negative size %lld", op, (long long)sizes[i]);
   if (inplace) {
     if (em_as_strided_(t, n, sizes, strides, offset) != EM_OK) l_error(L);
+    /* PyTorch's name for the node in-place as_strided_ records */
+    if (em_grad_enabled() && em_tensor_requires_grad(t) &&
+        em_tensor_name_grad_fn(t, "AsStridedBackward1") != EM_OK)
+      l_error(L);
     lua_settop(L, 1);
     return 1;
   }

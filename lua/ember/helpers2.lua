@@ -465,14 +465,19 @@ return function(T, C)
   end
 
   -- In-place shape ops: the out-of-place view's geometry given to t itself
-  -- (as_strided_; refused for a tensor that requires grad in grad mode)
+  -- (as_strided_, which in grad mode records the change for a non-leaf and
+  -- refuses a leaf that requires grad, as PyTorch); node: the name PyTorch
+  -- gives the new grad_fn (a function of the arguments, or a string)
   local as_strided_ = M.as_strided_
-  local function restride(name, view)
+  local function restride(name, view, node)
     define(name, function(t, ...)
       check_tensor(name, t)
       local v = view(t, ...)
       local ok, e = pcall(as_strided_, t, v:size(), v:stride(), v:storage_offset())
       if not ok then error((tostring(e):gsub("^.-as_strided_:", name .. ":", 1)), 2) end
+      if t.requires_grad and T.is_grad_enabled() then
+        C._name_grad_fn(t, type(node) == "function" and node(...) or node)
+      end
       return t
     end)
   end
@@ -484,12 +489,13 @@ return function(T, C)
       return v
     end
   end
-  restride("squeeze_", nograd_view(function(t, ...) return t:squeeze(...) end))
-  restride("unsqueeze_", nograd_view(function(t, ...) return t:unsqueeze(...) end))
-  restride("t_", nograd_view(function(t, ...) return t:t(...) end))
-  restride("transpose_", nograd_view(function(t, ...) return t:transpose(...) end))
-  restride("swapaxes_", nograd_view(function(t, ...) return t:transpose(...) end))
-  restride("swapdims_", nograd_view(function(t, ...) return t:transpose(...) end))
+  restride("squeeze_", nograd_view(function(t, ...) return t:squeeze(...) end),
+    function(dim) return dim == nil and "SqueezeBackward2" or "SqueezeBackward3" end)
+  restride("unsqueeze_", nograd_view(function(t, ...) return t:unsqueeze(...) end), "UnsqueezeBackward1")
+  restride("t_", nograd_view(function(t, ...) return t:t(...) end), "TBackward1")
+  restride("transpose_", nograd_view(function(t, ...) return t:transpose(...) end), "TransposeBackward1")
+  restride("swapaxes_", nograd_view(function(t, ...) return t:transpose(...) end), "TransposeBackward1")
+  restride("swapdims_", nograd_view(function(t, ...) return t:transpose(...) end), "TransposeBackward1")
 
   -- -- T.finfo / T.iinfo --------------------------------------------------------------
   -- PyTorch's numeric limits of a dtype: finfo(float dtype) -> {bits, eps,

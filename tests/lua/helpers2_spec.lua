@@ -275,8 +275,58 @@ describe("more helpers", function()
     assert.are.same({ { 0, 2 }, { 1, 3 } }, w:tolist())
     assert.are.same({ 6 }, y:size():totable()) -- other views keep their geometry
     local err = require("specutil").err
+    -- a leaf that requires grad is refused, as any in-place op on it
     err(function() T.ones(2, 1, { requires_grad = true }):squeeze_() end,
-      "squeeze_: changing the shape of a tensor that requires grad in place is not supported")
+      "squeeze_: a leaf tensor that requires grad is being used in an in-place operation")
+    err(function() T.ones(2, 3, { requires_grad = true })[1]:unsqueeze_(1) end,
+      "unsqueeze_: a view of a leaf tensor that requires grad is being used in an in-place operation")
     err(function() w:as_strided_({ 5 }, { 1 }) end, "as_strided_: size [5] with strides [1] and offset 0 reaches outside the storage")
+  end)
+
+  -- torch 1.13's values: the in-place view ops on a non-leaf rebase its
+  -- history (the node names are PyTorch's)
+  it("in-place shape ops on a non-leaf are recorded by autograd", function()
+    local function case(f, w, node)
+      local x = T.ones(2, 3, { requires_grad = true })
+      local y = x * 2
+      f(y)
+      assert.equal(node, y.grad_fn:name())
+      assert.equal("MulBackward0", y.grad_fn.next_functions[1][1]) -- (names, not nodes)
+      ;(y * w):sum():backward()
+      return x.grad
+    end
+    local w32 = T.arange(0, 6, { dtype = T.float32 })
+    -- torch: y.transpose_(0, 1); (y * arange(6).reshape(3, 2)).sum().backward()
+    local g = case(function(y) y:transpose_(1, 2) end, w32:reshape(3, 2), "TransposeBackward1")
+    assert.are.same({ { 0, 4, 8 }, { 2, 6, 10 } }, g:tolist())
+    g = case(function(y) y:swapdims_(1, 2) end, w32:reshape(3, 2), "TransposeBackward1")
+    assert.are.same({ { 0, 4, 8 }, { 2, 6, 10 } }, g:tolist())
+    g = case(function(y) y:t_() end, T.ones(3, 2), "TBackward1")
+    assert.are.same({ { 2, 2, 2 }, { 2, 2, 2 } }, g:tolist())
+    g = case(function(y) y:unsqueeze_(1) end, w32:reshape(1, 2, 3), "UnsqueezeBackward1")
+    assert.are.same({ { 0, 2, 4 }, { 6, 8, 10 } }, g:tolist())
+    g = case(function(y) y:as_strided_({ 3, 2 }, { 1, 3 }) end, w32:reshape(3, 2), "AsStridedBackward1")
+    assert.are.same({ { 0, 4, 8 }, { 2, 6, 10 } }, g:tolist())
+    local x = T.ones(1, 3, { requires_grad = true })
+    local y = x * 2
+    y:squeeze_(1)
+    assert.equal("SqueezeBackward3", y.grad_fn:name())
+    y:unsqueeze_(2); y:squeeze_()
+    assert.equal("SqueezeBackward2", y.grad_fn:name())
+    ;(y * T.tensor { 1, 2, 3 }):sum():backward()
+    assert.are.same({ { 2, 4, 6 } }, x.grad:tolist())
+    -- a view reshaped in place, then written: the write reaches the base
+    -- (torch: [[0, 3, 6], [3, 4, 5]])
+    x = T.ones(2, 3, { requires_grad = true })
+    y = x * 1
+    local v = y[1]
+    v:unsqueeze_(1); v:mul_(3)
+    assert.are.same({ 1, 3 }, v:size():totable())
+    ;(y * w32:reshape(2, 3)):sum():backward()
+    assert.are.same({ { 0, 3, 6 }, { 3, 4, 5 } }, x.grad:tolist())
+    -- in no_grad mode a leaf changes shape freely
+    local z = T.ones(2, 3, { requires_grad = true })
+    T.no_grad(function() z:t_() end)
+    assert.are.same({ 3, 2 }, z:size():totable())
   end)
 end)

@@ -605,6 +605,22 @@ em_status em_ag_unsupported(const char *op, const em_tensor *t, const em_tensor 
 
 /* -- Views and in-place writes into them ---------------------------------------- */
 
+/* t takes over v's history (grad_fn and output nr): the in-place view ops
+** (as_strided_, squeeze_, t_, ...) record the out-of-place view v of t and
+** give t its node. t keeps its own base (none when t is not a view: v's base
+** is then t itself); a view's version is v's, taken when v was recorded. */
+em_status em_ag_take_history(em_tensor *t, const em_tensor *v) {
+  em_ag_meta *mv = meta_of(v), *mt = meta_of(t);
+  if (!mv || !mv->grad_fn || !mt)
+    return em_fail(EM_E_RUNTIME, "as_strided_: internal error: no history to take");
+  em_node_retain(mv->grad_fn);
+  em_node_release(mt->grad_fn);
+  mt->grad_fn = mv->grad_fn;
+  mt->output_nr = mv->output_nr;
+  if (t->view_base) t->view_version = v->view_version;
+  return EM_OK;
+}
+
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src) {
   em_tensor *b = src->view_base ? src->view_base : (em_tensor *)src;
   em_tensor_retain(b);

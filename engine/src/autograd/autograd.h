@@ -150,6 +150,9 @@ static inline int em_ag_viewable(const em_tensor *t) { return em_ag_diff_dtype(t
 /* Marks out as a view of src (of src's base when src is a view), so an
 ** in-place op on out rebases the base's history (CopySlices). */
 em_status em_ag_set_base(em_tensor *out, const em_tensor *src);
+/* t takes over the history of v, an out-of-place view of t with t's new
+** geometry (the in-place view ops) */
+em_status em_ag_take_history(em_tensor *t, const em_tensor *v);
 /* Positions (as em_ag_record_gather's) of view v's elements in base b. */
 em_status em_ag_view_positions(const em_tensor *b, const em_tensor *v, em_tensor **pos);
 /* v, a view of the contiguous b, touches each of its elements at most once

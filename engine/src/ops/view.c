@@ -627,19 +627,25 @@ em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
 }
 
 /* In place: t itself takes the geometry (PyTorch's as_strided_, and the
-** in-place view ops squeeze_/unsqueeze_/t_/transpose_ built on it). The
-** change is not recorded, so a tensor that requires grad is refused while
-** grad mode is on rather than given a history that no longer fits it. */
+** in-place view ops squeeze_/unsqueeze_/t_/transpose_ built on it). In grad
+** mode a tensor that requires grad must be a non-leaf (PyTorch's in-place
+** rule); the change is recorded as the out-of-place as_strided of t, whose
+** node t then takes (em_ag_take_history). */
 em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                          int64_t offset) {
   if (ndim < 0 || ndim > EM_MAX_DIMS)
     return em_fail(EM_E_VALUE, "as_strided_: %d dimensions (at most %d)", ndim, (int)EM_MAX_DIMS);
-  if (em_grad_enabled() && t->requires_grad)
-    return em_fail(EM_E_RUNTIME, "as_strided_: changing the shape of a tensor that requires "
-                   "grad in place is not supported (use the out-of-place view)");
   em_status st = em_check_bounds("as_strided_", t->storage, offset, ndim, sizes, strides,
                                  t->dtype);
   if (st != EM_OK) return st;
+  if (em_grad_enabled() && t->requires_grad) {
+    em_tensor *v = NULL;
+    st = em_ag_check_inplace("as_strided_", t);
+    if (st == EM_OK) st = em_as_strided(t, ndim, sizes, strides, offset, &v);
+    if (st == EM_OK) st = em_ag_take_history(t, v);
+    em_tensor_release(v);
+    if (st != EM_OK) return st;
+  }
   t->ndim = ndim;
   for (int i = 0; i < ndim; i++) {
     t->sizes[i] = sizes[i];
