@@ -579,7 +579,8 @@ return function(T, C)
       error(fmt("pdist: only supports floating-point dtypes, got %s", tostring(x.dtype)), 2)
     end
     local n = x:size(1)
-    if n < 2 then return T.empty(0, { dtype = x.dtype, device = x.device }) end
+    -- no pairs: an empty result still in x's graph (a zero gradient)
+    if n < 2 then return x:reshape(-1):narrow(1, 1, 0):clone() end
     local ij = T.triu_indices(n, n, 1, { device = x.device })
     return T.cdist(x, x, p)[{ ij[1], ij[2] }]
   end

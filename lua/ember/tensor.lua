@@ -66,6 +66,8 @@ return function(T, C)
     local ptrp = ffi.typeof("char **")
     local i32p, i64p = ffi.typeof("int32_t *"), ffi.typeof("int64_t *")
     local f32p, f64p = ffi.typeof("float *"), ffi.typeof("double *")
+    local u32p = ffi.typeof("uint32_t *")
+    local HI = ffi.abi("le") and 1 or 0 -- the high word of a double
     local O_NDIM, O_DTYPE, O_STORAGE, O_OFFSET, O_SIZES =
       Lo.ndim, Lo.dtype, Lo.storage, Lo.offset, Lo.sizes
     local O_SDATA, O_SDEV, CPU = Lo.storage_data, Lo.storage_device, Lo.cpu
@@ -204,8 +206,16 @@ return function(T, C)
           local data = cast(ptrp, st + O_SDATA)[0]
           local off = cast(i64p, h + O_OFFSET)[0]
           local dt = cast(i32p, h + O_DTYPE)[0]
-          if dt == F32 then return tonumber(cast(f32p, data)[off]) end
-          if dt == F64 then return tonumber(cast(f64p, data)[off]) end
+          -- a float whose exponent bits are all ones (inf or NaN) goes to
+          -- the C path: LuaJIT tags its values inside the NaN space, and a
+          -- NaN payload read through the FFI (-NaN with every bit set, as
+          -- vector blends make) can come back as nil; lua_pushnumber
+          -- makes NaNs canonical
+          if dt == F32 then
+            if cast(u32p, data)[off] % 0x80000000 < 0x7f800000 then return tonumber(cast(f32p, data)[off]) end
+          elseif dt == F64 then
+            if cast(u32p, data)[2 * off + HI] % 0x80000000 < 0x7ff00000 then return tonumber(cast(f64p, data)[off]) end
+          end
           if dt == I32 then return tonumber(cast(i32p, data)[off]) end
           if dt == I64 then
             local v = cast(i64p, data)[off]

@@ -748,11 +748,13 @@ return function(T, C)
 
   -- sqrt(s) (or s^(1/p)) with a zero gradient where s == 0, as PyTorch's
   -- _cdist_backward gives
+  -- s^(1/p) with a zero gradient at s = 0; NaN stays NaN (a NaN coordinate
+  -- gives a NaN distance, as PyTorch)
   local function root(s, p)
     local pos = s:gt(0)
     local safe = T.where(pos, s, 1)
     safe = p == 2 and safe:sqrt() or safe:pow(1 / p)
-    return T.where(pos, safe, 0)
+    return T.where(pos, safe, T.where(s:isnan(), s, 0))
   end
 
   -- PyTorch's _euclidean_dist: |a|^2 - 2 a.b + |b|^2 through one matmul
@@ -777,7 +779,7 @@ return function(T, C)
       return diff:abs():amax(-1)
     end
     local ad = diff:abs()
-    local nz = ad:gt(0)
+    local nz = ad:ne(0)  -- NaN counts (its power is NaN)
     local adp = T.where(nz, T.where(nz, ad, 1):pow(p), 0)
     return root(adp:sum(-1), p)
   end

@@ -68,3 +68,130 @@ describe("difftest round 4: empty index tensors, statistics edges (torch 1.13)",
     err(function() T.vander(T.tensor { 1, 2 }, { M = 1 }) end, "unknown option 'M'")
   end)
 end)
+
+describe("difftest round 4: nn.functional and losses (torch 1.13)", function()
+  local F = T.nn.functional
+  local nan, inf = 0 / 0, math.huge
+  local function isnan(v) return v ~= v end
+
+  it("pdist and cdist keep a NaN distance", function()
+    -- torch: F.pdist([[nan, 0], [0, 1]], p) -> [nan] for p = 2, 3, 0.5
+    for _, p in ipairs { 2, 3, 0.5, 1, 0, inf } do
+      assert.is_true(isnan(F.pdist(T.tensor { { nan, 0 }, { 0, 1 } }, p)[1]:item()), "p = " .. p)
+    end
+    -- torch.cdist([[inf, 0]], [[inf, 0]]) -> [[nan]] (inf - inf)
+    local a = T.tensor { { inf, 0 } }
+    assert.is_true(isnan(T.cdist(a, a):item()))
+    -- zero distances keep a zero gradient
+    local x = T.tensor({ { 1, 2 }, { 1, 2 }, { 0, 0 } }, { dtype = T.float64, requires_grad = true })
+    F.pdist(x):sum():backward()
+    assert.is_false(isnan(x.grad:sum():item()))
+    -- one row: an empty result in the graph (torch: backward gives zeros)
+    local one = T.ones(1, 3, { requires_grad = true })
+    local d = F.pdist(one)
+    assert.equal(0, d:numel())
+    d:sum():backward()
+    assert.is_true(T.equal(one.grad, T.zeros(1, 3)))
+  end)
+
+  it("threshold keeps NaN; relu and threshold pass the gradient at NaN", function()
+    local y = F.threshold(T.tensor { nan, 1, 0 }, 0.5, -7)
+    assert.is_true(isnan(y[1]:item()))
+    assert.are.same({ 1, -7 }, { y[2]:item(), y[3]:item() })
+    local t = T.tensor({ nan, 1, 0 }, { dtype = T.float64, requires_grad = true })
+    F.threshold(t, 0.5, -7):sum():backward()
+    assert.are.same({ 1, 1, 0 }, t.grad:tolist())   -- torch [1, 1, 0]
+    local r = T.tensor({ nan, 1, -1, 0 }, { dtype = T.float64, requires_grad = true })
+    r:relu():sum():backward()
+    assert.are.same({ 1, 1, 0, 0 }, r.grad:tolist()) -- torch [1, 1, 0, 0]
+  end)
+
+  it("losses and activations at infinite inputs", function()
+    -- torch: hinge_embedding_loss([inf, -inf], [1, -1], 'none') -> [inf, inf]
+    assert.are.same({ inf, inf }, F.hinge_embedding_loss(T.tensor { inf, -inf }, T.tensor { 1, -1 }, "none"):tolist())
+    for _, f in ipairs { F.smooth_l1_loss, F.huber_loss } do
+      local x = T.tensor({ -inf, inf }, { dtype = T.float64, requires_grad = true })
+      f(x, T.tensor({ 2, 2 }, { dtype = T.float64 }), "none"):sum():backward()
+      assert.are.same({ -1, 1 }, x.grad:tolist())   -- torch [-1, 1]
+    end
+    local h = T.tensor({ inf, -inf, 1 }, { dtype = T.float64, requires_grad = true })
+    F.hardswish(h):sum():backward()
+    local g = h.grad:tolist()
+    assert.are.same({ 1, 0 }, { g[1], g[2] })      -- torch [1, 0, 0.8333]
+    assert.is_true(math.abs(g[3] - 5 / 6) < 1e-12)
+  end)
+
+  it("the binary and ranking losses refuse targets of another shape", function()
+    err(function() F.binary_cross_entropy_with_logits(T.tensor { 0.5, 0.3, 0.1 }, T.tensor { { 1 }, { 0 }, { 1 } }) end,
+      "must be the same as input size")
+    err(function() F.binary_cross_entropy(T.tensor { 0.5, 0.3 }, T.tensor { { 0.5, 0.5 } }) end,
+      "must be the same as input size")
+    err(function() F.margin_ranking_loss(T.tensor { { 1 }, { 2 } }, T.tensor { { 0 }, { 3 } }, T.tensor { 1, -1 }, "none") end,
+      "same number of dimensions")
+    err(function() F.multi_margin_loss(T.zeros(2, 2), T.tensor { 1, 2 }, { weight = T.ones(2, 2) }) end,
+      "weight must be one-dimensional")
+    -- an unbatched input with a target of shape [1] keeps it ('none')
+    assert.are.same({ 1 }, F.multi_margin_loss(T.tensor { 0.1, 0.5, 0.2 }, T.tensor { 1 }, "none"):size():totable())
+    assert.equal(0, F.multi_margin_loss(T.tensor { 0.1, 0.5, 0.2 }, T.tensor(1), "none"):dim())
+  end)
+
+  it("mse_loss, l1_loss and BCE with logits promote mixed float dtypes", function()
+    local a, b = T.tensor({ 1.1 }, { dtype = T.float32 }), T.tensor({ 0.3 }, { dtype = T.float64 })
+    for _, f in ipairs { F.mse_loss, F.l1_loss, F.binary_cross_entropy_with_logits } do
+      assert.equal(T.float64, f(a, b).dtype)
+    end
+    -- torch: 1.4384301900863647 for mse(float32 [1.1, -0.2], float64 [0.3, 1.0]) in float64
+    local m = F.mse_loss(T.tensor({ 1.1, -0.2 }, { dtype = T.float32 }), T.tensor({ 0.3, 1.0 }, { dtype = T.float64 }))
+    assert.is_true(math.abs(m:item() - 0.5 * ((1.1000000238418579 - 0.3) ^ 2 + (-0.20000000298023224 - 1) ^ 2)) < 1e-15)
+  end)
+
+  it("module constructors check their arguments as torch's", function()
+    err(function() T.nn.Hardtanh(2, 1) end, "max_val must be greater than min_val")
+    err(function() T.nn.Hardtanh(1, 1) end, "max_val must be greater than min_val")
+    err(function() T.nn.MultiMarginLoss { p = 3 } end, "only p == 1 and p == 2 supported")
+    err(function() T.nn.MultiMarginLoss { weight = T.ones(2, 2) } end, "weight must be a one-dimensional tensor")
+    err(function() T.nn.Threshold(0.1) end, "expected a number for value")
+  end)
+
+  it("dropout variants refuse p = NaN", function()
+    for _, name in ipairs { "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout" } do
+      err(function() F[name](T.ones(1, 2, 2, 2), nan, false) end, "dropout probability has to be between 0 and 1")
+    end
+    err(function() T.nn.Dropout(nan) end, "dropout probability has to be between 0 and 1")
+  end)
+
+  it("rrelu in evaluation has leaky_relu's gradient at 0; empty batches normalise", function()
+    local x = T.tensor({ 0, -1, 1 }, { dtype = T.float64, requires_grad = true })
+    F.rrelu(x, 0.1, 0.3, false):sum():backward()
+    local g = x.grad:tolist()   -- torch [0.2, 0.2, 1]
+    assert.is_true(math.abs(g[1] - 0.2) < 1e-15 and math.abs(g[2] - 0.2) < 1e-15 and g[3] == 1)
+    assert.are.same({ 0, 6, 2 }, F.group_norm(T.zeros(0, 6, 2), 3):size():totable())
+    local rm, rv = T.zeros(3), T.ones(3)
+    local w = T.ones(3, { requires_grad = true })
+    local y = F.batch_norm(T.zeros(0, 3), rm, rv, w, nil, true)
+    assert.are.same({ 0, 3 }, y:size():totable())
+    assert.is_true(T.equal(rm, T.zeros(3)) and T.equal(rv, T.ones(3)))
+    y:sum():backward()
+    assert.is_true(T.equal(w.grad, T.zeros(3)))
+    err(function() F.batch_norm(T.zeros(1, 3), nil, nil, nil, nil, true) end, "Expected more than 1 value per channel")
+  end)
+end)
+
+describe("difftest round 4: item() of any NaN (LuaJIT's NaN tagging)", function()
+  it("a NaN with every payload bit set reads as NaN, not nil", function()
+    -- SLEEF's pow makes float32 NaNs with every bit set (0xffffffff); read
+    -- raw through the FFI such a pattern is a tagged nil in LuaJIT
+    local y = T.tensor { 0 / 0, 0, 1, 2, 3, 4, 5, 6, 7 }:pow(2)
+    local v = y[1]:item()
+    assert.equal("number", type(v))
+    assert.is_true(v ~= v)
+    assert.equal("number", type(y:sum():item()))
+    -- the same bits placed by hand, in float32 and float64
+    local f = T.tensor({ -1, 7 }, { dtype = T.int32 }):view(T.float32)
+    assert.is_true(f[1]:item() ~= f[1]:item())
+    local d = T.tensor({ -1, 7 }, { dtype = T.int64 }):view(T.float64)
+    assert.is_true(d[1]:item() ~= d[1]:item())
+    assert.equal(math.huge, T.tensor({ math.huge }, { dtype = T.float64 }):item())
+    assert.equal(-math.huge, T.tensor { -math.huge }:item())
+  end)
+end)

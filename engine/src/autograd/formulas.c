@@ -693,9 +693,9 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       y = saved(f, EM_AG_SV_OUT(n, 0));
       gin[0] = MUL(g, MUL(y, RSUB(1.0, y)));
       break;
-    case EM_OP_RELU:
+    case EM_OP_RELU:  /* PyTorch's threshold_backward: y <= 0 ? 0 : g (NaN passes g) */
       y = saved(f, EM_AG_SV_OUT(n, 0));
-      gin[0] = MUL(g, maskf(f, EM_OP_GT, TS(y), SC(0.0), g));
+      gin[0] = where(f, bins(f, EM_OP_LE, y, 0.0), zeros_like(f, g), g);
       break;
     case EM_OP_GELU: {
       x = saved(f, 0);

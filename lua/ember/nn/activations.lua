@@ -113,7 +113,10 @@ return function(T, C, nn)
   act("hardsigmoid", {}, {}, function(x) return hardtanh(x + 3, 0, 6) / 6 end)
   act("hardswish", {}, {}, function(x)
     -- 0 below -3, x (x + 3) / 6 on [-3, 3], x above 3
-    return T.where(x:lt(-3), x * 0, T.where(x:le(3), x * (x + 3) / 6, x))
+    -- (the middle branch on x clamped to [-3, 3]: finite where not taken, so
+    -- an infinite x gets PyTorch's gradient 0 / 1, not NaN)
+    local xc = x:clamp(-3, 3)
+    return T.where(x:lt(-3), T.zeros_like(x), T.where(x:le(3), xc * (xc + 3) / 6, x))
   end)
   act("mish", {}, {}, function(x) return x * x:softplus():tanh() end)
   act("softsign", {}, {}, function(x) return x / (x:abs() + 1) end)
@@ -127,7 +130,8 @@ return function(T, C, nn)
     return T.where(x:gt(l), x - l, T.where(x:lt(-l), x + l, x * 0))
   end)
   act("threshold", { "threshold", "value" }, {}, function(x, th, v)
-    return T.where(x:gt(th), x, T.full({}, v, { dtype = x.dtype, device = x.device }):expand(x.shape))
+    -- PyTorch's rule, x <= threshold ? value : x: NaN passes through
+    return T.where(x:le(th), T.full({}, v, { dtype = x.dtype, device = x.device }):expand(x.shape), x)
   end)
   F.threshold_ = named("threshold_", function(x, th, v, ...)
     nomore("threshold_", 3, ...)
@@ -192,7 +196,8 @@ return function(T, C, nn)
 
   -- A module whose init takes PyTorch's positional arguments (or one
   -- options table) for keys, with defs
-  local function act_module(name, fname, keys, defs, repr)
+  -- check(self): the constructor's own argument rules (PyTorch's asserts)
+  local function act_module(name, fname, keys, defs, repr, check)
     local M = Module:extend(name)
     local allowed = { inplace = true }
     for _, k in ipairs(keys) do allowed[k] = true end
@@ -222,6 +227,7 @@ return function(T, C, nn)
         self[k] = v
       end
       self.inplace = o.inplace or false
+      if check then check(self) end
     end
     function M:forward(x, ...)
       nomore(name .. ".forward", 1, ...)
@@ -251,6 +257,11 @@ return function(T, C, nn)
   act_module("Hardtanh", "hardtanh", { "min_val", "max_val" }, { -1.0, 1.0 }, function(s)
     return string.format("min_val=%s, max_val=%s", fmtnum(s.min_val), fmtnum(s.max_val))
       .. (s.inplace and ", inplace=true" or "")
+  end, function(s)
+    if not (type(s.min_val) == "number" and type(s.max_val) == "number" and s.max_val > s.min_val) then
+      error(string.format("Hardtanh: max_val must be greater than min_val, got min_val=%s, max_val=%s",
+        tostring(s.min_val), tostring(s.max_val)), 4)
+    end
   end)
   act_module("Hardswish", "hardswish", {}, {}, function() return "" end)
   act_module("Hardsigmoid", "hardsigmoid", {}, {}, function() return "" end)
@@ -259,7 +270,13 @@ return function(T, C, nn)
   act_module("Tanhshrink", "tanhshrink", {}, {}, function() return "" end)
   act_module("Hardshrink", "hardshrink", { "lambd" }, { 0.5 }, function(s) return fmtnum(s.lambd) end)
   act_module("Softshrink", "softshrink", { "lambd" }, { 0.5 }, function(s) return fmtnum(s.lambd) end)
-  act_module("Threshold", "threshold", { "threshold", "value" }, {})
+  act_module("Threshold", "threshold", { "threshold", "value" }, {}, nil, function(s)
+    for _, k in ipairs { "threshold", "value" } do
+      if type(s[k]) ~= "number" then
+        error(string.format("Threshold: expected a number for %s, got %s", k, type(s[k])), 4)
+      end
+    end
+  end)
   act_module("LogSigmoid", "logsigmoid", {}, {}, function() return "" end)
 
   local Softplus = Module:extend("Softplus")

@@ -248,7 +248,9 @@ return function(T, C, nn)
         error(string.format("%s: expected weight and bias of %d elements (the channels), got %d", op, Cc, t:numel()), 2)
       end
     end
-    local xr = x:reshape(N, num_groups, -1)
+    local per = math.floor(Cc / num_groups)  -- the group's size spelled out (-1 is ambiguous for N = 0)
+    for i = 3, x.ndim do per = per * x.shape[i] end
+    local xr = x:reshape(N, num_groups, per)
     local mean = xr:mean(3, true)
     local var = xr:var({ 3 }, { correction = 0, keepdim = true })
     local y = ((xr - mean) * (var + eps):rsqrt()):view(shape_of(x))
@@ -343,7 +345,9 @@ return function(T, C, nn)
     if beta == 0 then
       l = d
     else
-      l = T.where(d:lt(beta), d:pow(2) * (0.5 / beta), d - 0.5 * beta)
+      -- the quadratic branch on d clamped to beta: where it is not taken its
+      -- gradient is 0, not 0 * inf = NaN at an infinite difference
+      l = T.where(d:lt(beta), d:clamp_max(beta):pow(2) * (0.5 / beta), d - 0.5 * beta)
     end
     return reduce(op, l, o.reduction or "mean")
   end
@@ -356,7 +360,7 @@ return function(T, C, nn)
     local delta = o.delta or 1.0
     if delta <= 0 then error(string.format("%s: huber_loss does not support non-positive values for delta, got %g", op, delta), 2) end
     local d = (input - target):abs()
-    local l = T.where(d:lt(delta), d:pow(2) * 0.5, (d - 0.5 * delta) * delta)
+    local l = T.where(d:lt(delta), d:clamp_max(delta):pow(2) * 0.5, (d - 0.5 * delta) * delta)
     return reduce(op, l, o.reduction or "mean")
   end
 
@@ -410,6 +414,10 @@ return function(T, C, nn)
     local op = "margin_ranking_loss"
     check_pair(op, x1, x2)
     check_tensor(op, y, "the target")
+    if x1.ndim ~= x2.ndim or x1.ndim ~= y.ndim then
+      error(string.format("%s: all input tensors should have the same number of dimensions, got input1 %s, input2 %s, target %s",
+        op, tostring(x1.shape), tostring(x2.shape), tostring(y.shape)), 2)
+    end
     o = loss_opts(op, o, MRL)
     local l = (-y * (x1 - x2) + (o.margin or 0)):clamp_min(0)
     return reduce(op, l, o.reduction or "mean")

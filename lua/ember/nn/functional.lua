@@ -362,6 +362,14 @@ return function(T, C)
         rm == nil and "mean" or "var"), 2)
     end
     local use_batch = training
+    if T.is_tensor(x) and x.ndim >= 2 and x:numel() == 0 then
+      -- an empty batch: an empty result, still in weight's and bias's graph;
+      -- the running statistics are left as they are (PyTorch)
+      local y = x:clone()
+      if T.is_tensor(weight) and weight:numel() > 0 then y = y * weight[1] end
+      if T.is_tensor(bias) and bias:numel() > 0 then y = y + bias[1] end
+      return y
+    end
     return (C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps))
   end
 
@@ -479,19 +487,39 @@ return function(T, C)
     return (C._nn_nll_loss(input, target, w, red, ig))
   end
 
+  -- float input and target of different dtypes compute in the promoted one
+  -- (PyTorch: mse_loss(float32, float64) is float64)
+  local function promote(input, target)
+    if T.is_tensor(input) and T.is_tensor(target) and input.dtype ~= target.dtype
+        and input.dtype.is_floating_point and target.dtype.is_floating_point then
+      local dt = T.promote_types(input.dtype, target.dtype)
+      return input:to(dt), target:to(dt)
+    end
+    return input, target
+  end
   local RED = { reduction = true }
   local function pointwise(name)
     local fwd = C["_nn_" .. name]
     F[name] = function(input, target, o)
       o = loss_opts(name, o, RED)
+      input, target = promote(input, target)
       return fwd(input, target, o.reduction or "mean")
     end
   end
   pointwise("mse_loss")
   pointwise("l1_loss")
 
+  -- the binary losses take a target of the input's size (PyTorch raises
+  -- rather than broadcast an (N) input against an (N, 1) target)
+  local function same_size(op, input, target)
+    if T.is_tensor(input) and T.is_tensor(target) and input.shape ~= target.shape then
+      error(string.format("%s: target size %s must be the same as input size %s", op,
+        tostring(target.shape), tostring(input.shape)), 3)
+    end
+  end
   local BCE = { weight = true, reduction = true }
   function F.binary_cross_entropy(input, target, o)
+    same_size("binary_cross_entropy", input, target)
     o = loss_opts("binary_cross_entropy", o, BCE)
     local w, red = o.weight, o.reduction or "mean"
     return C._nn_binary_cross_entropy(input, target, w, red)
@@ -499,8 +527,10 @@ return function(T, C)
 
   local BCEL = { weight = true, reduction = true, pos_weight = true }
   function F.binary_cross_entropy_with_logits(input, target, o)
+    same_size("binary_cross_entropy_with_logits", input, target)
     o = loss_opts("binary_cross_entropy_with_logits", o, BCEL)
     local w, pw, red = o.weight, o.pos_weight, o.reduction or "mean"
+    input, target = promote(input, target)
     return C._nn_binary_cross_entropy_with_logits(input, target, w, pw, red)
   end
 

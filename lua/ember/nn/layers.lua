@@ -529,7 +529,7 @@ return function(T, C, nn)
     nomore("Dropout", 1, ...)
     if type(p) == "table" then p = checkopts("Dropout", p, DROP).p end
     p = p or 0.5
-    if p < 0 or p > 1 then
+    if type(p) ~= "number" or not (p >= 0 and p <= 1) then
       error(string.format("Dropout: dropout probability has to be between 0 and 1, but got %g", p), 3)
     end
     self.p = p

@@ -75,7 +75,7 @@ return function(T, C, nn)
     end
     -- inplace: computed from a copy, so the graph does not hold the x it overwrites
     local src = o.inplace and x:clone() or x
-    local y = T.where(src:ge(0), src, src * slope)
+    local y = T.where(src:gt(0), src, src * slope)  -- x = 0 takes the slope (its gradient, as leaky_relu)
     if o.inplace then return x:copy_(y) end
     return y
   end)
@@ -436,7 +436,7 @@ return function(T, C, nn)
   -- x where y = 1, max(0, margin - x) where y = -1
   nn.HingeEmbeddingLoss = loss("hinge_embedding_loss", "HingeEmbeddingLoss", { "margin" }, function(x, y, o)
     local margin = o.margin or 1.0
-    local zero = x * 0
+    local zero = T.zeros_like(x)  -- not x * 0: inf * 0 is NaN (PyTorch's zeros_like)
     return T.where(y:ne(1), (margin - x):clamp_min(0), zero) + T.where(y:ne(-1), x, zero)
   end)
   -- -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over classes

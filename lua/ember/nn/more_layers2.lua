@@ -220,7 +220,7 @@ return function(T, C, nn)
     end
     if p == nil then p = 0.5 end
     if type(p) ~= "number" then error(fmt("%s: expected a number for p, got %s", op, tostring(p)), 4) end
-    if p < 0 or p > 1 then
+    if not (p >= 0 and p <= 1) then  -- NaN too
       error(fmt("%s: dropout probability has to be between 0 and 1, but got %s", op, pyfloat(p)), 4)
     end
     if training == nil then training = def_training end
@@ -287,7 +287,7 @@ return function(T, C, nn)
         p, inplace = o.p, o.inplace
       end
       if p == nil then p = 0.5 end
-      if type(p) ~= "number" or p < 0 or p > 1 then
+      if type(p) ~= "number" or not (p >= 0 and p <= 1) then
         error(fmt("%s: dropout probability has to be between 0 and 1, but got %s", name, tostring(p)), 3)
       end
       self.p, self.inplace = p, inplace or false

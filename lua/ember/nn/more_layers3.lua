@@ -262,9 +262,11 @@ return function(T, C, nn)
     local l = (z * others:to(x.dtype)):sum(2) / Cc
     if o.weight ~= nil then
       check_tensor(op, o.weight, "weight")
+      if o.weight.ndim ~= 1 then error(fmt("%s: weight must be one-dimensional, got %d-d", op, o.weight.ndim), 2) end
       l = l * o.weight:index_select(1, y:long())
     end
-    if unb then l = l:squeeze(1) end
+    -- unbatched: the per-sample loss takes the target's shape (0-d or [1])
+    if unb and target.ndim == 0 then l = l:squeeze(1) end
     return reduce(op, l, o.reduction or "mean")
   end)
 
@@ -331,12 +333,14 @@ return function(T, C, nn)
     return reduce(op, (dp - dn + margin):clamp_min(0), o.reduction or "mean")
   end)
 
-  local function loss_class(name, fn, keys, ninputs)
+  -- check(o): the constructor's own argument rules (PyTorch's)
+  local function loss_class(name, fn, keys, ninputs, check)
     local L = Module:extend(name)
     local allowed = set(keys)
     function L:init(o, ...)
       nomore(name, 1, ...)
       o = check_opts(name, o, allowed)
+      if check then check(o) end
       self.opts = {}
       for _, k in ipairs(keys) do self.opts[k] = o[k] end
     end
@@ -348,7 +352,14 @@ return function(T, C, nn)
     end
     nn[name] = L
   end
-  loss_class("MultiMarginLoss", F.multi_margin_loss, { "p", "margin", "weight", "reduction" }, 2)
+  loss_class("MultiMarginLoss", F.multi_margin_loss, { "p", "margin", "weight", "reduction" }, 2, function(o)
+    if o.p ~= nil and o.p ~= 1 and o.p ~= 2 then
+      error(fmt("MultiMarginLoss: only p == 1 and p == 2 supported, got %s", tostring(o.p)), 4)
+    end
+    if o.weight ~= nil and not (T.is_tensor(o.weight) and o.weight.ndim == 1) then
+      error("MultiMarginLoss: weight must be a one-dimensional tensor", 4)
+    end
+  end)
   loss_class("MultiLabelMarginLoss", F.multilabel_margin_loss, { "reduction" }, 2)
   loss_class("TripletMarginWithDistanceLoss", F.triplet_margin_with_distance_loss,
     { "distance_function", "margin", "swap", "reduction" }, 3)
