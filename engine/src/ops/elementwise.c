@@ -749,7 +749,7 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
   int save_in = 0, save_out = 0;
   em_ag_ew_saves(op, &save_in, &save_out);
   em_status st = EM_OK;
-  em_tensor *pre = NULL;
+  em_tensor *pre = NULL, *pre_other[3] = {NULL, NULL, NULL};
   if (on && inplace) st = em_ag_check_inplace(name, out);
   if (st == EM_OK && any && out && !inplace)
     st = em_fail(EM_E_VALUE, EM_MSG_OUT_NOT_DIFFERENTIABLE, name);
@@ -758,6 +758,15 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     st = em_clone(out, &pre);
     em_ag_pause();
   }
+  /* another operand over the written storage (y:mul_(y[1]), y:mul_(y:t())):
+  ** the formula needs its value before the write, so it is saved as a
+  ** clone (PyTorch refuses such calls; the forward here reads a snapshot) */
+  for (int i = 1; st == EM_OK && any && inplace && i < n; i++)
+    if ((save_in & (1 << i)) && ins[i] && ins[i] != out && ins[i]->storage == out->storage) {
+      em_ag_resume(on);
+      st = em_clone(ins[i], &pre_other[i]);
+      em_ag_pause();
+    }
   if (st == EM_OK) st = elementwise_nograd(op, n, inputs, opts, out, result);
   em_ag_resume(on);
   if (st == EM_OK && any) {
@@ -771,6 +780,7 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     p.save_in = save_in;
     p.save_out = save_out;
     p.pre[0] = pre;
+    for (int i = 1; i < n; i++) p.pre[i] = pre_other[i];
     em_tensor *res = out ? out : *result;
     st = em_ag_record(EM_AG_EW, n, ins, 1, &res, &p);
     if (st != EM_OK && !out) {
@@ -783,6 +793,7 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     }
   }
   em_tensor_release(pre);
+  for (int i = 1; i < 3; i++) em_tensor_release(pre_other[i]);
   return st;
 }
 
