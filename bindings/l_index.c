@@ -152,11 +152,15 @@ int l_index_get(lua_State *L) {
 
 int l_index_set(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index");
+  em_tensor *src = l_totensor(L, 3);
+  em_scalar v = {EM_SCALAR_INT, 0, 0.0};
+  if (!src) { /* a number that does not fit the dtype is refused, as fill_ */
+    v = l_checkscalar(L, 3, "index");
+    l_check_scalar_fits(L, v, em_tensor_dtype(t), "index");
+  }
   em_index_item items[MAX_ITEMS];
   int n = parse_key(L, em_tensor_device(t), items);
-  em_tensor *src = l_totensor(L, 3);
-  em_status st = src ? em_index_put_(t, n, items, src)
-                     : em_index_fill_scalar_(t, n, items, l_checkscalar(L, 3, "index"));
+  em_status st = src ? em_index_put_(t, n, items, src) : em_index_fill_scalar_(t, n, items, v);
   if (st != EM_OK) l_error(L);
   return 0;
 }

@@ -243,3 +243,51 @@ describe("difftest round 4: in-place ops whose other operand overlaps the writte
     U.near(g(false), T.tensor({ 5, 12, 8, 32, 2.5 }, { dtype = T.float64 }), 1e-12)
   end)
 end)
+
+describe("difftest round 4: integers (torch 1.13)", function()
+  it("t[k] = v refuses a number that does not fit the dtype, as fill_", function()
+    local t = T.zeros(3, { dtype = T.int8 })
+    -- torch: RuntimeError: value cannot be converted to type int8_t without overflow
+    err(function() t[1] = 300 end, "value cannot be converted to type int8 without overflow")
+    err(function() t[{ { 1, 2 } }] = 300 end, "without overflow")
+    err(function() t[T.tensor { true, false, true }] = 300 end, "without overflow")
+    err(function() t[T.tensor { 1, 3 }] = 128 end, "without overflow")
+    err(function() t[1] = 127.5 end, "without overflow")
+    assert.is_true(T.equal(t, T.zeros(3, { dtype = T.int8 })))   -- nothing written
+    t[1] = -128; t[2] = 126.9
+    assert.are.same({ -128, 126, 0 }, t:tolist())
+    local u = T.zeros(2, { dtype = T.uint8 })
+    u[1] = -1 -- an integer wraps into uint8 (c10's rule): 255
+    assert.equal(255, u[1]:item())
+    err(function() u[2] = 256 end, "without overflow")
+    local i = T.zeros(2, { dtype = T.int32 })
+    err(function() i[1] = 0 / 0 end, "without overflow")
+    err(function() i[1] = math.huge end, "without overflow")
+    err(function() i[1] = 1e10 end, "without overflow")
+    local h = T.zeros(2, { dtype = T.float16 })
+    err(function() h[1] = 1e6 end, "value cannot be converted to type float16 without overflow")
+    h[1] = math.huge -- infinities pass, as in torch
+    assert.equal(math.huge, h[1]:item())
+  end)
+
+  it("isclose and allclose compare int64 past 2^53 exactly", function()
+    local a = T.tensor({ 2 ^ 53 }, { dtype = T.int64 })
+    local b = a + 1
+    -- torch.tensor([2**53]).isclose(torch.tensor([2**53 + 1]), 0, 0) -> False
+    assert.is_false(a:isclose(b, 0, 0)[1]:item())
+    assert.is_false(T.allclose(a, b, 0, 0))
+    assert.is_true(a:isclose(b, 0, 1)[1]:item())
+    local big = T.tensor({ 2 ^ 62 }, { dtype = T.int64 })
+    assert.is_false(T.allclose(big, big + 1, 0, 0))
+    assert.is_true(T.allclose(big, big:clone(), 0, 0))
+  end)
+
+  it("lcm of an overflowing product is the absolute value of the wrapped one", function()
+    -- torch.lcm(int32 [2**31 - 1], [2**31 - 2]) -> [2147483646]
+    local r = T.lcm(T.tensor({ 2147483647 }, { dtype = T.int32 }), T.tensor({ 2147483646 }, { dtype = T.int32 }))
+    assert.equal(2147483646, r[1]:item())
+    assert.are.same({ 12, 12, 0 }, T.lcm(T.tensor { -4, 6, 0 }, T.tensor { 6, -4, 5 }):tolist())
+    -- uint8 wraps: lcm(200, 3) = 600 mod 256 = 88 (torch 88)
+    assert.equal(88, T.lcm(T.tensor({ 200 }, { dtype = T.uint8 }), T.tensor({ 3 }, { dtype = T.uint8 }))[1]:item())
+  end)
+end)

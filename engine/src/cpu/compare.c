@@ -43,12 +43,19 @@ static inline bool close1(const cmpctx *c, double x, double y) {
 }
 
 /* data[0] bool out, data[1] a, data[2] b */
+/* |x - y| exactly (in uint64), then as a double: the difference of two
+** int64 past 2^53 is not lost in their rounding to doubles */
+static double int_absdiff(int64_t x, int64_t y) {
+  uint64_t d = x > y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x;
+  return (double)d;
+}
+
 static void isclose_loop(char **d, const int64_t *st, int64_t n, void *vctx) {
   cmpctx *c = vctx;
   for (int64_t i = 0; i < n; i++) {
     const char *a = d[1] + i * st[1], *b = d[2] + i * st[2];
     bool r = c->ints ? (c->lia(a) == c->lib(b) ||
-                        fabs((double)c->lia(a) - (double)c->lib(b)) <=
+                        int_absdiff(c->lia(a), c->lib(b)) <=
                             c->atol + c->rtol * fabs((double)c->lib(b)))
                      : close1(c, c->lda(a), c->ldb(b));
     *(bool *)(d[0] + i * st[0]) = r;

@@ -373,9 +373,12 @@ static int vec_pow(em_dtype e, char *o, int64_t so, const char *a, int64_t sa, c
 #define BX_copysign_EM_KIND_FLOAT(x, y, CT) FM2(copysign, x, y)
 #define BX_nextafter_EM_KIND_FLOAT(x, y, CT) FM2(nextafter, x, y)
 #define BX_gcd_EM_KIND_INT(x, y, CT) ((CT)gcd_u64(mag_u64(x), mag_u64(y)))
+/* PyTorch's abs(a / g * b) in the dtype: an overflowed product wraps, then
+** its absolute value is taken (also wrapping: abs(INT_MIN) is INT_MIN) */
 #define BX_lcm_EM_KIND_INT(x, y, CT) \
   ({ uint64_t g_ = gcd_u64(mag_u64(x), mag_u64(y)); \
-     g_ == 0 ? (CT)0 : (CT)(mag_u64(x) / g_ * mag_u64(y)); })
+     CT r_ = g_ == 0 ? (CT)0 : (CT)(mag_u64(x) / g_ * mag_u64(y)); \
+     (CT)((int64_t)r_ < 0 ? 0 - (uint64_t)(int64_t)r_ : (uint64_t)(int64_t)r_); })
 #define BX_heaviside_EM_KIND_BOOL(x, y, CT) ((x) == 0 ? (y) : 1)
 #define BX_heaviside_EM_KIND_INT(x, y, CT) ((x) == 0 ? (y) : (CT)((x) > 0))
 #define BX_heaviside_EM_KIND_FLOAT(x, y, CT) ((x) == 0 ? (y) : (CT)((x) > 0))

@@ -947,7 +947,9 @@ __global__ void isclose_kernel(emcu_geom g, int dt, double rtol, double atol, in
       r = close1(load_f(dt, a), load_f(dt, b), rtol, atol, equal_nan);
     } else {
       int64_t x = load_i(dt, a), y = load_i(dt, b);
-      r = x == y || fabs((double)x - (double)y) <= atol + rtol * fabs((double)y);
+      /* |x - y| exactly in uint64 (past 2^53 the doubles' difference is lost) */
+      uint64_t d = x > y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x;
+      r = x == y || (double)d <= atol + rtol * fabs((double)y);
     }
     *(bool *)(g.data[0] + off[0]) = r;
   }
