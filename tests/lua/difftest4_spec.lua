@@ -291,3 +291,86 @@ describe("difftest round 4: integers (torch 1.13)", function()
     assert.equal(88, T.lcm(T.tensor({ 200 }, { dtype = T.uint8 }), T.tensor({ 3 }, { dtype = T.uint8 }))[1]:item())
   end)
 end)
+
+describe("difftest round 4: convolution, pooling and interpolation (torch 1.13)", function()
+  local F = T.nn.functional
+  local nan = 0 / 0
+  local function flat(t) return t:reshape(-1):tolist() end
+
+  it("lists of the wrong length are refused, not cut or reused", function()
+    local x, w = T.ones(1, 1, 6, 6), T.ones(1, 1, 1, 1)
+    -- torch: "expected stride to be a single integer value or a list of 2 values"
+    err(function() F.conv2d(x, w, nil, { stride = { 1, 2, 3 } }) end, "a list of 2 numbers")
+    err(function() F.conv2d(x, w, nil, { padding = { 1, 2, 3 } }) end, "a list of 2 numbers")
+    err(function() F.conv2d(x, w, nil, { dilation = { 1, 2, 3 } }) end, "a list of 2 numbers")
+    err(function() F.conv1d(T.ones(1, 1, 6), T.ones(1, 1, 1), nil, { stride = { 1, 2 } }) end, "a list of 1 number")
+    err(function() F.max_pool2d(x, { 2, 3, 4 }) end, "a list of 2 numbers")
+    err(function() F.avg_pool2d(x, 2, { stride = { 1, 2, 3 } }) end, "a list of 2 numbers")
+    err(function() F.max_pool1d(T.ones(1, 1, 6), { 2, 3 }) end, "a list of 1 number")
+    err(function() F.adaptive_avg_pool2d(x, { 2, 3, 4 }) end, "output_size must be a number or a list of 2")
+    err(function() F.adaptive_max_pool2d(x, { 2, 2, 2 }) end, "output_size must be a number or a list of 2")
+    err(function() F.adaptive_avg_pool1d(T.ones(1, 1, 6), { 2, 3 }) end, "output_size must be a number or a list of 1")
+    -- the accepted forms still work
+    assert.are.same({ 1, 1, 3, 2 }, F.conv2d(x, w, nil, { stride = { 2, 3 } }):size():totable())
+    assert.are.same({ 1, 1, 3, 3 }, F.max_pool2d(x, { 2 }):size():totable())
+    err(function() F.interpolate(T.ones(1, 1, 4), { size = 3.5 }) end, "expected size to be integers")
+    err(function() F.interpolate(T.ones(1, 1, 4), { size = 3, recompute_scale_factor = true }) end,
+      "recompute_scale_factor is not meaningful with an explicit size")
+  end)
+
+  it("interpolate's antialias (torch 1.13's bilinear/bicubic _aa kernels)", function()
+    local x = (T.arange(1, 36, { dtype = T.float64 }):pow(1.5) / 10):reshape(1, 1, 5, 7)
+    U.near(F.interpolate(x, { size = { 2, 3 }, mode = "bilinear", antialias = true }):reshape(-1),
+      T.tensor({ 3.099746613438008, 4.06307933642231, 5.137242951225667, 11.220811775646343, 12.782049315664066,
+        14.408068466033807 }, { dtype = T.float64 }), 1e-12)
+    U.near(F.interpolate(x, { size = { 2, 3 }, mode = "bicubic", antialias = true }):reshape(-1),
+      T.tensor({ 2.4523322602471094, 3.425209158181536, 4.534385216419045, 11.684475283088492, 13.390676058419738,
+        15.16961133940475 }, { dtype = T.float64 }), 1e-12)
+    local up = F.interpolate(x, { size = { 8, 9 }, mode = "bicubic", antialias = true, align_corners = true })
+    U.near(up:reshape(-1):narrow(1, 1, 6), T.tensor({ -0.08006084555222023, 0.015027918571786964, 0.16707475904015132,
+      0.3405622181471838, 0.5388774724480871, 0.7591362877762109 }, { dtype = T.float64 }), 1e-12)
+    -- antialias = false is the default spelled out; other modes refuse true
+    assert.is_true(T.equal(F.interpolate(x, { size = { 2, 3 }, mode = "bilinear", antialias = false }),
+      F.interpolate(x, { size = { 2, 3 }, mode = "bilinear" })))
+    err(function() F.interpolate(x, { size = { 2, 3 }, mode = "nearest", antialias = true }) end,
+      "only supported for bilinear and bicubic")
+    -- differentiable (a matmul per dim)
+    local xg = x:clone():requires_grad_()
+    F.interpolate(xg, { size = { 2, 3 }, mode = "bilinear", antialias = true }):sum():backward()
+    assert.is_true(math.abs(xg.grad:sum():item() - 6 * (5 * 7) / (5 * 7)) < 1e-9) -- each row of weights sums to 1
+  end)
+
+  it("conv_transpose takes an output_padding of stride or more below the dilation", function()
+    -- torch: conv_transpose2d(ones(1,1,3,3), ones(1,1,2,2), [0.5], stride=1, dilation=2, output_padding=1)
+    local y = F.conv_transpose2d(T.ones(1, 1, 3, 3), T.ones(1, 1, 2, 2), T.tensor { 0.5 },
+      { stride = 1, dilation = 2, output_padding = 1 })
+    assert.are.same({ 1.5, 1.5, 2.5, 1.5, 1.5, 0.5, 1.5, 1.5, 2.5, 1.5, 1.5, 0.5, 2.5, 2.5, 4.5, 2.5, 2.5, 0.5,
+      1.5, 1.5, 2.5, 1.5, 1.5, 0.5, 1.5, 1.5, 2.5, 1.5, 1.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5 }, flat(y))
+    assert.are.same({ 1, 1, 9 }, F.conv_transpose1d(T.ones(1, 2, 4), T.ones(2, 1, 3), nil,
+      { output_padding = 1, dilation = 2 }):size():totable())
+    assert.are.same({ 1, 1, 5, 6, 6 }, F.conv_transpose3d(T.ones(1, 2, 2, 3, 3), T.ones(2, 1, 2, 2, 2), nil,
+      { output_padding = 1, dilation = 2 }):size():totable())
+  end)
+
+  it("max pools send a window of several NaNs to its last NaN", function()
+    -- torch: max_pool1d([[[nan, 1, nan, 0]]], 4, return_indices=True) -> index 2 (3 here), grad [0, 0, 1, 0]
+    local x = T.tensor({ { { nan, 1, nan, 0 } } }):requires_grad_()
+    local v, i = F.max_pool1d(x, 4, { return_indices = true })
+    v:sum():backward()
+    assert.equal(3, i:item())
+    assert.are.same({ 0, 0, 1, 0 }, flat(x.grad))
+    local _, i2 = F.max_pool2d(T.tensor({ { { { nan, 1, 2 }, { nan, 0, 5 }, { 1, 1, 1 } } } }), 3, { return_indices = true })
+    assert.equal(4, i2:item())
+    local _, i3 = F.max_pool2d(T.tensor({ { { { nan, 1 }, { nan, 0 } } } }), 2, { return_indices = true })
+    assert.equal(3, i3:item())  -- the 2 x 2 fast path
+    local _, a1 = F.adaptive_max_pool1d(T.tensor({ { nan, 1, nan, 0 } }), 1, true)
+    assert.equal(3, a1:item())
+    local _, a2 = F.adaptive_max_pool2d(T.tensor({ { { nan, 1, nan }, { 0, nan, 0 }, { 1, 1, 1 } } }), { 2, 2 }, true)
+    assert.are.same({ 5, 5, 5, 5 }, flat(a2))  -- torch [[4, 4], [4, 4]]
+    local x3 = T.tensor({ { { { { nan, 1 }, { nan, 0 } }, { { 2, nan }, { 1, 1 } } } } }):requires_grad_()
+    local v3, i4 = F.max_pool3d(x3, 2, { return_indices = true })
+    v3:sum():backward()
+    assert.equal(6, i4:item())  -- torch 5
+    assert.are.same({ 0, 0, 0, 0, 0, 1, 0, 0 }, flat(x3.grad))
+  end)
+end)

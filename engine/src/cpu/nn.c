@@ -24,8 +24,9 @@
 #define NN_POOL_KERNELS(S, E, T)                                                          \
   /* 2x2 windows, stride 2, no padding, every window inside the image (the \
   ** pool of most CNNs): the four values in the generic loop's order (row  \
-  ** by row), the same choice rule (NaN wins over numbers, the first of    \
-  ** equals wins), without the bounds tests and the window loops. */      \
+  ** by row), the same choice rule (a NaN wins over numbers and over an   \
+  ** earlier NaN, as PyTorch's val > max || isnan(val); the first of equal \
+  ** numbers wins), without the bounds tests and the window loops. */     \
   static void maxpool2x2_##S(const T *x, T *y, int64_t *ix, int64_t planes, int64_t H,   \
                              int64_t W, int64_t oH, int64_t oW) {                          \
     _Pragma("omp parallel for schedule(static) num_threads(em_get_num_threads()) if (planes * oH * oW > 32768)")    \
@@ -38,8 +39,8 @@
         const int64_t base = 2 * oy * W + 1;                                               \
         T *yr = yp + oy * oW;                                                              \
         int64_t *ir = ip ? ip + oy * oW : scratch;                                         \
-        /* take = (best is a number) & !(v <= best): v > best, or v NaN over a \
-        ** number; selected through bit masks, with no branch (random data \
+        /* take = !(v <= best) & (best is a number or v is NaN): v > best, or \
+        ** v NaN; selected through bit masks, with no branch (random data    \
         ** mispredicts half the time) */                                     \
         for (int64_t ox = 0; ox < oW; ox++) {                                              \
           typedef __typeof__(__builtin_choose_expr(sizeof(T) == 4, (uint32_t)0, (uint64_t)0)) U; \
@@ -49,7 +50,7 @@
           const T *src[3] = {r0 + 2 * ox + 1, r1 + 2 * ox, r1 + 2 * ox + 1};               \
           for (int q = 0; q < 3; q++) {                                                    \
             v = *src[q];                                                                   \
-            take = (int64_t)(best == best) & (1 - (int64_t)(v <= best));                \
+            take = ((int64_t)(best == best) | (int64_t)(v != v)) & (1 - (int64_t)(v <= best)); \
             m = (U)0 - (U)take;                                                            \
             memcpy(&bb, &best, sizeof bb);                                                 \
             memcpy(&vb, &v, sizeof vb);                                                    \
@@ -92,8 +93,9 @@
               if (xx < 0 || xx >= W) continue;                                             \
               const T v = row[xx];                                                         \
               /* branch-free: on random data a branch here mispredicts half \
-              ** the time; NaN wins over numbers, the first of equals wins */ \
-              const int take = (at < 0) | (v > best) | ((v != v) & (best == best));        \
+              ** the time; a NaN wins over numbers and earlier NaNs (PyTorch's \
+              ** rule), the first of equal numbers wins */                  \
+              const int take = (at < 0) | (v > best) | (v != v);                           \
               best = take ? v : best;                                                      \
               at = take ? iy * W + xx : at;                                                \
             }                                                                              \

@@ -31,7 +31,13 @@ return function(T, C, nn)
 
   -- -- 1-d pooling --------------------------------------------------------------
   local function one(op, v, what)
-    if type(v) == "table" then v = v[1] end
+    if type(v) == "table" and not T.is_tensor(v) then
+      if #v ~= 1 then
+        error(string.format("%s: expected %s to be a single number or a list of 1 number, got a list of %d",
+          op, what, #v), 3)
+      end
+      v = v[1]
+    end
     if type(v) ~= "number" then error(string.format("%s: expected a number for %s, got %s", op, what, tostring(v)), 3) end
     return v
   end
@@ -115,6 +121,14 @@ return function(T, C, nn)
       return r:movedim(-1, dim)
     end
     local v, a = g:max(-1)
+    -- several NaNs in a window: the last one's index (PyTorch's kernels take
+    -- val > max || isnan(val)); max(-1) gives the first
+    local isn = g:isnan()
+    if isn:any():item() then
+      isn = isn:logical_and(valid)
+      local last = (isn:long() * T.arange(1, K + 1, { device = x.device })):argmax(-1)
+      a = T.where(isn:any(-1), last, a)
+    end
     local ix = pos:expand(g.shape):gather(-1, a:unsqueeze(-1)):squeeze(-1) + 1
     return v:movedim(-1, dim), ix:movedim(-1, dim)
   end
@@ -148,6 +162,9 @@ return function(T, C, nn)
   local function out_sizes(op, size, n, x)
     if type(size) == "number" then size = { size } end
     if type(size) ~= "table" then error(string.format("%s: expected output_size as a number or a table", op), 4) end
+    if #size ~= 1 and #size ~= n then
+      error(string.format("%s: output_size must be a number or a list of %d, got a list of %d", op, n, #size), 4)
+    end
     local out = {}
     for i = 1, n do
       local v = size[i]

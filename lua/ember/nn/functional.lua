@@ -21,11 +21,18 @@ return function(T, C)
     return nil
   end
 
+  -- a number or a list of 1 or 2 numbers as a pair; any other length is
+  -- refused (PyTorch: "expected stride to be a single integer value or a
+  -- list of 2 values")
   local function pair(v, what, op)
     if v == nil then return nil end
     if type(v) == "number" then return { v, v } end
-    if type(v) == "table" and #v == 2 then return { v[1], v[2] } end
-    if type(v) == "table" and v[1] ~= nil then return { v[1], v[1] } end
+    if type(v) == "table" and not T.is_tensor(v) and type(v[1]) == "number" then
+      if #v == 2 and type(v[2]) == "number" then return { v[1], v[2] } end
+      if #v == 1 then return { v[1], v[1] } end
+      error(string.format("%s: expected %s to be a single number or a list of 2 numbers, got a list of %d",
+        op, what, #v), 3)
+    end
     error(string.format("%s: expected %s to be a number or a pair, got %s", op, what, tostring(v)), 3)
   end
 
@@ -188,7 +195,13 @@ return function(T, C)
     end
     local stride, padding, dilation, groups = conv_opts(op, { n = select("#", ...), ... }, 1)
     local function one(v, what)
-      if type(v) == "table" then v = v[1] end
+      if type(v) == "table" then
+        if #v ~= 1 then
+          error(string.format("%s: expected %s to be a single number or a list of 1 number, got a list of %d",
+            op, what, #v), 3)
+        end
+        v = v[1]
+      end
       if type(v) ~= "number" and v ~= "same" and v ~= "valid" then
         error(string.format("%s: expected %s to be a number", op, what), 3)
       end

@@ -583,8 +583,16 @@ return function(T, C, nn)
     local v2, i2 = F.max_pool2d(xs, { k[2], k[3] }, { stride = { s[2], s[3] }, padding = { p[2], p[3] },
       dilation = { d[2], d[3] }, ceil_mode = ceil, return_indices = true })
     local Ho, Wo = v2.shape[3], v2.shape[4]
-    -- the max over the window's depth (the first maximal offset, as torch's scan)
-    local v, a = v2:view(N, Cn, k[1], Do, Ho, Wo):max(3)
+    -- the max over the window's depth (the first maximal offset, as torch's
+    -- scan; of several NaNs the last, as its val > max || isnan(val))
+    local v5 = v2:view(N, Cn, k[1], Do, Ho, Wo)
+    local v, a = v5:max(3)
+    local isn = v5:isnan()
+    if isn:any():item() then
+      local last = (isn:long() * T.arange(1, k[1] + 1, { device = x.device }):view(1, 1, -1, 1, 1, 1)):argmax(3)
+      a = T.where(isn:any(3), last, a)
+      v = v5:gather(3, a:unsqueeze(3)):squeeze(3)
+    end
     local out, idx = v, nil
     if o.return_indices then
       -- a window of -inf only (its maximum is -inf) points at its first

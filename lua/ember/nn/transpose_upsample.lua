@@ -48,6 +48,10 @@ return function(T, C, nn)
     end
     local out = { N, w.shape[2] * g }
     local sizes = { H, W }
+    -- an output_padding of stride or more (allowed below the dilation) adds
+    -- rows no forward conv reaches: computed with stride - 1, then zeros
+    -- appended (bias added after, as PyTorch's col2im gives)
+    local extra, any_extra = { 0, 0 }, false
     for i = 1, 2 do
       if op_[i] >= s[i] and op_[i] >= d[i] then
         error(string.format("%s: output padding must be smaller than either stride or dilation, but got "
@@ -58,9 +62,12 @@ return function(T, C, nn)
         error(string.format("%s: the output size %d is too small (input %d, kernel %d, stride %d, padding %d)",
           op, o, sizes[i], w.shape[i + 2], s[i], p[i]), 3)
       end
-      out[i + 2] = o
+      extra[i] = math.max(op_[i] - (s[i] - 1), 0)
+      any_extra = any_extra or extra[i] > 0
+      out[i + 2] = o - extra[i]
     end
     local y = C._nn_conv2d_backward_input(x, w, out, s[1], s[2], p[1], p[2], d[1], d[2], g)
+    if any_extra then y = F.pad(y, { 0, extra[2], 0, extra[1] }) end
     if b then
       if b.ndim ~= 1 or b:numel() ~= out[2] then
         error(string.format("%s: expected a bias of %d elements, got %d", op, out[2], b:numel()), 3)
@@ -107,7 +114,7 @@ return function(T, C, nn)
   -- -- interpolate --------------------------------------------------------------------
   local MODES = { nearest = 1, ["nearest-exact"] = 1, linear = 1, bilinear = 2, bicubic = 2, trilinear = 3, area = 1 }
   local ANY_RANK = { nearest = true, ["nearest-exact"] = true, area = true }
-  local INTERP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
+  local INTERP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias" }
 
   -- PyTorch's source coordinates along one dim (in -> out), computed in the
   -- input's dtype as its kernels do (float32 for float32): scale is in / out,
@@ -178,6 +185,47 @@ return function(T, C, nn)
     return a * (1 - l1):view(shape) + b * l1:view(shape)
   end
 
+  -- PyTorch's antialiased resampling (_upsample_bilinear2d_aa and
+  -- _upsample_bicubic2d_aa, after PIL): output i averages the inputs under
+  -- the filter (triangle, or Keys' cubic with a = -0.5) centred at
+  -- scale (i + 1/2) and stretched by the scale when downsampling, the
+  -- weights normalised to sum 1; as an n_out x n_in matrix applied along
+  -- one dim (so differentiable as a matmul)
+  local function aa_filter(cubic, v)
+    if v < 0 then v = -v end
+    if not cubic then return v < 1 and 1 - v or 0 end
+    local a = -0.5
+    if v < 1 then return ((a + 2) * v - (a + 3)) * v * v + 1 end
+    if v < 2 then return (((v - 5) * v + 8) * v - 4) * a end
+    return 0
+  end
+  local function trunc(v) return v >= 0 and math.floor(v) or math.ceil(v) end
+  local function aa_along(y, dim, n_in, n_out, scale, cubic)
+    local interp = cubic and 4 or 2
+    local support = scale >= 1 and interp * 0.5 * scale or interp * 0.5
+    local invscale = scale >= 1 and 1 / scale or 1
+    local rows = {}
+    for i = 0, n_out - 1 do
+      local row = {}
+      for j = 1, n_in do row[j] = 0 end
+      local center = scale * (i + 0.5)
+      local xmin = math.max(trunc(center - support + 0.5), 0)
+      local xsize = math.min(trunc(center + support + 0.5), n_in) - xmin
+      local total = 0
+      for j = 0, xsize - 1 do
+        local w = aa_filter(cubic, (j + xmin - center + 0.5) * invscale)
+        row[xmin + j + 1] = w
+        total = total + w
+      end
+      if total ~= 0 then
+        for j = 0, xsize - 1 do row[xmin + j + 1] = row[xmin + j + 1] / total end
+      end
+      rows[i + 1] = row
+    end
+    local W = T.tensor(rows, { dtype = y.dtype, device = y.device })
+    return y:movedim(dim, -1):matmul(W:t()):movedim(-1, dim)
+  end
+
   function F.interpolate(x, o, ...)
     local op = "interpolate"
     -- PyTorch's positional form: size, scale_factor, mode, align_corners
@@ -211,11 +259,20 @@ return function(T, C, nn)
     if (o.size == nil) == (o.scale_factor == nil) then
       error(op .. ": either size or scale_factor should be defined (exactly one)", 2)
     end
+    if o.size ~= nil and o.recompute_scale_factor then
+      error(op .. ": recompute_scale_factor is not meaningful with an explicit size", 2)
+    end
+    if o.antialias and mode ~= "bilinear" and mode ~= "bicubic" then
+      error(string.format("%s: anti-alias option is only supported for bilinear and bicubic modes, got %s", op, mode), 2)
+    end
     local sizes, scales = {}, {}
     for i = 1, nd do
       local n_in = x.shape[2 + i]
       if o.size ~= nil then
         sizes[i] = tuple(op, o.size, nd, "size")[i]
+        if sizes[i] % 1 ~= 0 then
+          error(string.format("%s: expected size to be integers, got %s", op, tostring(sizes[i])), 2)
+        end
         scales[i] = n_in / sizes[i]
       else
         local sf = tuple(op, o.scale_factor, nd, "scale_factor")[i]
@@ -234,7 +291,11 @@ return function(T, C, nn)
     local y = x
     for i = 1, nd do
       local dim, n_in = 2 + i, x.shape[2 + i]
-      if mode == "nearest" then
+      if o.antialias then
+        local sc = scales[i]
+        if o.align_corners then sc = sizes[i] > 1 and (n_in - 1) / (sizes[i] - 1) or 0 end
+        y = aa_along(y, dim, n_in, sizes[i], sc, mode == "bicubic")
+      elseif mode == "nearest" then
         y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device, nd))
       elseif mode == "nearest-exact" then
         y = y:index_select(dim, nearest_exact_index(n_in, sizes[i], scales[i], x.device))
