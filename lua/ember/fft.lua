@@ -150,7 +150,10 @@ return function(T, C)
     for i = 1, #v do r[i] = v[i] end
     return r
   end
-  local function argsn(op, default_dims, x, s, dim, norm, ...)
+  -- c2r: the last dim is the Hermitian one (irfftn, hfftn): a -1 there
+  -- means its default length 2 (m - 1), not the input's size (torch's
+  -- canonicalize_fft_c2r_shape_and_dim_args)
+  local function argsn(op, default_dims, c2r, x, s, dim, norm, ...)
     if not T.is_tensor(x) then
       error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 3)
     end
@@ -164,13 +167,14 @@ return function(T, C)
     local dims
     if dim ~= nil then
       dims = list_of(op, "dim", dim)
+    elseif default_dims then -- the *2 forms: (-2, -1), and s must have 2 entries
+      dims = { -2, -1 }
     elseif s ~= nil then
       local k = #list_of(op, "s", s)
       dims = {}
       for i = 1, k do dims[i] = -k + i - 1 end
-    elseif default_dims then
-      dims = { -2, -1 }
     else
+      if x:dim() == 0 then error(fmt("%s: expected a tensor of at least 1 dimension, got a 0-d tensor", op), 3) end
       dims = {}
       for i = 1, x:dim() do dims[i] = i end
     end
@@ -187,14 +191,18 @@ return function(T, C)
         error(fmt("%s: When given, dim and shape arguments must have the same length " ..
           "(got %d and %d)", op, #dims, #sizes), 3)
       end
-      for i = 1, #sizes do if sizes[i] == -1 then sizes[i] = x:size(dims[i]) end end
+      for i = 1, #sizes do
+        if sizes[i] == -1 then
+          if c2r and i == #sizes then sizes[i] = false else sizes[i] = x:size(dims[i]) end
+        end
+      end
     end
     return x, sizes, dims, norm
   end
 
   local function cfftn(op, forward, two)
     return function(...)
-      local x, s, dims, norm = argsn(op, two, ...)
+      local x, s, dims, norm = argsn(op, two, false, ...)
       local y = to_complex(x)
       for i = 1, #dims do
         if s then y = resize(op, y, dims[i], s[i]) end
@@ -225,7 +233,7 @@ return function(T, C)
     return y
   end
   local function rfftn(op, two)
-    return function(...) return rfftn_core(op, argsn(op, two, ...)) end
+    return function(...) return rfftn_core(op, argsn(op, two, false, ...)) end
   end
   F.rfftn, F.rfft2 = rfftn("rfftn", false), rfftn("rfft2", true)
 
@@ -237,10 +245,10 @@ return function(T, C)
       if s then y = resize(op, y, dims[i], s[i]) end
       y = c2c(op, y, dims[i], false, norm)
     end
-    return irfft1(op, y, s and s[k], dims[k], norm)
+    return irfft1(op, y, s and s[k] or nil, dims[k], norm)
   end
   local function irfftn(op, two)
-    return function(...) return irfftn_core(op, argsn(op, two, ...)) end
+    return function(...) return irfftn_core(op, argsn(op, two, true, ...)) end
   end
   F.irfftn, F.irfft2 = irfftn("irfftn", false), irfftn("irfft2", true)
 
@@ -251,7 +259,7 @@ return function(T, C)
   -- dual norm). Real outputs of hfftn have s[last] (default 2 (n - 1)) points.
   local function hfftn(op, two)
     return function(...)
-      local x, s, dims, norm = argsn(op, two, ...)
+      local x, s, dims, norm = argsn(op, two, true, ...)
       scale(op, norm, 1, true)
       return irfftn_core(op, to_complex(x):conj(), s, dims, dual[norm or "backward"])
     end
@@ -259,7 +267,7 @@ return function(T, C)
   F.hfftn, F.hfft2 = hfftn("hfftn", false), hfftn("hfft2", true)
   local function ihfftn(op, two)
     return function(...)
-      local x, s, dims, norm = argsn(op, two, ...)
+      local x, s, dims, norm = argsn(op, two, false, ...)
       scale(op, norm, 1, true)
       return rfftn_core(op, x, s, dims, dual[norm or "backward"]):conj()
     end
@@ -279,9 +287,8 @@ return function(T, C)
       d = d or 1
       if type(d) ~= "number" then error(fmt("%s: expected a number d, got %s", op, type(d)), 2) end
       local dtype = o.dtype or T.get_default_dtype()
-      if not dtype.is_floating_point and dtype ~= T.complex64 and dtype ~= T.complex128 then
-        error(fmt("%s: %s requires a floating point or complex dtype, got %s", op, op,
-          dtype.name), 2)
+      if not dtype.is_floating_point then -- torch 1.13 refuses complex too (arange has no complex kernel)
+        error(fmt("%s: %s requires a floating point dtype, got %s", op, op, dtype.name), 2)
       end
       local k = real and floor(n / 2) + 1 or n
       local r = T.arange(0, k, { dtype = T.float64 })

@@ -551,10 +551,13 @@ return function(T, C)
     end
     if n == 0 then error("chain_matmul: expected one or more tensors", 2) end
     for i = 1, n do check_tensor("chain_matmul", ms[i], "matrices[" .. i .. "]") end
-    if n == 1 then
-      if ms[1]:dim() ~= 2 then
-        error(fmt("chain_matmul: tensor 1 must be 2D, got %dD", ms[1]:dim()), 2)
+    -- every operand 2-D (only linalg.multi_dot takes 1-D ends)
+    for i = 1, n do
+      if ms[i]:dim() ~= 2 then
+        error(fmt("chain_matmul: tensor %d must be 2D, got %dD", i, ms[i]:dim()), 2)
       end
+    end
+    if n == 1 then
       local r = ms[1]:clone()
       if o.out ~= nil then return C._write_out("chain_matmul", r, o.out) end
       return r

@@ -441,7 +441,10 @@ return function(T, C)
     check_tensor("lu", a)
     if pivot == nil then pivot = true end
     if get_infos then return T.linalg.lu_factor_ex(a, { pivot = pivot }) end
-    return T.linalg.lu_factor(a, { pivot = pivot })
+    -- torch.lu does not raise for a singular matrix (its info > 0 is
+    -- ignored; only bad arguments raise)
+    local LU, piv = T.linalg.lu_factor_ex(a, { pivot = pivot })
+    return LU, piv
   end)
   -- lu_solve(B, LU, pivots) = linalg.lu_solve(LU, pivots, B)
   define("lu_solve", function(b, lu, piv, ...)

@@ -199,10 +199,14 @@ return function(T, C)
     end
     local Bm = vector and B:unsqueeze(-1) or B
     if not left then
-      if vector then Bm = B:unsqueeze(-2) end
+      -- a vector B is a column for XA = B too, so the shapes do not fit
+      -- (PyTorch 1.13 raises)
+      if vector then
+        error(fmt("%s: Incompatible shapes of A and B for the equation XA = B (%dx%d and %dx1)", op,
+          A:size(-2), A:size(-1), B:size(-1)), 3)
+      end
       local X, info = solve_mat(mT(A), mT(Bm), check)
-      X = mT(X)
-      return vector and X:squeeze(-2) or X, info
+      return mT(X), info
     end
     local X, info = solve_mat(A, Bm, check)
     return vector and X:squeeze(-1) or X, info
@@ -693,6 +697,11 @@ return function(T, C)
     check_bool(op, o.left, "left")
     check_bool(op, o.unitriangular, "unitriangular")
     local upper, left, unit = o.upper, o.left ~= false, o.unitriangular == true
+    -- float A and B of different dtypes: computed in the promoted one (PyTorch)
+    if A.dtype ~= B.dtype and (A.dtype.is_floating_point or is_cx(A)) and (B.dtype.is_floating_point or is_cx(B)) then
+      local dt = T.promote_types(A.dtype, B.dtype)
+      A, B = A:to(dt), B:to(dt)
+    end
     local X = C._linalg_solve_triangular(A, B, upper, left, unit)
     if needs_grad(A, B) then
       local Xd = X
@@ -1124,6 +1133,9 @@ return function(T, C)
     end
     o = opts_of(op, o, { "atol", "rtol", "hermitian", "tol" })
     check_bool(op, o.hermitian, "hermitian")
+    if o.tol ~= nil and (o.atol ~= nil or o.rtol ~= nil) then
+      error(fmt("%s: tol cannot be given together with atol or rtol", op), 2)
+    end
     if o.tol ~= nil then o = { atol = o.tol, rtol = 0, hermitian = o.hermitian } end
     local atol, rtol = tolerances(op, A, o)
     local S
@@ -1157,7 +1169,7 @@ return function(T, C)
     end
     local vector = B:dim() == A:dim() - 1
     local Bm = vector and B:unsqueeze(-1) or B
-    if Bm:dim() < 2 then
+    if Bm:dim() < 2 or A:dim() < B:dim() then
       error(fmt("%s: input.dim() must be greater or equal to other.dim() and (input.dim() - " ..
         "other.dim()) <= 1", op), 2)
     end
@@ -1198,7 +1210,10 @@ return function(T, C)
       error(fmt("%s: expected an integer exponent, got %s", op, tostring(k)), 2)
     end
     if k == 0 then
-      return eye_like(A:size(-1), A):expand(A.shape):clone()
+      local I = eye_like(A:size(-1), A):expand(A.shape):clone()
+      -- in A's graph with a zero gradient, as PyTorch's (its result requires grad)
+      if needs_grad(A) then I = I + A * 0 end
+      return I
     end
     local base = A
     if k < 0 then
@@ -1225,6 +1240,9 @@ return function(T, C)
     local op = "linalg.matrix_exp"
     ARGS.nooptions(op, 2, 1, ...)
     check_square(op, A)
+    if not (A.dtype.is_floating_point or is_cx(A)) then
+      error(fmt("%s: Expected a floating point or complex tensor as input. Got %s", op, tostring(A.dtype)), 2)
+    end
     local n = A:size(-1)
     if A:numel() == 0 then return A:clone() end
     local norm1 = A:detach():abs():sum(-2):amax(-1):amax():item()
@@ -1268,6 +1286,15 @@ return function(T, C)
     if ord == nil then ord = 2 end
     if type(ord) ~= "number" then
       error(fmt("%s: expected ord to be a number, got %s", op, tostring(ord)), 3)
+    end
+    -- the input must be floating or complex whatever dtype says, and dtype
+    -- may only widen it (PyTorch's checks)
+    if not (x.dtype.is_floating_point or is_cx(x)) then
+      error(fmt("%s: Expected a floating point or complex tensor as input. Got %s", op, tostring(x.dtype)), 3)
+    end
+    if dtype and dtype ~= x.dtype and T.promote_types(x.dtype, dtype) ~= dtype then
+      error(fmt("%s: dtype %s should be convertible from the input's %s without narrowing", op,
+        tostring(dtype), tostring(x.dtype)), 3)
     end
     if dtype then x = x:to(dtype) end
     -- a complex x: the norm of |x| (a real result, as PyTorch)
@@ -1313,6 +1340,9 @@ return function(T, C)
     if ord == nil then ord = "fro" end
     if A:dim() < 2 then
       error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 3)
+    end
+    if not (A.dtype.is_floating_point or is_cx(A)) then
+      error(fmt("%s: Expected a floating point or complex tensor as input. Got %s", op, tostring(A.dtype)), 3)
     end
     if dtype then A = A:to(dtype) end
     local d = dims_list(dim) or { -2, -1 }
@@ -1393,6 +1423,13 @@ return function(T, C)
     ARGS.nooptions(op, 2, 2, p, ...)
     check_tensor(op, A)
     p = ord_value(op, p)
+    if A:dim() >= 2 and A:size(-1) == 0 and A:size(-2) == 0 then
+      -- a batch of 0 x 0 matrices: condition number 0 for every p (PyTorch)
+      local sh = {}
+      for i = 1, A:dim() - 2 do sh[i] = A:size(i) end
+      local rdt = is_cx(A) and value_dtype(A.dtype) or A.dtype
+      return T.zeros(sh, { dtype = rdt, device = A.device })
+    end
     if p == nil or p == 2 or p == -2 then
       local S = L.svdvals(A)
       if p == -2 then return S:amin(-1) / S:amax(-1) end
@@ -1582,8 +1619,10 @@ return function(T, C)
         da[i] = a:dim() - dims + i
         db[i] = i
       end
+    elseif T.is_tensor(dims) and dims:dim() == 0 and not dims.dtype.is_floating_point then
+      return T.tensordot(a, b, dims:item())
     elseif T.is_tensor(dims) then
-      error(fmt("%s: dims as a tensor is not supported; pass a number or two lists", op), 2)
+      error(fmt("%s: dims as a tensor must be a 0-d integer tensor; pass a number or two lists", op), 2)
     elseif type(dims) == "table" and type(dims[1]) == "table" and type(dims[2]) == "table" then
       for i, d in ipairs(dims[1]) do da[i] = d < 0 and d + a:dim() + 1 or d end
       for i, d in ipairs(dims[2]) do db[i] = d < 0 and d + b:dim() + 1 or d end
@@ -1595,6 +1634,10 @@ return function(T, C)
     end
     local ca, cb = {}, {}
     for i = 1, #da do
+      -- a contracted dim of size 1 on one side against n on the other is
+      -- summed over the other side first (PyTorch's tensordot broadcasts it)
+      if a:size(da[i]) == 1 and b:size(db[i]) ~= 1 then b = b:sum(db[i], true) end
+      if b:size(db[i]) == 1 and a:size(da[i]) ~= 1 then a = a:sum(da[i], true) end
       if a:size(da[i]) ~= b:size(db[i]) then
         error(fmt("%s: contracted dimensions need to match, but first has size %d in dim %d " ..
           "and second has size %d in dim %d", op, a:size(da[i]), da[i], b:size(db[i]), db[i]), 2)

@@ -374,3 +374,80 @@ describe("difftest round 4: convolution, pooling and interpolation (torch 1.13)"
     assert.are.same({ 0, 0, 0, 0, 0, 1, 0, 0 }, flat(x3.grad))
   end)
 end)
+
+describe("difftest round 4: linear algebra and FFT edges (torch 1.13)", function()
+  local LA, FF = T.linalg, T.fft
+  local f64 = { dtype = T.float64 }
+  local function size(t) return t:size():totable() end
+
+  it("irfftn/irfft2/hfftn/hfft2 give a -1 in the last place of s its default length", function()
+    local X = T.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = T.complex128 })
+    -- torch: irfftn(X, (-1,)).shape == (2, 4); irfft2(X, (-1, -1)) (2, 4)
+    assert.are.same({ 2, 4 }, size(FF.irfftn(X, { -1 })))
+    assert.are.same({ 2, 4 }, size(FF.irfft2(X, { -1, -1 })))
+    assert.are.same({ 2, 4 }, size(FF.hfftn(X, { 2, -1 })))
+    local x345 = T.ones(3, 4, 5, { dtype = T.complex128 })
+    assert.are.same({ 3, 4, 8 }, size(FF.irfftn(x345, { -1, -1, -1 })))
+    assert.are.same({ 4, 4, 4 }, size(FF.irfftn(x345, { 4, -1 }, { -1, -3 })))
+    assert.are.same({ 3, 8 }, size(FF.hfftn(T.ones(4, 5, { dtype = T.complex128 }), { 3, -1 })))
+    -- same values as the default length spelled out
+    U.near(FF.irfftn(X, { -1 }), FF.irfftn(X, { 4 }), 1e-12)
+  end)
+
+  it("the *2 transforms need s of 2 entries; fftn refuses 0-d; fftfreq refuses complex", function()
+    err(function() FF.fft2(T.ones(3, 4, 5, f64), { 2, 3, 7 }) end, "dim and shape arguments must have the same length")
+    err(function() FF.rfft2(T.ones(3, 4, 5, f64), { 9 }) end, "dim and shape arguments must have the same length")
+    assert.are.same({ 3, 2, 3 }, size(FF.fft2(T.ones(3, 4, 5, f64), { 2, 3 })))
+    err(function() FF.fftn(T.tensor(1.5)) end, "at least 1 dimension")
+    err(function() FF.fftfreq(4, 1, { dtype = T.complex64 }) end, "requires a floating point dtype")
+  end)
+
+  it("cond of 0 x 0 matrices is 0 for every p", function()
+    for _, p in ipairs { 2, -2, 1, -1, "fro", "nuc", math.huge, -math.huge } do
+      assert.equal(0, LA.cond(T.zeros(0, 0, f64), p):item())
+    end
+    assert.equal(0, LA.cond(T.zeros(0, 0, f64)):item())
+    assert.are.same({ 2 }, size(LA.cond(T.zeros(2, 0, 0, f64), 1)))
+  end)
+
+  it("tensordot sums a size-1 contracted dim against n; dims as a 0-d tensor", function()
+    -- torch.tensordot(ones(1, 3), ones(2, 3), dims=([0], [0])) -> 3 x 3 of 2
+    local r = T.tensordot(T.ones(1, 3, f64), T.ones(2, 3, f64), { { 1 }, { 1 } })
+    assert.is_true(T.equal(r, T.full({ 3, 3 }, 2, f64)))
+    local a, b = T.arange(1, 7, f64):reshape(2, 3), T.arange(1, 7, f64):reshape(3, 2)
+    assert.is_true(T.equal(T.tensordot(a, b, T.tensor(1)), a:matmul(b)))
+  end)
+
+  it("dtype rules: solve_triangular promotes; norms and matrix_exp refuse integers; no narrowing dtype", function()
+    assert.equal(T.float64, LA.solve_triangular(T.eye(2, f64), T.ones(2, 3), { upper = true }).dtype)
+    err(function() LA.matrix_norm(T.tensor { { 1, -2 }, { 3, 4 } }, 1) end, "Expected a floating point or complex tensor")
+    err(function() LA.matrix_exp(T.tensor { { 0, 1 }, { 0, 0 } }) end, "Expected a floating point or complex tensor")
+    err(function() LA.matrix_exp(T.tensor { { 3, 2, -3 }, { 1, 1, -3 }, { -2, 1, -1 } }) end, "floating point")
+    err(function() LA.vector_norm(T.tensor { 1, 2 }, 2, { dtype = T.float64 }) end, "Expected a floating point")
+    err(function() LA.vector_norm(T.tensor({ 1, 2 }, f64), 2, { dtype = T.float32 }) end, "without narrowing")
+    assert.equal(T.float64, LA.vector_norm(T.tensor({ 3, 4 }, { dtype = T.float32 }), 2, { dtype = T.float64 }).dtype)
+  end)
+
+  it("shape rules: solve left=false with a vector, lstsq ranks, chain_matmul 1-D, matrix_rank tol", function()
+    err(function() LA.solve(T.eye(3, f64), T.ones(3, f64), { left = false }) end,
+      "Incompatible shapes of A and B for the equation XA = B (3x3 and 3x1)")
+    U.near(LA.solve(T.eye(3, f64) * 2, T.ones(2, 3, f64), { left = false }), T.full({ 2, 3 }, 0.5, f64), 1e-15)
+    err(function() LA.lstsq(T.eye(3, f64), T.ones(2, 3, 2, f64)) end, "input.dim() must be greater or equal to other.dim()")
+    err(function() T.chain_matmul(T.ones(3), T.ones(3, 3)) end, "tensor 1 must be 2D")
+    err(function() T.chain_matmul(T.ones(3, 3), T.ones(3)) end, "tensor 2 must be 2D")
+    err(function() LA.matrix_rank(T.eye(3, f64), { tol = 1, atol = 1 }) end, "tol cannot be given together")
+  end)
+
+  it("torch.lu of a singular matrix returns LU and pivots; matrix_power(x, 0) stays in the graph", function()
+    local LU, piv = T.lu(T.tensor({ { 1, 2 }, { 2, 4 } }, f64))
+    -- torch: LU [[2, 4], [0.5, 0]], pivots [2, 2] (1-based, as LAPACK's)
+    assert.are.same({ { 2, 4 }, { 0.5, 0 } }, LU:tolist())
+    assert.are.same({ 2, 2 }, piv:tolist())
+    local x = T.eye(2, f64):requires_grad_()
+    local y = LA.matrix_power(x, 0)
+    assert.is_true(y.requires_grad)
+    assert.is_true(T.equal(y, T.eye(2, f64)))
+    y:sum():backward()
+    assert.is_true(T.equal(x.grad, T.zeros(2, 2, f64)))
+  end)
+end)
