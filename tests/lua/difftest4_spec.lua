@@ -451,3 +451,49 @@ describe("difftest round 4: linear algebra and FFT edges (torch 1.13)", function
     assert.is_true(T.equal(x.grad, T.zeros(2, 2, f64)))
   end)
 end)
+
+describe("difftest round 4: special functions at their extremes (torch 1.13, mpmath)", function()
+  local S = T.special
+  local f64 = { dtype = T.float64 }
+  local function rel(a, b) return math.abs(a - b) / math.abs(b) end
+
+  it("sinc's gradient near 0 (no 0/0 once pi x^2 underflows, no cancellation)", function()
+    local s = T.tensor({ 1e-200, 2.2250738585072014e-308, 0, 1e-3, 5e-3, 0.09, 0.11 }, { dtype = T.float64, requires_grad = true })
+    T.sinc(s):sum():backward()
+    local g = s.grad:tolist()
+    -- the exact derivative -pi^2 x / 3 (torch 1.13 gives 0 for the tiny ones)
+    assert.is_true(rel(g[1], -math.pi ^ 2 * 1e-200 / 3) < 1e-15)
+    assert.is_true(g[2] < 0 and g[2] == g[2])
+    assert.equal(0, g[3])
+    -- mpmath: -0.0032898648867278962503, -0.016448934800846203048
+    assert.is_true(rel(g[4], -0.0032898648867278962503) < 1e-14)
+    assert.is_true(rel(g[5], -0.016448934800846203048) < 1e-14)
+    -- either side of the series' bound |pi x| < 0.3 (mpmath)
+    assert.is_true(rel(g[6], -0.2937278393471680197) < 1e-14)
+    assert.is_true(rel(g[7], -0.35758216978907929547) < 1e-14)
+  end)
+
+  it("logit: NaN gradient outside [0, 1]; eps bounds in the tensor's dtype", function()
+    local l = T.tensor({ -1, 2, 1 / 0, 0.5 }, { dtype = T.float64, requires_grad = true })
+    T.logit(l):sum():backward()
+    local g = l.grad:tolist()
+    assert.is_true(g[1] ~= g[1] and g[2] ~= g[2] and g[3] ~= g[3])  -- torch [nan, nan, nan, 4]
+    assert.equal(4, g[4])
+    -- torch: logit(float32 [1.0], 1e-6) = 13.80231761932373 (the bound 1 - 1e-6 in float32)
+    assert.is_true(math.abs(T.logit(T.tensor { 1.0 }, 1e-6):item() - 13.80231761932373) < 1e-5)
+    assert.is_true(rel(T.logit(T.tensor({ 1.0 }, f64), 1e-6):item(), math.log((1 - 1e-6) / 1e-6)) < 1e-10)
+  end)
+
+  it("ndtri of subnormal p, erfcx/i0e/i1e near DBL_MAX", function()
+    -- torch and mpmath: -37.78504989441962, -38.467405617144344
+    local r = S.ndtri(T.tensor({ 1e-312, 5e-324 }, f64)):tolist()
+    assert.is_true(rel(r[1], -37.78504989441962) < 1e-12)
+    assert.is_true(rel(r[2], -38.467405617144344) < 1e-8) -- 2^-1074 holds one bit
+    local p = T.tensor({ 1e-312 }, { dtype = T.float64, requires_grad = true })
+    S.ndtri(p):sum():backward()
+    assert.equal(math.huge, p.grad:item()) -- as torch
+    assert.is_true(rel(S.erfcx(T.tensor({ 1.2e308 }, f64)):item(), 4.70157986289797e-309) < 1e-10)
+    assert.is_true(rel(S.i0e(T.tensor({ 1.7976931348623157e308 }, f64)):item(), 2.9754474593159e-155) < 1e-12)
+    assert.is_true(rel(S.i1e(T.tensor({ -1.7976931348623157e308 }, f64)):item(), -2.9754474593159e-155) < 1e-12)
+  end)
+end)

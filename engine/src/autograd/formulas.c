@@ -819,11 +819,22 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       gin[0] = MUL(MULS(g, 0.39894228040143267794),
                    un(f, EM_OP_EXP, SUB(MULS(MUL(x, x), -0.5), y)));
       break;
-    case EM_OP_SINC: {  /* (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0 */
+    case EM_OP_SINC: {
+      /* (pi x cos(pi x) - sin(pi x)) / (pi x^2); for |u| < 0.3, u = pi x,
+      ** the series pi sum_k (-1)^k 2k u^(2k-1) / (2k+1)!, k = 1..6 (the
+      ** formula cancels there, and is 0/0 once pi x^2 underflows) */
       x = saved(f, 0);
       em_tensor *px = MULS(x, M_PI);
       em_tensor *d = DIV(SUB(MUL(px, un(f, EM_OP_COS, px)), un(f, EM_OP_SIN, px)), MUL(px, x));
-      gin[0] = MUL(g, where(f, bino(f, EM_OP_EQ, TS(x), SC(0.0)), zeros_like(f, d), d));
+      em_tensor *u2 = MUL(px, px);
+      em_tensor *h = ADDS(MULS(u2, 1.0 / 518918400), -1.0 / 3991680);
+      h = ADDS(MUL(u2, h), 1.0 / 45360);
+      h = ADDS(MUL(u2, h), -1.0 / 840);
+      h = ADDS(MUL(u2, h), 1.0 / 30);
+      h = ADDS(MUL(u2, h), -1.0 / 3);
+      em_tensor *ser = MULS(MUL(px, h), M_PI);
+      em_tensor *small = bins(f, EM_OP_LT, un(f, EM_OP_ABS, px), 0.3);
+      gin[0] = MUL(g, where(f, small, ser, d));
       break;
     }
     case EM_OP_ENTR:  /* -(1 + log x) */
@@ -837,6 +848,9 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
         em_tensor *out = bin(f, EM_OP_LOGICAL_OR, bins(f, EM_OP_LT, x, o->eps),
                              bins(f, EM_OP_GT, x, 1.0 - o->eps));
         d = where(f, out, zeros_like(f, d), d);
+      } else { /* outside [0, 1] the value is NaN, and so is the gradient (PyTorch) */
+        em_tensor *out = bin(f, EM_OP_LOGICAL_OR, bins(f, EM_OP_LT, x, 0.0), bins(f, EM_OP_GT, x, 1.0));
+        d = where(f, out, ADDS(zeros_like(f, d), NAN), d);
       }
       gin[0] = d;
       break;

@@ -186,7 +186,9 @@ SP_FN double sp_ndtri(double p) {
   /* Halley steps on Phi(x) - p; the upper tail works on 1 - p = Phi(-x) */
   for (int it = 0; it < 2; it++) {
     double e = p > 0.5 ? -(0.5 * erfc(x / SP_SQRT2) - (1 - p)) : 0.5 * erfc(-x / SP_SQRT2) - p;
-    double u = e * SP_SQRT2PI * exp(x * x / 2);
+    /* below p ~ 1e-308, exp(x^2 / 2) overflows: scaled by 2^200 through e */
+    double u = x * x / 2 > 700 ? ldexp(e, 200) * SP_SQRT2PI * exp(x * x / 2 - 200 * 0.6931471805599453)
+                               : e * SP_SQRT2PI * exp(x * x / 2);
     x = x - u / (1 + x * u / 2);
   }
   return x;
@@ -236,7 +238,7 @@ SP_FN double sp_bessel_e(int order, double a) {
     s += t;
     if (fabs(t) < 1e-17 * fabs(s)) break;
   }
-  return s / sqrt(2 * SP_PI * a);
+  return s / (sqrt(2 * SP_PI) * sqrt(a));  /* (2 pi a overflows near DBL_MAX) */
 }
 
 SP_FN double sp_i0e(double x) {
@@ -374,7 +376,7 @@ SP_FN double sp_erfcx(double x) {
     term *= -(2 * k - 1) * t;
     sum += term;
   }
-  return sum / (x * 1.77245385090551602730);
+  return sum / x / 1.77245385090551602730;  /* (x sqrt(pi) overflows above 1.01e308) */
 }
 
 /* The modified Bessel functions of the second kind K0, K1 and their

@@ -548,7 +548,16 @@ EM_FOR_EACH_DTYPE(DEF_BINARIES)
 #define UX_log_ndtr_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_log_ndtr(x))
 #define UX_sinc_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_sinc(x))
 #define UX_entr_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_entr(x))
-#define UX_logit_EM_KIND_FLOAT(x, CT) SPD(CT, em_sp_logit(x, k->flags & 1, k->p0))
+/* logit with eps: PyTorch clamps to [eps, 1 - eps] with the bounds in the
+** compute type (float32's 1 - 1e-6 is 0.99999899), as its scalar kernel:
+** x < lo ? lo : x > hi ? hi : x */
+static inline double logit_clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
+#define UX_logit_EM_KIND_FLOAT(x, CT)                                                  \
+  SPD(CT, (k->flags & 1) ? em_sp_logit(logit_clamp((double)(x), (double)(CT)k->p0,    \
+                                                   (double)((CT)1 - (CT)k->p0)), 0, 0) \
+                         : em_sp_logit(x, 0, 0))
 
 #define UNARY_OPS(X, S, E, T, K) EM_EW_UNARY_KERNELS(X, S, E, T, K)
 
