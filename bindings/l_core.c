@@ -217,6 +217,14 @@ int l_toint64(lua_State *L, int idx, int64_t *out, const char *op) {
 }
 
 int64_t l_checkint(lua_State *L, int idx, const char *op, const char *what) {
+  /* a 0-d integer tensor is an integer, as PyTorch's int arguments take one
+  ** (x:narrow(1, T.tensor(2), 3)) */
+  em_tensor *x0 = lua_type(L, idx) == LUA_TUSERDATA ? l_totensor(L, idx) : NULL;
+  if (x0 && em_tensor_ndim(x0) == 0 && em_dtype_kindof(em_tensor_dtype(x0)) == EM_KIND_INT) {
+    int64_t v;
+    if (em_get_i64(x0, 0, &v) != EM_OK) l_error(L);
+    return v;
+  }
   if (lua_type(L, idx) != LUA_TNUMBER)
     l_errorf(L, "%s: expected an integer for %s, got %s", op, what,
                luaL_typename(L, idx));

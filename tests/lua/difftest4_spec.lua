@@ -497,3 +497,40 @@ describe("difftest round 4: special functions at their extremes (torch 1.13, mpm
     assert.is_true(rel(S.i1e(T.tensor({ -1.7976931348623157e308 }, f64)):item(), -2.9754474593159e-155) < 1e-12)
   end)
 end)
+
+describe("difftest round 4: views (torch 1.13)", function()
+  it("value fills write into expanded tensors; other in-place ops still refuse", function()
+    local e = T.zeros(3, 1):expand(3, 4)
+    e:fill_(1)
+    assert.is_true(T.equal(e, T.ones(3, 4)))
+    e:zero_()
+    e[1] = 5
+    assert.are.same({ 5, 5, 5, 5 }, e[1]:tolist())
+    e:masked_fill_(T.tensor { { false, false, false, false }, { true, false, false, false }, { false, false, false, false } }, 7)
+    assert.are.same({ 7, 7, 7, 7 }, e[2]:tolist())
+    e:index_fill_(1, T.tensor { 3 }, 9)
+    assert.are.same({ 9, 9, 9, 9 }, e[3]:tolist())
+    err(function() e:add_(1) end, "refers to a single memory location")
+    err(function() e:copy_(T.ones(3, 4)) end, "refers to a single memory location")
+  end)
+
+  it("an integer argument takes a 0-d integer tensor (narrow, select)", function()
+    local v = T.arange(1, 11)
+    assert.are.same({ 2, 3, 4 }, v:narrow(1, T.tensor(2), 3):tolist())
+    assert.equal(4, v:select(1, T.tensor(4)):item())
+    err(function() v:narrow(1, T.tensor(2.5), 2) end, "expected an integer for start")
+  end)
+
+  it("a piece of split/chunk/unbind refuses in-place writes for its own reason", function()
+    local x = T.ones(4, { requires_grad = true })
+    local y = x * 1
+    for _, piece in ipairs { y:split(2)[2], y:chunk(2)[1], y:unbind(1)[3] } do
+      err(function() piece:mul_(5) end, "a view returned by a function that returns several views")
+    end
+    err(function() y:split(2)[2][1]:fill_(5) end, "returns several views")
+    -- without grad: pieces are plain views
+    local z = T.ones(4)
+    z:split(2)[1]:mul_(3)
+    assert.are.same({ 3, 3, 1, 1 }, z:tolist())
+  end)
+end)

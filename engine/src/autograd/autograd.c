@@ -759,6 +759,10 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
     return em_fail(EM_E_VALUE, "%s: the output of a module with a full backward hook is a view "
                    "and is being modified in-place; this is refused (PyTorch's "
                    "BackwardHookFunction rule): clone() the output first", op);
+  if (t->multi_view) /* callers ask only in grad mode */
+    return em_fail(EM_E_VALUE, "%s: the tensor is a view returned by a function that returns "
+                   "several views (split, chunk, unbind), or a view of one, and is being modified "
+                   "in-place; this is refused (PyTorch's rule): clone() it first", op);
   if (t->nograd_view) /* callers ask only in grad mode */
     return em_fail(EM_E_VALUE, "%s: a view was created in no_grad mode and is being modified "
                    "in-place with grad mode enabled; this is ambiguous and refused (PyTorch's "

@@ -122,6 +122,7 @@ static inline void em_ag_mark_nograd_view(int on, const em_tensor *src, em_tenso
   if (out && out != src && out->storage == src->storage &&
       (src->nograd_view || (!on && src->requires_grad)))
     out->nograd_view = true;
+  if (out && out != src && out->storage == src->storage && src->multi_view) out->multi_view = true;
 }
 
 /* Renames out's grad_fn (a static name) when it is a node of its own, not

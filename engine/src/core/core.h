@@ -51,6 +51,10 @@ struct em_tensor {
   ** collects grad_output): in-place writes are refused in grad mode, as
   ** PyTorch's BackwardHookFunction outputs refuse them */
   bool hook_view;
+  /* one of several views a single op returned (split, chunk, unbind) in
+  ** grad mode, or a view of one: in-place writes are refused in grad mode
+  ** (PyTorch's CreationMeta::MULTI_OUTPUT_NODE) */
+  bool multi_view;
   em_storage *storage;   /* one reference, owned */
   void *autograd;        /* autograd metadata, an em_autograd_head first; NULL if none */
   /* Views of floating tensors made in grad mode: the tensor they view (one

@@ -290,21 +290,70 @@ SP_FN double sp_logaddexp(double a, double b) {
 }
 
 /* The regularized incomplete gamma functions P(a, x) (gammainc) and
-** Q(a, x) = 1 - P (gammaincc), Cephes igam/igamc: the power series of P
-** where x < a + 1 (or x <= 1), else Legendre's continued fraction of Q
-** (rescaled when its terms grow past 2^52), each until a term is below
-** double's epsilon (capped at 2000 steps). PyTorch's edge values: NaN for
-** a < 0 or x < 0 (or NaN); a = 0: P = 1, Q = 0 for x > 0, NaN at x = 0;
-** x = 0: P = 0; x = inf: P = 1. (PyTorch 1.13 switches to Temme's
-** asymptotic series for very large a; there the two differ in the last
-** digits.) */
+** Q(a, x) = 1 - P (gammaincc). PyTorch's edge values: NaN for a < 0 or
+** x < 0 (or NaN); a = 0: P = 1, Q = 0 for x > 0, NaN at x = 0; x = 0:
+** P = 0; x = inf: P = 1.
+** - The prefactor x^a e^-x / Gamma(a): for a >= 20 through Stirling's
+**   series, sqrt(a / 2 pi) exp(a log1pmx((x - a) / a) - stirlerr(a)),
+**   which keeps full precision where a log x, x and lgamma(a) are large and
+**   nearly cancel (a log x - x - lgamma(a) lost up to 1e-5 at a = 1e10).
+** - P by its power series (DLMF 8.11.4) where x < a, Q by Legendre's
+**   continued fraction (DLMF 8.9.2) where x >= a, each until a term is
+**   below double's epsilon: near x = a both need O(sqrt(a)) terms, so the
+**   step limit grows with sqrt(a) (a cap of 2000 steps gave
+**   gammainc(1e6, 1e6) = 0.477 for 0.500133).
+** - x <= 1.1 with a small (where P is near 1, so 1 - P cancels): Q by
+**   DLMF 8.7.3, Q = -expm1(a log x - lgamma(1 + a))
+**   - x^a / Gamma(a) sum_{n>=1} (-x)^n / (n! (a + n)), lgamma(1 + a) by its
+**   zeta series for small a (gammaincc(1e-20, 1) was 5.6e-16 for
+**   2.19e-21). The switch between the two is Cephes': x <= 0.5 and
+**   a < -0.4 / log x, or 0.5 < x <= 1.1 and a < 1.1 x. */
+SP_FN double sp_log1pmx(double s) { /* log(1 + s) - s */
+  if (fabs(s) >= 0.5) return log1p(s) - s;
+  /* log(1 + s) = 2 atanh(t), t = s / (2 + s): -s^2 / (2 + s) + 2 sum t^(2k+1) / (2k+1) */
+  double t = s / (2 + s), t2 = t * t, p = t * t2, sum = 0;
+  for (int k = 1; k < 80; k++) {
+    double term = p / (2 * k + 1);
+    sum += term;
+    if (fabs(term) <= 1e-17 * fabs(sum)) break;
+    p *= t2;
+  }
+  return -s * s / (2 + s) + 2 * sum;
+}
+/* lgamma(1 + a), accurate for small |a|: -gamma a + sum_k (-1)^k zeta(k) a^k / k */
+SP_FN double sp_lgamma1p(double a) {
+  if (fabs(a) >= 0.1) return sp_lgamma(1 + a);
+  SP_TABLE double zeta[9] = {0, 0, 1.6449340668482264, 1.2020569031595943, 1.0823232337111382,
+                             1.0369277551433699, 1.0173430619844491, 1.0083492773819228,
+                             1.0040773561979443};
+  double r = -0.57721566490153286 * a, p = a;
+  for (int k = 2; k < 40; k++) {
+    p *= -a;
+    double z = k < 9 ? zeta[k] : 1 + pow(2.0, -k) + pow(3.0, -k) + pow(4.0, -k) + pow(5.0, -k);
+    double term = z * p / k;
+    r += term;
+    if (fabs(term) <= 1e-17 * fabs(r)) break;
+  }
+  return r;
+}
+/* x^a e^-x / Gamma(a) */
+SP_FN double sp_igam_fac(double a, double x) {
+  if (a < 20) {
+    double ax = a * log(x) - x - sp_lgamma(a);
+    return ax < -709.78271289338397 ? 0 : exp(ax);
+  }
+  double ia = 1 / a, ia2 = ia * ia; /* stirlerr(a) = lgamma(a) - Stirling's formula */
+  double st = ia * (1.0 / 12 - ia2 * (1.0 / 360 - ia2 * (1.0 / 1260 - ia2 * (1.0 / 1680 - ia2 / 1188))));
+  double e = a * sp_log1pmx((x - a) / a) - st;
+  return e < -745.2 ? 0 : sqrt(a / (2 * SP_PI)) * exp(e);
+}
+SP_FN double sp_igam_steps(double a) { return 2000 + 20 * sqrt(a); }
 SP_FN double sp_igam_series(double a, double x) {
   const double MACHEP = 1.11022302462515654042e-16;
-  double ax = a * log(x) - x - sp_lgamma(a);
-  if (ax < -709.78271289338397) return 0;
-  ax = exp(ax);
-  double r = a, c = 1, ans = 1;
-  for (int i = 0; i < 2000; i++) {
+  double ax = sp_igam_fac(a, x);
+  if (ax == 0) return 0;
+  double r = a, c = 1, ans = 1, steps = sp_igam_steps(a);
+  for (double i = 0; i < steps; i++) {
     r += 1;
     c *= x / r;
     ans += c;
@@ -315,13 +364,12 @@ SP_FN double sp_igam_series(double a, double x) {
 SP_FN double sp_igamc_fraction(double a, double x) {
   const double MACHEP = 1.11022302462515654042e-16, BIG = 4503599627370496.0,
                BIGINV = 2.22044604925031308085e-16;
-  double ax = a * log(x) - x - sp_lgamma(a);
-  if (ax < -709.78271289338397) return 0;
-  ax = exp(ax);
-  double y = 1 - a, z = x + y + 1, c = 0;
+  double ax = sp_igam_fac(a, x);
+  if (ax == 0) return 0;
+  double y = 1 - a, z = x + y + 1, c = 0, steps = sp_igam_steps(a);
   double pkm2 = 1, qkm2 = x, pkm1 = x + 1, qkm1 = z * x;
   double ans = pkm1 / qkm1;
-  for (int i = 0; i < 2000; i++) {
+  for (double i = 0; i < steps; i++) {
     c += 1;
     y += 1;
     z += 2;
@@ -345,6 +393,19 @@ SP_FN double sp_igamc_fraction(double a, double x) {
   }
   return ans * ax;
 }
+/* Q for small a and x <= 1.1 (DLMF 8.7.3) */
+SP_FN double sp_igamc_series(double a, double x) {
+  const double MACHEP = 1.11022302462515654042e-16;
+  double fac = 1, sum = 0;
+  for (int n = 1; n < 2000; n++) {
+    fac *= -x / n;
+    double term = fac / (a + n);
+    sum += term;
+    if (fabs(term) <= MACHEP * fabs(sum)) break;
+  }
+  double lx = log(x);
+  return -expm1(a * lx - sp_lgamma1p(a)) - exp(a * lx - sp_lgamma(a)) * sum;
+}
 /* upper: Q, else P */
 SP_FN double sp_igamma(double a, double x, int upper) {
   if (a != a || x != x || a < 0 || x < 0) return NAN;
@@ -352,7 +413,11 @@ SP_FN double sp_igamma(double a, double x, int upper) {
   if (x == 0) return upper ? 1.0 : 0.0;
   if (isinf(a)) return isinf(x) ? NAN : (upper ? 1.0 : 0.0);
   if (isinf(x)) return upper ? 0.0 : 1.0;
-  if (x <= 1 || x < a + 1) {
+  if (x <= 1.1 && (x <= 0.5 ? a < -0.4 / log(x) : a < 1.1 * x)) {
+    double q = sp_igamc_series(a, x);
+    return upper ? q : 1 - q;
+  }
+  if (x < a || x <= 1.1) {
     double p = sp_igam_series(a, x);
     return upper ? 1 - p : p;
   }

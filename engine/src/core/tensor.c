@@ -87,6 +87,7 @@ em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
   }
   t->requires_grad = false;
   t->nograd_view = false;
+  t->multi_view = false;
   t->hook_view = false;
   t->autograd = NULL;
   t->view_base = NULL;

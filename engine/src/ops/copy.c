@@ -83,9 +83,11 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
 
 /* -- fill_ -------------------------------------------------------------- */
 
+/* A fill writes one value, so a tensor with internal overlap (an expanded
+** one) may be filled: its aliased elements get the same bytes (PyTorch's
+** fill_, zero_, masked_fill_, index_fill_ and t[i] = v allow it too). */
 static em_status fill_nograd(em_tensor *dst, em_scalar value) {
-  em_status st = em_check_writable("fill_", dst);
-  if (st != EM_OK) return st;
+  em_status st;
   uint64_t bytes[2] = {0, 0};  /* EM_MAX_ELEM_BYTES */
   em_scalar_to_bytes(value, dst->dtype, bytes);
   em_iter it;

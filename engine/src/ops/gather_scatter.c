@@ -464,7 +464,8 @@ static em_status index_write(const char *op, em_tensor *t, int64_t dim,
   const em_tensor *all[3] = {t, index, src};
   int axis;
   em_status st = index_kernels(op, 3, all, &k);
-  if (st == EM_OK) st = em_check_writable(op, t);
+  /* a value fill (index_fill_) may write into an expanded t (fill_nograd) */
+  if (st == EM_OK && (src || r != EM_SCATTER_NONE)) st = em_check_writable(op, t);
   if (st == EM_OK) st = check_index_dtype(op, index);
   if (st == EM_OK) st = check_vector_index(op, index);
   if (st == EM_OK && src) st = check_same_dtype(op, t, src, "source");

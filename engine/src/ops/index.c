@@ -617,9 +617,8 @@ static em_status scatter(em_tensor *t, const plan *p, const em_tensor *value,
 /* t[mask] = number for a single mask: masked_fill_ over the view, the
 ** mask's strides on its dims and 0 on the others. */
 static em_status mask_fill(em_tensor *t, const plan *p, em_scalar value) {
-  const em_index_kernels *k;
-  em_status st = check_put_target(p, t);
-  if (st == EM_OK) st = index_kernels("index", 1, (const em_tensor *const *)&t, &k);
+  const em_index_kernels *k;  /* a fill: an expanded t may take it (copy.c) */
+  em_status st = index_kernels("index", 1, (const em_tensor *const *)&t, &k);
   if (st != EM_OK) return st;
   const adv_item *x = &p->adv[0];
   em_tensor view, mv, *snap = NULL;
@@ -709,8 +708,7 @@ static em_status index_fill_scalar_nograd(em_tensor *t, int n, const em_index_it
   }
   if (p.nadv == 0) {
     em_tensor *view;
-    st = check_put_target(&p, t);
-    if (st == EM_OK) st = basic_view(t, &p, &view);
+    st = basic_view(t, &p, &view);  /* a fill: an expanded t may take it (copy.c) */
     if (st == EM_OK) {
       st = em_fill_(view, value);
       em_tensor_release(view);

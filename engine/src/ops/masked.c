@@ -126,8 +126,7 @@ static em_status masked_fill_nograd(em_tensor *t, const em_tensor *mask, em_scal
   const char *op = "masked_fill_";
   const em_index_kernels *k;
   const em_tensor *all[2] = {t, mask};
-  em_status st = index_kernels(op, 2, all, &k);
-  if (st == EM_OK) st = em_check_writable(op, t);
+  em_status st = index_kernels(op, 2, all, &k);  /* an expanded t may be filled (fill_nograd) */
   if (st == EM_OK) st = check_mask(op, mask);
   if (st != EM_OK) return st;
   em_tensor mv, *snap = NULL;

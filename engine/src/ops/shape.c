@@ -718,6 +718,11 @@ em_status em_dstack(int64_t n, const em_tensor *const *ts, em_tensor **out) {
       for (int64_t i = 0; i < k && st == EM_OK; i++) {                      \
         st = em_ag_set_base((OUTS)[i], (T));                                \
         if (st == EM_OK) st = em_ag_record_gather(NAME, (T), pos[i], (OUTS)[i]); \
+        /* made in grad mode: one of several views, not a no_grad view */  \
+        if (st == EM_OK && !(T)->nograd_view) {                             \
+          (OUTS)[i]->nograd_view = false;                                   \
+          (OUTS)[i]->multi_view = true;                                     \
+        }                                                                   \
       }                                                                     \
       for (int64_t i = 0; pos && i < k; i++) em_tensor_release(pos[i]);     \
       free(pos);                                                            \
