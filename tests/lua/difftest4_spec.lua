@@ -534,3 +534,34 @@ describe("difftest round 4: views (torch 1.13)", function()
     assert.are.same({ 3, 3, 1, 1 }, z:tolist())
   end)
 end)
+
+describe("difftest round 4: the incomplete gamma functions (mpmath, 40 digits)", function()
+  local S = T.special
+  local f64 = { dtype = T.float64 }
+  local function rel(a, b) return math.abs(a - b) / math.abs(b) end
+  it("large a near x (the 2000-step cap gave 0.477 for 0.5001)", function()
+    local a = T.tensor({ 1e5, 1e6, 100, 100 }, f64)
+    local x = T.tensor({ 1e5, 1e6, 60, 100 }, f64)
+    local want = { 0.50042052211036517669, 0.50013298076087259124, 1.4815276326460467889e-6, 0.51329879827914866486 }
+    local p, q = S.gammainc(a, x):tolist(), S.gammaincc(a, x):tolist()
+    for i = 1, 4 do
+      assert.is_true(rel(p[i], want[i]) < 1e-14, "P " .. i)
+      assert.is_true(math.abs(q[i] - (1 - want[i])) < 1e-15, "Q " .. i)
+    end
+    -- a = 1e10: 0.5 + 1 / (3 sqrt(2 pi a)) to O(a^-1.5)
+    local big = S.gammainc(T.tensor({ 1e10 }, f64), T.tensor({ 1e10 }, f64)):item()
+    assert.is_true(math.abs(big - (0.5 + 1 / (3 * math.sqrt(2 * math.pi * 1e10)))) < 1e-14)
+    assert.is_true(math.abs(S.gammainc(T.tensor({ 1e6 }, { dtype = T.float32 }), T.tensor({ 1e6 }, { dtype = T.float32 })):item()
+      - 0.50013298) < 1e-6)
+  end)
+  it("small a: Q without cancellation, P never above 1", function()
+    local q = S.gammaincc(T.tensor({ 1e-300, 1e-20, 1e-10 }, f64), T.ones(3, f64)):tolist()
+    assert.is_true(rel(q[1], 2.1938393439552027368e-301) < 1e-13)
+    assert.is_true(rel(q[2], 2.1938393439552027368e-21) < 1e-13)
+    assert.is_true(rel(q[3], 2.1938393441796777775e-11) < 1e-13)
+    assert.is_true(S.gammainc(T.tensor({ 1e-300 }, f64), T.tensor({ 1e-300 }, f64)):item() <= 1)
+    -- the Q-series regime against the continued fraction's at its edge
+    local qa = S.gammaincc(T.tensor({ 0.01 }, f64), T.tensor({ 0.003 }, f64)):item()
+    assert.is_true(rel(qa, 0.051080018795025002) < 1e-13)
+  end)
+end)

@@ -326,7 +326,7 @@ SP_FN double sp_lgamma1p(double a) {
   SP_TABLE double zeta[9] = {0, 0, 1.6449340668482264, 1.2020569031595943, 1.0823232337111382,
                              1.0369277551433699, 1.0173430619844491, 1.0083492773819228,
                              1.0040773561979443};
-  double r = -0.57721566490153286 * a, p = a;
+  double r = -0.57721566490153286 * a, p = -a; /* p = (-a)^k */
   for (int k = 2; k < 40; k++) {
     p *= -a;
     double z = k < 9 ? zeta[k] : 1 + pow(2.0, -k) + pow(3.0, -k) + pow(4.0, -k) + pow(5.0, -k);
@@ -339,12 +339,19 @@ SP_FN double sp_lgamma1p(double a) {
 /* x^a e^-x / Gamma(a) */
 SP_FN double sp_igam_fac(double a, double x) {
   if (a < 20) {
+    /* pow, exp and tgamma each to about an ulp where they stay in range
+    ** (exp(a log x - x - lgamma(a)) loses |a log x| ulps) */
+    double xa = pow(x, a), ex = exp(-x);
+    if (xa > 1e-290 && xa < 1e290 && ex > 1e-290) return xa * ex / tgamma(a);
     double ax = a * log(x) - x - sp_lgamma(a);
     return ax < -709.78271289338397 ? 0 : exp(ax);
   }
   double ia = 1 / a, ia2 = ia * ia; /* stirlerr(a) = lgamma(a) - Stirling's formula */
   double st = ia * (1.0 / 12 - ia2 * (1.0 / 360 - ia2 * (1.0 / 1260 - ia2 * (1.0 / 1680 - ia2 / 1188))));
-  double e = a * sp_log1pmx((x - a) / a) - st;
+  /* a (log(x / a) - (x - a) / a): log1pmx near x = a, log(x / a) away (where
+  ** 1 + (x - a) / a would lose x's digits when x << a) */
+  double sg = (x - a) / a;
+  double e = a * (fabs(sg) < 0.5 ? sp_log1pmx(sg) : log(x / a) - sg) - st;
   return e < -745.2 ? 0 : sqrt(a / (2 * SP_PI)) * exp(e);
 }
 SP_FN double sp_igam_steps(double a) { return 2000 + 20 * sqrt(a); }
@@ -403,8 +410,9 @@ SP_FN double sp_igamc_series(double a, double x) {
     sum += term;
     if (fabs(term) <= MACHEP * fabs(sum)) break;
   }
-  double lx = log(x);
-  return -expm1(a * lx - sp_lgamma1p(a)) - exp(a * lx - sp_lgamma(a)) * sum;
+  /* x^a / Gamma(a) = a x^a / Gamma(1 + a): small exponents, no large-argument exp */
+  double e = a * log(x) - sp_lgamma1p(a);
+  return -expm1(e) - a * exp(e) * sum;
 }
 /* upper: Q, else P */
 SP_FN double sp_igamma(double a, double x, int upper) {
