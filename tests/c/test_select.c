@@ -159,10 +159,17 @@ TEST(writing_into_an_expanded_tensor_is_refused) {
   int64_t wsz[2] = {3, 1}, wst[2] = {0, 1};
   em_as_strided(base, 2, wsz, wst, 0, &wide);   /* 3 rows, one memory location */
   em_full(2, wsz, (em_scalar){EM_SCALAR_BOOL, 1, 0}, EM_BOOL, em_cpu(), &mask);
-  CHECK_ERR(em_masked_fill_(wide, mask, (em_scalar){EM_SCALAR_INT, 1, 0}),
-            "more than one element of the written-to tensor");
-  CHECK_ERR(em_index_fill_(wide, 2, idx, (em_scalar){EM_SCALAR_INT, 1, 0}),
-            "more than one element");
+  em_tensor *src;
+  em_zeros(2, wsz, EM_FLOAT32, em_cpu(), &src);
+  CHECK_ERR(em_masked_scatter_(wide, mask, src), "more than one element of the written-to tensor");
+  CHECK_ERR(em_index_copy_(wide, 2, idx, src), "more than one element");
+  /* value fills write the same bytes to every alias: allowed (PyTorch) */
+  CHECK_OK(em_masked_fill_(wide, mask, (em_scalar){EM_SCALAR_INT, 1, 0}));
+  CHECK_OK(em_index_fill_(wide, 2, idx, (em_scalar){EM_SCALAR_INT, 2, 0}));
+  double v = 0;
+  CHECK_OK(em_get_f64(base, 0, &v));
+  CHECK(v == 2.0);
+  em_tensor_release(src);
   em_tensor_release(mask);
   em_tensor_release(wide);
   em_tensor_release(base);

@@ -429,8 +429,9 @@ end
 
 -- -- writes -------------------------------------------------------------------
 
+-- a value fill writes the same value to every alias, so a view with
+-- internal overlap (an expanded one) may be filled (PyTorch's fill_)
 function M.fill(v, x)
-  if M.has_internal_overlap(v) then return nil, "overlap" end
   for _, o in ipairs(M.offsets(v)) do v.st.data[o] = x end
   return true
 end

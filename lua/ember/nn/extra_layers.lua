@@ -123,8 +123,8 @@ return function(T, C, nn)
     local v, a = g:max(-1)
     -- several NaNs in a window: the last one's index (PyTorch's kernels take
     -- val > max || isnan(val)); max(-1) gives the first
-    local isn = g:isnan()
-    if isn:any():item() then
+    local isn = x.device.type ~= "meta" and g:isnan()
+    if isn and isn:any():item() then
       isn = isn:logical_and(valid)
       local last = (isn:long() * T.arange(1, K + 1, { device = x.device })):argmax(-1)
       a = T.where(isn:any(-1), last, a)

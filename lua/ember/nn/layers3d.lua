@@ -587,8 +587,8 @@ return function(T, C, nn)
     -- scan; of several NaNs the last, as its val > max || isnan(val))
     local v5 = v2:view(N, Cn, k[1], Do, Ho, Wo)
     local v, a = v5:max(3)
-    local isn = v5:isnan()
-    if isn:any():item() then
+    local isn = x.device.type ~= "meta" and v5:isnan()
+    if isn and isn:any():item() then
       local last = (isn:long() * T.arange(1, k[1] + 1, { device = x.device }):view(1, 1, -1, 1, 1, 1)):argmax(3)
       a = T.where(isn:any(3), last, a)
       v = v5:gather(3, a:unsqueeze(3)):squeeze(3)
