@@ -282,6 +282,15 @@ describe("difftest round 4: integers (torch 1.13)", function()
     assert.is_true(T.allclose(big, big:clone(), 0, 0))
   end)
 
+  it("an empty integer tensor divided by 0 divides nothing (no error, as torch)", function()
+    local e = T.zeros(0, { dtype = T.int32 })
+    assert.equal(0, e:div(0, { rounding_mode = "floor" }):numel())
+    assert.equal(0, e:floor_divide(0):numel())
+    assert.equal(0, e:remainder(0):numel())
+    assert.equal(0, e:fmod(0):numel())
+    err(function() T.ones(2, { dtype = T.int32 }):remainder(0) end, "ZeroDivisionError")
+  end)
+
   it("lcm of an overflowing product is the absolute value of the wrapped one", function()
     -- torch.lcm(int32 [2**31 - 1], [2**31 - 2]) -> [2147483646]
     local r = T.lcm(T.tensor({ 2147483647 }, { dtype = T.int32 }), T.tensor({ 2147483646 }, { dtype = T.int32 }))

@@ -634,9 +634,12 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
 
   /* integer division by zero is an error, as in PyTorch (ZeroDivisionError);
   ** it is found before anything is written */
-  if (st == EM_OK && em_dtype_kindof(compute) != EM_KIND_FLOAT &&
+  int64_t result_numel = 1;
+  for (int i = 0; st == EM_OK && i < ndim; i++) result_numel *= shape[i];
+  if (st == EM_OK && result_numel > 0 && em_dtype_kindof(compute) != EM_KIND_FLOAT &&
       (op == EM_OP_REMAINDER || op == EM_OP_FMOD ||
        (op == EM_OP_DIV && o.rounding != EM_ROUND_NONE))) {
+    /* (an empty result divides nothing: no error, as PyTorch) */
     int zero = 0;
     st = has_zero(kin[1], dev, &zero);
     if (st == EM_OK && zero)
