@@ -35,6 +35,20 @@ return function(T)
     return t
   end
 
+  -- a 1-d argument given as a list: its one entry (a longer list is
+  -- refused, as PyTorch's "a single integer value or a list of 1 value");
+  -- anything else is returned as it is, for the caller's own check
+  function A.single(op, v, what, level)
+    if type(v) == "table" and not T.is_tensor(v) then
+      if #v ~= 1 then
+        error(string.format("%s: expected %s to be a single number or a list of 1 number, got a list of %d",
+          op, what, #v), (level or 3) + 1)
+      end
+      return v[1]
+    end
+    return v
+  end
+
   -- v as a list of n numbers: a number repeated, n of them, or a list of
   -- one repeated (the nn layers' kernel/stride/padding arguments); the
   -- error is raised at `level` (the op's caller, counted as for error())

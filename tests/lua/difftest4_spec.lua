@@ -7,6 +7,7 @@ local U = require "specutil"
 local err = U.err
 
 local function shape(t) return table.concat(t:size(), ",") end
+local function rel(a, b) return math.abs(a - b) / math.abs(b) end
 
 describe("difftest round 4: empty index tensors, statistics edges (torch 1.13)", function()
   it("gather and scatter with an empty index skip the rank check", function()
@@ -464,7 +465,6 @@ end)
 describe("difftest round 4: special functions at their extremes (torch 1.13, mpmath)", function()
   local S = T.special
   local f64 = { dtype = T.float64 }
-  local function rel(a, b) return math.abs(a - b) / math.abs(b) end
 
   it("sinc's gradient near 0 (no 0/0 once pi x^2 underflows, no cancellation)", function()
     local s = T.tensor({ 1e-200, 2.2250738585072014e-308, 0, 1e-3, 5e-3, 0.09, 0.11 }, { dtype = T.float64, requires_grad = true })
@@ -547,7 +547,6 @@ end)
 describe("difftest round 4: the incomplete gamma functions (mpmath, 40 digits)", function()
   local S = T.special
   local f64 = { dtype = T.float64 }
-  local function rel(a, b) return math.abs(a - b) / math.abs(b) end
   it("large a near x (the 2000-step cap gave 0.477 for 0.5001)", function()
     local a = T.tensor({ 1e5, 1e6, 100, 100 }, f64)
     local x = T.tensor({ 1e5, 1e6, 60, 100 }, f64)

@@ -31,13 +31,7 @@ return function(T, C, nn)
 
   -- -- 1-d pooling --------------------------------------------------------------
   local function one(op, v, what)
-    if type(v) == "table" and not T.is_tensor(v) then
-      if #v ~= 1 then
-        error(string.format("%s: expected %s to be a single number or a list of 1 number, got a list of %d",
-          op, what, #v), 3)
-      end
-      v = v[1]
-    end
+    v = A.single(op, v, what, 3)
     if type(v) ~= "number" then error(string.format("%s: expected a number for %s, got %s", op, what, tostring(v)), 3) end
     return v
   end

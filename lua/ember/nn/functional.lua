@@ -12,6 +12,7 @@
 return function(T, C)
   local F = {}
   local A = require "ember.args"
+  local single = require("ember.argcheck")(T).single
   local checkopts, nomore = A.checkopts, A.nomore
   local unpack = table.unpack or unpack
 
@@ -195,13 +196,7 @@ return function(T, C)
     end
     local stride, padding, dilation, groups = conv_opts(op, { n = select("#", ...), ... }, 1)
     local function one(v, what)
-      if type(v) == "table" then
-        if #v ~= 1 then
-          error(string.format("%s: expected %s to be a single number or a list of 1 number, got a list of %d",
-            op, what, #v), 3)
-        end
-        v = v[1]
-      end
+      v = single(op, v, what, 3)
       if type(v) ~= "number" and v ~= "same" and v ~= "valid" then
         error(string.format("%s: expected %s to be a number", op, what), 3)
       end
