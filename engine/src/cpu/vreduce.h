@@ -50,6 +50,11 @@ float em_vred_ext_f32(em_vred_kind k, const float *p, int64_t n);
 ** double: two passes over pieces that stay in cache, merged by Chan's
 ** formula. n >= 1. */
 void em_vred_moments_f32(const float *p, int64_t n, double *mean, double *m2);
+/* The product of p[0..n) by instruction-set version isa (0 baseline, 1
+** AVX2, 2 AVX-512; < 0: the best this CPU runs); *ran (if not NULL) is 0
+** when this CPU or build lacks that version (the result is then 1). Every
+** version gives the same bits. */
+double em_vred_prod_f32_isa(const float *p, int64_t n, int isa, int *ran);
 
 /* Row stacks: for each column j < ncols, the nrows elements p[r * rs + j]
 ** (rs in elements) are folded into acc: acc[j] += (sums; summed in blocks
