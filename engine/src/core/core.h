@@ -68,6 +68,24 @@ struct em_tensor {
   int64_t strides[EM_MAX_DIMS];  /* in elements; 0 on broadcast dims */
 };
 
+/* A descriptor on the stack of ndim sizes and strides from offset over
+** t's storage, in t's dtype: no reference taken, no autograd state, no
+** view flags. For handing a layout to the iterator or to em_copy_ within
+** one call; never handed out, retained or released. */
+static inline void em_stack_header(em_tensor *v, const em_tensor *t, int ndim,
+                                   const int64_t *sizes, const int64_t *strides,
+                                   int64_t offset) {
+  memset(v, 0, sizeof *v);
+  v->ndim = ndim;
+  v->dtype = t->dtype;
+  v->storage = t->storage;
+  v->offset = offset;
+  for (int i = 0; i < ndim; i++) {
+    v->sizes[i] = sizes[i];
+    v->strides[i] = strides[i];
+  }
+}
+
 /* -- Per-thread pools of released blocks (pool.c) ----------------------- */
 
 /* EM_POOL_TENSOR: em_tensor headers; EM_POOL_SMALL_STORAGE: inline storages

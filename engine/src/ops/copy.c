@@ -91,16 +91,11 @@ static em_status copy_nograd(em_tensor *dst, const em_tensor *src) {
 ** on it when every alias was visited). An overlap that remains after that
 ** (as_strided with overlapping non-zero strides) is refused as before. */
 static em_status fill_nograd(em_tensor *dst, em_scalar value) {
+  int64_t sizes[EM_MAX_DIMS];
+  for (int i = 0; i < dst->ndim; i++)
+    sizes[i] = dst->strides[i] == 0 && dst->sizes[i] > 1 ? 1 : dst->sizes[i];
   em_tensor view;
-  memset(&view, 0, sizeof view);
-  view.ndim = dst->ndim;
-  view.dtype = dst->dtype;
-  view.storage = dst->storage;
-  view.offset = dst->offset;
-  for (int i = 0; i < dst->ndim; i++) {
-    view.sizes[i] = dst->strides[i] == 0 && dst->sizes[i] > 1 ? 1 : dst->sizes[i];
-    view.strides[i] = dst->strides[i];
-  }
+  em_stack_header(&view, dst, dst->ndim, sizes, dst->strides, dst->offset);
   em_status st = em_check_writable("fill_", &view);
   if (st != EM_OK) return st;
   uint64_t bytes[2] = {0, 0};  /* EM_MAX_ELEM_BYTES */

@@ -251,13 +251,7 @@ static em_status parse(const em_tensor *t, int n, const em_index_item *items,
 
 /* The basic view as a stack descriptor (never handed out). */
 static void view_header(const em_tensor *t, const plan *p, em_tensor *view) {
-  memset(view, 0, sizeof *view);
-  view->ndim = p->ndim;
-  view->dtype = t->dtype;
-  view->storage = t->storage;
-  view->offset = p->offset;
-  memcpy(view->sizes, p->sizes, sizeof view->sizes);
-  memcpy(view->strides, p->strides, sizeof view->strides);
+  em_stack_header(view, t, p->ndim, p->sizes, p->strides, p->offset);
 }
 
 /* -- Advanced indexing ------------------------------------------------------

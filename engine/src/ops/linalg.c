@@ -74,8 +74,7 @@ static bool last2_ok(const em_tensor *t) {
 ** result [batch..., m, n]. */
 
 static void batch_view(em_tensor *v, const em_tensor *t, int keep) {
-  memcpy(v, t, sizeof *v);
-  v->ndim = keep;
+  em_stack_header(v, t, keep, t->sizes, t->strides, t->offset);
 }
 
 /* dst (or NULL): a contiguous tensor of the result's shape and compute

@@ -60,9 +60,6 @@ static int out_shape(const em_tensor *t, const bool *mask, bool keepdim,
   return n;
 }
 
-/* A tensor struct on the stack sharing t's storage (no reference taken):
-** for views that live only during one call. */
-static void stack_view(em_tensor *v, const em_tensor *t) { memcpy(v, t, sizeof *v); }
 
 /* A fresh accumulator of the keepdim shape on t's device, in the layout of
 ** core/kern_reduce.h: `width` elements of dt per output position,
@@ -97,10 +94,7 @@ static em_status acc_to_out(em_tensor *acc, const em_tensor *t, const bool *mask
     n++;
   }
   em_tensor v;
-  stack_view(&v, acc);
-  v.ndim = n;
-  memcpy(v.sizes, sizes, sizeof sizes);
-  memcpy(v.strides, strides, sizeof strides);
+  em_stack_header(&v, acc, n, sizes, strides, acc->offset);
   em_tensor *o;
   em_status st = em_empty(n, sizes, dt, acc->storage->device, &o);
   if (st != EM_OK) return st;
@@ -397,10 +391,8 @@ em_status em_argmax(const em_tensor *t, int has_dim, int64_t dim, int keepdim,
   st = em_contiguous(t, &c);
   if (st != EM_OK) return st;
   em_tensor flat;
-  stack_view(&flat, c);
-  flat.ndim = 1;
-  flat.sizes[0] = em_tensor_numel(c);
-  flat.strides[0] = 1;
+  int64_t numel = em_tensor_numel(c), one = 1;
+  em_stack_header(&flat, c, 1, &numel, &one, c->offset);
   em_tensor *ix = NULL;
   st = em_max_dim(&flat, 1, 0, is_min, NULL, &ix);
   em_tensor_release(c);

@@ -31,16 +31,7 @@
 
 /* v = t's header with other sizes/strides/offset; only for em_copy_ and
 ** friends, which never retain their arguments. */
-static void header(em_tensor *v, const em_tensor *t, int ndim, const int64_t *sizes,
-                   const int64_t *strides, int64_t offset) {
-  memcpy((void *)v, (const void *)t, sizeof *v);
-  v->ndim = ndim;
-  v->offset = offset;
-  for (int i = 0; i < ndim; i++) {
-    v->sizes[i] = sizes[i];
-    v->strides[i] = strides[i];
-  }
-}
+#define header em_stack_header
 
 /* t with size-1 dims inserted: atleast_1d/2d/3d as NumPy and PyTorch
 ** define them (1-d [n] is [1, n] in 2-d and [1, n, 1] in 3-d). */
