@@ -138,10 +138,8 @@ static em_status median_nograd(const em_tensor *t, int has_dim, int64_t dim, int
   em_status st = em_contiguous(t, &c);
   if (st != EM_OK) return st;
   em_tensor flat;
-  memcpy(&flat, c, sizeof flat);
-  flat.ndim = 1;
-  flat.sizes[0] = numel;
-  flat.strides[0] = 1;
+  int64_t one = 1;
+  em_stack_header(&flat, c, 1, &numel, &one, c->offset);
   st = pick_impl(op, &flat, 1, 0, mode, 0, values, indices);
   em_tensor_release(c);
   return st;
@@ -175,10 +173,8 @@ em_status em_unique(const em_tensor *t, em_tensor **values, em_tensor **inverse,
   st = em_contiguous(t, &c);
   if (st != EM_OK) return st;
   em_tensor flat;
-  memcpy(&flat, c, sizeof flat);
-  flat.ndim = 1;
-  flat.sizes[0] = n;
-  flat.strides[0] = 1;
+  int64_t one = 1;
+  em_stack_header(&flat, c, 1, &n, &one, c->offset);
   /* sorted with no history: the sort is only the way to the values */
   st = sort_nograd(&flat, 1, 0, &sv, &si);
   int64_t nu = 0;
