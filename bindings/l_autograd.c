@@ -6,6 +6,7 @@
 */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "l_ember.h"
 
@@ -61,51 +62,159 @@ static int p_set_grad(lua_State *L) {
   return 0;
 }
 
-/* t.grad_fn: nil for leaves, else {name() = "AddBackward0",
-** next_functions = {{"MulBackward0", 1}, ...}} printing as <AddBackward0>. */
+/* t.grad_fn: nil for leaves, else a node object (userdata holding one
+** reference to the engine's node): :name() ("AddBackward0"),
+** .next_functions = {{node, input_nr}, ...} as PyTorch's (input numbers
+** 1-based; false where an input needs no gradient), printing as
+** <AddBackward0>; two objects of the same node are ==. A leaf's edge is
+** an AccumulateGrad object whose .variable is the leaf. */
+#define GRAD_FN_MT "ember.grad_fn"
+#define ACC_GRAD_MT "ember.accumulate_grad"
+
+static em_grad_fn *gf_check(lua_State *L, int i) {
+  em_grad_fn **p = luaL_checkudata(L, i, GRAD_FN_MT);
+  if (!*p) luaL_error(L, "grad_fn: the node object was released");
+  return *p;
+}
+static em_tensor *ag_check(lua_State *L, int i) {
+  em_tensor **p = luaL_checkudata(L, i, ACC_GRAD_MT);
+  if (!*p) luaL_error(L, "AccumulateGrad: the object was released");
+  return *p;
+}
+static void **new_handle(lua_State *L, const char *mt);
+
+static int gf_gc(lua_State *L) {
+  em_grad_fn **p = luaL_checkudata(L, 1, GRAD_FN_MT);
+  em_grad_fn_release(*p);
+  *p = NULL;
+  return 0;
+}
 static int gf_name(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_getfield(L, 1, "_name");
+  lua_pushstring(L, em_grad_fn_name(gf_check(L, 1)));
   return 1;
 }
 static int gf_tostring(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_getfield(L, 1, "_name");
-  lua_pushfstring(L, "<%s>", lua_tostring(L, -1));
+  lua_pushfstring(L, "<%s>", em_grad_fn_name(gf_check(L, 1)));
   return 1;
 }
-static int p_grad_fn(lua_State *L) {
-  em_tensor *t = l_checktensor(L, 1, "grad_fn");
-  const char *name = em_tensor_grad_fn_name(t);
-  if (!name) {
-    lua_pushnil(L);
-    return 1;
-  }
-  lua_createtable(L, 0, 2);
-  lua_pushstring(L, name);
-  lua_setfield(L, -2, "_name");
+static int gf_eq(lua_State *L) {
+  em_grad_fn **a = luaL_testudata(L, 1, GRAD_FN_MT), **b = luaL_testudata(L, 2, GRAD_FN_MT);
+  lua_pushboolean(L, a && b && *a == *b);
+  return 1;
+}
+static int gf_next_functions(lua_State *L, em_grad_fn *fn) {
   lua_newtable(L);
-  const char *nn;
-  int nr, i = 0;
-  while (em_tensor_grad_fn_next(t, i, &nn, &nr)) {
+  em_grad_fn *next;
+  em_tensor *leaf;
+  int nr;
+  for (int i = 0;; i++) {
+    /* the row and both boxes first (they may raise), then the references */
     lua_createtable(L, 2, 0);
-    if (nn) lua_pushstring(L, nn);
-    else lua_pushboolean(L, 0);
+    void **nb = new_handle(L, GRAD_FN_MT), **lb = new_handle(L, ACC_GRAD_MT);
+    if (!em_grad_fn_next(fn, i, &next, &leaf, &nr)) {
+      lua_pop(L, 3);
+      break;
+    }
+    *nb = next;
+    *lb = leaf;
+    if (next) lua_pop(L, 1);        /* the node's box */
+    else if (leaf) lua_remove(L, -2); /* the leaf's box */
+    else {
+      lua_pop(L, 2);
+      lua_pushboolean(L, 0);
+    }
     lua_rawseti(L, -2, 1);
     lua_pushinteger(L, nr + 1);
     lua_rawseti(L, -2, 2);
-    lua_rawseti(L, -2, ++i);
+    lua_rawseti(L, -2, i + 1);
   }
-  lua_setfield(L, -2, "next_functions");
-  if (luaL_newmetatable(L, "ember.grad_fn")) {
-    lua_createtable(L, 0, 1);
+  return 1;
+}
+static int gf_index(lua_State *L) {
+  em_grad_fn *fn = gf_check(L, 1);
+  const char *k = lua_tostring(L, 2);
+  if (k && !strcmp(k, "name")) {
     lua_pushcfunction(L, gf_name);
-    lua_setfield(L, -2, "name");
+    return 1;
+  }
+  if (k && !strcmp(k, "next_functions")) return gf_next_functions(L, fn);
+  lua_pushnil(L);
+  return 1;
+}
+
+static int acc_gc(lua_State *L) {
+  em_tensor **p = luaL_checkudata(L, 1, ACC_GRAD_MT);
+  em_tensor_release(*p);
+  *p = NULL;
+  return 0;
+}
+static int acc_name(lua_State *L) {
+  ag_check(L, 1);
+  lua_pushliteral(L, "AccumulateGrad");
+  return 1;
+}
+static int acc_tostring(lua_State *L) {
+  ag_check(L, 1);
+  lua_pushliteral(L, "<AccumulateGrad>");
+  return 1;
+}
+static int acc_eq(lua_State *L) {
+  em_tensor **a = luaL_testudata(L, 1, ACC_GRAD_MT), **b = luaL_testudata(L, 2, ACC_GRAD_MT);
+  lua_pushboolean(L, a && b && *a == *b);
+  return 1;
+}
+static int acc_index(lua_State *L) {
+  em_tensor *leaf = ag_check(L, 1);
+  const char *k = lua_tostring(L, 2);
+  if (k && !strcmp(k, "name")) {
+    lua_pushcfunction(L, acc_name);
+    return 1;
+  }
+  if (k && !strcmp(k, "variable")) {
+    em_tensor **box = l_newbox(L); /* may raise: retain after */
+    em_tensor_retain(leaf);
+    *box = leaf;
+    return 1;
+  }
+  if (k && !strcmp(k, "next_functions")) {
+    lua_newtable(L);
+    return 1;
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
+/* A userdata box (NULL) with metatable mt, for a reference the caller
+** takes afterwards: everything that may raise (allocation) happens before
+** the reference exists, so an out-of-memory error leaks nothing. */
+static void **new_handle(lua_State *L, const char *mt) {
+  void **box = lua_newuserdata(L, sizeof(void *));
+  *box = NULL;
+  if (luaL_newmetatable(L, mt)) {
+    int node = !strcmp(mt, GRAD_FN_MT);
+    lua_pushcfunction(L, node ? gf_gc : acc_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, node ? gf_index : acc_index);
     lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, gf_tostring);
+    lua_pushcfunction(L, node ? gf_tostring : acc_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, node ? gf_eq : acc_eq);
+    lua_setfield(L, -2, "__eq");
+    lua_pushliteral(L, "grad_fn");
+    lua_setfield(L, -2, "__metatable");
   }
   lua_setmetatable(L, -2);
+  return box;
+}
+
+static int p_grad_fn(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "grad_fn");
+  if (em_tensor_is_leaf(t)) {
+    lua_pushnil(L);
+    return 1;
+  }
+  void **box = new_handle(L, GRAD_FN_MT);
+  *box = em_tensor_grad_fn(t);
   return 1;
 }
 

@@ -1306,6 +1306,20 @@ int em_is_anomaly_enabled(void);
 ** ("AccumulateGrad" for a leaf, NULL when that input needs no gradient) and
 ** input number. Returns 0 past the last. */
 int em_tensor_grad_fn_next(const em_tensor *t, int i, const char **name, int *nr);
+/* The graph as PyTorch walks it (grad_fn, next_functions): an opaque node
+** handle that holds one reference, so the node, what it saved and the
+** nodes after it stay alive while it is held. */
+typedef struct em_node em_grad_fn;
+/* t's grad_fn with a new reference; NULL for leaves. */
+em_grad_fn *em_tensor_grad_fn(const em_tensor *t);
+void em_grad_fn_retain(em_grad_fn *fn);
+void em_grad_fn_release(em_grad_fn *fn); /* NULL is ignored */
+const char *em_grad_fn_name(const em_grad_fn *fn);
+/* Edge i (0-based) of fn; 0 past the last. Otherwise *next is the node
+** the gradient flows to (a new reference) or NULL, *leaf the leaf whose
+** .grad it accumulates into (a new reference) or NULL (both NULL: that
+** input needs no gradient), *nr the input number (0-based). */
+int em_grad_fn_next(const em_grad_fn *fn, int i, em_grad_fn **next, em_tensor **leaf, int *nr);
 /* Leaves: tensors without a grad_fn (every tensor that does not require
 ** grad is a leaf). */
 int em_tensor_is_leaf(const em_tensor *t);

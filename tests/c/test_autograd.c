@@ -79,6 +79,39 @@ TEST(graphs_are_freed_with_their_tensors) {
   CHECK(em_memory_live_bytes() == before);
 }
 
+/* A node handle keeps its part of the graph alive after the tensors are
+** gone; walking it hands out references that free everything when
+** released. */
+TEST(grad_fn_handles_walk_the_graph_and_hold_it) {
+  size_t before = em_memory_live_bytes();
+  double xv[3] = {1, 2, 3};
+  em_tensor *x = vec(xv, 3, 1), *e = NULL, *s = NULL;
+  CHECK_OK(em_unary(EM_OP_EXP, x, &e));
+  CHECK_OK(em_reduce(EM_REDUCE_SUM, e, 0, NULL, 0, -1, &s));
+  CHECK(em_tensor_grad_fn(x) == NULL);
+  em_grad_fn *fs = em_tensor_grad_fn(s);
+  CHECK(fs != NULL && strcmp(em_grad_fn_name(fs), "SumBackward0") == 0);
+  em_tensor_release(s);
+  em_tensor_release(e);
+  em_grad_fn *fe = NULL, *none = NULL;
+  em_tensor *leaf = NULL;
+  int nr = -1;
+  CHECK(em_grad_fn_next(fs, 0, &fe, &leaf, &nr) == 1);
+  CHECK(fe != NULL && leaf == NULL && nr == 0);
+  CHECK(fe && strcmp(em_grad_fn_name(fe), "ExpBackward0") == 0);
+  CHECK(em_grad_fn_next(fs, 1, &none, &leaf, &nr) == 0);
+  em_grad_fn_release(fs); /* the exp node is still held through fe */
+  CHECK(em_grad_fn_next(fe, 0, &none, &leaf, &nr) == 1);
+  CHECK(none == NULL && leaf == x && nr == 0);
+  CHECK(em_tensor_refcount(x) == 3); /* x, the edge, and leaf */
+  em_tensor_release(leaf);
+  em_grad_fn_release(fe);
+  em_grad_fn_release(NULL);
+  CHECK(em_tensor_refcount(x) == 1);
+  em_tensor_release(x);
+  CHECK(em_memory_live_bytes() == before);
+}
+
 TEST(deep_graphs_run_and_free_without_recursion) {
   double v = 1;
   em_tensor *x = vec(&v, 1, 1), *y = x;
@@ -260,6 +293,7 @@ TEST(post_accumulate_grad_hooks) {
 
 int main(void) {
   RUN(custom_ops_join_the_graph);
+  RUN(grad_fn_handles_walk_the_graph_and_hold_it);
   RUN(backward_through_the_c_api);
   RUN(graphs_are_freed_with_their_tensors);
   RUN(deep_graphs_run_and_free_without_recursion);

@@ -28,7 +28,42 @@ describe("leaves, grad_fn and requires_grad", function()
     assert.are.equal("<MulBackward0>", tostring(y.grad_fn))
     assert.matches("grad_fn=<MulBackward0>", tostring(y))
     assert.matches("requires_grad=True", tostring(x))
-    assert.are.equal("AccumulateGrad", y.grad_fn.next_functions[1][1])
+    assert.are.equal("AccumulateGrad", y.grad_fn.next_functions[1][1]:name())
+  end)
+
+  it("grad_fn and next_functions are nodes to walk, as PyTorch's", function()
+    -- torch: y = (x * 2 + w).sum(); y.grad_fn.next_functions
+    --   ((<AddBackward0>, 0),); AddBackward0 -> ((<MulBackward0>, 0), (None, 0))
+    --   MulBackward0 -> ((<AccumulateGrad>, 0), (None, 0)); .variable is x
+    local x = T.randn(3, { requires_grad = true })
+    local w = T.randn(3)
+    local y = (x * 2 + w):sum()
+    local g = y.grad_fn
+    assert.equal("SumBackward0", g:name())
+    assert.equal(1, #g.next_functions)
+    local add, nr = g.next_functions[1][1], g.next_functions[1][2]
+    assert.equal("AddBackward0", add:name()); assert.equal(1, nr)
+    assert.equal("<AddBackward0>", tostring(add))
+    assert.equal(2, #add.next_functions)
+    assert.is_false(add.next_functions[2][1]) -- w needs no gradient (torch: None)
+    local mul = add.next_functions[1][1]
+    assert.equal("MulBackward0", mul:name())
+    local acc = mul.next_functions[1][1]
+    assert.equal("AccumulateGrad", acc:name())
+    assert.equal("<AccumulateGrad>", tostring(acc))
+    assert.equal(0, #acc.next_functions)
+    assert.is_true(T.equal(acc.variable, x))
+    local before = x:clone()
+    T.no_grad(function() acc.variable:mul_(2) end) -- the leaf itself, not a copy
+    assert.is_true(T.equal(x, before * 2))
+    -- the same node compares equal through two paths
+    assert.is_true(y.grad_fn == y.grad_fn)
+    assert.is_true(add == y.grad_fn.next_functions[1][1])
+    assert.is_false(add == mul)
+    -- a node held from Lua outlives the tensor that made it
+    y = nil
+    collectgarbage(); collectgarbage()
+    assert.equal("MulBackward0", add.next_functions[1][1]:name())
   end)
 
   it("grad_fn names follow PyTorch's", function()

@@ -888,6 +888,27 @@ em_status em_detach_(em_tensor *t) {
   return EM_OK;
 }
 
+em_grad_fn *em_tensor_grad_fn(const em_tensor *t) {
+  em_node *fn = grad_fn_of(t);
+  em_node_retain(fn);
+  return fn;
+}
+void em_grad_fn_retain(em_grad_fn *fn) { em_node_retain(fn); }
+void em_grad_fn_release(em_grad_fn *fn) {
+  if (fn) em_node_release(fn);
+}
+const char *em_grad_fn_name(const em_grad_fn *fn) { return fn->name; }
+int em_grad_fn_next(const em_grad_fn *fn, int i, em_grad_fn **next, em_tensor **leaf, int *nr) {
+  if (!fn || i < 0 || i >= fn->nin) return 0;
+  const em_ag_edge *e = &fn->next[i];
+  *next = e->node;
+  em_node_retain(e->node);
+  *leaf = e->node ? NULL : e->leaf;
+  if (*leaf) em_tensor_retain(*leaf);
+  *nr = e->nr;
+  return 1;
+}
+
 int em_tensor_grad_fn_next(const em_tensor *t, int i, const char **name, int *nr) {
   em_node *fn = grad_fn_of(t);
   if (!fn || i < 0 || i >= fn->nin) return 0;
