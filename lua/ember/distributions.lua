@@ -1314,6 +1314,122 @@ return function(T, C)
     return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
   end)
 
+  -- Pairs of different families: PyTorch 1.13's closed forms
+  -- (torch/distributions/kl.py), and an infinite KL where p puts mass
+  -- where q has none (a tensor of inf shaped as p's parameter, as torch's
+  -- _infinite_like). Masks broadcast as torch's masked assignment.
+  local INF = 1 / 0
+  local EULER = 0.57721566490153286061
+  local function inf_like(t) return T.full_like(t, INF) end
+  local function set_inf(r, mask) return T.where(mask:expand(r.shape), INF, r) end
+  local function xlogx(t) return t * t:log() end
+  for _, pair in ipairs {
+    { "Exponential", "Beta", "rate" }, { "Exponential", "Uniform", "rate" },
+    { "Gamma", "Beta", "concentration" }, { "Gamma", "Uniform", "concentration" },
+    { "Laplace", "Beta", "loc" }, { "Laplace", "Exponential", "loc" },
+    { "Laplace", "Gamma", "loc" }, { "Laplace", "Uniform", "loc" },
+    { "Normal", "Beta", "loc" }, { "Normal", "Exponential", "loc" },
+    { "Normal", "Gamma", "loc" }, { "Normal", "Uniform", "loc" },
+    { "Poisson", "Bernoulli", "rate" },
+  } do
+    local param = pair[3]
+    reg(pair[1], pair[2], function(p) return inf_like(p[param]) end)
+  end
+  reg("Bernoulli", "Poisson", function(p, q)
+    return -p:entropy() - (p.probs * q.rate:log() - q.rate)
+  end)
+  reg("Beta", "Exponential", function(p, q)
+    local a, b = p.concentration1, p.concentration0
+    return -p:entropy() - q.rate:log() + q.rate * (a / (a + b))
+  end)
+  reg("Beta", "Gamma", function(p, q)
+    local a, b, k, r = p.concentration1, p.concentration0, q.concentration, q.rate
+    local t2 = k:lgamma() - k * r:log()
+    local t3 = (k - 1) * (a:digamma() - (a + b):digamma())
+    return -p:entropy() + t2 - t3 + r * a / (a + b)
+  end)
+  reg("Beta", "Normal", function(p, q)
+    local a, b = p.concentration1, p.concentration0
+    local e = a / (a + b)
+    local var = q.scale:pow(2)
+    local t2 = (var * (2 * math.pi)):log() * 0.5
+    local t3 = (e * (-e + 1) / (a + b + 1) + e:pow(2)) * 0.5
+    return -p:entropy() + t2 + (t3 - q.loc * e + q.loc:pow(2) * 0.5) / var
+  end)
+  reg("Beta", "Uniform", function(p, q)
+    local r = -p:entropy() + (q.high - q.low):log()
+    return set_inf(r, q.low:gt(0):logical_or(q.high:lt(1)))
+  end)
+  reg("Exponential", "Gamma", function(p, q)
+    local ratio = q.rate / p.rate
+    local k = q.concentration
+    return -k * ratio:log() + ratio + k:lgamma() + k * EULER - (1 + EULER)
+  end)
+  reg("Exponential", "Normal", function(p, q)
+    local var = q.scale:pow(2)
+    local r2 = p.rate:pow(2)
+    local t1 = (r2 * var * (2 * math.pi)):log() * 0.5
+    return t1 - 1 + (r2:reciprocal() - q.loc / p.rate + q.loc:pow(2) * 0.5) / var
+  end)
+  reg("Gamma", "Exponential", function(p, q)
+    return -p:entropy() - q.rate:log() + q.rate * p.concentration / p.rate
+  end)
+  reg("Gamma", "Normal", function(p, q)
+    local k, r = p.concentration, p.rate
+    local var = q.scale:pow(2)
+    local b2 = r:pow(2)
+    local t1 = (b2 * var * (2 * math.pi)):log() * 0.5 - k - k:lgamma()
+    local t2 = (k:pow(2) + k) * 0.5 / b2
+    local t3 = q.loc * k / r
+    local t4 = q.loc:pow(2) * 0.5
+    return t1 + (k - 1) * k:digamma() + (t2 - t3 + t4) / var
+  end)
+  reg("Laplace", "Normal", function(p, q)
+    local var = q.scale:pow(2)
+    local ratio = p.scale:pow(2) / var
+    local t1 = (ratio * (2 / math.pi)):log() * 0.5
+    local t2 = p.loc:pow(2) * 0.5
+    local t3 = p.loc * q.loc
+    local t4 = q.loc:pow(2) * 0.5
+    return -t1 + ratio + (t2 - t3 + t4) / var - 1
+  end)
+  reg("Normal", "Laplace", function(p, q)
+    local d = p.loc - q.loc
+    local sr = p.scale / q.scale
+    local dr = d / p.scale
+    local t2 = p.scale * (dr:pow(2) * -0.5):exp() * math.sqrt(2 / math.pi)
+    local t3 = d * (dr * math.sqrt(0.5)):erf()
+    return -sr:log() + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+  end)
+  reg("Uniform", "Beta", function(p, q)
+    local w = p.high - p.low
+    local a, b = q.concentration1, q.concentration0
+    local t1 = w:log()
+    local t2 = (a - 1) * (xlogx(p.high) - xlogx(p.low) - w) / w
+    local t3 = (b - 1) * (xlogx(-p.high + 1) - xlogx(-p.low + 1) + w) / w
+    local t4 = a:lgamma() + b:lgamma() - (a + b):lgamma()
+    return set_inf(t3 + t4 - t1 - t2, p.high:gt(1):logical_or(p.low:lt(0)))
+  end)
+  reg("Uniform", "Exponential", function(p, q)
+    local r = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate):log()
+    return set_inf(r, p.low:lt(0))
+  end)
+  reg("Uniform", "Gamma", function(p, q)
+    local w = p.high - p.low
+    local k, r = q.concentration, q.rate
+    local t2 = k:lgamma() - k * r:log()
+    local t3 = (-k + 1) * (xlogx(p.high) - xlogx(p.low) - w) / w
+    local t4 = r * (p.high + p.low) / 2
+    return set_inf(-w:log() + t2 + t3 + t4, p.low:lt(0))
+  end)
+  reg("Uniform", "Normal", function(p, q)
+    local w = p.high - p.low
+    local t1 = (q.scale * math.sqrt(2 * math.pi) / w):log()
+    local t2 = w:pow(2) / 12
+    local t3 = ((p.high + p.low - q.loc * 2) / 2):pow(2)
+    return t1 + (t2 + t3) * 0.5 / q.scale:pow(2)
+  end)
+
   -- -- T.normal and the in-place samplers ------------------------------------------------------
   -- T.normal(mean, std[, size], {generator-free options: dtype, device}):
   -- tensor/tensor (broadcast), tensor/number, number/tensor, or numbers with
