@@ -76,11 +76,18 @@ static int l_fft_c2c_(lua_State *L) {
   return 1;
 }
 
-/* C._fft_r2c(x, dim, fct): x float32/float64; rfft along dim, times fct */
+/* C._fft_r2c(x, dim, fct[, out]): x float32/float64; rfft along dim, times
+** fct; into out (returned) when given */
 static int l_fft_r2c(lua_State *L) {
   em_tensor *x = l_checktensor(L, 1, "rfft");
   int64_t dim = l_checkint(L, 2, "rfft", "dim");
   double fct = luaL_checknumber(L, 3);
+  if (!lua_isnoneornil(L, 4)) {
+    em_tensor *o = l_checktensor(L, 4, "rfft");
+    if (em_fft_r2c_out(x, dim, fct, o) != EM_OK) return l_error(L);
+    lua_settop(L, 4);
+    return 1;
+  }
   em_tensor **box = l_newbox(L);
   if (em_fft_r2c(x, dim, fct, box) != EM_OK) return l_error(L);
   return 1;

@@ -330,6 +330,11 @@ em_status em_fft_c2c_(em_tensor *y, int64_t dim, int forward, double fct);
 /* The forward transform of real x (float32/float64) along dim: its first
 ** n / 2 + 1 frequencies (complex64/complex128), times fct, contiguous. */
 em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **out);
+/* The same into out (rfft's out=): written in place when out is a
+** contiguous tensor of the result's dtype, shape and device that shares
+** no storage with x and takes no part in autograd; otherwise computed
+** fresh and written as em_write_out writes (an empty out is resized). */
+em_status em_fft_r2c_out(const em_tensor *x, int64_t dim, double fct, em_tensor *out);
 
 /* -- Autograd flags ------------------------------------------------------ */
 

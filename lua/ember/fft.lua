@@ -66,42 +66,56 @@ return function(T, C)
 
   local function real_part(y) return T.view_as_real(y):select(-1, 1):contiguous() end
 
-  -- (x, n, dim, norm) or (x, {n=, dim=, norm=})
-  local ONE = { "n", "dim", "norm" }
+  -- out= (the options form only): the result written into out as every
+  -- out= op writes it (C._write_out: an empty out is resized); rfft's fast
+  -- path writes straight into a contiguous out of the right shape
+  local function finish(op, r, out)
+    if out ~= nil then return C._write_out(op, r, out) end
+    return r
+  end
+
+  -- (x, n, dim, norm) or (x, {n=, dim=, norm=, out=})
+  local ONE = { "n", "dim", "norm", "out" }
   local function args1(op, x, n, dim, norm, ...)
+    local out
     if not T.is_tensor(x) then
       error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 3)
     end
     if A.is_opts(n) then
       A.nomore(op, 2, dim, norm, ...)
       local o = A.checkopts(op, n, ONE, 3)
-      n, dim, norm = o.n, o.dim, o.norm
+      n, dim, norm, out = o.n, o.dim, o.norm, o.out
+      if out ~= nil and not T.is_tensor(out) then
+        error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 3)
+      end
     else
       A.nooptions(op, 2, 4, n, dim, norm, ...)
     end
-    return x, n, wrap(op, x, dim or -1), norm
+    return x, n, wrap(op, x, dim or -1), norm, out
   end
 
   local function cfft(op, forward)
     return function(...)
-      local x, n, d, norm = args1(op, ...)
+      local x, n, d, norm, out = args1(op, ...)
       local y = to_complex(x)
       if n then y = resize(op, y, d, n) end
-      return c2c(op, y, d, forward, norm)
+      return finish(op, c2c(op, y, d, forward, norm), out)
     end
   end
   F.fft = cfft("fft", true)
   F.ifft = cfft("ifft", false)
 
-  local function rfft1(op, x, n, d, norm)
+  -- out: only rfft itself passes one (written in place where it fits)
+  local function rfft1(op, x, n, d, norm, out)
     check_real(op, x)
     if not (x.requires_grad and T.is_grad_enabled()) then
       -- the real transform (C._fft_r2c): half the work, no complex copy
       local xr = x
       if xr.dtype ~= T.float32 and xr.dtype ~= T.float64 then xr = xr:to(T.float32) end
       if n then xr = resize(op, xr, d, n) end
-      return C._fft_r2c(xr, d, scale(op, norm, xr:size(d), true))
+      return C._fft_r2c(xr, d, scale(op, norm, xr:size(d), true), out)
     end
+    if out ~= nil then return finish(op, rfft1(op, x, n, d, norm), out) end
     local y = to_complex(x)
     if n then y = resize(op, y, d, n) end
     local m = y:size(d)
@@ -127,20 +141,23 @@ return function(T, C)
   end
 
   F.rfft = function(...) return rfft1("rfft", args1("rfft", ...)) end
-  F.irfft = function(...) return irfft1("irfft", args1("irfft", ...)) end
+  F.irfft = function(...)
+    local x, n, d, norm, out = args1("irfft", ...)
+    return finish("irfft", irfft1("irfft", x, n, d, norm), out)
+  end
   F.hfft = function(...)
-    local x, n, d, norm = args1("hfft", ...)
+    local x, n, d, norm, out = args1("hfft", ...)
     scale("hfft", norm, 1, true)
-    return irfft1("hfft", to_complex(x):conj(), n, d, dual[norm or "backward"])
+    return finish("hfft", irfft1("hfft", to_complex(x):conj(), n, d, dual[norm or "backward"]), out)
   end
   F.ihfft = function(...)
-    local x, n, d, norm = args1("ihfft", ...)
+    local x, n, d, norm, out = args1("ihfft", ...)
     scale("ihfft", norm, 1, true)
-    return rfft1("ihfft", x, n, d, dual[norm or "backward"]):conj()
+    return finish("ihfft", rfft1("ihfft", x, n, d, dual[norm or "backward"]):conj(), out)
   end
 
-  -- n-dimensional forms: (x, s, dim, norm) or (x, {s=, dim=, norm=})
-  local NDIM = { "s", "dim", "norm" }
+  -- n-dimensional forms: (x, s, dim, norm) or (x, {s=, dim=, norm=, out=})
+  local NDIM = { "s", "dim", "norm", "out" }
   local function list_of(op, what, v, x)
     if type(v) == "number" then return { v } end
     if type(v) ~= "table" then
@@ -157,10 +174,14 @@ return function(T, C)
     if not T.is_tensor(x) then
       error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 3)
     end
+    local out
     if type(s) == "table" and getmetatable(s) == nil and s[1] == nil then
       A.nomore(op, 2, dim, norm, ...)
       local o = A.checkopts(op, s, NDIM, 3)
-      s, dim, norm = o.s, o.dim, o.norm
+      s, dim, norm, out = o.s, o.dim, o.norm, o.out
+      if out ~= nil and not T.is_tensor(out) then
+        error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 3)
+      end
     else
       A.nomore(op, 4, ...)
     end
@@ -197,12 +218,12 @@ return function(T, C)
         end
       end
     end
-    return x, sizes, dims, norm
+    return x, sizes, dims, norm, out
   end
 
   local function cfftn(op, forward, two)
     return function(...)
-      local x, s, dims, norm = argsn(op, two, false, ...)
+      local x, s, dims, norm, out = argsn(op, two, false, ...)
       local y = to_complex(x)
       for i = 1, #dims do
         if s then y = resize(op, y, dims[i], s[i]) end
@@ -215,7 +236,7 @@ return function(T, C)
         end
       end
       if #dims == 0 then y = y:clone() end
-      return y
+      return finish(op, y, out)
     end
   end
   F.fftn, F.ifftn = cfftn("fftn", true, false), cfftn("ifftn", false, false)
@@ -233,7 +254,10 @@ return function(T, C)
     return y
   end
   local function rfftn(op, two)
-    return function(...) return rfftn_core(op, argsn(op, two, false, ...)) end
+    return function(...)
+      local x, s, dims, norm, out = argsn(op, two, false, ...)
+      return finish(op, rfftn_core(op, x, s, dims, norm), out)
+    end
   end
   F.rfftn, F.rfft2 = rfftn("rfftn", false), rfftn("rfft2", true)
 
@@ -248,7 +272,10 @@ return function(T, C)
     return irfft1(op, y, s and s[k] or nil, dims[k], norm)
   end
   local function irfftn(op, two)
-    return function(...) return irfftn_core(op, argsn(op, two, true, ...)) end
+    return function(...)
+      local x, s, dims, norm, out = argsn(op, two, true, ...)
+      return finish(op, irfftn_core(op, x, s, dims, norm), out)
+    end
   end
   F.irfftn, F.irfft2 = irfftn("irfftn", false), irfftn("irfft2", true)
 
@@ -259,23 +286,23 @@ return function(T, C)
   -- dual norm). Real outputs of hfftn have s[last] (default 2 (n - 1)) points.
   local function hfftn(op, two)
     return function(...)
-      local x, s, dims, norm = argsn(op, two, true, ...)
+      local x, s, dims, norm, out = argsn(op, two, true, ...)
       scale(op, norm, 1, true)
-      return irfftn_core(op, to_complex(x):conj(), s, dims, dual[norm or "backward"])
+      return finish(op, irfftn_core(op, to_complex(x):conj(), s, dims, dual[norm or "backward"]), out)
     end
   end
   F.hfftn, F.hfft2 = hfftn("hfftn", false), hfftn("hfft2", true)
   local function ihfftn(op, two)
     return function(...)
-      local x, s, dims, norm = argsn(op, two, false, ...)
+      local x, s, dims, norm, out = argsn(op, two, false, ...)
       scale(op, norm, 1, true)
-      return rfftn_core(op, x, s, dims, dual[norm or "backward"]):conj()
+      return finish(op, rfftn_core(op, x, s, dims, dual[norm or "backward"]):conj(), out)
     end
   end
   F.ihfftn, F.ihfft2 = ihfftn("ihfftn", false), ihfftn("ihfft2", true)
 
-  -- fftfreq(n, d=1, {dtype=, device=, requires_grad=})
-  local FREQ = { "dtype", "device", "requires_grad" }
+  -- fftfreq(n, d=1, {dtype=, device=, requires_grad=, out=})
+  local FREQ = { "dtype", "device", "requires_grad", "out" }
   local function freqs(op, real)
     return function(n, d, opts, ...)
       if A.is_opts(d) then opts, d = d, nil end
@@ -299,7 +326,7 @@ return function(T, C)
       r = (r / (d * n)):to(dtype)
       if o.device then r = r:to(o.device) end
       if o.requires_grad then r:requires_grad_() end
-      return r
+      return finish(op, r, o.out)
     end
   end
   F.fftfreq, F.rfftfreq = freqs("fftfreq", false), freqs("rfftfreq", true)

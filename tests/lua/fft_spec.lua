@@ -200,3 +200,65 @@ describe("T.fft conformance with torch.fft", function()
     assert.are.same({ 4, 4 }, { y:size(1), y:size(2) })
   end)
 end)
+
+describe("T.fft out=", function()
+  local FFT = T.fft
+  it("rfft writes a contiguous out of the right shape in place, and returns it", function()
+    local x = T.randn(4, 16)
+    local o = T.empty(4, 9, { dtype = T.complex64 })
+    local ptr = o:data_ptr()
+    local r = FFT.rfft(x, { out = o, norm = "ortho" })
+    assert.equal(ptr, o:data_ptr())
+    assert.is_true(rawequal(r, o))
+    assert.is_true(T.equal(o, FFT.rfft(x, { norm = "ortho" })))
+    local o64 = T.empty(9, { dtype = T.complex128 })
+    FFT.rfft(x[1]:double(), { out = o64 })
+    assert.is_true(T.equal(o64, FFT.rfft(x[1]:double())))
+    -- along dim 1 (strided input), and with n padding
+    local o1 = T.empty(3, 16, { dtype = T.complex64 })
+    FFT.rfft(x, { dim = 1, out = o1 })
+    assert.is_true(T.equal(o1, FFT.rfft(x, { dim = 1 })))
+    local on = T.empty(4, 11, { dtype = T.complex64 })
+    FFT.rfft(x, { n = 20, out = on })
+    assert.is_true(T.equal(on, FFT.rfft(x, { n = 20 })))
+  end)
+  it("other outs are written as every out= op writes them", function()
+    local x = T.randn(4, 16)
+    local want = FFT.rfft(x)
+    local e = T.empty(0, { dtype = T.complex64 })
+    FFT.rfft(x, { out = e }) -- an empty out is resized
+    assert.is_true(T.equal(e, want))
+    local nc = T.empty(9, 4, { dtype = T.complex64 }):t() -- not contiguous
+    FFT.rfft(x, { out = nc })
+    assert.is_true(T.equal(nc, want))
+    assert.has_error(function() FFT.rfft(x, { out = T.empty(3, 9, { dtype = T.complex64 }) }) end,
+      "rfft: output with shape [3, 9] doesn't match the result shape [4, 9] (only an empty out tensor is resized)")
+    assert.has_error(function() FFT.rfft(x, { out = T.empty(4, 9) }) end,
+      "rfft: expected out to have dtype ember.complex64, got ember.float32")
+    assert.has_error(function() FFT.rfft(x, { out = 3 }) end, "rfft: expected a tensor for out, got number")
+    local y = T.randn(4, 16):requires_grad_()
+    assert.has_error(function() FFT.rfft(y, { out = T.empty(4, 9, { dtype = T.complex64 }) }) end,
+      "rfft: functions with out= arguments don't support automatic differentiation, but one of the arguments requires grad")
+  end)
+  it("every transform and fftfreq take out", function()
+    local x = T.randn(4, 6)
+    local c = T.complex(T.randn(4, 6), T.randn(4, 6))
+    local cases = {
+      { "fft", c }, { "ifft", c }, { "irfft", c }, { "hfft", c }, { "ihfft", x },
+      { "fft2", c }, { "ifft2", c }, { "fftn", c }, { "ifftn", c }, { "rfft2", x }, { "rfftn", x },
+      { "irfft2", c }, { "irfftn", c }, { "hfft2", c }, { "hfftn", c }, { "ihfft2", x }, { "ihfftn", x },
+    }
+    for _, k in ipairs(cases) do
+      local want = FFT[k[1]](k[2])
+      local o = T.empty(0, { dtype = want.dtype })
+      local r = FFT[k[1]](k[2], { out = o })
+      assert.is_true(rawequal(r, o), k[1])
+      assert.is_true(T.equal(o, want), k[1])
+    end
+    local f = T.empty(0)
+    FFT.fftfreq(5, { out = f })
+    assert.is_true(T.equal(f, FFT.fftfreq(5)))
+    assert.has_error(function() FFT.rfftfreq(6, 0.5, { out = f }) end, -- a filled out of another shape
+      "rfftfreq: output with shape [5] doesn't match the result shape [4] (only an empty out tensor is resized)")
+  end)
+end)

@@ -128,3 +128,41 @@ em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **ou
   *out = y;
   return EM_OK;
 }
+
+em_status em_fft_r2c_out(const em_tensor *x, int64_t dim, double fct, em_tensor *out) {
+  int d = 0;
+  const em_kernels *kt = NULL;
+  int64_t outer = 1, inner = 1;
+  int direct = (x->dtype == EM_FLOAT32 || x->dtype == EM_FLOAT64) &&
+               !(em_grad_enabled() && x->requires_grad) && !out->requires_grad &&
+               !out->view_base && !out->nograd_view && !out->multi_view && !out->hook_view &&
+               out->storage != x->storage && out->ndim == x->ndim &&
+               out->dtype == (x->dtype == EM_FLOAT32 ? EM_COMPLEX64 : EM_COMPLEX128) &&
+               out->storage->device.type == x->storage->device.type &&
+               out->storage->device.index == x->storage->device.index &&
+               em_tensor_is_contiguous(out);
+  if (direct) {
+    em_status st = fft_prepare("rfft", x, dim, &d, &kt, &outer, &inner);
+    if (st != EM_OK) return st;
+    for (int i = 0; direct && i < x->ndim; i++)
+      direct = out->sizes[i] == (i == d ? x->sizes[d] / 2 + 1 : x->sizes[i]);
+  }
+  if (!direct) {
+    em_tensor *y = NULL;
+    em_status st = em_fft_r2c(x, dim, fct, &y);
+    if (st == EM_OK) st = em_write_out("rfft", y, out);
+    em_tensor_release(y);
+    return st;
+  }
+  em_tensor *c = NULL;
+  em_status st = em_contiguous(x, &c);
+  if (st == EM_OK && em_tensor_numel(out) > 0)
+    st = kt->cplx->rfft(x->dtype, (const char *)c->storage->data +
+                                      c->offset * (int64_t)em_dtype_size(c->dtype),
+                        (char *)out->storage->data +
+                            out->offset * (int64_t)em_dtype_size(out->dtype),
+                        outer, x->sizes[d], inner, fct);
+  em_tensor_release(c);
+  if (st == EM_OK) em_storage_bump_version(out->storage);
+  return st;
+}
