@@ -298,7 +298,7 @@ static int fft_setup(const char *name, int k) {
     A = frand(2 * FFT_N); /* FFT_N doubles */
     double *d = (double *)A;
     for (int64_t i = FFT_N - 1; i >= 0; i--) d[i] = A[i];
-  } else if (!strcmp(name, "fft_rfft_1m")) {
+  } else if (!strcmp(name, "fft_rfft_1m") || !strcmp(name, "fft_rfft_1m_out")) {
     FFT_N = 1048576 / k;
     FFT_FR = em_pf_f32_make_r((size_t)FFT_N);
     A = frand(FFT_N);

@@ -178,6 +178,9 @@ local la_rows = {
 }
 -- the T.fft rows (issue 19): rfft of 2^20 (float32, float64), fft2 of 1024^2 complex64
 la_rows.fft_rfft_1m = { function(k) S.a = T.rand(fl(1048576 / k)) end, function() return T.fft.rfft(S.a) end }
+la_rows.fft_rfft_1m_out = { function(k)
+  S.a = T.rand(fl(1048576 / k)); S.o = T.empty(fl(fl(1048576 / k) / 2) + 1, { dtype = T.complex64 })
+end, function() return T.fft.rfft(S.a, { out = S.o }) end }
 la_rows.fft_rfft_1m_f64 = { function(k) S.a = T.rand(fl(1048576 / k), { dtype = T.float64 }) end,
                             function() return T.fft.rfft(S.a) end }
 la_rows.fft_fft2_1024 = { function(k) local n = fl(1024 / k); S.a = T.complex(T.rand(n, n), T.rand(n, n)) end,

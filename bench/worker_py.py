@@ -74,7 +74,7 @@ VM = {
 
 # the T.linalg rows (issue 19), float32; sizes shrink by k in quick mode
 LA_ROWS = ("la_solve_1024", "la_inv_1024", "la_cholesky_2048", "la_svd_512", "la_eigh_512",
-           "la_lstsq_4096x256", "la_solve_batch16", "fft_rfft_1m", "fft_rfft_1m_f64", "fft_fft2_1024")
+           "la_lstsq_4096x256", "la_solve_batch16", "fft_rfft_1m", "fft_rfft_1m_f64", "fft_fft2_1024", "fft_rfft_1m_out")
 
 
 def la_setup(name, k):
@@ -99,6 +99,10 @@ def la_setup(name, k):
         S["a"], S["b"] = rand(1024 // k, 16, 16) + eye(16) * 16, rand(1024 // k, 16, 1)
     elif name == "fft_rfft_1m":
         S["a"] = rand(1048576 // k)
+    elif name == "fft_rfft_1m_out":
+        S["a"] = rand(1048576 // k)
+        if T:
+            S["o"] = torch.empty(1048576 // k // 2 + 1, dtype=torch.complex64)
     elif name == "fft_rfft_1m_f64":
         S["a"] = rand(1048576 // k).double() if T else rand(1048576 // k).astype(np.float64)
     elif name == "fft_fft2_1024":
@@ -125,6 +129,9 @@ def la_body(name, a, b):
     FFT = torch.fft if T else np.fft
     if name in ("fft_rfft_1m", "fft_rfft_1m_f64"):
         return lambda: FFT.rfft(a)
+    if name == "fft_rfft_1m_out":
+        o = S["o"]
+        return lambda: FFT.rfft(a, out=o)
     if name == "fft_fft2_1024":
         return lambda: FFT.fft2(a)
 
@@ -218,6 +225,8 @@ def setup(name, k):
             a = a.double() if MODE == "torch" else a.astype(np.float64)
         S["a"], S["c"] = a, (torch.empty_like(a) if MODE == "torch" else np.empty_like(a))
     elif name in LA_ROWS:
+        if name == "fft_rfft_1m_out" and MODE != "torch":
+            return "skip NumPy's rfft has no out="
         la_setup(name, k)
     else:
         return "skip unknown workload"
