@@ -177,6 +177,7 @@ SP_FN double sp_ndtr(double x) { return 0.5 * erfc(-x / SP_SQRT2); }
 SP_FN double sp_erfc_sqrt2(double x) {
   const double S_LO = -9.667293313452913e-17; /* sqrt 2 - SP_SQRT2 */
   double t = x / SP_SQRT2;
+  if (isinf(t)) return erfc(t); /* (the residual below would be inf - inf) */
   double dt = (fma(-t, SP_SQRT2, x) - t * S_LO) / SP_SQRT2;
   return erfc(t) - dt * 1.1283791670955126 * exp(-t * t);
 }
