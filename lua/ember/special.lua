@@ -37,11 +37,14 @@ return function(T, C)
     o = check_opts(op, o, OUT, 3)
     check_int(op, p, "p")
     if p < 1 then error(fmt("%s: p has to be greater than or equal to 1, got %d", op, p), 3) end
-    local xf = is_float(x.dtype) and x or x:to(T.get_default_dtype())
-    if xf:numel() > 0 and tostring(xf.device) ~= "meta" and
-        not xf:gt((p - 1) / 2):all():item() then
-      error(fmt("%s: all elements must be greater than (p-1)/2 = %s", op, tostring((p - 1) / 2)), 3)
+    -- PyTorch 1.13 refuses a bool input but does not check the domain
+    -- (x > (p-1)/2; older versions did, at the cost of a device sync): an
+    -- element at or below it gives lgamma's values (inf at the poles), NaN
+    -- stays NaN
+    if x.dtype == T.bool then
+      error(fmt("%s: the input tensor may not be a boolean tensor", op), 3)
     end
+    local xf = is_float(x.dtype) and x or x:to(T.get_default_dtype())
     -- one op over the p terms (a huge p is an allocation error, not a loop)
     local j = T.arange(p, { dtype = xf.dtype, device = xf.device }) * 0.5
     local r = (xf:unsqueeze(-1) - j):lgamma():sum(-1)
@@ -188,9 +191,19 @@ return function(T, C)
   -- -- T.special ------------------------------------------------------------------
   local S = {}
   for _, n in ipairs { "erf", "erfc", "erfinv", "digamma", "polygamma", "i0", "sinc", "logit",
-    "xlogy", "log1p", "exp2", "expm1", "round", "logsumexp", "softmax", "log_softmax" } do
+    "xlogy", "log1p", "exp2", "expm1", "logsumexp", "softmax", "log_softmax" } do
     S[n] = T[n]
   end
+  -- torch.special.round has no integer or bool kernel where torch.round
+  -- returns an integer tensor unchanged ("round_vml_cpu" not implemented
+  -- for 'Long'): refused here, by dtype
+  S.round = named("special_round", function(x, ...)
+    if T.is_tensor(x) and (not is_float(x.dtype) and not x:is_complex()) then
+      error(fmt("special_round: not implemented for %s tensors",
+        (tostring(x.dtype):gsub("^ember%.", ""))), 2)
+    end
+    return T.round(x, ...)
+  end)
   -- SciPy's spellings: errors under the name called
   S.psi = named("psi", T.digamma)
   S.gammaln = named("gammaln", T.lgamma)

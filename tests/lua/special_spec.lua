@@ -19,6 +19,10 @@ local RTOL = { float32 = 3e-6, float64 = 1e-12 }
 local WIDE = { ["special.zeta"] = 1e3, polygamma = 1e3, i0 = 1e2, ["special.i1"] = 1e2,
   ["special.i0e"] = 1e2, ["special.i1e"] = 1e2, erfinv = 10, ["special.ndtri"] = 10,
   mvlgamma = 10, ["special.log_ndtr"] = 10, lgamma = 10, digamma = 10 }
+-- gradients: digamma's is trigamma, PyTorch 1.13's up to 5e-10 relative off
+-- (its series stops at x >= 6 after B_6); ember's is within a few ulp of
+-- mpmath (difftest5_special_spec)
+local GWIDE = { digamma = 100 }
 local function close(got, rec, what, scale)
   local want = tensor(rec)
   assert.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
@@ -78,7 +82,7 @@ describe("special functions against PyTorch 1.13", function()
         local want, with = {}, {}
         for k = 1, #ins do if c.g[k] then with[#with + 1] = ins[k]; want[#want + 1] = c.g[k] end end
         local gs = T.autograd.grad({ y }, with, { grad_outputs = { tensor(c.v) } })
-        for k = 1, #with do close(gs[k], want[k], "gradient " .. k, 10 * (WIDE[c.op] or 1)) end
+        for k = 1, #with do close(gs[k], want[k], "gradient " .. k, 10 * (GWIDE[c.op] or WIDE[c.op] or 1)) end
       end
     end)
   end
@@ -186,7 +190,8 @@ describe("special functions: errors", function()
     assert.has_error(function() T.polygamma(-1, T.ones(2)) end,
       "polygamma: polygamma(n, x) does not support negative n (got -1)")
     assert.error_matches(function() T.gcd(T.ones(2), T.ones(2)) end, "gcd: not implemented for float32")
-    assert.error_matches(function() T.mvlgamma(T.tensor { 0.2 }, 2) end, "mvlgamma: all elements must be greater than")
+    -- (PyTorch 1.13 does not check mvlgamma's domain x > (p-1)/2: difftest5_special_spec)
+    assert.error_matches(function() T.mvlgamma(T.tensor { true }, 2) end, "mvlgamma: the input tensor may not be a boolean")
     assert.error_matches(function() T.addcdiv(T.ones(2), T.tensor { 1 }, T.tensor { 2 }) end,
       "addcdiv: integer division")
     assert.error_matches(function() T.addcmul(T.ones(2), T.ones(2), T.ones(2), { zz = 1 }) end,

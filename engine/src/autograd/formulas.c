@@ -813,11 +813,17 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       y = saved(f, EM_AG_SV_OUT(n, 0));
       gin[0] = MUL(MULS(g, 2.50662827463100050242), un(f, EM_OP_EXP, MULS(MUL(y, y), 0.5)));
       break;
-    case EM_OP_LOG_NDTR:  /* exp(-x^2/2 - y) / sqrt(2 pi) */
+    case EM_OP_LOG_NDTR:
+      /* phi(x) / Phi(x) = sqrt(2/pi) / erfcx(-x / sqrt 2) (Phi(x) =
+      ** erfc(-x / sqrt 2) / 2, DLMF 7.2.2, 7.2.3): no exp(-x^2/2 - y), whose
+      ** two terms cancel to about x^2 ulps (PyTorch 1.13's formula: inf at
+      ** x = -1e10 in float64, 0 in float32, where the value is ~ -x; 986
+      ** for 1000 at x = -1e3 in float32); -> 0 as x -> +inf (erfcx -> inf).
+      ** The output stays saved (PyTorch's saved tensors: an in-place write
+      ** to it is caught at backward) */
       x = saved(f, 0);
-      y = saved(f, EM_AG_SV_OUT(n, 0));
-      gin[0] = MUL(MULS(g, 0.39894228040143267794),
-                   un(f, EM_OP_EXP, SUB(MULS(MUL(x, x), -0.5), y)));
+      gin[0] = DIV(MULS(g, 0.79788456080286535588),
+                   un(f, EM_OP_ERFCX, MULS(x, -0.70710678118654752440)));
       break;
     case EM_OP_SINC: {
       /* (pi x cos(pi x) - sin(pi x)) / (pi x^2); for |u| < 0.3, u = pi x,

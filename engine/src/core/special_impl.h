@@ -10,8 +10,8 @@
 ** The algorithms are the ones PyTorch 1.13 uses (aten/src/ATen/native/
 ** Math.h, which takes them from the Cephes Math Library, 3-clause BSD,
 ** Copyright (c) 2018 Steven Moshier): digamma and trigamma by the
-** recurrence to x >= 10 (6 for trigamma) then the asymptotic series,
-** reflection for x < 0 (0.5); the Hurwitz zeta by Euler-Maclaurin
+** recurrence to x >= 10 (12 for trigamma, with more terms than PyTorch's)
+** then the asymptotic series, reflection for x < 0 (0.5); the Hurwitz zeta by Euler-Maclaurin
 ** summation (Cephes zeta.c: nine direct terms, then the Bernoulli-number
 ** tail); polygamma(n >= 2) as (-1)^(n+1) n! zeta(n + 1, x). Written here
 ** from those descriptions:
@@ -20,9 +20,11 @@
 ** - erfinv: for |y| <= 0.5 a first guess from ndtri refined by two Newton
 **   steps on erf (PyTorch refines a rational guess the same way); above,
 **   erfinv(y) = -ndtri((1 - |y|) / 2) / sqrt(2), where 1 - |y| is exact.
-** - ndtri: Acklam's rational approximation, then one Halley step on erfc
-**   (full double precision); log_ndtr: log1p(-ndtr(-x)) above -1,
-**   log(ndtr(x)) down to -20, then the asymptotic series of Mills' ratio.
+** - ndtri: Acklam's rational approximation, then two Halley steps on erfc
+**   (erf in the middle, where Phi(x) - 1/2 must keep its relative
+**   precision); log_ndtr: log1p(-ndtr(-x)) from 0, log(ndtr(x)) down to
+**   -20 (erfc(x / sqrt 2) with the quotient's rounding compensated), then
+**   the asymptotic series of Mills' ratio.
 ** - i0e/i1e: the power series (positive terms) for |x| <= 30, the
 **   asymptotic expansion of I_nu(x) e^-x sqrt(2 pi x) above; i0/i1 scale
 **   back by e^|x|: inf past ~713 and at +-inf (PyTorch 1.13 gives NaN at
@@ -89,17 +91,29 @@ SP_FN double sp_trigamma(double x) {
   double sign = 1, res = 0;
   if (x != x) return x;
   if (x < 0.5) {
+    /* reflection (DLMF 5.15.6): psi'(x) + psi'(1 - x) = pi^2 / sin^2(pi x),
+    ** with sin(pi x) taken at x's distance r to the nearest integer (exact:
+    ** Sterbenz), so sin is 0 at the poles x = 0, -1, -2, ... and the
+    ** result +inf there, the limit from both sides (sin(pi * -1) is
+    ** 1.2e-16, which gave 6.6e32; PyTorch 1.13's too) */
     sign = -1;
-    double s = sin(SP_PI * x);
+    double s = sin(SP_PI * (x - round(x)));
     res -= SP_PI * SP_PI / (s * s);
     x = 1 - x;
   }
-  for (int i = 0; i < 6; i++) {
+  /* the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up to x >= 12, then the
+  ** asymptotic series (DLMF 5.15.8) 1/x + 1/(2x^2) + sum B_2k / x^(2k+1)
+  ** through B_14 (the first term left out, B_16 / x^17, is below 4e-17 of
+  ** the value there). PyTorch 1.13 stops at x >= 6 after B_6, 3e-10 off
+  ** (trigamma(0.49) = 5.1080924824 for 5.1080924839). */
+  while (x < 12) {
     res += 1 / (x * x);
     x += 1;
   }
-  double ixx = 1 / (x * x);
-  res += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
+  double z = 1 / (x * x);
+  double b = 1. / 6 + z * (-1. / 30 + z * (1. / 42 + z * (-1. / 30 + z * (5. / 66 +
+             z * (-691. / 2730 + z * (7. / 6))))));
+  res += (1 + (0.5 + b / x) / x) / x;
   return sign * res;
 }
 
@@ -153,6 +167,21 @@ SP_FN double sp_polygamma(int64_t n, double x) {
 
 SP_FN double sp_ndtr(double x) { return 0.5 * erfc(-x / SP_SQRT2); }
 
+/* erfc(x / sqrt 2) with the rounding of x / sqrt 2 compensated: t = x / sqrt 2
+** is off the true quotient by dt (up to half an ulp of t), and erfc's
+** relative sensitivity to its argument is about 2t, so erfc(t) alone is off
+** by some x^2 ulps (60 ulp at x = 7.3). dt = (x - t s_hi - t s_lo) / sqrt 2,
+** with s_hi + s_lo = sqrt 2 and x - t s_hi exact through fma; then one
+** Taylor term, erfc(t + dt) = erfc(t) - dt 2/sqrt(pi) exp(-t^2) (DLMF 7.2.2,
+** 7.10.1; the dropped term is O(dt^2 t), below double's epsilon). */
+SP_FN double sp_erfc_sqrt2(double x) {
+  const double S_LO = -9.667293313452913e-17; /* sqrt 2 - SP_SQRT2 */
+  double t = x / SP_SQRT2;
+  if (isinf(t)) return erfc(t); /* (the residual below would be inf - inf) */
+  double dt = (fma(-t, SP_SQRT2, x) - t * S_LO) / SP_SQRT2;
+  return erfc(t) - dt * 1.1283791670955126 * exp(-t * t);
+}
+
 SP_FN double sp_ndtri(double p) {
   SP_TABLE double a[6] = {-3.969683028665376e+01, 2.209460984245205e+02,
                               -2.759285104469687e+02, 1.383577518672690e+02,
@@ -183,9 +212,15 @@ SP_FN double sp_ndtri(double p) {
     x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
         ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
   }
-  /* Halley steps on Phi(x) - p; the upper tail works on 1 - p = Phi(-x) */
+  /* Halley steps on Phi(x) - p; the upper tail works on 1 - p = Phi(-x),
+  ** the middle (p in [0.25, 0.75], where p - 0.5 is exact) on
+  ** Phi(x) - 1/2 = erf(x / sqrt 2) / 2 (DLMF 7.18.2), which keeps its relative
+  ** precision as x -> 0 (1/2 erfc(-x / sqrt 2) - p there is a difference of
+  ** numbers near 1/2: ndtri(0.5 + 2.5e-8) was 5e6 ulp off) */
   for (int it = 0; it < 2; it++) {
-    double e = p > 0.5 ? -(0.5 * erfc(x / SP_SQRT2) - (1 - p)) : 0.5 * erfc(-x / SP_SQRT2) - p;
+    double e = p >= 0.25 && p <= 0.75 ? 0.5 * erf(x / SP_SQRT2) - (p - 0.5)
+               : p > 0.5 ? -(0.5 * erfc(x / SP_SQRT2) - (1 - p))
+                         : 0.5 * erfc(-x / SP_SQRT2) - p;
     /* below p ~ 1e-308, exp(x^2 / 2) overflows: scaled by 2^200 through e */
     double u = x * x / 2 > 700 ? ldexp(e, 200) * SP_SQRT2PI * exp(x * x / 2 - 200 * 0.6931471805599453)
                                : e * SP_SQRT2PI * exp(x * x / 2);
@@ -197,6 +232,7 @@ SP_FN double sp_ndtri(double p) {
 SP_FN double sp_erfinv(double y) {
   if (y != y || y < -1 || y > 1) return NAN;
   if (y == 1 || y == -1) return copysign(INFINITY, y);
+  if (y == 0) return y; /* -0 keeps its sign (the Newton steps below give +0) */
   double ay = fabs(y);
   if (ay > 0.5) return copysign(-sp_ndtri((1 - ay) / 2) / SP_SQRT2, y);
   double x = sp_ndtri((1 + y) / 2) / SP_SQRT2;
@@ -207,8 +243,13 @@ SP_FN double sp_erfinv(double y) {
 
 SP_FN double sp_log_ndtr(double x) {
   if (x != x) return x;
-  if (x > -1) return log1p(-0.5 * erfc(x / SP_SQRT2));
-  if (x > -20) return log(0.5 * erfc(-x / SP_SQRT2));
+  /* x >= 0: log1p(-Phi(-x)), Phi(-x) = erfc(x / sqrt 2) / 2 with the argument's
+  ** rounding compensated (log_ndtr(x) ~ -Phi(-x) is as precise as Phi(-x):
+  ** plain erfc(x / sqrt 2) was 5-60 ulp off on [2.5, 7.5]); x < 0: log Phi(x)
+  ** (log1p(-a) amplifies a's error by a / ((1 - a) |log(1 - a)|), log(a) by
+  ** 1 / |log a|: equal, 1.44, at x = 0) */
+  if (x >= 0) return log1p(-0.5 * sp_erfc_sqrt2(x));
+  if (x > -20) return log(0.5 * sp_erfc_sqrt2(-x));
   if (x == -INFINITY) return -INFINITY;
   /* log(phi(x) / -x) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 ...) */
   double z = 1 / (x * x), t = 1, s = 1;
@@ -434,14 +475,17 @@ SP_FN double sp_igamma(double a, double x, int upper) {
 }
 
 /* erfcx(x) = exp(x^2) erfc(x): directly up to 26 (exp(x^2) finite, erfc
-** relative-accurate); above, the asymptotic series of erfc's continued
+** relative-accurate; x^2 carried in two parts); above, the asymptotic series of erfc's continued
 ** fraction, 1 / (x sqrt(pi)) (1 - 1/(2x^2) + 3/(2x^2)^2 - 15/(2x^2)^3 ...);
 ** below -26.6, inf (2 exp(x^2) overflows). */
 SP_FN double sp_erfcx(double x) {
   if (x != x) return x;
   if (x < 26) {
     if (x < -26.7) return INFINITY;
-    return exp(x * x) * erfc(x);
+    /* exp(x^2) with x^2 = h + l split exactly (fma): exp(h) (1 + l); exp of
+    ** the rounded x^2 alone is off by x^2 ulps (7e-14 relative at 26) */
+    double h = x * x, l = fma(x, x, -h);
+    return exp(h) * (1 + l) * erfc(x);
   }
   if (isinf(x)) return 0;
   double t = 1 / (2 * x * x), term = 1, sum = 1;

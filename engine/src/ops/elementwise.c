@@ -524,6 +524,12 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
     }
     default: compute = outdt = rt; break;
   }
+  if ((op == EM_OP_LOGADDEXP || op == EM_OP_LOGADDEXP2 || op == EM_OP_GAMMAINC ||
+       op == EM_OP_GAMMAINCC) && em_dtype_kindof(rt) != EM_KIND_FLOAT)
+    /* PyTorch has no integer or bool kernels for these (its "logaddexp_cpu"
+    ** not implemented for 'Long'): integer operands are refused, not
+    ** promoted to the default float; one float operand promotes the rest */
+    return em_fail(EM_E_TYPE, EM_MSG_DTYPE_NOT_IMPLEMENTED, name, em_dtype_name(rt));
   if (op == EM_OP_SQUARE && compute == EM_BOOL) compute = outdt = EM_INT64;
   if (op == EM_OP_NEG && compute == EM_BOOL)
     return em_fail(EM_E_TYPE, "%s: negation, the `-` operator, on a bool tensor is not "
