@@ -58,6 +58,7 @@ local setups = {
   asm_cat = function(k) S.list = {}; for i = 1, 64 do S.list[i] = T.rand(fl(16384 / k), 16) end end,
   asm_stack = function(k) S.list = {}; for i = 1, 64 do S.list[i] = T.rand(fl(16384 / k), 16) end end,
   mm_256 = function() S.a, S.b = T.rand(256, 256), T.rand(256, 256) end,
+  mm_256_out = function() S.a, S.b, S.c = T.rand(256, 256), T.rand(256, 256), T.empty(256, 256) end,
   mm_1024 = function(k) local n = fl(1024 / k); S.a, S.b = T.rand(n, n), T.rand(n, n) end,
   mm_2048 = function(k) local n = fl(2048 / k); S.a, S.b = T.rand(n, n), T.rand(n, n) end,
   bmm_64x128 = function() S.a, S.b = T.rand(64, 128, 128), T.rand(64, 128, 128) end,
@@ -99,6 +100,10 @@ local bodies = {
   asm_cat = function(n) for _ = 1, n do local _ = T.cat(S.list, 1) end end,
   asm_stack = function(n) for _ = 1, n do local _ = T.stack(S.list, 1) end end,
   mm_256 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
+  mm_256_out = function(n)
+    local a, b, o = S.a, S.b, { out = S.c }
+    for _ = 1, n do local _ = T.mm(a, b, o) end
+  end,
   mm_1024 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
   mm_2048 = function(n) for _ = 1, n do local _ = T.mm(S.a, S.b) end end,
   bmm_64x128 = function(n) for _ = 1, n do local _ = T.bmm(S.a, S.b) end end,

@@ -202,9 +202,11 @@ def setup(name, k):
     elif name in ("asm_cat", "asm_stack"):
         S["list"] = [rand(16384 // k, 16) for _ in range(64)]
     elif name.startswith("mm_"):
-        n = int(name[3:])
+        n = int(name[3:].split("_")[0])
         n = n // k if n > 256 else n
         S["a"], S["b"] = rand(n, n), rand(n, n)
+        if name.endswith("_out"):
+            S["c"] = torch.empty(n, n) if MODE == "torch" else np.empty((n, n), dtype=np.float32)
     elif name == "bmm_64x128":
         S["a"], S["b"] = rand(64, 128, 128), rand(64, 128, 128)
     elif name == "red_prod":
@@ -313,6 +315,9 @@ def body(name):
     if name == "asm_stack":
         L = S["list"]
         return (lambda: torch.stack(L, 0)) if T else (lambda: np.stack(L, 0))
+    if name.startswith("mm_") and name.endswith("_out"):
+        c = S["c"]
+        return (lambda: torch.mm(a, b, out=c)) if T else (lambda: np.matmul(a, b, out=c))
     if name.startswith("mm_"):
         return (lambda: torch.mm(a, b)) if T else (lambda: a @ b)
     if name == "bmm_64x128":
