@@ -504,7 +504,9 @@ return function(T, C, nn)
     if not (#si == #sv and same(si, sv, #si)) then
       if #sv == #si - 1 and same(si, sv, #sv) then
         var = var:unsqueeze(-1)
-      elseif not (#sv == #si and same(si, sv, #si - 1) and sv[#sv] == 1) then
+      -- torch compares input.size()[:-1] with var.size()[:-1]: a 0-d
+      -- input's [:-1] is empty, so a var of [1] passes (the loss broadcasts)
+      elseif not (#sv >= 1 and #sv - 1 == math.max(#si - 1, 0) and same(si, sv, #sv - 1) and sv[#sv] == 1) then
         error(string.format("%s: var is of incorrect size: [%s] for an input of [%s]", op, table.concat(sv, ", "),
           table.concat(si, ", ")), 2)
       end
