@@ -93,3 +93,75 @@ describe("difftest round 5 (nn): gaussian_nll_loss var shapes", function()
     err(function() F.gaussian_nll_loss(f32 { 1, 3 }, f32 { 2, 2 }, f32 { { 0.5 } }) end, "var is of incorrect size")
   end)
 end)
+
+describe("difftest round 5 (nn): grid_sample with NaN and +-inf in the grid", function()
+  local G4 = { { nan, 0 }, { 0, nan }, { inf, 0 }, { -inf, 0 }, { 0, inf }, { 0, -inf }, { nan, nan }, { inf, inf }, { 0.5, 0.2 } }
+  -- torch 1.13 (CPU), x = arange(1, 13).reshape(1, 1, 3, 4), the grid above, either align_corners
+  -- (the last point is finite: its value depends on align_corners)
+  local want4 = {
+    bilinear = { zeros = { nan, nan, nan, nan, nan, nan, nan, nan },
+                 border = { 5, 2.5, 8, 5, 10.5, 2.5, 1, 12 },
+                 reflection = { 5, 2.5, 5, 5, 2.5, 2.5, 1, 1 } },
+    nearest = { zeros = { 0, 0, 0, 0, 0, 0, 0, 0 },
+                border = { 5, 3, 8, 5, 11, 3, 1, 12 },
+                reflection = { 5, 3, 5, 5, 3, 3, 1, 1 } },
+    bicubic = { zeros = { nan, nan, nan, nan, nan, nan, nan, nan },
+                border = { nan, nan, nan, nan, nan, nan, nan, nan },
+                reflection = { nan, nan, nan, nan, nan, nan, nan, nan } },
+  }
+  local function check(got, want)
+    for i, w in ipairs(want) do
+      local g = got[i]
+      if w ~= w then assert.is_true(g ~= g, ("at %d: expected NaN, got %s"):format(i, tostring(g)))
+      else assert.is_true(math.abs(g - w) < 1e-5, ("at %d: expected %s, got %s"):format(i, tostring(w), tostring(g))) end
+    end
+  end
+
+  it("4-d input: torch's values for every mode, padding and align_corners, float32 and float64", function()
+    for _, dt in ipairs { T.float32, T.float64 } do
+      local x = T.arange(1, 13, { dtype = dt }):reshape(1, 1, 3, 4)
+      local g = T.tensor({ { G4 } }, { dtype = dt })
+      for mode, pads in pairs(want4) do
+        for pm, want in pairs(pads) do
+          for _, ac in ipairs { false, true } do
+            local y = F.grid_sample(x, g, { mode = mode, padding_mode = pm, align_corners = ac })
+            check(y:reshape(-1):tolist(), want)
+          end
+        end
+      end
+    end
+    -- the gradient through bilinear zeros: torch's grid.grad [0, nan, nan, 0, 4, 12], input grad sum 2
+    local x = T.arange(1, 25, { dtype = T.float32 }):reshape(1, 2, 3, 4):requires_grad_()
+    local g = f32({ { { { nan, 0 }, { 0, inf }, { 0.5, 0.2 } } } }):requires_grad_()
+    F.grid_sample(x, g):sum():backward()
+    check(g.grad:reshape(-1):tolist(), { 0, nan, nan, 0, 4, 12 })
+    assert.is_true(math.abs(x.grad:sum():item() - 2) < 1e-5)
+  end)
+
+  it("5-d input: NaN clips to size - 1, zeros padding gives 0, nearest rounds half away from zero", function()
+    local x = T.arange(1, 25, { dtype = T.float32 }):reshape(1, 1, 2, 3, 4)
+    local g = f32 { { { { { nan, 0, 0 }, { 0, nan, 0 }, { 0, 0, nan }, { inf, 0, 0 }, { -inf, 0, 0 }, { 0, inf, 0 },
+      { 0, -inf, 0 }, { 0, 0, inf }, { 0, 0, -inf } } } } }
+    -- torch 1.13, either align_corners
+    local want = {
+      bilinear = { zeros = { 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+                   border = { 14, 16.5, 18.5, 14, 11, 16.5, 8.5, 18.5, 6.5 },
+                   reflection = { 14, 16.5, 18.5, 14, 14, 16.5, 16.5, 18.5, 18.5 } },
+      nearest = { zeros = { 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+                  border = { 20, 23, 19, 20, 17, 23, 15, 19, 7 },
+                  reflection = { 20, 23, 19, 20, 20, 23, 23, 19, 19 } },
+    }
+    for mode, pads in pairs(want) do
+      for pm, w in pairs(pads) do
+        for _, ac in ipairs { false, true } do
+          check(F.grid_sample(x, g, { mode = mode, padding_mode = pm, align_corners = ac }):reshape(-1):tolist(), w)
+        end
+      end
+    end
+    -- torch 1.13's 3-d nearest is std::round: x coordinates -0.5, 0.5, 1.5, 2.5, 3.5 (align_corners
+    -- false, y -0.125, z 0) -> [0, 2, 3, 4, 0] (half to even would give [1, 1, 3, 3, 4])
+    local gx = {}
+    for i, ix in ipairs { -0.5, 0.5, 1.5, 2.5, 3.5 } do gx[i] = { (2 * ix + 1) / 4 - 1, -0.75, -0.5 } end
+    check(F.grid_sample(x, f32 { { { gx } } }, { mode = "nearest" }):reshape(-1):tolist(), { 0, 2, 3, 4, 0 })
+  end)
+end)
