@@ -165,3 +165,85 @@ describe("difftest round 5 (nn): grid_sample with NaN and +-inf in the grid", fu
     check(F.grid_sample(x, f32 { { { gx } } }, { mode = "nearest" }):reshape(-1):tolist(), { 0, 2, 3, 4, 0 })
   end)
 end)
+
+describe("difftest round 5 (nn): missing errors (padding, empty pools, lp_pool norm 0, empty conv weights)", function()
+  local x1 = T.arange(0, 3, { dtype = T.float32 }):reshape(1, 1, 3)
+  local x2 = T.arange(0, 9, { dtype = T.float32 }):reshape(1, 1, 3, 3)
+  local x3 = T.arange(0, 27, { dtype = T.float32 }):reshape(1, 1, 3, 3, 3)
+
+  it("reflect and replicate padding refuse an output whose padded dims are all below 1", function()
+    for _, mode in ipairs { "reflect", "replicate" } do
+      -- torch: F.pad(x1, (-3, 0), mode) -> "input (W: 3) is too small. Calculated output W: 0"
+      err(function() F.pad(x1, { -3, 0 }, mode) end, "input (W: 3) is too small. Calculated output W: 0")
+      err(function() F.pad(x1, { -2, -1 }, mode) end, "is too small")
+      err(function() F.pad(x1[1], { -3, 0 }, mode) end, "is too small")
+      err(function() F.pad(x2, { -3, 0, -3, 0 }, mode) end, "input (H: 3, W: 3) is too small. Calculated output H: 0 W: 0")
+      err(function() F.pad(x3, { -3, 0, -3, 0, -3, 0 }, mode) end, "is too small")
+      -- one padded dim of 0 is an empty result, as torch: (1, 1, 3, 0), (1, 1, 3, 0, 0)
+      assert.equal("1,1,3,0", shape(F.pad(x2, { -3, 0, 0, 0 }, mode)))
+      assert.equal("1,1,3,0,0", shape(F.pad(x3, { -3, 0, -3, 0, 0, 0 }, mode)))
+      assert.equal("1,1,1", shape(F.pad(x1, { -2, 0 }, mode)))
+    end
+    -- reflect: a pad of the input's size or more, as before
+    err(function() F.pad(x1, { 3, 0 }, "reflect") end, "padding size should be less than the corresponding input dimension")
+    -- circular (-3, 1) on 3: torch reads outside the input; refused here. (-3, 0): empty, as torch
+    err(function() F.pad(x1, { -3, 1 }, "circular") end, "crops the whole dimension")
+    assert.equal("1,1,0", shape(F.pad(x1, { -3, 0 }, "circular")))
+  end)
+
+  it("reflect and replicate padding refuse empty non-batch dims as torch", function()
+    -- torch: replicate wants every dim but a batch non-zero; reflect 1-d/2-d every dim but the first
+    err(function() F.pad(T.zeros(1, 0, 3), { 1, 1 }, "replicate") end, "non-zero")
+    err(function() F.pad(T.zeros(0, 3), { 1, 1 }, "replicate") end, "non-zero dimensions")
+    err(function() F.pad(T.zeros(1, 0, 3), { 1, 1 }, "reflect") end, "non-zero dimensions after the first")
+    err(function() F.pad(T.zeros(1, 0, 3, 3, 3), { 1, 1, 1, 1, 1, 1 }, "reflect") end, "non-zero")
+    err(function() F.pad(T.zeros(0, 3, 3, 3), { 1, 1, 1, 1, 1, 1 }, "reflect") end, "non-zero dimensions")
+    -- torch accepts: a 0 batch, the 0 channels of an unbatched 1-d/2-d reflect, circular's 0 channels
+    assert.equal("0,1,5", shape(F.pad(T.zeros(0, 1, 3), { 1, 1 }, "replicate")))
+    assert.equal("0,5", shape(F.pad(T.zeros(0, 3), { 1, 1 }, "reflect")))
+    assert.equal("0,5,5", shape(F.pad(T.zeros(0, 3, 3), { 1, 1, 1, 1 }, "reflect")))
+    assert.equal("1,0,5", shape(F.pad(T.zeros(1, 0, 3), { 1, 1 }, "circular")))
+  end)
+
+  it("pools refuse empty non-batch dims, take a 0 batch (torch 1.13)", function()
+    -- torch: F.max_pool2d(zeros(1, 0, 4, 4), 2) -> "Expected 3D or 4D (batch mode) tensor with
+    -- optional 0 dim batch size for input"; zeros(0, 1, 4, 4) -> (0, 1, 2, 2)
+    local empty_c, empty_b = T.zeros(1, 0, 4, 4), T.zeros(0, 1, 4, 4)
+    for _, f in ipairs {
+      function(x) return F.max_pool2d(x, 2) end, function(x) return F.avg_pool2d(x, 2) end,
+      function(x) return F.lp_pool2d(x, 2, 2) end, function(x) return F.adaptive_max_pool2d(x, 2) end,
+    } do
+      err(function() f(empty_c) end, "dimension 2 is empty")
+      assert.equal("0,1,2,2", shape(f(empty_b)))
+    end
+    err(function() F.max_pool2d(T.zeros(0, 4, 4), 2) end, "dimension 1 is empty")
+    err(function() F.max_pool1d(T.zeros(1, 0, 4), 2) end, "max_pool1d: expected a 2-d or 3-d")
+    err(function() F.avg_pool1d(T.zeros(0, 4), 2) end, "avg_pool1d: expected a 2-d or 3-d")
+    err(function() F.max_pool3d(T.zeros(1, 0, 4, 4, 4), 2) end, "max_pool3d: expected a 4-d or 5-d")
+    err(function() F.avg_pool3d(T.zeros(0, 4, 4, 4), 2) end, "avg_pool3d: expected a 4-d or 5-d")
+    err(function() F.adaptive_max_pool1d(T.zeros(1, 0, 4), 2) end, "dimension 2 is empty")
+    err(function() F.adaptive_avg_pool3d(T.zeros(1, 0, 4, 4, 4), 2) end, "dimension 2 being empty")
+    -- torch accepts: adaptive_avg over 0 channels, the adaptive pools' unbatched 0 channels
+    assert.equal("1,0,2,2", shape(F.adaptive_avg_pool2d(empty_c, 2)))
+    assert.equal("0,2,2", shape(F.adaptive_max_pool2d(T.zeros(0, 4, 4), 2)))
+    assert.equal("0,2,2,2", shape(F.adaptive_max_pool3d(T.zeros(0, 4, 4, 4), 2)))
+    -- the message names the input's sizes, not an intermediate's
+    err(function() F.adaptive_avg_pool2d(T.zeros(1, 1, 0, 4), 2) end, "sizes [1, 1, 0, 4] with dimension 3 being empty")
+  end)
+
+  it("lp_pool refuses norm_type 0; conv refuses a weight of 0 out channels", function()
+    -- torch: F.lp_pool2d(x, 0, 2) -> ZeroDivisionError: float division by zero
+    local x = f32 { { { { 1, 2 }, { 3, -4 } } } }
+    err(function() F.lp_pool2d(x, 0, 2) end, "lp_pool2d: norm_type must not be 0")
+    err(function() F.lp_pool1d(x[1], 0, 2) end, "lp_pool1d: norm_type must not be 0")
+    assert.is_true(math.abs(F.lp_pool2d(x, -1, 2):item() - 0.6315789) < 1e-6) -- torch: 0.6315789
+    -- torch: "Given groups=1, expected weight to be at least 1 at dimension 0, but got weight of size [0, 3, 3, 3]"
+    local xi = T.randn(2, 3, 5, 5)
+    err(function() F.conv2d(xi, T.zeros(0, 3, 3, 3)) end, "expected weight to be at least 1 at dimension 1")
+    err(function() F.conv2d(xi, T.zeros(0, 1, 3, 3), nil, { groups = 3 }) end, "expected weight to be at least 3")
+    err(function() F.conv1d(T.randn(2, 3, 5), T.zeros(0, 3, 3)) end, "weight of size [0, 3, 3]")
+    err(function() F.conv3d(T.randn(2, 3, 5, 5, 5), T.zeros(0, 3, 3, 3, 3)) end, "weight of size [0, 3, 3, 3, 3]")
+    -- torch: "non-empty 2D or 4D weight tensor expected, but got: [3, 0, 3, 3]"
+    err(function() F.conv_transpose2d(xi, T.zeros(3, 0, 3, 3)) end, "expected a non-empty weight")
+  end)
+end)

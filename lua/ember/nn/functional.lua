@@ -13,6 +13,7 @@ return function(T, C)
   local F = {}
   local A = require "ember.args"
   local single = require("ember.argcheck")(T).single
+  local pool_nonempty = require("ember.argcheck")(T).pool_nonempty
   local checkopts, nomore = A.checkopts, A.nomore
   local unpack = table.unpack or unpack
 
@@ -241,10 +242,14 @@ return function(T, C)
 
   local function batched(op, x)
     need_tensor(op, x, "the input", 3)
-    if x.ndim == 3 then return x:unsqueeze(1), true end
+    if x.ndim == 3 then
+      pool_nonempty(op, x, 2, 3)
+      return x:unsqueeze(1), true
+    end
     if x.ndim ~= 4 then
       error(string.format("%s: expected a 3-d or 4-d input, got %d-d", op, x.ndim), 3)
     end
+    pool_nonempty(op, x, 2, 3)
     return x, false
   end
 

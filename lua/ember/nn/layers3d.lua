@@ -396,6 +396,10 @@ return function(T, C, nn)
     if type(g) ~= "number" or g < 1 or g ~= math.floor(g) then error(fmt("%s: non-positive groups is not supported", op), 2) end
     local N, Cin, D, H, W = unpack(shape_of(x))
     local O, Cg, kD, kH, kW = unpack(shape_of(w))
+    if O < g then
+      error(fmt("%s: Given groups=%d, expected weight to be at least %d at dimension 1, but got weight of size %s "
+        .. "instead", op, g, g, list_repr(shape_of(w))), 2)
+    end
     if Cin ~= Cg * g then
       error(fmt("%s: Given groups=%d, weight of size %s, expected input%s to have %d channels, but got %d channels "
         .. "instead", op, g, list_repr(shape_of(w)), list_repr(shape_of(x)), Cg * g, Cin), 2)
@@ -564,8 +568,12 @@ return function(T, C, nn)
   end
   local function pool_input(op, x)
     check_tensor(op, x, "input")
-    if x.ndim == 4 then return x:unsqueeze(1), true end
+    if x.ndim == 4 then
+      A.pool_nonempty(op, x, 3, 3)
+      return x:unsqueeze(1), true
+    end
     if x.ndim ~= 5 then error(fmt("%s: expected a 4-d (unbatched) or 5-d (batched) input, got %d-d", op, x.ndim), 3) end
+    A.pool_nonempty(op, x, 3, 3)
     return x, false
   end
   -- the depth slices of every window (offset kd, output t), padded with
@@ -701,10 +709,11 @@ return function(T, C, nn)
       if v > 2 ^ 31 - 1 then error(fmt("%s: output size %s is too large (at most 2^31 - 1)", op, tostring(v)), 3) end
       o[i] = v
     end
-    for i = 1, 3 do
-      if x.shape[x.ndim - 3 + i] == 0 then
+    -- torch 1.13 refuses an empty dim after the first (the channels too)
+    for i = 2, x.ndim do
+      if x.shape[i] == 0 then
         error(fmt("%s: expected input to have non-zero size for non-batch dimensions, but input has sizes %s with "
-          .. "dimension %d being empty", op, list_repr(shape_of(x)), x.ndim - 3 + i), 3)
+          .. "dimension %d being empty", op, list_repr(shape_of(x)), i), 3)
       end
     end
     local nd = x.ndim
