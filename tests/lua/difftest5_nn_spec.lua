@@ -247,3 +247,24 @@ describe("difftest round 5 (nn): missing errors (padding, empty pools, lp_pool n
     err(function() F.conv_transpose2d(xi, T.zeros(3, 0, 3, 3)) end, "expected a non-empty weight")
   end)
 end)
+
+describe("difftest round 5 (nn): avg_pool divisor_override", function()
+  it("takes a negative divisor, refuses 0 and a fraction, naming the op and value", function()
+    local x = T.arange(0, 16, { dtype = T.float64 }):reshape(1, 1, 4, 4)
+    -- torch: F.avg_pool2d(x, 2, divisor_override=-2) -> [-5, -9, -21, -25]
+    U.near(F.avg_pool2d(x, 2, { divisor_override = -2 }):reshape(-1), T.tensor({ -5, -9, -21, -25 }, { dtype = T.float64 }), 0)
+    U.near(F.avg_pool3d(x:unsqueeze(1), { 1, 2, 2 }, { divisor_override = -2 }):reshape(-1),
+      T.tensor({ -5, -9, -21, -25 }, { dtype = T.float64 }), 0)
+    -- the gradient: torch's [-2, -3, -3, -2, -3, -4.5, ...] for a 3x3 window, stride 1, padding 1, divisor -2
+    local w = x:clone():requires_grad_()
+    F.avg_pool2d(w, 3, { stride = 1, padding = 1, divisor_override = -2 }):sum():backward()
+    U.near(w.grad:reshape(-1), T.tensor({ -2, -3, -3, -2, -3, -4.5, -4.5, -3, -3, -4.5, -4.5, -3, -2, -3, -3, -2 },
+      { dtype = T.float64 }), 0)
+    -- torch: "divisor must be not zero"; a float: "argument 'divisor_override' must be int, not float"
+    err(function() F.avg_pool2d(x, 2, { divisor_override = 0 }) end, "avg_pool2d: divisor must be not zero, got 0")
+    err(function() T.nn.AvgPool2d(2, { divisor_override = 0 }):forward(x) end, "avg_pool2d: divisor must be not zero")
+    err(function() F.avg_pool2d(x, 2, { divisor_override = 0.5 }) end, "avg_pool2d: expected an integer for divisor_override, got 0.5")
+    err(function() F.avg_pool3d(x:unsqueeze(1), 1, { divisor_override = 0.5 }) end,
+      "avg_pool3d: expected an integer for divisor_override, got 0.5")
+  end)
+end)

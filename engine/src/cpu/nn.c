@@ -136,7 +136,7 @@
             if (!bwd) b[o] = 0;                                                            \
             continue;                                                                      \
           }                                                                                \
-          double div = divov > 0 ? (double)divov                                           \
+          double div = divov != 0 ? (double)divov                                          \
                                  : (double)(cip ? pool : (h1 - h0) * (w1 - w0));           \
           if (!bwd) {                                                                      \
             double sum = 0;                                                                \

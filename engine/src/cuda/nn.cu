@@ -65,7 +65,7 @@ __global__ void avgpool_kernel(const T *a, T *b, emcu_pool g, int bwd) {
       if (!bwd) b[lin] = 0;
       continue;
     }
-    double div = g.divisor_override > 0 ? (double)g.divisor_override
+    double div = g.divisor_override != 0 ? (double)g.divisor_override
                                          : (double)(g.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
     if (!bwd) {
       double sum = 0;

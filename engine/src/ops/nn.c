@@ -131,8 +131,6 @@ static em_status avg_pool2d_run(const em_tensor *input, const int64_t kernel[2],
   if ((st = pool_geometry(op, input->ndim, input->sizes, kernel, stride, padding, NULL,
                           ceil_mode, &g)) != EM_OK)
     return st;
-  if (divisor_override < 0)
-    return em_fail(EM_E_VALUE, "%s: divisor must be not zero", op);
   g.count_include_pad = count_include_pad;
   g.divisor_override = divisor_override;
   em_tensor *x = NULL, *y = NULL;

@@ -282,6 +282,13 @@ return function(T, C)
     if cip == nil and pos then cip = args[4] end  -- an options table without it: the default
     if cip == nil then cip = true end
     local div = o.divisor_override or (pos and args[5]) or nil
+    if div ~= nil then
+      -- torch 1.13 takes any non-zero integer (a negative one too)
+      if type(div) ~= "number" or div ~= math.floor(div) or math.abs(div) == math.huge then
+        error(string.format("%s: expected an integer for divisor_override, got %s", op, tostring(div)), 2)
+      end
+      if div == 0 then error(op .. ": divisor must be not zero, got 0", 2) end
+    end
     local xb, unb = batched(op, x)
     local out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
     if unb then out = out:squeeze(1) end

@@ -662,9 +662,10 @@ return function(T, C, nn)
     local cip = o.count_include_pad
     if cip == nil then cip = true end
     local div = o.divisor_override
-    if div ~= nil and (type(div) ~= "number" or div == 0) then
-      error(fmt("%s: divisor must be not zero, got %s", op, tostring(div)), 2)
+    if div ~= nil and (type(div) ~= "number" or div ~= math.floor(div) or math.abs(div) == math.huge) then
+      error(fmt("%s: expected an integer for divisor_override, got %s", op, tostring(div)), 2)
     end
+    if div == 0 then error(fmt("%s: divisor must be not zero, got 0", op), 2) end
     local xs, Do = depth_slices(op, xb, k, s, p, d, ceil, 0)
     -- window sums over H x W (a divisor of 1), then over the window's depth
     local sums = F.avg_pool2d(xs, { k[2], k[3] }, { stride = { s[2], s[3] }, padding = { p[2], p[3] }, ceil_mode = ceil,
