@@ -268,3 +268,75 @@ describe("difftest round 5 (nn): avg_pool divisor_override", function()
       "avg_pool3d: expected an integer for divisor_override, got 0.5")
   end)
 end)
+
+describe("difftest round 5 (nn): bfloat16 pools and conv_transpose", function()
+  -- values exact in bfloat16: ((i * 37) % 101) / 7 - 7
+  local function mk(...)
+    local shape, n = { ... }, 1
+    for _, s in ipairs(shape) do n = n * s end
+    local i = T.arange(0, n, { dtype = T.int64 })
+    return (((i * 37) % 101):float() / 7 - 7):reshape(shape):to(T.bfloat16)
+  end
+  local function same_bits(a, b, what)
+    assert.equal(T.bfloat16, a.dtype, what)
+    local av, bv = a:float():reshape(-1):tolist(), b:float():reshape(-1):tolist()
+    assert.equal(#bv, #av, what)
+    for i = 1, #av do
+      assert.is_true(av[i] == bv[i] or (av[i] ~= av[i] and bv[i] ~= bv[i]),
+        ("%s at %d: %s vs %s"):format(what, i, tostring(av[i]), tostring(bv[i])))
+    end
+  end
+
+  it("computes in float32 and rounds once, as torch 1.13's bfloat16 CPU kernels", function()
+    local x, x1 = mk(2, 3, 7, 7), mk(2, 3, 9)
+    local w, w1 = mk(3, 2, 3, 3) / 10, mk(3, 2, 3) / 10
+    -- torch: F.adaptive_avg_pool2d(x[:1, :2], (3, 4)) in bfloat16 starts
+    -- [-1.0234375, 0.49609375, -0.158203125, 1.3515625, -1.578125, 0.74609375];
+    -- F.avg_pool2d(x, 3, stride=2, padding=1): [-0.1259765625, 0.2890625, -0.6796875, ...]
+    local xs = mk(1, 2, 7, 7)
+    U.near(F.adaptive_avg_pool2d(xs, { 3, 4 }):float():reshape(-1):narrow(1, 1, 6),
+      f32 { -1.0234375, 0.49609375, -0.158203125, 1.3515625, -1.578125, 0.74609375 }, 0)
+    U.near(F.avg_pool2d(xs, 3, { stride = 2, padding = 1 }):float():reshape(-1):narrow(1, 1, 3),
+      f32 { -0.1259765625, 0.2890625, -0.6796875 }, 0)
+    -- every op: the float32 result rounded (torch's bits for each, checked against torch 1.13)
+    local cases = {
+      { "max_pool2d", function(t) return F.max_pool2d(t, 3, { stride = 2, padding = 1 }) end, x },
+      { "avg_pool2d", function(t) return F.avg_pool2d(t, 3, { stride = 2, padding = 1, count_include_pad = false }) end, x },
+      { "adaptive_avg_pool2d", function(t) return F.adaptive_avg_pool2d(t, { 3, 4 }) end, x },
+      { "adaptive_max_pool2d", function(t) return F.adaptive_max_pool2d(t, { 3, 4 }) end, x },
+      { "max_pool1d", function(t) return F.max_pool1d(t, 3, 2) end, x1 },
+      { "avg_pool1d", function(t) return F.avg_pool1d(t, 3, 2) end, x1 },
+      { "adaptive_avg_pool1d", function(t) return F.adaptive_avg_pool1d(t, 4) end, x1 },
+      { "conv_transpose2d", function(t) return F.conv_transpose2d(t, t.dtype == T.bfloat16 and w or w:float(), nil,
+        { stride = 2, padding = 1 }) end, x },
+      { "conv_transpose1d", function(t) return F.conv_transpose1d(t, t.dtype == T.bfloat16 and w1 or w1:float(), nil,
+        { stride = 2 }) end, x1 },
+      { "max_pool3d", function(t) return F.max_pool3d(t, 2) end, mk(1, 2, 4, 5, 5) },
+      { "avg_pool3d", function(t) return F.avg_pool3d(t, 2) end, mk(1, 2, 4, 5, 5) },
+    }
+    for _, c in ipairs(cases) do
+      same_bits(c[2](c[3]), c[2](c[3]:float()):to(T.bfloat16), c[1])
+    end
+    -- lp_pool is torch's chain of bfloat16 ops (pow, avg_pool, ...): shape and dtype
+    assert.equal(T.bfloat16, F.lp_pool2d(x, 2, 2).dtype)
+    assert.equal("2,3,4", shape(F.lp_pool1d(x1, 3, 2)))
+    -- max_pool2d's indices, and gradients in bfloat16
+    local _, idx = F.max_pool2d(x, 2, { return_indices = true })
+    local _, idx32 = F.max_pool2d(x:float(), 2, { return_indices = true })
+    assert.is_true(T.equal(idx, idx32))
+    local xg = x:clone():requires_grad_()
+    F.avg_pool2d(xg, 2):sum():backward()
+    assert.equal(T.bfloat16, xg.grad.dtype)
+  end)
+
+  it("refuses float16 on the CPU where torch 1.13 does", function()
+    -- torch: "max_pool2d" not implemented for 'Half'; "slow_conv_transpose2d_out_cpu" not implemented for 'Half'
+    local h = T.randn(1, 2, 5, 5):to(T.float16)
+    local msg = "float16 input is not supported on the CPU"
+    err(function() F.max_pool2d(h, 2) end, "max_pool2d: " .. msg)
+    err(function() F.avg_pool2d(h, 2) end, "avg_pool2d: " .. msg)
+    err(function() F.lp_pool2d(h, 2, 2) end, "lp_pool2d: " .. msg)
+    err(function() F.max_pool1d(h[1], 2) end, "max_pool1d: " .. msg)
+    err(function() F.conv_transpose2d(h, T.randn(2, 3, 3, 3):to(T.float16)) end, "conv_transpose2d: " .. msg)
+  end)
+end)

@@ -241,6 +241,10 @@ em_status em_conv2d_backward_input(const em_tensor *grad_out, const em_tensor *w
                                    const int64_t input_sizes[4], const int64_t stride[2],
                                    const int64_t padding[2], const int64_t dilation[2],
                                    int64_t groups, em_tensor **grad_input) {
+  /* conv_transpose's op: half types in float32, rounded once, as conv2d */
+  const em_tensor *ac[2] = {grad_out, weight};
+  EM_HALF_VIA_F32(2, ac, em_conv2d_backward_input(ac[0], ac[1], input_sizes, stride, padding, dilation,
+                                                  groups, grad_input), grad_input);
   return conv_backward(EM_CONV_BACKWARD_INPUT, grad_out, weight, input_sizes, stride, padding,
                        dilation, groups, grad_input);
 }

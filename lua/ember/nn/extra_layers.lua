@@ -189,11 +189,17 @@ return function(T, C, nn)
     end
   end
 
+  -- half types: the means in float32, rounded once (torch's kernels
+  -- accumulate in float; the separable passes would round in between)
+  local function half(x) return x.dtype == T.bfloat16 or x.dtype == T.float16 end
+  nn._half_dtype = half
+
   function F.adaptive_avg_pool1d(x, output_size, ...)
     local op = "adaptive_avg_pool1d"
     nomore(op, 2, ...)
     adaptive_input(op, x, 1)
     local o = out_sizes(op, output_size, 1, x)
+    if half(x) then return (adaptive_1d(op, x:float(), x.ndim, o[1], "avg")):to(x.dtype) end
     return (adaptive_1d(op, x, x.ndim, o[1], "avg"))
   end
 
@@ -203,8 +209,10 @@ return function(T, C, nn)
     adaptive_input(op, x, 2)
     local o = out_sizes(op, output_size, 2, x)
     -- a rectangle's mean is the mean of its rows' means (equal lengths)
-    local y = adaptive_1d(op, x, x.ndim, o[2], "avg")
-    return (adaptive_1d(op, y, x.ndim - 1, o[1], "avg"))
+    local h = half(x)
+    local y = adaptive_1d(op, h and x:float() or x, x.ndim, o[2], "avg")
+    y = adaptive_1d(op, y, x.ndim - 1, o[1], "avg")
+    return h and y:to(x.dtype) or y
   end
 
   local AMP = set { "return_indices" }

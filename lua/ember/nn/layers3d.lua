@@ -666,6 +666,14 @@ return function(T, C, nn)
       error(fmt("%s: expected an integer for divisor_override, got %s", op, tostring(div)), 2)
     end
     if div == 0 then error(fmt("%s: divisor must be not zero, got 0", op), 2) end
+    -- half types: summed and divided in float32, rounded once (as the 2-d
+    -- pools); float16 on the CPU refused as theirs
+    local hd = nn._half_dtype(xb) and xb.dtype
+    if hd == T.float16 and xb.device.type == "cpu" then
+      error(fmt("%s: float16 input is not supported on the CPU (as torch 1.13); bfloat16, float32 and float64 are",
+        op), 2)
+    end
+    if hd then xb = xb:float() end
     local xs, Do = depth_slices(op, xb, k, s, p, d, ceil, 0)
     -- window sums over H x W (a divisor of 1), then over the window's depth
     local sums = F.avg_pool2d(xs, { k[2], k[3] }, { stride = { s[2], s[3] }, padding = { p[2], p[3] }, ceil_mode = ceil,
@@ -675,12 +683,13 @@ return function(T, C, nn)
     if div ~= nil then
       out = out / div
     else
-      local opts = { dtype = x.dtype, device = x.device }
+      local opts = { dtype = xb.dtype, device = x.device }
       local fd = T.tensor(divisors(D, k[1], s[1], p[1], Do, cip), opts):view(Do, 1, 1)
       local fh = T.tensor(divisors(H, k[2], s[2], p[2], Ho, cip), opts):view(1, Ho, 1)
       local fw = T.tensor(divisors(W, k[3], s[3], p[3], Wo, cip), opts):view(1, 1, Wo)
       out = out / (fd * fh * fw)
     end
+    if hd then out = out:to(hd) end
     return unb and out:squeeze(1) or out
   end
   F.avg_pool3d = named("avg_pool3d", F.avg_pool3d)
@@ -719,7 +728,11 @@ return function(T, C, nn)
     end
     local nd = x.ndim
     if kind == "avg" then
-      return adaptive_dim(adaptive_dim(adaptive_dim(x, nd, o[3], "avg"), nd - 1, o[2], "avg"), nd - 2, o[1], "avg")
+      -- half types: in float32, rounded once (extra_layers.lua)
+      local h = nn._half_dtype(x)
+      local y = adaptive_dim(adaptive_dim(adaptive_dim(h and x:float() or x, nd, o[3], "avg"), nd - 1, o[2], "avg"),
+        nd - 2, o[1], "avg")
+      return h and y:to(x.dtype) or y
     end
     local v1, iw = adaptive_dim(x, nd, o[3], "max")
     local v2, ih = adaptive_dim(v1, nd - 1, o[2], "max")
