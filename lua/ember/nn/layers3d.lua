@@ -377,7 +377,8 @@ return function(T, C, nn)
     for kd = 0, kD - 1 do
       for t = 0, count - 1 do idx[#idx + 1] = starts + kd * dil + t * step + 1 end
     end
-    return T.tensor(idx, { dtype = T.int64, device = dev })
+    -- made on the CPU and moved (a meta tensor holds no data to write)
+    return T.tensor(idx, { dtype = T.int64 }):to(dev)
   end
 
   function F.conv3d(x, w, b, ...)
@@ -514,7 +515,7 @@ return function(T, C, nn)
     end
     local full = math.max((D - 1) * s[1] + d[1] * (kD - 1) + 1, p[1] + Dout)
     local out = T.zeros({ N, Cout, full, Ho, Wo }, { dtype = y.dtype, device = y.device })
-      :index_add(3, T.tensor(pos, { dtype = T.int64, device = y.device }), y):narrow(3, p[1] + 1, Dout)
+      :index_add(3, T.tensor(pos, { dtype = T.int64 }):to(y.device), y):narrow(3, p[1] + 1, Dout)
     if b ~= nil then
       if b.ndim ~= 1 or b:numel() ~= Cout then
         error(fmt("%s: expected a bias of %d elements, got %d", op, Cout, b:numel()), 2)
@@ -624,7 +625,7 @@ return function(T, C, nn)
       -- in-bounds element, as torch's scan (not a depth-padding slice)
       local first = {}
       for t = 0, Do - 1 do first[t + 1] = math.max(0, math.ceil((p[1] - t * s[1]) / d[1])) + 1 end
-      local lo = T.tensor(first, { dtype = T.int64, device = x.device }):view(1, 1, Do, 1, 1)
+      local lo = T.tensor(first, { dtype = T.int64 }):to(x.device):view(1, 1, Do, 1, 1)
       a = T.where(v:detach():eq(-math.huge), T.maximum(a, lo), a)
       local within = i2:view(N, Cn, k[1], Do, Ho, Wo):gather(3, a:unsqueeze(3)):squeeze(3)
       local t = T.arange(Do, { device = x.device }):view(1, 1, Do, 1, 1) * s[1] - p[1]
@@ -683,10 +684,10 @@ return function(T, C, nn)
     if div ~= nil then
       out = out / div
     else
-      local opts = { dtype = xb.dtype, device = x.device }
-      local fd = T.tensor(divisors(D, k[1], s[1], p[1], Do, cip), opts):view(Do, 1, 1)
-      local fh = T.tensor(divisors(H, k[2], s[2], p[2], Ho, cip), opts):view(1, Ho, 1)
-      local fw = T.tensor(divisors(W, k[3], s[3], p[3], Wo, cip), opts):view(1, 1, Wo)
+      local function divs(v) return T.tensor(v, { dtype = xb.dtype }):to(x.device) end -- meta: made on the CPU
+      local fd = divs(divisors(D, k[1], s[1], p[1], Do, cip)):view(Do, 1, 1)
+      local fh = divs(divisors(H, k[2], s[2], p[2], Ho, cip)):view(1, Ho, 1)
+      local fw = divs(divisors(W, k[3], s[3], p[3], Wo, cip)):view(1, 1, Wo)
       out = out / (fd * fh * fw)
     end
     if hd then out = out:to(hd) end
