@@ -130,7 +130,8 @@ static int l_avg_pool2d(lua_State *L) {
   pair(L, 6, op, "padding", p);
   int ceil = lua_toboolean(L, 8), cip = lua_toboolean(L, 9);
   int64_t div = lua_isnoneornil(L, 10) ? 0 : l_checkint(L, 10, op, "divisor_override");
-  if (!lua_isnoneornil(L, 10) && div <= 0) return l_errorf(L, "%s: divisor must be not zero", op);
+  if (!lua_isnoneornil(L, 10) && div == 0)
+    return l_errorf(L, "%s: divisor must be not zero, got 0", op);
   em_tensor **o = l_newbox(L);
   return box1(L, em_avg_pool2d(x, k, s, p, ceil, cip, div, o), o);
 }

@@ -1120,7 +1120,8 @@ em_status em_max_pool2d(const em_tensor *input, const int64_t kernel[2],
 em_status em_max_pool2d_backward(const em_tensor *grad_out, const em_tensor *indices,
                                  const int64_t input_sizes[4], em_tensor **grad_input);
 /* Average pooling; count_include_pad counts padded cells in the divisor;
-** divisor_override > 0 replaces the divisor. */
+** divisor_override != 0 replaces the divisor (a negative one too, as
+** PyTorch); 0: none. */
 em_status em_avg_pool2d(const em_tensor *input, const int64_t kernel[2],
                         const int64_t stride[2], const int64_t padding[2],
                         int ceil_mode, int count_include_pad,

@@ -79,6 +79,22 @@ return function(T)
 
   function A.fmt_shape(s) return "[" .. table.concat(s, ", ") .. "]" end
 
+  -- torch 1.13's pool input check: a pool over n dims takes an (n+1)-d or
+  -- (n+2)-d input whose dims are all non-zero but a batch (the first of an
+  -- (n+2)-d input); from = 2 checks dims 2.. whatever the rank (the
+  -- adaptive max pools')
+  function A.pool_nonempty(op, x, n, level, from)
+    local first = from or (x.ndim == n + 2 and 2 or 1)
+    for d = first, x.ndim do
+      if x.shape[d] == 0 then
+        error(string.format("%s: expected a %d-d or %d-d (batch mode) input with %s, but got %s (dimension %d "
+          .. "is empty)", op, n + 1, n + 2, first == 1 and "non-zero dimensions"
+            or (from and "non-zero dimensions after the first" or "an optional 0 batch size and non-zero "
+              .. "other dimensions"), A.fmt_shape(A.shape_of(x)), d), (level or 3) + 1)
+      end
+    end
+  end
+
   -- named(op, f [, rule]): f with its errors naming op: an error raised
   -- inside by an engine op ("masked_fill_: ...") is re-raised as "op: ...",
   -- and every error is raised at the caller's position, as a C function's

@@ -626,6 +626,23 @@ return function(T, C)
       error(string.format("pad: circular padding needs a batch and a channel dim: expected %d padding values "
         .. "for a %d-d input, got %d", 2 * (nd - 2), nd, np), 2)
     end
+    local xs = shape_of(x)
+    if mode ~= "circular" then
+      -- torch 1.13's input checks: replicate and 3-d reflect want every dim
+      -- but a batch non-zero; 1-d/2-d reflect every dim but the first
+      -- (the batch, or the channels of an unbatched input)
+      local batched = nd == pairs_n + 2
+      local first = (mode == "reflect" and pairs_n < 3) and 2 or (batched and 2 or 1)
+      for d = first, nd do
+        if xs[d] == 0 then
+          error(string.format("pad: %s padding expected a %d-d or %d-d (batch mode) input with %s, but got %s",
+            mode, pairs_n + 1, pairs_n + 2,
+            first == 1 and "non-zero dimensions" or (mode == "reflect" and pairs_n < 3)
+              and "non-zero dimensions after the first" or "possibly 0 batch size and other non-zero dimensions",
+            fmt_shape(xs)), 2)
+        end
+      end
+    end
     local res = x
     for k = 1, pairs_n do
       local d = nd - k + 1
@@ -642,6 +659,30 @@ return function(T, C)
         error(string.format("pad: %s padding (%d, %d) of dimension %d (size %d) gives an invalid output size",
           mode, lo, hi, d, s), 2)
       end
+      if mode == "circular" and s + math.min(lo, 0) + math.min(hi, 0) <= 0 and s + lo + hi > 0 then
+        -- torch 1.13 wraps within nothing there (it reads outside the input)
+        error(string.format("pad: circular padding (%d, %d) of dimension %d (size %d) crops the whole dimension "
+          .. "and then wraps within it", lo, hi, d, s), 2)
+      end
+    end
+    if mode ~= "circular" then
+      -- torch 1.13 refuses an output whose padded dims are all below 1
+      local small, names, ins, outs = true, { "W", "H", "D" }, {}, {}
+      for k = pairs_n, 1, -1 do
+        local d = nd - k + 1
+        local o = x.shape[d] + pad[2 * k - 1] + pad[2 * k]
+        if o >= 1 then small = false end
+        ins[#ins + 1] = names[k] .. ": " .. x.shape[d]
+        outs[#outs + 1] = names[k] .. ": " .. o
+      end
+      if small then
+        error(string.format("pad: %s padding: input (%s) is too small. Calculated output %s", mode,
+          table.concat(ins, ", "), table.concat(outs, " ")), 2)
+      end
+    end
+    for k = 1, pairs_n do
+      local d = nd - k + 1
+      local lo, hi, s = pad[2 * k - 1], pad[2 * k], x.shape[d]
       if lo ~= 0 or hi ~= 0 then
         res = res:index_select(d, pad_index(mode, s, lo, hi, x.device))
       end

@@ -136,7 +136,7 @@
             if (!bwd) b[o] = 0;                                                            \
             continue;                                                                      \
           }                                                                                \
-          double div = divov > 0 ? (double)divov                                           \
+          double div = divov != 0 ? (double)divov                                          \
                                  : (double)(cip ? pool : (h1 - h0) * (w1 - w0));           \
           if (!bwd) {                                                                      \
             double sum = 0;                                                                \
@@ -426,7 +426,9 @@ static void cpu_batch_norm_backward(const em_tensor *grad_out, const em_tensor *
         double v = (double)x[base + c * S];                                                   \
         if (v > mx) mx = v;                                                                   \
       }                                                                                       \
-      if (!isfinite(mx)) mx = 0;                                                              \
+      /* a +inf logit: x - max is NaN at it (PyTorch), so the whole lane's */                \
+      /* log_softmax, loss and gradient are NaN */                                            \
+      if (!isfinite(mx)) mx = mx > 0 ? NAN : 0;                                               \
       for (int64_t c = 0; c < C; c++) lse += exp((double)x[base + c * S] - mx);              \
       lse = log(lse) + mx;                                                                    \
     }                                                                                         \
@@ -442,7 +444,7 @@ static void cpu_batch_norm_backward(const em_tensor *grad_out, const em_tensor *
         sm -= wc * lp;                                                                        \
       }                                                                                       \
       if (gx) {                                                                               \
-        double d = tp ? -b * wc * tc : -(c == t ? a * wc : 0.0) - b * wc;                     \
+        double d = tp ? -b * wc * tc : (c == t ? -a * wc : 0.0) - b * wc;                     \
         sumd += d;                                                                            \
         gx[base + c * S] = (T)d;                                                              \
       }                                                                                       \
@@ -500,6 +502,17 @@ static em_status cpu_class_loss(const char *op, const em_tensor *x,
     int64_t n = i / S, s = i % S, base = n * C * S + s;
     int64_t t = prob ? -1 : idd[i] - 1;
     if (!prob && idd[i] == ignore) {
+      /* no loss; through log_softmax its gradient is 0 - p * 0: NaN in a
+      ** lane of NaN or +inf logits, as PyTorch's (the lane with no target,
+      ** no weight and zero scales) */
+      if (god && logsm == 1) {
+        if (dt == EM_FLOAT32)
+          cls_lane_f32(em_tensor_data(x), NULL, -1, NULL, base, C, S, logsm, ls, &nll[i],
+                       &smooth[i], 0.0, 0.0, (float *)em_tensor_data(res));
+        else
+          cls_lane_f64(em_tensor_data(x), NULL, -1, NULL, base, C, S, logsm, ls, &nll[i],
+                       &smooth[i], 0.0, 0.0, (double *)em_tensor_data(res));
+      }
       nll[i] = smooth[i] = 0;
       continue;
     }

@@ -65,7 +65,7 @@ __global__ void avgpool_kernel(const T *a, T *b, emcu_pool g, int bwd) {
       if (!bwd) b[lin] = 0;
       continue;
     }
-    double div = g.divisor_override > 0 ? (double)g.divisor_override
+    double div = g.divisor_override != 0 ? (double)g.divisor_override
                                          : (double)(g.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
     if (!bwd) {
       double sum = 0;
@@ -295,12 +295,18 @@ __global__ void cls_lane_kernel(const T *x, const T *tp, const int64_t *ids, con
   GRID_LOOP(NS) {
     int64_t n = lin / S, s = lin % S, base = n * C * S + s;
     int64_t t = p.prob ? -1 : ids[lin] - 1;
-    if (!p.prob && ids[lin] == p.ignore) {
+    // an ignored lane: no loss; through log_softmax its gradient is
+    // 0 - q * 0 (NaN in a lane of NaN or +inf logits, as PyTorch): the lane
+    // with no target, no weight and zero scales
+    const bool ign = !p.prob && ids[lin] == p.ignore;
+    if (ign && !(gx && p.logsm == 1)) {
       nll[lin] = smooth[lin] = 0;
       continue;  // its gradient stays zero (out is zeroed)
     }
+    if (ign) t = -1;
+    const T *wl = ign ? nullptr : w;
     double gi = 0;
-    if (go) gi = p.reduction == 0 ? (double)go[lin] : (double)go[0];
+    if (go && !ign) gi = p.reduction == 0 ? (double)go[lin] : (double)go[0];
     double a = gi * ls_nll / nll_den, b = gi * ls_sm / sm_den;
     double mx = -INFINITY, lse = 0;
     if (p.logsm) {
@@ -308,14 +314,15 @@ __global__ void cls_lane_kernel(const T *x, const T *tp, const int64_t *ids, con
         double v = (double)x[base + c * S];
         if (v > mx) mx = v;
       }
-      if (!isfinite(mx)) mx = 0;
+      // a +inf logit makes the whole lane NaN (x - max is NaN there, as PyTorch)
+      if (!isfinite(mx)) mx = mx > 0 ? NAN : 0;
       for (int64_t c = 0; c < C; c++) lse += exp((double)x[base + c * S] - mx);
       lse = log(lse) + mx;
     }
     double nl = 0, sm = 0, sumd = 0;
     for (int64_t c = 0; c < C; c++) {
       double lp = (double)x[base + c * S] - lse;
-      double wc = w ? (double)w[c] : 1.0;
+      double wc = wl ? (double)wl[c] : 1.0;
       double tc = tp ? (double)tp[base + c * S] * (1 - ls) + ls / (double)C : (c == t ? 1.0 : 0.0);
       if (tp) {
         sm -= wc * tc * lp;
@@ -324,13 +331,13 @@ __global__ void cls_lane_kernel(const T *x, const T *tp, const int64_t *ids, con
         sm -= wc * lp;
       }
       if (gx) {
-        double d = tp ? -b * wc * tc : -(c == t ? a * wc : 0.0) - b * wc;
+        double d = tp ? -b * wc * tc : (c == t ? -a * wc : 0.0) - b * wc;
         sumd += d;
         gx[base + c * S] = (T)d;
       }
     }
-    nll[lin] = nl;
-    smooth[lin] = sm;
+    nll[lin] = ign ? 0 : nl;
+    smooth[lin] = ign ? 0 : sm;
     if (gx && p.logsm == 1)
       for (int64_t c = 0; c < C; c++) {
         double q = exp((double)x[base + c * S] - lse);

@@ -40,6 +40,12 @@ static em_status conv_geometry(const char *op, const int64_t *in, const int64_t 
   g->N = in[0]; g->C = in[1]; g->H = in[2]; g->W = in[3];
   g->O = w[0]; g->Cg = w[1]; g->kH = w[2]; g->kW = w[3];
   g->groups = groups;
+  if (g->O < groups) { /* PyTorch refuses 0 out channels, whatever the groups */
+    char ws[EM_SHAPE_BUF];
+    return em_fail(EM_E_VALUE, "%s: Given groups=%lld, expected weight to be at least %lld at dimension 1, "
+                   "but got weight of size %s instead", op, (long long)groups, (long long)groups,
+                   em_fmt_shape(ws, sizeof ws, 4, w));
+  }
   if (g->O % groups != 0)
     return em_fail(EM_E_VALUE, "%s: out_channels (%lld) must be divisible by groups (%lld)", op,
                    (long long)g->O, (long long)groups);
@@ -172,6 +178,12 @@ em_status em_conv1d(const em_tensor *input, const em_tensor *weight, const em_te
     return em_fail(EM_E_VALUE, "%s: expected input to be 3-d, got %d-d", op, input->ndim);
   if (weight->ndim != 3)
     return em_fail(EM_E_VALUE, "%s: expected weight to be 3-d, got %d-d", op, weight->ndim);
+  if (groups >= 1 && weight->sizes[0] < groups) { /* conv_geometry's check, with the 3-d shape */
+    char ws[EM_SHAPE_BUF];
+    return em_fail(EM_E_VALUE, "%s: Given groups=%lld, expected weight to be at least %lld at dimension 1, "
+                   "but got weight of size %s instead", op, (long long)groups, (long long)groups,
+                   em_fmt_shape(ws, sizeof ws, 3, weight->sizes));
+  }
   int on = em_ag_pause();
   em_tensor *x4 = NULL, *w4 = NULL, *o4 = NULL;
   em_status st = em_unsqueeze(input, 4, &x4); /* [N, C, L, 1] */
@@ -229,6 +241,10 @@ em_status em_conv2d_backward_input(const em_tensor *grad_out, const em_tensor *w
                                    const int64_t input_sizes[4], const int64_t stride[2],
                                    const int64_t padding[2], const int64_t dilation[2],
                                    int64_t groups, em_tensor **grad_input) {
+  /* conv_transpose's op: half types in float32, rounded once, as conv2d */
+  const em_tensor *ac[2] = {grad_out, weight};
+  EM_HALF_VIA_F32(2, ac, em_conv2d_backward_input(ac[0], ac[1], input_sizes, stride, padding, dilation,
+                                                  groups, grad_input), grad_input);
   return conv_backward(EM_CONV_BACKWARD_INPUT, grad_out, weight, input_sizes, stride, padding,
                        dilation, groups, grad_input);
 }

@@ -16,6 +16,7 @@
 **   autograd/formulas.c.
 */
 #include "ops/nn_ops.h"
+#include "ops/autocast.h"
 
 /* -- pooling ----------------------------------------------------------------- */
 
@@ -131,8 +132,6 @@ static em_status avg_pool2d_run(const em_tensor *input, const int64_t kernel[2],
   if ((st = pool_geometry(op, input->ndim, input->sizes, kernel, stride, padding, NULL,
                           ceil_mode, &g)) != EM_OK)
     return st;
-  if (divisor_override < 0)
-    return em_fail(EM_E_VALUE, "%s: divisor must be not zero", op);
   g.count_include_pad = count_include_pad;
   g.divisor_override = divisor_override;
   em_tensor *x = NULL, *y = NULL;
@@ -300,6 +299,12 @@ done:;
 em_status em_max_pool2d(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
                         const int64_t padding[2], const int64_t dilation[2], int ceil_mode,
                         em_tensor **out, em_tensor **indices) {
+  /* bfloat16 (float16 on CUDA): computed in float32, the values rounded
+  ** back (a max is exact), as conv2d */
+  em_status hst = nn_no_cpu_f16("max_pool2d", input);
+  if (hst != EM_OK) return hst;
+  const em_tensor *ac[1] = {input};
+  EM_HALF_VIA_F32(1, ac, em_max_pool2d(ac[0], kernel, stride, padding, dilation, ceil_mode, out, indices), out);
   int on = em_ag_pause();
   em_tensor *ix = NULL;  /* the node needs the indices even when the caller does not */
   int want = indices || (on && input->requires_grad);
@@ -345,6 +350,13 @@ static void pool_params(em_ag_params *p, const int64_t k[2], const int64_t s[2],
 em_status em_avg_pool2d(const em_tensor *input, const int64_t kernel[2], const int64_t stride[2],
                         const int64_t padding[2], int ceil_mode, int count_include_pad,
                         int64_t divisor_override, em_tensor **out) {
+  /* bfloat16 (float16 on CUDA): the window sums and divisions in float32,
+  ** rounded once, as torch's kernels accumulate */
+  em_status hst = nn_no_cpu_f16("avg_pool2d", input);
+  if (hst != EM_OK) return hst;
+  const em_tensor *ac[1] = {input};
+  EM_HALF_VIA_F32(1, ac, em_avg_pool2d(ac[0], kernel, stride, padding, ceil_mode, count_include_pad,
+                                       divisor_override, out), out);
   int on = em_ag_pause();
   em_status st = avg_pool2d_run(input, kernel, stride, padding, ceil_mode, count_include_pad,
                                 divisor_override, out);

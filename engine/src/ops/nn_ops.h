@@ -47,6 +47,15 @@ static inline em_status nn_check_same(const char *op, const char *what, const em
   return EM_OK;
 }
 
+/* torch 1.13 has bfloat16 but no float16 CPU kernels for the pools and
+** conv_transpose: float16 on the CPU is refused there (CUDA takes both) */
+static inline em_status nn_no_cpu_f16(const char *op, const em_tensor *t) {
+  if (t && t->dtype == EM_FLOAT16 && t->storage->device.type == EM_CPU)
+    return em_fail(EM_E_TYPE, "%s: float16 input is not supported on the CPU (as torch 1.13); "
+                   "bfloat16, float32 and float64 are", op);
+  return EM_OK;
+}
+
 static inline em_status nn_check_reduction(const char *op, em_reduction r) {
   if (r != EM_REDUCTION_NONE && r != EM_REDUCTION_MEAN && r != EM_REDUCTION_SUM)
     return em_fail(EM_E_VALUE, "%s: invalid reduction %d", op, (int)r);

@@ -41,6 +41,7 @@ return function(T, C, nn)
     if x.ndim ~= 2 and x.ndim ~= 3 then
       error(string.format("%s: expected a 2-d (unbatched) or 3-d (batched) input, got %d-d", op, x.ndim), 3)
     end
+    A.pool_nonempty(op, x, 1, 3)
     return x:unsqueeze(-2)
   end
 
@@ -169,19 +170,36 @@ return function(T, C, nn)
     return out
   end
 
-  local function adaptive_input(op, x, nd)
+  -- max: torch 1.13's adaptive max pools also refuse an empty dim 2 (the
+  -- channels, or an unbatched input's first spatial dim)
+  local function adaptive_input(op, x, nd, max)
     check_tensor(op, x, "the input")
     if x.ndim ~= nd + 1 and x.ndim ~= nd + 2 then
       error(string.format("%s: expected a %d-d (unbatched) or %d-d (batched) input, got %d-d", op, nd + 1, nd + 2,
         x.ndim), 4)
     end
+    if max then A.pool_nonempty(op, x, nd, 3, 2) end
+    -- the spatial dims, named in the input's sizes (adaptive_1d sees a
+    -- pooled intermediate for the second dim)
+    for d = x.ndim - nd + 1, x.ndim do
+      if x.shape[d] == 0 then
+        error(string.format("%s: expected input to have non-zero size for non-batch dimensions, but input has "
+          .. "sizes %s with dimension %d being empty", op, "[" .. table.concat(shape_of(x), ", ") .. "]", d), 4)
+      end
+    end
   end
+
+  -- half types: the means in float32, rounded once (torch's kernels
+  -- accumulate in float; the separable passes would round in between)
+  local function half(x) return x.dtype == T.bfloat16 or x.dtype == T.float16 end
+  nn._half_dtype = half
 
   function F.adaptive_avg_pool1d(x, output_size, ...)
     local op = "adaptive_avg_pool1d"
     nomore(op, 2, ...)
     adaptive_input(op, x, 1)
     local o = out_sizes(op, output_size, 1, x)
+    if half(x) then return (adaptive_1d(op, x:float(), x.ndim, o[1], "avg")):to(x.dtype) end
     return (adaptive_1d(op, x, x.ndim, o[1], "avg"))
   end
 
@@ -191,8 +209,10 @@ return function(T, C, nn)
     adaptive_input(op, x, 2)
     local o = out_sizes(op, output_size, 2, x)
     -- a rectangle's mean is the mean of its rows' means (equal lengths)
-    local y = adaptive_1d(op, x, x.ndim, o[2], "avg")
-    return (adaptive_1d(op, y, x.ndim - 1, o[1], "avg"))
+    local h = half(x)
+    local y = adaptive_1d(op, h and x:float() or x, x.ndim, o[2], "avg")
+    y = adaptive_1d(op, y, x.ndim - 1, o[1], "avg")
+    return h and y:to(x.dtype) or y
   end
 
   local AMP = set { "return_indices" }
@@ -204,7 +224,7 @@ return function(T, C, nn)
   function F.adaptive_max_pool1d(x, output_size, return_indices)
     local op = "adaptive_max_pool1d"
     return_indices = ret_idx(op, return_indices)
-    adaptive_input(op, x, 1)
+    adaptive_input(op, x, 1, true)
     local o = out_sizes(op, output_size, 1, x)
     local v, i = adaptive_1d(op, x, x.ndim, o[1], "max")
     if return_indices then return v, i end
@@ -214,7 +234,7 @@ return function(T, C, nn)
   function F.adaptive_max_pool2d(x, output_size, return_indices)
     local op = "adaptive_max_pool2d"
     return_indices = ret_idx(op, return_indices)
-    adaptive_input(op, x, 2)
+    adaptive_input(op, x, 2, true)
     local o = out_sizes(op, output_size, 2, x)
     if not return_indices then
       local y = adaptive_1d(op, x, x.ndim, o[2], "max")
@@ -504,7 +524,9 @@ return function(T, C, nn)
     if not (#si == #sv and same(si, sv, #si)) then
       if #sv == #si - 1 and same(si, sv, #sv) then
         var = var:unsqueeze(-1)
-      elseif not (#sv == #si and same(si, sv, #si - 1) and sv[#sv] == 1) then
+      -- torch compares input.size()[:-1] with var.size()[:-1]: a 0-d
+      -- input's [:-1] is empty, so a var of [1] passes (the loss broadcasts)
+      elseif not (#sv >= 1 and #sv - 1 == math.max(#si - 1, 0) and same(si, sv, #sv - 1) and sv[#sv] == 1) then
         error(string.format("%s: var is of incorrect size: [%s] for an input of [%s]", op, table.concat(sv, ", "),
           table.concat(si, ", ")), 2)
       end

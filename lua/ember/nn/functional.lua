@@ -13,6 +13,7 @@ return function(T, C)
   local F = {}
   local A = require "ember.args"
   local single = require("ember.argcheck")(T).single
+  local pool_nonempty = require("ember.argcheck")(T).pool_nonempty
   local checkopts, nomore = A.checkopts, A.nomore
   local unpack = table.unpack or unpack
 
@@ -241,10 +242,14 @@ return function(T, C)
 
   local function batched(op, x)
     need_tensor(op, x, "the input", 3)
-    if x.ndim == 3 then return x:unsqueeze(1), true end
+    if x.ndim == 3 then
+      pool_nonempty(op, x, 2, 3)
+      return x:unsqueeze(1), true
+    end
     if x.ndim ~= 4 then
       error(string.format("%s: expected a 3-d or 4-d input, got %d-d", op, x.ndim), 3)
     end
+    pool_nonempty(op, x, 2, 3)
     return x, false
   end
 
@@ -277,6 +282,13 @@ return function(T, C)
     if cip == nil and pos then cip = args[4] end  -- an options table without it: the default
     if cip == nil then cip = true end
     local div = o.divisor_override or (pos and args[5]) or nil
+    if div ~= nil then
+      -- torch 1.13 takes any non-zero integer (a negative one too)
+      if type(div) ~= "number" or div ~= math.floor(div) or math.abs(div) == math.huge then
+        error(string.format("%s: expected an integer for divisor_override, got %s", op, tostring(div)), 2)
+      end
+      if div == 0 then error(op .. ": divisor must be not zero, got 0", 2) end
+    end
     local xb, unb = batched(op, x)
     local out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
     if unb then out = out:squeeze(1) end

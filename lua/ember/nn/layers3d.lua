@@ -129,10 +129,12 @@ return function(T, C, nn)
     return ((c + 1) * n - 1) / 2
   end
   -- clip_coordinates with clip_coordinates_set_grad's gradient: 0 at and
-  -- beyond the bounds, 1 strictly inside
-  local function clip(c, n)
+  -- beyond the bounds, 1 strictly inside. +-inf go to the bounds; NaN to
+  -- nan_at: torch 1.13's 2-d (vectorised) kernel clamps NaN to 0, its 3-d
+  -- one (std::min(n - 1, std::max(NaN, 0))) to n - 1
+  local function clip(c, n, nan_at)
     local inside = c:gt(0):logical_and(c:lt(n - 1))
-    return T.where(inside, c, c:detach():clamp(0, n - 1))
+    return T.where(inside, c, c:detach():nan_to_num(nan_at, n - 1, 0):clamp(0, n - 1))
   end
   -- reflect_coordinates(c, twice_low, twice_high): the triangle wave;
   -- gradient +-1 (the flips' parity and the side of min)
@@ -145,20 +147,23 @@ return function(T, C, nn)
     local even = flips:remainder(2):eq(0)
     return T.where(even, extra + min, (-extra) + (span + min))
   end
-  local function source_coords(c, n, padding, align)
-    if padding == "border" then return clip(c, n) end
+  -- the padded source coordinate; reflection turns +-inf and NaN into NaN,
+  -- which clip sends to nan_at (0 for a 4-d input, n - 1 for a 5-d one)
+  local function source_coords(c, n, padding, align, nan_at)
+    if padding == "border" then return clip(c, n, nan_at) end
     if padding == "reflection" then
       if align then c = reflect(c, 0, 2 * (n - 1)) else c = reflect(c, -1, 2 * n - 1) end
-      return clip(c, n)
+      return clip(c, n, nan_at)
     end
     return c
   end
 
   -- the values of input (N, C, H, W) at integer coordinates ix, iy (float
-  -- tensors (N, Ho, Wo)): zeros outside the image
+  -- tensors (N, Ho, Wo)), and where they lie inside the image (the
+  -- position read elsewhere, NaN and +-inf included, is the first element)
   local function read(flat, ix, iy, H, W, N, Cn, Ho, Wo)
     local valid = ix:ge(0):logical_and(ix:le(W - 1)):logical_and(iy:ge(0)):logical_and(iy:le(H - 1))
-    local pos = iy:clamp(0, H - 1) * W + ix:clamp(0, W - 1)
+    local pos = T.where(valid, iy * W + ix, 0)
     local idx = pos:to(T.int64):add(1):view(N, 1, Ho * Wo):expand(N, Cn, Ho * Wo)
     local v = flat:gather(3, idx):view(N, Cn, Ho, Wo)
     return v, valid:unsqueeze(2)
@@ -174,9 +179,12 @@ return function(T, C, nn)
 
   -- volumetric: input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3) of (x, y, z);
   -- x indexes W, y H, z D (torch's 3-d grid sampler). bilinear is
-  -- trilinear over the 8 corners, nearest rounds half to even; each
-  -- coordinate goes through the padding mode as in 2-d. mode, padding and
-  -- align checked by the caller.
+  -- trilinear over the 8 corners, nearest rounds half away from zero
+  -- (torch 1.13's std::round; its 2-d sampler rounds half to even); each
+  -- coordinate goes through the padding mode as in 2-d, NaN clipped to
+  -- n - 1. As torch's 3-d kernel, only the corners inside the volume are
+  -- added: a NaN or infinite coordinate under zeros padding gives 0.
+  -- mode, padding and align checked by the caller.
   local function grid_sample3d(op, input, grid, mode, padding_mode, align)
     if mode == "bicubic" then
       error(fmt("%s: grid_sampler(): bicubic interpolation only supports 4D input", op), 3)
@@ -206,20 +214,24 @@ return function(T, C, nn)
     local flat = input:reshape(N, Cn, D * H * W)
     local gx, gy, gz = grid:select(5, 1), grid:select(5, 2), grid:select(5, 3)
     if mode == "nearest" then gx, gy, gz = gx:detach(), gy:detach(), gz:detach() end
-    local ix = source_coords(unnormalize(gx, W, align), W, padding_mode, align)
-    local iy = source_coords(unnormalize(gy, H, align), H, padding_mode, align)
-    local iz = source_coords(unnormalize(gz, D, align), D, padding_mode, align)
+    local ix = source_coords(unnormalize(gx, W, align), W, padding_mode, align, W - 1)
+    local iy = source_coords(unnormalize(gy, H, align), H, padding_mode, align, H - 1)
+    local iz = source_coords(unnormalize(gz, D, align), D, padding_mode, align, D - 1)
     -- the values at integer coordinates (float tensors (N, Do, Ho, Wo)),
     -- and where they lie inside the volume
     local function read3(x, y, z)
       local valid = x:ge(0):logical_and(x:le(W - 1)):logical_and(y:ge(0)):logical_and(y:le(H - 1))
         :logical_and(z:ge(0)):logical_and(z:le(D - 1))
-      local pos = (z:clamp(0, D - 1) * H + y:clamp(0, H - 1)) * W + x:clamp(0, W - 1)
+      local pos = T.where(valid, (z * H + y) * W + x, 0)
       local idx = pos:to(T.int64):add(1):view(N, 1, P):expand(N, Cn, P)
       return flat:gather(3, idx):view(N, Cn, Do, Ho, Wo), valid:unsqueeze(2)
     end
     if mode == "nearest" then
-      local v, valid = read3(ix:round(), iy:round(), iz:round())
+      local function round_away(c)
+        local t = c:trunc()
+        return T.where((c - t):abs():ge(0.5), t + c:sign(), t)
+      end
+      local v, valid = read3(round_away(ix), round_away(iy), round_away(iz))
       return T.where(valid, v, 0)
     end
     local x0, y0, z0 = ix:detach():floor(), iy:detach():floor(), iz:detach():floor()
@@ -295,9 +307,14 @@ return function(T, C, nn)
       -- no gradient w.r.t. the grid (PyTorch's is zero)
       gx, gy = gx:detach(), gy:detach()
     end
+    -- torch 1.13's 2-d (vectorised) CPU kernel: border and reflection clip
+    -- NaN to 0; an out-of-image corner or tap adds 0 * its weight, so a NaN
+    -- or infinite coordinate gives NaN under zeros padding (bilinear) and
+    -- always (bicubic: its weights come from the unpadded coordinate);
+    -- nearest reads 0 there (zeros padding)
     local ix, iy = unnormalize(gx, W, align), unnormalize(gy, H, align)
     if mode == "bilinear" or mode == "nearest" then
-      ix, iy = source_coords(ix, W, padding_mode, align), source_coords(iy, H, padding_mode, align)
+      ix, iy = source_coords(ix, W, padding_mode, align, 0), source_coords(iy, H, padding_mode, align, 0)
     end
     if mode == "nearest" then
       local v, valid = read(flat, ix:round(), iy:round(), H, W, N, Cn, Ho, Wo)
@@ -311,7 +328,7 @@ return function(T, C, nn)
       local out
       for _, c in ipairs { { x0, y0, wx0 * wy0 }, { x1, y0, wx1 * wy0 }, { x0, y1, wx0 * wy1 }, { x1, y1, wx1 * wy1 } } do
         local v, valid = read(flat, c[1], c[2], H, W, N, Cn, Ho, Wo)
-        local term = T.where(valid, v * c[3]:unsqueeze(2), 0)
+        local term = T.where(valid, v, 0) * c[3]:unsqueeze(2)
         out = out and out + term or term
       end
       return out
@@ -321,12 +338,12 @@ return function(T, C, nn)
     local cx, cy = cubic_coeffs(ix - x0), cubic_coeffs(iy - y0)
     local out
     for i = 0, 3 do
-      local ty = source_coords(y0 + (i - 1), H, padding_mode, align)
+      local ty = source_coords(y0 + (i - 1), H, padding_mode, align, 0)
       local row
       for j = 0, 3 do
-        local tx = source_coords(x0 + (j - 1), W, padding_mode, align)
+        local tx = source_coords(x0 + (j - 1), W, padding_mode, align, 0)
         local v, valid = read(flat, tx, ty, H, W, N, Cn, Ho, Wo)
-        local term = T.where(valid, v * cx[j + 1]:unsqueeze(2), 0)
+        local term = T.where(valid, v, 0) * cx[j + 1]:unsqueeze(2)
         row = row and row + term or term
       end
       local term = row * cy[i + 1]:unsqueeze(2)
@@ -360,7 +377,8 @@ return function(T, C, nn)
     for kd = 0, kD - 1 do
       for t = 0, count - 1 do idx[#idx + 1] = starts + kd * dil + t * step + 1 end
     end
-    return T.tensor(idx, { dtype = T.int64, device = dev })
+    -- made on the CPU and moved (a meta tensor holds no data to write)
+    return T.tensor(idx, { dtype = T.int64 }):to(dev)
   end
 
   function F.conv3d(x, w, b, ...)
@@ -379,6 +397,10 @@ return function(T, C, nn)
     if type(g) ~= "number" or g < 1 or g ~= math.floor(g) then error(fmt("%s: non-positive groups is not supported", op), 2) end
     local N, Cin, D, H, W = unpack(shape_of(x))
     local O, Cg, kD, kH, kW = unpack(shape_of(w))
+    if O < g then
+      error(fmt("%s: Given groups=%d, expected weight to be at least %d at dimension 1, but got weight of size %s "
+        .. "instead", op, g, g, list_repr(shape_of(w))), 2)
+    end
     if Cin ~= Cg * g then
       error(fmt("%s: Given groups=%d, weight of size %s, expected input%s to have %d channels, but got %d channels "
         .. "instead", op, g, list_repr(shape_of(w)), list_repr(shape_of(x)), Cg * g, Cin), 2)
@@ -493,7 +515,7 @@ return function(T, C, nn)
     end
     local full = math.max((D - 1) * s[1] + d[1] * (kD - 1) + 1, p[1] + Dout)
     local out = T.zeros({ N, Cout, full, Ho, Wo }, { dtype = y.dtype, device = y.device })
-      :index_add(3, T.tensor(pos, { dtype = T.int64, device = y.device }), y):narrow(3, p[1] + 1, Dout)
+      :index_add(3, T.tensor(pos, { dtype = T.int64 }):to(y.device), y):narrow(3, p[1] + 1, Dout)
     if b ~= nil then
       if b.ndim ~= 1 or b:numel() ~= Cout then
         error(fmt("%s: expected a bias of %d elements, got %d", op, Cout, b:numel()), 2)
@@ -547,8 +569,12 @@ return function(T, C, nn)
   end
   local function pool_input(op, x)
     check_tensor(op, x, "input")
-    if x.ndim == 4 then return x:unsqueeze(1), true end
+    if x.ndim == 4 then
+      A.pool_nonempty(op, x, 3, 3)
+      return x:unsqueeze(1), true
+    end
     if x.ndim ~= 5 then error(fmt("%s: expected a 4-d (unbatched) or 5-d (batched) input, got %d-d", op, x.ndim), 3) end
+    A.pool_nonempty(op, x, 3, 3)
     return x, false
   end
   -- the depth slices of every window (offset kd, output t), padded with
@@ -599,7 +625,7 @@ return function(T, C, nn)
       -- in-bounds element, as torch's scan (not a depth-padding slice)
       local first = {}
       for t = 0, Do - 1 do first[t + 1] = math.max(0, math.ceil((p[1] - t * s[1]) / d[1])) + 1 end
-      local lo = T.tensor(first, { dtype = T.int64, device = x.device }):view(1, 1, Do, 1, 1)
+      local lo = T.tensor(first, { dtype = T.int64 }):to(x.device):view(1, 1, Do, 1, 1)
       a = T.where(v:detach():eq(-math.huge), T.maximum(a, lo), a)
       local within = i2:view(N, Cn, k[1], Do, Ho, Wo):gather(3, a:unsqueeze(3)):squeeze(3)
       local t = T.arange(Do, { device = x.device }):view(1, 1, Do, 1, 1) * s[1] - p[1]
@@ -637,9 +663,18 @@ return function(T, C, nn)
     local cip = o.count_include_pad
     if cip == nil then cip = true end
     local div = o.divisor_override
-    if div ~= nil and (type(div) ~= "number" or div == 0) then
-      error(fmt("%s: divisor must be not zero, got %s", op, tostring(div)), 2)
+    if div ~= nil and (type(div) ~= "number" or div ~= math.floor(div) or math.abs(div) == math.huge) then
+      error(fmt("%s: expected an integer for divisor_override, got %s", op, tostring(div)), 2)
     end
+    if div == 0 then error(fmt("%s: divisor must be not zero, got 0", op), 2) end
+    -- half types: summed and divided in float32, rounded once (as the 2-d
+    -- pools); float16 on the CPU refused as theirs
+    local hd = nn._half_dtype(xb) and xb.dtype
+    if hd == T.float16 and xb.device.type == "cpu" then
+      error(fmt("%s: float16 input is not supported on the CPU (as torch 1.13); bfloat16, float32 and float64 are",
+        op), 2)
+    end
+    if hd then xb = xb:float() end
     local xs, Do = depth_slices(op, xb, k, s, p, d, ceil, 0)
     -- window sums over H x W (a divisor of 1), then over the window's depth
     local sums = F.avg_pool2d(xs, { k[2], k[3] }, { stride = { s[2], s[3] }, padding = { p[2], p[3] }, ceil_mode = ceil,
@@ -649,12 +684,13 @@ return function(T, C, nn)
     if div ~= nil then
       out = out / div
     else
-      local opts = { dtype = x.dtype, device = x.device }
-      local fd = T.tensor(divisors(D, k[1], s[1], p[1], Do, cip), opts):view(Do, 1, 1)
-      local fh = T.tensor(divisors(H, k[2], s[2], p[2], Ho, cip), opts):view(1, Ho, 1)
-      local fw = T.tensor(divisors(W, k[3], s[3], p[3], Wo, cip), opts):view(1, 1, Wo)
+      local function divs(v) return T.tensor(v, { dtype = xb.dtype }):to(x.device) end -- meta: made on the CPU
+      local fd = divs(divisors(D, k[1], s[1], p[1], Do, cip)):view(Do, 1, 1)
+      local fh = divs(divisors(H, k[2], s[2], p[2], Ho, cip)):view(1, Ho, 1)
+      local fw = divs(divisors(W, k[3], s[3], p[3], Wo, cip)):view(1, 1, Wo)
       out = out / (fd * fh * fw)
     end
+    if hd then out = out:to(hd) end
     return unb and out:squeeze(1) or out
   end
   F.avg_pool3d = named("avg_pool3d", F.avg_pool3d)
@@ -684,15 +720,20 @@ return function(T, C, nn)
       if v > 2 ^ 31 - 1 then error(fmt("%s: output size %s is too large (at most 2^31 - 1)", op, tostring(v)), 3) end
       o[i] = v
     end
-    for i = 1, 3 do
-      if x.shape[x.ndim - 3 + i] == 0 then
+    -- torch 1.13 refuses an empty dim after the first (the channels too)
+    for i = 2, x.ndim do
+      if x.shape[i] == 0 then
         error(fmt("%s: expected input to have non-zero size for non-batch dimensions, but input has sizes %s with "
-          .. "dimension %d being empty", op, list_repr(shape_of(x)), x.ndim - 3 + i), 3)
+          .. "dimension %d being empty", op, list_repr(shape_of(x)), i), 3)
       end
     end
     local nd = x.ndim
     if kind == "avg" then
-      return adaptive_dim(adaptive_dim(adaptive_dim(x, nd, o[3], "avg"), nd - 1, o[2], "avg"), nd - 2, o[1], "avg")
+      -- half types: in float32, rounded once (extra_layers.lua)
+      local h = nn._half_dtype(x)
+      local y = adaptive_dim(adaptive_dim(adaptive_dim(h and x:float() or x, nd, o[3], "avg"), nd - 1, o[2], "avg"),
+        nd - 2, o[1], "avg")
+      return h and y:to(x.dtype) or y
     end
     local v1, iw = adaptive_dim(x, nd, o[3], "max")
     local v2, ih = adaptive_dim(v1, nd - 1, o[2], "max")

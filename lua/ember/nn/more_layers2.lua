@@ -48,6 +48,10 @@ return function(T, C, nn)
     if type(norm_type) ~= "number" then
       error(fmt("%s: expected a number for norm_type, got %s", op, tostring(norm_type)), 3)
     end
+    if norm_type == 0 then
+      -- torch 1.13: its 1.0 / norm_type raises ZeroDivisionError
+      error(fmt("%s: norm_type must not be 0 (the result is a power 1 / norm_type), got %s", op, tostring(norm_type)), 3)
+    end
     if kernel == nil then error(op .. ": kernel_size is required", 3) end
     local k = tuple(op, kernel, n, "kernel_size")
     local s = stride ~= nil and tuple(op, stride, n, "stride") or k

@@ -39,6 +39,16 @@ return function(T, C, nn)
   -- x [N, Cin, H, W], w [Cin, Cout/groups, kH, kW] (all 4-d)
   local function conv_transpose(op, x, w, b, s, p, op_, g, d)
     local N, Cin, H, W = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+    if (x.dtype == T.float16 or w.dtype == T.float16) and x.device.type == "cpu" then
+      -- torch 1.13: "slow_conv_transpose2d_out_cpu" not implemented for 'Half' (bfloat16 is taken)
+      error(string.format("%s: float16 input is not supported on the CPU (as torch 1.13); bfloat16, float32 and "
+        .. "float64 are", op), 3)
+    end
+    if w:numel() == 0 then
+      -- torch 1.13: "non-empty 2D or 4D weight tensor expected" (0 in or out channels, an empty kernel)
+      error(string.format("%s: expected a non-empty weight, got one of size %s", op,
+        A.fmt_shape(A.shape_of(w))), 3)
+    end
     if w.shape[1] ~= Cin then
       error(string.format("%s: expected the weight's first dim (%d) to match the input's channels (%d)", op,
         w.shape[1], Cin), 3)
