@@ -1,0 +1,99 @@
+-- Differences from PyTorch 1.13 found by the fifth round of differential
+-- tests (linear algebra, fft, clamp, cumulative ops, kthvalue, views under
+-- no_grad), each with torch's value or error. Positions are 1-based in
+-- ember (dims, indices): those shifts are not differences.
+local T = require "ember"
+local U = require "specutil"
+local err = U.err
+
+local function shape(t) return table.concat(t:size(), ",") end
+local function list(t)
+  local out = {}
+  for i, v in ipairs(t:flatten():tolist()) do out[i] = v end
+  return out
+end
+local function f32(rows) return T.tensor(rows, { dtype = T.float32 }) end
+-- a string of each value's class: "inf", "-inf", "nan" or the number
+local function classes(t)
+  local out = {}
+  for i, v in ipairs(list(t)) do
+    out[i] = v ~= v and "nan" or v == math.huge and "inf" or v == -math.huge and "-inf"
+      or string.format("%g", v)
+  end
+  return table.concat(out, " ")
+end
+
+describe("difftest round 5: linalg", function()
+  it("inv_ex of a singular matrix: PyTorch's info and getrs's inf/NaN", function()
+    -- torch.linalg.inv_ex(tensor([[1.,2],[2,4]])) ->
+    --   inverse [[-inf, inf], [inf, -inf]], info 2
+    local X, info = T.linalg.inv_ex(f32 { { 1, 2 }, { 2, 4 } })
+    assert.equal("-inf inf inf -inf", classes(X)); assert.equal(2, info:item())
+    assert.equal(T.int32, info.dtype); assert.equal(0, info:dim())
+    X, info = T.linalg.inv_ex(f32 { { 1, 2 }, { 2, 4 } }:double())
+    assert.equal("-inf inf inf -inf", classes(X)); assert.equal(2, info:item())
+    -- [[1,2,3],[4,5,6],[7,8,9]] -> [[-inf,inf,-inf],[inf,-inf,inf],[nan,nan,nan]], info 3
+    X, info = T.linalg.inv_ex(f32 { { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } })
+    assert.equal("-inf inf -inf inf -inf inf nan nan nan", classes(X)); assert.equal(3, info:item())
+    -- zeros(3,3) -> all nan, info 1
+    X, info = T.linalg.inv_ex(T.zeros(3, 3))
+    assert.equal(string.rep("nan", 9, " "), classes(X)); assert.equal(1, info:item())
+    -- batched: stack(eye(2), [[1,2],[2,4]], zeros(2,2)) -> info [0, 2, 1]
+    X, info = T.linalg.inv_ex(T.stack { T.eye(2), f32 { { 1, 2 }, { 2, 4 } }, T.zeros(2, 2) })
+    assert.equal("3,2,2", shape(X)); assert.equal("3", shape(info))
+    assert.same({ 0, 2, 1 }, info:tolist())
+    assert.equal("1 0 0 1 -inf inf inf -inf nan nan nan nan", classes(X):gsub("-0", "0"))
+    -- [[0,1],[0,1]]: A^T factored (contiguous, real) -> [[-inf,inf],[nan,nan]], info 2;
+    -- complex: A factored -> info 1, [[nan,nan],[0,1]]
+    X, info = T.linalg.inv_ex(f32 { { 0, 1 }, { 0, 1 } })
+    assert.equal("-inf inf nan nan", classes(X)); assert.equal(2, info:item())
+    X, info = T.linalg.inv_ex(f32 { { 0, 1 }, { 0, 1 } }:to(T.complex64))
+    assert.equal(1, info:item())
+    assert.equal("nan nan 0 1", classes(T.real(X)))
+    -- empty: info zeros of the batch shape
+    X, info = T.linalg.inv_ex(T.zeros(2, 0, 0))
+    assert.equal("2,0,0", shape(X)); assert.same({ 0, 0 }, info:tolist())
+  end)
+
+  it("solve_ex: info is the zero pivot of the matrix PyTorch factors; singular solved anyway", function()
+    local A = f32 { { 0, 1 }, { 0, 1 } }
+    -- torch.linalg.solve_ex(A, ones(2)) -> [nan, nan], info 2 (A^T factored)
+    local X, info = T.linalg.solve_ex(A, T.ones(2))
+    assert.equal("nan nan", classes(X)); assert.equal(2, info:item())
+    -- A.t() (not contiguous: A.t() itself factored) -> [-inf, inf], info 2
+    X, info = T.linalg.solve_ex(A:t(), T.ones(2))
+    assert.equal("-inf inf", classes(X)); assert.equal(2, info:item())
+    -- A.t().contiguous() (its transpose, A, factored) -> [nan, -inf], info 1
+    X, info = T.linalg.solve_ex(A:t():contiguous(), T.ones(2))
+    assert.equal("nan -inf", classes(X)); assert.equal(1, info:item())
+    -- complex: A itself factored -> [nan+nanj, 1+0j], info 1
+    X, info = T.linalg.solve_ex(A:to(T.complex64), T.ones(2, { dtype = T.complex64 }))
+    assert.equal("nan 1", classes(T.real(X))); assert.equal(1, info:item())
+    -- left=False: [[0,1],[0,1]] real -> [[-inf,inf],[-inf,inf]], info 2;
+    -- complex -> info 1, its transpose -> info 2
+    X, info = T.linalg.solve_ex(A, T.ones(2, 2), { left = false })
+    assert.equal("-inf inf -inf inf", classes(X)); assert.equal(2, info:item())
+    local Ac = A:to(T.complex64)
+    _, info = T.linalg.solve_ex(Ac, T.ones(2, 2, { dtype = T.complex64 }), { left = false })
+    assert.equal(1, info:item())
+    _, info = T.linalg.solve_ex(Ac:t(), T.ones(2, 2, { dtype = T.complex64 }), { left = false })
+    assert.equal(2, info:item())
+    -- batched: stack(eye, [[1,2,3],[4,5,6],[7,8,9]], zeros, diag(1,0,1)) -> info [0,3,1,2]
+    local B = T.stack { T.eye(3), f32 { { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, T.zeros(3, 3),
+      f32 { { 1, 0, 0 }, { 0, 0, 0 }, { 0, 0, 1 } } }
+    X, info = T.linalg.solve_ex(B, T.ones(4, 3, 1))
+    assert.same({ 0, 3, 1, 2 }, info:tolist())
+    assert.equal("1 1 1" .. string.rep(" nan", 9), classes(X))
+    -- info has A's batch shape, not the broadcast one:
+    -- solve_ex(zeros(3,3), ones(4,3,1)).info -> tensor(1), shape []
+    _, info = T.linalg.solve_ex(T.zeros(3, 3), T.ones(4, 3, 1))
+    assert.equal(0, info:dim()); assert.equal(1, info:item())
+    _, info = T.linalg.solve_ex(T.zeros(1, 3, 3), T.ones(4, 3, 1))
+    assert.equal("1", shape(info))
+    -- a large (not the small-matrix kernel) singular system too:
+    -- eye(40) with [39,39] = 0 -> 39 nan then inf, info 40
+    local Z = T.eye(40); Z[40][40] = 0
+    X, info = T.linalg.solve_ex(Z, T.ones(40))
+    assert.equal(40, info:item()); assert.equal(string.rep("nan ", 39) .. "inf", classes(X))
+  end)
+end)
