@@ -1482,6 +1482,13 @@ return function(T, C)
       error(fmt("%s: inputs dimension %d must have length 3. Got %d and %d", op, dim, a:size(d),
         b:size(d)), 2)
     end
+    -- PyTorch 1.13 promotes nothing here: "expected scalar type Float but
+    -- found Double", "\"cross\" not implemented for 'Bool'"
+    if a.dtype ~= b.dtype then
+      error(fmt("%s: expected input and other to have the same dtype, but got %s and %s", op,
+        tostring(a.dtype), tostring(b.dtype)), 2)
+    end
+    if a.dtype == T.bool then error(fmt("%s: not implemented for 'bool' tensors", op), 2) end
     local function c(t, i) return t:narrow(d, i, 1) end
     return T.cat({
       c(a, 2) * c(b, 3) - c(a, 3) * c(b, 2),

@@ -96,4 +96,24 @@ describe("difftest round 5: linalg", function()
     X, info = T.linalg.solve_ex(Z, T.ones(40))
     assert.equal(40, info:item()); assert.equal(string.rep("nan ", 39) .. "inf", classes(X))
   end)
+
+  it("cross and linalg.cross refuse mixed dtypes and bool (no promotion)", function()
+    local a, b = T.randn(2, 3), T.randn(2, 3):double()
+    local i = T.ones(2, 3, { dtype = T.int64 })
+    -- torch.linalg.cross(float32, float64): "expected scalar type Float but found Double"
+    err(function() T.linalg.cross(a, b) end,
+      "linalg.cross: expected input and other to have the same dtype, but got ember.float32 and ember.float64")
+    err(function() T.cross(a, b) end, "cross: expected input and other to have the same dtype")
+    err(function() T.cross(a, b, 2) end, "ember.float32 and ember.float64")
+    err(function() a:cross(b) end, "ember.float32 and ember.float64")
+    -- long with float: "expected scalar type Long but found Float"; long with int
+    err(function() T.linalg.cross(i, a) end, "ember.int64 and ember.float32")
+    err(function() T.linalg.cross(i, i:int()) end, "ember.int64 and ember.int32")
+    err(function() T.linalg.cross(a, a:to(T.complex64)) end, "ember.float32 and ember.complex64")
+    -- bool: "\"cross\" not implemented for 'Bool'"
+    err(function() T.linalg.cross(i:bool(), i:bool()) end, "linalg.cross: not implemented for 'bool'")
+    -- same dtypes keep theirs
+    assert.equal(T.int64, T.linalg.cross(i, i).dtype)
+    assert.equal(T.float64, T.cross(b, b).dtype)
+  end)
 end)
