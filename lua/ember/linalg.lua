@@ -1302,6 +1302,14 @@ return function(T, C)
     if type(ord) ~= "number" then
       error(fmt("%s: expected ord to be a number, got %s", op, tostring(ord)), 3)
     end
+    if ord == 0 and needs_grad(x) then
+      -- the count of non-zeros: a node whose gradient is none (PyTorch
+      -- 1.13's undefined one: x.grad stays nil, autograd.grad calls x
+      -- unused), also through dtype= and a complex x
+      local res = vector_norm_raw(op, x:detach(), ord, dim, keepdim, dtype)
+      return C._autograd_custom("LinalgVectorNormBackward0", { n = 1, x }, res,
+        function() return { nil } end)
+    end
     -- the input must be floating or complex whatever dtype says, and dtype
     -- may only widen it (PyTorch's checks)
     if not (x.dtype.is_floating_point or is_cx(x)) then

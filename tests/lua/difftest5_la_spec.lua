@@ -116,4 +116,33 @@ describe("difftest round 5: linalg", function()
     assert.equal(T.int64, T.linalg.cross(i, i).dtype)
     assert.equal(T.float64, T.cross(b, b).dtype)
   end)
+
+  it("vector_norm of order 0 has no gradient (torch 1.13's undefined one), not zeros", function()
+    local function leaf(dt) return T.tensor({ 1, 0, -2, 3 }, { dtype = dt or T.float32 }):requires_grad_() end
+    -- torch: n = vector_norm(x, 0) -> tensor(3., grad_fn=<LinalgVectorNormBackward0>);
+    -- n.backward() leaves x.grad None
+    local x = leaf()
+    local n = T.linalg.vector_norm(x, 0)
+    assert.equal(3, n:item()); assert.is_true(n.requires_grad)
+    assert.equal("LinalgVectorNormBackward0", n.grad_fn:name())
+    n:backward(); assert.is_nil(x.grad)
+    -- autograd.grad(n, x): "One of the differentiated Tensors appears to not have
+    -- been used in the graph"; allow_unused=True -> (None,)
+    err(function() T.autograd.grad(T.linalg.vector_norm(x, 0), x) end, "appears to not have been used")
+    assert.is_nil(T.autograd.grad(T.linalg.vector_norm(x, 0), { x }, { allow_unused = true })[1])
+    err(function() T.autograd.grad(T.linalg.vector_norm(x, 0), x, { create_graph = true }) end,
+      "appears to not have been used")
+    -- other terms still flow: (vector_norm(y, 0) + y.sum()).backward() -> ones
+    local y = leaf()
+    ;(T.linalg.vector_norm(y, 0) + y:sum()):backward()
+    assert.same({ 1, 1, 1, 1 }, y.grad:tolist())
+    -- dim=, linalg.norm, torch.norm(x, 0) (NormBackward1), dtype=, complex: grad None
+    local x2 = T.tensor({ { 1, 0 }, { 0, 3 } }, { dtype = T.float32 }):requires_grad_()
+    T.linalg.vector_norm(x2, 0, { dim = 2 }):sum():backward(); assert.is_nil(x2.grad)
+    local x3 = leaf(); T.linalg.norm(x3, 0):backward(); assert.is_nil(x3.grad)
+    local x4 = leaf(); T.norm(x4, 0):backward(); assert.is_nil(x4.grad)
+    local x5 = leaf(); T.linalg.vector_norm(x5, 0, { dtype = T.float64 }):backward(); assert.is_nil(x5.grad)
+    local x6 = T.tensor({ 1, 0 }, { dtype = T.complex64 }):requires_grad_()
+    T.linalg.vector_norm(x6, 0):backward(); assert.is_nil(x6.grad)
+  end)
 end)
