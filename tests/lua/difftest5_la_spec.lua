@@ -145,4 +145,29 @@ describe("difftest round 5: linalg", function()
     local x6 = T.tensor({ 1, 0 }, { dtype = T.complex64 }):requires_grad_()
     T.linalg.vector_norm(x6, 0):backward(); assert.is_nil(x6.grad)
   end)
+
+  it("fftfreq/rfftfreq: negative and zero n as torch 1.13, its arithmetic", function()
+    local FF = T.fft
+    -- torch.fft.fftfreq(-1): "Trying to create tensor with negative dimension -1: [-1]"
+    err(function() FF.fftfreq(-1) end, "fftfreq: Trying to create tensor with negative dimension -1: [-1]")
+    err(function() FF.fftfreq(-5) end, "negative dimension -5: [-5]")
+    -- rfftfreq: k = n / 2 + 1 (C division): -1 -> [-0.], -2, -3 -> [], -4, -5 -> error -1
+    local r = FF.rfftfreq(-1)
+    assert.equal("1", shape(r)); assert.equal(0, r:item()); assert.equal(-math.huge, 1 / r:item())
+    assert.equal("0", shape(FF.rfftfreq(-2))); assert.equal("0", shape(FF.rfftfreq(-3)))
+    err(function() FF.rfftfreq(-4) end, "rfftfreq: Trying to create tensor with negative dimension -1: [-1]")
+    err(function() FF.rfftfreq(-5) end, "negative dimension -1: [-1]")
+    -- n = 0: fftfreq -> tensor([]), rfftfreq -> tensor([nan])
+    assert.equal("0", shape(FF.fftfreq(0))); assert.equal("0", shape(FF.fftfreq(0, 2.0, { dtype = T.float64 })))
+    assert.equal("nan", classes(FF.rfftfreq(0)))
+    -- d = 0: fftfreq(3, 0.) -> [nan, inf, -inf], rfftfreq(3, 0.) -> [nan, inf]
+    assert.equal("nan inf -inf", classes(FF.fftfreq(3, 0.0)))
+    assert.equal("nan inf", classes(FF.rfftfreq(3, 0.0)))
+    -- arange(k) * (1 / (n d)) in the dtype: fftfreq(7, 0.1, float64)[4] = 4.2857142857142847,
+    -- fftfreq(11, 0.7)[3] (float32) = 0.38961041, rfftfreq(7, 0.3, float16) = [0, .4761, .9521, 1.4277]
+    assert.equal("4.2857142857142847", string.format("%.17g", FF.fftfreq(7, 0.1, { dtype = T.float64 })[4]:item()))
+    assert.equal("0.38961041", string.format("%.8g", FF.fftfreq(11, 0.7)[4]:item()))
+    assert.same({ 0, 0.47607421875, 0.9521484375, 1.427734375 },
+      FF.rfftfreq(7, 0.3, { dtype = T.float16 }):to(T.float64):tolist())
+  end)
 end)
