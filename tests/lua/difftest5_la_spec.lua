@@ -23,7 +23,7 @@ local function classes(t)
   return table.concat(out, " ")
 end
 
-describe("difftest round 5: linalg", function()
+describe("difftest round 5: linalg, fft, clamp, cumulative ops, kthvalue, no_grad views (torch 1.13)", function()
   it("inv_ex of a singular matrix: PyTorch's info and getrs's inf/NaN", function()
     -- torch.linalg.inv_ex(tensor([[1.,2],[2,4]])) ->
     --   inverse [[-inf, inf], [inf, -inf]], info 2
@@ -169,5 +169,36 @@ describe("difftest round 5: linalg", function()
     assert.equal("0.38961041", string.format("%.8g", FF.fftfreq(11, 0.7)[4]:item()))
     assert.same({ 0, 0.47607421875, 0.9521484375, 1.427734375 },
       FF.rfftfreq(7, 0.3, { dtype = T.float16 }):to(T.float64):tolist())
+  end)
+
+  it("clamp of a bool tensor: one bool tensor bound works, a bool number or two bounds raise", function()
+    local x, lo, hi = T.tensor { true, false, true, false }, T.tensor { false, true, true, false },
+      T.tensor { false, false, true, true }
+    -- torch.clamp(x, min=lo) -> [True, True, True, False]; max=hi -> [False, False, True, False]
+    local r = T.clamp(x, { min = lo })
+    assert.equal(T.bool, r.dtype); assert.same({ true, true, true, false }, r:tolist())
+    assert.same({ false, false, true, false }, T.clamp(x, { max = hi }):tolist())
+    assert.same({ true, true, true, false }, T.clamp_min(x, lo):tolist())
+    assert.same({ false, false, true, false }, T.clamp_max(x, hi):tolist())
+    assert.same({ true, true, true, false }, T.clip(x, { min = lo }):tolist())
+    assert.same({ true, true, true, true }, T.clamp(x, T.tensor(true)):tolist())
+    assert.same({ true, true, true, false }, x:clone():clamp_({ min = lo }):tolist())
+    assert.same({ false, false, true, false }, x:clone():clamp_max_(hi):tolist())
+    assert.equal("4,4", shape(T.clamp(x, { min = lo:unsqueeze(2) })))
+    -- out= of another dtype: clamp(x, max=hi, out=empty(4)) -> [0., 0., 1., 0.]
+    local o = T.empty(4)
+    T.clamp(x, { max = hi, out = o }); assert.same({ 0, 0, 1, 0 }, o:tolist())
+    -- both bool tensor bounds: "clamp_cpu" not implemented for 'Bool'
+    err(function() T.clamp(x, lo, hi) end, "clamp: not implemented for bool")
+    err(function() T.clamp(x, T.tensor(false), T.tensor(true)) end, "not implemented for bool")
+    err(function() x:clone():clamp_(lo, hi) end, "clamp_: not implemented for bool")
+    -- a bool number bound: "clamp_min_cpu" / "clamp_max_scalar_cpu" not implemented for 'Bool'
+    err(function() T.clamp(x, { min = true }) end, "not implemented for bool")
+    err(function() T.clamp_min(x, true) end, "clamp_min: not implemented for bool")
+    -- number bounds promote: clamp(x, 0, 1) -> int64 [1, 0, 1, 0]; clamp(x, 0.5) -> float32
+    r = T.clamp(x, 0, 1); assert.equal(T.int64, r.dtype); assert.same({ 1, 0, 1, 0 }, r:tolist())
+    r = T.clamp(x, 0.5); assert.equal(T.float32, r.dtype); assert.same({ 1, 0.5, 1, 0.5 }, r:tolist())
+    -- in place into bool: "result type Long can't be cast to the desired output type bool"
+    err(function() x:clone():clamp_(0, 1) end, "can't be cast")
   end)
 end)
