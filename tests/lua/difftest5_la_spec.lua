@@ -201,4 +201,44 @@ describe("difftest round 5: linalg, fft, clamp, cumulative ops, kthvalue, no_gra
     -- in place into bool: "result type Long can't be cast to the desired output type bool"
     err(function() x:clone():clamp_(0, 1) end, "can't be cast")
   end)
+
+  it("cumsum/cumprod/cummax/cummin take out= (written, resized when empty, returned)", function()
+    local x = T.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = T.float32 })
+    -- torch.cumsum(x, 1, out=empty(0)) -> [[1,3,6],[4,9,15]], out resized to (2, 3)
+    local o = T.empty(0)
+    assert.is_true(rawequal(o, T.cumsum(x, 2, { out = o })))
+    assert.same({ { 1, 3, 6 }, { 4, 9, 15 } }, o:tolist())
+    assert.is_true(rawequal(o, x:cumsum(2, { out = o })))
+    assert.same({ { 1, 3, 6 }, { 4, 9, 15 } }, T.cumsum(x, { dim = 2, out = T.empty(0) }):tolist())
+    -- the scan runs in out's dtype: out=float64 -> float64; out=int64 -> int64;
+    -- a long input into a float32 out -> float32
+    o = T.empty(2, 3, { dtype = T.float64 }); T.cumsum(x, 2, { out = o }); assert.same({ 4, 9, 15 }, o[2]:tolist())
+    o = T.empty(2, 3, { dtype = T.int64 }); T.cumsum(x, 2, { out = o }); assert.same({ 1, 3, 6 }, o[1]:tolist())
+    o = T.empty(2, 3); T.cumsum(x:long(), 2, { out = o }); assert.same({ 1, 3, 6 }, o[1]:tolist())
+    -- dtype and out disagree: "Expected out tensor to have dtype double, but got float instead"
+    err(function() T.cumsum(x:long(), 2, { dtype = T.float64, out = T.empty(2, 3) }) end,
+      "cumsum: expected out to have dtype ember.float64, got ember.float32")
+    -- cumprod(x.long(), 1, out=empty(0)) -> float [[1,2,6],[4,20,120]]
+    o = T.empty(0); T.cumprod(x:long(), 2, { out = o })
+    assert.equal(T.float32, o.dtype); assert.same({ 4, 20, 120 }, o[2]:tolist())
+    -- out= is not differentiable: "cumsum(): functions with out=... arguments don't support
+    -- automatic differentiation, but one of the arguments requires grad."
+    err(function() T.cumsum(T.ones(3):requires_grad_(), 1, { out = T.empty(0) }) end,
+      "cumsum: functions with out= arguments don't support automatic differentiation")
+    -- cummax(x, 1, out=(v, i)) -> values, indices (torch [[0,1,2],[0,1,2]]: 1-based here)
+    local v, i = T.empty(0), T.empty(0, { dtype = T.int64 })
+    local a, b = T.cummax(x, 2, { out = { v, i } })
+    assert.is_true(rawequal(a, v) and rawequal(b, i))
+    assert.same({ { 1, 2, 3 }, { 4, 5, 6 } }, v:tolist()); assert.same({ { 1, 2, 3 }, { 1, 2, 3 } }, i:tolist())
+    T.cummin(x, 2, { out = { v, i } })
+    assert.same({ { 1, 1, 1 }, { 4, 4, 4 } }, v:tolist()); assert.same({ { 1, 1, 1 }, { 1, 1, 1 } }, i:tolist())
+    -- exact dtypes: "expected scalar_type Float but found Double", "... Long but found Int"
+    err(function() T.cummax(x, 2, { out = { T.empty(0, { dtype = T.float64 }), i } }) end,
+      "cummax: expected out to have dtype ember.float32, got ember.float64")
+    err(function() T.cummin(x, 2, { out = { v, T.empty(0, { dtype = T.int32 }) } }) end,
+      "cummin: expected out to have dtype ember.int64, got ember.int32")
+    err(function() T.cummax(x, 2, { out = T.empty(0) }) end, "cummax: expected option 'out' to be a table of two tensors")
+    -- logcumsumexp's out keeps working
+    o = T.empty(0); assert.is_true(rawequal(o, T.logcumsumexp(x, 2, { out = o })))
+  end)
 end)
