@@ -241,4 +241,44 @@ describe("difftest round 5: linalg, fft, clamp, cumulative ops, kthvalue, no_gra
     -- logcumsumexp's out keeps working
     o = T.empty(0); assert.is_true(rawequal(o, T.logcumsumexp(x, 2, { out = o })))
   end)
+
+  it("kthvalue among ties reports the index torch's CPU quickselect does", function()
+    -- torch.kthvalue(tensor(c), k).indices for k = 1..n (0-based; +1 here)
+    local cases = {
+      { { 1, 1, 1, 1 }, { 1, 0, 2, 3 } },
+      { { 2, 1, 1, 2 }, { 2, 1, 0, 3 } },
+      { { 3, 1, 2, 1, 3 }, { 1, 3, 2, 0, 4 } },
+      { { 1, 2, 2, 2, 3 }, { 0, 3, 2, 1, 4 } },
+      { { 5, 5, 1, 5, 5 }, { 2, 3, 0, 1, 4 } },
+      { { 0, 0, 0, 1, 0, 0 }, { 4, 2, 0, 1, 5, 3 } },
+      { { 2, 2, 1, 1, 2, 2, 1, 1 }, { 6, 3, 7, 2, 5, 1, 4, 0 } },
+      { { 3, 3, 3, 1, 1, 1, 2, 2, 2 }, { 5, 3, 4, 7, 6, 8, 2, 1, 0 } },
+      { { 0 / 0, 1, 1, 0 / 0 }, { 2, 1, 0, 3 } },
+      { { 1, -0.0, 0, -0.0, 0 }, { 3, 2, 4, 1, 0 } },
+      { { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 },
+        { 16, 15, 13, 14, 11, 17, 9, 18, 12, 0, 10, 5, 4, 2, 3, 1, 6, 8, 7, 19 } },
+    }
+    for _, c in ipairs(cases) do
+      for _, dt in ipairs { T.float32, T.float64 } do
+        local x = T.tensor(c[1], { dtype = dt })
+        for k = 1, #c[1] do
+          local v, i = T.kthvalue(x, k)
+          assert.equal(c[2][k] + 1, i:item())
+          local want = c[1][c[2][k] + 1]
+          if want == want then assert.equal(want, v:item()) else assert.is_true(v:item() ~= v:item()) end
+        end
+      end
+    end
+    -- integers: kthvalue(tensor([3,1,1,3,2,2]), k) -> [2, 1, 4, 5, 3, 0]
+    local xi = T.tensor({ 3, 1, 1, 3, 2, 2 }, { dtype = T.int64 })
+    local got = {}
+    for k = 1, 6 do local _, i = T.kthvalue(xi, k); got[k] = i:item() - 1 end
+    assert.same({ 2, 1, 4, 5, 3, 0 }, got)
+    -- along a dim: kthvalue([[1,1,2],[2,1,1]], 2, 0) -> indices [1, 1, 0];
+    -- kthvalue(same, 1, 1) -> [1, 1]
+    local x = T.tensor({ { 1, 1, 2 }, { 2, 1, 1 } }, { dtype = T.float32 })
+    local _, i = T.kthvalue(x, 2, 1); assert.same({ 2, 2, 1 }, i:tolist())
+    _, i = T.kthvalue(x, 1, 2); assert.same({ 2, 2 }, i:tolist())
+    _, i = T.kthvalue(x:t():contiguous():t(), 1, 2); assert.same({ 2, 2 }, i:tolist())
+  end)
 end)
