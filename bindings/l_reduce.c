@@ -303,19 +303,23 @@ static int l_logsumexp(lua_State *L) {
   return 1;
 }
 
-/* (t, dim, [opts]) for ops whose dim is required: one dim only. */
-static int64_t one_dim(lua_State *L, const char *op, int *dtype) {
+/* (t, dim, [opts]) for ops whose dim is required: one dim only. With
+** with_out the options may hold out (*opts: the table's index, else 0). */
+static int64_t one_dim(lua_State *L, const char *op, int *dtype, int with_out, int *optsidx) {
   static const char *const allowed[] = {"dim", "dtype", NULL};
+  static const char *const allowed_out[] = {"dim", "dtype", "out", NULL};
   int64_t dim = 0;
   int have = 0, opts = 0;
+  if (optsidx) *optsidx = 0;
   if (lua_type(L, 2) == LUA_TNUMBER) { dim = l_checkint(L, 2, op, "dim"); have = 1; opts = 3; }
   else opts = 2;
   if (lua_istable(L, opts)) {
-    l_checkopts(L, opts, op, allowed);
+    l_checkopts(L, opts, op, with_out ? allowed_out : allowed);
     lua_getfield(L, opts, "dim");
     if (!lua_isnil(L, -1)) { dim = l_checkint(L, -1, op, "dim"); have = 1; }
     lua_pop(L, 1);
     *dtype = l_optdtype(L, opts, op, -1);
+    if (optsidx) *optsidx = opts;
   } else if (!lua_isnoneornil(L, opts)) {
     l_errorf(L, "%s: unexpected argument #%d (%s)", op, opts, luaL_typename(L, opts));
   }
@@ -327,7 +331,7 @@ static int softmax_impl(lua_State *L, int log) {
   const char *op = log ? "log_softmax" : "softmax";
   em_tensor *t = l_checktensor(L, 1, op);
   int dtype = -1;
-  int64_t dim = one_dim(L, op, &dtype);
+  int64_t dim = one_dim(L, op, &dtype, 0, NULL);
   em_tensor **box = l_newbox(L);
   if (em_softmax(t, dim, log, dtype, box) != EM_OK) l_error(L);
   return 1;
@@ -335,26 +339,56 @@ static int softmax_impl(lua_State *L, int log) {
 static int l_softmax(lua_State *L) { return softmax_impl(L, 0); }
 static int l_log_softmax(lua_State *L) { return softmax_impl(L, 1); }
 
+/* cumsum/cumprod; with out= (and no dtype) the scan runs in out's dtype,
+** as PyTorch's cumsum(..., out=) does, then out is written and returned */
 static int cum_impl(lua_State *L, int prod) {
   const char *op = prod ? "cumprod" : "cumsum";
   em_tensor *t = l_checktensor(L, 1, op);
-  int dtype = -1;
-  int64_t dim = one_dim(L, op, &dtype);
+  int dtype = -1, opts = 0, outidx = 0;
+  int64_t dim = one_dim(L, op, &dtype, 1, &opts);
+  em_tensor *out = opts ? l_out_field(L, opts, op, &outidx) : NULL;
+  if (out && dtype < 0) dtype = (int)em_tensor_dtype(out);
   em_tensor **box = l_newbox(L);
   if (em_cumulative(t, dim, prod, dtype, box) != EM_OK) l_error(L);
-  return 1;
+  return l_out_result(L, box, out, outidx, op);
 }
 static int l_cumsum(lua_State *L) { return cum_impl(L, 0); }
 
+/* cummax/cummin; out = {values, indices}: values of the input's dtype,
+** indices int64 (exactly, as PyTorch), each written and both returned */
 static int cumext_impl(lua_State *L, int is_min) {
   const char *op = is_min ? "cummin" : "cummax";
   em_tensor *t = l_checktensor(L, 1, op);
-  int dtype = -1;
-  int64_t dim = one_dim(L, op, &dtype);
+  int dtype = -1, opts = 0, vidx = 0;
+  int64_t dim = one_dim(L, op, &dtype, 1, &opts);
   if (dtype >= 0) l_errorf(L, "%s: takes no dtype", op);
+  em_tensor *vout = NULL, *iout = NULL;
+  if (opts) {
+    lua_getfield(L, opts, "out");
+    if (!lua_isnil(L, -1)) {
+      int tab = lua_gettop(L);
+      if (lua_istable(L, tab) && !l_totensor(L, tab)) {
+        lua_rawgeti(L, tab, 1);
+        lua_rawgeti(L, tab, 2);
+        vout = l_totensor(L, tab + 1);
+        iout = l_totensor(L, tab + 2);
+      }
+      if (!vout || !iout)
+        l_errorf(L, "%s: expected option 'out' to be a table of two tensors {values, indices}", op);
+      vidx = tab + 1;
+    } else {
+      lua_pop(L, 1);
+    }
+  }
   em_tensor **vb = l_newbox(L);
   em_tensor **ib = l_newbox(L);
   if (em_cumextreme(t, dim, is_min, vb, ib) != EM_OK) l_error(L);
+  if (!vout) return 2;
+  em_status st = em_write_out(op, *vb, vout);
+  if (st == EM_OK) st = em_write_out(op, *ib, iout);
+  if (st != EM_OK) l_error(L);
+  lua_pushvalue(L, vidx);
+  lua_pushvalue(L, vidx + 1);
   return 2;
 }
 static int l_cummax(lua_State *L) { return cumext_impl(L, 0); }

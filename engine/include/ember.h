@@ -749,7 +749,12 @@ em_status em_linalg_ldl_factor(const em_tensor *A, int herm, int check, em_tenso
                                em_tensor **pivots, em_tensor **info);
 em_status em_linalg_ldl_solve(const em_tensor *LD, const em_tensor *pivots, const em_tensor *B,
                               int herm, em_tensor **X);
-/* check: 0 none, 1 solve's message, 2 inv's */
+/* check: 0 none, 1 solve's message, 2 inv's; or'ed with EM_SOLVE_FACTOR_A
+** or EM_SOLVE_FACTOR_AT, which matrix LAPACK factors (a singular A's info
+** and inf/NaN depend on it); neither: PyTorch 1.13's choice, A^T where A is
+** contiguous and real, else A. A singular A is solved anyway (inf/NaN in X;
+** inv: getrs on the identity), as PyTorch's solve_ex and inv_ex. */
+enum { EM_SOLVE_FACTOR_A = 4, EM_SOLVE_FACTOR_AT = 8 };
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info);
 em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor **info);

@@ -308,8 +308,8 @@ return function(T, C)
       if A.is_opts(d) then opts, d = d, nil end
       A.nomore(op, 3, ...)
       local o = A.checkopts(op, opts, FREQ, 3)
-      if type(n) ~= "number" or n ~= floor(n) or n < 0 or n == math.huge then
-        error(fmt("%s: expected a non-negative integer n, got %s", op, tostring(n)), 2)
+      if type(n) ~= "number" or n ~= floor(n) or math.abs(n) == math.huge then
+        error(fmt("%s: expected an integer n, got %s", op, tostring(n)), 2)
       end
       d = d or 1
       if type(d) ~= "number" then error(fmt("%s: expected a number d, got %s", op, type(d)), 2) end
@@ -317,13 +317,19 @@ return function(T, C)
       if not dtype.is_floating_point then -- torch 1.13 refuses complex too (arange has no complex kernel)
         error(fmt("%s: %s requires a floating point dtype, got %s", op, op, dtype.name), 2)
       end
-      local k = real and floor(n / 2) + 1 or n
-      local r = T.arange(0, k, { dtype = T.float64 })
+      -- PyTorch 1.13's arithmetic: arange(k) in dtype (k = n, or n / 2 + 1
+      -- in C's truncating division for rfftfreq, so rfftfreq(-1) is [-0.]
+      -- and rfftfreq(0) [nan]), times 1 / (n d)
+      local k = real and (n >= 0 and floor(n / 2) or -floor(-n / 2)) + 1 or n
+      if k < 0 then
+        error(fmt("%s: Trying to create tensor with negative dimension %d: [%d]", op, k, k), 2)
+      end
+      local r = T.arange(0, k, { dtype = dtype })
       if not real and n > 0 then
         local pos = floor((n - 1) / 2) + 1  -- how many non-negative ones
-        r = T.cat({ r:narrow(1, 1, pos), T.arange(-floor(n / 2), 0, { dtype = T.float64 }) }, 1)
+        r = T.cat({ r:narrow(1, 1, pos), T.arange(-floor(n / 2), 0, { dtype = dtype }) }, 1)
       end
-      r = (r / (d * n)):to(dtype)
+      r = r * (1 / (n * d))
       if o.device then r = r:to(o.device) end
       if o.requires_grad then r:requires_grad_() end
       return finish(op, r, o.out)

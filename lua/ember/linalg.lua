@@ -198,6 +198,20 @@ return function(T, C)
       error(fmt("%s: The input tensor A must have at least 2 dimensions.", op), 3)
     end
     local Bm = vector and B:unsqueeze(-1) or B
+    -- the matrix LAPACK factors (a singular A's info and inf/NaN depend on
+    -- it): PyTorch 1.13's A^T where A is contiguous and real, else A; the
+    -- engine chooses so from what it is given, which for XA = B is A^T
+    local fat = A:is_contiguous() and not A:is_complex()
+    local info_of = function(X, info)
+      -- info has A's batch shape, as PyTorch's (B's batch dims broadcast
+      -- copies of A, each with the same info)
+      local extra = info:dim() - (A:dim() - 2)
+      for _ = 1, extra do info = info:select(1, 1) end
+      for d = 1, info:dim() do
+        if A:size(d) == 1 and info:size(d) ~= 1 then info = info:narrow(d, 1, 1) end
+      end
+      return X, info
+    end
     if not left then
       -- a vector B is a column for XA = B too, so the shapes do not fit
       -- (PyTorch 1.13 raises)
@@ -205,11 +219,12 @@ return function(T, C)
         error(fmt("%s: Incompatible shapes of A and B for the equation XA = B (%dx%d and %dx1)", op,
           A:size(-2), A:size(-1), B:size(-1)), 3)
       end
-      local X, info = solve_mat(mT(A), mT(Bm), check)
-      return mT(X), info
+      -- mT(A)'s row-major copy is A, its column-major one A^T
+      local X, info = solve_mat(mT(A), mT(Bm), check + (fat and 4 or 8))
+      return info_of(mT(X), info)
     end
-    local X, info = solve_mat(A, Bm, check)
-    return vector and X:squeeze(-1) or X, info
+    local X, info = solve_mat(A, Bm, check + (fat and 8 or 4))
+    return info_of(vector and X:squeeze(-1) or X, info)
   end
 
   function L.solve(A, B, o, ...)
@@ -1287,6 +1302,14 @@ return function(T, C)
     if type(ord) ~= "number" then
       error(fmt("%s: expected ord to be a number, got %s", op, tostring(ord)), 3)
     end
+    if ord == 0 and needs_grad(x) then
+      -- the count of non-zeros: a node whose gradient is none (PyTorch
+      -- 1.13's undefined one: x.grad stays nil, autograd.grad calls x
+      -- unused), also through dtype= and a complex x
+      local res = vector_norm_raw(op, x:detach(), ord, dim, keepdim, dtype)
+      return C._autograd_custom("LinalgVectorNormBackward0", { n = 1, x }, res,
+        function() return { nil } end)
+    end
     -- the input must be floating or complex whatever dtype says, and dtype
     -- may only widen it (PyTorch's checks)
     if not (x.dtype.is_floating_point or is_cx(x)) then
@@ -1467,6 +1490,13 @@ return function(T, C)
       error(fmt("%s: inputs dimension %d must have length 3. Got %d and %d", op, dim, a:size(d),
         b:size(d)), 2)
     end
+    -- PyTorch 1.13 promotes nothing here: "expected scalar type Float but
+    -- found Double", "\"cross\" not implemented for 'Bool'"
+    if a.dtype ~= b.dtype then
+      error(fmt("%s: expected input and other to have the same dtype, but got %s and %s", op,
+        tostring(a.dtype), tostring(b.dtype)), 2)
+    end
+    if a.dtype == T.bool then error(fmt("%s: not implemented for 'bool' tensors", op), 2) end
     local function c(t, i) return t:narrow(d, i, 1) end
     return T.cat({
       c(a, 2) * c(b, 3) - c(a, 3) * c(b, 2),

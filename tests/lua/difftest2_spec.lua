@@ -253,11 +253,13 @@ describe("differences from torch 1.13, second round, fixed", function()
     assert.are.same({ 1, 5 }, T.fmin(T.tensor { 1, 5 }, T.tensor({ 2.5, 0 / 0 })):tolist())
   end)
 
-  it("autograd: vector_norm of order 0 is in the graph with a zero gradient", function()
+  it("autograd: vector_norm of order 0 is in the graph with no gradient", function()
     local p = T.tensor({ 1.0, 0, 3 }, { dtype = T.float64, requires_grad = true })
     local r = T.linalg.vector_norm(p, 0)
     assert.are.equal(2, r:item()); assert.is_true(r.requires_grad)
-    assert.are.same({ 0, 0, 0 }, T.autograd.grad(r, { p })[1]:tolist())
+    -- torch 1.13: grad(r, [p]) raises "... appears to not have been used in
+    -- the graph", allow_unused=True gives None (round 5 checked; not zeros)
+    assert.is_nil(T.autograd.grad(r, { p }, { allow_unused = true })[1])
   end)
 
   it("scatter_reduce is differentiable for every reduction (torch 1.13's gradients)", function()

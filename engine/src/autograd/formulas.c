@@ -1561,8 +1561,8 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
       double p = n->p.d[0];
       em_tensor *x = saved(f, 0), *y = unreduce(f, saved(f, EM_AG_SV_OUT(n, 0)), 0);
       em_tensor *ge = unreduce(f, g, 0);
-      if (p == 0.0) {
-        gin[0] = zeros_like(f, x);
+      if (p == 0.0) {  /* no gradient (PyTorch 1.13's undefined one: .grad stays nil) */
+        gin[0] = NULL;
       } else if (p == 1.0) {
         gin[0] = MUL(ge, un(f, EM_OP_SIGN, x));
       } else if (p == 2.0) {  /* x / y, 0 where y == 0 */

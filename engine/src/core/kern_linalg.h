@@ -55,9 +55,11 @@ typedef enum em_lapack_op {
   EM_LAPACK_GETRF, /* a (m x n) -> LU, ipiv (min(m,n), 1-based), info */
   EM_LAPACK_GETRS, /* a = LU (n x n) with ipiv; b (n x nrhs) -> op(A)^-1 b; trans 'N', 'T'
                       or 'C' (the conjugate transpose) */
-  EM_LAPACK_GESV,  /* a (n x n) -> LU, ipiv, info; b -> op(A)^-1 b when info == 0 */
-  EM_LAPACK_GETRI, /* a (n x n) -> its inverse (getrf then getri), ipiv, info; a holds
-                      the LU factors where info > 0 */
+  EM_LAPACK_GESV,  /* a (n x n) -> LU, ipiv, info; b -> op(A)^-1 b (trans 'N' or 'T'; the
+                      cpu solves singular factors too: inf/NaN, as PyTorch) */
+  EM_LAPACK_GETRI, /* a (n x n) -> its inverse (getrf then getri), ipiv, info; where
+                      info > 0 the cpu writes getrs(trans, LU, I), read as a is
+                      (transposed for trans 'T'), PyTorch 1.13's inv_ex values */
   EM_LAPACK_POTRF, /* a (n x n) -> its uplo factor, the other triangle zeroed, info */
   EM_LAPACK_TRSM,  /* a triangular (uplo, trans, diag); b (m x n) -> op(A)^-1 b (side 'L')
                       or b op(A)^-1 (side 'R'), alpha 1; no info */

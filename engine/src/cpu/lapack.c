@@ -161,68 +161,97 @@ static void zero_other_triangle(void *a, int64_t lda, lp_int n, char uplo, size_
 /* -- Small solves ------------------------------------------------------------
 ** A batch of small systems (n <= SMALL_N) spends more in LAPACK's per-call
 ** overhead (argument checks, OpenBLAS's buffer and thread bookkeeping) than
-** in the arithmetic: for them GESV with trans 'T' (ember's solve hands a
-** row-major A over as A^T column-major) runs getf2's algorithm here, on A
-** read row-major: partial pivoting on the first largest |a| of the column
-** (LAPACK's choice), the multipliers by the pivot's reciprocal, then the
-** two triangular solves. info as getrf's (the first zero pivot, 1-based);
-** b is left as is when info > 0, as gesv leaves it. */
+** in the arithmetic: for them GESV runs getf2's algorithm here on the
+** column-major matrix LAPACK would be given (partial pivoting on the first
+** largest |a| of the column, LAPACK's choice; the multipliers by the
+** pivot's reciprocal), so ipiv and info are getrf's, then the two
+** triangular solves of getrs for trans 'N' or 'T'. A singular matrix
+** (info > 0) is restored from a copy and handed to LAPACK's getrf and
+** getrs, which solve it anyway (inf/NaN), as PyTorch's solve_ex does. */
 enum { SMALL_N = 32 };
 
 #define DEF_SMALL(P, T, ABS)                                                                   \
-  static lp_int small_gesv_##P(lp_int n, lp_int nrhs, T *a, lp_int lda, lp_int *ipiv, T *b,    \
-                               lp_int ldb) {                                                  \
+  static lp_int small_gesv_##P(char trans, lp_int n, lp_int nrhs, T *a, lp_int lda,          \
+                               lp_int *ipiv, T *b, lp_int ldb) {                              \
+    T save[SMALL_N * SMALL_N];                                                                \
+    for (lp_int c = 0; c < n; c++)                                                            \
+      memcpy(save + (int64_t)c * n, a + (int64_t)c * lda, (size_t)n * sizeof(T));             \
     lp_int info = 0;                                                                          \
-    for (lp_int jj = 0; jj < n; jj++) {                                                       \
+    for (lp_int jj = 0; jj < n; jj++) {                                                        \
+      T *cj = a + (int64_t)jj * lda;                                                          \
       lp_int p = jj;                                                                          \
-      T best = ABS(a[(int64_t)jj * lda + jj]);                                                \
+      T best = ABS(cj[jj]);                                                                   \
       for (lp_int i = jj + 1; i < n; i++)                                                     \
-        if (ABS(a[(int64_t)i * lda + jj]) > best) {                                           \
-          best = ABS(a[(int64_t)i * lda + jj]);                                               \
+        if (ABS(cj[i]) > best) {                                                              \
+          best = ABS(cj[i]);                                                                  \
           p = i;                                                                              \
         }                                                                                     \
       ipiv[jj] = p + 1;                                                                       \
-      T *rj = a + (int64_t)jj * lda;                                                          \
-      if (a[(int64_t)p * lda + jj] == 0) {                                                    \
-        if (info == 0) info = jj + 1;                                                         \
-        continue;                                                                             \
+      if (cj[p] == 0) {                                                                       \
+        info = jj + 1;                                                                        \
+        break;                                                                                \
       }                                                                                       \
-      if (p != jj) {                                                                          \
-        T *rp = a + (int64_t)p * lda;                                                         \
+      if (p != jj)                                                                            \
         for (lp_int k = 0; k < n; k++) {                                                      \
-          T t = rj[k];                                                                        \
-          rj[k] = rp[k];                                                                      \
-          rp[k] = t;                                                                          \
+          T *ck = a + (int64_t)k * lda, t = ck[jj];                                           \
+          ck[jj] = ck[p];                                                                     \
+          ck[p] = t;                                                                          \
         }                                                                                     \
-      }                                                                                       \
-      T r = 1 / rj[jj];                                                                       \
-      for (lp_int i = jj + 1; i < n; i++) {                                                   \
-        T *ri = a + (int64_t)i * lda;                                                         \
-        T f = ri[jj] * r;                                                                     \
-        ri[jj] = f;                                                                           \
-        for (lp_int k = jj + 1; k < n; k++) ri[k] -= f * rj[k];                               \
+      T r = 1 / cj[jj];                                                                       \
+      for (lp_int i = jj + 1; i < n; i++) cj[i] *= r;                                         \
+      for (lp_int k = jj + 1; k < n; k++) {                                                   \
+        T *ck = a + (int64_t)k * lda, f = ck[jj];                                             \
+        for (lp_int i = jj + 1; i < n; i++) ck[i] -= cj[i] * f;                               \
       }                                                                                       \
     }                                                                                         \
-    if (info) return info;                                                                    \
+    if (info) {                                                                               \
+      for (lp_int c = 0; c < n; c++)                                                          \
+        memcpy(a + (int64_t)c * lda, save + (int64_t)c * n, (size_t)n * sizeof(T));           \
+      info = 0;                                                                               \
+      P##getrf_(&n, &n, a, &lda, ipiv, &info);                                                \
+      if (nrhs > 0) {                                                                         \
+        lp_int i2 = 0;                                                                        \
+        P##getrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                         \
+      }                                                                                       \
+      return info;                                                                            \
+    }                                                                                         \
     for (lp_int c = 0; c < nrhs; c++) {                                                       \
       T *x = b + (int64_t)c * ldb;                                                            \
-      for (lp_int jj = 0; jj < n; jj++) {                                                     \
-        lp_int p = ipiv[jj] - 1;                                                              \
-        T t = x[jj];                                                                          \
-        x[jj] = x[p];                                                                         \
-        x[p] = t;                                                                             \
-      }                                                                                       \
-      for (lp_int i = 1; i < n; i++) {                                                        \
-        const T *ri = a + (int64_t)i * lda;                                                   \
-        T acc = 0;                                                                            \
-        for (lp_int k = 0; k < i; k++) acc += ri[k] * x[k];                                   \
-        x[i] -= acc;                                                                          \
-      }                                                                                       \
-      for (lp_int i = n - 1; i >= 0; i--) {                                                   \
-        const T *ri = a + (int64_t)i * lda;                                                   \
-        T acc = 0;                                                                            \
-        for (lp_int k = i + 1; k < n; k++) acc += ri[k] * x[k];                               \
-        x[i] = (x[i] - acc) / ri[i];                                                          \
+      if (trans == 'N') { /* L U x = P^T b */                                                 \
+        for (lp_int i = 0; i < n; i++) {                                                      \
+          lp_int p = ipiv[i] - 1;                                                             \
+          T t = x[i];                                                                         \
+          x[i] = x[p];                                                                        \
+          x[p] = t;                                                                           \
+        }                                                                                     \
+        for (lp_int k = 0; k < n; k++) {                                                      \
+          const T *ck = a + (int64_t)k * lda;                                                 \
+          for (lp_int i = k + 1; i < n; i++) x[i] -= ck[i] * x[k];                            \
+        }                                                                                     \
+        for (lp_int k = n - 1; k >= 0; k--) {                                                 \
+          const T *ck = a + (int64_t)k * lda;                                                 \
+          x[k] /= ck[k];                                                                      \
+          for (lp_int i = 0; i < k; i++) x[i] -= ck[i] * x[k];                                \
+        }                                                                                     \
+      } else { /* U^T L^T P^T x = b */                                                        \
+        for (lp_int i = 0; i < n; i++) {                                                      \
+          const T *ci = a + (int64_t)i * lda;                                                 \
+          T acc = 0;                                                                          \
+          for (lp_int k = 0; k < i; k++) acc += ci[k] * x[k];                                 \
+          x[i] = (x[i] - acc) / ci[i];                                                        \
+        }                                                                                     \
+        for (lp_int i = n - 1; i >= 0; i--) {                                                 \
+          const T *ci = a + (int64_t)i * lda;                                                 \
+          T acc = 0;                                                                          \
+          for (lp_int k = i + 1; k < n; k++) acc += ci[k] * x[k];                             \
+          x[i] -= acc;                                                                        \
+        }                                                                                     \
+        for (lp_int i = n - 1; i >= 0; i--) {                                                 \
+          lp_int p = ipiv[i] - 1;                                                             \
+          T t = x[i];                                                                         \
+          x[i] = x[p];                                                                        \
+          x[p] = t;                                                                           \
+        }                                                                                     \
       }                                                                                       \
     }                                                                                         \
     return 0;                                                                                 \
@@ -256,12 +285,12 @@ DEF_SMALL(d, double, fabs)
         break;                                                                                \
       case EM_LAPACK_GESV:                                                                    \
         if (q) break;                                                                         \
-        if (n <= SMALL_N && j->trans == 'T') {                                                \
-          info = small_gesv_##P(n, nrhs, a, lda, ipiv, b, ldb);                               \
+        if (n <= SMALL_N) {                                                                   \
+          info = small_gesv_##P(j->trans, n, nrhs, a, lda, ipiv, b, ldb);                     \
           break;                                                                              \
         }                                                                                     \
         P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
-        if (info == 0 && nrhs > 0) {                                                          \
+        if (nrhs > 0) { /* a singular A solved anyway (inf/NaN), as PyTorch */                 \
           lp_int i2 = 0;                                                                      \
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
@@ -269,12 +298,24 @@ DEF_SMALL(d, double, fabs)
             case EM_LAPACK_GETRI:                                                                   \
         if (q) {                                                                              \
           P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
+          if ((int64_t)n * n < 0x7ffffff0 && creal(wq) < (double)n * n) wq = (T)n * n;       \
           break;                                                                              \
         }                                                                                     \
         P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
         if (info == 0) {                                                                      \
           lp_int i2 = 0;                                                                      \
           P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
+        } else if ((int64_t)lw >= (int64_t)n * n) {                                           \
+          /* singular: PyTorch 1.13's inv_ex is solve_ex(A, I), getrs on the factors */      \
+          /* (inf/NaN); trans 'T': a held A^T, so X is stored transposed */                   \
+          lp_int i2 = 0;                                                                      \
+          memset(work, 0, (size_t)n * n * sizeof(T));                                         \
+          for (lp_int c = 0; c < n; c++) work[(int64_t)c * n + c] = 1;                        \
+          P##getrs_(&j->trans, &n, &n, a, &lda, ipiv, work, &n, &i2, 1);                      \
+          for (lp_int c = 0; c < n; c++)                                                      \
+            for (lp_int r = 0; r < n; r++)                                                    \
+              a[j->trans == 'T' ? (int64_t)r * lda + c : (int64_t)c * lda + r] =              \
+                  work[(int64_t)c * n + r];                                                   \
         }                                                                                     \
         break;                                                                                \
       case EM_LAPACK_SYTRF:                                                                   \
@@ -422,7 +463,7 @@ DEF_ONE(d, double, cblas_dtrsm)
       case EM_LAPACK_GESV:                                                                    \
         if (q) break;                                                                         \
         P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
-        if (info == 0 && nrhs > 0) {                                                          \
+        if (nrhs > 0) { /* a singular A solved anyway (inf/NaN), as PyTorch */                 \
           lp_int i2 = 0;                                                                      \
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
@@ -430,12 +471,24 @@ DEF_ONE(d, double, cblas_dtrsm)
             case EM_LAPACK_GETRI:                                                                   \
         if (q) {                                                                              \
           P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
+          if ((int64_t)n * n < 0x7ffffff0 && creal(wq) < (double)n * n) wq = (T)n * n;       \
           break;                                                                              \
         }                                                                                     \
         P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
         if (info == 0) {                                                                      \
           lp_int i2 = 0;                                                                      \
           P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
+        } else if ((int64_t)lw >= (int64_t)n * n) {                                           \
+          /* singular: PyTorch 1.13's inv_ex is solve_ex(A, I), getrs on the factors */      \
+          /* (inf/NaN); trans 'T': a held A^T, so X is stored transposed */                   \
+          lp_int i2 = 0;                                                                      \
+          memset(work, 0, (size_t)n * n * sizeof(T));                                         \
+          for (lp_int c = 0; c < n; c++) work[(int64_t)c * n + c] = 1;                        \
+          P##getrs_(&j->trans, &n, &n, a, &lda, ipiv, work, &n, &i2, 1);                      \
+          for (lp_int c = 0; c < n; c++)                                                      \
+            for (lp_int r = 0; r < n; r++)                                                    \
+              a[j->trans == 'T' ? (int64_t)r * lda + c : (int64_t)c * lda + r] =              \
+                  work[(int64_t)c * n + r];                                                   \
         }                                                                                     \
         break;                                                                                \
       case EM_LAPACK_SYTRF:                                                                   \

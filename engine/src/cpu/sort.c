@@ -149,15 +149,67 @@ static void sort_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
 }
 
 /* -- kthvalue / median -------------------------------------------------------
-** A lane is sorted ascending (stable) and one position is picked: k-1 for
-** kthvalue; the lower median (n-1)/2 of the lane, or of its non-NaN values
-** for nanmedian; a lane holding NaN has NaN as its median (the first NaN in
-** the original order, whose index is reported). */
+** kthvalue: PyTorch 1.13's quick_select_template (SortingUtils.h) on the
+** lane's keys and positions, step for step (median of three, Hoare
+** partition, NaN above every number), so among equal values it reports
+** the index PyTorch's CPU kthvalue does. median/nanmedian: the lane is
+** sorted ascending (stable) and one position is picked: the lower median
+** (n-1)/2 of the lane, or of its non-NaN values for nanmedian; a lane
+** holding NaN has NaN as its median (the first NaN in the original order,
+** whose index is reported). */
 typedef struct pickctx {
   sortctx s;
   em_pick_kind mode;
   int64_t k;  /* 0-based, PICK_KTH */
 } pickctx;
+
+/* key a > key b, or a is NaN and b is not (PyTorch's gt_or_nan) */
+static inline int gt_or_nan(const sortctx *c, int64_t a, int64_t b) {
+  if (c->is_float) {
+    double x = c->dkey[a], y = c->dkey[b];
+    return (x != x && y == y) || x > y;
+  }
+  return c->ikey[a] > c->ikey[b];
+}
+
+static inline void swap_at(sortctx *c, int64_t a, int64_t b) {
+  if (c->is_float) {
+    double t = c->dkey[a]; c->dkey[a] = c->dkey[b]; c->dkey[b] = t;
+  } else {
+    int64_t t = c->ikey[a]; c->ikey[a] = c->ikey[b]; c->ikey[b] = t;
+  }
+  int64_t t = c->perm[a]; c->perm[a] = c->perm[b]; c->perm[b] = t;
+}
+
+/* Leaves the k-th smallest (0-based) key at position k, its original
+** position in perm[k]. The pivot stays at L during each partition (the
+** scans stop at it), so comparing with position L is comparing with the
+** pivot's value, as PyTorch's copy piv. */
+static void quick_select(sortctx *c, int64_t n, int64_t k) {
+  int64_t L = 0, R = n - 1;
+  for (;;) {
+    if (R <= L) return;
+    if (R == L + 1) {
+      if (gt_or_nan(c, L, R)) swap_at(c, L, R);
+      return;
+    }
+    int64_t P = L + (R - L) / 2;
+    swap_at(c, P, L + 1);
+    if (gt_or_nan(c, L + 1, R)) swap_at(c, L + 1, R);
+    if (gt_or_nan(c, L, R)) swap_at(c, L, R);
+    if (gt_or_nan(c, L + 1, L)) swap_at(c, L + 1, L);
+    int64_t i = L + 1, j = R;
+    for (;;) {
+      do i++; while (gt_or_nan(c, L, i));
+      do j--; while (gt_or_nan(c, j, L));
+      if (j < i) break;
+      swap_at(c, i, j);
+    }
+    swap_at(c, L, j);
+    if (j <= k) L = i;
+    if (j >= k) R = j - 1;
+  }
+}
 
 /* data[0] value out, data[1] index out, data[2] input */
 static void pick_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
@@ -176,7 +228,8 @@ static void pick_lanes(char **d, const int64_t *st, int64_t n, void *vctx) {
       }
       c->perm[j] = j;
     }
-    merge_sort(c, len);
+    if (p->mode == EM_PICK_KTH) quick_select(c, len, p->k);
+    else merge_sort(c, len);
     int64_t pos;
     if (p->mode == EM_PICK_KTH) pos = p->k;
     else if (p->mode == EM_PICK_MEDIAN) pos = valid < len ? valid : (len - 1) / 2;

@@ -443,6 +443,18 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
   }
   /* -- types */
   em_dtype rt = em_result_type(nops, ops, o.default_float);
+  if (op == EM_OP_CLAMP && rt == EM_BOOL && o.has_min != o.has_max &&
+      inputs[o.has_min ? 1 : 2].tensor) {
+    /* PyTorch 1.13 clamps bool by one bool tensor bound (clamp_min/max's
+    ** tensor kernels are maximum/minimum, which take bool); a bool number
+    ** bound or two bounds stay refused (clamp's kernel has no bool) */
+    em_operand mm[2] = {inputs[0], inputs[o.has_min ? 1 : 2]};
+    em_ew_opts mo = em_ew_defaults();
+    mo.name = name;
+    mo.default_float = o.default_float;
+    return elementwise_nograd(o.has_min ? EM_OP_MAXIMUM : EM_OP_MINIMUM, 2, mm, &mo, out,
+                              result);
+  }
   if (op == EM_OP_POW && n == 2 && inputs[0].tensor && !inputs[1].tensor &&
       (rt == EM_FLOAT32 || rt == EM_FLOAT64 || rt == EM_BFLOAT16)) {
     /* PyTorch's pow_tensor_scalar_kernel: exponents 0.5, -0.5, -1 are

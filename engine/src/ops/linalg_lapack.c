@@ -561,9 +561,23 @@ em_status em_linalg_ldl_solve(const em_tensor *LD, const em_tensor *pivots, cons
 
 /* -- solve / inv ---------------------------------------------------------- */
 
+/* Which matrix LAPACK factors (check's EM_SOLVE_FACTOR_* bits): the info of
+** a singular A and its inf/NaN depend on it. PyTorch 1.13 factors A^T where
+** A is contiguous and real (its row-major buffer, handed over as it lies
+** with trans 'T'), else A (a column-major copy, trans 'N'). Resolved before
+** any staging copy, which may change A's layout. */
+static int factor_choice(const em_tensor *A, int check) {
+  if (check & (EM_SOLVE_FACTOR_A | EM_SOLVE_FACTOR_AT)) return check;
+  int at = A && em_tensor_is_contiguous(A) && !is_complex(A->dtype);
+  return check | (at ? EM_SOLVE_FACTOR_AT : EM_SOLVE_FACTOR_A);
+}
+
 em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_tensor **X,
                           em_tensor **info) {
+  check = factor_choice(A, check);
   STAGED(EM_LAPACK_GESV, A, B, NULL, em_linalg_solve(h[0], h[1], check, &r[0], &r[1]), X, info, NULL, NULL);
+  int fat = (check & EM_SOLVE_FACTOR_AT) != 0;
+  check &= 3;
   const char *op = check == 2 ? "linalg.inv" : "linalg.solve";
   em_status st = check_matrix(op, "A", A, 1);
   if (st == EM_OK) st = check_matrix(op, "B", B, 0);
@@ -581,8 +595,9 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
   int on = em_ag_pause();
   em_device dev = A->storage->device;
   em_tensor *a = NULL, *piv = NULL, *x = NULL, *inf = NULL;
-  /* A as it lies (row-major) is A^T column-major: solve A^T^T X = B */
-  st = load(A, nb, bs, n, n, 0, &a);
+  /* A as it lies (row-major) is A^T column-major: solve A^T^T X = B
+  ** (trans 'T'); or A's column-major copy, trans 'N' */
+  st = load(A, nb, bs, n, n, !fat, &a);
   if (st == EM_OK) st = int_empty(nb, bs, n, EM_INT32, dev, &piv);
   if (st == EM_OK) st = int_empty(nb, bs, -1, EM_INT32, dev, &inf);
   if (st == EM_OK) st = load(B, nb, bs, n, k, 1, &x);
@@ -597,7 +612,7 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
     j.dt = A->dtype;
     j.batch = batch;
     j.m = j.n = (int)n; j.nrhs = (int)k;
-    j.trans = 'T';
+    j.trans = fat ? 'T' : 'N';
     j.a = data_of(a); j.sa = n * n; j.lda = (int)n;
     j.ipiv = data_of(piv); j.sp = n;
     j.b = data_of(x); j.sb = n * k; j.ldb = (int)n;
@@ -634,7 +649,10 @@ em_status em_linalg_solve(const em_tensor *A, const em_tensor *B, int check, em_
 ** A^T column-major, whose inverse read row-major is inv(A): no transposing
 ** copy, and the result is contiguous. */
 em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor **info) {
+  check = factor_choice(A, check);
   STAGED(EM_LAPACK_GETRI, A, NULL, NULL, em_linalg_inv(h[0], check, &r[0], &r[1]), X, info, NULL, NULL);
+  int fat = (check & EM_SOLVE_FACTOR_AT) != 0;
+  check &= 3;
   const char *op = "linalg.inv";
   em_status st = check_matrix(op, "A", A, 1);
   if (st != EM_OK) return st;
@@ -643,7 +661,7 @@ em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor 
   int64_t n = A->sizes[nb];
   em_device dev = A->storage->device;
   em_tensor *x = NULL, *piv = NULL, *inf = NULL;
-  st = load(A, nb, A->sizes, n, n, 0, &x);
+  st = load(A, nb, A->sizes, n, n, !fat, &x);
   if (st == EM_OK) st = int_empty(nb, A->sizes, n, EM_INT32, dev, &piv);
   if (st == EM_OK) st = int_empty(nb, A->sizes, -1, EM_INT32, dev, &inf);
   int64_t batch = batch_count(nb, A->sizes);
@@ -657,6 +675,7 @@ em_status em_linalg_inv(const em_tensor *A, int check, em_tensor **X, em_tensor 
     j.dt = A->dtype;
     j.batch = batch;
     j.m = j.n = (int)n;
+    j.trans = fat ? 'T' : 'N'; /* a singular A's getrs on I (cpu) */
     j.a = data_of(x); j.sa = n * n; j.lda = (int)n;
     j.ipiv = data_of(piv); j.sp = n;
     j.info = data_of(inf);
