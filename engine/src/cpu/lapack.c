@@ -263,6 +263,34 @@ DEF_SMALL(d, double, fabs)
 /* One routine on batch element i with workspace (work, iwork); q: a
 ** workspace query (returns sizes in *sz, touches no data). The result is
 ** LAPACK's info. */
+/* getri: the inverse from getrf's factors; on a singular matrix, PyTorch
+** 1.13's inv_ex values (getrs on the factors against I). Shared by the real
+** and complex kernels below (P: the LAPACK prefix, T: the element type). */
+#define LAPACK_GETRI_CASE(P, T) \
+  case EM_LAPACK_GETRI:                                                                  \
+        if (q) {                                                                         \
+          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                 \
+          if ((int64_t)n * n < 0x7ffffff0 && creal(wq) < (double)n * n) wq = (T)n * n;   \
+          break;                                                                         \
+        }                                                                                \
+        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                         \
+        if (info == 0) {                                                                 \
+          lp_int i2 = 0;                                                                 \
+          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                  \
+        } else if ((int64_t)lw >= (int64_t)n * n) {                                      \
+          /* singular: PyTorch 1.13's inv_ex is solve_ex(A, I), getrs on the factors */  \
+          /* (inf/NaN); trans 'T': a held A^T, so X is stored transposed */              \
+          lp_int i2 = 0;                                                                 \
+          memset(work, 0, (size_t)n * n * sizeof(T));                                    \
+          for (lp_int c = 0; c < n; c++) work[(int64_t)c * n + c] = 1;                   \
+          P##getrs_(&j->trans, &n, &n, a, &lda, ipiv, work, &n, &i2, 1);                 \
+          for (lp_int c = 0; c < n; c++)                                                 \
+            for (lp_int r = 0; r < n; r++)                                               \
+              a[j->trans == 'T' ? (int64_t)r * lda + c : (int64_t)c * lda + r] =         \
+                  work[(int64_t)c * n + r];                                              \
+        }                                                                                \
+        break;
+
 #define DEF_ONE(P, T, CBLAS_TRSM)                                                              \
   static lp_int one_##P(const em_lapack_job *j, int64_t i, T *work, lp_int *iwork, T *rwork,  \
                         lp_sizes *sz, int q) {                                                \
@@ -295,29 +323,7 @@ DEF_SMALL(d, double, fabs)
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
         break;                                                                                \
-            case EM_LAPACK_GETRI:                                                                   \
-        if (q) {                                                                              \
-          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
-          if ((int64_t)n * n < 0x7ffffff0 && creal(wq) < (double)n * n) wq = (T)n * n;       \
-          break;                                                                              \
-        }                                                                                     \
-        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
-        if (info == 0) {                                                                      \
-          lp_int i2 = 0;                                                                      \
-          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
-        } else if ((int64_t)lw >= (int64_t)n * n) {                                           \
-          /* singular: PyTorch 1.13's inv_ex is solve_ex(A, I), getrs on the factors */      \
-          /* (inf/NaN); trans 'T': a held A^T, so X is stored transposed */                   \
-          lp_int i2 = 0;                                                                      \
-          memset(work, 0, (size_t)n * n * sizeof(T));                                         \
-          for (lp_int c = 0; c < n; c++) work[(int64_t)c * n + c] = 1;                        \
-          P##getrs_(&j->trans, &n, &n, a, &lda, ipiv, work, &n, &i2, 1);                      \
-          for (lp_int c = 0; c < n; c++)                                                      \
-            for (lp_int r = 0; r < n; r++)                                                    \
-              a[j->trans == 'T' ? (int64_t)r * lda + c : (int64_t)c * lda + r] =              \
-                  work[(int64_t)c * n + r];                                                   \
-        }                                                                                     \
-        break;                                                                                \
+      LAPACK_GETRI_CASE(P, T)                                                               \
       case EM_LAPACK_SYTRF:                                                                   \
         P##sytrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);                \
         if (q) info = 0;                                                                      \
@@ -468,29 +474,7 @@ DEF_ONE(d, double, cblas_dtrsm)
           P##getrs_(&j->trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &i2, 1);                    \
         }                                                                                     \
         break;                                                                                \
-            case EM_LAPACK_GETRI:                                                                   \
-        if (q) {                                                                              \
-          P##getri_(&n, a, &lda, ipiv, &wq, &lw, &info);                                      \
-          if ((int64_t)n * n < 0x7ffffff0 && creal(wq) < (double)n * n) wq = (T)n * n;       \
-          break;                                                                              \
-        }                                                                                     \
-        P##getrf_(&n, &n, a, &lda, ipiv, &info);                                              \
-        if (info == 0) {                                                                      \
-          lp_int i2 = 0;                                                                      \
-          P##getri_(&n, a, &lda, ipiv, work, &lw, &i2);                                       \
-        } else if ((int64_t)lw >= (int64_t)n * n) {                                           \
-          /* singular: PyTorch 1.13's inv_ex is solve_ex(A, I), getrs on the factors */      \
-          /* (inf/NaN); trans 'T': a held A^T, so X is stored transposed */                   \
-          lp_int i2 = 0;                                                                      \
-          memset(work, 0, (size_t)n * n * sizeof(T));                                         \
-          for (lp_int c = 0; c < n; c++) work[(int64_t)c * n + c] = 1;                        \
-          P##getrs_(&j->trans, &n, &n, a, &lda, ipiv, work, &n, &i2, 1);                      \
-          for (lp_int c = 0; c < n; c++)                                                      \
-            for (lp_int r = 0; r < n; r++)                                                    \
-              a[j->trans == 'T' ? (int64_t)r * lda + c : (int64_t)c * lda + r] =              \
-                  work[(int64_t)c * n + r];                                                   \
-        }                                                                                     \
-        break;                                                                                \
+      LAPACK_GETRI_CASE(P, T)                                                               \
       case EM_LAPACK_SYTRF:                                                                   \
         if (j->herm) P##hetrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);   \
         else P##sytrf_(&j->uplo, &n, a, &lda, ipiv, q ? &wq : work, &lw, &info, 1);          \
