@@ -5,6 +5,7 @@
 return function(T, C)
   local A = require "ember.args"
   local fmt, floor, sqrt = string.format, math.floor, math.sqrt
+  local unpack = table.unpack or unpack
   local F = {}
 
   local function is_complex(x) return x:is_complex() end
@@ -74,7 +75,31 @@ return function(T, C)
     return r
   end
 
-  -- (x, n, dim, norm) or (x, {n=, dim=, norm=, out=})
+  -- The positional form may end with an options table that holds only out
+  -- (PyTorch's keyword-only out=): (x, n, dim, norm, {out=}). Of the
+  -- arguments after x, the first plain table with named entries and no
+  -- list part is that table (a list there is s or dim); nothing may follow
+  -- it. Returns the positional arguments as a table, their count, and out.
+  local OUT = { "out" }
+  local function trailing_out(op, ...)
+    local cnt = select("#", ...)
+    local args = { ... }
+    for i = 1, cnt do
+      local v = args[i]
+      if type(v) == "table" and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil then
+        A.nomore(op, i + 1, unpack(args, i + 1, cnt))
+        local out = A.checkopts(op, v, OUT, 4).out
+        if out ~= nil and not T.is_tensor(out) then
+          error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 4)
+        end
+        for j = i, cnt do args[j] = nil end
+        return args, i - 1, out
+      end
+    end
+    return args, cnt, nil
+  end
+
+  -- (x, n, dim, norm[, {out=}]) or (x, {n=, dim=, norm=, out=})
   local ONE = { "n", "dim", "norm", "out" }
   local function args1(op, x, n, dim, norm, ...)
     local out
@@ -89,7 +114,10 @@ return function(T, C)
         error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 3)
       end
     else
-      A.nooptions(op, 2, 4, n, dim, norm, ...)
+      local args, cnt
+      args, cnt, out = trailing_out(op, n, dim, norm, ...)
+      A.nooptions(op, 2, 4, unpack(args, 1, cnt))
+      n, dim, norm = args[1], args[2], args[3]
     end
     return x, n, wrap(op, x, dim or -1), norm, out
   end
@@ -156,7 +184,7 @@ return function(T, C)
     return finish("ihfft", rfft1("ihfft", x, n, d, dual[norm or "backward"]):conj(), out)
   end
 
-  -- n-dimensional forms: (x, s, dim, norm) or (x, {s=, dim=, norm=, out=})
+  -- n-dimensional forms: (x, s, dim, norm[, {out=}]) or (x, {s=, dim=, norm=, out=})
   local NDIM = { "s", "dim", "norm", "out" }
   local function list_of(op, what, v, x)
     if type(v) == "number" then return { v } end
@@ -183,7 +211,10 @@ return function(T, C)
         error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 3)
       end
     else
-      A.nomore(op, 4, ...)
+      local args, cnt
+      args, cnt, out = trailing_out(op, s, dim, norm, ...)
+      A.nomore(op, 4, unpack(args, 4, math.max(cnt, 3)))
+      s, dim, norm = args[1], args[2], args[3]
     end
     local dims
     if dim ~= nil then

@@ -306,5 +306,5 @@ describe("difftest round 5: linalg, fft, clamp, cumulative ops, kthvalue, no_gra
 
   pending("views made under no_grad of a tensor that requires grad: torch 1.13 reports " ..
     "requires_grad True (is_leaf True, grad_fn None; ops on them record, backward accumulates " ..
-    "nowhere); ember reports false (an autograd engine change: see REPORT/docs/autograd.md)")
+    "nowhere); ember reports false (an autograd engine change: docs/autograd.md)")
 end)

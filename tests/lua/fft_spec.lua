@@ -255,6 +255,17 @@ describe("T.fft out=", function()
       assert.is_true(rawequal(r, o), k[1])
       assert.is_true(T.equal(o, want), k[1])
     end
+    -- the positional form ends with a table holding only out
+    local o = T.empty(0, { dtype = T.complex64 })
+    assert.is_true(rawequal(FFT.rfft(x, 8, 1, "ortho", { out = o }), o))
+    assert.is_true(T.equal(o, FFT.rfft(x, 8, 1, "ortho")))
+    local o2 = T.empty(0, { dtype = T.complex64 })
+    FFT.fft2(c, { 4, 4 }, nil, { out = o2 })
+    assert.is_true(T.equal(o2, FFT.fft2(c, { 4, 4 })))
+    assert.has_error(function() FFT.rfft(x, 8, { out = o, dim = 1 }) end,
+      "rfft: unknown option 'dim' (expected one of: out)")
+    assert.has_error(function() FFT.rfft(x, 8, { out = o }, 1) end,
+      "rfft: unexpected argument #4 (number): rfft takes at most 3 arguments")
     local f = T.empty(0)
     FFT.fftfreq(5, { out = f })
     assert.is_true(T.equal(f, FFT.fftfreq(5)))
