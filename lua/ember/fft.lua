@@ -67,9 +67,9 @@ return function(T, C)
 
   local function real_part(y) return T.view_as_real(y):select(-1, 1):contiguous() end
 
-  -- out= (the options form only): the result written into out as every
-  -- out= op writes it (C._write_out: an empty out is resized); rfft's fast
-  -- path writes straight into a contiguous out of the right shape
+  -- out=: the result written into out as every out= op writes it
+  -- (C._write_out: an empty out is resized); rfft's fast path writes
+  -- straight into a contiguous out of the right shape
   local function finish(op, r, out)
     if out ~= nil then return C._write_out(op, r, out) end
     return r
@@ -81,6 +81,14 @@ return function(T, C)
   -- list part is that table (a list there is s or dim); nothing may follow
   -- it. Returns the positional arguments as a table, their count, and out.
   local OUT = { "out" }
+  -- out as an options table gave it (nil or a tensor); level as error's,
+  -- counted from the caller
+  local function check_out(op, out, level)
+    if out ~= nil and not T.is_tensor(out) then
+      error(fmt("%s: expected a tensor for out, got %s", op, type(out)), level + 1)
+    end
+    return out
+  end
   local function trailing_out(op, ...)
     local cnt = select("#", ...)
     local args = { ... }
@@ -88,10 +96,7 @@ return function(T, C)
       local v = args[i]
       if type(v) == "table" and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil then
         A.nomore(op, i + 1, unpack(args, i + 1, cnt))
-        local out = A.checkopts(op, v, OUT, 4).out
-        if out ~= nil and not T.is_tensor(out) then
-          error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 4)
-        end
+        local out = check_out(op, A.checkopts(op, v, OUT, 4).out, 4)
         for j = i, cnt do args[j] = nil end
         return args, i - 1, out
       end
@@ -109,10 +114,7 @@ return function(T, C)
     if A.is_opts(n) then
       A.nomore(op, 2, dim, norm, ...)
       local o = A.checkopts(op, n, ONE, 3)
-      n, dim, norm, out = o.n, o.dim, o.norm, o.out
-      if out ~= nil and not T.is_tensor(out) then
-        error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 3)
-      end
+      n, dim, norm, out = o.n, o.dim, o.norm, check_out(op, o.out, 3)
     else
       local args, cnt
       args, cnt, out = trailing_out(op, n, dim, norm, ...)
@@ -206,14 +208,11 @@ return function(T, C)
     if type(s) == "table" and getmetatable(s) == nil and s[1] == nil then
       A.nomore(op, 2, dim, norm, ...)
       local o = A.checkopts(op, s, NDIM, 3)
-      s, dim, norm, out = o.s, o.dim, o.norm, o.out
-      if out ~= nil and not T.is_tensor(out) then
-        error(fmt("%s: expected a tensor for out, got %s", op, type(out)), 3)
-      end
+      s, dim, norm, out = o.s, o.dim, o.norm, check_out(op, o.out, 3)
     else
       local args, cnt
       args, cnt, out = trailing_out(op, s, dim, norm, ...)
-      A.nomore(op, 4, unpack(args, 4, math.max(cnt, 3)))
+      A.nomore(op, 4, unpack(args, 4, cnt))
       s, dim, norm = args[1], args[2], args[3]
     end
     local dims

@@ -96,6 +96,23 @@ em_status em_fft_c2c(const em_tensor *x, int64_t dim, int forward, double fct,
   return st;
 }
 
+/* rfft of x along its dim d (fft_prepare's d, kt, outer, inner) into the
+** contiguous dst of the result's shape and dtype */
+static em_status r2c_into(const em_tensor *x, int d, const em_kernels *kt, int64_t outer,
+                          int64_t inner, double fct, em_tensor *dst) {
+  if (em_tensor_numel(dst) == 0) return EM_OK;
+  em_tensor *c = NULL;
+  em_status st = em_contiguous(x, &c);
+  if (st == EM_OK)
+    st = kt->cplx->rfft(x->dtype, (const char *)c->storage->data +
+                                      c->offset * (int64_t)em_dtype_size(c->dtype),
+                        (char *)dst->storage->data +
+                            dst->offset * (int64_t)em_dtype_size(dst->dtype),
+                        outer, x->sizes[d], inner, fct);
+  em_tensor_release(c);
+  return st;
+}
+
 em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **out) {
   if (x->dtype != EM_FLOAT32 && x->dtype != EM_FLOAT64)
     return em_fail(EM_E_TYPE, "rfft: expected a float32 or float64 tensor, got %s",
@@ -107,20 +124,13 @@ em_status em_fft_r2c(const em_tensor *x, int64_t dim, double fct, em_tensor **ou
   int64_t outer = 1, inner = 1;
   em_status st = fft_prepare("rfft", x, dim, &d, &kt, &outer, &inner);
   if (st != EM_OK) return st;
-  int64_t n = x->sizes[d];
-  em_tensor *c = NULL, *y = NULL;
-  st = em_contiguous(x, &c);
+  em_tensor *y = NULL;
   int64_t sh[EM_MAX_DIMS];
   memcpy(sh, x->sizes, (size_t)x->ndim * sizeof *sh);
-  sh[d] = n / 2 + 1;
-  if (st == EM_OK)
-    st = em_empty(x->ndim, sh, x->dtype == EM_FLOAT32 ? EM_COMPLEX64 : EM_COMPLEX128,
-                  x->storage->device, &y);
-  if (st == EM_OK && em_tensor_numel(y) > 0)
-    st = kt->cplx->rfft(x->dtype, (const char *)c->storage->data +
-                                      c->offset * (int64_t)em_dtype_size(c->dtype),
-                        y->storage->data, outer, n, inner, fct);
-  em_tensor_release(c);
+  sh[d] = x->sizes[d] / 2 + 1;
+  st = em_empty(x->ndim, sh, x->dtype == EM_FLOAT32 ? EM_COMPLEX64 : EM_COMPLEX128,
+                x->storage->device, &y);
+  if (st == EM_OK) st = r2c_into(x, d, kt, outer, inner, fct, y);
   if (st != EM_OK) {
     em_tensor_release(y);
     return st;
@@ -154,15 +164,7 @@ em_status em_fft_r2c_out(const em_tensor *x, int64_t dim, double fct, em_tensor 
     em_tensor_release(y);
     return st;
   }
-  em_tensor *c = NULL;
-  em_status st = em_contiguous(x, &c);
-  if (st == EM_OK && em_tensor_numel(out) > 0)
-    st = kt->cplx->rfft(x->dtype, (const char *)c->storage->data +
-                                      c->offset * (int64_t)em_dtype_size(c->dtype),
-                        (char *)out->storage->data +
-                            out->offset * (int64_t)em_dtype_size(out->dtype),
-                        outer, x->sizes[d], inner, fct);
-  em_tensor_release(c);
+  em_status st = r2c_into(x, d, kt, outer, inner, fct, out);
   if (st == EM_OK) em_storage_bump_version(out->storage);
   return st;
 }
