@@ -472,6 +472,7 @@ em_tensor *l_out_field(lua_State *L, int opts, const char *op, int *outidx) {
   em_tensor *out = l_totensor(L, -1);
   if (!out)
     l_errorf(L, "%s: expected a tensor for option 'out', got %s", op, luaL_typename(L, -1));
+  if (em_check_out(op, out) != EM_OK) l_error(L);
   *outidx = lua_gettop(L);
   return out;
 }

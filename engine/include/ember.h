@@ -1296,6 +1296,15 @@ em_status em_binary_cross_entropy_with_logits_backward(
 int em_grad_enabled(void);
 void em_set_grad_enabled(int on);
 
+/* May `out` (an out= destination, not an in-place target) be written in
+** the current mode? In grad mode out= is not differentiable: an out that
+** requires grad is refused (PyTorch's message), and so is a view that may
+** not be written in place (made under no_grad of a tensor that requires
+** grad, a hooked module's output, one of split's views), as copy_ refuses
+** it. EM_OK otherwise, and always outside grad mode. Every out= path asks
+** before it writes (docs/math.md, "out="). */
+em_status em_check_out(const char *op, const em_tensor *out);
+
 /* t.grad: a new reference, or NULL. set_grad checks shape and dtype (g may
 ** be NULL to clear it). */
 em_tensor *em_tensor_grad(const em_tensor *t);

@@ -35,7 +35,11 @@ return function(T, C)
       prep(t)
       o = ARGS.checkopts(name, o, { "out" })
       if not t:is_floating_point() then t = t:to(T.get_default_dtype()) end
-      if o.out ~= nil then return T.mul(t, c, { out = o.out }) end
+      if o.out ~= nil then -- mul's errors about out, renamed
+        local ok, r = pcall(T.mul, t, c, { out = o.out })
+        if not ok then error((tostring(r):gsub("^mul:", name .. ":")), 2) end
+        return r
+      end
       return t * c
     end)
     define(name .. "_", function(t, ...)

@@ -291,6 +291,47 @@ TEST(post_accumulate_grad_hooks) {
   CHECK(h2.freed == 2);
 }
 
+/* out= in grad mode: an out that requires grad, or a view made under
+** no_grad of one, is refused by every engine path before anything is
+** written (elementwise, em_write_out, the direct GEMM); under no_grad the
+** same calls write. */
+TEST(out_is_checked_in_grad_mode) {
+  double av[4] = {1, 2, 3, 4}, zv[4] = {0, 0, 0, 0};
+  em_tensor *a = vec(av, 4, 0), *leaf = vec(zv, 4, 1), *view = NULL, *r = NULL;
+  int64_t sq[2] = {2, 2};
+  em_set_grad_enabled(0);
+  CHECK_OK(em_view(leaf, 1, (int64_t[]){4}, &view));
+  em_set_grad_enabled(1);
+  em_tensor *a2 = NULL, *leaf2 = NULL, *view2 = NULL;
+  CHECK_OK(em_view(a, 2, sq, &a2));
+  CHECK_OK(em_view(leaf, 2, sq, &leaf2));
+  em_set_grad_enabled(0);
+  CHECK_OK(em_view(leaf, 2, sq, &view2));
+  em_set_grad_enabled(1);
+  em_operand in[2] = {{a, {EM_SCALAR_INT, 0, 0}}, {a, {EM_SCALAR_INT, 0, 0}}};
+  CHECK_ERR(em_elementwise(EM_OP_ADD, 2, in, NULL, leaf, NULL), "functions with out= arguments");
+  CHECK_ERR(em_elementwise(EM_OP_ADD, 2, in, NULL, view, NULL), "no_grad mode");
+  CHECK_ERR(em_write_out("sum", a, view), "no_grad mode");
+  int done = 1;
+  CHECK_ERR(em_matmul_into("mm", a2, a2, leaf2, &done), "functions with out= arguments");
+  CHECK(done == 0);
+  CHECK_ERR(em_matmul_into("mm", a2, a2, view2, &done), "no_grad mode");
+  for (int i = 0; i < 4; i++) CHECK(at(leaf, i) == 0);  /* nothing written */
+  em_set_grad_enabled(0);
+  CHECK_OK(em_elementwise(EM_OP_ADD, 2, in, NULL, view, &r));
+  CHECK(at(leaf, 3) == 8);
+  em_tensor_release(r);
+  CHECK_OK(em_matmul_into("mm", a2, a2, view2, &done));
+  CHECK(done == 1 && at(leaf, 0) == 7 && at(leaf, 3) == 22);
+  em_set_grad_enabled(1);
+  em_tensor_release(view2);
+  em_tensor_release(leaf2);
+  em_tensor_release(a2);
+  em_tensor_release(view);
+  em_tensor_release(leaf);
+  em_tensor_release(a);
+}
+
 int main(void) {
   RUN(custom_ops_join_the_graph);
   RUN(grad_fn_handles_walk_the_graph_and_hold_it);
@@ -300,5 +341,6 @@ int main(void) {
   RUN(grad_mode_is_per_thread);
   RUN(autograd_grad_and_version_checks);
   RUN(post_accumulate_grad_hooks);
+  RUN(out_is_checked_in_grad_mode);
   return CTEST_END();
 }

@@ -844,6 +844,38 @@ describe("every entry point", function()
             e.label .. " refused out= with an unclear message: " .. got)
         end
       end)
+
+      -- an out that is a view made under no_grad of a tensor that requires
+      -- grad is refused in grad mode on every path (copied into or written
+      -- directly), as copy_ refuses it, and is left as it was
+      it(e.label .. " refuses a no_grad view as out in grad mode", function()
+        if not e.recipe then return end
+        local want = call(e, nil)
+        if not T.is_tensor(want) or not (want.dtype.is_floating_point or want.dtype.is_complex)
+            or want.requires_grad or not pcall(call, e, { out = T.empty(0, { dtype = want.dtype }) }) then
+          return
+        end
+        local base = T.zeros(want.shape, { dtype = want.dtype }):requires_grad_()
+        local out = T.no_grad(function() return base:view_as(base) end)
+        local ok, err = pcall(call, e, { out = out })
+        assert(not ok, e.label .. " wrote into a view made under no_grad in grad mode")
+        err = tostring(err)
+        assert(names_op(err, e) and err:find("no_grad mode", 1, true),
+          e.label .. " refused a no_grad view as out with an unclear message: " .. err)
+        -- a tensor that requires grad as out: out= is not differentiable
+        ok, err = pcall(call, e, { out = base })
+        assert(not ok, e.label .. " wrote into an out that requires grad in grad mode")
+        err = tostring(err)
+        assert(names_op(err, e) and err:find("functions with out= arguments don't support", 1, true),
+          e.label .. " refused an out that requires grad with an unclear message: " .. err)
+        assert(T.equal(base:detach(), T.zeros(want.shape, { dtype = want.dtype })),
+          e.label .. " wrote into out before refusing it")
+        -- outside grad mode both are written (an optimizer's step writes so)
+        T.no_grad(function()
+          assert(rawequal(call(e, { out = out }), out), e.label .. " under no_grad")
+          assert(rawequal(call(e, { out = base }), base), e.label .. " under no_grad")
+        end)
+      end)
     end
   end
 end)

@@ -18,6 +18,7 @@
 **   formula. Without retain_graph, saved tensors are freed after the run.
 */
 #include "autograd/autograd.h"
+#include "core/errmsg.h"
 #include "core/iter.h"
 
 #include <stdio.h>
@@ -776,6 +777,13 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
   if (!fn)
     return em_fail(EM_E_VALUE, "%s: a leaf tensor that requires grad is being used in "
                    "an in-place operation", op);
+  return EM_OK;
+}
+
+em_status em_check_out(const char *op, const em_tensor *out) {
+  if (!out || grad_disabled) return EM_OK;
+  if (out->requires_grad) return em_fail(EM_E_VALUE, EM_MSG_OUT_NOT_DIFFERENTIABLE, op);
+  if (out->nograd_view || out->hook_view || out->multi_view) return em_ag_check_inplace(op, out);
   return EM_OK;
 }
 

@@ -311,6 +311,8 @@ em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out) 
   char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
   if (em_grad_enabled() && result->requires_grad)
     return em_fail(EM_E_VALUE, EM_MSG_OUT_NOT_DIFFERENTIABLE, op);
+  em_status chk = em_check_out(op, out);
+  if (chk != EM_OK) return chk;
   em_status dst = em_same_device_check(op, result->storage->device, out->storage->device);
   if (dst != EM_OK) return dst;
   if (out->dtype != result->dtype)

@@ -761,6 +761,10 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     if (!o.has_min) ins[1] = NULL;
     if (!o.has_max) ins[2] = NULL;
   }
+  if (out && out != ins[0]) { /* out=, not in place: asked before the pause */
+    em_status chk = em_check_out(name, out);
+    if (chk != EM_OK) return chk;
+  }
   int on = em_ag_pause();
   /* the Bessel and Airy functions and the orthogonal polynomials are not
   ** differentiable: their results do not require grad (PyTorch's) */

@@ -143,9 +143,10 @@ em_status em_fft_r2c_out(const em_tensor *x, int64_t dim, double fct, em_tensor 
   int d = 0;
   const em_kernels *kt = NULL;
   int64_t outer = 1, inner = 1;
+  em_status chk = em_check_out("rfft", out);
+  if (chk != EM_OK) return chk;
   int direct = (x->dtype == EM_FLOAT32 || x->dtype == EM_FLOAT64) &&
-               !(em_grad_enabled() && x->requires_grad) && !out->requires_grad &&
-               !out->view_base && !out->nograd_view && !out->multi_view && !out->hook_view &&
+               !(em_grad_enabled() && x->requires_grad) && !out->view_base &&
                out->storage != x->storage && out->ndim == x->ndim &&
                out->dtype == (x->dtype == EM_FLOAT32 ? EM_COMPLEX64 : EM_COMPLEX128) &&
                out->storage->device.type == x->storage->device.type &&

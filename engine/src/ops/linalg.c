@@ -529,11 +529,12 @@ em_status em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
 em_status em_matmul_into(const char *op, const em_tensor *a, const em_tensor *b,
                          em_tensor *out, int *done) {
   *done = 0;
+  em_status chk = em_check_out(op, out);
+  if (chk != EM_OK) return chk;
   int nd = a->ndim; /* mm: 2, bmm: 3, matmul: either */
   int ok_nd = strcmp(op, "mm") == 0 ? nd == 2 : strcmp(op, "bmm") == 0 ? nd == 3
                                                                        : nd == 2 || nd == 3;
   if (!ok_nd || b->ndim != nd || out->ndim != nd) return EM_OK;
-  /* out requiring grad: copy_'s leaf and view checks decide */
   if (em_ac_any || out->requires_grad ||
       (em_grad_enabled() && (a->requires_grad || b->requires_grad)))
     return EM_OK;
