@@ -6,6 +6,7 @@
 ** (lua/ember/print.lua): the summarised values of a tensor and exact
 ** number formatting.
 */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -513,15 +514,29 @@ static int l_print_values(lua_State *L) {
 static int l_fmt_float(lua_State *L) {
   double v = luaL_checknumber(L, 1);
   const char *conv = luaL_checkstring(L, 2);
-  int prec = (int)luaL_checkinteger(L, 3);
-  int width = (int)luaL_optinteger(L, 4, 0);
-  if (prec < 0 || prec > 100) return l_errorf(L, "print: precision %d out of range", prec);
-  if (width < 0 || width > 200) width = 0;
-  char buf[512];
-  if (isnan(v)) snprintf(buf, sizeof buf, "%*s", width, "nan");
-  else if (conv[0] == 'e') snprintf(buf, sizeof buf, "%*.*e", width, prec, v);
-  else snprintf(buf, sizeof buf, "%*.*f", width, prec, v);
-  lua_pushstring(L, buf);
+  lua_Integer p = luaL_checkinteger(L, 3);
+  lua_Integer w = luaL_optinteger(L, 4, 0);
+  /* Python takes any precision and width up to INT_MAX ("precision too
+  ** big" past it); the string is as long as it needs to be */
+  if (p < 0 || p > INT_MAX) return l_errorf(L, "print: precision %lld out of range", (long long)p);
+  if (w < 0 || w > INT_MAX) return l_errorf(L, "print: width %lld out of range", (long long)w);
+  int prec = (int)p, width = (int)w;
+  int e = conv[0] == 'e';
+  char small[512];
+  int n = isnan(v)  ? snprintf(small, sizeof small, "%*s", width, "nan")
+          : e       ? snprintf(small, sizeof small, "%*.*e", width, prec, v)
+                    : snprintf(small, sizeof small, "%*.*f", width, prec, v);
+  if (n < 0) return l_errorf(L, "print: precision %d too big", prec);
+  if ((size_t)n < sizeof small) {
+    lua_pushlstring(L, small, (size_t)n);
+    return 1;
+  }
+  /* a long one: a buffer the collector owns (nothing to free on an error) */
+  char *buf = lua_newuserdata(L, (size_t)n + 1);
+  if (isnan(v)) snprintf(buf, (size_t)n + 1, "%*s", width, "nan");
+  else if (e) snprintf(buf, (size_t)n + 1, "%*.*e", width, prec, v);
+  else snprintf(buf, (size_t)n + 1, "%*.*f", width, prec, v);
+  lua_pushlstring(L, buf, (size_t)n);
   return 1;
 }
 

@@ -52,7 +52,14 @@ return function(T, C)
       end
       for k, v in pairs(p) do opts[k] = v end
     end
-    if o.precision ~= nil then check_count("precision", o.precision, 0) end
+    if o.precision ~= nil then
+      check_count("precision", o.precision, 0)
+      -- Python formats any precision up to INT_MAX ("precision too big" past it)
+      if o.precision > 2147483647 then
+        error("set_printoptions: precision too big (at most 2147483647), got "
+          .. string.format("%.0f", o.precision), 2)
+      end
+    end
     if o.edgeitems ~= nil then check_count("edgeitems", o.edgeitems, 0) end
     if o.linewidth ~= nil then check_count("linewidth", o.linewidth, 1) end
     if o.threshold ~= nil and (type(o.threshold) ~= "number" or o.threshold ~= o.threshold
@@ -284,7 +291,12 @@ return function(T, C)
     elseif t.requires_grad then
       suffixes[#suffixes + 1] = "requires_grad=True"
     end
-    return add_suffixes(prefix .. body, suffixes, indent)
+    local s = add_suffixes(prefix .. body, suffixes, indent)
+    -- a parameter (nn.Parameter's, or one a module holds) prints as
+    -- PyTorch's Parameter.__repr__ prints it
+    local nn = rawget(T, "nn")
+    if nn and nn.Module and nn.Module._is_marked(t) then s = "Parameter containing:\n" .. s end
+    return s
   end
 
   C._Tensor_mt.__tostring = tostring_tensor

@@ -788,6 +788,9 @@ return function(T, C)
     return { [prefix .. "num_batches_tracked"] = T.tensor(0, { dtype = T.int64 }) }
   end
   Module._mark_param = function(t) marked[t] = true; return t end
+  -- made by nn.Parameter or held by a module as a parameter (the printer's
+  -- "Parameter containing:")
+  Module._is_marked = function(t) return marked[t] ~= nil end
   Module._iterlist = iterlist
   return Module
 end
