@@ -350,7 +350,7 @@ static int l_ew_polygamma_(lua_State *L) { return polygamma_call(L, F_INPLACE, "
 #define REG_FN(NAME, OP, FLAGS) {#NAME, l_ew_##NAME},
 #define REG_INPLACE(NAME, OP, FLAGS) {#NAME "_", l_ew_##NAME##_},
 
-/* -- Metamethods: + - * / % ^ and unary minus, numbers on either side ----- */
+/* -- Metamethods: + - * / % ^, unary minus and 5.4's // & | ~ << >>, numbers on either side */
 
 /* The operators take no options: with two tensors, what ew_call would do
 ** for them is exactly this (one box, the engine with default options), so
@@ -380,6 +380,25 @@ static int m_mod(lua_State *L) {
   return ew_call(L, EM_OP_REMAINDER, 0, "remainder");
 }
 static int m_pow(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_POW, 0, "pow"); }
+/* Lua 5.4's integer-division and bitwise operators, as Python's on tensors:
+** a // b is floor_divide, & | ~ (binary) << >> bitwise_and/or/xor and the
+** shifts, ~a bitwise_not (LuaJIT has none of these operators). */
+static int m_idiv(lua_State *L) {
+  lua_settop(L, 2);
+  return ew_call(L, EM_OP_DIV, F_FLOORDIV, "floor_divide");
+}
+static int m_band(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_BITWISE_AND, 0, "bitwise_and"); }
+static int m_bor(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_BITWISE_OR, 0, "bitwise_or"); }
+static int m_bxor(lua_State *L) { lua_settop(L, 2); return ew_call(L, EM_OP_BITWISE_XOR, 0, "bitwise_xor"); }
+static int m_shl(lua_State *L) {
+  lua_settop(L, 2);
+  return ew_call(L, EM_OP_LSHIFT, 0, "bitwise_left_shift");
+}
+static int m_shr(lua_State *L) {
+  lua_settop(L, 2);
+  return ew_call(L, EM_OP_RSHIFT, 0, "bitwise_right_shift");
+}
+static int m_bnot(lua_State *L) { lua_settop(L, 1); return ew_call(L, EM_OP_BITWISE_NOT, 0, "bitwise_not"); }
 static int m_unm(lua_State *L) { lua_settop(L, 1); return ew_call(L, EM_OP_NEG, 0, "neg"); }
 /* Lua's < and <= must return a boolean, never a tensor: point to the
 ** elementwise methods instead of comparing something arbitrary. */
@@ -459,7 +478,9 @@ void l_open_math(lua_State *L) {
   static const luaL_Reg meta[] = {{"__add", m_add}, {"__sub", m_sub}, {"__mul", m_mul},
                                   {"__div", m_div}, {"__mod", m_mod}, {"__pow", m_pow},
                                   {"__unm", m_unm}, {"__lt", m_lt}, {"__le", m_le},
-                                  {NULL, NULL}};
+                                  {"__idiv", m_idiv}, {"__band", m_band}, {"__bor", m_bor},
+                                  {"__bxor", m_bxor}, {"__shl", m_shl}, {"__shr", m_shr},
+                                  {"__bnot", m_bnot}, {NULL, NULL}};
   for (const luaL_Reg *r = meta; r->name; r++) {
     lua_pushcfunction(L, r->func);
     lua_setfield(L, -2, r->name);

@@ -52,3 +52,33 @@ describe("difftest round 6: printing (torch 1.13)", function()
     assert.matches("^tensor%(", tostring(T.ones(2):requires_grad_()))
   end)
 end)
+
+describe("difftest round 6: promotion and integer semantics (torch 1.13)", function()
+  it("Lua 5.4's // & | ~ << >> are Python's tensor operators", function()
+    local chunk = load([[local T, t = ...
+      return { t // 2, 7 // t, t // 2.5, t & 3, t | 8, t ~ 1, ~t, t << 1, t >> 1, 1 << T.tensor { 1, 3 },
+        T.tensor { true, false } & true, T.tensor { 1.5, -1.5 } // 1 }]])
+    if not chunk then return end -- LuaJIT: no such operators
+    local t = T.tensor { -7, 7, 5 }
+    local r = chunk(T, t)
+    local function same(a, b) return a.dtype == b.dtype and T.equal(a, b) end
+    -- torch: t // 2, 7 // t, t // 2.5
+    assert.is_true(same(r[1], T.tensor { -4, 3, 2 }))
+    assert.is_true(same(r[2], T.tensor { -1, 1, 1 }))
+    assert.is_true(same(r[3], T.tensor({ -3, 2, 2 }, { dtype = T.float32 })))
+    -- t & 3, t | 8, t ^ 1, ~t, t << 1, t >> 1, 1 << tensor([1, 3])
+    assert.is_true(same(r[4], T.tensor { 1, 3, 1 }))
+    assert.is_true(same(r[5], T.tensor { -7, 15, 13 }))
+    assert.is_true(same(r[6], T.tensor { -8, 6, 4 }))
+    assert.is_true(same(r[7], T.tensor { 6, -8, -6 }))
+    assert.is_true(same(r[8], T.tensor { -14, 14, 10 }))
+    assert.is_true(same(r[9], T.tensor { -4, 3, 2 }))
+    assert.is_true(same(r[10], T.tensor { 2, 8 }))
+    -- tensor([True, False]) & True; tensor([1.5, -1.5]) // 1 -> [1., -2.]
+    assert.is_true(same(r[11], T.tensor { true, false }))
+    assert.is_true(same(r[12], T.tensor({ 1, -2 }, { dtype = T.float32 })))
+    -- t // 0: ZeroDivisionError; a float tensor & 1: "bitwise_and_cpu" not implemented for 'Float'
+    err(function() return load("local t = ...; return t // 0")(t) end, "ZeroDivisionError")
+    err(function() return load("local t = ...; return t & 1")(T.ones(2)) end, "bitwise_and: not implemented for float32")
+  end)
+end)
