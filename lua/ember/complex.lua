@@ -420,10 +420,27 @@ return function(T, C)
       return real(z:ne(0), ...)
     end)
   end
+  -- lerp and lerp_: PyTorch's rule, end and a tensor weight of start's dtype
+  -- (torch: "expected dtype c10::complex<float> for `end` but got dtype float")
+  local function lerp_check(name, a, b, w)
+    for _, v in ipairs { { b, "end" }, { w, "weight" } } do
+      if T.is_tensor(v[1]) and v[1].dtype ~= a.dtype then
+        error(("%s: expected dtype %s for `%s` but got dtype %s"):format(name, a.dtype.name, v[2],
+          v[1].dtype.name), 4)
+      end
+    end
+  end
   wrap("lerp", function(real, a, b, w, ...)
     if select("#", ...) > 0 or not T.is_tensor(a) then return real(a, b, w, ...) end
     if w == nil then return real(a, b, w) end -- its own error
+    lerp_check("lerp", a, b, w)
     return a + (b - a) * w
+  end)
+  wrap("lerp_", function(real, a, b, w, ...)
+    if select("#", ...) > 0 or not T.is_tensor(a) then return real(a, b, w, ...) end
+    if w == nil then return real(a, b, w) end -- its own error
+    lerp_check("lerp_", a, b, w)
+    return a:copy_(a + (b - a) * w)
   end)
 
   -- the index ops that move or add values, on the parts: each runs the

@@ -82,3 +82,30 @@ describe("difftest round 6: promotion and integer semantics (torch 1.13)", funct
     err(function() return load("local t = ...; return t & 1")(T.ones(2)) end, "bitwise_and: not implemented for float32")
   end)
 end)
+
+describe("difftest round 6: complex lerp's dtypes (torch 1.13)", function()
+  local z = T.complex(T.tensor({ 1, 2 }, { dtype = T.float32 }), T.tensor({ 0.5, -1 }, { dtype = T.float32 }))
+  local f = T.tensor({ 3, 4 }, { dtype = T.float32 })
+
+  it("refuses an end or a weight of another dtype, as the real lerp does", function()
+    -- torch.lerp(f, z, 0.5): expected dtype float for `end` but got dtype c10::complex<float>
+    err(function() T.lerp(f, z, 0.5) end, "lerp: expected dtype float32 for `end` but got dtype complex64")
+    err(function() T.lerp(z, f, 0.5) end, "lerp: expected dtype complex64 for `end` but got dtype float32")
+    err(function() T.lerp(z, z:to(T.complex128), 0.5) end, "expected dtype complex64 for `end` but got dtype complex128")
+    -- torch.lerp(z, 2 * z, tensor([0.5, 0.25])): ... for `weight` but got dtype float
+    err(function() T.lerp(z, z * 2, T.tensor({ 0.5, 0.25 }, { dtype = T.float32 })) end,
+      "expected dtype complex64 for `weight` but got dtype float32")
+    -- torch.lerp(z, 2 * z, z) -> [1.75+1.5j, 5-5j]
+    local r = T.lerp(z, z * 2, z)
+    assert.equal(T.complex64, r.dtype)
+    assert.same({ { 1.75, 1.5 }, { 5, -5 } }, r:tolist())
+  end)
+
+  it("lerp_ runs on complex tensors (was refused)", function()
+    -- z.clone().lerp_(2 * z, 0.5) -> [1.5+0.75j, 3-1.5j]
+    local y = z:clone()
+    assert.equal(y, y:lerp_(z * 2, 0.5))
+    assert.same({ { 1.5, 0.75 }, { 3, -1.5 } }, y:tolist())
+    err(function() z:clone():lerp_(f, 0.5) end, "lerp_: expected dtype complex64 for `end` but got dtype float32")
+  end)
+end)
