@@ -83,6 +83,23 @@ describe("difftest round 6: promotion and integer semantics (torch 1.13)", funct
   end)
 end)
 
+describe("difftest round 6: Lua numbers as Python numbers (torch 1.13)", function()
+  it("a Lua 5.4 float is a Python float, an integer a Python int; LuaJIT goes by value", function()
+    local t = T.tensor { 1, 2 }
+    if math.type then
+      -- torch.tensor([1, 2]) * 2.0 -> float32; * 2 -> int64;
+      -- torch.tensor([3], dtype=torch.int32) * 2**40 -> int32 [0] (wraps), * 2.0**40 -> float32
+      assert.equal(T.float32, (t * 2.0).dtype)
+      assert.equal(T.float32, (t + 2 ^ 3).dtype)
+      assert.same({ 0 }, (T.tensor({ 3 }, { dtype = T.int32 }) * (1 << 40)):tolist())
+      assert.equal(T.float32, (T.tensor({ 3 }, { dtype = T.int32 }) * 2 ^ 40).dtype)
+    else
+      assert.equal(T.int64, (t * 2.0).dtype)
+    end
+    assert.equal(T.int64, (t * 2).dtype)
+  end)
+end)
+
 describe("difftest round 6: complex lerp's dtypes (torch 1.13)", function()
   local z = T.complex(T.tensor({ 1, 2 }, { dtype = T.float32 }), T.tensor({ 0.5, -1 }, { dtype = T.float32 }))
   local f = T.tensor({ 3, 4 }, { dtype = T.float32 })
