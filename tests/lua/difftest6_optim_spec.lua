@@ -1,0 +1,60 @@
+-- Differences from PyTorch 1.13 found by the sixth round of differential
+-- tests of T.optim (optimizers over 5-20 steps with their options, float32
+-- and float64; the schedulers over 30+ epochs, each with torch's value or
+-- error). Epochs are counts, as torch's; betas' positions are 1-based.
+local T = require "ember"
+local U = require "specutil"
+local err = U.err
+
+local S = T.optim.lr_scheduler
+local function sgd(lr)
+  return T.optim.SGD({ T.zeros(2):requires_grad_() }, { lr = lr or 0.1, momentum = 0.9 })
+end
+
+describe("difftest round 6: optimizers and lr schedulers (torch 1.13)", function()
+  it("CyclicLR refuses step_size_up = 0 (each cycle's start divides by it)", function()
+    -- torch: CyclicLR(opt, 0.01, 0.1, step_size_up=0, step_size_down=3)
+    -- -> ZeroDivisionError: float division by zero (when made); ember gave NaN lrs
+    local opt = sgd()
+    err(function() S.CyclicLR(opt, { base_lr = 0.01, max_lr = 0.1, step_size_up = 0, step_size_down = 3 }) end,
+      "CyclicLR: step_size_up must be positive")
+    assert.equal(0.1, opt.param_groups[1].lr)      -- refused before any group was touched
+    assert.equal(0.9, opt.param_groups[1].momentum)
+    -- step_size_down = 0 divides by nothing: torch's values
+    -- lrs: 0.01, 0.04, 0.07, 0.01 (a cycle of 3 steps, all rising)
+    local s = S.CyclicLR(opt, { base_lr = 0.01, max_lr = 0.1, step_size_up = 3, step_size_down = 0 })
+    local want = { 0.01, 0.04, 0.07, 0.01, 0.04 }
+    for i = 1, #want do
+      assert(math.abs(opt.param_groups[1].lr - want[i]) < 1e-15, i)
+      s:step()
+    end
+  end)
+
+  it("OneCycleLR refuses div_factor = 0 and final_div_factor = 0", function()
+    -- torch: OneCycleLR(opt, 0.1, total_steps=10, div_factor=0) -> ZeroDivisionError
+    -- (ember went on with inf lrs)
+    err(function() S.OneCycleLR(sgd(), 0.1, { total_steps = 10, div_factor = 0 }) end,
+      "OneCycleLR: div_factor must not be 0")
+    err(function() S.OneCycleLR(sgd(), 0.1, { total_steps = 10, final_div_factor = 0 }) end,
+      "OneCycleLR: final_div_factor must not be 0")
+  end)
+
+  it("OneCycleLR raises at the step that falls in a phase of no length (pct_start = 1)", function()
+    -- torch: OneCycleLR(opt, 0.5, total_steps=10, pct_start=1.0): the lrs of
+    -- steps 0..9 rise from 0.02 to 0.5, then the 10th step() raises
+    -- ZeroDivisionError (ember gave a NaN lr and momentum)
+    local opt = sgd()
+    local s = S.OneCycleLR(opt, 0.5, { total_steps = 10, pct_start = 1.0 })
+    assert(math.abs(opt.param_groups[1].lr - 0.02) < 1e-15)
+    for _ = 1, 9 do s:step() end
+    assert(math.abs(opt.param_groups[1].lr - 0.5) < 1e-15)
+    assert(math.abs(opt.param_groups[1].momentum - 0.85) < 1e-15)
+    err(function() s:step() end, "OneCycleLR: step 10 falls in phase 2, which has no length")
+    -- the default pct_start steps to total_steps as torch does (past the
+    -- last phase's end: torch's lr there is 0.024759683993263115)
+    local opt2 = sgd()
+    local s2 = S.OneCycleLR(opt2, 0.5, { total_steps = 10 })
+    for _ = 1, 10 do s2:step() end
+    assert(math.abs(opt2.param_groups[1].lr - 0.024759683993263115) < 1e-15)
+  end)
+end)
