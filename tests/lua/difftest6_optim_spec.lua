@@ -57,4 +57,34 @@ describe("difftest round 6: optimizers and lr schedulers (torch 1.13)", function
     for _ = 1, 10 do s2:step() end
     assert(math.abs(opt2.param_groups[1].lr - 0.024759683993263115) < 1e-15)
   end)
+
+  it("an optimizer's bad option is reported at the caller's line, not at a line of ember", function()
+    -- torch: ValueError: Invalid lr_decay value: -0.1 (and the others below);
+    -- ember raised these at lines of lua/ember/optim/init.lua and lbfgs.lua
+    local p = T.zeros(3):requires_grad_()
+    local cases = {
+      { function() local _ = T.optim.Adagrad({ p }, { lr_decay = -0.1 }) end, "Adagrad: Invalid lr_decay value: -0.1" },
+      { function() local _ = T.optim.Adagrad({ p }, { lr = -1 }) end, "Adagrad: Invalid learning rate: -1" },
+      { function() local _ = T.optim.NAdam({ p }, { betas = { 1, 0.9 } }) end, "NAdam: Invalid beta parameter at index 1: 1" },
+      { function() local _ = T.optim.NAdam({ p }, { eps = -1 }) end, "NAdam: Invalid epsilon value: -1" },
+      { function() local _ = T.optim.RAdam({ p }, { betas = { 0.9, -0.5 } }) end, "RAdam: Invalid beta parameter at index 2: -0.5" },
+      { function() local _ = T.optim.SGD({ p }, { lr = 0.1, momentun = 0.9 }) end, "SGD: unknown option 'momentun'" },
+      { function() local _ = T.optim.LBFGS({ p }, { lr = -1 }) end, "LBFGS: Invalid learning rate: -1" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, e = pcall(c[1])
+      assert(not ok)
+      assert(e:find("difftest6_optim_spec.lua:%d+: " .. c[2]:gsub("%p", "%%%0")), e)
+    end
+    -- Adagrad still has its state before the first step, complex parameters' real-shaped
+    local a = T.optim.Adagrad({ p, T.zeros(2, { dtype = T.complex64 }):requires_grad_() }, { initial_accumulator_value = 0.5 })
+    local n = 0
+    for q, st in pairs(a.state) do
+      n = n + 1
+      assert.equal(0, st.step)
+      assert.equal(q:is_complex() and "2,2" or "3", table.concat(st.sum:size(), ","))
+      assert.equal(0.5, st.sum:max():item())
+    end
+    assert.equal(2, n)
+  end)
 end)
