@@ -87,4 +87,44 @@ describe("difftest round 6: optimizers and lr schedulers (torch 1.13)", function
     end
     assert.equal(2, n)
   end)
+  it("SequentialLR refuses milestones out of order", function()
+    -- torch: SequentialLR(opt, [ExponentialLR(opt, 0.5), StepLR(opt, 2, gamma=0.5),
+    -- LinearLR(opt, start_factor=0.5, total_iters=3)], milestones=[6, 3]) is accepted and
+    -- bisects the unsorted list: lrs 0.1, 0.05, 0.025, 0.05, 0.0667, 0.0833, 0.1, 0.1, ...
+    -- (no scheduler's own rule); ember switched at other epochs
+    local opt = sgd()
+    local function three()
+      return { S.ExponentialLR(opt, 0.5), S.StepLR(opt, 2, { gamma = 0.5 }),
+        S.LinearLR(opt, { start_factor = 0.5, total_iters = 3 }) }
+    end
+    err(function() S.SequentialLR(opt, three(), { milestones = { 6, 3 } }) end,
+      "SequentialLR: milestones must be in increasing order, got 3 after 6")
+    err(function() S.SequentialLR(opt, three(), { milestones = { 2, 2.5 } }) end,
+      "SequentialLR: milestones[2] must be an integer epoch count, got 2.5")
+    -- in order (a repeated milestone skips a scheduler, as torch's bisect_right)
+    local opt2 = sgd()
+    local s = S.SequentialLR(opt2, { S.ExponentialLR(opt2, 0.5), S.ConstantLR(opt2, { factor = 0.5 }),
+      S.StepLR(opt2, 2, { gamma = 0.5 }) }, { milestones = { 3, 3 } })
+    -- torch: 0.1, 0.05, 0.025, 0.1, 0.1, 0.05, 0.05
+    local want = { 0.1, 0.05, 0.025, 0.1, 0.1, 0.05, 0.05 }
+    for i = 1, #want do
+      assert(math.abs(opt2.param_groups[1].lr - want[i]) < 1e-15, i)
+      s:step()
+    end
+  end)
+
+  it("SequentialLR and ChainedScheduler refuse a ReduceLROnPlateau (its step takes a metric)", function()
+    -- torch 1.13: SequentialLR(opt, [LinearLR(opt, 0.1, total_iters=4), ReduceLROnPlateau(opt)],
+    -- milestones=[4]) raises AttributeError ('ReduceLROnPlateau' object has no attribute
+    -- 'get_last_lr') at the 4th step; ChainedScheduler([ExponentialLR(opt, 0.9),
+    -- ReduceLROnPlateau(opt)]).step() raises TypeError (missing 'metrics').
+    -- ember's SequentialLR took its step(0) as a metric of 0 and went on.
+    local opt = sgd()
+    err(function()
+      S.SequentialLR(opt, { S.LinearLR(opt, { start_factor = 0.1, total_iters = 4 }), S.ReduceLROnPlateau(opt) },
+        { milestones = { 4 } })
+    end, "SequentialLR: schedulers[2] is a ReduceLROnPlateau, whose step takes a metric")
+    err(function() S.ChainedScheduler({ S.ExponentialLR(opt, 0.9), S.ReduceLROnPlateau(opt) }) end,
+      "ChainedScheduler: schedulers[2] is a ReduceLROnPlateau")
+  end)
 end)

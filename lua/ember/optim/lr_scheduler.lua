@@ -723,6 +723,13 @@ return function(T, optim)
       if type(s) ~= "table" or getmetatable(s) == nil or s.optimizer == nil then
         error(string.format("%s: schedulers[%d] is not a scheduler", name, i), 3)
       end
+      -- its step takes a metric, which neither passes (PyTorch 1.13 fails at
+      -- the first step that reaches it; SequentialLR's step(0) would be
+      -- taken as a metric of 0 here)
+      if s.__name == "ReduceLROnPlateau" then
+        error(string.format("%s: schedulers[%d] is a ReduceLROnPlateau, whose step takes a metric; "
+          .. "step it on its own", name, i), 3)
+      end
       if opt and s.optimizer ~= opt then
         error(string.format("%s: expects all schedulers to belong to the same optimizer, but got "
           .. "schedulers at index %d to be different than the optimizer passed in", name, i), 3)
@@ -753,6 +760,18 @@ return function(T, optim)
     local scheds, ms = o.schedulers, o.milestones
     check_list("SequentialLR", scheds, opt)
     if type(ms) ~= "table" then error("SequentialLR: milestones (a list of epoch counts) is required", 2) end
+    -- the scheduler of an epoch is found by bisection, as PyTorch's: the
+    -- milestones must be in order (PyTorch takes any order and bisects a
+    -- list out of order: its switches then follow no rule)
+    for i, m in ipairs(ms) do
+      if type(m) ~= "number" or m ~= floor(m) then
+        error(string.format("SequentialLR: milestones[%d] must be an integer epoch count, got %s", i, tostring(m)), 2)
+      end
+      if i > 1 and m < ms[i - 1] then
+        error(string.format("SequentialLR: milestones must be in increasing order, got %s after %s",
+          tostring(m), tostring(ms[i - 1])), 2)
+      end
+    end
     if #ms ~= #scheds - 1 then
       error(string.format("SequentialLR: expects number of schedulers provided to be one more than the "
         .. "number of milestone points, but got number of schedulers %d and the number of milestones "
