@@ -12,6 +12,7 @@ return function(T, C)
   T.optim = optim
 
   local ARGS = require "ember.args"
+  local named = require("ember.argcheck")(T).named
   function optim.grad_of(p, ...)
     ARGS.nomore("grad_of", 1, ...)
     return p.grad
@@ -284,12 +285,14 @@ return function(T, C)
     cls.__index = cls
     cls.update = update
     gathered[update] = true
-    optim[name] = function(params, o, ...)
+    -- named: an error from the checks below, at whatever depth, is
+    -- raised at the caller's position, not at a line of this file
+    optim[name] = named(name, function(params, o, ...)
       ARGS.nomore(name, 2, ...)
       if type(o) == "number" then o = { lr = o } end
       if check then check(o or {}) end
       return Optimizer.create(cls, name, params, defaults, o)
-    end
+    end)
     return cls
   end
 
@@ -431,19 +434,8 @@ return function(T, C)
       nonneg("Adagrad", "epsilon", o.eps)
     end)
   -- PyTorch makes Adagrad's state at construction (step 0, sum full of
-  -- initial_accumulator_value), so a state_dict before any step has it
-  local adagrad_new = optim.Adagrad
-  optim.Adagrad = function(...)
-    local self = adagrad_new(...)
-    for _, g in ipairs(self.param_groups) do
-      for _, p in ipairs(g.params) do
-        if not self.state[p] then
-          self.state[p] = { step = 0, sum = T.full_like(p, g.initial_accumulator_value) }
-        end
-      end
-    end
-    return self
-  end
+  -- initial_accumulator_value), so a state_dict before any step has it:
+  -- made as each group is added (construction adds them all)
   function Adagrad:add_param_group(g, ...)
     Optimizer.add_param_group(self, g, ...)
     local group = self.param_groups[#self.param_groups]

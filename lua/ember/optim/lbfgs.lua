@@ -308,5 +308,6 @@ return function(T, optim, Optimizer)
     end)
   end
 
-  return new
+  -- errors raised at the caller's position, not at a line of this file
+  return require("ember.argcheck")(T).named("LBFGS", new)
 end

@@ -518,6 +518,11 @@ return function(T, optim)
     if not (up >= 0 and down >= 0 and up + down > 0) then
       error(string.format("CyclicLR: step_size_up (%g) and step_size_down (%g) must be >= 0 with a positive sum", up, down), 2)
     end
+    -- each cycle starts at x = 0, the rising half's x / step_ratio: 0 / 0
+    -- when step_size_up is 0 (PyTorch raises ZeroDivisionError when made)
+    if up == 0 then
+      error("CyclicLR: step_size_up must be positive (the rising half of each cycle divides by it), got 0", 2)
+    end
     self.max_lrs = per_group(name, opt, "max_lr", o.max_lr)
     self.total_size = up + down
     self.step_ratio = up / self.total_size
@@ -613,6 +618,7 @@ return function(T, optim)
       error(string.format("OneCycleLR: Expected float between 0 and 1 pct_start, but got %s", tostring(pct)), 2)
     end
     local n = self.total_steps
+    self._pct_start = pct
     if o.three_phase then
       self._schedule_phases = {
         { end_step = pct * n - 1, start_lr = "initial_lr", end_lr = "max_lr",
@@ -637,6 +643,12 @@ return function(T, optim)
     self.anneal_strategy = strategy
     local div = number(name, "div_factor", o.div_factor or 25.)
     local fdiv = number(name, "final_div_factor", o.final_div_factor or 1e4)
+    -- initial_lr = max_lr / div_factor, min_lr = initial_lr / final_div_factor
+    -- (PyTorch raises ZeroDivisionError when made)
+    if div == 0 then error("OneCycleLR: div_factor must not be 0 (initial_lr = max_lr / div_factor)", 2) end
+    if fdiv == 0 then
+      error("OneCycleLR: final_div_factor must not be 0 (min_lr = initial_lr / final_div_factor)", 2)
+    end
     local max_lrs = per_group(name, opt, "max_lr", o.max_lr)
     local last = o.last_epoch or -1
     if last == -1 then
@@ -679,6 +691,14 @@ return function(T, optim)
       for i, ph in ipairs(phases) do
         local end_step = ph.end_step
         if step_num <= end_step or i == #phases then
+          -- a phase of no length (pct_start = 1: the last phase starts
+          -- and ends at total_steps - 1) divides by zero at the step that
+          -- falls in it (PyTorch raises ZeroDivisionError there)
+          if end_step == start_step then
+            error(string.format("OneCycleLR: step %d falls in phase %d, which has no length (pct_start=%g, "
+              .. "total_steps=%d): its position in the phase divides by zero", step_num, i,
+              self._pct_start or 0, self.total_steps), 3)
+          end
           local pct = (step_num - start_step) / (end_step - start_step)
           lr = self:_anneal(g[ph.start_lr], g[ph.end_lr], pct)
           if self.cycle_momentum then mom = self:_anneal(g[ph.start_momentum], g[ph.end_momentum], pct) end
@@ -702,6 +722,13 @@ return function(T, optim)
     for i, s in ipairs(scheds) do
       if type(s) ~= "table" or getmetatable(s) == nil or s.optimizer == nil then
         error(string.format("%s: schedulers[%d] is not a scheduler", name, i), 3)
+      end
+      -- its step takes a metric, which neither passes (PyTorch 1.13 fails at
+      -- the first step that reaches it; SequentialLR's step(0) would be
+      -- taken as a metric of 0 here)
+      if s.__name == "ReduceLROnPlateau" then
+        error(string.format("%s: schedulers[%d] is a ReduceLROnPlateau, whose step takes a metric; "
+          .. "step it on its own", name, i), 3)
       end
       if opt and s.optimizer ~= opt then
         error(string.format("%s: expects all schedulers to belong to the same optimizer, but got "
@@ -733,6 +760,18 @@ return function(T, optim)
     local scheds, ms = o.schedulers, o.milestones
     check_list("SequentialLR", scheds, opt)
     if type(ms) ~= "table" then error("SequentialLR: milestones (a list of epoch counts) is required", 2) end
+    -- the scheduler of an epoch is found by bisection, as PyTorch's: the
+    -- milestones must be in order (PyTorch takes any order and bisects a
+    -- list out of order: its switches then follow no rule)
+    for i, m in ipairs(ms) do
+      if type(m) ~= "number" or m ~= floor(m) then
+        error(string.format("SequentialLR: milestones[%d] must be an integer epoch count, got %s", i, tostring(m)), 2)
+      end
+      if i > 1 and m < ms[i - 1] then
+        error(string.format("SequentialLR: milestones must be in increasing order, got %s after %s",
+          tostring(m), tostring(ms[i - 1])), 2)
+      end
+    end
     if #ms ~= #scheds - 1 then
       error(string.format("SequentialLR: expects number of schedulers provided to be one more than the "
         .. "number of milestone points, but got number of schedulers %d and the number of milestones "
