@@ -231,17 +231,19 @@ return function(T, C)
   end
 
   -- -- T.autograd.functional -------------------------------------------------------------
+  -- PyTorch 1.13's torch/autograd/functional.py, step for step (its
+  -- preprocessing, strict-mode checks and messages, with 1-based numbers).
   local F = {}
   A.functional = F
   local FOPTS = { "create_graph", "strict", "vectorize", "strategy", "outer_jacobian_strategy" }
   -- inputs as a list, and whether it was one tensor
-  local function as_list(op, x, what)
+  local function as_list(op, x, what, level)
     if T.is_tensor(x) then return { x }, true end
     if type(x) ~= "table" or #x == 0 then
-      error(fmt("%s: expected a tensor or a list of tensors for %s, got %s", op, what, type(x)), 3)
+      error(fmt("%s: expected a tensor or a list of tensors for %s, got %s", op, what, type(x)), level or 3)
     end
     for i = 1, #x do
-      if not T.is_tensor(x[i]) then error(fmt("%s: %s[%d] is not a tensor", op, what, i), 3) end
+      if not T.is_tensor(x[i]) then error(fmt("%s: %s[%d] is not a tensor", op, what, i), level or 3) end
     end
     return x, false
   end
@@ -251,67 +253,128 @@ return function(T, C)
     if o.strategy ~= nil and o.strategy ~= "reverse-mode" then
       error(op .. ": only strategy = 'reverse-mode' is supported", 3)
     end
+    if o.outer_jacobian_strategy ~= nil and o.outer_jacobian_strategy ~= "reverse-mode" then
+      error(op .. ": only outer_jacobian_strategy = 'reverse-mode' is supported", 3)
+    end
     return o
   end
-  -- fresh leaves that require grad, and the function's outputs as a list
-  local function run(op, func, inputs)
-    local xs = {}
-    for i, x in ipairs(inputs) do xs[i] = x:detach():requires_grad_(true) end
-    local out = T.enable_grad(func, unpack(xs))
-    local outs, single = as_list(op, out, "the function's outputs")
-    return xs, outs, single
+  -- PyTorch's _grad_preprocess: with create_graph, an input that requires
+  -- grad is used through a view of it (so the results stay differentiable
+  -- with respect to the caller's tensors); any other becomes a fresh leaf
+  -- (requiring grad when `need`)
+  local function preprocess(xs, create, need)
+    local r = {}
+    for i, x in ipairs(xs) do
+      if create and x.requires_grad then r[i] = x:view_as(x)
+      else r[i] = x:detach():requires_grad_(need and true or false) end
+    end
+    return r
   end
-  local function grads(op, outs, xs, gos, create, strict)
-    -- outputs that do not depend on the inputs give no gradient
-    local o2, g2 = {}, gos and {} or nil
+  local function check_outputs(op, outs, strict, level)
+    if not strict then return end
     for i, y in ipairs(outs) do
-      if y.requires_grad then
+      if not y.requires_grad then
+        error(fmt("%s: output %d of the function does not require grad: the outputs must be computed "
+          .. "in a differentiable manner from the inputs in strict mode", op, i), level or 3)
+      end
+    end
+  end
+  -- v as a list checked against `over` (PyTorch's _validate_v); without v
+  -- every tensor of `over` must be one element
+  local function v_list(op, v, over, one, what, create)
+    if v == nil then
+      if #over ~= 1 or over[1]:numel() ~= 1 then
+        error(fmt("%s: v is required when %s is not a single tensor with a single element", op, what), 3)
+      end
+      return nil
+    end
+    local vs = T.is_tensor(v) and { v } or v
+    if type(vs) ~= "table" then error(fmt("%s: v must be a tensor or a list of tensors, got %s", op, type(v)), 3) end
+    if #vs ~= #over then
+      if one then error(fmt("%s: v should be a single tensor, got a list of %d", op, #vs), 3) end
+      error(fmt("%s: v is a list of invalid length: should be %d but got %d", op, #over, #vs), 3)
+    end
+    for i, t in ipairs(vs) do
+      if not T.is_tensor(t) then error(fmt("%s: v[%d] is not a tensor", op, i), 3) end
+      local a, b = t.shape:totable(), over[i].shape:totable()
+      if table.concat(a, ",") ~= table.concat(b, ",") then
+        error(fmt("%s: %sv has invalid size: should be [%s] but got [%s]", op, one and "" or fmt("entry %d of ", i),
+          table.concat(b, ", "), table.concat(a, ", ")), 3)
+      end
+    end
+    return preprocess(vs, create, false)
+  end
+  -- PyTorch's _autograd_grad: outputs that do not require grad are left
+  -- out; a list the length of xs, with nil holes (allow_unused)
+  local function agrad(outs, xs, gos, create)
+    local o2, g2 = {}, gos and {} or nil
+    for i = 1, #outs do
+      local y = outs[i]
+      if y ~= nil and y.requires_grad then
         o2[#o2 + 1] = y
         if gos then g2[#o2] = gos[i] end
       end
     end
-    local gs = #o2 > 0 and A.grad(o2, xs, { grad_outputs = g2, create_graph = create, retain_graph = true,
-      allow_unused = true }) or {}
-    for i, x in ipairs(xs) do
-      if gs[i] == nil then
-        if strict then
-          error(fmt("%s: the output of the function is independent of input %d (strict = true)", op, i), 3)
-        end
-        gs[i] = T.zeros_like(x)
+    if #o2 == 0 then return {} end
+    return A.grad(o2, xs, { grad_outputs = g2, create_graph = create, retain_graph = true, allow_unused = true })
+  end
+  -- PyTorch's _fill_in_zeros: nil gradients become zeros shaped as refs[i]
+  -- (or an error in strict mode)
+  local ZMSG = {
+    back = "the output of the function is independent of input %d",
+    back_trick = "the gradient with respect to the input is independent of entry %d in the grad_outputs "
+      .. "of the double backward trick",
+    double_back = "the jacobian of the function is independent of input %d",
+    double_back_trick = "the hessian of the function is independent of entry %d in the grad_jacobian "
+      .. "of the double backward trick",
+  }
+  local function fill_zeros(op, gs, refs, strict, create, stage)
+    local r = {}
+    for i = 1, #refs do
+      local g = gs[i]
+      if g == nil then
+        if strict then error(fmt("%s: " .. ZMSG[stage] .. " (strict = true)", op, i), 0) end
+        g = T.zeros_like(refs[i])
+      elseif strict and create and not g.requires_grad then
+        error(fmt("%s: the %s of the function is independent of input %d (strict = true with create_graph = true)",
+          op, stage:find("double", 1, true) and "hessian" or "jacobian", i), 0)
       end
+      r[i] = g
     end
-    return gs
+    return r
   end
   local function shaped(list, single) if single then return list[1] end return list end
-  local function finish(t, create) if create then return t end return t:detach() end
+  local function finish(list, create)
+    if create then return list end
+    local r = {}
+    for i, t in ipairs(list) do r[i] = t:detach() end
+    return r
+  end
   -- (v, o) where v may be left out: an options table in v's place is o
   local function v_opts(v, o)
     if type(v) == "table" and not T.is_tensor(v) and #v == 0 and next(v) ~= nil then return nil, v end
     return v, o
   end
-  -- v as a list; without v every tensor of `over` must be one element
-  local function v_list(op, v, over, what)
-    if v == nil then
-      for _, t in ipairs(over) do
-        if t:numel() ~= 1 then error(fmt("%s: v is required when %s is not a single element", op, what), 3) end
-      end
-      return nil
-    end
-    return T.is_tensor(v) and { v } or v
+  local function call(op, func, xs)
+    local out = T.enable_grad(func, unpack(xs))
+    local outs, single = as_list(op, out, "the function's outputs", 0)
+    return outs, single
   end
 
   -- vjp(func, inputs, v, {create_graph, strict}) -> outputs, v^T J
   function F.vjp(func, inputs, v, o)
     v, o = v_opts(v, o)
     o = opts_of("vjp", o)
+    local create, strict = o.create_graph and true or false, o.strict
     local ins, one_in = as_list("vjp", inputs, "inputs")
-    local xs, outs, one_out = run("vjp", func, ins)
-    local vs = v_list("vjp", v, outs, "the function's output")
-    local gs = grads("vjp", outs, xs, vs, o.create_graph, o.strict)
-    local ro = {}
-    for i, y in ipairs(outs) do ro[i] = finish(y, o.create_graph) end
-    for i, g in ipairs(gs) do gs[i] = finish(g, o.create_graph) end
-    return shaped(ro, one_out), shaped(gs, one_in)
+    local xs = preprocess(ins, create, true)
+    local outs, one_out = call("vjp", func, xs)
+    check_outputs("vjp", outs, strict)
+    local vs = v_list("vjp", v, outs, one_out, "the function's output", create)
+    local gs = T.set_grad_enabled(create or T.is_grad_enabled(), function()
+      return fill_zeros("vjp", agrad(outs, xs, vs, create), xs, strict, create, "back")
+    end)
+    return shaped(finish(outs, create), one_out), shaped(finish(gs, create), one_in)
   end
 
   -- jvp(func, inputs, v, {create_graph, strict}) -> outputs, J v (the
@@ -319,104 +382,163 @@ return function(T, C)
   function F.jvp(func, inputs, v, o)
     v, o = v_opts(v, o)
     o = opts_of("jvp", o)
+    local create, strict = o.create_graph and true or false, o.strict
     local ins, one_in = as_list("jvp", inputs, "inputs")
-    local vs = v_list("jvp", v, ins, "the input")
-    local xs, outs, one_out = run("jvp", func, ins)
+    local xs = preprocess(ins, create, true)
+    local vs = v_list("jvp", v, xs, one_in, "the input", create)
+    local outs, one_out = call("jvp", func, xs)
+    check_outputs("jvp", outs, strict)
     local us = {}
     for i, y in ipairs(outs) do us[i] = T.zeros_like(y):requires_grad_(true) end
-    local gs = A.grad(outs, xs, { grad_outputs = us, create_graph = true, retain_graph = true, allow_unused = true })
-    local gl, vl = {}, {}
-    for i, g in ipairs(gs) do
-      if g ~= nil then
-        gl[#gl + 1] = g
-        vl[#vl + 1] = vs and vs[i] or T.ones_like(xs[i])
-      elseif o.strict then
-        error(fmt("jvp: the output of the function is independent of input %d (strict = true)", i), 2)
+    local gi = T.enable_grad(agrad, outs, xs, us, true)
+    if strict then
+      for i = 1, #xs do
+        if gi[i] == nil then
+          error(fmt("jvp: the output of the function is independent of input %d (strict = true)", i), 2)
+        elseif not gi[i].requires_grad then
+          error(fmt("jvp: the gradient with respect to input %d is independent of the inputs of the function "
+            .. "(strict = true)", i), 2)
+        end
       end
     end
-    local jv
-    if #gl == 0 then
-      jv = {}
-    else
-      jv = A.grad(gl, us, { grad_outputs = vl, create_graph = o.create_graph, retain_graph = true, allow_unused = true })
+    -- the gradients that exist, each with its v (nil holes left out)
+    local gl, vl = {}, {}
+    for i = 1, #xs do
+      if gi[i] ~= nil then
+        gl[#gl + 1] = gi[i]
+        vl[#gl] = vs and vs[i] or T.ones_like(xs[i])
+      end
     end
-    local res = {}
-    for i, y in ipairs(outs) do res[i] = finish(jv[i] or T.zeros_like(y), o.create_graph) end
-    local ro = {}
-    for i, y in ipairs(outs) do ro[i] = finish(y, o.create_graph) end
-    return shaped(ro, one_out), shaped(res, one_out)
+    local jv = T.set_grad_enabled(create or T.is_grad_enabled(), function()
+      return fill_zeros("jvp", #gl > 0 and agrad(gl, us, vl, create) or {}, outs, strict, create, "back_trick")
+    end)
+    return shaped(finish(outs, create), one_out), shaped(finish(jv, create), one_out)
   end
 
   -- jacobian(func, inputs, {create_graph, strict}): J[i][j] has shape
   -- outputs[i].shape .. inputs[j].shape (one tensor when both are single)
-  function F.jacobian(func, inputs, o)
-    o = opts_of("jacobian", o)
-    local ins, one_in = as_list("jacobian", inputs, "inputs")
-    local xs, outs, one_out = run("jacobian", func, ins)
+  local function jacobian(op, func, inputs, o)
+    local create, strict = o.create_graph and true or false, o.strict
+    local ins, one_in = as_list(op, inputs, "inputs")
+    local xs = preprocess(ins, create, true)
+    local outs, one_out = call(op, func, xs)
+    check_outputs(op, outs, strict)
     local J = {}
     for i, y in ipairs(outs) do
       local flat = y:reshape(-1)
       local rows = {}
       for j = 1, #xs do rows[j] = {} end
       for k = 1, flat:numel() do
-        local gs = grads("jacobian", { flat[k] }, xs, nil, o.create_graph, o.strict)
-        for j = 1, #xs do rows[j][k] = gs[j] end
+        local gs = T.enable_grad(agrad, { flat[k] }, xs, nil, create)
+        for j = 1, #xs do
+          local g = gs[j]
+          if g ~= nil then
+            if strict and create and not g.requires_grad then
+              error(fmt("%s: the jacobian of the function is independent of input %d (strict = true with "
+                .. "create_graph = true)", op, j), 0)
+            end
+          else
+            if strict then
+              error(fmt("%s: output %d of the function is independent of input %d (strict = true)", op, i, j), 0)
+            end
+            g = T.zeros_like(xs[j])
+          end
+          rows[j][k] = g
+        end
       end
       J[i] = {}
       for j, x in ipairs(xs) do
         local shape = y.shape:totable()
         for _, d in ipairs(x.shape:totable()) do shape[#shape + 1] = d end
         local m = flat:numel() > 0 and T.stack(rows[j]) or T.zeros(0, x:numel(), { dtype = x.dtype })
-        J[i][j] = finish(m:reshape(shape), o.create_graph)
+        J[i][j] = m:reshape(shape)
+        if not create then J[i][j] = J[i][j]:detach() end
       end
       J[i] = shaped(J[i], one_in)
     end
     return shaped(J, one_out)
   end
+  function F.jacobian(func, inputs, o)
+    return jacobian("jacobian", func, inputs, opts_of("jacobian", o))
+  end
+
+  -- a scalar function's single output (PyTorch's ensure_single_output_function)
+  local function single_output(op, outs, one_out)
+    if not one_out then error(op .. ": the function must return a single tensor", 0) end
+    if outs[1]:numel() ~= 1 then error(op .. ": the function must return a tensor with a single element", 0) end
+  end
+  -- PyTorch's _check_requires_grad of the first gradients (nil holes:
+  -- the output does not depend on that input)
+  local function check_jac(op, gs, n, strict, what)
+    if not strict then return end
+    for i = 1, n do
+      local g = gs[i]
+      if g == nil then
+        error(fmt("%s: the output of the function is independent of input %d (strict = true)", op, i), 0)
+      elseif not g.requires_grad then
+        if what == "hessian" then
+          error(fmt("%s: the hessian of the function with respect to input %d is independent of the input "
+            .. "(strict = true): the function must be thrice differentiable, with a hessian that depends on "
+            .. "the inputs", op, i), 0)
+        end
+        error(fmt("%s: the jacobian of the function with respect to input %d is independent of the input "
+          .. "(strict = true): the function must be twice differentiable, with a jacobian that depends on "
+          .. "the inputs (a linear function is not)", op, i), 0)
+      end
+    end
+  end
 
   -- hessian(func, inputs, {create_graph, strict}): func returns one element
   function F.hessian(func, inputs, o)
     o = opts_of("hessian", o)
-    local ins, one_in = as_list("hessian", inputs, "inputs")
+    local _, one_in = as_list("hessian", inputs, "inputs")
+    local strict = o.strict
     local function gradf(...)
       local xs = pack(...)
-      local y = func(...)
-      if not T.is_tensor(y) or y:numel() ~= 1 then
-        error("hessian: the function must return a tensor with a single element", 0)
-      end
-      local gs = A.grad(y, { unpack(xs, 1, xs.n) }, { create_graph = true, allow_unused = true })
-      for i = 1, xs.n do if gs[i] == nil then gs[i] = T.zeros_like(xs[i]) end end
-      if one_in then return gs[1] end
-      return gs
+      local list = { unpack(xs, 1, xs.n) }
+      local outs, one_out = call("hessian", func, list)
+      check_outputs("hessian", outs, strict, 0)
+      single_output("hessian", outs, one_out)
+      -- PyTorch's inner jacobian fills zeros before its strict check
+      local gs = fill_zeros("hessian", agrad(outs, list, nil, true), list, false, true, "back")
+      check_jac("hessian", gs, #list, strict, "jacobian")
+      return shaped(gs, one_in)
     end
-    return F.jacobian(gradf, one_in and ins[1] or ins, { create_graph = o.create_graph, strict = o.strict })
+    return jacobian("hessian", gradf, inputs, { create_graph = o.create_graph, strict = strict })
   end
 
   -- vhp / hvp(func, inputs, v, {create_graph, strict}) -> output, v^T H / H v
   local function hv(op, func, inputs, v, o)
     v, o = v_opts(v, o)
     o = opts_of(op, o)
+    local create, strict = o.create_graph and true or false, o.strict
     local ins, one_in = as_list(op, inputs, "inputs")
-    local vs = v_list(op, v, ins, "the input")
-    local xs, outs = run(op, func, ins)
-    if #outs ~= 1 or outs[1]:numel() ~= 1 then
-      error(op .. ": the function must return a tensor with a single element", 3)
-    end
-    local gs = grads(op, outs, xs, nil, true, o.strict)
-    local dot
-    for i, g in ipairs(gs) do
-      local term = (g * (vs and vs[i] or T.ones_like(g))):sum()
-      dot = dot and dot + term or term
-    end
+    local xs = preprocess(ins, create, true)
+    local vs = v_list(op, v, xs, one_in, "the input", create)
+    local outs, one_out = call(op, func, xs)
+    check_outputs(op, outs, strict)
+    if not one_out then error(op .. ": the function must return a single tensor", 2) end
+    if outs[1]:numel() ~= 1 then error(op .. ": the function must return a tensor with a single element", 2) end
+    local jac = T.enable_grad(agrad, outs, xs, nil, true)
+    check_jac(op, jac, #xs, strict, "jacobian")
+    jac = fill_zeros(op, jac, xs, false, true, "back")
+    vs = vs or { T.ones_like(xs[1]) }
     local res
-    if dot.requires_grad then
-      res = grads(op, { dot }, xs, nil, o.create_graph, o.strict)
+    if op == "vhp" then
+      res = T.set_grad_enabled(create or T.is_grad_enabled(), function()
+        return fill_zeros(op, agrad(jac, xs, vs, create), xs, strict, create, "double_back")
+      end)
     else
-      res = {}
-      for i, x in ipairs(xs) do res[i] = T.zeros_like(x) end
+      -- H v by the double-backward trick (H symmetric or not, as PyTorch)
+      local gj = {}
+      for i, x in ipairs(xs) do gj[i] = T.zeros_like(x):requires_grad_(true) end
+      local db = T.enable_grad(agrad, jac, xs, gj, true)
+      check_jac(op, jac, #xs, strict, "hessian")
+      res = T.set_grad_enabled(create or T.is_grad_enabled(), function()
+        return fill_zeros(op, agrad(db, gj, vs, create), xs, strict, create, "double_back_trick")
+      end)
     end
-    for i, r in ipairs(res) do res[i] = finish(r, o.create_graph) end
-    return finish(outs[1], o.create_graph), shaped(res, one_in)
+    return shaped(finish(outs, create), true), shaped(finish(res, create), one_in)
   end
   function F.vhp(func, inputs, v, o) return hv("vhp", func, inputs, v, o) end
   function F.hvp(func, inputs, v, o) return hv("hvp", func, inputs, v, o) end

@@ -512,7 +512,9 @@ return function(T, C)
     dim = wrap_dim(op, dim, x.ndim)
     local dims = {}
     for i = 1, x.ndim do if i ~= dim then dims[#dims + 1] = i end end
-    local norm = p == 1 / 0 and x:abs():amax(dims, true) or x:abs():pow(p):sum(dims, true):pow(1 / p)
+    -- vector_norm: its gradient at a zero slice is 0, as PyTorch's
+    -- renorm_backward (pow(1 / p) there gave 0 * inf = NaN)
+    local norm = T.linalg.vector_norm(x, p, { dim = dims, keepdim = true })
     local factor = T.where(norm:gt(maxnorm), maxnorm / (norm + 1e-7), 1)
     return x * factor
   end

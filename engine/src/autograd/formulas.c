@@ -761,8 +761,10 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
         gin[0] = pass;
       }
       if (ilo > 0 && NEED(ilo)) {
+        /* PyTorch 1.13's clamp_backward_min_max: x < min and min < max (with
+        ** min == max neither bound gets the gradient) */
         em_tensor *m = maskf(f, EM_OP_LT, xs, lo, g);
-        if (has_hi) m = MUL(m, maskf(f, EM_OP_LE, lo, hi, g));
+        if (has_hi) m = MUL(m, maskf(f, EM_OP_LT, lo, hi, g));
         gin[ilo] = MUL(g, m);
       }
       if (ihi > 0 && NEED(ihi)) {
@@ -1239,11 +1241,6 @@ static void nn_pointwise_formula(F *f, const em_tensor *g, em_tensor **gin) {
   em_tensor *w = saved_opt(f, EM_AG_SV_PRE(n, 0)), *pw = saved_opt(f, EM_AG_SV_PRE(n, 1));
   em_tensor *r_ = NULL;
   if (!OK) return;
-  if (op == EM_AG_NN_BCE && NEED(1)) {
-    f->st = em_fail(EM_E_RUNTIME, "binary_cross_entropy: the derivative for 'target' is not "
-                    "implemented (use binary_cross_entropy_with_logits)");
-    return;
-  }
   int fused = !em_grad_enabled();
   if (NEED(0) && fused) {
     switch (op) {
@@ -1267,10 +1264,16 @@ static void nn_pointwise_formula(F *f, const em_tensor *g, em_tensor **gin) {
   switch (op) {
     case EM_AG_NN_MSE: dx = MULS(SUB(x, t), 2.0); dt = un(f, EM_OP_NEG, dx); break;
     case EM_AG_NN_L1: dx = un(f, EM_OP_SIGN, SUB(x, t)); dt = un(f, EM_OP_NEG, dx); break;
-    case EM_AG_NN_BCE: {  /* w (x - t) / max(x (1 - x), 1e-12) */
-      em_tensor *den = bins(f, EM_OP_MAXIMUM, MUL(x, RSUB(1.0, x)), 1e-12);
+    case EM_AG_NN_BCE: {  /* w (x - t) / max(x (1 - x), 1e-12f); for t: -w logit(x)
+                          ** (PyTorch 1.13's binary_cross_entropy_target_backward) */
+      em_tensor *den = bins(f, EM_OP_MAXIMUM, MUL(x, RSUB(1.0, x)), (double)1e-12f);
       dx = DIV(SUB(x, t), den);
       if (w) dx = MUL(dx, w);
+      if (NEED(1)) {
+        dt = un(f, EM_OP_NEG, un(f, EM_OP_LOG, DIV(x, RSUB(1.0, x))));
+        if (w) dt = MUL(dt, w);
+        if (dt && em_tensor_numel(dt) < em_tensor_numel(dx)) dt = ADD(dt, zeros_like(f, dx));
+      }
       break;
     }
     default: {  /* w ((1 - t) - lw (1 - sigmoid(x))), lw = (pw - 1) t + 1;

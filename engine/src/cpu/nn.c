@@ -566,7 +566,7 @@ static inline double pw_eval(em_pointwise_loss k, int bwd, double x, double t, d
     case EM_LOSS_BCE: {
       if (bwd) {
         double den = (1 - x) * x;
-        if (den < 1e-12) den = 1e-12;
+        if (den < (double)1e-12f) den = (double)1e-12f; /* PyTorch's EPSILON is a float */
         return w * (x - t) / den;
       }
       double lx = log(x), l1x = log1p(-x);

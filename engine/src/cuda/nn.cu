@@ -383,7 +383,7 @@ __device__ inline double pw_eval(int k, int bwd, double x, double t, double w, d
     case 2: {  // bce
       if (bwd) {
         double den = (1 - x) * x;
-        if (den < 1e-12) den = 1e-12;
+        if (den < (double)1e-12f) den = (double)1e-12f; /* PyTorch's EPSILON is a float */
         return w * (x - t) / den;
       }
       double lx = log(x), l1x = log1p(-x);
