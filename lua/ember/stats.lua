@@ -392,8 +392,14 @@ return function(T, C)
     end
     if o.sorter ~= nil then
       check_tensor("searchsorted", o.sorter, "sorter", 2)
-      if o.sorter.shape:totable()[seq.ndim] ~= seq.shape[seq.ndim] or o.sorter.ndim ~= seq.ndim then
-        error("searchsorted: sorter has to be the same size as sorted_sequence", 2)
+      if o.sorter.dtype ~= T.int64 and o.sorter.dtype ~= T.int32 then
+        error(fmt("searchsorted: sorter must be a tensor of int64 (or int32) dtype but got dtype %s",
+          dtname(o.sorter.dtype)), 2)
+      end
+      if table.concat(o.sorter.shape:totable(), ",") ~= table.concat(seq.shape:totable(), ",") then
+        error(fmt("searchsorted: boundary and sorter must have the same size, but got boundary tensor [%s] " ..
+          "and sorter tensor [%s]", table.concat(seq.shape:totable(), ", "),
+          table.concat(o.sorter.shape:totable(), ", ")), 2)
       end
       seq = seq:gather(seq.ndim, o.sorter:long())
     end
