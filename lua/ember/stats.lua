@@ -280,9 +280,10 @@ return function(T, C)
     check_tensor("histc", x, "input", 2)
     if not is_float(x.dtype) then error(fmt("histc: not implemented for %s tensors", dtname(x.dtype)), 2) end
     local bins, lo, hi = a[1] or o.bins or 100, a[2] or o.min or 0, a[3] or o.max or 0
-    if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then
-      error("histc: bins must be > 0", 2)
+    if type(bins) ~= "number" or bins ~= math.floor(bins) then
+      error(fmt("histc: bins must be an integer, got %s", tostring(bins)), 2)
     end
+    if bins <= 0 then error(fmt("histc: bins must be > 0, but got %d", bins), 2) end
     lo, hi = minmax_range("histc", x, lo, hi, 1)
     return finish("histc", equal_bins(x, bins, lo, hi, nil, x.dtype), o)
   end)
