@@ -396,11 +396,19 @@ return function(T, C)
     if s:numel() == 0 or e:numel() == 0 then
       r = T.zeros(e.shape, { dtype = T.bool, device = e.device })
     else
-      local flat = s:reshape(-1)
-      local sorted = flat:sort()
-      -- each element's position in the sorted test values, then equality
-      local pos = T.searchsorted(sorted, e:reshape(-1):to(sorted.dtype)):clamp(1, flat:numel())
-      r = sorted:index_select(1, pos):eq(e:reshape(-1)):reshape(e.shape)
+      local sorted = s:reshape(-1):sort()
+      -- NaN equals nothing: drop the test's NaNs (sorted last), whose place
+      -- in the sequence would throw the binary search off
+      local n = sorted:numel()
+      if sorted:is_floating_point() then n = n - sorted:isnan():sum():item() end
+      if n == 0 then
+        r = T.zeros(e.shape, { dtype = T.bool, device = e.device })
+      else
+        sorted = sorted:narrow(1, 1, n)
+        -- each element's position in the sorted test values, then equality
+        local pos = T.searchsorted(sorted, e:reshape(-1):to(sorted.dtype)):clamp(1, n)
+        r = sorted:index_select(1, pos):eq(e:reshape(-1)):reshape(e.shape)
+      end
     end
     if o.invert then r = r:logical_not() end
     return r

@@ -280,9 +280,10 @@ return function(T, C)
     check_tensor("histc", x, "input", 2)
     if not is_float(x.dtype) then error(fmt("histc: not implemented for %s tensors", dtname(x.dtype)), 2) end
     local bins, lo, hi = a[1] or o.bins or 100, a[2] or o.min or 0, a[3] or o.max or 0
-    if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then
-      error("histc: bins must be > 0", 2)
+    if type(bins) ~= "number" or bins ~= math.floor(bins) then
+      error(fmt("histc: bins must be an integer, got %s", tostring(bins)), 2)
     end
+    if bins <= 0 then error(fmt("histc: bins must be > 0, but got %d", bins), 2) end
     lo, hi = minmax_range("histc", x, lo, hi, 1)
     return finish("histc", equal_bins(x, bins, lo, hi, nil, x.dtype), o)
   end)
@@ -392,8 +393,14 @@ return function(T, C)
     end
     if o.sorter ~= nil then
       check_tensor("searchsorted", o.sorter, "sorter", 2)
-      if o.sorter.shape:totable()[seq.ndim] ~= seq.shape[seq.ndim] or o.sorter.ndim ~= seq.ndim then
-        error("searchsorted: sorter has to be the same size as sorted_sequence", 2)
+      if o.sorter.dtype ~= T.int64 and o.sorter.dtype ~= T.int32 then
+        error(fmt("searchsorted: sorter must be a tensor of int64 (or int32) dtype but got dtype %s",
+          dtname(o.sorter.dtype)), 2)
+      end
+      if table.concat(o.sorter.shape:totable(), ",") ~= table.concat(seq.shape:totable(), ",") then
+        error(fmt("searchsorted: boundary and sorter must have the same size, but got boundary tensor [%s] " ..
+          "and sorter tensor [%s]", table.concat(seq.shape:totable(), ", "),
+          table.concat(o.sorter.shape:totable(), ", ")), 2)
       end
       seq = seq:gather(seq.ndim, o.sorter:long())
     end
