@@ -500,6 +500,9 @@ local OR = {
     register_forward_pre_hook = "lin, function() end", register_forward_hook = "lin, function() end",
     register_full_backward_hook = "lin, function() end",
     requires_grad_ = "lin, false",
+    register_module = "lin, 'sub2', T.nn.ReLU()", get_submodule = "lin, ''",
+    get_parameter = "lin, 'weight'", get_buffer = "T.nn.BatchNorm1d(2), 'running_mean'",
+    half = "lin", bfloat16 = "lin",
   },
   optimizer = {
     zero_grad = "sgd", step = "sgd", state_dict = "sgd", load_state_dict = "sgd, sgd:state_dict()",

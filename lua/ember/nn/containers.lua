@@ -12,6 +12,13 @@ return function(T, C, nn)
   local nomore = require("ember.args").nomore
   local is_module = Module._is_module
 
+  -- PyTorch's ParameterList/ParameterDict keep a Parameter as it is (a
+  -- frozen one stays frozen) and make any other tensor Parameter(t)
+  local function as_param(p)
+    if Module._is_marked(p) then return p end
+    return nn.Parameter(p)
+  end
+
   -- {key, value} entries of a dict's initialiser (map or array of pairs)
   local function entries(op, src)
     if src == nil then return {} end
@@ -104,7 +111,7 @@ return function(T, C, nn)
     if not T.is_tensor(p) then error("ParameterList: expected a tensor, got " .. type(p), 2) end
     local i = #self._param_names + 1
     -- stored in slot i (ipairs(list), list[i]: Module's slot store)
-    self:register_parameter(tostring(i), nn.Parameter(p))
+    self:register_parameter(tostring(i), as_param(p))
     return self
   end
   function ParameterList:extend(params)
@@ -137,7 +144,7 @@ return function(T, C, nn)
   function ParameterDict:set(key, p)
     check_key("ParameterDict", key)
     if not T.is_tensor(p) then error(string.format("ParameterDict: %s is not a tensor", tostring(key)), 2) end
-    self:register_parameter(key, nn.Parameter(p))
+    self:register_parameter(key, as_param(p))
     return self
   end
   function ParameterDict:get(key) return self._parameters[key] end

@@ -35,6 +35,16 @@ return function(T, C)
     })
   end
 
+  local function add_name(list, name)
+    for _, n in ipairs(list) do if n == name then return end end
+    list[#list + 1] = name
+  end
+  local function remove_name(list, name)
+    for i, n in ipairs(list) do
+      if n == name then table.remove(list, i) return end
+    end
+  end
+
   local function make_mt(cls)
     return {
       __index = function(self, k)
@@ -60,9 +70,23 @@ return function(T, C)
         -- list[i] = m where slot i is not there (a negative i, or out of range)
         if type(k) == "number" and cls._set_index then return cls._set_index(self, k, v) end
         local params, bufs, mods = rawget(self, "_parameters"), rawget(self, "_buffers"), rawget(self, "_modules")
+        -- PyTorch's __setattr__: a parameter (nn.Parameter) or a module
+        -- assigned to a buffer's or a submodule's name replaces it
+        if params[k] == nil and (bufs[k] ~= nil or mods[k] ~= nil)
+            and (marked[v] ~= nil or is_module(v) and mods[k] == nil) then
+          if bufs[k] ~= nil then
+            bufs[k] = nil
+            remove_name(rawget(self, "_buffer_names"), k)
+            rawget(self, "_nonpersistent")[k] = nil
+          end
+          if mods[k] ~= nil then self:add_module(k, nil) end
+        end
         if params[k] ~= nil or (bufs[k] == nil and is_param(v)) then
           return self:register_parameter(k, v)
         elseif bufs[k] ~= nil then
+          if v ~= nil and not T.is_tensor(v) then
+            error(string.format("cannot assign a %s as buffer '%s' (a tensor or nil expected)", type(v), k), 2)
+          end
           bufs[k] = v
         elseif mods[k] ~= nil or is_module(v) then
           return self:add_module(k, v)
@@ -90,15 +114,6 @@ return function(T, C)
     }
   end
 
-  local function add_name(list, name)
-    for _, n in ipairs(list) do if n == name then return end end
-    list[#list + 1] = name
-  end
-  local function remove_name(list, name)
-    for i, n in ipairs(list) do
-      if n == name then table.remove(list, i) return end
-    end
-  end
 
   local A = require "ember.args"
   local nomore, nooptions, check_opts = A.nomore, A.nooptions, A.checkopts
@@ -324,8 +339,32 @@ return function(T, C)
     error("nn." .. self.__name .. ": forward is not implemented", 2)
   end
 
+  -- PyTorch's checks of a name given to register_parameter / register_buffer
+  -- / add_module: a non-empty string without ".", and not already another
+  -- kind of attribute (a buffer registered as a parameter, a plain field, a
+  -- method: PyTorch's "attribute 'x' already exists")
+  local function check_name(self, op, what, name, own)
+    if type(name) ~= "string" then
+      error(string.format("%s: %s name should be a string, got %s", op, what, type(name)), 3)
+    end
+    if name == "" then error(string.format("%s: %s name can't be empty string \"\"", op, what), 3) end
+    if name:find(".", 1, true) then
+      error(string.format("%s: %s name can't contain \".\", got: %s", op, what, name), 3)
+    end
+    if rawget(self, own)[name] == nil then
+      local taken = rawget(self, name) ~= nil
+      for _, store in ipairs { "_parameters", "_buffers", "_modules" } do
+        if store ~= own and rawget(self, store)[name] ~= nil then taken = true end
+      end
+      if taken or getmetatable(self).__index(self, name) ~= nil then
+        error(string.format("%s: attribute '%s' already exists", op, name), 3)
+      end
+    end
+  end
+
   function Module:register_parameter(name, t, ...)
     nomore("register_parameter", 3, ...)
+    check_name(self, "register_parameter", "parameter", name, "_parameters")
     if t ~= nil and not T.is_tensor(t) then
       error(string.format("register_parameter: %s must be a tensor or nil", name), 2)
     end
@@ -341,17 +380,30 @@ return function(T, C)
   end
   function Module:register_buffer(name, t, persistent, ...)
     nooptions("register_buffer", 4, 4, persistent, ...)
+    check_name(self, "register_buffer", "buffer", name, "_buffers")
+    if t ~= nil and not T.is_tensor(t) then
+      error(string.format("register_buffer: cannot assign a %s to buffer '%s' (a tensor or nil required)",
+        type(t), name), 2)
+    end
     self._buffers[name] = t
     add_name(self._buffer_names, name)
     self._nonpersistent[name] = persistent == false or nil
   end
   function Module:add_module(name, m, ...)
     nomore("add_module", 3, ...)
+    check_name(self, "add_module", "module", name, "_modules")
     if m ~= nil and not is_module(m) then
       error(string.format("add_module: %s is not a Module", tostring(name)), 2)
     end
     self._modules[name] = m
     if m == nil then remove_name(self._module_names, name) else add_name(self._module_names, name) end
+  end
+
+  -- PyTorch's alias of add_module
+  function Module:register_module(name, m, ...)
+    nomore("register_module", 3, ...)
+    check_name(self, "register_module", "module", name, "_modules")
+    return self:add_module(name, m)
   end
 
   -- -- traversal ---------------------------------------------------------------
@@ -421,6 +473,27 @@ return function(T, C)
     end
   end
 
+  -- named_parameters / named_buffers take recurse, or {prefix=, recurse=}
+  -- (PyTorch's keywords): prefix goes before every name ("root.1.weight")
+  local NAMED = { "prefix", "recurse" }
+  local function named_opts(op, recurse, ...)
+    if type(recurse) == "table" and getmetatable(recurse) == nil then
+      nomore(op, 2, ...)
+      local o = check_opts(op, recurse, NAMED, 3)
+      if o.prefix ~= nil and type(o.prefix) ~= "string" then
+        error(string.format("%s: option 'prefix' must be a string, got %s", op, type(o.prefix)), 3)
+      end
+      return o.recurse, o.prefix
+    end
+    nooptions(op, 2, 2, recurse, ...)
+    return recurse, nil
+  end
+  local function prefixed(items, prefix)
+    if prefix == nil or prefix == "" then return items end
+    for _, it in ipairs(items) do it[1] = it[1] == "" and prefix or prefix .. "." .. it[1] end
+    return items
+  end
+
   function Module:parameters(recurse, ...)
     nooptions("parameters", 2, 2, recurse, ...)
     local out = {}
@@ -428,8 +501,9 @@ return function(T, C)
     return iterlist(out)
   end
   function Module:named_parameters(recurse, ...)
-    nooptions("named_parameters", 2, 2, recurse, ...)
-    return named_iter(collect(self, "param", recurse)) end
+    local prefix
+    recurse, prefix = named_opts("named_parameters", recurse, ...)
+    return named_iter(prefixed(collect(self, "param", recurse), prefix)) end
   function Module:buffers(recurse, ...)
     nooptions("buffers", 2, 2, recurse, ...)
     local out = {}
@@ -437,8 +511,9 @@ return function(T, C)
     return iterlist(out)
   end
   function Module:named_buffers(recurse, ...)
-    nooptions("named_buffers", 2, 2, recurse, ...)
-    return named_iter(collect(self, "buffer", recurse)) end
+    local prefix
+    recurse, prefix = named_opts("named_buffers", recurse, ...)
+    return named_iter(prefixed(collect(self, "buffer", recurse), prefix)) end
   function Module:children(...)
     nomore("children", 1, ...)
     local out = {}
@@ -455,11 +530,70 @@ return function(T, C)
     walk(self, "", function(_, m) out[#out + 1] = m end, nil, {})
     return iterlist(out)
   end
-  function Module:named_modules(...)
-    nomore("named_modules", 1, ...)
+  -- named_modules([{prefix=, remove_duplicate=true}]): remove_duplicate =
+  -- false lists a module registered under several names under each
+  local NMOD = { "prefix", "remove_duplicate" }
+  function Module:named_modules(o, ...)
+    nomore("named_modules", 2, ...)
+    o = check_opts("named_modules", o, NMOD)
+    if o.prefix ~= nil and type(o.prefix) ~= "string" then
+      error("named_modules: option 'prefix' must be a string, got " .. type(o.prefix), 2)
+    end
+    if o.remove_duplicate ~= nil and type(o.remove_duplicate) ~= "boolean" then
+      error("named_modules: option 'remove_duplicate' must be a boolean, got " .. type(o.remove_duplicate), 2)
+    end
     local items = {}
-    walk(self, "", function(p, m) items[#items + 1] = { p, m } end, nil, {})
+    walk(self, o.prefix or "", function(p, m) items[#items + 1] = { p, m } end, nil,
+      o.remove_duplicate ~= false and {} or nil)
     return named_iter(items)
+  end
+
+  -- PyTorch's get_submodule / get_parameter / get_buffer: a dotted path of
+  -- names as named_modules gives them ("3.1": a Sequential's children
+  -- 1-based); "" is the module itself
+  function Module:get_submodule(target, ...)
+    nomore("get_submodule", 2, ...)
+    if type(target) ~= "string" then
+      error("get_submodule: expected a string target, got " .. type(target), 2)
+    end
+    local mod = self
+    if target == "" then return mod end
+    for item in (target .. "."):gmatch("(.-)%.") do
+      local v = rawget(mod, "_modules")[item]
+      if v == nil then
+        local ok, any = pcall(function() return mod[item] end)
+        if not ok or any == nil then
+          error(string.format("get_submodule: %s has no attribute `%s`", mod.__name, item), 2)
+        end
+        error(string.format("get_submodule: `%s` is not an nn.Module", item), 2)
+      end
+      mod = v
+    end
+    return mod
+  end
+  local function get_tensor(self, target, op, store, what)
+    if type(target) ~= "string" then error(string.format("%s: expected a string target, got %s", op, type(target)), 3) end
+    local path, name = target:match("^(.*)%.([^.]*)$")
+    if path == nil then path, name = "", target end
+    local ok, mod = pcall(self.get_submodule, self, path)
+    if not ok then error((tostring(mod):gsub("^get_submodule", op)), 3) end
+    local t = rawget(mod, store)[name]
+    if t == nil then
+      local found, any = pcall(function() return mod[name] end)
+      if not found or any == nil then
+        error(string.format("%s: %s has no attribute `%s`", op, mod.__name, name), 3)
+      end
+      error(string.format("%s: `%s` is not %s", op, name, what), 3)
+    end
+    return t
+  end
+  function Module:get_parameter(target, ...)
+    nomore("get_parameter", 2, ...)
+    return get_tensor(self, target, "get_parameter", "_parameters", "an nn.Parameter")
+  end
+  function Module:get_buffer(target, ...)
+    nomore("get_buffer", 2, ...)
+    return get_tensor(self, target, "get_buffer", "_buffers", "a buffer")
   end
   -- fn on every child's subtree (each distinct child once), then on self
   function Module:apply(fn, ...)
@@ -559,6 +693,10 @@ return function(T, C)
     end
     take(a)
     take(b)
+    if dtype and not (dtype.is_floating_point or dtype.is_complex) then
+      error(string.format("Module.to: only floating point or complex dtypes are accepted, got %s",
+        tostring(dtype)), 2)
+    end
     local function conv(t, floating_only)
       if floating_only and not t.dtype.is_floating_point then
         return device and t:to(device, nb ~= nil and { non_blocking = nb } or nil) or t
@@ -590,6 +728,9 @@ return function(T, C)
             local q = once(p)
             if q ~= p then
               if q.requires_grad ~= p.requires_grad then q:requires_grad_(p.requires_grad) end
+              -- the gradient is converted along, as PyTorch's _apply does
+              local g = p.grad
+              if g ~= nil and q.grad == nil then q.grad = once(g) end
               marked[q] = true
               m._parameters[n] = q
             end
@@ -610,6 +751,14 @@ return function(T, C)
   function Module:float(...)
     nomore("float", 1, ...)
     return self:to(T.float32)
+  end
+  function Module:half(...)
+    nomore("half", 1, ...)
+    return self:to(T.float16)
+  end
+  function Module:bfloat16(...)
+    nomore("bfloat16", 1, ...)
+    return self:to(T.bfloat16)
   end
 
   -- -- state ---------------------------------------------------------------------
@@ -735,18 +884,29 @@ return function(T, C)
       error(string.format("load_state_dict: missing keys: {%s}; unexpected keys: {%s}%s",
         table.concat(missing, ", "), table.concat(unexpected, ", "), hint), 2)
     end
+    -- every value is checked before any is copied (a failed load leaves the
+    -- module as it was; PyTorch copies the others), and every bad one is
+    -- named in the error, as PyTorch's error lists them all
+    local bad = {}
     for _, k in ipairs(order) do
       local tgt = targets[k]
       local v = get(k)
       if v ~= nil then
         local dst = tgt[1][tgt[2]]
         if not T.is_tensor(v) then
-          error(string.format("load_state_dict: %s is not a tensor", k), 2)
+          bad[#bad + 1] = string.format("%s is not a tensor (a %s)", k, type(v))
+        elseif tostring(dst.shape) ~= tostring(v.shape) then
+          bad[#bad + 1] = string.format("size mismatch for %s: copying a param with shape %s, "
+            .. "the shape in the current model is %s", k, tostring(v.shape), tostring(dst.shape))
         end
-        if tostring(dst.shape) ~= tostring(v.shape) then
-          error(string.format("load_state_dict: size mismatch for %s: copying a param with shape %s, "
-            .. "the shape in the current model is %s", k, tostring(v.shape), tostring(dst.shape)), 2)
-        end
+      end
+    end
+    if #bad > 0 then error("load_state_dict: " .. table.concat(bad, "; "), 2) end
+    for _, k in ipairs(order) do
+      local tgt = targets[k]
+      local v = get(k)
+      if v ~= nil then
+        local dst = tgt[1][tgt[2]]
         no_grad(function() dst:copy_(v) end)
       end
     end
