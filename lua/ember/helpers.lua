@@ -219,19 +219,23 @@ return function(T, C)
       shapes[i] = s.totable and s:totable() or s
       nd = math.max(nd, #shapes[i])
     end
-    local out = {}
+    local out, from = {}, {}
     for d = 1, nd do out[d] = 1 end
-    for _, s in ipairs(shapes) do
+    local function show(s) return "[" .. table.concat(s, ", ") .. "]" end
+    for i, s in ipairs(shapes) do
       local off = nd - #s
       for d = 1, #s do
         local v, cur = s[d], out[off + d]
         if type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
           error(fmt("broadcast_shapes: Trying to create tensor with negative dimension %s", tostring(v)), 2)
         end
-        if cur == 1 then out[off + d] = v
+        if cur == 1 then out[off + d], from[off + d] = v, i
         elseif v ~= 1 and v ~= cur then
+          -- name the two arguments (1-based) and the dimension of the result
+          local j = from[off + d]
           error(fmt("broadcast_shapes: Shape mismatch: objects cannot be broadcast to a single shape. " ..
-            "Mismatch is between arg 0 and arg %d.", #shapes - 1), 2)
+            "Mismatch is between arg %d %s and arg %d %s: size %d vs %d at dimension %d of the result.",
+            j, show(shapes[j]), i, show(s), cur, v, off + d), 2)
         end
       end
     end

@@ -32,12 +32,38 @@ return function(T, C, nn)
 
   -- -- PackedSequence and nn.utils.rnn --------------------------------------------
   local PackedSequence = {}
-  PackedSequence.__index = PackedSequence
+  PackedSequence.__index = function(p, k)
+    if k == "is_cuda" then return rawget(p, "data").is_cuda end
+    return PackedSequence[k]
+  end
   PackedSequence.__name = "PackedSequence"
+  -- PyTorch's constructor: without unsorted_indices they are the inverse
+  -- permutation of sorted_indices (1-based positions both)
+  local function invert_permutation(idx)
+    if idx == nil then return nil end
+    local out = T.empty_like(idx)
+    out:scatter_(1, idx, T.arange(1, idx:numel() + 1, { dtype = idx.dtype, device = idx.device }))
+    return out
+  end
   setmetatable(PackedSequence, { __call = function(_, data, batch_sizes, sorted_indices, unsorted_indices)
+    if unsorted_indices == nil then unsorted_indices = invert_permutation(sorted_indices) end
     return setmetatable({ data = data, batch_sizes = batch_sizes, sorted_indices = sorted_indices,
       unsorted_indices = unsorted_indices }, PackedSequence)
   end })
+  -- PyTorch's PackedSequence.to: data converted or moved as Tensor.to does,
+  -- the indices moved to data's device, batch_sizes kept (on the CPU); the
+  -- same object back when data does not change
+  local function with_data(self, data)
+    if rawequal(data, self.data) then return self end
+    local function mv(i) return i ~= nil and i:to(data.device) or nil end
+    return setmetatable({ data = data, batch_sizes = self.batch_sizes, sorted_indices = mv(self.sorted_indices),
+      unsorted_indices = mv(self.unsorted_indices) }, PackedSequence)
+  end
+  function PackedSequence:to(...) return with_data(self, self.data:to(...)) end
+  for _, name in ipairs({ "double", "float", "half", "long", "int", "short", "char", "byte", "cpu", "cuda" }) do
+    PackedSequence[name] = function(self, ...) return with_data(self, self.data[name](self.data, ...)) end
+  end
+  function PackedSequence:is_pinned() return self.data:is_pinned() end
   function PackedSequence.__tostring(p)
     return fmt("PackedSequence(data=%s, batch_sizes=%s, sorted_indices=%s, unsorted_indices=%s)",
       tostring(p.data), tostring(p.batch_sizes), tostring(p.sorted_indices), tostring(p.unsorted_indices))
@@ -51,7 +77,9 @@ return function(T, C, nn)
   -- a list of counts from a table or an integer tensor
   local function counts(op, v, what)
     if T.is_tensor(v) then
-      if v.dtype.is_floating_point or v.ndim ~= 1 then
+      -- a floating tensor is taken when its values are whole (PyTorch casts
+      -- lengths to int64; a fraction is refused below rather than truncated)
+      if v.dtype.is_complex or v.dtype == T.bool or v.ndim ~= 1 then
         error(fmt("%s: %s must be a 1-d integer tensor or a list of counts", op, what), 3)
       end
       v = v:tolist()
@@ -83,6 +111,18 @@ return function(T, C, nn)
         error(fmt("pad_sequence: sequences[%d] must be a tensor of at least 1 dim", i), 2)
       end
       if s.shape[1] > maxlen then maxlen = s.shape[1] end
+    end
+    local function trailing(s)
+      local sh = s.shape:totable()
+      table.remove(sh, 1)
+      return "[" .. table.concat(sh, ", ") .. "]"
+    end
+    local want = trailing(sequences[1])
+    for i = 2, #sequences do
+      if trailing(sequences[i]) ~= want then
+        error(fmt("pad_sequence: sequences[%d] has trailing shape %s but sequences[1] has %s "
+          .. "(every sequence is (L_i, *) with the same *)", i, trailing(sequences[i]), want), 2)
+      end
     end
     local rows = {}
     for i, s in ipairs(sequences) do
@@ -202,6 +242,10 @@ return function(T, C, nn)
     o = checkopts(op, o, UNPACK, 3)
     if not is_packed(sequence) then error(op .. ": expected a PackedSequence", 2) end
     local nsteps = sequence.batch_sizes.shape[1]
+    local tl = o.total_length
+    if tl ~= nil and (type(tl) ~= "number" or tl ~= math.floor(tl)) then
+      error(fmt("%s: total_length must be an integer, got %s", op, tostring(tl)), 2)
+    end
     if o.total_length ~= nil and o.total_length < nsteps then
       error(fmt("%s: Expected total_length to be at least the length of the longest sequence "
         .. "(%d), but got total_length=%s", op, nsteps, tostring(o.total_length)), 2)
