@@ -104,6 +104,24 @@ TEST(values_of_every_opcode_torch_writes) {
   em_pytree_free(t);
 }
 
+TEST(protocol_1_text_ints) {
+  /* [True, False, 7, -2**63, 2**62, 10**30] as protocol 1 writes them */
+  const char pkl[] = "](I01\x0a" "I00\x0a" "I7\x0a" "L-9223372036854775808L\x0a"
+                     "L4611686018427387904L\x0a" "L1000000000000000000000000000000L\x0a" "e.";
+  em_pytree *t = NULL;
+  CHECK_OK(load_pickle(pkl, sizeof pkl - 1, &t));
+  if (!t) return;
+  int64_t l = em_pytree_root(t);
+  CHECK(get(t, l).kind == EM_PY_LIST && get(t, l).n == 6);
+  CHECK(get(t, em_pytree_item(t, l, 0)).kind == EM_PY_BOOL && get(t, em_pytree_item(t, l, 0)).i == 1);
+  CHECK(get(t, em_pytree_item(t, l, 1)).kind == EM_PY_BOOL && get(t, em_pytree_item(t, l, 1)).i == 0);
+  CHECK(get(t, em_pytree_item(t, l, 2)).kind == EM_PY_INT && get(t, em_pytree_item(t, l, 2)).i == 7);
+  CHECK(get(t, em_pytree_item(t, l, 3)).i == INT64_MIN);
+  CHECK(get(t, em_pytree_item(t, l, 4)).i == (int64_t)1 << 62);
+  CHECK(get(t, em_pytree_item(t, l, 5)).kind == EM_PY_FLOAT && get(t, em_pytree_item(t, l, 5)).f == 1e30);
+  em_pytree_free(t);
+}
+
 TEST(protocol_4_frames_memoize_and_stack_ops) {
   /* PROTO 4, FRAME, MEMOIZE, DUP, POP, POP_MARK, LIST, DICT, STACK_GLOBAL */
   const char pkl[] =
@@ -166,7 +184,13 @@ TEST(refusals_name_what_they_refuse) {
       {PKL("\x80" "\x02" "ctorch._utils\x0a" "_rebuild_sparse_tensor\x0a" "."), "global 'torch._utils._rebuild_sparse_tensor' is not supported"},
       {PKL("\x80" "\x02" "ctorch.nn.modules.linear\x0a" "Linear\x0a" "."), "save model.state_dict() instead"},
       {PKL("\x80" "\x02" "(X\x02" "\x00" "\x00" "\x00" "lsios\x0a" "system\x0a" "."), "refusing pickle opcode INST"},
-      {PKL("\x80" "\x02" "I1\x0a" "."), "unsupported opcode 0x49"},
+      {PKL("\x80" "\x02" "I1x\x0a" "."), "an INT that is not a number"},
+      {PKL("\x80" "\x02" "L\x0a" "."), "a LONG that is not a number"},
+      {PKL("\x80" "\x02" "I5"), "truncated"},
+      {PKL("\x80" "\x02" "F1.5\x0a" "."), "pickle opcode FLOAT (protocol 0)"},
+      {PKL("\x80" "\x04" "\x8f" "."), "pickle opcode EMPTY_SET (a Python set)"},
+      {PKL("\x80" "\x02" "c__builtin__\x0a" "set\x0a" "."), "the file holds a Python set"},
+      {PKL("\x80" "\x02" "\xfe" "."), "unsupported opcode 0xfe"},
       {PKL("\x80" "\x02" "K\x01" ")R."), "calling a int"},
       {PKL("\x80" "\x02" "]K\x01" "K\x02" "s."), "setting items of a list"},
       {PKL("\x80" "\x02" "}K\x01" "a."), "appending to a dict"},
@@ -347,6 +371,7 @@ TEST(not_a_checkpoint) {
 
 int main(void) {
   RUN(values_of_every_opcode_torch_writes);
+  RUN(protocol_1_text_ints);
   RUN(protocol_4_frames_memoize_and_stack_ops);
   RUN(a_list_that_contains_itself_loads_and_saves);
   RUN(deep_nesting_needs_no_recursion);

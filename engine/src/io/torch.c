@@ -494,6 +494,17 @@ static em_status refuse_global(const char *module, const char *name) {
                        "int32, int64, float16, bfloat16, float32, float64, complex64 and "
                        "complex128)",
                        OP, name);
+  if (strcmp(module, "builtins") == 0 || strcmp(module, "__builtin__") == 0) {
+    static const char *const plain[] = {"set", "frozenset", "bytearray", "complex", "range",
+                                        "xrange", "slice"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+      if (strcmp(name, plain[i]) == 0)
+        return em_fail(EM_E_VALUE,
+                       "%s: the file holds a Python %s (global '%s.%s'): ember does not load "
+                       "that (it loads tensors, dicts, lists, tuples, numbers, strings, bytes "
+                       "and None)",
+                       OP, strcmp(name, "xrange") == 0 ? "range" : name, module, name);
+  }
   if (strncmp(module, "torch.nn.modules", 16) == 0)
     return em_fail(EM_E_VALUE,
                    "%s: the file holds a pickled module (class '%s.%s': torch.save(model)); "
@@ -895,6 +906,55 @@ static em_status line(loader *L, const char **s, size_t *n) {
   return EM_OK;
 }
 
+/* INT ("I42\n", "I01\n" for True) and LONG ("L42L\n"): the text forms
+** protocol 1 writes for bools and for ints past 32 bits. Decimal digits
+** with an optional sign; past int64, a float (as LONG1). */
+static em_status text_int(loader *L, int is_long) {
+  const char *s = NULL;
+  size_t n = 0;
+  em_status st = line(L, &s, &n);
+  if (st != EM_OK) return st;
+  if (is_long && n > 0 && s[n - 1] == 'L') n--;
+  if (!is_long && n == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1'))
+    return push(L, s[1] == '1' ? L->true_id : L->false_id);
+  size_t i = n > 0 && (s[0] == '-' || s[0] == '+');
+  int neg = n > 0 && s[0] == '-';
+  if (i == n) return corrupt(L, is_long ? "a LONG that is not a number" : "an INT that is not a number");
+  uint64_t v = 0;
+  int big = 0;
+  for (; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return corrupt(L, is_long ? "a LONG that is not a number" : "an INT that is not a number");
+    unsigned digit = (unsigned)(s[i] - '0');
+    if (v > (UINT64_MAX - digit) / 10) big = 1;
+    else v = v * 10 + digit;
+  }
+  if (!big && (neg ? v <= (uint64_t)INT64_MAX + 1 : v <= (uint64_t)INT64_MAX))
+    return add_scalar(L, EM_PY_INT, neg ? (int64_t)(0 - v) : (int64_t)v, 0);
+  /* rounded once, as Python's float(int): the digits end at 'L' or '\n' */
+  return add_scalar(L, EM_PY_FLOAT, 0, strtod(s, NULL));
+}
+
+/* Opcodes of real pickles that ember does not load: said by name, not
+** called corrupt. NULL for bytes that are no opcode at all. */
+static const char *unloaded_opcode(uint8_t op) {
+  switch (op) {
+    case 0x8f: return "EMPTY_SET (a Python set)";
+    case 0x90: return "ADDITEMS (a Python set)";
+    case 0x91: return "FROZENSET (a Python frozenset)";
+    case 0x96: return "BYTEARRAY8 (a Python bytearray)";
+    case 0x97: return "NEXT_BUFFER (an out-of-band buffer)";
+    case 0x98: return "READONLY_BUFFER (an out-of-band buffer)";
+    case 'F': return "FLOAT (protocol 0)";
+    case 'S': return "STRING (protocol 0)";
+    case 'V': return "UNICODE (protocol 0)";
+    case 'g': return "GET (protocol 0)";
+    case 'p': return "PUT (protocol 0)";
+    case 'P': return "PERSID (protocol 0)";
+    default: return NULL;
+  }
+}
+
 static em_status run(loader *L, const uint8_t *pkl, size_t len) {
   L->pbeg = L->p = pkl;
   L->pend = pkl + len;
@@ -950,6 +1010,8 @@ static em_status run(loader *L, const uint8_t *pkl, size_t len) {
           st = add_scalar(L, EM_PY_INT, v, 0);
         }
         break;
+      case 'I': st = text_int(L, 0); break; /* INT */
+      case 'L': st = text_int(L, 1); break; /* LONG */
       case 0x8a: /* LONG1 */
         if ((st = need(L, 1)) == EM_OK) st = add_long(L, *L->p++);
         break;
@@ -1102,8 +1164,14 @@ static em_status run(loader *L, const uint8_t *pkl, size_t len) {
                        (long long)(L->p - L->pbeg));
       default: {
         char what[64];
-        snprintf(what, sizeof what, "unsupported opcode 0x%02x", op);
+        const char *name = unloaded_opcode(op);
         L->p--;
+        if (name)
+          return em_fail(EM_E_VALUE,
+                         "%s: pickle opcode %s at byte %lld: ember does not load that (it loads "
+                         "tensors, dicts, lists, tuples, numbers, strings, bytes and None)",
+                         OP, name, (long long)(L->p - L->pbeg));
+        snprintf(what, sizeof what, "unsupported opcode 0x%02x", op);
         return corrupt(L, what);
       }
     }
@@ -1414,15 +1482,34 @@ static void emit_node(pickler *P, int64_t id, int depth);
 
 /* Python's _batch_appends / _batch_setitems: groups of 1000 between MARK
 ** and APPENDS/SETITEMS, a lone item with APPEND/SETITEM. */
+/* The items of a list or dict in batches of BATCH, as CPython's C pickler
+** (torch.save's) writes them: an OrderedDict's items (batch_dict) with a
+** lone last item as APPEND/SETITEM; an exact list (batch_list_exact) with
+** every batch marked unless it has one item in all; an exact dict
+** (batch_dict_exact) likewise, plus an empty marked batch after a full
+** last one (2000 items: 1000, 1000, 0). */
 static void emit_batched(pickler *P, const pynode *c, int per, uint8_t one, uint8_t many,
                          int depth) {
   int64_t total = c->n / per;
-  for (int64_t at = 0; at < total && P->err == EM_OK; at += BATCH) {
-    int64_t k = total - at < BATCH ? total - at : BATCH;
-    if (k > 1) emit1(P, '(');
-    for (int64_t i = at * per; i < (at + k) * per; i++) emit_node(P, c->items[i], depth + 1);
-    emit1(P, k > 1 ? many : one);
+  int exact = c->kind == EM_PY_LIST || c->kind == EM_PY_DICT;
+  if (total == 0) return;
+  if (total == 1 || !exact) {
+    for (int64_t at = 0; at < total && P->err == EM_OK; at += BATCH) {
+      int64_t k = total - at < BATCH ? total - at : BATCH;
+      if (k > 1) emit1(P, '(');
+      for (int64_t i = at * per; i < (at + k) * per; i++) emit_node(P, c->items[i], depth + 1);
+      emit1(P, k > 1 ? many : one);
+    }
+    return;
   }
+  int64_t at = 0, k;
+  do {
+    k = total - at < BATCH ? total - at : BATCH;
+    emit1(P, '(');
+    for (int64_t i = at * per; i < (at + k) * per; i++) emit_node(P, c->items[i], depth + 1);
+    emit1(P, many);
+    at += k;
+  } while (P->err == EM_OK && (c->kind == EM_PY_DICT ? k == BATCH : at < total));
 }
 
 static void emit_node(pickler *P, int64_t id, int depth) {
