@@ -35,7 +35,7 @@ return function(T, C)
     for k = i, j or #s do r[#r + 1] = s[k] end
     return r
   end
-  local function bshape(name, shapes)
+  local function bshape(name, shapes, what)
     local n = 0
     for _, s in ipairs(shapes) do n = math.max(n, #s) end
     local out = {}
@@ -45,8 +45,8 @@ return function(T, C)
         local x = s[#s - n + i] or 1
         if x ~= 1 then
           if v ~= 1 and v ~= x then
-            error(fmt("%s: the parameters' shapes cannot be broadcast together (size %d against %d at dim %d)",
-              name, v, x, i), 4)
+            error(fmt("%s: %s cannot be broadcast together (size %d against %d at dim %d)",
+              name, what or "the parameters' shapes", v, x, i), 4)
           end
           v = x
         end
@@ -116,6 +116,11 @@ return function(T, C)
     local close = (v - vt):abs():le(vt:abs() * 1e-5 + 1e-6):logical_or(v:eq(vt))
     local sym = close:flatten(-2):all(-1)
     return sym:logical_and(D._cholesky_ok(v))
+  end)
+  -- a parameter whose constraint depends on another (Uniform's low and
+  -- high): not checkable alone, as PyTorch's constraints.dependent
+  Cn.dependent = constraint("dependent", function()
+    error("constraints.dependent: cannot determine the validity of a dependent constraint", 2)
   end)
   -- the support of an interval that depends on parameters (Uniform):
   -- closed, lo <= v <= hi, as PyTorch's constraints.interval
@@ -207,6 +212,15 @@ return function(T, C)
           A.fmt_shape(vs), A.fmt_shape(es)), 3)
       end
     end
+    -- as PyTorch: the value must broadcast against batch_shape .. event_shape
+    local full = concat(totable(self.batch_shape), es)
+    for i = 1, math.min(#vs, #full) do
+      local a, b = vs[#vs - i + 1], full[#full - i + 1]
+      if a ~= b and a ~= 1 and b ~= 1 then
+        error(fmt("%s: value is not broadcastable with batch_shape + event_shape: %s vs %s", self.__name,
+          A.fmt_shape(vs), A.fmt_shape(full)), 3)
+      end
+    end
     local sup = self.support
     if sup and value:numel() > 0 and tostring(value.device) ~= "meta" then
       if not sup.check(value:detach()):all():item() then
@@ -221,6 +235,26 @@ return function(T, C)
     end
   end
   function Distribution:perplexity() return self:entropy():exp() end
+  -- PyTorch's class attributes: arg_constraints (parameter name ->
+  -- constraint, what validate_args checks), has_enumerate_support
+  Distribution.arg_constraints = {}
+  Distribution.has_enumerate_support = false
+  function Distribution:enumerate_support()
+    error(fmt("%s: enumerate_support is not implemented", self.__name), 2)
+  end
+  -- enumerate_support(expand = true): the support's values shaped
+  -- (n, 1, ..., 1) or expanded to (n, batch_shape...), as PyTorch's
+  local function enumerate(self, values, expand)
+    if expand ~= nil and type(expand) ~= "boolean" then
+      error(fmt("%s: enumerate_support: expand must be a boolean, got %s", self.__name, type(expand)), 3)
+    end
+    local bs = totable(self.batch_shape)
+    local shape = { values:numel() }
+    for i = 1, #bs do shape[i + 1] = 1 end
+    values = values:reshape(shape)
+    if expand ~= false then values = values:expand(concat({ values:numel() }, bs)) end
+    return values
+  end
   -- expand: the same distribution with a larger batch shape (parameters
   -- expanded, no copy)
   function Distribution:expand(batch_shape)
@@ -265,6 +299,7 @@ return function(T, C)
   -- -- Normal ----------------------------------------------------------------------
   local Normal = class("Normal", Distribution)
   Normal._params = { "loc", "scale" }
+  Normal.arg_constraints = { loc = Cn.real, scale = Cn.positive }
   Normal.has_rsample = true
   Normal.support = Cn.real
   ctor(Normal, function(loc, scale, o)
@@ -296,6 +331,7 @@ return function(T, C)
   -- -- Uniform ---------------------------------------------------------------------
   local Uniform = class("Uniform", Distribution)
   Uniform._params = { "low", "high" }
+  Uniform.arg_constraints = { low = Cn.dependent, high = Cn.dependent }
   Uniform.has_rsample = true
   function Uniform:_support() return interval(self.low, self.high) end
   ctor(Uniform, function(low, high, o)
@@ -335,6 +371,18 @@ return function(T, C)
     local eps = p.dtype == T.float64 and 2.220446049250313e-16 or 1.1920928955078125e-07
     return p:clamp(eps, 1 - eps)
   end
+  -- D.Bernoulli(probs, {opts}) / D.Categorical(probs, {opts}): the
+  -- positional probs joined with the options (validate_args, ...)
+  local function positional_probs(name, p, o, allowed)
+    o = take_opts(name, o, allowed)
+    local r = {}
+    for k, v in pairs(o) do r[k] = v end
+    if r.probs ~= nil or r.logits ~= nil then
+      error(fmt("%s: either probs or logits must be specified, but not both", name), 4)
+    end
+    r.probs = p
+    return r
+  end
   local function probs_or_logits(name, probs, logits, o)
     if (probs == nil) == (logits == nil) then
       error(fmt("%s: either probs or logits must be specified, but not both", name), 4)
@@ -344,11 +392,17 @@ return function(T, C)
 
   -- -- Bernoulli -------------------------------------------------------------------------
   local Bernoulli = class("Bernoulli", Distribution)
+  Bernoulli.arg_constraints = { probs = Cn.unit_interval, logits = Cn.real }
   Bernoulli.has_rsample = false
   Bernoulli.support = Cn.boolean
-  ctor(Bernoulli, function(o)
-    if T.is_tensor(o) or type(o) == "number" then o = { probs = o } end
-    o = take_opts("Bernoulli", o, { "probs", "logits", "validate_args" })
+  ctor(Bernoulli, function(o, o2)
+    local allowed = { "probs", "logits", "validate_args" }
+    if T.is_tensor(o) or type(o) == "number" then
+      o = positional_probs("Bernoulli", o, o2, allowed)
+    elseif o2 ~= nil then
+      error("Bernoulli: unexpected second argument (give the options in one table)", 2)
+    end
+    o = take_opts("Bernoulli", o, allowed)
     probs_or_logits("Bernoulli", o.probs, o.logits)
     local d
     if o.probs ~= nil then
@@ -376,6 +430,11 @@ return function(T, C)
     return T.where(p:eq(0.5), 0 / 0, p:ge(0.5):to(p.dtype))
   end
   function Bernoulli:_variance() local p = self.probs; return p * (-p + 1) end
+  Bernoulli.has_enumerate_support = true
+  function Bernoulli:enumerate_support(expand)
+    local p = self.probs
+    return enumerate(self, T.arange(2, { dtype = p.dtype, device = p.device }), expand)
+  end
   function Bernoulli:sample(shape)
     local p = self.probs:detach():expand(self:_extended_shape(shape))
     return T.bernoulli(p:contiguous())
@@ -383,9 +442,9 @@ return function(T, C)
   function Bernoulli:log_prob(v)
     self:_validate_sample(v)
     local l = self.logits
-    return -T.nn.functional.binary_cross_entropy_with_logits(l:expand(bshape("Bernoulli",
-      { totable(l.shape), totable(v.shape) })), v:to(l.dtype):expand(bshape("Bernoulli",
-      { totable(l.shape), totable(v.shape) })), { reduction = "none" })
+    local s = bshape("Bernoulli", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    return -T.nn.functional.binary_cross_entropy_with_logits(l:expand(s), v:to(l.dtype):expand(s),
+      { reduction = "none" })
   end
   function Bernoulli:entropy()
     return T.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = "none" })
@@ -401,11 +460,17 @@ return function(T, C)
 
   -- -- Categorical (1-based class ids) ----------------------------------------------------
   local Categorical = class("Categorical", Distribution)
+  Categorical.arg_constraints = { probs = Cn.simplex, logits = Cn.real }
   Categorical.has_rsample = false
   function Categorical:_support() return integer_interval(1, self._num_events) end
-  ctor(Categorical, function(o)
-    if T.is_tensor(o) then o = { probs = o } end
-    o = take_opts("Categorical", o, { "probs", "logits", "validate_args" })
+  ctor(Categorical, function(o, o2)
+    local allowed = { "probs", "logits", "validate_args" }
+    if T.is_tensor(o) then
+      o = positional_probs("Categorical", o, o2, allowed)
+    elseif o2 ~= nil then
+      error("Categorical: unexpected second argument (give the options in one table)", 2)
+    end
+    o = take_opts("Categorical", o, allowed)
     probs_or_logits("Categorical", o.probs, o.logits)
     local t = o.probs or o.logits
     A.check_tensor("Categorical", t, o.probs and "probs" or "logits", 3)
@@ -420,8 +485,10 @@ return function(T, C)
       d._p = t / t:sum(-1, true)
       if d._validate_args then check(d, "parameter probs", d._p, Cn.simplex) end
     else
-      if d._validate_args then check(d, "parameter logits", t, Cn.real) end
+      -- validated after normalising, as PyTorch: +inf, or a row of
+      -- -inf, normalises to nan
       d._l = t - t:logsumexp(-1, true)
+      if d._validate_args then check(d, "parameter logits", d._l, Cn.real) end
     end
     return d
   end)
@@ -435,6 +502,11 @@ return function(T, C)
     return T.full(self:_extended_shape(), 0 / 0, { dtype = self.probs.dtype })
   end
   Categorical._variance = Categorical._mean
+  -- the 1-based class ids 1..K (int64)
+  Categorical.has_enumerate_support = true
+  function Categorical:enumerate_support(expand)
+    return enumerate(self, T.arange(1, self._num_events + 1, { dtype = T.int64, device = self.probs.device }), expand)
+  end
   -- the 1-based id of the largest probability (the first of ties)
   function Categorical:_mode() return self.probs:argmax(-1) end
   function Categorical:sample(shape)
@@ -450,7 +522,7 @@ return function(T, C)
     self:_validate_sample(v)
     local l = self.logits
     local vs, ls = totable(v.shape), sub(totable(l.shape), 1, l.ndim - 1)
-    local s = bshape("Categorical", { vs, ls })
+    local s = bshape("Categorical", { vs, ls }, "the value and the batch shape")
     local idx = v:long():expand(s):unsqueeze(-1)
     local lp = l:expand(concat(s, { self._num_events }))
     return lp:gather(-1, idx):squeeze(-1)
@@ -473,6 +545,7 @@ return function(T, C)
   -- -- Exponential -------------------------------------------------------------------
   local Exponential = class("Exponential", Distribution)
   Exponential._params = { "rate" }
+  Exponential.arg_constraints = { rate = Cn.positive }
   Exponential.has_rsample = true
   Exponential.support = Cn.nonnegative
   ctor(Exponential, function(rate, o)
@@ -501,6 +574,7 @@ return function(T, C)
   -- -- Laplace -------------------------------------------------------------------------
   local Laplace = class("Laplace", Distribution)
   Laplace._params = { "loc", "scale" }
+  Laplace.arg_constraints = { loc = Cn.real, scale = Cn.positive }
   Laplace.has_rsample = true
   Laplace.support = Cn.real
   ctor(Laplace, function(loc, scale, o)
@@ -571,6 +645,7 @@ return function(T, C)
 
   local Gamma = class("Gamma", Distribution)
   Gamma._params = { "concentration", "rate" }
+  Gamma.arg_constraints = { concentration = Cn.positive, rate = Cn.positive }
   Gamma.has_rsample = true
   Gamma.support = Cn.nonnegative
   ctor(Gamma, function(concentration, rate, o)
@@ -620,6 +695,7 @@ return function(T, C)
   -- -- Beta --------------------------------------------------------------------------------
   local Beta = class("Beta", Distribution)
   Beta._params = { "concentration1", "concentration0" }
+  Beta.arg_constraints = { concentration1 = Cn.positive, concentration0 = Cn.positive }
   Beta.has_rsample = true
   Beta.support = Cn.unit_interval
   ctor(Beta, function(c1, c0, o)
@@ -663,6 +739,7 @@ return function(T, C)
   local Dirichlet = class("Dirichlet", Distribution)
   Dirichlet._params = { "concentration" }
   Dirichlet._param_event_dims = { concentration = 1 }
+  Dirichlet.arg_constraints = { concentration = Cn.positive }
   Dirichlet.has_rsample = true
   Dirichlet.support = Cn.simplex
   ctor(Dirichlet, function(conc, o)
@@ -751,6 +828,7 @@ return function(T, C)
 
   local Poisson = class("Poisson", Distribution)
   Poisson._params = { "rate" }
+  Poisson.arg_constraints = { rate = Cn.nonnegative }
   Poisson.has_rsample = false
   Poisson.support = Cn.nonnegative_integer
   ctor(Poisson, function(rate, o)
@@ -972,6 +1050,7 @@ return function(T, C)
 
   local LogNormal = class("LogNormal", TD)
   LogNormal.support = Cn.positive
+  LogNormal.arg_constraints = { loc = Cn.real, scale = Cn.positive }
   LogNormal.has_rsample = true
   ctor(LogNormal, function(loc, scale, o)
     o = take_opts("LogNormal", o, { "validate_args" })
@@ -1012,7 +1091,8 @@ return function(T, C)
       error(fmt("Independent: expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape) = %d, "
         .. "actual %d", #bs, n), 2)
     end
-    local d = new(Ind, { base_dist = base, reinterpreted_batch_ndims = n })
+    local d = new(Ind, { base_dist = base, reinterpreted_batch_ndims = n,
+      has_enumerate_support = n == 0 and base.has_enumerate_support or false })
     init(d, sub(bs, 1, #bs - n), concat(sub(bs, #bs - n + 1), totable(base.event_shape)), o.validate_args)
     d.has_rsample = base.has_rsample
     return d
@@ -1022,6 +1102,12 @@ return function(T, C)
   function Ind:_mode() return self.base_dist.mode end
   function Ind:_variance() return self.base_dist.variance end
   function Ind:sample(s) return self.base_dist:sample(s) end
+  function Ind:enumerate_support(expand)
+    if self.reinterpreted_batch_ndims > 0 then
+      error("Independent: enumerate_support: enumeration over the cartesian product is not implemented", 2)
+    end
+    return self.base_dist:enumerate_support(expand)
+  end
   function Ind:rsample(s) return self.base_dist:rsample(s) end
   function Ind:log_prob(v) return sum_right(self.base_dist:log_prob(v), self.reinterpreted_batch_ndims) end
   function Ind:entropy() return sum_right(self.base_dist:entropy(), self.reinterpreted_batch_ndims) end
@@ -1114,6 +1200,8 @@ return function(T, C)
   D._solve_lower = solve_lower
 
   local MVN = class("MultivariateNormal", Distribution)
+  MVN.arg_constraints = { loc = Cn.real, covariance_matrix = Cn.positive_definite,
+    precision_matrix = Cn.positive_definite, scale_tril = Cn.lower_cholesky }
   MVN.has_rsample = true
   MVN.support = Cn.real
   ctor(MVN, function(loc, o)
