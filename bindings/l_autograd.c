@@ -40,6 +40,14 @@ static int p_retains_grad(lua_State *L) {
   lua_pushboolean(L, em_tensor_retains_grad(l_checktensor(L, 1, "retains_grad")));
   return 1;
 }
+/* t._version: the version counter of t's storage (PyTorch's _version),
+** shared by every view and by detach(); each in-place write adds one */
+static int p_version(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "_version");
+  em_storage *s = em_tensor_storage(t);
+  lua_pushinteger(L, s ? (lua_Integer)em_storage_version(s) : 0);
+  return 1;
+}
 static int p_grad(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "grad");
   em_tensor *g = em_tensor_grad(t);
@@ -646,11 +654,22 @@ static em_tensor **tensor_list(lua_State *L, int idx, const char *what, int allo
     l_errorf(L, "grad: expected a tensor or a list of tensors for %s, got %s", what,
              luaL_typename(L, idx));
   int len = (int)lua_objlen(L, idx);
+  if (allow_nil) {
+    /* a hole (PyTorch's None) is false, or nil in a list with an n field
+    ** ({g, nil, n = 2}, as table.pack makes), since {g, nil} has length 1 */
+    lua_getfield(L, idx, "n");
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+      lua_Number nn = lua_tonumber(L, -1);
+      if (nn >= len && nn <= 1e6 && nn == (lua_Number)(int)nn) len = (int)nn;
+    }
+    lua_pop(L, 1);
+  }
   em_tensor **a = lua_newuserdata(L, sizeof *a * (size_t)(len + 1));
   for (int i = 0; i < len; i++) {
     lua_rawgeti(L, idx, i + 1);
     a[i] = l_totensor(L, -1);
-    if (!a[i] && !(allow_nil && lua_isnil(L, -1)))
+    if (!a[i] && !(allow_nil && (lua_isnil(L, -1) ||
+                                 (lua_isboolean(L, -1) && !lua_toboolean(L, -1)))))
       l_errorf(L, "grad: %s[%d] is not a tensor", what, i + 1);
     lua_pop(L, 1);
   }
@@ -667,7 +686,9 @@ static int l_autograd_grad(lua_State *L) {
   if (!lua_isnil(L, 2)) {
     gos = tensor_list(L, 2, "grad_outputs", 1, &ngo);
     if (ngo != nout)
-      return l_errorf(L, "grad: got %d grad_outputs for %d outputs", ngo, nout);
+      return l_errorf(L,
+                      "grad: got %d grad_outputs for %d outputs (give false, PyTorch's None, "
+                      "for an output of one element that takes 1)", ngo, nout);
   }
   em_tensor **ins = tensor_list(L, 3, "inputs", 0, &nin);
   int retain = lua_toboolean(L, 4), create = lua_toboolean(L, 5);
@@ -748,6 +769,7 @@ void l_open_autograd(lua_State *L) {
                                    {"set_requires_grad", p_set_requires_grad},
                                    {"is_leaf", p_is_leaf},
                                    {"retains_grad", p_retains_grad},
+                                   {"_version", p_version},
                                    {"grad", p_grad},
                                    {"set_grad", p_set_grad},
                                    {"grad_fn", p_grad_fn},

@@ -106,7 +106,8 @@ return function(T, C)
     ARGS.nomore("backward", 3, ...)
     -- a plain table is the options table unless it lists gradients (a
     -- tensor or nil at [1], or an empty list): {g1, g2} is grad_tensors
-    if ARGS.is_opts(grads) and opts == nil and next(grads) ~= nil and type(next(grads)) == "string" then
+    if ARGS.is_opts(grads) and opts == nil and next(grads) ~= nil and type(next(grads)) == "string"
+      and grads.n == nil then
       grads, opts = nil, grads
     end
     opts = ARGS.checkopts("backward", opts, backward_opts)

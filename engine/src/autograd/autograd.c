@@ -241,6 +241,11 @@ static int needed_saves(em_ag_kind kind, const em_ag_params *p, const em_node *n
         if (!HAS(0)) s &= ~2;
       } else if (p->op == EM_OP_DIV && p->ew.rounding == EM_ROUND_NONE) {
         if (!HAS(1)) s &= ~1;  /* the divisor is read by both gradients */
+      } else if (p->op == EM_OP_LERP) {
+        /* start and end are read only for a tensor weight's gradient, the
+        ** weight only for theirs (PyTorch's LerpBackward0/1) */
+        if (!HAS(2)) s &= ~3;
+        if (!HAS(0) && !HAS(1)) s &= ~4;
       }
       break;
     case EM_AG_MM: case EM_AG_BMM: case EM_AG_MATMUL: case EM_AG_LINEAR:

@@ -736,12 +736,14 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       gin[0] = MUL(g, cast(f, un(f, EM_OP_ISFINITE, saved(f, 0)), g->dtype));
       break;
     case EM_OP_LERP: {  /* start + w (end - start) */
-      em_operand s0 = opd(f, 0), e1 = opd(f, 1), w = opd(f, 2);
+      /* each operand is saved only when a gradient reads it (needed_saves) */
+      em_operand w = {NULL, n->p.sc[2]};
+      if (NEED(0) || NEED(1)) w = opd(f, 2);
       if (NEED(0))
         gin[0] = w.tensor ? MUL(g, cast(f, bino(f, EM_OP_SUB, SC(1.0), w), g->dtype))
                           : MULS(g, 1.0 - opd_value(&w));
       if (NEED(1)) gin[1] = bino(f, EM_OP_MUL, TS(g), w);
-      if (NEED(2)) gin[2] = MUL(g, bino(f, EM_OP_SUB, e1, s0));
+      if (NEED(2)) gin[2] = MUL(g, bino(f, EM_OP_SUB, opd(f, 1), opd(f, 0)));
       break;
     }
     case EM_OP_CLAMP: {

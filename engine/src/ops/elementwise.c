@@ -799,6 +799,7 @@ em_status em_elementwise(em_ew_op op, int n, const em_operand *inputs,
     memset(&p, 0, sizeof p);
     p.name = em_ag_ew_name(op, n > 1 && inputs[1].tensor != NULL);
     if (op == EM_OP_CLAMP) p.name = clamp_node_name(&o, inputs, n);
+    if (op == EM_OP_LERP && n > 2 && inputs[2].tensor) p.name = "LerpBackward1";
     p.op = op;
     p.ew = o;
     for (int i = 0; i < n; i++) p.sc[i] = inputs[i].scalar;
