@@ -8,12 +8,7 @@ local U = require "specutil"
 local err = U.err
 local R = T.nn.utils.rnn
 
-local function list(t)
-  local r = {}
-  local f = t:reshape(-1)
-  for i = 1, f:numel() do r[i] = f[i]:item() end
-  return r
-end
+local list = U.flat
 local function close(want, got, tol)
   assert.equal(#want, #got)
   for i = 1, #want do

@@ -6,12 +6,7 @@ local T = require "ember"
 local U = require "specutil"
 local err = U.err
 
-local function list(t)
-  local r = {}
-  local f = t:reshape(-1)
-  for i = 1, f:numel() do r[i] = f[i]:item() end
-  return r
-end
+local list = U.flat
 
 describe("difftest round 6: sorting, searching, set ops (torch 1.13)", function()
   it("isin finds the elements when the test elements hold NaN", function()

@@ -15,6 +15,14 @@ function M.err(f, msg)
   assert(tostring(e):find(msg, 1, true), ("expected %q in the error, got %q"):format(msg, tostring(e)))
 end
 
+-- t's values in order (row-major), as a Lua list: assert.same's operand
+function M.flat(t)
+  local r = {}
+  local f = t:reshape(-1)
+  for i = 1, f:numel() do r[i] = f[i]:item() end
+  return r
+end
+
 -- got and want agree within tol (max absolute difference, float64), with
 -- the same shape and the same NaN positions
 function M.near(got, want, tol)

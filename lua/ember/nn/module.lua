@@ -744,21 +744,12 @@ return function(T, C)
     end)
     return self
   end
-  function Module:double(...)
-    nomore("double", 1, ...)
-    return self:to(T.float64)
-  end
-  function Module:float(...)
-    nomore("float", 1, ...)
-    return self:to(T.float32)
-  end
-  function Module:half(...)
-    nomore("half", 1, ...)
-    return self:to(T.float16)
-  end
-  function Module:bfloat16(...)
-    nomore("bfloat16", 1, ...)
-    return self:to(T.bfloat16)
+  -- double(), float(), half(), bfloat16(): to() that dtype
+  for name, dt in pairs { double = T.float64, float = T.float32, half = T.float16, bfloat16 = T.bfloat16 } do
+    Module[name] = function(self, ...)
+      nomore(name, 1, ...)
+      return self:to(dt)
+    end
   end
 
   -- -- state ---------------------------------------------------------------------
