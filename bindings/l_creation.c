@@ -511,6 +511,13 @@ static int l_print_values(lua_State *L) {
 ** of a double, exactly (C's printf rounds the exact binary value, as
 ** Python does; LuaJIT's string.format does not round ties to even). NaN
 ** is "nan" whatever its sign bit, as Python writes it. */
+/* v as %*.*e or %*.*f (nan as "nan" in width) into buf: snprintf's count */
+static int fmt_float(char *buf, size_t size, double v, int e, int width, int prec) {
+  if (isnan(v)) return snprintf(buf, size, "%*s", width, "nan");
+  if (e) return snprintf(buf, size, "%*.*e", width, prec, v);
+  return snprintf(buf, size, "%*.*f", width, prec, v);
+}
+
 static int l_fmt_float(lua_State *L) {
   double v = luaL_checknumber(L, 1);
   const char *conv = luaL_checkstring(L, 2);
@@ -523,9 +530,7 @@ static int l_fmt_float(lua_State *L) {
   int prec = (int)p, width = (int)w;
   int e = conv[0] == 'e';
   char small[512];
-  int n = isnan(v)  ? snprintf(small, sizeof small, "%*s", width, "nan")
-          : e       ? snprintf(small, sizeof small, "%*.*e", width, prec, v)
-                    : snprintf(small, sizeof small, "%*.*f", width, prec, v);
+  int n = fmt_float(small, sizeof small, v, e, width, prec);
   if (n < 0) return l_errorf(L, "print: precision %d too big", prec);
   if ((size_t)n < sizeof small) {
     lua_pushlstring(L, small, (size_t)n);
@@ -533,9 +538,7 @@ static int l_fmt_float(lua_State *L) {
   }
   /* a long one: a buffer the collector owns (nothing to free on an error) */
   char *buf = lua_newuserdata(L, (size_t)n + 1);
-  if (isnan(v)) snprintf(buf, (size_t)n + 1, "%*s", width, "nan");
-  else if (e) snprintf(buf, (size_t)n + 1, "%*.*e", width, prec, v);
-  else snprintf(buf, (size_t)n + 1, "%*.*f", width, prec, v);
+  fmt_float(buf, (size_t)n + 1, v, e, width, prec);
   lua_pushlstring(L, buf, (size_t)n);
   return 1;
 }

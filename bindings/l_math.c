@@ -184,7 +184,6 @@ static int ew_call(lua_State *L, em_ew_op op, int flags, const char *name) {
       if (!out)
         return l_errorf(L, "%s: expected a tensor for option 'out', got %s", name,
                         luaL_typename(L, -1));
-      if (em_check_out(name, out) != EM_OK) return l_error(L);
       outidx = lua_gettop(L);
     } else {
       lua_pop(L, 1);

@@ -430,18 +430,16 @@ return function(T, C)
       end
     end
   end
-  wrap("lerp", function(real, a, b, w, ...)
-    if select("#", ...) > 0 or not T.is_tensor(a) then return real(a, b, w, ...) end
-    if w == nil then return real(a, b, w) end -- its own error
-    lerp_check("lerp", a, b, w)
-    return a + (b - a) * w
-  end)
-  wrap("lerp_", function(real, a, b, w, ...)
-    if select("#", ...) > 0 or not T.is_tensor(a) then return real(a, b, w, ...) end
-    if w == nil then return real(a, b, w) end -- its own error
-    lerp_check("lerp_", a, b, w)
-    return a:copy_(a + (b - a) * w)
-  end)
+  for name, in_place in pairs { lerp = false, lerp_ = true } do
+    wrap(name, function(real, a, b, w, ...)
+      if select("#", ...) > 0 or not T.is_tensor(a) then return real(a, b, w, ...) end
+      if w == nil then return real(a, b, w) end -- its own error
+      lerp_check(name, a, b, w)
+      local r = a + (b - a) * w
+      if in_place then return a:copy_(r) end
+      return r
+    end)
+  end
 
   -- the index ops that move or add values, on the parts: each runs the
   -- real op on the real and on the imaginary parts (index and mask

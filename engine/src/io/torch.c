@@ -914,17 +914,17 @@ static em_status text_int(loader *L, int is_long) {
   size_t n = 0;
   em_status st = line(L, &s, &n);
   if (st != EM_OK) return st;
+  const char *not_number = is_long ? "a LONG that is not a number" : "an INT that is not a number";
   if (is_long && n > 0 && s[n - 1] == 'L') n--;
   if (!is_long && n == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1'))
     return push(L, s[1] == '1' ? L->true_id : L->false_id);
   size_t i = n > 0 && (s[0] == '-' || s[0] == '+');
   int neg = n > 0 && s[0] == '-';
-  if (i == n) return corrupt(L, is_long ? "a LONG that is not a number" : "an INT that is not a number");
+  if (i == n) return corrupt(L, not_number);
   uint64_t v = 0;
   int big = 0;
   for (; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return corrupt(L, is_long ? "a LONG that is not a number" : "an INT that is not a number");
+    if (s[i] < '0' || s[i] > '9') return corrupt(L, not_number);
     unsigned digit = (unsigned)(s[i] - '0');
     if (v > (UINT64_MAX - digit) / 10) big = 1;
     else v = v * 10 + digit;
@@ -1480,8 +1480,6 @@ enum { BATCH = 1000, MAX_SAVE_DEPTH = 1000, BUSY = -2 };
 
 static void emit_node(pickler *P, int64_t id, int depth);
 
-/* Python's _batch_appends / _batch_setitems: groups of 1000 between MARK
-** and APPENDS/SETITEMS, a lone item with APPEND/SETITEM. */
 /* The items of a list or dict in batches of BATCH, as CPython's C pickler
 ** (torch.save's) writes them: an OrderedDict's items (batch_dict) with a
 ** lone last item as APPEND/SETITEM; an exact list (batch_list_exact) with
@@ -1491,25 +1489,18 @@ static void emit_node(pickler *P, int64_t id, int depth);
 static void emit_batched(pickler *P, const pynode *c, int per, uint8_t one, uint8_t many,
                          int depth) {
   int64_t total = c->n / per;
-  int exact = c->kind == EM_PY_LIST || c->kind == EM_PY_DICT;
   if (total == 0) return;
-  if (total == 1 || !exact) {
-    for (int64_t at = 0; at < total && P->err == EM_OK; at += BATCH) {
-      int64_t k = total - at < BATCH ? total - at : BATCH;
-      if (k > 1) emit1(P, '(');
-      for (int64_t i = at * per; i < (at + k) * per; i++) emit_node(P, c->items[i], depth + 1);
-      emit1(P, k > 1 ? many : one);
-    }
-    return;
-  }
+  /* an exact list or dict of more than one item marks every batch */
+  int exact = (c->kind == EM_PY_LIST || c->kind == EM_PY_DICT) && total > 1;
   int64_t at = 0, k;
   do {
     k = total - at < BATCH ? total - at : BATCH;
-    emit1(P, '(');
+    int marked = exact || k > 1;
+    if (marked) emit1(P, '(');
     for (int64_t i = at * per; i < (at + k) * per; i++) emit_node(P, c->items[i], depth + 1);
-    emit1(P, many);
+    emit1(P, marked ? many : one);
     at += k;
-  } while (P->err == EM_OK && (c->kind == EM_PY_DICT ? k == BATCH : at < total));
+  } while (P->err == EM_OK && (exact && c->kind == EM_PY_DICT ? k == BATCH : at < total));
 }
 
 static void emit_node(pickler *P, int64_t id, int depth) {

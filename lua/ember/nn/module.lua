@@ -878,7 +878,7 @@ return function(T, C)
     -- every value is checked before any is copied (a failed load leaves the
     -- module as it was; PyTorch copies the others), and every bad one is
     -- named in the error, as PyTorch's error lists them all
-    local bad = {}
+    local bad, copies = {}, {}
     for _, k in ipairs(order) do
       local tgt = targets[k]
       local v = get(k)
@@ -889,18 +889,15 @@ return function(T, C)
         elseif tostring(dst.shape) ~= tostring(v.shape) then
           bad[#bad + 1] = string.format("size mismatch for %s: copying a param with shape %s, "
             .. "the shape in the current model is %s", k, tostring(v.shape), tostring(dst.shape))
+        else
+          copies[#copies + 1] = { dst, v }
         end
       end
     end
     if #bad > 0 then error("load_state_dict: " .. table.concat(bad, "; "), 2) end
-    for _, k in ipairs(order) do
-      local tgt = targets[k]
-      local v = get(k)
-      if v ~= nil then
-        local dst = tgt[1][tgt[2]]
-        no_grad(function() dst:copy_(v) end)
-      end
-    end
+    no_grad(function()
+      for _, c in ipairs(copies) do c[1]:copy_(c[2]) end
+    end)
     return missing, unexpected
   end
 
