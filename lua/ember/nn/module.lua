@@ -389,22 +389,21 @@ return function(T, C)
     add_name(self._buffer_names, name)
     self._nonpersistent[name] = persistent == false or nil
   end
-  function Module:add_module(name, m, ...)
-    nomore("add_module", 3, ...)
-    check_name(self, "add_module", "module", name, "_modules")
-    if m ~= nil and not is_module(m) then
-      error(string.format("add_module: %s is not a Module", tostring(name)), 2)
+  -- add_module and PyTorch's alias register_module: one body, whose errors
+  -- name the one called
+  local function add_module_named(op)
+    return function(self, name, m, ...)
+      nomore(op, 3, ...)
+      check_name(self, op, "module", name, "_modules")
+      if m ~= nil and not is_module(m) then
+        error(string.format("%s: %s is not a Module", op, tostring(name)), 2)
+      end
+      self._modules[name] = m
+      if m == nil then remove_name(self._module_names, name) else add_name(self._module_names, name) end
     end
-    self._modules[name] = m
-    if m == nil then remove_name(self._module_names, name) else add_name(self._module_names, name) end
   end
-
-  -- PyTorch's alias of add_module
-  function Module:register_module(name, m, ...)
-    nomore("register_module", 3, ...)
-    check_name(self, "register_module", "module", name, "_modules")
-    return self:add_module(name, m)
-  end
+  Module.add_module = add_module_named("add_module")
+  Module.register_module = add_module_named("register_module")
 
   -- -- traversal ---------------------------------------------------------------
   -- PyTorch numbers the children of a Sequential or ModuleList from 0; ember
