@@ -643,6 +643,75 @@ return function(T, C)
   end
   D._standard_gamma = standard_gamma
 
+  -- PyTorch's _standard_gamma_grad (ATen's standard_gamma_grad_one): the
+  -- implicit reparameterisation gradient dx/dalpha = -(d/dalpha cdf(x;
+  -- alpha)) / pdf(x; alpha) of a standard gamma draw x, with PyTorch's
+  -- approximations (a Taylor series below x = 0.8, Rice's saddle point
+  -- expansion above alpha = 8, a bivariate rational fit elsewhere),
+  -- computed in float64 elementwise
+  local GRAD_UV = {
+    { 0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084 },
+    { 0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915, -0.00058392623 },
+    { 0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326, 0.00085092367, -1.5247877e-07 },
+  }
+  local function standard_gamma_grad(alpha, x)
+    local dt = x.dtype
+    alpha, x = alpha:detach():double(), x:detach():double()
+    -- small x: the series of the cdf and of its alpha-derivative
+    local numer, denom = T.ones_like(x), alpha:clone()
+    local s1, s2 = numer / denom, numer / (denom * denom)
+    for i = 1, 5 do
+      numer = numer * (-x / i)
+      denom = denom + 1
+      s1 = s1 + numer / denom
+      s2 = s2 + numer / (denom * denom)
+    end
+    local pxa = x:pow(alpha)
+    local pdf = x:pow(alpha - 1) * (-x):exp()
+    local cdf = pxa * s1
+    local cdf_a = (x:log() - alpha:digamma()) * cdf - pxa * s2
+    local small = -cdf_a / pdf
+    small = T.where(small:isnan(), 0, small)
+    -- large alpha: Rice's saddle point expansion (near the mode, its series)
+    local n1 = alpha * (alpha * 12 + 1) * 24 + 1
+    local n2 = alpha:pow(2) * 1440 + x * (-x * 120 + 53) * 6 - x:pow(2) * 65 / alpha + alpha * (x * 3600 + 107)
+    local near = n1 * n2 / (alpha:pow(2):pow(2) * 1244160)
+    local den = (alpha * 8):sqrt()
+    local t2 = den / (alpha - x)
+    local t3 = (x - alpha - alpha * (x / alpha):log()):pow(-1.5)
+    local t23 = T.where(x:lt(alpha), t2 - t3, t2 + t3)
+    local t1 = (x / alpha):log() * t23 - (alpha:reciprocal() * 2):sqrt() * (alpha + x) / (alpha - x):pow(2)
+    local stirling = (alpha * 12):reciprocal() * ((alpha * 24):reciprocal() + 1) + 1
+    local far = -stirling * x * t1 / den
+    local big = T.where(x:ge(alpha * 0.9):logical_and(x:le(alpha * 1.1)), near, far)
+    -- elsewhere: the rational approximation in u = log(x / alpha), v = log(alpha)
+    local u, v = (x / alpha):log(), alpha:log()
+    local cv = {}
+    for i = 1, 8 do cv[i] = (u * GRAD_UV[3][i] + GRAD_UV[2][i]) * u + GRAD_UV[1][i] end
+    local pp = cv[1] + v * (cv[2] + v * (cv[3] + v * cv[4]))
+    local qq = cv[5] + v * (cv[6] + v * (cv[7] + v * cv[8]))
+    local mid = (pp / qq):exp()
+    local r = T.where(x:lt(0.8), small, T.where(alpha:gt(8), big, mid))
+    return r:to(dt)
+  end
+  D._standard_gamma_grad = standard_gamma_grad
+  -- a standard gamma draw whose gradient in the concentration is the
+  -- implicit one above (PyTorch's _standard_gamma's backward)
+  local StdGamma = T.autograd.Function:extend("StandardGamma")
+  function StdGamma.forward(ctx, a)
+    local x = standard_gamma(a)
+    ctx:save_for_backward(a, x)
+    return x
+  end
+  function StdGamma.backward(ctx, g)
+    local a, x = ctx.saved_tensors[1], ctx.saved_tensors[2]
+    return g * standard_gamma_grad(a, x)
+  end
+  local function rgamma(a)
+    if a.requires_grad then return StdGamma.apply(a) end
+    return standard_gamma(a)
+  end
+
   local Gamma = class("Gamma", Distribution)
   Gamma._params = { "concentration", "rate" }
   Gamma.arg_constraints = { concentration = Cn.positive, rate = Cn.positive }
@@ -661,12 +730,11 @@ return function(T, C)
   function Gamma:_mean() return self.concentration / self.rate end
   function Gamma:_mode() return ((self.concentration - 1) / self.rate):clamp(0) end
   function Gamma:_variance() return self.concentration / self.rate:pow(2) end
-  -- the draw is reparameterised in rate (x = g / rate); the gradient in
-  -- concentration is not propagated (PyTorch's implicit gradient of the
-  -- standard gamma is not implemented here: docs/distributions.md)
+  -- x = g / rate, g a standard gamma draw differentiable in the
+  -- concentration through PyTorch's implicit gradient (standard_gamma_grad)
   function Gamma:rsample(shape)
     local es = self:_extended_shape(shape)
-    local g = standard_gamma(self.concentration:detach():expand(es))
+    local g = rgamma(self.concentration:expand(es))
     return g / self.rate
   end
   function Gamma:log_prob(v)
@@ -719,8 +787,8 @@ return function(T, C)
   end
   function Beta:rsample(shape)
     local es = self:_extended_shape(shape)
-    local x = standard_gamma(self.concentration1:detach():expand(es))
-    local y = standard_gamma(self.concentration0:detach():expand(es))
+    local x = rgamma(self.concentration1:expand(es))
+    local y = rgamma(self.concentration0:expand(es))
     return x / (x + y)
   end
   local function lbeta(a, b) return a:lgamma() + b:lgamma() - (a + b):lgamma() end
@@ -760,7 +828,7 @@ return function(T, C)
     return a * (a0 - a) / (a0:pow(2) * (a0 + 1))
   end
   function Dirichlet:rsample(shape)
-    local g = standard_gamma(self.concentration:detach():expand(self:_extended_shape(shape)))
+    local g = rgamma(self.concentration:expand(self:_extended_shape(shape)))
     return g / g:sum(-1, true)
   end
   function Dirichlet:log_prob(v)

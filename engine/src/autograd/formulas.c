@@ -754,25 +754,26 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       int ilo = -1, ihi = -1;
       if (has_lo) { ilo = 1; lo = opd(f, 1); }
       if (has_hi) { ihi = 2; hi = opd(f, 2); }
-      em_tensor *pass = NULL;
+      /* each gradient selected by a mask (PyTorch's where(mask, grad, 0)),
+      ** not multiplied by it: a NaN or inf gradient where the mask is off
+      ** gives 0, not NaN */
       if (NEED(0)) {
-        em_tensor *m = maskf(f, EM_OP_EQ, xs, xs, g);  /* ones (NaN: 0) */
-        if (has_lo) m = MUL(m, maskf(f, EM_OP_GE, xs, lo, g));
-        if (has_hi) m = MUL(m, maskf(f, EM_OP_LE, xs, hi, g));
-        pass = MUL(g, m);
-        gin[0] = pass;
+        em_tensor *m = bino(f, EM_OP_EQ, xs, xs);  /* NaN: off */
+        if (has_lo) m = bin(f, EM_OP_LOGICAL_AND, m, bino(f, EM_OP_GE, xs, lo));
+        if (has_hi) m = bin(f, EM_OP_LOGICAL_AND, m, bino(f, EM_OP_LE, xs, hi));
+        gin[0] = where(f, m, g, zeros_like(f, g));
       }
       if (ilo > 0 && NEED(ilo)) {
         /* PyTorch 1.13's clamp_backward_min_max: x < min and min < max (with
         ** min == max neither bound gets the gradient) */
-        em_tensor *m = maskf(f, EM_OP_LT, xs, lo, g);
-        if (has_hi) m = MUL(m, maskf(f, EM_OP_LT, lo, hi, g));
-        gin[ilo] = MUL(g, m);
+        em_tensor *m = bino(f, EM_OP_LT, xs, lo);
+        if (has_hi) m = bin(f, EM_OP_LOGICAL_AND, m, bino(f, EM_OP_LT, lo, hi));
+        gin[ilo] = where(f, m, g, zeros_like(f, g));
       }
       if (ihi > 0 && NEED(ihi)) {
         em_tensor *m = bino(f, EM_OP_GT, xs, hi);
         if (has_lo) m = bin(f, EM_OP_LOGICAL_OR, m, bino(f, EM_OP_GT, lo, hi));
-        gin[ihi] = MUL(g, cast(f, m, g->dtype));
+        gin[ihi] = where(f, m, g, zeros_like(f, g));
       }
       break;
     }
