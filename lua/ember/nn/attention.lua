@@ -27,14 +27,16 @@ return function(T, C, nn)
   end
 
   -- a mask as an additive float mask of dtype dt: bool true (PyTorch's
-  -- MultiheadAttention convention: true = not allowed) becomes -inf
-  local function float_mask(op, what, m, dt)
+  -- MultiheadAttention convention: true = not allowed) becomes -inf;
+  -- level: the error's level as the caller's caller sees it
+  local function float_mask(op, what, m, dt, level)
     if m == nil then return nil end
     if m.dtype == T.bool then
       return T.zeros(m.shape, { dtype = dt, device = m.device }):masked_fill(m, -math.huge)
     end
     if not m.dtype.is_floating_point then
-      error(fmt("%s: only bool and floating types of %s are supported, got %s", op, what, tostring(m.dtype)), 4)
+      error(fmt("%s: only bool and floating types of %s are supported, got %s", op, what, tostring(m.dtype)),
+        (level or 2) + 1)
     end
     return m:to(dt)
   end
@@ -76,8 +78,9 @@ return function(T, C, nn)
   function MHA:init(embed_dim, num_heads, o, ...)
     nomore("MultiheadAttention", 3, ...)
     checkopts("MultiheadAttention", o, MHA_O)
-    if type(embed_dim) ~= "number" or embed_dim <= 0 or type(num_heads) ~= "number" or num_heads <= 0 then
-      error(fmt("MultiheadAttention: embed_dim and num_heads must be positive numbers, got %s and %s",
+    if type(embed_dim) ~= "number" or embed_dim <= 0 or embed_dim % 1 ~= 0 or type(num_heads) ~= "number"
+      or num_heads <= 0 or num_heads % 1 ~= 0 then
+      error(fmt("MultiheadAttention: embed_dim and num_heads must be positive integers, got %s and %s",
         tostring(embed_dim), tostring(num_heads)), 3)
     end
     local E = embed_dim
@@ -137,12 +140,18 @@ return function(T, C, nn)
         key.ndim, value.ndim), 2)
     end
     if batched and self.batch_first and not need_weights and self.bias_k == nil and not self.add_zero_attn then
-      return self:_forward_batch_first(query, key, value, kpm, am, is_causal)
+      -- not a tail call: its errors name forward's caller (level 3 there)
+      local out, w = self:_forward_batch_first(query, key, value, kpm, am, is_causal)
+      return out, w
     end
     if batched then
       if self.batch_first then query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2) end
     else
       query, key, value = query:unsqueeze(2), key:unsqueeze(2), value:unsqueeze(2)
+      if kpm ~= nil and kpm.ndim ~= 1 then
+        error(fmt("%s: for an unbatched (2-d) query, expected key_padding_mask to be nil or 1-d, got %d-d", op,
+          kpm.ndim), 2)
+      end
       if kpm ~= nil then kpm = kpm:unsqueeze(1) end
     end
     local L, N, E = query.shape[1], query.shape[2], query.shape[3]
@@ -161,11 +170,11 @@ return function(T, C, nn)
     if causal_hint then
       am = nil
     else
-      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt), L, S, N, H)
+      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt, 2), L, S, N, H)
       if am ~= nil and am.ndim == 2 then am = am:unsqueeze(1) end
       if kpm ~= nil then is_causal = false end
     end
-    kpm = float_mask(op, "key_padding_mask", kpm, dt)
+    kpm = float_mask(op, "key_padding_mask", kpm, dt, 2)
     if kpm ~= nil and (kpm.ndim ~= 2 or kpm.shape[1] ~= N or kpm.shape[2] ~= S) then
       error(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)), 2)
     end
@@ -234,10 +243,10 @@ return function(T, C, nn)
     if causal_hint then
       am = nil
     else
-      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt), L, S, N, H, 3)
+      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt, 3), L, S, N, H, 3)
       if am ~= nil and am.ndim == 3 then am = am:reshape(N, H, L, S) end
     end
-    kpm = float_mask(op, "key_padding_mask", kpm, dt)
+    kpm = float_mask(op, "key_padding_mask", kpm, dt, 3)
     if kpm ~= nil then
       if kpm.ndim ~= 2 or kpm.shape[1] ~= N or kpm.shape[2] ~= S then
         error(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)), 3)
@@ -506,8 +515,8 @@ return function(T, C, nn)
   function Tr.generate_square_subsequent_mask(n, o, ...)
     nomore("generate_square_subsequent_mask", 2, ...)
     o = A.checkopts("generate_square_subsequent_mask", o, SQ)
-    if type(n) ~= "number" or n < 0 then
-      error("generate_square_subsequent_mask: expected a size >= 0, got " .. tostring(n), 2)
+    if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
+      error("generate_square_subsequent_mask: expected an integer size >= 0, got " .. tostring(n), 2)
     end
     return T.full({ n, n }, -math.huge, { dtype = o.dtype or T.get_default_dtype(), device = o.device }):triu(1)
   end
