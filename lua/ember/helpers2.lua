@@ -379,7 +379,7 @@ return function(T, C)
     check_tensor(op, source, "source", 3)
     o = ARGS.checkopts(op, o, { "include_self" }, 4)
     if type(reduce) ~= "string" or not REDUCES[reduce] then
-      error(fmt("%s: index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got %s.",
+      error(fmt("%s: expected reduce to be one of prod, mean, amax or amin, got %s",
         op, tostring(reduce)), 3)
     end
     local include_self = o.include_self
@@ -390,25 +390,28 @@ return function(T, C)
     dim = norm_dim(op, dim, t:dim())
     if index:dim() > 1 then error(fmt("%s: Index is supposed to be a vector", op), 3) end
     if index.dtype ~= T.int64 and index.dtype ~= T.int32 then
-      error(fmt("%s: index_reduce_(): Expected dtype int32/int64 for index but got: %s", op, index.dtype.name), 3)
+      error(fmt("%s: expected an int64 or int32 index tensor, got %s", op, index.dtype.name), 3)
+    end
+    if reduce == "mean" and t.dtype == T.bool then
+      error(fmt("%s: reduce 'mean' is not supported for bool tensors", op), 3)
     end
     if source.dtype ~= t.dtype then
-      error(fmt("%s: index_reduce_(): self (%s) and source (%s) must have the same scalar type", op,
+      error(fmt("%s: self (%s) and source (%s) must have the same dtype", op,
         t.dtype.name, source.dtype.name), 3)
     end
     local sd = math.max(source:dim(), 1)
     if math.max(t:dim(), 1) ~= sd then
-      error(fmt("%s: index_reduce_(): Source and self must have the same number of dimensions, got %d and %d",
+      error(fmt("%s: source and self must have the same number of dimensions, got %d and %d",
         op, source:dim(), t:dim()), 3)
     end
     local ssize = source:dim() == 0 and 1 or source:size(dim)
     if index:numel() ~= ssize then
-      error(fmt("%s: index_reduce_(): Number of indices (%d) should be equal to source.size(dim) (%d)", op,
+      error(fmt("%s: number of indices (%d) should be equal to source.size(dim) (%d)", op,
         index:numel(), ssize), 3)
     end
     for i = 1, source:dim() do
       if i ~= dim and source:size(i) ~= t:size(i) then
-        error(fmt("%s: index_reduce_(): source %s and self %s must match in every dim but dim %d", op,
+        error(fmt("%s: source %s and self %s must match in every dim but dim %d", op,
           tostring(source.shape), tostring(t.shape), dim), 3)
       end
     end

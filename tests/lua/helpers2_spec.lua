@@ -240,11 +240,11 @@ describe("more helpers", function()
       "select_scatter: expected src to have a size equal to the slice of self")
     err(function() return T.diagonal_scatter(x, T.ones(3)) end, "diagonal_scatter: expected src to have a size equal")
     err(function() return x:index_reduce(1, T.tensor { 1 }, T.ones(1, 3), "sum") end,
-      "index_reduce: index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got sum.")
+      "index_reduce: expected reduce to be one of prod, mean, amax or amin, got sum")
     err(function() return x:index_reduce(1, T.tensor { 1, 2 }, T.ones(1, 3), "prod") end,
-      "index_reduce: index_reduce_(): Number of indices (2) should be equal to source.size(dim) (1)")
+      "index_reduce: number of indices (2) should be equal to source.size(dim) (1)")
     err(function() return x:index_reduce_(1, T.tensor { 1 }, T.ones(1, 3, f64), "prod") end,
-      "index_reduce_: index_reduce_(): self (float32) and source (float64) must have the same scalar type")
+      "index_reduce_: self (float32) and source (float64) must have the same dtype")
     err(function() return x:index_reduce(1, T.tensor { 1 }, T.ones(1, 3), "amax", { bad = 1 }) end,
       "index_reduce: unknown option 'bad'")
     err(function() return T.arange(4):reshape(2, 2):cumsum_(1, { dtype = T.float32 }) end,

@@ -343,6 +343,9 @@ static em_status scatter_reduce_nograd(em_tensor *t, int64_t dim, const em_tenso
     return em_fail(EM_E_VALUE,
                    "%s: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin'", op);
   if (!src) return em_fail(EM_E_VALUE, "%s: src must be a tensor", op);
+  /* a bool mean has no meaning (PyTorch has no bool kernel for it) */
+  if (reduce == EM_SCATTER_MEAN && t->dtype == EM_BOOL)
+    return em_fail(EM_E_TYPE, "%s: reduce 'mean' is not supported for bool tensors", op);
   em_status st = scatter_checks(op, t, dim, index, src, &k, &axis);
   if (st != EM_OK || em_tensor_numel(index) == 0) return st;
   em_tensor *idx, *snap = NULL, *idt = NULL, *cnt = NULL, *one = NULL;
@@ -556,10 +559,23 @@ em_status em_take(const em_tensor *t, const em_tensor *index, em_tensor **out) {
   EM_AG_GATHER("TakeBackward0", t, out, take_nograd(ag_src_, index, ag_dst_));
 }
 
+/* put_'s written positions in src's shape (index only has src's number of
+** elements): src's gradient is the output gradient at these positions */
+static em_status put_positions(const em_tensor *ar, const em_tensor *index,
+                               const em_tensor *src, em_tensor **pos) {
+  em_tensor *p;
+  em_status st = take_nograd(ar, index, &p);
+  if (st != EM_OK) return st;
+  st = em_reshape(p, src->ndim, src->sizes, pos);
+  em_tensor_release(p);
+  return st;
+}
+
 em_status em_put_(em_tensor *t, const em_tensor *index, const em_tensor *src,
                   int accumulate) {
   EM_AG_INPLACE("put_", "PutBackward0", t, src, accumulate, 1.0,
-                put_nograd(t, index, src, accumulate), take_nograd(ag_ar_, index, &ag_pos_));
+                put_nograd(t, index, src, accumulate),
+                put_positions(ag_ar_, index, src, &ag_pos_));
 }
 
 em_status em_scatter_(em_tensor *t, int64_t dim, const em_tensor *index,
@@ -586,20 +602,57 @@ em_status em_scatter_reduce_(em_tensor *t, int64_t dim, const em_tensor *index,
                 gather_nograd(ag_ar_, dim, index, &ag_pos_));
 }
 
+/* index_fill_/index_copy_/index_add_ into a 0-d t write into the 1-element
+** 1-d tensor it views, as PyTorch: any number of positions (each 1 or -1),
+** a 1-d source with one element per position. *tv is that view when the op
+** needs it (more than one position, or a 1-d source), else NULL. */
+static em_status vector_view(const char *op, em_tensor *t, int64_t dim,
+                             const em_tensor *index, const em_tensor *src, em_tensor **tv) {
+  *tv = NULL;
+  if (t->ndim != 0 || !index || index->ndim > 1) return EM_OK;
+  if (em_tensor_numel(index) == 1 && !(src && src->ndim == 1)) return EM_OK;
+  int axis;
+  em_status st = em_wrap_dim(op, dim, 0, &axis);
+  if (st != EM_OK) return st;
+  const int64_t one = 1;
+  return em_reshape(t, 1, &one, tv);
+}
+
 em_status em_index_fill_(em_tensor *t, int64_t dim, const em_tensor *index,
                          em_scalar value) {
+  em_tensor *tv;
+  em_status st = vector_view("index_fill_", t, dim, index, NULL, &tv);
+  if (st != EM_OK || tv) {
+    if (st == EM_OK) st = em_index_fill_(tv, dim, index, value);
+    em_tensor_release(tv);
+    return st;
+  }
   EM_AG_INPLACE("index_fill_", "IndexFillBackward0", t, NULL, 0, 1.0,
                 index_fill_nograd(t, dim, index, value),
                 index_select_nograd(ag_ar_, dim, index, &ag_pos_));
 }
 em_status em_index_copy_(em_tensor *t, int64_t dim, const em_tensor *index,
                          const em_tensor *src) {
+  em_tensor *tv;
+  em_status st = vector_view("index_copy_", t, dim, index, src, &tv);
+  if (st != EM_OK || tv) {
+    if (st == EM_OK) st = em_index_copy_(tv, dim, index, src);
+    em_tensor_release(tv);
+    return st;
+  }
   EM_AG_INPLACE("index_copy_", "IndexCopyBackward0", t, src, 0, 1.0,
                 index_copy_nograd(t, dim, index, src),
                 index_select_nograd(ag_ar_, dim, index, &ag_pos_));
 }
 em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
                         const em_tensor *src, em_scalar alpha) {
+  em_tensor *tv;
+  em_status st = vector_view("index_add_", t, dim, index, src, &tv);
+  if (st != EM_OK || tv) {
+    if (st == EM_OK) st = em_index_add_(tv, dim, index, src, alpha);
+    em_tensor_release(tv);
+    return st;
+  }
   EM_AG_INPLACE("index_add_", "IndexAddBackward0", t, src, 1, scalar_value(alpha),
                 index_add_nograd(t, dim, index, src, alpha),
                 index_select_nograd(ag_ar_, dim, index, &ag_pos_));
