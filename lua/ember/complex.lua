@@ -295,12 +295,28 @@ return function(T, C)
     return z
   end
   local real_fill_ = M.masked_fill_
+  -- with a gradient recorded, the parts are filled out of place and
+  -- rejoined (an in-place write through z.real would be refused: the
+  -- storage is viewed as another dtype in the graph); masked_fill_ then
+  -- copies that result into z
+  local real_fill = M.masked_fill
+  local function grad_fill(z, mask, v, ...)
+    if select("#", ...) > 0 then return real_fill(z, mask, v, ...) end -- its own error
+    local vr, vi = parts(v)
+    local re, im = real_fill(z.real, mask, vr), real_fill(z.imag, mask, vi)
+    return T.complex(re, im)
+  end
+  local function recording(z, v)
+    return T.is_grad_enabled() and (z.requires_grad or (cxt(v) or T.is_tensor(v)) and v.requires_grad)
+  end
   wrap("masked_fill_", function(real, z, mask, v, ...)
     if not cxt(z) then return real(z, mask, v, ...) end -- its own error
+    if recording(z, v) then return z:copy_(grad_fill(z:clone(), mask, v, ...)) end
     return fill_parts(real, z, mask, v, ...)
   end)
   wrap("masked_fill", function(real, z, mask, v, ...)
     if not cxt(z) then return real(z, mask, v, ...) end
+    if recording(z, v) then return grad_fill(z, mask, v, ...) end
     return fill_parts(real_fill_, z:clone(), mask, v, ...)
   end)
 
@@ -355,8 +371,11 @@ return function(T, C)
     if not T.is_tensor(t) then error(("sgn: expected a tensor, got %s"):format(type(t)), 2) end
     local r
     if t:is_complex() then
+      -- |z| replaced by 1 at 0 in the division, so that its gradient
+      -- there is 0 (torch's sgn_backward), not 0/0
       local a = t:abs()
-      r = T.where(a:eq(0), 0, t / a:to(t.dtype))
+      local z = a:eq(0)
+      r = T.where(z, 0, t / T.where(z, 1, a):to(t.dtype))
     else
       local ok, res = pcall(T.sign, t)
       if not ok then error((tostring(res):gsub("^.-sign:", "sgn: sign:", 1)), 2) end

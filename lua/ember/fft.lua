@@ -205,7 +205,10 @@ return function(T, C)
       error(fmt("%s: expected a tensor for argument #1, got %s", op, type(x)), 3)
     end
     local out
-    if type(s) == "table" and getmetatable(s) == nil and s[1] == nil then
+    -- an options table: a plain table with no list part, where an empty
+    -- one followed by more arguments is an empty s (fftn(x, {}, {}))
+    if type(s) == "table" and getmetatable(s) == nil and s[1] == nil
+      and (next(s) ~= nil or (dim == nil and norm == nil and select("#", ...) == 0)) then
       A.nomore(op, 2, dim, norm, ...)
       local o = A.checkopts(op, s, NDIM, 3)
       s, dim, norm, out = o.s, o.dim, o.norm, check_out(op, o.out, 3)
@@ -222,6 +225,9 @@ return function(T, C)
       dims = { -2, -1 }
     elseif s ~= nil then
       local k = #list_of(op, "s", s)
+      if k > x:dim() then
+        error(fmt("%s: Got shape with %d values but input tensor only has %d dimensions.", op, k, x:dim()), 3)
+      end
       dims = {}
       for i = 1, k do dims[i] = -k + i - 1 end
     else

@@ -287,6 +287,30 @@ static em_tensor *where(F *f, const em_tensor *c, const em_tensor *a, const em_t
   em_dtype dt = em_promote_types(a->dtype, b->dtype);
   return keep(f, em_where(c, a, b, dt, &r), &r);
 }
+/* the real (k 0) or imaginary (k 1) part of complex t, a view (the
+** engine's dims and positions are 1-based) */
+static em_tensor *cpart(F *f, const em_tensor *t, int k) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  em_tensor *v = keep(f, em_view_as_real(t, &r), &r);
+  return OK ? keep(f, em_select(v, v->ndim, k + 1, &r), &r) : NULL;
+}
+/* where(c, a, b) for complex a and b of one dtype too (where has no complex
+** loop: their real views, c broadcast over the (re, im) pair) */
+static em_tensor *cwhere(F *f, const em_tensor *c, const em_tensor *a, const em_tensor *b) {
+  if (!c || !a || !b || !OK) return NULL;
+  if (!cplx(a)) return where(f, c, a, b);
+  em_tensor *r = NULL;
+  em_tensor *ar = keep(f, em_view_as_real(a, &r), &r);
+  em_tensor *br = OK ? keep(f, em_view_as_real(b, &r), &r) : NULL;
+  em_tensor *cu = OK ? keep(f, em_unsqueeze(c, c->ndim + 1, &r), &r) : NULL;
+  em_tensor *w = where(f, cu, ar, br);
+  return w && OK ? keep(f, em_view_as_complex(w, &r), &r) : NULL;
+}
+/* v with zeros where c holds */
+static em_tensor *zero_where(F *f, const em_tensor *c, const em_tensor *v) {
+  return cwhere(f, c, zeros_like(f, v), v);
+}
 static em_tensor *flip(F *f, const em_tensor *t, int64_t dim) {
   if (!t || !OK) return NULL;
   em_tensor *r = NULL;
@@ -521,8 +545,7 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
     switch ((em_ew_op)n->p.op) {
       case EM_OP_MUL: case EM_OP_DIV: case EM_OP_POW: case EM_OP_SQRT: case EM_OP_RECIPROCAL:
       case EM_OP_EXP: case EM_OP_LOG: case EM_OP_SIN: case EM_OP_COS: case EM_OP_TANH:
-      case EM_OP_SQUARE: case EM_OP_ASIN: case EM_OP_ACOS: case EM_OP_ATAN: case EM_OP_ASINH:
-      case EM_OP_ACOSH: case EM_OP_ATANH: f->conj = 1; break;
+      case EM_OP_SQUARE: case EM_OP_ATAN: case EM_OP_ATANH: f->conj = 1; break;
       default: break;
     }
   }
@@ -575,9 +598,9 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
           em_tensor *pw = b.tensor ? bino(f, EM_OP_POW, a, TS(bm1))
                                    : bino(f, EM_OP_POW, a, SC(opd_value(&b) - 1.0));
           gin[0] = MUL(bino(f, EM_OP_MUL, TS(g), b), pw);
-          if (b.tensor && !cx) {  /* b == 0 contributes nothing (0 * inf would be NaN) */
+          if (b.tensor) {  /* b == 0 contributes nothing (0 * inf would be NaN) */
             em_tensor *bz = bino(f, EM_OP_EQ, b, SC(0.0));
-            gin[0] = where(f, bz, zeros_like(f, gin[0]), gin[0]);
+            gin[0] = zero_where(f, bz, gin[0]);
           }
         }
       }
@@ -590,7 +613,21 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
                                g->dtype, em_tensor_device(g), &la), &la);
         }
         em_tensor *r = MUL(MUL(g, y), la);
-        if (cx) {  /* no masks: complex has no ordering (and where no loop) */
+        if (cx && r) {
+          /* torch's: 0 where a == 0 and b is real and >= 0 (0^b is 0 or 1
+          ** there; log 0 would make it NaN) */
+          em_tensor *c = NULL;
+          if (a.tensor || opd_value(&a) == 0.0) {
+            const em_tensor *bt = b.tensor;
+            if (bt && cplx(bt)) {
+              c = bin(f, EM_OP_LOGICAL_AND, bins(f, EM_OP_GE, cpart(f, bt, 0), 0.0),
+                      bins(f, EM_OP_EQ, cpart(f, bt, 1), 0.0));
+            } else if (bt) {
+              c = bins(f, EM_OP_GE, bt, 0.0);
+            }
+            if (a.tensor && c) c = bin(f, EM_OP_LOGICAL_AND, c, bino(f, EM_OP_EQ, a, SC(0.0)));
+          }
+          if (c) r = zero_where(f, c, r);
         } else if (a.tensor && r) {
           em_tensor *az = bino(f, EM_OP_EQ, a, SC(0.0));
           em_tensor *bp = bino(f, EM_OP_GE, b, SC(0.0));
@@ -665,19 +702,49 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       gin[0] = MUL(g, ADDS(MUL(t, t), 1.0));
       break;
     }
-    case EM_OP_ASIN: case EM_OP_ACOS: {  /* +-g / sqrt(1 - x^2) */
+    case EM_OP_ASIN: case EM_OP_ACOS: case EM_OP_ASINH: case EM_OP_ACOSH: {
       x = saved(f, 0);
-      em_tensor *r = DIV(g, un(f, EM_OP_SQRT, RSUB(1.0, MUL(x, x))));
+      em_tensor *d;
+      if (cplx(x)) {
+        /* f'(z) = 1 / d, d = sqrt(1 - z^2) (asin; acos: -1 / d),
+        ** sqrt(z^2 + 1) (asinh), sqrt(z - 1) sqrt(z + 1) (acosh), and
+        ** g / conj(d). On the cuts (asin(2+0j), acosh(0.5+0j)) a zero part's
+        ** sign is lost in 1 - z^2 and d has the wrong sign (torch 1.13
+        ** errs on one side of each cut): d's sign is taken from the same
+        ** root as a function of w = f(z), which lies on the side the signed
+        ** zero picks: cos w (asin), sin w (acos), cosh w (asinh), sinh w
+        ** (acosh). (The root itself stays the direct one: infinite where d
+        ** is 0, at z = +-1 or +-i.) */
+        em_ew_op op = (em_ew_op)n->p.op;
+        em_tensor *w = un(f, op, x), *e;
+        if (op == EM_OP_ASIN || op == EM_OP_ACOS) {
+          d = un(f, EM_OP_SQRT, RSUB(1.0, MUL(x, x)));
+          e = un(f, op == EM_OP_ASIN ? EM_OP_COS : EM_OP_SIN, w);
+        } else {  /* cosh w and sinh w from exp: no complex cosh/sinh kernels */
+          em_tensor *ep = un(f, EM_OP_EXP, w), *en = un(f, EM_OP_EXP, un(f, EM_OP_NEG, w));
+          if (op == EM_OP_ASINH) {
+            d = un(f, EM_OP_SQRT, ADDS(MUL(x, x), 1.0));
+            e = ADD(ep, en);
+          } else {
+            d = MUL(un(f, EM_OP_SQRT, ADDS(x, -1.0)), un(f, EM_OP_SQRT, ADDS(x, 1.0)));
+            e = SUB(ep, en);
+          }
+        }
+        /* d and e agree up to sign (and e's factor 2): flip d where Re(d conj(e)) < 0 */
+        em_tensor *neg = bins(f, EM_OP_LT, cpart(f, MUL(d, conj_of(f, e)), 0), 0.0);
+        d = conj_of(f, cwhere(f, neg, un(f, EM_OP_NEG, d), d));
+      } else if (n->p.op == EM_OP_ASINH) {  /* g / sqrt(x^2 + 1) */
+        d = un(f, EM_OP_SQRT, ADDS(MUL(x, x), 1.0));
+      } else if (n->p.op == EM_OP_ACOSH) {  /* g / (sqrt(x - 1) sqrt(x + 1)) */
+        d = MUL(un(f, EM_OP_SQRT, ADDS(x, -1.0)), un(f, EM_OP_SQRT, ADDS(x, 1.0)));
+      } else {  /* +-g / sqrt(1 - x^2) */
+        d = un(f, EM_OP_SQRT, RSUB(1.0, MUL(x, x)));
+      }
+      em_tensor *r = DIV(g, d);
       gin[0] = n->p.op == EM_OP_ACOS ? un(f, EM_OP_NEG, r) : r;
       break;
     }
     case EM_OP_ATAN: x = saved(f, 0); gin[0] = DIV(g, ADDS(MUL(x, x), 1.0)); break;
-    case EM_OP_ASINH: x = saved(f, 0); gin[0] = DIV(g, un(f, EM_OP_SQRT, ADDS(MUL(x, x), 1.0))); break;
-    case EM_OP_ACOSH: {  /* g / (sqrt(x - 1) sqrt(x + 1)): acosh's branch for complex x */
-      x = saved(f, 0);
-      gin[0] = DIV(g, MUL(un(f, EM_OP_SQRT, ADDS(x, -1.0)), un(f, EM_OP_SQRT, ADDS(x, 1.0))));
-      break;
-    }
     case EM_OP_ATANH: x = saved(f, 0); gin[0] = DIV(g, RSUB(1.0, MUL(x, x))); break;
     case EM_OP_ERFCX:  /* 2 x erfcx(x) - 2 / sqrt(pi) */
       x = saved(f, 0);
