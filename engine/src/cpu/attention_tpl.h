@@ -154,6 +154,43 @@ static int AT_FN(fwd)(const AT_T *q, const AT_T *k, const AT_T *v, const AT_T *m
   return fail;
 }
 
+/* The backward rebuilds a row's probabilities as exp(s - lse) from the
+** saved log-sum-exp. Where |lse| is large, its rounding is large against
+** the part log(l) it carries (a row whose keys are all masked with -1e9 in
+** float32: lse rounds to -1e9 itself and every probability came out 1, not
+** 1/S). Such a row (|lse| > 64, rare: large finite masks, huge scores) has
+** its maximum m and log(l) recomputed here in double, one key at a time;
+** the backward then takes exp((s - m) - log l). Elsewhere *m = lse and
+** *ll = 0: the same operations as before. */
+static void AT_FN(row_lse)(const AT_T *Qb, const AT_T *Kb, const AT_T *mask, int64_t moff,
+                           int64_t i, AT_T lse, const em_sdpa_params *p, AT_T scale, AT_T *m,
+                           AT_T *ll) {
+  *m = lse;
+  *ll = 0;
+  if (!(fabs((double)lse) > 64) || !isfinite((double)lse)) return;
+  const int64_t S = p->S, E = p->E;
+  const AT_T *qi = Qb + i * E;
+  AT_T mx = (AT_T)-INFINITY;
+  double l = 0;
+  for (int64_t j = 0; j < S; j++) {
+    AT_T acc = 0;
+    for (int64_t e = 0; e < E; e++) acc += qi[e] * Kb[j * E + e];
+    AT_T sj = scale * acc;
+    AT_FN(mask_row)(&sj, mask, moff, i, j, 1, p);
+    if (sj == (AT_T)-INFINITY) continue;
+    if (sj > mx) {
+      l = l * exp((double)mx - (double)sj) + 1;
+      mx = sj;
+    } else {
+      l += exp((double)sj - (double)mx);
+    }
+  }
+  if (l > 0 && mx != (AT_T)-INFINITY && !isnan((double)mx)) {
+    *m = mx;
+    *ll = (AT_T)log(l);
+  }
+}
+
 /* The backward for problems b in [0, B) (FlashAttention-2's algorithm 2,
 ** one problem per task: no two tasks write the same gradient rows). */
 static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *v,
@@ -169,7 +206,7 @@ static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *
 #pragma omp parallel num_threads(nt) if (nt > 1 && p->B > 1)
 #endif
   {
-    AT_T *P = malloc(sizeof(AT_T) * (size_t)(3 * BR * BC + L + 1));
+    AT_T *P = malloc(sizeof(AT_T) * (size_t)(3 * BR * BC + 3 * L + 1));
     if (!P) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -177,6 +214,7 @@ static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *
       fail = 1;
     }
     AT_T *dP = P ? P + BR * BC : NULL, *Pd = dP ? dP + BR * BC : NULL, *D = Pd ? Pd + BR * BC : NULL;
+    AT_T *M = D ? D + L : NULL, *LL = M ? M + L : NULL;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -190,6 +228,7 @@ static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *
         AT_T s = 0;
         for (int64_t e = 0; e < Ev; e++) s += Gb[i * Ev + e] * Ob[i * Ev + e];
         D[i] = s;
+        AT_FN(row_lse)(Qb, Kb, mask, moff, i, lb[i], p, scale, &M[i], &LL[i]);
       }
       for (int64_t j0 = 0; j0 < S; j0 += BC) {
         int64_t bc = S - j0 < BC ? S - j0 : BC;
@@ -198,9 +237,12 @@ static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *
           const AT_T *Qi = Qb + i0 * E, *Kj = Kb + j0 * E, *Vj = Vb + j0 * Ev, *Gi = Gb + i0 * Ev;
           AT_FN(tgemm)(0, 1, br, bc, E, scale, Qi, E, Kj, E, 0, P, BC);
           for (int64_t r = 0; r < br; r++) {
-            AT_T *row = P + r * BC, ls = lb[i0 + r];
+            AT_T *row = P + r * BC, mi = M[i0 + r], li = LL[i0 + r];
             AT_FN(mask_row)(row, mask, moff, i0 + r, j0, bc, p);
-            for (int64_t c = 0; c < bc; c++) row[c] -= ls;
+            if (li == 0)
+              for (int64_t c = 0; c < bc; c++) row[c] -= mi;
+            else
+              for (int64_t c = 0; c < bc; c++) row[c] = (row[c] - mi) - li;
             AT_FN(vexp)(vf, row, bc);
             if (drop) {
               memcpy(Pd + r * BC, row, sizeof(AT_T) * (size_t)bc);
