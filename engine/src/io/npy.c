@@ -110,15 +110,34 @@ static int parse_word(cursor *c, const char *w) {
   return 0;
 }
 
+/* numpy.load takes the descr through np.dtype(), which also knows the dtypes'
+** names and kind+size without a byte order (native); other writers use them */
+static const struct {
+  const char *name, *code;
+} npy_names[] = {
+    {"bool", "|b1"},       {"uint8", "|u1"},      {"int8", "|i1"},
+    {"int16", "=i2"},      {"int32", "=i4"},      {"int64", "=i8"},
+    {"float16", "=f2"},    {"float32", "=f4"},    {"float64", "=f8"},
+    {"complex64", "=c8"},  {"complex128", "=c16"}, {"b1", "|b1"},
+};
+
 static em_status parse_descr(const char *op, const char *d, npy_header *h) {
+  const char *shown = d;
+  char bare[8];
+  for (size_t i = 0; i < sizeof npy_names / sizeof npy_names[0]; i++)
+    if (strcmp(d, npy_names[i].name) == 0) d = npy_names[i].code;
+  if (d == shown && d[0] >= 'a' && d[0] <= 'z' && strlen(d) < sizeof bare - 1) {
+    snprintf(bare, sizeof bare, "=%s", d); /* 'f4': native order */
+    d = bare;
+  }
   char order = d[0];
   if (order != '<' && order != '>' && order != '|' && order != '=')
-    return em_fail(EM_E_TYPE, "%s: unsupported dtype '%s'", op, d);
+    return em_fail(EM_E_TYPE, "%s: unsupported dtype '%s'", op, shown);
   char kind = d[1];
   char *end;
   long size = kind ? strtol(d + 2, &end, 10) : 0;
   if (!kind || d[2] < '0' || d[2] > '9' || *end != '\0')
-    return em_fail(EM_E_TYPE, "%s: unsupported dtype '%s'", op, d);
+    return em_fail(EM_E_TYPE, "%s: unsupported dtype '%s'", op, shown);
   for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
     if (npy_types[i].kind == kind && npy_types[i].size == size) {
       h->dt = npy_types[i].dt;
@@ -131,7 +150,7 @@ static em_status parse_descr(const char *op, const char *d, npy_header *h) {
                  "%s: unsupported dtype '%s' (ember reads bool, uint8, int8, "
                  "int16, int32, int64, float16, float32, float64, complex64 and "
                  "complex128)",
-                 op, d);
+                 op, shown);
 }
 
 static em_status parse_shape(const char *op, cursor *c, npy_header *h) {
@@ -168,6 +187,9 @@ static em_status parse_header(const char *op, const uint8_t *buf, size_t len,
     return em_fail(EM_E_VALUE, "%s: not a .npy file (bad magic)", op);
   int major = buf[6];
   size_t hlen, start;
+  if (buf[7] != 0) /* numpy knows 1.0, 2.0 and 3.0 only */
+    return em_fail(EM_E_VALUE, "%s: unsupported .npy format version %d.%d", op, major,
+                   buf[7]);
   if (major == 1) {
     hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
     start = 10;

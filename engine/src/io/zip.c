@@ -252,6 +252,14 @@ static em_status deflate_member(em_zip_writer *w, const char *shown, const void 
   return EM_OK;
 }
 
+/* Python's zipfile (numpy.savez) sets the UTF-8 flag (0x800) on a name that is
+** not ASCII; without it, readers take the name as CP437 */
+static uint32_t utf8_flag(const char *name) {
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+    if (*c >= 0x80) return 0x0800;
+  return 0;
+}
+
 em_status em_zipw_add(em_zip_writer *w, const char *prefix, const char *name,
                       const void *data, size_t len, int compress) {
   if (w->st != EM_OK) return w->st;
@@ -292,6 +300,7 @@ em_status em_zipw_add(em_zip_writer *w, const char *prefix, const char *name,
   wr32(lh, 0x04034b50);
   if (w->style == EM_ZIP_NUMPY) {
     wr16(lh + 4, 20);
+    wr16(lh + 6, utf8_flag(full));
     wr16(lh + 8, e->method);
     wr16(lh + 12, 0x21);  /* 1980-01-01 00:00:00 */
     wr32(lh + 14, crc);
@@ -338,6 +347,7 @@ static void write_directory(em_zip_writer *w) {
     if (w->style == EM_ZIP_NUMPY) {
       wr16(ch + 4, 20);
       wr16(ch + 6, 20);
+      wr16(ch + 8, utf8_flag(e->name));
       wr16(ch + 14, 0x21);
       wr32(ch + 38, 0x81800000u); /* regular file, mode 0600 */
     } else {
