@@ -60,7 +60,9 @@ return function(T)
     end
     if type(v) == "table" and #v == n then return { (table.unpack or unpack)(v, 1, n) } end
     if type(v) == "table" and #v == 1 and type(v[1]) == "number" then return A.tuple(op, v[1], n, what) end
-    error(string.format("%s: expected %s to be a number or %d numbers, got %s", op, what, n, tostring(v)),
+    local got = tostring(v)
+    if type(v) == "table" and not T.is_tensor(v) then got = #v .. (#v == 1 and " value" or " values") end
+    error(string.format("%s: expected %s to be a number or %d numbers, got %s", op, what, n, got),
       (level or 3) + 1)
   end
 

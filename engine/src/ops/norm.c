@@ -128,9 +128,11 @@ static em_status bn_param(const char *op, const char *what, const em_tensor *inp
   if (!t) return EM_OK;
   em_status st = nn_check_same(op, what, input, t);
   if (st != EM_OK) return st;
-  if (t->ndim != 1 || t->sizes[0] != C)
-    return em_fail(EM_E_VALUE, "%s: expected %s of shape [%lld], got %d-d", op, what,
-                   (long long)C, t->ndim);
+  if (t->ndim != 1 || t->sizes[0] != C) {
+    char a[EM_SHAPE_BUF];
+    return em_fail(EM_E_VALUE, "%s: expected %s of shape [%lld] (the input's channels), got %s", op,
+                   what, (long long)C, em_fmt_shape(a, sizeof a, t->ndim, t->sizes));
+  }
   if (need_dense && !em_tensor_is_contiguous(t))
     return em_fail(EM_E_VALUE, "%s: %s must be contiguous (it is updated in place)", op, what);
   return EM_OK;

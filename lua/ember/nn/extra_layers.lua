@@ -329,6 +329,10 @@ return function(T, C, nn)
       use_input_stats, momentum, eps = o.use_input_stats, o.momentum, o.eps
     end
     if use_input_stats == nil then use_input_stats = true end
+    -- PyTorch's instance_norm takes no None (false) momentum, even for a module
+    if momentum ~= nil and type(momentum) ~= "number" then
+      error(string.format("%s: momentum must be a number, got %s", op, tostring(momentum)), 2)
+    end
     momentum, eps = momentum or 0.1, eps or 1e-5
     if x.ndim < 3 then error(string.format("%s: expected at least 3 dims (N, C, ...), got %d", op, x.ndim), 2) end
     if not use_input_stats and (running_mean == nil or running_var == nil) then
@@ -336,6 +340,15 @@ return function(T, C, nn)
     end
     local N, Cc = x.shape[1], x.shape[2]
     local shape = shape_of(x)
+    if use_input_stats then
+      -- PyTorch's _verify_spatial_size: the statistics of one element are not defined
+      local spatial = 1
+      for i = 3, #shape do spatial = spatial * shape[i] end
+      if spatial == 1 then
+        error(string.format("%s: Expected more than 1 spatial element when training, got input size [%s]", op,
+          table.concat(shape, ", ")), 2)
+      end
+    end
     local rs = { 1, N * Cc }
     for i = 3, x.ndim do rs[i] = shape[i] end
     -- t repeated N times (PyTorch's t.repeat(N))

@@ -373,6 +373,14 @@ return function(T, C)
       weight, bias, training, momentum, eps = o.weight, o.bias, o.training, o.momentum, o.eps
     end
     training = training and true or false
+    -- false would be PyTorch's None, which batch_norm refuses (a module's
+    -- momentum=false, the cumulative average, passes 1 / num_batches_tracked)
+    if momentum ~= nil and type(momentum) ~= "number" then
+      error(string.format("batch_norm: momentum must be a number, got %s", tostring(momentum)), 2)
+    end
+    if eps ~= nil and type(eps) ~= "number" then
+      error(string.format("batch_norm: eps must be a number, got %s", tostring(eps)), 2)
+    end
     momentum = momentum or 0.1
     eps = eps or 1e-5
     -- evaluation normalises with the running statistics: they must be given

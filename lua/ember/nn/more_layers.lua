@@ -166,7 +166,8 @@ return function(T, C, nn)
   local function pair(op, v, what)
     if type(v) == "number" then v = { v, v } end
     if type(v) ~= "table" or #v ~= 2 or type(v[1]) ~= "number" or type(v[2]) ~= "number" then
-      error(fmt("%s: expected an integer or a pair of integers for %s, got %s", op, what, tostring(v)), 0)
+      error(fmt("%s: expected an integer or a pair of integers for %s, got %s", op, what,
+        type(v) == "table" and not T.is_tensor(v) and #v .. " values" or tostring(v)), 0)
     end
     return v
   end
@@ -301,7 +302,8 @@ return function(T, C, nn)
         padding = pd
       end
       if type(padding) ~= "table" or #padding ~= 2 * n then
-        error(fmt("%s: expected an integer or %d paddings, got %s", name, 2 * n, tostring(padding)), 2)
+        error(fmt("%s: expected an integer or %d paddings, got %s", name, 2 * n,
+          type(padding) == "table" and not T.is_tensor(padding) and #padding .. " values" or tostring(padding)), 2)
       end
       self.padding = padding
       if mode == "constant" then

@@ -129,12 +129,13 @@ return function(T, C, nn)
   -- PyTorch's source coordinates along one dim (in -> out), computed in the
   -- input's dtype as its kernels do (float32 for float32): scale is in / out,
   -- or 1 / scale_factor when that was given and not recomputed.
-  -- PyTorch 1.13's 2-d and 3-d nearest kernels (nearest_idx) copy when the
-  -- size is unchanged and halve the index when it doubles, whatever the
-  -- scale_factor; its 1-d kernel always takes floor(dst * scale).
-  local function nearest_index(n_in, n_out, scale, dev, nd)
-    if nd >= 2 and n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
-    if nd >= 2 and n_out == 2 * n_in then return T.arange(n_out, { device = dev }):div(2, { rounding_mode = "floor" }) + 1 end
+  -- PyTorch 1.13's channels-last 2-d and 3-d nearest kernels (nearest_idx)
+  -- copy when the size is unchanged and halve the index when it doubles,
+  -- whatever the scale_factor; its generic kernel (1-d, and 2-d/3-d input
+  -- in the usual channels-first layout) always takes floor(dst * scale).
+  local function nearest_index(n_in, n_out, scale, dev, shortcuts)
+    if shortcuts and n_out == n_in then return T.arange(1, n_in + 1, { device = dev }) end
+    if shortcuts and n_out == 2 * n_in then return T.arange(n_out, { device = dev }):div(2, { rounding_mode = "floor" }) + 1 end
     local dst = T.arange(n_out, { dtype = T.float32, device = dev })
     local i = (dst * T.full({}, scale, { dtype = T.float32, device = dev })):floor():to(T.int64)
     return i:clamp_max(n_in - 1) + 1
@@ -174,6 +175,25 @@ return function(T, C, nn)
       y = y and y + term or term
     end
     return y
+  end
+
+  -- torch's is_contiguous(memory_format=channels_last[_3d]) for a 4-d/5-d
+  -- input: strides of C, W, H[, D], N in that order (size-1 dims ignored), so
+  -- any contiguous input with one channel
+  local function channels_last(x)
+    if x.ndim < 4 then return false end
+    local sz, st = x:size(), x:stride()
+    local order = { 2 }
+    for d = x.ndim, 3, -1 do order[#order + 1] = d end
+    order[#order + 1] = 1
+    local expected = 1
+    for _, d in ipairs(order) do
+      if sz[d] ~= 1 then
+        if st[d] ~= expected then return false end
+        expected = expected * sz[d]
+      end
+    end
+    return true
   end
 
   local function linear_along(x, dim, n_in, n_out, scale, align)
@@ -289,8 +309,9 @@ return function(T, C, nn)
         sizes[i] = math.floor(n_in * sf)
         scales[i] = o.recompute_scale_factor and n_in / sizes[i] or 1 / sf
       end
-      if sizes[i] < 1 then
-        error(string.format("%s: output size %d along dim %d must be positive", op, sizes[i], 2 + i), 2)
+      if sizes[i] < 1 or n_in < 1 then
+        error(string.format("%s: input and output sizes should be greater than 0, but got input size %d and "
+          .. "output size %d along dim %d", op, n_in, sizes[i], 2 + i), 2)
       end
     end
     if mode == "area" then -- PyTorch's: adaptive average pooling to the output size
@@ -299,6 +320,7 @@ return function(T, C, nn)
       return F.adaptive_avg_pool3d(x, { sizes[1], sizes[2], sizes[3] })
     end
     local y = x
+    local shortcuts = mode == "nearest" and channels_last(x)
     for i = 1, nd do
       local dim, n_in = 2 + i, x.shape[2 + i]
       if o.antialias then
@@ -306,7 +328,7 @@ return function(T, C, nn)
         if o.align_corners then sc = sizes[i] > 1 and (n_in - 1) / (sizes[i] - 1) or 0 end
         y = aa_along(y, dim, n_in, sizes[i], sc, mode == "bicubic")
       elseif mode == "nearest" then
-        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device, nd))
+        y = y:index_select(dim, nearest_index(n_in, sizes[i], scales[i], x.device, shortcuts))
       elseif mode == "nearest-exact" then
         y = y:index_select(dim, nearest_exact_index(n_in, sizes[i], scales[i], x.device))
       elseif mode == "bicubic" then
