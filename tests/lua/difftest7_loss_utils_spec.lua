@@ -71,3 +71,17 @@ describe("difftest round 7: losses (torch 1.13)", function()
     assert.equal(0, F.nll_loss(x, T.tensor { 1, 2, 3 }, { weight = w:detach() }):dim())
   end)
 end)
+
+describe("difftest round 7: nn.utils (torch 1.13)", function()
+  it("clip_grad_norm_ and clip_grad_value_ take a one-element tensor limit (torch's float())", function()
+    local p = T.zeros(3):requires_grad_(); p.grad = T.tensor({ 3, 0, -4 }, { dtype = T.float32 })
+    -- torch: clip_grad_norm_([p], torch.tensor(1.0)) -> tensor(5.), grad [0.6, 0, -0.8]
+    assert.equal(5, T.nn.utils.clip_grad_norm_({ p }, T.tensor(1.0)):item())
+    near(p.grad, { 0.6, 0, -0.8 }, 1e-6)
+    T.nn.utils.clip_grad_value_(p, T.tensor({ 0.5 }))
+    near(p.grad, { 0.5, 0, -0.5 }, 1e-7)
+    err(function() T.nn.utils.clip_grad_norm_({ p }) end, "clip_grad_norm_: expected max_norm to be a number, got nil")
+    err(function() T.nn.utils.clip_grad_value_({ p }, T.ones(2)) end,
+      "clip_grad_value_: expected clip_value to be a number, got a tensor of 2 elements")
+  end)
+end)
