@@ -85,3 +85,22 @@ describe("difftest round 7: nn.utils (torch 1.13)", function()
       "clip_grad_value_: expected clip_value to be a number, got a tensor of 2 elements")
   end)
 end)
+
+describe("difftest round 7: nn.init (torch 1.13)", function()
+  it("the fan check names the initialiser and the tensor's rank", function()
+    local I = T.nn.init
+    -- torch: ValueError "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+    -- (xavier_*, kaiming_* on 0-d and 1-d tensors); ember named "init:" and, through kaiming_*, pointed
+    -- inside init_fns.lua
+    local ok, msg = pcall(function() I.kaiming_uniform_(T.empty(3)) end)
+    assert.is_false(ok)
+    assert.is_truthy(msg:find("kaiming_uniform_: Fan in and fan out can not be computed for tensor with fewer "
+      .. "than 2 dimensions (got 1-d)", 1, true))
+    assert.is_nil(msg:find("init_fns", 1, true))
+    err(function() I.xavier_normal_(T.empty({})) end, "xavier_normal_: Fan in and fan out can not be computed")
+    err(function() I.kaiming_normal_(T.empty({})) end, "kaiming_normal_: Fan in and fan out can not be computed")
+    -- a zero-element tensor is a no-op for kaiming (torch warns), computed for xavier
+    assert.equal(0, I.kaiming_uniform_(T.empty(0)):numel())
+    assert.equal(0, I.xavier_uniform_(T.empty(4, 0)):numel())
+  end)
+end)
