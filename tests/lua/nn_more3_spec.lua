@@ -349,8 +349,8 @@ describe("module printing and errors", function()
     assert.has_error(function() F.multi_margin_loss(T.ones(2, 3), T.tensor { 1, 2 }, { p = 3 }) end,
       "multi_margin_loss: only p == 1 and p == 2 supported, got 3")
     assert.has_error(function() F.multilabel_margin_loss(T.ones(2, 3), T.tensor { 1, 2 }) end)
-    assert.has_error(function() F.triplet_margin_with_distance_loss(T.ones(2), T.ones(2), T.ones(2), { margin = 0 }) end,
-      "triplet_margin_with_distance_loss: margin must be greater than 0, got 0")
+    assert.has_error(function() F.triplet_margin_with_distance_loss(T.ones(2), T.ones(2), T.ones(2), { margin = "0" }) end,
+      "triplet_margin_with_distance_loss: margin must be a number, got string")
     -- torch's -1 terminator is taken too: the ids end at the first one below 1
     local x = T.randn(2, 4, f64)
     close(F.multilabel_margin_loss(x, T.tensor { { 2, 0, 3, 3 }, { 4, 1, -1, 2 } }),

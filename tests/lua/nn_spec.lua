@@ -294,7 +294,7 @@ describe("nn modules", function()
     assert.are.equal(60000, w:sum():item())
     assert.are.equal(5 / 3, nn.init.calculate_gain("tanh"))
     assert.has_error(function() nn.init.xavier_uniform_(T.empty(3)) end,
-      "init: fan in and fan out can not be computed for a tensor with fewer than 2 dimensions")
+      "xavier_uniform_: Fan in and fan out can not be computed for tensor with fewer than 2 dimensions (got 1-d)")
   end)
 
   it("Sequential runs its modules in order and names them 1, 2, ...", function()

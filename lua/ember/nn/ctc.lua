@@ -133,11 +133,14 @@ return function(T, C, nn)
     local S = 2 * L + 1
     local ext = T.full({ N, S }, blank, { dtype = T.int64 })
     if L > 0 then ext:narrow(2, 2, 2 * L):view(N, L, 2):select(3, 1):copy_(padded) end
-    -- transitions from s - 2: not onto a blank, not between equal labels
+    -- transitions from s - 2: onto a label position (even s), not between
+    -- equal labels (PyTorch's rule by position: a target id equal to blank,
+    -- which PyTorch accepts, is skipped onto as any other label)
     local skip = T.zeros({ N, S }, { dtype = T.bool })
     if S > 2 then
       local cur, prev = ext:narrow(2, 3, S - 2), ext:narrow(2, 1, S - 2)
-      skip:narrow(2, 3, S - 2):copy_(cur:ne(blank):logical_and(cur:ne(prev)))
+      local label_pos = T.arange(3, S + 1):remainder(2):eq(0):view(1, -1)
+      skip:narrow(2, 3, S - 2):copy_(cur:ne(prev):logical_and(label_pos))
     end
     local lp = log_probs:gather(3, ext:unsqueeze(1):expand(Tn, N, S)) -- (T, N, S)
     local neg = T.full({ N, 1 }, NEG, { dtype = log_probs.dtype })

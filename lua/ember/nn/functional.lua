@@ -498,9 +498,21 @@ return function(T, C)
     return o
   end
 
+  -- the class and binary losses' weights are constants: with grad mode on,
+  -- one that requires grad is refused (torch 1.13: "The function
+  -- 'binary_cross_entropy' is not differentiable with respect to argument
+  -- 'weight'"), not left without a gradient
+  local function constant_arg(op, t, name)
+    if T.is_tensor(t) and t.requires_grad and T.is_grad_enabled() then
+      error(string.format("%s: not differentiable with respect to argument '%s': this input cannot have "
+        .. "requires_grad true (detach it)", op, name), 3)
+    end
+  end
+
   local CLS = { weight = true, ignore_index = true, reduction = true, label_smoothing = true }
   function F.cross_entropy(input, target, o)
     o = loss_opts("cross_entropy", o, CLS)
+    constant_arg("cross_entropy", o.weight, "weight")
     local w, red, ig, ls = o.weight, o.reduction or "mean", o.ignore_index or -100, o.label_smoothing or 0
     if type(ig) == "number" and ig >= 0 and T.is_tensor(target) and target.dtype.is_floating_point then
       error("cross_entropy: ignore_index is not supported for floating point target", 2)
@@ -511,6 +523,7 @@ return function(T, C)
   local NLL = { weight = true, ignore_index = true, reduction = true }
   function F.nll_loss(input, target, o)
     o = loss_opts("nll_loss", o, NLL)
+    constant_arg("nll_loss", o.weight, "weight")
     local w, red, ig = o.weight, o.reduction or "mean", o.ignore_index or -100
     return (C._nn_nll_loss(input, target, w, red, ig))
   end
@@ -549,6 +562,7 @@ return function(T, C)
   function F.binary_cross_entropy(input, target, o)
     same_size("binary_cross_entropy", input, target)
     o = loss_opts("binary_cross_entropy", o, BCE)
+    constant_arg("binary_cross_entropy", o.weight, "weight")
     local w, red = o.weight, o.reduction or "mean"
     return C._nn_binary_cross_entropy(input, target, w, red)
   end
@@ -557,6 +571,8 @@ return function(T, C)
   function F.binary_cross_entropy_with_logits(input, target, o)
     same_size("binary_cross_entropy_with_logits", input, target)
     o = loss_opts("binary_cross_entropy_with_logits", o, BCEL)
+    constant_arg("binary_cross_entropy_with_logits", o.weight, "weight")
+    constant_arg("binary_cross_entropy_with_logits", o.pos_weight, "pos_weight")
     local w, pw, red = o.weight, o.pos_weight, o.reduction or "mean"
     input, target = promote(input, target)
     return C._nn_binary_cross_entropy_with_logits(input, target, w, pw, red)

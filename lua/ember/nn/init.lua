@@ -45,9 +45,19 @@ return function(T, C)
   nn.utils = {}
   -- Scales the gradients of params in place so that their joint norm is at
   -- most max_norm; returns the norm before clipping (a 0-d tensor).
+  -- a number, or a one-element tensor's value (PyTorch's float(max_norm))
+  local function number_arg(op, v, what)
+    if T.is_tensor(v) and v:numel() == 1 then v = v:item() end
+    if type(v) ~= "number" then
+      error(string.format("%s: expected %s to be a number, got %s", op, what, T.is_tensor(v) and
+        string.format("a tensor of %d elements", v:numel()) or type(v)), 3)
+    end
+    return v
+  end
   local CLIP = { "norm_type", "error_if_nonfinite" }
   function nn.utils.clip_grad_norm_(params, max_norm, norm_type, ...)
     A.nomore("clip_grad_norm_", 3, ...)
+    max_norm = number_arg("clip_grad_norm_", max_norm, "max_norm")
     local nonfinite_error = false
     if type(norm_type) == "table" then
       local o = A.checkopts("clip_grad_norm_", norm_type, CLIP)
@@ -79,6 +89,7 @@ return function(T, C)
   end
   function nn.utils.clip_grad_value_(params, clip, ...)
     A.nooptions("clip_grad_value_", 2, 2, clip, ...)
+    clip = number_arg("clip_grad_value_", clip, "clip_value")
     if T.is_tensor(params) then params = { params } end
     for _, p in ipairs(params) do
       local g = T.optim.grad_of(p)

@@ -31,13 +31,19 @@ return function(T, C)
   end
 
   -- fan_in = size(2) * receptive field, fan_out = size(1) * receptive field
-  function I._calculate_fan_in_and_fan_out(t)
+  -- (level: the error's position, the user's call)
+  local function fans(op, t, level)
+    if not T.is_tensor(t) then error(op .. ": expected a tensor, got " .. type(t), level) end
     if t.ndim < 2 then
-      error("init: fan in and fan out can not be computed for a tensor with fewer than 2 dimensions", 3)
+      error(string.format("%s: Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+        .. "(got %d-d)", op, t.ndim), level)
     end
     local rf = 1
     for d = 3, t.ndim do rf = rf * t.shape[d] end
     return t.shape[2] * rf, t.shape[1] * rf
+  end
+  function I._calculate_fan_in_and_fan_out(t)
+    return fans("_calculate_fan_in_and_fan_out", t, 3)
   end
 
   function I.uniform_(t, a, b, ...)
@@ -63,14 +69,14 @@ return function(T, C)
 
   function I.xavier_uniform_(t, gain, ...)
     nooptions("xavier_uniform_", 2, 2, gain, ...)
-    local fi, fo = I._calculate_fan_in_and_fan_out(t)
+    local fi, fo = fans("xavier_uniform_", t, 3)
     local std = (gain or 1) * math.sqrt(2 / (fi + fo))
     local a = math.sqrt(3) * std
     return I.uniform_(t, -a, a)
   end
   function I.xavier_normal_(t, gain, ...)
     nooptions("xavier_normal_", 2, 2, gain, ...)
-    local fi, fo = I._calculate_fan_in_and_fan_out(t)
+    local fi, fo = fans("xavier_normal_", t, 3)
     return I.normal_(t, 0, (gain or 1) * math.sqrt(2 / (fi + fo)))
   end
 
@@ -78,7 +84,7 @@ return function(T, C)
     o = o or {}
     local a, mode, nl = o.a or 0, o.mode or "fan_in", o.nonlinearity or "leaky_relu"
     if type(mode) == "string" then mode = mode:lower() end
-    local fi, fo = I._calculate_fan_in_and_fan_out(t)
+    local fi, fo = fans(op, t, 4)
     local fan
     if mode == "fan_in" then fan = fi elseif mode == "fan_out" then fan = fo
     else error(op .. ": mode " .. tostring(mode) .. " not supported, please use fan_in or fan_out", 3) end

@@ -433,8 +433,10 @@ return function(T, C, nn)
     end
     return Lc
   end
-  -- log(1 + exp(-y x)), softplus(-y x) to keep it finite
-  nn.SoftMarginLoss = loss("soft_margin_loss", "SoftMarginLoss", {}, function(x, y) return (-y * x):softplus() end)
+  -- log(1 + exp(-y x)) as -logsigmoid(y x): exact everywhere (softplus's
+  -- threshold of 20 would drop the exp(-y x) term above it) and finite
+  -- where torch's log1p(exp(-y x)) overflows
+  nn.SoftMarginLoss = loss("soft_margin_loss", "SoftMarginLoss", {}, function(x, y) return -F.logsigmoid(y * x) end)
   -- x where y = 1, max(0, margin - x) where y = -1
   nn.HingeEmbeddingLoss = loss("hinge_embedding_loss", "HingeEmbeddingLoss", { "margin" }, function(x, y, o)
     local margin = o.margin or 1.0

@@ -317,8 +317,10 @@ return function(T, C, nn)
     if type(o) == "string" then o = { reduction = o } end
     o = check_opts(op, o, TMD)
     local margin = o.margin or 1.0
-    if type(margin) ~= "number" or margin <= 0 then
-      error(fmt("%s: margin must be greater than 0, got %s", op, tostring(margin)), 2)
+    -- any number, 0 and negative ones too: torch 1.13 checks nothing (torch 2's
+    -- TripletMarginWithDistanceLoss constructor, not the functional, refuses margin <= 0)
+    if type(margin) ~= "number" then
+      error(fmt("%s: margin must be a number, got %s", op, type(margin)), 2)
     end
     if a.ndim ~= p.ndim or a.ndim ~= n.ndim then
       error(fmt("%s: The anchor, positive, and negative input tensors must have the same number of dimensions, "
