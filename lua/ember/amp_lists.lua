@@ -80,20 +80,24 @@ return function(T, C)
     end
   end
 
-  local function apply(tbl, kind, names, methods)
+  -- the aliases of a wrapped function (T.conv_transpose2d is
+  -- F.conv_transpose2d, x:trace() is T.trace) are the wrapped one too
+  local HOMES = { T, F, T.linalg, M }
+  local function apply(tbl, kind, names)
     for _, name in ipairs(names) do
       local old = tbl[name]
       if old then
         local new = wrap(kind, old)
-        tbl[name] = new
-        if methods and rawget(M, name) == old then M[name] = new end
+        for _, h in ipairs(HOMES) do
+          if rawget(h, name) == old then h[name] = new end
+        end
       end
     end
   end
 
   apply(T, "fp32", { "trace", "cdist", "quantile", "nanquantile", "polar", "view_as_complex",
     "cholesky_inverse", "cholesky_solve", "inverse", "pinverse", "geqrf", "orgqr", "ormqr", "qr",
-    "svd", "lu_solve", "triangular_solve", "cholesky" }, true)
+    "svd", "lu_solve", "triangular_solve", "cholesky" })
   apply(T.linalg, "fp32", { "cond", "matrix_rank", "solve", "cholesky", "cholesky_ex", "svdvals",
     "eigvals", "eigvalsh", "inv", "inv_ex", "householder_product", "tensorinv", "tensorsolve",
     "matrix_norm", "qr", "svd", "eigh", "eig", "lstsq" })
@@ -104,7 +108,7 @@ return function(T, C)
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "fractional_max_pool2d", "fractional_max_pool3d",
     "grid_sample", "max_unpool1d", "max_unpool2d", "max_unpool3d" })
   apply(F, "plain", { "bilinear" })
-  apply(T, "lower", { "addbmm" }, true)
+  apply(T, "lower", { "addbmm" })
 
   -- F.pad: PyTorch 1.13 lists reflection_pad1d/2d and replication_pad1d/2d/3d
   -- as fp32; the constant and circular pads and reflection_pad3d are not
@@ -115,4 +119,5 @@ return function(T, C)
     end
     return pad(x, p, mode, ...)
   end
+  if rawget(T, "pad") == pad then T.pad = F.pad end
 end
