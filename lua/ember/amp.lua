@@ -170,18 +170,22 @@ return function(T, C)
     if not self._scale then
       error("GradScaler:unscale_: no scale yet: call scaler:scale(loss) before unscaling", 2)
     end
+    -- PyTorch's check is of the gradients before the unscaling
     local inv = 1.0 / self._scale:item()
-    local found = false
+    local found, checked = false, false
     T.no_grad(function()
       each_grad(opt, function(p)
         if p.grad.dtype == T.float16 then
           error("GradScaler:unscale_: Attempting to unscale FP16 gradients.", 0)
         end
-        p.grad:mul_(inv)
+        checked = true
         if not found and not p.grad:isfinite():all():item() then found = true end
+        p.grad:mul_(inv)
       end)
     end)
-    st.found_inf = found
+    -- no gradient at all: no inf check recorded (PyTorch's empty
+    -- found_inf_per_device), which step() and update() refuse
+    if checked then st.found_inf = found end
     st.stage = UNSCALED
   end
 
@@ -195,6 +199,9 @@ return function(T, C)
       error("GradScaler:step: step() has already been called since the last update().", 2)
     end
     if st.stage == READY then self:unscale_(opt) end
+    if st.found_inf == nil then
+      error("GradScaler:step: No inf checks were recorded for this optimizer.", 2)
+    end
     local r
     if not st.found_inf then r = pack(opt:step(...)) end
     st.stage = STEPPED
@@ -221,7 +228,10 @@ return function(T, C)
       else
         self._growth_tracker = self._growth_tracker + 1
         if self._growth_tracker == self._growth_interval then
-          self._scale:mul_(self._growth_factor)
+          -- PyTorch's _amp_update_scale_: a growth that would overflow
+          -- float32 to inf keeps the scale (the tracker restarts anyway)
+          local grown = self._scale * self._growth_factor
+          if grown:isfinite():item() then self._scale:copy_(grown) end
           self._growth_tracker = 0
         end
       end

@@ -19,6 +19,7 @@
 **   is the fused kernel, and is not itself differentiable.
 */
 #include "ops/nn_ops.h"
+#include "ops/autocast.h"
 
 #include <math.h>
 
@@ -225,6 +226,10 @@ em_status em_scaled_dot_product_attention(const em_tensor *query, const em_tenso
                                           const em_tensor *value, const em_tensor *attn_mask,
                                           double dropout_p, int is_causal, double scale,
                                           em_tensor **out, em_tensor **logsumexp) {
+  /* half inputs (autocast's bfloat16 projections): in float32, rounded back */
+  const em_tensor *hc[4] = {query, key, value, attn_mask};
+  EM_HALF_VIA_F32(4, hc, em_scaled_dot_product_attention(hc[0], hc[1], hc[2], hc[3], dropout_p,
+                                                         is_causal, scale, out, logsumexp), out);
   int on = em_ag_pause();
   em_tensor *lse = NULL, *m = NULL;
   em_sdpa_params p;

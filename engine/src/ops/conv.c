@@ -174,6 +174,9 @@ em_status em_conv1d(const em_tensor *input, const em_tensor *weight, const em_te
                     int64_t stride, int64_t padding, int64_t dilation, int64_t groups,
                     em_tensor **out) {
   const char *op = "conv1d";
+  const em_tensor *ac[3] = {input, weight, bias};
+  EM_AUTOCAST(EM_AC_CONV, 3, ac, em_conv1d(ac[0], ac[1], ac[2], stride, padding, dilation, groups, out));
+  EM_HALF_VIA_F32(3, ac, em_conv1d(ac[0], ac[1], ac[2], stride, padding, dilation, groups, out), out);
   if (input->ndim != 3)
     return em_fail(EM_E_VALUE, "%s: expected input to be 3-d, got %d-d", op, input->ndim);
   if (weight->ndim != 3)

@@ -282,6 +282,36 @@ em_status em_batch_norm(const em_tensor *input, const em_tensor *weight, const e
                         em_tensor *running_mean, em_tensor *running_var, int training,
                         double momentum, double eps, em_tensor **out, em_tensor **save_mean,
                         em_tensor **save_invstd) {
+  if (input->dtype == EM_FLOAT16 || input->dtype == EM_BFLOAT16) {
+    /* no half kernel: in float32, rounded back to the input's dtype; half
+    ** running statistics are updated through float32 copies */
+    em_tensor *stats[2] = {running_mean, running_var}, *rs[2] = {NULL, NULL};
+    em_status st = EM_OK;
+    for (int i = 0; i < 2 && st == EM_OK; i++)
+      if (stats[i] && (stats[i]->dtype == EM_FLOAT16 || stats[i]->dtype == EM_BFLOAT16))
+        st = em_to(stats[i], EM_FLOAT32, stats[i]->storage->device, 1, &rs[i]);
+    if (st == EM_OK) {
+      const em_tensor *hc[3] = {input, weight, bias};
+      em_ac_scope hs;
+      em_dtype hd = input->dtype;
+      if (em_half_begin(&hs, 3, hc, &hd) < 0) {
+        st = hs.status;
+      } else {
+        st = em_batch_norm(hc[0], hc[1], hc[2], rs[0] ? rs[0] : running_mean,
+                           rs[1] ? rs[1] : running_var, training, momentum, eps, out, save_mean,
+                           save_invstd);
+        st = em_half_end(&hs, st, hd, out);
+      }
+    }
+    int on = em_ag_pause();
+    for (int i = 0; i < 2; i++) {
+      if (rs[i] && st == EM_OK && training) st = em_copy_(stats[i], rs[i]);
+      if (rs[i]) em_tensor_release(rs[i]);
+    }
+    em_ag_resume(on);
+    if (st != EM_OK && out && *out) em_tensor_release(*out), *out = NULL;
+    return st;
+  }
   int on = em_ag_pause();
   em_tensor *sm = NULL, *si = NULL;
   em_status st = batch_norm_run(input, weight, bias, running_mean, running_var, training,
