@@ -572,13 +572,17 @@ return function(T, C)
     local swaps = piv:ne(ar):sum(-1)
     return (swaps:remainder(2):to(T.float64) * -2 + 1)
   end
-  -- det * A^{-T}: the adjugate's transpose (the derivative of det), through
-  -- the SVD when some matrix of the batch is singular
-  local function det_times_invT(A, det)
+  -- conj(det) A^{-H} (det A^{-T} for a real A): the adjugate's conjugate
+  -- transpose, the derivative of det. From the forward's LU (det and the
+  -- solve share the factors, which keeps det A^-1 accurate as A nears a
+  -- singular matrix, as PyTorch's lu_solve of the same LU); through the
+  -- SVD when some matrix of the batch has an exactly zero pivot
+  local function det_grad_factor(A, det, LU, piv)
     local n = A:size(-1)
-    local X, info = C._linalg_solve(mT(A), eye_like(n, A), 0)
-    if info:numel() == 0 or info:eq(0):all():item() then
-      return X * det:unsqueeze(-1):unsqueeze(-1)
+    if not LU:diagonal(0, -2, -1):abs():eq(0):any():item() then
+      local X = C._linalg_lu_solve(LU, piv, eye_like(n, A), true)
+      local d = is_cx(det) and T.conj(det) or det
+      return X * d:unsqueeze(-1):unsqueeze(-1)
     end
     -- A = U S Vh: adj(A)^T = det(U) det(V) U diag(prod_{j~=i} s_j) Vh
     local U, S, Vh = C._linalg_svd(A, false, true)
@@ -591,11 +595,12 @@ return function(T, C)
     end
     local cof = T.cat(Sr, -1)
     local function sdet(M)
-      local LU, piv = C._linalg_lu_factor(M, false)
-      return LU:diagonal(0, -2, -1):prod(-1) * perm_sign(piv):to(M.dtype)
+      local LUm, pv = C._linalg_lu_factor(M, false)
+      return LUm:diagonal(0, -2, -1):prod(-1) * perm_sign(pv):to(M.dtype)
     end
     local s = sdet(U) * sdet(mT(Vh))
-    return (U * cof:unsqueeze(-2)):matmul(Vh) * s:unsqueeze(-1):unsqueeze(-1)
+    local G = (U * cof:unsqueeze(-2)):matmul(Vh) * s:unsqueeze(-1):unsqueeze(-1)
+    return is_cx(G) and T.conj(G) or G
   end
 
   function L.det(A, ...)
@@ -616,8 +621,7 @@ return function(T, C)
           return { (L.solve(mH(A), rhs)) }
         end
         -- complex: conj(det) A^-H g (PyTorch's conjugate-Wirtinger form)
-        local dX = det_times_invT(A, d)
-        if is_cx(dX) then dX = T.conj(dX) end
+        local dX = det_grad_factor(A, d, LU, piv)
         return { dX * g:unsqueeze(-1):unsqueeze(-1) }
       end)
     end
@@ -803,12 +807,15 @@ return function(T, C)
     end
     local Q = q_of(QR, tau, m, n, mode == "complete")
     if grad then
-      if mode == "complete" and m > n then
-        error("linalg.qr: The derivative of linalg.qr depends on Q, which is not computed when " ..
-          "mode='complete' and nrows > ncols.", 2)
-      end
+      -- complete with m > n: Q's last m - n columns are not determined by
+      -- A, so (as PyTorch) the forward runs and the backward raises
+      local undiff = mode == "complete" and m > n
       local Qd, Rd = Q, R
       local outs = record_multi("LinalgQrBackward0", { n = 1, A }, { Q, R }, function(gs)
+        if undiff then
+          error("linalg_qr_backward: The QR decomposition is not differentiable when " ..
+            "mode='complete' and nrows > ncols.", 0)
+        end
         return { qr_backward(gs[1], gs[2], Qd, Rd) }
       end)
       Q, R = outs[1], outs[2]
@@ -1121,6 +1128,8 @@ return function(T, C)
     check_bool(op, o.hermitian, "hermitian")
     local atol, rtol = tolerances(op, A, o)
     if A:numel() == 0 then
+      -- in the graph when A requires grad (an empty gradient), as PyTorch
+      if needs_grad(A) then return mT(A) * 0 end
       local sh = {}
       for i = 1, A:dim() do sh[i] = A:size(i) end
       sh[#sh - 1], sh[#sh] = sh[#sh], sh[#sh - 1]
@@ -1130,8 +1139,25 @@ return function(T, C)
       local w, V = L.eigh(A)
       local aw = w:abs()
       local c = cutoff(aw, aw:amax(-1, true), atol, rtol)
-      local winv = T.where(aw:gt(c), w:reciprocal(), T.zeros({}, { dtype = w.dtype, device = A.device }))
-      return (V * winv:unsqueeze(-2)):matmul(mH(V))
+      local keep = aw:gt(c)
+      local winv = T.where(keep, w:reciprocal(), T.zeros({}, { dtype = w.dtype, device = A.device }))
+      local P = (V * winv:unsqueeze(-2)):matmul(mH(V))
+      if P.requires_grad and keep:all():item() then
+        -- nothing cut: PyTorch's pinv_backward (the derivative of the
+        -- pseudo-inverse of a general A, so the gradient has PyTorch's
+        -- non-Hermitian part too; eigh's would differ there). With
+        -- eigenvalues cut the composite's gradient stays: PyTorch's formula
+        -- is not the derivative of the truncated pseudo-inverse there
+        local Pd, Ad = P:detach(), A:detach()
+        P = record("LinalgPinvBackward0", { n = 1, A }, Pd, function(g)
+          local gH, PH = mH(g), mH(Pd)
+          local K = gH:matmul(Pd)
+          local KPH = K:matmul(PH)
+          return { -mH(Pd:matmul(K)) + KPH - Ad:matmul(Pd):matmul(KPH) +
+            PH:matmul(Pd):matmul(gH - K:matmul(Ad)) }
+        end)
+      end
+      return P
     end
     local U, S, Vh = L.svd(A, { full_matrices = false })
     local c = cutoff(S, S:amax(-1, true), atol, rtol)
@@ -1153,14 +1179,16 @@ return function(T, C)
     end
     if o.tol ~= nil then o = { atol = o.tol, rtol = 0, hermitian = o.hermitian } end
     local atol, rtol = tolerances(op, A, o)
-    local S
-    if o.hermitian then S = L.eigvalsh(A):abs() else S = L.svdvals(A) end
-    S = S:detach()
-    if S:size(-1) == 0 then
+    -- an empty matrix has rank 0, hermitian or not (PyTorch 1.13 answers
+    -- before the squareness check of eigvalsh: 0 x 3 is rank 0)
+    if A:size(-1) == 0 or A:size(-2) == 0 then
       local sh = {}
       for i = 1, A:dim() - 2 do sh[i] = A:size(i) end
       return T.zeros(sh, { dtype = T.int64, device = A.device })
     end
+    local S
+    if o.hermitian then S = L.eigvalsh(A):abs() else S = L.svdvals(A) end
+    S = S:detach()
     local c = cutoff(S, S:amax(-1, true), atol, rtol)
     return S:gt(c):sum(-1)
   end
@@ -1196,15 +1224,24 @@ return function(T, C)
     local residuals = empty
     if m > n and driver ~= "gelsy" then
       local full = driver == "gels" or (rank and rank:eq(n):all():item())
-      if full and n > 0 then
-        local r = R:narrow(-2, n + 1, m - n)
+      if full then
+        -- n = 0: nothing is fitted, the residuals are B's squared norms
+        -- (PyTorch 1.13 gives those for gelsd/gelss, zeros for gels)
+        local r = n > 0 and R:narrow(-2, n + 1, m - n) or Bm
         if is_cx(r) then r = r:abs() end
         residuals = r:square():sum(-2)
+        if n == 0 then
+          local sh = X.shape:totable()
+          table.remove(sh, #sh - 1)
+          residuals = residuals:detach():expand(sh):contiguous()
+        end
       end
     end
     if needs_grad(A, B) then
-      -- the minimum-norm solution pinv(A) B is differentiable
-      X = L.pinv(A):matmul(Bm)
+      -- the gradient is that of the minimum-norm solution pinv(A) B (as
+      -- PyTorch's); the value stays the driver's (rcond, gelsy's rank)
+      local P = L.pinv(A):matmul(Bm)
+      X = X + (P - P:detach())
     end
     if vector then X = X:squeeze(-1) end
     return {
@@ -1460,11 +1497,12 @@ return function(T, C)
     end
     check_square(op, A)
     local Ainv, info = L.inv_ex(A)
+    -- a singular matrix has condition number inf; its inverse (getrs's
+    -- inf/NaN) is zeroed first, as the nuclear norm's SVD refuses NaN
+    local singular = info:numel() > 0 and info:ne(0):any():item()
+    if singular then Ainv = Ainv:masked_fill(info:ne(0):unsqueeze(-1):unsqueeze(-1), 0) end
     local res = matrix_norm_impl(op, A, p) * matrix_norm_impl(op, Ainv, p)
-    -- a singular matrix has condition number inf
-    if info:numel() > 0 and info:ne(0):any():item() then
-      res = res:masked_fill(info:ne(0), INF)
-    end
+    if singular then res = res:masked_fill(info:ne(0), INF) end
     return res
   end
 
