@@ -1599,6 +1599,8 @@ return function(T, C)
     ARGS.nooptions("trace", 2, 1, ...)
     check_tensor("trace", t, "input")
     if t:dim() ~= 2 then error(fmt("trace: expected a matrix, but got tensor with dim %d", t:dim()), 2) end
+    -- torch 1.13's trace kernel takes no bool tensor
+    if t.dtype == T.bool then error("trace: not implemented for 'bool' tensors", 2) end
     return t:diagonal(0, 1, 2):sum()
   end
 
