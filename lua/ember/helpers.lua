@@ -331,6 +331,10 @@ return function(T, C)
         end
       end
       offset = offset or 0
+      if o.dtype ~= nil and o.dtype ~= T.int64 and o.dtype ~= T.int32 then
+        -- torch 1.13 dispatches the index types only
+        error(fmt("%s: dtype must be int64 or int32, got %s", name, tostring(o.dtype):gsub("^ember%.", "")), 2)
+      end
       local r = T.arange(1, row + 1):reshape(row, 1):expand(row, col)
       local c = T.arange(1, col + 1):reshape(1, col):expand(row, col)
       local keep = lower and (c - r):le(offset) or (c - r):ge(offset)
@@ -487,12 +491,56 @@ return function(T, C)
     end)
   end
   -- beta M + alpha p for the add* composites (o: checked {beta, alpha, out});
-  -- beta = 0 ignores M's values (NaN included), as PyTorch
-  local function beta_alpha(op, m, p, o)
+  -- beta = 0 ignores M's values (NaN included), as PyTorch, and M's
+  -- gradient is then zeros (torch's grad * beta), not absent. M must
+  -- broadcast to p's shape (torch expands it). same_dtype: M must have p's
+  -- dtype (addbmm, as torch's; addr promotes). For an integer result beta and
+  -- alpha must be integers (as addmm/addmv/baddbmm); a boolean one takes
+  -- boolean or number beta/alpha and is (beta and M) or (alpha and p), as
+  -- torch's addr.
+  local function beta_alpha(op, m, p, o, same_dtype)
     local beta, alpha = o.beta == nil and 1 or o.beta, o.alpha == nil and 1 or o.alpha
-    if alpha ~= 1 then p = p * alpha end
+    if same_dtype and m.dtype ~= p.dtype then
+      error(fmt("%s: self and mat2 must have the same dtype, but got: %s != %s", op,
+        tostring(m.dtype):gsub("^ember%.", ""), (tostring(p.dtype):gsub("^ember%.", ""))), 3)
+    end
+    local dt = T.promote_types(m.dtype, p.dtype)
+    for name, v in pairs { beta = beta, alpha = alpha } do
+      if type(v) == "boolean" then
+        if dt ~= T.bool then error(fmt("%s: Boolean %s only supported for Boolean results.", op, name), 3) end
+      elseif type(v) ~= "number" then
+        error(fmt("%s: %s must be a number, got %s", op, name, type(v)), 3)
+      end
+    end
+    local shape = p.shape:totable()
+    local okx, mx = pcall(m.expand, m, shape)
+    if not okx then
+      error(fmt("%s: input of shape [%s] cannot be broadcast to the result shape [%s]", op,
+        table.concat(m.shape:totable(), ", "), table.concat(shape, ", ")), 3)
+    end
     local r
-    if beta == 0 then r = p:expand(T.broadcast_shapes(m.shape, p.shape)) + 0 else r = (beta == 1 and m or m * beta) + p end
+    if dt == T.bool then
+      local b, a = beta ~= false and beta ~= 0, alpha ~= false and alpha ~= 0
+      r = a and p:to(dt) or T.zeros(shape, { dtype = dt, device = p.device })
+      if b then r = mx:to(dt):logical_or(r) end
+      if o.out ~= nil then return C._write_out(op, r, o.out) end
+      return r
+    end
+    if not (dt.is_floating_point or dt.is_complex) then
+      if beta % 1 ~= 0 or alpha % 1 ~= 0 then
+        error(fmt("%s: for integer tensors beta and alpha must be integers, got beta=%s alpha=%s",
+          op, tostring(beta), tostring(alpha)), 3)
+      end
+      if math.tointeger then beta, alpha = math.tointeger(beta), math.tointeger(alpha) end
+    end
+    if alpha ~= 1 then p = p * alpha end
+    if beta == 0 then
+      r = p:expand(shape) + 0
+      -- zeros whatever M holds, but in M's graph: its gradient is zeros
+      if m.requires_grad then r = r + mx:masked_fill(T.tensor(true), 0) end
+    else
+      r = (beta == 1 and m or m * beta) + p
+    end
     if o.out ~= nil then return C._write_out(op, r, o.out) end
     return r
   end
@@ -551,7 +599,7 @@ return function(T, C)
     if b1:dim() ~= 3 or b2:dim() ~= 3 then
       error(fmt("%s: batch1 and batch2 must be 3-D tensors, got %d-D and %d-D", op, b1:dim(), b2:dim()), 2)
     end
-    return beta_alpha(op, m, T.bmm(b1, b2):sum(1), o)
+    return beta_alpha(op, m, T.bmm(b1, b2):sum(1), o, true)
   end)
   -- chain_matmul(a, b, ...): linalg.multi_dot of its arguments (deprecated in torch)
   fn("chain_matmul", function(...)
@@ -800,6 +848,12 @@ return function(T, C)
     o = ARGS.checkopts("linalg.vander", o, { "N" })
     check_tensor("linalg.vander", x, "x")
     if x:dim() < 1 then error("linalg.vander: x must have at least one dimension.", 2) end
+    -- torch 1.13: no bool input, and at least 2 columns (torch.vander takes 0 and 1)
+    if x.dtype == T.bool then
+      error("linalg.vander: supports floating point, complex, and integer tensors, but got bool", 2)
+    end
+    local n = o.N == nil and x:size(-1) or o.N
+    if type(n) == "number" and n <= 1 then error(fmt("linalg.vander: N must be greater than 1, got %s", tostring(n)), 2) end
     return vander("linalg.vander", x, o.N, true)
   end)
 end

@@ -1637,6 +1637,8 @@ return function(T, C)
     ARGS.nooptions("trace", 2, 1, ...)
     check_tensor("trace", t, "input")
     if t:dim() ~= 2 then error(fmt("trace: expected a matrix, but got tensor with dim %d", t:dim()), 2) end
+    -- torch 1.13's trace kernel takes no bool tensor
+    if t.dtype == T.bool then error("trace: not implemented for 'bool' tensors", 2) end
     return t:diagonal(0, 1, 2):sum()
   end
 
@@ -1696,6 +1698,18 @@ return function(T, C)
       for i, d in ipairs(dims[2]) do db[i] = d < 0 and d + b:dim() + 1 or d end
       if #da ~= #db then
         error(fmt("%s: both dimension lists should have same length", op), 2)
+      end
+      for _, side in ipairs { { da, dims[1], a, "a" }, { db, dims[2], b, "b" } } do
+        local seen = {}
+        for i, d in ipairs(side[1]) do
+          local n = side[3]:dim()
+          if type(d) ~= "number" or d % 1 ~= 0 or d < 1 or d > n then
+            error(fmt("%s: dimension %s of %s out of range (expected to be in range of [%d, %d]%s)", op,
+              tostring(side[2][i]), side[4], -n, n, side[2][i] == 0 and ", dims are 1-based" or ""), 2)
+          end
+          if seen[d] then error(fmt("%s: dimension %d appears more than once in the dims of %s", op, side[2][i], side[4]), 2) end
+          seen[d] = true
+        end
       end
     else
       error(fmt("%s: dims must be a number or a pair of lists { {dims of a}, {dims of b} }", op), 2)

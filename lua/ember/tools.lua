@@ -803,7 +803,8 @@ return function(T, C)
     local n1, n2 = x1:pow(2):sum(-1, true), x2:pow(2):sum(-1, true)
     local a = T.cat({ x1 * -2, n1, T.ones_like(n1) }, -1)
     local b = T.cat({ x2, T.ones_like(n2), n2 }, -1)
-    return T.matmul(a, b.mT):clamp_min(0):sqrt()
+    -- the gradient is 0 where a distance is 0, as PyTorch's _euclidean_dist_backward
+    return root(T.matmul(a, b.mT):clamp_min(0), 2)
   end
 
   local function cdist_direct(x1, x2, p)

@@ -433,6 +433,10 @@ static em_status repeat_nograd(const em_tensor *t, int nreps, const int64_t *rep
 
 static em_status tile_nograd(const em_tensor *t, int nreps, const int64_t *reps, em_tensor **out) {
   int64_t full[EM_MAX_DIMS];
+  for (int i = 0; i < nreps; i++)
+    if (reps[i] < 0)
+      return em_fail(EM_E_VALUE, "tile: repeats must be non-negative, got %lld (entry %d)",
+                     (long long)reps[i], i + 1);
   if (nreps >= t->ndim) return em_repeat(t, nreps, reps, out);
   int lead = t->ndim - nreps;
   for (int i = 0; i < t->ndim; i++) full[i] = i < lead ? 1 : reps[i - lead];
@@ -475,6 +479,8 @@ static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *r
   if (repeats->ndim > 1)
     return em_fail(EM_E_VALUE, "%s: repeats must be 0-d or 1-d, got %d dimensions", op,
                    repeats->ndim);
+  if (!t && repeats->ndim != 1) /* torch 1.13: the one-tensor form takes a vector only */
+    return em_fail(EM_E_VALUE, "%s: repeats alone must be a 1-d tensor, got a 0-d tensor", op);
   const em_kernels *k;
   em_status st = t ? same_device(op, t, repeats) : EM_OK;
   if (st == EM_OK) st = em_kernels_check(op, repeats->storage->device, &k);
