@@ -208,7 +208,14 @@ return function(T, C)
       v = T.where(bad, 0 / 0, v)
       res[i] = v:squeeze(-1):reshape(outshape)
     end
-    local r = scalar_q and res[1] or T.stack(res, 1)
+    local r
+    if scalar_q then r = res[1]
+    elseif #res == 0 then
+      -- an empty q: (0, outshape...), still in x's graph (as PyTorch)
+      local sh = { 0 }
+      for i = 1, #outshape do sh[i + 1] = outshape[i] end
+      r = x:reshape(-1):narrow(1, 1, 0):reshape(sh)
+    else r = T.stack(res, 1) end
     return finish(op, r, o)
   end
   both("quantile", function(x, q, ...) return quantile("quantile", false, x, q, ...) end)

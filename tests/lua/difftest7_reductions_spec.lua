@@ -58,3 +58,67 @@ describe("difftest round 7: reductions (torch 1.13)", function()
     assert.is_true(math.abs(g[1] - 1.3590) < 1e-4 and math.abs(g[3] - 0.6652) < 1e-4)
   end)
 end)
+
+describe("difftest round 7: reductions, complex input and options (torch 1.13)", function()
+
+  local function cplx()
+    local D = function(v) return T.tensor(v, { dtype = T.float64 }) end
+    return T.complex(D { { 1, 3, 0 }, { 0.5, 1, -1 } }, D { { 2, -1, -2 }, { 0, 1, -1 } })
+  end
+
+  it("var_mean/std_mean of a complex tensor: the real variance and the complex mean", function()
+    -- torch.std_mean(C, 0) = ([1.4577, 2., 1.], [0.75+1.j, 2.+0.j, -0.5-1.5j])
+    -- (ember raised: std and var only support floating point and complex dtypes)
+    local C = cplx()
+    local s, m = T.std_mean(C, 1)
+    assert.equal(T.float64, s.dtype)
+    assert.equal(T.complex128, m.dtype)
+    local sv = U.flat(s)
+    assert.is_true(math.abs(sv[1] - 1.4577379737113252) < 1e-12 and sv[2] == 2 and sv[3] == 1)
+    assert.same({ 0.75, 1, 2, 0, -0.5, -1.5 }, U.flat(T.view_as_real(m)))
+    -- torch.var_mean(C, 1, keepdim=True, correction=0)[0] = [[4.4444], [1.3889]]
+    local v, m2 = C:var_mean(2, { keepdim = true, correction = 0 })
+    assert.same({ 2, 1 }, v:size():totable())
+    assert.same({ 2, 1 }, m2:size():totable())
+    assert.is_true(math.abs(v[1][1]:item() - 40 / 9) < 1e-12)
+    -- the real op's errors, without complex.lua's position in front
+    local ok, e = pcall(T.var_mean, C, 4)
+    assert.is_false(ok)
+    assert.equal(1, tostring(e):find("var_mean: dimension 4 out of range", 1, true))
+    ok, e = pcall(C.var, C, 4)
+    assert.equal(1, tostring(e):find("var: dimension 4 out of range", 1, true))
+  end)
+
+  it("quantile with an empty q tensor has a size-0 first dim", function()
+    -- A.quantile(torch.tensor([], dtype=torch.float64), 1).shape = (0, 3);
+    -- with keepdim over dim 0: (0, 1, 4); no dim: (0,) (ember: an error from cat)
+    local A = T.arange(12, { dtype = T.float64 }):reshape(3, 4)
+    local q = T.tensor({}, { dtype = T.float64 })
+    assert.same({ 0, 3 }, A:quantile(q, 2):size():totable())
+    assert.same({ 0, 1, 4 }, A:quantile(q, 1, { keepdim = true }):size():totable())
+    assert.same({ 0 }, A:nanquantile(q):size():totable())
+  end)
+
+  it("norm's dtype converts the input first", function()
+    -- torch.norm(F, 2, 1, dtype=torch.float64)[0] = 4.0401113846400358 (float64
+    -- squares of the float32 values; ember gave 4.0401114129293312, the float
+    -- sum rounded); torch.norm(int32 [[5, 0, -3], [7, 1, 0]], 2, 1,
+    -- dtype=torch.float64) = [5.8310, 7.0711] (ember refused the int input)
+    local F = T.tensor({ { 1.5, -2.25, 3., 0.1 } }, { dtype = T.float32 })
+    local r = F:norm(2, 2, false, { dtype = T.float64 })
+    assert.equal(T.float64, r.dtype)
+    assert.equal(4.0401113846400358, r[1]:item())
+    local I = T.tensor({ { 5, 0, -3 }, { 7, 1, 0 } }, { dtype = T.int32 })
+    local n = I:norm(2, 2, false, { dtype = T.float64 })
+    assert.is_true(math.abs(n[1]:item() - math.sqrt(34)) < 1e-14)
+    -- torch.norm(F, 2, 1, dtype=torch.int64): norm(): the desired output dtype
+    -- should be either floating point or complex. Got Long instead.
+    err(function() F:norm(2, 2, false, { dtype = T.int64 }) end,
+      "norm(): the desired output dtype should be either floating point or complex. Got Long instead.")
+    err(function() I:norm(2, 2) end, "norm(): input dtype should be either floating point or complex. Got Int")
+    -- the gradient reaches the float32 input
+    local x = F:clone():requires_grad_(true)
+    x:norm(2, 2, false, { dtype = T.float64 }):sum():backward()
+    assert.equal(T.float32, x.grad.dtype)
+  end)
+end)
