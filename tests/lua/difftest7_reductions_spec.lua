@@ -122,3 +122,22 @@ describe("difftest round 7: reductions, complex input and options (torch 1.13)",
     assert.equal(T.float32, x.grad.dtype)
   end)
 end)
+
+describe("difftest round 7: mode at scale (torch 1.13)", function()
+  it("mode of 200000 values runs in n log n (it compared every pair)", function()
+    -- torch.arange(200000.).remainder(37).mode() takes a few ms; ember tried
+    -- to allocate 40000000000 bytes (an n x n comparison)
+    local x = T.arange(200000, { dtype = T.float64 }):remainder(37)
+    local v, i = x:mode()
+    assert.equal(0, v:item())
+    assert.equal(199986, i:item()) -- the last occurrence (37 * 5405), 1-based
+    -- ties: the smallest value (NaNs one value, sorted last); the gradient
+    -- goes to the returned index. torch: values [1., 2.], indices [3, 4]
+    local y = T.tensor({ { 3, 3, 1, 1, 2 }, { 0 / 0, 1, 0 / 0, 2, 2 } }, { dtype = T.float64, requires_grad = true })
+    local vals, idx = y:mode(2)
+    assert.same({ 1, 2 }, U.flat(vals))
+    assert.same({ 4, 5 }, U.flat(idx))
+    vals:sum():backward()
+    assert.same({ 0, 0, 0, 1, 0, 0, 0, 0, 0, 1 }, U.flat(y.grad))
+  end)
+end)
