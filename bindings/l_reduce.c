@@ -176,13 +176,20 @@ static int l_argmax(lua_State *L) { return arg_max_min(L, 0); }
 static int l_argmin(lua_State *L) { return arg_max_min(L, 1); }
 
 /* var/std's correction: `correction` (default 1), or the older boolean
-** `unbiased` (true: 1, false: 0); `correction` wins when both are given. */
+** `unbiased` (true: 1, false: 0); both at once is an error (PyTorch 1.13's
+** signatures take one or the other), so neither is silently dropped. */
 static double correction_opt(lua_State *L, const redargs *r, const char *op) {
   double corr = 1;
   if (r->opts) {
     lua_getfield(L, r->opts, "unbiased");
-    if (!lua_isnil(L, -1)) corr = lua_toboolean(L, -1) ? 1 : 0;
+    int has_unbiased = !lua_isnil(L, -1);
+    if (has_unbiased) corr = lua_toboolean(L, -1) ? 1 : 0; /* a boolean: checked by the options' parser */
     lua_pop(L, 1);
+    lua_getfield(L, r->opts, "correction");
+    int has_correction = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (has_unbiased && has_correction)
+      l_errorf(L, "%s: pass either unbiased or correction, not both", op);
     corr = optnum(L, r->opts, "correction", corr, op);
   }
   return corr;

@@ -7,7 +7,8 @@
 -- the input first and `out` receives the result, as for real input.
 -- var, std and norm of a complex tensor give torch's real results: var is
 -- var(re) + var(im) (|z - mean|^2 splits into the parts), std its root,
--- norm the real norm of |z| (every vector p-norm depends only on |z|).
+-- norm the real norm of |z| (every vector p-norm depends only on |z|);
+-- var_mean/std_mean that variance (or its root) with the complex mean.
 -- The tests and comparisons (isnan/isinf/isfinite, equal, isclose,
 -- allclose), where, masked_fill(_) (so tril/triu), cumsum, nan_to_num,
 -- count_nonzero, any, all and lerp are composed from the real and
@@ -53,6 +54,8 @@ return function(T, C)
     return r
   end
   local function define(name, f) M[name], T[name] = f, f end
+  -- an error message without the position a Lua error() put in front
+  local function unpos(e) return (tostring(e):gsub("^[^\n]-:%d+: ", "")) end
   -- an argument for an error message: a tensor's dtype, else its Lua type
   local function what(v)
     if getmetatable(v) == TM then return "a " .. v.dtype.name .. " tensor" end
@@ -171,11 +174,33 @@ return function(T, C)
       if not cxt(t) then return realf(t, ...) end
       local n, args = select("#", ...), { ... }
       local out = take_out(args, n)
-      local v = real(t.real, unpack(args, 1, n)) + real(t.imag, unpack(args, 1, n))
+      -- the real op's errors as the caller's (not this file's position)
+      local ok, vr = pcall(real, t.real, unpack(args, 1, n))
+      if not ok then error(unpos(vr), 2) end
+      local v = vr + real(t.imag, unpack(args, 1, n))
       if rootf then v = v:sqrt() end
       return give(name, v, out)
     end
     define(name, f)
+  end
+  -- var_mean / std_mean of a complex tensor: the variance as var above
+  -- (the parts' var_mean run the real op's checks) and the complex mean
+  do
+    local real_vm = M.var_mean
+    for _, name in ipairs { "var_mean", "std_mean" } do
+      local realf = M[name]
+      local rootf = name == "std_mean"
+      local function f(t, ...)
+        if not cxt(t) then return realf(t, ...) end
+        local ok, vr, mr = pcall(real_vm, t.real, ...)
+        if not ok then error(unpos(vr), 2) end
+        local vi, mi = real_vm(t.imag, ...)
+        local v = vr + vi
+        if rootf then v = v:sqrt() end
+        return v, T.complex(mr, mi)
+      end
+      define(name, f)
+    end
   end
   local real_norm = M.norm
   local function norm(t, p, ...)

@@ -29,7 +29,19 @@ return function(T, C)
     else
       A.nomore("aminmax", 3, ...)
     end
-    return M.amin(t, dim, keepdim), M.amax(t, dim, keepdim)
+    -- an empty reduced dim is refused under aminmax's own name (as PyTorch),
+    -- not amin's with this file's position
+    local ok, mn = pcall(M.amin, t, dim, keepdim)
+    if not ok then
+      local msg = tostring(mn):gsub("^[^\n]-:%d+: ", "")
+      if msg:find("Expected reduction dim to be specified", 1, true) then
+        msg = "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+      else
+        msg = msg:gsub("^amin%(%)", "aminmax()"):gsub("^amin:", "aminmax:")
+      end
+      error(msg, 2)
+    end
+    return mn, M.amax(t, dim, keepdim)
   end
   M.aminmax = aminmax
   T.aminmax = aminmax

@@ -208,7 +208,14 @@ return function(T, C)
       v = T.where(bad, 0 / 0, v)
       res[i] = v:squeeze(-1):reshape(outshape)
     end
-    local r = scalar_q and res[1] or T.stack(res, 1)
+    local r
+    if scalar_q then r = res[1]
+    elseif #res == 0 then
+      -- an empty q: (0, outshape...), still in x's graph (as PyTorch)
+      local sh = { 0 }
+      for i = 1, #outshape do sh[i + 1] = outshape[i] end
+      r = x:reshape(-1):narrow(1, 1, 0):reshape(sh)
+    else r = T.stack(res, 1) end
     return finish(op, r, o)
   end
   both("quantile", function(x, q, ...) return quantile("quantile", false, x, q, ...) end)
@@ -480,6 +487,11 @@ return function(T, C)
     if x:numel() == 0 then return finish("logcumsumexp", x * 1, o) end
     -- a scan of logaddexp (exact for every prefix, however far below the
     -- maximum; differentiable through logaddexp's formula)
+    -- float32/16/bf16 scan in double and round once (as PyTorch's CPU
+    -- kernel, whose accumulator is double): a float scan drifts (5e-5
+    -- relative after 1e5 steps)
+    local odt = x.dtype
+    if odt ~= T.float64 then x = x:double() end
     local n = x.shape[dim]
     local acc = x:narrow(dim, 1, 1)
     local parts = { acc }
@@ -488,6 +500,7 @@ return function(T, C)
       parts[i] = acc
     end
     local r = n == 1 and acc * 1 or T.cat(parts, dim)
+    if odt ~= T.float64 then r = r:to(odt) end
     return finish("logcumsumexp", r, o)
   end)
 
@@ -580,18 +593,24 @@ return function(T, C)
     local mv = xs:movedim(d, -1)
     local n = mv.shape[mv.ndim]
     if n == 0 then error("mode: expected a non-empty dimension", 2) end
-    -- NaNs count as one value (torch's mode of [nan, 1, nan] is nan)
+    -- runs of equal values in the (stable) sorted lane, O(n log n): each
+    -- run's length is read at its last element, whose sort index is the
+    -- value's last occurrence. NaNs count as one value (sorted last).
     local float = mv.dtype.is_floating_point
-    local function same(a, b)
-      local e = a:eq(b)
-      if float then e = e:logical_or(a:isnan():logical_and(b:isnan())) end
-      return e
+    local sorted, sidx = mv:sort(-1)
+    local one = T.ones(sorted.shape:totable(), { dtype = T.bool, device = x.device }):narrow(-1, 1, 1)
+    local starts, ends = one, one
+    if n > 1 then
+      local a, b = sorted:narrow(-1, 1, n - 1), sorted:narrow(-1, 2, n - 1)
+      local differ = a:ne(b)
+      if float then differ = differ:logical_and(a:isnan():logical_and(b:isnan()):logical_not()) end
+      starts, ends = T.cat({ one, differ }, -1), T.cat({ differ, one }, -1)
     end
-    local sorted = mv:sort(-1)
-    local counts = same(sorted:unsqueeze(-1), sorted:unsqueeze(-2)):sum(-1)
-    local best = counts:argmax(-1, true) -- first maximum: the smallest value of a tie
     local pos = T.arange(1, n + 1, { device = x.device }):expand(mv.shape)
-    local idx = T.where(same(mv, sorted:gather(-1, best)), pos, 0):amax(-1, true)
+    local first = T.where(starts, pos, 0):cummax(-1)
+    local counts = T.where(ends, pos - first + 1, 0)
+    local best = counts:argmax(-1, true) -- first maximum: the smallest value of a tie
+    local idx = sidx:gather(-1, best)
     -- the value read at the returned position, so its gradient goes there (torch's)
     local val = mv:gather(-1, idx)
     val, idx = val:squeeze(-1), idx:squeeze(-1)

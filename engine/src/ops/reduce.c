@@ -275,10 +275,12 @@ static em_status norm_nograd(const em_tensor *t, double p, int ndims, const int6
   if (st == EM_OK) st = reduce_dims("norm", t, ndims, dims, mask);
   if (st != EM_OK) return st;
   em_dtype odt = dtype >= 0 ? (em_dtype)dtype : t->dtype;
-  if (em_dtype_kindof(t->dtype) != EM_KIND_FLOAT || em_dtype_kindof(odt) != EM_KIND_FLOAT)
+  if (em_dtype_kindof(odt) != EM_KIND_FLOAT && dtype >= 0)
+    return em_fail(EM_E_TYPE, "norm(): the desired output dtype should be either floating "
+                   "point or complex. Got %s instead.", em_dtype_pt_name(odt));
+  if (em_dtype_kindof(t->dtype) != EM_KIND_FLOAT)
     return em_fail(EM_E_TYPE, "norm(): input dtype should be either floating point or "
-                   "complex. Got %s instead.",
-                   em_dtype_pt_name(em_dtype_kindof(t->dtype) != EM_KIND_FLOAT ? t->dtype : odt));
+                   "complex. Got %s instead.", em_dtype_pt_name(t->dtype));
   if (p != p) return em_fail(EM_E_VALUE, "norm: p must not be NaN");
   if (p == -INFINITY || p < 0) {
     st = check_nonempty("norm", t, mask, false);
@@ -489,6 +491,22 @@ em_status em_var_mean(const em_tensor *t, int ndims, const int64_t *dims,
 
 em_status em_norm(const em_tensor *t, double p_, int ndims, const int64_t *dims,
                   int keepdim, int dtype, em_tensor **out) {
+  /* a wider floating dtype converts the input first (torch.norm(x, p, dim,
+  ** dtype=torch.float64) of float32 x sums float64 squares), as does any
+  ** floating dtype of integer or bool input (torch.norm(int_x, dtype=f));
+  ** a narrower one only rounds the result */
+  em_dtype_kind ik = em_dtype_kindof(t->dtype);
+  if (dtype >= 0 && (em_dtype)dtype != t->dtype &&
+      em_dtype_kindof((em_dtype)dtype) == EM_KIND_FLOAT &&
+      (ik == EM_KIND_INT || ik == EM_KIND_BOOL ||
+       (ik == EM_KIND_FLOAT && em_promote_types(t->dtype, (em_dtype)dtype) == (em_dtype)dtype))) {
+    em_tensor *c;
+    em_status st = em_to(t, (em_dtype)dtype, t->storage->device, 0, &c);
+    if (st != EM_OK) return st;
+    st = em_norm(c, p_, ndims, dims, keepdim, -1, out);
+    em_tensor_release(c);
+    return st;
+  }
   em_ag_params p = reduce_params(0, ndims, dims, keepdim);
   p.name = "NormBackward1";
   p.d[0] = p_;
