@@ -617,42 +617,34 @@ static em_status vector_view(const char *op, em_tensor *t, int64_t dim,
   const int64_t one = 1;
   return em_reshape(t, 1, &one, tv);
 }
+/* The prologue of the three: on the 1-d view when vector_view gives one,
+** CALL being the same op on tv. */
+#define ON_VECTOR_VIEW(op, src, CALL)                                   \
+  em_tensor *tv;                                                        \
+  em_status st = vector_view(op, t, dim, index, src, &tv);              \
+  if (st != EM_OK || tv) {                                              \
+    if (st == EM_OK) st = CALL;                                         \
+    em_tensor_release(tv);                                              \
+    return st;                                                          \
+  }
 
 em_status em_index_fill_(em_tensor *t, int64_t dim, const em_tensor *index,
                          em_scalar value) {
-  em_tensor *tv;
-  em_status st = vector_view("index_fill_", t, dim, index, NULL, &tv);
-  if (st != EM_OK || tv) {
-    if (st == EM_OK) st = em_index_fill_(tv, dim, index, value);
-    em_tensor_release(tv);
-    return st;
-  }
+  ON_VECTOR_VIEW("index_fill_", NULL, em_index_fill_(tv, dim, index, value))
   EM_AG_INPLACE("index_fill_", "IndexFillBackward0", t, NULL, 0, 1.0,
                 index_fill_nograd(t, dim, index, value),
                 index_select_nograd(ag_ar_, dim, index, &ag_pos_));
 }
 em_status em_index_copy_(em_tensor *t, int64_t dim, const em_tensor *index,
                          const em_tensor *src) {
-  em_tensor *tv;
-  em_status st = vector_view("index_copy_", t, dim, index, src, &tv);
-  if (st != EM_OK || tv) {
-    if (st == EM_OK) st = em_index_copy_(tv, dim, index, src);
-    em_tensor_release(tv);
-    return st;
-  }
+  ON_VECTOR_VIEW("index_copy_", src, em_index_copy_(tv, dim, index, src))
   EM_AG_INPLACE("index_copy_", "IndexCopyBackward0", t, src, 0, 1.0,
                 index_copy_nograd(t, dim, index, src),
                 index_select_nograd(ag_ar_, dim, index, &ag_pos_));
 }
 em_status em_index_add_(em_tensor *t, int64_t dim, const em_tensor *index,
                         const em_tensor *src, em_scalar alpha) {
-  em_tensor *tv;
-  em_status st = vector_view("index_add_", t, dim, index, src, &tv);
-  if (st != EM_OK || tv) {
-    if (st == EM_OK) st = em_index_add_(tv, dim, index, src, alpha);
-    em_tensor_release(tv);
-    return st;
-  }
+  ON_VECTOR_VIEW("index_add_", src, em_index_add_(tv, dim, index, src, alpha))
   EM_AG_INPLACE("index_add_", "IndexAddBackward0", t, src, 1, scalar_value(alpha),
                 index_add_nograd(t, dim, index, src, alpha),
                 index_select_nograd(ag_ar_, dim, index, &ag_pos_));
