@@ -102,6 +102,9 @@ int em_pool_count(int pool);
 /* Formats the thread-local message and returns code. */
 em_status em_fail(em_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The last error without a leading "op: " (when it has one): a caller
+** that wraps a failure ("load: X" -> "load: 'path': X") names the op once. */
+const char *em_last_error_after(const char *op);
 /* Appends "[2, 3]" for a shape to buf (size n). Returns buf. */
 char *em_fmt_shape(char *buf, size_t n, int ndim, const int64_t *sizes);
 enum { EM_SHAPE_BUF = 16 * 24 + 4 };

@@ -13,6 +13,13 @@ static _Thread_local char em_errbuf[1024];
 
 const char *em_last_error(void) { return em_errbuf; }
 
+const char *em_last_error_after(const char *op) {
+  size_t k = strlen(op);
+  if (strncmp(em_errbuf, op, k) == 0 && em_errbuf[k] == ':' && em_errbuf[k + 1] == ' ')
+    return em_errbuf + k + 2;
+  return em_errbuf;
+}
+
 /* The message is formatted aside, then copied in: an argument may be
 ** em_last_error() itself (a message that wraps the failure before it). */
 em_status em_fail(em_status code, const char *fmt, ...) {

@@ -634,10 +634,8 @@ em_status em_npz_save(const char *path, int64_t n, const char *const *names,
     void *npy = NULL;
     size_t len;
     if ((w.st = em_npy_encode(tensors[i], &npy, &len)) != EM_OK) {
-      const char *msg = em_last_error(); /* "save_npy: X" -> "save_npz: member 'a': X" */
-      size_t k = strlen("save_npy: ");
-      w.st = em_fail(w.st, "%s: member '%s': %s", op, names[i],
-                     strncmp(msg, "save_npy: ", k) == 0 ? msg + k : msg);
+      /* "save_npy: X" -> "save_npz: member 'a': X" */
+      w.st = em_fail(w.st, "%s: member '%s': %s", op, names[i], em_last_error_after("save_npy"));
       break;
     }
     em_zipw_add(&w, names[i], ".npy", npy, len, compress);

@@ -799,9 +799,8 @@ em_status em_safetensors_load(const char *path, em_npy_mode mode, em_safetensors
     st = decode(op, base, len, &m, out);
   }
   if (st != EM_OK) {
-    const char *msg = em_last_error();
-    size_t k = strlen(op) + 2;  /* "load_safetensors: X" -> "load_safetensors: 'path': X" */
-    return em_fail(st, "%s: '%s': %s", op, path, strncmp(msg, op, k - 2) == 0 ? msg + k : msg);
+    /* "load_safetensors: X" -> "load_safetensors: 'path': X" */
+    return em_fail(st, "%s: '%s': %s", op, path, em_last_error_after(op));
   }
   return st;
 }

@@ -227,9 +227,8 @@ em_status em_load(const char *path, em_loaded **out) {
   em_status st = em_load_buffer(m, len, out);
   munmap(m, len);
   if (st != EM_OK) {
-    const char *msg = em_last_error();
     /* "load: X" -> "load: 'path': X" */
-    return em_fail(st, "load: '%s': %s", path, strncmp(msg, "load: ", 6) == 0 ? msg + 6 : msg);
+    return em_fail(st, "load: '%s': %s", path, em_last_error_after("load"));
   }
   return EM_OK;
 }

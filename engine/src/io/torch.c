@@ -618,9 +618,8 @@ static em_status rebuild_tensor(loader *L, const pynode *a, int v2) {
   const em_tensor *base = s->t;
   st = em_tensor_new(base->storage, off->i, nd, sizes, strides, base->dtype, &t);
   if (st != EM_OK) {
-    const char *msg = em_last_error();
     return em_fail(EM_E_VALUE, "%s: corrupt data.pkl (a tensor does not fit its storage: %s)",
-                   OP, strncmp(msg, "tensor_new: ", 12) == 0 ? msg + 12 : msg);
+                   OP, em_last_error_after("tensor_new"));
   }
   if ((st = set_grad(t, rg)) != EM_OK) {
     em_tensor_release(t);
@@ -1268,10 +1267,8 @@ em_status em_torch_load(const char *path, em_pytree **out) {
   else st = em_torch_load_buffer(m.base, m.len, out);
   em_io_unmap(&m);
   if (st != EM_OK) {
-    const char *msg = em_last_error();
     /* "load_torch: X" -> "load_torch: 'path': X" */
-    const char *rest = strncmp(msg, OP ": ", sizeof OP + 1) == 0 ? msg + sizeof OP + 1 : msg;
-    return em_fail(st, "%s: '%s': %s", OP, path, rest);
+    return em_fail(st, "%s: '%s': %s", OP, path, em_last_error_after(OP));
   }
   return EM_OK;
 }
