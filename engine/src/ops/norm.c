@@ -286,6 +286,7 @@ em_status em_batch_norm(const em_tensor *input, const em_tensor *weight, const e
     /* no half kernel: in float32, rounded back to the input's dtype; half
     ** running statistics are updated through float32 copies */
     em_tensor *stats[2] = {running_mean, running_var}, *rs[2] = {NULL, NULL};
+    em_tensor *o = NULL, *sm = NULL, *si = NULL; /* handed out only on success */
     em_status st = EM_OK;
     for (int i = 0; i < 2 && st == EM_OK; i++)
       if (stats[i] && (stats[i]->dtype == EM_FLOAT16 || stats[i]->dtype == EM_BFLOAT16))
@@ -298,9 +299,8 @@ em_status em_batch_norm(const em_tensor *input, const em_tensor *weight, const e
         st = hs.status;
       } else {
         st = em_batch_norm(hc[0], hc[1], hc[2], rs[0] ? rs[0] : running_mean,
-                           rs[1] ? rs[1] : running_var, training, momentum, eps, out, save_mean,
-                           save_invstd);
-        st = em_half_end(&hs, st, hd, out);
+                           rs[1] ? rs[1] : running_var, training, momentum, eps, &o, &sm, &si);
+        st = em_half_end(&hs, st, hd, &o);
       }
     }
     int on = em_ag_pause();
@@ -309,7 +309,15 @@ em_status em_batch_norm(const em_tensor *input, const em_tensor *weight, const e
       if (rs[i]) em_tensor_release(rs[i]);
     }
     em_ag_resume(on);
-    if (st != EM_OK && out && *out) em_tensor_release(*out), *out = NULL;
+    if (st != EM_OK) {
+      em_tensor *made[3] = {o, sm, si};
+      for (int i = 0; i < 3; i++)
+        if (made[i]) em_tensor_release(made[i]);
+      return st;
+    }
+    *out = o;
+    nn_hand(sm, save_mean);
+    nn_hand(si, save_invstd);
     return st;
   }
   int on = em_ag_pause();
