@@ -103,9 +103,11 @@ return function(T)
   -- is. rule (optional): {keep = pattern} an inner name that stays
   -- ("linalg.inv: " under linalg.matrix_power), {strip = pattern} the inner
   -- name dropped (default "^[%w_]+: ").
+  -- an error message without the "file:line: " a Lua error() put in front
+  function A.unpos(e) return (tostring(e):gsub("^[^\n]-:%d+: ", "")) end
   local function rethrow(op, e, rule)
     if type(e) ~= "string" then error(e, 0) end
-    local m = e:gsub("^[^\n]-:%d+: ", "")
+    local m = A.unpos(e)
     if m:sub(1, #op + 1) ~= op .. ":" then
       if not (rule and rule.keep and m:find(rule.keep)) then
         m = m:gsub(rule and rule.strip or "^[%w_]+: ", "", 1)

@@ -55,7 +55,7 @@ return function(T, C)
   end
   local function define(name, f) M[name], T[name] = f, f end
   -- an error message without the position a Lua error() put in front
-  local function unpos(e) return (tostring(e):gsub("^[^\n]-:%d+: ", "")) end
+  local unpos = require("ember.argcheck")(T).unpos
   -- an argument for an error message: a tensor's dtype, else its Lua type
   local function what(v)
     if getmetatable(v) == TM then return "a " .. v.dtype.name .. " tensor" end

@@ -76,7 +76,7 @@ return function(T, C)
       elseif type(v) == "number" then
         local ok, t = pcall(T.full, {}, v, { dtype = dt, device = dev })
         if not ok then -- a number out of the dtype's range
-          error(fmt("%s: %s", name, tostring(t):gsub("^[^\n]-:%d+: ", ""):gsub("^full: ", "")), 3)
+          error(fmt("%s: %s", name, A.unpos(t):gsub("^full: ", "")), 3)
         end
         ts[i] = t
       else
@@ -1126,7 +1126,7 @@ return function(T, C)
     local ok, base = pcall(D.Normal, loc, scale, { validate_args = o.validate_args })
     if not ok then
       if type(base) ~= "string" then error(base, 0) end
-      error("LogNormal: " .. base:gsub("^[^\n]-:%d+: ", ""):gsub("^Normal: ", ""), 2)
+      error("LogNormal: " .. A.unpos(base):gsub("^Normal: ", ""), 2)
     end
     local d = td_new(LogNormal, base, { D.ExpTransform() }, { validate_args = o.validate_args })
     d.loc, d.scale = base.loc, base.scale

@@ -33,7 +33,7 @@ return function(T, C)
     -- not amin's with this file's position
     local ok, mn = pcall(M.amin, t, dim, keepdim)
     if not ok then
-      local msg = tostring(mn):gsub("^[^\n]-:%d+: ", "")
+      local msg = require("ember.argcheck")(T).unpos(mn)
       if msg:find("Expected reduction dim to be specified", 1, true) then
         msg = "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
       else
