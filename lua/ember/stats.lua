@@ -482,6 +482,9 @@ return function(T, C)
     dim = dim or o.dim
     if dim == nil then error("logcumsumexp: missing the dim argument", 2) end
     dim = wrap_dim("logcumsumexp", dim, x.ndim)
+    -- complex is refused (torch 1.13 has no complex kernel; converting to
+    -- a real dtype dropped the imaginary parts)
+    if x.dtype.is_complex then error("logcumsumexp: not implemented for complex input, got " .. x.dtype.name, 2) end
     if not is_float(x.dtype) then x = x:to(T.get_default_dtype()) end
     if x.ndim == 0 then return finish("logcumsumexp", x * 1, o) end
     if x:numel() == 0 then return finish("logcumsumexp", x * 1, o) end

@@ -141,3 +141,11 @@ describe("difftest round 7: mode at scale (torch 1.13)", function()
     assert.same({ 0, 0, 0, 1, 0, 0, 0, 0, 0, 1 }, U.flat(y.grad))
   end)
 end)
+
+describe("difftest round 7: logcumsumexp of complex input (torch 1.13)", function()
+  it("logcumsumexp refuses complex input (its imaginary parts were dropped)", function()
+    -- torch 1.13: "logcumsumexp_out_cpu" not implemented for 'ComplexFloat'
+    err(function() T.logcumsumexp(T.tensor({ 1, 2 }, { dtype = T.complex64 }), 1) end,
+      "logcumsumexp: not implemented for complex input, got complex64")
+  end)
+end)
