@@ -214,7 +214,7 @@ return function(T, C)
         error(("norm: the nuclear norm needs a 2-d input or two dims, got a %d-d input"):format(t:dim()), 2)
       end
       local ok, r = pcall(T.linalg.matrix_norm, t, "nuc", { dim = dim, keepdim = keepdim == true })
-      if not ok then error("norm: " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 2) end
+      if not ok then error("norm: " .. unpos(r), 2) end
       return r
     end
     if not cxt(t) then return real_norm(t, p, ...) end
@@ -589,7 +589,7 @@ return function(T, C)
         da.name, dg.name), 2)
     end
     local ok, r = pcall(function() return T.complex(abs * angle:cos(), abs * angle:sin()) end)
-    if not ok then error("polar: " .. tostring(r):gsub("^[^:]*:%d+: ", ""), 2) end
+    if not ok then error("polar: " .. unpos(r), 2) end
     return give("polar", r, out)
   end
 
@@ -608,7 +608,7 @@ return function(T, C)
         error(("inner: inputs' last dimensions must match, got %d and %d"):format(a:size(-1), b:size(-1)), 2)
       end
       local ok, res = pcall(T.tensordot, a, b, { { a:dim() }, { b:dim() } })
-      if not ok then error("inner: " .. tostring(res):gsub("^[^:]*:%d+: ", ""), 2) end
+      if not ok then error("inner: " .. unpos(res), 2) end
       r = res
     end
     return give("inner", r, out)

@@ -22,7 +22,8 @@ return function(T, C)
   end
   -- every helper's errors name it (argcheck's named: a message from an op
   -- it composes is re-raised under the helper's name)
-  local named = require("ember.argcheck")(T).named
+  local A = require("ember.argcheck")(T)
+  local named = A.named
   local function define(name, f) f = named(name, f); M[name], T[name] = f, f end
   local function fn(name, f) T[name] = named(name, f) end
   local function method(name, f) M[name] = named(name, f) end
@@ -246,7 +247,7 @@ return function(T, C)
     local shapes = {}
     for i, t in ipairs(list) do shapes[i] = t.shape:totable() end
     local ok, sh = pcall(T.broadcast_shapes, unpack(shapes))
-    if not ok then error((tostring(sh):gsub("^[^:]*:%d+: ", ""):gsub("^broadcast_shapes", "broadcast_tensors")), 2) end
+    if not ok then error((A.unpos(sh):gsub("^broadcast_shapes", "broadcast_tensors")), 2) end
     local out = {}
     for i, t in ipairs(list) do out[i] = t:expand(sh) end
     return out

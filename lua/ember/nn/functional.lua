@@ -12,8 +12,8 @@
 return function(T, C)
   local F = {}
   local A = require "ember.args"
-  local single = require("ember.argcheck")(T).single
-  local pool_nonempty = require("ember.argcheck")(T).pool_nonempty
+  local AC = require("ember.argcheck")(T)
+  local single, pool_nonempty = AC.single, AC.pool_nonempty
   local checkopts, nomore = A.checkopts, A.nomore
   local unpack = table.unpack or unpack
 
@@ -107,13 +107,13 @@ return function(T, C)
     local ok, r = pcall(softmin_core, x, d, opts)
     if not ok then
       if type(r) ~= "string" then error(r, 0) end
-      error("softmin: " .. r:gsub("^[^\n]-:%d+: ", ""):gsub("^softmax: ", ""), 2)
+      error("softmin: " .. AC.unpos(r):gsub("^softmax: ", ""), 2)
     end
     return r
   end
 
   -- T.linear's messages (matmul's: "mv: size mismatch") under linear's name
-  F.linear = require("ember.argcheck")(T).named("linear", function(x, w, b, ...)
+  F.linear = AC.named("linear", function(x, w, b, ...)
     nomore("linear", 3, ...)
     return T.linear(x, w, b)
   end)

@@ -544,7 +544,7 @@ return function(T, C, nn)
       T.set_rng_state(st)
       if not ok then
         -- the regular module's message, under the lazy module's name
-        local m = tostring(e):gsub("^[^\n]-:%d+: ", "")
+        local m = A.unpos(e)
         error(name .. ": " .. m:gsub("^[%w_]+: ", ""), 2)
       end
       rawset(self, "_lazy_args", args)
