@@ -19,6 +19,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* -- which pocketfft runs ------------------------------------------------------
 ** The baseline build (engine/third_party/pocketfft/pocketfft.c) or, on a CPU
@@ -192,9 +195,128 @@ static void cpu_cx_ew(em_cx_op op, em_dtype dt, const em_iter *it, double alpha)
 ** cache, as planning a long transform (its twiddle factors) costs a good
 ** part of one transform. */
 
-enum { LANE_BLOCK = 16, PLAN_CACHE = 4, PLAN_CACHE_MAX_N = 1 << 22 };
-/* the plan kinds: complex and real, of the double and the float build */
-enum { PK_C, PK_R, PK_FC, PK_FR };
+enum { LANE_BLOCK = 16, PLAN_CACHE = 8, PLAN_CACHE_MAX_N = 1 << 22 };
+/* the plan kinds: complex and real, of the double and the float build; the
+** four-step transform's twiddle factors (fs_table) in double and in float */
+enum { PK_C, PK_R, PK_FC, PK_FR, PK_T4D, PK_T4F };
+
+/* The roots of unity W^j = exp(-2 pi i j / n), 0 <= j < n, as
+** lo[j % L] * hi[j / L] (L = ceil(sqrt n): two tables of about sqrt(n)
+** complex doubles instead of n); for the four-step transform
+** (cpu/fft_fourstep_tpl.h) */
+typedef struct rou_table {
+  int64_t n, L;
+  double *lo, *hi; /* (re, im) pairs: L and n / L + 1 of them */
+} rou_table;
+
+/* W^j, each angle reduced to [0, pi/2] first (accurate to ~1e-16) */
+static void rou_exact(int64_t n, int64_t j, double *re, double *im) {
+  int conj = 0, flip = 0;
+  if (2 * j > n) {
+    j = n - j; /* W^(n - j) = conj W^j */
+    conj = 1;
+  }
+  double th;
+  if (4 * j > n) { /* theta = pi - theta', theta' = pi (n - 2j) / n */
+    th = (double)(n - 2 * j) * (3.14159265358979323846 / (double)n);
+    flip = 1;
+  } else {
+    th = (double)j * (6.28318530717958647692 / (double)n);
+  }
+  double c = cos(th), sn = sin(th);
+  if (flip) c = -c;
+  *re = c;
+  *im = conj ? sn : -sn;
+}
+static void rou_destroy(rou_table *t) {
+  if (!t) return;
+  free(t->lo);
+  free(t->hi);
+  free(t);
+}
+static rou_table *rou_make(int64_t n) {
+  rou_table *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  int64_t L = (int64_t)sqrt((double)n);
+  while (L * L < n) L++;
+  const int64_t nh = n / L + 1;
+  t->n = n;
+  t->L = L;
+  t->lo = malloc((size_t)(2 * L) * sizeof(double));
+  t->hi = malloc((size_t)(2 * nh) * sizeof(double));
+  if (!t->lo || !t->hi) {
+    rou_destroy(t);
+    return NULL;
+  }
+  for (int64_t r = 0; r < L; r++) rou_exact(n, r, &t->lo[2 * r], &t->lo[2 * r + 1]);
+  for (int64_t q = 0; q < nh; q++) rou_exact(n, (q * L) % n, &t->hi[2 * q], &t->hi[2 * q + 1]);
+  return t;
+}
+/* W^(q L + r), r < L */
+static inline void rou_w(const rou_table *t, int64_t q, int64_t r, double *re, double *im) {
+  const double ar = t->lo[2 * r], ai = t->lo[2 * r + 1], br = t->hi[2 * q], bi = t->hi[2 * q + 1];
+  *re = ar * br - ai * bi;
+  *im = ar * bi + ai * br;
+}
+static void rou_at(const rou_table *t, int64_t j, double *re, double *im) {
+  rou_w(t, j / t->L, j % t->L, re, im);
+}
+
+static int fourstep_split(int64_t m, int64_t *m1, int64_t *m2);
+
+/* The four-step transform's twiddle factors for m complex points, in the
+** order the column pass reads them (cpu/fft_fourstep_tpl.h): column block
+** n2 = 16 b starts at n2 m1, then W_m^((n2 + l) k1) at l m1 + k1;
+** and rfft's W_(2m)^k, 0 <= k <= m / 2. Exact in double (rou_table), then
+** rounded to the build's type: m + m / 2 complex values, as many as
+** pocketfft's own plan of that length holds. */
+typedef struct fs_table {
+  int64_t m, m1, m2;
+  void *col, *unt; /* (re, im) pairs of double (PK_T4D) or float (PK_T4F) */
+} fs_table;
+static void fs_destroy(fs_table *t) {
+  if (!t) return;
+  free(t->col);
+  free(t->unt);
+  free(t);
+}
+static fs_table *fs_make(int64_t m, int dbl) {
+  fs_table *t = calloc(1, sizeof *t);
+  rou_table *rm = rou_make(m), *r2 = rou_make(2 * m);
+  const size_t es = dbl ? sizeof(double) : sizeof(float);
+  if (t) {
+    t->m = m;
+    t->col = malloc((size_t)(2 * m) * es);
+    t->unt = malloc((size_t)(2 * (m / 2 + 1)) * es);
+  }
+  if (!t || !rm || !r2 || !t->col || !t->unt || !fourstep_split(m, &t->m1, &t->m2)) {
+    rou_destroy(rm);
+    rou_destroy(r2);
+    fs_destroy(t);
+    return NULL;
+  }
+  double *cd = t->col, *ud = t->unt;
+  float *cf = t->col, *uf = t->unt;
+  int64_t i = 0;
+  for (int64_t n2 = 0; n2 < t->m2; n2++) /* = block, lane l = n2 % 16, k1 */
+    for (int64_t k1 = 0; k1 < t->m1; k1++, i++) {
+      {
+        double re, im;
+        rou_at(rm, (n2 * k1) % m, &re, &im);
+        if (dbl) cd[2 * i] = re, cd[2 * i + 1] = im;
+        else cf[2 * i] = (float)re, cf[2 * i + 1] = (float)im;
+      }
+  }
+  for (int64_t k = 0; k <= m / 2; k++) {
+    double re, im;
+    rou_at(r2, k, &re, &im);
+    if (dbl) ud[2 * k] = re, ud[2 * k + 1] = im;
+    else uf[2 * k] = (float)re, uf[2 * k + 1] = (float)im;
+  }
+  rou_destroy(rm);
+  rou_destroy(r2);
+  return t;
+}
 
 /* -- the plan cache: the last PLAN_CACHE plans by (kind, n); a plan in use
 ** (refs > 0) is never evicted: when every slot is held, a new plan is its
@@ -215,6 +337,8 @@ static void destroy_plan(int kind, void *plan) {
     case PK_C: pf()->destroy_c(plan); break;
     case PK_R: pf()->destroy_r(plan); break;
     case PK_FC: pf()->destroy_fc(plan); break;
+    case PK_T4D:
+    case PK_T4F: fs_destroy(plan); break;
     default: pf()->destroy_fr(plan); break;
   }
 }
@@ -223,6 +347,8 @@ static void *make_plan(int kind, size_t n) {
     case PK_C: return pf()->make_c(n);
     case PK_R: return pf()->make_r(n);
     case PK_FC: return pf()->make_fc(n);
+    case PK_T4D: return fs_make((int64_t)n, 1);
+    case PK_T4F: return fs_make((int64_t)n, 0);
     default: return pf()->make_fr(n);
   }
 }
@@ -315,6 +441,51 @@ static void *scratch_get(size_t bytes) {
 static void scratch_put(void *buf) {
   if (buf && buf != scratch_buf) free(buf);
 }
+/* the four-step transform's scratch (all of a transform's values), kept the
+** same way in a second slot: the calling thread also takes a lane buffer */
+static __thread void *big_buf;
+static __thread size_t big_cap;
+static void *big_scratch_get(size_t bytes) {
+  if (bytes > SCRATCH_KEEP) return malloc(bytes);
+  if (big_cap < bytes) {
+    free(big_buf);
+    big_buf = malloc(bytes);
+    big_cap = big_buf ? bytes : 0;
+  }
+  return big_buf;
+}
+static void big_scratch_put(void *buf) {
+  if (buf && buf != big_buf) free(buf);
+}
+
+/* Whether m complex points go through the four-step transform, and as
+** which m1 x m2: m at least FOURSTEP_MIN (below, one pocketfft call is in
+** cache anyway) with a divisor m1 of at least 32 up to sqrt(m) (the
+** largest such; m2 = m / m1). EMBER_FFT_FOURSTEP=0 in the environment
+** turns it off (for A/B runs and tests). */
+enum { FOURSTEP_MIN = 1 << 15 };
+/* columns (and rows) per block of the four-step passes: 512 bytes of each
+** row of the matrix at a time (64 complex64 or 32 complex128 values: every
+** strided read or write a run of whole cache lines, and the block's lanes in
+** L2); 16 and 32 complex64 values took 1.25x and 1.15x the time at 2^20 */
+#define FS_BLOCK ((int64_t)(256 / sizeof(R)))
+static int fourstep_split(int64_t m, int64_t *m1, int64_t *m2) {
+  static volatile int off = -1;
+  if (off < 0) {
+    const char *e = getenv("EMBER_FFT_FOURSTEP");
+    off = e && !strcmp(e, "0");
+  }
+  if (off || m < FOURSTEP_MIN) return 0;
+  int64_t d = (int64_t)sqrt((double)m);
+  while (d * d > m) d--;
+  for (; d >= 32; d--)
+    if (m % d == 0) {
+      *m1 = d;
+      *m2 = m / d;
+      return 1;
+    }
+  return 0;
+}
 
 /* whether to split `blocks` blocks of work `work` values over nt threads */
 static int fft_parallel(int nt, int64_t blocks, int64_t work) {
@@ -353,10 +524,12 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 #define SFX d
 #define KIND_C PK_C
 #define KIND_R PK_R
+#define KIND_T4 PK_T4D
 #define FWD_C(o, p, v, f) (o)->fwd_c(p, v, f)
 #define BWD_C(o, p, v, f) (o)->bwd_c(p, v, f)
 #define FWD_R(o, p, i, v, f) (o)->fwd_r(p, i, v, f)
 #include "cpu/fft_lanes_tpl.h"
+#include "cpu/fft_fourstep_tpl.h"
 #undef R
 #undef SFX
 #undef FWD_C
@@ -364,6 +537,7 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 #undef FWD_R
 #undef KIND_C
 #undef KIND_R
+#undef KIND_T4
 #define R float
 #define SFX f
 #define FWD_C(o, p, v, f) (o)->fwd_fc(p, v, f)
@@ -371,9 +545,12 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 #define FWD_R(o, p, i, v, f) (o)->fwd_fr(p, i, v, f)
 #define KIND_C PK_FC
 #define KIND_R PK_FR
+#define KIND_T4 PK_T4F
 #include "cpu/fft_lanes_tpl.h"
+#include "cpu/fft_fourstep_tpl.h"
 #undef KIND_C
 #undef KIND_R
+#undef KIND_T4
 #undef R
 #undef SFX
 #undef FWD_C
@@ -383,6 +560,11 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int64_t inner,
                          int forward, double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
+  int64_t m1, m2;
+  if (inner == 1 && fourstep_split(n, &m1, &m2)) /* each lane long and contiguous */
+    return dt == EM_COMPLEX64
+               ? cpu_fft4_f(data, 2 * n, data, 2 * n, outer, m1, m2, forward, fct, 0)
+               : cpu_fft4_d(data, 2 * n, data, 2 * n, outer, m1, m2, forward, fct, 0);
   if (dt == EM_COMPLEX64) return cpu_fft_f(data, outer, n, inner, forward, fct);
   return cpu_fft_d(data, outer, n, inner, forward, fct);
 }
@@ -392,6 +574,10 @@ static em_status cpu_fft(em_dtype dt, void *data, int64_t outer, int64_t n, int6
 static em_status cpu_rfft(em_dtype dt, const void *in, void *out, int64_t outer, int64_t n,
                           int64_t inner, double fct) {
   if (outer == 0 || n == 0 || inner == 0) return EM_OK;
+  int64_t m1, m2;
+  if (inner == 1 && n % 2 == 0 && fourstep_split(n / 2, &m1, &m2))
+    return dt == EM_FLOAT32 ? cpu_fft4_f(in, n, out, 2 * (n / 2 + 1), outer, m1, m2, 1, fct, 1)
+                            : cpu_fft4_d(in, n, out, 2 * (n / 2 + 1), outer, m1, m2, 1, fct, 1);
   if (dt == EM_FLOAT32) return cpu_rfft_f(in, out, outer, n, inner, fct);
   return cpu_rfft_d(in, out, outer, n, inner, fct);
 }

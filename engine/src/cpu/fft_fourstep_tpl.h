@@ -1,0 +1,213 @@
+/*
+** cpu/fft_fourstep_tpl.h -- one long contiguous transform as many short
+** ones (the "four-step" FFT, Bailey 1990), included by cpu/complex.c once
+** per computing type as cpu/fft_lanes_tpl.h is (R, SFX, KIND_C, FWD_C,
+** BWD_C).
+**
+** A transform of m = m1 m2 complex points, input index n = m2 n1 + n2 and
+** output index k = k1 + m1 k2:
+**   Z[k1 + m1 k2] = sum_n2 W_m2^(n2 k2) W_m^(n2 k1) sum_n1 W_m1^(n1 k1) z[m2 n1 + n2]
+** 1. the m2 columns (length m1, stride m2) are moved FS_BLOCK at a time
+**    (512 bytes of each row: runs of whole cache lines) through the
+**    thread's lane buffer, transformed, multiplied by the twiddles
+**    W_m^(n2 k1) (a table in the order this pass reads it, exact in double
+**    and rounded to R: fs_table in cpu/complex.c) and stored as rows of the
+**    scratch S (row k1 holds n2 = 0..m2-1);
+** 2. each row of S is transformed in place (pocketfft, times fct), and a
+**    block of FS_BLOCK rows is written to the output transposed
+**    (Z[k1 + m1 k2] = S[k1][k2]).
+** Every short transform fits in L1/L2 (m1, m2 near sqrt(m)), where
+** pocketfft's passes over one 2^19-point array each stream all of it: in a
+** standalone loop (AVX2 float build) 2^20 real points took 1.9 ms as the
+** 1536 short transforms alone against 4.1 ms as one. The passes are split
+** across threads, so one long transform runs in parallel too (docs/fft.md
+** has the measured times).
+**
+** rfft of n = 2m real values uses it on the values read as m complex ones
+** (z[j] = x[2j] + i x[2j+1], no copy) and untangles the result in place:
+** X[k] = E + W_n^k O, X[m-k] = conj(E - W_n^k O), with
+** E = (Z[k] + conj Z[m-k]) / 2 and O = -i (Z[k] - conj Z[m-k]) / 2.
+*/
+
+/* dst[j][i] = src[i][j] for i < rows, j < cols: complex values of R, the
+** pitches in complex values; whole cache lines on the long side. For float
+** two complex values move at a time (one SSE register, 2x2 blocks). */
+static void EMCAT(tr_, SFX)(const R *src, int64_t sp, R *dst, int64_t dp, int64_t rows,
+                            int64_t cols) {
+  int64_t i0 = 0;
+#if defined(__SSE2__)
+  if (sizeof(R) == sizeof(float)) {
+    const float *fs = (const float *)src;
+    float *fd = (float *)dst;
+    const int64_t r2 = rows & ~(int64_t)1, c2 = cols & ~(int64_t)1;
+#define TR_2X2(i, j)                                                    \
+  do {                                                                  \
+    __m128 a = _mm_loadu_ps(fs + 2 * ((i) * sp + (j)));                 \
+    __m128 b = _mm_loadu_ps(fs + 2 * (((i) + 1) * sp + (j)));           \
+    _mm_storeu_ps(fd + 2 * ((j) * dp + (i)), _mm_movelh_ps(a, b));      \
+    _mm_storeu_ps(fd + 2 * (((j) + 1) * dp + (i)), _mm_movehl_ps(b, a)); \
+  } while (0)
+    if (rows <= cols) {
+      for (int64_t j = 0; j < c2; j += 2)
+        for (int64_t i = 0; i < r2; i += 2) TR_2X2(i, j);
+    } else {
+      for (int64_t i = 0; i < r2; i += 2)
+        for (int64_t j = 0; j < c2; j += 2) TR_2X2(i, j);
+    }
+#undef TR_2X2
+    /* an odd last column of the even rows; the odd last row below */
+    if (c2 < cols)
+      for (int64_t i = 0; i < r2; i++) {
+        dst[2 * (c2 * dp + i)] = src[2 * (i * sp + c2)];
+        dst[2 * (c2 * dp + i) + 1] = src[2 * (i * sp + c2) + 1];
+      }
+    i0 = r2;
+  }
+#endif
+  if (rows <= cols) {
+    for (int64_t j = 0; j < cols; j++)
+      for (int64_t i = i0; i < rows; i++) {
+        dst[2 * (j * dp + i)] = src[2 * (i * sp + j)];
+        dst[2 * (j * dp + i) + 1] = src[2 * (i * sp + j) + 1];
+      }
+  } else {
+    for (int64_t i = i0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        dst[2 * (j * dp + i)] = src[2 * (i * sp + j)];
+        dst[2 * (j * dp + i) + 1] = src[2 * (i * sp + j) + 1];
+      }
+  }
+}
+
+/* pass 1 on columns n2 .. n2 + nb - 1: out to rows of S (pitch ps complex);
+** tw: the twiddles of this block (fs_table's col at n2 m1, lane l's m1
+** values at l m1) */
+static int EMCAT(fft4_columns_, SFX)(const pf_ops *ops, void *p1, const R *tw, const R *z, R *S,
+                                     int64_t ps, int64_t m1, int64_t m2, int64_t n2, int64_t nb,
+                                     int forward, R *buf) {
+  const int64_t ls = lane_stride(m1);
+  EMCAT(tr_, SFX)(z + 2 * n2, m2, buf, ls / 2, m1, nb);
+  const R sg = forward ? (R)1 : (R)-1; /* the inverse's twiddles are the conjugates */
+  for (int64_t l = 0; l < nb; l++) {
+    R *v = buf + l * ls;
+    if ((forward ? FWD_C(ops, p1, v, (R)1) : BWD_C(ops, p1, v, (R)1)) != 0) return 1;
+    const R *w = tw + 2 * l * m1;
+    for (int64_t k1 = 0; k1 < m1; k1++) {
+      const R a = v[2 * k1], b = v[2 * k1 + 1];
+      const R wr = w[2 * k1], wi = sg * w[2 * k1 + 1];
+      v[2 * k1] = a * wr - b * wi;
+      v[2 * k1 + 1] = a * wi + b * wr;
+    }
+  }
+  EMCAT(tr_, SFX)(buf, ls / 2, S + 2 * n2, ps, nb, m1);
+  return 0;
+}
+
+/* pass 2 on rows k1 .. k1 + nb - 1 of S: transformed in place, then stored
+** transposed in out */
+static int EMCAT(fft4_rows_, SFX)(const pf_ops *ops, void *p2, R *S, int64_t ps, R *out,
+                                  int64_t m1, int64_t m2, int64_t k1, int64_t nb, int forward,
+                                  double fct) {
+  for (int64_t l = 0; l < nb; l++) {
+    R *v = S + 2 * ((k1 + l) * ps);
+    if ((forward ? FWD_C(ops, p2, v, (R)fct) : BWD_C(ops, p2, v, (R)fct)) != 0) return 1;
+  }
+  EMCAT(tr_, SFX)(S + 2 * (k1 * ps), ps, out + 2 * k1, m1, nb, m2);
+  return 0;
+}
+
+/* rfft's untangling of pairs (k, m - k) for k in [k0, k1) (1 <= k <= m / 2)
+** of Z in out, in place; w: W_(2m)^k (fs_table's unt) */
+static void EMCAT(rfft4_untangle_, SFX)(R *out, const R *w, int64_t m, int64_t k0, int64_t k1) {
+  for (int64_t k = k0; k < k1; k++) {
+    R *a = out + 2 * k, *b = out + 2 * (m - k);
+    const R ar = a[0], ai = a[1], br = b[0], bi = -b[1]; /* b = conj Z[m-k] */
+    const R er = (R)0.5 * (ar + br), ei = (R)0.5 * (ai + bi);
+    const R orr = (R)0.5 * (ai - bi), oi = (R)-0.5 * (ar - br); /* -i (a - b) / 2 */
+    const R wr = w[2 * k], wi = w[2 * k + 1];
+    const R tr = wr * orr - wi * oi, ti = wr * oi + wi * orr;
+    a[0] = er + tr;
+    a[1] = ei + ti;
+    b[0] = er - tr;
+    b[1] = -(ei - ti);
+  }
+}
+
+/* The four-step transform of nl lanes: lane i of m = m1 m2 complex values
+** at z + i zs (R values apart) into out + i os (natural order; out may be
+** z), times fct; real: z holds 2m real values per lane and out gets the
+** m + 1 values of rfft. */
+static em_status EMCAT(cpu_fft4_, SFX)(const R *z, int64_t zs, R *out, int64_t os, int64_t nl,
+                                       int64_t m1, int64_t m2, int forward, double fct, int real) {
+  const int64_t m = m1 * m2, ps = m2 + 4; /* rows of S a cache line apart beyond m2 */
+  const pf_ops *ops = pf();
+  void *p1 = NULL, *p2 = NULL, *tp = NULL;
+  plan_slot *s1 = NULL, *s2 = NULL, *st = NULL;
+  em_status s = plan_or_fail(KIND_C, m1, &p1, &s1);
+  if (s == EM_OK) s = plan_or_fail(KIND_C, m2, &p2, &s2);
+  if (s == EM_OK) s = plan_or_fail(KIND_T4, m, &tp, &st);
+  const fs_table *tw = tp;
+  R *S = s == EM_OK ? big_scratch_get((size_t)(2 * m1 * ps) * sizeof(R)) : NULL;
+  int failed = s == EM_OK && !S;
+  const int64_t FB = FS_BLOCK;
+  const int64_t cb = (m2 + FB - 1) / FB, rb = (m1 + FB - 1) / FB;
+  const int64_t half = m / 2, ub = (half + 4095) / 4096;
+  int nt = em_get_num_threads();
+  (void)nt;
+  for (int64_t i = 0; i < nl && s == EM_OK && !failed; i++) {
+    const R *zi = z + i * zs;
+    R *oi = out + i * os;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (fft_parallel(nt, cb, m))
+#endif
+    {
+      R *buf = scratch_get((size_t)(lane_stride(m1) * FB) * sizeof(R));
+      if (!buf) FFT_FAIL(failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t b = 0; b < cb; b++) {
+        const int64_t n2 = b * FB, nb = m2 - n2 < FB ? m2 - n2 : FB;
+        if (buf && EMCAT(fft4_columns_, SFX)(ops, p1, (const R *)tw->col + 2 * n2 * m1, zi, S, ps,
+                                             m1, m2, n2, nb, forward, buf))
+          FFT_FAIL(failed);
+      }
+      scratch_put(buf);
+      /* the columns are all in S before any row is written to out (out
+      ** may be z) */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t b = 0; b < rb; b++) {
+        const int64_t k1 = b * FB, nb = m1 - k1 < FB ? m1 - k1 : FB;
+        if (!failed && EMCAT(fft4_rows_, SFX)(ops, p2, S, ps, oi, m1, m2, k1, nb, forward, fct))
+          FFT_FAIL(failed);
+      }
+      if (real) {
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t b = 0; b < ub; b++) {
+          const int64_t k0 = 1 + b * 4096, k1 = k0 + 4096 <= half + 1 ? k0 + 4096 : half + 1;
+          if (!failed) EMCAT(rfft4_untangle_, SFX)(oi, tw->unt, m, k0, k1);
+        }
+      }
+    }
+    if (real && !failed) { /* X[0] and X[m] from Z[0], real */
+      const R zr = oi[0], zi0 = oi[1];
+      oi[0] = zr + zi0;
+      oi[1] = 0;
+      oi[2 * m] = zr - zi0;
+      oi[2 * m + 1] = 0;
+    }
+  }
+  big_scratch_put(S);
+  if (tp) plan_release(KIND_T4, tp, st);
+  if (p2) plan_release(KIND_C, p2, s2);
+  if (p1) plan_release(KIND_C, p1, s1);
+  if (s != EM_OK) return s;
+  if (failed)
+    return em_fail(EM_E_NOMEM, "fft: out of memory in a transform of size %lld",
+                   (long long)(real ? 2 * m : m));
+  return EM_OK;
+}
