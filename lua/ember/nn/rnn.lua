@@ -13,6 +13,7 @@ return function(T, C, nn)
   local Module, F, init = nn.Module, nn.functional, nn.init
   local A = require "ember.args"
   local nomore = A.nomore
+  local unpos = require("ember.argcheck")(T).unpos
   local fmt = string.format
 
   local function checkopts(name, o, allowed, level) return A.checkopts(name, o, allowed, level or 4) end
@@ -284,21 +285,22 @@ return function(T, C, nn)
   local KERNEL = { RNN_TANH = "rnn_tanh", RNN_RELU = "rnn_relu", LSTM = "lstm", GRU = "gru" }
 
   -- the initial state of a layer's or cell's forward: a tensor, or for an
-  -- LSTM a table {h0, c0}; option-like keys are errors
+  -- LSTM a table {h0, c0}; option-like keys are errors (raised at the
+  -- forward's caller: the forward is tail-called by Module's __call)
   local function parse_hx(name, hx, lstm)
     local plain = type(hx) == "table" and not T.is_tensor(hx)
     if lstm and not plain then
-      error(fmt("%s.forward: the initial state of an LSTM is a table {h0, c0}", name), 4)
+      error(fmt("%s.forward: the initial state of an LSTM is a table {h0, c0}", name), 3)
     end
     if plain and not lstm and hx[1] ~= nil then
       error(fmt("%s.forward: the initial state is a tensor h0, not a table (a table {h0, c0} is an LSTM's)",
-        name), 4)
+        name), 3)
     end
     if plain then
       for k in pairs(hx) do
         if not lstm or type(k) ~= "number" then
           error(fmt("%s.forward: unknown option '%s' (the initial state is %s)", name, tostring(k),
-            lstm and "a table {h0, c0}" or "a tensor"), 4)
+            lstm and "a table {h0, c0}" or "a tensor"), 3)
         end
       end
     end
@@ -315,20 +317,32 @@ return function(T, C, nn)
     end)
   end
 
-  local function check_state(name, what, t, want, x)
-    if not T.is_tensor(t) then error(fmt("%s.forward: %s must be a tensor", name, what), 4) end
+  -- level: the caller's position (4 from the layers' prep, 3 from a cell's forward)
+  local function check_state(name, what, t, want, x, level)
+    if not T.is_tensor(t) then error(fmt("%s.forward: %s must be a tensor", name, what), level) end
     local s = t.shape:totable()
     local ok = #s == #want
     for i = 1, #want do ok = ok and s[i] == want[i] end
     if not ok then
       error(fmt("%s.forward: Expected hidden size (%s), got [%s] for %s", name,
-        table.concat(want, ", "), table.concat(s, ", "), what), 4)
+        table.concat(want, ", "), table.concat(s, ", "), what), level)
     end
     if t.dtype ~= x.dtype then
       error(fmt("%s.forward: expected %s of dtype %s (the input's), got %s", name, what,
-        tostring(x.dtype), tostring(t.dtype)), 4)
+        tostring(x.dtype), tostring(t.dtype)), level)
     end
   end
+
+  -- the engine op (its errors name it: "lstm: ..."), an error raised at the
+  -- forward's caller rather than at this file's line: pass is tail-called
+  -- from rnn_layer, called by the forward, tail-called by Module's __call
+  local function pass(ok, ...)
+    if ok then return ... end
+    local e = ...
+    if type(e) ~= "string" then error(e, 0) end
+    error(unpos(e), 3)
+  end
+  local function rnn_layer(...) return pass(pcall(C._nn_rnn_layer, ...)) end
 
   local function rnn_class(name, fixed_mode)
     local cls = Module:extend(name)
@@ -363,7 +377,7 @@ return function(T, C, nn)
       local L = opt(o, "num_layers", 1)
       check_count(name, "num_layers", L, 1)
       local dropout = opt(o, "dropout", 0)
-      if type(dropout) ~= "number" or dropout < 0 or dropout > 1 then
+      if type(dropout) ~= "number" or not (dropout >= 0 and dropout <= 1) then -- NaN too
         error(fmt("%s: dropout should be a number in range [0, 1] representing the probability of "
           .. "an element being zeroed, got %s", name, tostring(dropout)), 3)
       end
@@ -433,10 +447,10 @@ return function(T, C, nn)
         h0, c0 = parse_hx(name, hx, lstm)
         local function prep(t, what, size)
           if unbatched then
-            check_state(name, what, t, { self.num_layers * D, size }, x)
+            check_state(name, what, t, { self.num_layers * D, size }, x, 4)
             return t:unsqueeze(2)
           end
-          check_state(name, what, t, { self.num_layers * D, N, size }, x)
+          check_state(name, what, t, { self.num_layers * D, N, size }, x, 4)
           if sorted then return t:index_select(2, sorted) end
           return t
         end
@@ -450,7 +464,7 @@ return function(T, C, nn)
         for d = 1, D do
           local i = (l - 1) * D + d
           local n, p = names[i], self._parameters
-          local o, h, c = C._nn_rnn_layer(kmode, x, h0 and h0:select(1, i), c0 and c0:select(1, i),
+          local o, h, c = rnn_layer(kmode, x, h0 and h0:select(1, i), c0 and c0:select(1, i),
             p[n.w_ih], p[n.w_hh], n.b_ih and p[n.b_ih], n.b_hh and p[n.b_hh], n.w_hr and p[n.w_hr],
             lengths, d == 2)
           outs[d], hs[i], cs[i] = o, h, c
@@ -547,15 +561,15 @@ return function(T, C, nn)
       if hx ~= nil then
         h0, c0 = parse_hx(name, hx, lstm)
         local want = unbatched and { H } or { N, H }
-        check_state(name, "hx", h0, want, x)
+        check_state(name, "hx", h0, want, x, 3)
         if unbatched then h0 = h0:unsqueeze(1) end
         if lstm then
-          check_state(name, "cx", c0, want, x)
+          check_state(name, "cx", c0, want, x, 3)
           if unbatched then c0 = c0:unsqueeze(1) end
         end
       end
       local p = self._parameters
-      local _, h, c = C._nn_rnn_layer(KERNEL[self.mode], x:unsqueeze(1), h0, c0, p.weight_ih,
+      local _, h, c = rnn_layer(KERNEL[self.mode], x:unsqueeze(1), h0, c0, p.weight_ih,
         p.weight_hh, p.bias_ih, p.bias_hh, nil, nil, false)
       if unbatched then
         h = h:squeeze(1)
