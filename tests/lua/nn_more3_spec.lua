@@ -262,7 +262,7 @@ describe("fractional_max_pool2d", function()
     assert.are.same({ 2, 3, 4, 4 }, v.shape:totable())
     close(v, x:reshape(2, 3, 81):gather(3, i:reshape(2, 3, 16)):view(2, 3, 4, 4), "values at the indices")
     assert.has_error(function() F.fractional_max_pool2d(x, 3, { output_size = 8 }) end,
-      "fractional_max_pool2d: out(): pool width 3 too large relative to input width 9 and output width 8")
+      "fractional_max_pool2d: pool height 3 too large relative to input height 9 (output height 8)")
     assert.has_error(function() F.fractional_max_pool2d(x, 3) end)
     assert.has_error(function() nn.FractionalMaxPool2d(2, { output_size = 3, output_ratio = 0.5 }) end)
   end)

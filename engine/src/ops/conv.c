@@ -20,7 +20,9 @@
 
 #include <limits.h>
 
-static em_status conv_geometry(const char *op, const int64_t *in, const int64_t *w,
+/* nd: the op's spatial dims as the user sees them (conv1d runs as a conv2d
+** over a unit width: its messages show the 3-d shapes and one size) */
+static em_status conv_geometry(const char *op, int nd, const int64_t *in, const int64_t *w,
                                const int64_t stride[2], const int64_t padding[2],
                                const int64_t dilation[2], int64_t groups, em_conv2d_geo *g) {
   for (int i = 0; i < 2; i++) {
@@ -44,22 +46,29 @@ static em_status conv_geometry(const char *op, const int64_t *in, const int64_t 
     char ws[EM_SHAPE_BUF];
     return em_fail(EM_E_VALUE, "%s: Given groups=%lld, expected weight to be at least %lld at dimension 1, "
                    "but got weight of size %s instead", op, (long long)groups, (long long)groups,
-                   em_fmt_shape(ws, sizeof ws, 4, w));
+                   em_fmt_shape(ws, sizeof ws, nd + 2, w));
   }
-  if (g->O % groups != 0)
-    return em_fail(EM_E_VALUE, "%s: out_channels (%lld) must be divisible by groups (%lld)", op,
-                   (long long)g->O, (long long)groups);
+  if (g->O % groups != 0) {
+    char ws[EM_SHAPE_BUF];
+    return em_fail(EM_E_VALUE, "%s: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, "
+                   "but got weight of size %s instead", op, (long long)groups, (long long)groups,
+                   em_fmt_shape(ws, sizeof ws, nd + 2, w));
+  }
   if (g->Cg * groups != g->C) {
     char ws[EM_SHAPE_BUF], is[EM_SHAPE_BUF];
     return em_fail(EM_E_VALUE,
                    "%s: Given groups=%lld, weight of size %s, expected input%s to have %lld "
                    "channels, but got %lld channels instead", op, (long long)groups,
-                   em_fmt_shape(ws, sizeof ws, 4, w), em_fmt_shape(is, sizeof is, 4, in),
+                   em_fmt_shape(ws, sizeof ws, nd + 2, w), em_fmt_shape(is, sizeof is, nd + 2, in),
                    (long long)(g->Cg * groups), (long long)g->C);
   }
   int64_t eh = g->d[0] * (g->kH - 1) + 1, ew = g->d[1] * (g->kW - 1) + 1;
   int64_t ph = g->H + 2 * g->p[0], pw = g->W + 2 * g->p[1];
   if (g->kH < 1 || g->kW < 1 || ph < eh || pw < ew) {
+    if (nd == 1)
+      return em_fail(EM_E_VALUE,
+                     "%s: kernel size (%lld) (dilated) can't be greater than the padded input size (%lld)",
+                     op, (long long)eh, (long long)ph);
     return em_fail(EM_E_VALUE,
                    "%s: kernel size (%lld x %lld) (dilated) can't be greater than the padded "
                    "input size (%lld x %lld)", op, (long long)eh, (long long)ew,
@@ -131,7 +140,7 @@ static void conv_params(em_ag_params *p, const int64_t s[2], const int64_t pd[2]
 
 /* -- forward ----------------------------------------------------------------- */
 
-static em_status conv2d_checked(const char *op, const em_tensor *input, const em_tensor *weight,
+static em_status conv2d_checked(const char *op, int nd, const em_tensor *input, const em_tensor *weight,
                                 const em_tensor *bias, const int64_t stride[2],
                                 const int64_t padding[2], const int64_t dilation[2],
                                 int64_t groups, em_tensor **out) {
@@ -144,12 +153,16 @@ static em_status conv2d_checked(const char *op, const em_tensor *input, const em
   if ((st = check4(op, "input", input)) != EM_OK) return st;
   if ((st = check4(op, "weight", weight)) != EM_OK) return st;
   em_conv2d_geo g;
-  if ((st = conv_geometry(op, input->sizes, weight->sizes, stride, padding, dilation, groups,
+  if ((st = conv_geometry(op, nd, input->sizes, weight->sizes, stride, padding, dilation, groups,
                           &g)) != EM_OK)
     return st;
-  if (bias && (bias->ndim != 1 || bias->sizes[0] != g.O))
-    return em_fail(EM_E_VALUE, "%s: expected bias of shape [%lld], got %d-d", op,
-                   (long long)g.O, bias->ndim);
+  if (bias && (bias->ndim != 1 || bias->sizes[0] != g.O)) {
+    char ws[EM_SHAPE_BUF], bs[EM_SHAPE_BUF];
+    return em_fail(EM_E_VALUE, "%s: Given weight of size %s, expected bias to be 1-dimensional with %lld "
+                   "elements, but got bias of size %s instead", op,
+                   em_fmt_shape(ws, sizeof ws, nd + 2, weight->sizes), (long long)g.O,
+                   em_fmt_shape(bs, sizeof bs, bias->ndim, bias->sizes));
+  }
   int64_t osz[4] = {g.N, g.O, g.oH, g.oW};
   return conv_run(k, EM_CONV_FORWARD, op, input, weight, bias, &g, osz, out);
 }
@@ -161,7 +174,7 @@ em_status em_conv2d(const em_tensor *input, const em_tensor *weight, const em_te
   EM_AUTOCAST(EM_AC_CONV, 3, ac, em_conv2d(ac[0], ac[1], ac[2], stride, padding, dilation, groups, out));
   EM_HALF_VIA_F32(3, ac, em_conv2d(ac[0], ac[1], ac[2], stride, padding, dilation, groups, out), out);
   int on = em_ag_pause();
-  em_status st = conv2d_checked("conv2d", input, weight, bias, stride, padding, dilation,
+  em_status st = conv2d_checked("conv2d", 2, input, weight, bias, stride, padding, dilation,
                                 groups, out);
   em_ag_resume(on);
   em_ag_params p;
@@ -192,7 +205,7 @@ em_status em_conv1d(const em_tensor *input, const em_tensor *weight, const em_te
   em_status st = em_unsqueeze(input, 4, &x4); /* [N, C, L, 1] */
   if (st == EM_OK) st = em_unsqueeze(weight, 4, &w4);
   int64_t s[2] = {stride, 1}, p[2] = {padding, 0}, d[2] = {dilation, 1};
-  if (st == EM_OK) st = conv2d_checked(op, x4, w4, bias, s, p, d, groups, &o4);
+  if (st == EM_OK) st = conv2d_checked(op, 1, x4, w4, bias, s, p, d, groups, &o4);
   if (st == EM_OK) {
     int64_t sz[3] = {o4->sizes[0], o4->sizes[1], o4->sizes[2]};
     st = em_view(o4, 3, sz, out);
@@ -225,7 +238,7 @@ static em_status conv_backward(em_conv_pass pass, const em_tensor *grad_out, con
   if ((st = nn_check_same(op, what, grad_out, t)) != EM_OK) return st;
   if ((st = check4(op, what, t)) != EM_OK) return st;
   em_conv2d_geo g;
-  if ((st = conv_geometry(op, in_pass ? sizes : t->sizes, in_pass ? t->sizes : sizes, stride,
+  if ((st = conv_geometry(op, 2, in_pass ? sizes : t->sizes, in_pass ? t->sizes : sizes, stride,
                           padding, dilation, groups, &g)) != EM_OK)
     return st;
   if ((st = check_go(op, grad_out, &g)) != EM_OK) return st;

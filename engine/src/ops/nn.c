@@ -45,7 +45,9 @@ static em_status pool_geometry(const char *op, int ndim, const int64_t *in,
       return em_fail(EM_E_VALUE, "%s: stride must be positive, got %lld", op, (long long)g->s[i]);
     if (g->d[i] < 1)
       return em_fail(EM_E_VALUE, "%s: dilation must be positive, got %lld", op, (long long)g->d[i]);
-    if (g->p[i] < 0 || g->p[i] > g->k[i] / 2)
+    if (g->p[i] < 0)
+      return em_fail(EM_E_VALUE, "%s: pad must be non-negative, but got pad=%lld", op, (long long)g->p[i]);
+    if (g->p[i] > g->k[i] / 2)
       return em_fail(EM_E_VALUE, "%s: pad should be at most half of kernel size, but got pad=%lld "
                      "and kernel_size=%lld", op, (long long)g->p[i], (long long)g->k[i]);
   }

@@ -156,6 +156,13 @@ return function(T, C)
     return x
   end
 
+  -- torch's message for a padding string other than 'same' and 'valid'
+  local function bad_padding_string(op, padding)
+    if type(padding) == "string" and padding ~= "same" and padding ~= "valid" then
+      error(string.format("%s: Invalid padding string '%s', should be one of {'valid', 'same'}", op, padding), 3)
+    end
+  end
+
   local function conv2d_core(x, w, b, s, p, d, g)
     return C._nn_conv2d(x, w, b, s[1], s[2], p[1], p[2], d[1], d[2], g)
   end
@@ -169,6 +176,7 @@ return function(T, C)
       error(op .. ": bias must be a tensor or nil (pass options after it)", 2)
     end
     local stride, padding, dilation, groups = conv_opts(op, { n = select("#", ...), ... }, 1)
+    bad_padding_string(op, padding)
     local s, d = pair(stride, "stride", op), pair(dilation, "dilation", op)
     local p
     if padding == "valid" then p = { 0, 0 }
@@ -196,6 +204,7 @@ return function(T, C)
       error(op .. ": bias must be a tensor or nil (pass options after it)", 2)
     end
     local stride, padding, dilation, groups = conv_opts(op, { n = select("#", ...), ... }, 1)
+    bad_padding_string(op, padding)
     local function one(v, what)
       v = single(op, v, what, 3)
       if type(v) ~= "number" and v ~= "same" and v ~= "valid" then
@@ -230,7 +239,7 @@ return function(T, C)
   local function pool_args(op, kernel, ...)
     local args = { n = select("#", ...), ... }
     local o = checkopts(op, opts_at(args, 1), POOL[op], 4)
-    local last = opts_at(args, 1) and 1 or #POOL[op] - 1
+    local last = opts_at(args, 1) and 1 or #POOL[op]
     nomore(op, last + 2, unpack(args, last + 1, args.n))
     local pos = not opts_at(args, 1)
     local k = pair(kernel, "kernel_size", op)
@@ -270,7 +279,7 @@ return function(T, C)
     local xb, unb = batched(op, x)
     local out, idx = C._nn_max_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], d[1], d[2], ceil)
     if unb then out, idx = out:squeeze(1), idx:squeeze(1) end
-    if o.return_indices then return out, idx end
+    if o.return_indices or (pos and args[5]) then return out, idx end
     return out
   end
 
@@ -293,6 +302,14 @@ return function(T, C)
     local out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
     if unb then out = out:squeeze(1) end
     return out
+  end
+
+  -- an engine error raised at the caller's position, not at this file's line
+  -- that called the engine (as conv3d's and the 3-d pools')
+  do
+    local named = require("ember.argcheck")(T).named
+    F.conv1d, F.conv2d = named("conv1d", F.conv1d), named("conv2d", F.conv2d)
+    F.max_pool2d, F.avg_pool2d = named("max_pool2d", F.max_pool2d), named("avg_pool2d", F.avg_pool2d)
   end
 
   -- -- embedding, normalisation, dropout -------------------------------------------

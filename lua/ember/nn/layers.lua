@@ -252,6 +252,9 @@ return function(T, C, nn)
       end
       self.padding_mode = mode
       local groups = opt(o, "groups", 1)
+      if type(groups) ~= "number" or groups < 1 or groups % 1 ~= 0 then
+        error(string.format("%s: groups must be a positive integer, got %s", name, tostring(groups)), 3)
+      end
       if cin % groups ~= 0 then error(name .. ": in_channels must be divisible by groups", 3) end
       if cout % groups ~= 0 then error(name .. ": out_channels must be divisible by groups", 3) end
       local k
@@ -315,7 +318,14 @@ return function(T, C, nn)
         -- PyTorch's: F.pad in that mode, then the convolution without padding
         local unbatched = T.is_tensor(x) and x.ndim == nd + 1
         if unbatched then x = x:unsqueeze(1) end
-        local y = f(F.pad(x, self._mode_pad, self.padding_mode), self.weight, self.bias,
+        local ok, xp = pcall(F.pad, x, self._mode_pad, self.padding_mode)
+        if not ok then
+          -- F.pad's refusal (a padding too large for the mode) under the layer's name
+          local unpos = require("ember.argcheck")(T).unpos
+          error(string.format("%s: %s (padding_mode='%s')", name, (unpos(xp):gsub("^pad: ", "")),
+            self.padding_mode), 2)
+        end
+        local y = f(xp, self.weight, self.bias,
           { stride = self.stride, padding = 0, dilation = self.dilation, groups = self.groups })
         return unbatched and y:squeeze(1) or y
       end

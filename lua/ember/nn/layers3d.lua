@@ -414,6 +414,9 @@ return function(T, C, nn)
         .. "size %s instead", op, list_repr(shape_of(w)), O, list_repr(shape_of(b))), 2)
     end
     for i, v in ipairs(s) do if v < 1 then error(fmt("%s: non-positive stride is not supported", op), 2) end end
+    for i, v in ipairs(d) do
+      if v < 1 then error(fmt("%s: dilation should be greater than zero, but got %s", op, list_repr(d)), 2) end
+    end
     local k = { kD, kH, kW }
     local l, r = {}, {}
     if padding == "same" then
@@ -438,9 +441,11 @@ return function(T, C, nn)
     end
     local Dp = x.shape[3]
     local Do = math.floor((Dp - d[1] * (kD - 1) - 1) / s[1]) + 1
-    if Do < 1 then
+    local Hq, Wq = x.shape[4] + 2 * l[2], x.shape[5] + 2 * l[3] -- the padded H and W
+    if Dp < d[1] * (kD - 1) + 1 or Hq < d[2] * (kH - 1) + 1 or Wq < d[3] * (kW - 1) + 1 then
+      -- all three dims here (conv2d below would name only H and W)
       error(fmt("%s: Calculated padded input size per channel: (%d x %d x %d). Kernel size: (%d x %d x %d). Kernel "
-        .. "size can't be greater than actual input size", op, Dp, x.shape[4] + 2 * l[2], x.shape[5] + 2 * l[3],
+        .. "size can't be greater than actual input size", op, Dp, Hq, Wq,
         d[1] * (kD - 1) + 1, d[2] * (kH - 1) + 1, d[3] * (kW - 1) + 1), 2)
     end
     local Hp, Wp = x.shape[4], x.shape[5]
@@ -490,8 +495,16 @@ return function(T, C, nn)
     if w.shape[1] ~= Cin then
       error(fmt("%s: expected the weight's first dim (%d) to match the input's channels (%d)", op, w.shape[1], Cin), 2)
     end
-    if g < 1 or Cin % g ~= 0 then
+    if type(g) ~= "number" or g < 1 then error(op .. ": non-positive groups is not supported", 2) end
+    if Cin % g ~= 0 then
       error(fmt("%s: the input's channels (%d) must be divisible by groups (%d)", op, Cin, g), 2)
+    end
+    -- every dim checked here (the depth is not the 2-d op's)
+    for i = 1, 3 do
+      if s[i] < 1 then error(fmt("%s: non-positive stride is not supported, got %s", op, list_repr(s)), 2) end
+      if d[i] < 1 then error(fmt("%s: dilation should be greater than zero, but got %s", op, list_repr(d)), 2) end
+      if p[i] < 0 then error(fmt("%s: negative padding is not supported, got %s", op, list_repr(p)), 2) end
+      if opad[i] < 0 then error(fmt("%s: negative output_padding is not supported, got %s", op, list_repr(opad)), 2) end
     end
     if opad[1] >= s[1] and opad[1] >= d[1] then
       error(fmt("%s: output padding must be smaller than either stride or dilation, but got output_padding=%d, "
@@ -560,7 +573,8 @@ return function(T, C, nn)
         error(fmt("%s: kernel_size, stride and dilation must be positive, got kernel_size=%s, stride=%s, dilation=%s",
           op, list_repr(k), list_repr(s), list_repr(d)), 3)
       end
-      if p[i] < 0 or p[i] > math.floor(k[i] / 2) then
+      if p[i] < 0 then error(fmt("%s: pad must be non-negative, but got padding=%s", op, list_repr(p)), 3) end
+      if p[i] > math.floor(k[i] / 2) then
         error(fmt("%s: pad should be smaller than or equal to half of kernel size, but got kT=%d kW=%d kH=%d padT=%d "
           .. "padW=%d padH=%d", op, k[1], k[3], k[2], p[1], p[3], p[2]), 3)
       end

@@ -473,12 +473,12 @@ return function(T, C, nn)
       error(op .. ": fractional_max_pool2d requires specifying either an output_size or an output_ratio", 2)
     end
     local oH, oW = out[1], out[2]
-    if oW + k[2] - 1 > W then
-      error(fmt("%s: out(): pool width %d too large relative to input width %d and output width %d", op, k[2], W, oW), 2)
-    end
+    -- torch 1.13's checks, height first
     if oH + k[1] - 1 > H then
-      error(fmt("%s: out(): pool height %d too large relative to input height %d and output height %d", op, k[1], H,
-        oH), 2)
+      error(fmt("%s: pool height %d too large relative to input height %d (output height %d)", op, k[1], H, oH), 2)
+    end
+    if oW + k[2] - 1 > W then
+      error(fmt("%s: pool width %d too large relative to input width %d (output width %d)", op, k[2], W, oW), 2)
     end
     local samples = o._random_samples
     if samples == nil then

@@ -53,8 +53,12 @@ return function(T, C, nn)
       error(string.format("%s: expected the weight's first dim (%d) to match the input's channels (%d)", op,
         w.shape[1], Cin), 3)
     end
-    if g < 1 or Cin % g ~= 0 then
+    if type(g) ~= "number" or g < 1 then error(op .. ": non-positive groups is not supported", 3) end
+    if Cin % g ~= 0 then
       error(string.format("%s: the input's channels (%d) must be divisible by groups (%d)", op, Cin, g), 3)
+    end
+    for i = 1, 2 do
+      if op_[i] < 0 then error(op .. ": negative output_padding is not supported", 3) end
     end
     local out = { N, w.shape[2] * g }
     local sizes = { H, W }
@@ -359,14 +363,23 @@ return function(T, C, nn)
 
   local function conv_transpose_class(name, n)
     local M = Module:extend(name)
-    local allowed = set { "stride", "padding", "output_padding", "groups", "bias", "dilation", "dtype" }
+    local allowed = set { "stride", "padding", "output_padding", "groups", "bias", "dilation", "dtype",
+      "padding_mode" }
     function M:init(cin, cout, kernel, o)
       if o ~= nil and not is_opts(o) then error(name .. ": pass the options in a table", 3) end
       o = o or {}
       for k in pairs(o) do
         if not allowed[k] then error(string.format("%s: unknown option '%s'", name, tostring(k)), 3) end
       end
+      -- torch's padding_mode: "zeros" (the default) only
+      if o.padding_mode ~= nil and o.padding_mode ~= "zeros" then
+        error(string.format("%s: Only 'zeros' padding mode is supported for %s, got padding_mode='%s'", name,
+          name, tostring(o.padding_mode)), 3)
+      end
       local groups = o.groups or 1
+      if type(groups) ~= "number" or groups < 1 or groups % 1 ~= 0 then
+        error(string.format("%s: groups must be a positive integer, got %s", name, tostring(groups)), 3)
+      end
       if cin % groups ~= 0 or cout % groups ~= 0 then
         error(string.format("%s: in_channels and out_channels must be divisible by groups", name), 3)
       end
