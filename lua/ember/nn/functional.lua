@@ -77,11 +77,19 @@ return function(T, C)
   end
   function F.tanh(x, ...) need_tensor("tanh", x, "the input"); nomore("tanh", 1, ...); return x:tanh() end
   function F.sigmoid(x, ...) need_tensor("sigmoid", x, "the input"); nomore("sigmoid", 1, ...); return x:sigmoid() end
+  -- the in-place forms: computed from a copy, written into x (copy_'s
+  -- errors, a leaf that requires grad, under the op's name)
+  local named = require("ember.argcheck")(T).named
+  local silu_ = named("silu", function(x) return x:copy_(x:clone():silu()) end)
+  local leaky_ = named("leaky_relu", function(x, slope)
+    local c = x:clone()
+    return x:copy_(T.where(c:gt(0), c, c * slope))
+  end)
   function F.silu(x, inplace, ...)
     need_tensor("silu", x, "the input"); nomore("silu", 2, ...)
     if inplace_arg("silu", inplace) then
       need_float("silu", x)
-      return x:copy_(x:clone():silu())
+      return silu_(x)
     end
     return x:silu()
   end
@@ -102,10 +110,7 @@ return function(T, C)
     end
     -- PyTorch's kernel takes floating point input only
     need_float("leaky_relu", x)
-    if inplace then
-      local c = x:clone()
-      return x:copy_(T.where(c:gt(0), c, c * slope))
-    end
+    if inplace then return leaky_(x, slope) end
     return T.where(x:gt(0), x, x * slope)
   end
   -- softmax(x, dim, {dtype}) or softmax(x, {dim, dtype}); softmin(x) =
