@@ -192,8 +192,10 @@ describe("layer constructors", function()
       "Linear: unknown option 'bais' (expected one of: bias, dtype, device)")
     fails_with(function() return T.nn.Conv2d(1, 2, 3, { padding_modes = "reflect" }) end,
       "Conv2d: unknown option 'padding_modes'")
-    fails_with(function() return T.nn.ReLU { inplace = true } end,
-      "ReLU: unknown option 'inplace' (ReLU takes no options)")
+    fails_with(function() return T.nn.ReLU { inplce = true } end,
+      "ReLU: unknown option 'inplce' (expected one of: inplace)")
+    fails_with(function() return T.nn.Tanh { inplace = true } end,
+      "Tanh: unknown option 'inplace' (Tanh takes no options)")
     fails_with(function() return T.nn.Linear(3, 2)(T.ones(1, 3), { zz = 1 }) end,
       "Linear.forward: unknown option 'zz'")
   end)

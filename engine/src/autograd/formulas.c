@@ -307,6 +307,12 @@ static em_tensor *cwhere(F *f, const em_tensor *c, const em_tensor *a, const em_
   em_tensor *w = where(f, cu, ar, br);
   return w && OK ? keep(f, em_view_as_complex(w, &r), &r) : NULL;
 }
+/* t cut from the graph: a constant when the backward is itself recorded */
+static em_tensor *detached(F *f, const em_tensor *t) {
+  if (!t || !OK) return NULL;
+  em_tensor *r = NULL;
+  return keep(f, em_detach(t, &r), &r);
+}
 /* v with zeros where c holds */
 static em_tensor *zero_where(F *f, const em_tensor *c, const em_tensor *v) {
   return cwhere(f, c, zeros_like(f, v), v);
@@ -791,7 +797,12 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
     case EM_OP_SOFTPLUS: {  /* sigmoid(beta x), 1 above the threshold */
       x = saved(f, 0);
       em_tensor *bx = MULS(x, n->p.ew.beta);
-      em_tensor *s = MUL(g, un(f, EM_OP_SIGMOID, bx));
+      em_tensor *sg = un(f, EM_OP_SIGMOID, bx);
+      /* PyTorch's double backward is beta sigmoid'(beta x) only where
+      ** beta x < threshold: at beta x == threshold (and NaN) the sigmoid
+      ** is a constant, so the second derivative there is 0 */
+      sg = where(f, bins(f, EM_OP_LT, bx, n->p.ew.threshold), sg, detached(f, sg));
+      em_tensor *s = MUL(g, sg);
       gin[0] = where(f, bins(f, EM_OP_GT, bx, n->p.ew.threshold), (em_tensor *)g, s);
       break;
     }

@@ -73,11 +73,24 @@ return function(T, C, nn)
     F[name] = named(name, F[name])
   end
 
-  -- x > 0: x; else alpha * (exp(x * input_scale) - 1) * scale ... (PyTorch's elu kernel)
+  -- x <= 0: alpha * (exp(x * input_scale) - 1) * scale, else x * scale
+  -- (PyTorch's elu kernel: NaN takes the x side, its gradient included).
+  -- The gradient of the exp side is alpha scale input_scale exp(x
+  -- input_scale) (exp's, not expm1's result + 1, which loses the small
+  -- values in float32), and at exactly 0 it is the linear term alone, so the
+  -- second derivative there is 0 (PyTorch's elu double backward: x < 0 only)
   local function elu(x, alpha, scale, input_scale)
-    local neg = (x:clamp_max(0) * input_scale):expm1() * (alpha * scale)
+    local z = x:clamp_max(0) * input_scale
+    local em = z:expm1()
+    -- (input_scale > 0: z <= 0, so exp(z) is finite and e - e:detach() is 0)
+    if input_scale > 0 and x.requires_grad and T.is_grad_enabled() then
+      local e = z:exp()
+      em = em:detach() + (e - e:detach())
+    end
+    local c = alpha * scale
+    local neg = T.where(x:lt(0), em * c, x * (c * input_scale))
     local pos = scale == 1 and x or x * scale
-    return T.where(x:gt(0), pos, neg)
+    return T.where(x:le(0), neg, pos)
   end
 
   act("elu", { "alpha" }, { 1.0 }, function(x, alpha) return elu(x, alpha, 1, 1) end)
@@ -88,12 +101,15 @@ return function(T, C, nn)
     return elu(x, alpha, 1, 1 / alpha)
   end)
 
-  -- clamp to [lo, hi] with the gradient passed strictly inside (lo, hi)
-  local function hardtanh(x, lo, hi)
+  -- clamp to [lo, hi] with the gradient passed strictly inside (lo, hi),
+  -- and at NaN (PyTorch's hardtanh backward zeroes it where x <= lo or
+  -- x >= hi; hardsigmoid's, nan_zero, where not lo < x < hi)
+  local function hardtanh(x, lo, hi, nan_zero)
     if lo > hi then
       error(string.format("hardtanh: min_val cannot be greater than max_val, got %g > %g", lo, hi), 4)
     end
-    return T.where(x:gt(lo):logical_and(x:lt(hi)), x, x:detach():clamp(lo, hi))
+    if nan_zero then return T.where(x:gt(lo):logical_and(x:lt(hi)), x, x:detach():clamp(lo, hi)) end
+    return T.where(x:le(lo):logical_or(x:ge(hi)), x:detach():clamp(lo, hi), x)
   end
   -- integer input (PyTorch's hardtanh takes it): the limits truncated to
   -- integers, no negative limit for uint8
@@ -110,29 +126,59 @@ return function(T, C, nn)
   act("hardtanh", { "min_val", "max_val" }, { -1.0, 1.0 }, hardtanh, hardtanh_int)
   act("relu6", {}, {}, function(x) return hardtanh(x, 0, 6) end,
     function(x) return hardtanh_int(x, 0, 6) end)
-  act("hardsigmoid", {}, {}, function(x) return hardtanh(x + 3, 0, 6) / 6 end)
+  act("hardsigmoid", {}, {}, function(x) return hardtanh(x + 3, 0, 6, true) / 6 end)
   act("hardswish", {}, {}, function(x)
     -- 0 below -3, x (x + 3) / 6 on [-3, 3], x above 3
     -- (the middle branch on x clamped to [-3, 3]: finite where not taken, so
-    -- an infinite x gets PyTorch's gradient 0 / 1, not NaN)
+    -- an infinite x gets PyTorch's gradient 0 / 1, not NaN). At exactly -3
+    -- and 3 the middle branch is its tangent line: the gradient (2x + 3) / 6,
+    -- and a second derivative of 0 (PyTorch's: 1/3 strictly inside only)
     local xc = x:clamp(-3, 3)
-    return T.where(x:lt(-3), T.zeros_like(x), T.where(x:le(3), xc * (xc + 3) / 6, x))
+    local mid = T.where(x:gt(-3):logical_and(x:lt(3)), xc * (xc + 3) / 6,
+      T.where(x:lt(0), (xc + 3) * -0.5, (xc - 3) * 1.5 + 3))
+    return T.where(x:lt(-3), T.zeros_like(x), T.where(x:le(3), mid, x))
   end)
   act("mish", {}, {}, function(x) return x * x:softplus():tanh() end)
-  act("softsign", {}, {}, function(x) return x / (x:abs() + 1) end)
-  act("tanhshrink", {}, {}, function(x) return x - x:tanh() end)
-  act("hardshrink", { "lambd" }, { 0.5 }, function(x, l) return T.where(x:abs():gt(l), x, x * 0) end)
+  -- integer input (not bool): PyTorch's composites promote it to the default dtype
+  local function to_default(f)
+    return function(x, ...) return f(x:to(T.get_default_dtype()), ...) end
+  end
+  local function softsign(x) return x / (x:abs() + 1) end
+  local function tanhshrink(x) return x - x:tanh() end
+  act("softsign", {}, {}, softsign, to_default(softsign))
+  act("tanhshrink", {}, {}, tanhshrink, to_default(tanhshrink))
+  -- PyTorch's rules: 0 where -l <= x <= l, else x (NaN passes, and its gradient)
+  act("hardshrink", { "lambd" }, { 0.5 }, function(x, l)
+    return T.where(x:ge(-l):logical_and(x:le(l)), T.zeros_like(x), x)
+  end)
   act("softshrink", { "lambd" }, { 0.5 }, function(x, l)
     if l < 0 then
       error(string.format("softshrink: lambda must be greater or equal to 0, but found to be %s.",
         require("ember.pyfloat")(l)), 0)
     end
-    return T.where(x:gt(l), x - l, T.where(x:lt(-l), x + l, x * 0))
+    -- x - l above l, x + l below -l, else 0; NaN stays NaN (torch 1.13
+    -- gives 0 there, later versions NaN) with the gradient 1, torch's
+    return T.where(x:ge(-l):logical_and(x:le(l)), T.zeros_like(x), T.where(x:lt(-l), x + l, x - l))
   end)
-  act("threshold", { "threshold", "value" }, {}, function(x, th, v)
+  local function threshold(x, th, v)
     -- PyTorch's rule, x <= threshold ? value : x: NaN passes through
     return T.where(x:le(th), T.full({}, v, { dtype = x.dtype, device = x.device }):expand(x.shape), x)
-  end)
+  end
+  -- integer input (PyTorch's threshold takes it): threshold and value
+  -- converted to the dtype (truncated), a value out of its range refused
+  local function threshold_int(x, th, v)
+    local function trunc(u) return u < 0 and math.ceil(u) or math.floor(u) end
+    local info = T.iinfo(x.dtype)
+    local imin, imax = tonumber(info.min), tonumber(info.max)
+    if v ~= v or v < imin or v > imax then
+      error(string.format("threshold: value %s cannot be converted to type %s without overflow",
+        tostring(v), tostring(x.dtype)), 4)
+    end
+    if th ~= th then return x:clone() end
+    th = math.max(math.min(trunc(th), imax), imin)
+    return threshold(x, th, trunc(v))
+  end
+  act("threshold", { "threshold", "value" }, {}, threshold, threshold_int)
   F.threshold_ = named("threshold_", function(x, th, v, ...)
     nomore("threshold_", 3, ...)
     return F.threshold(x, th, v, true)
@@ -172,6 +218,15 @@ return function(T, C, nn)
     nomore(op, 2, ...)
     check_tensor(op, x)
     if not T.is_tensor(weight) then error("prelu: expected a weight tensor, got " .. type(weight), 2) end
+    -- PyTorch: "prelu: Expected `weight` to be a scalar or 1D tensor, but got
+    -- ndim = 2", and one dtype for both (no promotion)
+    if weight.ndim > 1 then
+      error(string.format("prelu: expected weight to be a scalar or 1-d tensor, but got ndim = %d", weight.ndim), 2)
+    end
+    if weight.dtype ~= x.dtype then
+      error(string.format("prelu: expected weight of the input's dtype %s, got %s", tostring(x.dtype),
+        tostring(weight.dtype)), 2)
+    end
     local n = weight:numel()
     local w = weight
     if n ~= 1 then

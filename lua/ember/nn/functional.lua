@@ -46,7 +46,26 @@ return function(T, C)
   end
 
   -- -- activations (ember ops; autograd sees them directly) ----------------
-  function F.relu(x, ...) need_tensor("relu", x, "the input"); nomore("relu", 1, ...); return x:relu() end
+  -- inplace: true, or {inplace = true}, after the other arguments (PyTorch's
+  -- inplace=True): the result written into x, which is returned
+  local INPLACE = { "inplace" }
+  local function inplace_arg(op, v)
+    if type(v) == "table" and not T.is_tensor(v) then v = checkopts(op, v, INPLACE, 4).inplace end
+    if v ~= nil and type(v) ~= "boolean" then
+      error(string.format("%s: expected a boolean for inplace, got %s", op, type(v)), 3)
+    end
+    return v or false
+  end
+  local function need_float(op, x)
+    if not x.dtype.is_floating_point then
+      error(string.format("%s: expected a floating point input, got %s", op, tostring(x.dtype)), 3)
+    end
+  end
+  function F.relu(x, inplace, ...)
+    need_tensor("relu", x, "the input"); nomore("relu", 2, ...)
+    if inplace_arg("relu", inplace) then return x:relu_() end
+    return x:relu()
+  end
   local GELU = { "approximate" }
   function F.gelu(x, o, ...)
     need_tensor("gelu", x, "the input")
@@ -58,19 +77,40 @@ return function(T, C)
   end
   function F.tanh(x, ...) need_tensor("tanh", x, "the input"); nomore("tanh", 1, ...); return x:tanh() end
   function F.sigmoid(x, ...) need_tensor("sigmoid", x, "the input"); nomore("sigmoid", 1, ...); return x:sigmoid() end
-  function F.silu(x, ...) need_tensor("silu", x, "the input"); nomore("silu", 1, ...); return x:silu() end
-  function F.softplus(x, ...) need_tensor("softplus", x, "the input"); return x:softplus(...) end
-  local LEAKY = { "negative_slope" }
-  function F.leaky_relu(x, slope, ...)
-    need_tensor("leaky_relu", x, "the input")
-    nomore("leaky_relu", 2, ...)
-    if type(slope) == "table" and not T.is_tensor(slope) then
-      slope = checkopts("leaky_relu", slope, LEAKY).negative_slope
+  -- the in-place forms: computed from a copy, written into x (copy_'s
+  -- errors, a leaf that requires grad, under the op's name)
+  local named = require("ember.argcheck")(T).named
+  local silu_ = named("silu", function(x) return x:copy_(x:clone():silu()) end)
+  local leaky_ = named("leaky_relu", function(x, slope)
+    local c = x:clone()
+    return x:copy_(T.where(c:gt(0), c, c * slope))
+  end)
+  function F.silu(x, inplace, ...)
+    need_tensor("silu", x, "the input"); nomore("silu", 2, ...)
+    if inplace_arg("silu", inplace) then
+      need_float("silu", x)
+      return silu_(x)
     end
+    return x:silu()
+  end
+  function F.softplus(x, ...) need_tensor("softplus", x, "the input"); return x:softplus(...) end
+  local LEAKY = { "negative_slope", "inplace" }
+  function F.leaky_relu(x, slope, inplace, ...)
+    need_tensor("leaky_relu", x, "the input")
+    nomore("leaky_relu", 3, ...)
+    if type(slope) == "table" and not T.is_tensor(slope) then
+      if inplace ~= nil then error("leaky_relu: unexpected argument #3 after the options table", 2) end
+      local o = checkopts("leaky_relu", slope, LEAKY)
+      slope, inplace = o.negative_slope, o.inplace
+    end
+    inplace = inplace_arg("leaky_relu", inplace)
     slope = slope or 0.01
     if type(slope) ~= "number" then
       error("leaky_relu: expected a number for negative_slope, got " .. type(slope), 2)
     end
+    -- PyTorch's kernel takes floating point input only
+    need_float("leaky_relu", x)
+    if inplace then return leaky_(x, slope) end
     return T.where(x:gt(0), x, x * slope)
   end
   -- softmax(x, dim, {dtype}) or softmax(x, {dim, dtype}); softmin(x) =

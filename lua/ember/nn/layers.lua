@@ -563,10 +563,23 @@ return function(T, C, nn)
     nn[name] = M
     return M
   end
-  simple("ReLU", function(_, x) return F.relu(x) end)
+  -- ReLU(inplace=false), SiLU(inplace=false): positionally or {inplace = }
+  local INPLACE = { "inplace" }
+  for _, nm in ipairs { "ReLU", "SiLU" } do
+    local fn = nm == "ReLU" and F.relu or F.silu
+    local M = simple(nm, function(self, x) return fn(x, self.inplace) end,
+      function(self) return self.inplace and "inplace=true" or "" end)
+    function M:init(inplace, ...)
+      nomore(nm, 1, ...)
+      if type(inplace) == "table" then inplace = checkopts(nm, inplace, INPLACE).inplace end
+      if inplace ~= nil and type(inplace) ~= "boolean" then
+        error(string.format("%s: expected a boolean for inplace, got %s", nm, type(inplace)), 2)
+      end
+      self.inplace = inplace or false
+    end
+  end
   simple("Tanh", function(_, x) return F.tanh(x) end)
   simple("Sigmoid", function(_, x) return F.sigmoid(x) end)
-  simple("SiLU", function(_, x) return F.silu(x) end)
   local GELU = simple("GELU", function(self, x) return F.gelu(x, self.approximate) end,
     function(self) return "approximate='" .. (self.approximate or "none") .. "'" end)
   local GELU_O = { "approximate" }
@@ -576,13 +589,28 @@ return function(T, C, nn)
     checkopts("GELU", o, GELU_O)
     self.approximate = opt(o, "approximate", "none")
   end
-  local LeakyReLU = simple("LeakyReLU", function(self, x) return F.leaky_relu(x, self.negative_slope) end,
-    function(self) return "negative_slope=" .. self.negative_slope end)
-  local LEAKY = { "negative_slope" }
-  function LeakyReLU:init(s, ...)
-    nomore("LeakyReLU", 1, ...)
-    if type(s) == "table" then s = checkopts("LeakyReLU", s, LEAKY).negative_slope end
+  local LeakyReLU = simple("LeakyReLU", function(self, x) return F.leaky_relu(x, self.negative_slope, self.inplace) end,
+    function(self) return "negative_slope=" .. self.negative_slope .. (self.inplace and ", inplace=true" or "") end)
+  local LEAKY = { "negative_slope", "inplace" }
+  -- LeakyReLU(negative_slope=0.01, inplace=false), or a table of those, or
+  -- (negative_slope, {inplace = })
+  function LeakyReLU:init(s, inplace, ...)
+    nomore("LeakyReLU", 2, ...)
+    if type(s) == "table" then
+      nomore("LeakyReLU", 1, inplace)
+      local o = checkopts("LeakyReLU", s, LEAKY)
+      s, inplace = o.negative_slope, o.inplace
+    elseif type(inplace) == "table" then
+      inplace = checkopts("LeakyReLU", inplace, INPLACE).inplace
+    end
+    if s ~= nil and type(s) ~= "number" then
+      error("LeakyReLU: expected a number for negative_slope, got " .. type(s), 2)
+    end
+    if inplace ~= nil and type(inplace) ~= "boolean" then
+      error("LeakyReLU: expected a boolean for inplace, got " .. type(inplace), 2)
+    end
     self.negative_slope = s or 0.01
+    self.inplace = inplace or false
   end
   for _, nm in ipairs { "Softmax", "LogSoftmax" } do
     local f = nm == "Softmax" and F.softmax or F.log_softmax

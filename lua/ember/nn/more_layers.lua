@@ -66,6 +66,10 @@ return function(T, C, nn)
     local v, o = params("rrelu", { "lower", "upper" }, { 1 / 8, 1 / 3 }, { ... }, select("#", ...),
       { "training", "inplace" })
     local lo, hi = num("rrelu", v[1], "lower"), num("rrelu", v[2], "upper")
+    -- PyTorch's kernel (leaky_relu's in evaluation) takes floating point input only
+    if not x.dtype.is_floating_point then
+      error(fmt("rrelu: expected a floating point input, got %s", tostring(x.dtype)), 2)
+    end
     if lo > hi then error(fmt("rrelu: Lower bound should be less than or equal to the upper bound"), 0) end
     local slope
     if o.training then

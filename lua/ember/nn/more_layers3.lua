@@ -203,7 +203,8 @@ return function(T, C, nn)
     local g = -T.empty(logits.shape, { dtype = logits.dtype, device = logits.device }):exponential_():log()
     local y = ((logits + g) / tau):softmax(dim)
     if not hard then return y end
-    local d = dim < 0 and dim + logits.ndim + 1 or dim
+    -- dim as given (a negative one too): a 0-d input has dims -1 and 1 only
+    local d = dim
     local _, idx = y:max(d, true)
     local y_hard = T.zeros(logits.shape, { dtype = logits.dtype, device = logits.device }):scatter(d, idx, 1.0)
     return y_hard - y:detach() + y
