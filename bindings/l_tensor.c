@@ -503,12 +503,7 @@ static int l_clone(lua_State *L) {
     lua_pop(L, 1);
     if (contig) {
       em_tensor **box = l_newbox(L);
-      em_tensor *c = NULL;
-      if (em_clone(t, &c) != EM_OK) l_error(L);
-      if (em_tensor_is_contiguous(c)) { *box = c; return 1; }
-      em_status st = em_contiguous(c, box);
-      em_tensor_release(c);
-      if (st != EM_OK) l_error(L);
+      if (em_clone_contiguous(t, box) != EM_OK) l_error(L);
       return 1;
     }
   }
@@ -655,7 +650,8 @@ NUMBER_METHOD(numel, em_tensor_numel(t))
 NUMBER_METHOD(storage_offset, em_tensor_offset(t))
 NUMBER_METHOD(element_size, em_dtype_size(em_tensor_dtype(t)))
 NUMBER_METHOD(nbytes, em_tensor_numel(t) * (int64_t)em_dtype_size(em_tensor_dtype(t)))
-NUMBER_METHOD(data_ptr, (uintptr_t)em_tensor_data(t))
+/* 0 for an empty tensor, as PyTorch's (TensorImpl::data is nullptr there) */
+NUMBER_METHOD(data_ptr, em_tensor_numel(t) == 0 ? 0 : (uintptr_t)em_tensor_data(t))
 
 static int l_is_contiguous(lua_State *L) {
   l_checknomore(L, 1, "is_contiguous");

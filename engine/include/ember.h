@@ -275,8 +275,12 @@ em_status em_fill_(em_tensor *dst, em_scalar value);
 ** resized), and no autograd history (out= is not differentiable). */
 em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out);
 /* A copy with independent storage. Dense non-overlapping tensors keep their
-** strides (PyTorch's preserve_format); others come out contiguous. */
+** strides exactly, those of size-1 dims included (PyTorch's
+** preserve_format); others come out contiguous. */
 em_status em_clone(const em_tensor *t, em_tensor **out);
+/* A copy with independent storage and exactly the row-major strides
+** (PyTorch's clone(memory_format=torch.contiguous_format)). */
+em_status em_clone_contiguous(const em_tensor *t, em_tensor **out);
 /* t itself (a new reference) when contiguous, else a contiguous copy. */
 em_status em_contiguous(const em_tensor *t, em_tensor **out);
 /* t itself when dtype and device already match and copy is 0; else a new

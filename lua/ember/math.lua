@@ -91,7 +91,7 @@ return function(T, C)
     if k == 1 then return t:flip({ d[2] }):transpose(d[1], d[2]) end
     if k == 2 then return t:flip({ d[1], d[2] }) end
     if k == 3 then return t:flip({ d[1] }):transpose(d[1], d[2]) end
-    return t:clone()
+    return t:clone({ memory_format = "contiguous" })  -- PyTorch's: row-major whatever t's layout
   end)
 
   -- fill_diagonal_(t, value, wrap = false): the main diagonal (t[i, i, ...];

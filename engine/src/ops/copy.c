@@ -136,6 +136,15 @@ static em_status clone_nograd(const em_tensor *t, em_tensor **out) {
   return copy_into_new(t, fresh, out);
 }
 
+/* A copy in row-major order with exactly the row-major strides (clone's
+** memory_format = "contiguous") */
+static em_status clone_contiguous_nograd(const em_tensor *t, em_tensor **out) {
+  em_tensor *fresh;
+  em_status st = em_empty(t->ndim, t->sizes, t->dtype, t->storage->device, &fresh);
+  if (st != EM_OK) return st;
+  return copy_into_new(t, fresh, out);
+}
+
 static em_status contiguous_nograd(const em_tensor *t, em_tensor **out) {
   if (em_tensor_is_contiguous(t)) {
     em_tensor_retain((em_tensor *)t);
@@ -350,6 +359,13 @@ em_status em_clone(const em_tensor *t, em_tensor **out) {
   p.name = "CloneBackward0";
   const em_tensor *in[1] = {t};
   EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, clone_nograd(t, out));
+}
+em_status em_clone_contiguous(const em_tensor *t, em_tensor **out) {
+  em_ag_params p;
+  memset(&p, 0, sizeof p);
+  p.name = "CloneBackward0";
+  const em_tensor *in[1] = {t};
+  EM_AG_CALL(EM_AG_IDENTITY, 1, in, out, &p, clone_contiguous_nograd(t, out));
 }
 em_status em_contiguous(const em_tensor *t, em_tensor **out) {
   em_ag_params p;

@@ -140,10 +140,12 @@ static void infer_dense_strides(int ndim, const int64_t *sizes, const int64_t *s
 }
 
 /* PyTorch's preserve_format: t's strides when t is dense and
-** non-overlapping, else infer_dense_strides of t's. */
+** non-overlapping (exactly, also a contiguous t's strides of size-1 dims:
+** a clone of a [3, 1, 4] tensor transposed to [1, 3, 4], strides [4, 4, 1],
+** keeps them), else infer_dense_strides of t's. */
 static em_status empty_like_layout(const char *op, const em_tensor *t, em_dtype dt,
                                    em_device dev, int contiguous, em_tensor **out) {
-  if (contiguous || t->ndim < 2 || em_tensor_is_contiguous(t))
+  if (contiguous || t->ndim == 0)
     return empty_strided_unfilled(op, t->ndim, t->sizes, NULL, dt, dev, out);
   int64_t strides[EM_MAX_DIMS];
   if (em_tensor_is_non_overlapping_and_dense(t)) {

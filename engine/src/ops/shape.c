@@ -219,8 +219,10 @@ static em_status narrow_view(const em_tensor *t, int axis, int64_t start, int64_
   int64_t sz[EM_MAX_DIMS];
   memcpy(sz, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
   sz[axis] = len;
+  /* an empty piece keeps the offset of where it starts, as PyTorch's slice
+  ** (x:split({7, 0})[2]:storage_offset() is 7) */
   return em_as_strided(t, t->ndim, sz, t->strides,
-                       len > 0 ? em_offset_step(t->offset, start, t->strides[axis]) : t->offset, out);
+                       em_offset_step(t->offset, start, t->strides[axis]), out);
 }
 
 static void release_all(em_tensor **outs, int64_t n) {
