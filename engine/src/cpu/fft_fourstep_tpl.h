@@ -117,9 +117,54 @@ static int EMCAT(fft4_rows_, SFX)(const pf_ops *ops, void *p2, R *S, int64_t ps,
 }
 
 /* rfft's untangling of pairs (k, m - k) for k in [k0, k1) (1 <= k <= m / 2)
-** of Z in out, in place; w: W_(2m)^k (fs_table's unt) */
+** of Z in out, in place; w: W_(2m)^k (fs_table's unt). With SSE2 two
+** pairs (float) or one (double) at a time, the same operations. */
 static void EMCAT(rfft4_untangle_, SFX)(R *out, const R *w, int64_t m, int64_t k0, int64_t k1) {
-  for (int64_t k = k0; k < k1; k++) {
+  int64_t k = k0;
+#if defined(__SSE2__)
+  if (sizeof(R) == sizeof(float)) {
+    float *fo = (float *)out;
+    const float *fw = (const float *)w;
+    const __m128 h = _mm_set1_ps(0.5f);
+    const __m128 cj = _mm_set_ps(-0.f, 0.f, -0.f, 0.f); /* the imaginary parts negated */
+    const __m128 ng = _mm_set_ps(0.f, -0.f, 0.f, -0.f); /* the real parts negated */
+    for (; k + 1 < k1 && 2 * (k + 1) < m; k += 2) {
+      const __m128 a = _mm_loadu_ps(fo + 2 * k); /* Z[k], Z[k+1] */
+      __m128 b = _mm_loadu_ps(fo + 2 * (m - k - 1)); /* Z[m-k-1], Z[m-k] */
+      b = _mm_xor_ps(_mm_shuffle_ps(b, b, _MM_SHUFFLE(1, 0, 3, 2)), cj);
+      const __m128 e = _mm_mul_ps(h, _mm_add_ps(a, b));
+      const __m128 d = _mm_mul_ps(h, _mm_sub_ps(a, b));
+      const __m128 o = _mm_xor_ps(_mm_shuffle_ps(d, d, _MM_SHUFFLE(2, 3, 0, 1)), cj); /* -i d */
+      const __m128 wv = _mm_loadu_ps(fw + 2 * k);
+      const __m128 wr = _mm_shuffle_ps(wv, wv, _MM_SHUFFLE(2, 2, 0, 0));
+      const __m128 wi = _mm_shuffle_ps(wv, wv, _MM_SHUFFLE(3, 3, 1, 1));
+      const __m128 os = _mm_shuffle_ps(o, o, _MM_SHUFFLE(2, 3, 0, 1));
+      const __m128 t = _mm_add_ps(_mm_mul_ps(wr, o), _mm_xor_ps(_mm_mul_ps(wi, os), ng));
+      _mm_storeu_ps(fo + 2 * k, _mm_add_ps(e, t));
+      __m128 nb = _mm_xor_ps(_mm_sub_ps(e, t), cj);
+      _mm_storeu_ps(fo + 2 * (m - k - 1), _mm_shuffle_ps(nb, nb, _MM_SHUFFLE(1, 0, 3, 2)));
+    }
+  } else {
+    double *dO = (double *)out;
+    const double *dw = (const double *)w;
+    const __m128d h = _mm_set1_pd(0.5);
+    const __m128d cj = _mm_set_pd(-0.0, 0.0), ng = _mm_set_pd(0.0, -0.0);
+    for (; k < k1; k++) {
+      const __m128d a = _mm_loadu_pd(dO + 2 * k);
+      const __m128d b = _mm_xor_pd(_mm_loadu_pd(dO + 2 * (m - k)), cj);
+      const __m128d e = _mm_mul_pd(h, _mm_add_pd(a, b));
+      const __m128d d = _mm_mul_pd(h, _mm_sub_pd(a, b));
+      const __m128d o = _mm_xor_pd(_mm_shuffle_pd(d, d, 1), cj); /* -i d */
+      const __m128d wv = _mm_loadu_pd(dw + 2 * k);
+      const __m128d wr = _mm_unpacklo_pd(wv, wv), wi = _mm_unpackhi_pd(wv, wv);
+      const __m128d t =
+          _mm_add_pd(_mm_mul_pd(wr, o), _mm_xor_pd(_mm_mul_pd(wi, _mm_shuffle_pd(o, o, 1)), ng));
+      _mm_storeu_pd(dO + 2 * k, _mm_add_pd(e, t));
+      _mm_storeu_pd(dO + 2 * (m - k), _mm_xor_pd(_mm_sub_pd(e, t), cj));
+    }
+  }
+#endif
+  for (; k < k1; k++) {
     R *a = out + 2 * k, *b = out + 2 * (m - k);
     const R ar = a[0], ai = a[1], br = b[0], bi = -b[1]; /* b = conj Z[m-k] */
     const R er = (R)0.5 * (ar + br), ei = (R)0.5 * (ai + bi);
