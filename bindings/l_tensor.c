@@ -220,10 +220,14 @@ static int l_tensor(lua_State *L) {
   int dt = l_optdtype(L, 2, "tensor", -1);
   em_device dev = l_optdevice(L, 2, "tensor", em_cpu());
   em_tensor *src = l_totensor(L, 1);
-  if (src) { /* T.tensor(t) copies, as torch.tensor(array) does */
+  if (src) { /* T.tensor(t) copies, as torch.tensor(array) does: a new
+              ** leaf (t.clone().detach(), outside t's graph) */
     em_tensor **box = l_newbox(L);
-    if (em_to(src, dt < 0 ? em_tensor_dtype(src) : (em_dtype)dt, dev, 1, box) != EM_OK)
-      l_error(L);
+    em_tensor *d = NULL;
+    em_status st = em_detach(src, &d);
+    if (st == EM_OK) st = em_to(d, dt < 0 ? em_tensor_dtype(src) : (em_dtype)dt, dev, 1, box);
+    em_tensor_release(d);
+    if (st != EM_OK) l_error(L);
     l_apply_requires_grad(L, 2, *box);
     return 1;
   }
