@@ -1614,7 +1614,8 @@ return function(T, C)
   -- a size. As torch: the tensor forms give mean's dtype (std's when mean
   -- is a number), floating or complex (a complex sample has each part of
   -- variance std^2 / 2, as randn's), and take no dtype or device; std is
-  -- real, and a negative or NaN one is refused.
+  -- real, and a negative or NaN one is refused. Integer tensors are taken
+  -- as the default float dtype (torch refuses them; Lua's 3. is an integer).
   local NORMAL_OPTS = A.set { "dtype", "device", "requires_grad", "out" }
   T.normal = A.named("normal", function(mean, std, size, o)
     if A.is_opts(size) and not (type(size[1]) == "number") then o, size = size, nil end
@@ -1627,13 +1628,8 @@ return function(T, C)
         error("normal: dtype and device are only taken with a number mean and std (a tensor's own are used)", 2)
       end
       for _, v in ipairs { { mean, "mean" }, { std, "std" } } do
-        local t = v[1]
-        if T.is_tensor(t) then
-          if not (t:is_floating_point() or t:is_complex()) then
-            error(fmt("normal: expected a floating point or complex tensor for %s, got %s", v[2], t.dtype.name), 2)
-          end
-        elseif type(t) ~= "number" then
-          error(fmt("normal: expected a tensor or a number for %s, got %s", v[2], type(t)), 2)
+        if not T.is_tensor(v[1]) and type(v[1]) ~= "number" then
+          error(fmt("normal: expected a tensor or a number for %s, got %s", v[2], type(v[1])), 2)
         end
       end
       if T.is_tensor(std) and std:is_complex() then
@@ -1647,10 +1643,21 @@ return function(T, C)
       end
       local shape = bshape("normal", { T.is_tensor(mean) and totable(mean.shape) or {},
         T.is_tensor(std) and totable(std.shape) or {} })
+      -- the first floating or complex tensor's dtype; integer and bool
+      -- tensors (T.full({n}, 3.) is int64 under LuaJIT) become it, or the
+      -- default float dtype (torch refuses them)
       local first = T.is_tensor(mean) and mean or std
-      local dt, dev = first.dtype, first.device
-      local m = T.is_tensor(mean) and mean:detach() or mean
-      local s = T.is_tensor(std) and std:detach() or std
+      local dt, dev = T.get_default_dtype(), first.device
+      for _, v in ipairs { mean, std } do
+        if T.is_tensor(v) and (v:is_floating_point() or v:is_complex()) then dt = v.dtype; break end
+      end
+      local function value(v)
+        if not T.is_tensor(v) then return v end
+        v = v:detach()
+        if not (v:is_floating_point() or v:is_complex()) then v = v:to(dt) end
+        return v
+      end
+      local m, s = value(mean), value(std)
       local eps = T.randn(shape, { dtype = dt, device = dev })
       r = T.no_grad(function() return (eps * s + m):to(dt) end)
       r = zero_grad_node(not T.is_tensor(std) and "NormalBackward1" or not T.is_tensor(mean)
@@ -1688,9 +1695,11 @@ return function(T, C)
   -- T.poisson(rates): one Poisson draw per element (torch.poisson), in the
   -- rates' floating dtype; a negative or NaN rate is refused, an infinite
   -- one gives inf; in the graph with a zero gradient
+  local NO_OPTS = A.set {}
   T.poisson = A.named("poisson", function(rates, o, ...)
     A.check_tensor("poisson", rates, "input", 2)
-    if o ~= nil or select("#", ...) > 0 then error("poisson: takes no options or other arguments", 2) end
+    A.check_opts("poisson", o, NO_OPTS, 2)
+    if select("#", ...) > 0 then error("poisson: takes one tensor (and no other argument)", 2) end
     if not rates:is_floating_point() then
       error(fmt("poisson: expected a floating point tensor, got %s", rates.dtype.name), 2)
     end
