@@ -43,11 +43,21 @@ static int checkopts(lua_State *L, int idx, const char *op, const char *const *a
 
 /* -- Ranges ----------------------------------------------------------------- */
 
+/* A bound of arange at idx: a number, LuaJIT's boxed int64, or a real
+** 0-d tensor (its value, of its kind, as PyTorch's Scalar arguments). */
+static int is_bound(lua_State *L, int idx) {
+  if (lua_type(L, idx) == LUA_TNUMBER || l_isint64box(L, idx)) return 1;
+  em_tensor *t = l_totensor(L, idx);
+  if (!t || em_tensor_ndim(t) != 0) return 0;
+  em_dtype_kind k = em_dtype_kindof(em_tensor_dtype(t));
+  return k == EM_KIND_INT || k == EM_KIND_FLOAT;
+}
+
 /* T.arange(end), T.arange(start, end), T.arange(start, end, step), each
 ** with an optional trailing options table. */
 static int l_arange(lua_State *L) {
   int nnum = 0;
-  while (nnum < 3 && lua_type(L, nnum + 1) == LUA_TNUMBER) nnum++;
+  while (nnum < 3 && is_bound(L, nnum + 1)) nnum++;
   if (nnum == 0)
     return l_errorf(L, "arange: expected numbers (end | start, end | start, end, step), got %s",
                     luaL_typename(L, 1));
@@ -55,7 +65,7 @@ static int l_arange(lua_State *L) {
   em_scalar a[3];
   int integral = 1;
   for (int i = 0; i < nnum; i++) {
-    a[i] = l_checkscalar(L, i + 1, "arange");
+    a[i] = l_value_arg(L, i + 1, "arange");
     if (a[i].kind == EM_SCALAR_FLOAT) integral = 0;
   }
   em_scalar zero = {EM_SCALAR_INT, 0, 0.0}, one = {EM_SCALAR_INT, 1, 1.0};

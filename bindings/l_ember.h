@@ -109,8 +109,9 @@ int l_like_contiguous(lua_State *L, int opts, const char *op);
 /* raises "op: value cannot be converted to type X without overflow" where
 ** PyTorch's checked Scalar conversion does (l_tensor.c) */
 void l_check_scalar_fits(lua_State *L, em_scalar v, em_dtype dt, const char *op);
-/* a number, a boolean or a 0-d real tensor at idx as a scalar of its kind
-** (l_select.c) */
+/* a number, a boolean or a 0-d real tensor at idx as a scalar of its kind;
+** a 0-d complex tensor as its real part, refused unless its imaginary part
+** is 0 (l_select.c) */
 em_scalar l_value_arg(lua_State *L, int idx, const char *op);
 void l_apply_requires_grad(lua_State *L, int opts, em_tensor *t);
 

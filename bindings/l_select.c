@@ -42,7 +42,18 @@ em_scalar l_value_arg(lua_State *L, int idx, const char *op) {
              "%d dimensions", op, em_tensor_ndim(v));
   em_scalar s = {EM_SCALAR_INT, 0, 0.0};
   em_dtype dt = em_tensor_dtype(v);
-  if (em_dtype_kindof(dt) == EM_KIND_FLOAT) {
+  if (em_dtype_kindof(dt) == EM_KIND_COMPLEX) {
+    /* a scalar holds no imaginary part: only a complex value whose
+    ** imaginary part is 0 reaches here as its real part (PyTorch's checked
+    ** conversion of a complex Scalar to a real dtype refuses the others) */
+    double z[2];
+    if (em_get_complex(v, 0, z) != EM_OK) l_error(L);
+    if (z[1] != 0)
+      l_errorf(L, "%s: value cannot be converted to a real dtype without overflow "
+               "(a complex value with imaginary part %g)", op, z[1]);
+    s.kind = EM_SCALAR_FLOAT;
+    s.f = z[0];
+  } else if (em_dtype_kindof(dt) == EM_KIND_FLOAT) {
     s.kind = EM_SCALAR_FLOAT;
     if (em_get_f64(v, 0, &s.f) != EM_OK) l_error(L);
   } else {

@@ -220,10 +220,14 @@ static int l_tensor(lua_State *L) {
   int dt = l_optdtype(L, 2, "tensor", -1);
   em_device dev = l_optdevice(L, 2, "tensor", em_cpu());
   em_tensor *src = l_totensor(L, 1);
-  if (src) { /* T.tensor(t) copies, as torch.tensor(array) does */
+  if (src) { /* T.tensor(t) copies, as torch.tensor(array) does: a new
+              ** leaf (t.clone().detach(), outside t's graph) */
     em_tensor **box = l_newbox(L);
-    if (em_to(src, dt < 0 ? em_tensor_dtype(src) : (em_dtype)dt, dev, 1, box) != EM_OK)
-      l_error(L);
+    em_tensor *d = NULL;
+    em_status st = em_detach(src, &d);
+    if (st == EM_OK) st = em_to(d, dt < 0 ? em_tensor_dtype(src) : (em_dtype)dt, dev, 1, box);
+    em_tensor_release(d);
+    if (st != EM_OK) l_error(L);
     l_apply_requires_grad(L, 2, *box);
     return 1;
   }
@@ -296,6 +300,16 @@ static int l_Tensor(lua_State *L) {
 
 typedef enum { FILL_NONE, FILL_ZERO, FILL_ONE, FILL_VALUE } fill_kind;
 
+/* The fill value at idx when it is a 0-d complex tensor, else NULL: a
+** complex destination is filled by copying it (an em_scalar has no
+** imaginary part); a real one takes it through l_value_arg. */
+static em_tensor *complex_value(lua_State *L, int idx) {
+  em_tensor *v = l_totensor(L, idx);
+  if (v && em_tensor_ndim(v) == 0 && em_dtype_kindof(em_tensor_dtype(v)) == EM_KIND_COMPLEX)
+    return v;
+  return NULL;
+}
+
 static int make_filled(lua_State *L, const char *op, fill_kind fk) {
   int64_t sizes[EM_MAX_DIMS];
   int next = 1, ndim = 0;
@@ -303,28 +317,37 @@ static int make_filled(lua_State *L, const char *op, fill_kind fk) {
   if (!lua_isnoneornil(L, 1) && !l_isopts(L, 1))
     ndim = l_checksizes(L, 1, op, sizes, &next);
   em_scalar value = {EM_SCALAR_INT, 0, 0};
+  em_tensor *cvalue = NULL;
   if (fk == FILL_ONE) value.i = 1;
   if (fk == FILL_VALUE) {
     if (lua_isnoneornil(L, next) || lua_istable(L, next))
       l_errorf(L, "full: expected a fill value (a number or boolean) after the size "
                "for argument #%d, got %s", next, luaL_typename(L, next));
-    value = l_value_arg(L, next++, op); /* a 0-d tensor stands for its value */
+    cvalue = complex_value(L, next);
+    if (!cvalue) value = l_value_arg(L, next, op); /* a 0-d tensor stands for its value */
+    next++;
   } else {
     check_after_sizes(L, next, op);
   }
   l_checkopts(L, next, op, l_creation_opts);
   int def = (int)l_default_dtype();
   if (fk == FILL_VALUE) /* full infers from the value, as PyTorch does */
-    def = value.kind == EM_SCALAR_BOOL ? EM_BOOL
+    def = cvalue ? (def == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64)
+          : value.kind == EM_SCALAR_BOOL ? EM_BOOL
           : value.kind == EM_SCALAR_INT ? EM_INT64 : def;
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, def);
   em_device dev = l_optdevice(L, next, op, em_cpu());
-  if (fk == FILL_VALUE) l_check_scalar_fits(L, value, dt, op);
+  int copy = cvalue && em_dtype_kindof(dt) == EM_KIND_COMPLEX;
+  if (cvalue && !copy) value = l_value_arg(L, next - 1, op);
+  if (fk == FILL_VALUE && !copy) l_check_scalar_fits(L, value, dt, op);
   em_tensor **box = l_newbox(L);
   em_status st;
   if (fk == FILL_NONE) st = em_empty(ndim, sizes, dt, dev, box);
   else if (fk == FILL_ZERO) st = em_zeros(ndim, sizes, dt, dev, box);
-  else st = em_full(ndim, sizes, value, dt, dev, box);
+  else if (copy) {
+    st = em_empty(ndim, sizes, dt, dev, box);
+    if (st == EM_OK) st = em_copy_(*box, cvalue);
+  } else st = em_full(ndim, sizes, value, dt, dev, box);
   if (st != EM_OK) creation_error(L, op);
   l_apply_requires_grad(L, next, *box);
   return 1;
@@ -339,15 +362,21 @@ static int make_like(lua_State *L, const char *op, fill_kind fk) {
   em_tensor *src = l_checktensor(L, 1, op);
   int next = 2;
   em_scalar value = {EM_SCALAR_INT, fk == FILL_ONE, 0};
-  if (fk == FILL_VALUE) value = l_value_arg(L, next++, op);
+  em_tensor *cvalue = fk == FILL_VALUE ? complex_value(L, next) : NULL;
+  if (fk == FILL_VALUE) next++;
   l_checkopts(L, next, op, l_like_opts);
   em_dtype dt = (em_dtype)l_optdtype(L, next, op, (int)em_tensor_dtype(src));
   em_device dev = l_optdevice(L, next, op, em_tensor_device(src));
   int contig = l_like_contiguous(L, next, op);
-  if (fk == FILL_VALUE) l_check_scalar_fits(L, value, dt, op);
+  int copy = cvalue && em_dtype_kindof(dt) == EM_KIND_COMPLEX;
+  if (fk == FILL_VALUE && !copy) {
+    value = l_value_arg(L, next - 1, op);
+    l_check_scalar_fits(L, value, dt, op);
+  }
   em_tensor **box = l_newbox(L);
   em_status st = em_empty_like_on(src, dt, dev, contig, box);
-  if (st == EM_OK && fk != FILL_NONE) st = em_fill_(*box, value);
+  if (st == EM_OK && copy) st = em_copy_(*box, cvalue);
+  else if (st == EM_OK && fk != FILL_NONE) st = em_fill_(*box, value);
   if (st != EM_OK) creation_error(L, op);
   l_apply_requires_grad(L, next, *box);
   return 1;
@@ -539,6 +568,8 @@ static int l_fill_(lua_State *L) {
     if (em_tensor_ndim(src) != 0)
       return l_errorf(L, "fill_: only supports a 0-dimension value tensor, but got "
                         "one with %d dimensions", em_tensor_ndim(src));
+    if (em_dtype_kindof(em_tensor_dtype(dst)) != EM_KIND_COMPLEX)
+      (void)l_value_arg(L, 2, "fill_"); /* a complex value's imaginary part must be 0 */
     st = em_copy_(dst, src);
   } else {
     em_scalar v = l_checkscalar(L, 2, "fill_");

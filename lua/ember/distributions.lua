@@ -1587,9 +1587,35 @@ return function(T, C)
   end)
 
   -- -- T.normal and the in-place samplers ------------------------------------------------------
+  -- A sample drawn from tensor parameters joins the graph as torch's does:
+  -- a node whose gradient is zeros for each parameter that requires one
+  -- (torch 1.13's NormalBackward1/2/3, BernoulliBackward0, PoissonBackward0),
+  -- so a backward through it runs (and gives zeros) instead of failing.
+  local function zero_grad_node(name, params_, r)
+    if not T.is_grad_enabled() then return r end
+    local ins, any = { n = #params_ }, false
+    for i = 1, #params_ do
+      local v = params_[i]
+      if T.is_tensor(v) and v.requires_grad then ins[i], any = v, true end
+    end
+    if not any then return r end
+    return C._autograd_custom(name, ins, r, function()
+      local g = {}
+      for i = 1, ins.n do
+        if ins[i] then g[i] = T.zeros_like(ins[i]:detach()) end
+      end
+      return g
+    end)
+  end
+  D._zero_grad_node = zero_grad_node
+
   -- T.normal(mean, std[, size], {generator-free options: dtype, device}):
   -- tensor/tensor (broadcast), tensor/number, number/tensor, or numbers with
-  -- a size
+  -- a size. As torch: the tensor forms give mean's dtype (std's when mean
+  -- is a number), floating or complex (a complex sample has each part of
+  -- variance std^2 / 2, as randn's), and take no dtype or device; std is
+  -- real, and a negative or NaN one is refused. Integer tensors are taken
+  -- as the default float dtype (torch refuses them; Lua's 3. is an integer).
   local NORMAL_OPTS = A.set { "dtype", "device", "requires_grad", "out" }
   T.normal = A.named("normal", function(mean, std, size, o)
     if A.is_opts(size) and not (type(size[1]) == "number") then o, size = size, nil end
@@ -1598,23 +1624,98 @@ return function(T, C)
     local r
     if T.is_tensor(mean) or T.is_tensor(std) then
       if size ~= nil then error("normal: size is only taken with a number mean and std", 2) end
-      local p = params("normal", { mean, std, n = 2 })
-      if p[2]:numel() > 0 and tostring(p[2].device) ~= "meta" and p[2]:lt(0):any():item() then
+      if o.dtype ~= nil or o.device ~= nil then
+        error("normal: dtype and device are only taken with a number mean and std (a tensor's own are used)", 2)
+      end
+      for _, v in ipairs { { mean, "mean" }, { std, "std" } } do
+        if not T.is_tensor(v[1]) and type(v[1]) ~= "number" then
+          error(fmt("normal: expected a tensor or a number for %s, got %s", v[2], type(v[1])), 2)
+        end
+      end
+      if T.is_tensor(std) and std:is_complex() then
+        error("normal: expects the standard deviation to be non-complex", 2)
+      end
+      if type(std) == "number" and not (std >= 0) then
+        error(fmt("normal: expected std >= 0.0, got %s", tostring(std)), 2)
+      end
+      if T.is_tensor(std) and std:numel() > 0 and tostring(std.device) ~= "meta" and not std:ge(0):all():item() then
         error("normal: expected all elements of std >= 0.0", 2)
       end
-      local eps = T.randn(p[1].shape, { dtype = p[1].dtype, device = p[1].device })
-      r = T.no_grad(function() return p[1]:detach() + eps * p[2]:detach() end)
+      local shape = bshape("normal", { T.is_tensor(mean) and totable(mean.shape) or {},
+        T.is_tensor(std) and totable(std.shape) or {} })
+      -- the first floating or complex tensor's dtype; integer and bool
+      -- tensors (T.full({n}, 3.) is int64 under LuaJIT) become it, or the
+      -- default float dtype (torch refuses them)
+      local first = T.is_tensor(mean) and mean or std
+      local dt, dev = T.get_default_dtype(), first.device
+      for _, v in ipairs { mean, std } do
+        if T.is_tensor(v) and (v:is_floating_point() or v:is_complex()) then dt = v.dtype; break end
+      end
+      local function value(v)
+        if not T.is_tensor(v) then return v end
+        v = v:detach()
+        if not (v:is_floating_point() or v:is_complex()) then v = v:to(dt) end
+        return v
+      end
+      local m, s = value(mean), value(std)
+      local eps = T.randn(shape, { dtype = dt, device = dev })
+      r = T.no_grad(function() return (eps * s + m):to(dt) end)
+      r = zero_grad_node(not T.is_tensor(std) and "NormalBackward1" or not T.is_tensor(mean)
+        and "NormalBackward2" or "NormalBackward3", { mean, std }, r)
     else
       if type(mean) ~= "number" or type(std) ~= "number" then
         error("normal: expected tensors or numbers for mean and std", 2)
       end
-      if std < 0 then error(fmt("normal: expected std >= 0.0, got %s", tostring(std)), 2) end
+      if not (std >= 0) then error(fmt("normal: expected std >= 0.0, got %s", tostring(std)), 2) end
       if size == nil then error("normal: with a number mean and std, a size is required", 2) end
-      r = T.empty(size, { dtype = o.dtype, device = o.device }):normal_(mean, std)
+      r = T.empty(size, { dtype = o.dtype, device = o.device })
+      if r:is_complex() then -- each part normal_(mean, std / sqrt 2), as torch's complex normal_
+        T.view_as_real(r):normal_(mean, std / math.sqrt(2))
+      else
+        r:normal_(mean, std)
+      end
     end
-    if o.requires_grad then r:requires_grad_() end
+    if o.requires_grad and not r.requires_grad then r:requires_grad_() end
     if o.out ~= nil then return C._write_out("normal", r, o.out) end
     return r
+  end)
+
+  -- T.bernoulli(probs) / probs:bernoulli() join the graph (zero gradient);
+  -- the form with a number p does not, as torch's
+  local real_bernoulli = M.bernoulli
+  local function bernoulli(probs, ...)
+    local r = real_bernoulli(probs, ...)
+    if select("#", ...) == 0 and T.is_tensor(probs) and probs.requires_grad then
+      r = zero_grad_node("BernoulliBackward0", { probs }, r)
+    end
+    return r
+  end
+  M.bernoulli, T.bernoulli = bernoulli, bernoulli
+
+  -- T.poisson(rates): one Poisson draw per element (torch.poisson), in the
+  -- rates' floating dtype; a negative or NaN rate is refused, an infinite
+  -- one gives inf; in the graph with a zero gradient
+  local NO_OPTS = A.set {}
+  T.poisson = A.named("poisson", function(rates, o, ...)
+    A.check_tensor("poisson", rates, "input", 2)
+    A.check_opts("poisson", o, NO_OPTS, 2)
+    if select("#", ...) > 0 then error("poisson: takes one tensor (and no other argument)", 2) end
+    if not rates:is_floating_point() then
+      error(fmt("poisson: expected a floating point tensor, got %s", rates.dtype.name), 2)
+    end
+    local x = rates:detach()
+    local r
+    if x:numel() > 0 and tostring(x.device) ~= "meta" then
+      if not x:ge(0):all():item() then
+        error("poisson: invalid Poisson rate, expected rate to be non-negative", 2)
+      end
+      local inf = x:eq(math.huge)
+      if inf:any():item() then
+        r = T.where(inf, x, poisson_draw(T.where(inf, 0, x)))
+      end
+    end
+    r = r or poisson_draw(x)
+    return zero_grad_node("PoissonBackward0", { rates }, r)
   end)
 
   local function check_float(op, t)

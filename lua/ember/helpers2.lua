@@ -108,25 +108,48 @@ return function(T, C)
 
   -- -- creation ---------------------------------------------------------------------
   -- range(start, end[, step], {dtype, device, requires_grad}): deprecated in
-  -- torch; the end is included; the default dtype whatever the arguments
+  -- torch; the end is included; the default dtype whatever the arguments.
+  -- As torch's range_out: an integer dtype truncates the three numbers
+  -- first and counts in int64 (so a step below 1 is 0); a floating dtype
+  -- counts in double. 0-d real tensors stand for their values.
   fn("range", function(start, stop, step, o, ...)
     local op = "range"
     if is_opts(step) and o == nil then step, o = nil, step end
     ARGS.nomore(op, 4, ...)
     o = ARGS.checkopts(op, o, { "dtype", "device", "requires_grad" })
     step = step == nil and 1 or step
-    for _, v in ipairs { { start, "start" }, { stop, "end" }, { step, "step" } } do
-      if type(v[1]) ~= "number" or v[1] ~= v[1] or math.abs(v[1]) == math.huge then
-        error(fmt("%s: expected a finite number for %s, got %s", op, v[2], tostring(v[1])), 2)
+    local v = { start, stop, step }
+    for i, name in ipairs { "start", "end", "step" } do
+      local x = v[i]
+      if T.is_tensor(x) and x:dim() == 0 and (x:is_floating_point() or (not x:is_complex() and x.dtype ~= T.bool)) then
+        x = x:item()
+        v[i] = x
+      end
+      if type(x) ~= "number" or x ~= x or math.abs(x) == math.huge then
+        error(fmt("%s: expected a finite number for %s, got %s", op, name, tostring(x)), 2)
       end
     end
+    local dt = o.dtype or T.get_default_dtype()
+    if dt == T.bool or dt.is_complex then
+      error(fmt("%s: not implemented for '%s'", op, dt.name), 2)
+    end
+    local integer = not dt.is_floating_point
+    if integer then
+      for i = 1, 3 do v[i] = v[i] < 0 and math.ceil(v[i]) or math.floor(v[i]) end
+    end
+    start, stop, step = v[1], v[2], v[3]
     if step == 0 then error("range: step must be nonzero", 2) end
     if (step > 0 and stop < start) or (step < 0 and stop > start) then
-      error("range: upper bound and larger bound inconsistent with step sign", 2)
+      error("range: upper bound and lower bound inconsistent with step sign", 2)
     end
-    local n = math.floor((stop - start) / step) + 1
-    local dt = o.dtype or T.get_default_dtype()
-    local r = (T.arange(0, n, { dtype = T.float64 }) * step + start):to(dt)
+    local q = (stop - start) / step
+    local n = (q < 0 and math.ceil(q) or math.floor(q)) + 1
+    local r
+    if integer then
+      r = (T.arange(0, n, { dtype = T.int64 }) * step + start):to(dt)
+    else
+      r = (T.arange(0, n, { dtype = T.float64 }) * step + start):to(dt)
+    end
     if o.device ~= nil then r = r:to(o.device) end
     if o.requires_grad then r:requires_grad_() end
     return r

@@ -227,7 +227,7 @@ describe("more helpers", function()
     local err = U.err
     local x = T.arange(6):reshape(2, 3):float()
     err(function() return T.range(1, 4, 0) end, "range: step must be nonzero")
-    err(function() return T.range(4, 1) end, "range: upper bound and larger bound inconsistent with step sign")
+    err(function() return T.range(4, 1) end, "range: upper bound and lower bound inconsistent with step sign")
     err(function() return T.range(1, 4, { bad = 1 }) end, "range: unknown option 'bad'")
     err(function() return T.empty_strided({ 2, 3 }, { 1 }) end, "empty_strided: mismatch in length of strides and shape")
     err(function() return T.split_with_sizes(T.arange(5), { 2, 2 }) end,

@@ -147,6 +147,7 @@ same("gcd gcd_ lcm lcm_", "k, k")
 same("addcmul addcmul_ addcdiv addcdiv_", "x, y, y")
 -- distributions' samplers (issue 19 item 4; tests/lua/distributions_spec.lua)
 R.normal = "x, 0" -- std 0: the same values with and without out=
+R.poisson = "z" -- rate 0: zeros with and without out=
 same("cauchy_ log_normal_", "x, 0, 1")
 R.geometric_ = "x, 0.5"
 -- statistics helpers (issue 19 item 3; tests/lua/stats_spec.lua)

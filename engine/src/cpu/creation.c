@@ -2,8 +2,9 @@
 ** cpu/creation.c -- the creation family of the CPU's kernels
 ** (core/kern_creation.h): zeroed storage and the range fills. Each range
 ** element is computed from its own index (never by accumulating), so the
-** result does not depend on how the work is split, and is rounded to the
-** dtype once.
+** result does not depend on how the work is split: start + step * i in one
+** fused multiply-add (the exact value rounded to double once, as PyTorch's
+** compiled loop and the CUDA kernel compute it), then rounded to the dtype.
 */
 #include "core/kern_creation.h"
 
@@ -25,8 +26,8 @@ typedef struct {
 } range_ctx;
 
 static inline double lin_value(const em_range *c, int64_t i) {
-  double v = i < c->halfway ? c->lstart + c->lstep * (double)i
-                            : c->lend - c->lstep * (double)(c->steps - i - 1);
+  double v = i < c->halfway ? fma(c->lstep, (double)i, c->lstart)
+                            : fma(-c->lstep, (double)(c->steps - i - 1), c->lend);
   return c->log ? pow(c->lbase, v) : v;
 }
 
@@ -43,7 +44,7 @@ static inline int64_t wrap_madd(int64_t a, int64_t b, int64_t i) {
     char *p = data[0];                                                         \
     int64_t i = (p - c->base) / c->itemsize;                                   \
     for (int64_t k = 0; k < n; k++, p += st[0], i++)                           \
-      EM_STORE_##S(p, r->fstart + r->fstep * (double)i);                       \
+      EM_STORE_##S(p, fma(r->fstep, (double)i, r->fstart));                   \
   }                                                                            \
   static void em_arange_int_##S(char **data, const int64_t *st, int64_t n,     \
                                 void *ctx) {                                   \

@@ -117,11 +117,11 @@ __global__ void range_kernel(char *out, int64_t n, int dt, emcu_range r) {
   GRID_STRIDE(int64_t, n) {
     char *d = out + lin * elsize(dt);
     if (r.kind == 0) {
-      if (is_float(dt)) store_f(dt, d, r.fstart + r.fstep * (double)lin);
+      if (is_float(dt)) store_f(dt, d, fma(r.fstep, (double)lin, r.fstart));
       else store_i(dt, d, (int64_t)((uint64_t)r.istart + (uint64_t)r.istep * (uint64_t)lin));
     } else {
-      double v = lin < r.halfway ? r.lstart + r.lstep * (double)lin
-                                 : r.lend - r.lstep * (double)(r.steps - 1 - lin);
+      double v = lin < r.halfway ? fma(r.lstep, (double)lin, r.lstart)
+                                 : fma(-r.lstep, (double)(r.steps - 1 - lin), r.lend);
       if (r.kind == 2) v = pow(r.lbase, v);
       store_f(dt, d, v);
     }
