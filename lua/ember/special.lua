@@ -92,12 +92,26 @@ return function(T, C)
       check_tensor(op, t2, "tensor2", 3)
       o = check_opts(op, o, VALUE, 3)
       local v = o.value == nil and 1 or o.value
+      if type(v) == "boolean" then v = v and 1 or 0 end -- a Python bool is a number
       if type(v) ~= "number" then error(fmt("%s: expected a number for option 'value', got %s", op, type(v)), 3) end
       if div and not is_float(t1.dtype) and not is_float(t2.dtype) and not t1:is_complex() and not t2:is_complex() then
         error(fmt("%s: integer division with addcdiv is no longer supported; cast tensor1 or "
           .. "tensor2 to a floating dtype", op), 3)
       end
-      local p = div and t1 / t2 or t1 * t2
+      -- PyTorch's kernel: the three tensors' common dtype, value converted
+      -- to it (so truncated towards zero for integer tensors; it never
+      -- promotes), then self + value * t1 (* or /) t2 in that dtype
+      local dt = T.result_type(x, t1, t2)
+      if dt == T.bool then error(fmt("%s: not implemented for bool tensors", op), 3) end
+      if not is_float(dt) and not x:is_complex() and not t1:is_complex() and not t2:is_complex() then
+        if v ~= v or v >= 2 ^ 63 or v < -2 ^ 63 then
+          error(fmt("%s: value %s cannot be converted to %s without overflow", op, v ~= v and "nan" or tostring(v),
+            (tostring(dt):gsub("^ember%.", ""))), 3)
+        end
+        v = (v < 0 and math.ceil(v) or math.floor(v)) + 0 -- no -0.0 (a float scalar)
+        if math.tointeger then v = math.tointeger(v) or v end
+      end
+      local p = div and as(t1, dt) / as(t2, dt) or as(t1, dt) * as(t2, dt)
       if v ~= 1 then p = p * v end
       return p, o
     end
