@@ -315,15 +315,43 @@ return function(T, C)
   -- -- embedding, normalisation, dropout -------------------------------------------
   -- max_norm: the rows looked up whose norm_type-norm exceeds max_norm are
   -- rescaled in place to max_norm / (norm + 1e-7) first, under no_grad
-  -- (PyTorch's embedding_renorm_)
+  -- (PyTorch's embedding_renorm_); the ids are checked before any row is
+  -- touched. scale_grad_by_freq: each row's gradient is divided by how often
+  -- the ids name it, by a hook on an alias of the weight (so the output's own
+  -- gradient, a retained out.grad, is unscaled, as PyTorch's)
   local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
   local padding_idx = require("ember.nn.util").padding_idx
+  local function check_ids(op, ids, num, level)
+    if ids.dtype ~= T.int64 and ids.dtype ~= T.int32 then
+      error(string.format("%s: expected ids of dtype int64 or int32, got %s", op,
+        (tostring(ids.dtype):gsub("^ember%.", ""))), level + 1)
+    end
+    if tostring(ids.device) == "meta" or ids:numel() == 0 then return end
+    local lo, hi = ids:min():item(), ids:max():item()
+    local bad = lo < 1 and lo or hi > num and hi or nil
+    if bad then
+      error(string.format("%s: id %d is out of range for %d rows (ids are 1..%d)", op, bad, num, num), level + 1)
+    end
+  end
+  F._embedding_check_ids = check_ids
+  -- weight, or (scale_grad_by_freq) an alias of it whose gradient is divided
+  -- row by row by the number of times the ids name the row
+  function F._embedding_freq_scaled(weight, ids)
+    if not weight.requires_grad or not T.is_grad_enabled() then return weight end
+    local flat = ids:reshape(-1):to(T.int64)
+    local opts = { dtype = weight.dtype, device = weight.device }
+    local counts = T.zeros(weight.shape[1], opts):index_add_(1, flat, T.ones(flat:numel(), opts))
+    local scale = counts:clamp_min(1):reciprocal():unsqueeze(2)
+    local alias = weight:view(weight.shape)
+    alias:register_hook(function(g) return g * scale end)
+    return alias
+  end
   function F.embedding(ids, weight, o, ...)
     if o == nil or type(o) ~= "table" then
-      -- PyTorch's positional form: padding_idx, max_norm, norm_type
-      local max_norm, norm_type = ...
-      nomore("embedding", 5, select(3, ...))
-      o = { padding_idx = o, max_norm = max_norm, norm_type = norm_type }
+      -- PyTorch's positional form: padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
+      local max_norm, norm_type, sgbf, sparse = ...
+      nomore("embedding", 7, select(5, ...))
+      o = { padding_idx = o, max_norm = max_norm, norm_type = norm_type, scale_grad_by_freq = sgbf, sparse = sparse }
     else
       nomore("embedding", 3, ...)
     end
@@ -332,11 +360,12 @@ return function(T, C)
     if pidx ~= nil and T.is_tensor(weight) and weight.ndim >= 1 then
       pidx = padding_idx("embedding", pidx, weight.shape[1], 2)
     end
-    if o.scale_grad_by_freq or o.sparse then
-      error("embedding: scale_grad_by_freq and sparse gradients are not supported", 2)
+    if o.sparse then
+      error("embedding: sparse gradients are not supported (sparse = true): ember has no sparse tensors", 2)
     end
     if o.max_norm ~= nil and T.is_tensor(ids) and T.is_tensor(weight) and tostring(weight.device) ~= "meta"
        and ids:numel() > 0 then
+      if weight.ndim == 2 then check_ids("embedding", ids, weight.shape[1], 2) end
       local p = o.norm_type or 2
       T.no_grad(function()
         local u = T.unique(ids:reshape(-1))
@@ -345,6 +374,10 @@ return function(T, C)
         local scale = T.where(norms:gt(o.max_norm), (norms + 1e-7):reciprocal() * o.max_norm, 1)
         weight:index_copy_(1, u, rows * scale)
       end)
+    end
+    if o.scale_grad_by_freq and T.is_tensor(ids) and T.is_tensor(weight) and weight.ndim == 2 then
+      check_ids("embedding", ids, weight.shape[1], 2)
+      return C._nn_embedding(F._embedding_freq_scaled(weight, ids), ids, pidx)
     end
     return C._nn_embedding(weight, ids, pidx)
   end
