@@ -668,8 +668,9 @@ return function(T, C, nn)
     local marks = T.zeros(n + 1, { dtype = T.int64, device = dev })
     marks:index_add_(1, starts, T.ones(B, { dtype = T.int64, device = dev }))
     local bag_of = marks:cumsum(1):narrow(1, 1, n)
-    F._embedding_check_ids(op, flat, weight.shape[1], 2)
-    local emb = (o.scale_grad_by_freq and F._embedding_freq_scaled(weight, flat) or weight):index_select(1, flat)
+    local NU = require("ember.nn.util")
+    NU.check_ids(T, op, flat, weight.shape[1], 2)
+    local emb = (o.scale_grad_by_freq and NU.freq_scaled(T, weight, flat) or weight):index_select(1, flat)
     local keep = nil
     local pidx = require("ember.nn.util").padding_idx(op, o.padding_idx, weight.shape[1], 2)
     if pidx ~= nil then

@@ -320,32 +320,8 @@ return function(T, C)
   -- the ids name it, by a hook on an alias of the weight (so the output's own
   -- gradient, a retained out.grad, is unscaled, as PyTorch's)
   local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
-  local padding_idx = require("ember.nn.util").padding_idx
-  local function check_ids(op, ids, num, level)
-    if ids.dtype ~= T.int64 and ids.dtype ~= T.int32 then
-      error(string.format("%s: expected ids of dtype int64 or int32, got %s", op,
-        (tostring(ids.dtype):gsub("^ember%.", ""))), level + 1)
-    end
-    if tostring(ids.device) == "meta" or ids:numel() == 0 then return end
-    local lo, hi = ids:min():item(), ids:max():item()
-    local bad = lo < 1 and lo or hi > num and hi or nil
-    if bad then
-      error(string.format("%s: id %d is out of range for %d rows (ids are 1..%d)", op, bad, num, num), level + 1)
-    end
-  end
-  F._embedding_check_ids = check_ids
-  -- weight, or (scale_grad_by_freq) an alias of it whose gradient is divided
-  -- row by row by the number of times the ids name the row
-  function F._embedding_freq_scaled(weight, ids)
-    if not weight.requires_grad or not T.is_grad_enabled() then return weight end
-    local flat = ids:reshape(-1):to(T.int64)
-    local opts = { dtype = weight.dtype, device = weight.device }
-    local counts = T.zeros(weight.shape[1], opts):index_add_(1, flat, T.ones(flat:numel(), opts))
-    local scale = counts:clamp_min(1):reciprocal():unsqueeze(2)
-    local alias = weight:view(weight.shape)
-    alias:register_hook(function(g) return g * scale end)
-    return alias
-  end
+  local NU = require("ember.nn.util")
+  local padding_idx = NU.padding_idx
   function F.embedding(ids, weight, o, ...)
     if o == nil or type(o) ~= "table" then
       -- PyTorch's positional form: padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
@@ -365,7 +341,7 @@ return function(T, C)
     end
     if o.max_norm ~= nil and T.is_tensor(ids) and T.is_tensor(weight) and tostring(weight.device) ~= "meta"
        and ids:numel() > 0 then
-      if weight.ndim == 2 then check_ids("embedding", ids, weight.shape[1], 2) end
+      if weight.ndim == 2 then NU.check_ids(T, "embedding", ids, weight.shape[1], 2) end
       local p = o.norm_type or 2
       T.no_grad(function()
         local u = T.unique(ids:reshape(-1))
@@ -376,8 +352,8 @@ return function(T, C)
       end)
     end
     if o.scale_grad_by_freq and T.is_tensor(ids) and T.is_tensor(weight) and weight.ndim == 2 then
-      check_ids("embedding", ids, weight.shape[1], 2)
-      return C._nn_embedding(F._embedding_freq_scaled(weight, ids), ids, pidx)
+      NU.check_ids(T, "embedding", ids, weight.shape[1], 2)
+      return C._nn_embedding(NU.freq_scaled(T, weight, ids), ids, pidx)
     end
     return C._nn_embedding(weight, ids, pidx)
   end
