@@ -575,16 +575,43 @@ return function(T, C, nn)
     if mode ~= "sum" and mode ~= "mean" and mode ~= "max" then
       error(string.format("%s: mode has to be one of sum, mean or max, got %s", op, tostring(mode)), 2)
     end
-    if o.scale_grad_by_freq or o.sparse then
-      error(op .. ": scale_grad_by_freq and sparse gradients are not supported", 2)
+    if o.sparse then
+      error(op .. ": sparse gradients are not supported (sparse = true): ember has no sparse tensors", 2)
+    end
+    if o.scale_grad_by_freq and mode == "max" then
+      error(op .. ": max mode does not support scaling the gradient by the frequency", 2)
     end
     if ids.dtype ~= T.int64 and ids.dtype ~= T.int32 then
       error(string.format("%s: expected int64 or int32 ids, got %s", op, tostring(ids.dtype)), 2)
     end
+    if not weight.dtype.is_floating_point then
+      error(string.format("%s: expected a floating-point weight, got %s", op, tostring(weight.dtype)), 2)
+    end
+    if weight.ndim ~= 2 then
+      error(string.format("%s: expected a 2-d weight [num, dim], got %d-d", op, weight.ndim), 2)
+    end
     local psw = o.per_sample_weights
     if psw ~= nil and mode ~= "sum" then
-      error(string.format("%s: embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+      error(string.format("%s: per_sample_weights was not None. per_sample_weights is only "
         .. "supported for mode='sum' (got mode='%s'). Please open a feature request on GitHub.", op, mode), 2)
+    end
+    if psw ~= nil then
+      check_tensor(op, psw, "per_sample_weights")
+      local same = psw.ndim == ids.ndim
+      for i = 1, ids.ndim do same = same and psw.shape[i] == ids.shape[i] end
+      if not same then
+        local function dims(t)
+          local d = {}
+          for i = 1, t.ndim do d[i] = tostring(t.shape[i]) end
+          return "[" .. table.concat(d, ", ") .. "]"
+        end
+        error(string.format("%s: per_sample_weights (shape %s) must have the same shape as the ids (%s)", op,
+          dims(psw), dims(ids)), 2)
+      end
+      if psw.dtype ~= weight.dtype then
+        error(string.format("%s: per_sample_weights (%s) must have the weight's dtype (%s)", op,
+          tostring(psw.dtype), tostring(weight.dtype)), 2)
+      end
     end
     local dev = weight.device
     local flat, starts
@@ -602,6 +629,9 @@ return function(T, C, nn)
       if offsets == nil then error(op .. ": offsets has to be a 1-d tensor but got nil", 2) end
       check_tensor(op, offsets, "offsets")
       if offsets.ndim ~= 1 then error(string.format("%s: offsets has to be a 1-d tensor but got a %d-d one", op, offsets.ndim), 2) end
+      if offsets.dtype ~= T.int64 and offsets.dtype ~= T.int32 then
+        error(string.format("%s: expected int64 or int32 offsets, got %s", op, tostring(offsets.dtype)), 2)
+      end
       flat, starts = ids, offsets:to(T.int64)
       if o.include_last_offset then
         if starts:numel() < 1 then error(op .. ": include_last_offset needs at least one offset", 2) end
@@ -638,7 +668,9 @@ return function(T, C, nn)
     local marks = T.zeros(n + 1, { dtype = T.int64, device = dev })
     marks:index_add_(1, starts, T.ones(B, { dtype = T.int64, device = dev }))
     local bag_of = marks:cumsum(1):narrow(1, 1, n)
-    local emb = weight:index_select(1, flat)
+    local NU = require("ember.nn.util")
+    NU.check_ids(T, op, flat, weight.shape[1], 2)
+    local emb = (o.scale_grad_by_freq and NU.freq_scaled(T, weight, flat) or weight):index_select(1, flat)
     local keep = nil
     local pidx = require("ember.nn.util").padding_idx(op, o.padding_idx, weight.shape[1], 2)
     if pidx ~= nil then
@@ -656,7 +688,9 @@ return function(T, C, nn)
     -- max: each bag's rows into a (B, longest, D) block of -inf, then the max along the bag
     local ends = T.cat({ starts:narrow(1, 2, math.max(B - 1, 0)), T.full({ 1 }, n + 1, { dtype = T.int64, device = dev }) })
     local longest = B > 0 and tostring(dev) ~= "meta" and (ends - starts):max():item() or 0
-    if longest == 0 then return T.zeros({ B, D }, { dtype = weight.dtype, device = dev }) end
+    if longest == 0 then   -- every bag empty: zeros, still on the graph (the weight's gradient is 0)
+      return T.zeros({ B, D }, { dtype = weight.dtype, device = dev }):index_add(1, bag_of, emb)
+    end
     local within = T.arange(1, n + 1, { device = dev }) - starts:index_select(1, bag_of)
     local pos = (bag_of - 1) * longest + within + 1
     local block = T.full({ B * longest, D }, -math.huge, { dtype = weight.dtype, device = dev })
@@ -864,9 +898,10 @@ return function(T, C, nn)
     self.padding_idx = require("ember.nn.util").padding_idx("EmbeddingBag", opt(o, "padding_idx", nil), num, 2)
     self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
     self.include_last_offset = opt(o, "include_last_offset", false)
-    if o.scale_grad_by_freq or o.sparse then
-      error("EmbeddingBag: scale_grad_by_freq and sparse gradients are not supported", 3)
+    if o.sparse then
+      error("EmbeddingBag: sparse gradients are not supported (sparse = true): ember has no sparse tensors", 3)
     end
+    self.scale_grad_by_freq = o.scale_grad_by_freq and true or false
     if o._weight ~= nil then
       self.weight = o._weight
       return
@@ -885,13 +920,14 @@ return function(T, C, nn)
     ARGS.nooptions("EmbeddingBag.forward", 2, 3, offsets, per_sample_weights, ...)
     return F.embedding_bag(ids, self.weight, offsets, { mode = self.mode, padding_idx = self.padding_idx,
       max_norm = self.max_norm, norm_type = self.norm_type, include_last_offset = self.include_last_offset,
-      per_sample_weights = per_sample_weights })
+      per_sample_weights = per_sample_weights, scale_grad_by_freq = self.scale_grad_by_freq })
   end
   function EmbeddingBag:extra_repr()
     -- PyTorch's: max_norm, norm_type when set, mode unquoted
     local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
     if self.max_norm ~= nil then s = s .. ", max_norm=" .. require("ember.pyfloat")(self.max_norm) end
     if self.norm_type ~= 2 then s = s .. ", norm_type=" .. require("ember.pyfloat")(self.norm_type) end
+    if self.scale_grad_by_freq then s = s .. ", scale_grad_by_freq=True" end
     s = s .. ", mode=" .. self.mode
     if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
     return s

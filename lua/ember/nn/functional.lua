@@ -355,15 +355,19 @@ return function(T, C)
   -- -- embedding, normalisation, dropout -------------------------------------------
   -- max_norm: the rows looked up whose norm_type-norm exceeds max_norm are
   -- rescaled in place to max_norm / (norm + 1e-7) first, under no_grad
-  -- (PyTorch's embedding_renorm_)
+  -- (PyTorch's embedding_renorm_); the ids are checked before any row is
+  -- touched. scale_grad_by_freq: each row's gradient is divided by how often
+  -- the ids name it, by a hook on an alias of the weight (so the output's own
+  -- gradient, a retained out.grad, is unscaled, as PyTorch's)
   local EMB = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
-  local padding_idx = require("ember.nn.util").padding_idx
+  local NU = require("ember.nn.util")
+  local padding_idx = NU.padding_idx
   function F.embedding(ids, weight, o, ...)
     if o == nil or type(o) ~= "table" then
-      -- PyTorch's positional form: padding_idx, max_norm, norm_type
-      local max_norm, norm_type = ...
-      nomore("embedding", 5, select(3, ...))
-      o = { padding_idx = o, max_norm = max_norm, norm_type = norm_type }
+      -- PyTorch's positional form: padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
+      local max_norm, norm_type, sgbf, sparse = ...
+      nomore("embedding", 7, select(5, ...))
+      o = { padding_idx = o, max_norm = max_norm, norm_type = norm_type, scale_grad_by_freq = sgbf, sparse = sparse }
     else
       nomore("embedding", 3, ...)
     end
@@ -372,11 +376,12 @@ return function(T, C)
     if pidx ~= nil and T.is_tensor(weight) and weight.ndim >= 1 then
       pidx = padding_idx("embedding", pidx, weight.shape[1], 2)
     end
-    if o.scale_grad_by_freq or o.sparse then
-      error("embedding: scale_grad_by_freq and sparse gradients are not supported", 2)
+    if o.sparse then
+      error("embedding: sparse gradients are not supported (sparse = true): ember has no sparse tensors", 2)
     end
     if o.max_norm ~= nil and T.is_tensor(ids) and T.is_tensor(weight) and tostring(weight.device) ~= "meta"
        and ids:numel() > 0 then
+      if weight.ndim == 2 then NU.check_ids(T, "embedding", ids, weight.shape[1], 2) end
       local p = o.norm_type or 2
       T.no_grad(function()
         local u = T.unique(ids:reshape(-1))
@@ -385,6 +390,10 @@ return function(T, C)
         local scale = T.where(norms:gt(o.max_norm), (norms + 1e-7):reciprocal() * o.max_norm, 1)
         weight:index_copy_(1, u, rows * scale)
       end)
+    end
+    if o.scale_grad_by_freq and T.is_tensor(ids) and T.is_tensor(weight) and weight.ndim == 2 then
+      NU.check_ids(T, "embedding", ids, weight.shape[1], 2)
+      return C._nn_embedding(NU.freq_scaled(T, weight, ids), ids, pidx)
     end
     return C._nn_embedding(weight, ids, pidx)
   end

@@ -400,12 +400,13 @@ return function(T, C, nn)
   function Embedding:init(num, dim, o, ...)
     nomore("Embedding", 3, ...)
     checkopts("Embedding", o, EMB)
-    if o and (o.scale_grad_by_freq or o.sparse) then
-      error("Embedding: scale_grad_by_freq and sparse gradients are not supported", 3)
+    if o and o.sparse then
+      error("Embedding: sparse gradients are not supported (sparse = true): ember has no sparse tensors", 3)
     end
     self.num_embeddings, self.embedding_dim = num, dim
     self.padding_idx = require("ember.nn.util").padding_idx("Embedding", opt(o, "padding_idx", nil), num, 3)
     self.max_norm, self.norm_type = opt(o, "max_norm", nil), opt(o, "norm_type", 2)
+    self.scale_grad_by_freq, self.sparse = opt(o, "scale_grad_by_freq", false) and true or false, false
     if o and o._weight ~= nil then   -- PyTorch's _weight: the given tensor, as is
       self.weight = o._weight
       return
@@ -418,12 +419,14 @@ return function(T, C, nn)
   function Embedding:forward(ids, ...)
     nomore("Embedding.forward", 1, ...)
     return F.embedding(ids, self.weight, { padding_idx = self.padding_idx, max_norm = self.max_norm,
-      norm_type = self.norm_type })
+      norm_type = self.norm_type, scale_grad_by_freq = self.scale_grad_by_freq })
   end
   function Embedding:extra_repr()
     local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
     if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
     if self.max_norm then s = s .. ", max_norm=" .. require("ember.pyfloat")(self.max_norm) end
+    if self.norm_type ~= 2 then s = s .. ", norm_type=" .. require("ember.pyfloat")(self.norm_type) end
+    if self.scale_grad_by_freq then s = s .. ", scale_grad_by_freq=True" end
     return s
   end
   nn.Embedding = Embedding
