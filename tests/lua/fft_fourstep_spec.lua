@@ -26,6 +26,8 @@ local SIZES = {
   3 ^ 10 * 2, -- rfft: m = 59049 = 243 x 243, blocks with a partial last one
   2 * 3 * 5 * 7 * 11 * 13 * 4, -- mixed radices
   131072, -- 2^17
+  97200, -- m = 48600 = 216 x 225: even rows, odd columns
+  124416, -- m = 62208 = 243 x 256: odd rows, even columns
 }
 
 describe("the four-step FFT of long lanes", function()

@@ -267,8 +267,9 @@ static int fourstep_split(int64_t m, int64_t *m1, int64_t *m2);
 /* The four-step transform's twiddle factors for m complex points, in the
 ** order the column pass reads them (cpu/fft_fourstep_tpl.h): column block
 ** n2 = 16 b starts at n2 m1, then W_m^((n2 + l) k1) at l m1 + k1;
-** and rfft's W_(2m)^k, 0 <= k <= m / 2. Exact in double (rou_table), then
-** rounded to the build's type: m + m / 2 complex values, as many as
+** and rfft's W_(2m)^(k1 + m1 k2) at k1 m2 + k2, rows k1 <= m1 / 2 (the pass
+** that untangles rows k1 and m1 - k1 reads a row at a time). Exact in double (rou_table), then
+** rounded to the build's type: about m + m / 2 complex values, as many as
 ** pocketfft's own plan of that length holds. */
 typedef struct fs_table {
   int64_t m, m1, m2;
@@ -287,9 +288,11 @@ static fs_table *fs_make(int64_t m, int dbl) {
   if (t) {
     t->m = m;
     t->col = malloc((size_t)(2 * m) * es);
-    t->unt = malloc((size_t)(2 * (m / 2 + 1)) * es);
+    t->unt = NULL; /* after the split: (m1 / 2 + 1) rows of m2 */
   }
-  if (!t || !rm || !r2 || !t->col || !t->unt || !fourstep_split(m, &t->m1, &t->m2)) {
+  if (t && t->col && fourstep_split(m, &t->m1, &t->m2))
+    t->unt = malloc((size_t)(2 * (t->m1 / 2 + 1) * t->m2) * es);
+  if (!t || !rm || !r2 || !t->col || !t->unt) {
     rou_destroy(rm);
     rou_destroy(r2);
     fs_destroy(t);
@@ -300,19 +303,19 @@ static fs_table *fs_make(int64_t m, int dbl) {
   int64_t i = 0;
   for (int64_t n2 = 0; n2 < t->m2; n2++) /* = block, lane l = n2 % 16, k1 */
     for (int64_t k1 = 0; k1 < t->m1; k1++, i++) {
-      {
-        double re, im;
-        rou_at(rm, (n2 * k1) % m, &re, &im);
-        if (dbl) cd[2 * i] = re, cd[2 * i + 1] = im;
-        else cf[2 * i] = (float)re, cf[2 * i + 1] = (float)im;
-      }
-  }
-  for (int64_t k = 0; k <= m / 2; k++) {
-    double re, im;
-    rou_at(r2, k, &re, &im);
-    if (dbl) ud[2 * k] = re, ud[2 * k + 1] = im;
-    else uf[2 * k] = (float)re, uf[2 * k + 1] = (float)im;
-  }
+      double re, im;
+      rou_at(rm, (n2 * k1) % m, &re, &im);
+      if (dbl) cd[2 * i] = re, cd[2 * i + 1] = im;
+      else cf[2 * i] = (float)re, cf[2 * i + 1] = (float)im;
+    }
+  i = 0;
+  for (int64_t k1 = 0; k1 <= t->m1 / 2; k1++)
+    for (int64_t k2 = 0; k2 < t->m2; k2++, i++) {
+      double re, im;
+      rou_at(r2, k1 + t->m1 * k2, &re, &im);
+      if (dbl) ud[2 * i] = re, ud[2 * i + 1] = im;
+      else uf[2 * i] = (float)re, uf[2 * i + 1] = (float)im;
+    }
   rou_destroy(rm);
   rou_destroy(r2);
   return t;

@@ -116,66 +116,110 @@ static int EMCAT(fft4_rows_, SFX)(const pf_ops *ops, void *p2, R *S, int64_t ps,
   return 0;
 }
 
-/* rfft's untangling of pairs (k, m - k) for k in [k0, k1) (1 <= k <= m / 2)
-** of Z in out, in place; w: W_(2m)^k (fs_table's unt). With SSE2 two
-** pairs (float) or one (double) at a time, the same operations. */
-static void EMCAT(rfft4_untangle_, SFX)(R *out, const R *w, int64_t m, int64_t k0, int64_t k1) {
-  int64_t k = k0;
+/* rfft's untangling of n pairs: for t < n, lo[t] and hi[-t] (complex
+** indices; Z[k] and Z[m-k]) become X[k] = E + W O and X[m-k] = conj(E - W O),
+** E = (Z[k] + conj Z[m-k]) / 2, O = -i (Z[k] - conj Z[m-k]) / 2, W = w[t]
+** (W_(2m)^k from fs_table's unt). The two ranges do not overlap. With SSE2
+** two pairs (float) or one (double) at a time, the same operations. */
+static void EMCAT(untangle_, SFX)(R *lo, R *hi, const R *w, int64_t n) {
+  int64_t t = 0;
 #if defined(__SSE2__)
   if (sizeof(R) == sizeof(float)) {
-    float *fo = (float *)out;
+    float *fl = (float *)lo, *fh = (float *)hi;
     const float *fw = (const float *)w;
     const __m128 h = _mm_set1_ps(0.5f);
     const __m128 cj = _mm_set_ps(-0.f, 0.f, -0.f, 0.f); /* the imaginary parts negated */
     const __m128 ng = _mm_set_ps(0.f, -0.f, 0.f, -0.f); /* the real parts negated */
-    for (; k + 1 < k1 && 2 * (k + 1) < m; k += 2) {
-      const __m128 a = _mm_loadu_ps(fo + 2 * k); /* Z[k], Z[k+1] */
-      __m128 b = _mm_loadu_ps(fo + 2 * (m - k - 1)); /* Z[m-k-1], Z[m-k] */
+    for (; t + 1 < n; t += 2) {
+      const __m128 a = _mm_loadu_ps(fl + 2 * t); /* Z[k], Z[k+1] */
+      __m128 b = _mm_loadu_ps(fh - 2 * (t + 1)); /* Z[m-k-1], Z[m-k] */
       b = _mm_xor_ps(_mm_shuffle_ps(b, b, _MM_SHUFFLE(1, 0, 3, 2)), cj);
       const __m128 e = _mm_mul_ps(h, _mm_add_ps(a, b));
       const __m128 d = _mm_mul_ps(h, _mm_sub_ps(a, b));
       const __m128 o = _mm_xor_ps(_mm_shuffle_ps(d, d, _MM_SHUFFLE(2, 3, 0, 1)), cj); /* -i d */
-      const __m128 wv = _mm_loadu_ps(fw + 2 * k);
+      const __m128 wv = _mm_loadu_ps(fw + 2 * t);
       const __m128 wr = _mm_shuffle_ps(wv, wv, _MM_SHUFFLE(2, 2, 0, 0));
       const __m128 wi = _mm_shuffle_ps(wv, wv, _MM_SHUFFLE(3, 3, 1, 1));
       const __m128 os = _mm_shuffle_ps(o, o, _MM_SHUFFLE(2, 3, 0, 1));
-      const __m128 t = _mm_add_ps(_mm_mul_ps(wr, o), _mm_xor_ps(_mm_mul_ps(wi, os), ng));
-      _mm_storeu_ps(fo + 2 * k, _mm_add_ps(e, t));
-      __m128 nb = _mm_xor_ps(_mm_sub_ps(e, t), cj);
-      _mm_storeu_ps(fo + 2 * (m - k - 1), _mm_shuffle_ps(nb, nb, _MM_SHUFFLE(1, 0, 3, 2)));
+      const __m128 tw = _mm_add_ps(_mm_mul_ps(wr, o), _mm_xor_ps(_mm_mul_ps(wi, os), ng));
+      _mm_storeu_ps(fl + 2 * t, _mm_add_ps(e, tw));
+      __m128 nb = _mm_xor_ps(_mm_sub_ps(e, tw), cj);
+      _mm_storeu_ps(fh - 2 * (t + 1), _mm_shuffle_ps(nb, nb, _MM_SHUFFLE(1, 0, 3, 2)));
     }
   } else {
-    double *dO = (double *)out;
+    double *dl = (double *)lo, *dh = (double *)hi;
     const double *dw = (const double *)w;
     const __m128d h = _mm_set1_pd(0.5);
     const __m128d cj = _mm_set_pd(-0.0, 0.0), ng = _mm_set_pd(0.0, -0.0);
-    for (; k < k1; k++) {
-      const __m128d a = _mm_loadu_pd(dO + 2 * k);
-      const __m128d b = _mm_xor_pd(_mm_loadu_pd(dO + 2 * (m - k)), cj);
+    for (; t < n; t++) {
+      const __m128d a = _mm_loadu_pd(dl + 2 * t);
+      const __m128d b = _mm_xor_pd(_mm_loadu_pd(dh - 2 * t), cj);
       const __m128d e = _mm_mul_pd(h, _mm_add_pd(a, b));
       const __m128d d = _mm_mul_pd(h, _mm_sub_pd(a, b));
       const __m128d o = _mm_xor_pd(_mm_shuffle_pd(d, d, 1), cj); /* -i d */
-      const __m128d wv = _mm_loadu_pd(dw + 2 * k);
+      const __m128d wv = _mm_loadu_pd(dw + 2 * t);
       const __m128d wr = _mm_unpacklo_pd(wv, wv), wi = _mm_unpackhi_pd(wv, wv);
-      const __m128d t =
+      const __m128d tw =
           _mm_add_pd(_mm_mul_pd(wr, o), _mm_xor_pd(_mm_mul_pd(wi, _mm_shuffle_pd(o, o, 1)), ng));
-      _mm_storeu_pd(dO + 2 * k, _mm_add_pd(e, t));
-      _mm_storeu_pd(dO + 2 * (m - k), _mm_xor_pd(_mm_sub_pd(e, t), cj));
+      _mm_storeu_pd(dl + 2 * t, _mm_add_pd(e, tw));
+      _mm_storeu_pd(dh - 2 * t, _mm_xor_pd(_mm_sub_pd(e, tw), cj));
     }
   }
 #endif
-  for (; k < k1; k++) {
-    R *a = out + 2 * k, *b = out + 2 * (m - k);
+  for (; t < n; t++) {
+    R *a = lo + 2 * t, *b = hi - 2 * t;
     const R ar = a[0], ai = a[1], br = b[0], bi = -b[1]; /* b = conj Z[m-k] */
     const R er = (R)0.5 * (ar + br), ei = (R)0.5 * (ai + bi);
     const R orr = (R)0.5 * (ai - bi), oi = (R)-0.5 * (ar - br); /* -i (a - b) / 2 */
-    const R wr = w[2 * k], wi = w[2 * k + 1];
+    const R wr = w[2 * t], wi = w[2 * t + 1];
     const R tr = wr * orr - wi * oi, ti = wr * oi + wi * orr;
     a[0] = er + tr;
     a[1] = ei + ti;
     b[0] = er - tr;
     b[1] = -(ei - ti);
   }
+}
+
+/* rfft's pass 2, rows in pairs: the low rows r .. r + h - 1 (1 <= r, r + h
+** - 1 < m1 / 2) and their mirrors m1 - r - h + 1 .. m1 - r, or (h == 0)
+** row 0 and, for even m1, row m1 / 2: each row transformed in place, then
+** untangled in place, row k1 against row m1 - k1 read backwards (Z[k1 + m1
+** k2] pairs with Z[(m1 - k1) + m1 (m2 - 1 - k2)]; row 0's own k2 with m2 -
+** k2 and row m1 / 2's k2 with m2 - 1 - k2), then stored transposed in out.
+** Z[0] (S[0][0]) stays for the caller's X[0] and X[m]. */
+static int EMCAT(fft4_rowpairs_, SFX)(const pf_ops *ops, void *p2, R *S, int64_t ps, R *out,
+                                      const R *unt, int64_t m1, int64_t m2, int64_t r, int64_t h,
+                                      double fct) {
+  if (h == 0) { /* the rows that pair with themselves */
+    const int64_t rows[2] = {0, m1 / 2}, nr = m1 % 2 == 0 ? 2 : 1;
+    for (int64_t j = 0; j < nr; j++) {
+      const int64_t k1 = rows[j];
+      R *v = S + 2 * (k1 * ps);
+      if (FWD_C(ops, p2, v, (R)fct) != 0) return 1;
+      /* row 0: k2 in 1 .. with m2 - k2; row m1/2: k2 in 0 .. with m2 - 1 - k2 */
+      const int64_t lo0 = k1 == 0 ? 1 : 0, n = (m2 - lo0) / 2;
+      EMCAT(untangle_, SFX)(v + 2 * lo0, v + 2 * (m2 - 1), unt + 2 * (k1 * m2 + lo0), n);
+      if ((m2 - lo0) % 2 == 1) { /* k = m / 2: X = conj Z */
+        R *mid = v + 2 * (lo0 + n);
+        mid[1] = -mid[1];
+      }
+      EMCAT(tr_, SFX)(v, ps, out + 2 * k1, m1, 1, m2);
+    }
+    return 0;
+  }
+  const int64_t q = m1 - r - h + 1; /* the first mirror row */
+  for (int64_t l = 0; l < h; l++) {
+    if (FWD_C(ops, p2, S + 2 * ((r + l) * ps), (R)fct) != 0) return 1;
+    if (FWD_C(ops, p2, S + 2 * ((q + l) * ps), (R)fct) != 0) return 1;
+  }
+  for (int64_t l = 0; l < h; l++) {
+    const int64_t k1 = r + l;
+    EMCAT(untangle_, SFX)(S + 2 * (k1 * ps), S + 2 * ((m1 - k1) * ps + m2 - 1),
+                          unt + 2 * (k1 * m2), m2);
+  }
+  EMCAT(tr_, SFX)(S + 2 * (r * ps), ps, out + 2 * r, m1, h, m2);
+  EMCAT(tr_, SFX)(S + 2 * (q * ps), ps, out + 2 * q, m1, h, m2);
+  return 0;
 }
 
 /* The four-step transform of nl lanes: lane i of m = m1 m2 complex values
@@ -196,7 +240,9 @@ static em_status EMCAT(cpu_fft4_, SFX)(const R *z, int64_t zs, R *out, int64_t o
   int failed = s == EM_OK && !S;
   const int64_t FB = FS_BLOCK;
   const int64_t cb = (m2 + FB - 1) / FB, rb = (m1 + FB - 1) / FB;
-  const int64_t half = m / 2, ub = (half + 4095) / 4096;
+  /* rfft's row groups: row 0 (and m1 / 2), then the low rows 1 .. P - 1
+  ** (P = ceil(m1 / 2)) FB / 2 at a time with their mirrors */
+  const int64_t P = (m1 + 1) / 2, H = FB / 2, rg = 1 + (P - 1 + H - 1) / H;
   int nt = em_get_num_threads();
   (void)nt;
   for (int64_t i = 0; i < nl && s == EM_OK && !failed; i++) {
@@ -220,26 +266,29 @@ static em_status EMCAT(cpu_fft4_, SFX)(const R *z, int64_t zs, R *out, int64_t o
       scratch_put(buf);
       /* the columns are all in S before any row is written to out (out
       ** may be z) */
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-      for (int64_t b = 0; b < rb; b++) {
-        const int64_t k1 = b * FB, nb = m1 - k1 < FB ? m1 - k1 : FB;
-        if (!failed && EMCAT(fft4_rows_, SFX)(ops, p2, S, ps, oi, m1, m2, k1, nb, forward, fct))
-          FFT_FAIL(failed);
-      }
       if (real) {
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (int64_t b = 0; b < ub; b++) {
-          const int64_t k0 = 1 + b * 4096, k1 = k0 + 4096 <= half + 1 ? k0 + 4096 : half + 1;
-          if (!failed) EMCAT(rfft4_untangle_, SFX)(oi, tw->unt, m, k0, k1);
+        for (int64_t g = 0; g < rg; g++) {
+          const int64_t r = g == 0 ? 0 : 1 + (g - 1) * H, h = g == 0 ? 0 : (P - r < H ? P - r : H);
+          if (!failed &&
+              EMCAT(fft4_rowpairs_, SFX)(ops, p2, S, ps, oi, tw->unt, m1, m2, r, h, fct))
+            FFT_FAIL(failed);
+        }
+      } else {
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t b = 0; b < rb; b++) {
+          const int64_t k1 = b * FB, nb = m1 - k1 < FB ? m1 - k1 : FB;
+          if (!failed && EMCAT(fft4_rows_, SFX)(ops, p2, S, ps, oi, m1, m2, k1, nb, forward, fct))
+            FFT_FAIL(failed);
         }
       }
     }
     if (real && !failed) { /* X[0] and X[m] from Z[0], real */
-      const R zr = oi[0], zi0 = oi[1];
+      const R zr = S[0], zi0 = S[1];
       oi[0] = zr + zi0;
       oi[1] = 0;
       oi[2 * m] = zr - zi0;
