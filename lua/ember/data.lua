@@ -432,11 +432,7 @@ return function(T, C)
     A.nomore("SubsetRandomSampler", 2, ...)
     o = A.checkopts("SubsetRandomSampler", o, { "seed" })
     check_seed("SubsetRandomSampler", o.seed)
-    if not T.is_tensor(indices) then
-      if type(indices) ~= "table" then error("SubsetRandomSampler: expected an array of indices, got " .. type(indices), 2) end
-      indices = T.tensor(indices, { dtype = T.int64 })
-    end
-    indices = indices:reshape(-1)
+    indices = positions("SubsetRandomSampler", "indices", indices, 2)
     return setmetatable({ idx = indices, num_samples = indices:numel(), seed = o.seed }, SubsetRandomSampler)
   end
   function SubsetRandomSampler:indices(...)

@@ -64,7 +64,7 @@ describe("difftest round 8: random_split (torch 1.13)", function()
 end)
 
 describe("difftest round 8: Subset and default_collate (torch 1.13)", function()
-  it("Subset refuses indices that are not integers", function()
+  it("Subset and SubsetRandomSampler refuse indices that are not integers", function()
     local ds = D.TensorDataset(T.arange(0, 10))
     -- Subset(ds, [1.5])[0] -> IndexError (only integers ... are valid indices); ember truncated to 1
     err(function() D.Subset(ds, { 1.5 }) end, "Subset: indices[1] must be an integer, got 1.5")
@@ -72,6 +72,10 @@ describe("difftest round 8: Subset and default_collate (torch 1.13)", function()
     err(function() D.Subset(ds, T.tensor { 1, 2 }:float()) end, "Subset: indices must be integers, got a float32 tensor")
     err(function() D.Subset(ds, { a = 1 }) end, "Subset: indices must be an array of integers or an integer tensor")
     err(function() D.Subset(5, { 1 }) end, "Subset: expected a dataset (with len and get), got number")
+    -- SubsetRandomSampler([1.5]) yields 1.5, which the dataset then refuses; ember truncated to 1
+    err(function() D.SubsetRandomSampler({ 1.5 }) end, "SubsetRandomSampler: indices[1] must be an integer, got 1.5")
+    err(function() D.SubsetRandomSampler(T.tensor { 1, 2 }:float()) end,
+      "SubsetRandomSampler: indices must be integers, got a float32 tensor")
     -- an int32 tensor of positions is fine (as torch's int32 indices)
     local s = D.Subset(ds, T.tensor({ 4, 2 }, { dtype = T.int32 }))
     local got = {}
