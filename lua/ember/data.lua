@@ -60,9 +60,41 @@ return function(T, C)
   local Subset = {}
   Subset.__index = Subset
   -- indices: an int64 tensor or a Lua array of 1-based positions
+  -- 1-based positions as a 1-d int64 tensor: a Lua array of integers or a
+  -- 1-d integer tensor (op names the caller in errors)
+  local function positions(op, what, idx, level)
+    if T.is_tensor(idx) then
+      if idx.ndim ~= 1 then
+        error(fmt("%s: %s must be 1-d, got shape %s", op, what, tostring(idx.shape)), level + 1)
+      end
+      if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == T.bool then
+        error(fmt("%s: %s must be integers, got a %s tensor", op, what, idx.dtype.name), level + 1)
+      end
+      return idx.dtype == T.int64 and idx or idx:long()
+    end
+    if type(idx) ~= "table" then
+      error(fmt("%s: %s must be an array of integers or an integer tensor, got %s", op, what, type(idx)), level + 1)
+    end
+    local count = 0
+    for _ in pairs(idx) do count = count + 1 end
+    if count ~= #idx then
+      error(fmt("%s: %s must be an array of integers or an integer tensor, got a table with %d non-array keys", op, what,
+        count - #idx), level + 1)
+    end
+    for i, v in ipairs(idx) do
+      if type(v) ~= "number" or v % 1 ~= 0 then
+        error(fmt("%s: %s[%d] must be an integer, got %s", op, what, i, tostring(v)), level + 1)
+      end
+    end
+    return T.tensor(idx, { dtype = T.int64 }):reshape(-1)
+  end
+  data._positions = positions
   function data.Subset(dataset, indices, ...)
     A.nomore("Subset", 2, ...)
-    if not T.is_tensor(indices) then indices = T.tensor(indices, { dtype = T.int64 }) end
+    if type(dataset) ~= "table" or not dataset.len or not dataset.get then
+      error("Subset: expected a dataset (with len and get), got " .. type(dataset), 2)
+    end
+    indices = positions("Subset", "indices", indices, 2)
     return setmetatable({ dataset = dataset, indices = indices }, Subset)
   end
   function Subset:len(...)
@@ -83,25 +115,48 @@ return function(T, C)
 
   -- lengths: counts summing to the dataset's length, or fractions summing
   -- to 1 (the remainder goes round-robin to the first parts, as PyTorch).
-  -- The permutation comes from the generator (T.manual_seed).
-  function data.random_split(dataset, lengths, ...)
-    A.nomore("random_split", 2, ...)
-    if T.is_tensor(lengths) then lengths = lengths:tolist() end
+  -- The permutation comes from the global generator (T.manual_seed), or
+  -- with o.seed from a generator of its own seeded with it (PyTorch's
+  -- generator=), leaving the global one as it was.
+  function data.random_split(dataset, lengths, o, ...)
+    A.nomore("random_split", 3, ...)
+    o = A.checkopts("random_split", o, { "seed" })
+    if o.seed ~= nil and (type(o.seed) ~= "number" or o.seed % 1 ~= 0) then
+      error("random_split: seed must be an integer, got " .. tostring(o.seed), 2)
+    end
+    local n = dataset:len()
+    -- fractions in a float tensor are summed and scaled in its dtype, as
+    -- PyTorch's arithmetic on the tensor's elements does
+    local tsum, tscaled
+    if T.is_tensor(lengths) then
+      if lengths.ndim ~= 1 then
+        error("random_split: lengths must be a list (or a 1-d tensor) of counts or fractions, got shape "
+          .. tostring(lengths.shape), 2)
+      end
+      if lengths.dtype.is_floating_point and lengths:numel() > 0 then
+        tsum, tscaled = lengths:sum():item(), (lengths * n):floor():tolist()
+      end
+      lengths = lengths:tolist()
+    end
     if type(lengths) ~= "table" then
       error("random_split: lengths must be a list (or a 1-d tensor) of counts or fractions, got " .. type(lengths), 2)
     end
     for i, l in ipairs(lengths) do
       if type(l) ~= "number" then error(fmt("random_split: lengths[%d] is a %s, not a number", i, type(l)), 2) end
     end
-    local n = dataset:len()
     local counts, total = {}, 0
-    local fractional = true
-    for _, l in ipairs(lengths) do fractional = fractional and l >= 0 and l <= 1 end
-    local s = 0
-    for _, l in ipairs(lengths) do s = s + l end
-    if fractional and math.abs(s - 1) < 1e-9 and s ~= n then
+    local s, allint = 0, true
+    for _, l in ipairs(lengths) do
+      s = s + l
+      allint = allint and l % 1 == 0
+    end
+    s = tsum or s
+    -- fractions when they sum to 1 (PyTorch: math.isclose(sum, 1), whose
+    -- rel_tol is 1e-9); counts 0/1 summing to 1 give the same parts either way
+    if math.abs(s - 1) <= 1e-9 then
       for i, f in ipairs(lengths) do
-        counts[i] = math.floor(n * f)
+        if f < 0 or f > 1 then error(fmt("random_split: fraction at index %d (%s) is not between 0 and 1", i, tostring(f)), 2) end
+        counts[i] = tscaled and tscaled[i] or math.floor(n * f)
         total = total + counts[i]
       end
       local i = 1
@@ -110,9 +165,12 @@ return function(T, C)
         total = total + 1
         i = i % #counts + 1
       end
+    elseif not allint then
+      error(fmt("random_split: lengths must be non-negative integers, or fractions summing to 1 (these sum to %s)",
+        tostring(s)), 2)
     else
       for i, l in ipairs(lengths) do
-        if l < 0 or l % 1 ~= 0 then error("random_split: lengths must be non-negative integers or fractions", 2) end
+        if l < 0 then error(fmt("random_split: lengths[%d] is negative (%d)", i, l), 2) end
         counts[i] = l
         total = total + l
       end
@@ -121,7 +179,15 @@ return function(T, C)
       error(string.format("random_split: sum of input lengths (%d) does not equal the length of the input dataset (%d)",
         total, n), 2)
     end
-    local perm = T.randperm(n)
+    local perm
+    if o.seed ~= nil then
+      local saved = T.get_rng_state()
+      T.manual_seed(o.seed)
+      perm = T.randperm(n)
+      T.set_rng_state(saved)
+    else
+      perm = T.randperm(n)
+    end
     local out, at = {}, 1
     for i, c in ipairs(counts) do
       out[i] = data.Subset(dataset, c > 0 and perm:narrow(1, at, c) or T.empty({ 0 }, { dtype = T.int64 }))
@@ -162,7 +228,14 @@ return function(T, C)
       end
       return T.tensor(items, { dtype = dt })
     end
-    if type(first) == "boolean" then return T.tensor(items, { dtype = T.bool }) end
+    if type(first) == "boolean" then
+      for i, v in ipairs(items) do
+        if type(v) ~= "boolean" then
+          error(fmt("default_collate: element %d%s is a %s where element 1 is a boolean", i, path, type(v)), 0)
+        end
+      end
+      return T.tensor(items, { dtype = T.bool })
+    end
     if type(first) == "string" then return items end
     if type(first) == "table" then
       local nkeys = 0
@@ -275,6 +348,41 @@ return function(T, C)
     error(string.format("%s: expected a dataset (with len), an array or a length, got %s", op, type(src)), 3)
   end
 
+  -- PyTorch takes any iterable of indices as a sampler: here an array of
+  -- 1-based positions or a 1-d integer tensor, yielded in order
+  local IndexSampler = sampler_class()
+  function IndexSampler:indices(...)
+    A.nomore("indices", 1, ...)
+    return self.idx
+  end
+  local function as_sampler(op, s, level)
+    if type(s) == "table" and s.len and s.indices then return s end
+    if T.is_tensor(s) or (type(s) == "table" and getmetatable(s) == nil) then
+      local idx = positions(op, "sampler", s, level + 1)
+      return setmetatable({ idx = idx, num_samples = idx:numel() }, IndexSampler)
+    end
+    error(fmt("%s: sampler must have len() and indices(), or be an array of positions, got %s", op, type(s)), level + 1)
+  end
+  -- and any iterable of batches as a batch_sampler: an array of arrays (or
+  -- of 1-d integer tensors)
+  local IndexBatchSampler = {}
+  IndexBatchSampler.__index = IndexBatchSampler
+  function IndexBatchSampler:len(...) A.nomore("len", 1, ...) return #self.groups end
+  function IndexBatchSampler:batches(...) A.nomore("batches", 1, ...) return self.groups end
+  local function as_batch_sampler(op, b, level)
+    if type(b) == "table" and b.len and b.batches then return b end
+    if type(b) == "table" and getmetatable(b) == nil then
+      local count, groups = 0, {}
+      for _ in pairs(b) do count = count + 1 end
+      if count == #b then
+        for i, g in ipairs(b) do groups[i] = positions(op, fmt("batch_sampler[%d]", i), g, level + 1) end
+        return setmetatable({ groups = groups }, IndexBatchSampler)
+      end
+    end
+    error(fmt("%s: batch_sampler must have len() and batches(), or be an array of arrays of positions, got %s", op,
+      type(b)), level + 1)
+  end
+
   local SequentialSampler = sampler_class()
   -- SequentialSampler(data_source): 1, 2, ..., len
   function data.SequentialSampler(src, ...)
@@ -324,11 +432,7 @@ return function(T, C)
     A.nomore("SubsetRandomSampler", 2, ...)
     o = A.checkopts("SubsetRandomSampler", o, { "seed" })
     check_seed("SubsetRandomSampler", o.seed)
-    if not T.is_tensor(indices) then
-      if type(indices) ~= "table" then error("SubsetRandomSampler: expected an array of indices, got " .. type(indices), 2) end
-      indices = T.tensor(indices, { dtype = T.int64 })
-    end
-    indices = indices:reshape(-1)
+    indices = positions("SubsetRandomSampler", "indices", indices, 2)
     return setmetatable({ idx = indices, num_samples = indices:numel(), seed = o.seed }, SubsetRandomSampler)
   end
   function SubsetRandomSampler:indices(...)
@@ -371,9 +475,7 @@ return function(T, C)
   -- batches; batches() is an array of int64 tensors (DataLoader{batch_sampler=})
   function data.BatchSampler(sampler, batch_size, drop_last, ...)
     A.nooptions("BatchSampler", 3, 3, drop_last, ...)
-    if type(sampler) ~= "table" or not sampler.len or not sampler.indices then
-      error("BatchSampler: sampler must have len() and indices()", 2)
-    end
+    sampler = as_sampler("BatchSampler", sampler, 2)
     if type(batch_size) ~= "number" or batch_size % 1 ~= 0 or batch_size <= 0 then
       error("BatchSampler: batch_size should be a positive integer value, but got batch_size=" .. tostring(batch_size), 2)
     end
@@ -426,13 +528,16 @@ return function(T, C)
     if o.drop_last ~= nil and type(o.drop_last) ~= "boolean" then
       error("DataLoader: drop_last should be a boolean, got " .. type(o.drop_last), 2)
     end
+    if o.collate_fn ~= nil and type(o.collate_fn) ~= "function"
+      and not (type(o.collate_fn) == "table" and getmetatable(o.collate_fn) and getmetatable(o.collate_fn).__call) then
+      error("DataLoader: collate_fn must be a function, got " .. type(o.collate_fn), 2)
+    end
+    local sampler, batch_sampler
     -- sampler: an object with len() and indices() (1-based positions, an
     -- int64 tensor or a Lua array), e.g. T.data.DistributedSampler
     if o.sampler ~= nil then
       if o.shuffle then error("DataLoader: sampler option is mutually exclusive with shuffle", 2) end
-      if type(o.sampler) ~= "table" or not o.sampler.len or not o.sampler.indices then
-        error("DataLoader: sampler must have len() and indices()", 2)
-      end
+      sampler = as_sampler("DataLoader", o.sampler, 2)
     end
     -- batch_sampler: an object with len() and batches() (an array of
     -- batches of 1-based positions), e.g. T.data.BatchSampler; it replaces
@@ -441,9 +546,7 @@ return function(T, C)
       if (o.batch_size ~= nil and o.batch_size ~= 1) or o.shuffle or o.sampler ~= nil or o.drop_last then
         error("DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last", 2)
       end
-      if type(o.batch_sampler) ~= "table" or not o.batch_sampler.len or not o.batch_sampler.batches then
-        error("DataLoader: batch_sampler must have len() and batches()", 2)
-      end
+      batch_sampler = as_batch_sampler("DataLoader", o.batch_sampler, 2)
     end
     -- pin_memory: every tensor of a batch in page-locked host memory, so
     -- that x:to("cuda", {non_blocking = true}) is an asynchronous copy;
@@ -455,8 +558,8 @@ return function(T, C)
       error("DataLoader: pin_memory = true needs a cuda device (T.cuda.is_available() is false)", 2)
     end
     return setmetatable({ dataset = dataset, batch_size = bs, shuffle = o.shuffle or false,
-      drop_last = o.drop_last or false, collate_fn = o.collate_fn, sampler = o.sampler,
-      batch_sampler = o.batch_sampler,
+      drop_last = o.drop_last or false, collate_fn = o.collate_fn, sampler = sampler,
+      batch_sampler = batch_sampler,
       pin_memory = o.pin_memory or false }, DataLoader)
   end
 
@@ -505,7 +608,7 @@ return function(T, C)
         ids = order:narrow(1, start, cnt)
       end
       local batch
-      if not self.collate_fn and ds.get_batch then batch = ds:get_batch(ids) end
+      if not nobatch and not self.collate_fn and ds.get_batch then batch = ds:get_batch(ids) end
       if nobatch then
         batch = ds:get(ids[1]:item())
         if self.collate_fn then batch = self.collate_fn(batch) end
