@@ -1053,6 +1053,7 @@ static em_tensor *prod_others(F *f, const em_tensor *x) {
   if (OK) p = keep(f, em_permute(x, nd, perm, &p), &p);
   int64_t r = 1;
   for (int d = nkeep; d < nd; d++) r *= n->in[0].sizes[perm[d] - 1];
+  if (r == 0) return zeros_like(f, x); /* an empty reduced dim: x holds nothing */
   for (int d = 0; d < nkeep; d++) psz[d] = n->in[0].sizes[perm[d] - 1];
   psz[nkeep] = r;
   em_tensor *m = reshape(f, p, nkeep + 1, psz);

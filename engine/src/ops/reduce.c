@@ -163,6 +163,13 @@ static em_status reduce_nograd(em_reduce_op rop, const em_tensor *t, int ndims,
                        : (em_dtype_kindof(in) == EM_KIND_FLOAT ? in : EM_INT64);
       break;
     case EM_REDUCE_NANSUM:
+      /* PyTorch refuses an integer dtype for floating input (NaN has no
+      ** integer value: the cast would make them garbage, then sum them) */
+      if (dtype >= 0 && em_dtype_kindof(in) == EM_KIND_FLOAT &&
+          em_dtype_kindof((em_dtype)dtype) != EM_KIND_FLOAT)
+        return em_fail(EM_E_TYPE,
+                       "nansum: dtype %s is not supported for %s input (NaN has no integer "
+                       "value)", em_dtype_name((em_dtype)dtype), em_dtype_name(in));
       if (em_dtype_kindof(dtype >= 0 ? (em_dtype)dtype : in) != EM_KIND_FLOAT) {
         rop = EM_REDUCE_SUM;  /* integers hold no NaN */
         op = "nansum";
@@ -177,6 +184,11 @@ static em_status reduce_nograd(em_reduce_op rop, const em_tensor *t, int ndims,
       break;
     case EM_REDUCE_MEAN:
     case EM_REDUCE_NANMEAN:
+      /* PyTorch 1.13's nanmean checks the input itself, before any dtype */
+      if (rop == EM_REDUCE_NANMEAN && em_dtype_kindof(in) != EM_KIND_FLOAT)
+        return em_fail(EM_E_TYPE,
+                       "nanmean(): expected input to have floating point dtype but got %s",
+                       em_dtype_pt_name(in));
       if (dtype >= 0 && em_dtype_kindof((em_dtype)dtype) != EM_KIND_FLOAT)
         return em_fail(EM_E_TYPE,
                        "%s(): could not infer output dtype. Optional dtype must be "
