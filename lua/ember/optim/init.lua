@@ -75,7 +75,9 @@ return function(T, C)
   -- too (state: LBFGS's history lists hold tensors)
   local function own(v, clone)
     if clone and T.is_tensor(v) then return v:clone() end
-    if is_list(v) and getmetatable(v) == nil then
+    -- plain tables, and the lists and dicts T.load_torch makes (a
+    -- PyTorch state dict's): copied as plain tables
+    if is_list(v) and (getmetatable(v) == nil or T.torch_kind(v) ~= nil) then
       local c = {}
       for k, x in pairs(v) do c[k] = own(x, clone) end
       return c
@@ -259,17 +261,22 @@ return function(T, C)
       for k, v in pairs(sg) do if k ~= "params" and v ~= T.None then g[k] = own(v) end end
     end
     self.state = {}
+    local cx = self.complex_params
     for i, st in pairs(sd.state) do
       local p = byindex[i]
       if p then
         local copy = {}
+        -- a complex parameter's state is real-shaped (its real view's);
+        -- PyTorch's is complex: viewed as real here
+        local pdtype = (cx and cx[p]) and real_view(p).dtype or p.dtype
         for k, v in pairs(st) do
           if (k == "step" or (self.scalar_state and self.scalar_state[k])) and T.is_tensor(v)
               and v:numel() == 1 then
             v = v:item() -- PyTorch >= 1.12 keeps Adam's step as a 0-d tensor
           elseif T.is_tensor(v) then
             v = v:clone()
-            if v.dtype.is_floating_point and v.dtype ~= p.dtype and v.ndim > 0 then v = v:to(p.dtype) end
+            if v:is_complex() and cx and cx[p] then v = real_view(v) end
+            if v.dtype.is_floating_point and v.dtype ~= pdtype and v.ndim > 0 then v = v:to(pdtype) end
           else
             v = own(v, true)
           end

@@ -39,6 +39,49 @@ return function(T, optim, Optimizer)
     return Optimizer.add_param_group(self, g, ...)
   end
 
+  -- PyTorch's LBFGS state: line_search_fn None (false here), `al` a list of
+  -- history_size entries (None until set), and t, H_diag, ro, al 0-d tensors
+  -- (Lua numbers here); state_dict writes what torch.optim.LBFGS loads
+  -- (T.save_torch), load_state_dict reads either form
+  function LBFGS:state_dict(...)
+    local sd = Optimizer.state_dict(self, ...)
+    for _, g in ipairs(sd.param_groups) do
+      if g.line_search_fn == false then g.line_search_fn = T.None end
+    end
+    local hs = self.param_groups[1].history_size
+    for _, st in pairs(sd.state) do
+      if type(st.al) == "table" then
+        for i = 1, max(hs, #st.al) do if st.al[i] == nil then st.al[i] = T.None end end
+      end
+    end
+    return sd
+  end
+
+  function LBFGS:load_state_dict(sd, ...)
+    ARGS.nomore("load_state_dict", 2, ...)
+    Optimizer.load_state_dict(self, sd)
+    local sg = sd.param_groups[1]
+    if sg.line_search_fn == T.None then self.param_groups[1].line_search_fn = false end
+    local lsf = self.param_groups[1].line_search_fn
+    if lsf ~= false and lsf ~= "strong_wolfe" then
+      error("load_state_dict: LBFGS: only 'strong_wolfe' is supported as line_search_fn, got " .. tostring(lsf), 2)
+    end
+    local function num(v) if T.is_tensor(v) then return v:item() end return v end
+    for _, st in pairs(self.state) do
+      st.t, st.H_diag, st.prev_loss = num(st.t), num(st.H_diag), num(st.prev_loss)
+      for _, k in ipairs({ "ro", "al" }) do
+        if type(st[k]) == "table" then
+          local l = {}
+          for i, v in pairs(st[k]) do
+            v = num(v)
+            if type(v) == "number" then l[i] = v end   -- None: not set yet
+          end
+          st[k] = l
+        end
+      end
+    end
+  end
+
   function LBFGS:_numel()
     if not self._numel_cache then
       local n = 0
