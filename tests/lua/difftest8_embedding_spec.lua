@@ -12,15 +12,7 @@ local U = require "specutil"
 local err = U.err
 local nn, F = T.nn, T.nn.functional
 
-local function close(got, want, tol, what)
-  local g = got:reshape(-1):tolist()
-  assert.equal(#want, #g, what .. ": element count")
-  for i = 1, #want do
-    if math.abs(g[i] - want[i]) > tol * (1 + math.abs(want[i])) then
-      error(string.format("%s[%d]: got %.17g, want %.17g", what, i, g[i], want[i]), 2)
-    end
-  end
-end
+local close = U.close_list
 local function L(t) return T.tensor(t, { dtype = T.int64 }) end
 local function W() return (T.arange(18, { dtype = T.float64 }):reshape(6, 3) / 10):requires_grad_() end
 

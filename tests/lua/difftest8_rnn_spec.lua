@@ -10,15 +10,7 @@ local U = require "specutil"
 local err = U.err
 local nn = T.nn
 
-local function close(got, want, tol, what)
-  local g = got:reshape(-1):tolist()
-  assert.equal(#want, #g, what .. ": element count")
-  for i = 1, #want do
-    if math.abs(g[i] - want[i]) > tol * (1 + math.abs(want[i])) then
-      error(string.format("%s[%d]: got %.17g, want %.17g", what, i, g[i], want[i]), 2)
-    end
-  end
-end
+local close = U.close_list
 
 -- the file and line of an error raised by f (nil when the message has none)
 local function where(f)

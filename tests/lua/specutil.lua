@@ -36,4 +36,16 @@ function M.near(got, want, tol)
   assert(d:numel() == 0 or d:max():item() <= tol, "max difference " .. tostring(d:numel() > 0 and d:max():item()))
 end
 
+-- got's values (any shape, row-major) against the list want, each within
+-- tol * (1 + |want|); what names the tensor in the error
+function M.close_list(got, want, tol, what)
+  local g = got:reshape(-1):tolist()
+  assert(#want == #g, ("%s: %d elements, want %d"):format(what, #g, #want))
+  for i = 1, #want do
+    if math.abs(g[i] - want[i]) > tol * (1 + math.abs(want[i])) then
+      error(string.format("%s[%d]: got %.17g, want %.17g", what, i, g[i], want[i]), 2)
+    end
+  end
+end
+
 return M
