@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "pocketfft/pocketfft.h"
 
@@ -449,25 +448,11 @@ static void scratch_put(void *buf) {
 ** same way in a second slot: the calling thread also takes a lane buffer */
 static __thread void *big_buf;
 static __thread size_t big_cap;
-/* 2 MiB and more: 2 MiB aligned and marked for transparent huge pages, as
-** the storage allocator does (the column pass writes rows 8 KB apart: with
-** 4 KB pages every row is another TLB entry) */
-static void *big_alloc(size_t bytes) {
-  const size_t huge = (size_t)2 << 20;
-  if (bytes < huge) return malloc(bytes);
-  void *p = NULL;
-  size_t rounded = (bytes + huge - 1) & ~(huge - 1);
-  if (posix_memalign(&p, huge, rounded) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-  (void)madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  return p;
-}
 static void *big_scratch_get(size_t bytes) {
-  if (bytes > SCRATCH_KEEP) return big_alloc(bytes);
+  if (bytes > SCRATCH_KEEP) return malloc(bytes);
   if (big_cap < bytes) {
     free(big_buf);
-    big_buf = big_alloc(bytes);
+    big_buf = malloc(bytes);
     big_cap = big_buf ? bytes : 0;
   }
   return big_buf;
