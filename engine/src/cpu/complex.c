@@ -430,36 +430,30 @@ static inline int64_t lane_stride(int64_t n) { return 2 * n + 8; }
 ** tenth of a 2^20 transform): scratch_get returns at least `bytes`, NULL
 ** when out of memory; scratch_put frees it unless it is the kept one. */
 enum { SCRATCH_KEEP = 64 << 20 };
-static __thread void *scratch_buf;
-static __thread size_t scratch_cap;
-static void *scratch_get(size_t bytes) {
+typedef struct kept_buf {
+  void *buf;
+  size_t cap;
+} kept_buf;
+/* two slots per thread: the lane buffer, and the four-step transform's
+** scratch (all of a transform's values; its caller also takes a lane
+** buffer) */
+static __thread kept_buf lane_kept, big_kept;
+static void *kept_get(kept_buf *k, size_t bytes) {
   if (bytes > SCRATCH_KEEP) return malloc(bytes);
-  if (scratch_cap < bytes) {
-    free(scratch_buf);
-    scratch_buf = malloc(bytes);
-    scratch_cap = scratch_buf ? bytes : 0;
+  if (k->cap < bytes) {
+    free(k->buf);
+    k->buf = malloc(bytes);
+    k->cap = k->buf ? bytes : 0;
   }
-  return scratch_buf;
+  return k->buf;
 }
-static void scratch_put(void *buf) {
-  if (buf && buf != scratch_buf) free(buf);
+static void kept_put(kept_buf *k, void *buf) {
+  if (buf && buf != k->buf) free(buf);
 }
-/* the four-step transform's scratch (all of a transform's values), kept the
-** same way in a second slot: the calling thread also takes a lane buffer */
-static __thread void *big_buf;
-static __thread size_t big_cap;
-static void *big_scratch_get(size_t bytes) {
-  if (bytes > SCRATCH_KEEP) return malloc(bytes);
-  if (big_cap < bytes) {
-    free(big_buf);
-    big_buf = malloc(bytes);
-    big_cap = big_buf ? bytes : 0;
-  }
-  return big_buf;
-}
-static void big_scratch_put(void *buf) {
-  if (buf && buf != big_buf) free(buf);
-}
+static void *scratch_get(size_t bytes) { return kept_get(&lane_kept, bytes); }
+static void scratch_put(void *buf) { kept_put(&lane_kept, buf); }
+static void *big_scratch_get(size_t bytes) { return kept_get(&big_kept, bytes); }
+static void big_scratch_put(void *buf) { kept_put(&big_kept, buf); }
 
 /* Whether m complex points go through the four-step transform, and as
 ** which m1 x m2: m at least FOURSTEP_MIN (below, one pocketfft call is in
