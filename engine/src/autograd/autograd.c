@@ -775,8 +775,11 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
                    "rule): make the view in grad mode, or write into a clone", op);
   if (!t->requires_grad) return EM_OK;
   em_node *fn = grad_fn_of(t);
+  /* PyTorch's check_inplace: a view that requires grad whose base is a leaf
+  ** (the base need not require grad: requires_grad_() on a view of a tensor
+  ** that does not, then a view of that) */
   em_tensor *b = t->view_base;
-  if (b && b->requires_grad && !grad_fn_of(b))
+  if (b && !grad_fn_of(b))
     return em_fail(EM_E_VALUE, "%s: a view of a leaf tensor that requires grad is "
                    "being used in an in-place operation", op);
   if (!fn)
