@@ -24,9 +24,13 @@
 ** has the measured times).
 **
 ** rfft of n = 2m real values uses it on the values read as m complex ones
-** (z[j] = x[2j] + i x[2j+1], no copy) and untangles the result in place:
+** (z[j] = x[2j] + i x[2j+1], no copy) and untangles the result,
 ** X[k] = E + W_n^k O, X[m-k] = conj(E - W_n^k O), with
-** E = (Z[k] + conj Z[m-k]) / 2 and O = -i (Z[k] - conj Z[m-k]) / 2.
+** E = (Z[k] + conj Z[m-k]) / 2 and O = -i (Z[k] - conj Z[m-k]) / 2,
+** in its row pass: Z[k] and Z[m-k] lie in rows k1 and m1 - k1 of S, which
+** are transformed together and untangled while in cache (fft4_rowpairs_).
+** Keeping it a pass of its own over the output, or reading S by columns
+** after the row pass, measured the same or slower.
 */
 
 /* dst[j][i] = src[i][j] for i < rows, j < cols: complex values of R, the
