@@ -117,7 +117,8 @@ SP_FN double sp_trigamma(double x) {
   return sign * res;
 }
 
-SP_FN double sp_zeta(double x, double q) {
+/* zeta(x, q) for q > 0 (scaled: q^x zeta(x, q), each term (q / a)^x) */
+SP_FN double sp_zeta_sum(double x, double q, int scaled) {
   /* (2k)! / B_2k, k = 1..12 */
   SP_TABLE double A[12] = {
       12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
@@ -127,16 +128,12 @@ SP_FN double sp_zeta(double x, double q) {
   if (x != x || q != q) return x + q;
   if (x == 1) return INFINITY;
   if (x < 1) return NAN;
-  if (q <= 0) {
-    if (q == floor(q)) return INFINITY;
-    if (x != floor(x)) return NAN;
-  }
-  double s = pow(q, -x), a = q, b = 0;
+  double s = scaled ? 1 : pow(q, -x), a = q, b = 0;
   int i = 0;
   while (i < 9 || a <= 9.0) {
     i++;
     a += 1;
-    b = pow(a, -x);
+    b = scaled ? pow(q / a, x) : pow(a, -x);
     s += b;
     if (-MACHEP * s < b && b < MACHEP * s) return s;
   }
@@ -158,14 +155,57 @@ SP_FN double sp_zeta(double x, double q) {
   return s;
 }
 
+SP_FN double sp_zeta(double x, double q) {
+  if (x != x || q != q) return x + q;
+  if (x == 1) return INFINITY;
+  if (x < 1) return NAN;
+  if (q <= 0) {
+    if (q == floor(q)) return INFINITY;
+    if (x != floor(x)) return NAN;
+    /* q < 0, x an integer: the m = ceil(-q) terms (q + k)^-x with a
+    ** negative base are +-(f + j)^-x, f = -(q + m - 1) in (0, 1) (exact), so
+    ** zeta(x, q) = zeta(x, 1 - f) + (-1)^x (zeta(x, f) - zeta(x, 1 - q)).
+    ** Summing the terms directly (Cephes, PyTorch 1.13) cancels terms of
+    ** size 2^x for odd x (polygamma(6, -999.5) came out 2.3e-12 for -1.2e-16,
+    ** polygamma(20, -2.5) -4.2e8 for -9.2e6) and took -q steps */
+    if (isfinite(x)) {
+      double m = ceil(-q), f = -(q + (m - 1));
+      double odd = x - 2 * floor(x / 2) != 0 ? -1 : 1;
+      /* (the reflection difference first: for odd x it cancels exactly at f = 1/2) */
+      double r = sp_zeta_sum(x, 1 - f, 0) + odd * sp_zeta_sum(x, f, 0);
+      return r - odd * sp_zeta_sum(x, 1 - q, 0);
+    }
+  }
+  return sp_zeta_sum(x, q, 0);
+}
+
 SP_FN double sp_polygamma(int64_t n, double x) {
   if (n == 0) return sp_digamma(x);
   if (n == 1) return sp_trigamma(x);
-  double nn = (double)n;
-  return ((n % 2) ? 1.0 : -1.0) * exp(sp_lgamma(nn + 1.0)) * sp_zeta(nn + 1.0, x);
+  double nn = (double)n, sign = (n % 2) ? 1.0 : -1.0;
+  double r = sign * exp(sp_lgamma(nn + 1.0)) * sp_zeta(nn + 1.0, x);
+  if ((r == 0 || !isfinite(r)) && x < 0 && x > -INFINITY && x != floor(x) && n <= 4000) {
+    /* the reflection of sp_zeta with its last term through the product
+    ** below: psi(n, x) = (-1)^(n+1) n! (zeta(n+1, 1-f) + (-1)^(n+1) zeta(n+1, f))
+    ** + (-1)^n psi(n, 1 - x) */
+    double m = ceil(-x), f = -(x + (m - 1)), odd = (n % 2) ? 1.0 : -1.0;
+    double d = sp_zeta_sum(nn + 1.0, 1 - f, 0) + odd * sp_zeta_sum(nn + 1.0, f, 0);
+    double y = 1 - x, g = 1 / y;
+    for (int64_t j = 1; j <= n; j++) g *= (double)j / y;
+    return (d == 0 ? 0 : sign * exp(sp_lgamma(nn + 1.0)) * d) - odd * sign * g * sp_zeta_sum(nn + 1.0, y, 1);
+  }
+  if ((r == 0 || !isfinite(r)) && x > 0 && x < INFINITY && n <= 4000) {
+    /* n! overflows past n = 170 (polygamma(171, 10) gave inf for 1.2e137,
+    ** polygamma(171, 100) inf * 0 = NaN) and zeta(n + 1, x) ~ x^-(n+1)
+    ** underflows (polygamma(170, 100) gave 0 for -8.9e-36): n! / x^(n+1)
+    ** as a product of j / x (its partial products stay between the two
+    ** ends, so it is finite where the result is), times x^(n+1) zeta */
+    double f = 1 / x;
+    for (int64_t j = 1; j <= n; j++) f *= (double)j / x;
+    r = sign * f * sp_zeta_sum(nn + 1.0, x, 1);
+  }
+  return r;
 }
-
-SP_FN double sp_ndtr(double x) { return 0.5 * erfc(-x / SP_SQRT2); }
 
 /* erfc(x / sqrt 2) with the rounding of x / sqrt 2 compensated: t = x / sqrt 2
 ** is off the true quotient by dt (up to half an ulp of t), and erfc's
@@ -180,6 +220,31 @@ SP_FN double sp_erfc_sqrt2(double x) {
   if (isinf(t)) return erfc(t); /* (the residual below would be inf - inf) */
   double dt = (fma(-t, SP_SQRT2, x) - t * S_LO) / SP_SQRT2;
   return erfc(t) - dt * 1.1283791670955126 * exp(-t * t);
+}
+
+/* Phi(x) = erfc(-x / sqrt 2) / 2 with the quotient's rounding compensated:
+** plain erfc(-x / sqrt 2) was x^2 ulps off in the lower tail (ndtr(-30)
+** 777 ulp; PyTorch 1.13's 1/2 (1 + erf(x / sqrt 2)) is 0 below -8.3) */
+SP_FN double sp_ndtr(double x) { return 0.5 * sp_erfc_sqrt2(-x); }
+
+SP_FN double sp_log_ndtr(double x) {
+  if (x != x) return x;
+  /* x >= 0: log1p(-Phi(-x)), Phi(-x) = erfc(x / sqrt 2) / 2 with the argument's
+  ** rounding compensated (log_ndtr(x) ~ -Phi(-x) is as precise as Phi(-x):
+  ** plain erfc(x / sqrt 2) was 5-60 ulp off on [2.5, 7.5]); x < 0: log Phi(x)
+  ** (log1p(-a) amplifies a's error by a / ((1 - a) |log(1 - a)|), log(a) by
+  ** 1 / |log a|: equal, 1.44, at x = 0) */
+  if (x >= 0) return log1p(-0.5 * sp_erfc_sqrt2(x));
+  if (x > -20) return log(0.5 * sp_erfc_sqrt2(-x));
+  if (x == -INFINITY) return -INFINITY;
+  /* log(phi(x) / -x) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 ...) */
+  double z = 1 / (x * x), t = 1, s = 1;
+  for (int k = 1; k < 40; k++) {
+    t *= -(2 * k - 1) * z;
+    s += t;
+    if (fabs(t) < 1e-17) break;
+  }
+  return -0.5 * x * x - SP_LOG_SQRT2PI - log(-x) + log(s);
 }
 
 SP_FN double sp_ndtri(double p) {
@@ -217,6 +282,17 @@ SP_FN double sp_ndtri(double p) {
   ** Phi(x) - 1/2 = erf(x / sqrt 2) / 2 (DLMF 7.18.2), which keeps its relative
   ** precision as x -> 0 (1/2 erfc(-x / sqrt 2) - p there is a difference of
   ** numbers near 1/2: ndtri(0.5 + 2.5e-8) was 5e6 ulp off) */
+  if (p < 1e-300) {
+    /* near and below DBL_MIN, Phi(x) - p has few bits (ndtri(5e-324) came
+    ** out 1e7 ulp off): Newton steps on log Phi(x) - log p instead, the
+    ** derivative phi / Phi = exp(-x^2/2 - log Phi(x)) / sqrt(2 pi) */
+    double lp = log(p);
+    for (int it = 0; it < 3; it++) {
+      double l = sp_log_ndtr(x);
+      x -= (l - lp) / (exp(-x * x / 2 - l) / SP_SQRT2PI);
+    }
+    return x;
+  }
   for (int it = 0; it < 2; it++) {
     double e = p >= 0.25 && p <= 0.75 ? 0.5 * erf(x / SP_SQRT2) - (p - 0.5)
                : p > 0.5 ? -(0.5 * erfc(x / SP_SQRT2) - (1 - p))
@@ -239,26 +315,6 @@ SP_FN double sp_erfinv(double y) {
   for (int it = 0; it < 2; it++)
     x -= (erf(x) - y) / (2 / sqrt(SP_PI) * exp(-x * x));
   return x;
-}
-
-SP_FN double sp_log_ndtr(double x) {
-  if (x != x) return x;
-  /* x >= 0: log1p(-Phi(-x)), Phi(-x) = erfc(x / sqrt 2) / 2 with the argument's
-  ** rounding compensated (log_ndtr(x) ~ -Phi(-x) is as precise as Phi(-x):
-  ** plain erfc(x / sqrt 2) was 5-60 ulp off on [2.5, 7.5]); x < 0: log Phi(x)
-  ** (log1p(-a) amplifies a's error by a / ((1 - a) |log(1 - a)|), log(a) by
-  ** 1 / |log a|: equal, 1.44, at x = 0) */
-  if (x >= 0) return log1p(-0.5 * sp_erfc_sqrt2(x));
-  if (x > -20) return log(0.5 * sp_erfc_sqrt2(-x));
-  if (x == -INFINITY) return -INFINITY;
-  /* log(phi(x) / -x) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 ...) */
-  double z = 1 / (x * x), t = 1, s = 1;
-  for (int k = 1; k < 40; k++) {
-    t *= -(2 * k - 1) * z;
-    s += t;
-    if (fabs(t) < 1e-17) break;
-  }
-  return -0.5 * x * x - SP_LOG_SQRT2PI - log(-x) + log(s);
 }
 
 /* I_0(a) e^-a and I_1(a) e^-a for a >= 0 */
