@@ -205,7 +205,7 @@ enum { PK_C, PK_R, PK_FC, PK_FR, PK_T4D, PK_T4F };
 ** complex doubles instead of n); for the four-step transform
 ** (cpu/fft_fourstep_tpl.h) */
 typedef struct rou_table {
-  int64_t n, L;
+  int64_t L;
   double *lo, *hi; /* (re, im) pairs: L and n / L + 1 of them */
 } rou_table;
 
@@ -240,7 +240,6 @@ static rou_table *rou_make(int64_t n) {
   int64_t L = (int64_t)sqrt((double)n);
   while (L * L < n) L++;
   const int64_t nh = n / L + 1;
-  t->n = n;
   t->L = L;
   t->lo = malloc((size_t)(2 * L) * sizeof(double));
   t->hi = malloc((size_t)(2 * nh) * sizeof(double));
@@ -252,14 +251,12 @@ static rou_table *rou_make(int64_t n) {
   for (int64_t q = 0; q < nh; q++) rou_exact(n, (q * L) % n, &t->hi[2 * q], &t->hi[2 * q + 1]);
   return t;
 }
-/* W^(q L + r), r < L */
-static inline void rou_w(const rou_table *t, int64_t q, int64_t r, double *re, double *im) {
+/* W^j = lo[j % L] hi[j / L] */
+static void rou_at(const rou_table *t, int64_t j, double *re, double *im) {
+  const int64_t q = j / t->L, r = j % t->L;
   const double ar = t->lo[2 * r], ai = t->lo[2 * r + 1], br = t->hi[2 * q], bi = t->hi[2 * q + 1];
   *re = ar * br - ai * bi;
   *im = ar * bi + ai * br;
-}
-static void rou_at(const rou_table *t, int64_t j, double *re, double *im) {
-  rou_w(t, j / t->L, j % t->L, re, im);
 }
 
 static int fourstep_split(int64_t m, int64_t *m1, int64_t *m2);
@@ -272,7 +269,6 @@ static int fourstep_split(int64_t m, int64_t *m1, int64_t *m2);
 ** rounded to the build's type: about m + m / 2 complex values, as many as
 ** pocketfft's own plan of that length holds. */
 typedef struct fs_table {
-  int64_t m, m1, m2;
   void *col, *unt; /* (re, im) pairs of double (PK_T4D) or float (PK_T4F) */
 } fs_table;
 static void fs_destroy(fs_table *t) {
@@ -282,16 +278,15 @@ static void fs_destroy(fs_table *t) {
   free(t);
 }
 static fs_table *fs_make(int64_t m, int dbl) {
+  int64_t m1, m2;
+  if (!fourstep_split(m, &m1, &m2)) return NULL;
   fs_table *t = calloc(1, sizeof *t);
   rou_table *rm = rou_make(m), *r2 = rou_make(2 * m);
   const size_t es = dbl ? sizeof(double) : sizeof(float);
   if (t) {
-    t->m = m;
     t->col = malloc((size_t)(2 * m) * es);
-    t->unt = NULL; /* after the split: (m1 / 2 + 1) rows of m2 */
+    t->unt = malloc((size_t)(2 * (m1 / 2 + 1) * m2) * es); /* (m1 / 2 + 1) rows of m2 */
   }
-  if (t && t->col && fourstep_split(m, &t->m1, &t->m2))
-    t->unt = malloc((size_t)(2 * (t->m1 / 2 + 1) * t->m2) * es);
   if (!t || !rm || !r2 || !t->col || !t->unt) {
     rou_destroy(rm);
     rou_destroy(r2);
@@ -301,18 +296,18 @@ static fs_table *fs_make(int64_t m, int dbl) {
   double *cd = t->col, *ud = t->unt;
   float *cf = t->col, *uf = t->unt;
   int64_t i = 0;
-  for (int64_t n2 = 0; n2 < t->m2; n2++) /* = block, lane l = n2 % 16, k1 */
-    for (int64_t k1 = 0; k1 < t->m1; k1++, i++) {
+  for (int64_t n2 = 0; n2 < m2; n2++) /* = block, lane l = n2 % 16, k1 */
+    for (int64_t k1 = 0; k1 < m1; k1++, i++) {
       double re, im;
       rou_at(rm, (n2 * k1) % m, &re, &im);
       if (dbl) cd[2 * i] = re, cd[2 * i + 1] = im;
       else cf[2 * i] = (float)re, cf[2 * i + 1] = (float)im;
     }
   i = 0;
-  for (int64_t k1 = 0; k1 <= t->m1 / 2; k1++)
-    for (int64_t k2 = 0; k2 < t->m2; k2++, i++) {
+  for (int64_t k1 = 0; k1 <= m1 / 2; k1++)
+    for (int64_t k2 = 0; k2 < m2; k2++, i++) {
       double re, im;
-      rou_at(r2, k1 + t->m1 * k2, &re, &im);
+      rou_at(r2, k1 + m1 * k2, &re, &im);
       if (dbl) ud[2 * i] = re, ud[2 * i + 1] = im;
       else uf[2 * i] = (float)re, uf[2 * i + 1] = (float)im;
     }

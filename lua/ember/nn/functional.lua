@@ -79,7 +79,7 @@ return function(T, C)
   function F.sigmoid(x, ...) need_tensor("sigmoid", x, "the input"); nomore("sigmoid", 1, ...); return x:sigmoid() end
   -- the in-place forms: computed from a copy, written into x (copy_'s
   -- errors, a leaf that requires grad, under the op's name)
-  local named = require("ember.argcheck")(T).named
+  local named = AC.named
   local silu_ = named("silu", function(x) return x:copy_(x:clone():silu()) end)
   local leaky_ = named("leaky_relu", function(x, slope)
     local c = x:clone()
