@@ -347,7 +347,7 @@ return function(T, C)
   -- an engine error raised at the caller's position, not at this file's line
   -- that called the engine (as conv3d's and the 3-d pools')
   do
-    local named = require("ember.argcheck")(T).named
+    local named = AC.named
     F.conv1d, F.conv2d = named("conv1d", F.conv1d), named("conv2d", F.conv2d)
     F.max_pool2d, F.avg_pool2d = named("max_pool2d", F.max_pool2d), named("avg_pool2d", F.avg_pool2d)
   end
