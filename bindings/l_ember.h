@@ -113,6 +113,9 @@ void l_check_scalar_fits(lua_State *L, em_scalar v, em_dtype dt, const char *op)
 ** a 0-d complex tensor as its real part, refused unless its imaginary part
 ** is 0 (l_select.c) */
 em_scalar l_value_arg(lua_State *L, int idx, const char *op);
+/* T.tensor(data) of the number, boolean or nested table at idx (its dtype
+** inferred), on dev; the new tensor is left on the stack */
+em_tensor *l_tensor_from_data(lua_State *L, int idx, em_device dev, const char *op);
 void l_apply_requires_grad(lua_State *L, int opts, em_tensor *t);
 
 /* -- Registration --------------------------------------------------------

@@ -24,6 +24,7 @@
 ** between, and the key is parsed here as usual).
 ** Any other key goes to _index_get, which also raises every parse error.
 */
+#include <stdio.h>
 #include <string.h>
 
 #include "l_ember.h"
@@ -39,6 +40,27 @@ static int is_newaxis(lua_State *L, int idx) {
   int is = lua_rawequal(L, -1, idx < 0 ? idx - 1 : idx);
   lua_pop(L, 1);
   return is;
+}
+
+/* The list at idx (absolute) has n entries by its length: a key past them
+** (an entry after a nil: LuaJIT's length may stop at the hole, so
+** `{1, nil, 2}` would quietly lose its last entry) or a key that is not a
+** position is refused. `where` names the list for the message. */
+static void check_list(lua_State *L, int idx, int n, const char *where) {
+  if (n > 0) lua_pushinteger(L, n);
+  else lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+      lua_Number k = lua_tonumber(L, -1);
+      if (k >= 1 && k <= n && k == (lua_Number)(int64_t)k) continue;
+      if (k > n && k == (lua_Number)(int64_t)k)
+        l_errorf(L, "index: %s has a nil at entry %d before entry %lld (a nil cannot "
+                    "stand in an index)", where, n + 1, (long long)k);
+    }
+    l_errorf(L, "index: %s has a key that is not a position (%s %s)", where,
+             luaL_typename(L, -1), lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
+  }
 }
 
 /* One entry of an index table (or the whole key) at idx into *it. */
@@ -79,6 +101,9 @@ static void to_item(lua_State *L, int idx, int pos, em_device dev, em_index_item
         return;
       }
       int n = (int)lua_objlen(L, idx);
+      char where[64];
+      snprintf(where, sizeof where, "the range at position %d of the index", pos);
+      check_list(L, idx, n, where);
       if (n == 0) {
         it->kind = EM_INDEX_FULL;
         return;
@@ -89,6 +114,9 @@ static void to_item(lua_State *L, int idx, int pos, em_device dev, em_index_item
       int64_t v[3] = {0, 0, 1};
       for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, idx, i);
+        if (lua_isnil(L, -1))
+          l_errorf(L, "index: the range at position %d of the index has a nil at entry %d "
+                      "(a nil cannot stand in an index)", pos, i);
         if (lua_type(L, -1) != LUA_TNUMBER)
           l_errorf(L, "index: a range is {first, last[, step]} of integers, got %s "
                       "at entry %d of position %d of the index",
@@ -116,6 +144,9 @@ static void to_item(lua_State *L, int idx, int pos, em_device dev, em_index_item
       it->tensor = *box;
       return;
     }
+    case LUA_TNIL:
+      l_errorf(L, "index: entry %d of the index is nil (a nil cannot stand in an index)", pos);
+      return;
     default:
       break;
   }
@@ -129,6 +160,7 @@ static int parse_key(lua_State *L, em_device dev, em_index_item *items) {
     int n = (int)lua_objlen(L, 2);
     if (n > MAX_ITEMS)
       l_errorf(L, "index: too many entries in the index (%d)", n);
+    check_list(L, 2, n, "the index table");
     for (int i = 1; i <= n; i++) {
       lua_rawgeti(L, 2, i);
       int at = lua_gettop(L);
@@ -154,7 +186,11 @@ int l_index_set(lua_State *L) {
   em_tensor *t = l_checktensor(L, 1, "index");
   em_tensor *src = l_totensor(L, 3);
   em_scalar v = {EM_SCALAR_INT, 0, 0.0};
-  if (!src) { /* a number that does not fit the dtype is refused, as fill_ */
+  if (!src && lua_type(L, 3) == LUA_TTABLE && !lua_getmetatable(L, 3)) {
+    /* t[k] = {1, 2, 3}: a plain table is a tensor of its values, as PyTorch
+    ** makes one of a list (its dtype inferred, then converted on the way in) */
+    src = l_tensor_from_data(L, 3, em_tensor_device(t), "index");
+  } else if (!src) { /* a number that does not fit the dtype is refused, as fill_ */
     v = l_checkscalar(L, 3, "index");
     l_check_scalar_fits(L, v, em_tensor_dtype(t), "index");
   }

@@ -215,6 +215,10 @@ static em_tensor *tensor_from_data(lua_State *L, int idx, int dt, em_device dev,
   return t;
 }
 
+em_tensor *l_tensor_from_data(lua_State *L, int idx, em_device dev, const char *op) {
+  return tensor_from_data(L, idx, -1, dev, op);
+}
+
 static int l_tensor(lua_State *L) {
   l_checkopts(L, 2, "tensor", l_creation_opts);
   int dt = l_optdtype(L, 2, "tensor", -1);

@@ -238,7 +238,7 @@ return function(T, C)
   -- 553 -> 814 ns; a jit.off() after loading keeps them, and that cost).
   local jit_on = jit ~= nil and jit.status() == true
   if jit_on and Lo and Lo.box_size == ffi.sizeof("void *") and C._index_fast then
-    local cast, rawget, getmetatable = ffi.cast, rawget, getmetatable
+    local cast, rawget, getmetatable, next = ffi.cast, rawget, getmetatable, next
     local i64p = ffi.typeof("int64_t *")
     if C._index_fast_set == nil then C._index_fast_set = { C._index_fast() } end
     local set = C._index_fast_set
@@ -257,6 +257,9 @@ return function(T, C)
       elseif te == "table" then
         if getmetatable(e) ~= nil then return false end -- T.newaxis, objects
         local m = #e
+        -- an entry past the length (after a nil) or a non-position key: C
+        -- refuses it (the length may stop at a nil: {1, nil, 2})
+        if next(e, m > 0 and m or nil) ~= nil then return false end
         if m == 0 then buf[j] = KFULL; return true end
         if m > 3 then return false end
         local a = rawget(e, 1)
@@ -294,6 +297,7 @@ return function(T, C)
       end
       if type(k) ~= "table" or getmetatable(k) ~= nil then return nil end
       local n = #k
+      if next(k, n > 0 and n or nil) ~= nil then return nil end -- as entry()
       if n <= 3 then -- straight code: a loop this short would not be compiled well
         if n >= 1 and not entry(rawget(k, 1), 0) then return nil end
         if n >= 2 and not entry(rawget(k, 2), 4) then return nil end

@@ -20,6 +20,7 @@
 **   be allocated.
 */
 #include "cpu/nn_impl.h"
+#include "cpu/omp_if.h"
 #include "cpu/vecmath.h"
 #include "core/iter.h"
 

@@ -84,21 +84,15 @@ static int AT_FN(fwd)(const AT_T *q, const AT_T *k, const AT_T *v, const AT_T *m
   const AT_T inv = p->dropout_p < 1 ? (AT_T)(1.0 / (1.0 - p->dropout_p)) : 0;
   AT_CAT(em_vec, AT_CAT(AT_S, fn)) vf = AT_VEXP(EM_VM_EXP);
   int fail = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1 && ntask > 1)
-#endif
+  EM_OMP_IF(nt > 1 && ntask > 1, parallel num_threads(nt),
   {
     AT_T *sx = malloc(sizeof(AT_T) * (size_t)(BR * BC + BR * Ev + 2 * BR + 1));
     if (!sx) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
+      EM_OMP_PRAGMA(omp atomic write)
       fail = 1;
     }
     AT_T *acc = sx ? sx + BR * BC : NULL, *m = acc ? acc + BR * Ev : NULL, *l = m ? m + BR : NULL;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(dynamic, 1))
     for (int64_t t = 0; t < ntask; t++) {
       if (!sx) continue;
       int64_t b = t / nqb, i0 = (t % nqb) * BR, br = L - i0 < BR ? L - i0 : BR;
@@ -150,7 +144,7 @@ static int AT_FN(fwd)(const AT_T *q, const AT_T *k, const AT_T *v, const AT_T *m
       }
     }
     free(sx);
-  }
+  });
   return fail;
 }
 
@@ -202,22 +196,16 @@ static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *
   const AT_T inv = p->dropout_p < 1 ? (AT_T)(1.0 / (1.0 - p->dropout_p)) : 0;
   AT_CAT(em_vec, AT_CAT(AT_S, fn)) vf = AT_VEXP(EM_VM_EXP);
   int fail = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1 && p->B > 1)
-#endif
+  EM_OMP_IF(nt > 1 && p->B > 1, parallel num_threads(nt),
   {
     AT_T *P = malloc(sizeof(AT_T) * (size_t)(3 * BR * BC + 3 * L + 1));
     if (!P) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
+      EM_OMP_PRAGMA(omp atomic write)
       fail = 1;
     }
     AT_T *dP = P ? P + BR * BC : NULL, *Pd = dP ? dP + BR * BC : NULL, *D = Pd ? Pd + BR * BC : NULL;
     AT_T *M = D ? D + L : NULL, *LL = M ? M + L : NULL;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(dynamic, 1))
     for (int64_t b = 0; b < p->B; b++) {
       if (!P) continue;
       int64_t moff = mask ? mask_off(p, b) : 0;
@@ -263,7 +251,7 @@ static int AT_FN(bwd)(const AT_T *go, const AT_T *q, const AT_T *k, const AT_T *
       }
     }
     free(P);
-  }
+  });
   return fail;
 }
 

@@ -6,6 +6,7 @@
 ** C version NumPy 1.17-1.26 ships), batched over lanes with OpenMP.
 */
 #include "core/kern_cplx.h"
+#include "cpu/omp_if.h"
 #include "core/errmsg.h"
 
 #include <complex.h>
@@ -506,7 +507,7 @@ static em_status plan_done(int kind, void *plan, plan_slot *slot, int failed, in
 
 /* a lane's failure, written by any thread of the team */
 #ifdef _OPENMP
-#define FFT_FAIL(flag) do { _Pragma("omp atomic write") flag = 1; } while (0)
+#define FFT_FAIL(flag) do { EM_OMP_PRAGMA(omp atomic write) flag = 1; } while (0)
 #else
 #define FFT_FAIL(flag) ((flag) = 1)
 #endif

@@ -5,6 +5,7 @@
 ** writes of host memory.
 */
 #include "core/kern_copy.h"
+#include "cpu/omp_if.h"
 #include "core/errmsg.h"
 
 #include <stdlib.h>
@@ -283,9 +284,7 @@ static void copy_tiled(const em_iter *it, int j, int64_t isz) {
   if (cols < tw) cols = tw;
   const int64_t per = (nj + cols - 1) / cols, pieces = outer * per;
   int nt = em_get_num_threads();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && pieces > 1 && it->numel >= 65536 && !omp_in_parallel())
-#endif
+  EM_OMP_IF(nt > 1 && pieces > 1 && it->numel >= 65536 && !omp_in_parallel(), parallel for num_threads(nt) schedule(static),
   for (int64_t w = 0; w < pieces; w++) {
     int64_t o = w / per, jb = (w % per) * cols;
     int64_t je = jb + cols < nj ? jb + cols : nj;
@@ -300,7 +299,7 @@ static void copy_tiled(const em_iter *it, int j, int64_t isz) {
     }
     tile(d, s, n0, jb, je, it->strides[0][0], it->strides[j][0], it->strides[0][1],
          it->strides[j][1]);
-  }
+  });
   (void)nt;
 }
 

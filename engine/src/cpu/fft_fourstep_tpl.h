@@ -252,15 +252,11 @@ static em_status EMCAT(cpu_fft4_, SFX)(const R *z, int64_t zs, R *out, int64_t o
   for (int64_t i = 0; i < nl && s == EM_OK && !failed; i++) {
     const R *zi = z + i * zs;
     R *oi = out + i * os;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (fft_parallel(nt, cb, m))
-#endif
+    EM_OMP_IF(fft_parallel(nt, cb, m), parallel num_threads(nt),
     {
       R *buf = scratch_get((size_t)(lane_stride(m1) * FB) * sizeof(R));
       if (!buf) FFT_FAIL(failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(static))
       for (int64_t b = 0; b < cb; b++) {
         const int64_t n2 = b * FB, nb = m2 - n2 < FB ? m2 - n2 : FB;
         if (buf && EMCAT(fft4_columns_, SFX)(ops, p1, (const R *)tw->col + 2 * n2 * m1, zi, S, ps,
@@ -271,9 +267,7 @@ static em_status EMCAT(cpu_fft4_, SFX)(const R *z, int64_t zs, R *out, int64_t o
       /* the columns are all in S before any row is written to out (out
       ** may be z) */
       if (real) {
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(static))
         for (int64_t g = 0; g < rg; g++) {
           const int64_t r = g == 0 ? 0 : 1 + (g - 1) * H, h = g == 0 ? 0 : (P - r < H ? P - r : H);
           if (!failed &&
@@ -281,16 +275,14 @@ static em_status EMCAT(cpu_fft4_, SFX)(const R *z, int64_t zs, R *out, int64_t o
             FFT_FAIL(failed);
         }
       } else {
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(static))
         for (int64_t b = 0; b < rb; b++) {
           const int64_t k1 = b * FB, nb = m1 - k1 < FB ? m1 - k1 : FB;
           if (!failed && EMCAT(fft4_rows_, SFX)(ops, p2, S, ps, oi, m1, m2, k1, nb, forward, fct))
             FFT_FAIL(failed);
         }
       }
-    }
+    });
     if (real && !failed) { /* X[0] and X[m] from Z[0], real */
       const R zr = S[0], zi0 = S[1];
       oi[0] = zr + zi0;

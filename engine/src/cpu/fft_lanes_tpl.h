@@ -54,15 +54,11 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
   int failed = 0;
   int nt = em_get_num_threads();
   (void)nt;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
-#endif
+  EM_OMP_IF(fft_parallel(nt, blocks, outer * n * inner), parallel num_threads(nt),
   {
     R *buf = direct ? NULL : scratch_get((size_t)(lane_stride(n) * width) * sizeof(R));
     if (!direct && !buf) FFT_FAIL(failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(static))
     for (int64_t b = 0; b < blocks; b++) {
       if (!direct && !buf) continue;
       int64_t o, i0, nb;
@@ -77,7 +73,7 @@ static em_status EMCAT(cpu_fft_, SFX)(R *data, int64_t outer, int64_t n, int64_t
       if (!direct) EMCAT(store_lanes_, SFX)(base, n, inner, nb, buf);
     }
     scratch_put(buf);
-  }
+  });
   return plan_done(KIND_C, plan, slot, failed, n);
 }
 
@@ -113,15 +109,11 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
   int failed = 0;
   int nt = em_get_num_threads();
   (void)nt;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (fft_parallel(nt, blocks, outer * n * inner))
-#endif
+  EM_OMP_IF(fft_parallel(nt, blocks, outer * n * inner), parallel num_threads(nt),
   {
     R *buf = direct ? NULL : scratch_get((size_t)(stride * width) * sizeof(R));
     if (!direct && !buf) FFT_FAIL(failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
+      EM_OMP_PRAGMA(omp for schedule(static))
     for (int64_t b = 0; b < blocks; b++) {
       if (!direct && !buf) continue;
       int64_t o, i0, nb;
@@ -147,6 +139,6 @@ static em_status EMCAT(cpu_rfft_, SFX)(const R *in, R *out, int64_t outer, int64
         }
     }
     scratch_put(buf);
-  }
+  });
   return plan_done(KIND_R, plan, slot, failed, n);
 }

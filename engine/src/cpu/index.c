@@ -17,6 +17,7 @@
 **   names (em_gather_f32, em_scatter_add_i64, em_masked_fill_b8, ...).
 */
 #include "core/kern_index.h"
+#include "cpu/omp_if.h"
 
 #include <string.h>
 
@@ -420,11 +421,11 @@ static void cpu_select_blocks(em_tensor *out, const em_tensor *src, const em_ten
   char *dst = em_tensor_data(out);
   const int64_t *idx = em_tensor_data(index);
   int64_t axis_bytes = src->sizes[axis] * (int64_t)inner, total = outer * len;
-#pragma omp parallel for schedule(static) if (total * (int64_t)inner > ((int64_t)1 << 20))
+  EM_OMP_IF(omp_get_max_threads() > 1 && total * (int64_t)inner > ((int64_t)1 << 20), parallel for schedule(static),
   for (int64_t r = 0; r < total; r++) {
     int64_t o = r / len, j = r - o * len;
     memcpy(dst + r * (int64_t)inner, s + o * axis_bytes + idx[j] * (int64_t)inner, inner);
-  }
+  });
 }
 
 static void cpu_scatter(const em_iter *it, em_dtype dt, em_scatter_mode r,
@@ -456,12 +457,12 @@ static em_status cpu_mask_count(const char *op, const em_tensor *mask, em_tensor
     return EM_OK;
   }
   int64_t nruns = (n + EM_MASK_RUN - 1) / EM_MASK_RUN, *pos = em_tensor_data(runs);
-#pragma omp parallel for schedule(static) if (n > 2 * EM_MASK_RUN)
+  EM_OMP_IF(omp_get_max_threads() > 1 && n > 2 * EM_MASK_RUN, parallel for schedule(static),
   for (int64_t r = 0; r < nruns; r++) {
     int64_t b = r * EM_MASK_RUN, e = b + EM_MASK_RUN < n ? b + EM_MASK_RUN : n, c = 0;
     for (int64_t i = b; i < e; i++) c += m[i] != 0;
     pos[r + 1] = c;
-  }
+  });
   pos[0] = 0;
   for (int64_t r = 0; r < nruns; r++) pos[r + 1] += pos[r];
   *count = pos[nruns];
@@ -496,13 +497,13 @@ static void cpu_masked_compact(em_tensor *out, const em_tensor *src, const em_te
   int64_t total = nout * nruns;
   compact_fn f = compact_loops[src->dtype];
   if (n == 0 || nout == 0 || count == 0) return; /* nothing selected: out may have no data */
-#pragma omp parallel for schedule(static) if (n * nout > 2 * EM_MASK_RUN)
+  EM_OMP_IF(omp_get_max_threads() > 1 && n * nout > 2 * EM_MASK_RUN, parallel for schedule(static),
   for (int64_t q = 0; q < total; q++) {
     int64_t o = q / nruns, r = q - o * nruns;
     int64_t b = r * EM_MASK_RUN, e = b + EM_MASK_RUN < n ? b + EM_MASK_RUN : n;
     int64_t so = nouter ? outer_offset(o, nouter, sizes, strides) : 0;
     f(dst + (o * count + pos[r]) * es, s + (so + b) * es, m + b, e - b);
-  }
+  });
 }
 
 static em_status cpu_mask_prefix(const char *op, em_tensor *prefix, const em_tensor *mask,
@@ -595,7 +596,7 @@ static void cpu_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int 
   const uint8_t *m = em_tensor_data(mask);
   int64_t *w = em_tensor_data(offsets);
   if (n == 0 || k < 1) return;
-#pragma omp parallel for schedule(static) if (n > 2 * EM_MASK_RUN)
+  EM_OMP_IF(omp_get_max_threads() > 1 && n > 2 * EM_MASK_RUN, parallel for schedule(static),
   for (int64_t r = 0; r < nruns; r++) {
     int64_t b = r * EM_MASK_RUN, e = b + EM_MASK_RUN < n ? b + EM_MASK_RUN : n;
     int64_t last = e - 1;
@@ -624,7 +625,7 @@ static void cpu_key_mask_offsets(em_tensor *offsets, const em_tensor *mask, int 
       }
     }
     o[c] = off;
-  }
+  });
 }
 
 /* -- t[key]: key_gather and key_put ------------------------------------------------
@@ -726,7 +727,7 @@ static void key_copy(char *view, char *other, int put, const em_tensor *offsets,
   int64_t nchunks = (rows + KEY_CHUNK - 1) / KEY_CHUNK;
   int contig = d.n == 1 && d.v[0] == 1 && d.o[0] == 1;
   size_t bytes = (size_t)d.numel * es;
-#pragma omp parallel for schedule(static) if (rows * d.numel * (int64_t)es > ((int64_t)1 << 20))
+  EM_OMP_IF(omp_get_max_threads() > 1 && rows * d.numel * (int64_t)es > ((int64_t)1 << 20), parallel for schedule(static),
   for (int64_t c = 0; c < nchunks; c++) {
     int64_t r0 = c * KEY_CHUNK, r1 = r0 + KEY_CHUNK < rows ? r0 + KEY_CHUNK : rows;
     if (l->nouter == 0 && d.n == 0) {
@@ -760,7 +761,7 @@ static void key_copy(char *view, char *other, int put, const em_tensor *offsets,
         oo = outer_offset(o, l->nouter, l->sizes, l->ostrides);
       }
     }
-  }
+  });
 }
 
 static void cpu_key_gather(const em_tensor *view, em_tensor *out, const em_tensor *offsets,

@@ -12,6 +12,7 @@
 ** - A product with k == 0 scales C by beta here (BLAS is not asked to).
 */
 #include "core/kern_linalg.h"
+#include "cpu/omp_if.h"
 
 #include <cblas.h>
 #include <complex.h>
@@ -80,9 +81,7 @@ static void em_gemm_i64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
     for (int64_t x = 0; x < c->m * c->n; x++) C[x] = beta == 0 ? 0 : C[x] * beta;
     /* row blocks are independent: threads split them (exact either way) */
     int64_t nrb = (c->m + IB - 1) / IB;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (c->m * c->n * c->k >= (1 << 18) && nrb > 1 && !omp_in_parallel())
-#endif
+    EM_OMP_IF(omp_get_max_threads() > 1 && c->m * c->n * c->k >= (1 << 18) && nrb > 1 && !omp_in_parallel(), parallel for schedule(static),
     for (int64_t rb = 0; rb < nrb; rb++)
     for (int64_t j0 = 0; j0 < c->n; j0 += JB) {
       int64_t j1 = j0 + JB < c->n ? j0 + JB : c->n;
@@ -101,7 +100,7 @@ static void em_gemm_i64(char **d, const int64_t *st, int64_t cnt, void *vctx) {
           }
         }
       }
-    }
+    });
   }
 }
 

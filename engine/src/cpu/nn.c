@@ -16,6 +16,7 @@
 **   nll_loss/cross_entropy with class ids, as PyTorch).
 */
 #include "cpu/nn_impl.h"
+#include "cpu/omp_if.h"
 
 #define D_(t) ((t) ? em_tensor_data(t) : NULL)
 
@@ -497,7 +498,7 @@ static em_status cpu_class_loss(const char *op, const em_tensor *x,
   if (god && red != EM_REDUCTION_NONE)
     g0 = dt == EM_FLOAT32 ? (double)*(const float *)em_tensor_data(god)
                           : *(const double *)em_tensor_data(god);
-#pragma omp parallel for schedule(static) num_threads(em_get_num_threads()) if (NS * C > 32768)
+  EM_OMP_IF(em_get_num_threads() > 1 && NS * C > 32768, parallel for schedule(static) num_threads(em_get_num_threads()),
   for (int64_t i = 0; i < NS; i++) {
     int64_t n = i / S, s = i % S, base = n * C * S + s;
     int64_t t = prob ? -1 : idd[i] - 1;
@@ -528,7 +529,7 @@ static em_status cpu_class_loss(const char *op, const em_tensor *x,
     else
       cls_lane_f64(em_tensor_data(x), D_(tp), t, D_(w), base, C, S, logsm, ls, &nll[i],
                    &smooth[i], a, b, god ? (double *)em_tensor_data(res) : NULL);
-  }
+  });
   if (!god) {
     void (*set)(void *, int64_t, double) = dt == EM_FLOAT32 ? bn_set_f32 : bn_set_f64;
     if (red == EM_REDUCTION_NONE) {

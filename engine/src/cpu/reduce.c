@@ -24,6 +24,7 @@
 */
 #include "core/kern_reduce.h"
 #include "cpu/lanes.h"
+#include "cpu/omp_if.h"
 #include "cpu/reduce.h"
 #include "cpu/vecmath.h"
 #include "cpu/vreduce.h"
@@ -118,9 +119,7 @@ static bool run_rows(const em_iter *it, int kind, int width) {
   strip = strip < 16 ? 16 : (strip + 15) / 16 * 16;
   int64_t nstrips = (ncols + strip - 1) / strip;
   int64_t ntasks = outer * nstrips;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-#endif
+  EM_OMP_IF(nt > 1, parallel for schedule(static) num_threads(nt),
   for (int64_t task = 0; task < ntasks; task++) {
     /* outer position o (dims 2.. as an odometer), strip c */
     int64_t o = task / nstrips, c = task % nstrips;
@@ -135,7 +134,7 @@ static bool run_rows(const em_iter *it, int kind, int width) {
     int64_t c0 = c * strip, nc = ncols - c0 < strip ? ncols - c0 : strip;
     em_vred_rows_f32((em_vred_kind)kind, (double *)a + c0 * width, (const float *)in + c0,
                      rs, nrows, nc);
-  }
+  });
   return true;
 }
 
@@ -193,16 +192,18 @@ static em_status run_reduce(const char *op, em_tensor *acc, const em_tensor *t,
   char *parts = malloc((size_t)nchunks * psize);
   if (!parts) return em_fail(EM_E_NOMEM, "%s: out of memory", op);
   for (int64_t c = 0; c < nchunks; c++) memcpy(parts + c * psize, it.data[0], psize);
+  int nt = 1;
 #ifdef _OPENMP
-  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  if (!omp_in_parallel()) nt = omp_get_max_threads();
 #endif
+  EM_OMP_IF(nt > 1, parallel for schedule(static) num_threads(nt),
   for (int64_t c = 0; c < nchunks; c++) {
     em_iter mine = it;
     mine.data[0] = parts + c * psize;
     int64_t end = (c + 1) * RED_CHUNK < it.numel ? (c + 1) * RED_CHUNK : it.numel;
     em_iter_run_range(&mine, c * RED_CHUNK, end, loop, ctx);
-  }
+  });
+  (void)nt;
   for (int64_t step = 1; step < nchunks; step *= 2)
     for (int64_t c = 0; c + step < nchunks; c += 2 * step)
       combine(parts + c * psize, parts + (c + step) * psize, ctx);
