@@ -54,17 +54,41 @@ return function(T, C)
     end
     return v
   end
-  local CLIP = { "norm_type", "error_if_nonfinite" }
-  function nn.utils.clip_grad_norm_(params, max_norm, norm_type, ...)
-    A.nomore("clip_grad_norm_", 3, ...)
-    max_norm = number_arg("clip_grad_norm_", max_norm, "max_norm")
-    local nonfinite_error = false
-    if type(norm_type) == "table" then
-      local o = A.checkopts("clip_grad_norm_", norm_type, CLIP)
-      norm_type, nonfinite_error = o.norm_type, o.error_if_nonfinite == true
+  -- params: a tensor (one parameter) or a list of tensors; level: the
+  -- error's, from this function
+  local function param_list(op, params, level, one_ok)
+    if T.is_tensor(params) then
+      if one_ok then return { params } end
+      error(string.format("%s: expected a list of tensors for parameters, got a tensor (pass {t} for one)", op), level)
     end
+    if type(params) ~= "table" then
+      error(string.format("%s: expected a tensor or a list of tensors for parameters, got %s", op, type(params)), level)
+    end
+    for i, p in ipairs(params) do
+      if not T.is_tensor(p) then
+        error(string.format("%s: expected a tensor at parameters[%d], got %s", op, i, type(p)), level)
+      end
+    end
+    return params
+  end
+  local CLIP = { "norm_type", "error_if_nonfinite" }
+  -- clip_grad_norm_(params, max_norm[, norm_type[, error_if_nonfinite]]),
+  -- torch 1.13's positional order, or (params, max_norm, {norm_type=,
+  -- error_if_nonfinite=})
+  function nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite, ...)
+    A.nomore("clip_grad_norm_", 4, ...)
+    max_norm = number_arg("clip_grad_norm_", max_norm, "max_norm")
+    if type(norm_type) == "table" and not T.is_tensor(norm_type) then
+      A.nomore("clip_grad_norm_", 3, error_if_nonfinite)
+      local o = A.checkopts("clip_grad_norm_", norm_type, CLIP)
+      norm_type, error_if_nonfinite = o.norm_type, o.error_if_nonfinite
+    end
+    if error_if_nonfinite ~= nil and type(error_if_nonfinite) ~= "boolean" then
+      error("clip_grad_norm_: expected error_if_nonfinite to be a boolean, got " .. type(error_if_nonfinite), 2)
+    end
+    local nonfinite_error = error_if_nonfinite == true
     norm_type = norm_type or 2
-    if T.is_tensor(params) then params = { params } end
+    params = param_list("clip_grad_norm_", params, 3, true)
     local grads = {}
     for _, p in ipairs(params) do
       local g = T.optim.grad_of(p)
@@ -90,20 +114,27 @@ return function(T, C)
   function nn.utils.clip_grad_value_(params, clip, ...)
     A.nooptions("clip_grad_value_", 2, 2, clip, ...)
     clip = number_arg("clip_grad_value_", clip, "clip_value")
-    if T.is_tensor(params) then params = { params } end
+    params = param_list("clip_grad_value_", params, 3, true)
     for _, p in ipairs(params) do
       local g = T.optim.grad_of(p)
       if g ~= nil then g:clamp_(-clip, clip) end
     end
   end
   -- vector_to_parameters(vec, params): vec's slices copied into params
-  -- (in place, as PyTorch's replaces each parameter's data)
+  -- (in place, each keeping its dtype, where PyTorch's rebinds each
+  -- parameter's data to a view of vec); vec 1-d with exactly the
+  -- parameters' element count (PyTorch takes the leading elements of a
+  -- longer one)
   function nn.utils.vector_to_parameters(vec, params, ...)
     A.nomore("vector_to_parameters", 2, ...)
     if not T.is_tensor(vec) then error("vector_to_parameters: expected vec to be a tensor, got " .. type(vec), 2) end
+    params = param_list("vector_to_parameters", params, 3, false)
     local total = 0
     for _, p in ipairs(params) do total = total + p:numel() end
-    if vec.ndim ~= 1 or vec:numel() ~= total then
+    if vec.ndim ~= 1 then
+      error(string.format("vector_to_parameters: expected vec to be 1-d, got %d-d", vec.ndim), 2)
+    end
+    if vec:numel() ~= total then
       error(string.format("vector_to_parameters: vec has %d elements, the parameters %d", vec:numel(), total), 2)
     end
     local at = 1
@@ -117,6 +148,9 @@ return function(T, C)
   end
   function nn.utils.parameters_to_vector(params, ...)
     A.nomore("parameters_to_vector", 1, ...)
+    -- one tensor: flattened (torch iterates over its first dim)
+    params = param_list("parameters_to_vector", params, 3, true)
+    if #params == 0 then error("parameters_to_vector: expected a non-empty list of parameters", 2) end
     local flat = {}
     for i, p in ipairs(params) do flat[i] = p:reshape(-1) end
     return T.cat(flat)

@@ -16,7 +16,7 @@ return function(T, C, nn)
     if not T.is_tensor(x) then error(fmt("%s: expected a tensor for %s, got %s", op, what or "input", type(x)), 3) end
   end
   local function check_opts(op, o, allowed) return A.check_opts(op, o, allowed, 3) end
-  local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v end
+  local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
 
   -- Torch's positional arguments, any trailing run of them replaced by one
   -- options table holding the rest: args(op, names, first, ...) returns a
@@ -84,7 +84,10 @@ return function(T, C, nn)
     local name = a.name == nil and "weight" or a.name
     if type(name) ~= "string" then error(fmt("%s: expected name to be a string, got %s", op, type(name)), 2) end
     local iters = a.n_power_iterations == nil and 1 or a.n_power_iterations
-    if not is_int(iters) or iters <= 0 then
+    if not is_int(iters) then
+      error(fmt("%s: expected n_power_iterations to be an integer, got %s", op, tostring(iters)), 2)
+    end
+    if iters <= 0 then
       error(fmt("%s: Expected n_power_iterations to be positive, but got n_power_iterations=%s", op,
         tostring(iters)), 2)
     end
