@@ -437,8 +437,16 @@ return function(T, C)
     self._parameters[name] = t
     if t == nil then remove_name(self._param_names, name) else add_name(self._param_names, name) end
   end
+  -- persistent: a boolean, or {persistent = b} (PyTorch's keyword)
   function Module:register_buffer(name, t, persistent, ...)
+    if type(persistent) == "table" and getmetatable(persistent) == nil then
+      nomore("register_buffer", 4, ...)
+      persistent = check_opts("register_buffer", persistent, { "persistent" }).persistent
+    end
     nooptions("register_buffer", 4, 4, persistent, ...)
+    if persistent ~= nil and type(persistent) ~= "boolean" then
+      error("register_buffer: persistent must be a boolean, got " .. type(persistent), 2)
+    end
     check_name(self, "register_buffer", "buffer", name, "_buffers")
     if t ~= nil and not T.is_tensor(t) then
       error(string.format("register_buffer: cannot assign a %s to buffer '%s' (a tensor or nil required)",
@@ -751,12 +759,18 @@ return function(T, C)
     end
     take(a)
     take(b)
+    return Module._convert(self, dtype, device, nb, true)
+  end
+  -- the body of to(): complex tensors take dtype too when with_complex
+  -- (to(), PyTorch's _apply), not for double()/float()/half()/bfloat16()
+  -- (PyTorch's t.double() if t.is_floating_point() else t)
+  function Module._convert(self, dtype, device, nb, with_complex)
     if dtype and not (dtype.is_floating_point or dtype.is_complex) then
       error(string.format("Module.to: only floating point or complex dtypes are accepted, got %s",
-        tostring(dtype)), 2)
+        tostring(dtype)), 3)
     end
     local function conv(t, floating_only)
-      if floating_only and not t.dtype.is_floating_point then
+      if floating_only and not (t.dtype.is_floating_point or with_complex and t.dtype.is_complex) then
         return device and t:to(device, nb ~= nil and { non_blocking = nb } or nil) or t
       end
       local o = nb ~= nil and { non_blocking = nb } or nil
@@ -806,7 +820,7 @@ return function(T, C)
   for name, dt in pairs { double = T.float64, float = T.float32, half = T.float16, bfloat16 = T.bfloat16 } do
     Module[name] = function(self, ...)
       nomore(name, 1, ...)
-      return self:to(dt)
+      return Module._convert(self, dt, nil, nil, false)
     end
   end
 
@@ -816,7 +830,7 @@ return function(T, C)
     return t
   end
 
-  local state_opts = { "torch_names" }
+  local state_opts = { "torch_names", "prefix", "keep_vars" }
   local load_opts = { "strict", "torch_names" }
 
   -- A table of name -> tensor (parameters then buffers, sharing memory with
@@ -826,11 +840,18 @@ return function(T, C)
   function Module:state_dict(o, ...)
     nomore("state_dict", 2, ...)
     o = check_opts("state_dict", o, state_opts)
+    if o.prefix ~= nil and type(o.prefix) ~= "string" then
+      error("state_dict: option 'prefix' must be a string, got " .. type(o.prefix), 2)
+    end
+    if o.keep_vars ~= nil and type(o.keep_vars) ~= "boolean" then
+      error("state_dict: option 'keep_vars' must be a boolean, got " .. type(o.keep_vars), 2)
+    end
     local sd, keys = {}, {}
+    local top = o.prefix or ""
     walk(self, "", function(prefix, m)
       local function add(n, t)
-        local k = prefix == "" and n or prefix .. "." .. n
-        sd[k] = detached(t)
+        local k = top .. (prefix == "" and n or prefix .. "." .. n)
+        sd[k] = o.keep_vars and t or detached(t)
         keys[#keys + 1] = k
       end
       for _, n in ipairs(m._param_names) do
