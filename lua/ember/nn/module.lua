@@ -185,45 +185,96 @@ return function(T, C)
 
   local function is_list(v) return type(v) == "table" and getmetatable(v) == nil end
 
-  -- full backward hooks: the tensor inputs and outputs pass through an
-  -- identity (view_as) whose tensor hook sees their gradients
-  local function wrap_inputs(self, args, state)
-    local slots = {}
-    for i = 1, args.n do
-      local a = args[i]
-      if T.is_tensor(a) then
-        slots[#slots + 1] = i
-        if a.requires_grad then
-          local id = a:view_as(a)
-          local k = #slots
-          state.want = state.want + 1
-          id:register_hook(function(g)
-            state.gin[k] = g
-            state.got = state.got + 1
-            if state.got < state.want then return nil end
-            return state.fire(k)
-          end)
-          args[i] = id
-        end
+  -- full backward hooks, as PyTorch 1.13's BackwardHook: grad_input has one
+  -- entry per argument and grad_output one per output (a list's entries),
+  -- nil for a non-tensor. The tensor arguments that require grad pass
+  -- through one node (BackwardHookFunctionBackward), whose backward gets
+  -- all their gradients at once (zeros for one the forward did not use)
+  -- and runs the hooks; a tensor argument that does not require grad gets
+  -- zeros there, as PyTorch's materialized gradient. The outputs pass
+  -- through an identity (view_as) whose tensor hook keeps their gradients.
+  local function nrets(r) return r.n or #r end
+
+  -- the node over the arguments that require grad (idx: their positions):
+  -- one argument is its own identity (view_as, its tensor hook), several
+  -- are packed into one tensor whose pieces (views) replace them; several
+  -- devices fall back to one identity each, the hooks running when the last
+  -- gradient arrives (replacing grad_input is then refused)
+  local function wrap_inputs(args, idx, state)
+    local first = args[idx[1]]
+    local dt, same_dev = first.dtype, true
+    for j = 2, #idx do
+      local a = args[idx[j]]
+      dt = T.promote_types(dt, a.dtype)
+      if tostring(a.device) ~= tostring(first.device) then same_dev = false end
+    end
+    if #idx == 1 then
+      local i = idx[1]
+      local id = first:view_as(first)
+      id:register_hook(function(g) return state.fire({ [i] = g })[i] end)
+      args[i] = id
+    elseif same_dev and #idx <= 16 then
+      local ins, pieces, shapes, sizes = {}, {}, {}, {}
+      for j, i in ipairs(idx) do
+        local a = args[i]
+        ins[j], shapes[j], sizes[j] = a, a.shape:totable(), a:numel()
+        pieces[j] = a:detach():reshape(-1):to(dt)
+      end
+      local function split(g, k)
+        local at = 1
+        for j = 1, k - 1 do at = at + sizes[j] end
+        return g:narrow(1, at, sizes[k]):reshape(shapes[k])
+      end
+      local node = C._autograd_custom("BackwardHookFunctionBackward", ins, T.cat(pieces), function(g)
+        local gs = {}
+        for j, i in ipairs(idx) do gs[i] = split(g, j):to(ins[j].dtype) end
+        local r = state.fire(gs)
+        local res = {}
+        for j, i in ipairs(idx) do res[j] = r[i] end
+        return res
+      end)
+      for j, i in ipairs(idx) do args[i] = split(node, j):to(ins[j].dtype) end
+    else
+      local got, gs = 0, {}
+      for _, i in ipairs(idx) do
+        local id = args[i]:view_as(args[i])
+        id:register_hook(function(g)
+          gs[i], got = g, got + 1
+          if got < #idx then return nil end
+          local r = state.fire(gs, true)
+          gs, got = {}, 0
+          return r[i]
+        end)
+        args[i] = id
       end
     end
-    state.nin = #slots
   end
   local function wrap_outputs(out, state)
+    local gout, queued = {}, false
     local function wrap(t, k)
       if not (T.is_tensor(t) and t.requires_grad) then return t end
       local id = t:view_as(t)
       C._mark_hook_view(id)
       id:register_hook(function(g)
-        state.gout[k] = g
-        if state.want == 0 and not state.fired then
-          state.fired = true
-          -- no input needs a gradient: the hook runs once the outputs' are known
-          state.fire(nil)
+        gout[k] = g
+        if not state.inputs and not queued then
+          -- no argument needs a gradient: the hooks run once this backward
+          -- is done (every output's gradient known), grad_input all nil
+          queued = true
+          C._queue_callback(function()
+            queued = false
+            state.fire({})
+          end)
         end
         return nil
       end)
       return id
+    end
+    state.gout = function()
+      local r = { n = state.nout }
+      for k = 1, state.nout do r[k] = gout[k] end
+      gout = {}
+      return r
     end
     if T.is_tensor(out) then
       state.nout = 1
@@ -231,12 +282,9 @@ return function(T, C)
     end
     if is_list(out) then
       local r = {}
-      local n = 0
       for k, v in pairs(out) do r[k] = v end
-      for i = 1, #out do
-        if T.is_tensor(out[i]) then n = n + 1; r[i] = wrap(out[i], n) end
-      end
-      state.nout = n
+      state.nout = #out
+      for i = 1, #out do r[i] = wrap(out[i], i) end
       return r
     end
     state.nout = 0
@@ -249,7 +297,7 @@ return function(T, C)
     for _, h in ipairs({ unpack(hooks.pre) }) do
       local r = h.fn(self, args)
       if r ~= nil then
-        if is_list(r) then args = { n = r.n or #r, unpack(r, 1, r.n or #r) } else args = { n = 1, r } end
+        if is_list(r) then args = { n = nrets(r), unpack(r, 1, nrets(r)) } else args = { n = 1, r } end
       end
     end
     local bwd = hooks.bwd
@@ -257,13 +305,24 @@ return function(T, C)
     if #bwd > 0 and T.is_grad_enabled() then
       local fns = {}
       for i, h in ipairs(bwd) do fns[i] = h.fn end
-      state = { want = 0, got = 0, gin = {}, gout = {} }
-      state.fire = function(k)
-        local gin = { n = state.nin }
-        for i = 1, state.nin do gin[i] = state.gin[i] end
-        local gout = { n = state.nout }
-        for i = 1, state.nout do gout[i] = state.gout[i] end
-        local replaced
+      local n, idx, zeros = args.n, {}, {}
+      for i = 1, n do
+        local a = args[i]
+        if T.is_tensor(a) then
+          if a.requires_grad then idx[#idx + 1] = i else zeros[i] = a end
+        end
+      end
+      state = { inputs = #idx > 0 }
+      -- gs: the gradients of the arguments that require grad, by position;
+      -- returns grad_input as the hooks left it
+      state.fire = function(gs, fallback)
+        local gin = { n = n }
+        if state.inputs then
+          for i = 1, n do
+            if gs[i] ~= nil then gin[i] = gs[i] elseif zeros[i] then gin[i] = T.zeros_like(zeros[i]) end
+          end
+        end
+        local gout = state.gout and state.gout() or { n = 0 }
         for _, f in ipairs(fns) do
           local r = f(self, gin, gout)
           if r ~= nil then
@@ -271,24 +330,24 @@ return function(T, C)
               error("register_full_backward_hook: a hook must return nil or a table of gradients, got "
                 .. type(r), 0)
             end
-            gin, replaced = r, true
+            if nrets(r) ~= n then
+              error(string.format("register_full_backward_hook: a hook returned %d gradients, but grad_input "
+                .. "has %d entries (one per argument)", nrets(r), n), 0)
+            end
+            if fallback then
+              error("register_full_backward_hook: replacing grad_input is not supported when the arguments "
+                .. "that require grad are on several devices", 0)
+            end
+            gin = { n = n, unpack(r, 1, n) }
           end
         end
-        state.gin, state.got = {}, 0
-        if replaced and k then
-          if state.want > 1 then
-            error("register_full_backward_hook: replacing grad_input is supported for modules with "
-              .. "one input that requires grad (this one has " .. state.want .. ")", 0)
-          end
-          return gin[k]
-        end
-        return nil
+        return gin
       end
-      wrap_inputs(self, args, state)
+      if state.inputs then wrap_inputs(args, idx, state) end
     end
     local out = self:forward(unpack(args, 1, args.n))
     for _, h in ipairs({ unpack(hooks.fwd) }) do
-      local r = h.fn(self, { unpack(args, 1, args.n) }, out)
+      local r = h.fn(self, { n = args.n, unpack(args, 1, args.n) }, out)
       if r ~= nil then out = r end
     end
     if state then out = wrap_outputs(out, state) end
@@ -378,8 +437,16 @@ return function(T, C)
     self._parameters[name] = t
     if t == nil then remove_name(self._param_names, name) else add_name(self._param_names, name) end
   end
+  -- persistent: a boolean, or {persistent = b} (PyTorch's keyword)
   function Module:register_buffer(name, t, persistent, ...)
+    if type(persistent) == "table" and getmetatable(persistent) == nil then
+      nomore("register_buffer", 4, ...)
+      persistent = check_opts("register_buffer", persistent, { "persistent" }).persistent
+    end
     nooptions("register_buffer", 4, 4, persistent, ...)
+    if persistent ~= nil and type(persistent) ~= "boolean" then
+      error("register_buffer: persistent must be a boolean, got " .. type(persistent), 2)
+    end
     check_name(self, "register_buffer", "buffer", name, "_buffers")
     if t ~= nil and not T.is_tensor(t) then
       error(string.format("register_buffer: cannot assign a %s to buffer '%s' (a tensor or nil required)",
@@ -692,12 +759,18 @@ return function(T, C)
     end
     take(a)
     take(b)
+    return Module._convert(self, dtype, device, nb, true)
+  end
+  -- the body of to(): complex tensors take dtype too when with_complex
+  -- (to(), PyTorch's _apply), not for double()/float()/half()/bfloat16()
+  -- (PyTorch's t.double() if t.is_floating_point() else t)
+  function Module._convert(self, dtype, device, nb, with_complex)
     if dtype and not (dtype.is_floating_point or dtype.is_complex) then
       error(string.format("Module.to: only floating point or complex dtypes are accepted, got %s",
-        tostring(dtype)), 2)
+        tostring(dtype)), 3)
     end
     local function conv(t, floating_only)
-      if floating_only and not t.dtype.is_floating_point then
+      if floating_only and not (t.dtype.is_floating_point or with_complex and t.dtype.is_complex) then
         return device and t:to(device, nb ~= nil and { non_blocking = nb } or nil) or t
       end
       local o = nb ~= nil and { non_blocking = nb } or nil
@@ -747,7 +820,7 @@ return function(T, C)
   for name, dt in pairs { double = T.float64, float = T.float32, half = T.float16, bfloat16 = T.bfloat16 } do
     Module[name] = function(self, ...)
       nomore(name, 1, ...)
-      return self:to(dt)
+      return Module._convert(self, dt, nil, nil, false)
     end
   end
 
@@ -757,7 +830,7 @@ return function(T, C)
     return t
   end
 
-  local state_opts = { "torch_names" }
+  local state_opts = { "torch_names", "prefix", "keep_vars" }
   local load_opts = { "strict", "torch_names" }
 
   -- A table of name -> tensor (parameters then buffers, sharing memory with
@@ -767,11 +840,18 @@ return function(T, C)
   function Module:state_dict(o, ...)
     nomore("state_dict", 2, ...)
     o = check_opts("state_dict", o, state_opts)
+    if o.prefix ~= nil and type(o.prefix) ~= "string" then
+      error("state_dict: option 'prefix' must be a string, got " .. type(o.prefix), 2)
+    end
+    if o.keep_vars ~= nil and type(o.keep_vars) ~= "boolean" then
+      error("state_dict: option 'keep_vars' must be a boolean, got " .. type(o.keep_vars), 2)
+    end
     local sd, keys = {}, {}
+    local top = o.prefix or ""
     walk(self, "", function(prefix, m)
       local function add(n, t)
-        local k = prefix == "" and n or prefix .. "." .. n
-        sd[k] = detached(t)
+        local k = top .. (prefix == "" and n or prefix .. "." .. n)
+        sd[k] = o.keep_vars and t or detached(t)
         keys[#keys + 1] = k
       end
       for _, n in ipairs(m._param_names) do
