@@ -63,6 +63,10 @@ return function(T, C)
         local s = x.shape:totable(); s[dim] = 1
         v = T.full(s, v, { dtype = x.dtype, device = x.device })
       end
+      check_tensor("diff", v, "prepend/append", 4)
+      if v.ndim ~= x.ndim then
+        error(fmt("diff: expects prepend or append to have the same number of dimensions as input (%d), got %d", x.ndim, v.ndim), 4)
+      end
       parts[#parts + 1] = v
     end
     side(pre); parts[#parts + 1] = x; side(app)
@@ -323,7 +327,11 @@ return function(T, C)
     end
     local hist, edges
     if T.is_tensor(bins) then
-      if bins.ndim ~= 1 or bins:numel() < 1 then error("histogram: bins tensor should have one dimension and at least 1 element", 2) end
+      if o.range ~= nil then error("histogram: range cannot be given with a tensor of bin edges", 2) end
+      if bins.ndim ~= 1 or bins:numel() < 2 then
+        error(fmt("histogram: bins tensor should have one dimension and at least 2 elements (one bin), got shape [%s]",
+          table.concat(bins.shape:totable(), ", ")), 2)
+      end
       edges = bins:to(x.dtype)
       local nb = edges:numel() - 1
       local f = x:reshape(-1)
@@ -338,8 +346,21 @@ return function(T, C)
       hist = T.zeros(nb, { dtype = x.dtype }):index_add(1, pos:clamp(1, math.max(nb, 1)), src)
     else
       if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then error("histogram: bins must be > 0", 2) end
-      local lo, hi = 0, 0
-      if o.range then lo, hi = o.range[1], o.range[2] end
+      -- NumPy's and PyTorch's: the given range, else the data's, else
+      -- [0, 1] for no data; an empty range widens by 0.5 each way
+      local lo, hi
+      if o.range ~= nil then
+        local r = o.range
+        if type(r) ~= "table" or type(r[1]) ~= "number" or type(r[2]) ~= "number" or r[3] ~= nil then
+          error("histogram: range should be a table of two numbers {min, max}", 2)
+        end
+        lo, hi = r[1], r[2]
+        if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end
+      elseif has_values(x) then
+        lo, hi = minmax_range("histogram", x, 0, 0, 0.5)
+      else
+        lo, hi = 0, 1
+      end
       lo, hi = minmax_range("histogram", x, lo, hi, 0.5)
       edges = T.linspace(lo, hi, bins + 1, { dtype = x.dtype })
       hist = equal_bins(x, bins, lo, hi, w, x.dtype, edges)
