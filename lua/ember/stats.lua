@@ -63,6 +63,10 @@ return function(T, C)
         local s = x.shape:totable(); s[dim] = 1
         v = T.full(s, v, { dtype = x.dtype, device = x.device })
       end
+      check_tensor("diff", v, "prepend/append", 4)
+      if v.ndim ~= x.ndim then
+        error(fmt("diff: expects prepend or append to have the same number of dimensions as input (%d), got %d", x.ndim, v.ndim), 4)
+      end
       parts[#parts + 1] = v
     end
     side(pre); parts[#parts + 1] = x; side(app)
@@ -82,9 +86,15 @@ return function(T, C)
     if x.ndim > 2 then error(fmt("%s: expected input to have two or fewer dimensions but got an input with %d dimensions", op, x.ndim), 3) end
     if x.ndim < 2 then x = x:reshape(1, -1) end
     if x.dtype == T.bool then error(fmt("%s: bool dtype is not supported for input", op), 3) end
-    if not is_float(x.dtype) then x = x:to(T.get_default_dtype()) end
+    -- complex input keeps its dtype (the product takes the conjugate)
+    if not is_float(x.dtype) and not x:is_complex() then x = x:to(T.get_default_dtype()) end
     local nobs = x.shape[2]
     local correction = o.correction == nil and 1 or o.correction
+    -- the weights stay real (complex input: its real counterpart)
+    local function real_dt(dt)
+      if dt == T.complex64 then return T.float32 elseif dt == T.complex128 then return T.float64 end
+      return dt
+    end
     local w = nil
     local fw, aw = o.fweights, o.aweights
     if fw ~= nil then
@@ -92,25 +102,31 @@ return function(T, C)
       if fw.ndim > 1 or fw:numel() ~= nobs then
         error(fmt("%s: expected fweights to have one dimension with %d elements (the number of observations)", op, nobs), 3)
       end
-      if is_float(fw.dtype) then error(fmt("%s: expected fweights to have integral dtype", op), 3) end
+      if is_float(fw.dtype) or fw:is_complex() or fw.dtype == T.bool then
+        error(fmt("%s: expected fweights to have integral dtype, got %s", op, dtname(fw.dtype)), 3)
+      end
       if has_values(fw) and fw:lt(0):any():item() then error(fmt("%s: fweights cannot be negative", op), 3) end
-      w = fw:to(x.dtype)
+      w = fw:to(real_dt(x.dtype))
     end
     if aw ~= nil then
       check_tensor(op, aw, "aweights", 3)
       if aw.ndim > 1 or aw:numel() ~= nobs then
         error(fmt("%s: expected aweights to have one dimension with %d elements (the number of observations)", op, nobs), 3)
       end
-      if not is_float(aw.dtype) then error(fmt("%s: expected aweights to have floating point dtype", op), 3) end
+      if not is_float(aw.dtype) then
+        error(fmt("%s: expected aweights to have floating point dtype, got %s", op, dtname(aw.dtype)), 3)
+      end
       if has_values(aw) and aw:lt(0):any():item() then error(fmt("%s: aweights cannot be negative", op), 3) end
       -- the result takes aweights' dtype into its promotion (PyTorch)
       local dt = T.promote_types(x.dtype, aw.dtype)
-      x, w = x:to(dt), w and w:to(dt)
-      w = w and w * aw or aw:to(dt)
+      x = x:to(dt)
+      local wdt = real_dt(dt)
+      w = w and w:to(wdt) * aw or aw:to(wdt)
     end
     local avg, wsum
     if w then
       wsum = w:sum()
+      if has_values(wsum) and wsum:eq(0):item() then error(fmt("%s: weights sum to zero, can't be normalized", op), 3) end
       avg = (x * w):sum(2) / wsum
     else
       wsum = nobs
@@ -124,7 +140,9 @@ return function(T, C)
     end
     if T.is_tensor(norm) then norm = norm:clamp(0) elseif norm < 0 then norm = 0 end
     local xm = x - avg:unsqueeze(2)
-    local c = xm:matmul((w and xm * w or xm):t()) / norm
+    local rhs = (w and xm * w or xm):t()
+    if rhs:is_complex() then rhs = rhs:conj() end
+    local c = xm:matmul(rhs) / norm
     return c:squeeze()
   end
   local COV = { "correction", "fweights", "aweights" }
@@ -136,9 +154,12 @@ return function(T, C)
     check_opts("corrcoef", o, {}, 2)
     local c = cov("corrcoef", x, {})
     if c.ndim == 0 then return c / c end
-    local s = c:diagonal():sqrt()
+    local d = c:diagonal()
+    local s = (d:is_complex() and T.real(d) or d):sqrt()
     c = c / s:unsqueeze(2)
     c = c / s:unsqueeze(1)
+    -- complex: the real and imaginary parts each clipped (PyTorch)
+    if c:is_complex() then return T.complex(T.real(c):clamp(-1, 1), T.imag(c):clamp(-1, 1)) end
     return c:clamp(-1, 1)
   end)
 
@@ -306,7 +327,11 @@ return function(T, C)
     end
     local hist, edges
     if T.is_tensor(bins) then
-      if bins.ndim ~= 1 or bins:numel() < 1 then error("histogram: bins tensor should have one dimension and at least 1 element", 2) end
+      if o.range ~= nil then error("histogram: range cannot be given with a tensor of bin edges", 2) end
+      if bins.ndim ~= 1 or bins:numel() < 2 then
+        error(fmt("histogram: bins tensor should have one dimension and at least 2 elements (one bin), got shape [%s]",
+          table.concat(bins.shape:totable(), ", ")), 2)
+      end
       edges = bins:to(x.dtype)
       local nb = edges:numel() - 1
       local f = x:reshape(-1)
@@ -321,8 +346,21 @@ return function(T, C)
       hist = T.zeros(nb, { dtype = x.dtype }):index_add(1, pos:clamp(1, math.max(nb, 1)), src)
     else
       if type(bins) ~= "number" or bins <= 0 or bins ~= math.floor(bins) then error("histogram: bins must be > 0", 2) end
-      local lo, hi = 0, 0
-      if o.range then lo, hi = o.range[1], o.range[2] end
+      -- NumPy's and PyTorch's: the given range, else the data's, else
+      -- [0, 1] for no data; an empty range widens by 0.5 each way
+      local lo, hi
+      if o.range ~= nil then
+        local r = o.range
+        if type(r) ~= "table" or type(r[1]) ~= "number" or type(r[2]) ~= "number" or r[3] ~= nil then
+          error("histogram: range should be a table of two numbers {min, max}", 2)
+        end
+        lo, hi = r[1], r[2]
+        if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end
+      elseif has_values(x) then
+        lo, hi = minmax_range("histogram", x, 0, 0, 0.5)
+      else
+        lo, hi = 0, 1
+      end
       lo, hi = minmax_range("histogram", x, lo, hi, 0.5)
       edges = T.linspace(lo, hi, bins + 1, { dtype = x.dtype })
       hist = equal_bins(x, bins, lo, hi, w, x.dtype, edges)
@@ -434,6 +472,11 @@ return function(T, C)
   -- -- trapezoid / cumulative_trapezoid ----------------------------------------------------
   local function trap_parts(op, y, x, o)
     check_tensor(op, y, "y", 4)
+    if y.ndim == 0 then error(fmt("%s: expected y to have at least one dimension, got a 0-d tensor", op), 4) end
+    local xt = T.is_tensor(x)
+    if y.dtype == T.bool or xt and x.dtype == T.bool then
+      error(fmt("%s: received a bool input for `x` or `y`, but bool is not supported", op), 4)
+    end
     local dim = wrap_dim(op, o.dim or -1, y.ndim)
     local n = y.shape[dim]
     if n == 0 then return nil, dim end
@@ -443,12 +486,23 @@ return function(T, C)
     check_tensor(op, x, "x", 4)
     local dx
     if x.ndim == 1 then
+      if x.shape[1] ~= n then
+        error(fmt("%s: there must be one `x` value for each sample point: x has %d, y has %d along dim %d",
+          op, x.shape[1], n, dim), 4)
+      end
       dx = x:diff()
       local s = {}
       for i = 1, y.ndim do s[i] = 1 end
       s[dim] = n - 1
       dx = dx:reshape(s)
     else
+      -- fewer dims than y: leading dims of size 1 (PyTorch's), then the
+      -- differences along y's dim broadcast against y's
+      if x.ndim < y.ndim then
+        local s = x.shape:totable()
+        for _ = 1, y.ndim - x.ndim do table.insert(s, 1, 1) end
+        x = x:reshape(s)
+      end
       dx = x:diff(1, dim)
     end
     return avg * dx, dim
@@ -459,8 +513,9 @@ return function(T, C)
     if x ~= nil and o.dx ~= nil then error(fmt("%s: cannot take both x and dx", op), 3) end
     local p, dim = trap_parts(op, y, x, o)
     if not p then
+      -- no samples: zeros in y's dtype (PyTorch's zeros_like_except)
       local s = y.shape:totable(); table.remove(s, dim)
-      return T.zeros(s, { dtype = is_float(y.dtype) and y.dtype or T.get_default_dtype() })
+      return T.zeros(s, { dtype = y.dtype, device = y.device })
     end
     return p:sum(dim)
   end
@@ -470,7 +525,12 @@ return function(T, C)
     if is_opts(x) then o, x = x, nil end
     o = check_opts("cumulative_trapezoid", o, A.set { "dx", "dim" }, 2)
     local p, dim = trap_parts("cumulative_trapezoid", y, x, o)
-    if not p then return y:narrow(dim, 1, 0) * 1.0 end
+    if not p then
+      -- no samples: an empty result of the dtype the products would have
+      local e = y:narrow(dim, 1, 0)
+      if not is_float(e.dtype) and not e:is_complex() then e = e:to(T.get_default_dtype()) end
+      return e * 1
+    end
     return p:cumsum(dim)
   end)
 
@@ -689,7 +749,14 @@ return function(T, C)
     local dims = {}
     if o.dim == nil then for i = 1, y.ndim do dims[i] = i end
     elseif type(o.dim) == "number" then dims = { wrap_dim("gradient", o.dim, y.ndim) }
-    else for i, d in ipairs(o.dim) do dims[i] = wrap_dim("gradient", d, y.ndim) end end
+    else
+      local seen = {}
+      for i, d in ipairs(o.dim) do
+        dims[i] = wrap_dim("gradient", d, y.ndim)
+        if seen[dims[i]] then error(fmt("gradient: dim %d appears multiple times in the list of dims", d), 2) end
+        seen[dims[i]] = true
+      end
+    end
     local sp = o.spacing
     if sp == nil then sp = 1 end
     -- a 0-d tensor is a scalar spacing (alone or in the list)
@@ -706,14 +773,27 @@ return function(T, C)
     if #sp ~= #dims then
       error(fmt("gradient: expected spacing to be unspecified, a scalar or a list of length %d but got a list of length %d", #dims, #sp), 2)
     end
-    local yf = is_float(y.dtype) and y or y:to(T.get_default_dtype())
+    -- complex input keeps its dtype (its parts differentiate apart)
+    local yf = (is_float(y.dtype) or y:is_complex()) and y or y:to(T.get_default_dtype())
+    for k, h in ipairs(sp) do
+      if T.is_tensor(h) then
+        if h.ndim ~= 1 then
+          error(fmt("gradient: expected each element of spacing to have one dimension, but got an element with %d dimensions", h.ndim), 2)
+        end
+        if h:numel() ~= y.shape[dims[k]] then
+          error(fmt("gradient: expected the coordinates for dim %d to have %d elements (the input's size), got %d",
+            dims[k], y.shape[dims[k]], h:numel()), 2)
+        end
+      end
+    end
     local out = {}
     for k, d in ipairs(dims) do
       local n = yf.shape[d]
       if n < eo + 1 then
         error(fmt("gradient: each dimension of input must have at least edge_order+1 elements (dim %d has %d)", d, n), 2)
       end
-      local function at(i, len) return yf:narrow(d, i, len or 1) end
+      local yd = yf -- this dim's input (promoted with its coordinates)
+      local function at(i, len) return yd:narrow(d, i, len or 1) end
       local h = sp[k]
       local g
       if type(h) == "number" then
@@ -732,9 +812,17 @@ return function(T, C)
         g = T.cat(parts, d)
       else
         -- coordinates: NumPy's second-order formula on uneven spacing
-        local x = h:to(yf.dtype)
+        -- the coordinates' floating dtype takes part in the result's
+        -- (PyTorch: float32 input, float64 coordinates -> float64)
+        local x = h
+        if is_float(x.dtype) or x:is_complex() then
+          local dt = T.promote_types(yd.dtype, x.dtype)
+          yd, x = yd:to(dt), x:to(dt)
+        else
+          x = x:to(yd.dtype)
+        end
         local s = {}
-        for i = 1, yf.ndim do s[i] = 1 end
+        for i = 1, yd.ndim do s[i] = 1 end
         local function c(i, len) local v = x:narrow(1, i, len or 1); s[d] = v:numel(); return v:reshape(s) end
         local parts = {}
         local dx1, dx2
