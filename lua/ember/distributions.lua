@@ -1868,6 +1868,13 @@ return function(T, C)
     local y = (self.loc - v) / self.scale
     return y - y:exp() - self.scale:log()
   end
+  -- exp(-exp(-(v - loc) / scale)): torch 1.13 takes the cdf through its
+  -- base Uniform(tiny, 1 - eps), whose support check raises where the
+  -- value rounds to 1 (cdf(50) of Gumbel(0, 1)), even with validate_args off
+  function Gumbel:cdf(v)
+    self:_validate_sample(v)
+    return (-((self.loc - v) / self.scale):exp()):exp()
+  end
   function Gumbel:_mean() return self.loc + self.scale * EULER_GAMMA end
   function Gumbel:_mode() return self.loc end
   function Gumbel:_stddev() return self.scale * (pi / math.sqrt(6)) end
@@ -2131,7 +2138,10 @@ return function(T, C)
     precision_matrix = Cn.positive_definite, scale_tril = Cn.lower_cholesky }
   MVN.has_rsample = true
   MVN.support = Cn.real
-  ctor(MVN, function(loc, o)
+  ctor(MVN, function(loc, o, extra)
+    if extra ~= nil then
+      error("MultivariateNormal: takes no options after the options table (give every option in one table)", 2)
+    end
     o = take_opts("MultivariateNormal", o,
       { "covariance_matrix", "precision_matrix", "scale_tril", "validate_args" })
     A.check_tensor("MultivariateNormal", loc, "loc", 3)
@@ -2325,6 +2335,25 @@ return function(T, C)
     return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
   end)
   reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  reg("HalfNormal", "HalfNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  reg("Gumbel", "Gumbel", function(p, q)
+    local ct1 = p.scale / q.scale
+    local ct2 = q.loc / q.scale
+    local ct3 = p.loc / q.scale
+    local t1 = -ct1:log() - ct2 + ct3
+    local t3 = (ct2 + (ct1 + 1):lgamma() - ct3):exp()
+    return t1 + ct1 * 0.57721566490153286061 + t3 - (1 + 0.57721566490153286061)
+  end)
+  -- infinite where p's support starts below q's (p.scale < q.scale)
+  reg("Pareto", "Pareto", function(p, q)
+    local ar = q.alpha / p.alpha
+    local r = q.alpha * (p.scale / q.scale):log() - ar:log() + ar - 1
+    return T.where(p.scale:lt(q.scale):expand(r.shape), 1 / 0, r)
+  end)
+  reg("Cauchy", "Cauchy", function(p, q)
+    local t1 = ((p.scale + q.scale):pow(2) + (p.loc - q.loc):pow(2)):log()
+    return t1 - (p.scale * q.scale * 4):log()
+  end)
   reg("Poisson", "Poisson", function(p, q)
     return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
   end)
