@@ -2140,7 +2140,13 @@ return function(T, C)
   MVN.support = Cn.real
   ctor(MVN, function(loc, o, extra)
     if extra ~= nil then
-      error("MultivariateNormal: takes no options after the options table (give every option in one table)", 2)
+      if type(extra) == "table" then
+        for k in pairs(extra) do
+          error(fmt("MultivariateNormal: unknown option '%s' after the options table (give every option in one table)",
+            tostring(k)), 2)
+        end
+      end
+      error("MultivariateNormal: unexpected argument after the options table", 2)
     end
     o = take_opts("MultivariateNormal", o,
       { "covariance_matrix", "precision_matrix", "scale_tril", "validate_args" })
