@@ -1997,9 +1997,10 @@ return function(T, C)
   function Kumaraswamy:_mean() return kuma_moment(self.concentration1, self.concentration0, 1) end
   function Kumaraswamy:_mode()
     local c1, c0 = self.concentration1, self.concentration0
-    local lm = c0:reciprocal() * (-c0):log1p() - (-c0 * c1):log1p()
-    lm = T.where(c0:lt(1):logical_or(c1:lt(1)), 0 / 0, lm)
-    return lm:exp()
+    -- ((c1 - 1) / (c1 c0 - 1))^(1 / c1), the density's maximum; torch 1.13's
+    -- formula takes log1p(-c0), nan for every c0 >= 1
+    local m = ((c1 - 1) / (c1 * c0 - 1)):pow(c1:reciprocal())
+    return T.where(c0:lt(1):logical_or(c1:lt(1)), 0 / 0, m)
   end
   function Kumaraswamy:_variance()
     return kuma_moment(self.concentration1, self.concentration0, 2) - self.mean:pow(2)
