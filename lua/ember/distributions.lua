@@ -92,7 +92,11 @@ return function(T, C)
   -- -- constraints -----------------------------------------------------------------
   local Cn = {}
   D.constraints = Cn
-  local function constraint(name, check) return { name = name, check = check } end
+  -- event_dim: how many rightmost dims make one event (PyTorch's
+  -- Constraint.event_dim: 1 for simplex, 2 for lower_cholesky)
+  local function constraint(name, check, event_dim)
+    return { name = name, check = check, event_dim = event_dim or 0 }
+  end
   Cn.real = constraint("real", function(v) return v:eq(v) end)
   Cn.positive = constraint("positive", function(v) return v:gt(0) end)
   Cn.nonnegative = constraint("nonnegative", function(v) return v:ge(0) end)
@@ -103,12 +107,12 @@ return function(T, C)
   Cn.nonnegative_integer = constraint("nonnegative_integer", function(v) return v:ge(0):logical_and(is_int(v)) end)
   Cn.simplex = constraint("simplex", function(v)
     return v:ge(0):all(-1):logical_and((v:sum(-1) - 1):abs():lt(1e-6))
-  end)
+  end, 1)
   Cn.lower_cholesky = constraint("lower_cholesky", function(v)
     local n = v.shape[v.ndim]
     local low = v:tril():eq(v):flatten(-2):all(-1)
     return low:logical_and(v:diagonal(0, -2, -1):gt(0):all(-1))
-  end)
+  end, 2)
   -- symmetric as torch.isclose(v, v.mT, atol=1e-6) (rtol 1e-5) and a
   -- Cholesky factor exists (cholesky_ex's info == 0), per matrix
   Cn.positive_definite = constraint("positive_definite", function(v)
@@ -116,7 +120,7 @@ return function(T, C)
     local close = (v - vt):abs():le(vt:abs() * 1e-5 + 1e-6):logical_or(v:eq(vt))
     local sym = close:flatten(-2):all(-1)
     return sym:logical_and(D._cholesky_ok(v))
-  end)
+  end, 2)
   -- a parameter whose constraint depends on another (Uniform's low and
   -- high): not checkable alone, as PyTorch's constraints.dependent
   Cn.dependent = constraint("dependent", function()
@@ -127,6 +131,18 @@ return function(T, C)
   local function interval(lo, hi)
     return constraint("interval", function(v) return v:ge(lo):logical_and(v:le(hi)) end)
   end
+  Cn.interval = interval
+  Cn.greater_than_eq = function(lo) return constraint("greater_than_eq", function(v) return v:ge(lo) end) end
+  -- independent(c, n): c with its n rightmost batch dims made event dims
+  -- (checked all together), as PyTorch's constraints.independent
+  Cn.independent = function(c, n)
+    return constraint("independent", function(v)
+      local r = c.check(v)
+      for _ = 1, n do if r.ndim > 0 then r = r:all(-1) end end
+      return r
+    end, (c.event_dim or 0) + n)
+  end
+  Cn.real_vector = Cn.independent(Cn.real, 1)
   local function integer_interval(lo, hi)
     return constraint("integer_interval", function(v)
       return v:ge(lo):logical_and(v:le(hi)):logical_and(is_int(v))
@@ -918,52 +934,270 @@ return function(T, C)
   end
 
   -- -- transforms ------------------------------------------------------------------------
-  -- Each has event_dim (its domain's and codomain's), codomain (a
-  -- constraint), sign (a number, or a tensor for AffineTransform's tensor
-  -- scale) and forward_shape/inverse_shape, as PyTorch's transforms.
+  -- PyTorch's torch.distributions.transforms (docs/distributions.md), under
+  -- T.distributions.transforms (and T.distributions). Each has domain and
+  -- codomain (constraints with an event_dim), event_dim, bijective, sign,
+  -- inv (the inverse transform: t.inv(y) or t:inv(y); t.inv.inv is t),
+  -- log_abs_det_jacobian(x, y), forward_shape/inverse_shape, with_cache and
+  -- the option cache_size (0, or 1: the latest x, y pair is remembered, so
+  -- the inverse of a forward result is the very input).
+  local TR = {}
+  D.transforms = TR
   local Transform = {}
-  Transform.__index = Transform
-  Transform.event_dim = 0
-  D.transforms = {}
-  function Transform:__call(x) return self:forward(x) end
-  local function transform(name, f)
-    local cls = setmetatable({}, { __index = Transform })
-    cls.__index = cls
+  Transform.__name = "Transform"
+  Transform._is_transform = true
+  Transform._cache_size = 0
+  TR.Transform = Transform
+  local unpack = table.unpack or unpack
+  -- a transform instance (not a class, nor a constructor)
+  local function is_transform(v)
+    local mt = type(v) == "table" and getmetatable(v)
+    return type(mt) == "table" and rawget(mt, "__call") ~= nil and mt._is_transform == true
+  end
+  local function sum_right(x, n)
+    for _ = 1, n do x = x:sum(-1) end
+    return x
+  end
+  -- properties: a field of the class (or the instance), else the getter
+  -- _get_<name>; t(x) and t:forward(x) run the transform, t(t2, x) is the
+  -- method form of an inverse (t:inv(x) calls t.inv(t, x))
+  local function tclass(name, parent)
+    local cls = setmetatable({}, { __index = parent or Transform })
     cls.__name = name
-    cls.__call = Transform.__call -- metamethods are not inherited through __index
-    D[name] = setmetatable({}, { __index = cls, __call = function(_, ...) return f(cls, ...) end })
-    D.transforms[name] = D[name]
+    cls.__index = function(_, k)
+      local v = cls[k]
+      if v ~= nil then return v end
+      local g = cls["_get_" .. k]
+      if g then return g(_) end
+      return nil
+    end
+    cls.__call = function(self, a, b, ...)
+      if is_transform(a) and (b ~= nil or select("#", ...) > 0) then a, b = b, ... end
+      if b ~= nil then error(fmt("%s: takes one tensor (and no options)", self.__name), 2) end
+      return self:forward(a)
+    end
+    cls.__tostring = function(self) return self:_repr() end
     return cls
+  end
+  local function check_cache(name, n)
+    if n ~= 0 and n ~= 1 then error(fmt("%s: cache_size must be 0 or 1, got %s", name, tostring(n)), 4) end
+    return n
+  end
+  -- the constructor T.distributions.transforms[name](...), also as
+  -- T.distributions[name]
+  local function tctor(cls, f)
+    local c = setmetatable({}, { __index = cls, __call = function(_, ...) return f(...) end,
+      __tostring = function() return "distributions.transforms." .. cls.__name end })
+    TR[cls.__name], D[cls.__name] = c, c
+    cls.class = c
+  end
+  local function tnew(cls, o, fields)
+    fields = fields or {}
+    fields._cache_size = check_cache(cls.__name, o.cache_size == nil and 0 or o.cache_size)
+    return setmetatable(fields, cls)
+  end
+  function Transform:_repr() return self.__name .. "()" end
+  function Transform:_get_bijective() return false end
+  function Transform:_get_sign() error(fmt("%s: sign is not implemented", self.__name), 3) end
+  function Transform:_get_event_dim()
+    local a, b = self.domain.event_dim, self.codomain.event_dim
+    if a == b then return a end
+    error(fmt("%s: the domain's event_dim (%d) and the codomain's (%d) differ: use domain.event_dim or "
+      .. "codomain.event_dim", self.__name, a, b), 3)
+  end
+  function Transform:_call() error(fmt("%s: the forward map is not implemented", self.__name), 3) end
+  function Transform:_inverse() error(fmt("%s: the inverse map is not implemented", self.__name), 3) end
+  function Transform:log_abs_det_jacobian()
+    error(fmt("%s: log_abs_det_jacobian is not implemented", self.__name), 2)
   end
   function Transform:forward_shape(s) return totable(s) end
   function Transform:inverse_shape(s) return totable(s) end
+  local function check_input(self, x)
+    if not T.is_tensor(x) then
+      error(fmt("%s: expected a tensor, got %s", self.__name, type(x)), 4)
+    end
+  end
+  function Transform:forward(x)
+    check_input(self, x)
+    if self._cache_size == 1 then
+      local cx = rawget(self, "_cx")
+      if cx ~= nil and rawequal(cx, x) then return rawget(self, "_cy") end
+      local y = self:_call(x)
+      rawset(self, "_cx", x); rawset(self, "_cy", y)
+      return y
+    end
+    return self:_call(x)
+  end
+  function Transform:_inv_call(y)
+    check_input(self, y)
+    if self._cache_size == 1 then
+      local cy = rawget(self, "_cy")
+      if cy ~= nil and rawequal(cy, y) then return rawget(self, "_cx") end
+      local x = self:_inverse(y)
+      rawset(self, "_cx", x); rawset(self, "_cy", y)
+      return x
+    end
+    return self:_inverse(y)
+  end
+  -- with_cache(n = 1): the same transform with cache_size n (itself when
+  -- it already has it); the parts of a composite follow
+  function Transform:with_cache(n, o)
+    if n == nil then n = 1 end
+    if o ~= nil then error(fmt("%s: with_cache takes one number, cache_size", self.__name), 2) end
+    check_cache(self.__name, n)
+    if self._cache_size == n then return self end
+    local c = {}
+    for k, v in pairs(self) do c[k] = v end
+    c._cx, c._cy, c._inv_obj, c._cache_size = nil, nil, nil, n
+    local parts_key = rawget(self, "parts") and "parts" or rawget(self, "transforms") and "transforms"
+    if parts_key and n ~= 0 then
+      local ps = {}
+      for i, p in ipairs(self[parts_key]) do ps[i] = p:with_cache(n) end
+      c[parts_key] = ps
+    end
+    if rawget(self, "base_transform") then c.base_transform = self.base_transform:with_cache(n) end
+    return setmetatable(c, getmetatable(self))
+  end
+
+  -- the inverse of a transform (PyTorch's _InverseTransform)
+  local Inverse = tclass("_InverseTransform")
+  function Inverse:_get_domain() return self._inv.codomain end
+  function Inverse:_get_codomain() return self._inv.domain end
+  function Inverse:_get_bijective() return self._inv.bijective end
+  function Inverse:_get_sign() return self._inv.sign end
+  function Inverse:_get_event_dim() return self._inv.event_dim end
+  function Inverse:_get_inv() return self._inv end
+  function Inverse:with_cache(n) return self._inv:with_cache(n).inv end
+  function Inverse:forward(x) return self._inv:_inv_call(x) end
+  function Inverse:_inv_call(y) return self._inv:forward(y) end
+  function Inverse:log_abs_det_jacobian(x, y) return -self._inv:log_abs_det_jacobian(y, x) end
+  function Inverse:forward_shape(s) return self._inv:inverse_shape(s) end
+  function Inverse:inverse_shape(s) return self._inv:forward_shape(s) end
+  function Inverse:_repr() return "_InverseTransform(" .. self._inv:_repr() .. ")" end
+  function Transform:_get_inv()
+    local i = rawget(self, "_inv_obj")
+    if not i then
+      i = setmetatable({ _inv = self }, Inverse)
+      rawset(self, "_inv_obj", i)
+    end
+    return i
+  end
+
   local function finfo(dt)
     if dt == T.float64 then return 2.220446049250313e-16, 2.2250738585072014e-308 end
     return 1.1920928955078125e-07, 1.1754943508222875e-38
   end
-  local Exp = transform("ExpTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
-  Exp.codomain = Cn.positive
-  function Exp:forward(x) return x:exp() end
-  function Exp:inv(y) return y:log() end
-  function Exp:log_abs_det_jacobian(x, y) return x end
-  -- sigmoid and logit clamped to [finfo.tiny, 1 - finfo.eps], as PyTorch's
-  -- _clipped_sigmoid and SigmoidTransform._inverse
-  local Sig = transform("SigmoidTransform", function(cls) return setmetatable({ sign = 1 }, cls) end)
-  Sig.codomain = Cn.unit_interval
-  function Sig:forward(x)
+  local function clipped_sigmoid(x)
     local eps, tiny = finfo(x.dtype)
     return x:sigmoid():clamp(tiny, 1 - eps)
   end
-  function Sig:inv(y)
-    local eps, tiny = finfo(y.dtype)
-    local c = y:clamp(tiny, 1 - eps)
-    return c:log() - (-c):log1p()
+  local function only_opts(name, o) return take_opts(name, o, { "cache_size" }) end
+  -- an elementwise transform without parameters
+  local function simple(name, dom, cod, bij, call, inverse, ladj)
+    local cls = tclass(name)
+    cls.domain, cls.codomain = dom, cod
+    if bij then cls.bijective, cls.sign = true, 1 end
+    cls._call, cls._inverse = call, inverse
+    if ladj then cls.log_abs_det_jacobian = ladj end
+    tctor(cls, function(o) return tnew(cls, only_opts(name, o)) end)
+    return cls
   end
-  function Sig:log_abs_det_jacobian(x, y)
-    return -T.nn.functional.softplus(-x) - T.nn.functional.softplus(x)
+  local softplus = function(x) return T.nn.functional.softplus(x) end
+  simple("ExpTransform", Cn.real, Cn.positive, true,
+    function(_, x) return x:exp() end, function(_, y) return y:log() end,
+    function(_, x) return x end)
+  -- sigmoid and logit clamped to [finfo.tiny, 1 - finfo.eps], as PyTorch's
+  -- _clipped_sigmoid and SigmoidTransform._inverse
+  simple("SigmoidTransform", Cn.real, Cn.unit_interval, true,
+    function(_, x) return clipped_sigmoid(x) end,
+    function(_, y)
+      local eps, tiny = finfo(y.dtype)
+      local c = y:clamp(tiny, 1 - eps)
+      return c:log() - (-c):log1p()
+    end,
+    function(_, x) return -softplus(-x) - softplus(x) end)
+  simple("SoftplusTransform", Cn.real, Cn.positive, true,
+    function(_, x) return softplus(x) end,
+    function(_, y) return (-y):expm1():neg():log() + y end,
+    function(_, x) return -softplus(-x) end)
+  simple("TanhTransform", Cn.real, interval(-1, 1), true,
+    function(_, x) return x:tanh() end, function(_, y) return y:atanh() end,
+    function(_, x) return (-x - softplus(x * -2) + math.log(2)) * 2 end)
+  -- |x|: not bijective; its inverse is the identity (the positive branch)
+  simple("AbsTransform", Cn.real, Cn.positive, false,
+    function(_, x) return x:abs() end, function(_, y) return y end)
+  -- softmax over the last dim (not bijective; its inverse is log)
+  local Softmax = simple("SoftmaxTransform", Cn.real_vector, Cn.simplex, false,
+    function(_, x)
+      local p = (x - x:amax(-1, true)):exp()
+      return p / p:sum(-1, true)
+    end, function(_, y) return y:log() end)
+  local function need_dims(name, s, n)
+    if #s < n then error(fmt("%s: too few dimensions on input (%s, need at least %d)", name, A.fmt_shape(s), n), 4) end
   end
-  local Aff = transform("AffineTransform", function(cls, loc, scale, o)
-    o = take_opts("AffineTransform", o, { "event_dim" })
+  function Softmax:forward_shape(s) s = totable(s); need_dims(self.__name, s, 1); return s end
+  Softmax.inverse_shape = Softmax.forward_shape
+  -- stick breaking: R^K -> the simplex of K + 1 entries
+  local function sb_offset(x, k) -- k, k - 1, ..., 1
+    return T.arange(k, 0, -1, { dtype = x.dtype, device = x.device })
+  end
+  local function last_pad(t, before, v)
+    local s = totable(t.shape)
+    s[#s] = 1
+    local c = T.full(s, v, { dtype = t.dtype, device = t.device })
+    return before and T.cat({ c, t }, -1) or T.cat({ t, c }, -1)
+  end
+  local SB = simple("StickBreakingTransform", Cn.real_vector, Cn.simplex, true,
+    function(_, x)
+      local k = x.shape[x.ndim]
+      local z = clipped_sigmoid(x - sb_offset(x, k):log())
+      local zc = (-z + 1):cumprod(-1)
+      return last_pad(z, false, 1) * last_pad(zc, true, 1)
+    end,
+    function(_, y)
+      local k = y.shape[y.ndim] - 1
+      local yc = y:narrow(-1, 1, k)
+      local _, tiny = finfo(y.dtype)
+      local sf = (-yc:cumsum(-1) + 1):clamp(tiny)
+      return yc:log() - sf:log() + sb_offset(y, k):log()
+    end,
+    function(_, x, y)
+      local k = x.shape[x.ndim]
+      local xo = x - sb_offset(x, k):log()
+      return (-xo + T.nn.functional.logsigmoid(xo) + y:narrow(-1, 1, k):log()):sum(-1)
+    end)
+  SB.sign = nil -- bijective, but not elementwise: no sign (PyTorch's NotImplementedError)
+  function SB:forward_shape(s)
+    s = totable(s); need_dims(self.__name, s, 1); s[#s] = s[#s] + 1; return s
+  end
+  function SB:inverse_shape(s)
+    s = totable(s); need_dims(self.__name, s, 1); s[#s] = s[#s] - 1; return s
+  end
+  -- unconstrained matrices -> lower triangular with a positive diagonal
+  simple("LowerCholeskyTransform", Cn.independent(Cn.real, 2), Cn.lower_cholesky, false,
+    function(_, x) return x:tril(-1) + x:diagonal(0, -2, -1):exp():diag_embed() end,
+    function(_, y) return y:tril(-1) + y:diagonal(0, -2, -1):log():diag_embed() end)
+
+  -- PowerTransform(exponent): x^exponent on the positive reals
+  local Pow = tclass("PowerTransform")
+  Pow.domain, Pow.codomain, Pow.bijective, Pow.sign = Cn.positive, Cn.positive, true, 1
+  tctor(Pow, function(exponent, o)
+    o = only_opts("PowerTransform", o)
+    local p = params("PowerTransform", { exponent, n = 1 })
+    return tnew(Pow, o, { exponent = p[1] })
+  end)
+  function Pow:_call(x) return x:pow(self.exponent) end
+  function Pow:_inverse(y) return y:pow(self.exponent:reciprocal()) end
+  function Pow:log_abs_det_jacobian(x, y) return (self.exponent * y / x):abs():log() end
+  function Pow:forward_shape(s) return bshape("PowerTransform", { totable(s), totable(self.exponent.shape) }) end
+  Pow.inverse_shape = Pow.forward_shape
+  function Pow:_repr() return "PowerTransform(exponent=" .. tostring(self.exponent) .. ")" end
+
+  -- AffineTransform(loc, scale, {event_dim=, cache_size=}): loc + scale x
+  local Aff = tclass("AffineTransform")
+  Aff.bijective = true
+  tctor(Aff, function(loc, scale, o)
+    o = take_opts("AffineTransform", o, { "event_dim", "cache_size" })
     for _, p in ipairs { { "loc", loc }, { "scale", scale } } do
       if type(p[2]) ~= "number" and not T.is_tensor(p[2]) then
         error(fmt("AffineTransform: expected a tensor or a number for %s, got %s", p[1], type(p[2])), 3)
@@ -973,20 +1207,19 @@ return function(T, C)
     if type(ed) ~= "number" or ed ~= math.floor(ed) or ed < 0 then
       error(fmt("AffineTransform: event_dim must be a non-negative integer, got %s", tostring(ed)), 3)
     end
-    return setmetatable({ loc = loc, scale = scale, event_dim = ed }, cls)
+    return tnew(Aff, o, { loc = loc, scale = scale, event_dim = ed })
   end)
-  Aff.codomain = Cn.real
-  function Aff:_sign()
+  function Aff:_get_domain()
+    return self.event_dim == 0 and Cn.real or Cn.independent(Cn.real, self.event_dim)
+  end
+  Aff._get_codomain = Aff._get_domain
+  function Aff:_get_sign()
     local s = self.scale
     if type(s) == "number" then return s > 0 and 1 or s < 0 and -1 or 0 end
     return s:sign()
   end
-  Aff.__index = function(self, k)
-    if k == "sign" then return Aff._sign(self) end
-    return Aff[k]
-  end
-  function Aff:forward(x) return x * self.scale + self.loc end
-  function Aff:inv(y) return (y - self.loc) / self.scale end
+  function Aff:_call(x) return x * self.scale + self.loc end
+  function Aff:_inverse(y) return (y - self.loc) / self.scale end
   function Aff:forward_shape(s)
     local shapes = { totable(s) }
     for _, p in ipairs { self.loc, self.scale } do
@@ -995,6 +1228,9 @@ return function(T, C)
     return bshape("AffineTransform", shapes)
   end
   Aff.inverse_shape = Aff.forward_shape
+  -- log|scale| broadcast against x, summed over the event dims (torch 1.13
+  -- sums the scale's own trailing dims before broadcasting, which drops the
+  -- count of the event's elements a broadcast scale covers)
   function Aff:log_abs_det_jacobian(x, y)
     local s = self.scale
     local r
@@ -1004,60 +1240,422 @@ return function(T, C)
     else
       r = T.full(x.shape, math.log(math.abs(s)), { dtype = x.dtype, device = x.device })
     end
-    for _ = 1, self.event_dim do r = r:sum(-1) end
+    return sum_right(r, self.event_dim)
+  end
+  function Aff:_repr() return "AffineTransform()" end
+
+  -- ComposeTransform(parts, {cache_size=}): parts applied in order
+  local Compose = tclass("ComposeTransform")
+  local function check_list(name, list, what)
+    if type(list) ~= "table" or is_transform(list) or getmetatable(list) ~= nil then
+      error(fmt("%s: expected a list of transforms for %s, got %s", name, what,
+        is_transform(list) and "a transform" or T.is_tensor(list) and "a tensor" or type(list)), 4)
+    end
+    local r = {}
+    for i = 1, #list do
+      if not is_transform(list[i]) then
+        error(fmt("%s: %s[%d] is not a transform", name, what, i), 4)
+      end
+      r[i] = list[i]
+    end
     return r
   end
-  local function sum_right(x, n)
-    for _ = 1, n do x = x:sum(-1) end
+  local function compose(parts, n)
+    if n ~= 0 then for i, p in ipairs(parts) do parts[i] = p:with_cache(n) end end
+    return setmetatable({ parts = parts, _cache_size = n }, Compose)
+  end
+  tctor(Compose, function(parts, o)
+    o = only_opts("ComposeTransform", o)
+    local ps = check_list("ComposeTransform", parts, "parts")
+    return compose(ps, check_cache("ComposeTransform", o.cache_size or 0))
+  end)
+  TR.identity_transform = compose({}, 0)
+  function Compose:_get_domain()
+    local ps = self.parts
+    if #ps == 0 then return Cn.real end
+    local dom = ps[1].domain
+    local ed = ps[#ps].codomain.event_dim
+    for i = #ps, 1, -1 do
+      ed = ed + ps[i].domain.event_dim - ps[i].codomain.event_dim
+      ed = math.max(ed, ps[i].domain.event_dim)
+    end
+    if ed > dom.event_dim then dom = Cn.independent(dom, ed - dom.event_dim) end
+    return dom
+  end
+  function Compose:_get_codomain()
+    local ps = self.parts
+    if #ps == 0 then return Cn.real end
+    local cod = ps[#ps].codomain
+    local ed = ps[1].domain.event_dim
+    for i = 1, #ps do
+      ed = ed + ps[i].codomain.event_dim - ps[i].domain.event_dim
+      ed = math.max(ed, ps[i].codomain.event_dim)
+    end
+    if ed > cod.event_dim then cod = Cn.independent(cod, ed - cod.event_dim) end
+    return cod
+  end
+  function Compose:_get_bijective()
+    for _, p in ipairs(self.parts) do if not p.bijective then return false end end
+    return true
+  end
+  -- the product of the parts' signs (a tensor where one is)
+  function Compose:_get_sign()
+    local s = 1
+    for _, p in ipairs(self.parts) do
+      local ps = p.sign
+      if type(ps) == "number" and type(s) == "number" then s = s * ps
+      elseif type(ps) == "number" then s = s * ps
+      else s = ps * s end
+    end
+    return s
+  end
+  function Compose:_get_inv()
+    local i = rawget(self, "_inv_obj")
+    if not i then
+      local ps = {}
+      for k = #self.parts, 1, -1 do ps[#ps + 1] = self.parts[k].inv end
+      i = setmetatable({ parts = ps, _cache_size = 0, _inv_obj = self }, Compose)
+      rawset(self, "_inv_obj", i)
+    end
+    return i
+  end
+  function Compose:forward(x)
+    check_input(self, x)
+    for _, p in ipairs(self.parts) do x = p:forward(x) end
     return x
   end
+  function Compose:_inv_call(y) return self.inv:forward(y) end
+  function Compose:log_abs_det_jacobian(x, y)
+    local ps = self.parts
+    if #ps == 0 then return T.zeros_like(x) end
+    local xs = { x }
+    for i = 1, #ps - 1 do xs[i + 1] = ps[i]:forward(xs[i]) end
+    xs[#ps + 1] = y
+    local ed = self.domain.event_dim
+    local r
+    for i, p in ipairs(ps) do
+      local term = sum_right(p:log_abs_det_jacobian(xs[i], xs[i + 1]), ed - p.domain.event_dim)
+      ed = ed + p.codomain.event_dim - p.domain.event_dim
+      r = r and r + term or term
+    end
+    return r
+  end
+  function Compose:forward_shape(s)
+    s = totable(s)
+    for _, p in ipairs(self.parts) do s = p:forward_shape(s) end
+    return s
+  end
+  function Compose:inverse_shape(s)
+    s = totable(s)
+    for i = #self.parts, 1, -1 do s = self.parts[i]:inverse_shape(s) end
+    return s
+  end
+  function Compose:_repr()
+    local r = {}
+    for i, p in ipairs(self.parts) do r[i] = p:_repr() end
+    return "ComposeTransform(" .. table.concat(r, ", ") .. ")"
+  end
+
+  local function nonneg_int(name, v, what)
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 0 then
+      error(fmt("%s: %s must be a non-negative integer, got %s", name, what, tostring(v)), 4)
+    end
+    return v
+  end
+  -- IndependentTransform(base, n, {cache_size=}): base with n more
+  -- rightmost dims taken as event dims (log_abs_det_jacobian sums them)
+  local IndT = tclass("IndependentTransform")
+  tctor(IndT, function(base, n, o)
+    o = only_opts("IndependentTransform", o)
+    if not is_transform(base) then
+      error(fmt("IndependentTransform: expected a transform for base_transform, got %s",
+        T.is_tensor(base) and "a tensor" or type(base)), 2)
+    end
+    nonneg_int("IndependentTransform", n, "reinterpreted_batch_ndims")
+    local c = check_cache("IndependentTransform", o.cache_size or 0)
+    return setmetatable({ base_transform = base:with_cache(c), reinterpreted_batch_ndims = n, _cache_size = c }, IndT)
+  end)
+  function IndT:_get_domain() return Cn.independent(self.base_transform.domain, self.reinterpreted_batch_ndims) end
+  function IndT:_get_codomain() return Cn.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims) end
+  function IndT:_get_bijective() return self.base_transform.bijective end
+  function IndT:_get_sign() return self.base_transform.sign end
+  function IndT:_call(x)
+    if x.ndim < self.domain.event_dim then
+      error(fmt("IndependentTransform: too few dimensions on input (%d, need at least %d)", x.ndim, self.domain.event_dim), 4)
+    end
+    return self.base_transform:forward(x)
+  end
+  function IndT:_inverse(y)
+    if y.ndim < self.codomain.event_dim then
+      error(fmt("IndependentTransform: too few dimensions on input (%d, need at least %d)", y.ndim, self.codomain.event_dim), 4)
+    end
+    return self.base_transform.inv:forward(y)
+  end
+  function IndT:log_abs_det_jacobian(x, y)
+    return sum_right(self.base_transform:log_abs_det_jacobian(x, y), self.reinterpreted_batch_ndims)
+  end
+  function IndT:forward_shape(s) return self.base_transform:forward_shape(s) end
+  function IndT:inverse_shape(s) return self.base_transform:inverse_shape(s) end
+  function IndT:_repr()
+    return fmt("IndependentTransform(%s, %d)", self.base_transform:_repr(), self.reinterpreted_batch_ndims)
+  end
+
+  -- ReshapeTransform(in_shape, out_shape, {cache_size=}): the rightmost
+  -- in_shape dims reshaped to out_shape (unit Jacobian)
+  local Resh = tclass("ReshapeTransform")
+  Resh.bijective = true
+  local function shape_arg(name, s, what)
+    if T.is_tensor(s) or type(s) ~= "table" and type(s) ~= "userdata" then
+      error(fmt("%s: expected a shape (a list of sizes) for %s, got %s", name, what, type(s)), 4)
+    end
+    s = totable(s)
+    for _, v in ipairs(s) do nonneg_int(name, v, what .. "'s sizes") end
+    return s
+  end
+  local function numel(s) local n = 1; for _, v in ipairs(s) do n = n * v end; return n end
+  tctor(Resh, function(ins, outs, o)
+    o = only_opts("ReshapeTransform", o)
+    ins, outs = shape_arg("ReshapeTransform", ins, "in_shape"), shape_arg("ReshapeTransform", outs, "out_shape")
+    if numel(ins) ~= numel(outs) then
+      error(fmt("ReshapeTransform: in_shape %s and out_shape %s have different numbers of elements",
+        A.fmt_shape(ins), A.fmt_shape(outs)), 2)
+    end
+    return tnew(Resh, o, { in_shape = T.Size(ins), out_shape = T.Size(outs), _ins = ins, _outs = outs })
+  end)
+  function Resh:_get_domain() return Cn.independent(Cn.real, #self._ins) end
+  function Resh:_get_codomain() return Cn.independent(Cn.real, #self._outs) end
+  function Resh:_call(x)
+    local s = totable(x.shape)
+    return x:reshape(concat(sub(s, 1, #s - #self._ins), self._outs))
+  end
+  function Resh:_inverse(y)
+    local s = totable(y.shape)
+    return y:reshape(concat(sub(s, 1, #s - #self._outs), self._ins))
+  end
+  function Resh:log_abs_det_jacobian(x)
+    local s = totable(x.shape)
+    return T.zeros(sub(s, 1, #s - #self._ins), { dtype = x.dtype, device = x.device })
+  end
+  local function reshape_shape(name, s, from, to)
+    s = totable(s)
+    need_dims(name, s, #from)
+    local cut = #s - #from
+    for i = 1, #from do
+      if s[cut + i] ~= from[i] then
+        error(fmt("%s: shape mismatch: expected %s but got %s", name, A.fmt_shape(from), A.fmt_shape(sub(s, cut + 1))), 4)
+      end
+    end
+    return concat(sub(s, 1, cut), to)
+  end
+  function Resh:forward_shape(s) return reshape_shape(self.__name, s, self._ins, self._outs) end
+  function Resh:inverse_shape(s) return reshape_shape(self.__name, s, self._outs, self._ins) end
+
+  -- a dim argument: 1-based, negative from the end (-1 the last)
+  local function dim_arg(name, d)
+    if d == nil then return 1 end
+    if type(d) ~= "number" or d ~= math.floor(d) or d == 0 then
+      error(fmt("%s: dim must be a nonzero integer (1-based, or negative from the end), got %s", name, tostring(d)), 4)
+    end
+    return d
+  end
+  local function check_dim(name, x, d, size, what)
+    if d > x.ndim or d < -x.ndim then
+      error(fmt("%s: dim %d is out of range for a tensor of %d dims", name, d, x.ndim), 5)
+    end
+    if x.shape[d > 0 and d or x.ndim + d + 1] ~= size then
+      error(fmt("%s: the size of dim %d is %d, expected %d (%s)", name, d, x.shape[d > 0 and d or x.ndim + d + 1],
+        size, what), 5)
+    end
+  end
+  -- a constraint made of the pieces' constraints along dim (PyTorch's
+  -- constraints.cat and constraints.stack)
+  local function pieces_constraint(name, cs, pieces)
+    local ed = 0
+    for _, c in ipairs(cs) do ed = math.max(ed, c.event_dim) end
+    return constraint(name, function(v)
+      local ok = true
+      for i, c in ipairs(cs) do ok = ok and c.check(pieces(v, i)):all():item() end
+      return T.tensor(ok)
+    end, ed)
+  end
+  -- CatTransform(tseq, dim = 1, lengths = {1, ...}, {cache_size=}): each
+  -- transform on its slice of dim (lengths[i] long), as torch.cat
+  local Cat = tclass("CatTransform")
+  tctor(Cat, function(tseq, dim, lengths, o)
+    -- the options (also dim= and lengths=) may follow tseq or dim
+    if type(dim) == "table" and lengths == nil and o == nil then o, dim = dim, nil
+    elseif type(lengths) == "table" and o == nil and lengths[1] == nil and next(lengths) ~= nil then o, lengths = lengths, nil end
+    o = take_opts("CatTransform", o, { "dim", "lengths", "cache_size" })
+    if (dim ~= nil and o.dim ~= nil) or (lengths ~= nil and o.lengths ~= nil) then
+      error("CatTransform: dim or lengths given twice (positionally and as an option)", 2)
+    end
+    if dim == nil then dim = o.dim end
+    if lengths == nil then lengths = o.lengths end
+    local ts = check_list("CatTransform", tseq, "tseq")
+    dim = dim_arg("CatTransform", dim)
+    local ls = {}
+    if lengths == nil then
+      for i = 1, #ts do ls[i] = 1 end
+    else
+      if type(lengths) ~= "table" or #lengths ~= #ts then
+        error(fmt("CatTransform: lengths must be a list of %d lengths (one per transform)", #ts), 2)
+      end
+      for i = 1, #ts do ls[i] = nonneg_int("CatTransform", lengths[i], "lengths") end
+    end
+    local c = check_cache("CatTransform", o.cache_size or 0)
+    if c ~= 0 then for i, t in ipairs(ts) do ts[i] = t:with_cache(c) end end
+    local ed, len = 0, 0
+    for i, t in ipairs(ts) do ed = math.max(ed, t.event_dim); len = len + ls[i] end
+    return setmetatable({ transforms = ts, lengths = ls, dim = dim, event_dim = ed, length = len, _cache_size = c }, Cat)
+  end)
+  local function cat_map(self, x, f)
+    check_dim(self.__name, x, self.dim, self.length, "the sum of lengths")
+    local out, start = {}, 1
+    for i, t in ipairs(self.transforms) do
+      out[i] = f(t, x:narrow(self.dim, start, self.lengths[i]))
+      start = start + self.lengths[i]
+    end
+    return T.cat(out, self.dim)
+  end
+  function Cat:_call(x) return cat_map(self, x, function(t, s) return t:forward(s) end) end
+  function Cat:_inverse(y) return cat_map(self, y, function(t, s) return t.inv:forward(s) end) end
+  function Cat:log_abs_det_jacobian(x, y)
+    check_dim(self.__name, x, self.dim, self.length, "the sum of lengths")
+    check_dim(self.__name, y, self.dim, self.length, "the sum of lengths")
+    local out, start = {}, 1
+    for i, t in ipairs(self.transforms) do
+      local l = t:log_abs_det_jacobian(x:narrow(self.dim, start, self.lengths[i]), y:narrow(self.dim, start, self.lengths[i]))
+      if t.event_dim < self.event_dim then l = sum_right(l, self.event_dim - t.event_dim) end
+      out[i] = l
+      start = start + self.lengths[i]
+    end
+    local d = self.dim > 0 and self.dim - 1 - x.ndim or self.dim -- from the end: -1 the last
+    d = d + self.event_dim
+    if d < 0 then return T.cat(out, d) end
+    local r = out[1]
+    for i = 2, #out do r = r + out[i] end
+    return r
+  end
+  function Cat:_get_bijective()
+    for _, t in ipairs(self.transforms) do if not t.bijective then return false end end
+    return true
+  end
+  local function cat_constraint(self, which)
+    local cs = {}
+    for i, t in ipairs(self.transforms) do cs[i] = t[which] end
+    return pieces_constraint("cat", cs, function(v, i)
+      local start = 1
+      for k = 1, i - 1 do start = start + self.lengths[k] end
+      return v:narrow(self.dim, start, self.lengths[i])
+    end)
+  end
+  function Cat:_get_domain() return cat_constraint(self, "domain") end
+  function Cat:_get_codomain() return cat_constraint(self, "codomain") end
+
+  -- StackTransform(tseq, dim = 1, {cache_size=}): the i-th transform on
+  -- the i-th slice of dim, as torch.stack
+  local Stack = tclass("StackTransform")
+  tctor(Stack, function(tseq, dim, o)
+    if type(dim) == "table" and o == nil then o, dim = dim, nil end
+    o = take_opts("StackTransform", o, { "dim", "cache_size" })
+    if dim ~= nil and o.dim ~= nil then error("StackTransform: dim given twice (positionally and as an option)", 2) end
+    if dim == nil then dim = o.dim end
+    local ts = check_list("StackTransform", tseq, "tseq")
+    dim = dim_arg("StackTransform", dim)
+    local c = check_cache("StackTransform", o.cache_size or 0)
+    if c ~= 0 then for i, t in ipairs(ts) do ts[i] = t:with_cache(c) end end
+    return setmetatable({ transforms = ts, dim = dim, _cache_size = c }, Stack)
+  end)
+  local function stack_map(self, f, ...)
+    local args = { ... }
+    for _, a in ipairs(args) do check_dim(self.__name, a, self.dim, #self.transforms, "the number of transforms") end
+    local out = {}
+    for i, t in ipairs(self.transforms) do
+      local sl = {}
+      for k, a in ipairs(args) do sl[k] = a:select(self.dim, i) end
+      out[i] = f(t, unpack(sl))
+    end
+    return T.stack(out, self.dim)
+  end
+  function Stack:_call(x) return stack_map(self, function(t, s) return t:forward(s) end, x) end
+  function Stack:_inverse(y) return stack_map(self, function(t, s) return t.inv:forward(s) end, y) end
+  function Stack:log_abs_det_jacobian(x, y)
+    return stack_map(self, function(t, a, b) return t:log_abs_det_jacobian(a, b) end, x, y)
+  end
+  Stack._get_bijective = Cat._get_bijective
+  local function stack_constraint(self, which)
+    local cs = {}
+    for i, t in ipairs(self.transforms) do cs[i] = t[which] end
+    return pieces_constraint("stack", cs, function(v, i) return v:select(self.dim, i) end)
+  end
+  function Stack:_get_domain() return stack_constraint(self, "domain") end
+  function Stack:_get_codomain() return stack_constraint(self, "codomain") end
+
+  -- CumulativeDistributionTransform(distribution, {cache_size=}): its cdf
+  -- (inverse: icdf; log_abs_det_jacobian: log_prob)
+  local CDT = tclass("CumulativeDistributionTransform")
+  CDT.bijective, CDT.codomain, CDT.sign = true, Cn.unit_interval, 1
+  tctor(CDT, function(dist, o)
+    check_dist("CumulativeDistributionTransform", dist, "distribution")
+    o = only_opts("CumulativeDistributionTransform", o)
+    return tnew(CDT, o, { distribution = dist })
+  end)
+  function CDT:_get_domain() return self.distribution.support end
+  function CDT:_call(x) return self.distribution:cdf(x) end
+  function CDT:_inverse(y) return self.distribution:icdf(y) end
+  function CDT:log_abs_det_jacobian(x) return self.distribution:log_prob(x) end
 
   -- -- TransformedDistribution / LogNormal ------------------------------------------------
   -- Shapes as PyTorch's TransformedDistribution: the base is expanded to
   -- the transforms' broadcast shape, and base batch dims the transforms
-  -- treat as event dims (event_dim above the base's) are reinterpreted
-  -- through Independent.
+  -- treat as event dims (the composed domain's event_dim above the
+  -- base's) are reinterpreted through Independent.
   local TD = class("TransformedDistribution", Distribution)
   local function td_new(cls, base, transforms, o)
     check_dist(cls.__name, base, "base_distribution")
     o = take_opts(cls.__name, o, { "validate_args" })
-    if getmetatable(transforms) and transforms.forward then transforms = { transforms } end
-    if type(transforms) ~= "table" then
-      error(fmt("%s: transforms must be a transform or a list of transforms, got %s", cls.__name, type(transforms)), 3)
+    if is_transform(transforms) then transforms = { transforms } end
+    if type(transforms) ~= "table" or getmetatable(transforms) ~= nil then
+      error(fmt("%s: transforms must be a transform or a list of transforms, got %s", cls.__name,
+        T.is_tensor(transforms) and "a tensor" or type(transforms)), 3)
     end
-    local base_shape = concat(totable(base.batch_shape), totable(base.event_shape))
-    local base_ed = #totable(base.event_shape)
-    local ed = 0 -- the composed transform's domain (= codomain) event dim
-    for i, t in ipairs(transforms) do
-      if type(t) ~= "table" or not t.forward then
+    local ts = {}
+    for i = 1, #transforms do
+      if not is_transform(transforms[i]) then
         error(fmt("%s: transforms[%d] is not a transform", cls.__name, i), 3)
       end
-      ed = math.max(ed, t.event_dim or 0)
+      ts[i] = transforms[i]
     end
-    if #base_shape < ed then
-      error(fmt("%s: base_distribution needs to have shape with size at least %d, but got %s", cls.__name, ed,
+    local comp = compose({ unpack(ts) }, 0)
+    local base_shape = concat(totable(base.batch_shape), totable(base.event_shape))
+    local base_ed = #totable(base.event_shape)
+    local ded = comp.domain.event_dim
+    if #base_shape < ded then
+      error(fmt("%s: base_distribution needs to have shape with size at least %d, but got %s", cls.__name, ded,
         A.fmt_shape(base_shape)), 3)
     end
-    local shape = base_shape
-    for _, t in ipairs(transforms) do shape = t:forward_shape(shape) end
-    local back = shape
-    for i = #transforms, 1, -1 do back = transforms[i]:inverse_shape(back) end
+    local shape = comp:forward_shape(base_shape)
+    local back = comp:inverse_shape(shape)
     local same = #back == #base_shape
     for i = 1, #back do if back[i] ~= base_shape[i] then same = false end end
     if not same then base = base:expand(sub(back, 1, #back - base_ed)) end
-    if ed > base_ed then base = D.Independent(base, ed - base_ed) end
-    local event_dim = ed + math.max(base_ed - ed, 0)
-    local d = new(cls, { base_dist = base, transforms = transforms })
+    if ded > base_ed then base = D.Independent(base, ded - base_ed) end
+    local event_dim = comp.codomain.event_dim + math.max(base_ed - ded, 0)
+    local d = new(cls, { base_dist = base, transforms = ts })
     init(d, sub(shape, 1, #shape - event_dim), sub(shape, #shape - event_dim + 1), o.validate_args)
     d.has_rsample = base.has_rsample
     return d
   end
   ctor(TD, function(base, transforms, o) return td_new(TD, base, transforms, o) end)
-  -- the last transform's codomain (the base's support without transforms)
+  -- the last transform's codomain (the base's support without
+  -- transforms), reinterpreted over the event dims it does not cover
   function TD:_support()
     local n = #self.transforms
     if n == 0 then return self.base_dist.support end
-    return self.transforms[n].codomain
+    local s = self.transforms[n].codomain
+    local ne = #totable(self.event_shape)
+    if ne > s.event_dim then s = Cn.independent(s, ne - s.event_dim) end
+    return s
   end
   function TD:rsample(shape)
     local x = self.base_dist:rsample(shape)
@@ -1077,8 +1675,9 @@ return function(T, C)
     local lp = 0
     for i = #self.transforms, 1, -1 do
       local t = self.transforms[i]
-      local x = t:inv(y)
-      lp = lp - sum_right(t:log_abs_det_jacobian(x, y), event_dim - (t.event_dim or 0))
+      local x = t.inv:forward(y)
+      event_dim = event_dim + t.domain.event_dim - t.codomain.event_dim
+      lp = lp - sum_right(t:log_abs_det_jacobian(x, y), event_dim - t.domain.event_dim)
       y = x
     end
     return lp + sum_right(self.base_dist:log_prob(y), event_dim - #totable(self.base_dist.event_shape))
@@ -1088,15 +1687,25 @@ return function(T, C)
   local function monotonize(self, v)
     local s = 1
     for _, t in ipairs(self.transforms) do
-      local ts = t.sign
-      if ts == nil then error(fmt("%s: cdf and icdf need transforms of known sign (monotonicity)", self.__name), 3) end
+      local ok, ts = pcall(function() return t.sign end)
+      if not ok then
+        error(fmt("%s: cdf and icdf need transforms of known sign (%s has none)", self.__name, t.__name), 3)
+      end
       s = ts * s
     end
     if s == 1 then return v end
     return (v - 0.5) * s + 0.5
   end
   function TD:cdf(y)
-    for i = #self.transforms, 1, -1 do y = self.transforms[i]:inv(y) end
+    for i = #self.transforms, 1, -1 do y = self.transforms[i].inv:forward(y) end
+    if self._validate_args then -- the base's support, as PyTorch's (whatever the base's own flag)
+      local b = self.base_dist
+      local prev = rawget(b, "_validate_args")
+      b._validate_args = true
+      local ok, e = pcall(b._validate_sample, b, y)
+      b._validate_args = prev
+      if not ok then error(A.unpos(e), 2) end
+    end
     return monotonize(self, self.base_dist:cdf(y))
   end
   function TD:icdf(p)
@@ -1104,7 +1713,8 @@ return function(T, C)
     for _, t in ipairs(self.transforms) do x = t:forward(x) end
     return x
   end
-  -- the base expanded to the batch shape the transforms map back to
+  -- the base expanded to the batch shape the transforms map back to; the
+  -- class's own parameters (_td_params) expanded with it
   function TD:expand(bs)
     bs = totable(bs)
     local shape = concat(bs, totable(self.event_shape))
@@ -1113,7 +1723,11 @@ return function(T, C)
     for k, v in pairs(self) do o[k] = v end
     o.base_dist = self.base_dist:expand(sub(shape, 1, #shape - #totable(self.base_dist.event_shape)))
     o.batch_shape = T.Size(bs)
-    return setmetatable(o, getmetatable(self))
+    local cls = getmetatable(self)
+    for _, k in ipairs(cls._td_params or {}) do
+      if rawget(self, k) then o[k] = self[k]:expand(bs) end
+    end
+    return setmetatable(o, cls)
   end
 
   local LogNormal = class("LogNormal", TD)
@@ -1144,6 +1758,259 @@ return function(T, C)
     local o = TD.expand(self, bs)
     o.loc, o.scale = o.base_dist.loc, o.base_dist.scale
     return o
+  end
+
+  D._td_new = td_new
+  D._sum_right = sum_right
+
+  -- -- Cauchy and the distributions PyTorch builds from transforms -------------------------
+  local EULER_GAMMA = 0.57721566490153286061
+  local INFINITY = 1 / 0
+  local Cauchy = class("Cauchy", Distribution)
+  Cauchy._params = { "loc", "scale" }
+  Cauchy.arg_constraints = { loc = Cn.real, scale = Cn.positive }
+  Cauchy.has_rsample = true
+  Cauchy.support = Cn.real
+  ctor(Cauchy, function(loc, scale, o)
+    o = take_opts("Cauchy", o, { "validate_args" })
+    local p, s = params("Cauchy", { loc, scale, n = 2 })
+    local d = init(new(Cauchy, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
+    return d
+  end)
+  function Cauchy:_mean() return T.full(self:_extended_shape(), 0 / 0, { dtype = self.loc.dtype, device = self.loc.device }) end
+  function Cauchy:_mode() return self.loc end
+  function Cauchy:_variance() return T.full(self:_extended_shape(), INFINITY, { dtype = self.loc.dtype, device = self.loc.device }) end
+  function Cauchy:rsample(shape)
+    local eps = T.empty(self:_extended_shape(shape), { dtype = self.loc.dtype, device = self.loc.device }):cauchy_()
+    return self.loc + eps * self.scale
+  end
+  function Cauchy:log_prob(v)
+    self:_validate_sample(v)
+    return -math.log(pi) - self.scale:log() - (((v - self.loc) / self.scale):pow(2) + 1):log()
+  end
+  function Cauchy:cdf(v)
+    self:_validate_sample(v)
+    return ((v - self.loc) / self.scale):atan() / pi + 0.5
+  end
+  function Cauchy:icdf(p) return ((p - 0.5) * pi):tan() * self.scale + self.loc end
+  function Cauchy:entropy() return self.scale:log() + math.log(4 * pi) end
+
+  -- a distribution built on TransformedDistribution: the constructor
+  -- checks its own parameters (under its name) and builds base and
+  -- transforms from them
+  local function td_class(name, arg_constraints, support, td_params)
+    local cls = class(name, TD)
+    cls.arg_constraints = arg_constraints
+    cls.support = support
+    cls._td_params = td_params
+    return cls
+  end
+  local function check_params(d, names, cons)
+    if not d._validate_args then return end
+    for i, k in ipairs(names) do check(d, "parameter " .. k, d[k], cons[i]) end
+  end
+
+  -- HalfNormal(scale) / HalfCauchy(scale): |X| for X centred at 0
+  local function half(name, base_ctor, extra)
+    local cls = td_class(name, { scale = Cn.positive }, Cn.nonnegative, { "scale" })
+    cls.has_rsample = true
+    ctor(cls, function(scale, o)
+      o = take_opts(name, o, { "validate_args" })
+      local p = params(name, { scale, n = 1 })
+      local base = base_ctor(0, p[1], { validate_args = false })
+      local d = td_new(cls, base, { TR.AbsTransform() }, { validate_args = o.validate_args })
+      d.scale = base.scale
+      check_params(d, { "scale" }, { Cn.positive })
+      return d
+    end)
+    function cls:_mode() return T.zeros_like(self.scale) end
+    function cls:log_prob(v)
+      self:_validate_sample(v)
+      local lp = self.base_dist:log_prob(v) + math.log(2)
+      return T.where(v:ge(0), lp, -INFINITY)
+    end
+    function cls:cdf(v)
+      self:_validate_sample(v)
+      return self.base_dist:cdf(v) * 2 - 1
+    end
+    function cls:icdf(p) return self.base_dist:icdf((p + 1) / 2) end
+    function cls:entropy() return self.base_dist:entropy() - math.log(2) end
+    extra(cls)
+    return cls
+  end
+  half("HalfNormal", D.Normal, function(cls)
+    function cls:_mean() return self.scale * math.sqrt(2 / pi) end
+    function cls:_variance() return self.scale:pow(2) * (1 - 2 / pi) end
+  end)
+  half("HalfCauchy", D.Cauchy, function(cls)
+    function cls:_mean() return T.full(self:_extended_shape(), INFINITY, { dtype = self.scale.dtype, device = self.scale.device }) end
+    function cls:_variance() return self.base_dist.variance end
+  end)
+
+  -- Gumbel(loc, scale): loc - scale log(-log U), U uniform on [tiny, 1 - eps]
+  local Gumbel = td_class("Gumbel", { loc = Cn.real, scale = Cn.positive }, Cn.real, { "loc", "scale" })
+  Gumbel.has_rsample = true
+  ctor(Gumbel, function(loc, scale, o)
+    o = take_opts("Gumbel", o, { "validate_args" })
+    local p = params("Gumbel", { loc, scale, n = 2 })
+    local eps, tiny = finfo(p[1].dtype)
+    local base = D.Uniform(T.full_like(p[1], tiny), T.full_like(p[1], 1 - eps))
+    local ts = { TR.ExpTransform().inv, TR.AffineTransform(0, -T.ones_like(p[2])), TR.ExpTransform().inv,
+      TR.AffineTransform(T.is_tensor(loc) and loc or p[1], -p[2]) }
+    local d = td_new(Gumbel, base, ts, { validate_args = o.validate_args })
+    d.loc, d.scale = p[1], p[2]
+    check_params(d, { "loc", "scale" }, { Cn.real, Cn.positive })
+    return d
+  end)
+  function Gumbel:log_prob(v)
+    self:_validate_sample(v)
+    local y = (self.loc - v) / self.scale
+    return y - y:exp() - self.scale:log()
+  end
+  -- exp(-exp(-(v - loc) / scale)): torch 1.13 takes the cdf through its
+  -- base Uniform(tiny, 1 - eps), whose support check raises where the
+  -- value rounds to 1 (cdf(50) of Gumbel(0, 1)), even with validate_args off
+  function Gumbel:cdf(v)
+    self:_validate_sample(v)
+    return (-((self.loc - v) / self.scale):exp()):exp()
+  end
+  function Gumbel:_mean() return self.loc + self.scale * EULER_GAMMA end
+  function Gumbel:_mode() return self.loc end
+  function Gumbel:_stddev() return self.scale * (pi / math.sqrt(6)) end
+  function Gumbel:_variance() return self.stddev:pow(2) end
+  function Gumbel:entropy() return self.scale:log() + (1 + EULER_GAMMA) end
+
+  -- Weibull(scale, concentration): scale E^(1 / concentration), E ~ Exponential(1)
+  local Weibull = td_class("Weibull", { scale = Cn.positive, concentration = Cn.positive }, Cn.positive,
+    { "scale", "concentration", "concentration_reciprocal" })
+  Weibull.has_rsample = true
+  ctor(Weibull, function(scale, conc, o)
+    o = take_opts("Weibull", o, { "validate_args" })
+    local p = params("Weibull", { scale, conc, n = 2 })
+    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = "Weibull" }
+    if d0._validate_args then
+      check(d0, "parameter scale", p[1], Cn.positive); check(d0, "parameter concentration", p[2], Cn.positive)
+    end
+    local cr = p[2]:reciprocal()
+    local base = D.Exponential(T.ones_like(p[1]), { validate_args = o.validate_args })
+    local d = td_new(Weibull, base, { TR.PowerTransform(cr), TR.AffineTransform(0, p[1]) }, { validate_args = o.validate_args })
+    d.scale, d.concentration, d.concentration_reciprocal = p[1], p[2], cr
+    return d
+  end)
+  function Weibull:_mean() return self.scale * (self.concentration_reciprocal + 1):lgamma():exp() end
+  function Weibull:_mode()
+    local c = self.concentration
+    return self.scale * ((c - 1) / c):pow(c:reciprocal())
+  end
+  function Weibull:_variance()
+    local cr = self.concentration_reciprocal
+    return self.scale:pow(2) * ((cr * 2 + 1):lgamma():exp() - ((cr + 1):lgamma() * 2):exp())
+  end
+  function Weibull:entropy()
+    local cr = self.concentration_reciprocal
+    return (-cr + 1) * EULER_GAMMA + (self.scale * cr):log() + 1
+  end
+  -- as PyTorch's: the transforms rebuilt from the expanded parameters
+  function Weibull:expand(bs)
+    local o = TD.expand(self, bs)
+    o.transforms = { TR.PowerTransform(o.concentration_reciprocal), TR.AffineTransform(0, o.scale) }
+    return o
+  end
+
+  -- Pareto(scale, alpha): scale exp(E), E ~ Exponential(alpha); support >= scale
+  local Pareto = td_class("Pareto", { alpha = Cn.positive, scale = Cn.positive }, nil, { "scale", "alpha" })
+  Pareto.has_rsample = true
+  function Pareto:_support() return Cn.greater_than_eq(self.scale) end
+  ctor(Pareto, function(scale, alpha, o)
+    o = take_opts("Pareto", o, { "validate_args" })
+    local p = params("Pareto", { scale, alpha, n = 2 })
+    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = "Pareto" }
+    if d0._validate_args then
+      check(d0, "parameter alpha", p[2], Cn.positive); check(d0, "parameter scale", p[1], Cn.positive)
+    end
+    local base = D.Exponential(p[2], { validate_args = o.validate_args })
+    local d = td_new(Pareto, base, { TR.ExpTransform(), TR.AffineTransform(0, p[1]) }, { validate_args = o.validate_args })
+    d.scale, d.alpha = p[1], p[2]
+    return d
+  end)
+  function Pareto:_mean()
+    local a = self.alpha:clamp(1)
+    return a * self.scale / (a - 1)
+  end
+  function Pareto:_mode() return self.scale end
+  function Pareto:_variance()
+    local a = self.alpha:clamp(2)
+    return self.scale:pow(2) * a / ((a - 1):pow(2) * (a - 2))
+  end
+  function Pareto:entropy() return (self.scale / self.alpha):log() + (self.alpha:reciprocal() + 1) end
+
+  -- LogisticNormal(loc, scale): StickBreakingTransform of a Normal (event
+  -- size one more than loc's last dim)
+  local LogisticNormal = td_class("LogisticNormal", { loc = Cn.real, scale = Cn.positive }, Cn.simplex, {})
+  LogisticNormal.has_rsample = true
+  ctor(LogisticNormal, function(loc, scale, o)
+    o = take_opts("LogisticNormal", o, { "validate_args" })
+    local ok, base = pcall(D.Normal, loc, scale, { validate_args = o.validate_args })
+    if not ok then
+      if type(base) ~= "string" then error(base, 0) end
+      error("LogisticNormal: " .. A.unpos(base):gsub("^Normal: ", ""), 2)
+    end
+    if #totable(base.batch_shape) == 0 then base = base:expand({ 1 }) end
+    return td_new(LogisticNormal, base, { TR.StickBreakingTransform() }, { validate_args = o.validate_args })
+  end)
+  function LogisticNormal:_loc() return self.base_dist.base_dist.loc end
+  function LogisticNormal:_scale() return self.base_dist.base_dist.scale end
+  LogisticNormal.__index = function(self, k)
+    if k == "loc" then return self.base_dist.base_dist.loc end
+    if k == "scale" then return self.base_dist.base_dist.scale end
+    local v = LogisticNormal[k]
+    if v ~= nil then return v end
+    if props[k] then
+      local g = LogisticNormal["_" .. k]
+      if g then return g(self) end
+    end
+    return nil
+  end
+
+  -- Kumaraswamy(concentration1, concentration0): (1 - (1 - U)^(1 / c0))^(1 / c1)
+  local Kumaraswamy = td_class("Kumaraswamy", { concentration1 = Cn.positive, concentration0 = Cn.positive },
+    Cn.unit_interval, { "concentration1", "concentration0" })
+  Kumaraswamy.has_rsample = true
+  ctor(Kumaraswamy, function(c1, c0, o)
+    o = take_opts("Kumaraswamy", o, { "validate_args" })
+    local p = params("Kumaraswamy", { c1, c0, n = 2 })
+    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = "Kumaraswamy" }
+    if d0._validate_args then
+      check(d0, "parameter concentration1", p[1], Cn.positive); check(d0, "parameter concentration0", p[2], Cn.positive)
+    end
+    local base = D.Uniform(T.zeros_like(p[2]), T.ones_like(p[2]), { validate_args = o.validate_args })
+    local ts = { TR.PowerTransform(p[2]:reciprocal()), TR.AffineTransform(1.0, -1.0), TR.PowerTransform(p[1]:reciprocal()) }
+    local d = td_new(Kumaraswamy, base, ts, { validate_args = o.validate_args })
+    d.concentration1, d.concentration0 = p[1], p[2]
+    return d
+  end)
+  local function kuma_moment(a, b, n)
+    local a1 = a:reciprocal() * n + 1
+    return b * (a1:lgamma() + b:lgamma() - (a1 + b):lgamma()):exp()
+  end
+  function Kumaraswamy:_mean() return kuma_moment(self.concentration1, self.concentration0, 1) end
+  function Kumaraswamy:_mode()
+    local c1, c0 = self.concentration1, self.concentration0
+    -- ((c1 - 1) / (c1 c0 - 1))^(1 / c1), the density's maximum; torch 1.13's
+    -- formula takes log1p(-c0), nan for every c0 >= 1
+    local m = ((c1 - 1) / (c1 * c0 - 1)):pow(c1:reciprocal())
+    return T.where(c0:lt(1):logical_or(c1:lt(1)), 0 / 0, m)
+  end
+  function Kumaraswamy:_variance()
+    return kuma_moment(self.concentration1, self.concentration0, 2) - self.mean:pow(2)
+  end
+  function Kumaraswamy:entropy()
+    local c1, c0 = self.concentration1, self.concentration0
+    local t1 = -c1:reciprocal() + 1
+    local t0 = -c0:reciprocal() + 1
+    local h0 = (c0 + 1):digamma() + EULER_GAMMA
+    return t0 + t1 * h0 - c1:log() - c0:log()
   end
 
   -- -- Independent -------------------------------------------------------------------------
@@ -1272,7 +2139,16 @@ return function(T, C)
     precision_matrix = Cn.positive_definite, scale_tril = Cn.lower_cholesky }
   MVN.has_rsample = true
   MVN.support = Cn.real
-  ctor(MVN, function(loc, o)
+  ctor(MVN, function(loc, o, extra)
+    if extra ~= nil then
+      if type(extra) == "table" then
+        for k in pairs(extra) do
+          error(fmt("MultivariateNormal: unknown option '%s' after the options table (give every option in one table)",
+            tostring(k)), 2)
+        end
+      end
+      error("MultivariateNormal: unexpected argument after the options table", 2)
+    end
     o = take_opts("MultivariateNormal", o,
       { "covariance_matrix", "precision_matrix", "scale_tril", "validate_args" })
     A.check_tensor("MultivariateNormal", loc, "loc", 3)
@@ -1466,6 +2342,25 @@ return function(T, C)
     return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
   end)
   reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  reg("HalfNormal", "HalfNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  reg("Gumbel", "Gumbel", function(p, q)
+    local ct1 = p.scale / q.scale
+    local ct2 = q.loc / q.scale
+    local ct3 = p.loc / q.scale
+    local t1 = -ct1:log() - ct2 + ct3
+    local t3 = (ct2 + (ct1 + 1):lgamma() - ct3):exp()
+    return t1 + ct1 * 0.57721566490153286061 + t3 - (1 + 0.57721566490153286061)
+  end)
+  -- infinite where p's support starts below q's (p.scale < q.scale)
+  reg("Pareto", "Pareto", function(p, q)
+    local ar = q.alpha / p.alpha
+    local r = q.alpha * (p.scale / q.scale):log() - ar:log() + ar - 1
+    return T.where(p.scale:lt(q.scale):expand(r.shape), 1 / 0, r)
+  end)
+  reg("Cauchy", "Cauchy", function(p, q)
+    local t1 = ((p.scale + q.scale):pow(2) + (p.loc - q.loc):pow(2)):log()
+    return t1 - (p.scale * q.scale * 4):log()
+  end)
   reg("Poisson", "Poisson", function(p, q)
     return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
   end)

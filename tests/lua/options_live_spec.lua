@@ -618,6 +618,35 @@ for w in ("hfft2 hfftn"):gmatch("%S+") do FFTR[w] = "T.fft.rfft2(x)" end
 for w in ("irfft2 irfftn"):gmatch("%S+") do FFTR[w] = "T.fft.rfft2(x)" end
 FFTR.fftfreq, FFTR.rfftfreq = "4", "4"
 add_all("fft.", T.fft, FFTR)
+-- T.distributions (docs/distributions.md): the distributions' constructors
+-- and, under T.distributions.transforms, the transforms' (their options
+-- table takes validate_args, or cache_size for a transform)
+local DR = {
+  Normal = "0., 1.", Uniform = "0., 1.", Bernoulli = "0.5", Categorical = "T.ones(3)", Exponential = "1.",
+  Laplace = "0., 1.", Gamma = "1., 2.", Beta = "1., 2.", Dirichlet = "T.ones(3)", Poisson = "2.",
+  LogNormal = "0., 1.", MultivariateNormal = "T.zeros(2), { covariance_matrix = T.eye(2) }",
+  Independent = "T.distributions.Normal(T.zeros(2), T.ones(2)), 1",
+  TransformedDistribution = "T.distributions.Normal(0., 1.), { T.distributions.transforms.ExpTransform() }",
+  Cauchy = "0., 1.", HalfNormal = "1.", HalfCauchy = "1.", Gumbel = "0., 1.", Weibull = "1., 2.", Pareto = "1., 2.",
+  LogisticNormal = "T.zeros(2), T.ones(2)", Kumaraswamy = "1., 2.",
+}
+for _, k in ipairs(callable_keys(T.distributions)) do
+  if not T.distributions.transforms[k] then add_entry("distributions." .. k, k, T.distributions[k], DR[k], false) end
+end
+local TRR = {
+  ExpTransform = "", SigmoidTransform = "", SoftplusTransform = "", TanhTransform = "", AbsTransform = "",
+  SoftmaxTransform = "", StickBreakingTransform = "", LowerCholeskyTransform = "", PowerTransform = "2.",
+  AffineTransform = "0., 1.", ComposeTransform = "{ T.distributions.transforms.ExpTransform() }",
+  IndependentTransform = "T.distributions.transforms.ExpTransform(), 1",
+  ReshapeTransform = "{ 2, 3 }, { 6 }", CatTransform = "{ T.distributions.transforms.ExpTransform() }, 1, { 1 }",
+  StackTransform = "{ T.distributions.transforms.ExpTransform() }, 1",
+  CumulativeDistributionTransform = "T.distributions.Normal(0., 1.)",
+}
+for _, k in ipairs(callable_keys(T.distributions.transforms)) do
+  if k ~= "identity_transform" then
+    add_entry("transforms." .. k, k, T.distributions.transforms[k], TRR[k], false)
+  end
+end
 -- class-level functions of the optimizer and scheduler objects, called by
 -- the layer itself (Optimizer.create(cls, ...), a class's update, the
 -- schedule lr_at), not methods a user calls
