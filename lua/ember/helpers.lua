@@ -487,7 +487,14 @@ return function(T, C)
       local keep = a[pick](a, b)
       if T.promote_types(a.dtype, b.dtype).is_floating_point then keep = keep:logical_or(b:isnan()) end
       local r = T.where(keep, a, b)
-      if o.out ~= nil then return C._write_out(name, r, o.out) end
+      if o.out ~= nil then
+        -- cast into out as the elementwise ops' out= (can_cast, PyTorch's
+        -- fmax(int32, int32, out=float32)): maximum(r, r) is r, written by
+        -- the C op's out= rules, its messages renamed
+        local ok, res = pcall(T.maximum, r, r, { out = o.out })
+        if not ok then error((tostring(res):gsub("^.-maximum:", name .. ":", 1)), 2) end
+        return res
+      end
       return r
     end)
   end

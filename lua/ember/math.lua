@@ -51,6 +51,19 @@ return function(T, C)
     end)
   end
 
+  -- equal(a, b): the values compared in the two dtypes' promoted type, as
+  -- PyTorch's (torch.equal(int64 16777217, float32 16777216) is true: the
+  -- int64 value rounds to float32 first)
+  local c_equal = T.equal
+  define("equal", function(a, b, ...)
+    if select("#", ...) == 0 and T.is_tensor(a) and T.is_tensor(b) and a.dtype ~= b.dtype
+      and a.shape == b.shape then
+      local dt = T.promote_types(a.dtype, b.dtype)
+      a, b = a:to(dt), b:to(dt)
+    end
+    return c_equal(a, b, ...)
+  end)
+
   -- rot90(t, k = 1, dims = {1, 2}): k quarter turns from the first dim
   -- towards the second (PyTorch's: flips and a transpose)
   define("rot90", function(t, k, dims, ...)
