@@ -286,6 +286,11 @@ return function(T, C, nn)
         ANY_RANK[mode] and "3-d, 4-d or 5-d" or tostring(nd + 2) .. "-d",
         x.ndim), 2)
     end
+    -- torch 1.13 has integer kernels for nearest only (uint8); the
+    -- interpolating modes would promote to float (antialias: truncated weights)
+    if mode ~= "nearest" and mode ~= "nearest-exact" and not x.dtype.is_floating_point then
+      error(string.format("%s: mode %s expects a floating point input, got %s", op, mode, tostring(x.dtype)), 2)
+    end
     if o.align_corners ~= nil and ANY_RANK[mode] then
       error(op .. ": align_corners option can only be set with the interpolating modes: linear | bilinear | "
         .. "bicubic | trilinear", 2)
@@ -310,6 +315,9 @@ return function(T, C, nn)
         scales[i] = n_in / sizes[i]
       else
         local sf = tuple(op, o.scale_factor, nd, "scale_factor")[i]
+        if type(sf) ~= "number" or sf ~= sf or sf == math.huge or sf == -math.huge then
+          error(string.format("%s: expected scale_factor to be finite numbers, got %s", op, tostring(sf)), 2)
+        end
         sizes[i] = math.floor(n_in * sf)
         scales[i] = o.recompute_scale_factor and n_in / sizes[i] or 1 / sf
       end
@@ -472,7 +480,16 @@ return function(T, C, nn)
   local Upsample = Module:extend("Upsample")
   local UP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
   function Upsample:init(o, ...)
-    nomore("Upsample", 1, ...)
+    -- PyTorch's positional form: size, scale_factor, mode, align_corners,
+    -- recompute_scale_factor (a number or a list first is a size)
+    if type(o) == "number" or (o == nil and select("#", ...) > 0)
+       or (type(o) == "table" and not T.is_tensor(o) and o[1] ~= nil) then
+      local scale, mode, align, rsf = ...
+      nomore("Upsample", 5, select(5, ...))
+      o = { size = o, scale_factor = scale, mode = mode, align_corners = align, recompute_scale_factor = rsf }
+    else
+      nomore("Upsample", 1, ...)
+    end
     if o ~= nil and not is_opts(o) then error("Upsample: pass the options in a table", 3) end
     o = o or {}
     for k in pairs(o) do
