@@ -43,6 +43,45 @@ describe("difftest round 9 (spatial): interpolate", function()
   end)
 end)
 
+describe("difftest round 9 (spatial): interpolate's antialias and list lengths", function()
+  it("antialias reads only each output's support: a NaN or inf elsewhere does not spread", function()
+    -- torch: x = arange(30.).reshape(1, 1, 5, 6); x[0, 0, 2, 2] = nan; x[0, 0, 4, 5] = inf
+    -- F.interpolate(x, size=(2, 3), mode='bilinear', antialias=True) -> nan, nan, 10.2857..., nan, nan, inf
+    -- (ember multiplied the whole row by a weight matrix: NaN everywhere)
+    local x = T.arange(30, { dtype = T.float64 }):reshape(1, 1, 5, 6)
+    x[1][1][3][3] = 0 / 0
+    x[1][1][5][6] = math.huge
+    local y = F.interpolate(x, { size = { 2, 3 }, mode = "bilinear", antialias = true }):reshape(-1):tolist()
+    assert.is_true(y[1] ~= y[1] and y[2] ~= y[2] and y[4] ~= y[4] and y[5] ~= y[5])
+    assert.near(10.285714285714285, y[3], 1e-12)
+    assert.equal(math.huge, y[6])
+    -- torch: x = arange(12.).reshape(1, 1, 1, 12); x[..., 0] = nan; bicubic antialias to (1, 4)
+    -- -> nan, nan, 7.060975609756099, 9.933333333333334
+    local x2 = T.arange(12, { dtype = T.float64 }):reshape(1, 1, 1, 12)
+    x2[1][1][1][1] = 0 / 0
+    local y2 = F.interpolate(x2, { size = { 1, 4 }, mode = "bicubic", antialias = true }):reshape(-1):tolist()
+    assert.is_true(y2[1] ~= y2[1] and y2[2] ~= y2[2])
+    assert.near(7.060975609756099, y2[3], 1e-12)
+    assert.near(9.933333333333334, y2[4], 1e-12)
+  end)
+
+  it("a size or scale_factor list must have one value per spatial dim", function()
+    -- torch: F.interpolate(ones(1, 1, 4, 5), size=(3,)) -> Input and output must have the same number of
+    -- spatial dimensions, but got input with spatial dimensions of [4, 5] and output size of (3,). ...
+    -- (ember broadcast the one value)
+    err(function() F.interpolate(T.ones(1, 1, 4, 5), { size = { 3 } }) end,
+      "interpolate: Input and output must have the same number of spatial dimensions, but got input with "
+      .. "spatial dimensions of [4, 5] and output size of 1 value")
+    err(function() F.interpolate(T.ones(1, 1, 4, 5), { scale_factor = { 2 }, mode = "bilinear" }) end,
+      "Input and scale_factor must have the same number of spatial dimensions")
+    err(function() F.interpolate(T.ones(1, 1, 4, 5), { scale_factor = { 2, 2, 2 } }) end, "scale_factor of 3 values")
+    -- a number is still broadcast, a list of the right length (or a Size) taken
+    assert.equal("1,1,3,3", shape(F.interpolate(T.ones(1, 1, 4, 5), { size = 3 })))
+    assert.equal("1,1,3,4", shape(F.interpolate(T.ones(1, 1, 4, 5), { size = T.Size { 3, 4 } })))
+    assert.equal("1,1,3", shape(F.interpolate(T.ones(1, 1, 5), { size = { 3 }, mode = "linear" })))
+  end)
+end)
+
 describe("difftest round 9 (spatial): nn.Upsample", function()
   it("takes torch's positional size, scale_factor, mode, align_corners, recompute_scale_factor", function()
     -- torch: nn.Upsample((3, 7))(x).shape -> (1, 1, 3, 7); nn.Upsample(None, 2, 'linear') ->
