@@ -96,6 +96,9 @@ describe("difftest round 9 (spatial): nn.Upsample", function()
     -- torch: nn.Upsample(None, 1.5, 'bilinear', True)(arange(4.).reshape(1, 1, 2, 2))[0, 0, 0] -> 0, 0.5, 1
     local y = nn.Upsample(nil, 1.5, "bilinear", true):forward(T.arange(4, { dtype = T.float64 }):reshape(1, 1, 2, 2))
     U.close_list(y[1][1][1], { 0, 0.5, 1 }, 1e-15, "row")
+    -- torch: nn.Upsample(scale_factor=(2, 3)) -> Upsample(scale_factor=(2.0, 3.0), mode=nearest)
+    assert.equal("Upsample(scale_factor=(2.0, 3.0), mode=nearest)", tostring(nn.Upsample({ scale_factor = { 2, 3 } })))
+    assert.equal("Upsample(scale_factor=(1.5,), mode=nearest)", tostring(nn.Upsample({ scale_factor = { 1.5 } })))
     -- the options table still works, a sixth argument is refused
     assert.equal("Upsample(scale_factor=2.0, mode=nearest)", tostring(nn.Upsample({ scale_factor = 2 })))
     err(function() nn.Upsample(nil, 2, "bilinear", true, false, 1) end, "Upsample takes at most 5 arguments")

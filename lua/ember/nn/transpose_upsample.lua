@@ -538,7 +538,15 @@ return function(T, C, nn)
     local pf = require "ember.pyfloat"
     local s
     if self.scale_factor ~= nil then
-      s = "scale_factor=" .. (type(self.scale_factor) == "number" and pf(self.scale_factor) or fmt(self.scale_factor))
+      local sf = self.scale_factor
+      if type(sf) == "table" then -- torch stores a tuple of floats: (2.0, 3.0)
+        local f = {}
+        for i = 1, #sf do f[i] = pf(sf[i]) end
+        sf = fmt(f)
+      else
+        sf = pf(sf)
+      end
+      s = "scale_factor=" .. sf
     else
       s = "size=" .. fmt(self.size)
     end
