@@ -48,7 +48,7 @@ describe("difftest round 7 (norm layers): nearest interpolation follows torch 1.
       "but got input size 4 and output size 0")
     -- a size list of the wrong length names its length, not a table address
     err(function() F.interpolate(T.zeros(1, 1, 4, 4), { size = { 2, 3, 4 } }) end,
-      "expected size to be a number or 2 numbers, got 3 values")
+      "and output size of 3 values")
   end)
 end)
 

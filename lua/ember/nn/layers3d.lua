@@ -191,7 +191,7 @@ return function(T, C, nn)
     end
     if grid.ndim ~= 5 or grid.shape[5] ~= 3 then
       error(fmt("%s: grid_sampler(): expected grid to have size 3 in last dimension and 5 dims (for a 5-d input), "
-        .. "but got grid with sizes %s", op, tostring(grid.shape)), 3)
+        .. "but got grid with sizes %s", op, list_repr(shape_of(grid))), 3)
     end
     if input.dtype ~= grid.dtype then
       error(fmt("%s: grid_sampler(): expected input and grid to have same dtype, but input has %s and grid has %s",
@@ -202,13 +202,13 @@ return function(T, C, nn)
     end
     if input.shape[1] ~= grid.shape[1] then
       error(fmt("%s: grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s "
-        .. "and grid with sizes %s", op, tostring(input.shape), tostring(grid.shape)), 3)
+        .. "and grid with sizes %s", op, list_repr(shape_of(input)), list_repr(shape_of(grid))), 3)
     end
     local N, Cn, D, H, W = input.shape[1], input.shape[2], input.shape[3], input.shape[4], input.shape[5]
     local Do, Ho, Wo = grid.shape[2], grid.shape[3], grid.shape[4]
     if D == 0 or H == 0 or W == 0 then
       error(fmt("%s: grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
-        op, tostring(input.shape)), 3)
+        op, list_repr(shape_of(input))), 3)
     end
     local P = Do * Ho * Wo
     local flat = input:reshape(N, Cn, D * H * W)
@@ -282,7 +282,7 @@ return function(T, C, nn)
     end
     if grid.ndim ~= 4 or grid.shape[4] ~= 2 then
       error(fmt("%s: grid_sampler(): expected grid to have size 2 in last dimension and 4 dims, but got grid with "
-        .. "sizes %s", op, tostring(grid.shape)), 2)
+        .. "sizes %s", op, list_repr(shape_of(grid))), 2)
     end
     if input.dtype ~= grid.dtype then
       error(fmt("%s: grid_sampler(): expected input and grid to have same dtype, but input has %s and grid has %s",
@@ -293,13 +293,13 @@ return function(T, C, nn)
     end
     if input.shape[1] ~= grid.shape[1] then
       error(fmt("%s: grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s "
-        .. "and grid with sizes %s", op, tostring(input.shape), tostring(grid.shape)), 2)
+        .. "and grid with sizes %s", op, list_repr(shape_of(input)), list_repr(shape_of(grid))), 2)
     end
     local N, Cn, H, W = input.shape[1], input.shape[2], input.shape[3], input.shape[4]
     local Ho, Wo = grid.shape[2], grid.shape[3]
     if H == 0 or W == 0 then
       error(fmt("%s: grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
-        op, tostring(input.shape)), 2)
+        op, list_repr(shape_of(input))), 2)
     end
     local flat = input:reshape(N, Cn, H * W)
     local gx, gy = grid:select(4, 1), grid:select(4, 2)

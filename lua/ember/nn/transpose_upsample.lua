@@ -234,30 +234,50 @@ return function(T, C, nn)
     return 0
   end
   local function trunc(v) return v >= 0 and math.floor(v) or math.ceil(v) end
+  -- Only the taps of each output's support are read (as torch's kernel): a
+  -- NaN or infinity elsewhere along the dim does not reach it.
   local function aa_along(y, dim, n_in, n_out, scale, cubic)
     local interp = cubic and 4 or 2
     local support = scale >= 1 and interp * 0.5 * scale or interp * 0.5
     local invscale = scale >= 1 and 1 / scale or 1
-    local rows = {}
+    local xmins, xsizes, ws, maxsize = {}, {}, {}, 0
     for i = 0, n_out - 1 do
-      local row = {}
-      for j = 1, n_in do row[j] = 0 end
       local center = scale * (i + 0.5)
       local xmin = math.max(trunc(center - support + 0.5), 0)
-      local xsize = math.min(trunc(center + support + 0.5), n_in) - xmin
-      local total = 0
+      local xsize = math.max(math.min(trunc(center + support + 0.5), n_in) - xmin, 0)
+      local w, total = {}, 0
       for j = 0, xsize - 1 do
-        local w = aa_filter(cubic, (j + xmin - center + 0.5) * invscale)
-        row[xmin + j + 1] = w
-        total = total + w
+        w[j + 1] = aa_filter(cubic, (j + xmin - center + 0.5) * invscale)
+        total = total + w[j + 1]
       end
       if total ~= 0 then
-        for j = 0, xsize - 1 do row[xmin + j + 1] = row[xmin + j + 1] / total end
+        for j = 1, xsize do w[j] = w[j] / total end
       end
-      rows[i + 1] = row
+      xmins[i + 1], xsizes[i + 1], ws[i + 1] = xmin, xsize, w
+      maxsize = math.max(maxsize, xsize)
     end
-    local W = T.tensor(rows, { dtype = y.dtype, device = y.device })
-    return y:movedim(dim, -1):matmul(W:t()):movedim(-1, dim)
+    local shape = {}
+    for k = 1, y.ndim do shape[k] = 1 end
+    shape[dim] = n_out
+    local dev, out = y.device, nil
+    for j = 1, maxsize do
+      local idx, wt, valid, partial = {}, {}, {}, false
+      for i = 1, n_out do
+        local inside = j <= xsizes[i]
+        idx[i] = (inside and xmins[i] + j - 1 or math.min(xmins[i], n_in - 1)) + 1
+        wt[i] = inside and ws[i][j] or 0
+        valid[i] = inside
+        if not inside then partial = true end
+      end
+      local term = y:index_select(dim, T.tensor(idx, { dtype = T.int64, device = dev }))
+        * T.tensor(wt, { dtype = y.dtype, device = dev }):view(shape)
+      if partial then
+        term = T.where(T.tensor(valid, { dtype = T.bool, device = dev }):view(shape), term,
+          T.zeros({}, { dtype = y.dtype, device = dev }))
+      end
+      out = out and out + term or term
+    end
+    return out -- every support holds at least one tap (support >= 1, center < n_in)
   end
 
   function F.interpolate(x, o, ...)
@@ -286,6 +306,11 @@ return function(T, C, nn)
         ANY_RANK[mode] and "3-d, 4-d or 5-d" or tostring(nd + 2) .. "-d",
         x.ndim), 2)
     end
+    -- torch 1.13 has integer kernels for nearest only (uint8); the
+    -- interpolating modes would promote to float (antialias: truncated weights)
+    if mode ~= "nearest" and mode ~= "nearest-exact" and not x.dtype.is_floating_point then
+      error(string.format("%s: mode %s expects a floating point input, got %s", op, mode, tostring(x.dtype)), 2)
+    end
     if o.align_corners ~= nil and ANY_RANK[mode] then
       error(op .. ": align_corners option can only be set with the interpolating modes: linear | bilinear | "
         .. "bicubic | trilinear", 2)
@@ -300,6 +325,17 @@ return function(T, C, nn)
       error(string.format("%s: anti-alias option is only supported for bilinear and bicubic modes, got %s", op, mode), 2)
     end
     local sizes, scales = {}, {}
+    -- torch refuses a list of another length than the spatial dims (a number is broadcast)
+    for _, k in ipairs { "size", "scale_factor" } do
+      local v = o[k]
+      if type(v) == "table" and not T.is_tensor(v) and #v ~= nd then
+        local ins = {}
+        for i = 1, nd do ins[i] = x.shape[2 + i] end
+        error(string.format("%s: Input and %s must have the same number of spatial dimensions, but got input "
+          .. "with spatial dimensions of [%s] and %s of %d value%s", op, k == "size" and "output" or "scale_factor",
+          table.concat(ins, ", "), k == "size" and "output size" or "scale_factor", #v, #v == 1 and "" or "s"), 2)
+      end
+    end
     for i = 1, nd do
       local n_in = x.shape[2 + i]
       if o.size ~= nil then
@@ -310,6 +346,9 @@ return function(T, C, nn)
         scales[i] = n_in / sizes[i]
       else
         local sf = tuple(op, o.scale_factor, nd, "scale_factor")[i]
+        if type(sf) ~= "number" or sf ~= sf or sf == math.huge or sf == -math.huge then
+          error(string.format("%s: expected scale_factor to be finite numbers, got %s", op, tostring(sf)), 2)
+        end
         sizes[i] = math.floor(n_in * sf)
         scales[i] = o.recompute_scale_factor and n_in / sizes[i] or 1 / sf
       end
@@ -472,7 +511,16 @@ return function(T, C, nn)
   local Upsample = Module:extend("Upsample")
   local UP = set { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
   function Upsample:init(o, ...)
-    nomore("Upsample", 1, ...)
+    -- PyTorch's positional form: size, scale_factor, mode, align_corners,
+    -- recompute_scale_factor (a number or a list first is a size)
+    if type(o) == "number" or (o == nil and select("#", ...) > 0)
+       or (type(o) == "table" and not T.is_tensor(o) and o[1] ~= nil) then
+      local scale, mode, align, rsf = ...
+      nomore("Upsample", 5, select(5, ...))
+      o = { size = o, scale_factor = scale, mode = mode, align_corners = align, recompute_scale_factor = rsf }
+    else
+      nomore("Upsample", 1, ...)
+    end
     if o ~= nil and not is_opts(o) then error("Upsample: pass the options in a table", 3) end
     o = o or {}
     for k in pairs(o) do
@@ -490,7 +538,15 @@ return function(T, C, nn)
     local pf = require "ember.pyfloat"
     local s
     if self.scale_factor ~= nil then
-      s = "scale_factor=" .. (type(self.scale_factor) == "number" and pf(self.scale_factor) or fmt(self.scale_factor))
+      local sf = self.scale_factor
+      if type(sf) == "table" then -- torch stores a tuple of floats: (2.0, 3.0)
+        local f = {}
+        for i = 1, #sf do f[i] = pf(sf[i]) end
+        sf = fmt(f)
+      else
+        sf = pf(sf)
+      end
+      s = "scale_factor=" .. sf
     else
       s = "size=" .. fmt(self.size)
     end
