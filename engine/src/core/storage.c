@@ -114,7 +114,7 @@ static void *raw_alloc(size_t nbytes) {
 **  - One mutex guards the lists: tensors die on any thread.
 **  - Under AddressSanitizer a cached block is poisoned, so a use after free
 **    is still reported. */
-#define EM_CACHE_MIN ((size_t)128 << 10)
+#define EM_CACHE_MIN ((size_t)1 << 10)
 #define EM_CACHE_CLASSES 192
 
 typedef struct cache_block {
@@ -153,11 +153,11 @@ static size_t cache_limit(void) {
 ** the request is too large to be classed (it bypasses the cache). */
 static int size_class(size_t n, size_t *cls_bytes) {
   int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
-  if (k < 16 || k > 46) return -1;                           /* 64 KiB .. 128 TiB */
+  if (k < 9 || k > 46) return -1;                            /* 512 B .. 128 TiB */
   size_t step = (size_t)1 << (k - 2);                        /* four steps per octave */
   size_t q = (n - ((size_t)1 << k) + step - 1) / step;       /* 1..4 */
   *cls_bytes = ((size_t)1 << k) + q * step;
-  return (k - 16) * 4 + (int)q - 1;
+  return (k - 9) * 4 + (int)q - 1;
 }
 
 static void age_unlink(cache_block *b) {
