@@ -14,8 +14,8 @@
 -- count_nonzero, any, all, nonzero, argwhere and lerp are composed from
 -- the real and imaginary parts, with torch's definitions; sigmoid, rsqrt,
 -- log2, log10, sinh, cosh, tan and sgn from the complex family's ops
--- (differentiable as their compositions). T.inner, cfloat/cdouble and the trace method are
--- torch's spellings for every dtype.
+-- (differentiable as their compositions). T.inner, cfloat/cdouble and the
+-- trace method are torch's spellings for every dtype.
 return function(T, C)
   local M = T.Tensor_methods
   local ARGS = require("ember.args")
