@@ -11,11 +11,11 @@
 -- var_mean/std_mean that variance (or its root) with the complex mean.
 -- The tests and comparisons (isnan/isinf/isfinite, equal, isclose,
 -- allclose), where, masked_fill(_) (so tril/triu), cumsum, nan_to_num,
--- count_nonzero, any, all and lerp are composed from the real and
--- imaginary parts, with torch's definitions; sigmoid, rsqrt, log2, log10,
--- sinh, cosh, tan and sgn from the complex family's ops (differentiable as
--- their compositions). T.inner, cfloat/cdouble and the trace method are
--- torch's spellings for every dtype.
+-- count_nonzero, any, all, nonzero, argwhere and lerp are composed from
+-- the real and imaginary parts, with torch's definitions; sigmoid, rsqrt,
+-- log2, log10, sinh, cosh, tan and sgn from the complex family's ops
+-- (differentiable as their compositions). T.inner, cfloat/cdouble and the
+-- trace method are torch's spellings for every dtype.
 return function(T, C)
   local M = T.Tensor_methods
   local ARGS = require("ember.args")
@@ -307,6 +307,8 @@ return function(T, C)
       local rt = T.result_type(a, b) == T.complex128 and T.float64 or T.float32
       return T.complex(re:to(rt), im:to(rt))
     end
+    -- where(cond) alone is nonzero{as_tuple = true}: either part nonzero
+    if select("#", ...) == 0 and cxt(cond) then return real_where(cond:ne(0)) end
     return real_where(cond, ...)
   end
 
@@ -458,7 +460,9 @@ return function(T, C)
     local r = T.complex(real(z.real, unpack(args, 1, n)), real(z.imag, unpack(args, 1, n)))
     return give("nan_to_num", r, out)
   end)
-  for _, name in ipairs { "count_nonzero", "any", "all" } do
+  -- (nonzero/argwhere: a complex element is nonzero when either part is,
+  -- torch's rule, not the real part alone)
+  for _, name in ipairs { "count_nonzero", "any", "all", "nonzero", "argwhere" } do
     wrap(name, function(real, z, ...)
       if not cxt(z) then return real(z, ...) end
       return real(z:ne(0), ...)

@@ -186,7 +186,7 @@ return function(T, C)
     for i, t in ipairs(list) do
       if t:dim() > 2 then
         error(fmt("block_diag: Input tensors must have 2 or fewer dimensions. Input %d has %d dimensions",
-          i - 1, t:dim()), 2)
+          i, t:dim()), 2)
       end
       local m = t:dim() == 2 and t or t:reshape(1, t:numel())
       mats[i] = m
@@ -265,6 +265,7 @@ return function(T, C)
     if dim == nil then return t:reshape(-1):gather(1, idx:reshape(-1)) end
     local nd = t:dim()
     if type(dim) ~= "number" or dim % 1 ~= 0 then error(fmt("%s: expected an integer dim, got %s", op, tostring(dim)), 2) end
+    if nd == 0 then error(fmt("%s: Dimension specified as %d but tensor has no dimensions", op, dim), 2) end
     local d = dim < 0 and dim + nd + 1 or dim
     if d < 1 or d > nd then
       error(fmt("%s: Dimension out of range (expected to be in range of [%d, %d], but got %d)", op, -nd, nd, dim), 2)

@@ -466,9 +466,14 @@ static em_status interleave_source(const char *op, const em_tensor *t, int64_t d
     *n = sz[0];
     return EM_OK;
   }
+  /* PyTorch: a 0-d tensor has no dim to repeat along (without dim it is
+  ** flattened above) */
+  if (t->ndim == 0)
+    return em_fail(EM_E_INDEX, "%s: Dimension specified as %lld but tensor has no dimensions",
+                   op, (long long)dim);
   em_status st = em_wrap_dim(op, dim, t->ndim, axis);
   if (st != EM_OK) return st;
-  *n = t->ndim ? t->sizes[*axis] : 1;
+  *n = t->sizes[*axis];
   return EM_OK;
 }
 
@@ -518,9 +523,15 @@ static em_status repeat_interleave_nograd(const em_tensor *t, const em_tensor *r
   if (st == EM_OK) st = em_empty(1, isz, EM_INT64, dev, &idx);
   if (st == EM_OK) {
     k->index->repeat_positions(idx, rc, n);
-    if (!t) {
+    if (!t && repeats->dtype == EM_INT64) {
       *out = idx;
       idx = NULL;
+    } else if (!t) { /* PyTorch: the positions have the repeats' dtype */
+      em_tensor *r = NULL;
+      st = em_empty(1, isz, repeats->dtype, dev, &r);
+      if (st == EM_OK) st = em_copy_(r, idx);
+      if (st == EM_OK) *out = r;
+      else em_tensor_release(r);
     } else {
       st = em_index_select(src, axis + 1, idx, out);
     }
