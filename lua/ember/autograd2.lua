@@ -107,7 +107,8 @@ return function(T, C)
   -- function Exp.forward(ctx, x) local y = x:exp(); ctx:save_for_backward(y); return y end
   -- function Exp.backward(ctx, g) local y = ctx.saved_tensors[1]; return g * y end
   -- Exp.apply(x)
-  -- forward runs under no_grad and returns one tensor; backward gets the
+  -- forward runs under no_grad; the node saves what save_for_backward names
+  -- (an output as the node's own, for create_graph). backward gets the
   -- output's gradient and returns one gradient per forward argument (nil
   -- for none; non-tensor arguments get none). ctx: save_for_backward(...),
   -- saved_tensors, needs_input_grad, mark_non_differentiable(t),
