@@ -274,16 +274,14 @@ static void lua_custom_free(void *p) {
 }
 
 static int lua_custom_call(lua_State *L) {
-  /* [fn, grad_output box] -> the list of gradients */
-  lua_call(L, 1, 1);
+  /* [fn, grad_output box, saved list] -> the list of gradients */
+  lua_call(L, 2, 1);
   return 1;
 }
 
 static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *saved, int nout,
                                      em_tensor *const *grad_outputs, int nin,
                                      em_tensor **grad_inputs) {
-  (void)nsaved;
-  (void)saved;
   (void)nout;
   lua_custom *c = p;
   lua_State *L = current_L;
@@ -298,7 +296,19 @@ static em_status lua_custom_backward(void *p, int nsaved, em_tensor *const *save
   em_tensor **box = l_newbox(L);
   em_tensor_retain(grad_outputs[0]);
   *box = grad_outputs[0];
-  if (lua_pcall(L, 2, 1, 0) != 0) {
+  /* the saved tensors, unpacked (checked for in-place changes; under
+  ** create_graph with their history) */
+  lua_createtable(L, nsaved, 1);
+  for (int j = 0; j < nsaved; j++) {
+    if (!saved[j]) continue;
+    em_tensor **sb = l_newbox(L);
+    em_tensor_retain(saved[j]);
+    *sb = saved[j];
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_pushinteger(L, nsaved);
+  lua_setfield(L, -2, "n");
+  if (lua_pcall(L, 3, 1, 0) != 0) {
     const char *msg = lua_tostring(L, -1);
     em_status st = em_set_error(EM_E_VALUE, msg ? msg : "backward: error in a Lua backward");
     lua_settop(L, top);
@@ -341,7 +351,10 @@ static int l_name_grad_fn(lua_State *L) {
 }
 
 /* C._autograd_custom(name, inputs (with holes; inputs.n slots), output,
-** backward) -> output */
+** backward [, saved (with holes; saved.n slots)]) -> output. Without saved
+** the inputs are saved; backward(grad_output, saved) gets the saved tensors
+** unpacked (an in-place change since fails the backward; under create_graph
+** they carry their history, the output's being this node). */
 static int l_autograd_custom(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -357,6 +370,23 @@ static int l_autograd_custom(lua_State *L) {
     ins[i] = l_totensor(L, -1);
     lua_pop(L, 1);
   }
+  const em_tensor *svs[64];
+  const em_tensor *const *saved = ins;
+  int nsaved = nin;
+  if (!lua_isnoneornil(L, 5)) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    lua_getfield(L, 5, "n");
+    nsaved = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : (int)lua_objlen(L, 5);
+    lua_pop(L, 1);
+    if (nsaved < 0 || nsaved > 64)
+      return l_errorf(L, "autograd_custom: expected at most 64 saved tensors, got %d", nsaved);
+    for (int j = 0; j < nsaved; j++) {
+      lua_rawgeti(L, 5, j + 1);
+      svs[j] = l_totensor(L, -1);
+      lua_pop(L, 1);
+    }
+    saved = svs;
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, "ember.anchor");
   lua_State *anchor = lua_tothread(L, -1);
   lua_pop(L, 1);
@@ -369,7 +399,7 @@ static int l_autograd_custom(lua_State *L) {
   c->nin = nin;
   em_tensor *outs[1] = {out};
   /* from here c belongs to the call (freed on every path) */
-  if (em_autograd_record(name, nin, ins, 1, outs, nin, ins, lua_custom_backward, c,
+  if (em_autograd_record(name, nin, ins, 1, outs, nsaved, saved, lua_custom_backward, c,
                          lua_custom_free) != EM_OK)
     return l_error(L);
   lua_settop(L, 3);

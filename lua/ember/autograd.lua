@@ -46,9 +46,9 @@ return function(T, C)
   A.is_grad_enabled = T.is_grad_enabled
 
   local ARGS = require "ember.args"
-  local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused" }
+  local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused", "is_grads_batched" }
   local backward_opts = { "retain_graph", "create_graph", "inputs" }
-  local gradcheck_opts = { "eps", "atol", "rtol", "raise" }
+  local gradcheck_opts = { "eps", "atol", "rtol", "raise", "raise_exception" }
 
   -- T.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
   -- create_graph=, allow_unused=}) -> list of gradients (a single tensor
@@ -56,6 +56,7 @@ return function(T, C)
   function A.grad(outputs, inputs, opts, ...)
     ARGS.nomore("grad", 3, ...)
     opts = ARGS.checkopts("grad", opts, grad_opts)
+    if opts.is_grads_batched then return A._grad_batched(outputs, inputs, opts) end
     local create = opts.create_graph and true or false
     local retain = opts.retain_graph
     if retain == nil then retain = create end
@@ -101,6 +102,52 @@ return function(T, C)
     return res
   end
 
+  -- is_grads_batched: the first dim of every grad_outputs tensor is a batch;
+  -- one backward per row (PyTorch uses vmap; the results are the same),
+  -- the gradients stacked along a new first dim
+  function A._grad_batched(outputs, inputs, opts)
+    local gos = opts.grad_outputs
+    if gos == nil then error("grad: is_grads_batched = true needs grad_outputs", 3) end
+    local one = T.is_tensor(gos)
+    local list = one and { gos } or gos
+    local n = list.n or #list
+    local B
+    for i = 1, n do
+      local g = list[i]
+      if T.is_tensor(g) then
+        if g:dim() == 0 then
+          error(("grad: with is_grads_batched = true, grad_outputs[%d] needs a batch dim (it is 0-d)"):format(i), 3)
+        end
+        local b = g.shape[1]
+        if B == nil then B = b
+        elseif b ~= B then
+          error(("grad: with is_grads_batched = true, every grad_outputs tensor needs the same batch size "
+            .. "(%d and %d)"):format(B, b), 3)
+        end
+      end
+    end
+    if B == nil then error("grad: is_grads_batched = true needs a tensor in grad_outputs", 3) end
+    local create = opts.create_graph and true or false
+    local retain = opts.retain_graph
+    if retain == nil then retain = create end
+    local ins = T.is_tensor(inputs) and { inputs } or inputs
+    local rows = {}
+    for b = 1, B do
+      local gb = { n = n }
+      for i = 1, n do gb[i] = T.is_tensor(list[i]) and list[i][b] or list[i] end
+      rows[b] = A.grad(outputs, ins, { grad_outputs = one and gb[1] or gb, create_graph = create,
+        retain_graph = (b < B) or retain, allow_unused = opts.allow_unused })
+    end
+    local res = {}
+    for j = 1, #ins do
+      local col = {}
+      for b = 1, B do col[b] = rows[b][j] end
+      if B > 0 and col[1] ~= nil then res[j] = T.stack(col) end
+    end
+    if T.is_tensor(inputs) then return res[1] end
+    return res
+  end
+
   -- T.autograd.backward(tensors, grad_tensors, {retain_graph=, create_graph=})
   function A.backward(tensors, grads, opts, ...)
     ARGS.nomore("backward", 3, ...)
@@ -138,7 +185,8 @@ return function(T, C)
     ARGS.nomore("gradcheck", 3, ...)
     opts = ARGS.checkopts("gradcheck", opts, gradcheck_opts)
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
-    local raise = opts.raise ~= false
+    -- raise_exception is PyTorch's name
+    local raise = opts.raise ~= false and opts.raise_exception ~= false
     if T.is_tensor(inputs) then inputs = { inputs } end
     local function fail(msg)
       if raise then error("gradcheck: " .. msg, 3) end
@@ -236,6 +284,66 @@ return function(T, C)
       end
     end
     return true
+  end
+
+  -- T.autograd.gradgradcheck(fn, inputs [, grad_outputs] [, {eps, atol, rtol,
+  -- raise}]): PyTorch's: gradcheck of the function (inputs..., grad_outputs...)
+  -- -> the gradients of fn's outputs with respect to the inputs that require
+  -- grad (taken with create_graph), so the second derivatives are checked.
+  -- Without grad_outputs, random ones in [-1, 1) (float64, requiring grad).
+  function A.gradgradcheck(fn, inputs, grad_outputs, opts, ...)
+    ARGS.nomore("gradgradcheck", 4, ...)
+    if opts == nil and type(grad_outputs) == "table" and not T.is_tensor(grad_outputs) and #grad_outputs == 0
+        and next(grad_outputs) ~= nil then
+      grad_outputs, opts = nil, grad_outputs
+    end
+    opts = ARGS.checkopts("gradgradcheck", opts, gradcheck_opts)
+    if T.is_tensor(inputs) then inputs = { inputs } end
+    local nin = maxn(inputs)
+    local function diff_outputs(...)
+      local out, list = { fn(...) }, {}
+      for _, o in ipairs(out) do
+        if T.is_tensor(o) then
+          if o.requires_grad then list[#list + 1] = o end
+        elseif type(o) == "table" then
+          for _, v in ipairs(o) do if T.is_tensor(v) and v.requires_grad then list[#list + 1] = v end end
+        end
+      end
+      return list
+    end
+    local gos
+    if grad_outputs == nil then
+      gos = {}
+      for k, o in ipairs(diff_outputs(unpack(inputs, 1, nin))) do
+        local r = T.rand(o.shape, { dtype = o:is_complex() and T.complex128 or T.float64 }) * 2 - 1
+        gos[k] = r:detach():requires_grad_(true)
+      end
+    else
+      gos = T.is_tensor(grad_outputs) and { grad_outputs } or grad_outputs
+    end
+    local all = {}
+    for i = 1, nin do all[i] = inputs[i] end
+    for k = 1, #gos do all[nin + k] = gos[k] end
+    local function f(...)
+      local args = pack(...)
+      local ins = {}
+      for i = 1, nin do
+        local x = args[i]
+        if T.is_tensor(x) and x.requires_grad then ins[#ins + 1] = x end
+      end
+      local outs = diff_outputs(unpack(args, 1, nin))
+      local go = {}
+      for k = 1, #gos do go[k] = args[nin + k] end
+      if #outs ~= #go then
+        error(("gradgradcheck: %d grad_outputs for %d differentiable outputs"):format(#go, #outs), 0)
+      end
+      local gs = A.grad(outs, ins, { grad_outputs = go, create_graph = true, allow_unused = true })
+      local res = {}
+      for i = 1, #ins do if gs[i] ~= nil then res[#res + 1] = gs[i] end end
+      return res
+    end
+    return A.gradcheck(f, all, { eps = opts.eps, atol = opts.atol, rtol = opts.rtol, raise = opts.raise,
+      raise_exception = opts.raise_exception })
   end
 
   -- A hook method over C's one-function-per-tensor slot (get/set): the slot

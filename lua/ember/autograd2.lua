@@ -55,21 +55,30 @@ return function(T, C)
   end
 
   -- -- inference_mode ------------------------------------------------------------
-  -- T.inference_mode(fn, ...) / T.inference_mode(false, fn, ...): ember has no
-  -- inference tensors; this is no_grad (the same results; PyTorch's
-  -- inference tensors additionally refuse later use in autograd)
+  -- T.inference_mode(fn, ...) / T.inference_mode(b, fn, ...): ember has no
+  -- inference tensors; inference_mode(true) is no_grad and inference_mode(false)
+  -- enable_grad (PyTorch's InferenceMode(false) turns grad mode on), and
+  -- T.is_inference_mode_enabled() says which scope is innermost
+  local inference = false
+  local function set_inference(on)
+    local prev = inference
+    inference = on
+    return prev
+  end
   function T.inference_mode(mode, fn, ...)
-    if type(mode) == "function" then return T.no_grad(mode, fn, ...) end
+    if type(mode) == "function" then return T.inference_mode(true, mode, fn, ...) end
     if type(mode) ~= "boolean" or type(fn) ~= "function" then
       error("inference_mode: expected a function, or a boolean and a function", 2)
     end
-    if mode then return T.no_grad(fn, ...) end
-    return fn(...)
+    local args = pack(...)
+    return A._with_mode(set_inference, mode, function()
+      return A._with_mode(C.set_grad_enabled, not mode, fn, unpack(args, 1, args.n))
+    end)
   end
   A.inference_mode = T.inference_mode
   T.is_inference_mode_enabled = function(...)
     ARGS.nooptions("is_inference_mode_enabled", 1, 0, ...)
-    return false
+    return inference
   end
 
   -- -- anomaly detection -------------------------------------------------------------
@@ -98,7 +107,8 @@ return function(T, C)
   -- function Exp.forward(ctx, x) local y = x:exp(); ctx:save_for_backward(y); return y end
   -- function Exp.backward(ctx, g) local y = ctx.saved_tensors[1]; return g * y end
   -- Exp.apply(x)
-  -- forward runs under no_grad and returns one tensor; backward gets the
+  -- forward runs under no_grad; the node saves what save_for_backward names
+  -- (an output as the node's own, for create_graph). backward gets the
   -- output's gradient and returns one gradient per forward argument (nil
   -- for none; non-tensor arguments get none). ctx: save_for_backward(...),
   -- saved_tensors, needs_input_grad, mark_non_differentiable(t),
@@ -109,12 +119,10 @@ return function(T, C)
   local Ctx = {}
   Ctx.__index = function(self, k)
     if k == "saved_tensors" then
-      local s = rawget(self, "_saved")
+      -- in the backward: the engine's unpacked copies (checked for in-place
+      -- changes since the forward; under create_graph with their history)
+      local s = rawget(self, "_unpacked") or rawget(self, "_saved")
       if s == nil then return {} end
-      if rawget(self, "_freed") then
-        error("saved_tensors: the saved tensors were freed by a backward (use retain_graph = true to "
-          .. "backward twice)", 2)
-      end
       return s
     end
     return Ctx[k]
@@ -198,7 +206,8 @@ return function(T, C)
     else
       packed = #diff == 1 and pieces[1]:clone() or T.cat(pieces)
     end
-    local function bw(g)
+    local saved, smap = nil, {}
+    local function bw(g, sv)
       local gs, at = {}, 1
       if single then gs[1] = g end
       for j = 1, single and 0 or #diff do
@@ -208,19 +217,70 @@ return function(T, C)
       for k = 1, out.n do
         if gs[k] == nil and ctx.materialize_grads and T.is_tensor(out[k]) then gs[k] = T.zeros_like(out[k]) end
       end
-      local r = pack(cls.backward(ctx, unpack(gs, 1, out.n)))
+      -- the saved tensors as the engine unpacked them
+      local un
+      if saved then
+        un = { n = saved.n }
+        for j = 1, saved.n do
+          local m = smap[j]
+          if m == nil then un[j] = sv[j]
+          elseif sv[m.slot] ~= nil then
+            un[j] = sv[m.slot]:narrow(1, m.at, m.size):reshape(m.shape)
+          end
+        end
+      end
+      rawset(ctx, "_unpacked", un)
+      local ok, r = pcall(function() return pack(cls.backward(ctx, unpack(gs, 1, out.n))) end)
+      rawset(ctx, "_unpacked", nil)
+      if not ok then error(r, 0) end
       if r.n == 1 and type(r[1]) == "table" and not T.is_tensor(r[1]) then r = r[1] end
+      -- PyTorch's: extra gradients must all be nil
+      local nr = r.n or #r
+      for i = args.n + 1, nr do
+        if r[i] ~= nil then
+          error(fmt("%s.backward: function %sBackward returned an incorrect number of gradients (expected %d, "
+            .. "got %d)", name, name, args.n, nr), 0)
+        end
+      end
       local res = {}
       for i = 1, args.n do
         local gi = r[i]
         if gi ~= nil and not T.is_tensor(gi) then
-          error(fmt("%s.backward: gradient %d is a %s, not a tensor or nil", name, i, type(gi)))
+          error(fmt("%s.backward: gradient %d is a %s, not a tensor or nil", name, i, type(gi)), 0)
+        end
+        if gi ~= nil and not T.is_tensor(args[i]) then
+          error(fmt("%s.backward: function %sBackward returned a gradient different than nil at position %d, "
+            .. "but the corresponding forward input was not a tensor", name, name, i), 0)
         end
         if needs[i] then res[i] = gi end
       end
       return res
     end
-    local node = C._autograd_custom(name .. "Backward", inputs, packed, bw)
+    -- what the node saves: ctx:save_for_backward's tensors, an output as
+    -- the node's output (packed: its piece, cut again in the backward), so
+    -- that an in-place change of a saved tensor fails the backward and
+    -- create_graph sees the output's history (PyTorch's SavedVariable)
+    saved = rawget(ctx, "_saved")
+    local svlist
+    if saved then
+      svlist = { n = saved.n }
+      local at, where = 1, {}
+      for j, k in ipairs(diff) do where[k] = { at = at, size = sizes[j], shape = shapes[j] }; at = at + sizes[j] end
+      for j = 1, saved.n do
+        local t = saved[j]
+        local k
+        for kk = 1, out.n do if t ~= nil and rawequal(out[kk], t) then k = kk break end end
+        local isarg = false
+        for i = 1, args.n do if rawequal(args[i], t) then isarg = true break end end
+        if k ~= nil and where[k] and not isarg then
+          svlist[j] = packed
+          if not single then smap[j] = { slot = j, at = where[k].at, size = where[k].size, shape = where[k].shape } end
+        else
+          svlist[j] = t
+        end
+      end
+    end
+    local node = C._autograd_custom(name .. "Backward", inputs, packed, bw, svlist or { n = 0 })
     if single then return node end
     local res, at = pack(unpack(out, 1, out.n)), 1
     for j, k in ipairs(diff) do
@@ -235,7 +295,9 @@ return function(T, C)
   -- preprocessing, strict-mode checks and messages, with 1-based numbers).
   local F = {}
   A.functional = F
-  local FOPTS = { "create_graph", "strict", "vectorize", "strategy", "outer_jacobian_strategy" }
+  local FOPTS = { "create_graph", "strict" }
+  local JOPTS = { "create_graph", "strict", "vectorize", "strategy" }
+  local HOPTS = { "create_graph", "strict", "vectorize", "outer_jacobian_strategy" }
   -- inputs as a list, and whether it was one tensor
   local function as_list(op, x, what, level)
     if T.is_tensor(x) then return { x }, true end
@@ -247,16 +309,35 @@ return function(T, C)
     end
     return x, false
   end
-  local function opts_of(op, o)
-    o = ARGS.checkopts(op, o, FOPTS)
-    if o.vectorize then error(op .. ": vectorize = true is not supported (rows are taken one by one)", 3) end
-    if o.strategy ~= nil and o.strategy ~= "reverse-mode" then
-      error(op .. ": only strategy = 'reverse-mode' is supported", 3)
+  local function opts_of(op, o, names)
+    return ARGS.checkopts(op, o, names or FOPTS)
+  end
+  -- jacobian's vectorize and strategy: PyTorch's checks; the values are the
+  -- same either way (vectorize is PyTorch's vmap over the rows, forward
+  -- mode its forward AD: ember takes the rows one by one, by reverse mode)
+  local function check_strategy(op, strategy, o, level)
+    strategy = strategy or "reverse-mode"
+    if strategy ~= "reverse-mode" and strategy ~= "forward-mode" then
+      error(fmt("%s: expected strategy to be either 'forward-mode' or 'reverse-mode', got %s", op,
+        tostring(strategy)), level)
     end
-    if o.outer_jacobian_strategy ~= nil and o.outer_jacobian_strategy ~= "reverse-mode" then
-      error(op .. ": only outer_jacobian_strategy = 'reverse-mode' is supported", 3)
+    if strategy == "forward-mode" then
+      if o.create_graph then
+        error(op .. ": create_graph = true and strategy = 'forward-mode' are not supported together "
+          .. "(PyTorch's NotImplementedError); set create_graph = false or strategy = 'reverse-mode'", level)
+      end
+      if o.strict then
+        error(op .. ": strict = true and strategy = 'forward-mode' are not supported together; "
+          .. "set strict = false or strategy = 'reverse-mode'", level)
+      end
+      if not o.vectorize then
+        error(op .. ": strategy = 'forward-mode' is only implemented for vectorize = true "
+          .. "(PyTorch's NotImplementedError)", level)
+      end
+    elseif o.vectorize and o.strict then
+      error(op .. ": strict = true and vectorize = true are not supported together; "
+        .. "set strict = false or vectorize = false", level)
     end
-    return o
   end
   -- PyTorch's _grad_preprocess: with create_graph, an input that requires
   -- grad is used through a view of it (so the results stay differentiable
@@ -459,7 +540,9 @@ return function(T, C)
     return shaped(J, one_out)
   end
   function F.jacobian(func, inputs, o)
-    return jacobian("jacobian", func, inputs, opts_of("jacobian", o))
+    o = opts_of("jacobian", o, JOPTS)
+    check_strategy("jacobian", o.strategy, o, 2)
+    return jacobian("jacobian", func, inputs, o)
   end
 
   -- a scalar function's single output (PyTorch's ensure_single_output_function)
@@ -490,7 +573,8 @@ return function(T, C)
 
   -- hessian(func, inputs, {create_graph, strict}): func returns one element
   function F.hessian(func, inputs, o)
-    o = opts_of("hessian", o)
+    o = opts_of("hessian", o, HOPTS)
+    check_strategy("hessian", o.outer_jacobian_strategy, o, 2)
     local _, one_in = as_list("hessian", inputs, "inputs")
     local strict = o.strict
     local function gradf(...)

@@ -485,6 +485,7 @@ local NR = {
   grad = "(function() local l = leaf; return (l * 2):sum(), { l } end)()", backward = "(leaf * 2):sum()",
   is_grad_enabled = "",
   gradcheck = "function(a) return a * 2 end, { leaf }",
+  gradgradcheck = "function(a) return a * a end, { leaf }",
   set_detect_anomaly = "false",
 }
 -- methods of objects: the recipe's first value is the object
