@@ -315,8 +315,8 @@ describe("save_torch", function()
     assert.equal("OrderedDict", T.torch_kind(back))
     b:load_state_dict(back, { torch_names = true })
     for k, t in pairs(a:state_dict()) do close(b:state_dict()[k], t, 0, k) end
-    assert.has_error(function() a:state_dict { prefix = "x" } end,
-      "state_dict: unknown option 'prefix' (expected one of: torch_names)")
+    assert.has_error(function() a:state_dict { bogus = "x" } end,
+      "state_dict: unknown option 'bogus' (expected one of: torch_names, prefix, keep_vars)")
   end)
 
   it("refuses what PyTorch cannot hold, naming where it is", function()
