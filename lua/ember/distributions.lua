@@ -1017,28 +1017,19 @@ return function(T, C)
       error(fmt("%s: expected a tensor, got %s", self.__name, type(x)), 4)
     end
   end
-  function Transform:forward(x)
-    check_input(self, x)
-    if self._cache_size == 1 then
-      local cx = rawget(self, "_cx")
-      if cx ~= nil and rawequal(cx, x) then return rawget(self, "_cy") end
-      local y = self:_call(x)
-      rawset(self, "_cx", x); rawset(self, "_cy", y)
-      return y
-    end
-    return self:_call(x)
+  -- with cache_size 1 the last (input, output) pair is kept, either way
+  -- round (a tail call from forward/_inv_call: check_input's level holds)
+  local function cached_call(self, v, kin, kout, method)
+    check_input(self, v)
+    if self._cache_size ~= 1 then return self[method](self, v) end
+    local cv = rawget(self, kin)
+    if cv ~= nil and rawequal(cv, v) then return rawget(self, kout) end
+    local r = self[method](self, v)
+    rawset(self, kin, v); rawset(self, kout, r)
+    return r
   end
-  function Transform:_inv_call(y)
-    check_input(self, y)
-    if self._cache_size == 1 then
-      local cy = rawget(self, "_cy")
-      if cy ~= nil and rawequal(cy, y) then return rawget(self, "_cx") end
-      local x = self:_inverse(y)
-      rawset(self, "_cx", x); rawset(self, "_cy", y)
-      return x
-    end
-    return self:_inverse(y)
-  end
+  function Transform:forward(x) return cached_call(self, x, "_cx", "_cy", "_call") end
+  function Transform:_inv_call(y) return cached_call(self, y, "_cy", "_cx", "_inverse") end
   -- with_cache(n = 1): the same transform with cache_size n (itself when
   -- it already has it); the parts of a composite follow
   function Transform:with_cache(n, o)
