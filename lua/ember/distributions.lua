@@ -313,18 +313,25 @@ return function(T, C)
   end
 
   -- -- Normal ----------------------------------------------------------------------
-  local Normal = class("Normal", Distribution)
-  Normal._params = { "loc", "scale" }
-  Normal.arg_constraints = { loc = Cn.real, scale = Cn.positive }
-  Normal.has_rsample = true
-  Normal.support = Cn.real
-  ctor(Normal, function(loc, scale, o)
-    o = take_opts("Normal", o, { "validate_args" })
-    local p, s = params("Normal", { loc, scale, n = 2 })
-    local d = init(new(Normal, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
-    if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
-    return d
-  end)
+  -- A location-scale family on the real line (Normal, Laplace, Cauchy): its
+  -- class with the constructor (loc, scale[, {validate_args=}]) they share
+  local function loc_scale_class(name)
+    local C = class(name, Distribution)
+    C._params = { "loc", "scale" }
+    C.arg_constraints = { loc = Cn.real, scale = Cn.positive }
+    C.has_rsample = true
+    C.support = Cn.real
+    ctor(C, function(loc, scale, o)
+      o = take_opts(name, o, { "validate_args" })
+      local p, s = params(name, { loc, scale, n = 2 })
+      local d = init(new(C, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
+      if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
+      return d
+    end)
+    return C
+  end
+
+  local Normal = loc_scale_class("Normal")
   function Normal:_mean() return self.loc end
   function Normal:_mode() return self.loc end
   function Normal:_stddev() return self.scale end
@@ -588,18 +595,7 @@ return function(T, C)
   function Exponential:entropy() return -self.rate:log() + 1 end
 
   -- -- Laplace -------------------------------------------------------------------------
-  local Laplace = class("Laplace", Distribution)
-  Laplace._params = { "loc", "scale" }
-  Laplace.arg_constraints = { loc = Cn.real, scale = Cn.positive }
-  Laplace.has_rsample = true
-  Laplace.support = Cn.real
-  ctor(Laplace, function(loc, scale, o)
-    o = take_opts("Laplace", o, { "validate_args" })
-    local p, s = params("Laplace", { loc, scale, n = 2 })
-    local d = init(new(Laplace, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
-    if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
-    return d
-  end)
+  local Laplace = loc_scale_class("Laplace")
   function Laplace:_mean() return self.loc end
   function Laplace:_mode() return self.loc end
   function Laplace:_variance() return self.scale:pow(2) * 2 end
@@ -1757,18 +1753,7 @@ return function(T, C)
   -- -- Cauchy and the distributions PyTorch builds from transforms -------------------------
   local EULER_GAMMA = 0.57721566490153286061
   local INFINITY = 1 / 0
-  local Cauchy = class("Cauchy", Distribution)
-  Cauchy._params = { "loc", "scale" }
-  Cauchy.arg_constraints = { loc = Cn.real, scale = Cn.positive }
-  Cauchy.has_rsample = true
-  Cauchy.support = Cn.real
-  ctor(Cauchy, function(loc, scale, o)
-    o = take_opts("Cauchy", o, { "validate_args" })
-    local p, s = params("Cauchy", { loc, scale, n = 2 })
-    local d = init(new(Cauchy, { loc = p[1], scale = p[2] }), s, {}, o.validate_args)
-    if d._validate_args then check(d, "parameter loc", d.loc, Cn.real); check(d, "parameter scale", d.scale, Cn.positive) end
-    return d
-  end)
+  local Cauchy = loc_scale_class("Cauchy")
   function Cauchy:_mean() return T.full(self:_extended_shape(), 0 / 0, { dtype = self.loc.dtype, device = self.loc.device }) end
   function Cauchy:_mode() return self.loc end
   function Cauchy:_variance() return T.full(self:_extended_shape(), INFINITY, { dtype = self.loc.dtype, device = self.loc.device }) end

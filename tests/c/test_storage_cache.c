@@ -1,5 +1,5 @@
-/* test_storage_cache.c -- the cache of freed large blocks (storage.c):
-** a freed large block is reused by the next request of its size class,
+/* test_storage_cache.c -- the cache of freed blocks of 1 KiB and more
+** (storage.c): a freed block is reused by the next request of its size class,
 ** cached bytes never count as live, the cache stays within its bound, it
 ** empties on request, and it is safe to use from several threads. The
 ** per-thread cache of released tensor headers (tensor.c) likewise. */
@@ -43,6 +43,25 @@ TEST(small_blocks_bypass_the_cache) {
   void *p = em_cpu_allocator()->alloc(NULL, 1000);
   CHECK(p != NULL);
   em_cpu_allocator()->free(NULL, p, 1000);
+  CHECK(em_memory_cached_bytes() == 0);
+}
+
+/* from 1 KiB on: a loop's small temporaries are reused without glibc,
+** which could otherwise trim and regrow its heap top on every call */
+TEST(kilobyte_blocks_are_cached) {
+  em_memory_empty_cache();
+  void *p = em_cpu_allocator()->alloc(NULL, 4096);
+  CHECK(p != NULL);
+  em_cpu_allocator()->free(NULL, p, 4096);
+  CHECK(em_memory_cached_bytes() >= 4096);
+  long h0, m0, h1, m1;
+  em_memory_cache_counts(&h0, &m0);
+  void *q = em_cpu_allocator()->alloc(NULL, 4000); /* the same class */
+  em_memory_cache_counts(&h1, &m1);
+  CHECK(q == p);
+  CHECK(h1 == h0 + 1 && m1 == m0);
+  em_cpu_allocator()->free(NULL, q, 4000);
+  em_memory_empty_cache();
   CHECK(em_memory_cached_bytes() == 0);
 }
 
@@ -209,6 +228,7 @@ TEST(header_caches_are_per_thread) {
 int main(void) {
   RUN(freed_large_block_is_reused_and_not_live);
   RUN(small_blocks_bypass_the_cache);
+  RUN(kilobyte_blocks_are_cached);
   RUN(cache_stays_within_its_bound);
   RUN(tensors_reuse_blocks);
   RUN(cache_is_thread_safe);

@@ -91,11 +91,13 @@ static void *raw_alloc(size_t nbytes) {
 }
 
 /* -- The block cache ------------------------------------------------------
-** Large blocks (EM_CACHE_MIN bytes and more) are not returned to the C
+** Blocks of EM_CACHE_MIN bytes and more are not returned to the C
 ** library when their storage dies: they wait in a cache, one LIFO list per
 ** size class, and the next allocation of the same class takes one back
 ** without a system call or a page fault (a freshly mapped 64 MB block costs
-** tens of milliseconds of faults; a cached one costs nothing).
+** tens of milliseconds of faults; a cached one costs nothing; a small one
+** handed back to glibc could make it trim and regrow its heap top on every
+** call: docs/memory.md).
 **
 ** What holds:
 **  - A block is allocated at its class size (a request is rounded up to the
