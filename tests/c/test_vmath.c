@@ -234,6 +234,137 @@ TEST(avx512_and_avx2_code_give_the_same_bits) {
 }
 
 /* float32 special values, exactly libm's (the sign of zero included) */
+/* The SLEEF functions the engine runs (cpu/vmath.c: the avx512f build
+** where the CPU has AVX-512) give the bits of SLEEF's avx2 build
+** (cpu/vecmath_sleef.h, one source at both widths), so a result does not
+** depend on which CPU computed it: the float32 sweep (sin, cos, log1p,
+** expm1; pow with seven exponents and with a run of exponents) and 2^18
+** random double bit patterns and 2^18 values of [-40, 40] (every float64
+** function and pow), in runs of 4093 (both tails) and one element alone.
+** Weak references: a build without SLEEF has no avx2 versions. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SL_AVX2_F(f) __attribute__((weak)) void em_avx2_##f##_f32(float *, const float *, int64_t);
+#define SL_AVX2_D(f) __attribute__((weak)) void em_avx2_##f##_f64(double *, const double *, int64_t);
+SL_AVX2_F(sin) SL_AVX2_F(cos) SL_AVX2_F(log1p) SL_AVX2_F(expm1)
+SL_AVX2_D(exp) SL_AVX2_D(log) SL_AVX2_D(log1p) SL_AVX2_D(expm1) SL_AVX2_D(sin) SL_AVX2_D(cos)
+SL_AVX2_D(tanh) SL_AVX2_D(erf) SL_AVX2_D(sigmoid) SL_AVX2_D(gelu) SL_AVX2_D(gelu_tanh)
+__attribute__((weak)) void em_avx2_pow_f32(float *, const float *, const float *, int64_t, int64_t);
+__attribute__((weak)) void em_avx2_pow_f64(double *, const double *, const double *, int64_t, int64_t);
+#endif
+TEST(sleef_functions_give_the_avx2_bits_on_every_cpu) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!em_avx2_sin_f32 || !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    printf("  no SLEEF in this build or no AVX2 + FMA: not compared\n");
+    return;
+  }
+  printf("  backend %s\n", em_vm_backend());
+  enum { RUN = 4093, NPOW = 7 };
+  static float in[RUN], o8[RUN], o16[RUN], ys[RUN];
+  const float pows[NPOW] = {2.5f, -1.3f, 0.5f, 3.0f, 1e-3f, 100.0f, -0.0f};
+  struct { const char *name; em_vec_f32_fn a, b; } fs[] = {
+      {"sin", em_avx2_sin_f32, em_vm_f32(EM_VM_SIN)}, {"cos", em_avx2_cos_f32, em_vm_f32(EM_VM_COS)},
+      {"log1p", em_avx2_log1p_f32, em_vm_f32(EM_VM_LOG1P)},
+      {"expm1", em_avx2_expm1_f32, em_vm_f32(EM_VM_EXPM1)}};
+  em_vpow_f32_fn pow32 = em_vm_pow_f32();
+  CHECK(pow32 != NULL);
+  if (!pow32) return;
+  const int NF = (int)(sizeof fs / sizeof fs[0]);
+  uint32_t step = stride() * 2 + 1;
+  /* k < NF: fs[k]; then pow with pows[k - NF]; last: pow with a run of y */
+  for (int k = 0; k < NF + NPOW + 1; k++) {
+    long diff = 0, n = 0;
+    int m = 0;
+    for (uint64_t u = 0;; u += step) {
+      int last = u > 0xffffffffull;
+      if (!last) {
+        in[m] = u2f((uint32_t)u);
+        ys[m] = u2f((uint32_t)(u * 2654435761u)); /* another float per element */
+        m++;
+      }
+      if (m == RUN || (last && m > 0)) {
+        if (k < NF) {
+          fs[k].a(o8, in, m);
+          fs[k].b(o16, in, m);
+        } else if (k < NF + NPOW) {
+          em_avx2_pow_f32(o8, in, &pows[k - NF], 0, m);
+          pow32(o16, in, &pows[k - NF], 0, m);
+        } else {
+          em_avx2_pow_f32(o8, in, ys, 1, m);
+          pow32(o16, in, ys, 1, m);
+        }
+        for (int j = 0; j < m; j++) {
+          if (f2u(o8[j]) != f2u(o16[j]) && !(isnan(o8[j]) && isnan(o16[j]))) {
+            if (diff < 5) printf("  f32 #%d(%a): avx2 %a, engine %a\n", k, in[j], o8[j], o16[j]);
+            diff++;
+          }
+          if (j % 97 == 0) { /* alone: the padded tail */
+            float one;
+            if (k < NF) fs[k].b(&one, &in[j], 1);
+            else if (k < NF + NPOW) pow32(&one, &in[j], &pows[k - NF], 0, 1);
+            else pow32(&one, &in[j], &ys[j], 1, 1);
+            if (f2u(one) != f2u(o16[j]) && !(isnan(one) && isnan(o16[j]))) diff++;
+          }
+        }
+        n += m;
+        m = 0;
+      }
+      if (last) break;
+    }
+    printf("  f32 %s: %ld values, %ld differ\n", k < NF ? fs[k].name : "pow", n, diff);
+    CHECK(diff == 0);
+  }
+  struct { const char *name; em_vec_f64_fn a, b; } ds[] = {
+      {"exp", em_avx2_exp_f64, em_vm_f64(EM_VM_EXP)}, {"log", em_avx2_log_f64, em_vm_f64(EM_VM_LOG)},
+      {"log1p", em_avx2_log1p_f64, em_vm_f64(EM_VM_LOG1P)},
+      {"expm1", em_avx2_expm1_f64, em_vm_f64(EM_VM_EXPM1)},
+      {"sin", em_avx2_sin_f64, em_vm_f64(EM_VM_SIN)}, {"cos", em_avx2_cos_f64, em_vm_f64(EM_VM_COS)},
+      {"tanh", em_avx2_tanh_f64, em_vm_f64(EM_VM_TANH)}, {"erf", em_avx2_erf_f64, em_vm_f64(EM_VM_ERF)},
+      {"sigmoid", em_avx2_sigmoid_f64, em_vm_f64(EM_VM_SIGMOID)},
+      {"gelu", em_avx2_gelu_f64, em_vm_f64(EM_VM_GELU)},
+      {"gelu_tanh", em_avx2_gelu_tanh_f64, em_vm_f64(EM_VM_GELU_TANH)}};
+  em_vpow_f64_fn pow64 = em_vm_pow_f64();
+  const int ND = (int)(sizeof ds / sizeof ds[0]);
+  enum { N = 1 << 18 };
+  double *din = malloc(3 * N * sizeof *din), *d8 = malloc(2 * N * sizeof *d8),
+         *d16 = malloc(2 * N * sizeof *d16);
+  CHECK(din && d8 && d16 && pow64);
+  if (din && d8 && d16 && pow64) {
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < N; i++) {
+      r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+      din[i] = u2d(r);
+      din[N + i] = (double)(r >> 11) * 0x1p-53 * 80.0 - 40.0;
+      din[2 * N + i] = u2d(r * 0x2545F4914F6CDD1Dull);
+    }
+    din[0] = 0.0; din[1] = -0.0; din[2] = INFINITY; din[3] = -INFINITY; din[4] = NAN;
+    for (int k = 0; k <= ND; k++) {
+      long diff = 0;
+      CHECK(k == ND || ds[k].b != NULL);
+      if (k < ND && !ds[k].b) continue;
+      for (int64_t o = 0; o < 2 * N; o += RUN) {
+        int64_t m = 2 * N - o < RUN ? 2 * N - o : RUN;
+        if (k < ND) {
+          ds[k].a(d8 + o, din + o, m);
+          ds[k].b(d16 + o, din + o, m);
+        } else { /* pow: y from the third block, then from the second */
+          const double *y = o < N ? din + 2 * N + o : din + o - N;
+          em_avx2_pow_f64(d8 + o, din + o, y, 1, m);
+          pow64(d16 + o, din + o, y, 1, m);
+        }
+      }
+      for (int i = 0; i < 2 * N; i++)
+        if (d2u(d8[i]) != d2u(d16[i]) && !(isnan(d8[i]) && isnan(d16[i]))) {
+          if (diff < 5) printf("  f64 #%d(%a): avx2 %a, engine %a\n", k, din[i], d8[i], d16[i]);
+          diff++;
+        }
+      printf("  f64 %s: %d values, %ld differ\n", k < ND ? ds[k].name : "pow", 2 * N, diff);
+      CHECK(diff == 0);
+    }
+  }
+  free(din); free(d8); free(d16);
+#endif
+}
+
 TEST(float32_special_values_are_libm_s) {
   const float pts[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f, -1.0f,
                        0x1p-149f, -0x1p-149f, FLT_MAX, -FLT_MAX, 1e38f, 3.4e38f, 1e30f,
@@ -460,6 +591,7 @@ int main(void) {
   RUN(float32_functions_within_1_ulp_of_libm_over_the_whole_range);
   RUN(baseline_float32_code_within_1_ulp);
   RUN(avx512_and_avx2_code_give_the_same_bits);
+  RUN(sleef_functions_give_the_avx2_bits_on_every_cpu);
   RUN(float32_special_values_are_libm_s);
   RUN(float64_functions_within_2_ulp_of_libm);
   RUN(pow_within_bounds_and_special_values);
