@@ -91,12 +91,20 @@ TEST(extremes_and_products) {
     CHECK(em_vred_ext_f32(EM_VRED_MIN, x, n) == mn);
     CHECK(em_vred_ext_f32(EM_VRED_MAXABS, x, n) == amx);
     CHECK(em_vred_ext_f32(EM_VRED_MINABS, x, n) == amn);
-    /* a NaN anywhere (in the lanes or in the tail) gives NaN */
+    /* a NaN anywhere (in the lanes or in the tail) gives NaN: the
+    ** input's first (its sign and payload; |NaN| for the abs kinds) */
     for (int64_t at = 0; at < n; at += n / 3 + 1) {
-      float keep = x[at];
-      x[at] = NAN;
+      float keep = x[at], nan1, got;
+      uint32_t bits = 0xffc01234u, u;
+      memcpy(&nan1, &bits, 4);
+      x[at] = nan1;
       CHECK(isnan(em_vred_ext_f32(EM_VRED_MAX, x, n)));
-      CHECK(isnan(em_vred_ext_f32(EM_VRED_MINABS, x, n)));
+      got = em_vred_ext_f32(EM_VRED_MIN, x, n);
+      memcpy(&u, &got, 4);
+      CHECK(u == bits);
+      got = em_vred_ext_f32(EM_VRED_MINABS, x, n);
+      memcpy(&u, &got, 4);
+      CHECK(u == (bits & 0x7fffffffu));
       x[at] = keep;
     }
   }

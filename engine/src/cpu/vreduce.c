@@ -56,6 +56,26 @@ AI vf vsplat(float x) { return (vf){x, x, x, x, x, x, x, x}; }
 /* the lanes of v added in a fixed tree */
 #define HSUM(v) ((((v)[0] + (v)[4]) + ((v)[2] + (v)[6])) + (((v)[1] + (v)[5]) + ((v)[3] + (v)[7])))
 
+/* The streaming loops (sums, extremes, products) prefetch the 512 bytes
+** 8 KB ahead of what they read: 16M floats from memory, medians of 40
+** alternating runs on the Zen 5 EPYC of 2026-12-06, sum 1.41 -> 1.35 ms,
+** max 1.61 -> 1.46, product 1.43 -> 1.36 (1 KB and 16 KB ahead gained
+** less). Prefetches past the end of the data do not fault. */
+#ifndef VRED_PF
+#define VRED_PF 2048
+#endif
+/* prefetch the 256 (512) bytes VRED_PF floats ahead of q */
+#define PF256(q)                                                               \
+  do {                                                                         \
+    if (VRED_PF)                                                               \
+      for (int c_ = 0; c_ < 4; c_++) __builtin_prefetch((q) + VRED_PF + 16 * c_, 0, 0); \
+  } while (0)
+#define PF512(q)                                                               \
+  do {                                                                         \
+    if (VRED_PF)                                                               \
+      for (int c_ = 0; c_ < 8; c_++) __builtin_prefetch((q) + VRED_PF + 16 * c_, 0, 0); \
+  } while (0)
+
 #define F_X(x) (x)
 #define F_SQ(x) ((x) * (x))
 #define F_ABS(x) fabsf(x)
@@ -77,6 +97,7 @@ AI vf vsplat(float x) { return (vf){x, x, x, x, x, x, x, x}; }
     int64_t k = *i;                                                          \
     for (; k + 4 * VW <= n; k += 4 * VW) {                                   \
       const float *q = p + k;                                                \
+      PF512(q);                                                              \
       a0 += (V(ldu(q)) + V(ldu(q + 8))) + (V(ldu(q + 16)) + V(ldu(q + 24))); \
       a1 += (V(ldu(q + 32)) + V(ldu(q + 40))) + (V(ldu(q + 48)) + V(ldu(q + 56))); \
       a2 += (V(ldu(q + 64)) + V(ldu(q + 72))) + (V(ldu(q + 80)) + V(ldu(q + 88))); \
@@ -145,8 +166,10 @@ DEF_CASCADE(abs, F_ABS, V_ABS)
     vd a[16];                                                                \
     for (int k = 0; k < 16; k++) a[k] = (vd){1, 1, 1, 1};                    \
     int64_t i = 0;                                                           \
-    for (; i + 64 <= n; i += 64)                                             \
+    for (; i + 64 <= n; i += 64) {                                           \
+      PF256(p + i);                                                          \
       for (int k = 0; k < 16; k++) a[k] *= LOAD4(p + i + 4 * k);             \
+    }                                                                        \
     PROD_FOLD(a, p + i, n - i);                                              \
   }
 typedef float vf4 __attribute__((vector_size(16)));
@@ -171,9 +194,11 @@ __attribute__((target("avx512f"))) static double prod_run_avx512(const float *p,
   __m512d z[8];
   for (int k = 0; k < 8; k++) z[k] = _mm512_set1_pd(1);
   int64_t i = 0;
-  for (; i + 64 <= n; i += 64)
+  for (; i + 64 <= n; i += 64) {
+    PF256(p + i);
     for (int k = 0; k < 8; k++)
       z[k] = _mm512_mul_pd(z[k], _mm512_cvtps_pd(_mm256_loadu_ps(p + i + 8 * k)));
+  }
   vd a[16];
   for (int k = 0; k < 8; k++) {
     a[2 * k] = (vd)_mm512_castpd512_pd256(z[k]);
@@ -213,32 +238,47 @@ EM_VEC_CLONES double em_vred_sum_f32(em_vred_kind k, const float *p, int64_t n) 
 }
 
 /* -- Extremes -----------------------------------------------------------------
-** x replaces v when x BETTER v or x is NaN; a NaN v is never replaced
-** (NaN BETTER anything is false), so NaN sticks. The comparison masks are
-** combined with |, no branch. */
+** 64 floats a step into 4 vectors of lanes (x replaces v when x BETTER v),
+** and a mask of the NaNs seen, kept apart so that the selects stay one
+** compare each (16M floats from memory: 1.30 ms against 1.58 with the NaN
+** test in every select, a C loop on the Zen 5 EPYC of 2026-12-06, median
+** of 80; a plain sum 1.26). Any NaN makes the result the first NaN of the
+** run. No branch in the loop. */
 #define DEF_EXT(NAME, BETTER, F, V, INIT)                                      \
   AI float ext_##NAME(const float *p, int64_t n) {                           \
     vf v0 = vsplat(INIT), v1 = v0, v2 = v0, v3 = v0;                         \
+    vi nan = (vi)vsplat(0);                                                  \
     int64_t i = 0;                                                           \
-    for (; i + VW <= n; i += VW) {                                           \
-      vf x0 = V(ldu(p + i)), x1 = V(ldu(p + i + 8));                         \
-      vf x2 = V(ldu(p + i + 16)), x3 = V(ldu(p + i + 24));                   \
-      v0 = vsel((x0 BETTER v0) | (x0 != x0), x0, v0);                        \
-      v1 = vsel((x1 BETTER v1) | (x1 != x1), x1, v1);                        \
-      v2 = vsel((x2 BETTER v2) | (x2 != x2), x2, v2);                        \
-      v3 = vsel((x3 BETTER v3) | (x3 != x3), x3, v3);                        \
+    for (; i + 2 * VW <= n; i += 2 * VW) {                                   \
+      const float *q = p + i;                                                \
+      PF256(q);                                                              \
+      vf x0 = V(ldu(q)), x1 = V(ldu(q + 8)), x2 = V(ldu(q + 16)), x3 = V(ldu(q + 24)); \
+      vf x4 = V(ldu(q + 32)), x5 = V(ldu(q + 40)), x6 = V(ldu(q + 48)), x7 = V(ldu(q + 56)); \
+      nan |= (((x0 != x0) | (x1 != x1)) | ((x2 != x2) | (x3 != x3))) |       \
+             (((x4 != x4) | (x5 != x5)) | ((x6 != x6) | (x7 != x7)));        \
+      v0 = vsel(x0 BETTER v0, x0, v0);                                       \
+      v1 = vsel(x1 BETTER v1, x1, v1);                                       \
+      v2 = vsel(x2 BETTER v2, x2, v2);                                       \
+      v3 = vsel(x3 BETTER v3, x3, v3);                                       \
+      v0 = vsel(x4 BETTER v0, x4, v0);                                       \
+      v1 = vsel(x5 BETTER v1, x5, v1);                                       \
+      v2 = vsel(x6 BETTER v2, x6, v2);                                       \
+      v3 = vsel(x7 BETTER v3, x7, v3);                                       \
     }                                                                        \
     float r = INIT;                                                          \
+    int any = 0;                                                             \
     vf vs[4] = {v0, v1, v2, v3};                                             \
+    for (int j = 0; j < 8; j++) any |= nan[j];                               \
     for (int k = 0; k < 4; k++)                                              \
-      for (int j = 0; j < 8; j++) {                                          \
-        float x = vs[k][j];                                                  \
-        r = ((x BETTER r) | (x != x)) ? x : r;                               \
-      }                                                                      \
-    for (; i < n; i++) {                                                     \
-      float x = F(p[i]);                                                     \
-      r = ((x BETTER r) | (x != x)) ? x : r;                                 \
+      for (int j = 0; j < 8; j++) r = vs[k][j] BETTER r ? vs[k][j] : r;      \
+    for (int64_t j = i; j < n; j++) {                                        \
+      float x = F(p[j]);                                                     \
+      any |= x != x;                                                         \
+      r = x BETTER r ? x : r;                                                \
     }                                                                        \
+    if (any)                                                                 \
+      for (int64_t j = 0; j < n; j++)                                        \
+        if (p[j] != p[j]) return F(p[j]);                                    \
     return r;                                                                \
   }
 DEF_EXT(max, >, F_X, V_X, -INFINITY)
