@@ -12,6 +12,7 @@
 ** draw moving to the next "draw" counter of the same element.
 */
 #include "core/kern_random.h"
+#include "cpu/omp_if.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -410,18 +411,15 @@ static void cpu_sample(const em_iter *it, em_dtype dt, const em_sample *s) {
   c.range = s->range;
   em_loop1d loop = sample_loops[dt];
   if (s->kind == EM_SAMPLE_BERNOULLI && dt == EM_FLOAT32 && c.lanes == 2) loop = em_sample_bern_f32;
-  /* a small sample does not enter the OpenMP runtime at all: a team of
-  ** one still costs thousands of instructions per call */
+  /* a small sample, or one thread, does not enter the OpenMP runtime at
+  ** all: a team of one still costs a futex call per region (cpu/omp_if.h) */
+  int nt = 1;
 #ifdef _OPENMP
-  if (n > 4 * SAMPLE_GRAIN) {
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < n; b += SAMPLE_GRAIN)
-      em_iter_run_range(it, b, b + SAMPLE_GRAIN < n ? b + SAMPLE_GRAIN : n, loop, &c);
-    return;
-  }
+  if (n > 4 * SAMPLE_GRAIN && !omp_in_parallel()) nt = omp_get_max_threads();
 #endif
+  EM_OMP_IF(nt > 1, parallel for schedule(static) num_threads(nt),
   for (int64_t b = 0; b < n; b += SAMPLE_GRAIN)
-    em_iter_run_range(it, b, b + SAMPLE_GRAIN < n ? b + SAMPLE_GRAIN : n, loop, &c);
+    em_iter_run_range(it, b, b + SAMPLE_GRAIN < n ? b + SAMPLE_GRAIN : n, loop, &c););
 }
 
 /* -- bernoulli with a tensor of probabilities -------------------------------- */
