@@ -61,9 +61,26 @@ return function(T, C)
     end
     return T.get_default_dtype()
   end
+  -- The error level of the user's code for an error raised by the function
+  -- that calls this: the first frame up the stack that is not ember's own
+  -- Lua (constructors reach their checks through helpers and tail calls of
+  -- varying depth); a C frame (pcall) ends the walk: no position then.
+  local function user_level()
+    local l = 3 -- 1: user_level, 2: the raising function, 3: its caller
+    while true do
+      local info = debug.getinfo(l, "S")
+      if not info or info.what == "C" then return l - 1 end
+      local src = info.source
+      if not (src:find("[@/\\]ember[/\\][%w_]+%.lua$") or src:find("[@/\\]ember[/\\]nn[/\\][%w_]+%.lua$")) then
+        return l - 1
+      end
+      l = l + 1
+    end
+  end
   -- the parameters as tensors of one floating dtype, broadcast together
   -- (list.n: how many, a missing one (nil) included)
-  local function params(name, list)
+  local function params(name, list, level)
+    level = level or 3
     local n = list.n or #list
     local dt = fdtype(list)
     local dev
@@ -76,11 +93,11 @@ return function(T, C)
       elseif type(v) == "number" then
         local ok, t = pcall(T.full, {}, v, { dtype = dt, device = dev })
         if not ok then -- a number out of the dtype's range
-          error(fmt("%s: %s", name, A.unpos(t):gsub("^full: ", "")), 3)
+          error(fmt("%s: %s", name, A.unpos(t):gsub("^full: ", "")), level)
         end
         ts[i] = t
       else
-        error(fmt("%s: expected a tensor or a number for a parameter, got %s", name, type(v)), 3)
+        error(fmt("%s: expected a tensor or a number for a parameter, got %s", name, type(v)), level)
       end
       shapes[i] = totable(ts[i].shape)
     end
@@ -155,7 +172,7 @@ return function(T, C)
     local ok = con.check(t:detach())
     if not ok:all():item() then
       error(fmt("%s: expected %s to satisfy the constraint %s, but found invalid values",
-        d.__name, what, con.name), 4)
+        d.__name, what, con.name), user_level())
     end
   end
 
@@ -298,15 +315,16 @@ return function(T, C)
     cls.class = D[cls.__name]
   end
   local function take_opts(name, o, allowed)
+    local level = user_level()
     o = o or {}
     if type(o) ~= "table" or T.is_tensor(o) then
-      error(fmt("%s: expected an options table, got %s", name, type(o)), 4)
+      error(fmt("%s: expected an options table, got %s", name, type(o)), level)
     end
     for k in pairs(o) do
       local ok = false
       for _, a in ipairs(allowed) do if a == k then ok = true end end
       if not ok then
-        error(fmt("%s: unknown option '%s' (expected one of: %s)", name, tostring(k), table.concat(allowed, ", ")), 4)
+        error(fmt("%s: unknown option '%s' (expected one of: %s)", name, tostring(k), table.concat(allowed, ", ")), level)
       end
     end
     return o
@@ -1857,17 +1875,27 @@ return function(T, C)
   function Gumbel:_variance() return self.stddev:pow(2) end
   function Gumbel:entropy() return self.scale:log() + (1 + EULER_GAMMA) end
 
+  -- The prologue of the transformed distributions of two positive
+  -- parameters (Weibull, Pareto, Kumaraswamy): the options, the parameters
+  -- broadcast to one floating dtype, and their checks in torch's order
+  -- (order: {index, name} pairs).
+  local function positive_pair(name, a, b, o, order)
+    o = take_opts(name, o, { "validate_args" })
+    local p = params(name, { a, b, n = 2 }, 4)
+    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = name }
+    if d0._validate_args then
+      for _, c in ipairs(order) do check(d0, "parameter " .. c[2], p[c[1]], Cn.positive) end
+    end
+    return p, o
+  end
+
   -- Weibull(scale, concentration): scale E^(1 / concentration), E ~ Exponential(1)
   local Weibull = td_class("Weibull", { scale = Cn.positive, concentration = Cn.positive }, Cn.positive,
     { "scale", "concentration", "concentration_reciprocal" })
   Weibull.has_rsample = true
   ctor(Weibull, function(scale, conc, o)
-    o = take_opts("Weibull", o, { "validate_args" })
-    local p = params("Weibull", { scale, conc, n = 2 })
-    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = "Weibull" }
-    if d0._validate_args then
-      check(d0, "parameter scale", p[1], Cn.positive); check(d0, "parameter concentration", p[2], Cn.positive)
-    end
+    local p
+    p, o = positive_pair("Weibull", scale, conc, o, { { 1, "scale" }, { 2, "concentration" } })
     local cr = p[2]:reciprocal()
     local base = D.Exponential(T.ones_like(p[1]), { validate_args = o.validate_args })
     local d = td_new(Weibull, base, { TR.PowerTransform(cr), TR.AffineTransform(0, p[1]) }, { validate_args = o.validate_args })
@@ -1899,12 +1927,8 @@ return function(T, C)
   Pareto.has_rsample = true
   function Pareto:_support() return Cn.greater_than_eq(self.scale) end
   ctor(Pareto, function(scale, alpha, o)
-    o = take_opts("Pareto", o, { "validate_args" })
-    local p = params("Pareto", { scale, alpha, n = 2 })
-    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = "Pareto" }
-    if d0._validate_args then
-      check(d0, "parameter alpha", p[2], Cn.positive); check(d0, "parameter scale", p[1], Cn.positive)
-    end
+    local p
+    p, o = positive_pair("Pareto", scale, alpha, o, { { 2, "alpha" }, { 1, "scale" } })
     local base = D.Exponential(p[2], { validate_args = o.validate_args })
     local d = td_new(Pareto, base, { TR.ExpTransform(), TR.AffineTransform(0, p[1]) }, { validate_args = o.validate_args })
     d.scale, d.alpha = p[1], p[2]
@@ -1954,12 +1978,8 @@ return function(T, C)
     Cn.unit_interval, { "concentration1", "concentration0" })
   Kumaraswamy.has_rsample = true
   ctor(Kumaraswamy, function(c1, c0, o)
-    o = take_opts("Kumaraswamy", o, { "validate_args" })
-    local p = params("Kumaraswamy", { c1, c0, n = 2 })
-    local d0 = { _validate_args = o.validate_args == nil and validate_default or o.validate_args, __name = "Kumaraswamy" }
-    if d0._validate_args then
-      check(d0, "parameter concentration1", p[1], Cn.positive); check(d0, "parameter concentration0", p[2], Cn.positive)
-    end
+    local p
+    p, o = positive_pair("Kumaraswamy", c1, c0, o, { { 1, "concentration1" }, { 2, "concentration0" } })
     local base = D.Uniform(T.zeros_like(p[2]), T.ones_like(p[2]), { validate_args = o.validate_args })
     local ts = { TR.PowerTransform(p[2]:reciprocal()), TR.AffineTransform(1.0, -1.0), TR.PowerTransform(p[1]:reciprocal()) }
     local d = td_new(Kumaraswamy, base, ts, { validate_args = o.validate_args })

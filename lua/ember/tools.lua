@@ -248,10 +248,63 @@ return function(T, C)
     return T.bmm(l, r):view(out_size):permute(operm)
   end
 
+  -- The sublist form, T.einsum(op1, sub1, op2, sub2, ..., [sub_out]), as
+  -- PyTorch's: each sublist a list of labels, integers in [0, 52) (labels,
+  -- not positions: the same numbers as in PyTorch) or "..." for an
+  -- ellipsis; turned into the equation (0-25 are A-Z, 26-51 a-z).
+  local function sublist_labels(sub, what)
+    if type(sub) ~= "table" or T.is_tensor(sub) then
+      error(string.format("einsum: expected a list of subscripts for %s, got %s", what,
+                          T.is_tensor(sub) and "a tensor" or type(sub)), 4)
+    end
+    local n = #sub
+    if next(sub, n > 0 and n or nil) ~= nil then
+      error(string.format("einsum: the subscripts of %s must be a list (1..n, no holes or named keys)", what), 4)
+    end
+    local s = {}
+    for j = 1, n do
+      local v = sub[j]
+      if v == nil then
+        error(string.format("einsum: the subscripts of %s must be a list (1..n, no holes or named keys)", what), 4)
+      elseif v == "..." then
+        s[j] = "..."
+      elseif type(v) == "number" and v == math.floor(v) and v >= 0 and v < 52 then
+        s[j] = label_char(v)
+      else
+        error(string.format("einsum: subscript %s of %s is not within the valid range [0, 52) (nor \"...\")",
+                            tostring(v), what), 4)
+      end
+    end
+    return table.concat(s)
+  end
+  local function sublist_form(args, n)
+    local parts, operands = {}, {}
+    local i = 1
+    while i + 1 <= n do
+      operands[#operands + 1] = args[i]
+      check_tensor("einsum", args[i], "operand " .. #operands, 3)
+      parts[#parts + 1] = sublist_labels(args[i + 1], "operand " .. #operands)
+      i = i + 2
+    end
+    local eq = table.concat(parts, ",")
+    if i == n then
+      if T.is_tensor(args[n]) then
+        error(string.format("einsum: operand %d has no sublist (the sublist form is op1, sub1, op2, sub2, ..., [sub_out])",
+                            #operands + 1), 3)
+      end
+      eq = eq .. "->" .. sublist_labels(args[n], "the output")
+    end
+    return eq, operands
+  end
+
   function T.einsum(equation, ...)
     local op = "einsum"
+    if T.is_tensor(equation) then
+      local eq, operands = sublist_form({ equation, ... }, select("#", ...) + 1)
+      return T.einsum(eq, operands)
+    end
     if type(equation) ~= "string" then
-      error("einsum: expected the equation string as argument #1, got " .. type(equation), 2)
+      error("einsum: expected the equation string (or a tensor and its sublist) as argument #1, got " .. type(equation), 2)
     end
     local operands, num_ops = { ... }, select("#", ...)
     -- a trailing table with named keys is an options table: einsum takes none
