@@ -767,16 +767,21 @@ static int l_set_detect_anomaly(lua_State *L) {
 
 static int l_is_grad_enabled(lua_State *L) {
   l_checknomore(L, 0, "is_grad_enabled");
-  lua_pushboolean(L, em_grad_enabled());
+  lua_pushboolean(L, em_grad_mode());
   return 1;
 }
 static int l_set_grad_enabled(lua_State *L) {
-  return swap_mode(L, "set_grad_enabled", em_grad_enabled, em_set_grad_enabled);
+  return swap_mode(L, "set_grad_enabled", em_grad_mode, em_set_grad_enabled);
+}
+/* C._set_inference_mode(b) -> the previous mode */
+static int l_set_inference_mode(lua_State *L) {
+  return swap_mode(L, "inference_mode", em_inference_mode, em_set_inference_mode);
 }
 
 void l_open_autograd(lua_State *L) {
   static const luaL_Reg fns[] = {{"is_grad_enabled", l_is_grad_enabled},
                                  {"set_grad_enabled", l_set_grad_enabled},
+                                 {"_set_inference_mode", l_set_inference_mode},
                                  {"_autograd_grad", l_autograd_grad},
                                  {"_autograd_custom", l_autograd_custom},
                                  {"_name_grad_fn", l_name_grad_fn},

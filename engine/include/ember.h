@@ -1295,10 +1295,17 @@ em_status em_binary_cross_entropy_with_logits_backward(
 /* (end of nn) */
 /* -- Autograd (autograd.c, autograd/formulas.c; docs/autograd.md) ---------- */
 
-/* Grad mode, per thread (on by default). Ops record a node for backward
-** only in grad mode and when an input requires grad. */
+/* Grad mode and inference mode, per thread (grad mode on, inference mode
+** off by default). Ops record a node for backward only in grad mode, out of
+** inference mode, and when an input requires grad: em_grad_enabled() says
+** whether they record now, em_grad_mode() what grad mode is set to (an
+** enable_grad inside inference mode sets it and records nothing, as
+** PyTorch's InferenceMode). */
 int em_grad_enabled(void);
+int em_grad_mode(void);
 void em_set_grad_enabled(int on);
+int em_inference_mode(void);
+void em_set_inference_mode(int on);
 
 /* May `out` (an out= destination, not an in-place target) be written in
 ** the current mode? In grad mode out= is not differentiable: an out that

@@ -56,13 +56,17 @@ return function(T, C)
 
   -- -- inference_mode ------------------------------------------------------------
   -- T.inference_mode(fn, ...) / T.inference_mode(b, fn, ...): ember has no
-  -- inference tensors; inference_mode(true) is no_grad and inference_mode(false)
-  -- enable_grad (PyTorch's InferenceMode(false) turns grad mode on), and
+  -- inference tensors; inference_mode(true) turns grad mode off and nothing
+  -- records inside it, not even under an enable_grad (C's inference mode,
+  -- as PyTorch's InferenceMode: is_grad_enabled() is then true and results
+  -- still do not require grad); inference_mode(false) turns grad mode on
+  -- (PyTorch's InferenceMode(false) does) and lifts an outer one.
   -- T.is_inference_mode_enabled() says which scope is innermost
   local inference = false
   local function set_inference(on)
     local prev = inference
     inference = on
+    C._set_inference_mode(on)
     return prev
   end
   function T.inference_mode(mode, fn, ...)

@@ -27,15 +27,30 @@
 /* -- Grad mode ------------------------------------------------------------ */
 
 static _Thread_local int grad_disabled;  /* 0: grad mode on (the default) */
+static _Thread_local int inference_on;   /* inference mode: nothing records */
 
+/* em_ag_pause() returns whether the op it guards should record, and turns
+** recording off for the ops it calls; em_ag_resume(on) undoes it. In
+** inference mode nothing records, so both leave grad mode as the user set
+** it (an enable_grad inside inference mode stays visible to
+** is_grad_enabled). */
 int em_ag_pause(void) {
+  if (inference_on) return 0;
   int on = !grad_disabled;
   grad_disabled = 1;
   return on;
 }
-void em_ag_resume(int on) { grad_disabled = !on; }
-int em_grad_enabled(void) { return !grad_disabled; }
+void em_ag_resume(int on) {
+  if (!inference_on) grad_disabled = !on;
+}
+/* Ops record when grad mode is on and inference mode off: inference mode
+** (PyTorch's InferenceMode) overrides an enable_grad inside it, whose grad
+** mode is still what is_grad_enabled reports (em_grad_mode). */
+int em_grad_enabled(void) { return !grad_disabled && !inference_on; }
+int em_grad_mode(void) { return !grad_disabled; }
 void em_set_grad_enabled(int on) { grad_disabled = !on; }
+int em_inference_mode(void) { return inference_on; }
+void em_set_inference_mode(int on) { inference_on = on != 0; }
 
 static em_node *grad_fn_of(const em_tensor *t);
 
@@ -426,7 +441,7 @@ em_status em_ag_saved_get(em_node *n, int k, em_tensor **out) {
   }
   /* recording the backward (create_graph): the saved tensor comes back
   ** with its history, so gradients flow through it */
-  if (!grad_disabled && (s->fn || s->leaf)) {
+  if (em_grad_enabled() && (s->fn || s->leaf)) {
     if (s->leaf) {
       em_tensor_retain(s->leaf);
       *out = s->leaf;
@@ -455,7 +470,7 @@ em_status em_autograd_record(const char *name, int nin, const em_tensor *const *
                              void *ctx, void (*free_ctx)(void *ctx)) {
   int any_float = 0;
   for (int k = 0; k < nout; k++) any_float |= is_float(outputs[k]);
-  if (grad_disabled || !em_ag_any(nin, inputs) || !any_float || nin < 0 || nout < 0 ||
+  if (!em_grad_enabled() || !em_ag_any(nin, inputs) || !any_float || nin < 0 || nout < 0 ||
       nsaved < 0) {
     if (free_ctx) free_ctx(ctx);
     if (nin < 0 || nout < 0 || nsaved < 0)
@@ -604,7 +619,7 @@ em_status em_ag_record_inplace(const char *name, em_tensor *t, const em_tensor *
 }
 
 em_status em_ag_unsupported(const char *op, const em_tensor *t, const em_tensor *src) {
-  if (grad_disabled || !(t->requires_grad || (src && src->requires_grad))) return EM_OK;
+  if (!em_grad_enabled() || !(t->requires_grad || (src && src->requires_grad))) return EM_OK;
   return em_fail(EM_E_RUNTIME, "%s: automatic differentiation is not supported for this "
                  "operation; run it under no_grad or on detached tensors", op);
 }
@@ -789,7 +804,7 @@ em_status em_ag_check_inplace(const char *op, const em_tensor *t) {
 }
 
 em_status em_check_out(const char *op, const em_tensor *out) {
-  if (!out || grad_disabled) return EM_OK;
+  if (!out || !em_grad_enabled()) return EM_OK;
   if (out->requires_grad) return em_fail(EM_E_VALUE, EM_MSG_OUT_NOT_DIFFERENTIABLE, op);
   if (out->nograd_view || out->hook_view || out->multi_view) return em_ag_check_inplace(op, out);
   return EM_OK;
