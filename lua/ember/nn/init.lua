@@ -89,10 +89,13 @@ return function(T, C)
     local nonfinite_error = error_if_nonfinite == true
     norm_type = norm_type or 2
     params = param_list("clip_grad_norm_", params, 3, true)
+    -- the gradients detached (sharing their memory), as PyTorch's
+    -- p.grad.detach(): a create_graph gradient keeps its own history, and
+    -- neither the norm returned nor the scaling records anything
     local grads = {}
     for _, p in ipairs(params) do
       local g = T.optim.grad_of(p)
-      if g ~= nil then grads[#grads + 1] = g end
+      if g ~= nil then grads[#grads + 1] = g:detach() end
     end
     if #grads == 0 then return T.zeros({}, { dtype = T.get_default_dtype() }) end
     local norms = {}
@@ -117,7 +120,7 @@ return function(T, C)
     params = param_list("clip_grad_value_", params, 3, true)
     for _, p in ipairs(params) do
       local g = T.optim.grad_of(p)
-      if g ~= nil then g:clamp_(-clip, clip) end
+      if g ~= nil then g:detach():clamp_(-clip, clip) end   -- PyTorch's p.grad.data.clamp_
     end
   end
   -- vector_to_parameters(vec, params): vec's slices copied into params
@@ -176,8 +179,20 @@ return function(T, C)
     local g, v = m._parameters[name .. "_g"], m._parameters[name .. "_v"]
     return v * (g / norm_except_dim(v, dim))
   end
+  -- name and dim positional, or any trailing run of them one table:
+  -- weight_norm(m, {dim = false}), weight_norm(m, "weight", {dim = 2})
+  local WN = { "name", "dim" }
   function nn.utils.weight_norm(module, name, dim, ...)
-    A.nooptions("weight_norm", 2, 3, name, dim, ...)
+    if A.is_opts(name) then
+      A.nomore("weight_norm", 2, dim, ...)
+      local o = A.checkopts("weight_norm", name, WN)
+      name, dim = o.name, o.dim
+    elseif A.is_opts(dim) then
+      A.nomore("weight_norm", 3, ...)
+      dim = A.checkopts("weight_norm", dim, { "dim" }).dim
+    else
+      A.nooptions("weight_norm", 2, 3, name, dim, ...)
+    end
     if not nn.Module._is_module(module) then
       error("weight_norm: expected a Module, got " .. type(module), 2)
     end
@@ -218,7 +233,12 @@ return function(T, C)
   -- remove_weight_norm(module[, name="weight"]): name is a parameter again,
   -- holding the current v * (g / ||v||); name_g and name_v are dropped
   function nn.utils.remove_weight_norm(module, name, ...)
-    A.nooptions("remove_weight_norm", 2, 2, name, ...)
+    if A.is_opts(name) then
+      A.nomore("remove_weight_norm", 2, ...)
+      name = A.checkopts("remove_weight_norm", name, { "name" }).name
+    else
+      A.nooptions("remove_weight_norm", 2, 2, name, ...)
+    end
     if not nn.Module._is_module(module) then
       error("remove_weight_norm: expected a Module, got " .. type(module), 2)
     end

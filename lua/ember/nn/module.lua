@@ -664,6 +664,10 @@ return function(T, C)
   -- fn on every child's subtree (each distinct child once), then on self
   function Module:apply(fn, ...)
     nomore("apply", 2, ...)
+    local mt = type(fn) == "table" and getmetatable(fn)
+    if type(fn) ~= "function" and not (mt and mt.__call) then
+      error("apply: expected a function, got " .. type(fn), 2)
+    end
     for _, it in ipairs(child_items(self)) do it[2]:apply(fn) end
     fn(self)
     return self
@@ -759,6 +763,12 @@ return function(T, C)
     end
     take(a)
     take(b)
+    -- a bad device is refused here, as PyTorch parses it first (a module
+    -- without tensors included)
+    if device ~= nil and T.device and not T.is_tensor(device) then
+      local ok, e = pcall(T.device, device)
+      if not ok then error((tostring(e):gsub("^.-:%d+: ", ""):gsub("^device: ", "to: ")), 2) end
+    end
     return Module._convert(self, dtype, device, nb, true)
   end
   -- the body of to(): complex tensors take dtype too when with_complex
