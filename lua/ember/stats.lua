@@ -56,6 +56,8 @@ return function(T, C)
       error(fmt("diff: order must be non-negative but got %s", tostring(n)), 2)
     end
     dim = wrap_dim("diff", dim, x.ndim)
+    -- order 0 is x itself, prepend/append ignored (PyTorch and NumPy)
+    if n == 0 then return finish("diff", x, o) end
     local parts = {}
     local function side(v)
       if v == nil then return end
@@ -535,6 +537,46 @@ return function(T, C)
   end)
 
   -- -- logcumsumexp --------------------------------------------------------------------------
+  -- a scan of logaddexp (exact for every prefix, however far below the
+  -- maximum). float32/16/bf16 scan in double and round once (as PyTorch's
+  -- CPU kernel, whose accumulator is double): a float scan drifts (5e-5
+  -- relative after 1e5 steps)
+  local function lcse_scan(x, dim)
+    local odt = x.dtype
+    if odt ~= T.float64 then x = x:double() end
+    local n = x.shape[dim]
+    local acc = x:narrow(dim, 1, 1)
+    local parts = { acc }
+    for i = 2, n do
+      acc = T.logaddexp(acc, x:narrow(dim, i, 1))
+      parts[i] = acc
+    end
+    local r = n == 1 and acc * 1 or T.cat(parts, dim)
+    if odt ~= T.float64 then r = r:to(odt) end
+    return r
+  end
+  -- the gradient is PyTorch's logcumsumexp_backward (one node, not a chain
+  -- of logaddexp nodes, whose exp(inf - inf) made every gradient before a
+  -- +inf input NaN): the positive and negative parts of the output's
+  -- gradient, each a reversed logcumsumexp of log|g| - result, plus x,
+  -- exponentiated; double backward runs through these ops
+  local LogCumSumExp = T.autograd.Function:extend("Logcumsumexp")
+  function LogCumSumExp.forward(ctx, x, dim)
+    local r = lcse_scan(x, dim)
+    ctx.dim = dim
+    ctx:save_for_backward(x, r)
+    return r
+  end
+  function LogCumSumExp.backward(ctx, g)
+    local x, r = ctx.saved_tensors[1], ctx.saved_tensors[2]
+    local dim = ctx.dim
+    local lowest = T.finfo(g.dtype).min
+    local function rev(t) return T.logcumsumexp(t:flip({ dim }), dim):flip({ dim }) end
+    local lg = g:abs():log()
+    local pos = T.where(g:gt(0), lg, lowest)
+    local neg = T.where(g:lt(0), lg, lowest)
+    return (rev(pos - r) + x):exp() - (rev(neg - r) + x):exp(), nil
+  end
   both("logcumsumexp", function(x, dim, o)
     if is_opts(dim) then o, dim = dim, nil end
     o = check_opts("logcumsumexp", o, A.set { "dim", "out" }, 2)
@@ -548,22 +590,8 @@ return function(T, C)
     if not is_float(x.dtype) then x = x:to(T.get_default_dtype()) end
     if x.ndim == 0 then return finish("logcumsumexp", x * 1, o) end
     if x:numel() == 0 then return finish("logcumsumexp", x * 1, o) end
-    -- a scan of logaddexp (exact for every prefix, however far below the
-    -- maximum; differentiable through logaddexp's formula)
-    -- float32/16/bf16 scan in double and round once (as PyTorch's CPU
-    -- kernel, whose accumulator is double): a float scan drifts (5e-5
-    -- relative after 1e5 steps)
-    local odt = x.dtype
-    if odt ~= T.float64 then x = x:double() end
-    local n = x.shape[dim]
-    local acc = x:narrow(dim, 1, 1)
-    local parts = { acc }
-    for i = 2, n do
-      acc = T.logaddexp(acc, x:narrow(dim, i, 1))
-      parts[i] = acc
-    end
-    local r = n == 1 and acc * 1 or T.cat(parts, dim)
-    if odt ~= T.float64 then r = r:to(odt) end
+    local r
+    if x.requires_grad then r = LogCumSumExp.apply(x, dim) else r = lcse_scan(x, dim) end
     return finish("logcumsumexp", r, o)
   end)
 
