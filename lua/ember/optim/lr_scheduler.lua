@@ -31,6 +31,13 @@ return function(T, optim)
     return type(o) == "table" and type(o.param_groups) == "table" and o.step ~= nil
   end
 
+  -- ARGS.nomore, its error reported at the caller of the scheduler's
+  -- constructor (3 levels up from here) instead of at a line of this file
+  local function nomore(name, n, ...)
+    local ok, e = pcall(ARGS.nomore, name, n, ...)
+    if not ok then error((tostring(e):gsub("^[^\n]-lr_scheduler%.lua:%d+: ", "")), 4) end
+  end
+
   -- (opt, first, o) or (opt, o): the options table with first under key
   local function args(name, opt, a, b, key, allowed, ...)
     if not is_optimizer(opt) then
@@ -38,7 +45,7 @@ return function(T, optim)
     end
     local o
     if key and a ~= nil and not (ARGS.is_opts(a) and next(a) ~= nil and a[1] == nil) then
-      ARGS.nomore(name, 3, ...)
+      nomore(name, 3, ...)
       o = ARGS.checkopts(name, b, allowed, 4)
       local c = {}
       for k, v in pairs(o) do c[k] = v end
@@ -46,7 +53,7 @@ return function(T, optim)
       c[key] = a
       o = c
     else
-      ARGS.nomore(name, 2, b, ...)
+      nomore(name, 2, b, ...)
       o = ARGS.checkopts(name, a, allowed, 4)
     end
     if key and o[key] == nil then error(string.format("%s: %s is required", name, key), 3) end
@@ -57,7 +64,7 @@ return function(T, optim)
     local n = #opt.param_groups
     if type(v) == "table" and not T.is_tensor(v) then
       if #v ~= n then
-        error(string.format("%s: expected %d values for %s, got %d", name, n, what, #v), 4)
+        error(string.format("%s: expected %d values for %s, got %d", name, n, what, #v), 3)
       end
       return { unpack(v, 1, n) }
     end
@@ -89,7 +96,7 @@ return function(T, optim)
     local last_epoch = o.last_epoch
     if last_epoch == nil then last_epoch = -1 end
     if type(last_epoch) ~= "number" or last_epoch ~= floor(last_epoch) then
-      error(string.format("%s: last_epoch must be an integer, got %s", self.__name, tostring(last_epoch)), 4)
+      error(string.format("%s: last_epoch must be an integer, got %s", self.__name, tostring(last_epoch)), 3)
     end
     if last_epoch == -1 then
       for _, g in ipairs(opt.param_groups) do
@@ -99,7 +106,7 @@ return function(T, optim)
       for i, g in ipairs(opt.param_groups) do
         if g.initial_lr == nil then
           error(string.format("%s: param 'initial_lr' is not specified in param_groups[%d] when "
-            .. "resuming an optimizer", self.__name, i), 4)
+            .. "resuming an optimizer", self.__name, i), 3)
         end
       end
     end
@@ -190,16 +197,16 @@ return function(T, optim)
 
   local function number(name, what, v, lo)
     if type(v) ~= "number" then
-      error(string.format("%s: %s must be a number, got %s", name, what, type(v)), 4)
+      error(string.format("%s: %s must be a number, got %s", name, what, type(v)), 3)
     end
     if lo and not (v > lo) then
-      error(string.format("%s: %s must be greater than %g, got %g", name, what, lo, v), 4)
+      error(string.format("%s: %s must be greater than %g, got %g", name, what, lo, v), 3)
     end
     return v
   end
   local function posint(name, what, v)
     if type(v) ~= "number" or v ~= floor(v) or v <= 0 then
-      error(string.format("%s: Expected positive integer %s, but got %s", name, what, tostring(v)), 4)
+      error(string.format("%s: Expected positive integer %s, but got %s", name, what, tostring(v)), 3)
     end
     return v
   end
@@ -213,12 +220,12 @@ return function(T, optim)
       return out
     end
     if type(f) ~= "table" then
-      error(string.format("%s: lr_lambda must be a function or a list of functions, got %s", name, type(f)), 4)
+      error(string.format("%s: lr_lambda must be a function or a list of functions, got %s", name, type(f)), 3)
     end
-    if #f ~= n then error(string.format("%s: Expected %d lr_lambdas, but got %d", name, n, #f), 4) end
+    if #f ~= n then error(string.format("%s: Expected %d lr_lambdas, but got %d", name, n, #f), 3) end
     for i = 1, n do
       if type(f[i]) ~= "function" then
-        error(string.format("%s: lr_lambda[%d] must be a function, got %s", name, i, type(f[i])), 4)
+        error(string.format("%s: lr_lambda[%d] must be a function, got %s", name, i, type(f[i])), 3)
       end
     end
     return { unpack(f, 1, n) }
@@ -243,7 +250,8 @@ return function(T, optim)
     local o = args("LambdaLR", opt, a, b, "lr_lambda", LAMBDA, ...)
     local self = setmetatable({}, LambdaLR)
     self.lr_lambdas = lambdas("LambdaLR", opt, o.lr_lambda)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function LambdaLR:_compute_lr()
     return lrs(self, function(_, base, i) return base * self.lr_lambdas[i](self.last_epoch) end)
@@ -256,7 +264,8 @@ return function(T, optim)
     local o = args("MultiplicativeLR", opt, a, b, "lr_lambda", LAMBDA, ...)
     local self = setmetatable({}, MultiplicativeLR)
     self.lr_lambdas = lambdas("MultiplicativeLR", opt, o.lr_lambda)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function MultiplicativeLR:_compute_lr()
     if self.last_epoch > 0 then
@@ -274,7 +283,8 @@ return function(T, optim)
     local self = setmetatable({}, StepLR)
     self.step_size = posint("StepLR", "step_size", o.step_size)
     self.gamma = number("StepLR", "gamma", o.gamma or 0.1)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function StepLR:_compute_lr()
     if self.last_epoch == 0 or self.last_epoch % self.step_size ~= 0 then return lrs(self, keep) end
@@ -301,7 +311,8 @@ return function(T, optim)
     end
     table.sort(self.milestones)
     self.gamma = number("MultiStepLR", "gamma", o.gamma or 0.1)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function MultiStepLR:_compute_lr()
     local count = 0
@@ -320,7 +331,8 @@ return function(T, optim)
     local o = args("ExponentialLR", opt, a, b, "gamma", { "gamma", "last_epoch", "verbose" }, ...)
     local self = setmetatable({}, ExponentialLR)
     self.gamma = number("ExponentialLR", "gamma", o.gamma)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function ExponentialLR:_compute_lr()
     if self.last_epoch == 0 then return lrs(self, keep) end
@@ -344,7 +356,8 @@ return function(T, optim)
     if f == 0 then error("ConstantLR: factor 0 cannot be lifted at total_iters (it divides by the factor)", 2) end
     self.factor = f
     self.total_iters = number("ConstantLR", "total_iters", o.total_iters or 5)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function ConstantLR:_compute_lr()
     local e, n = self.last_epoch, self.total_iters
@@ -374,7 +387,8 @@ return function(T, optim)
     end
     self.start_factor, self.end_factor = s, e
     self.total_iters = number("LinearLR", "total_iters", o.total_iters or 5)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function LinearLR:_compute_lr()
     local e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
@@ -397,7 +411,8 @@ return function(T, optim)
     self.power = number("PolynomialLR", "power", o.power or 1.0)
     -- (1 - e/n)^power at e = n: 0 to a negative power (PyTorch raises there)
     if self.power < 0 then error("PolynomialLR: power must be >= 0, got " .. self.power, 2) end
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function PolynomialLR:_compute_lr()
     local e, n, p = self.last_epoch, self.total_iters, self.power
@@ -417,7 +432,8 @@ return function(T, optim)
     local self = setmetatable({}, Cosine)
     self.T_max = number("CosineAnnealingLR", "T_max", o.T_max, 0)
     self.eta_min = number("CosineAnnealingLR", "eta_min", o.eta_min or 0)
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function Cosine:_compute_lr()
     local e, Tm, eta = self.last_epoch, self.T_max, self.eta_min
@@ -453,7 +469,8 @@ return function(T, optim)
     self.T_0, self.T_i, self.T_mult = T0, T0, Tm
     self.eta_min = number(name, "eta_min", o.eta_min or 0)
     self.T_cur = o.last_epoch or -1
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function Warm:_compute_lr()
     local eta = self.eta_min
@@ -673,7 +690,8 @@ return function(T, optim)
         end
       end
     end
-    return base_init(self, opt, o)
+    base_init(self, opt, o)
+    return self
   end
   function OneCycle:_anneal(s, e, pct)
     if self.anneal_strategy == "cos" then return e + (s - e) / 2.0 * (cos(pi * pct) + 1) end
@@ -864,7 +882,7 @@ return function(T, optim)
   end
   -- step(metrics [, epoch]): metrics a number or a one-element tensor
   function Plateau:step(metrics, epoch, ...)
-    ARGS.nooptions("step", 3, 3, metrics, epoch, ...)
+    ARGS.nooptions("step", 2, 3, metrics, epoch, ...)
     local current = metrics
     if T.is_tensor(metrics) then current = metrics:item() end
     if type(current) ~= "number" then
