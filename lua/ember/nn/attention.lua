@@ -19,24 +19,39 @@ return function(T, C, nn)
     return T.empty(shape, { dtype = opt(o, "dtype", nil) or T.get_default_dtype(),
       device = opt(o, "device", nil) })
   end
+  -- an error at the user's line: the first frame up the stack that is not
+  -- ember's own Lua (a layer reaches MultiheadAttention's checks, and a
+  -- Transformer the layers', through frames of varying depth); a C frame
+  -- (pcall) ends the walk: no position then
+  local function raise(msg)
+    local l = 3 -- 1: raise, 2: the raising function, 3: its caller
+    while true do
+      local info = debug.getinfo(l, "S")
+      if not info or info.what == "C" then break end
+      local src = info.source
+      if not (src:find("[@/\\]ember[/\\][%w_]+%.lua$") or src:find("[@/\\]ember[/\\]nn[/\\][%w_]+%.lua$")) then
+        break
+      end
+      l = l + 1
+    end
+    error(msg, l)
+  end
   local function tensor_or_nil(op, what, t)
     if t ~= nil and not T.is_tensor(t) then
-      error(fmt("%s: expected %s to be a tensor, got %s", op, what, type(t)), 4)
+      raise(fmt("%s: expected %s to be a tensor, got %s", op, what, type(t)))
     end
     return t
   end
 
   -- a mask as an additive float mask of dtype dt: bool true (PyTorch's
-  -- MultiheadAttention convention: true = not allowed) becomes -inf;
-  -- level: the error's level as the caller's caller sees it
-  local function float_mask(op, what, m, dt, level)
+  -- MultiheadAttention convention: true = not allowed) becomes -inf
+  local function float_mask(op, what, m, dt)
     if m == nil then return nil end
     if m.dtype == T.bool then
       return T.zeros(m.shape, { dtype = dt, device = m.device }):masked_fill(m, -math.huge)
     end
     if not m.dtype.is_floating_point then
-      error(fmt("%s: only bool and floating types of %s are supported, got %s", op, what, tostring(m.dtype)),
-        (level or 2) + 1)
+      raise(fmt("%s: only bool and floating types of %s are supported, got %s", op, what, tostring(m.dtype)))
     end
     return m:to(dt)
   end
@@ -49,23 +64,20 @@ return function(T, C, nn)
   end
 
   -- -- MultiheadAttention -----------------------------------------------------
-  -- attn_mask's shape checked against (L, S) or (N * H, L, S); level: the
-  -- error's level as the caller's caller sees it
-  local function check_attn_mask(op, am, L, S, N, H, level)
-    level = level or 2
+  -- attn_mask's shape checked against (L, S) or (N * H, L, S)
+  local function check_attn_mask(op, am, L, S, N, H)
     if am == nil then return nil end
     if am.ndim == 2 then
       if am.shape[1] ~= L or am.shape[2] ~= S then
-        error(fmt("%s: the shape of the 2-d attn_mask is %s, but should be (%d, %d)", op, tostring(am.shape), L, S),
-          level + 1)
+        raise(fmt("%s: the shape of the 2-d attn_mask is %s, but should be (%d, %d)", op, tostring(am.shape), L, S))
       end
     elseif am.ndim == 3 then
       if am.shape[1] ~= N * H or am.shape[2] ~= L or am.shape[3] ~= S then
-        error(fmt("%s: the shape of the 3-d attn_mask is %s, but should be (%d, %d, %d)", op,
-          tostring(am.shape), N * H, L, S), level + 1)
+        raise(fmt("%s: the shape of the 3-d attn_mask is %s, but should be (%d, %d, %d)", op,
+          tostring(am.shape), N * H, L, S))
       end
     else
-      error(fmt("%s: attn_mask's dimension %d is not supported", op, am.ndim), level + 1)
+      raise(fmt("%s: attn_mask's dimension %d is not supported", op, am.ndim))
     end
     return am
   end
@@ -80,8 +92,8 @@ return function(T, C, nn)
     checkopts("MultiheadAttention", o, MHA_O)
     if type(embed_dim) ~= "number" or embed_dim <= 0 or embed_dim % 1 ~= 0 or type(num_heads) ~= "number"
       or num_heads <= 0 or num_heads % 1 ~= 0 then
-      error(fmt("MultiheadAttention: embed_dim and num_heads must be positive integers, got %s and %s",
-        tostring(embed_dim), tostring(num_heads)), 3)
+      raise(fmt("MultiheadAttention: embed_dim and num_heads must be positive integers, got %s and %s",
+        tostring(embed_dim), tostring(num_heads)))
     end
     local E = embed_dim
     self.embed_dim, self.num_heads = E, num_heads
@@ -90,7 +102,7 @@ return function(T, C, nn)
     self.dropout, self.batch_first = opt(o, "dropout", 0.0), opt(o, "batch_first", false)
     self.head_dim = math.floor(E / num_heads)
     if self.head_dim * num_heads ~= E then
-      error(fmt("MultiheadAttention: embed_dim (%d) must be divisible by num_heads (%d)", E, num_heads), 3)
+      raise(fmt("MultiheadAttention: embed_dim (%d) must be divisible by num_heads (%d)", E, num_heads))
     end
     local bias = opt(o, "bias", true)
     if self._qkv_same_embed_dim then
@@ -112,15 +124,24 @@ return function(T, C, nn)
 
   local MHA_F = { "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal" }
   -- forward(query, key, value, {key_padding_mask, need_weights = true,
-  -- attn_mask, average_attn_weights = true, is_causal = false}) -> output,
-  -- weights (nil when need_weights is false)
-  function MHA:forward(query, key, value, o, ...)
+  -- attn_mask, average_attn_weights = true, is_causal = false}) or
+  -- forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+  -- average_attn_weights, is_causal) (PyTorch's order) -> output, weights
+  -- (nil when need_weights is false)
+  function MHA:forward(query, key, value, ...)
     local op = "MultiheadAttention.forward"
-    nomore(op, 4, ...)
-    o = checkopts(op, o, MHA_F)
+    local n, o = select("#", ...), ...
+    if n > 1 or T.is_tensor(o) or (n == 1 and type(o) ~= "table" and o ~= nil) then
+      if n > #MHA_F then nomore(op, 3 + #MHA_F, select(#MHA_F + 1, ...)) end
+      local a = { ... }
+      o = {}
+      for i, k in ipairs(MHA_F) do o[k] = a[i] end
+    else
+      o = checkopts(op, o, MHA_F)
+    end
     for i, t in ipairs({ query, key, value }) do
       if not T.is_tensor(t) then
-        error(fmt("%s: expected %s to be a tensor, got %s", op, ({ "query", "key", "value" })[i], type(t)), 2)
+        raise(fmt("%s: expected %s to be a tensor, got %s", op, ({ "query", "key", "value" })[i], type(t)))
       end
     end
     local kpm = tensor_or_nil(op, "key_padding_mask", o.key_padding_mask)
@@ -129,18 +150,25 @@ return function(T, C, nn)
     local average = o.average_attn_weights ~= false
     local is_causal = o.is_causal == true
     if is_causal and am == nil then
-      error(op .. ": need attn_mask if specifying the is_causal hint", 2)
+      raise(op .. ": need attn_mask if specifying the is_causal hint")
     end
     local batched = query.ndim == 3
     if not batched and query.ndim ~= 2 then
-      error(fmt("%s: expected query to be 2-d (unbatched) or 3-d (batched), got %d-d", op, query.ndim), 2)
+      raise(fmt("%s: expected query to be 2-d (unbatched) or 3-d (batched), got %d-d", op, query.ndim))
     end
     if key.ndim ~= query.ndim or value.ndim ~= query.ndim then
-      error(fmt("%s: expected key and value to be %d-d as query is, got %d-d and %d-d", op, query.ndim,
-        key.ndim, value.ndim), 2)
+      raise(fmt("%s: expected key and value to be %d-d as query is, got %d-d and %d-d", op, query.ndim,
+        key.ndim, value.ndim))
+    end
+    if query.shape[query.ndim] ~= self.embed_dim then
+      raise(fmt("%s: was expecting embedding dimension of %d, but got %d", op, self.embed_dim,
+        query.shape[query.ndim]))
+    end
+    if key.shape[key.ndim] ~= self.kdim or value.shape[value.ndim] ~= self.vdim then
+      raise(fmt("%s: expected key and value of embedding dimensions %d (kdim) and %d (vdim), got %d and %d", op,
+        self.kdim, self.vdim, key.shape[key.ndim], value.shape[value.ndim]))
     end
     if batched and self.batch_first and not need_weights and self.bias_k == nil and not self.add_zero_attn then
-      -- not a tail call: its errors name forward's caller (level 3 there)
       local out, w = self:_forward_batch_first(query, key, value, kpm, am, is_causal)
       return out, w
     end
@@ -149,19 +177,19 @@ return function(T, C, nn)
     else
       query, key, value = query:unsqueeze(2), key:unsqueeze(2), value:unsqueeze(2)
       if kpm ~= nil and kpm.ndim ~= 1 then
-        error(fmt("%s: for an unbatched (2-d) query, expected key_padding_mask to be nil or 1-d, got %d-d", op,
-          kpm.ndim), 2)
+        raise(fmt("%s: for an unbatched (2-d) query, expected key_padding_mask to be nil or 1-d, got %d-d", op,
+          kpm.ndim))
       end
       if kpm ~= nil then kpm = kpm:unsqueeze(1) end
     end
     local L, N, E = query.shape[1], query.shape[2], query.shape[3]
     local S, H, hd = key.shape[1], self.num_heads, self.head_dim
     if E ~= self.embed_dim then
-      error(fmt("%s: was expecting embedding dimension of %d, but got %d", op, self.embed_dim, E), 2)
+      raise(fmt("%s: was expecting embedding dimension of %d, but got %d", op, self.embed_dim, E))
     end
     if key.shape[2] ~= N or value.shape[2] ~= N or value.shape[1] ~= S then
-      error(fmt("%s: key %s and value %s do not match query %s (sequence, batch)", op, tostring(key.shape),
-        tostring(value.shape), tostring(query.shape)), 2)
+      raise(fmt("%s: key %s and value %s do not match query %s (sequence, batch)", op, tostring(key.shape),
+        tostring(value.shape), tostring(query.shape)))
     end
     local dt = query.dtype
     local q, k, v = self:_project(query, key, value, E)
@@ -170,13 +198,13 @@ return function(T, C, nn)
     if causal_hint then
       am = nil
     else
-      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt, 2), L, S, N, H)
+      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt), L, S, N, H)
       if am ~= nil and am.ndim == 2 then am = am:unsqueeze(1) end
       if kpm ~= nil then is_causal = false end
     end
-    kpm = float_mask(op, "key_padding_mask", kpm, dt, 2)
+    kpm = float_mask(op, "key_padding_mask", kpm, dt)
     if kpm ~= nil and (kpm.ndim ~= 2 or kpm.shape[1] ~= N or kpm.shape[2] ~= S) then
-      error(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)), 2)
+      raise(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)))
     end
     if self.bias_k ~= nil then
       k = T.cat({ k, self.bias_k:expand(1, N, E) }, 1)
@@ -231,11 +259,11 @@ return function(T, C, nn)
     local N, L, E = query.shape[1], query.shape[2], query.shape[3]
     local S, H, hd = key.shape[2], self.num_heads, self.head_dim
     if E ~= self.embed_dim then
-      error(fmt("%s: was expecting embedding dimension of %d, but got %d", op, self.embed_dim, E), 3)
+      raise(fmt("%s: was expecting embedding dimension of %d, but got %d", op, self.embed_dim, E))
     end
     if key.shape[1] ~= N or value.shape[1] ~= N or value.shape[2] ~= S then
-      error(fmt("%s: key %s and value %s do not match query %s (batch, sequence)", op, tostring(key.shape),
-        tostring(value.shape), tostring(query.shape)), 3)
+      raise(fmt("%s: key %s and value %s do not match query %s (batch, sequence)", op, tostring(key.shape),
+        tostring(value.shape), tostring(query.shape)))
     end
     local dt = query.dtype
     local q, k, v = self:_project(query, key, value, E)
@@ -243,13 +271,13 @@ return function(T, C, nn)
     if causal_hint then
       am = nil
     else
-      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt, 3), L, S, N, H, 3)
+      am = check_attn_mask(op, float_mask(op, "attn_mask", am, dt), L, S, N, H)
       if am ~= nil and am.ndim == 3 then am = am:reshape(N, H, L, S) end
     end
-    kpm = float_mask(op, "key_padding_mask", kpm, dt, 3)
+    kpm = float_mask(op, "key_padding_mask", kpm, dt)
     if kpm ~= nil then
       if kpm.ndim ~= 2 or kpm.shape[1] ~= N or kpm.shape[2] ~= S then
-        error(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)), 3)
+        raise(fmt("%s: expected key_padding_mask of shape (%d, %d), got %s", op, N, S, tostring(kpm.shape)))
       end
       kpm = kpm:reshape(N, 1, 1, S)
       am = am == nil and kpm or am + kpm
@@ -301,7 +329,7 @@ return function(T, C, nn)
     if a == nil or a == "relu" then return F.relu, "relu" end
     if a == "gelu" then return F.gelu, "gelu" end
     if type(a) == "function" or (type(a) == "table" and Module._is_module(a)) then return a, "custom" end
-    error(fmt("%s: activation should be relu/gelu or a function, not %s", name, tostring(a)), 4)
+    raise(fmt("%s: activation should be relu/gelu or a function, not %s", name, tostring(a)))
   end
   local function layer_norm(d, eps, bias, o)
     local n = nn.LayerNorm(d, { eps = eps, dtype = opt(o, "dtype", nil), device = opt(o, "device", nil) })
@@ -389,7 +417,7 @@ return function(T, C, nn)
   function Dec:forward(tgt, memory, ...)
     local a = fwd_args("TransformerDecoderLayer.forward", DEC_F, 3, ...)
     if not T.is_tensor(memory) then
-      error("TransformerDecoderLayer.forward: expected memory to be a tensor, got " .. type(memory), 2)
+      raise("TransformerDecoderLayer.forward: expected memory to be a tensor, got " .. type(memory))
     end
     local tm, mm, tk, mk, tc, mc = a[1], a[2], a[3], a[4], a[5], a[6]
     local x = tgt
@@ -408,9 +436,9 @@ return function(T, C, nn)
 
   local function stack_init(self, name, layer, num_layers, o)
     checkopts(name, o, { "norm", "enable_nested_tensor", "mask_check" })
-    if not Module._is_module(layer) then error(name .. ": expected a layer module", 4) end
-    if type(num_layers) ~= "number" or num_layers < 1 then
-      error(fmt("%s: num_layers must be a positive number, got %s", name, tostring(num_layers)), 4)
+    if not Module._is_module(layer) then raise(name .. ": expected a layer module") end
+    if type(num_layers) ~= "number" or num_layers < 1 or num_layers % 1 ~= 0 then
+      raise(fmt("%s: num_layers must be a positive number, an integer, got %s", name, tostring(num_layers)))
     end
     local list = {}
     for i = 1, num_layers do list[i] = deepcopy(layer, {}) end
@@ -498,14 +526,14 @@ return function(T, C, nn)
   function Tr:forward(src, tgt, ...)
     local a = fwd_args("Transformer.forward", TR_F, 3, ...)
     if not T.is_tensor(src) or not T.is_tensor(tgt) then
-      error("Transformer.forward: expected src and tgt to be tensors", 2)
+      raise("Transformer.forward: expected src and tgt to be tensors")
     end
     local bdim = self.batch_first and 1 or 2
     if src.ndim == 3 and tgt.ndim == 3 and src.shape[bdim] ~= tgt.shape[bdim] then
-      error("Transformer.forward: the batch number of src and tgt must be equal", 2)
+      raise("Transformer.forward: the batch number of src and tgt must be equal")
     end
     if src.shape[src.ndim] ~= self.d_model or tgt.shape[tgt.ndim] ~= self.d_model then
-      error("Transformer.forward: the feature number of src and tgt must be equal to d_model", 2)
+      raise("Transformer.forward: the feature number of src and tgt must be equal to d_model")
     end
     local memory = self.encoder(src, a[1], a[4], a[7])
     return self.decoder(tgt, memory, a[2], a[3], a[5], a[6], a[8], a[9])
@@ -516,7 +544,7 @@ return function(T, C, nn)
     nomore("generate_square_subsequent_mask", 2, ...)
     o = A.checkopts("generate_square_subsequent_mask", o, SQ)
     if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
-      error("generate_square_subsequent_mask: expected an integer size >= 0, got " .. tostring(n), 2)
+      raise("generate_square_subsequent_mask: expected an integer size >= 0, got " .. tostring(n))
     end
     return T.full({ n, n }, -math.huge, { dtype = o.dtype or T.get_default_dtype(), device = o.device }):triu(1)
   end
