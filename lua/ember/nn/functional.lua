@@ -575,9 +575,28 @@ return function(T, C)
     end
   end
 
+  -- a target of class ids has the input's shape without its class dim
+  -- (dim 2; 0-d for a 1-d input). Checked here because the engine's message
+  -- names the target's own shape as the expected one.
+  local function class_target(op, input, target)
+    if not (T.is_tensor(input) and T.is_tensor(target)) or target.dtype.is_floating_point
+        or input.ndim < 1 then return end
+    local want = {}
+    for i = 1, input.ndim do if i ~= (input.ndim == 1 and 1 or 2) then want[#want + 1] = input.shape[i] end end
+    local ok = target.ndim == #want
+    for i = 1, #want do ok = ok and target.shape[i] == want[i] end
+    if not ok then
+      local function fmt(sz) local t = {} for i = 1, #sz do t[i] = sz[i] end return "[" .. table.concat(t, ", ") .. "]" end
+      local got = {} for i = 1, target.ndim do got[i] = target.shape[i] end
+      error(string.format("%s: expected target of shape %s for input of shape %s, got %s", op, fmt(want),
+        fmt((function() local t = {} for i = 1, input.ndim do t[i] = input.shape[i] end return t end)()), fmt(got)), 3)
+    end
+  end
+
   local CLS = { weight = true, ignore_index = true, reduction = true, label_smoothing = true }
   function F.cross_entropy(input, target, o)
     o = loss_opts("cross_entropy", o, CLS)
+    class_target("cross_entropy", input, target)
     constant_arg("cross_entropy", o.weight, "weight")
     local w, red, ig, ls = o.weight, o.reduction or "mean", o.ignore_index or -100, o.label_smoothing or 0
     if type(ig) == "number" and ig >= 0 and T.is_tensor(target) and target.dtype.is_floating_point then
@@ -589,10 +608,13 @@ return function(T, C)
   local NLL = { weight = true, ignore_index = true, reduction = true }
   function F.nll_loss(input, target, o)
     o = loss_opts("nll_loss", o, NLL)
+    class_target("nll_loss", input, target)
     constant_arg("nll_loss", o.weight, "weight")
     local w, red, ig = o.weight, o.reduction or "mean", o.ignore_index or -100
     return (C._nn_nll_loss(input, target, w, red, ig))
   end
+  -- the engine's errors at the caller's position, not at this file's
+  F.nll_loss = AC.named("nll_loss", F.nll_loss)
 
   -- float input and target of different dtypes compute in the promoted one
   -- (PyTorch: mse_loss(float32, float64) is float64)
@@ -624,12 +646,38 @@ return function(T, C)
         tostring(target.shape), tostring(input.shape)), 3)
     end
   end
+  -- a weight (or pos_weight) broadcasts to the input's shape, never beyond
+  -- it (PyTorch multiplies in place: "output with shape [3, 4] doesn't match
+  -- the broadcast shape [2, 3, 4]"); a shape that does not broadcast at all
+  -- is left to the engine's message
+  local function no_growth(input, w)
+    if not (T.is_tensor(input) and T.is_tensor(w)) then return end
+    local n, m = input.ndim, w.ndim
+    local grows = m > n
+    for i = 0, math.min(n, m) - 1 do
+      local a, b = input.shape[n - i], w.shape[m - i]
+      if a ~= b and a ~= 1 and b ~= 1 then return end -- not broadcastable: the engine says so
+      if a == 1 and b ~= 1 then grows = true end
+    end
+    if grows then
+      local out = {}
+      for i = 1, math.max(n, m) do
+        local a = input.shape[n - math.max(n, m) + i] or 1
+        local b = w.shape[m - math.max(n, m) + i] or 1
+        out[i] = a == 1 and b or a
+      end
+      error(string.format("output with shape %s doesn't match the broadcast shape [%s]",
+        tostring(input.shape):match("%b[]") or tostring(input.shape), table.concat(out, ", ")), 0)
+    end
+  end
   local BCE = { weight = true, reduction = true }
   function F.binary_cross_entropy(input, target, o)
     same_size("binary_cross_entropy", input, target)
     o = loss_opts("binary_cross_entropy", o, BCE)
     constant_arg("binary_cross_entropy", o.weight, "weight")
     local w, red = o.weight, o.reduction or "mean"
+    local ok, e = pcall(no_growth, input, w)
+    if not ok then error("binary_cross_entropy: " .. e, 2) end
     return C._nn_binary_cross_entropy(input, target, w, red)
   end
 
@@ -640,6 +688,9 @@ return function(T, C)
     constant_arg("binary_cross_entropy_with_logits", o.weight, "weight")
     constant_arg("binary_cross_entropy_with_logits", o.pos_weight, "pos_weight")
     local w, pw, red = o.weight, o.pos_weight, o.reduction or "mean"
+    local ok, e = pcall(no_growth, input, pw)
+    if ok then ok, e = pcall(no_growth, input, w) end
+    if not ok then error("binary_cross_entropy_with_logits: " .. e, 2) end
     input, target = promote(input, target)
     return C._nn_binary_cross_entropy_with_logits(input, target, w, pw, red)
   end

@@ -264,6 +264,10 @@ return function(T, C, nn)
     if o.weight ~= nil then
       check_tensor(op, o.weight, "weight")
       if o.weight.ndim ~= 1 then error(fmt("%s: weight must be one-dimensional, got %d-d", op, o.weight.ndim), 2) end
+      -- one weight per class (PyTorch 1.13 reads past a shorter one; later versions refuse it)
+      if o.weight.shape[1] ~= Cc then
+        error(fmt("%s: inconsistent weight size, expected %d but got %s", op, Cc, tostring(o.weight.shape)), 2)
+      end
       l = l * o.weight:index_select(1, y:long())
     end
     -- unbatched: the per-sample loss takes the target's shape (0-d or [1])
