@@ -52,11 +52,16 @@ static em_status cls_geometry(const char *op, const em_tensor *input, const em_t
     int ok = target->ndim == (input->ndim == 1 ? 0 : input->ndim - 1);
     for (int i = 0; ok && i < target->ndim; i++)
       ok = target->sizes[i] == input->sizes[i == 0 ? 0 : i + 1];
-    if (!ok) {
-      char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
-      return em_fail(EM_E_VALUE, "%s: expected target of shape %s for input of shape %s", op,
-                     em_fmt_shape(a, sizeof a, target->ndim, target->sizes),
-                     em_fmt_shape(b, sizeof b, input->ndim, input->sizes));
+    if (!ok) { /* the expected shape: the input's without its class dim */
+      char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF], c[EM_SHAPE_BUF];
+      int64_t want[EM_MAX_DIMS];
+      int nw = 0;
+      for (int i = 0; i < input->ndim; i++)
+        if (i != (input->ndim == 1 ? 0 : 1)) want[nw++] = input->sizes[i];
+      return em_fail(EM_E_VALUE, "%s: expected target of shape %s for input of shape %s, got %s", op,
+                     em_fmt_shape(a, sizeof a, nw, want),
+                     em_fmt_shape(b, sizeof b, input->ndim, input->sizes),
+                     em_fmt_shape(c, sizeof c, target->ndim, target->sizes));
     }
   }
   if (weight) {

@@ -575,28 +575,9 @@ return function(T, C)
     end
   end
 
-  -- a target of class ids has the input's shape without its class dim
-  -- (dim 2; 0-d for a 1-d input). Checked here because the engine's message
-  -- names the target's own shape as the expected one.
-  local function class_target(op, input, target)
-    if not (T.is_tensor(input) and T.is_tensor(target)) or target.dtype.is_floating_point
-        or input.ndim < 1 then return end
-    local want = {}
-    for i = 1, input.ndim do if i ~= (input.ndim == 1 and 1 or 2) then want[#want + 1] = input.shape[i] end end
-    local ok = target.ndim == #want
-    for i = 1, #want do ok = ok and target.shape[i] == want[i] end
-    if not ok then
-      local function fmt(sz) local t = {} for i = 1, #sz do t[i] = sz[i] end return "[" .. table.concat(t, ", ") .. "]" end
-      local got = {} for i = 1, target.ndim do got[i] = target.shape[i] end
-      error(string.format("%s: expected target of shape %s for input of shape %s, got %s", op, fmt(want),
-        fmt((function() local t = {} for i = 1, input.ndim do t[i] = input.shape[i] end return t end)()), fmt(got)), 3)
-    end
-  end
-
   local CLS = { weight = true, ignore_index = true, reduction = true, label_smoothing = true }
   function F.cross_entropy(input, target, o)
     o = loss_opts("cross_entropy", o, CLS)
-    class_target("cross_entropy", input, target)
     constant_arg("cross_entropy", o.weight, "weight")
     local w, red, ig, ls = o.weight, o.reduction or "mean", o.ignore_index or -100, o.label_smoothing or 0
     if type(ig) == "number" and ig >= 0 and T.is_tensor(target) and target.dtype.is_floating_point then
@@ -608,7 +589,6 @@ return function(T, C)
   local NLL = { weight = true, ignore_index = true, reduction = true }
   function F.nll_loss(input, target, o)
     o = loss_opts("nll_loss", o, NLL)
-    class_target("nll_loss", input, target)
     constant_arg("nll_loss", o.weight, "weight")
     local w, red, ig = o.weight, o.reduction or "mean", o.ignore_index or -100
     return (C._nn_nll_loss(input, target, w, red, ig))
