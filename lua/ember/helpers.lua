@@ -82,8 +82,12 @@ return function(T, C)
     ARGS.nomore("new_full", 4, ...)
     check_tensor("new_full", t, "self")
     o = ARGS.checkopts("new_full", o, NEW_OPTS)
-    if type(value) ~= "number" and type(value) ~= "boolean" then
-      error(fmt("new_full: expected a number for fill_value, got %s", type(value)), 2)
+    -- a number, a boolean, an int64 cdata, or a 0-d tensor standing for its
+    -- value (T.full checks it), as PyTorch's Scalar fill_value
+    local tv = type(value)
+    if tv ~= "number" and tv ~= "boolean" and tv ~= "cdata" and not (is_t(value) and value:dim() == 0) then
+      error(fmt("new_full: expected a number for fill_value, got %s",
+        is_t(value) and fmt("a %d-d tensor", value:dim()) or tv), 2)
     end
     return T.full(size, value, { dtype = o.dtype or t.dtype, device = o.device or t.device,
       requires_grad = o.requires_grad })
@@ -104,6 +108,54 @@ return function(T, C)
     check_tensor("type_as", other, "other")
     return t:to({ dtype = other.dtype, device = other.device })
   end)
+
+  -- t:type() -> "ember.FloatTensor" (PyTorch's legacy type names, prefixed
+  -- "ember." as ember's dtypes are; "ember.cuda.FloatTensor" on cuda);
+  -- t:type(dtype or name[, {non_blocking}]) -> t itself when nothing changes,
+  -- else t:to(...). A type name ("ember.IntTensor", or torch's spelling
+  -- "torch.IntTensor") names the device too (cpu unless ".cuda." is in it),
+  -- as PyTorch's; a dtype (or dtype name) keeps t's device.
+  local TYPE_NAMES = { bool = "Bool", uint8 = "Byte", int8 = "Char", int16 = "Short", int32 = "Int",
+    int64 = "Long", float16 = "Half", bfloat16 = "BFloat16", float32 = "Float", float64 = "Double",
+    complex64 = "ComplexFloat", complex128 = "ComplexDouble" }
+  local TYPE_DTYPES = {}
+  for dname, tname in pairs(TYPE_NAMES) do TYPE_DTYPES[tname .. "Tensor"] = dname end
+  method("type", function(t, dtype, o, ...)
+    ARGS.nomore("type", 3, ...)
+    check_tensor("type", t, "self")
+    o = ARGS.checkopts("type", o, { "non_blocking" })
+    local dev = t.device.type
+    if dtype == nil then
+      local base = TYPE_NAMES[t.dtype.name] .. "Tensor"
+      return dev == "cpu" and "ember." .. base or fmt("ember.%s.%s", dev, base)
+    end
+    local to = {}
+    if type(dtype) == "string" then
+      local pre, cuda, base = dtype:match("^(%a+)%.(cuda%.?)(%w+)$")
+      if not pre then pre, base = dtype:match("^(%a+)%.(%w+)$") end
+      if (pre == "ember" or pre == "torch") and TYPE_DTYPES[base] then
+        to.dtype = T[TYPE_DTYPES[base]]
+        to.device = (cuda and cuda ~= "") and "cuda" or "cpu"
+      else
+        local ok, d = pcall(function() return T.empty(0, { dtype = dtype }).dtype end)
+        if not ok then error(fmt("type: invalid type: '%s'", dtype), 2) end
+        to.dtype = d
+      end
+    elseif T.is_dtype(dtype) then
+      to.dtype = dtype
+    else
+      error(fmt("type: dtype must be a dtype or a type name, got %s", type(dtype)), 2)
+    end
+    if to.dtype == t.dtype and (to.device == nil or to.device == dev) then return t end
+    to.non_blocking = o.non_blocking
+    return t:to(to)
+  end)
+  -- T.is_storage(obj): obj is a storage object (t:untyped_storage())
+  local STORAGE_MT = getmetatable(T.empty(0):untyped_storage())
+  T.is_storage = function(obj, ...)
+    ARGS.nomore("is_storage", 1, ...)
+    return getmetatable(obj) == STORAGE_MT
+  end
 
   -- -- shapes ---------------------------------------------------------------------
   define("ravel", function(t, ...)

@@ -545,9 +545,18 @@ return function(T, C)
     for _, k in ipairs(keys) do parts[#parts + 1] = k .. "=" .. tostring(i[k]) end
     return fmt("%s(%s, dtype=%s)", kind, table.concat(parts, ", "), i.dtype)
   end
+  -- a dtype's name ("float16", "ember.float16") stands for it, as wherever
+  -- ember takes a dtype
+  local function named_dtype(op, dt)
+    if type(dt) ~= "string" then return dt end
+    local ok, d = pcall(function() return T.empty(0, { dtype = dt }).dtype end)
+    if not ok then error(fmt("%s: unknown dtype '%s'", op, dt), 3) end
+    return d
+  end
   function T.finfo(dt, ...)
     ARGS.nomore("finfo", 1, ...)
     if dt == nil then dt = T.get_default_dtype() end
+    dt = named_dtype("finfo", dt)
     if not T.is_dtype(dt) then error("finfo: expected a dtype, got " .. type(dt), 2) end
     local name = PARTS[dt.name] or dt.name
     local f = FINFO[name]
@@ -560,6 +569,7 @@ return function(T, C)
     int32 = { 32, -2147483648, 2147483647 } }
   function T.iinfo(dt, ...)
     ARGS.nomore("iinfo", 1, ...)
+    dt = named_dtype("iinfo", dt)
     if not T.is_dtype(dt) then error("iinfo: expected a dtype, got " .. type(dt), 2) end
     local i
     if dt == T.int64 then

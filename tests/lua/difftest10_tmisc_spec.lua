@@ -1,0 +1,80 @@
+-- Differential round 10 (tmisc): the small tensor methods a script touches,
+-- checked against torch 1.13 (values computed there and pasted in).
+local T = require "ember"
+
+describe("difftest10 tmisc: t:type()", function()
+  local x = T.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = T.float32 })
+
+  it("names the tensor type as PyTorch's legacy names, prefixed ember.", function()
+    -- torch: 'torch.FloatTensor', 'torch.BoolTensor', ...
+    assert.are.equal("ember.FloatTensor", x:type())
+    assert.are.equal("ember.BoolTensor", T.tensor({ true }):type())
+    assert.are.equal("ember.ByteTensor", x:byte():type())
+    assert.are.equal("ember.CharTensor", x:char():type())
+    assert.are.equal("ember.ShortTensor", x:short():type())
+    assert.are.equal("ember.IntTensor", x:int():type())
+    assert.are.equal("ember.LongTensor", x:long():type())
+    assert.are.equal("ember.HalfTensor", x:half():type())
+    assert.are.equal("ember.BFloat16Tensor", x:bfloat16():type())
+    assert.are.equal("ember.DoubleTensor", x:double():type())
+    assert.are.equal("ember.ComplexFloatTensor", x:to(T.complex64):type())
+    assert.are.equal("ember.ComplexDoubleTensor", x:to(T.complex128):type())
+  end)
+
+  it("converts to a dtype or a type name, returning t itself when nothing changes", function()
+    assert.are.equal(x, x:type(T.float32))
+    assert.are.equal(x, x:type("torch.FloatTensor"))
+    assert.are.equal(x, x:type("ember.FloatTensor"))
+    -- torch.tensor([1.7, -2.7]).type(torch.int32) -> [1, -2]
+    local r = T.tensor({ 1.7, -2.7 }, { dtype = T.float32 }):type(T.int32)
+    assert.are.equal(T.int32, r.dtype)
+    assert.are.same({ 1, -2 }, r:tolist())
+    assert.are.same({ true, false }, T.tensor({ 1.7, 0 }, { dtype = T.float32 }):type("torch.BoolTensor"):tolist())
+    assert.are.equal(T.int64, x:type("torch.LongTensor").dtype)
+    assert.are.equal(T.float64, x:type("float64").dtype)
+    assert.are.equal(T.float64, x:type(T.float64, { non_blocking = true }).dtype)
+    -- differentiable as torch's (ToCopyBackward0)
+    assert.is_not_nil(x:clone():requires_grad_():type(T.float64).grad_fn)
+    assert.has_error(function() x:type("torch.FooTensor") end, "type: invalid type: 'torch.FooTensor'")
+    assert.has_error(function() x:type(3) end)
+  end)
+end)
+
+describe("difftest10 tmisc: T.is_storage", function()
+  it("is true of a storage only", function()
+    local x = T.zeros(2)
+    assert.is_false(T.is_storage(x))
+    assert.is_true(T.is_storage(x:untyped_storage()))
+    assert.is_false(T.is_storage(3))
+  end)
+end)
+
+describe("difftest10 tmisc: new_full with a 0-d tensor value", function()
+  it("takes its value, as PyTorch's Scalar fill_value", function()
+    local x = T.zeros(2, { dtype = T.float32 })
+    -- x.new_full((2,), torch.tensor(3)) -> [3., 3.]
+    local r = x:new_full({ 2 }, T.tensor(3))
+    assert.are.equal(T.float32, r.dtype)
+    assert.are.same({ 3, 3 }, r:tolist())
+    -- int32 new_full((2,), torch.tensor(3.7)) -> [3, 3] int32
+    local i = T.tensor({ 1 }, { dtype = T.int32 })
+    r = i:new_full({ 2 }, T.tensor(3.7, { dtype = T.float64 }))
+    assert.are.equal(T.int32, r.dtype)
+    assert.are.same({ 3, 3 }, r:tolist())
+    -- a 1-d tensor is refused, as torch's TypeError
+    assert.has_error(function() x:new_full({ 2 }, T.tensor({ 3 })) end,
+      "new_full: expected a number for fill_value, got a 1-d tensor")
+  end)
+end)
+
+describe("difftest10 tmisc: finfo/iinfo take dtype names", function()
+  it("as every dtype argument in ember", function()
+    assert.are.equal(2 ^ -10, T.finfo("float16").eps)
+    assert.are.equal(16, T.finfo("ember.bfloat16").bits)
+    assert.are.equal(1e-6, T.finfo("complex64").resolution)
+    assert.are.equal(127, T.iinfo("int8").max)
+    assert.are.equal(-32768, T.iinfo("int16").min)
+    assert.has_error(function() T.finfo("float128") end, "finfo: unknown dtype 'float128'")
+    assert.has_error(function() T.iinfo("float32") end, "iinfo: float32 is not an integer dtype (use T.finfo)")
+  end)
+end)
