@@ -325,6 +325,7 @@ TEST(sleef_functions_give_the_avx2_bits_on_every_cpu) {
   em_vpow_f64_fn pow64 = em_vm_pow_f64();
   const int ND = (int)(sizeof ds / sizeof ds[0]);
   enum { N = 1 << 18 };
+  static double dy[RUN];
   double *din = malloc(3 * N * sizeof *din), *d8 = malloc(2 * N * sizeof *d8),
          *d16 = malloc(2 * N * sizeof *d16);
   CHECK(din && d8 && d16 && pow64);
@@ -346,10 +347,11 @@ TEST(sleef_functions_give_the_avx2_bits_on_every_cpu) {
         if (k < ND) {
           ds[k].a(d8 + o, din + o, m);
           ds[k].b(d16 + o, din + o, m);
-        } else { /* pow: y from the third block, then from the second */
-          const double *y = o < N ? din + 2 * N + o : din + o - N;
-          em_avx2_pow_f64(d8 + o, din + o, y, 1, m);
-          pow64(d16 + o, din + o, y, 1, m);
+        } else { /* pow: y[i] the third block's i-th, then the second's */
+          for (int64_t i = 0; i < m; i++)
+            dy[i] = o + i < N ? din[2 * N + o + i] : din[o + i - N];
+          em_avx2_pow_f64(d8 + o, din + o, dy, 1, m);
+          pow64(d16 + o, din + o, dy, 1, m);
         }
       }
       for (int i = 0; i < 2 * N; i++)
