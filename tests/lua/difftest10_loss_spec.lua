@@ -7,14 +7,7 @@ local err = U.err
 local F = T.nn.functional
 local f64 = { dtype = T.float64 }
 
-local function near(got, want, tol)
-  local g = T.is_tensor(got) and got:reshape(-1):tolist() or got
-  assert.equal(#want, #g)
-  for i = 1, #want do
-    assert.is_true(math.abs(g[i] - want[i]) <= tol * math.max(1, math.abs(want[i])),
-      string.format("[%d] %.17g vs %.17g", i, g[i], want[i]))
-  end
-end
+local near = U.near_list
 
 describe("difftest round 10: losses (torch 1.13)", function()
   it("nll_loss and cross_entropy name the target shape they expect, at the caller's position", function()

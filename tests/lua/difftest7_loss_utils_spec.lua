@@ -8,14 +8,7 @@ local err = U.err
 local F = T.nn.functional
 local f64 = { dtype = T.float64 }
 
-local function near(got, want, tol)
-  local g = T.is_tensor(got) and got:reshape(-1):tolist() or got
-  assert.equal(#want, #g)
-  for i = 1, #want do
-    assert.is_true(math.abs(g[i] - want[i]) <= tol * math.max(1, math.abs(want[i])),
-      string.format("[%d] %.17g vs %.17g", i, g[i], want[i]))
-  end
-end
+local near = U.near_list
 
 describe("difftest round 7: losses (torch 1.13)", function()
   it("soft_margin_loss keeps the exp(-y x) term beyond 20 (no softplus threshold)", function()

@@ -36,6 +36,17 @@ function M.near(got, want, tol)
   assert(d:numel() == 0 or d:max():item() <= tol, "max difference " .. tostring(d:numel() > 0 and d:max():item()))
 end
 
+-- got (a tensor, any shape, row-major, or a list) against the list want,
+-- each within tol * max(1, |want|), with the same count
+function M.near_list(got, want, tol)
+  local g = T.is_tensor(got) and got:reshape(-1):tolist() or got
+  assert(#want == #g, string.format("%d values, expected %d", #g, #want))
+  for i = 1, #want do
+    assert(math.abs(g[i] - want[i]) <= tol * math.max(1, math.abs(want[i])),
+      string.format("[%d] %.17g vs %.17g", i, g[i], want[i]))
+  end
+end
+
 -- got's values (any shape, row-major) against the list want, each within
 -- tol * (1 + |want|); what names the tensor in the error
 function M.close_list(got, want, tol, what)
