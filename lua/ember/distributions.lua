@@ -61,22 +61,7 @@ return function(T, C)
     end
     return T.get_default_dtype()
   end
-  -- The error level of the user's code for an error raised by the function
-  -- that calls this: the first frame up the stack that is not ember's own
-  -- Lua (constructors reach their checks through helpers and tail calls of
-  -- varying depth); a C frame (pcall) ends the walk: no position then.
-  local function user_level()
-    local l = 3 -- 1: user_level, 2: the raising function, 3: its caller
-    while true do
-      local info = debug.getinfo(l, "S")
-      if not info or info.what == "C" then return l - 1 end
-      local src = info.source
-      if not (src:find("[@/\\]ember[/\\][%w_]+%.lua$") or src:find("[@/\\]ember[/\\]nn[/\\][%w_]+%.lua$")) then
-        return l - 1
-      end
-      l = l + 1
-    end
-  end
+  local user_level = A.user_level
   -- the parameters as tensors of one floating dtype, broadcast together
   -- (list.n: how many, a missing one (nil) included)
   local function params(name, list, level)

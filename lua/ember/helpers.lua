@@ -137,9 +137,8 @@ return function(T, C)
         to.dtype = T[TYPE_DTYPES[base]]
         to.device = (cuda and cuda ~= "") and "cuda" or "cpu"
       else
-        local ok, d = pcall(function() return T.empty(0, { dtype = dtype }).dtype end)
-        if not ok then error(fmt("type: invalid type: '%s'", dtype), 2) end
-        to.dtype = d
+        to.dtype = A.dtype_named(dtype)
+        if not to.dtype then error(fmt("type: invalid type: '%s'", dtype), 2) end
       end
     elseif T.is_dtype(dtype) then
       to.dtype = dtype

@@ -17,7 +17,8 @@ return function(T, C)
       error(fmt("%s: expected a tensor for %s, got %s", op, name or "input", type(t)), (lvl or 2) + 1)
     end
   end
-  local named = require("ember.argcheck")(T).named
+  local AC = require("ember.argcheck")(T)
+  local named = AC.named
   local function define(name, f) f = named(name, f); M[name], T[name] = f, f end
   local function fn(name, f) T[name] = named(name, f) end
   local function method(name, f) M[name] = named(name, f) end
@@ -549,8 +550,8 @@ return function(T, C)
   -- ember takes a dtype
   local function named_dtype(op, dt)
     if type(dt) ~= "string" then return dt end
-    local ok, d = pcall(function() return T.empty(0, { dtype = dt }).dtype end)
-    if not ok then error(fmt("%s: unknown dtype '%s'", op, dt), 3) end
+    local d = AC.dtype_named(dt)
+    if not d then error(fmt("%s: unknown dtype '%s'", op, dt), 3) end
     return d
   end
   function T.finfo(dt, ...)

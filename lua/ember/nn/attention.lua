@@ -19,23 +19,9 @@ return function(T, C, nn)
     return T.empty(shape, { dtype = opt(o, "dtype", nil) or T.get_default_dtype(),
       device = opt(o, "device", nil) })
   end
-  -- an error at the user's line: the first frame up the stack that is not
-  -- ember's own Lua (a layer reaches MultiheadAttention's checks, and a
-  -- Transformer the layers', through frames of varying depth); a C frame
-  -- (pcall) ends the walk: no position then
-  local function raise(msg)
-    local l = 3 -- 1: raise, 2: the raising function, 3: its caller
-    while true do
-      local info = debug.getinfo(l, "S")
-      if not info or info.what == "C" then break end
-      local src = info.source
-      if not (src:find("[@/\\]ember[/\\][%w_]+%.lua$") or src:find("[@/\\]ember[/\\]nn[/\\][%w_]+%.lua$")) then
-        break
-      end
-      l = l + 1
-    end
-    error(msg, l)
-  end
+  -- an error at the user's line (a layer reaches MultiheadAttention's
+  -- checks, and a Transformer the layers', through frames of varying depth)
+  local raise = require("ember.argcheck")(T).raise
   local function tensor_or_nil(op, what, t)
     if t ~= nil and not T.is_tensor(t) then
       raise(fmt("%s: expected %s to be a tensor, got %s", op, what, type(t)))
