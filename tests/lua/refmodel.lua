@@ -183,12 +183,16 @@ function M.expand(v, target)
   local nd, nt = #v.sizes, #target
   if nt < nd then return nil, "ndim" end
   local sizes, strides = {}, {}
-  for i = 1, nt do
+  -- from the innermost dim out: a new leading dim of size 1 gets the stride
+  -- of the dim inside it times that dim's size, 1 for the innermost
+  -- (PyTorch's inferExpandGeometry; infer_dense_strides, hence clone, reads it)
+  for i = nt, 1, -1 do
     local j = i - (nt - nd)
     local want = target[i]
     if j < 1 then
       if want < 0 then return nil, "-1 on a new dim" end
-      sizes[i], strides[i] = want, 0
+      local inner = i == nt and 1 or sizes[i + 1] * strides[i + 1]
+      sizes[i], strides[i] = want, want == 1 and inner or 0
     else
       local have = v.sizes[j]
       if want == -1 then want = have end
