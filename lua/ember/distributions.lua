@@ -2558,9 +2558,12 @@ return function(T, C)
 
   -- T.bernoulli(probs) / probs:bernoulli() join the graph (zero gradient);
   -- the form with a number p does not, as torch's
+  -- (the engine's errors, "bernoulli_: expects p ..." as torch's, are raised
+  -- at the caller's line, not this wrapper's)
   local real_bernoulli = M.bernoulli
   local function bernoulli(probs, ...)
-    local r = real_bernoulli(probs, ...)
+    local ok, r = pcall(real_bernoulli, probs, ...)
+    if not ok then error(type(r) == "string" and A.unpos(r) or r, 2) end
     if select("#", ...) == 0 and T.is_tensor(probs) and probs.requires_grad then
       r = zero_grad_node("BernoulliBackward0", { probs }, r)
     end
@@ -2601,14 +2604,51 @@ return function(T, C)
     end
   end
   local function no_opts(op, o) A.check_opts(op, o, {}, 3) end
+  -- uniform_/normal_ on a complex tensor, as torch's: each part uniform on
+  -- [from, to), or each part normal with the mean and std / sqrt(2) (randn's
+  -- complex convention); drawn into a real buffer, then copied in (a leaf
+  -- that requires grad is refused, a non-leaf's history gets a zero gradient)
+  local real_uniform, real_normal = M.uniform_, M.normal_
+  local function complex_draw(t, fill)
+    local r = T.view_as_real(T.empty_like(t:detach(), { memory_format = "contiguous" }))
+    fill(r)
+    return t:copy_(T.view_as_complex(r))
+  end
+  local complex_uniform = A.named("uniform_", function(t, from, to, o, ...)
+    if select("#", ...) > 0 then error("uniform_: takes at most (from, to)", 2) end
+    return complex_draw(t, function(r) real_uniform(r, from, to, o) end)
+  end)
+  local complex_normal = A.named("normal_", function(t, mean, std, o, ...)
+    if select("#", ...) > 0 then error("normal_: takes at most (mean, std)", 2) end
+    if std == nil then std = 1 end
+    if type(std) == "number" and not (std >= 0) then
+      error(fmt("normal_: expects std >= 0.0, but found std %s", tostring(std)), 2)
+    end
+    if type(std) == "number" then std = std / math.sqrt(2) end
+    return complex_draw(t, function(r) real_normal(r, mean, std, o) end)
+  end)
+  -- (named: a real tensor's errors still point at the caller's line)
+  M.uniform_ = A.named("uniform_", function(t, ...)
+    if T.is_tensor(t) and t:is_complex() then return complex_uniform(t, ...) end
+    return real_uniform(t, ...)
+  end)
+  M.normal_ = A.named("normal_", function(t, ...)
+    if T.is_tensor(t) and t:is_complex() then return complex_normal(t, ...) end
+    return real_normal(t, ...)
+  end)
+
+  -- These three sample as torch's in-place samplers do in autograd: the first
+  -- in-place step (uniform_, normal_, copy_) runs with grad mode as the
+  -- caller has it, so a leaf that requires grad is refused and a non-leaf's
+  -- old history gets a zero gradient; the transform after it runs under no_grad.
   -- Cauchy: median + sigma tan(pi (u - 1/2))
   M.cauchy_ = A.named("cauchy_", function(t, median, sigma, o)
     check_float("cauchy_", t)
     no_opts("cauchy_", o)
     median, sigma = median or 0, sigma or 1
     if sigma <= 0 then error(fmt("cauchy_: expects sigma > 0.0, but found sigma=%s", tostring(sigma)), 2) end
+    t:uniform_()
     return T.no_grad(function()
-      t:uniform_()
       return t:sub_(0.5):mul_(pi):tan_():mul_(sigma):add_(median)
     end)
   end)
@@ -2618,20 +2658,29 @@ return function(T, C)
     no_opts("log_normal_", o)
     mean, std = mean or 1, std or 2
     if std <= 0 then error(fmt("log_normal_: expects std > 0.0, but found std=%s", tostring(std)), 2) end
-    return T.no_grad(function() return t:normal_(mean, std):exp_() end)
+    t:normal_(mean, std)
+    return T.no_grad(function() return t:exp_() end)
   end)
-  -- geometric: the number of Bernoulli(p) trials to the first success (>= 1)
+  -- log(1 + x) for x in (-1, 0], accurate for tiny x (Lua has no log1p):
+  -- log(u) * x / (u - 1) with u = 1 + x rounded (Goldberg's trick)
+  local function log1p(x)
+    local u = 1 + x
+    if u == 1 then return x end
+    return math.log(u) * x / (u - 1)
+  end
+  -- geometric: the number of Bernoulli(p) trials to the first success (>= 1),
+  -- ceil(log(u) / log1p(-p)) as torch's
   M.geometric_ = A.named("geometric_", function(t, p, o)
     A.check_tensor("geometric_", t, "self", 2)
     no_opts("geometric_", o)
     if type(p) ~= "number" or not (p > 0 and p < 1) then
       error(fmt("geometric_: p must be > 0 and < 1, but got p=%s", tostring(p)), 2)
     end
-    return T.no_grad(function()
+    local g = T.no_grad(function()
       local u = T.rand(t.shape, { dtype = T.float64, device = t.device })
       local lo = 2.2250738585072014e-308
-      local g = (u:clamp(lo):log() / math.log(1 - p)):ceil():clamp(1)
-      return t:copy_(g)
+      return (u:clamp(lo):log() / log1p(-p)):ceil():clamp(1)
     end)
+    return t:copy_(g)
   end)
 end
