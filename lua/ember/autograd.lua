@@ -46,16 +46,45 @@ return function(T, C)
   A.is_grad_enabled = T.is_grad_enabled
 
   local ARGS = require "ember.args"
-  local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused", "is_grads_batched" }
+  -- only_inputs: PyTorch 1.13 takes it and ignores it (deprecated)
+  local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused", "is_grads_batched",
+    "only_inputs" }
+  -- the engine's errors at the user's line (called through pcall, the C
+  -- function's errors come without a position); an error that has one (a
+  -- hook's) passes as it is
+  local AC
+  local function engine_call(f, ...)
+    local r = pack(pcall(f, ...))
+    if r[1] then return unpack(r, 2, r.n) end
+    local e = r[2]
+    if type(e) == "string" and not e:find("^[^\n]-:%d+: ") then
+      AC = AC or require("ember.argcheck")(T)
+      AC.raise(e)
+    end
+    error(e, 0)
+  end
   local backward_opts = { "retain_graph", "create_graph", "inputs" }
   local gradcheck_opts = { "eps", "atol", "rtol", "raise", "raise_exception" }
 
   -- T.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
   -- create_graph=, allow_unused=}) -> list of gradients (a single tensor
   -- when inputs is a single tensor; nil for unused inputs with allow_unused)
+  -- grad_outputs may also come third, as PyTorch's positional argument
+  -- (grad(y, x, g [, opts])): a tensor, or a list (an [1] entry, or `n`)
   function A.grad(outputs, inputs, opts, ...)
-    ARGS.nomore("grad", 3, ...)
-    opts = ARGS.checkopts("grad", opts, grad_opts)
+    if T.is_tensor(opts) or (type(opts) == "table" and (rawget(opts, 1) ~= nil or rawget(opts, "n") ~= nil)) then
+      local go, more = opts, ...
+      ARGS.nomore("grad", 4, select(2, ...))
+      opts = {}
+      for k, v in pairs(ARGS.checkopts("grad", more, grad_opts)) do opts[k] = v end
+      if opts.grad_outputs ~= nil then
+        error("grad: grad_outputs given twice (argument #3 and the options table)", 2)
+      end
+      opts.grad_outputs = go
+    else
+      ARGS.nomore("grad", 3, ...)
+      opts = ARGS.checkopts("grad", opts, grad_opts)
+    end
     if opts.is_grads_batched then return A._grad_batched(outputs, inputs, opts) end
     local create = opts.create_graph and true or false
     local retain = opts.retain_graph
@@ -88,7 +117,7 @@ return function(T, C)
         list = uniq
       end
     end
-    local res = C._autograd_grad(outputs, opts.grad_outputs, list, retain, create,
+    local res = engine_call(C._autograd_grad, outputs, opts.grad_outputs, list, retain, create,
       opts.allow_unused and true or false)
     for i = 1, #res do
       if res[i] == false then res[i] = nil end
@@ -167,7 +196,7 @@ return function(T, C)
     local create = opts.create_graph and true or false
     local retain = opts.retain_graph
     if retain == nil then retain = create end
-    C._backward_many(tensors, grads, retain and true or false, create)
+    engine_call(C._backward_many, tensors, grads, retain and true or false, create)
   end
 
   -- T.autograd.gradcheck(fn, inputs, {eps=1e-6, atol=1e-5, rtol=1e-3,

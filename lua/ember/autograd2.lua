@@ -630,6 +630,28 @@ return function(T, C)
   end
   function F.vhp(func, inputs, v, o) return hv("vhp", func, inputs, v, o) end
   function F.hvp(func, inputs, v, o) return hv("hvp", func, inputs, v, o) end
+  -- Each runs wholly in grad mode, as torch's (`with torch.enable_grad()`
+  -- around the body): under T.no_grad a Jacobian is not zeros, and with
+  -- create_graph the results have their graph. Every error of the
+  -- functional API comes at the user's line (as a C function's): its own
+  -- checks run inside grad-mode scopes (pcall), where a level cannot reach
+  -- the caller, and the engine's checks of what it passes (requires_grad_
+  -- of an integer input) name ember's own line. An error the user's
+  -- function raised with its own position passes as it is
+  local AC = require("ember.argcheck")(T)
+  local function at_user(impl)
+    return function(...)
+      local r = pack(pcall(T.enable_grad, impl, ...))
+      if r[1] then return unpack(r, 2, r.n) end
+      local e = r[2]
+      if type(e) == "string" and (not e:find("^[^\n]-:%d+: ")
+          or e:find("^[^\n]-[/\\]ember[/\\][%w_/\\]-%.lua:%d+: ")) then
+        AC.raise(AC.unpos(e))
+      end
+      error(e, 0)
+    end
+  end
+  for _, k in ipairs({ "vjp", "jvp", "jacobian", "hessian", "vhp", "hvp" }) do F[k] = at_user(F[k]) end
 
   -- -- checkpointing -------------------------------------------------------------------
   -- T.utils.checkpoint(fn, ...[, {preserve_rng_state = true, use_reentrant}]):
