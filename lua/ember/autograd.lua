@@ -46,7 +46,9 @@ return function(T, C)
   A.is_grad_enabled = T.is_grad_enabled
 
   local ARGS = require "ember.args"
-  -- only_inputs: PyTorch 1.13 takes it and ignores it (deprecated)
+  -- only_inputs: deprecated in PyTorch (1.13 takes it and ignores it);
+  -- grad never accumulates into other leaves' .grad, which is
+  -- only_inputs = true, so true is honoured and false refused
   local grad_opts = { "grad_outputs", "retain_graph", "create_graph", "allow_unused", "is_grads_batched",
     "only_inputs" }
   -- the engine's errors at the user's line (called through pcall, the C
@@ -84,6 +86,10 @@ return function(T, C)
     else
       ARGS.nomore("grad", 3, ...)
       opts = ARGS.checkopts("grad", opts, grad_opts)
+    end
+    if opts.only_inputs == false then
+      error("grad: only_inputs = false is not supported (grad computes the inputs' gradients only; "
+        .. "use backward to accumulate into every leaf's .grad)", 2)
     end
     if opts.is_grads_batched then return A._grad_batched(outputs, inputs, opts) end
     local create = opts.create_graph and true or false

@@ -101,11 +101,14 @@ describe("difftest round 11: T.autograd.grad's arguments (torch 1.13)", function
       "grad: grad_outputs given twice")
   end)
 
-  it("takes only_inputs (deprecated and ignored by torch 1.13)", function()
+  it("takes only_inputs = true (deprecated; torch 1.13 ignores it), refuses false", function()
     -- torch: grad((x * z).sum(), x, only_inputs=True) -> (2, 2, 2), z.grad None
     local x, z = f64 { 1, 2, 3 }:requires_grad_(), f64 { 2 }:requires_grad_()
     near(A.grad((x * z):sum(), x, { only_inputs = true }), { 2, 2, 2 })
     assert.is_nil(z.grad)
+    -- false (accumulate into the other leaves too) is refused, not ignored
+    U.err(function() A.grad((x * z):sum(), x, { only_inputs = false }) end,
+      "grad: only_inputs = false is not supported")
   end)
 
   it("raises the engine's errors at the caller's line", function()
