@@ -467,14 +467,16 @@ return function(T, C)
     return (C._nn_batch_norm(x, weight, bias, rm, rv, use_batch, momentum, eps))
   end
 
-  local DROP = { "p", "training" }
-  function F.dropout(x, p, training, ...)
+  -- dropout(x, p=0.5, training=true, inplace=false) or (x, {p, training, inplace}),
+  -- PyTorch's signature: inplace writes the result into x and returns x
+  local DROP = { "p", "training", "inplace" }
+  function F.dropout(x, p, training, inplace, ...)
     if type(p) == "table" then
-      nomore("dropout", 2, training, ...)
+      nomore("dropout", 2, training, inplace, ...)
       local o = checkopts("dropout", p, DROP)
-      p, training = o.p, o.training
+      p, training, inplace = o.p, o.training, o.inplace
     else
-      nomore("dropout", 3, ...)
+      nomore("dropout", 4, ...)
     end
     need_tensor("dropout", x, "the input")
     p = p or 0.5
@@ -486,8 +488,13 @@ return function(T, C)
     if p < 0 or p > 1 or p ~= p then
       error(string.format("dropout: dropout probability has to be between 0 and 1, but got %g", p), 2)
     end
+    if inplace ~= nil and type(inplace) ~= "boolean" then
+      error(string.format("dropout: expected a boolean for inplace, got %s", type(inplace)), 2)
+    end
     if not training or p == 0 then return x end
-    return (C._nn_dropout(x, p))
+    local y = C._nn_dropout(x, p)
+    if inplace then return x:copy_(y) end
+    return y
   end
 
   -- -- attention (docs/attention.md) -----------------------------------------

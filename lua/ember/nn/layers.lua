@@ -537,20 +537,32 @@ return function(T, C, nn)
   nn.BatchNorm3d = bn_class("BatchNorm3d", { 5 })
 
   local Dropout = Module:extend("Dropout")
-  local DROP = { "p" }
-  function Dropout:init(p, ...)
-    nomore("Dropout", 1, ...)
-    if type(p) == "table" then p = checkopts("Dropout", p, DROP).p end
+  local DROP = { "p", "inplace" }
+  -- Dropout(p=0.5, inplace=false) or Dropout{p, inplace}, PyTorch's
+  function Dropout:init(p, inplace, ...)
+    nomore("Dropout", 2, ...)
+    if type(p) == "table" then
+      nomore("Dropout", 1, inplace, ...)
+      local o = checkopts("Dropout", p, DROP)
+      p, inplace = o.p, o.inplace
+    elseif type(inplace) == "table" then
+      inplace = checkopts("Dropout", inplace, { "inplace" }).inplace
+    end
     p = p or 0.5
     if type(p) ~= "number" or not (p >= 0 and p <= 1) then
-      error(string.format("Dropout: dropout probability has to be between 0 and 1, but got %g", p), 3)
+      error(string.format("Dropout: dropout probability has to be between 0 and 1, but got %s", tostring(p)), 3)
     end
-    self.p = p
+    if inplace ~= nil and type(inplace) ~= "boolean" then
+      error(string.format("Dropout: expected a boolean for inplace, got %s", type(inplace)), 3)
+    end
+    self.p, self.inplace = p, inplace or false
   end
   function Dropout:forward(x, ...)
     nomore("Dropout.forward", 1, ...)
-    return F.dropout(x, self.p, self.training) end
-  function Dropout:extra_repr() return string.format("p=%s, inplace=false", require("ember.pyfloat")(self.p)) end
+    return F.dropout(x, self.p, self.training, self.inplace) end
+  function Dropout:extra_repr()
+    return string.format("p=%s, inplace=%s", require("ember.pyfloat")(self.p), tostring(self.inplace))
+  end
   nn.Dropout = Dropout
 
   -- -- activations and shape ------------------------------------------------------------

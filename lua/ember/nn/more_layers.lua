@@ -176,8 +176,10 @@ return function(T, C, nn)
     return v
   end
   local UF = set { "dilation", "padding", "stride" }
+  -- an options table, not a pair such as a positional dilation {1, 2}
+  local function uf_opts(v) return is_opts(v) and v[1] == nil end
   local function im2col_args(op, kernel, dilation, padding, stride)
-    if is_opts(dilation) and padding == nil then
+    if uf_opts(dilation) and padding == nil then
       local o = check_opts(op, dilation, UF)
       dilation, padding, stride = o.dilation, o.padding, o.stride
     end
@@ -263,9 +265,16 @@ return function(T, C, nn)
     return out
   end)
   local Unfold = Module:extend("Unfold")
-  function Unfold:init(kernel, o, ...)
-    nomore("Unfold", 2, ...)
-    o = check_opts("Unfold", o, UF)
+  -- Unfold(kernel, {dilation, padding, stride}) or torch's positional
+  -- Unfold(kernel, dilation, padding, stride)
+  function Unfold:init(kernel, o, padding, stride, ...)
+    nomore("Unfold", 4, ...)
+    if uf_opts(o) then
+      nomore("Unfold", 2, padding, stride)
+      o = check_opts("Unfold", o, UF)
+    else
+      o = { dilation = o, padding = padding, stride = stride }
+    end
     self.kernel_size, self.dilation, self.padding, self.stride = kernel, o.dilation or 1, o.padding or 0, o.stride or 1
   end
   function Unfold:forward(x, ...)
@@ -279,9 +288,16 @@ return function(T, C, nn)
   end
   nn.Unfold = Unfold
   local Fold = Module:extend("Fold")
-  function Fold:init(output_size, kernel, o, ...)
-    nomore("Fold", 3, ...)
-    o = check_opts("Fold", o, UF)
+  -- Fold(output_size, kernel, {dilation, padding, stride}) or torch's
+  -- positional Fold(output_size, kernel, dilation, padding, stride)
+  function Fold:init(output_size, kernel, o, padding, stride, ...)
+    nomore("Fold", 5, ...)
+    if uf_opts(o) then
+      nomore("Fold", 3, padding, stride)
+      o = check_opts("Fold", o, UF)
+    else
+      o = { dilation = o, padding = padding, stride = stride }
+    end
     self.output_size, self.kernel_size = output_size, kernel
     self.dilation, self.padding, self.stride = o.dilation or 1, o.padding or 0, o.stride or 1
   end
@@ -342,9 +358,15 @@ return function(T, C, nn)
 
   -- -- distances as modules ---------------------------------------------------------------
   local CosineSimilarity = Module:extend("CosineSimilarity")
-  function CosineSimilarity:init(o, ...)
-    nomore("CosineSimilarity", 1, ...)
-    o = check_opts("CosineSimilarity", o, set { "dim", "eps" })
+  -- CosineSimilarity{dim, eps} or torch's positional CosineSimilarity(dim, eps)
+  function CosineSimilarity:init(o, eps, ...)
+    nomore("CosineSimilarity", 2, ...)
+    if is_opts(o) then
+      nomore("CosineSimilarity", 1, eps)
+      o = check_opts("CosineSimilarity", o, set { "dim", "eps" })
+    else
+      o = { dim = o, eps = eps }
+    end
     self.dim, self.eps = o.dim or 2, o.eps or 1e-8
   end
   function CosineSimilarity:forward(a, b, ...)
@@ -353,9 +375,16 @@ return function(T, C, nn)
   end
   nn.CosineSimilarity = CosineSimilarity
   local PairwiseDistance = Module:extend("PairwiseDistance")
-  function PairwiseDistance:init(o, ...)
-    nomore("PairwiseDistance", 1, ...)
-    o = check_opts("PairwiseDistance", o, set { "p", "eps", "keepdim" })
+  -- PairwiseDistance{p, eps, keepdim} or torch's positional
+  -- PairwiseDistance(p, eps, keepdim)
+  function PairwiseDistance:init(o, eps, keepdim, ...)
+    nomore("PairwiseDistance", 3, ...)
+    if is_opts(o) then
+      nomore("PairwiseDistance", 1, eps, keepdim)
+      o = check_opts("PairwiseDistance", o, set { "p", "eps", "keepdim" })
+    else
+      o = { p = o, eps = eps, keepdim = keepdim }
+    end
     self.p, self.eps, self.keepdim = o.p or 2, o.eps or 1e-6, o.keepdim or false
   end
   function PairwiseDistance:forward(a, b, ...)
@@ -482,9 +511,16 @@ return function(T, C, nn)
     return x / div
   end)
   local LRN = Module:extend("LocalResponseNorm")
-  function LRN:init(size, o, ...)
-    nomore("LocalResponseNorm", 2, ...)
-    o = check_opts("LocalResponseNorm", o, set { "alpha", "beta", "k" })
+  -- LocalResponseNorm(size, {alpha, beta, k}) or torch's positional
+  -- LocalResponseNorm(size, alpha, beta, k)
+  function LRN:init(size, o, beta, k, ...)
+    nomore("LocalResponseNorm", 4, ...)
+    if is_opts(o) then
+      nomore("LocalResponseNorm", 2, beta, k)
+      o = check_opts("LocalResponseNorm", o, set { "alpha", "beta", "k" })
+    else
+      o = { alpha = o, beta = beta, k = k }
+    end
     self.size, self.alpha, self.beta, self.k = size, o.alpha or 1e-4, o.beta or 0.75, o.k or 1.0
   end
   function LRN:forward(x, ...)
