@@ -185,7 +185,10 @@ return function(T, C)
           name, need, t:dim()):gsub("^torch%.", name .. ": torch."), 2)
       end
       if type(sections) == "number" then
-        if sections < 1 or sections % 1 ~= 0 or t:size(dim) % sections ~= 0 then
+        if sections % 1 ~= 0 then
+          error(fmt("%s: expected an integer number of sections, got %s", name, tostring(sections)), 2)
+        end
+        if sections < 1 or t:size(dim) % sections ~= 0 then
           error(fmt("%s: torch.%s attempted to split along dimension %d, but the size of the dimension %d " ..
             "is not divisible by the split_size %s!", name, name, dim, t:size(dim), tostring(sections)), 2)
         end
@@ -278,7 +281,12 @@ return function(T, C)
       local off = nd - #s
       for d = 1, #s do
         local v, cur = s[d], out[off + d]
-        if type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
+        if type(v) == "number" and v % 1 ~= 0 then
+          error(fmt("broadcast_shapes: expected integer sizes, got %s (argument #%d, entry %d)", tostring(v), i, d), 2)
+        end
+        -- an integral float (6 / 2 in Lua 5.4) is stored as an integer
+        if type(v) == "number" and math.tointeger then v = math.tointeger(v) or v end
+        if type(v) ~= "number" or v < 0 then
           error(fmt("broadcast_shapes: Trying to create tensor with negative dimension %s", tostring(v)), 2)
         end
         if cur == 1 then out[off + d], from[off + d] = v, i
