@@ -117,6 +117,8 @@ return function(T, C)
   T.scatter_reduce_ = M.scatter_reduce_
 
   local masked = { masked_fill = true, masked_scatter = true }
+  local keeps_layout = { index_fill = true, put = true }
+  local ROW_MAJOR = { memory_format = "contiguous" }
   local function out_of_place(name)
     local inplace = M[name .. "_"]
     local f = function(t, ...)
@@ -134,7 +136,9 @@ return function(T, C)
           end
         end
       end
-      return inplace(t:clone(), ...)
+      -- a row-major copy (PyTorch's clone(contiguous) or structured
+      -- output), except index_fill and put, which keep t's layout
+      return inplace(keeps_layout[name] and t:clone() or t:clone(ROW_MAJOR), ...)
     end
     M[name] = f
     T[name] = f

@@ -108,13 +108,8 @@ return function(T, C)
   local function triangle(name, upper)
     method_and_function(name, function(t, a, b)
       local k, o = tri_args(name, t, a, b, 2)
-      local mask = tri_zero_mask(name, t, k, upper, 2)
-      -- PyTorch's result is row-major whatever t's layout (empty_like with
-      -- the contiguous format): a non-contiguous t is copied row-major and
-      -- that copy filled in place
-      local c = t:contiguous()
-      if c ~= t then return finish(name, c:masked_fill_(mask, 0), o) end
-      return finish(name, t:masked_fill(mask, 0), o)
+      -- row-major whatever t's layout, as PyTorch's (masked_fill's result is)
+      return finish(name, t:masked_fill(tri_zero_mask(name, t, k, upper, 2), 0), o)
     end)
     local iname = name .. "_"
     M[iname] = named(iname, function(t, a, b)

@@ -69,4 +69,25 @@ describe("difftest round 11: shape functions (torch 1.13)", function()
     assert.equal(2, #p)
     assert.same({ { 2, 3 }, { 6, 7 } }, p[2]:tolist())
   end)
+  it("out-of-place scatter/index/masked ops give torch's layouts for a transposed input", function()
+    -- torch 1.13, x = zeros(3, 4).t(): masked_fill, masked_scatter, scatter,
+    -- scatter_add, scatter_reduce, index_copy, index_add -> strides (3, 1)
+    -- (clone(contiguous) or a structured output); index_fill, put -> (1, 4)
+    local x = T.zeros(3, 4):t()
+    local i = T.ones(4, 3, { dtype = T.int64 })
+    local m = T.zeros(4, 3, { dtype = T.bool })
+    local one = T.tensor({ 1 }, { dtype = T.int64 })
+    local rows = {
+      { x:masked_fill(m, 1), { 3, 1 } }, { x:masked_scatter(m, T.ones(12)), { 3, 1 } },
+      { x:scatter(1, i, 1), { 3, 1 } }, { x:scatter_add(1, i, T.ones(4, 3)), { 3, 1 } },
+      { x:scatter_reduce(1, i, T.ones(4, 3), "sum"), { 3, 1 } },
+      { x:index_copy(1, one, T.ones(1, 3)), { 3, 1 } }, { x:index_add(1, one, T.ones(1, 3)), { 3, 1 } },
+      { x:index_fill(1, one, 1), { 1, 4 } }, { x:put(one, T.ones(1)), { 1, 4 } },
+    }
+    for k, r in ipairs(rows) do assert.same(r[2], r[1]:stride(), "row " .. k) end
+    assert.same({ { 1, 1, 1 }, { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } }, x:index_fill(1, one, 1):tolist())
+    -- PyTorch's constants name the formats
+    assert.same({ 3, 1 }, x:clone({ memory_format = T.contiguous_format }):stride())
+    assert.same({ 1, 4 }, x:clone({ memory_format = T.preserve_format }):stride())
+  end)
 end)
