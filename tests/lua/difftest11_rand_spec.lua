@@ -85,6 +85,19 @@ describe("difftest round 11: random samplers (torch 1.13)", function()
     assert.truthy(e:find("difftest11_rand_spec.lua", 1, true), e)
   end)
 
+  it("uniform_ refuses bounds past the dtype's range; complex samplers and a NaN probability are named", function()
+    -- torch 1.13: "to is out of bounds for float", "from is out of bounds for float",
+    -- "to is out of bounds for c10::Half"; float64 takes 1e39
+    raises(function() T.zeros(3):uniform_(0, 1e39) end, "uniform_: to=1e+39 is out of bounds for float32")
+    raises(function() T.zeros(3):uniform_(-1e39, 0) end, "uniform_: from=-1e+39 is out of bounds for float32")
+    raises(function() T.zeros(3, { dtype = T.float16 }):uniform_(0, 1e5) end, "out of bounds for float16")
+    assert.is_true(T.zeros(3, { dtype = T.float64 }):uniform_(0, 1e39):max():item() > 1e30)
+    -- torch: "random_from_to" not implemented for 'ComplexFloat'
+    raises(function() T.zeros(3, { dtype = T.complex64 }):random_() end, "random_: not implemented for complex64")
+    raises(function() T.zeros(3, { dtype = T.complex64 }):bernoulli_(0.5) end, "bernoulli_: not implemented for complex64")
+    raises(function() T.bernoulli(T.tensor { 0 / 0 }) end, "in [0, 1], got nan")
+  end)
+
   it("statistics of the samplers match theory (checks, already passing)", function()
     T.manual_seed(123)
     local N = 200000

@@ -113,6 +113,8 @@ enum { EM_SHAPE_BUF = 16 * 24 + 4 };
 
 typedef uint16_t em_half;      /* IEEE binary16 bits */
 typedef uint16_t em_bfloat16;  /* bfloat16 bits */
+/* The largest finite value of a floating dtype (DBL_MAX for the others). */
+double em_dtype_float_max(em_dtype dt);
 /* one 16-byte element as raw bits: the loops that move complex128
 ** elements without looking at them (copies, fills, masks, indexing) */
 typedef struct em_bytes16 {

@@ -5,6 +5,7 @@
 */
 #include "core/core.h"
 
+#include <float.h>
 #include <string.h>
 
 typedef struct {
@@ -44,6 +45,15 @@ static int valid(em_dtype dt) { return (unsigned)dt < EM_NUM_DTYPES; }
 
 const char *em_dtype_name(em_dtype dt) {
   return valid(dt) ? dtype_info[dt].name : "invalid";
+}
+double em_dtype_float_max(em_dtype dt) {
+  switch (dt) {
+    case EM_FLOAT16: return 65504.0;
+    case EM_BFLOAT16: return 3.3895313892515355e38;
+    case EM_FLOAT32:
+    case EM_COMPLEX64: return FLT_MAX;
+    default: return DBL_MAX;
+  }
 }
 size_t em_dtype_size(em_dtype dt) { return valid(dt) ? dtype_info[dt].size : 0; }
 em_dtype_kind em_dtype_kindof(em_dtype dt) {

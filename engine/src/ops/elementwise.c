@@ -214,15 +214,6 @@ em_ew_opts em_ew_defaults(void) { return ew_defaults; }
 
 /* -- Helpers ----------------------------------------------------------------- */
 
-static double dtype_max(em_dtype dt) {
-  switch (dt) {
-    case EM_FLOAT16: return 65504.0;
-    case EM_BFLOAT16: return 3.3895313892515355e38;
-    case EM_FLOAT32: return FLT_MAX;
-    default: return DBL_MAX;
-  }
-}
-
 /* A 0-d tensor of dtype dt holding v (converted with the cast rules). */
 static em_status scalar_tensor(em_scalar v, em_dtype dt, em_device dev, em_tensor **out) {
   return em_full(0, NULL, v, dt, dev, out);
@@ -568,8 +559,8 @@ static em_status elementwise_nograd(em_ew_op op, int n, const em_operand *inputs
   if (op == EM_OP_ROUND) k.i0 = o.decimals;
   if (op == EM_OP_NAN_TO_NUM) {
     k.p0 = o.has_nan ? o.nan : 0.0;
-    k.p1 = o.has_posinf ? o.posinf : dtype_max(compute);
-    k.p2 = o.has_neginf ? o.neginf : -dtype_max(compute);
+    k.p1 = o.has_posinf ? o.posinf : em_dtype_float_max(compute);
+    k.p2 = o.has_neginf ? o.neginf : -em_dtype_float_max(compute);
   }
   if (op == EM_OP_CLAMP) k.flags = (o.has_min ? 1 : 0) | (o.has_max ? 2 : 0);
   if (op == EM_OP_POLYGAMMA) {

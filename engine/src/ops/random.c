@@ -106,10 +106,11 @@ void em_random_reserve(em_device dev, uint64_t n, em_draw *d) { reserve(dev, n, 
 ** copied in (so element i is always row-major i). */
 
 /* Runs the sampler over the contiguous tensor t. */
-static em_status sample_contiguous(const em_kernels *k, em_tensor *t, const em_sample *s) {
+static em_status sample_contiguous(const char *op, const em_kernels *k, em_tensor *t,
+                                   const em_sample *s) {
   em_iter it;
   const em_tensor *ops[1] = {t};
-  em_status st = em_iter_build(&it, "sample", 1, ops, t->ndim, t->sizes, false);
+  em_status st = em_iter_build(&it, op, 1, ops, t->ndim, t->sizes, false);
   if (st == EM_OK) k->random->sample(&it, t->dtype, s);
   return st;
 }
@@ -128,7 +129,7 @@ em_status em_uniform_draw_(em_tensor *t, const em_draw *d) {
   s.b = 1;
   s.range = 1;
   if (em_tensor_numel(t) == 0) return EM_OK;
-  st = sample_contiguous(k, t, &s);
+  st = sample_contiguous("uniform", k, t, &s);
   if (st == EM_OK) em_storage_bump_version(t->storage);
   return st;
 }
@@ -144,14 +145,14 @@ static em_status sample_into_nograd(const char *op, em_tensor *t, em_sample *s) 
   reserve(dev, ((uint64_t)n + lanes - 1) / lanes, &s->draw);
   if (n == 0) return EM_OK;
   if (em_tensor_is_contiguous(t)) {
-    st = sample_contiguous(k, t, s);
+    st = sample_contiguous(op, k, t, s);
     if (st == EM_OK) em_storage_bump_version(t->storage);
     return st;
   }
   em_tensor *tmp;
   st = em_empty(t->ndim, t->sizes, t->dtype, dev, &tmp);
   if (st != EM_OK) return st;
-  st = sample_contiguous(k, tmp, s);
+  st = sample_contiguous(op, k, tmp, s);
   if (st == EM_OK) st = em_copy_(t, tmp);
   em_tensor_release(tmp);
   return st;
@@ -193,6 +194,13 @@ em_status em_uniform_(em_tensor *t, double from, double to) {
     return em_fail(EM_E_VALUE,
                    "uniform_: expects to return a [from, to) range, but found "
                    "from=%g > to=%g", from, to);
+  /* PyTorch's: bounds past the dtype's finite range are refused (they would
+  ** fill with inf) */
+  double lim = em_dtype_float_max(t->dtype);
+  if (from < -lim || from > lim || to < -lim || to > lim)
+    return em_fail(EM_E_VALUE, "uniform_: %s=%g is out of bounds for %s",
+                   from < -lim || from > lim ? "from" : "to", from < -lim || from > lim ? from : to,
+                   em_dtype_name(t->dtype));
   em_sample s = {0};
   s.kind = EM_SAMPLE_UNIFORM;
   s.a = from;
@@ -295,8 +303,9 @@ static em_status bernoulli_tensor_nograd(em_tensor *t, const em_tensor *p) {
   if (st != EM_OK) goto done;
   double bad = 0;
   if (k->random->prob_check(&it, &bad)) {
-    st = em_fail(EM_E_VALUE, "bernoulli_: expects all probabilities to be in [0, 1], got %g",
-                 bad);
+    st = isnan(bad) ? em_fail(EM_E_VALUE, "bernoulli_: expects all probabilities to be in [0, 1], got nan")
+                    : em_fail(EM_E_VALUE, "bernoulli_: expects all probabilities to be in [0, 1], got %g",
+                              bad);
     goto done;
   }
   st = em_empty(t->ndim, t->sizes, EM_FLOAT64, dev, &u);
