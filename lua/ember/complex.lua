@@ -222,6 +222,33 @@ return function(T, C)
   end
   define("norm", norm)
 
+  -- copy_ into a complex tensor while autograd records: em_copy_ records
+  -- only a floating destination (ops/copy.c's overwrite), so without this
+  -- z:copy_(w) would keep z's old history and give w no gradient (and every
+  -- in-place form below that ends in z:copy_(r) with it). The whole-tensor
+  -- index assignment records it as torch's copy_: w's gradient cast and
+  -- summed over the broadcast, none to z's old values.
+  local c_copy = M.copy_
+  M.copy_ = function(dst, src, ...)
+    if select("#", ...) == 0 and cxt(dst) and getmetatable(src) == TM
+      and (dst.requires_grad or src.requires_grad) and T.is_grad_enabled() then
+      if dst.requires_grad and dst.is_leaf then
+        error("copy_: a leaf tensor that requires grad is being used in an in-place operation", 2)
+      end
+      local ok, e = pcall(function() dst[{}] = src end)
+      if not ok then error("copy_: " .. unpos(e):gsub("^[%w_]+: ", ""), 2) end
+      return dst
+    end
+    return c_copy(dst, src, ...)
+  end
+  -- what an in-place form composed as z:copy_(f(z)) computes f from: a
+  -- clone while autograd records, so that the values f's nodes saved (and
+  -- the real views z.real/z.imag) are not the storage copy_ overwrites
+  local function source(z)
+    if z.requires_grad and T.is_grad_enabled() then return z:clone() end
+    return z
+  end
+
   -- -- the parts' compositions -------------------------------------------------
   -- name in T and in the methods: f(real, ...) when one of the first two
   -- arguments is complex (the tensors of every wrapped function)
@@ -366,6 +393,14 @@ return function(T, C)
       local out = only_out(name, o, 4)
       local r = f(z)
       return give(name, r, out)
+    end)
+    -- the in-place form, as torch's: z:copy_(f(z))
+    wrap(name .. "_", function(_, z, ...)
+      if select("#", ...) > 0 then
+        error(("%s_: expected a complex tensor and no other argument, got %d more"):format(
+          name, select("#", ...)), 3)
+      end
+      return z:copy_(f(source(z)))
     end)
   end
   local LN2, LN10 = math.log(2), math.log(10)
@@ -540,7 +575,7 @@ return function(T, C)
         tbl[ip] = function(z, ...)
           if not cxt(z) then return real_ip(z, ...) end
           local n = select("#", ...)
-          local r = run(real, z, n, { ... })
+          local r = run(real, source(z), n, { ... })
           return z:copy_(r)
         end
       end
@@ -574,7 +609,8 @@ return function(T, C)
       ARGS.nomore("angle", 1, ...)
       local f = x.dtype.is_floating_point and x or x:to(T.get_default_dtype())
       local r = T.no_grad(function()
-        return T.where(f:isnan(), f, T.where(f:lt(0), math.pi, 0):to(f.dtype))
+        -- pi in f's dtype (a where of two numbers would round it to float32)
+        return T.where(f:isnan(), f, f:lt(0):to(f.dtype):mul(math.pi))
       end)
       if f.requires_grad then r = r + (f - f:detach()) * 0 end
       return r

@@ -350,7 +350,11 @@ return function(T, C)
       if is_opts(last) and last.out ~= nil then
         error(fmt("%s: unknown option 'out' (an in-place op writes self)", name), 2)
       end
-      local r = M[base](t, ...)
+      -- (a complex t recording: computed from a clone, as complex.lua's
+      -- in-place forms, so that copy_ does not overwrite what base saved)
+      local src = t
+      if t:is_complex() and t.requires_grad and T.is_grad_enabled() then src = t:clone() end
+      local r = M[base](src, ...)
       if r.dtype ~= t.dtype and not T.can_cast(r.dtype, t.dtype) then
         error(fmt("%s: result type %s can't be cast to the desired output type %s", name,
           r.dtype.name, t.dtype.name), 2)
