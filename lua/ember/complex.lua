@@ -222,25 +222,6 @@ return function(T, C)
   end
   define("norm", norm)
 
-  -- copy_ into a complex tensor while autograd records: em_copy_ records
-  -- only a floating destination (ops/copy.c's overwrite), so without this
-  -- z:copy_(w) would keep z's old history and give w no gradient (and every
-  -- in-place form below that ends in z:copy_(r) with it). The whole-tensor
-  -- index assignment records it as torch's copy_: w's gradient cast and
-  -- summed over the broadcast, none to z's old values.
-  local c_copy = M.copy_
-  M.copy_ = function(dst, src, ...)
-    if select("#", ...) == 0 and cxt(dst) and getmetatable(src) == TM
-      and (dst.requires_grad or src.requires_grad) and T.is_grad_enabled() then
-      if dst.requires_grad and dst.is_leaf then
-        error("copy_: a leaf tensor that requires grad is being used in an in-place operation", 2)
-      end
-      local ok, e = pcall(function() dst[{}] = src end)
-      if not ok then error("copy_: " .. unpos(e):gsub("^[%w_]+: ", ""), 2) end
-      return dst
-    end
-    return c_copy(dst, src, ...)
-  end
   -- what an in-place form composed as z:copy_(f(z)) computes f from: a
   -- clone while autograd records, so that the values f's nodes saved (and
   -- the real views z.real/z.imag) are not the storage copy_ overwrites

@@ -1824,7 +1824,7 @@ em_status em_ag_apply(em_node *n, em_tensor *const *gout, em_tensor **gin) {
         em_scalar one = {EM_SCALAR_FLOAT, 0, 1.0};
         em_tensor *ones = NULL;
         if (OK) ones = keep(f, em_full(pos->ndim, pos->sizes, one, g->dtype, em_tensor_device(g), &ones), &ones);
-        em_tensor *hit = bins(f, EM_OP_GT, put(f, ones, pos, &n->in[0]), 0.0);
+        em_tensor *hit = bins(f, EM_OP_NE, put(f, ones, pos, &n->in[0]), 0.0); /* NE: also complex */
         em_tensor *part = v0 ? put(f, cast(f, v0, g->dtype), pos, &n->in[0]) : zeros_like(f, g);
         gin[0] = where(f, hit, part, (em_tensor *)g);
       }

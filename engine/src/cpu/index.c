@@ -195,6 +195,17 @@ typedef struct {
       if (*(const bool *)m) out[*(const int64_t *)p - 1] = *(const CT *)s;    \
   }
 
+/* where moves elements whole: complex ones as 8- or 16-byte words */
+#define DEF_WHERE(S, CT)                                                      \
+  static void em_where_##S(char **data, const int64_t *st, int64_t n,         \
+                           void *vctx) {                                      \
+    char *o = data[0];                                                        \
+    const char *c = data[1], *a = data[2], *b = data[3];                      \
+    (void)vctx;                                                               \
+    for (int64_t i = 0; i < n;                                                \
+         i++, o += st[0], c += st[1], a += st[2], b += st[3])                 \
+      *(CT *)o = *(const bool *)c ? *(const CT *)a : *(const CT *)b;          \
+  }
 #define DEF_MASKED(S, E, CT, K)                                               \
   static void em_masked_fill_##S(char **data, const int64_t *st, int64_t n,   \
                                  void *vctx) {                                \
@@ -218,15 +229,7 @@ typedef struct {
     for (int64_t i = 0; i < n; i++, d += st[0], m += st[1], p += st[2])       \
       if (*(const bool *)m) *(CT *)d = src[*(const int64_t *)p - 1];          \
   }                                                                           \
-  static void em_where_##S(char **data, const int64_t *st, int64_t n,         \
-                           void *vctx) {                                      \
-    char *o = data[0];                                                        \
-    const char *c = data[1], *a = data[2], *b = data[3];                      \
-    (void)vctx;                                                               \
-    for (int64_t i = 0; i < n;                                                \
-         i++, o += st[0], c += st[1], a += st[2], b += st[3])                 \
-      *(CT *)o = *(const bool *)c ? *(const CT *)a : *(const CT *)b;          \
-  }
+  DEF_WHERE(S, CT)
 EM_FOR_EACH_DTYPE(DEF_MASKED)
 
 /* masked_select of a contiguous source and mask: the selected elements of
@@ -254,6 +257,7 @@ EM_FOR_EACH_DTYPE(DEF_COMPACT)
 ** 8-byte loops (i64), complex128 through these 16-byte ones */
 DEF_COMPACT(b16, EM_COMPLEX128, em_bytes16, 0)
 DEF_MSELECT(b16, em_bytes16)
+DEF_WHERE(b16, em_bytes16)
 typedef void (*compact_fn)(char *, const char *, const uint8_t *, int64_t);
 #define COMPACT_ROW(S, E, CT, K) [E] = em_masked_compact_##S,
 static const compact_fn compact_loops[EM_NUM_DTYPES] = {
@@ -287,7 +291,9 @@ static const em_loop1d masked_select_loops[EM_NUM_DTYPES] = {
     EM_FOR_EACH_DTYPE(TABLE_ROW_em_masked_select)[EM_COMPLEX64] = em_masked_select_i64,
     [EM_COMPLEX128] = em_masked_select_b16};
 TABLE(masked_scatter_loops, em_masked_scatter)
-TABLE(where_loops, em_where)
+static const em_loop1d where_loops[EM_NUM_DTYPES] = {
+    EM_FOR_EACH_DTYPE(TABLE_ROW_em_where)[EM_COMPLEX64] = em_where_i64,
+    [EM_COMPLEX128] = em_where_b16};
 
 static em_loop1d scatter_loop(em_scatter_mode r, em_dtype dt) {
   switch (r) {

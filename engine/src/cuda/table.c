@@ -359,7 +359,9 @@ const em_creation_kernels em_cuda_creation_kernels = {
 
 static void cu_where(const em_iter *it, em_dtype dt) {
   emcu_geom g;
-  if (!geom(it, &g)) { UNSUPPORTED_VOID("where"); return; }
+  /* the kernel moves elements of at most 8 bytes (no complex where on cuda
+  ** yet: the engine's autograd formulas take it on the CPU) */
+  if (!geom(it, &g) || em_dtype_kindof(dt) == EM_KIND_COMPLEX) { UNSUPPORTED_VOID("where"); return; }
   emcu_params p;
   memset(&p, 0, sizeof p);
   launched("where", emcu_ew(EMCU_WHERE, (int)dt, &g, &p, stream()));

@@ -287,7 +287,8 @@ static em_status overwrite(const char *op, em_tensor *dst, const em_tensor *src,
   if (any || (on && dst->nograd_view)) st = em_ag_check_inplace(op, dst);
   if (st == EM_OK) st = run(dst, src, value);
   em_ag_resume(on);
-  if (st != EM_OK || !any || em_dtype_kindof(dst->dtype) != EM_KIND_FLOAT) return st;
+  em_dtype_kind kind = em_dtype_kindof(dst->dtype);
+  if (st != EM_OK || !any || (kind != EM_KIND_FLOAT && kind != EM_KIND_COMPLEX)) return st;
   em_ag_params p;
   memset(&p, 0, sizeof p);
   p.name = src ? "CopyBackwards" : "FillBackward0";

@@ -229,7 +229,9 @@ static em_status where_nograd(const em_tensor *cond, const em_tensor *a,
   if (st == EM_OK) {
     em_iter it;
     const em_tensor *ops[4] = {o, cond, ac, bc};
+    int was = em_iter_allow_complex(1); /* the loops move complex elements whole */
     st = em_iter_build(&it, op, 4, ops, nd, shape, false);
+    em_iter_allow_complex(was);
     if (st == EM_OK) k->where(&it, dt);
   }
   em_tensor_release(ac);
