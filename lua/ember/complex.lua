@@ -590,10 +590,11 @@ return function(T, C)
       ARGS.nomore("angle", 1, ...)
       local f = x.dtype.is_floating_point and x or x:to(T.get_default_dtype())
       local r = T.no_grad(function()
-        -- pi in f's dtype (a where of two numbers would round it to float32)
+        -- pi in f's dtype (a float64 x gets float64's pi)
         return T.where(f:isnan(), f, f:lt(0):to(f.dtype):mul(math.pi))
       end)
-      if f.requires_grad then r = r + (f - f:detach()) * 0 end
+      -- a zero gradient, finite also where x is infinite
+      if f.requires_grad then r = r + T.where(f:isfinite(), f, 0) * 0 end
       return r
     end
   end

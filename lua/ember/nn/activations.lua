@@ -136,7 +136,9 @@ return function(T, C, nn)
     local xc = x:clamp(-3, 3)
     local mid = T.where(x:gt(-3):logical_and(x:lt(3)), xc * (xc + 3) / 6,
       T.where(x:lt(0), (xc + 3) * -0.5, (xc - 3) * 1.5 + 3))
-    return T.where(x:lt(-3), T.zeros_like(x), T.where(x:le(3), mid, x))
+    -- below -3 x * 0 without a gradient: -0, and NaN at -inf (PyTorch's
+    -- x * relu6(x + 3) / 6)
+    return T.where(x:lt(-3), x:detach() * 0, T.where(x:le(3), mid, x))
   end)
   act("mish", {}, {}, function(x) return x * x:softplus():tanh() end)
   -- integer input (not bool): PyTorch's composites promote it to the default dtype
@@ -186,7 +188,8 @@ return function(T, C, nn)
   -- log(sigmoid(x)): -log1p(exp(-x)) for x >= 0, x - log1p(exp(x)) below
   act("logsigmoid", {}, {}, function(x)
     local p, n = x:clamp_min(0), x:clamp_max(0)
-    return T.where(x:ge(0), -((-p):exp():log1p()), n - n:exp():log1p())
+    -- (0 - ..., not a negation: +0 for large x, PyTorch's min(x, 0) - ...)
+    return T.where(x:ge(0), 0 - (-p):exp():log1p(), n - n:exp():log1p())
   end)
 
   -- glu(x, dim=-1): a * sigmoid(b) of the two halves along dim
