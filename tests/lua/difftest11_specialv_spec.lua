@@ -57,4 +57,27 @@ describe("difftest11 special values", function()
     local wg = { 1, 0.9999545812606812, 0.5, 4.539786823443137e-05, 0, 0 }
     for i = 1, 6 do assert.is_true(math.abs(g[i] - wg[i]) <= 1e-6, i) end
   end)
+  it("gammainc/gammaincc at large a: the uniform asymptotic expansion, not 10^20 steps", function()
+    -- reference: P(a, x) = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1)...(a+n)) in
+    -- mpmath at 40 digits (torch 1.13 reads 0.49986701924097765 for Q(1e6, 1e6)
+    -- and 6.41e-24 for P(1e8, 1e8 - 1e5): its expansion stops at 4.5 sqrt(a))
+    local f64 = function(v) return T.tensor(v, { dtype = T.float64 }) end
+    local a = f64 { 1e6, 1e6, 1e6, 1e8, 1e8 }
+    local x = f64 { 1e6, 1e6 - 1e4, 1e6 + 1e3, 1e8, 1e8 - 1e5 }
+    local want = { 0.50013298076087259, 5.4466446930108087e-24, 0.84134478636834029,
+      0.50001329807601412, 7.3699310668969939e-24 }
+    local p = T.special.gammainc(a, x)
+    for i = 1, 5 do
+      assert.is_true(math.abs(p[i]:item() - want[i]) <= 1e-12 * want[i], i .. ": " .. p[i]:item())
+    end
+    local q = T.special.gammaincc(f64 { 1e8 }, f64 { 1e8 + 1e4 })
+    assert.is_true(math.abs(q[1]:item() - 0.15865525352820119) < 1e-14)
+    -- a = x at the top of the range: 1/2 + 1/(3 sqrt(2 pi a)) (this took hours)
+    local big = T.special.gammainc(f64 { 1e20, 1e300 }, f64 { 1e20, 1e300 })
+    assert.is_true(math.abs(big[1]:item() - (0.5 + 1 / (3 * math.sqrt(2 * math.pi * 1e20)))) < 1e-15)
+    assert.equal(0.5, big[2]:item())
+    local m = T.tensor({ 3.4e38 }, { dtype = T.float32 })
+    assert.equal(0.5, T.special.gammainc(m, m)[1]:item())
+    assert.equal(0.5, T.special.gammaincc(m, m)[1]:item())
+  end)
 end)
