@@ -103,31 +103,15 @@ return function(T)
   -- is. rule (optional): {keep = pattern} an inner name that stays
   -- ("linalg.inv: " under linalg.matrix_power), {strip = pattern} the inner
   -- name dropped (default "^[%w_]+: ").
-  -- an error message without the "file:line: " a Lua error() put in front
-  -- The error level of the user's code for an error raised by the function
-  -- that calls this: the first frame up the stack that is not ember's own
-  -- Lua (checks reached through helpers and tail calls of varying depth:
-  -- the distributions' constructors, the transformer layers); a C frame
-  -- (pcall) ends the walk: no position then. A.raise(msg) raises there.
-  function A.user_level()
-    local l = 3 -- 1: user_level, 2: the raising function, 3: its caller
-    while true do
-      local info = debug.getinfo(l, "S")
-      if not info or info.what == "C" then return l - 1 end
-      local src = info.source
-      if not (src:find("[@/\\]ember[/\\][%w_]+%.lua$") or src:find("[@/\\]ember[/\\]nn[/\\][%w_]+%.lua$")) then
-        return l - 1
-      end
-      l = l + 1
-    end
-  end
-  function A.raise(msg) error(msg, A.user_level()) end
+  -- errors at the user's line (args.lua)
+  A.user_level, A.raise = ARGS.user_level, ARGS.raise
   -- the dtype a name stands for ("float16", "ember.float16"), as wherever
   -- ember takes a dtype; nil for a name that is none
   function A.dtype_named(name)
     local ok, d = pcall(function() return T.empty(0, { dtype = name }).dtype end)
     return ok and d or nil
   end
+  -- an error message without the "file:line: " a Lua error() put in front
   function A.unpos(e) return (tostring(e):gsub("^[^\n]-:%d+: ", "")) end
   local function rethrow(op, e, rule)
     if type(e) ~= "string" then error(e, 0) end

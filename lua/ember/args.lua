@@ -68,6 +68,54 @@ function M.nomore(op, n, ...)
   end
 end
 
+-- The error level of the user's code for an error raised by the function
+-- that calls this: the first frame up the stack that is not ember's own
+-- Lua (checks reached through helpers and tail calls of varying depth:
+-- the distributions' constructors, the transformer layers); a C frame
+-- (pcall) ends the walk: no position then. M.raise(msg) raises there.
+function M.user_level()
+  local l = 3 -- 1: user_level, 2: the raising function, 3: its caller
+  while true do
+    local info = debug.getinfo(l, "S")
+    if not info or info.what == "C" then return l - 1 end
+    local src = info.source
+    if not (src:find("[@/\\]ember[/\\][%w_]+%.lua$") or src:find("[@/\\]ember[/\\]nn[/\\][%w_]+%.lua$")) then
+      return l - 1
+    end
+    l = l + 1
+  end
+end
+function M.raise(msg) error(msg, M.user_level()) end
+
+-- PyTorch's positional arguments taken by name: the arguments from position
+-- `first` on (passed as ...) fill `names` in order, and an options table
+-- may follow them (f(a, b), f{x = a, y = b} and f(a, {y = b}) are one
+-- call); returns the options table. A name given both ways is refused.
+function M.positional(op, names, first, ...)
+  local n, args = select("#", ...), { ... }
+  while n > 0 and args[n] == nil do n = n - 1 end
+  local tail
+  if n > 0 and M.is_opts(args[n]) then tail, n = args[n], n - 1 end
+  if n > #names then
+    M.raise(fmt("%s: unexpected argument #%d (%s): %s takes at most %d arguments",
+      op, first + #names, type(args[#names + 1]), op, first + #names - 1))
+  end
+  local o = {}
+  for i = 1, n do
+    if M.is_opts(args[i]) then refuse_table(op, args[i], first + i - 1) end
+    o[names[i]] = args[i]
+  end
+  for k, v in pairs(tail or {}) do
+    if o[k] ~= nil then
+      local pos
+      for i, nm in ipairs(names) do if nm == k then pos = first + i - 1 end end
+      M.raise(fmt("%s: %s given twice (argument #%d and the options table)", op, tostring(k), pos))
+    end
+    o[k] = v
+  end
+  return o
+end
+
 -- A plain table (not a tensor, dtype, Size or other object with a
 -- metatable): the shape an options table has.
 function M.is_opts(v)

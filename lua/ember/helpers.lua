@@ -302,6 +302,7 @@ return function(T, C)
     return T.Size(out)
   end)
   fn("broadcast_tensors", function(first, ...)
+    if first == nil and select("#", ...) == 0 then return {} end -- torch's () for no tensors
     local list = tensor_list("broadcast_tensors", first, ...)
     local shapes = {}
     for i, t in ipairs(list) do shapes[i] = t.shape:totable() end

@@ -888,9 +888,14 @@ return function(T, C, nn)
   loss_class("PoissonNLLLoss", F.poisson_nll_loss, { "log_input", "full", "eps", "reduction" }, 2)
   loss_class("GaussianNLLLoss", F.gaussian_nll_loss, { "full", "eps", "reduction" }, 3)
 
-  -- EmbeddingBag(num, dim, {mode="mean", padding_idx=, max_norm=, norm_type=, include_last_offset=})
+  -- EmbeddingBag(num, dim, {mode="mean", padding_idx=, max_norm=, norm_type=, include_last_offset=}),
+  -- or torch's positional order after dim (max_norm, norm_type,
+  -- scale_grad_by_freq, mode, sparse, _weight, include_last_offset, padding_idx)
   local EmbeddingBag = Module:extend("EmbeddingBag")
-  function EmbeddingBag:init(num, dim, o)
+  local BAG_ARGS = { "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "_weight",
+    "include_last_offset", "padding_idx" }
+  function EmbeddingBag:init(num, dim, ...)
+    local o = ARGS.positional("EmbeddingBag", BAG_ARGS, 3, ...)
     o = checked("EmbeddingBag", o, set { "mode", "padding_idx", "max_norm", "norm_type", "include_last_offset",
       "scale_grad_by_freq", "sparse", "dtype", "_weight" })
     self.num_embeddings, self.embedding_dim = num, dim
