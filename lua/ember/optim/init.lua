@@ -199,7 +199,9 @@ return function(T, C)
   function Optimizer:step(closure, ...)
     ARGS.nooptions("step", 2, 2, closure, ...)
     local loss
-    if closure then loss = closure() end
+    -- the closure recomputes the loss and its gradients: with grad mode on
+    -- even when step is called under no_grad (PyTorch's enable_grad)
+    if closure then loss = T.enable_grad(closure) end
     if gathered[self.update] then
       gather(true)
       local ok, err = pcall(step_loop, self)
@@ -306,6 +308,18 @@ return function(T, C)
   local function need(cond, name, msg, v)
     if not cond then error(string.format("%s: Invalid %s: %s", name, msg, tostring(v)), 4) end
   end
+  -- a numeric option given as something else is named, not compared
+  -- ("attempt to compare number with string")
+  local function number_opt(name, what, v)
+    if v ~= nil and type(v) ~= "number" then
+      error(string.format("%s: %s must be a number, got %s", name, what, type(v)), 4)
+    end
+  end
+  local function betas_pair(name, v)
+    if v ~= nil and (type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number") then
+      error(string.format("%s: betas must be a pair of numbers", name), 4)
+    end
+  end
 
   -- The updates are fused C kernels (engine/src/cpu/optim.c): one call per
   -- parameter and step does PyTorch 1.13's whole update in one pass, in the
@@ -320,6 +334,9 @@ return function(T, C)
         o.weight_decay, o.nesterov, o.maximize)
     end,
     function(o)
+      number_opt("SGD", "momentum", o.momentum)
+      number_opt("SGD", "dampening", o.dampening)
+      number_opt("SGD", "weight_decay", o.weight_decay)
       need((o.momentum or 0) >= 0, "SGD", "momentum value", o.momentum)
       need((o.weight_decay or 0) >= 0, "SGD", "weight_decay value", o.weight_decay)
       if o.nesterov and ((o.momentum or 0) <= 0 or (o.dampening or 0) ~= 0) then
@@ -340,6 +357,9 @@ return function(T, C)
   end
   local function adam_check(name)
     return function(o)
+      number_opt(name, "eps", o.eps)
+      number_opt(name, "weight_decay", o.weight_decay)
+      betas_pair(name, o.betas)
       need((o.eps or 1) >= 0, name, "epsilon value", o.eps)
       need((o.weight_decay or 0) >= 0, name, "weight_decay value", o.weight_decay)
       if o.betas then
@@ -364,6 +384,7 @@ return function(T, C)
       if o.centered then st.grad_avg = ga end
     end,
     function(o)
+      for _, k in ipairs({ "alpha", "eps", "momentum", "weight_decay" }) do number_opt("RMSprop", k, o[k]) end
       need((o.alpha or 0) >= 0, "RMSprop", "alpha value", o.alpha)
       need((o.eps or 0) >= 0, "RMSprop", "epsilon value", o.eps)
       need((o.momentum or 0) >= 0, "RMSprop", "momentum value", o.momentum)

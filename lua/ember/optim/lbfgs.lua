@@ -22,6 +22,14 @@ return function(T, optim, Optimizer)
     if lsf ~= nil and lsf ~= false and lsf ~= "strong_wolfe" then
       error("LBFGS: only 'strong_wolfe' is supported as line_search_fn, got " .. tostring(lsf), 2)
     end
+    -- torch 1.13 takes history_size = 0 and fails at the step that keeps a
+    -- first curvature pair (pop from an empty list); a non-integer or
+    -- negative one never equals the history's length, so the history grew
+    -- without bound: refused here
+    local hs = o.history_size
+    if hs ~= nil and not (type(hs) == "number" and hs >= 1 and hs == math.floor(hs)) then
+      error("LBFGS: history_size must be a positive integer (got " .. tostring(hs) .. ")", 2)
+    end
     local self = Optimizer.create(LBFGS, "LBFGS", params, DEFAULTS, o)
     local g = self.param_groups[1]
     if not g.max_eval then g.max_eval = math.floor(g.max_iter * 5 / 4) end
