@@ -346,6 +346,7 @@ local FR = {
   hardsigmoid = "x", mish = "x", softsign = "x", logsigmoid = "x", tanhshrink = "x",
   glu = "T.ones(2, 4)", prelu = "x, T.tensor { 0.25 }",
   conv_transpose1d = "seq, kern1", conv_transpose2d = "img, kern",
+  conv_tbc = "T.ones(5, 1, 2), T.ones(3, 2, 4), T.ones(4), 1",
   cosine_embedding_loss = "x, y, T.tensor { 1, -1 }", cosine_similarity = "x, y",
   ctc_loss = "T.randn(5, 1, 4):log_softmax(3), T.tensor { { 2, 3 } }, T.tensor { 5 }, T.tensor { 2 }",
   embedding_bag = "T.tensor { 1, 2, 3 }, emb, T.tensor { 1, 3 }",

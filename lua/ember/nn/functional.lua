@@ -271,6 +271,45 @@ return function(T, C)
     return out
   end
 
+  -- conv_tbc(x, w, b, pad): x (time, batch, in), w (kernel, in, out), b (out),
+  -- output (time + 2 pad - kernel + 1, batch, out): conv1d over the time
+  -- axis (a negative pad cuts the input's ends; no rows left is an empty
+  -- output, as torch 1.13)
+  function F.conv_tbc(x, w, b, pad, ...)
+    local op = "conv_tbc"
+    need_tensor(op, x, "the input")
+    need_tensor(op, w, "the weight")
+    need_tensor(op, b, "the bias")
+    nomore(op, 5, ...)
+    pad = pad == nil and 0 or pad
+    if type(pad) ~= "number" or pad ~= math.floor(pad) then
+      error(string.format("%s: expected an integer pad, got %s", op, tostring(pad)), 2)
+    end
+    if x.ndim ~= 3 then error(string.format("%s: Input must have 3 dims: time, batch, in_channel (got %d-d)",
+      op, x.ndim), 2) end
+    if w.ndim ~= 3 then error(string.format("%s: Weight tensor must have 3 dims: kernel_width, in_channels, "
+      .. "out_channels (got %d-d)", op, w.ndim), 2) end
+    if b.ndim ~= 1 then error(string.format("%s: Bias must be 1-D (got %d-d)", op, b.ndim), 2) end
+    if x.shape[3] ~= w.shape[2] then
+      error(string.format("%s: Input dim 3 (input channels, %d) is not == dim 2 in the weight tensor (%d)", op,
+        x.shape[3], w.shape[2]), 2)
+    end
+    if b.shape[1] ~= w.shape[3] then
+      error(string.format("%s: Bias size (%d) must equal dim 3 in the weight tensor (output channels, %d)", op,
+        b.shape[1], w.shape[3]), 2)
+    end
+    local len = x.shape[1] + 2 * pad - w.shape[1] + 1
+    if len < 0 then
+      error(string.format("%s: the input's time (%d) + 2 * pad (%d) is shorter than the kernel (%d) less one: "
+        .. "an output length of %d", op, x.shape[1], pad, w.shape[1], len), 2)
+    end
+    if len == 0 then
+      return T.zeros({ 0, x.shape[2], w.shape[3] }, { dtype = x.dtype, device = x.device })
+    end
+    if pad < 0 then x, pad = x:narrow(1, 1 - pad, x.shape[1] + 2 * pad), 0 end
+    return F.conv1d(x:permute(2, 3, 1), w:permute(3, 2, 1), b, { padding = pad }):permute(3, 1, 2)
+  end
+
   -- -- pooling ----------------------------------------------------------------
   local POOL = {
     max_pool2d = { "stride", "padding", "dilation", "ceil_mode", "return_indices" },

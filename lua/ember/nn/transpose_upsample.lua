@@ -62,26 +62,31 @@ return function(T, C, nn)
     end
     local out = { N, w.shape[2] * g }
     local sizes = { H, W }
-    -- an output_padding of stride or more (allowed below the dilation) adds
-    -- rows no forward conv reaches: computed with stride - 1, then zeros
-    -- appended (bias added after, as PyTorch's col2im gives)
-    local extra, any_extra = { 0, 0 }, false
+    -- an output_padding of stride or more (allowed below the dilation) reaches
+    -- past what a forward conv's input gradient gives: along such a dim the
+    -- full transposed conv (padding 0), then its first `padding` rows dropped
+    -- and cut or zero-filled to the output size (the rows past the full
+    -- output are zeros, bias added after, as PyTorch's col2im gives)
+    local pe, crop, any_extra = { p[1], p[2] }, { 0, 0, 0, 0 }, false
     for i = 1, 2 do
       if op_[i] >= s[i] and op_[i] >= d[i] then
         error(string.format("%s: output padding must be smaller than either stride or dilation, but got "
           .. "output_padding=%d, stride=%d, dilation=%d", op, op_[i], s[i], d[i]), 3)
       end
-      local o = (sizes[i] - 1) * s[i] - 2 * p[i] + d[i] * (w.shape[i + 2] - 1) + op_[i] + 1
+      local full = (sizes[i] - 1) * s[i] + d[i] * (w.shape[i + 2] - 1) + 1
+      local o = full - 2 * p[i] + op_[i]
       if o <= 0 then
         error(string.format("%s: the output size %d is too small (input %d, kernel %d, stride %d, padding %d)",
           op, o, sizes[i], w.shape[i + 2], s[i], p[i]), 3)
       end
-      extra[i] = math.max(op_[i] - (s[i] - 1), 0)
-      any_extra = any_extra or extra[i] > 0
-      out[i + 2] = o - extra[i]
+      out[i + 2] = o
+      if op_[i] >= s[i] then
+        any_extra, pe[i], out[i + 2] = true, 0, full
+        crop[5 - 2 * i], crop[6 - 2 * i] = -p[i], o + p[i] - full
+      end
     end
-    local y = C._nn_conv2d_backward_input(x, w, out, s[1], s[2], p[1], p[2], d[1], d[2], g)
-    if any_extra then y = F.pad(y, { 0, extra[2], 0, extra[1] }) end
+    local y = C._nn_conv2d_backward_input(x, w, out, s[1], s[2], pe[1], pe[2], d[1], d[2], g)
+    if any_extra then y = F.pad(y, crop) end
     if b then
       if b.ndim ~= 1 or b:numel() ~= out[2] then
         error(string.format("%s: expected a bias of %d elements, got %d", op, out[2], b:numel()), 3)
