@@ -45,11 +45,24 @@ return function(T, C, nn)
     return x:unsqueeze(-2)
   end
 
+  -- the options table (not a list: {2} is a stride, PyTorch's (2,)); the
+  -- kernel may come in it as the 2-d pools': f(x, {kernel_size = k, ...})
+  local function opts1d(v) return is_opts(v) and v[1] == nil end
+  local function kernel_in_opts(kernel, stride)
+    if opts1d(kernel) and kernel.kernel_size ~= nil and stride == nil then
+      local o = {}
+      for key, v in pairs(kernel) do if key ~= "kernel_size" then o[key] = v end end
+      return kernel.kernel_size, o
+    end
+    return kernel, stride
+  end
+
   -- max_pool1d(x, kernel, stride=kernel, padding=0, dilation=1, ceil_mode=false, return_indices=false)
   local MP1 = set { "stride", "padding", "dilation", "ceil_mode", "return_indices" }
   function F.max_pool1d(x, kernel, stride, padding, dilation, ceil_mode, return_indices)
     local op = "max_pool1d"
-    if is_opts(stride) then
+    kernel, stride = kernel_in_opts(kernel, stride)
+    if opts1d(stride) then
       local o = check_opts(op, stride, MP1)
       stride, padding, dilation, ceil_mode, return_indices = o.stride, o.padding, o.dilation, o.ceil_mode, o.return_indices
     end
@@ -68,7 +81,8 @@ return function(T, C, nn)
   local AP1 = set { "stride", "padding", "ceil_mode", "count_include_pad" }
   function F.avg_pool1d(x, kernel, stride, padding, ceil_mode, count_include_pad)
     local op = "avg_pool1d"
-    if is_opts(stride) then
+    kernel, stride = kernel_in_opts(kernel, stride)
+    if opts1d(stride) then
       local o = check_opts(op, stride, AP1)
       stride, padding, ceil_mode, count_include_pad = o.stride, o.padding, o.ceil_mode, o.count_include_pad
     end
@@ -148,7 +162,8 @@ return function(T, C, nn)
     if O == 0 then
       local shape = shape_of(x)
       shape[dim] = 0
-      local z = T.zeros(shape, { dtype = x.dtype, device = x.device })
+      -- an empty output (torch's), still on x's graph
+      local z = L > 0 and x:narrow(dim, 1, 0) or x
       return z, T.zeros(shape, { dtype = T.int64, device = x.device })
     end
     return adaptive_dim(x, dim, O, kind)
@@ -714,7 +729,12 @@ return function(T, C, nn)
     return o[k]
   end
   local function fmt(v)
-    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. ")" end
+    if type(v) == "table" then
+      local parts = {}
+      for i = 1, #v do parts[i] = (v[i] == T.None or v[i] == false) and "None" or tostring(v[i]) end
+      return "(" .. table.concat(parts, ", ") .. ")"
+    end
+    if v == T.None then return "None" end
     if type(v) == "number" then return string.format("%g", v) end
     return tostring(v)
   end

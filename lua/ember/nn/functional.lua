@@ -17,9 +17,11 @@ return function(T, C)
   local checkopts, nomore = A.checkopts, A.nomore
   local unpack = table.unpack or unpack
 
+  -- the options table at position n, if any: a list there ({2, 1}: a
+  -- stride or padding per dim, PyTorch's tuple) is a positional value
   local function opts_at(args, n)
     local o = args[n]
-    if type(o) == "table" and not T.is_tensor(o) then return o end
+    if type(o) == "table" and not T.is_tensor(o) and o[1] == nil then return o end
     return nil
   end
 
@@ -378,7 +380,22 @@ return function(T, C)
       if div == 0 then error(op .. ": divisor must be not zero, got 0", 2) end
     end
     local xb, unb = batched(op, x)
-    local out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
+    local out
+    if xb.dtype == T.int64 then
+      -- torch 1.13's int64 kernel: each window's sum divided by its divisor,
+      -- truncated (C's integer division); the sums made in float64 (exact
+      -- below 2^53), the divisors from pooling ones
+      local function pool(t, dv) return C._nn_avg_pool2d(t, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, dv) end
+      local sums = pool(xb:double(), 1):round():long()
+      local divisor = div
+      if divisor == nil then
+        local ones = T.ones({ 1, 1, xb.shape[3], xb.shape[4] }, { dtype = T.float64, device = xb.device })
+        divisor = (pool(ones, 1) / pool(ones, nil)):round():long()
+      end
+      out = T.div(sums, divisor, { rounding_mode = "trunc" })
+    else
+      out = C._nn_avg_pool2d(xb, k[1], k[2], s[1], s[2], p[1], p[2], ceil, cip, div)
+    end
     if unb then out = out:squeeze(1) end
     return out
   end

@@ -695,14 +695,19 @@ return function(T, C, nn)
       divisor_override = 1 })
     local Ho, Wo = sums.shape[3], sums.shape[4]
     local out = sums:view(N, Cn, k[1], Do, Ho, Wo):sum(3)
+    -- int64: truncated, torch's integer division (the sums are int64, avg_pool2d's)
+    local function divide(a, b)
+      if xb.dtype == T.int64 then return T.div(a, b, { rounding_mode = "trunc" }) end
+      return a / b
+    end
     if div ~= nil then
-      out = out / div
+      out = divide(out, div)
     else
       local function divs(v) return T.tensor(v, { dtype = xb.dtype }):to(x.device) end -- meta: made on the CPU
       local fd = divs(divisors(D, k[1], s[1], p[1], Do, cip)):view(Do, 1, 1)
       local fh = divs(divisors(H, k[2], s[2], p[2], Ho, cip)):view(1, Ho, 1)
       local fw = divs(divisors(W, k[3], s[3], p[3], Wo, cip)):view(1, 1, Wo)
-      out = out / (fd * fh * fw)
+      out = divide(out, fd * fh * fw)
     end
     if hd then out = out:to(hd) end
     return unb and out:squeeze(1) or out
@@ -728,8 +733,9 @@ return function(T, C, nn)
       local v = output_size[i]
       if v == nil and #output_size == 1 then v = output_size[1] end
       if v == T.None or v == false then v = x.shape[x.ndim - 3 + i] end
-      if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
-        error(fmt("%s: output size must be positive integers, got %s", op, tostring(v)), 3)
+      -- 0 is torch's empty output
+      if type(v) ~= "number" or v < 0 or v ~= math.floor(v) then
+        error(fmt("%s: output size must be a non-negative integer, got %s", op, tostring(v)), 3)
       end
       if v > 2 ^ 31 - 1 then error(fmt("%s: output size %s is too large (at most 2^31 - 1)", op, tostring(v)), 3) end
       o[i] = v
@@ -742,6 +748,13 @@ return function(T, C, nn)
       end
     end
     local nd = x.ndim
+    if o[1] == 0 or o[2] == 0 or o[3] == 0 then
+      -- an empty output (torch's), still on x's graph
+      local shape = shape_of(x)
+      shape[nd - 2], shape[nd - 1], shape[nd] = o[1], o[2], o[3]
+      local v = x:narrow(nd, 1, 0):reshape(shape)
+      return v, T.zeros(shape, { dtype = T.int64, device = x.device })
+    end
     if kind == "avg" then
       -- half types: in float32, rounded once (extra_layers.lua)
       local h = nn._half_dtype(x)
@@ -776,7 +789,11 @@ return function(T, C, nn)
 
   -- -- modules ---------------------------------------------------------------------------------
   local function repr(v)
-    if type(v) == "table" then return "(" .. table.concat(v, ", ") .. ")" end
+    if type(v) == "table" then
+      local parts = {}
+      for i = 1, #v do parts[i] = (v[i] == T.None or v[i] == false) and "None" or tostring(v[i]) end
+      return "(" .. table.concat(parts, ", ") .. ")"
+    end
     return tostring(v)
   end
   local function pool_class(name, f, allowed, reprf)
