@@ -635,7 +635,10 @@ return function(T, C)
   end)
   M.renorm_ = named("renorm_", function(x, p, dim, maxnorm, o)
     check_opts("renorm_", o, {}, 2)
-    return x:copy_(renorm("renorm_", x, p, dim, maxnorm))
+    -- computed from a clone while recording: the norm's node saves x,
+    -- which copy_ overwrites (PyTorch's renorm_ backward runs)
+    local src = T.is_tensor(x) and x.requires_grad and T.is_grad_enabled() and x:clone() or x
+    return x:copy_(renorm("renorm_", src, p, dim, maxnorm))
   end)
 
   -- -- median, nanmedian, max, min of the whole tensor: PyTorch's gradient --------------------

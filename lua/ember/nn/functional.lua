@@ -526,6 +526,13 @@ return function(T, C)
   -- dropout(x, p=0.5, training=true, inplace=false) or (x, {p, training, inplace}),
   -- PyTorch's signature: inplace writes the result into x and returns x
   local DROP = { "p", "training", "inplace" }
+  -- the draw, and the in-place write, with errors under dropout's name at
+  -- the caller's line (not copy_'s: a leaf that requires grad, an expanded x)
+  local dropout_ = named("dropout", function(x, p, inplace)
+    local y = C._nn_dropout(x, p)
+    if inplace then return x:copy_(y) end
+    return y
+  end)
   function F.dropout(x, p, training, inplace, ...)
     if type(p) == "table" then
       nomore("dropout", 2, training, inplace, ...)
@@ -548,9 +555,7 @@ return function(T, C)
       error(string.format("dropout: expected a boolean for inplace, got %s", type(inplace)), 2)
     end
     if not training or p == 0 then return x end
-    local y = C._nn_dropout(x, p)
-    if inplace then return x:copy_(y) end
-    return y
+    return dropout_(x, p, inplace)
   end
 
   -- -- attention (docs/attention.md) -----------------------------------------
