@@ -363,8 +363,8 @@ return function(T, C)
       if is_opts(last) and last.out ~= nil then
         error(fmt("%s: unknown option 'out' (an in-place op writes self)", name), 2)
       end
-      -- (a complex t recording: computed from a clone, as complex.lua's
-      -- in-place forms, so that copy_ does not overwrite what base saved)
+      -- computed from a clone while recording (above), as complex.lua's
+      -- in-place forms are
       local src = recording(t, ...) and t:clone() or t
       local r = M[base](src, ...)
       if r.dtype ~= t.dtype and not T.can_cast(r.dtype, t.dtype) then
