@@ -630,12 +630,13 @@ return function(T, C)
         error(("inner: inputs' last dimensions must match, got %d and %d"):format(a:size(-1), b:size(-1)), 2)
       end
       local ok, res = pcall(T.tensordot, a, b, { { a:dim() }, { b:dim() } })
-      if not ok then error("inner: " .. unpos(res), 2) end
+      if not ok then error("inner: " .. (unpos(res):gsub("^tensordot: ", "")), 2) end
       r = res
     end
     return give("inner", r, out)
   end
-  define("inner", inner)
+  -- (named: every error at the caller's line, under Lua 5.4 too)
+  define("inner", require("ember.argcheck")(T).named("inner", inner))
   for name, dt in pairs { cfloat = T.complex64, cdouble = T.complex128 } do
     M[name] = function(t, ...)
       if select("#", ...) > 0 then

@@ -589,6 +589,12 @@ return function(T, C)
     end
     local r
     if dt == T.bool then
+      -- torch's addr refuses a fractional beta/alpha for a bool result, as
+      -- for an integer one
+      if (type(beta) == "number" and beta % 1 ~= 0) or (type(alpha) == "number" and alpha % 1 ~= 0) then
+        error(fmt("%s: for integer tensors beta and alpha must be integers, got beta=%s alpha=%s",
+          op, tostring(beta), tostring(alpha)), 3)
+      end
       local b, a = beta ~= false and beta ~= 0, alpha ~= false and alpha ~= 0
       r = a and p:to(dt) or T.zeros(shape, { dtype = dt, device = p.device })
       if b then r = mx:to(dt):logical_or(r) end
@@ -602,7 +608,14 @@ return function(T, C)
       end
       if math.tointeger then beta, alpha = math.tointeger(beta), math.tointeger(alpha) end
     end
-    if alpha ~= 1 then p = p * alpha end
+    if alpha == 0 and same_dtype then
+      -- addbmm: alpha = 0 does not read the batches (torch's addmm per
+      -- batch with alpha 0), so NaN/Inf in them do not propagate; they stay
+      -- in the graph with a zero gradient
+      p = p:masked_fill(T.tensor(true), 0)
+    elseif alpha ~= 1 then
+      p = p * alpha
+    end
     if beta == 0 then
       r = p:expand(shape) + 0
       -- zeros whatever M holds, but in M's graph: its gradient is zeros
@@ -626,8 +639,10 @@ return function(T, C)
     end
     return beta_alpha(op, m, T.outer(v1, v2), o)
   end)
-  define("ger", function(a, b, ...)
-    ARGS.nooptions("ger", 3, 2, ...)
+  define("ger", function(a, b, o, ...)
+    ARGS.nomore("ger", 3, ...)
+    o = ARGS.checkopts("ger", o, { "out" }, 4)
+    if o.out ~= nil then return T.outer(a, b, { out = o.out }) end
     return T.outer(a, b)
   end)
   -- index_put(t, indices, values[, accumulate]): index_put_ on a copy

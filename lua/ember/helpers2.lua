@@ -406,6 +406,21 @@ return function(T, C)
   end
   -- torch.addmv_(t, mat, vec): the function form of the new method
   T.addmv_ = M.addmv_
+  -- torch.addmm/addmv/baddbmm(..., {out = o}): the engine op's result written
+  -- into o by the out= rules of mm (docs/math.md: o's dtype exactly; an
+  -- empty o is resized). The methods take no out, as torch's.
+  for _, op in ipairs { "addmm", "addmv", "baddbmm" } do
+    local raw = T[op]
+    T[op] = named(op, function(input, a, b, o, ...)
+      if is_opts(o) then o = ARGS.checkopts(op, o, { "beta", "alpha", "out" }) end
+      if is_opts(o) and o.out ~= nil then
+        local rest = {}
+        for k, v in pairs(o) do if k ~= "out" then rest[k] = v end end
+        return C._write_out(op, raw(input, a, b, rest, ...), o.out)
+      end
+      return raw(input, a, b, o, ...)
+    end)
+  end
   method("kron", function(t, other, ...) return T.kron(t, other, ...) end)
 
   -- -- index_reduce -------------------------------------------------------------------
@@ -605,17 +620,21 @@ return function(T, C)
   for _, tbl in ipairs { T, M } do
     local real = tbl.outer
     if real then
-      tbl.outer = function(a, b, ...)
-        if is_t(a) and is_t(b) and (a.dtype ~= b.dtype or a.dtype == T.bool) and select("#", ...) == 0 then
+      tbl.outer = named("outer", function(a, b, ...)
+        -- (with out= too: real's options check and out rules)
+        if is_t(a) and is_t(b) and (a.dtype ~= b.dtype or a.dtype == T.bool) and select("#", ...) <= 1 then
           local dt = T.promote_types(a.dtype, b.dtype)
           if dt == T.bool then
             if a.ndim ~= 1 or b.ndim ~= 1 then return real(a, b) end  -- its error
-            return a:unsqueeze(2):logical_and(b:unsqueeze(1))
+            local o = ARGS.checkopts("outer", (...), { "out" })
+            local r = a:unsqueeze(2):logical_and(b:unsqueeze(1))
+            if o.out ~= nil then return C._write_out("outer", r, o.out) end
+            return r
           end
-          return real(a:to(dt), b:to(dt))
+          return real(a:to(dt), b:to(dt), ...)
         end
         return real(a, b, ...)
-      end
+      end)
     end
   end
 end

@@ -1543,9 +1543,10 @@ return function(T, C)
     }, d)
   end
 
-  function L.multi_dot(list, ...)
+  function L.multi_dot(list, o, ...)
     local op = "linalg.multi_dot"
-    ARGS.nooptions(op, 2, 1, ...)
+    ARGS.nomore(op, 2, ...)
+    o = opts_of(op, o, { "out" })
     if type(list) ~= "table" or #list < 2 then
       error(fmt("%s: expected at least 2 tensors but got %d", op, type(list) == "table" and #list or 0), 2)
     end
@@ -1586,6 +1587,7 @@ return function(T, C)
     local r = chain(1, n)
     if first_vec then r = r:squeeze(1) end
     if last_vec then r = r:squeeze(-1) end
+    if o.out ~= nil then return C._write_out(op, r, o.out) end
     return r
   end
 
@@ -1614,8 +1616,9 @@ return function(T, C)
   end
 
   -- dot(conj(a), b) (torch.vdot): the first operand conjugated when complex
-  local function vdot(a, b, ...)
-    ARGS.nooptions("vdot", 3, 2, ...)
+  local function vdot(a, b, o, ...)
+    ARGS.nomore("vdot", 3, ...)
+    o = ARGS.checkopts("vdot", o, { "out" }, 4)
     check_tensor("vdot", a, "input")
     check_tensor("vdot", b, "other")
     if a:dim() ~= 1 or b:dim() ~= 1 then
@@ -1627,8 +1630,10 @@ return function(T, C)
     end
     if a.dtype == T.bool then error("vdot: not implemented for 'bool' tensors", 2) end
     if is_cx(a) then a = T.conj(a) end
+    if o.out ~= nil then return C._write_out("vdot", T.dot(a, b), o.out) end
     return T.dot(a, b)
   end
+  vdot = require("ember.argcheck")(T).named("vdot", vdot)
   T.vdot = vdot
   T.Tensor_methods.vdot = vdot
 
@@ -1642,8 +1647,18 @@ return function(T, C)
     return t:diagonal(0, 1, 2):sum()
   end
 
-  function T.kron(a, b, ...)
-    ARGS.nooptions("kron", 3, 2, ...)
+  local named = require("ember.argcheck")(T).named
+  -- kron(a, b, {out}), tensordot(a, b[, dims], {out}): out= as mm's (its
+  -- dtype exactly, an empty out resized)
+  local kron
+  T.kron = named("kron", function(a, b, o, ...)
+    ARGS.nomore("kron", 3, ...)
+    o = ARGS.checkopts("kron", o, { "out" }, 4)
+    local r = kron(a, b)
+    if o.out ~= nil then return C._write_out("kron", r, o.out) end
+    return r
+  end)
+  function kron(a, b)
     check_tensor("kron", a, "input")
     check_tensor("kron", b, "other")
     local nd = math.max(a:dim(), b:dim())
@@ -1664,16 +1679,27 @@ return function(T, C)
     return (a:reshape(va) * b:reshape(vb)):reshape(out)
   end
 
-  function T.tensordot(a, b, dims, ...)
+  local tensordot
+  T.tensordot = named("tensordot", function(a, b, dims, o, ...)
     local op = "tensordot"
-    -- a table without the two lists is an options table: refused
-    if ARGS.is_opts(dims) and dims[1] == nil then ARGS.nooptions(op, 3, 3, dims) end
-    ARGS.nooptions(op, 4, 3, ...)
+    -- a table without the two lists is the options table
+    if ARGS.is_opts(dims) and dims[1] == nil and next(dims) ~= nil then
+      ARGS.nomore(op, 3, o, ...)
+      dims, o = nil, dims
+    end
+    ARGS.nomore(op, 4, ...)
+    o = ARGS.checkopts(op, o, { "out" }, 4)
+    local r = tensordot(a, b, dims)
+    if o.out ~= nil then return C._write_out(op, r, o.out) end
+    return r
+  end)
+  function tensordot(a, b, dims)
+    local op = "tensordot"
     check_tensor(op, a, "a")
     check_tensor(op, b, "b")
     if a.dtype ~= b.dtype then
       error(fmt("%s: expected both tensors to have the same dtype, but got %s and %s", op,
-        tostring(a.dtype), tostring(b.dtype)), 2)
+        a.dtype.name, b.dtype.name), 2)
     end
     local da, db = {}, {}
     if dims == nil then dims = 2 end
@@ -1690,7 +1716,7 @@ return function(T, C)
         db[i] = i
       end
     elseif T.is_tensor(dims) and dims:dim() == 0 and not dims.dtype.is_floating_point then
-      return T.tensordot(a, b, dims:item())
+      return tensordot(a, b, dims:item())
     elseif T.is_tensor(dims) then
       error(fmt("%s: dims as a tensor must be a 0-d integer tensor; pass a number or two lists", op), 2)
     elseif type(dims) == "table" and type(dims[1]) == "table" and type(dims[2]) == "table" then
@@ -1748,7 +1774,6 @@ return function(T, C)
   -- PyTorch's ("linalg.matrix_power: linalg.inv: The diagonal element 2 is
   -- zero ..."), another op's loses it ("mul: shapes ..." under linalg.cross
   -- is "linalg.cross: shapes ...")
-  local named = require("ember.argcheck")(T).named
   local RULE = { keep = "^linalg%.[%w_]+: ", strip = "^[%w_]+%(?%)?: " }
   for name, f in pairs(L) do
     if type(name) == "string" and name:sub(1, 1) ~= "_" and type(f) == "function" then

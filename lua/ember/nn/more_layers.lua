@@ -404,9 +404,30 @@ return function(T, C, nn)
     check_tensor("bilinear", x1, "input1")
     check_tensor("bilinear", x2, "input2")
     check_tensor("bilinear", weight, "weight")
-    if weight.ndim ~= 3 or x1.shape[x1.ndim] ~= weight.shape[2] or x2.shape[x2.ndim] ~= weight.shape[3] then
+    if weight.ndim ~= 3 or x1.ndim == 0 or x2.ndim == 0 then
       error(fmt("bilinear: input1 %s, input2 %s and weight %s do not match (weight: [out, in1, in2])",
         tostring(x1.shape), tostring(x2.shape), tostring(weight.shape)), 0)
+    end
+    -- torch's checks: the batch dims equal (no broadcasting), the feature
+    -- sizes and the bias's those of weight
+    if x1.ndim ~= x2.ndim then
+      error(fmt("bilinear: input dimensions do not match: got %d and %d", x1.ndim, x2.ndim), 0)
+    end
+    for i = 1, x1.ndim - 1 do
+      if x1.shape[i] ~= x2.shape[i] then
+        error(fmt("bilinear: input batch dimensions do not match at dim %d: got %d and %d", i,
+          x1.shape[i], x2.shape[i]), 0)
+      end
+    end
+    for k, x in ipairs { x1, x2 } do
+      if x.shape[x.ndim] ~= weight.shape[k + 1] then
+        error(fmt("bilinear: input%d size does not match weight size: got %d but expected %d", k,
+          x.shape[x.ndim], weight.shape[k + 1]), 0)
+      end
+    end
+    if T.is_tensor(bias) and (bias.ndim ~= 1 or bias.shape[1] ~= weight.shape[1]) then
+      error(fmt("bilinear: bias size does not match weight size: got %s but expected [%d]",
+        tostring(bias.shape):gsub("^ember%.Size%((.*)%)$", "%1"), weight.shape[1]), 0)
     end
     local lead = {}
     for i = 1, x1.ndim - 1 do lead[i] = x1.shape[i] end
