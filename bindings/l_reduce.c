@@ -576,6 +576,7 @@ typedef em_status (*addop_fn)(const em_tensor *, const em_tensor *, const em_ten
 /* (input, m1, m2, [{beta=1, alpha=1}]) */
 static int addop(lua_State *L, const char *op, addop_fn f) {
   static const char *const allowed[] = {"beta", "alpha", NULL};
+  l_checknomore(L, 4, op);
   em_tensor *in = l_checktensor(L, 1, op);
   em_tensor *a = l_checktensor(L, 2, op);
   em_tensor *b = l_checktensor(L, 3, op);
