@@ -6,11 +6,7 @@
 -- 1-based in ember: those shifts are not differences.
 local T = require "ember"
 
-local function A(...)
-  local s, n = { ... }, 1
-  for _, v in ipairs(s) do n = n * v end
-  return T.arange(n, { dtype = T.float32 }):reshape(s)
-end
+local A = require("specutil").arange_shaped
 
 local function flat(t) return t:reshape(-1):tolist() end
 

@@ -7,11 +7,7 @@ local err = U.err
 
 local f64 = { dtype = T.float64 }
 
-local function rosen(x)
-  local n = x:numel()
-  local x1, x0 = x:narrow(1, 2, n - 1), x:narrow(1, 1, n - 1)
-  return ((x1 - x0:pow(2)):pow(2) * 100 + (1 - x0):pow(2)):sum()
-end
+local rosen = U.rosen
 
 local function maxdiff(a, b) return (a:detach() - b:detach()):abs():max():item() end
 

@@ -4,11 +4,7 @@
 -- (dims, indices): those shifts are not differences.
 local T = require "ember"
 
-local function A(...)
-  local s, n = { ... }, 1
-  for _, v in ipairs(s) do n = n * v end
-  return T.arange(n, { dtype = T.float32 }):reshape(s)
-end
+local A = require("specutil").arange_shaped
 
 describe("difftest round 8: views and shape functions (torch 1.13)", function()
   it("clone keeps a dense tensor's strides exactly, those of size-1 dims included", function()

@@ -15,6 +15,20 @@ function M.err(f, msg)
   assert(tostring(e):find(msg, 1, true), ("expected %q in the error, got %q"):format(msg, tostring(e)))
 end
 
+-- float32 0, 1, 2, ... in the given sizes (the shape specs' operand)
+function M.arange_shaped(...)
+  local s, n = { ... }, 1
+  for _, v in ipairs(s) do n = n * v end
+  return T.arange(n, { dtype = T.float32 }):reshape(s)
+end
+
+-- Rosenbrock's function of a 1-d tensor (the optimizer specs' problem)
+function M.rosen(x)
+  local n = x:numel()
+  local x1, x0 = x:narrow(1, 2, n - 1), x:narrow(1, 1, n - 1)
+  return ((x1 - x0:pow(2)):pow(2) * 100 + (1 - x0):pow(2)):sum()
+end
+
 -- t's values in order (row-major), as a Lua list: assert.same's operand
 function M.flat(t)
   local r = {}

@@ -267,15 +267,21 @@ return function(T, C, nn)
   local Unfold = Module:extend("Unfold")
   -- Unfold(kernel, {dilation, padding, stride}) or torch's positional
   -- Unfold(kernel, dilation, padding, stride)
-  function Unfold:init(kernel, o, padding, stride, ...)
-    nomore("Unfold", 4, ...)
+  -- the trailing (dilation, padding, stride) of Unfold and Fold: an options
+  -- table or torch's positional order; n: the arguments before them
+  local function uf_args(op, n, o, padding, stride, ...)
+    nomore(op, n + 3, ...)
     if uf_opts(o) then
-      nomore("Unfold", 2, padding, stride)
-      o = check_opts("Unfold", o, UF)
+      nomore(op, n + 1, padding, stride)
+      o = check_opts(op, o, UF)
     else
       o = { dilation = o, padding = padding, stride = stride }
     end
-    self.kernel_size, self.dilation, self.padding, self.stride = kernel, o.dilation or 1, o.padding or 0, o.stride or 1
+    return o.dilation or 1, o.padding or 0, o.stride or 1
+  end
+  function Unfold:init(kernel, ...)
+    self.kernel_size = kernel
+    self.dilation, self.padding, self.stride = uf_args("Unfold", 1, ...)
   end
   function Unfold:forward(x, ...)
     nomore("Unfold.forward", 1, ...)
@@ -290,16 +296,9 @@ return function(T, C, nn)
   local Fold = Module:extend("Fold")
   -- Fold(output_size, kernel, {dilation, padding, stride}) or torch's
   -- positional Fold(output_size, kernel, dilation, padding, stride)
-  function Fold:init(output_size, kernel, o, padding, stride, ...)
-    nomore("Fold", 5, ...)
-    if uf_opts(o) then
-      nomore("Fold", 3, padding, stride)
-      o = check_opts("Fold", o, UF)
-    else
-      o = { dilation = o, padding = padding, stride = stride }
-    end
+  function Fold:init(output_size, kernel, ...)
     self.output_size, self.kernel_size = output_size, kernel
-    self.dilation, self.padding, self.stride = o.dilation or 1, o.padding or 0, o.stride or 1
+    self.dilation, self.padding, self.stride = uf_args("Fold", 2, ...)
   end
   function Fold:forward(x, ...)
     nomore("Fold.forward", 1, ...)
