@@ -100,6 +100,15 @@ int l_errorf(lua_State *L, const char *fmt, ...) {
 }
 
 int l_error(lua_State *L) { return l_errorf(L, "%s", em_last_error()); }
+/* The engine's error under the name the user called: an engine op shared by
+** several entry points (scatter_ for scatter_add_) names itself; a message
+** that starts "inner: " is raised as "op: ...". */
+int l_error_as(lua_State *L, const char *inner, const char *op) {
+  const char *m = em_last_error();
+  size_t n = strlen(inner);
+  if (strncmp(m, inner, n) == 0 && m[n] == ':') return l_errorf(L, "%s%s", op, m + n);
+  return l_errorf(L, "%s", m);
+}
 
 void l_push_result(lua_State *L, em_tensor *result, int idx) {
   if (idx != 0 && l_totensor(L, idx) == result) {

@@ -32,6 +32,7 @@ em_tensor *l_totensor(lua_State *L, int idx);  /* NULL if not a tensor */
 int l_errorf(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raises the engine's last error as a Lua error. */
 int l_error(lua_State *L);
+int l_error_as(lua_State *L, const char *inner, const char *op);
 /* Pushes result; when it is the same tensor as the one at idx, pushes that
 ** Lua object instead (so `t:to(t.dtype) == t`). Takes over the reference. */
 void l_push_result(lua_State *L, em_tensor *result, int idx);

@@ -252,7 +252,7 @@ static int l_scatter_add_(lua_State *L) {
   em_tensor *idx = l_checktensor(L, 3, op);
   em_tensor *src = l_checktensor(L, 4, op);
   em_scalar unused = {EM_SCALAR_INT, 0, 0.0};
-  if (em_scatter_(t, dim, idx, src, unused, EM_SCATTER_SUM) != EM_OK) l_error(L);
+  if (em_scatter_(t, dim, idx, src, unused, EM_SCATTER_SUM) != EM_OK) l_error_as(L, "scatter_", op);
   lua_settop(L, 1);
   return 1;
 }

@@ -339,7 +339,7 @@ static int l_index_put_(lua_State *L) {
       l_error(L);
     tmp = *box;
   }
-  if (em_index_put_tensors_(t, n, idx, v ? v : tmp, acc) != EM_OK) l_error(L);
+  if (em_index_put_tensors_(t, n, idx, v ? v : tmp, acc) != EM_OK) l_error_as(L, "index", "index_put_");
   lua_settop(L, 1);
   return 1;
 }

@@ -77,7 +77,7 @@ describe("meta: gather and scatter", function()
     assert.has_error(function() m.x(4, 5):index_select(1, c.i(2)) end,
       "index_select: expected all tensors to be on the same device, but found at least two devices, meta and cpu")
     assert.has_error(function() m.x(4, 5):scatter_add_(1, m.i(2, 5), c.x(2, 5)) end,
-      "scatter_: expected all tensors to be on the same device, but found at least two devices, meta and cpu")
+      "scatter_add_: expected all tensors to be on the same device, but found at least two devices, meta and cpu")
   end)
 end)
 
