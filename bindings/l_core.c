@@ -813,7 +813,16 @@ static int l_tensor_newindex(lua_State *L) {
       return l_errorf(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
     lua_pushvalue(L, 1);
     lua_pushvalue(L, 3);
-    lua_call(L, 2, 0);
+    /* the setter's error at the assignment's line: raised inside the
+    ** setter (a C function called from here), it has no position */
+    if (lua_pcall(L, 2, 0, 0) != 0) {
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+      }
+      return lua_error(L);
+    }
     return 0;
   }
   return l_index_set(L);
