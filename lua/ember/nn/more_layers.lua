@@ -8,7 +8,7 @@
 return function(T, C, nn)
   local F, Module = nn.functional, nn.Module
   local A = require("ember.argcheck")(T)
-  local nomore = require("ember.args").nomore
+  local nomore, positional = require("ember.args").nomore, require("ember.args").positional
   local is_opts, named, set = A.is_opts, A.named, A.set
   local fmt, unpack = string.format, table.unpack or unpack
   local fmtnum = require "ember.pyfloat"
@@ -358,14 +358,9 @@ return function(T, C, nn)
   -- -- distances as modules ---------------------------------------------------------------
   local CosineSimilarity = Module:extend("CosineSimilarity")
   -- CosineSimilarity{dim, eps} or torch's positional CosineSimilarity(dim, eps)
-  function CosineSimilarity:init(o, eps, ...)
-    nomore("CosineSimilarity", 2, ...)
-    if is_opts(o) then
-      nomore("CosineSimilarity", 1, eps)
-      o = check_opts("CosineSimilarity", o, set { "dim", "eps" })
-    else
-      o = { dim = o, eps = eps }
-    end
+  function CosineSimilarity:init(...)
+    local o = check_opts("CosineSimilarity", positional("CosineSimilarity", { "dim", "eps" }, 1, ...),
+      set { "dim", "eps" })
     self.dim, self.eps = o.dim or 2, o.eps or 1e-8
   end
   function CosineSimilarity:forward(a, b, ...)
@@ -376,14 +371,9 @@ return function(T, C, nn)
   local PairwiseDistance = Module:extend("PairwiseDistance")
   -- PairwiseDistance{p, eps, keepdim} or torch's positional
   -- PairwiseDistance(p, eps, keepdim)
-  function PairwiseDistance:init(o, eps, keepdim, ...)
-    nomore("PairwiseDistance", 3, ...)
-    if is_opts(o) then
-      nomore("PairwiseDistance", 1, eps, keepdim)
-      o = check_opts("PairwiseDistance", o, set { "p", "eps", "keepdim" })
-    else
-      o = { p = o, eps = eps, keepdim = keepdim }
-    end
+  function PairwiseDistance:init(...)
+    local o = check_opts("PairwiseDistance", positional("PairwiseDistance", { "p", "eps", "keepdim" }, 1, ...),
+      set { "p", "eps", "keepdim" })
     self.p, self.eps, self.keepdim = o.p or 2, o.eps or 1e-6, o.keepdim or false
   end
   function PairwiseDistance:forward(a, b, ...)
@@ -533,14 +523,9 @@ return function(T, C, nn)
   local LRN = Module:extend("LocalResponseNorm")
   -- LocalResponseNorm(size, {alpha, beta, k}) or torch's positional
   -- LocalResponseNorm(size, alpha, beta, k)
-  function LRN:init(size, o, beta, k, ...)
-    nomore("LocalResponseNorm", 4, ...)
-    if is_opts(o) then
-      nomore("LocalResponseNorm", 2, beta, k)
-      o = check_opts("LocalResponseNorm", o, set { "alpha", "beta", "k" })
-    else
-      o = { alpha = o, beta = beta, k = k }
-    end
+  function LRN:init(size, ...)
+    local o = check_opts("LocalResponseNorm", positional("LocalResponseNorm", { "alpha", "beta", "k" }, 2, ...),
+      set { "alpha", "beta", "k" })
     self.size, self.alpha, self.beta, self.k = size, o.alpha or 1e-4, o.beta or 0.75, o.k or 1.0
   end
   function LRN:forward(x, ...)
