@@ -87,6 +87,18 @@ function M.user_level()
 end
 function M.raise(msg) error(msg, M.user_level()) end
 
+-- An error caught by pcall, raised again at the user's line when it has no
+-- position (a C function's error seen through pcall) or, with ember_too,
+-- when its position is in ember's own Lua; any other error (a user
+-- function's, with its own position) passes as it is.
+function M.rethrow(e, ember_too)
+  if type(e) == "string" and (not e:find("^[^\n]-:%d+: ")
+      or (ember_too and e:find("^[^\n]-[/\\]ember[/\\][%w_/\\]-%.lua:%d+: "))) then
+    M.raise((e:gsub("^[^\n]-:%d+: ", "", 1)))
+  end
+  error(e, 0)
+end
+
 -- PyTorch's positional arguments taken by name: the arguments from position
 -- `first` on (passed as ...) fill `names` in order, and an options table
 -- may follow them (f(a, b), f{x = a, y = b} and f(a, {y = b}) are one

@@ -54,16 +54,10 @@ return function(T, C)
   -- the engine's errors at the user's line (called through pcall, the C
   -- function's errors come without a position); an error that has one (a
   -- hook's) passes as it is
-  local AC
   local function engine_call(f, ...)
     local r = pack(pcall(f, ...))
     if r[1] then return unpack(r, 2, r.n) end
-    local e = r[2]
-    if type(e) == "string" and not e:find("^[^\n]-:%d+: ") then
-      AC = AC or require("ember.argcheck")(T)
-      AC.raise(e)
-    end
-    error(e, 0)
+    ARGS.rethrow(r[2])
   end
   local backward_opts = { "retain_graph", "create_graph", "inputs" }
   local gradcheck_opts = { "eps", "atol", "rtol", "raise", "raise_exception" }

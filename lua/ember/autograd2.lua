@@ -638,17 +638,11 @@ return function(T, C)
   -- the caller, and the engine's checks of what it passes (requires_grad_
   -- of an integer input) name ember's own line. An error the user's
   -- function raised with its own position passes as it is
-  local AC = require("ember.argcheck")(T)
   local function at_user(impl)
     return function(...)
       local r = pack(pcall(T.enable_grad, impl, ...))
       if r[1] then return unpack(r, 2, r.n) end
-      local e = r[2]
-      if type(e) == "string" and (not e:find("^[^\n]-:%d+: ")
-          or e:find("^[^\n]-[/\\]ember[/\\][%w_/\\]-%.lua:%d+: ")) then
-        AC.raise(AC.unpos(e))
-      end
-      error(e, 0)
+      require("ember.args").rethrow(r[2], true)
     end
   end
   for _, k in ipairs({ "vjp", "jvp", "jacobian", "hessian", "vhp", "hvp" }) do F[k] = at_user(F[k]) end
