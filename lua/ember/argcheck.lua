@@ -105,6 +105,20 @@ return function(T)
   -- name dropped (default "^[%w_]+: ").
   -- errors at the user's line (args.lua)
   A.user_level, A.raise = ARGS.user_level, ARGS.raise
+  -- what an in-place form composed as t:copy_(f(t, ...)) computes f from: a
+  -- clone while autograd records (t or a tensor argument requires grad),
+  -- so that the values f's nodes saved from t (and views such as z.real)
+  -- are not the storage copy_ overwrites (PyTorch's in-place cumprod_,
+  -- igamma_, renorm_ backward runs; it failed the version check)
+  function A.inplace_source(t, ...)
+    if not T.is_tensor(t) or not T.is_grad_enabled() then return t end
+    if t.requires_grad then return t:clone() end
+    for i = 1, select("#", ...) do
+      local v = select(i, ...)
+      if T.is_tensor(v) and v.requires_grad then return t:clone() end
+    end
+    return t
+  end
   -- the dtype a name stands for ("float16", "ember.float16"), as wherever
   -- ember takes a dtype; nil for a name that is none
   function A.dtype_named(name)

@@ -222,13 +222,8 @@ return function(T, C)
   end
   define("norm", norm)
 
-  -- what an in-place form composed as z:copy_(f(z)) computes f from: a
-  -- clone while autograd records, so that the values f's nodes saved (and
-  -- the real views z.real/z.imag) are not the storage copy_ overwrites
-  local function source(z)
-    if z.requires_grad and T.is_grad_enabled() then return z:clone() end
-    return z
-  end
+  -- what an in-place form composed as z:copy_(f(z)) computes f from
+  local source = require("ember.argcheck")(T).inplace_source
 
   -- -- the parts' compositions -------------------------------------------------
   -- name in T and in the methods: f(real, ...) when one of the first two

@@ -342,19 +342,6 @@ return function(T, C)
   -- -- in-place forms ---------------------------------------------------------------
   -- t:op_(...) = t:copy_(t:op(...)): the result must have t's shape and cast
   -- to t's dtype (torch's checks); the options are the op's, but out
-  -- what t:copy_(f(t, ...)) computes f from: a clone while autograd
-  -- records (t or a tensor argument requires grad), so that the values f's
-  -- nodes saved from t are not the storage copy_ overwrites (PyTorch's
-  -- in-place igamma_/cumprod_ backward runs; it failed the version check)
-  local function recording(t, ...)
-    if not T.is_grad_enabled() then return false end
-    if t.requires_grad then return true end
-    for i = 1, select("#", ...) do
-      local v = select(i, ...)
-      if is_t(v) and v.requires_grad then return true end
-    end
-    return false
-  end
   local function inplace(name, base)
     method(name, function(t, ...)
       check_tensor(name, t, "self")
@@ -363,10 +350,8 @@ return function(T, C)
       if is_opts(last) and last.out ~= nil then
         error(fmt("%s: unknown option 'out' (an in-place op writes self)", name), 2)
       end
-      -- computed from a clone while recording (above), as complex.lua's
-      -- in-place forms are
-      local src = recording(t, ...) and t:clone() or t
-      local r = M[base](src, ...)
+      -- computed from a clone while recording (argcheck's inplace_source)
+      local r = M[base](AC.inplace_source(t, ...), ...)
       if r.dtype ~= t.dtype and not T.can_cast(r.dtype, t.dtype) then
         error(fmt("%s: result type %s can't be cast to the desired output type %s", name,
           r.dtype.name, t.dtype.name), 2)
@@ -401,7 +386,7 @@ return function(T, C)
       local opts = {}
       for k, v in pairs(o or {}) do opts[k] = v end
       opts.dtype = t.dtype
-      return t:copy_(M[base](recording(t) and t:clone() or t, dim, opts))
+      return t:copy_(M[base](AC.inplace_source(t), dim, opts))
     end)
   end
   -- torch.addmv_(t, mat, vec): the function form of the new method

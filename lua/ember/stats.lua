@@ -637,8 +637,7 @@ return function(T, C)
     check_opts("renorm_", o, {}, 2)
     -- computed from a clone while recording: the norm's node saves x,
     -- which copy_ overwrites (PyTorch's renorm_ backward runs)
-    local src = T.is_tensor(x) and x.requires_grad and T.is_grad_enabled() and x:clone() or x
-    return x:copy_(renorm("renorm_", src, p, dim, maxnorm))
+    return x:copy_(renorm("renorm_", A.inplace_source(x), p, dim, maxnorm))
   end)
 
   -- -- median, nanmedian, max, min of the whole tensor: PyTorch's gradient --------------------
