@@ -729,11 +729,7 @@ return function(T, C, nn)
     return o[k]
   end
   local function fmt(v)
-    if type(v) == "table" then
-      local parts = {}
-      for i = 1, #v do parts[i] = (v[i] == T.None or v[i] == false) and "None" or tostring(v[i]) end
-      return "(" .. table.concat(parts, ", ") .. ")"
-    end
+    if type(v) == "table" then return require("ember.nn.util").size_repr(T, v) end
     if v == T.None then return "None" end
     if type(v) == "number" then return string.format("%g", v) end
     return tostring(v)

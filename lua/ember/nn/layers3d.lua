@@ -789,11 +789,7 @@ return function(T, C, nn)
 
   -- -- modules ---------------------------------------------------------------------------------
   local function repr(v)
-    if type(v) == "table" then
-      local parts = {}
-      for i = 1, #v do parts[i] = (v[i] == T.None or v[i] == false) and "None" or tostring(v[i]) end
-      return "(" .. table.concat(parts, ", ") .. ")"
-    end
+    if type(v) == "table" then return require("ember.nn.util").size_repr(T, v) end
     return tostring(v)
   end
   local function pool_class(name, f, allowed, reprf)

@@ -18,6 +18,14 @@ function M.padding_idx(op, pi, num, level)
   return pi < 0 and pi + num + 1 or pi
 end
 
+-- A size tuple as PyTorch's module reprs print it, "(3, None)": a T.None
+-- (or false) entry is a size left as the input's
+function M.size_repr(T, v)
+  local parts = {}
+  for i = 1, #v do parts[i] = (v[i] == T.None or v[i] == false) and "None" or tostring(v[i]) end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+
 -- ids of F.embedding / F.embedding_bag: int64 or int32, each in 1..num
 -- (the engine's check, made in Lua where a step comes before the lookup:
 -- max_norm's renormalisation, embedding_bag's index_select, which would
