@@ -105,6 +105,14 @@ return function(T)
   -- name dropped (default "^[%w_]+: ").
   -- errors at the user's line (args.lua)
   A.user_level, A.raise = ARGS.user_level, ARGS.raise
+  -- out=: res written into out by the engine's out rules (C._write_out:
+  -- out's dtype exactly, an empty out resized, out returned), else res
+  function A.write_out(op, res, out)
+    if out ~= nil then return T._C._write_out(op, res, out) end
+    return res
+  end
+  -- the same with the options table o (or nil) that may hold out
+  function A.finish(op, res, o) return A.write_out(op, res, o and o.out) end
   -- what an in-place form composed as t:copy_(f(t, ...)) computes f from: a
   -- clone while autograd records (t or a tensor argument requires grad),
   -- so that the values f's nodes saved from t (and views such as z.real)

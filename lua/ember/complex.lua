@@ -49,10 +49,7 @@ return function(T, C)
   end
   local DT_OUT, OUT = { dtype = true, out = true }, { out = true }
   -- r, or r written into out (resized and cast as the real ops do)
-  local function give(name, r, out)
-    if out ~= nil then return C._write_out(name, r, out) end
-    return r
-  end
+  local give = require("ember.argcheck")(T).write_out
   local function define(name, f) M[name], T[name] = f, f end
   -- an error message without the position a Lua error() put in front
   local unpos = require("ember.argcheck")(T).unpos

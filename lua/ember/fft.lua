@@ -70,10 +70,7 @@ return function(T, C)
   -- out=: the result written into out as every out= op writes it
   -- (C._write_out: an empty out is resized); rfft's fast path writes
   -- straight into a contiguous out of the right shape
-  local function finish(op, r, out)
-    if out ~= nil then return C._write_out(op, r, out) end
-    return r
-  end
+  local finish = require("ember.argcheck")(T).write_out
 
   -- The positional form may end with an options table that holds only out
   -- (PyTorch's keyword-only out=): (x, n, dim, norm, {out=}). Of the

@@ -492,8 +492,7 @@ return function(T, C)
       local r
       if t.dtype.is_floating_point then r = t:eq(sign * math.huge)
       else r = T.zeros(t.shape, { dtype = T.bool, device = t.device }) end
-      if o.out ~= nil then return C._write_out(name, r, o.out) end
-      return r
+      return A.finish(name, r, o)
     end)
   end
   define("signbit", function(t, o, ...)
@@ -510,8 +509,7 @@ return function(T, C)
     else
       r = t:lt(0)
     end
-    if o.out ~= nil then return C._write_out("signbit", r, o.out) end
-    return r
+    return A.finish("signbit", r, o)
   end)
   method("is_signed", function(t, ...)
     ARGS.nooptions("is_signed", 2, 1, ...)
@@ -598,8 +596,7 @@ return function(T, C)
       local b, a = beta ~= false and beta ~= 0, alpha ~= false and alpha ~= 0
       r = a and p:to(dt) or T.zeros(shape, { dtype = dt, device = p.device })
       if b then r = mx:to(dt):logical_or(r) end
-      if o.out ~= nil then return C._write_out(op, r, o.out) end
-      return r
+      return A.finish(op, r, o)
     end
     if not (dt.is_floating_point or dt.is_complex) then
       if beta % 1 ~= 0 or alpha % 1 ~= 0 then
@@ -623,8 +620,7 @@ return function(T, C)
     else
       r = (beta == 1 and m or m * beta) + p
     end
-    if o.out ~= nil then return C._write_out(op, r, o.out) end
-    return r
+    return A.finish(op, r, o)
   end
   -- addr(M, v1, v2, {beta, alpha}) = beta M + alpha outer(v1, v2); ger = outer
   define("addr", function(m, v1, v2, o, ...)
@@ -703,13 +699,11 @@ return function(T, C)
     end
     if n == 1 then
       local r = ms[1]:clone()
-      if o.out ~= nil then return C._write_out("chain_matmul", r, o.out) end
-      return r
+      return A.finish("chain_matmul", r, o)
     end
     local ok, r = pcall(T.linalg.multi_dot, ms)
     if not ok then error((tostring(r):gsub("^.-multi_dot:", "chain_matmul:", 1)), 2) end
-    if o.out ~= nil then return C._write_out("chain_matmul", r, o.out) end
-    return r
+    return A.finish("chain_matmul", r, o)
   end)
   -- pdist(x[, p]): the distances between the rows of an (N, M) x, the
   -- upper triangle of cdist(x, x, p) in row-major order (N (N - 1) / 2)
@@ -738,8 +732,7 @@ return function(T, C)
     check_tensor("msort", t)
     o = ARGS.checkopts("msort", o, { "out" })
     local r = t:dim() == 0 and t:clone() or (t:sort(1))
-    if o.out ~= nil then return C._write_out("msort", r, o.out) end
-    return r
+    return A.finish("msort", r, o)
   end)
   -- rsub(a, b, {alpha}) = b - alpha a
   fn("rsub", function(a, b, o, ...)

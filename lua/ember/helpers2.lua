@@ -226,10 +226,7 @@ return function(T, C)
     if not r:is_contiguous() then r = r:contiguous() end
     return r
   end
-  local function write(op, r, o)
-    if o.out ~= nil then return C._write_out(op, r, o.out) end
-    return r
-  end
+  local write = AC.finish
   -- slice(t, dim, start, end, step): 1-based inclusive positions, as the
   -- table keys of indexing ({first, last, step}); nil start/end: the ends
   local function slice(op, t, dim, start, stop, step)
@@ -613,8 +610,7 @@ return function(T, C)
             if a.ndim ~= 1 or b.ndim ~= 1 then return real(a, b) end  -- its error
             local o = ARGS.checkopts("outer", (...), { "out" })
             local r = a:unsqueeze(2):logical_and(b:unsqueeze(1))
-            if o.out ~= nil then return C._write_out("outer", r, o.out) end
-            return r
+            return AC.finish("outer", r, o)
           end
           return real(a:to(dt), b:to(dt), ...)
         end

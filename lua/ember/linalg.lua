@@ -8,6 +8,8 @@ return function(T, C)
   local L = {}
   T.linalg = L
   local ARGS = require "ember.args"
+  -- out= of the Lua-composed ops (kron, tensordot, multi_dot, vdot)
+  local finish = require("ember.argcheck")(T).finish
   local unpack = table.unpack or unpack
   local fmt = string.format
   local INF = math.huge
@@ -1587,8 +1589,7 @@ return function(T, C)
     local r = chain(1, n)
     if first_vec then r = r:squeeze(1) end
     if last_vec then r = r:squeeze(-1) end
-    if o.out ~= nil then return C._write_out(op, r, o.out) end
-    return r
+    return finish(op, r, o)
   end
 
   function L.diagonal(A, o, ...)
@@ -1630,8 +1631,7 @@ return function(T, C)
     end
     if a.dtype == T.bool then error("vdot: not implemented for 'bool' tensors", 2) end
     if is_cx(a) then a = T.conj(a) end
-    if o.out ~= nil then return C._write_out("vdot", T.dot(a, b), o.out) end
-    return T.dot(a, b)
+    return finish("vdot", T.dot(a, b), o)
   end
   vdot = require("ember.argcheck")(T).named("vdot", vdot)
   T.vdot = vdot
@@ -1655,8 +1655,7 @@ return function(T, C)
     ARGS.nomore("kron", 3, ...)
     o = ARGS.checkopts("kron", o, { "out" }, 4)
     local r = kron(a, b)
-    if o.out ~= nil then return C._write_out("kron", r, o.out) end
-    return r
+    return finish("kron", r, o)
   end)
   function kron(a, b)
     check_tensor("kron", a, "input")
@@ -1690,8 +1689,7 @@ return function(T, C)
     ARGS.nomore(op, 4, ...)
     o = ARGS.checkopts(op, o, { "out" }, 4)
     local r = tensordot(a, b, dims)
-    if o.out ~= nil then return C._write_out(op, r, o.out) end
-    return r
+    return finish(op, r, o)
   end)
   function tensordot(a, b, dims)
     local op = "tensordot"

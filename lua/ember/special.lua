@@ -12,10 +12,7 @@ return function(T, C)
   local is_opts, check_opts, check_tensor, named = A.is_opts, A.check_opts, A.check_tensor, A.named
   local fmt = string.format
 
-  local function finish(op, res, o)
-    if o and o.out ~= nil then return C._write_out(op, res, o.out) end
-    return res
-  end
+  local finish = A.finish
   local function both(name, f)
     f = named(name, f)
     M[name] = f

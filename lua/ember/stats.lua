@@ -15,10 +15,7 @@ return function(T, C)
     M[name] = f
     T[name] = f
   end
-  local function finish(op, res, o)
-    if o and o.out ~= nil then return C._write_out(op, res, o.out) end
-    return res
-  end
+  local finish = A.finish
   local function is_float(dt) return dt == T.float32 or dt == T.float64 or dt == T.float16 or dt == T.bfloat16 end
   local function dtname(dt) return (tostring(dt):gsub("^ember%.", "")) end
   local function wrap_dim(op, d, ndim)

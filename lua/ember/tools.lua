@@ -42,10 +42,7 @@ return function(T, C)
   local function is_meta(t) return tostring(t.device) == "meta" end
 
   -- the result, or the caller's out= holding it
-  local function finish(op, res, o)
-    if o.out ~= nil then return C._write_out(op, res, o.out) end
-    return res
-  end
+  local finish = A.finish
 
   -- 1-based dim d of an ndim-d tensor to 1..ndim (negative from the end)
   local function wrap_dim(op, d, ndim, level)
