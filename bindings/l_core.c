@@ -6,6 +6,8 @@
 ** __gc); every Lua object for a tensor is made by l_newbox.
 */
 #include <math.h>
+#include <stdlib.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -895,9 +897,15 @@ void l_add_functions(lua_State *L, const luaL_Reg *fns) {
 ** dead or yielded (then nothing is collected) or is the one running. */
 /* The next soft limit after a forced collection (see l_pressure). */
 static const size_t SOFT_LIMIT_FLOOR = (size_t)SOFT_LIMIT_FLOOR_MB << 20;
-enum { HEAP_FACTOR = 4, REQUEST_FACTOR = 4 };
+enum { HEAP_FACTOR = 4, REQUEST_FACTOR = 4, PACE_FACTOR = 32 };
+/* EMBER_GC_PACE (read when the module first opens): the pace factor, 0
+** turns the pace term off; l_open_core refuses anything but a whole number
+** from 0 to 1000. -1: not read yet. */
+static _Atomic int pace_factor = -1;
 #define REQUEST_ALLOWANCE_MAX_MB 64
+#define PACE_ALLOWANCE_MAX_MB 64
 static const size_t REQUEST_ALLOWANCE_MAX = (size_t)REQUEST_ALLOWANCE_MAX_MB << 20;
+static const size_t PACE_ALLOWANCE_MAX = (size_t)PACE_ALLOWANCE_MAX_MB << 20;
 static _Thread_local lua_State *active_L;      /* the coroutine to collect on */
 static _Thread_local lua_State *active_anchor; /* its state's anchor thread */
 static _Thread_local int in_pressure;          /* no nested collections */
@@ -935,6 +943,24 @@ static int gc_protected(lua_State *L) {
 ** - HEAP_FACTOR times the Lua heap: a full collection costs about the heap
 **   it marks, so tensor garbage of a few heaps pays for it (a script with a
 **   large heap of Lua tables collects less often);
+** - the pace term: as many bytes as this thread made between the last two
+**   forced collections per CPU second, times the pace factor (PACE_FACTOR,
+**   32; the environment's EMBER_GC_PACE, 0 for none) times the last
+**   collection's CPU time, averaged with the term before, up to
+**   PACE_ALLOWANCE_MAX_MB. In steady state the collections then take about
+**   1/32 (3%) of the thread's time.
+**   A collection marks a heap that the tensor traffic since the last one
+**   has pushed out of cache: ember's own 2.5 MB heap (its Lua modules) took
+**   0.9 ms to collect back to back and 3.1 ms between 64 matmuls of
+**   256x256 (pointer chasing at DRAM latency), against ~20 us to stream a
+**   MB; with only the other terms (16 MiB of garbage per collection) the
+**   collections were most of an allocating `a + b` on 256K floats (93-98
+**   us against 37 us into an out=) and 10-15% of `T.mm` of 256x256. The
+**   price is memory: garbage up to the cap waits for the collector (the
+**   nginx example's workers rose from 40-60 MB to 67-90 MB resident), and
+**   EMBER_GC_PACE=0 buys the old rule back. The cap: blocks are cold in
+**   DRAM long before it, and 4 MB results were slower at 160 MB of garbage
+**   per collection than at 80 (docs/memory.md has the runs);
 ** - REQUEST_FACTOR times the request that forced this collection, up to
 **   REQUEST_ALLOWANCE_MAX_MB: a loop whose temporaries are a good part of
 **   the floor (8 MB results with a 16 MB floor) otherwise collects on
@@ -954,11 +980,12 @@ static int gc_protected(lua_State *L) {
 ** is gone, a loop of small temporaries then collects at the floor again
 ** instead of at twice the old set (measured: T.mm of 256x256 after a 256 MB
 ** tensor was freed, 4.0-4.4 ms a call against 1.3-1.9 on a loaded VM). */
-static void set_next_soft_limit(lua_State *L, size_t requested) {
+static void set_next_soft_limit(lua_State *L, size_t requested, size_t pace) {
   size_t live = em_memory_thread_live_bytes();
   size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024;
   size_t floor = SOFT_LIMIT_FLOOR;
   if (heap * HEAP_FACTOR > floor) floor = heap * HEAP_FACTOR;
+  if (pace > floor) floor = pace;
   size_t allow = floor > live ? floor : live;
   size_t req = requested < REQUEST_ALLOWANCE_MAX / REQUEST_FACTOR
                    ? requested * REQUEST_FACTOR
@@ -967,20 +994,51 @@ static void set_next_soft_limit(lua_State *L, size_t requested) {
   em_set_soft_limits(live + allow, floor);
 }
 
+/* This thread's CPU time in ns (0 when the clock is unavailable). */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The pace term of set_next_soft_limit: the bytes made per CPU second since
+** the end of the last forced collection, times the pace factor times this
+** collection's CPU time (gc_ns), up to PACE_ALLOWANCE_MAX; 0 without a
+** previous forced collection on this thread. */
+static _Thread_local uint64_t pace_end_ns, pace_end_alloc;
+static _Thread_local double pace_avg; /* the term, averaged over collections */
+static size_t pace_allowance(uint64_t start_ns, uint64_t gc_ns, uint64_t made) {
+  if (pace_factor <= 0 || !pace_end_ns || start_ns <= pace_end_ns || !gc_ns) return 0;
+  double rate = (double)made / (double)(start_ns - pace_end_ns); /* bytes per ns */
+  double pace = rate * (double)pace_factor * (double)gc_ns;
+  if (pace > (double)PACE_ALLOWANCE_MAX) pace = (double)PACE_ALLOWANCE_MAX;
+  /* one slow collection (a descheduled thread, a page fault storm) moves
+  ** the term half way, not all the way */
+  pace_avg = pace_avg > 0 ? (pace_avg + pace) / 2 : pace;
+  return (size_t)pace_avg;
+}
+
 static void l_pressure(void *ctx, size_t requested, int failed) {
   (void)ctx;
   if (in_pressure || !active_is_alive() || !lua_checkstack(active_L, 4)) return;
   in_pressure = 1;
   if (failed) failed_allocations++;
   else forced_collections++;
+  uint64_t made = em_memory_thread_allocated_bytes() - pace_end_alloc + requested;
+  uint64_t t0 = thread_cpu_ns();
 #if LUA_VERSION_NUM >= 502 /* Lua 5.4 has no lua_cpcall */
   lua_pushcfunction(active_L, gc_protected);
   if (lua_pcall(active_L, 0, 0, 0) != 0) lua_pop(active_L, 1);
 #else
   if (lua_cpcall(active_L, gc_protected, NULL) != 0) lua_pop(active_L, 1);
 #endif
+  uint64_t t1 = thread_cpu_ns();
   in_pressure = 0;
-  set_next_soft_limit(active_L, failed ? 0 : requested);
+  /* a failed request says nothing about the pace: it keeps none */
+  size_t pace = failed || !t0 || t1 < t0 ? 0 : pace_allowance(t0, t1 - t0, made);
+  pace_end_ns = t1;
+  pace_end_alloc = em_memory_thread_allocated_bytes() + (failed ? 0 : requested);
+  set_next_soft_limit(active_L, failed ? 0 : requested, pace);
 }
 
 static void claim_pressure_hook(lua_State *L) {
@@ -1002,7 +1060,7 @@ static void claim_pressure_hook(lua_State *L) {
   static _Thread_local int limit_set;
   if (!limit_set) {
     limit_set = 1;
-    set_next_soft_limit(L, 0);
+    set_next_soft_limit(L, 0, 0);
   }
 }
 
@@ -1112,10 +1170,24 @@ static int l_cuda_is_available(lua_State *L) {
 ** between files; a host may open it twice): the same module is handed
 ** back, so dtype values, metatables and the collector hook stay the ones
 ** tensors use. */
+/* EMBER_GC_PACE: unset or empty is PACE_FACTOR; a bad value is refused
+** when the module opens, naming it. */
+static int read_pace_factor(lua_State *L) {
+  const char *e = getenv("EMBER_GC_PACE");
+  if (!e || !*e) return PACE_FACTOR;
+  char *end = NULL;
+  long v = strtol(e, &end, 10);
+  if (*end || v < 0 || v > 1000)
+    luaL_error(L, "ember: EMBER_GC_PACE must be a whole number from 0 (no pace term) to 1000, "
+                  "got '%s'", e);
+  return (int)v;
+}
+
 int l_open_core(lua_State *L) {
   getreg(L, &K_MODULE);
   if (lua_istable(L, -1)) return 1;
   lua_pop(L, 1);
+  if (pace_factor < 0) pace_factor = read_pace_factor(L);
   lua_newtable(L); /* 1: module */
   lua_pushlightuserdata(L, &K_MODULE);
   lua_pushvalue(L, 1);

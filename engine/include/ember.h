@@ -181,6 +181,9 @@ void em_storage_bump_version(em_storage *s);
 typedef void (*em_pressure_hook)(void *ctx, size_t requested, int failed);
 size_t em_memory_live_bytes(void);
 size_t em_memory_thread_live_bytes(void);
+/* Bytes this OS thread has allocated since it started (never decreases):
+** a host's collector hook measures its garbage rate with it. */
+uint64_t em_memory_thread_allocated_bytes(void);
 void em_set_pressure_hook(em_pressure_hook hook, void *ctx);
 void em_set_soft_limit(size_t bytes);
 /* The limit, and a floor it follows this thread's live bytes down to:

@@ -225,7 +225,32 @@ TEST(header_caches_are_per_thread) {
   CHECK(em_tensor_cache_count() == 0);
 }
 
+/* em_memory_thread_allocated_bytes: what this thread allocated, whatever it
+** freed since (the GC hook's garbage rate); another thread's allocations do
+** not count here. */
+static void *alloc_one_mib(void *arg) {
+  (void)arg;
+  void *p = em_cpu_allocator()->alloc(NULL, (size_t)1 << 20);
+  em_cpu_allocator()->free(NULL, p, (size_t)1 << 20);
+  return p ? (void *)1 : NULL;
+}
+TEST(thread_allocated_bytes_only_grow) {
+  uint64_t a0 = em_memory_thread_allocated_bytes();
+  void *p = em_cpu_allocator()->alloc(NULL, 5000);
+  CHECK(p != NULL);
+  CHECK(em_memory_thread_allocated_bytes() == a0 + 5000);
+  em_cpu_allocator()->free(NULL, p, 5000);
+  CHECK(em_memory_thread_allocated_bytes() == a0 + 5000); /* a free takes nothing back */
+  pthread_t th;
+  void *r = NULL;
+  pthread_create(&th, NULL, alloc_one_mib, NULL);
+  pthread_join(th, &r);
+  CHECK(r == (void *)1);
+  CHECK(em_memory_thread_allocated_bytes() == a0 + 5000);
+}
+
 int main(void) {
+  RUN(thread_allocated_bytes_only_grow);
   RUN(freed_large_block_is_reused_and_not_live);
   RUN(small_blocks_bypass_the_cache);
   RUN(kilobyte_blocks_are_cached);

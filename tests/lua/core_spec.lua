@@ -126,7 +126,8 @@ describe("memory statistics", function()
     return out
   end
 
-  -- the rule of bindings/l_core.c's set_next_soft_limit: the survivors plus
+  -- the rule of bindings/l_core.c's set_next_soft_limit without its pace
+  -- term (EMBER_GC_PACE=0; the term is checked below): the survivors plus
   -- the largest of themselves, 4 x the Lua heap, 16 MiB and 4 x the request
   -- that forced the collection (at most 64 MiB)
   local MiB = 2^20
@@ -135,7 +136,7 @@ describe("memory statistics", function()
   end
 
   it("collects while temporaries are few: the next soft limit is live + max(live, 4 x heap, 16 MiB, 4 x request)", function()
-    local out = fresh("", [[
+    local out = fresh("EMBER_GC_PACE=0", [[
       local T = require "ember"
       for i = 1, 40 do local t = T.empty(2 * 1024 * 1024) end -- 8 MB each
       local s = T.memory_stats()
@@ -156,7 +157,7 @@ describe("memory statistics", function()
     -- an 8 MB survivor and 8 MB results (rfft of 2^20 doubles): with a limit
     -- of twice the survivors every call collected (a full collection, 6-14%
     -- of the transform's time)
-    local out = fresh("", [[
+    local out = fresh("EMBER_GC_PACE=0", [[
       local T = require "ember"
       local keep = T.empty(1024 * 1024, {dtype = T.float64})
       local before = T.memory_stats().forced_collections
@@ -172,7 +173,7 @@ describe("memory statistics", function()
   end)
 
   it("lowers the soft limit again when a large working set dies outside a forced collection", function()
-    local out = fresh("", [[
+    local out = fresh("EMBER_GC_PACE=0", [[
       local T = require "ember"
       local big = T.empty(25 * 1024 * 1024) -- 100 MB held
       for i = 1, 40 do local t = T.empty(2 * 1024 * 1024) end -- garbage: forced collections
@@ -190,6 +191,47 @@ describe("memory statistics", function()
     -- back to the floor: live + max(live, 4 x heap, 16 MiB), the heap measured at the last
     -- forced collection (bounded here by twice today's)
     assert.is_true(limit <= live + math.max(live, 16 * MiB, 4 * heap * 2), out)
+  end)
+
+  -- the pace term: bytes made per CPU second between the last two forced
+  -- collections x 32 x the last collection's CPU time, averaged with the term
+  -- before, at most 64 MiB; EMBER_GC_PACE sets the 32
+  local pace_loop = [[
+      local T = require "ember"
+      for i = 1, 200 do local t = T.ones(256 * 1024) end -- 1 MB each, written
+      local s = T.memory_stats()
+      print(s.forced_collections, s.soft_limit, s.thread_live_bytes, collectgarbage("count") * 1024)
+    ]]
+  local function stats(out)
+    local forced, limit, live, heap = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
+    assert(forced, out)
+    return tonumber(forced), tonumber(limit), tonumber(live), tonumber(heap)
+  end
+
+  it("lets garbage pile up past the floor when collections cost more than the loop between them", function()
+    -- a collection marks ember's 2.5 MB of Lua modules (a millisecond or
+    -- more) while a 1 MB temporary takes tens of microseconds: the term
+    -- reaches its cap, so the 200 MB collect about every 64 MB, not every 16
+    -- (live counts the garbage made since the last collection too; the
+    -- survivors of a collection here are a few KB)
+    local forced, limit, live = stats(fresh("", pace_loop))
+    assert.is_true(limit > 32 * MiB, "limit " .. limit)
+    assert.is_true(limit <= 1 * MiB + 64 * MiB, "limit " .. limit)
+    assert.is_true(forced >= 2 and forced <= 8, "forced " .. forced)
+    local forced0, limit0, live0, heap0 = stats(fresh("EMBER_GC_PACE=0", pace_loop))
+    assert.is_true(forced0 >= 10, "forced without the pace term " .. forced0)
+    assert.is_true(limit0 <= live0 + 1 * MiB + allowance(live0 + 1 * MiB, 2 * heap0, 1 * MiB),
+      "limit without the pace term " .. limit0)
+  end)
+
+  it("refuses an EMBER_GC_PACE that is not a whole number from 0 to 1000", function()
+    for _, v in ipairs { "abc", "-1", "1.5", "1001", "32x" } do
+      local out = fresh("EMBER_GC_PACE=" .. v, [[require "ember"; print("loaded")]])
+      assert.is_nil(out:match("loaded"), v .. ": " .. out)
+      assert.truthy(out:find("EMBER_GC_PACE must be a whole number from 0 (no pace term) to 1000, got '"
+        .. v .. "'", 1, true), out)
+    end
+    assert.truthy(fresh("EMBER_GC_PACE=8", [[require "ember"; print("loaded")]]):match("loaded"))
   end)
 
   it("sets GOMP_SPINCOUNT=3000 before libgomp loads, unless the user chose", function()

@@ -25,6 +25,7 @@
 ** that only moves when a collection is forced. */
 static atomic_size_t live_bytes;
 static _Thread_local int64_t thread_live;
+static _Thread_local uint64_t thread_allocated; /* all this thread ever allocated */
 static _Thread_local size_t soft_limit = (size_t)256 << 20;
 /* The limit follows this thread's live bytes down (to the live bytes plus
 ** the larger of them and this floor) when tensors die outside a forced
@@ -39,6 +40,7 @@ static _Thread_local void *pressure_ctx;
 
 size_t em_memory_live_bytes(void) { return atomic_load(&live_bytes); }
 size_t em_memory_thread_live_bytes(void) { return thread_live > 0 ? (size_t)thread_live : 0; }
+uint64_t em_memory_thread_allocated_bytes(void) { return thread_allocated; }
 void em_set_soft_limit(size_t bytes) { soft_limit = soft_floor = bytes; }
 void em_set_soft_limits(size_t limit, size_t floor) {
   soft_limit = limit;
@@ -49,6 +51,7 @@ size_t em_get_soft_limit(void) { return soft_limit; }
 static void count_alloc(size_t nbytes) {
   atomic_fetch_add(&live_bytes, nbytes);
   thread_live += (int64_t)nbytes;
+  thread_allocated += nbytes;
 }
 static void count_free(size_t nbytes) {
   atomic_fetch_sub(&live_bytes, nbytes);
