@@ -413,6 +413,121 @@ static int s_tostring(lua_State *L) {
   return 1;
 }
 
+/* -- resize_ / resize_as_ / set_ (ops/view.c) ------------------------------- */
+
+static const char *const resize_opts[] = {"memory_format", NULL};
+
+/* The options table at idx of resize_/resize_as_: memory_format may only be
+** contiguous (ember has no channels_last); nothing after it. */
+static void resize_options(lua_State *L, int idx, const char *op) {
+  l_checkopts(L, idx, op, resize_opts);
+  if (lua_istable(L, idx)) {
+    lua_getfield(L, idx, "memory_format");
+    const char *mf = lua_isnil(L, -1) ? "contiguous" : lua_tostring(L, -1);
+    if (!mf || strcmp(mf, "contiguous") != 0)
+      l_errorf(L, "%s: memory_format must be ember.contiguous_format (resize_ makes contiguous "
+               "strides), got %s", op, mf ? mf : luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+  l_nooptions(L, idx + 1, idx, op);
+}
+
+/* t:resize_(size...[, {memory_format}]): sizes as numbers, a table or a T.Size */
+static int l_resize_(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "resize_");
+  if (lua_isnoneornil(L, 2) || l_isopts(L, 2))
+    return l_errorf(L, "resize_: expected the new size (numbers, a table or a T.Size), got %s",
+                    luaL_typename(L, 2));
+  int64_t sizes[EM_MAX_DIMS];
+  int next, n = l_checksizes(L, 2, "resize_", sizes, &next);
+  resize_options(L, next, "resize_");
+  if (em_resize_(t, n, sizes) != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* t:resize_as_(other[, {memory_format}]) */
+static int l_resize_as_(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "resize_as_");
+  em_tensor *o = l_checktensor(L, 2, "resize_as_");
+  resize_options(L, 3, "resize_as_");
+  if (em_resize_(t, em_tensor_ndim(o), em_tensor_sizes(o)) != EM_OK) l_error_as(L, "resize_", "resize_as_");
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* t:set_(): an empty storage; t:set_(source tensor); t:set_(storage[,
+** storage_offset[, size[, stride]]]) (offset 0, the storage's elements as
+** a 1-d size, contiguous strides by default) */
+static int l_set_(lua_State *L) {
+  em_tensor *t = l_checktensor(L, 1, "set_");
+  em_status st;
+  if (lua_isnoneornil(L, 2)) {
+    l_checknomore(L, 1, "set_");
+    em_storage *s = NULL;
+    st = em_storage_new(0, em_storage_device(em_tensor_storage(t)), &s);
+    if (st == EM_OK) {
+      int64_t zero = 0, one = 1;
+      st = em_set_storage_(t, s, 0, 1, &zero, &one);
+      em_storage_release(s);
+    }
+  } else if (l_totensor(L, 2)) {
+    l_checknomore(L, 2, "set_");
+    st = em_set_(t, l_totensor(L, 2));
+  } else {
+    em_storage *s = checkstorage(L, 2, "set_");
+    l_checknomore(L, 5, "set_");
+    int64_t offset = optint(L, 3, "set_", "storage_offset", 0);
+    int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    int n, next;
+    size_t el = em_dtype_size(em_tensor_dtype(t));
+    if (lua_isnoneornil(L, 4)) {
+      if (!lua_isnoneornil(L, 5))
+        return l_errorf(L, "set_: a stride needs a size (argument #4)");
+      n = 1;
+      sizes[0] = (int64_t)(em_storage_nbytes(s) / el) - offset;
+      if (sizes[0] < 0) sizes[0] = 0;
+    } else {
+      if (!lua_istable(L, 4))
+        return l_errorf(L, "set_: expected a table of sizes for argument #4, got %s",
+                        luaL_typename(L, 4));
+      n = checkints(L, 4, "set_", "size", sizes, EM_MAX_DIMS, &next);
+      for (int i = 0; i < n; i++)
+        if (sizes[i] < 0) return l_errorf(L, "set_: negative size %lld", (long long)sizes[i]);
+    }
+    int64_t *st_or_null = strides;
+    if (lua_isnoneornil(L, 5)) {
+      st_or_null = NULL; /* contiguous */
+    } else {
+      if (!lua_istable(L, 5))
+        return l_errorf(L, "set_: expected a table of strides for argument #5, got %s",
+                        luaL_typename(L, 5));
+      int m = checkints(L, 5, "set_", "stride", strides, EM_MAX_DIMS, &next);
+      if (m != n)
+        return l_errorf(L, "set_: mismatch in length of strides (%d) and shape (%d)", m, n);
+    }
+    st = em_set_storage_(t, s, offset, n, sizes, st_or_null);
+  }
+  if (st != EM_OK) l_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* t:is_set_to(other): the same storage, offset, sizes and strides */
+static int l_is_set_to(lua_State *L) {
+  l_checknomore(L, 2, "is_set_to");
+  em_tensor *a = l_checktensor(L, 1, "is_set_to");
+  em_tensor *b = l_checktensor(L, 2, "is_set_to");
+  int same = em_tensor_storage(a) == em_tensor_storage(b) &&
+             em_tensor_offset(a) == em_tensor_offset(b) && em_tensor_ndim(a) == em_tensor_ndim(b) &&
+             em_tensor_dtype(a) == em_tensor_dtype(b);
+  const int64_t *sa = em_tensor_sizes(a), *sb = em_tensor_sizes(b);
+  const int64_t *ta = em_tensor_strides(a), *tb = em_tensor_strides(b);
+  for (int i = 0; same && i < em_tensor_ndim(a); i++) same = sa[i] == sb[i] && ta[i] == tb[i];
+  lua_pushboolean(L, same);
+  return 1;
+}
+
 static int l_shares_storage(lua_State *L) {
   l_checknomore(L, 2, "shares_storage");
   em_tensor *a = l_checktensor(L, 1, "shares_storage");
@@ -478,6 +593,10 @@ void l_open_view(lua_State *L) {
       {"flip", l_flip},
       {"adjoint", l_adjoint},
       {"index_put_", l_index_put_},
+      {"resize_", l_resize_},
+      {"resize_as_", l_resize_as_},
+      {"set_", l_set_},
+      {"is_set_to", l_is_set_to},
       {"untyped_storage", l_untyped_storage},
       {"is_non_overlapping_and_dense", l_is_nod},
       {NULL, NULL}};

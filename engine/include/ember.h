@@ -243,6 +243,19 @@ em_status em_as_strided(const em_tensor *t, int ndim, const int64_t *sizes,
 ** requires grad while grad mode is on (the change is not recorded). */
 em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                          int64_t offset);
+/* PyTorch's resize_: t takes sizes with contiguous strides at its offset
+** (the same sizes keep its strides), its storage grown where too small
+** (every tensor on it sees the grown bytes; wrapped memory is refused).
+** Refused for a tensor that requires grad. */
+em_status em_resize_(em_tensor *t, int ndim, const int64_t *sizes);
+/* PyTorch's set_: t takes src's storage, offset, sizes and strides (same
+** dtype and device); em_set_storage_ a storage and a geometry (strides
+** NULL: contiguous), growing the storage where it is too small, as PyTorch
+** 1.13. A leaf that requires grad
+** is refused in grad mode; t's history is not recorded. */
+em_status em_set_(em_tensor *t, const em_tensor *src);
+em_status em_set_storage_(em_tensor *t, em_storage *s, int64_t offset, int ndim,
+                          const int64_t *sizes, const int64_t *strides);
 /* A new tensor object sharing t's storage and metadata (an alias). */
 em_status em_alias(const em_tensor *t, em_tensor **out);
 

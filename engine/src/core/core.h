@@ -226,6 +226,21 @@ int64_t em_bytes_to_i64(em_dtype dt, const void *p);
 em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides,
                           em_dtype dt, em_tensor **out);
+/* Growing a storage (ops/view.c's resize_ and set_): whether s is the
+** engine's own (not wrapped foreign memory); a storage whose bytes can move
+** to another storage struct; s taking fresh's bytes and fresh s's old ones
+** (release fresh afterwards). */
+int em_storage_resizable(const em_storage *s);
+/* In deterministic mode, fills t as em_empty fills fresh memory (NaN, or
+** the dtype's largest value); else nothing (ops/creation.c). */
+void em_fill_uninitialized(em_tensor *t);
+em_status em_storage_new_movable(size_t nbytes, em_device dev, em_storage **out);
+void em_storage_adopt(em_storage *s, em_storage *fresh);
+/* The bytes from the start of a storage that a geometry reaches ((the
+** last element's position + 1) x its size; 0 without elements); errors for
+** a bad element count, a negative offset or stride, or past 2^63 bytes. */
+em_status em_extent_bytes(const char *op, int64_t offset, int ndim, const int64_t *sizes,
+                          const int64_t *strides, em_dtype dt, int64_t *nbytes);
 /* Checks that every element the metadata can address lies inside s (sizes
 ** and their product too); names op in the message. */
 em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,

@@ -419,6 +419,51 @@ em_status em_storage_wrap(void *data, size_t nbytes, em_device dev,
   return storage_make(data, nbytes, dev, deleter, ctx, out);
 }
 
+/* -- Growing a storage in place (resize_, set_) ---------------------------
+** Only the engine's own storages grow: a wrapped one (foreign memory, a
+** file mapping, another library's array) belongs to its owner. */
+int em_storage_resizable(const em_storage *s) {
+  return s->deleter == cpu_free || s->deleter == inline_free || s->deleter == device_free;
+}
+
+/* A storage whose bytes are never inline (so that em_storage_adopt can
+** hand them to another storage struct). */
+em_status em_storage_new_movable(size_t nbytes, em_device dev, em_storage **out) {
+  if (dev.type != EM_CPU) return storage_new_device(nbytes, dev, out);
+  void *data = NULL;
+  if (nbytes > 0 && !(data = em_cpu_alloc_bytes(nbytes)))
+    return em_fail(EM_E_NOMEM, "out of memory: tried to allocate %zu bytes", nbytes);
+  em_status st = storage_make(data, nbytes, em_cpu(), cpu_free, NULL, out);
+  if (st != EM_OK && data) em_cpu_free_bytes(data, nbytes);
+  return st;
+}
+
+/* s takes fresh's bytes (fresh from em_storage_new_movable, same device);
+** fresh takes s's old ones, so that releasing fresh frees them. Every
+** tensor on s sees the new bytes. */
+void em_storage_adopt(em_storage *s, em_storage *fresh) {
+  void *old = s->data;
+  size_t old_n = s->nbytes;
+  em_deleter old_del = s->deleter;
+  void *old_ctx = s->deleter_ctx;
+  s->data = fresh->data;
+  s->nbytes = fresh->nbytes;
+  s->deleter = fresh->deleter;
+  s->deleter_ctx = fresh->deleter == device_free ? (void *)s : fresh->deleter_ctx;
+  if (old_del == inline_free) { /* the bytes live in s's own block: only counted */
+    count_free(old_n);
+    fresh->data = NULL;
+    fresh->nbytes = 0;
+    fresh->deleter = NULL;
+    fresh->deleter_ctx = NULL;
+  } else {
+    fresh->data = old;
+    fresh->nbytes = old_n;
+    fresh->deleter = old_del;
+    fresh->deleter_ctx = old_del == device_free ? (void *)fresh : old_ctx;
+  }
+}
+
 void em_storage_retain(em_storage *s) {
   if (s) atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
 }

@@ -185,11 +185,16 @@ int em_tensor_is_non_overlapping_and_dense(const em_tensor *t) {
   return 1;
 }
 
-em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
-                          int ndim, const int64_t *sizes, const int64_t *strides,
-                          em_dtype dt) {
-  char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+/* The bytes a geometry reaches from the start of its storage (0 when it
+** has no elements); *overflow set, and no error raised, when that count
+** passes int64. The other errors (the element count, a negative offset or
+** stride) are raised. */
+static em_status extent(const char *op, int64_t offset, int ndim, const int64_t *sizes,
+                        const int64_t *strides, em_dtype dt, int64_t *nbytes, int *overflow) {
+  char b1[EM_SHAPE_BUF];
   int64_t numel;
+  *nbytes = 0;
+  *overflow = 0;
   em_status st = em_numel_checked(op, ndim, sizes, &numel);
   if (st != EM_OK) return st;
   if (offset < 0)
@@ -200,14 +205,38 @@ em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
                      op, em_fmt_shape(b1, sizeof b1, ndim, strides));
   if (numel == 0) return EM_OK;
   int64_t last = offset, step;
-  for (int i = 0; i < ndim; i++) {
+  for (int i = 0; i < ndim; i++)
     if (em_mul_overflow_i64(sizes[i] - 1, strides[i], &step) ||
-        __builtin_add_overflow(last, step, &last))
-      goto outside;
-  }
-  int64_t itemsize = (int64_t)em_dtype_size(dt);
-  if ((uint64_t)last < s->nbytes / (uint64_t)itemsize) return EM_OK;
-outside:
+        __builtin_add_overflow(last, step, &last)) {
+      *overflow = 1;
+      return EM_OK;
+    }
+  if (__builtin_add_overflow(last, 1, &last) ||
+      em_mul_overflow_i64(last, (int64_t)em_dtype_size(dt), nbytes))
+    *overflow = 1;
+  return EM_OK;
+}
+
+em_status em_extent_bytes(const char *op, int64_t offset, int ndim, const int64_t *sizes,
+                          const int64_t *strides, em_dtype dt, int64_t *nbytes) {
+  char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+  int overflow;
+  em_status st = extent(op, offset, ndim, sizes, strides, dt, nbytes, &overflow);
+  if (st != EM_OK || !overflow) return st;
+  return em_fail(EM_E_VALUE, "%s: size %s with strides %s and offset %lld reaches past "
+                 "2^63 bytes", op, em_fmt_shape(b1, sizeof b1, ndim, sizes),
+                 em_fmt_shape(b2, sizeof b2, ndim, strides), (long long)offset);
+}
+
+em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
+                          int ndim, const int64_t *sizes, const int64_t *strides,
+                          em_dtype dt) {
+  char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+  int64_t need;
+  int overflow;
+  em_status st = extent(op, offset, ndim, sizes, strides, dt, &need, &overflow);
+  if (st != EM_OK) return st;
+  if (!overflow && (uint64_t)need <= s->nbytes) return EM_OK;
   return em_fail(EM_E_VALUE,
                  "%s: size %s with strides %s and offset %lld reaches outside the "
                  "storage of %zu elements",

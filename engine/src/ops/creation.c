@@ -71,6 +71,10 @@ static em_scalar scalar_max(em_dtype dt) {
   return v;
 }
 
+void em_fill_uninitialized(em_tensor *t) {
+  if (em_get_deterministic()) em_fill_(t, scalar_max(t->dtype));
+}
+
 em_status em_empty(int ndim, const int64_t *sizes, em_dtype dt, em_device dev,
                    em_tensor **out) {
   em_tensor *t;

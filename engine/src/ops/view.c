@@ -655,6 +655,184 @@ em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int
   return EM_OK;
 }
 
+/* -- resize_ / set_ ----------------------------------------------------------
+** PyTorch's in-place geometry changes that may grow the storage: every
+** tensor on that storage sees the grown bytes (the old ones kept, the new
+** ones uninitialised, or filled in deterministic mode). Only the engine's
+** own storages grow; wrapped memory is refused as PyTorch refuses a
+** non-resizable storage. */
+static em_status grow_storage(const char *op, em_storage *s, int64_t need) {
+  if ((uint64_t)need <= s->nbytes) return EM_OK;
+  if (!em_storage_resizable(s))
+    return em_fail(EM_E_VALUE, "%s: Trying to resize storage that is not resizable (it holds "
+                   "memory ember did not allocate: from_ffi, a file mapping or another "
+                   "library's array), from %zu to %lld bytes", op, s->nbytes, (long long)need);
+  em_storage *fresh = NULL;
+  em_status st = em_storage_new_movable((size_t)need, s->device, &fresh);
+  if (st == EM_E_NOMEM)
+    return em_fail(EM_E_NOMEM, "%s: out of memory: tried to grow a storage from %zu to %lld "
+                   "bytes", op, s->nbytes, (long long)need);
+  if (st != EM_OK) return st;
+  size_t old_n = s->nbytes;
+  if (old_n > 0 && s->data) {
+    if (s->device.type == EM_CPU) {
+      memcpy(fresh->data, s->data, old_n);
+    } else { /* another device's bytes, through its copy kernel */
+      int64_t n = (int64_t)old_n, one = 1;
+      em_tensor *dst = NULL, *src = NULL;
+      st = em_tensor_alloc(fresh, 0, 1, &n, &one, EM_UINT8, &dst);
+      if (st == EM_OK) st = em_tensor_alloc(s, 0, 1, &n, &one, EM_UINT8, &src);
+      int on = em_ag_pause();
+      if (st == EM_OK) st = em_copy_(dst, src);
+      em_ag_resume(on);
+      em_tensor_release(dst);
+      em_tensor_release(src);
+      if (st != EM_OK) {
+        em_storage_release(fresh);
+        return st;
+      }
+    }
+  }
+  em_storage_adopt(s, fresh);
+  em_storage_release(fresh);
+  return EM_OK;
+}
+
+/* The elements of t's dtype that a growth of t's storage from old_n bytes
+** added, filled in deterministic mode (em_fill_uninitialized). */
+static void fill_grown(em_tensor *t, size_t old_n) {
+  if (!em_get_deterministic()) return;
+  int64_t el = (int64_t)em_dtype_size(t->dtype);
+  int64_t from = ((int64_t)old_n + el - 1) / el, to = (int64_t)t->storage->nbytes / el;
+  if (to <= from) return;
+  int64_t n = to - from, one = 1;
+  em_tensor *tail = NULL;
+  if (em_tensor_alloc(t->storage, from, 1, &n, &one, t->dtype, &tail) != EM_OK) return;
+  int on = em_ag_pause();
+  em_fill_uninitialized(tail);
+  em_ag_resume(on);
+  em_tensor_release(tail);
+}
+
+em_status em_resize_(em_tensor *t, int ndim, const int64_t *sizes) {
+  char a[EM_SHAPE_BUF];
+  if (ndim < 0 || ndim > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "resize_: %d dimensions (at most %d)", ndim, (int)EM_MAX_DIMS);
+  for (int i = 0; i < ndim; i++)
+    if (sizes[i] < 0)
+      return em_fail(EM_E_VALUE, "resize_: negative dimension %lld in size %s",
+                     (long long)sizes[i], em_fmt_shape(a, sizeof a, ndim, sizes));
+  if (t->requires_grad) return em_fail(EM_E_VALUE, "resize_: cannot resize variables that require grad");
+  int same = ndim == t->ndim;
+  for (int i = 0; same && i < ndim; i++) same = sizes[i] == t->sizes[i];
+  if (same) return EM_OK; /* as PyTorch: the same sizes keep the strides */
+  int64_t strides[EM_MAX_DIMS], need;
+  em_contiguous_strides(ndim, sizes, strides);
+  em_status st = em_extent_bytes("resize_", t->offset, ndim, sizes, strides, t->dtype, &need);
+  if (st != EM_OK) return st;
+  size_t old_n = t->storage->nbytes;
+  st = grow_storage("resize_", t->storage, need);
+  if (st != EM_OK) return st;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+  }
+  fill_grown(t, old_n);
+  /* a saved tensor whose shape changed under autograd is caught at
+  ** backward (PyTorch's would fail there on the shapes instead) */
+  em_storage_bump_version(t->storage);
+  return EM_OK;
+}
+
+/* In grad mode: a leaf that requires grad is refused as any in-place op
+** on it; otherwise, where t or the source requires grad, set_ is refused:
+** PyTorch records a node whose backward fails ("derivative for set_ is
+** not implemented"), ember says so at the call. */
+/* After set_, t views nothing it viewed before: a view's link to its base
+** (and the in-place restrictions of the view it was) go. */
+static void set_unview(em_tensor *t) {
+  if (t->view_base) em_tensor_release(t->view_base);
+  t->view_base = NULL;
+  t->view_version = 0;
+  t->nograd_view = t->multi_view = t->hook_view = false;
+}
+
+static em_status set_check(const em_tensor *t, const em_tensor *src) {
+  if (!em_grad_enabled() || !(t->requires_grad || (src && src->requires_grad))) return EM_OK;
+  em_status st = t->requires_grad ? em_ag_check_inplace("set_", (em_tensor *)t) : EM_OK;
+  if (st != EM_OK) return st;
+  return em_fail(EM_E_VALUE, "set_: the derivative of set_ is not implemented (PyTorch's "
+                 "backward through it fails too): call it under T.no_grad or on detached "
+                 "tensors");
+}
+
+em_status em_set_(em_tensor *t, const em_tensor *src) {
+  if (src->dtype != t->dtype)
+    return em_fail(EM_E_TYPE, "set_: expected a source of dtype ember.%s (the tensor's), got "
+                   "ember.%s", em_dtype_name(t->dtype), em_dtype_name(src->dtype));
+  if (src->storage->device.type != t->storage->device.type ||
+      src->storage->device.index != t->storage->device.index) {
+    char d1[32], d2[32];
+    return em_fail(EM_E_VALUE, "set_: the source is on %s, the tensor on %s",
+                   em_device_str(src->storage->device, d1, sizeof d1),
+                   em_device_str(t->storage->device, d2, sizeof d2));
+  }
+  em_status st = set_check(t, src);
+  if (st != EM_OK) return st;
+  if (t == src) return EM_OK;
+  em_storage_retain(src->storage);
+  em_storage *old = t->storage;
+  t->storage = src->storage;
+  t->offset = src->offset;
+  t->ndim = src->ndim;
+  for (int i = 0; i < src->ndim; i++) {
+    t->sizes[i] = src->sizes[i];
+    t->strides[i] = src->strides[i];
+  }
+  em_storage_release(old);
+  set_unview(t);
+  em_storage_bump_version(t->storage);
+  return EM_OK;
+}
+
+em_status em_set_storage_(em_tensor *t, em_storage *s, int64_t offset, int ndim,
+                          const int64_t *sizes, const int64_t *strides) {
+  if (ndim < 0 || ndim > EM_MAX_DIMS)
+    return em_fail(EM_E_VALUE, "set_: %d dimensions (at most %d)", ndim, (int)EM_MAX_DIMS);
+  if (s->device.type != t->storage->device.type || s->device.index != t->storage->device.index) {
+    char d1[32], d2[32];
+    return em_fail(EM_E_VALUE, "set_: the storage is on %s, the tensor on %s",
+                   em_device_str(s->device, d1, sizeof d1),
+                   em_device_str(t->storage->device, d2, sizeof d2));
+  }
+  int64_t need, cstrides[EM_MAX_DIMS];
+  if (!strides) {
+    em_contiguous_strides(ndim, sizes, cstrides);
+    strides = cstrides;
+  }
+  em_status st = em_extent_bytes("set_", offset, ndim, sizes, strides, t->dtype, &need);
+  if (st == EM_OK) st = set_check(t, NULL);
+  if (st != EM_OK) return st;
+  size_t old_n = s->nbytes;
+  st = grow_storage("set_", s, need); /* PyTorch 1.13 grows a storage too small */
+  if (st != EM_OK) return st;
+  em_storage_retain(s);
+  em_storage *old = t->storage;
+  t->storage = s;
+  t->offset = offset;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+  }
+  em_storage_release(old);
+  set_unview(t);
+  fill_grown(t, old_n);
+  em_storage_bump_version(t->storage);
+  return EM_OK;
+}
+
 /* t:view(dtype): the same bytes read as another dtype (PyTorch's
 ** Tensor.view(dtype)). Equal element sizes keep the geometry; otherwise the
 ** last dim (stride 1) is split or joined and the other strides and the
