@@ -249,8 +249,44 @@ TEST(thread_allocated_bytes_only_grow) {
   CHECK(em_memory_thread_allocated_bytes() == a0 + 5000);
 }
 
+/* em_resize_ growing a storage (ops/view.c, em_storage_adopt): from the
+** inline bytes of a small storage and from a block, every tensor on the
+** storage sees the grown bytes with the old values, and the live bytes
+** stay exact (the old bytes freed, the new counted once). */
+TEST(growing_a_storage_keeps_values_and_exact_live_bytes) {
+  em_memory_empty_cache();
+  size_t live0 = em_memory_live_bytes();
+  int64_t n4 = 4, n2 = 2;
+  em_tensor *a = NULL, *b = NULL;
+  CHECK_OK(em_empty(1, &n4, EM_FLOAT32, em_cpu(), &a)); /* 16 bytes: inline */
+  float *p = em_tensor_data(a);
+  for (int i = 0; i < 4; i++) p[i] = (float)i + 1;
+  CHECK_OK(em_narrow(a, 1, 3, 2, &b)); /* elements 3, 4 (1-based start 3) */
+  CHECK(em_memory_live_bytes() == live0 + 16);
+  int64_t big = 100000;
+  CHECK_OK(em_resize_(b, 1, &big)); /* offset 2 + 100000 floats */
+  CHECK(em_storage_nbytes(em_tensor_storage(a)) == (size_t)(2 + big) * 4);
+  CHECK(em_tensor_storage(a) == em_tensor_storage(b));
+  CHECK(em_memory_live_bytes() == live0 + (size_t)(2 + big) * 4);
+  const float *q = em_tensor_data(a), *r = em_tensor_data(b);
+  CHECK(q[0] == 1 && q[1] == 2 && q[2] == 3 && q[3] == 4);
+  CHECK(r[0] == 3 && r[1] == 4);
+  ((float *)em_tensor_data(b))[big - 1] = 9; /* the grown bytes are writable */
+  int64_t bigger = 3 * big;
+  CHECK_OK(em_resize_(b, 1, &bigger)); /* from a block, again */
+  CHECK(em_memory_live_bytes() == live0 + (size_t)(2 + bigger) * 4);
+  CHECK(((const float *)em_tensor_data(b))[big - 1] == 9);
+  CHECK_OK(em_resize_(a, 1, &n2)); /* shrinking keeps the storage */
+  CHECK(em_storage_nbytes(em_tensor_storage(a)) == (size_t)(2 + bigger) * 4);
+  em_tensor_release(a);
+  em_tensor_release(b);
+  em_memory_empty_cache();
+  CHECK(em_memory_live_bytes() == live0);
+}
+
 int main(void) {
   RUN(thread_allocated_bytes_only_grow);
+  RUN(growing_a_storage_keeps_values_and_exact_live_bytes);
   RUN(freed_large_block_is_reused_and_not_live);
   RUN(small_blocks_bypass_the_cache);
   RUN(kilobyte_blocks_are_cached);

@@ -222,6 +222,10 @@ int64_t em_bytes_to_i64(em_dtype dt, const void *p);
 
 /* -- Internal constructors ---------------------------------------------- */
 
+/* t takes storage s (one reference, the old one dropped) and the geometry,
+** in place: no checks; every Lua value for t sees it (em_set_, em_write_out). */
+void em_tensor_rebind(em_tensor *t, em_storage *s, int64_t offset, int ndim,
+                      const int64_t *sizes, const int64_t *strides);
 /* Allocates the tensor struct only (no checks against the storage). */
 em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides,

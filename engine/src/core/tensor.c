@@ -245,6 +245,20 @@ em_status em_check_bounds(const char *op, const em_storage *s, int64_t offset,
                  s->nbytes / em_dtype_size(dt));
 }
 
+void em_tensor_rebind(em_tensor *t, em_storage *s, int64_t offset, int ndim,
+                      const int64_t *sizes, const int64_t *strides) {
+  em_storage_retain(s); /* first: s may be the storage t holds */
+  em_storage *old = t->storage;
+  t->storage = s;
+  t->offset = offset;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+  }
+  em_storage_release(old);
+}
+
 em_status em_tensor_new(em_storage *s, int64_t offset, int ndim,
                         const int64_t *sizes, const int64_t *strides,
                         em_dtype dt, em_tensor **out) {

@@ -339,16 +339,7 @@ em_status em_write_out(const char *op, const em_tensor *result, em_tensor *out) 
     em_tensor *fresh = NULL;
     em_status st = em_empty(result->ndim, result->sizes, out->dtype, out->storage->device, &fresh);
     if (st != EM_OK) return st;
-    em_storage *old = out->storage;
-    out->storage = fresh->storage;
-    em_storage_retain(out->storage);
-    out->offset = 0;
-    out->ndim = fresh->ndim;
-    for (int i = 0; i < fresh->ndim; i++) {
-      out->sizes[i] = fresh->sizes[i];
-      out->strides[i] = fresh->strides[i];
-    }
-    em_storage_release(old);
+    em_tensor_rebind(out, fresh->storage, 0, fresh->ndim, fresh->sizes, fresh->strides);
     em_tensor_release(fresh);
   }
   return em_copy_(out, result);

@@ -781,16 +781,7 @@ em_status em_set_(em_tensor *t, const em_tensor *src) {
   em_status st = set_check(t, src);
   if (st != EM_OK) return st;
   if (t == src) return EM_OK;
-  em_storage_retain(src->storage);
-  em_storage *old = t->storage;
-  t->storage = src->storage;
-  t->offset = src->offset;
-  t->ndim = src->ndim;
-  for (int i = 0; i < src->ndim; i++) {
-    t->sizes[i] = src->sizes[i];
-    t->strides[i] = src->strides[i];
-  }
-  em_storage_release(old);
+  em_tensor_rebind(t, src->storage, src->offset, src->ndim, src->sizes, src->strides);
   set_unview(t);
   em_storage_bump_version(t->storage);
   return EM_OK;
@@ -817,16 +808,7 @@ em_status em_set_storage_(em_tensor *t, em_storage *s, int64_t offset, int ndim,
   size_t old_n = s->nbytes;
   st = grow_storage("set_", s, need); /* PyTorch 1.13 grows a storage too small */
   if (st != EM_OK) return st;
-  em_storage_retain(s);
-  em_storage *old = t->storage;
-  t->storage = s;
-  t->offset = offset;
-  t->ndim = ndim;
-  for (int i = 0; i < ndim; i++) {
-    t->sizes[i] = sizes[i];
-    t->strides[i] = strides[i];
-  }
-  em_storage_release(old);
+  em_tensor_rebind(t, s, offset, ndim, sizes, strides);
   set_unview(t);
   fill_grown(t, old_n);
   em_storage_bump_version(t->storage);
