@@ -314,8 +314,15 @@ static em_tensor *detached(F *f, const em_tensor *t) {
   return keep(f, em_detach(t, &r), &r);
 }
 /* v with zeros where c holds */
+/* c ? 0 : v; a real v's zero is one 0-d element the where broadcasts (no
+** tensor of zeros of v's size to make and read) */
 static em_tensor *zero_where(F *f, const em_tensor *c, const em_tensor *v) {
-  return cwhere(f, c, zeros_like(f, v), v);
+  if (!v || !OK) return NULL;
+  if (cplx(v)) return cwhere(f, c, zeros_like(f, v), v);
+  em_tensor *r = NULL;
+  em_scalar z = {EM_SCALAR_INT, 0, 0};
+  em_tensor *zero = keep(f, em_full(0, NULL, z, v->dtype, em_tensor_device(v), &r), &r);
+  return where(f, c, zero, v);
 }
 static em_tensor *flip(F *f, const em_tensor *t, int64_t dim) {
   if (!t || !OK) return NULL;
@@ -768,7 +775,7 @@ static void ew_formula(F *f, em_tensor *const *gout, em_tensor **gin) {
       break;
     case EM_OP_RELU:  /* PyTorch's threshold_backward: y <= 0 ? 0 : g (NaN passes g) */
       y = saved(f, EM_AG_SV_OUT(n, 0));
-      gin[0] = where(f, bins(f, EM_OP_LE, y, 0.0), zeros_like(f, g), g);
+      gin[0] = zero_where(f, bins(f, EM_OP_LE, y, 0.0), g);
       break;
     case EM_OP_GELU: {
       x = saved(f, 0);

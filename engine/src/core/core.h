@@ -235,6 +235,11 @@ em_status em_tensor_alloc(em_storage *s, int64_t offset, int ndim,
 ** to another storage struct; s taking fresh's bytes and fresh s's old ones
 ** (release fresh afterwards). */
 int em_storage_resizable(const em_storage *s);
+/* A kernel's scratch memory from the block cache (warm, 64-byte aligned;
+** not live bytes, no collector hook); NULL when none can be had. Free with
+** the same size. */
+void *em_scratch_alloc(size_t nbytes);
+void em_scratch_free(void *p, size_t nbytes);
 /* In deterministic mode, fills t as em_empty fills fresh memory (NaN, or
 ** the dtype's largest value); else nothing (ops/creation.c). */
 void em_fill_uninitialized(em_tensor *t);

@@ -272,6 +272,24 @@ static void block_free(void *p, size_t nbytes) {
   free(p);
 }
 
+/* Kernel scratch (conv's column buffers): blocks of the cache, so that a
+** workspace made on every call is warm memory rather than fresh pages
+** (glibc maps large requests anew and unmaps them on free). Not counted
+** as live (a kernel's scratch lives inside one call) and never calls the
+** collector hook: a kernel may ask for it in the middle of its work. */
+void *em_scratch_alloc(size_t nbytes) {
+  if (nbytes == 0) nbytes = 1;
+  void *p = block_alloc(nbytes);
+  if (!p && cache_bytes_pub) {
+    cache_trim(0);
+    p = block_alloc(nbytes);
+  }
+  return p;
+}
+void em_scratch_free(void *p, size_t nbytes) {
+  if (p) block_free(p, nbytes ? nbytes : 1);
+}
+
 void *em_cpu_alloc_bytes(size_t nbytes) {
   if (nbytes == 0) return NULL;
   if (over_soft_limit(nbytes)) {
