@@ -16,15 +16,7 @@ local function count(t)
   return n
 end
 
-local function same_values(expected, got, what)
-  assert.equal(#expected, #got, what)
-  for i = 1, #expected do
-    local e, g = expected[i], got[i]
-    if e ~= g and not (e ~= e and g ~= g) then
-      error(("%s: value %d: expected %s, got %s"):format(what, i, tostring(e), tostring(g)), 2)
-    end
-  end
-end
+local same_values = require("specutil").same_list
 
 local function check_case(c, ts, md)
   assert.equal(#c.tensors, count(ts), c.file)

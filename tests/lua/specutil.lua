@@ -73,4 +73,16 @@ function M.close_list(got, want, tol, what)
   end
 end
 
+-- the lists want and got hold equal values in order (NaN equals NaN);
+-- what names them in the error
+function M.same_list(want, got, what)
+  assert(#want == #got, ("%s: %d values, expected %d"):format(what, #got, #want))
+  for i = 1, #want do
+    local e, g = want[i], got[i]
+    if e ~= g and not (e ~= e and g ~= g) then
+      error(("%s: value %d: expected %s, got %s"):format(what, i, tostring(e), tostring(g)), 2)
+    end
+  end
+end
+
 return M

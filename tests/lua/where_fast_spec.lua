@@ -16,17 +16,7 @@ local function ref_where(c, a, b)
   return out
 end
 
-local function same(want, got, what)
-  assert.equal(#want, #got, what)
-  for i = 1, #want do
-    local w, g = want[i], got[i]
-    if w ~= w then
-      assert(g ~= g, what .. ": element " .. i .. " should be NaN")
-    else
-      assert(w == g, string.format("%s: element %d: want %s, got %s", what, i, tostring(w), tostring(g)))
-    end
-  end
-end
+local same = require("specutil").same_list
 
 describe("where's fast loops", function()
   T.manual_seed(7)
