@@ -251,8 +251,8 @@ em_status em_resize_(em_tensor *t, int ndim, const int64_t *sizes);
 /* PyTorch's set_: t takes src's storage, offset, sizes and strides (same
 ** dtype and device); em_set_storage_ a storage and a geometry (strides
 ** NULL: contiguous), growing the storage where it is too small, as PyTorch
-** 1.13. A leaf that requires grad
-** is refused in grad mode; t's history is not recorded. */
+** 1.13. A leaf that requires grad is refused in grad mode, and so is set_
+** where t or the source requires grad (no derivative). */
 em_status em_set_(em_tensor *t, const em_tensor *src);
 em_status em_set_storage_(em_tensor *t, em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides);

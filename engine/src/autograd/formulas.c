@@ -313,8 +313,7 @@ static em_tensor *detached(F *f, const em_tensor *t) {
   em_tensor *r = NULL;
   return keep(f, em_detach(t, &r), &r);
 }
-/* v with zeros where c holds */
-/* c ? 0 : v; a real v's zero is one 0-d element the where broadcasts (no
+/* v with zeros where c holds; a real v's zero is one 0-d element the where broadcasts (no
 ** tensor of zeros of v's size to make and read) */
 static em_tensor *zero_where(F *f, const em_tensor *c, const em_tensor *v) {
   if (!v || !OK) return NULL;

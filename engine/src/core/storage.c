@@ -277,15 +277,7 @@ static void block_free(void *p, size_t nbytes) {
 ** (glibc maps large requests anew and unmaps them on free). Not counted
 ** as live (a kernel's scratch lives inside one call) and never calls the
 ** collector hook: a kernel may ask for it in the middle of its work. */
-void *em_scratch_alloc(size_t nbytes) {
-  if (nbytes == 0) nbytes = 1;
-  void *p = block_alloc(nbytes);
-  if (!p && cache_bytes_pub) {
-    cache_trim(0);
-    p = block_alloc(nbytes);
-  }
-  return p;
-}
+void *em_scratch_alloc(size_t nbytes) { return block_alloc(nbytes ? nbytes : 1); }
 void em_scratch_free(void *p, size_t nbytes) {
   if (p) block_free(p, nbytes ? nbytes : 1);
 }
@@ -380,10 +372,9 @@ static em_status storage_new_inline(size_t nbytes, em_storage **out) {
   return EM_OK;
 }
 
-em_status em_storage_new_with(size_t nbytes, const em_allocator *a,
-                              em_storage **out) {
-  if (a == &cpu_allocator && nbytes > 0 && nbytes <= EM_INLINE_MAX)
-    return storage_new_inline(nbytes, out);
+/* A storage whose bytes come from a (never inline: em_storage_adopt may
+** hand them to another storage struct). */
+static em_status storage_new_block(size_t nbytes, const em_allocator *a, em_storage **out) {
   void *data = NULL;
   if (nbytes > 0) {
     data = a->alloc(a->ctx, nbytes);
@@ -394,6 +385,13 @@ em_status em_storage_new_with(size_t nbytes, const em_allocator *a,
   em_status st = storage_make(data, nbytes, em_cpu(), a->free, a->ctx, out);
   if (st != EM_OK && data) a->free(a->ctx, data, nbytes);
   return st;
+}
+
+em_status em_storage_new_with(size_t nbytes, const em_allocator *a,
+                              em_storage **out) {
+  if (a == &cpu_allocator && nbytes > 0 && nbytes <= EM_INLINE_MAX)
+    return storage_new_inline(nbytes, out);
+  return storage_new_block(nbytes, a, out);
 }
 
 /* The CPU's storages come from the counted host allocator above; another
@@ -448,12 +446,7 @@ int em_storage_resizable(const em_storage *s) {
 ** hand them to another storage struct). */
 em_status em_storage_new_movable(size_t nbytes, em_device dev, em_storage **out) {
   if (dev.type != EM_CPU) return storage_new_device(nbytes, dev, out);
-  void *data = NULL;
-  if (nbytes > 0 && !(data = em_cpu_alloc_bytes(nbytes)))
-    return em_fail(EM_E_NOMEM, "out of memory: tried to allocate %zu bytes", nbytes);
-  em_status st = storage_make(data, nbytes, em_cpu(), cpu_free, NULL, out);
-  if (st != EM_OK && data) em_cpu_free_bytes(data, nbytes);
-  return st;
+  return storage_new_block(nbytes, &cpu_allocator, out);
 }
 
 /* s takes fresh's bytes (fresh from em_storage_new_movable, same device);

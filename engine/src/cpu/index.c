@@ -195,9 +195,9 @@ typedef struct {
       if (*(const bool *)m) out[*(const int64_t *)p - 1] = *(const CT *)s;    \
   }
 
-/* where moves elements whole: complex ones as 8- or 16-byte words */
-/* where: contiguous runs (and a 0-d branch, as a backward's zero) in
-** loops the compiler vectorises; any other strides element by element */
+/* where moves elements whole: complex ones as 8- or 16-byte words;
+** contiguous runs (and a 0-d branch, as a backward's zero) in loops the
+** compiler vectorises, any other strides element by element */
 #define DEF_WHERE(S, CT)                                                      \
   static void em_where_##S(char **data, const int64_t *st, int64_t n,         \
                            void *vctx) {                                      \

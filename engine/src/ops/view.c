@@ -12,6 +12,7 @@
 ** messages name them that way. Outputs are written only on success.
 */
 #include "core/iter.h"
+#include "core/kernels.h"
 #include "autograd/autograd.h"
 
 #include <stdio.h>
@@ -660,8 +661,9 @@ em_status em_as_strided_(em_tensor *t, int ndim, const int64_t *sizes, const int
 ** tensor on that storage sees the grown bytes (the old ones kept, the new
 ** ones uninitialised, or filled in deterministic mode). Only the engine's
 ** own storages grow; wrapped memory is refused as PyTorch refuses a
-** non-resizable storage. */
-static em_status grow_storage(const char *op, em_storage *s, int64_t need) {
+** non-resizable storage. dt: the dtype whose elements the grown bytes are
+** filled with in deterministic mode (em_fill_uninitialized). */
+static em_status grow_storage(const char *op, em_storage *s, int64_t need, em_dtype dt) {
   if ((uint64_t)need <= s->nbytes) return EM_OK;
   if (!em_storage_resizable(s))
     return em_fail(EM_E_VALUE, "%s: Trying to resize storage that is not resizable (it holds "
@@ -695,23 +697,18 @@ static em_status grow_storage(const char *op, em_storage *s, int64_t need) {
   }
   em_storage_adopt(s, fresh);
   em_storage_release(fresh);
+  if (em_get_deterministic()) { /* the elements past the old bytes */
+    int64_t el = (int64_t)em_dtype_size(dt);
+    int64_t from = ((int64_t)old_n + el - 1) / el, n = need / el - from, one = 1;
+    em_tensor *tail = NULL;
+    if (n > 0 && em_tensor_alloc(s, from, 1, &n, &one, dt, &tail) == EM_OK) {
+      int on = em_ag_pause();
+      em_fill_uninitialized(tail);
+      em_ag_resume(on);
+      em_tensor_release(tail);
+    }
+  }
   return EM_OK;
-}
-
-/* The elements of t's dtype that a growth of t's storage from old_n bytes
-** added, filled in deterministic mode (em_fill_uninitialized). */
-static void fill_grown(em_tensor *t, size_t old_n) {
-  if (!em_get_deterministic()) return;
-  int64_t el = (int64_t)em_dtype_size(t->dtype);
-  int64_t from = ((int64_t)old_n + el - 1) / el, to = (int64_t)t->storage->nbytes / el;
-  if (to <= from) return;
-  int64_t n = to - from, one = 1;
-  em_tensor *tail = NULL;
-  if (em_tensor_alloc(t->storage, from, 1, &n, &one, t->dtype, &tail) != EM_OK) return;
-  int on = em_ag_pause();
-  em_fill_uninitialized(tail);
-  em_ag_resume(on);
-  em_tensor_release(tail);
 }
 
 em_status em_resize_(em_tensor *t, int ndim, const int64_t *sizes) {
@@ -730,25 +727,19 @@ em_status em_resize_(em_tensor *t, int ndim, const int64_t *sizes) {
   em_contiguous_strides(ndim, sizes, strides);
   em_status st = em_extent_bytes("resize_", t->offset, ndim, sizes, strides, t->dtype, &need);
   if (st != EM_OK) return st;
-  size_t old_n = t->storage->nbytes;
-  st = grow_storage("resize_", t->storage, need);
+  st = grow_storage("resize_", t->storage, need, t->dtype);
   if (st != EM_OK) return st;
   t->ndim = ndim;
   for (int i = 0; i < ndim; i++) {
     t->sizes[i] = sizes[i];
     t->strides[i] = strides[i];
   }
-  fill_grown(t, old_n);
   /* a saved tensor whose shape changed under autograd is caught at
   ** backward (PyTorch's would fail there on the shapes instead) */
   em_storage_bump_version(t->storage);
   return EM_OK;
 }
 
-/* In grad mode: a leaf that requires grad is refused as any in-place op
-** on it; otherwise, where t or the source requires grad, set_ is refused:
-** PyTorch records a node whose backward fails ("derivative for set_ is
-** not implemented"), ember says so at the call. */
 /* After set_, t views nothing it viewed before: a view's link to its base
 ** (and the in-place restrictions of the view it was) go. */
 static void set_unview(em_tensor *t) {
@@ -758,6 +749,10 @@ static void set_unview(em_tensor *t) {
   t->nograd_view = t->multi_view = t->hook_view = false;
 }
 
+/* In grad mode: a leaf that requires grad is refused as any in-place op
+** on it; otherwise, where t or the source requires grad, set_ is refused:
+** PyTorch records a node whose backward fails ("derivative for set_ is
+** not implemented"), ember says so at the call. */
 static em_status set_check(const em_tensor *t, const em_tensor *src) {
   if (!em_grad_enabled() || !(t->requires_grad || (src && src->requires_grad))) return EM_OK;
   em_status st = t->requires_grad ? em_ag_check_inplace("set_", (em_tensor *)t) : EM_OK;
@@ -771,14 +766,8 @@ em_status em_set_(em_tensor *t, const em_tensor *src) {
   if (src->dtype != t->dtype)
     return em_fail(EM_E_TYPE, "set_: expected a source of dtype ember.%s (the tensor's), got "
                    "ember.%s", em_dtype_name(t->dtype), em_dtype_name(src->dtype));
-  if (src->storage->device.type != t->storage->device.type ||
-      src->storage->device.index != t->storage->device.index) {
-    char d1[32], d2[32];
-    return em_fail(EM_E_VALUE, "set_: the source is on %s, the tensor on %s",
-                   em_device_str(src->storage->device, d1, sizeof d1),
-                   em_device_str(t->storage->device, d2, sizeof d2));
-  }
-  em_status st = set_check(t, src);
+  em_status st = em_same_device_check("set_", t->storage->device, src->storage->device);
+  if (st == EM_OK) st = set_check(t, src);
   if (st != EM_OK) return st;
   if (t == src) return EM_OK;
   em_tensor_rebind(t, src->storage, src->offset, src->ndim, src->sizes, src->strides);
@@ -791,26 +780,19 @@ em_status em_set_storage_(em_tensor *t, em_storage *s, int64_t offset, int ndim,
                           const int64_t *sizes, const int64_t *strides) {
   if (ndim < 0 || ndim > EM_MAX_DIMS)
     return em_fail(EM_E_VALUE, "set_: %d dimensions (at most %d)", ndim, (int)EM_MAX_DIMS);
-  if (s->device.type != t->storage->device.type || s->device.index != t->storage->device.index) {
-    char d1[32], d2[32];
-    return em_fail(EM_E_VALUE, "set_: the storage is on %s, the tensor on %s",
-                   em_device_str(s->device, d1, sizeof d1),
-                   em_device_str(t->storage->device, d2, sizeof d2));
-  }
   int64_t need, cstrides[EM_MAX_DIMS];
   if (!strides) {
     em_contiguous_strides(ndim, sizes, cstrides);
     strides = cstrides;
   }
-  em_status st = em_extent_bytes("set_", offset, ndim, sizes, strides, t->dtype, &need);
+  em_status st = em_same_device_check("set_", t->storage->device, s->device);
+  if (st == EM_OK) st = em_extent_bytes("set_", offset, ndim, sizes, strides, t->dtype, &need);
   if (st == EM_OK) st = set_check(t, NULL);
-  if (st != EM_OK) return st;
-  size_t old_n = s->nbytes;
-  st = grow_storage("set_", s, need); /* PyTorch 1.13 grows a storage too small */
+  /* PyTorch 1.13 grows a storage too small */
+  if (st == EM_OK) st = grow_storage("set_", s, need, t->dtype);
   if (st != EM_OK) return st;
   em_tensor_rebind(t, s, offset, ndim, sizes, strides);
   set_unview(t);
-  fill_grown(t, old_n);
   em_storage_bump_version(t->storage);
   return EM_OK;
 }
