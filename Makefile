@@ -4,7 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz bench-dist bench-cuda
+.PHONY: all deps build demo test test-asan test-valgrind install clean bench bench-quick bench-build fuzz bench-dist bench-cuda bench-lapack
 
 all: build
 
@@ -84,6 +84,19 @@ bench: bench-build
 	/usr/bin/python3 bench/bench.py --build $(abspath $(RELEASE_BUILD)) --out bench/results.md $(BENCH_ARGS)
 bench-quick: bench-build
 	/usr/bin/python3 bench/bench.py --quick --build $(abspath $(RELEASE_BUILD)) --out /tmp/ember-bench-quick.md $(BENCH_ARGS)
+
+# make bench-lapack: issue 19's LAPACK rows against the same routine called
+# directly, in one process, alternating (bench/lapack_paired.lua for ember,
+# bench/lapack_paired.py for PyTorch), at 1 and 2 threads; writes
+# bench/results-lapack.md. Not part of CI.
+bench-lapack: bench-build
+	@{ echo "# LAPACK rows, paired in-process against the direct call ($$(date -u '+%Y-%m-%d %H:%M') UTC, $$(git rev-parse --short HEAD))"; \
+	  for t in 1 2; do echo; echo "## $$t thread(s)"; echo; echo "ember (EMBER_BUILD=$(RELEASE_BUILD)):"; echo; \
+	    OMP_NUM_THREADS=$$t OPENBLAS_NUM_THREADS=$$t EMBER_BUILD=$(RELEASE_BUILD) bin/ember bench/lapack_paired.lua $$t $(LAPACK_ROUNDS); \
+	    echo; echo "PyTorch:"; echo; \
+	    OMP_NUM_THREADS=$$t OPENBLAS_NUM_THREADS=$$t /usr/bin/python3 bench/lapack_paired.py $$t $(LAPACK_ROUNDS); \
+	  done; } | tee bench/results-lapack.md
+LAPACK_ROUNDS ?= 15
 
 # make bench-cuda: the GPU rows (issues 15, 16) on a machine with a GPU:
 # ember against PyTorch (the python3 on PATH, or EMBER_BENCH_PYTHON) and the
