@@ -282,21 +282,42 @@ return function(T, C)
     -- numerical: perturb each real number of each input in place
     for _, i in ipairs(checked) do
       local x = inputs[i]
-      local flat = x:detach()
-      flat = (flat:is_complex() and T.view_as_real(flat) or flat):view(-1)
-      for c = 1, flat:numel() do
-        local orig = flat[c]:item()
+      local base = x:detach()
+      base = base:is_complex() and T.view_as_real(base) or base
+      -- element c in row-major order: through a flat view, or (a
+      -- non-contiguous input: geqrf's column-major factors, a transpose)
+      -- through its multi-index
+      local ok, flat = pcall(base.view, base, -1)
+      local elem
+      if ok then
+        elem = function(c) return c end
+      else
+        flat = base
+        local dims = base.shape:totable()
+        elem = function(c)
+          local ix, r = {}, c - 1
+          for d = #dims, 1, -1 do
+            ix[d] = r % dims[d] + 1
+            r = (r - (ix[d] - 1)) / dims[d]
+          end
+          return ix
+        end
+      end
+      for c = 1, base:numel() do
+        local at_c = elem(c)
+        local orig = flat[at_c]
+        if T.is_tensor(orig) then orig = orig:item() end
         -- fn runs in grad mode (it may differentiate inside); only the
         -- writes into the leaf are under no_grad
         local function at(v)
-          T.no_grad(function() flat[c] = v end)
+          T.no_grad(function() flat[at_c] = v end)
           local o = outputs_of()
           local res = {}
           for oi in pairs(analytic) do res[oi] = reals(o[oi]:detach()):double():clone() end
           return res
         end
         local plus, minus = at(orig + eps), at(orig - eps)
-        T.no_grad(function() flat[c] = orig end)
+        T.no_grad(function() flat[at_c] = orig end)
         for oi in pairs(analytic) do
           local num = (plus[oi] - minus[oi]) / (2 * eps)
           for r = 1, sizes[oi] do

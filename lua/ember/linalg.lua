@@ -295,25 +295,17 @@ return function(T, C)
       flat = {}
       for b = 1, nb do flat[b] = {} end
     end
-    local rows = {}
-    for b = 1, nb do
-      local p = perm_of(flat[b], m)
-      -- row p[i] of P... A = P L U: P[:, i] = e_{p[i]}, i.e. P[p[i], i] = 1
-      local P = {}
-      for r = 1, m do
-        P[r] = {}
-        for c = 1, m do P[r][c] = 0 end
-      end
-      for i = 1, m do P[p[i]][i] = 1 end
-      rows[b] = P
-    end
     local shape = {}
     for i = 1, #bshape do shape[i] = bshape[i] end
     shape[#shape + 1] = m
     shape[#shape + 1] = m
     if nb == 0 or m == 0 then return T.zeros(shape, { dtype = ref.dtype, device = ref.device }) end
-
-    return T.tensor(rows, { dtype = value_dtype(ref.dtype) }):to(ref.dtype):to(ref.device):reshape(shape)
+    -- A = P L U: P[:, i] = e_{p[i]}, i.e. P[p[i], i] = 1 (a scatter of
+    -- ones into the rows)
+    local perms = {}
+    for b = 1, nb do perms[b] = perm_of(flat[b], m) end
+    local idx = T.tensor(perms, { dtype = T.int64 }):view(nb, 1, m)
+    return T.zeros(nb, m, m, { dtype = ref.dtype }):scatter_(2, idx, 1):reshape(shape):to(ref.device)
   end
 
   local function unpack_LU(LU)
@@ -391,6 +383,51 @@ return function(T, C)
     o = opts_of("linalg.lu", o, { "pivot" })
     local LU, piv = lu_factor_impl("linalg.lu", A, o, false)
     local P = pivots_to_P(piv, A:size(-2), A)
+    local Lm, U = unpack_LU(LU)
+    return P, Lm, U
+  end
+
+  -- T.lu_unpack(LU, pivots[, unpack_data[, unpack_pivots]]): P, L, U of
+  -- lu_factor's packed result (torch.lu_unpack); a part not unpacked is an
+  -- empty tensor, as torch's. Differentiable in LU (through tril/triu).
+  -- pivots: any integer dtype (torch takes int32 only), LAPACK's 1-based
+  -- positions, each checked to lie in 1..m.
+  function T.lu_unpack(LU, pivots, unpack_data, unpack_pivots, ...)
+    local op = "lu_unpack"
+    ARGS.nooptions(op, 3, 4, unpack_data, unpack_pivots, ...)
+    check_tensor(op, LU, "LU_data")
+    check_tensor(op, pivots, "LU_pivots")
+    check_bool(op, unpack_data, "unpack_data")
+    check_bool(op, unpack_pivots, "unpack_pivots")
+    if LU:dim() < 2 then error(fmt("%s: LU_data must have at least 2 dimensions, got %d", op, LU:dim()), 2) end
+    local m, n = LU:size(-2), LU:size(-1)
+    local k = math.min(m, n)
+    if pivots:is_floating_point() or pivots:is_complex() or pivots.dtype == T.bool then
+      error(fmt("%s: LU_pivots must be an integer tensor (as linalg.lu_factor gives it), got %s", op,
+        tostring(pivots.dtype)), 2)
+    end
+    local want = {}
+    for i = 1, LU:dim() - 2 do want[i] = LU:size(i) end
+    want[#want + 1] = k
+    local ok_shape = pivots:dim() == #want
+    for i = 1, #want do ok_shape = ok_shape and pivots:size(i) == want[i] end
+    if not ok_shape then
+      error(fmt("%s: expected LU_pivots of shape %s for LU_data of shape %s, got %s", op,
+        tostring(T.Size(want)), tostring(LU.shape), tostring(pivots.shape)), 2)
+    end
+    local empty = T.empty(0, { dtype = LU.dtype, device = LU.device })
+    local P = empty
+    if unpack_pivots ~= false then
+      if pivots:numel() > 0 then
+        local lo, hi = pivots:min():item(), pivots:max():item()
+        if lo < 1 or hi > m then
+          error(fmt("%s: pivots must be between 1 and LU_data.size(-2) = %d inclusive, got %d", op, m,
+            lo < 1 and lo or hi), 2)
+        end
+      end
+      P = pivots_to_P(pivots, m, LU)
+    end
+    if unpack_data == false then return P, empty, empty end
     local Lm, U = unpack_LU(LU)
     return P, Lm, U
   end
@@ -867,6 +904,71 @@ return function(T, C)
   end
   T.geqrf = geqrf
   T.Tensor_methods.geqrf = geqrf
+
+  -- torch.orgqr(input, tau): linalg.householder_product under its LAPACK name
+  local function orgqr(A, tau, ...)
+    ARGS.nooptions("orgqr", 3, 2, ...)
+    return L.householder_product(A, tau)
+  end
+  T.orgqr = orgqr
+  T.Tensor_methods.orgqr = orgqr
+
+  -- T.ormqr(input, tau, other[, left[, transpose]]) (or {left=, transpose=}):
+  -- Q other, Q^H other (transpose), other Q or other Q^H (left = false), Q
+  -- the m x m product of geqrf's reflectors (m = input.shape[-2]), as
+  -- torch.ormqr; computed here as the full Q (householder_product of the
+  -- reflectors padded to m columns, tau padded with zeros: identity
+  -- reflectors) times other. Differentiable (torch 1.13's raises).
+  local ORMQR = { "left", "transpose" }
+  local function ormqr(A, tau, B, ...)
+    local op = "ormqr"
+    local o = ARGS.checkopts(op, ARGS.positional(op, ORMQR, 4, ...), ORMQR, 2)
+    check_tensor(op, A, "input")
+    check_tensor(op, tau, "tau")
+    check_tensor(op, B, "other")
+    check_bool(op, o.left, "left")
+    check_bool(op, o.transpose, "transpose")
+    local left, trans = o.left ~= false, o.transpose == true
+    if A:dim() < 2 then error(op .. ": input must have at least 2 dimensions.", 2) end
+    if B:dim() ~= A:dim() then
+      error(fmt("%s: Expected other to have the same number of dimensions as input, but got other.ndim " ..
+        "equal to %d and input.ndim is equal to %d", op, B:dim(), A:dim()), 2)
+    end
+    if tau:dim() ~= A:dim() - 1 then
+      error(fmt("%s: Expected tau to have one dimension less than input, but got tau.ndim equal to %d " ..
+        "and input.ndim is equal to %d", op, tau:dim(), A:dim()), 2)
+    end
+    for i = 1, A:dim() - 2 do
+      if B:size(i) ~= A:size(i) or tau:size(i) ~= A:size(i) then
+        error(fmt("%s: Expected batch dimensions of other and tau to be equal to input.shape[:-2] = %s, " ..
+          "but got %s and %s", op, tostring(A.shape), tostring(B.shape), tostring(tau.shape)), 2)
+      end
+    end
+    if A.dtype ~= B.dtype or A.dtype ~= tau.dtype then
+      error(fmt("%s: Expected input, tau and other to have the same dtype, but got %s, %s and %s", op,
+        tostring(A.dtype), tostring(tau.dtype), tostring(B.dtype)), 2)
+    end
+    local m, n, k = A:size(-2), A:size(-1), tau:size(-1)
+    if k > n then error(op .. ": tau.shape[-1] must be less than or equal to input.shape[-1]", 2) end
+    if k > m then error(op .. ": tau.shape[-1] must be less than or equal to input.shape[-2]", 2) end
+    if left and B:size(-2) ~= m then error(op .. ": other.shape[-2] must be equal to input.shape[-2]", 2) end
+    if not left and B:size(-1) ~= m then error(op .. ": other.shape[-1] must be equal to input.shape[-2]", 2) end
+    -- the reflectors in the first k columns, then zeros up to m columns
+    local V = A:narrow(-1, 1, k)
+    local tz = tau
+    if k < m then
+      local vs, ts = V.shape:totable(), tau.shape:totable()
+      vs[#vs], ts[#ts] = m - k, m - k
+      V = T.cat({ V, T.zeros(vs, { dtype = A.dtype, device = A.device }) }, -1)
+      tz = T.cat({ tau, T.zeros(ts, { dtype = A.dtype, device = A.device }) }, -1)
+    end
+    local Q = L.householder_product(V, tz)
+    if trans then Q = mH(Q) end
+    if left then return Q:matmul(B) end
+    return B:matmul(Q)
+  end
+  T.ormqr = ormqr
+  T.Tensor_methods.ormqr = ormqr
 
   -- -- SVD ------------------------------------------------------------------------
   -- PyTorch's svd_backward (real or complex). Complex singular vectors are

@@ -43,6 +43,23 @@ describe("T.autograd.grad and backward (torch 1.13 semantics)", function()
   end)
 end)
 
+describe("T.autograd.gradcheck on non-contiguous inputs", function()
+  it("perturbs a transposed (column-major) leaf element by element", function()
+    local x = T.tensor({ { 0.3, -0.7, 1.1 }, { 0.2, 0.9, -0.4 } }, { dtype = T.float64 }):t():requires_grad_()
+    assert.is_false(x:is_contiguous())
+    local w = T.tensor({ 1, 2, 3 }, { dtype = T.float64 })
+    -- a function that is not symmetric in the elements: a perturbation of
+    -- the wrong element (or order) gives a Jacobian mismatch
+    assert.is_true(A.gradcheck(function(a) return (a:exp() * w:view(3, 1)):sum(1) end, { x }))
+    assert.same({ 3, 2 }, x.shape:totable())
+    -- and a wrong backward on that input is caught
+    local Bad = A.Function:extend("BadScale")
+    function Bad.forward(ctx, a) return a * w:view(3, 1) end
+    function Bad.backward(ctx, g) return g * w:flip(1):view(3, 1) end
+    assert.is_false(A.gradcheck(Bad.apply, { x }, { raise = false }))
+  end)
+end)
+
 describe("T.autograd.Function", function()
   local Exp = A.Function:extend("Exp")
   function Exp.forward(ctx, x)
