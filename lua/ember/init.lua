@@ -41,7 +41,7 @@ T._C = C
 T.Tensor_methods = C._methods -- methods table shared by every tensor
 
 -- The Lua parts, in dependency order.
-for _, area in ipairs { "size", "tensor", "view", "creation", "math", "reduce", "select", "interop", "autograd", "autograd2", "nn", "tools", "optim", "amp", "data", "train", "print", "distributed", "special", "distributions", "stats", "cuda", "linalg", "complex", "helpers", "helpers2", "fft", "signal", "amp_lists" } do
+for _, area in ipairs { "size", "tensor", "view", "creation", "math", "reduce", "select", "interop", "autograd", "autograd2", "nn", "tools", "optim", "amp", "data", "train", "print", "distributed", "special", "distributions", "stats", "cuda", "linalg", "complex", "helpers", "helpers2", "fft", "signal", "apply", "amp_lists" } do
   require("ember." .. area)(T, C)
 end
 

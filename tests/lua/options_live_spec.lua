@@ -552,6 +552,9 @@ for _, k in ipairs(sorted_keys(T)) do
 end
 -- methods whose arguments differ from the function of the same name
 local MR = { where = "x, m, y" }
+MR.apply_ = "T.ones(3), function(v) return v end"
+MR.map_ = "T.ones(3), T.ones(3), function(a, b) return a end"
+MR.map2_ = "T.ones(3), T.ones(3), T.ones(3), function(a, b, c) return a end"
 for _, k in ipairs(sorted_keys(C._methods)) do
   add_entry("t:" .. k, k, C._methods[k], MR[k] or R[k], true)
 end
