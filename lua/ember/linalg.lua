@@ -1869,6 +1869,105 @@ return function(T, C)
     return r:reshape(out)
   end
 
+  -- -- T.svd_lowrank, T.pca_lowrank ----------------------------------------------
+  -- torch.svd_lowrank / torch.pca_lowrank (torch/_lowrank.py, Halko, Martinsson
+  -- and Tropp 2009, algorithms 4.4 and 5.1): a rank-q basis of A's range from
+  -- A times a Gaussian (n, q) matrix (T.randn: T.manual_seed repeats it),
+  -- refined by niter power iterations, each step re-orthonormalised by QR;
+  -- then the SVD of the small projected matrix. The transpose is worked on
+  -- when m < n or n > q, as torch's. Differentiable (matmul, qr, svd).
+  local function floating(A)
+    if A:is_floating_point() or A:is_complex() then return A end
+    return A:to(T.float32)
+  end
+  local function basis(A, q, niter, M)
+    local R = T.randn(A:size(-1), q, { dtype = A.dtype, device = A.device })
+    local AH, MH = mH(A), M and mH(M)
+    local function qr_q(X) return (L.qr(X)) end
+    local Q = qr_q(M and (A:matmul(R) - M:matmul(R)) or A:matmul(R))
+    for _ = 1, niter do
+      Q = qr_q(M and (AH:matmul(Q) - MH:matmul(Q)) or AH:matmul(Q))
+      Q = qr_q(M and (A:matmul(Q) - M:matmul(Q)) or A:matmul(Q))
+    end
+    return Q
+  end
+  local function svd_lowrank_impl(A, q, niter, M)
+    local m, n = A:size(-2), A:size(-1)
+    local Mt = M and mT(M)
+    if m < n or n > q then
+      local Q = basis(mT(A), q, niter, Mt)
+      local Qc = Q:conj()
+      local Bt = M and (A:matmul(Qc) - M:matmul(Qc)) or A:matmul(Qc)
+      local U, S, Vh = L.svd(Bt, { full_matrices = false })
+      -- A ~ A conj(Q) Q^T (conj(Q) spans A's row space, range(A^H)), so V is
+      -- conj(Q) Vh^H; torch writes Q Vh^H, the same for real A (torch 1.13
+      -- takes no complex A here)
+      return U, S, Qc:matmul(mH(Vh))
+    end
+    local Q = basis(A, q, niter, M)
+    local Qc = Q:conj()
+    local B = M and (mT(A):matmul(Qc) - Mt:matmul(Qc)) or mT(A):matmul(Qc)
+    local U, S, Vh = L.svd(mT(B), { full_matrices = false })
+    return Q:matmul(U), S, mH(Vh)
+  end
+  local function lowrank_q(op, q, m, n, default)
+    if q == nil then return default end
+    if type(q) ~= "number" or q ~= math.floor(q) or q < 0 or q > math.min(m, n) then
+      error(fmt("%s: q(=%s) must be non-negative integer and not greater than min(m, n)=%d", op, tostring(q),
+        math.min(m, n)), 0)
+    end
+    return q
+  end
+  local function lowrank_niter(op, niter)
+    if niter == nil then return 2 end
+    if type(niter) ~= "number" or niter ~= math.floor(niter) or niter < 0 then
+      error(fmt("%s: niter(=%s) must be non-negative integer", op, tostring(niter)), 0)
+    end
+    return niter
+  end
+  local function lowrank_A(op, A)
+    check_tensor(op, A, "A")
+    if A:dim() < 2 then error(fmt("%s: A must have at least 2 dimensions, got %d", op, A:dim()), 0) end
+    return floating(A)
+  end
+
+  local SVDLR = { "q", "niter", "M" }
+  -- T.svd_lowrank(A[, q = 6[, niter = 2[, M]]]) or (A, {q=, niter=, M=}): U, S, V
+  -- with A - M ~ U diag(S) V^H (V, not V^H, as torch)
+  T.svd_lowrank = named("svd_lowrank", function(A, ...)
+    local op = "svd_lowrank"
+    local o = ARGS.checkopts(op, ARGS.positional(op, SVDLR, 2, ...), SVDLR, 0)
+    A = lowrank_A(op, A)
+    local m, n = A:size(-2), A:size(-1)
+    local q = lowrank_q(op, o.q, m, n, 6)
+    if o.q == nil and q > math.min(m, n) then
+      error(fmt("%s: the default q = 6 is greater than min(m, n)=%d: give q", op, math.min(m, n)), 0)
+    end
+    local M = o.M
+    if M ~= nil then
+      check_tensor(op, M, "M")
+      M = M:to(A.dtype):expand(A.shape)
+    end
+    return svd_lowrank_impl(A, q, lowrank_niter(op, o.niter), M)
+  end)
+
+  local PCALR = { "q", "center", "niter" }
+  -- T.pca_lowrank(A[, q = min(6, m, n)[, center = true[, niter = 2]]]) or
+  -- (A, {q=, center=, niter=}): U, S, V of A less its column means
+  -- (center); the principal directions are V's columns, A's projections
+  -- onto them A_centered V[:, 1..k]
+  T.pca_lowrank = named("pca_lowrank", function(A, ...)
+    local op = "pca_lowrank"
+    local o = ARGS.checkopts(op, ARGS.positional(op, PCALR, 2, ...), PCALR, 0)
+    A = lowrank_A(op, A)
+    local m, n = A:size(-2), A:size(-1)
+    local q = lowrank_q(op, o.q, m, n, math.min(6, m, n))
+    check_bool(op, o.center, "center")
+    local niter = lowrank_niter(op, o.niter)
+    if o.center == false then return svd_lowrank_impl(A, q, niter, nil) end
+    return svd_lowrank_impl(A - A:mean(-2, { keepdim = true }), q, niter, nil)
+  end)
+
   -- every function of T.linalg raises its errors under its own name, at
   -- the caller's position: an inner linalg op's message keeps its name, as
   -- PyTorch's ("linalg.matrix_power: linalg.inv: The diagonal element 2 is
