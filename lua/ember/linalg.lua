@@ -1968,6 +1968,65 @@ return function(T, C)
     return svd_lowrank_impl(A - A:mean(-2, { keepdim = true }), q, niter, nil)
   end)
 
+  -- -- torch 1.13's deprecated forms: T.cholesky, T.triangular_solve, T.symeig --
+  -- (torch warns that they are deprecated; ember keeps them for ported
+  -- scripts, with torch's argument orders and defaults)
+  local DEPRECATED = { strip = "^[%w_%.]+: " }
+  -- T.cholesky(A[, upper = false]): L, or U = L^H when upper
+  local function cholesky_old(A, upper, ...)
+    ARGS.nooptions("cholesky", 2, 2, upper, ...)
+    check_bool("cholesky", upper, "upper")
+    local Lm = L.cholesky(A)
+    if upper then return mH(Lm):contiguous() end
+    return Lm
+  end
+  T.cholesky = named("cholesky", cholesky_old, DEPRECATED)
+  T.Tensor_methods.cholesky = T.cholesky
+  -- T.triangular_solve(b, A[, upper = true[, transpose = false[, unitriangular = false]]]):
+  -- X with A X = b (A^T X = b when transpose), and A's clone broadcast to
+  -- the batch shape (torch's cloned_coefficient)
+  local function triangular_solve_old(b, A, upper, transpose, unitriangular, ...)
+    local op = "triangular_solve"
+    ARGS.nooptions(op, 3, 5, upper, transpose, unitriangular, ...)
+    check_tensor(op, b, "b")
+    check_tensor(op, A, "A")
+    check_bool(op, upper, "upper")
+    check_bool(op, transpose, "transpose")
+    check_bool(op, unitriangular, "unitriangular")
+    if b:dim() < 2 then
+      error(fmt("%s: Expected b to have at least 2 dimensions, but it has %d dimensions instead", op, b:dim()), 0)
+    end
+    if A:dim() < 2 then
+      error(fmt("%s: Expected A to have at least 2 dimensions, but it has %d dimensions instead", op, A:dim()), 0)
+    end
+    if b.dtype ~= A.dtype then
+      error(fmt("%s: Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.",
+        op, tostring(b.dtype), tostring(A.dtype)), 0)
+    end
+    local up = upper ~= false
+    local Ax = transpose and mT(A) or A
+    local X = L.solve_triangular(Ax, b, { upper = (up ~= (transpose == true)), unitriangular = unitriangular == true })
+    local sh = X.shape:totable()
+    sh[#sh - 1], sh[#sh] = A:size(-2), A:size(-1)
+    return X, A:expand(sh):clone()
+  end
+  T.triangular_solve = named("triangular_solve", triangular_solve_old, DEPRECATED)
+  T.Tensor_methods.triangular_solve = T.triangular_solve
+  -- T.symeig(A[, eigenvectors = false[, upper = true]]): ascending eigenvalues
+  -- and, when asked, the eigenvectors (else an empty tensor), from A's upper
+  -- triangle by default (linalg.eigh reads the lower one by default)
+  local function symeig_old(A, eigenvectors, upper, ...)
+    local op = "symeig"
+    ARGS.nooptions(op, 2, 3, eigenvectors, upper, ...)
+    check_bool(op, eigenvectors, "eigenvectors")
+    check_bool(op, upper, "upper")
+    local uplo = upper == false and "L" or "U"
+    if eigenvectors then return L.eigh(A, { UPLO = uplo }) end
+    return L.eigvalsh(A, { UPLO = uplo }), T.empty(0, { dtype = A.dtype, device = A.device })
+  end
+  T.symeig = named("symeig", symeig_old, DEPRECATED)
+  T.Tensor_methods.symeig = T.symeig
+
   -- every function of T.linalg raises its errors under its own name, at
   -- the caller's position: an inner linalg op's message keeps its name, as
   -- PyTorch's ("linalg.matrix_power: linalg.inv: The diagonal element 2 is
