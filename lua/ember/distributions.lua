@@ -2226,6 +2226,385 @@ return function(T, C)
     return setmetatable(o, MVN)
   end
 
+  -- -- Chi2, StudentT, Geometric, Binomial, Multinomial, OneHotCategorical --------------
+  -- PyTorch 1.13's formulas (torch/distributions/*.py), on ember's samplers.
+
+  -- Chi2(df): Gamma(df / 2, 1 / 2), as PyTorch's subclass of Gamma
+  local Chi2 = class("Chi2", Gamma)
+  Chi2._params = { "concentration", "rate", "df" }
+  Chi2.arg_constraints = { df = Cn.positive }
+  ctor(Chi2, function(df, o)
+    o = take_opts("Chi2", o, { "validate_args" })
+    local p, s = params("Chi2", { df, n = 1 })
+    local d = init(new(Chi2, { df = p[1], concentration = p[1] * 0.5, rate = T.full_like(p[1], 0.5) }), s, {},
+      o.validate_args)
+    if d._validate_args then check(d, "parameter df", d.df, Cn.positive) end
+    return d
+  end)
+
+  -- StudentT(df[, loc = 0[, scale = 1]]): loc + scale Z / sqrt(V / df), Z
+  -- standard normal, V a Chi2(df) draw (differentiable in df through
+  -- Gamma's implicit gradient)
+  local StudentT = class("StudentT", Distribution)
+  StudentT._params = { "df", "loc", "scale" }
+  StudentT.arg_constraints = { df = Cn.positive, loc = Cn.real, scale = Cn.positive }
+  StudentT.has_rsample = true
+  StudentT.support = Cn.real
+  ctor(StudentT, function(df, loc, scale, o)
+    if A.is_opts(loc) and o == nil and scale == nil then o, loc = loc, nil end
+    if A.is_opts(scale) and o == nil then o, scale = scale, nil end
+    o = take_opts("StudentT", o, { "validate_args" })
+    local p, s = params("StudentT", { df, loc == nil and 0 or loc, scale == nil and 1 or scale, n = 3 })
+    local d = init(new(StudentT, { df = p[1], loc = p[2], scale = p[3] }), s, {}, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter df", d.df, Cn.positive)
+      check(d, "parameter loc", d.loc, Cn.real)
+      check(d, "parameter scale", d.scale, Cn.positive)
+    end
+    return d
+  end)
+  function StudentT:_mean() return T.where(self.df:le(1), 0 / 0, self.loc) end
+  function StudentT:_mode() return self.loc end
+  function StudentT:_variance()
+    local df = self.df
+    local v = self.scale:pow(2) * df / (df - 2)
+    return T.where(df:gt(2), v, T.where(df:gt(1), 1 / 0, 0 / 0))
+  end
+  function StudentT:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local z = T.randn(es, { dtype = self.loc.dtype, device = self.loc.device })
+    local v = rgamma((self.df * 0.5):expand(es)) * 2 -- Chi2(df): 2 Gamma(df / 2, 1)
+    return self.loc + self.scale * z * (v / self.df):rsqrt()
+  end
+  function StudentT:log_prob(v)
+    self:_validate_sample(v)
+    local df = self.df
+    local y = (v - self.loc) / self.scale
+    local z = self.scale:log() + df:log() * 0.5 + 0.5 * math.log(math.pi) + (df * 0.5):lgamma()
+      - ((df + 1) * 0.5):lgamma()
+    return -((df + 1) * 0.5) * (y:pow(2) / df):log1p() - z
+  end
+  function StudentT:entropy()
+    local df = self.df
+    local lbeta = (df * 0.5):lgamma() + 0.5723649429247001 - ((df + 1) * 0.5):lgamma() -- lgamma(1/2) = log(sqrt(pi))
+    return self.scale:log() + ((df + 1) * 0.5) * (((df + 1) * 0.5):digamma() - (df * 0.5):digamma())
+      + df:log() * 0.5 + lbeta
+  end
+
+  -- probs or logits (a positional probs, or {probs=} / {logits=}) as Bernoulli
+  -- takes them; returns the options with exactly one of the two
+  local function probs_logits_args(name, o, o2, extra)
+    local allowed = { "probs", "logits", "validate_args" }
+    for _, k in ipairs(extra or {}) do allowed[#allowed + 1] = k end
+    if T.is_tensor(o) or type(o) == "number" then
+      o = positional_probs(name, o, o2, allowed)
+    elseif o2 ~= nil then
+      error(fmt("%s: unexpected second argument (give the options in one table)", name), 3)
+    end
+    o = take_opts(name, o, allowed)
+    probs_or_logits(name, o.probs, o.logits)
+    return o
+  end
+  local function logits_of(p)
+    p = clamp_probs(p)
+    return p:log() - (-p):log1p()
+  end
+
+  -- Geometric(probs | {logits=}): the number of failures before the first
+  -- success, support 0, 1, 2, ...
+  local Geometric = class("Geometric", Distribution)
+  Geometric.arg_constraints = { probs = Cn.unit_interval, logits = Cn.real }
+  Geometric.support = Cn.nonnegative_integer
+  ctor(Geometric, function(o, o2)
+    o = probs_logits_args("Geometric", o, o2)
+    local p, s = params("Geometric", { o.probs or o.logits, n = 1 })
+    local d = init(new(Geometric, o.probs and { _p = p[1] } or { _l = p[1] }), s, {}, o.validate_args)
+    if d._validate_args then
+      if o.probs then
+        check(d, "parameter probs", p[1], Cn.unit_interval)
+        check(d, "parameter probs", p[1], Cn.positive)
+      else
+        check(d, "parameter logits", p[1], Cn.real)
+      end
+    end
+    return d
+  end)
+  function Geometric:_probs() return rawget(self, "_p") or rawget(self, "_l"):sigmoid() end
+  function Geometric:_logits() return rawget(self, "_l") or logits_of(rawget(self, "_p")) end
+  function Geometric:_mean() return self.probs:reciprocal() - 1 end
+  function Geometric:_mode() return T.zeros_like(self.probs) end
+  function Geometric:_variance() local p = self.probs; return (p:reciprocal() - 1) / p end
+  function Geometric:sample(shape)
+    local p = self.probs:detach()
+    local tiny = p.dtype == T.float64 and 2.2250738585072014e-308 or 1.1754943508222875e-38
+    local u = T.rand(self:_extended_shape(shape), { dtype = p.dtype, device = p.device }):clamp(tiny)
+    return (u:log() / (-p):log1p()):floor()
+  end
+  function Geometric:log_prob(v)
+    self:_validate_sample(v)
+    local p = self.probs
+    local s = bshape("Geometric", { totable(p.shape), totable(v.shape) }, "the value and the batch shape")
+    local pv, vv = p:expand(s), v:to(p.dtype):expand(s)
+    -- 0 * log(0) is 0 at probs = 1, value = 0
+    local q = T.where(pv:eq(1):logical_and(vv:eq(0)), 0, pv)
+    return vv * (-q):log1p() + pv:log()
+  end
+  function Geometric:entropy()
+    return T.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = "none" })
+      / self.probs
+  end
+  function Geometric:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    bs = totable(bs)
+    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Geometric)
+  end
+
+  -- Binomial draws: exact, by Devroye's recursion on order statistics
+  -- (Non-Uniform Random Variate Generation, X.4): while n > SMALL, the i-th
+  -- of n uniforms (i = floor((n + 1) / 2)) is Y ~ Beta(i, n + 1 - i); if Y <= p
+  -- the i below it count and the n - i above are uniform on (Y, 1), else the
+  -- i - 1 below are uniform on (0, Y); then a sum of Bernoulli draws for the
+  -- last n <= SMALL. O(log n) rounds, each a tensor op over all elements.
+  local BINOMIAL_SMALL = 32
+  local function binomial_draw(n, p)
+    local dt = p.dtype
+    n, p = n:to(T.float64):contiguous():clone(), p:to(T.float64):contiguous():clone()
+    local acc = T.zeros_like(n)
+    while true do
+      local big = n:gt(BINOMIAL_SMALL)
+      if not big:any():item() then break end
+      local i = ((n + 1) * 0.5):floor()
+      local ga = rgamma(T.where(big, i, 1))
+      local gb = rgamma(T.where(big, n + 1 - i, 1))
+      local y = ga / (ga + gb)
+      local below = y:le(p)
+      local take = big:logical_and(below)
+      local drop = big:logical_and(below:logical_not())
+      acc = acc + T.where(take, i, 0)
+      -- (y = 1 or 0 exactly would divide 0 by 0: the limits, 1 and 0)
+      local p_take = T.where(y:ge(1), 1, (p - y) / (-y + 1)):clamp(0, 1)
+      local p_drop = T.where(y:le(0), 0, p / y):clamp(0, 1)
+      p = T.where(take, p_take, T.where(drop, p_drop, p))
+      n = T.where(take, n - i, T.where(drop, i - 1, n))
+    end
+    local u = T.rand(concat(totable(n.shape), { BINOMIAL_SMALL }), { dtype = T.float64, device = n.device })
+    local k = T.arange(BINOMIAL_SMALL, { dtype = T.float64, device = n.device })
+    local hit = u:lt(p:unsqueeze(-1)):logical_and(k:lt(n:unsqueeze(-1)))
+    return (acc + hit:sum(-1):to(T.float64)):to(dt)
+  end
+  D._binomial_draw = binomial_draw
+
+  -- Binomial(total_count = 1, probs | {logits=}): D.Binomial(n, p) or
+  -- D.Binomial(n, {probs=} / {logits=}) or D.Binomial{total_count=, probs=}
+  local Binomial = class("Binomial", Distribution)
+  Binomial.arg_constraints = { total_count = Cn.nonnegative_integer, probs = Cn.unit_interval, logits = Cn.real }
+  Binomial.has_enumerate_support = true
+  function Binomial:_support() return integer_interval(0, self.total_count) end
+  ctor(Binomial, function(n, o, o2)
+    if A.is_opts(n) and o == nil then o, n = n, nil end
+    local extra = { "total_count" }
+    if A.is_opts(o) and o.total_count ~= nil then
+      if n ~= nil then error("Binomial: total_count given twice", 2) end
+      n = o.total_count
+    end
+    o = probs_logits_args("Binomial", o, o2, extra)
+    if n == nil then n = 1 end
+    local p, s = params("Binomial", { n, o.probs or o.logits, n = 2 })
+    local d = init(new(Binomial, { total_count = p[1]:to(p[2].dtype) }), s, {}, o.validate_args)
+    if o.probs then d._p = p[2] else d._l = p[2] end
+    if d._validate_args then
+      check(d, "parameter total_count", d.total_count, Cn.nonnegative_integer)
+      if o.probs then check(d, "parameter probs", p[2], Cn.unit_interval)
+      else check(d, "parameter logits", p[2], Cn.real) end
+    end
+    return d
+  end)
+  Binomial._probs, Binomial._logits = Geometric._probs, Geometric._logits
+  function Binomial:_mean() return self.total_count * self.probs end
+  function Binomial:_mode() return T.minimum(((self.total_count + 1) * self.probs):floor(), self.total_count) end
+  function Binomial:_variance() local p = self.probs; return self.total_count * p * (-p + 1) end
+  function Binomial:sample(shape)
+    local es = self:_extended_shape(shape)
+    return T.no_grad(function()
+      return binomial_draw(self.total_count:expand(es), self.probs:detach():expand(es))
+    end)
+  end
+  function Binomial:log_prob(v)
+    self:_validate_sample(v)
+    local n, l = self.total_count, self.logits
+    local s = bshape("Binomial", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    n, l, v = n:expand(s), l:expand(s), v:to(l.dtype):expand(s)
+    local lcomb = (n + 1):lgamma() - (v + 1):lgamma() - (n - v + 1):lgamma()
+    -- k log p + (n - k) log(1 - p) = k l - n max(l, 0) - n log1p(e^-|l|);
+    -- max(l, 0) as PyTorch's _clamp_by_zero (gradient 1/2 at l = 0)
+    local clamp0 = (l:clamp(0) + l - l:clamp(nil, 0)) / 2
+    return lcomb + v * l - n * clamp0 - n * (-l:abs()):exp():log1p()
+  end
+  function Binomial:enumerate_support(expand)
+    local n = self.total_count
+    if n:numel() > 0 and not n:eq(n:reshape(-1)[1]):all():item() then
+      error("Binomial: Inhomogeneous total count not supported by `enumerate_support`.", 2)
+    end
+    local m = n:numel() > 0 and n:reshape(-1)[1]:item() or 0
+    return enumerate(self, T.arange(m + 1, { dtype = n.dtype, device = n.device }), expand)
+  end
+  function Binomial:entropy()
+    local n = self.total_count
+    if n:numel() > 0 and not n:eq(n:reshape(-1)[1]):all():item() then
+      error("Binomial: Inhomogeneous total count not supported by `entropy`.", 2)
+    end
+    local ks = self:enumerate_support(false)
+    return -(self:log_prob(ks):exp() * self:log_prob(ks)):sum(1)
+  end
+  function Binomial:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    bs = totable(bs)
+    o.total_count = self.total_count:expand(bs)
+    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Binomial)
+  end
+
+  -- OneHotCategorical(probs | {logits=}): Categorical's draws as one-hot
+  -- vectors (event shape (K)); the position of the one is the class id
+  local OneHot = class("OneHotCategorical", Distribution)
+  OneHot.arg_constraints = { probs = Cn.simplex, logits = Cn.real_vector }
+  OneHot.support = constraint("one_hot", function(v)
+    return v:eq(0):logical_or(v:eq(1)):all(-1):logical_and(v:sum(-1):eq(1))
+  end, 1)
+  OneHot.has_enumerate_support = true
+  -- the options checked under the caller's name, then Categorical's constructor
+  local function categorical_of(name, o, o2)
+    if T.is_tensor(o) then
+      take_opts(name, o2, { "validate_args" })
+      return D.Categorical(o, o2)
+    end
+    if o2 ~= nil then error(fmt("%s: unexpected second argument (give the options in one table)", name), 3) end
+    take_opts(name, o, { "probs", "logits", "validate_args" })
+    return D.Categorical(o)
+  end
+  ctor(OneHot, function(o, o2)
+    local cat = categorical_of("OneHotCategorical", o, o2)
+    local d = init(new(OneHot, { _categorical = cat }), totable(cat.batch_shape), { cat._num_events },
+      cat._validate_args)
+    return d
+  end)
+  function OneHot:_probs() return self._categorical.probs end
+  function OneHot:_logits() return self._categorical.logits end
+  function OneHot:_mean() return self.probs end
+  function OneHot:_mode()
+    local p = self.probs
+    return T.nn.functional.one_hot(p:argmax(-1), p:size(-1)):to(p.dtype)
+  end
+  function OneHot:_variance() local p = self.probs; return p * (-p + 1) end
+  function OneHot:sample(shape)
+    local k = self._categorical._num_events
+    return T.nn.functional.one_hot(self._categorical:sample(shape), k):to(self.probs.dtype)
+  end
+  function OneHot:log_prob(v)
+    self:_validate_sample(v)
+    return self._categorical:log_prob(v:argmax(-1))
+  end
+  function OneHot:entropy() return self._categorical:entropy() end
+  function OneHot:enumerate_support(expand)
+    local k = self._categorical._num_events
+    local eye = T.eye(k, { dtype = self.probs.dtype, device = self.probs.device })
+    local bs = totable(self.batch_shape)
+    local shape = { k }
+    for i = 1, #bs do shape[#shape + 1] = 1 end
+    shape[#shape + 1] = k
+    local v = eye:reshape(shape)
+    if expand ~= false then v = v:expand(concat(concat({ k }, bs), { k })) end
+    return v
+  end
+  function OneHot:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    o._categorical = self._categorical:expand(bs)
+    o.batch_shape = T.Size(totable(bs))
+    return setmetatable(o, OneHot)
+  end
+
+  -- Multinomial(total_count = 1, probs | {logits=}): counts of total_count
+  -- Categorical draws over the last dim (event shape (K))
+  local Multinomial = class("Multinomial", Distribution)
+  Multinomial.arg_constraints = { probs = Cn.simplex, logits = Cn.real_vector }
+  function Multinomial:_support()
+    local n = self.total_count
+    return constraint("multinomial", function(v)
+      return v:ge(0):all(-1):logical_and(is_int(v):all(-1)):logical_and(v:sum(-1):le(n))
+    end, 1)
+  end
+  ctor(Multinomial, function(n, o, o2)
+    if A.is_opts(n) and o == nil then o, n = n, nil end
+    if A.is_opts(o) and o.total_count ~= nil then
+      if n ~= nil then error("Multinomial: total_count given twice", 2) end
+      n = o.total_count
+      local c = {}
+      for k, v in pairs(o) do if k ~= "total_count" then c[k] = v end end
+      o = c
+    end
+    if n == nil then n = 1 end
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 0 then
+      error(fmt("Multinomial: total_count must be a non-negative integer, got %s", tostring(n)), 2)
+    end
+    local cat = categorical_of("Multinomial", o, o2)
+    local d = init(new(Multinomial, { _categorical = cat, total_count = n }), totable(cat.batch_shape),
+      { cat._num_events }, cat._validate_args)
+    return d
+  end)
+  function Multinomial:_probs() return self._categorical.probs end
+  function Multinomial:_logits() return self._categorical.logits end
+  function Multinomial:_mean() return self.probs * self.total_count end
+  function Multinomial:_variance() local p = self.probs; return p * (-p + 1) * self.total_count end
+  function Multinomial:sample(shape)
+    local n, k = self.total_count, self._categorical._num_events
+    local ss = totable(shape or {})
+    local es = self:_extended_shape(shape)
+    local counts = T.zeros(es, { dtype = self.probs.dtype, device = self.probs.device })
+    if n == 0 then return counts end
+    -- n class ids for each (sample, batch) position, counted into the last dim
+    local ids = self._categorical:sample(concat({ n }, ss)) -- (n, sample..., batch...), 1-based
+    local perm = {}
+    for i = 2, ids.ndim do perm[#perm + 1] = i end
+    perm[#perm + 1] = 1
+    ids = ids:permute(perm)
+    return counts:scatter_add_(-1, ids, T.ones(ids.shape, { dtype = counts.dtype, device = counts.device }))
+  end
+  function Multinomial:log_prob(v)
+    self:_validate_sample(v)
+    local l = self.logits
+    local s = bshape("Multinomial", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    l, v = l:expand(s), v:to(l.dtype):expand(s)
+    -- 0 * -inf is 0 (a class of probability 0 not drawn)
+    local lv = T.where(v:eq(0):logical_and(l:eq(-1 / 0)), 0, l * v)
+    return (v:sum(-1) + 1):lgamma() - (v + 1):lgamma():sum(-1) + lv:sum(-1)
+  end
+  -- PyTorch's: n H(Categorical) - lgamma(n + 1) + E[sum_k lgamma(x_k + 1)],
+  -- x_k ~ Binomial(n, p_k), the expectation summed over k = 1..n
+  function Multinomial:entropy()
+    local n, p = self.total_count, self.probs
+    local lgn1 = T.tensor(n + 1, { dtype = T.float64 }):lgamma():item()
+    local term1 = self._categorical:entropy() * n - lgn1
+    if n == 0 then return term1 end
+    local shape = { n }
+    for _ = 1, p.ndim do shape[#shape + 1] = 1 end
+    local ks = T.arange(1, n + 1, { dtype = p.dtype, device = p.device }):reshape(shape)
+    local lp = -(ks + 1):lgamma() - (-ks + n + 1):lgamma() + lgn1 + T.xlogy(ks, p) + T.xlogy(-ks + n, -p + 1)
+    return term1 + (lp:exp() * (ks + 1):lgamma()):sum(1):sum(-1)
+  end
+  function Multinomial:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    o._categorical = self._categorical:expand(bs)
+    o.batch_shape = T.Size(totable(bs))
+    return setmetatable(o, Multinomial)
+  end
+
   -- -- kl_divergence ---------------------------------------------------------------------
   local KL = {}
   local function reg(p, q, f) KL[p .. "|" .. q] = f end
@@ -2323,6 +2702,23 @@ return function(T, C)
     return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
   end)
   reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
+  for _, pair in ipairs { { "Chi2", "Chi2" }, { "Chi2", "Gamma" }, { "Gamma", "Chi2" } } do
+    reg(pair[1], pair[2], KL["Gamma|Gamma"])
+  end
+  reg("Geometric", "Geometric", function(p, q)
+    return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
+  end)
+  reg("Binomial", "Binomial", function(p, q)
+    if p.total_count:lt(q.total_count):any():item() then
+      error("kl_divergence: KL between Binomials where q.total_count > p.total_count is not implemented", 0)
+    end
+    local kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs):log1p() - (-q.probs):log1p())
+    return T.where(p.total_count:gt(q.total_count), 1 / 0, kl)
+  end)
+  reg("OneHotCategorical", "OneHotCategorical", function(p, q)
+    return D.kl_divergence(p._categorical, q._categorical)
+  end)
+
   reg("HalfNormal", "HalfNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
   reg("Gumbel", "Gumbel", function(p, q)
     local ct1 = p.scale / q.scale

@@ -1,0 +1,152 @@
+-- Chi2, StudentT, Geometric, Binomial, Multinomial and OneHotCategorical
+-- (lua/ember/distributions.lua): values against torch 1.13
+-- (tests/fixtures/gen_distributions_more.py: log_prob and its parameter
+-- gradients, mean, variance, mode, entropy, kl_divergence), sample moments
+-- (fixed seed, stated tolerances), shapes and the refusals.
+local T = require "ember"
+local D = T.distributions
+local S = require "specutil"
+local fx = dofile("tests/fixtures/distributions_more_cases.lua")
+local unpack = table.unpack or unpack
+
+local function tensor(rec)
+  if type(rec) ~= "table" then return rec end
+  local t = T.tensor(rec.v, { dtype = T[rec.dtype] })
+  return #rec.shape == 0 and t:reshape({}) or t:reshape(rec.shape)
+end
+local function close(got, rec, what, tol)
+  local want = tensor(rec)
+  assert.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
+  local g, w = got:detach():double():reshape(-1), want:double():reshape(-1)
+  for i = 1, w:numel() do
+    local a, b = g[i]:item(), w[i]:item()
+    if b ~= b then assert(a ~= a, what .. ": want nan, got " .. a)
+    elseif b == 1 / 0 or b == -1 / 0 then assert.equal(b, a, what)
+    else
+      local t = (tol or 1e-10) * math.max(1, math.abs(b))
+      assert(math.abs(a - b) <= t, string.format("%s [%d]: got %.17g, want %.17g", what, i, a, b))
+    end
+  end
+end
+
+local function build(c, grad)
+  local counted = c.dist == "Binomial" or c.dist == "Multinomial"
+  local args, ps = {}, {}
+  for i, a in ipairs(c.args or {}) do
+    args[i] = tensor(a)
+    if grad and T.is_tensor(args[i]) and not (counted and i == 1) then
+      args[i]:requires_grad_(); ps[#ps + 1] = args[i]
+    end
+  end
+  local kw = nil
+  for k, v in pairs(c.kw or {}) do
+    kw = kw or {}
+    kw[k] = tensor(v)
+    if grad and T.is_tensor(kw[k]) then kw[k]:requires_grad_(); ps[#ps + 1] = kw[k] end
+  end
+  if kw then args[#args + 1] = kw end
+  return D[c.dist](unpack(args)), ps
+end
+
+describe("more distributions against PyTorch 1.13", function()
+  for i, c in ipairs(fx.cases) do
+    it(string.format("%s #%d", c.dist, i), function()
+      local d, ps = build(c, true)
+      assert.same(c.batch_shape, d.batch_shape:totable())
+      assert.same(c.event_shape, d.event_shape:totable())
+      local lp = d:log_prob(tensor(c.value))
+      close(lp, c.log_prob, "log_prob")
+      local gs = T.autograd.grad({ lp:sum() }, ps, { allow_unused = true })
+      for k = 1, #ps do close(gs[k] or T.zeros_like(ps[k]), c.grad[k], "log_prob gradient " .. k, 1e-8) end
+      close(d.mean, c.mean, "mean")
+      close(d.variance, c.variance, "variance")
+      if c.mode then close(d.mode, c.mode, "mode") else assert.has_error(function() return d.mode end) end
+      if c.entropy then close(d:entropy(), c.entropy, "entropy", 1e-9) end
+    end)
+  end
+  for i, c in ipairs(fx.kl) do
+    it(string.format("kl_divergence %s || %s #%d", c.p.dist, c.q.dist, i), function()
+      close(D.kl_divergence(build(c.p), build(c.q)), c.kl, "kl", 1e-9)
+    end)
+  end
+end)
+
+describe("more distributions: samples", function()
+  -- the mean of n draws within 5 standard errors, the variance within vtol
+  local function moments(d, n, vtol)
+    T.manual_seed(23)
+    local s = d:sample({ n }):double()
+    local m, v = s:mean(1), s:var(1)
+    local mu, var = d.mean:double(), d.variance:double()
+    local se = (var / n):sqrt()
+    assert.is_true(((m - mu):abs() - se * 5):le(0):all():item(), "sample mean off: " .. tostring(m) .. " vs " .. tostring(mu))
+    assert.is_true(((v - var):abs() - var * vtol):le(0):all():item(), "sample variance off: " .. tostring(v) .. " vs " .. tostring(var))
+    return s
+  end
+
+  it("Binomial: exact draws for small and large counts (the beta recursion)", function()
+    local d = D.Binomial(T.tensor({ 1, 10, 33, 1000, 1e6, 0 }, { dtype = T.float64 }),
+      T.tensor({ 0.3, 0.5, 0.05, 0.9, 0.37, 0.5 }, { dtype = T.float64 }))
+    local s = moments(d, 20000, 0.1)
+    assert.is_true(s:ge(0):all():item() and s:le(d.total_count):all():item())
+    assert.is_true(s:eq(s:floor()):all():item())
+    assert.is_true(s:select(2, 6):eq(0):all():item())
+    -- the distribution, not only its moments: P(X = k) for Binomial(10, 0.5)
+    local c = s:select(2, 2)
+    for k = 0, 10 do
+      local want = D.Binomial(10, T.tensor(0.5, { dtype = T.float64 })):log_prob(T.tensor(k, { dtype = T.float64 }))
+        :exp():item()
+      local got = c:eq(k):double():mean():item()
+      assert(math.abs(got - want) < 5 * math.sqrt(want * (1 - want) / 20000) + 1e-4,
+        string.format("P(X = %d): %.4f vs %.4f", k, got, want))
+    end
+  end)
+
+  it("Chi2, StudentT, Geometric", function()
+    moments(D.Chi2(T.tensor({ 0.5, 3, 20 }, { dtype = T.float64 })), 20000, 0.1)
+    moments(D.StudentT(T.tensor({ 6, 10 }, { dtype = T.float64 }), 1, 2), 40000, 0.15)
+    moments(D.Geometric(T.tensor({ 0.1, 0.5, 0.9 }, { dtype = T.float64 })), 20000, 0.1)
+  end)
+
+  it("Multinomial and OneHotCategorical", function()
+    local p = T.tensor({ { 0.2, 0.3, 0.5 }, { 0.7, 0.2, 0.1 } }, { dtype = T.float64 })
+    local m = D.Multinomial(8, p)
+    local s = moments(m, 20000, 0.1)
+    assert.same({ 20000, 2, 3 }, s.shape:totable())
+    assert.is_true(s:sum(-1):eq(8):all():item())
+    local o = D.OneHotCategorical(p)
+    local so = moments(o, 20000, 0.1)
+    assert.is_true(so:sum(-1):eq(1):all():item())
+    assert.same({ 3, 2, 3 }, o:enumerate_support().shape:totable())
+  end)
+
+  it("StudentT's rsample is differentiable in df, loc and scale", function()
+    local df = T.tensor({ 5.0 }, { dtype = T.float64 }):requires_grad_()
+    local loc = T.tensor({ 1.0 }, { dtype = T.float64 }):requires_grad_()
+    local sc = T.tensor({ 2.0 }, { dtype = T.float64 }):requires_grad_()
+    T.manual_seed(3)
+    local x = D.StudentT(df, loc, sc):rsample({ 100 })
+    local g = T.autograd.grad({ x:sum() }, { df, loc, sc })
+    assert.equal(100, g[2]:item())
+    assert.is_true(g[1]:abs():item() > 0 and g[3]:abs():item() > 0)
+  end)
+end)
+
+describe("more distributions: validation", function()
+  it("refuses parameters and values outside the constraints, by name", function()
+    S.err(function() D.Chi2(T.tensor({ -1.0 })) end, "Chi2: expected parameter df to satisfy the constraint positive")
+    S.err(function() D.StudentT(T.tensor({ 1.0 }), 0, -1) end, "StudentT: expected parameter scale to satisfy the constraint positive")
+    S.err(function() D.Geometric(T.tensor({ 0.0 })) end, "Geometric: expected parameter probs to satisfy the constraint positive")
+    S.err(function() D.Binomial(2.5, T.tensor({ 0.5 })) end,
+      "Binomial: expected parameter total_count to satisfy the constraint nonnegative_integer")
+    S.err(function() D.Binomial(4, T.tensor({ 0.5 })):log_prob(T.tensor({ 5.0 })) end,
+      "Binomial: expected value argument to be within the support (integer_interval)")
+    S.err(function() D.Multinomial(2.5, T.tensor({ 0.5, 0.5 })) end, "Multinomial: total_count must be a non-negative integer, got 2.5")
+    S.err(function() D.Geometric(T.tensor({ 0.5 }), { logits = T.tensor({ 0.0 }) }) end,
+      "Geometric: either probs or logits must be specified, but not both")
+    S.err(function() D.Binomial(T.tensor({ 2.0, 3.0 }), T.tensor({ 0.5, 0.5 })):entropy() end,
+      "Binomial: Inhomogeneous total count not supported by `entropy`.")
+    S.err(function() D.kl_divergence(D.Binomial(2, T.tensor({ 0.5 })), D.Binomial(3, T.tensor({ 0.5 }))) end,
+      "kl_divergence: KL between Binomials where q.total_count > p.total_count is not implemented")
+  end)
+end)
