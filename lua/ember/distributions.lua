@@ -2605,6 +2605,202 @@ return function(T, C)
     return setmetatable(o, Multinomial)
   end
 
+  -- NegativeBinomial(total_count, probs | {logits=}): failures before
+  -- total_count successes of probability 1 - probs (torch's convention:
+  -- probs is each trial's probability of the counted outcome); a
+  -- Gamma-Poisson mixture when sampled
+  local NegBin = class("NegativeBinomial", Distribution)
+  NegBin.arg_constraints = { total_count = Cn.greater_than_eq(0), probs = Cn.interval(0, 1), logits = Cn.real }
+  NegBin.support = Cn.nonnegative_integer
+  ctor(NegBin, function(n, o, o2)
+    if A.is_opts(n) and o == nil then o, n = n, nil end
+    if A.is_opts(o) and o.total_count ~= nil then
+      if n ~= nil then error("NegativeBinomial: total_count given twice", 2) end
+      n = o.total_count
+    end
+    o = probs_logits_args("NegativeBinomial", o, o2, { "total_count" })
+    if n == nil then error("NegativeBinomial: total_count is required", 2) end
+    local p, s = params("NegativeBinomial", { n, o.probs or o.logits, n = 2 })
+    local d = init(new(NegBin, { total_count = p[1]:to(p[2].dtype) }), s, {}, o.validate_args)
+    if o.probs then d._p = p[2] else d._l = p[2] end
+    if d._validate_args then
+      check(d, "parameter total_count", d.total_count, Cn.greater_than_eq(0))
+      if o.probs then check(d, "parameter probs", p[2], Cn.unit_interval)
+      else check(d, "parameter logits", p[2], Cn.real) end
+    end
+    return d
+  end)
+  NegBin._probs, NegBin._logits = Geometric._probs, Geometric._logits
+  function NegBin:_mean() return self.total_count * self.logits:exp() end
+  function NegBin:_mode() return ((self.total_count - 1) * self.logits:exp()):floor():clamp(0) end
+  function NegBin:_variance() return self.mean / (-self.logits):sigmoid() end
+  function NegBin:sample(shape)
+    local es = self:_extended_shape(shape)
+    return T.no_grad(function()
+      -- Gamma(total_count, rate e^-logits), then Poisson of it
+      local g = standard_gamma(self.total_count:detach():expand(es):contiguous()) * self.logits:detach():exp()
+      return T.poisson(g)
+    end)
+  end
+  function NegBin:log_prob(v)
+    self:_validate_sample(v)
+    local n, l = self.total_count, self.logits
+    local s = bshape("NegativeBinomial", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    n, l, v = n:expand(s), l:expand(s), v:to(l.dtype):expand(s)
+    local F = T.nn.functional
+    local unnorm = n * F.logsigmoid(-l) + v * F.logsigmoid(l)
+    local norm = -(n + v):lgamma() + (v + 1):lgamma() + n:lgamma()
+    norm = T.where((n + v):eq(0), 0, norm)
+    return unnorm - norm
+  end
+  function NegBin:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    bs = totable(bs)
+    o.total_count = self.total_count:expand(bs)
+    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, NegBin)
+  end
+
+  -- FisherSnedecor(df1, df2): X1 / X2, Xi ~ Gamma(dfi / 2, dfi)
+  local FisherSnedecor = class("FisherSnedecor", Distribution)
+  FisherSnedecor._params = { "df1", "df2" }
+  FisherSnedecor.arg_constraints = { df1 = Cn.positive, df2 = Cn.positive }
+  FisherSnedecor.has_rsample = true
+  FisherSnedecor.support = Cn.positive
+  ctor(FisherSnedecor, function(df1, df2, o)
+    o = take_opts("FisherSnedecor", o, { "validate_args" })
+    local p, s = params("FisherSnedecor", { df1, df2, n = 2 })
+    local d = init(new(FisherSnedecor, { df1 = p[1], df2 = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter df1", d.df1, Cn.positive)
+      check(d, "parameter df2", d.df2, Cn.positive)
+    end
+    return d
+  end)
+  function FisherSnedecor:_mean() local d2 = self.df2; return T.where(d2:le(2), 0 / 0, d2 / (d2 - 2)) end
+  function FisherSnedecor:_mode()
+    local d1, d2 = self.df1, self.df2
+    return T.where(d1:le(2), 0 / 0, (d1 - 2) / d1 * d2 / (d2 + 2))
+  end
+  function FisherSnedecor:_variance()
+    local d1, d2 = self.df1, self.df2
+    local v = d2:pow(2) * 2 * (d1 + d2 - 2) / (d1 * (d2 - 2):pow(2) * (d2 - 4))
+    return T.where(d2:le(4), 0 / 0, v)
+  end
+  function FisherSnedecor:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local tiny = self.df1.dtype == T.float64 and 2.2250738585072014e-308 or 1.1754943508222875e-38
+    local x1 = rgamma((self.df1 * 0.5):expand(es)) / self.df1
+    local x2 = (rgamma((self.df2 * 0.5):expand(es)) / self.df2):clamp(tiny)
+    return (x1 / x2):clamp(tiny)
+  end
+  function FisherSnedecor:log_prob(v)
+    self:_validate_sample(v)
+    local c1, c2, c3 = self.df1 * 0.5, self.df2 * 0.5, self.df1 / self.df2
+    local t1 = (c1 + c2):lgamma() - c1:lgamma() - c2:lgamma()
+    local t2 = c1 * c3:log() + (c1 - 1) * v:log()
+    local t3 = (c1 + c2) * (c3 * v):log1p()
+    return t1 + t2 - t3
+  end
+
+  -- MixtureSameFamily(mixture, components): a Categorical over the last
+  -- batch dim of the component distribution (K components); batch shape
+  -- the components' without that dim
+  local Mixture = class("MixtureSameFamily", Distribution)
+  Mixture.arg_constraints = {}
+  Mixture.has_rsample = false
+  function Mixture:_support() return self.component_distribution.support end
+  ctor(Mixture, function(mix, comp, o)
+    o = take_opts("MixtureSameFamily", o, { "validate_args" })
+    if not (is_dist(mix) and mix.__name == "Categorical") then
+      error("MixtureSameFamily: the mixture distribution must be a Categorical, got " ..
+        (is_dist(mix) and mix.__name or type(mix)), 2)
+    end
+    if not is_dist(comp) then
+      error("MixtureSameFamily: the component distribution must be a distribution, got " ..
+        (T.is_tensor(comp) and "a tensor" or type(comp)), 2)
+    end
+    local cb = totable(comp.batch_shape)
+    if #cb < 1 then
+      error("MixtureSameFamily: the component distribution needs a batch dim of components (its batch shape is [])", 2)
+    end
+    local mb, cdbs = totable(mix.batch_shape), sub(cb, 1, #cb - 1)
+    for i = 1, math.min(#mb, #cdbs) do
+      local a, b = mb[#mb - i + 1], cdbs[#cdbs - i + 1]
+      if a ~= 1 and b ~= 1 and a ~= b then
+        error(fmt("MixtureSameFamily: mixture_distribution.batch_shape (%s) is not compatible with " ..
+          "component_distribution.batch_shape (%s)", A.fmt_shape(mb), A.fmt_shape(cdbs)), 2)
+      end
+    end
+    local km, kc = mix._num_events, cb[#cb]
+    if km ~= kc then
+      error(fmt("MixtureSameFamily: mixture_distribution component (%d) does not equal " ..
+        "component_distribution.batch_shape[-1] (%d)", km, kc), 2)
+    end
+    local d = new(Mixture, { mixture_distribution = mix, component_distribution = comp, _num_component = km })
+    init(d, cdbs, totable(comp.event_shape), o.validate_args)
+    d._event_ndims = #totable(comp.event_shape)
+    return d
+  end)
+  function Mixture:_pad(x) return x:unsqueeze(-1 - self._event_ndims) end
+  -- the mixture's probs shaped to broadcast against the components' (B, K, E)
+  function Mixture:_pad_mixture(x)
+    local pad = #totable(self.batch_shape) - #totable(self.mixture_distribution.batch_shape)
+    local xs = totable(x.shape)
+    local shape = sub(xs, 1, #xs - 1)
+    for _ = 1, pad do shape[#shape + 1] = 1 end
+    shape[#shape + 1] = xs[#xs]
+    for _ = 1, self._event_ndims do shape[#shape + 1] = 1 end
+    return x:reshape(shape)
+  end
+  function Mixture:_mean()
+    local p = self:_pad_mixture(self.mixture_distribution.probs)
+    return (p * self.component_distribution.mean):sum(-1 - self._event_ndims)
+  end
+  function Mixture:_variance()
+    local p = self:_pad_mixture(self.mixture_distribution.probs)
+    local c = self.component_distribution
+    local mean_var = (p * c.variance):sum(-1 - self._event_ndims)
+    local var_mean = (p * (c.mean - self:_pad(self.mean)):pow(2)):sum(-1 - self._event_ndims)
+    return mean_var + var_mean
+  end
+  function Mixture:cdf(x)
+    local cx = self.component_distribution:cdf(self:_pad(x))
+    return (cx * self.mixture_distribution.probs):sum(-1)
+  end
+  function Mixture:log_prob(x)
+    self:_validate_sample(x)
+    local lp = self.component_distribution:log_prob(self:_pad(x))
+    local lm = self.mixture_distribution.logits:log_softmax(-1)
+    return (lp + lm):logsumexp(-1)
+  end
+  function Mixture:sample(shape)
+    return T.no_grad(function()
+      local ss = totable(shape or {})
+      local es = totable(self.event_shape)
+      local gather_dim = #ss + #totable(self.batch_shape) + 1 -- 1-based: the components' dim
+      local ids = self.mixture_distribution:sample(ss) -- (S, B), 1-based
+      local comps = self.component_distribution:sample(ss) -- (S, B, K, E)
+      local ms = totable(ids.shape)
+      -- the drawn component's id at each position, over the event dims
+      local ones, full = { 1 }, { 1 }
+      for i = 1, #es do ones[#ones + 1] = 1; full[#full + 1] = es[i] end
+      local r = ids:reshape(concat(ms, ones)):expand(concat(ms, full))
+      return comps:gather(gather_dim, r):squeeze(gather_dim)
+    end)
+  end
+  function Mixture:expand(bs)
+    bs = totable(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    o.component_distribution = self.component_distribution:expand(concat(bs, { self._num_component }))
+    o.mixture_distribution = self.mixture_distribution:expand(bs)
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, Mixture)
+  end
+
   -- -- kl_divergence ---------------------------------------------------------------------
   local KL = {}
   local function reg(p, q, f) KL[p .. "|" .. q] = f end

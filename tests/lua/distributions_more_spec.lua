@@ -1,4 +1,5 @@
--- Chi2, StudentT, Geometric, Binomial, Multinomial and OneHotCategorical
+-- Chi2, StudentT, Geometric, Binomial, Multinomial, OneHotCategorical,
+-- NegativeBinomial, FisherSnedecor and MixtureSameFamily
 -- (lua/ember/distributions.lua): values against torch 1.13
 -- (tests/fixtures/gen_distributions_more.py: log_prob and its parameter
 -- gradients, mean, variance, mode, entropy, kl_divergence), sample moments
@@ -30,7 +31,7 @@ local function close(got, rec, what, tol)
 end
 
 local function build(c, grad)
-  local counted = c.dist == "Binomial" or c.dist == "Multinomial"
+  local counted = c.dist == "Binomial" or c.dist == "Multinomial" or c.dist == "NegativeBinomial"
   local args, ps = {}, {}
   for i, a in ipairs(c.args or {}) do
     args[i] = tensor(a)
@@ -67,6 +68,27 @@ describe("more distributions against PyTorch 1.13", function()
   for i, c in ipairs(fx.kl) do
     it(string.format("kl_divergence %s || %s #%d", c.p.dist, c.q.dist, i), function()
       close(D.kl_divergence(build(c.p), build(c.q)), c.kl, "kl", 1e-9)
+    end)
+  end
+end)
+
+describe("MixtureSameFamily against PyTorch 1.13", function()
+  for i, c in ipairs(fx.mixtures) do
+    it(string.format("case %d (%s components)", i, c.independent and "Independent(Normal)" or "Normal"), function()
+      local pr, lo, sc = tensor(c.probs):requires_grad_(), tensor(c.loc):requires_grad_(), tensor(c.scale):requires_grad_()
+      local comp = D.Normal(lo, sc)
+      if c.independent then comp = D.Independent(comp, 1) end
+      local d = D.MixtureSameFamily(D.Categorical({ probs = pr }), comp)
+      assert.same(c.batch_shape, d.batch_shape:totable())
+      assert.same(c.event_shape, d.event_shape:totable())
+      local v = tensor(c.value)
+      local lp = d:log_prob(v)
+      close(lp, c.log_prob, "log_prob")
+      local gs = T.autograd.grad({ lp:sum() }, { pr, lo, sc })
+      for k = 1, 3 do close(gs[k], c.grad[k], "log_prob gradient " .. k, 1e-8) end
+      close(d.mean, c.mean, "mean")
+      close(d.variance, c.variance, "variance")
+      if c.cdf then close(d:cdf(v), c.cdf, "cdf") end
     end)
   end
 end)
@@ -120,6 +142,20 @@ describe("more distributions: samples", function()
     assert.same({ 3, 2, 3 }, o:enumerate_support().shape:totable())
   end)
 
+  it("NegativeBinomial (Gamma-Poisson), FisherSnedecor, MixtureSameFamily", function()
+    moments(D.NegativeBinomial(T.tensor({ 3, 10 }, { dtype = T.float64 }), T.tensor({ 0.4, 0.8 }, { dtype = T.float64 })),
+      40000, 0.1)
+    moments(D.FisherSnedecor(T.tensor({ 5, 20 }, { dtype = T.float64 }), T.tensor({ 30, 40 }, { dtype = T.float64 })),
+      40000, 0.15)
+    local mix = D.Categorical(T.tensor({ { 0.3, 0.7 }, { 0.5, 0.5 } }, { dtype = T.float64 }))
+    local comp = D.Normal(T.tensor({ { -2, 3 }, { 0, 1 } }, { dtype = T.float64 }), T.tensor({ { 0.5, 1 }, { 1, 2 } }, { dtype = T.float64 }))
+    local g = D.MixtureSameFamily(mix, comp)
+    local s = moments(g, 40000, 0.1)
+    assert.same({ 40000, 2 }, s.shape:totable())
+    local g2 = D.MixtureSameFamily(D.Categorical(T.ones(3)), D.Independent(D.Normal(T.randn(3, 2), T.ones(3, 2)), 1))
+    assert.same({ 7, 2 }, g2:sample({ 7 }).shape:totable())
+  end)
+
   it("StudentT's rsample is differentiable in df, loc and scale", function()
     local df = T.tensor({ 5.0 }, { dtype = T.float64 }):requires_grad_()
     local loc = T.tensor({ 1.0 }, { dtype = T.float64 }):requires_grad_()
@@ -146,6 +182,19 @@ describe("more distributions: validation", function()
       "Geometric: either probs or logits must be specified, but not both")
     S.err(function() D.Binomial(T.tensor({ 2.0, 3.0 }), T.tensor({ 0.5, 0.5 })):entropy() end,
       "Binomial: Inhomogeneous total count not supported by `entropy`.")
+    S.err(function() D.NegativeBinomial(T.tensor({ -1.0 }), T.tensor({ 0.5 })) end,
+      "NegativeBinomial: expected parameter total_count to satisfy the constraint greater_than_eq")
+    S.err(function() D.FisherSnedecor(1.0, -2.0) end, "FisherSnedecor: expected parameter df2 to satisfy the constraint positive")
+    S.err(function() D.MixtureSameFamily(D.Normal(0., 1.), D.Normal(T.zeros(2), T.ones(2))) end,
+      "MixtureSameFamily: the mixture distribution must be a Categorical, got Normal")
+    S.err(function() D.MixtureSameFamily(D.Categorical(T.ones(3)), D.Normal(T.zeros(2), T.ones(2))) end,
+      "MixtureSameFamily: mixture_distribution component (3) does not equal component_distribution.batch_shape[-1] (2)")
+    S.err(function() D.MixtureSameFamily(D.Categorical(T.ones(2, 2)), D.Normal(T.zeros(3, 2), T.ones(3, 2))) end,
+      "MixtureSameFamily: mixture_distribution.batch_shape ([2]) is not compatible with component_distribution.batch_shape ([3])")
+    S.err(function() D.MixtureSameFamily(D.Categorical(T.ones(1)), D.Normal(0., 1.)) end,
+      "MixtureSameFamily: the component distribution needs a batch dim of components")
+    S.err(function() D.MixtureSameFamily(D.Categorical(T.ones(2)), D.Normal(T.zeros(2), T.ones(2))):entropy() end,
+      "MixtureSameFamily: entropy is not implemented")
     S.err(function() D.kl_divergence(D.Binomial(2, T.tensor({ 0.5 })), D.Binomial(3, T.tensor({ 0.5 }))) end,
       "kl_divergence: KL between Binomials where q.total_count > p.total_count is not implemented")
   end)

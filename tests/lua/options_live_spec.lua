@@ -651,7 +651,8 @@ local DR = {
   Cauchy = "0., 1.", HalfNormal = "1.", HalfCauchy = "1.", Gumbel = "0., 1.", Weibull = "1., 2.", Pareto = "1., 2.",
   LogisticNormal = "T.zeros(2), T.ones(2)", Kumaraswamy = "1., 2.",
   Chi2 = "2.", StudentT = "3., 0., 1.", Geometric = "0.5", Binomial = "4, 0.5", Multinomial = "4, T.ones(3)",
-  OneHotCategorical = "T.ones(3)",
+  OneHotCategorical = "T.ones(3)", NegativeBinomial = "3., 0.5", FisherSnedecor = "2., 3.",
+  MixtureSameFamily = "T.distributions.Categorical(T.ones(2)), T.distributions.Normal(T.zeros(2), T.ones(2))",
 }
 for _, k in ipairs(callable_keys(T.distributions)) do
   if not T.distributions.transforms[k] then add_entry("distributions." .. k, k, T.distributions[k], DR[k], false) end
