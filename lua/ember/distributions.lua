@@ -3189,6 +3189,38 @@ return function(T, C)
     return zero_grad_node("PoissonBackward0", { rates }, r)
   end)
 
+  -- T.binomial(count, prob): one Binomial(count, prob) draw per element
+  -- (torch.binomial; the exact sampler of D.Binomial), count and prob of
+  -- one floating dtype, broadcast together; a NaN prob gives NaN. A
+  -- negative or non-integer count or a prob outside [0, 1] is refused
+  -- (torch 1.13 returns numbers for them); in the graph with a zero gradient
+  T.binomial = A.named("binomial", function(count, prob, o, ...)
+    A.check_tensor("binomial", count, "count", 2)
+    A.check_tensor("binomial", prob, "prob", 2)
+    A.check_opts("binomial", o, NO_OPTS, 2)
+    if select("#", ...) > 0 then error("binomial: takes two tensors (and no other argument)", 2) end
+    if not count:is_floating_point() or count.dtype ~= prob.dtype then
+      error(fmt("binomial: expected count and prob of one floating point dtype, got %s and %s",
+        tostring(count.dtype):gsub("^ember%.", ""), tostring(prob.dtype):gsub("^ember%.", "")), 2)
+    end
+    local s = bshape("binomial", { totable(count.shape), totable(prob.shape) }, "count and prob")
+    local n, p = count:detach():expand(s), prob:detach():expand(s)
+    local r
+    if n:numel() > 0 and tostring(n.device) ~= "meta" then
+      if not n:ge(0):logical_and(is_int(n)):all():item() then
+        error("binomial: expected count to hold non-negative integers", 2)
+      end
+      local nan = p:ne(p)
+      if not p:ge(0):logical_and(p:le(1)):logical_or(nan):all():item() then
+        error("binomial: expected prob to be in [0, 1]", 2)
+      end
+      r = T.where(nan, p, binomial_draw(n, T.where(nan, 0, p)))
+    else
+      r = T.empty(s, { dtype = count.dtype, device = count.device })
+    end
+    return zero_grad_node("BinomialBackward0", { count, prob }, r)
+  end)
+
   local function check_float(op, t)
     A.check_tensor(op, t, "self", 3)
     if not t:is_floating_point() then

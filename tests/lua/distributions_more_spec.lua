@@ -168,6 +168,43 @@ describe("more distributions: samples", function()
   end)
 end)
 
+describe("T.binomial", function()
+  it("draws Binomial(count, prob) per element, broadcast, exactly in distribution", function()
+    local f = { dtype = T.float64 }
+    T.manual_seed(4)
+    local n = T.tensor({ 10, 1000, 1e7, 0 }, f):expand(20000, 4)
+    local r = T.binomial(n, T.tensor({ 0.3, 0.5, 0.01, 0.5 }, f))
+    assert.same({ 20000, 4 }, r.shape:totable())
+    local m, v = r:mean(1), r:var(1)
+    local mu = T.tensor({ 3, 500, 1e5, 0 }, f)
+    local var = T.tensor({ 2.1, 250, 99000, 0 }, f)
+    assert.is_true(((m - mu):abs() - (var / 20000):sqrt() * 5):le(0):all():item())
+    assert.is_true(((v - var):abs() - var * 0.1):le(0):all():item())
+    assert.is_true(r:eq(r:floor()):all():item())
+  end)
+
+  it("gives NaN for a NaN prob, keeps the dtype, and is in the graph with a zero gradient", function()
+    local c = T.tensor({ 4, 6 }, { dtype = T.float32 }):requires_grad_()
+    local r = T.binomial(c, T.tensor({ 0 / 0, 1 }))
+    assert.is_true(r[1]:item() ~= r[1]:item())
+    assert.equal(6, r[2]:item())
+    assert.equal(T.float32, r.dtype)
+    local g = T.autograd.grad({ r:nan_to_num():sum() }, { c })[1]
+    assert.same({ 0, 0 }, g:tolist())
+  end)
+
+  it("refuses what it cannot draw, by name", function()
+    local f = { dtype = T.float32 }
+    S.err(function() T.binomial(T.tensor({ -1, 2 }, f), T.tensor({ 0.5, 0.5 })) end,
+      "binomial: expected count to hold non-negative integers")
+    S.err(function() T.binomial(T.tensor({ 2.5 }), T.tensor({ 0.5 })) end, "binomial: expected count to hold non-negative integers")
+    S.err(function() T.binomial(T.tensor({ 1, 2 }, f), T.tensor({ 1.5, 0.5 })) end, "binomial: expected prob to be in [0, 1]")
+    S.err(function() T.binomial(T.tensor({ 1, 2 }), T.tensor({ 0.5, 0.5 })) end,
+      "binomial: expected count and prob of one floating point dtype, got int64 and float32")
+    S.err(function() T.binomial(T.ones(2), T.ones(3)) end, "binomial")
+  end)
+end)
+
 describe("more distributions: validation", function()
   it("refuses parameters and values outside the constraints, by name", function()
     S.err(function() D.Chi2(T.tensor({ -1.0 })) end, "Chi2: expected parameter df to satisfy the constraint positive")
