@@ -2801,6 +2801,123 @@ return function(T, C)
     return setmetatable(o, Mixture)
   end
 
+  -- -- the relaxed (Concrete / Gumbel-softmax) distributions ----------------------------
+  -- the temperature as a tensor of the parameters' dtype (torch takes a tensor)
+  local function temperature_of(name, t, dtype)
+    if T.is_tensor(t) then return t end
+    if type(t) == "number" then return T.tensor(t, { dtype = dtype }) end
+    error(fmt("%s: expected a tensor or a number for temperature, got %s", name, type(t)), 4)
+  end
+
+  -- LogitRelaxedBernoulli(temperature, probs | {logits=}): the logit of a
+  -- relaxed Bernoulli draw, (logit(u) + logit(p)) / temperature
+  local LRB = class("LogitRelaxedBernoulli", Distribution)
+  LRB.arg_constraints = { probs = Cn.unit_interval, logits = Cn.real }
+  LRB.support = Cn.real
+  LRB.has_rsample = true
+  ctor(LRB, function(temperature, o, o2)
+    o = probs_logits_args("LogitRelaxedBernoulli", o, o2)
+    local p, s = params("LogitRelaxedBernoulli", { o.probs or o.logits, n = 1 })
+    local d = init(new(LRB, o.probs and { _p = p[1] } or { _l = p[1] }), s, {}, o.validate_args)
+    d.temperature = temperature_of("LogitRelaxedBernoulli", temperature, p[1].dtype)
+    if d._validate_args then
+      if o.probs then check(d, "parameter probs", p[1], Cn.unit_interval)
+      else check(d, "parameter logits", p[1], Cn.real) end
+    end
+    return d
+  end)
+  LRB._probs, LRB._logits = Geometric._probs, Geometric._logits
+  function LRB:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local p = clamp_probs(self.probs:expand(es))
+    local u = clamp_probs(T.rand(es, { dtype = p.dtype, device = p.device }))
+    return (u:log() - (-u):log1p() + p:log() - (-p):log1p()) / self.temperature
+  end
+  function LRB:log_prob(v)
+    self:_validate_sample(v)
+    local l = self.logits
+    local s = bshape("LogitRelaxedBernoulli", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    local diff = l:expand(s) - v:to(l.dtype):expand(s) * self.temperature
+    return self.temperature:log() + diff - diff:exp():log1p() * 2
+  end
+  function LRB:expand(bs)
+    local o = Geometric.expand(self, bs)
+    return setmetatable(o, LRB)
+  end
+
+  -- ExpRelaxedCategorical(temperature, probs | {logits=}): the log of a
+  -- relaxed one-hot draw, log_softmax((logits + Gumbel noise) / temperature)
+  local ERC = class("ExpRelaxedCategorical", Distribution)
+  ERC.arg_constraints = { probs = Cn.simplex, logits = Cn.real_vector }
+  ERC.support = Cn.real_vector
+  ERC.has_rsample = true
+  ctor(ERC, function(temperature, o, o2)
+    local cat = categorical_of("ExpRelaxedCategorical", o, o2)
+    local d = init(new(ERC, { _categorical = cat }), totable(cat.batch_shape), { cat._num_events },
+      cat._validate_args)
+    d.temperature = temperature_of("ExpRelaxedCategorical", temperature, cat.probs.dtype)
+    return d
+  end)
+  function ERC:_probs() return self._categorical.probs end
+  function ERC:_logits() return self._categorical.logits end
+  function ERC:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local l = self.logits
+    local u = clamp_probs(T.rand(es, { dtype = l.dtype, device = l.device }))
+    local scores = (l + (-(-u:log()):log())) / self.temperature
+    return scores - scores:logsumexp(-1, true)
+  end
+  function ERC:log_prob(v)
+    self:_validate_sample(v)
+    local K = self._categorical._num_events
+    local l = self.logits
+    local s = bshape("ExpRelaxedCategorical", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    l, v = l:expand(s), v:to(l.dtype):expand(s)
+    local t = self.temperature
+    local log_scale = T.full_like(t, K):lgamma() + t:log() * (K - 1)
+    local score = l - v * t
+    score = (score - score:logsumexp(-1, true)):sum(-1)
+    return score + log_scale
+  end
+  function ERC:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    o._categorical = self._categorical:expand(bs)
+    o.batch_shape = T.Size(totable(bs))
+    return setmetatable(o, ERC)
+  end
+
+  -- RelaxedBernoulli / RelaxedOneHotCategorical: the sigmoid / exp of the
+  -- two above, as torch's TransformedDistributions (support (0, 1) / the
+  -- simplex); their rsample is differentiable in probs (or logits)
+  local function relaxed(name, base_name, transform, support)
+    local cls = class(name, TD)
+    cls.support = support
+    cls.has_rsample = true
+    cls.arg_constraints = D[base_name].arg_constraints
+    ctor(cls, function(temperature, o, o2)
+      -- the base's messages under this name
+      local ok, base = pcall(D[base_name], temperature, o, o2)
+      if not ok then
+        if type(base) ~= "string" then error(base, 0) end
+        error(name .. ": " .. A.unpos(base):gsub("^" .. base_name .. ": ", ""), 2)
+      end
+      local d = td_new(cls, base, { transform() }, { validate_args = base._validate_args })
+      d.temperature = base.temperature
+      return d
+    end)
+    function cls:_probs() return self.base_dist.probs end
+    function cls:_logits() return self.base_dist.logits end
+    function cls:expand(bs)
+      local o = TD.expand(self, bs)
+      o.temperature = self.temperature
+      return o
+    end
+    return cls
+  end
+  relaxed("RelaxedBernoulli", "LogitRelaxedBernoulli", D.SigmoidTransform, Cn.unit_interval)
+  relaxed("RelaxedOneHotCategorical", "ExpRelaxedCategorical", D.ExpTransform, Cn.simplex)
+
   -- -- kl_divergence ---------------------------------------------------------------------
   local KL = {}
   local function reg(p, q, f) KL[p .. "|" .. q] = f end

@@ -1,5 +1,6 @@
 -- Chi2, StudentT, Geometric, Binomial, Multinomial, OneHotCategorical,
--- NegativeBinomial, FisherSnedecor and MixtureSameFamily
+-- NegativeBinomial, FisherSnedecor, MixtureSameFamily and the relaxed
+-- (Concrete) distributions
 -- (lua/ember/distributions.lua): values against torch 1.13
 -- (tests/fixtures/gen_distributions_more.py: log_prob and its parameter
 -- gradients, mean, variance, mode, entropy, kl_divergence), sample moments
@@ -91,6 +92,41 @@ describe("MixtureSameFamily against PyTorch 1.13", function()
       if c.cdf then close(d:cdf(v), c.cdf, "cdf") end
     end)
   end
+end)
+
+describe("the relaxed distributions against PyTorch 1.13", function()
+  for i, c in ipairs(fx.relaxed) do
+    it(string.format("%s #%d", c.dist, i), function()
+      local temp = tensor(c.temperature):requires_grad_()
+      local kw, ps = {}, { temp }
+      for k, v in pairs(c.kw) do kw[k] = tensor(v):requires_grad_(); ps[#ps + 1] = kw[k] end
+      local d = D[c.dist](temp, kw)
+      assert.same(c.batch_shape, d.batch_shape:totable())
+      assert.same(c.event_shape, d.event_shape:totable())
+      local lp = d:log_prob(tensor(c.value))
+      close(lp, c.log_prob, "log_prob")
+      local gs = T.autograd.grad({ lp:sum() }, ps)
+      for k = 1, #ps do close(gs[k], c.grad[k], "log_prob gradient " .. k, 1e-8) end
+    end)
+  end
+
+  it("rsample: RelaxedOneHotCategorical's draws lie on the simplex and tend to one-hot as the temperature falls", function()
+    T.manual_seed(8)
+    local p = T.tensor({ 0.2, 0.3, 0.5 }, { dtype = T.float64 })
+    local hot = D.RelaxedOneHotCategorical(T.tensor(0.05, { dtype = T.float64 }), p):rsample({ 4000 })
+    assert.is_true((hot:sum(-1) - 1):abs():max():item() < 1e-12)
+    -- the mean largest part: 0.98 at temperature 0.05 against 0.67 at 1 (4000 draws each)
+    assert.is_true(hot:amax(-1):mean():item() > 0.95)
+    local warm = D.RelaxedOneHotCategorical(T.tensor(1.0, { dtype = T.float64 }), p):rsample({ 4000 })
+    assert.is_true(warm:amax(-1):mean():item() < 0.75)
+    -- the argmax of a relaxed draw is a Categorical draw: its frequencies are p
+    local freq = T.nn.functional.one_hot(hot:argmax(-1), 3):double():mean(1)
+    assert.is_true((freq - p):abs():max():item() < 0.03)
+    local rb = D.RelaxedBernoulli(T.tensor(0.1, { dtype = T.float64 }), T.tensor({ 0.25 }, { dtype = T.float64 }))
+    local x = rb:rsample({ 4000 })
+    assert.is_true(x:gt(0):all():item() and x:lt(1):all():item())
+    assert.is_true(math.abs(x:gt(0.5):double():mean():item() - 0.25) < 0.03)
+  end)
 end)
 
 describe("more distributions: samples", function()
