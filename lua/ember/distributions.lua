@@ -2918,6 +2918,112 @@ return function(T, C)
   relaxed("RelaxedBernoulli", "LogitRelaxedBernoulli", D.SigmoidTransform, Cn.unit_interval)
   relaxed("RelaxedOneHotCategorical", "ExpRelaxedCategorical", D.ExpTransform, Cn.simplex)
 
+  -- ContinuousBernoulli(probs | {logits=}[, {lims=}]): the density
+  -- C(p) p^x (1 - p)^(1 - x) on [0, 1] (Loaiza-Ganem and Cunningham 2019),
+  -- torch 1.13's formulas: closed forms outside lims = (0.499, 0.501) of p,
+  -- Taylor expansions inside, where the closed forms lose their digits
+  local CB = class("ContinuousBernoulli", Distribution)
+  CB.arg_constraints = { probs = Cn.unit_interval, logits = Cn.real }
+  CB.support = Cn.unit_interval
+  CB.has_rsample = true
+  ctor(CB, function(o, o2)
+    local lims
+    if A.is_opts(o) and o.lims ~= nil then
+      lims = o.lims
+      local c = {}
+      for k, v in pairs(o) do if k ~= "lims" then c[k] = v end end
+      o = c
+    elseif A.is_opts(o2) and o2.lims ~= nil then
+      lims = o2.lims
+      local c = {}
+      for k, v in pairs(o2) do if k ~= "lims" then c[k] = v end end
+      o2 = c
+    end
+    if lims ~= nil and not (type(lims) == "table" and type(lims[1]) == "number" and type(lims[2]) == "number"
+        and lims[1] < 0.5 and lims[2] > 0.5) then
+      error("ContinuousBernoulli: lims must be a pair of numbers {lo, hi} with lo < 0.5 < hi", 2)
+    end
+    o = probs_logits_args("ContinuousBernoulli", o, o2)
+    local p, s = params("ContinuousBernoulli", { o.probs or o.logits, n = 1 })
+    local d = init(new(CB, {}), s, {}, o.validate_args)
+    if o.probs then
+      if d._validate_args then check(d, "parameter probs", p[1], Cn.unit_interval) end
+      d._p = clamp_probs(p[1])
+    else
+      if d._validate_args then check(d, "parameter logits", p[1], Cn.real) end
+      d._l = p[1]
+    end
+    d._lims = lims or { 0.499, 0.501 }
+    return d
+  end)
+  function CB:_probs()
+    return rawget(self, "_p") or clamp_probs(rawget(self, "_l"):sigmoid())
+  end
+  function CB:_logits() return rawget(self, "_l") or logits_of(rawget(self, "_p")) end
+  function CB:_outside() local p = self.probs; return p:le(self._lims[1]):logical_or(p:gt(self._lims[2])) end
+  function CB:_cut() local p = self.probs; return T.where(self:_outside(), p, T.full_like(p, self._lims[1])) end
+  function CB:_log_norm()
+    local cut = self:_cut()
+    local below = T.where(cut:le(0.5), cut, 0)
+    local above = T.where(cut:ge(0.5), cut, 1)
+    local log_norm = ((-cut):log1p() - cut:log()):abs():log()
+      - T.where(cut:le(0.5), (below * -2):log1p(), (above * 2 - 1):log())
+    local x = (self.probs - 0.5):pow(2)
+    local taylor = (x * (104 / 45) + 4 / 3) * x + math.log(2)
+    return T.where(self:_outside(), log_norm, taylor)
+  end
+  function CB:_mean()
+    local cut = self:_cut()
+    local mus = cut / (cut * 2 - 1) + ((-cut):log1p() - cut:log()):reciprocal()
+    local x = self.probs - 0.5
+    local taylor = (x:pow(2) * (16 / 45) + 1 / 3) * x + 0.5
+    return T.where(self:_outside(), mus, taylor)
+  end
+  function CB:_variance()
+    local cut = self:_cut()
+    local vars = cut * (cut - 1) / (-cut * 2 + 1):pow(2) + ((-cut):log1p() - cut:log()):pow(-2)
+    local x = (self.probs - 0.5):pow(2)
+    local taylor = -(-x * (128 / 945) + 1 / 15) * x + 1 / 12
+    return T.where(self:_outside(), vars, taylor)
+  end
+  function CB:rsample(shape)
+    local p = self.probs
+    return self:icdf(T.rand(self:_extended_shape(shape), { dtype = p.dtype, device = p.device }))
+  end
+  function CB:sample(shape) return T.no_grad(function() return self:rsample(shape) end) end
+  function CB:log_prob(v)
+    self:_validate_sample(v)
+    local l = self.logits
+    local s = bshape("ContinuousBernoulli", { totable(l.shape), totable(v.shape) }, "the value and the batch shape")
+    return -T.nn.functional.binary_cross_entropy_with_logits(l:expand(s), v:to(l.dtype):expand(s),
+      { reduction = "none" }) + self:_log_norm()
+  end
+  function CB:cdf(v)
+    self:_validate_sample(v)
+    local cut = self:_cut()
+    local cdfs = (cut:pow(v) * (-cut + 1):pow(-v + 1) + cut - 1) / (cut * 2 - 1)
+    local unbounded = T.where(self:_outside(), cdfs, v)
+    return T.where(v:le(0), 0, T.where(v:ge(1), 1, unbounded))
+  end
+  function CB:icdf(u)
+    local cut = self:_cut()
+    local inv = ((-cut + u * (cut * 2 - 1)):log1p() - (-cut):log1p()) / (cut:log() - (-cut):log1p())
+    return T.where(self:_outside(), inv, u)
+  end
+  function CB:entropy()
+    local p = self.probs
+    local l0, l1 = (-p):log1p(), p:log()
+    return self.mean * (l0 - l1) - self:_log_norm() - l0
+  end
+  function CB:expand(bs)
+    local o = {}
+    for k, v in pairs(self) do o[k] = v end
+    bs = totable(bs)
+    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
+    o.batch_shape = T.Size(bs)
+    return setmetatable(o, CB)
+  end
+
   -- -- kl_divergence ---------------------------------------------------------------------
   local KL = {}
   local function reg(p, q, f) KL[p .. "|" .. q] = f end

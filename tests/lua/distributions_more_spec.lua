@@ -1,6 +1,6 @@
 -- Chi2, StudentT, Geometric, Binomial, Multinomial, OneHotCategorical,
--- NegativeBinomial, FisherSnedecor, MixtureSameFamily and the relaxed
--- (Concrete) distributions
+-- NegativeBinomial, FisherSnedecor, MixtureSameFamily, ContinuousBernoulli
+-- and the relaxed (Concrete) distributions
 -- (lua/ember/distributions.lua): values against torch 1.13
 -- (tests/fixtures/gen_distributions_more.py: log_prob and its parameter
 -- gradients, mean, variance, mode, entropy, kl_divergence), sample moments
@@ -94,6 +94,18 @@ describe("MixtureSameFamily against PyTorch 1.13", function()
   end
 end)
 
+describe("ContinuousBernoulli's cdf and icdf against PyTorch 1.13", function()
+  it("match on both sides of the Taylor region", function()
+    for i, c in ipairs(fx.cb) do
+      local kw = {}
+      for k, v in pairs(c.kw) do kw[k] = tensor(v) end
+      local d = D.ContinuousBernoulli(kw)
+      close(d:cdf(tensor(c.at)), c.cdf, "cdf " .. i)
+      close(d:icdf(tensor(c.u)), c.icdf, "icdf " .. i, 1e-9)
+    end
+  end)
+end)
+
 describe("the relaxed distributions against PyTorch 1.13", function()
   for i, c in ipairs(fx.relaxed) do
     it(string.format("%s #%d", c.dist, i), function()
@@ -176,6 +188,12 @@ describe("more distributions: samples", function()
     local so = moments(o, 20000, 0.1)
     assert.is_true(so:sum(-1):eq(1):all():item())
     assert.same({ 3, 2, 3 }, o:enumerate_support().shape:totable())
+  end)
+
+  it("ContinuousBernoulli (by its icdf)", function()
+    local d = D.ContinuousBernoulli(T.tensor({ 0.1, 0.5, 0.8 }, { dtype = T.float64 }))
+    local s = moments(d, 20000, 0.1)
+    assert.is_true(s:ge(0):all():item() and s:le(1):all():item())
   end)
 
   it("NegativeBinomial (Gamma-Poisson), FisherSnedecor, MixtureSameFamily", function()
