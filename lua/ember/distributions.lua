@@ -3024,6 +3024,159 @@ return function(T, C)
     return setmetatable(o, CB)
   end
 
+  -- VonMises(loc, concentration): the circular normal on [-pi, pi); draws
+  -- by Best and Fisher's (1979) rejection sampler, as torch's; log I0 and
+  -- log I1 from the scaled Bessel functions (T.special.i0e/i1e: exact to
+  -- float64 where torch uses Abramowitz-Stegun polynomials, ~1e-7 apart)
+  local VonMises = class("VonMises", Distribution)
+  VonMises._params = { "loc", "concentration" }
+  VonMises.arg_constraints = { loc = Cn.real, concentration = Cn.positive }
+  VonMises.support = Cn.real
+  VonMises.has_rsample = false
+  ctor(VonMises, function(loc, concentration, o)
+    o = take_opts("VonMises", o, { "validate_args" })
+    local p, s = params("VonMises", { loc, concentration, n = 2 })
+    local d = init(new(VonMises, { loc = p[1], concentration = p[2] }), s, {}, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter loc", d.loc, Cn.real)
+      check(d, "parameter concentration", d.concentration, Cn.positive)
+    end
+    return d
+  end)
+  local function log_i0(k) return T.special.i0e(k):log() + k:abs() end
+  local function log_i1(k) return T.special.i1e(k):log() + k:abs() end
+  function VonMises:_mean() return self.loc end
+  function VonMises:_mode() return self.loc end
+  function VonMises:_variance()
+    local k = self.concentration
+    return -(log_i1(k) - log_i0(k)):exp() + 1
+  end
+  function VonMises:log_prob(v)
+    self:_validate_sample(v)
+    return self.concentration * (v - self.loc):cos() - math.log(2 * math.pi) - log_i0(self.concentration)
+  end
+  function VonMises:sample(shape)
+    return T.no_grad(function()
+      local es = self:_extended_shape(shape)
+      local loc, k = self.loc:expand(es):double(), self.concentration:expand(es):double()
+      local tau = (k:pow(2) * 4 + 1):sqrt() + 1
+      local rho = (tau - (tau * 2):sqrt()) / (k * 2)
+      local r = T.where(k:lt(1e-5), k:reciprocal() + k, (rho:pow(2) + 1) / (rho * 2))
+      local x = T.zeros(es, { dtype = T.float64, device = loc.device })
+      local done = T.zeros(es, { dtype = T.bool, device = loc.device })
+      while not done:all():item() do
+        local u1 = T.rand(es, { dtype = T.float64, device = loc.device })
+        local u2 = T.rand(es, { dtype = T.float64, device = loc.device })
+        local u3 = T.rand(es, { dtype = T.float64, device = loc.device })
+        local z = (u1 * math.pi):cos()
+        local f = (r * z + 1) / (r + z)
+        local c = k * (r - f)
+        local accept = (c * (-c + 2) - u2):gt(0):logical_or(((c / u2):log() + 1 - c):ge(0))
+        accept = accept:logical_and(done:logical_not())
+        x = T.where(accept, (u3 - 0.5):sign() * f:acos(), x)
+        done = done:logical_or(accept)
+      end
+      return ((x + math.pi + loc):remainder(2 * math.pi) - math.pi):to(self.loc.dtype)
+    end)
+  end
+
+  -- LowRankMultivariateNormal(loc, cov_factor, cov_diag): covariance
+  -- W W^T + diag(D) (W n x r), torch's: log_prob and entropy through the
+  -- r x r capacitance matrix I + W^T D^-1 W (Woodbury and the matrix
+  -- determinant lemma), never an n x n factorisation
+  local LRMVN = class("LowRankMultivariateNormal", Distribution)
+  LRMVN.arg_constraints = { loc = Cn.real_vector, cov_factor = Cn.independent(Cn.real, 2),
+    cov_diag = Cn.independent(Cn.positive, 1) }
+  LRMVN.support = Cn.real_vector
+  LRMVN.has_rsample = true
+  ctor(LRMVN, function(loc, W, Dg, o)
+    local name = "LowRankMultivariateNormal"
+    o = take_opts(name, o, { "validate_args" })
+    A.check_tensor(name, loc, "loc", 3)
+    A.check_tensor(name, W, "cov_factor", 3)
+    A.check_tensor(name, Dg, "cov_diag", 3)
+    if loc.ndim < 1 then error(name .. ": loc must be at least one-dimensional.", 2) end
+    if W.ndim < 2 then
+      error(name .. ": cov_factor must be at least two-dimensional, with optional leading batch dimensions", 2)
+    end
+    local n = loc.shape[loc.ndim]
+    if W.shape[W.ndim - 1] ~= n then
+      error(fmt("%s: cov_factor must be a batch of matrices with shape %d x m", name, n), 2)
+    end
+    if Dg.ndim < 1 or Dg.shape[Dg.ndim] ~= n then
+      error(fmt("%s: cov_diag must be a batch of vectors with shape %s", name, A.fmt_shape({ n })), 2)
+    end
+    local dt = fdtype({ loc, W, Dg })
+    loc, W, Dg = loc:to(dt), W:to(dt), Dg:to(dt)
+    local bs = bshape(name, { sub(totable(loc.shape), 1, loc.ndim - 1), sub(totable(W.shape), 1, W.ndim - 2),
+      sub(totable(Dg.shape), 1, Dg.ndim - 1) })
+    local r = W.shape[W.ndim]
+    local d = init(new(LRMVN, { loc = loc:expand(concat(bs, { n })), cov_factor = W:expand(concat(bs, { n, r })),
+      cov_diag = Dg:expand(concat(bs, { n })) }), bs, { n }, o.validate_args)
+    if d._validate_args then
+      check(d, "parameter loc", d.loc, Cn.real_vector)
+      check(d, "parameter cov_factor", d.cov_factor, Cn.independent(Cn.real, 2))
+      check(d, "parameter cov_diag", d.cov_diag, Cn.independent(Cn.positive, 1))
+    end
+    return d
+  end)
+  LRMVN._params = { "loc", "cov_factor", "cov_diag" }
+  LRMVN._param_event_dims = { loc = 1, cov_factor = 2, cov_diag = 1 }
+  function LRMVN:_capacitance_tril()
+    local W, Dg = self.cov_factor, self.cov_diag
+    local r = W.shape[W.ndim]
+    local WtDinv = W:transpose(-1, -2) / Dg:unsqueeze(-2)
+    local K = WtDinv:matmul(W) + T.eye(r, { dtype = W.dtype, device = W.device })
+    return T.linalg.cholesky(K)
+  end
+  function LRMVN:_mean() return self.loc end
+  function LRMVN:_mode() return self.loc end
+  function LRMVN:_variance() return self.cov_factor:pow(2):sum(-1) + self.cov_diag end
+  function LRMVN:_covariance_matrix()
+    local W = self.cov_factor
+    return W:matmul(W:transpose(-1, -2)) + T.diag_embed(self.cov_diag)
+  end
+  function LRMVN:_precision_matrix()
+    -- Woodbury: D^-1 - D^-1 W K^-1 W^T D^-1, K = L L^T the capacitance
+    local W, Dg = self.cov_factor, self.cov_diag
+    local Dinv = Dg:reciprocal()
+    local A_ = T.linalg.solve_triangular(self:_capacitance_tril(), W:transpose(-1, -2) * Dinv:unsqueeze(-2),
+      { upper = false })
+    return T.diag_embed(Dinv) - A_:transpose(-1, -2):matmul(A_)
+  end
+  function LRMVN:_scale_tril() return T.linalg.cholesky(self.covariance_matrix) end
+  function LRMVN:rsample(shape)
+    local es = self:_extended_shape(shape)
+    local W = self.cov_factor
+    local r = W.shape[W.ndim]
+    local ws = sub(es, 1, #es - 1)
+    ws[#ws + 1] = r
+    local eW = T.randn(ws, { dtype = W.dtype, device = W.device })
+    local eD = T.randn(es, { dtype = W.dtype, device = W.device })
+    return self.loc + W:matmul(eW:unsqueeze(-1)):squeeze(-1) + self.cov_diag:sqrt() * eD
+  end
+  function LRMVN:_log_det(Lc)
+    return Lc:diagonal(0, -2, -1):log():sum(-1) * 2 + self.cov_diag:log():sum(-1)
+  end
+  function LRMVN:log_prob(v)
+    self:_validate_sample(v)
+    local W, Dg = self.cov_factor, self.cov_diag
+    local diff = v:to(self.loc.dtype) - self.loc
+    local Lc = self:_capacitance_tril()
+    local WtDinv_x = (W:transpose(-1, -2) / Dg:unsqueeze(-2)):matmul(diff:unsqueeze(-1))
+    -- Lc's batch broadcast against the value's sample dims
+    local sol = T.linalg.solve_triangular(Lc:expand(concat(sub(totable(WtDinv_x.shape), 1, WtDinv_x.ndim - 2),
+      sub(totable(Lc.shape), Lc.ndim - 1))), WtDinv_x, { upper = false })
+    local m = (diff:pow(2) / Dg):sum(-1) - sol:squeeze(-1):pow(2):sum(-1)
+    local n = self.loc.shape[self.loc.ndim]
+    return -(n * LOG2PI + self:_log_det(Lc) + m) * 0.5
+  end
+  function LRMVN:entropy()
+    local n = self.loc.shape[self.loc.ndim]
+    local h = (n * (1 + LOG2PI) + self:_log_det(self:_capacitance_tril())) * 0.5
+    return h
+  end
+
   -- -- kl_divergence ---------------------------------------------------------------------
   local KL = {}
   local function reg(p, q, f) KL[p .. "|" .. q] = f end

@@ -1,6 +1,6 @@
 -- Chi2, StudentT, Geometric, Binomial, Multinomial, OneHotCategorical,
--- NegativeBinomial, FisherSnedecor, MixtureSameFamily, ContinuousBernoulli
--- and the relaxed (Concrete) distributions
+-- NegativeBinomial, FisherSnedecor, MixtureSameFamily, ContinuousBernoulli,
+-- VonMises, LowRankMultivariateNormal and the relaxed (Concrete) distributions
 -- (lua/ember/distributions.lua): values against torch 1.13
 -- (tests/fixtures/gen_distributions_more.py: log_prob and its parameter
 -- gradients, mean, variance, mode, entropy, kl_divergence), sample moments
@@ -57,11 +57,11 @@ describe("more distributions against PyTorch 1.13", function()
       assert.same(c.batch_shape, d.batch_shape:totable())
       assert.same(c.event_shape, d.event_shape:totable())
       local lp = d:log_prob(tensor(c.value))
-      close(lp, c.log_prob, "log_prob")
+      close(lp, c.log_prob, "log_prob", c.tol)
       local gs = T.autograd.grad({ lp:sum() }, ps, { allow_unused = true })
-      for k = 1, #ps do close(gs[k] or T.zeros_like(ps[k]), c.grad[k], "log_prob gradient " .. k, 1e-8) end
+      for k = 1, #ps do close(gs[k] or T.zeros_like(ps[k]), c.grad[k], "log_prob gradient " .. k, c.tol or 1e-8) end
       close(d.mean, c.mean, "mean")
-      close(d.variance, c.variance, "variance")
+      close(d.variance, c.variance, "variance", c.tol)
       if c.mode then close(d.mode, c.mode, "mode") else assert.has_error(function() return d.mode end) end
       if c.entropy then close(d:entropy(), c.entropy, "entropy", 1e-9) end
     end)
@@ -188,6 +188,25 @@ describe("more distributions: samples", function()
     local so = moments(o, 20000, 0.1)
     assert.is_true(so:sum(-1):eq(1):all():item())
     assert.same({ 3, 2, 3 }, o:enumerate_support().shape:totable())
+  end)
+
+  it("VonMises (Best-Fisher rejection) and LowRankMultivariateNormal", function()
+    local f = { dtype = T.float64 }
+    T.manual_seed(6)
+    local vm = D.VonMises(T.tensor({ 0.5, -2.0, 1.0 }, f), T.tensor({ 2.0, 0.3, 50.0 }, f))
+    local s = vm:sample({ 20000 })
+    assert.is_true(s:ge(-math.pi):all():item() and s:lt(math.pi):all():item())
+    -- the circular moments: E[cos(x - loc)] = I1(k) / I0(k) = 1 - variance, E[sin(x - loc)] = 0
+    local c = (s - vm.loc):cos():mean(1)
+    assert.is_true((c - (-vm.variance + 1)):abs():max():item() < 0.02)
+    assert.is_true((s - vm.loc):sin():mean(1):abs():max():item() < 0.02)
+    local lr = D.LowRankMultivariateNormal(T.zeros(3, f), T.tensor({ { 1, 0 }, { 0.5, 1 }, { 0, 2 } }, f), T.tensor({ 1, 2, 0.5 }, f))
+    local x = lr:rsample({ 20000 })
+    local cov = (x:t():matmul(x) / 20000)
+    assert.is_true((cov - lr.covariance_matrix):abs():max():item() < 0.15)
+    assert.is_true((lr.precision_matrix:matmul(lr.covariance_matrix) - T.eye(3, f)):abs():max():item() < 1e-12)
+    local mvn = D.MultivariateNormal(T.zeros(3, f), { covariance_matrix = lr.covariance_matrix })
+    assert.is_true((lr:log_prob(x:narrow(1, 1, 5)) - mvn:log_prob(x:narrow(1, 1, 5))):abs():max():item() < 1e-12)
   end)
 
   it("ContinuousBernoulli (by its icdf)", function()

@@ -655,7 +655,8 @@ local DR = {
   OneHotCategorical = "T.ones(3)", NegativeBinomial = "3., 0.5", FisherSnedecor = "2., 3.",
   MixtureSameFamily = "T.distributions.Categorical(T.ones(2)), T.distributions.Normal(T.zeros(2), T.ones(2))",
   LogitRelaxedBernoulli = "1., 0.5", RelaxedBernoulli = "1., 0.5", ExpRelaxedCategorical = "1., T.ones(3)",
-  RelaxedOneHotCategorical = "1., T.ones(3)", ContinuousBernoulli = "0.3",
+  RelaxedOneHotCategorical = "1., T.ones(3)", ContinuousBernoulli = "0.3", VonMises = "0., 1.",
+  LowRankMultivariateNormal = "T.zeros(2), T.ones(2, 1), T.ones(2)",
 }
 for _, k in ipairs(callable_keys(T.distributions)) do
   if not T.distributions.transforms[k] then add_entry("distributions." .. k, k, T.distributions[k], DR[k], false) end
