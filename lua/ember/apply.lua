@@ -11,16 +11,28 @@ return function(T, C)
   -- passes through untouched (its own message and position)
   local function fail(msg) ARGS.raise(msg) end
 
+  -- each integer dtype's range as doubles: [min, max + 1) (int64's
+  -- limits are int64 cdata under LuaJIT; 2^63 is exact as a double)
   local ranges = {}
   for _, dt in ipairs { "uint8", "int8", "int16", "int32", "int64" } do
     local info = T.iinfo(T[dt])
-    ranges[T[dt]] = { info.min, info.max, dt }
+    ranges[T[dt]] = { tonumber(info.min), tonumber(info.max) + 1, dt }
   end
 
   -- fn's result r for element i as the value the dtype holds (PyTorch's
   -- conversions: a float truncated toward zero into an integer dtype, an
   -- integer out of the dtype's range refused)
   local function convert(op, r, i, dtype)
+    if type(r) == "cdata" then
+      -- a 64-bit integer (LuaJIT's int64 cdata, as the elements of an
+      -- int64 tensor beyond 2^53 come): kept exact for int64, else a number
+      local ok, n = pcall(tonumber, r)
+      if not ok or type(n) ~= "number" then
+        fail(fmt("%s: the function must return a number, got cdata (element %d)", op, i))
+      end
+      if dtype == T.int64 and n == math.floor(n) and n >= -2 ^ 63 and n < 2 ^ 63 then return r end
+      r = n
+    end
     if dtype == T.bool then
       if type(r) == "boolean" then return r end
       if type(r) == "number" then return r ~= 0 end
@@ -33,7 +45,7 @@ return function(T, C)
           range[3]))
       end
       r = r >= 0 and floor(r) or ceil(r)
-      if r < range[1] or r > range[2] then
+      if r < range[1] or r >= range[2] then
         fail(fmt("%s: value %.17g (element %d) cannot be converted to type %s without overflow", op, r, i,
           range[3]))
       end

@@ -475,14 +475,20 @@ return function(T, C)
   function Bernoulli:entropy()
     return T.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = "none" })
   end
-  function Bernoulli:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    bs = totable(bs)
-    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
-    o.batch_shape = T.Size(bs)
-    return setmetatable(o, Bernoulli)
+  -- expand for a family held as _p or _l (probs or logits) and the named
+  -- fields of the batch shape: the same distribution, those expanded
+  local function probs_logits_expand(cls, fields)
+    return function(self, bs)
+      local o = {}
+      for k, v in pairs(self) do o[k] = v end
+      bs = totable(bs)
+      for _, f in ipairs(fields or {}) do o[f] = self[f]:expand(bs) end
+      if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
+      o.batch_shape = T.Size(bs)
+      return setmetatable(o, cls)
+    end
   end
+  Bernoulli.expand = probs_logits_expand(Bernoulli)
 
   -- -- Categorical (1-based class ids) ----------------------------------------------------
   local Categorical = class("Categorical", Distribution)
@@ -2353,14 +2359,7 @@ return function(T, C)
     return T.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = "none" })
       / self.probs
   end
-  function Geometric:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    bs = totable(bs)
-    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
-    o.batch_shape = T.Size(bs)
-    return setmetatable(o, Geometric)
-  end
+  Geometric.expand = probs_logits_expand(Geometric)
 
   -- Binomial draws: exact, by Devroye's recursion on order statistics
   -- (Non-Uniform Random Variate Generation, X.4): while n > SMALL, the i-th
@@ -2459,15 +2458,7 @@ return function(T, C)
     local ks = self:enumerate_support(false)
     return -(self:log_prob(ks):exp() * self:log_prob(ks)):sum(1)
   end
-  function Binomial:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    bs = totable(bs)
-    o.total_count = self.total_count:expand(bs)
-    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
-    o.batch_shape = T.Size(bs)
-    return setmetatable(o, Binomial)
-  end
+  Binomial.expand = probs_logits_expand(Binomial, { "total_count" })
 
   -- OneHotCategorical(probs | {logits=}): Categorical's draws as one-hot
   -- vectors (event shape (K)); the position of the one is the class id
@@ -2481,11 +2472,16 @@ return function(T, C)
   local function categorical_of(name, o, o2)
     if T.is_tensor(o) then
       take_opts(name, o2, { "validate_args" })
-      return D.Categorical(o, o2)
+    else
+      if o2 ~= nil then error(fmt("%s: unexpected second argument (give the options in one table)", name), 3) end
+      take_opts(name, o, { "probs", "logits", "validate_args" })
     end
-    if o2 ~= nil then error(fmt("%s: unexpected second argument (give the options in one table)", name), 3) end
-    take_opts(name, o, { "probs", "logits", "validate_args" })
-    return D.Categorical(o)
+    local ok, cat = pcall(D.Categorical, o, o2)
+    if not ok then
+      if type(cat) ~= "string" then error(cat, 0) end
+      error(name .. ": " .. A.unpos(cat):gsub("^Categorical: ", ""), user_level())
+    end
+    return cat
   end
   ctor(OneHot, function(o, o2)
     local cat = categorical_of("OneHotCategorical", o, o2)
@@ -2521,13 +2517,17 @@ return function(T, C)
     if expand ~= false then v = v:expand(concat(concat({ k }, bs), { k })) end
     return v
   end
-  function OneHot:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    o._categorical = self._categorical:expand(bs)
-    o.batch_shape = T.Size(totable(bs))
-    return setmetatable(o, OneHot)
+  -- expand for a family built on a Categorical (self._categorical)
+  local function categorical_expand(cls)
+    return function(self, bs)
+      local o = {}
+      for k, v in pairs(self) do o[k] = v end
+      o._categorical = self._categorical:expand(bs)
+      o.batch_shape = T.Size(totable(bs))
+      return setmetatable(o, cls)
+    end
   end
+  OneHot.expand = categorical_expand(OneHot)
 
   -- Multinomial(total_count = 1, probs | {logits=}): counts of total_count
   -- Categorical draws over the last dim (event shape (K))
@@ -2594,23 +2594,25 @@ return function(T, C)
     local shape = { n }
     for _ = 1, p.ndim do shape[#shape + 1] = 1 end
     local ks = T.arange(1, n + 1, { dtype = p.dtype, device = p.device }):reshape(shape)
-    local lp = -(ks + 1):lgamma() - (-ks + n + 1):lgamma() + lgn1 + T.xlogy(ks, p) + T.xlogy(-ks + n, -p + 1)
+    -- Binomial(n, p_k)'s log pmf as torch computes it, from the logits of
+    -- the clamped probs (finite gradients where a p_k is 0 or 1)
+    local l = logits_of(p)
+    local clamp0 = (l:clamp(0) + l - l:clamp(nil, 0)) / 2
+    local lp = -(ks + 1):lgamma() - (-ks + n + 1):lgamma() + lgn1 + ks * l - clamp0 * n
+      - (-l:abs()):exp():log1p() * n
     return term1 + (lp:exp() * (ks + 1):lgamma()):sum(1):sum(-1)
   end
-  function Multinomial:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    o._categorical = self._categorical:expand(bs)
-    o.batch_shape = T.Size(totable(bs))
-    return setmetatable(o, Multinomial)
-  end
+  Multinomial.expand = categorical_expand(Multinomial)
 
   -- NegativeBinomial(total_count, probs | {logits=}): failures before
   -- total_count successes of probability 1 - probs (torch's convention:
   -- probs is each trial's probability of the counted outcome); a
   -- Gamma-Poisson mixture when sampled
   local NegBin = class("NegativeBinomial", Distribution)
-  NegBin.arg_constraints = { total_count = Cn.greater_than_eq(0), probs = Cn.interval(0, 1), logits = Cn.real }
+  Cn.half_open_interval = function(lo, hi)
+    return constraint("half_open_interval", function(v) return v:ge(lo):logical_and(v:lt(hi)) end)
+  end
+  NegBin.arg_constraints = { total_count = Cn.greater_than_eq(0), probs = Cn.half_open_interval(0, 1), logits = Cn.real }
   NegBin.support = Cn.nonnegative_integer
   ctor(NegBin, function(n, o, o2)
     if A.is_opts(n) and o == nil then o, n = n, nil end
@@ -2625,7 +2627,7 @@ return function(T, C)
     if o.probs then d._p = p[2] else d._l = p[2] end
     if d._validate_args then
       check(d, "parameter total_count", d.total_count, Cn.greater_than_eq(0))
-      if o.probs then check(d, "parameter probs", p[2], Cn.unit_interval)
+      if o.probs then check(d, "parameter probs", p[2], Cn.half_open_interval(0, 1))
       else check(d, "parameter logits", p[2], Cn.real) end
     end
     return d
@@ -2653,32 +2655,42 @@ return function(T, C)
     norm = T.where((n + v):eq(0), 0, norm)
     return unnorm - norm
   end
-  function NegBin:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    bs = totable(bs)
-    o.total_count = self.total_count:expand(bs)
-    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
-    o.batch_shape = T.Size(bs)
-    return setmetatable(o, NegBin)
+  NegBin.expand = probs_logits_expand(NegBin, { "total_count" })
+
+  -- the class of a family whose constructor takes its parameters
+  -- positionally ((p1, p2, ...[, {validate_args=}]), broadcast together),
+  -- each checked against its constraint (names: the parameters in order;
+  -- cons: name -> constraint)
+  local function params_class(name, names, cons, support, has_rsample)
+    local cls = class(name, Distribution)
+    cls._params = names
+    cls.arg_constraints = cons
+    cls.support = support
+    cls.has_rsample = has_rsample
+    ctor(cls, function(...)
+      local args = { ... }
+      if select("#", ...) > #names + 1 then
+        error(fmt("%s: takes %d parameters and an options table, got %d arguments", name, #names,
+          select("#", ...)), 2)
+      end
+      local o = take_opts(name, args[#names + 1], { "validate_args" })
+      local list = { n = #names }
+      for i = 1, #names do list[i] = args[i] end
+      local p, s = params(name, list)
+      local fields = {}
+      for i, k in ipairs(names) do fields[k] = p[i] end
+      local d = init(new(cls, fields), s, {}, o.validate_args)
+      if d._validate_args then
+        for _, k in ipairs(names) do check(d, "parameter " .. k, d[k], cons[k]) end
+      end
+      return d
+    end)
+    return cls
   end
 
   -- FisherSnedecor(df1, df2): X1 / X2, Xi ~ Gamma(dfi / 2, dfi)
-  local FisherSnedecor = class("FisherSnedecor", Distribution)
-  FisherSnedecor._params = { "df1", "df2" }
-  FisherSnedecor.arg_constraints = { df1 = Cn.positive, df2 = Cn.positive }
-  FisherSnedecor.has_rsample = true
-  FisherSnedecor.support = Cn.positive
-  ctor(FisherSnedecor, function(df1, df2, o)
-    o = take_opts("FisherSnedecor", o, { "validate_args" })
-    local p, s = params("FisherSnedecor", { df1, df2, n = 2 })
-    local d = init(new(FisherSnedecor, { df1 = p[1], df2 = p[2] }), s, {}, o.validate_args)
-    if d._validate_args then
-      check(d, "parameter df1", d.df1, Cn.positive)
-      check(d, "parameter df2", d.df2, Cn.positive)
-    end
-    return d
-  end)
+  local FisherSnedecor = params_class("FisherSnedecor", { "df1", "df2" }, { df1 = Cn.positive, df2 = Cn.positive },
+    Cn.positive, true)
   function FisherSnedecor:_mean() local d2 = self.df2; return T.where(d2:le(2), 0 / 0, d2 / (d2 - 2)) end
   function FisherSnedecor:_mode()
     local d1, d2 = self.df1, self.df2
@@ -2840,10 +2852,7 @@ return function(T, C)
     local diff = l:expand(s) - v:to(l.dtype):expand(s) * self.temperature
     return self.temperature:log() + diff - diff:exp():log1p() * 2
   end
-  function LRB:expand(bs)
-    local o = Geometric.expand(self, bs)
-    return setmetatable(o, LRB)
-  end
+  LRB.expand = probs_logits_expand(LRB)
 
   -- ExpRelaxedCategorical(temperature, probs | {logits=}): the log of a
   -- relaxed one-hot draw, log_softmax((logits + Gumbel noise) / temperature)
@@ -2879,13 +2888,7 @@ return function(T, C)
     score = (score - score:logsumexp(-1, true)):sum(-1)
     return score + log_scale
   end
-  function ERC:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    o._categorical = self._categorical:expand(bs)
-    o.batch_shape = T.Size(totable(bs))
-    return setmetatable(o, ERC)
-  end
+  ERC.expand = categorical_expand(ERC)
 
   -- RelaxedBernoulli / RelaxedOneHotCategorical: the sigmoid / exp of the
   -- two above, as torch's TransformedDistributions (support (0, 1) / the
@@ -3015,34 +3018,14 @@ return function(T, C)
     local l0, l1 = (-p):log1p(), p:log()
     return self.mean * (l0 - l1) - self:_log_norm() - l0
   end
-  function CB:expand(bs)
-    local o = {}
-    for k, v in pairs(self) do o[k] = v end
-    bs = totable(bs)
-    if rawget(self, "_p") then o._p = self._p:expand(bs) else o._l = self._l:expand(bs) end
-    o.batch_shape = T.Size(bs)
-    return setmetatable(o, CB)
-  end
+  CB.expand = probs_logits_expand(CB)
 
   -- VonMises(loc, concentration): the circular normal on [-pi, pi); draws
   -- by Best and Fisher's (1979) rejection sampler, as torch's; log I0 and
   -- log I1 from the scaled Bessel functions (T.special.i0e/i1e: exact to
   -- float64 where torch uses Abramowitz-Stegun polynomials, ~1e-7 apart)
-  local VonMises = class("VonMises", Distribution)
-  VonMises._params = { "loc", "concentration" }
-  VonMises.arg_constraints = { loc = Cn.real, concentration = Cn.positive }
-  VonMises.support = Cn.real
-  VonMises.has_rsample = false
-  ctor(VonMises, function(loc, concentration, o)
-    o = take_opts("VonMises", o, { "validate_args" })
-    local p, s = params("VonMises", { loc, concentration, n = 2 })
-    local d = init(new(VonMises, { loc = p[1], concentration = p[2] }), s, {}, o.validate_args)
-    if d._validate_args then
-      check(d, "parameter loc", d.loc, Cn.real)
-      check(d, "parameter concentration", d.concentration, Cn.positive)
-    end
-    return d
-  end)
+  local VonMises = params_class("VonMises", { "loc", "concentration" }, { loc = Cn.real, concentration = Cn.positive },
+    Cn.real, false)
   local function log_i0(k) return T.special.i0e(k):log() + k:abs() end
   local function log_i1(k) return T.special.i1e(k):log() + k:abs() end
   function VonMises:_mean() return self.loc end
@@ -3185,6 +3168,13 @@ return function(T, C)
     local pn = type(p) == "table" and p.__name or nil
     local qn = type(q) == "table" and q.__name or nil
     local f = pn and qn and KL[pn .. "|" .. qn]
+    -- a subclass's pairs are its parent's (torch looks them up along the
+    -- classes' MRO): Chi2 is a Gamma
+    local parent = { Chi2 = "Gamma" }
+    if not f and pn and qn then
+      f = KL[(parent[pn] or pn) .. "|" .. qn] or KL[pn .. "|" .. (parent[qn] or qn)]
+        or KL[(parent[pn] or pn) .. "|" .. (parent[qn] or qn)]
+    end
     if not f then
       error(fmt("kl_divergence: no KL(p || q) is implemented for p = %s and q = %s", tostring(pn), tostring(qn)), 2)
     end
@@ -3274,9 +3264,6 @@ return function(T, C)
     return sum_right(D.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
   end)
   reg("LogNormal", "LogNormal", function(p, q) return D.kl_divergence(p.base_dist, q.base_dist) end)
-  for _, pair in ipairs { { "Chi2", "Chi2" }, { "Chi2", "Gamma" }, { "Gamma", "Chi2" } } do
-    reg(pair[1], pair[2], KL["Gamma|Gamma"])
-  end
   reg("Geometric", "Geometric", function(p, q)
     return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
   end)

@@ -875,13 +875,19 @@ return function(T, C)
       -- (LAPACK's ungqr reflectors; v^H = v^T for real A)
       local m, n, k = A:size(-2), A:size(-1), tau:size(-1)
       local below = tril(A, -1) + T.eye(m, n, { dtype = A.dtype, device = A.device })
-      local H = eye_like(m, A)
+      -- I with A's batch dims (k = 0 leaves it as it is)
+      local bs = A.shape:totable()
+      bs[#bs - 1], bs[#bs] = m, m
+      local H = eye_like(m, A):expand(bs)
       for i = 1, k do
         local v = below:narrow(-1, i, 1)
         local t = tau:narrow(-1, i, 1):unsqueeze(-1)
         H = H - (H:matmul(v) * t):matmul(mH(v))
       end
       Q = H:narrow(-1, 1, n)
+      -- no reflector: the identity's columns, in the graph with zero
+      -- gradients (as torch's)
+      if k == 0 then Q = Q + A * 0 + tau:sum(-1):unsqueeze(-1):unsqueeze(-1) * 0 end
     end
     return Q
   end
@@ -910,8 +916,12 @@ return function(T, C)
     ARGS.nooptions("orgqr", 3, 2, ...)
     return L.householder_product(A, tau)
   end
-  T.orgqr = orgqr
-  T.Tensor_methods.orgqr = orgqr
+  -- their errors under their own names (the bad-input matrix's rule), the
+  -- householder_product's messages included
+  local OWN = { strip = "^[%w_%.]+: " }
+  local named = require("ember.argcheck")(T).named
+  T.orgqr = named("orgqr", orgqr, OWN)
+  T.Tensor_methods.orgqr = T.orgqr
 
   -- T.ormqr(input, tau, other[, left[, transpose]]) (or {left=, transpose=}):
   -- Q other, Q^H other (transpose), other Q or other Q^H (left = false), Q
@@ -944,6 +954,9 @@ return function(T, C)
           "but got %s and %s", op, tostring(A.shape), tostring(B.shape), tostring(tau.shape)), 2)
       end
     end
+    if not (A:is_floating_point() or A:is_complex()) then
+      error(fmt("%s: Expected a floating point or complex tensor as input. Got %s", op, tostring(A.dtype)), 2)
+    end
     if A.dtype ~= B.dtype or A.dtype ~= tau.dtype then
       error(fmt("%s: Expected input, tau and other to have the same dtype, but got %s, %s and %s", op,
         tostring(A.dtype), tostring(tau.dtype), tostring(B.dtype)), 2)
@@ -967,8 +980,8 @@ return function(T, C)
     if left then return Q:matmul(B) end
     return B:matmul(Q)
   end
-  T.ormqr = ormqr
-  T.Tensor_methods.ormqr = ormqr
+  T.ormqr = named("ormqr", ormqr, OWN)
+  T.Tensor_methods.ormqr = T.ormqr
 
   -- -- SVD ------------------------------------------------------------------------
   -- PyTorch's svd_backward (real or complex). Complex singular vectors are

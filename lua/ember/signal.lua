@@ -58,29 +58,37 @@ return function(T, C)
     return w
   end
 
+  -- what stft and istft both take: their options (positional in torch's
+  -- order, or a table after n_fft), the input tensor and n_fft, and the
+  -- framing arguments with torch's defaults
+  local function common_args(op, names, x, n_fft, ...)
+    local o = ARGS.checkopts(op, ARGS.positional(op, names, 3, ...), names, 0)
+    AC.check_tensor(op, x, "input", 0)
+    n_fft = int_arg(op, n_fft, "n_fft")
+    local hop = o.hop_length == nil and floor(n_fft / 4) or int_arg(op, o.hop_length, "hop_length")
+    local win_length = o.win_length == nil and n_fft or int_arg(op, o.win_length, "win_length")
+    return o, n_fft, hop, win_length, bool_arg(op, o.center, "center", true),
+      bool_arg(op, o.normalized, "normalized", false)
+  end
+
   local STFT = { "hop_length", "win_length", "window", "center", "pad_mode", "normalized", "onesided",
     "return_complex" }
   -- stft(input, n_fft[, hop_length[, win_length[, window[, center[, pad_mode[, normalized[,
   -- onesided[, return_complex]]]]]]]]), or stft(input, n_fft, {name = value...})
   local function stft(x, n_fft, ...)
     local op = "stft"
-    local o = ARGS.checkopts(op, ARGS.positional(op, STFT, 3, ...), STFT, 0)
-    AC.check_tensor(op, x, "input", 0)
-    n_fft = int_arg(op, n_fft, "n_fft")
+    local o, hop, win_length, center, normalized
+    o, n_fft, hop, win_length, center, normalized = common_args(op, STFT, x, n_fft, ...)
     if x:dim() ~= 1 and x:dim() ~= 2 then
       error(fmt("%s: expected a 1D or 2D tensor, but got %dD", op, x:dim()), 0)
     end
     if not (x:is_floating_point() or x:is_complex()) then
       error(fmt("%s: expected a tensor of floating point or complex values, got %s", op, tostring(x.dtype)), 0)
     end
-    local hop = o.hop_length == nil and floor(n_fft / 4) or int_arg(op, o.hop_length, "hop_length")
-    local win_length = o.win_length == nil and n_fft or int_arg(op, o.win_length, "win_length")
-    local center = bool_arg(op, o.center, "center", true)
     local pad_mode = o.pad_mode == nil and "reflect" or o.pad_mode
     if type(pad_mode) ~= "string" then
       error(fmt("%s: expected a string for pad_mode, got %s", op, type(pad_mode)), 0)
     end
-    local normalized = bool_arg(op, o.normalized, "normalized", false)
     local window = o.window
     local cplx = x:is_complex() or (T.is_tensor(window) and window:is_complex())
     local return_complex = bool_arg(op, o.return_complex, "return_complex", nil)
@@ -132,9 +140,8 @@ return function(T, C)
   -- length[, return_complex]]]]]]]]), or istft(input, n_fft, {name = value...})
   local function istft(X, n_fft, ...)
     local op = "istft"
-    local o = ARGS.checkopts(op, ARGS.positional(op, ISTFT, 3, ...), ISTFT, 0)
-    AC.check_tensor(op, X, "input", 0)
-    n_fft = int_arg(op, n_fft, "n_fft")
+    local o, hop, win_length, center, normalized
+    o, n_fft, hop, win_length, center, normalized = common_args(op, ISTFT, X, n_fft, ...)
     if not X:is_complex() then
       error(fmt("%s: requires a complex-valued input tensor matching the output from stft with " ..
         "return_complex=true (got %s; T.view_as_complex makes one of a real (..., 2) tensor)", op,
@@ -144,10 +151,6 @@ return function(T, C)
       error(fmt("%s: expected a tensor with 2 or 3 dimensions of complex values, but got %d", op, X:dim()), 0)
     end
     if X:numel() == 0 then error(op .. ": input tensor cannot be empty.", 0) end
-    local hop = o.hop_length == nil and floor(n_fft / 4) or int_arg(op, o.hop_length, "hop_length")
-    local win_length = o.win_length == nil and n_fft or int_arg(op, o.win_length, "win_length")
-    local center = bool_arg(op, o.center, "center", true)
-    local normalized = bool_arg(op, o.normalized, "normalized", false)
     local return_complex = bool_arg(op, o.return_complex, "return_complex", false)
     local length = o.length
     if length ~= nil then

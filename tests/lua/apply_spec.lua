@@ -35,6 +35,17 @@ describe("t:apply_", function()
     assert.equal(0, T.empty(0):apply_(function() error("not called") end):numel())
   end)
 
+  it("keeps int64 values beyond 2^53 exact and checks int64's range", function()
+    local a = T.tensor({ 2 ^ 53 }) + 1
+    assert.equal("9007199254740994", tostring(a:clone():apply_(function(v) return v + 1 end)[1]:item()):gsub("LL$", ""))
+    assert.is_true(T.equal(a:clone():apply_(function(v) return v end), a))
+    assert.equal(-2 ^ 63, tonumber(T.tensor({ 3 }):apply_(function() return -2 ^ 63 end)[1]:item()))
+    S.err(function() T.tensor({ 3 }):apply_(function() return 2 ^ 63 end) end,
+      "apply_: value 9.2233720368547758e+18 (element 1) cannot be converted to type int64 without overflow")
+    S.err(function() T.tensor({ 3 }, { dtype = T.int32 }):apply_(function() return 2 ^ 31 end) end,
+      "apply_: value 2147483648 (element 1) cannot be converted to type int32 without overflow")
+  end)
+
   it("on the meta device does nothing and calls nothing", function()
     local m = T.empty(3, { device = "meta" })
     assert.is_true(rawequal(m, m:apply_(function() error("not called") end)))

@@ -11,25 +11,9 @@ local S = require "specutil"
 local fx = dofile("tests/fixtures/distributions_more_cases.lua")
 local unpack = table.unpack or unpack
 
-local function tensor(rec)
-  if type(rec) ~= "table" then return rec end
-  local t = T.tensor(rec.v, { dtype = T[rec.dtype] })
-  return #rec.shape == 0 and t:reshape({}) or t:reshape(rec.shape)
-end
-local function close(got, rec, what, tol)
-  local want = tensor(rec)
-  assert.same(want.shape:totable(), got.shape:totable(), what .. ": shape")
-  local g, w = got:detach():double():reshape(-1), want:double():reshape(-1)
-  for i = 1, w:numel() do
-    local a, b = g[i]:item(), w[i]:item()
-    if b ~= b then assert(a ~= a, what .. ": want nan, got " .. a)
-    elseif b == 1 / 0 or b == -1 / 0 then assert.equal(b, a, what)
-    else
-      local t = (tol or 1e-10) * math.max(1, math.abs(b))
-      assert(math.abs(a - b) <= t, string.format("%s [%d]: got %.17g, want %.17g", what, i, a, b))
-    end
-  end
-end
+local tensor = S.fixture
+-- each value within tol * max(1, |want|) (default 1e-10)
+local function close(got, rec, what, tol) S.close_fixture(got:detach(), rec, what, tol or 1e-10, true) end
 
 local function build(c, grad)
   local counted = c.dist == "Binomial" or c.dist == "Multinomial" or c.dist == "NegativeBinomial"
@@ -92,6 +76,17 @@ describe("MixtureSameFamily against PyTorch 1.13", function()
       if c.cdf then close(d:cdf(v), c.cdf, "cdf") end
     end)
   end
+end)
+
+describe("Multinomial's entropy gradient where a probability is 0 or 1", function()
+  it("is finite and torch's (the Binomial marginals from clamped logits)", function()
+    for i, c in ipairs(fx.entropy_grads) do
+      local p = tensor(c.probs):requires_grad_()
+      local h = D.Multinomial(c.n, p):entropy()
+      close(h, c.entropy, "entropy " .. i, 1e-9)
+      close(T.autograd.grad({ h }, { p })[1], c.grad, "entropy gradient " .. i, 1e-8)
+    end
+  end)
 end)
 
 describe("ContinuousBernoulli's cdf and icdf against PyTorch 1.13", function()
@@ -278,6 +273,27 @@ describe("T.binomial", function()
   end)
 end)
 
+describe("more distributions: expand", function()
+  it("broadcasts the parameters and keeps the values", function()
+    local f = { dtype = T.float64 }
+    local cases = {
+      { D.Geometric(T.tensor({ 0.3, 0.6 }, f)), T.tensor({ 1, 4 }, f) },
+      { D.Binomial(T.tensor({ 5, 7 }, f), T.tensor({ 0.3, 0.6 }, f)), T.tensor({ 2, 7 }, f) },
+      { D.NegativeBinomial(T.tensor({ 5, 7 }, f), T.tensor({ 0.3, 0.6 }, f)), T.tensor({ 2, 9 }, f) },
+      { D.ContinuousBernoulli(T.tensor({ 0.3, 0.6 }, f)), T.tensor({ 0.2, 0.9 }, f) },
+      { D.Multinomial(3, T.tensor({ { 0.2, 0.8 }, { 0.5, 0.5 } }, f)), T.tensor({ { 1, 2 }, { 3, 0 } }, f) },
+      { D.OneHotCategorical(T.tensor({ { 0.2, 0.8 }, { 0.5, 0.5 } }, f)), T.tensor({ { 0, 1 }, { 1, 0 } }, f) },
+    }
+    for i, c in ipairs(cases) do
+      local d, v = c[1], c[2]
+      local e = d:expand({ 3, 2 })
+      assert.same({ 3, 2 }, e.batch_shape:totable(), "case " .. i)
+      local want = d:log_prob(v):expand(3, 2)
+      assert.is_true((e:log_prob(v) - want):abs():max():item() < 1e-12, "case " .. i)
+    end
+  end)
+end)
+
 describe("more distributions: validation", function()
   it("refuses parameters and values outside the constraints, by name", function()
     S.err(function() D.Chi2(T.tensor({ -1.0 })) end, "Chi2: expected parameter df to satisfy the constraint positive")
@@ -295,6 +311,10 @@ describe("more distributions: validation", function()
     S.err(function() D.NegativeBinomial(T.tensor({ -1.0 }), T.tensor({ 0.5 })) end,
       "NegativeBinomial: expected parameter total_count to satisfy the constraint greater_than_eq")
     S.err(function() D.FisherSnedecor(1.0, -2.0) end, "FisherSnedecor: expected parameter df2 to satisfy the constraint positive")
+    S.err(function() D.NegativeBinomial(2, T.tensor({ 1.0 })) end,
+      "NegativeBinomial: expected parameter probs to satisfy the constraint half_open_interval")
+    S.err(function() D.Multinomial(2, T.tensor(0.5)) end, "Multinomial: probs or logits must be at least one-dimensional")
+    S.err(function() D.OneHotCategorical() end, "OneHotCategorical: either probs or logits must be specified")
     S.err(function() D.MixtureSameFamily(D.Normal(0., 1.), D.Normal(T.zeros(2), T.ones(2))) end,
       "MixtureSameFamily: the mixture distribution must be a Categorical, got Normal")
     S.err(function() D.MixtureSameFamily(D.Categorical(T.ones(3)), D.Normal(T.zeros(2), T.ones(2))) end,

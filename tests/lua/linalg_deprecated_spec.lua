@@ -6,20 +6,9 @@ local T = require "ember"
 local S = require "specutil"
 local F = dofile("tests/fixtures/linalg_deprecated_cases.lua")
 
-local function build(e) return T.tensor(e.v, { dtype = T[e.dtype] }):reshape(e.shape) end
-
-local function close(got, e, what)
-  assert.are.equal(e.dtype, tostring(got.dtype):gsub("^ember%.", ""), what .. ": dtype")
-  assert.are.same(e.shape, got.shape:totable(), what .. ": shape")
-  local g = got:contiguous():reshape(-1):double():tolist()
-  local tol = e.dtype == "float32" and 2e-5 or 1e-12
-  local scale = 1
-  for i = 1, #e.v do scale = math.max(scale, math.abs(e.v[i])) end
-  for i = 1, #e.v do
-    if math.abs(g[i] - e.v[i]) > tol * scale then
-      error(string.format("%s: value %d is %.17g, torch has %.17g", what, i, g[i], e.v[i]))
-    end
-  end
+local build = S.fixture
+local function close(got, rec, what)
+  S.close_fixture(got, rec, what, rec.dtype == "float32" and 2e-5 or 1e-12)
 end
 
 describe("torch's deprecated linalg forms", function()

@@ -5,35 +5,10 @@ local T = require "ember"
 local S = require "specutil"
 local F = dofile("tests/fixtures/lu_ormqr_cases.lua")
 
-local VALUE = { complex64 = "float32", complex128 = "float64" }
-
-local function build(e)
-  local vt = VALUE[e.dtype] or e.dtype
-  local t = T.tensor(e.v, { dtype = T[vt] }):reshape(e.shape)
-  if e.cplx then t = T.view_as_complex(t) end
-  return t
-end
-
-local function flat(t)
-  if t:is_complex() then t = T.view_as_real(t) end
-  return t:contiguous():reshape(-1):double():tolist()
-end
-
-local function close(got, e, what)
-  assert.are.equal(e.dtype, tostring(got.dtype):gsub("^ember%.", ""), what .. ": dtype")
-  local shape = {}
-  for i = 1, got:dim() do shape[i] = got:size(i) end
-  if e.cplx then shape[#shape + 1] = 2 end
-  assert.are.same(e.shape, shape, what .. ": shape")
-  local g = flat(got)
-  local tol = (e.dtype == "float32" or e.dtype == "complex64") and 1e-5 or 1e-12
-  local scale = 1
-  for i = 1, #e.v do scale = math.max(scale, math.abs(e.v[i])) end
-  for i = 1, #e.v do
-    if math.abs(g[i] - e.v[i]) > tol * scale then
-      error(string.format("%s: value %d is %.17g, torch has %.17g", what, i, g[i], e.v[i]))
-    end
-  end
+local build = S.fixture
+local function close(got, rec, what)
+  -- float32 LAPACK results: 1e-5 of the largest value
+  S.close_fixture(got, rec, what, (rec.dtype == "float32" or rec.dtype == "complex64") and 1e-5 or 1e-12)
 end
 
 describe("T.lu_unpack", function()
@@ -108,6 +83,18 @@ describe("T.orgqr and T.ormqr", function()
     assert.is_true(T.equal(a:orgqr(tau), T.linalg.householder_product(a, tau)))
   end)
 
+  it("orgqr with no reflector gives the identity's columns, batched, in the graph", function()
+    local A = T.randn(2, 3, 2, { dtype = T.float64 }):requires_grad_()
+    local tau = T.zeros(2, 0, { dtype = T.float64 }):requires_grad_()
+    local Q = T.orgqr(A, tau)
+    assert.same({ 2, 3, 2 }, Q.shape:totable())
+    assert.is_true(T.equal(Q:detach(), T.eye(3, 2, { dtype = T.float64 }):expand(2, 3, 2)))
+    local gA, gt = table.unpack(T.autograd.grad({ Q:sum() }, { A, tau }))
+    assert.same({ 2, 3, 2 }, gA.shape:totable())
+    assert.equal(0, gA:abs():sum():item())
+    assert.same({ 2, 0 }, gt.shape:totable())
+  end)
+
   it("gradcheck ormqr in float64", function()
     T.manual_seed(13)
     local a, tau = T.geqrf(T.randn(4, 3, { dtype = T.float64 }))
@@ -133,5 +120,9 @@ describe("T.orgqr and T.ormqr", function()
       "ormqr: unknown option 'side'")
     S.err(function() T.ormqr(T.randn(5, { dtype = T.float64 }), tau[1], T.randn(5, 1, { dtype = T.float64 })) end,
       "ormqr: input must have at least 2 dimensions")
+    S.err(function() T.ormqr(T.ones(5, 3, { dtype = T.int64 }), T.ones(3, { dtype = T.int64 }), T.ones(5, 1, { dtype = T.int64 })) end,
+      "ormqr: Expected a floating point or complex tensor as input. Got ember.int64")
+    S.err(function() T.orgqr(T.randn(3, 2)) end, "orgqr: expected a tensor for tau, got nil")
+    S.err(function() T.orgqr(T.randn(2, 3), T.randn(2)) end, "orgqr: input.shape[-2] must be greater than or equal to input.shape[-1]")
   end)
 end)

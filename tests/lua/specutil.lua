@@ -8,6 +8,46 @@ function M.tensor(rec)
   return T.tensor(rec.v, { dtype = T[rec.dtype] }):reshape(rec.shape)
 end
 
+-- a fixture's tensor record as a tensor, complex ones too (written as the
+-- flat values of torch.view_as_real with cplx = true; dtype names the
+-- complex type) and 0-d ones; anything else is returned as it is
+local VALUE = { complex64 = "float32", complex128 = "float64" }
+function M.fixture(rec)
+  if type(rec) ~= "table" or rec.v == nil then return rec end
+  local t = T.tensor(rec.v, { dtype = T[VALUE[rec.dtype] or rec.dtype] })
+  t = #rec.shape == 0 and t:reshape({}) or t:reshape(rec.shape)
+  if rec.cplx then t = T.view_as_complex(t) end
+  return t
+end
+
+-- got against a fixture's record: the same dtype and shape, then each value
+-- within tol (default 2e-5 for float32/complex64, 1e-11 otherwise) times
+-- max(1, max |want|) (each = true: times max(1, |want_i|)); NaN where want
+-- is NaN, infinities equal. what names the tensor in the error.
+function M.close_fixture(got, rec, what, tol, each)
+  local dt = tostring(got.dtype):gsub("^ember%.", "")
+  if dt ~= rec.dtype then error(("%s: dtype %s, torch's %s"):format(what, dt, rec.dtype), 2) end
+  local shape = got.shape:totable()
+  if rec.cplx then shape[#shape + 1] = 2 end
+  if table.concat(shape, ",") ~= table.concat(rec.shape, ",") then
+    error(("%s: shape [%s], torch's [%s]"):format(what, table.concat(shape, ", "), table.concat(rec.shape, ", ")), 2)
+  end
+  local g = (got:is_complex() and T.view_as_real(got) or got):contiguous():reshape(-1):double():tolist()
+  tol = tol or ((rec.dtype == "float32" or rec.dtype == "complex64") and 2e-5 or 1e-11)
+  local scale = 1
+  for i = 1, #rec.v do scale = math.max(scale, math.abs(rec.v[i])) end
+  for i = 1, #rec.v do
+    local a, b = g[i], rec.v[i]
+    if b ~= b then
+      if a == a then error(string.format("%s: value %d is %.17g, torch has nan", what, i, a), 2) end
+    elseif b == math.huge or b == -math.huge then
+      if a ~= b then error(string.format("%s: value %d is %.17g, torch has %s", what, i, a, tostring(b)), 2) end
+    elseif math.abs(a - b) > tol * (each and math.max(1, math.abs(b)) or scale) then
+      error(string.format("%s: value %d is %.17g, torch has %.17g", what, i, a, b), 2)
+    end
+  end
+end
+
 -- f must raise an error whose text contains msg (plain text)
 function M.err(f, msg)
   local ok, e = pcall(f)

@@ -7,14 +7,7 @@ local T = require "ember"
 local S = require "specutil"
 local F = dofile("tests/fixtures/stft_cases.lua")
 
-local VALUE = { complex64 = "float32", complex128 = "float64" }
-
-local function build(e)
-  local vt = VALUE[e.dtype] or e.dtype
-  local t = T.tensor(e.v, { dtype = T[vt] }):reshape(e.shape)
-  if e.cplx then t = T.view_as_complex(t) end
-  return t
-end
+local build, close = S.fixture, S.close_fixture
 
 local function window(w)
   if w == nil then return nil end
@@ -22,28 +15,6 @@ local function window(w)
   if w.kind == "hann" then return T.hann_window(w.n, o) end
   if w.kind == "hamming" then return T.hamming_window(w.n, o) end
   return T.ones(w.n, o)
-end
-
-local function flat(t)
-  if t:is_complex() then t = T.view_as_real(t) end
-  return t:contiguous():reshape(-1):double():tolist()
-end
-
-local function close(got, e, what)
-  assert.are.equal(e.dtype, tostring(got.dtype):gsub("^ember%.", ""), what .. ": dtype")
-  local shape = {}
-  for i = 1, got:dim() do shape[i] = got:size(i) end
-  if e.cplx then shape[#shape + 1] = 2 end
-  assert.are.same(e.shape, shape, what .. ": shape")
-  local g = flat(got)
-  local tol = (e.dtype == "float32" or e.dtype == "complex64") and 2e-5 or 1e-11
-  local scale = 1
-  for i = 1, #e.v do scale = math.max(scale, math.abs(e.v[i])) end
-  for i = 1, #e.v do
-    if math.abs(g[i] - e.v[i]) > tol * scale then
-      error(string.format("%s: value %d is %.17g, torch has %.17g", what, i, g[i], e.v[i]))
-    end
-  end
 end
 
 local function opts(c, w)
