@@ -16,7 +16,8 @@ return function(T, C)
   local ranges = {}
   for _, dt in ipairs { "uint8", "int8", "int16", "int32", "int64" } do
     local info = T.iinfo(T[dt])
-    ranges[T[dt]] = { tonumber(info.min), tonumber(info.max) + 1, dt }
+    -- (+ 1.0: a float sum, where Lua 5.4's integer max + 1 would wrap)
+    ranges[T[dt]] = { tonumber(info.min), tonumber(info.max) + 1.0, dt }
   end
 
   -- fn's result r for element i as the value the dtype holds (PyTorch's

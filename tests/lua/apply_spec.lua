@@ -37,7 +37,7 @@ describe("t:apply_", function()
 
   it("keeps int64 values beyond 2^53 exact and checks int64's range", function()
     local a = T.tensor({ 2 ^ 53 }) + 1
-    assert.equal("9007199254740994", tostring(a:clone():apply_(function(v) return v + 1 end)[1]:item()):gsub("LL$", ""))
+    assert.is_true(T.equal(a:clone():apply_(function(v) return v + 1 end), T.tensor({ 2 ^ 53 }) + 2))
     assert.is_true(T.equal(a:clone():apply_(function(v) return v end), a))
     assert.equal(-2 ^ 63, tonumber(T.tensor({ 3 }):apply_(function() return -2 ^ 63 end)[1]:item()))
     S.err(function() T.tensor({ 3 }):apply_(function() return 2 ^ 63 end) end,
