@@ -278,7 +278,9 @@ return function(T, C)
     if lo == hi then lo, hi = lo - widen, hi + widen end
     if lo > hi then error(fmt("%s: max must be larger than min", op), 4) end
     if lo ~= lo or hi ~= hi or lo == -1 / 0 or hi == 1 / 0 then
-      error(fmt("%s: range of [%s, %s] is not finite", op, tostring(lo), tostring(hi)), 4)
+      -- (nan spelled alike under LuaJIT and Lua 5.4, which prints -nan)
+      local function str(v) return v ~= v and "nan" or tostring(v) end
+      error(fmt("%s: range of [%s, %s] is not finite", op, str(lo), str(hi)), 4)
     end
     return lo, hi
   end
@@ -367,6 +369,132 @@ return function(T, C)
     if o.density then
       local widths = edges:narrow(1, 2, edges:numel() - 1) - edges:narrow(1, 1, edges:numel() - 1)
       hist = hist / (hist:sum() * widths)
+    end
+    return hist, edges
+  end)
+
+  -- histogramdd(x, bins[, {range=, weight=, density=}]): the D-dimensional
+  -- histogram of the rows of x (*, D), as torch.histogramdd: bins a number
+  -- (each dim), a list of D numbers, or a list of D edge tensors; range a
+  -- flat list {min1, max1, ..., minD, maxD} (with counts only; else each
+  -- dim's data range, an empty one widened by 0.5 each way, [0, 1] for no
+  -- data). A row counts where it lies inside every dim's edges (each last
+  -- edge closed); the bins are torch's in each dim (histogram's above).
+  -- Returns hist (the bin counts, shape {bins...}) and a list of D edge tensors.
+  both("histogramdd", function(x, bins, o)
+    local op = "histogramdd"
+    if is_opts(bins) and not T.is_tensor(bins[1]) and type(bins[1]) ~= "number" then o, bins = bins, nil end
+    o = check_opts(op, o, A.set { "bins", "range", "weight", "density" }, 2)
+    check_tensor(op, x, "input", 2)
+    if not is_float(x.dtype) then error(fmt("%s: not implemented for %s tensors", op, dtname(x.dtype)), 2) end
+    if x.ndim < 1 then error(op .. ": input should have at least 1 dimension (its last: the point's coordinates)", 2) end
+    bins = bins or o.bins
+    if bins == nil then error(op .. ": bins is required (a number, a list of numbers or a list of edge tensors)", 2) end
+    local D = x:size(-1)
+    local pts = x:reshape(-1, D)
+    local N = pts:size(1)
+    local w = o.weight
+    if w ~= nil then
+      check_tensor(op, w, "weight", 2)
+      local ws = w.shape:totable()
+      local xs = x.shape:totable()
+      local ok = #ws == #xs - 1
+      for i = 1, #ws do ok = ok and ws[i] == xs[i] end
+      if not ok then
+        error(fmt("%s: expected weight to have the input's shape without its last dim, [%s], got [%s]", op,
+          table.concat(xs, ", ", 1, #xs - 1), table.concat(ws, ", ")), 2)
+      end
+    end
+    -- the bins per dim: counts or edge tensors
+    local per = {}
+    if type(bins) == "number" then
+      for d = 1, D do per[d] = bins end
+    elseif type(bins) == "table" and not T.is_tensor(bins) then
+      if #bins ~= D then
+        error(fmt("%s: expected %d bin specifications (one per dim of the points), got %d", op, D, #bins), 2)
+      end
+      for d = 1, D do per[d] = bins[d] end
+    else
+      error(fmt("%s: bins must be a number, a list of numbers or a list of edge tensors, got %s", op,
+        T.is_tensor(bins) and "a tensor" or type(bins)), 2)
+    end
+    local range = o.range
+    if range ~= nil then
+      if type(range) ~= "table" or #range ~= 2 * D then
+        error(fmt("%s: for a %d-dimensional histogram range should have %d elements, but got %s", op, D, 2 * D,
+          type(range) == "table" and tostring(#range) or type(range)), 2)
+      end
+    end
+    local edges, idx, inside, shape = {}, nil, nil, {}
+    local stride = 1
+    for d = D, 1, -1 do
+      local b = per[d]
+      local v = pts:select(2, d)
+      local vf = v:to(T.float64)
+      local e, pos, ins
+      if T.is_tensor(b) then
+        if range ~= nil then error(op .. ": range cannot be given with tensors of bin edges", 2) end
+        if b.ndim ~= 1 or b:numel() < 2 then
+          error(fmt("%s: the bin edges of dim %d should be a 1-d tensor of at least 2 elements", op, d), 2)
+        end
+        e = b:to(x.dtype)
+        local nb = e:numel() - 1
+        local ef = e:to(T.float64)
+        pos = vf:unsqueeze(2):ge(ef:unsqueeze(1)):sum(2)
+        pos = T.where(vf:eq(ef[nb + 1]), nb, pos):clamp(1, nb)
+        ins = vf:ge(ef[1]):logical_and(vf:le(ef[nb + 1]))
+        shape[d] = nb
+      else
+        if type(b) ~= "number" or b <= 0 or b ~= math.floor(b) then
+          error(fmt("%s: the bin count of dim %d must be a positive integer, got %s", op, d, tostring(b)), 2)
+        end
+        local lo, hi
+        if range ~= nil then
+          lo, hi = range[2 * d - 1], range[2 * d]
+          if type(lo) ~= "number" or type(hi) ~= "number" then
+            error(fmt("%s: range should hold numbers, got %s and %s for dim %d", op, type(lo), type(hi), d), 2)
+          end
+          if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end
+        elseif has_values(v) then
+          lo, hi = minmax_range(op, v, 0, 0, 0.5)
+        else
+          lo, hi = 0, 1
+        end
+        lo, hi = minmax_range(op, v, lo, hi, 0.5)
+        e = T.linspace(lo, hi, b + 1, { dtype = x.dtype })
+        -- torch's linear bin, then moved by one where v lies outside its edges
+        local ef = e:to(T.float64)
+        local p0 = ((v - lo) * b / (hi - lo)):floor():to(T.float64):clamp(0, b - 1):long()
+        local left, right = ef:gather(1, p0 + 1), ef:gather(1, p0 + 2)
+        p0 = T.where(vf:lt(left), p0 - 1, T.where(vf:ge(right):logical_and(p0:lt(b - 1)), p0 + 1, p0))
+        pos = p0:clamp(0, b - 1) + 1
+        ins = vf:ge(lo):logical_and(vf:le(hi))
+        shape[d] = b
+      end
+      edges[d] = e
+      local term = (pos:long() - 1) * stride
+      idx = idx and idx + term or term
+      inside = inside and inside:logical_and(ins) or ins
+      stride = stride * shape[d]
+    end
+    local total = stride
+    local src = w and w:reshape(-1):to(x.dtype) or T.ones(N, { dtype = x.dtype, device = x.device })
+    local hist = T.zeros(total, { dtype = x.dtype, device = x.device })
+    if N > 0 then hist = hist:index_add(1, idx + 1, T.where(inside, src, 0)) end
+    hist = hist:reshape(shape)
+    if o.density then
+      -- each bin's count over the total and the bin's volume
+      local vol = nil
+      for d = 1, D do
+        local e = edges[d]
+        local wd = e:narrow(1, 2, e:numel() - 1) - e:narrow(1, 1, e:numel() - 1)
+        local vs = {}
+        for k = 1, D do vs[k] = 1 end
+        vs[d] = wd:numel()
+        wd = wd:reshape(vs)
+        vol = vol and vol * wd or wd
+      end
+      hist = hist / (hist:sum() * vol)
     end
     return hist, edges
   end)
